@@ -1,0 +1,48 @@
+"""fluidlite: PaddlePaddle fluid 1.x's static-graph API on NumPy. ``import fluidlite as fluid``."""
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import Any
+
+from . import _log  # noqa: F401
+from . import ops as _ops  # noqa: F401  (registers every op)
+from . import core, framework, initializer, layers, unique_name  # noqa: F401
+from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
+from .core.dtypes import VarType  # noqa: F401
+from .core.ir import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
+                      default_main_program, default_startup_program, program_guard,
+                      switch_main_program, switch_startup_program)
+from .core.names import name_scope  # noqa: F401
+from .core.scope import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope,  # noqa: F401
+                         cpu_places, cuda_places, global_scope, is_compiled_with_cuda,
+                         scope_guard)
+from .executor import Executor  # noqa: F401
+from .framework import in_dygraph_mode  # noqa: F401
+from .layers.io import fluid_data as data  # noqa: F401
+from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
+
+__version__ = "0.1.0"
+
+# submodules and names imported on first use (keeps `import fluidlite` light and acyclic)
+_LAZY_MODULES = {"backward", "clip", "optimizer", "regularizer", "io", "nets", "debugger",
+                 "net_drawer", "data_feeder", "testing", "contrib", "metrics", "viz",
+                 "average", "dygraph", "profiler", "cli"}
+_LAZY_NAMES = {
+    "gradients": ("backward", "gradients"),
+    "DataFeeder": ("data_feeder", "DataFeeder"),
+    "save": ("io", "save"), "load": ("io", "load"),
+    "embedding": ("layers", "embedding"),
+    "one_hot": ("layers", "one_hot"),
+    "create_lod_tensor": ("lod_tensor", "create_lod_tensor"),
+    "create_random_int_lodtensor": ("lod_tensor", "create_random_int_lodtensor"),
+    "ParallelExecutor": ("parallel_executor", "ParallelExecutor"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        mod, attr = _LAZY_NAMES[name]
+        return getattr(_importlib.import_module(f"{__name__}.{mod}"), attr)
+    raise AttributeError(f"module 'fluidlite' has no attribute '{name}'")

@@ -1,0 +1,38 @@
+"""fluidlite's IR core, also serving as fluid's ``fluid.core`` namespace."""
+from __future__ import annotations
+
+import types as _types
+
+from . import dtypes, names, registry  # noqa: F401
+from .dtypes import VarType
+from .errors import EnforceNotMet
+from .ir import OpRole
+from .scope import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, cpu_places,
+                    cuda_places, is_compiled_with_cuda)
+
+
+class VarDesc:
+    """``core.VarDesc.VarType`` spelling used by fluid scripts."""
+    VarType = VarType
+
+
+op_proto_and_checker_maker = _types.SimpleNamespace(
+    OpRole=OpRole,
+    kOpRoleAttrName=lambda: "op_role",
+    kOpRoleVarAttrName=lambda: "op_role_var",
+    kOpNameScopeAttrName=lambda: "op_namescope",
+    kOpCreationCallstackAttrName=lambda: "op_callstack",
+    kOpDeviceAttrName=lambda: "op_device",
+)
+
+
+def get_cuda_device_count() -> int:
+    return 0
+
+
+def kEmptyVarName() -> str:
+    return names.EMPTY_VAR_NAME
+
+
+def kGradVarSuffix() -> str:
+    return names.GRAD_SUFFIX

@@ -1,0 +1,7 @@
+"""Exception types shared across fluidlite."""
+from __future__ import annotations
+
+
+class EnforceNotMet(RuntimeError):
+    """fluid's run-time check failure (``core.EnforceNotMet``): raised when an op's kernel fails;
+    the message names the op type, its input shapes and the user's line that created it."""

@@ -1,0 +1,849 @@
+"""The Program IR: ``Program`` > ``Block`` > (``Variable`` | ``Parameter``, ``Operator``).
+
+Mirrors fluid's Python framework objects, minus the C++ desc layer: an Operator holds slot ->
+variable-name lists and an attr dict. Every mutation goes through a Block method (or a setter)
+that bumps ``program.version``, which is what the executor keys its plan cache on.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import linecache
+import os
+import sys
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+from . import names, registry
+from .dtypes import VarType, convert_np_dtype_to_dtype_
+from .registry import VarSpec
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class OpRole:
+    """fluid's ``core.op_proto_and_checker_maker.OpRole`` bit values."""
+
+    Forward = 0x0
+    Backward = 0x1
+    Optimize = 0x2
+    RPC = 0x4
+    Dist = 0x8
+    LRSched = 0x10
+    Collective = 0x20
+    Loss = 0x100
+    NotSpecified = 0x1000
+
+
+def user_callstack(limit: int = 8) -> List[str]:
+    """The innermost ``limit`` frames outside fluidlite, formatted like a traceback (outermost
+    first): ``'  File "f.py", line 3, in main'`` followed by ``'    source line'``."""
+    frames = []
+    f = sys._getframe(1)
+    while f is not None and len(frames) < limit:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR) and not fn.startswith("<fluidlite"):
+            frames.append((fn, f.f_lineno, f.f_code.co_name))
+        f = f.f_back
+    out = []
+    for fn, line, func in reversed(frames):
+        out.append(f'  File "{fn}", line {line}, in {func}')
+        src = linecache.getline(fn, line).strip()
+        if src:
+            out.append("    " + src)
+    return out
+
+
+def creation_site(callstack: Optional[Sequence[str]]) -> str:
+    """The user's innermost source line from an ``op_callstack`` attr (for error messages)."""
+    if not callstack:
+        return "(unknown location)"
+    lines = list(callstack)
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("  File"):
+            return "\n".join(x.strip() for x in lines[i:i + 2])
+    return lines[-1].strip()
+
+
+# -- Variable ---------------------------------------------------------------------------------
+class Variable:
+    """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim)."""
+
+    def __init__(self, block: "Block", type: VarType = VarType.LOD_TENSOR,
+                 name: Optional[str] = None, shape: Optional[Sequence[int]] = None,
+                 dtype: Any = None, lod_level: Optional[int] = None, capacity: Any = None,
+                 persistable: Optional[bool] = None, error_clip: Any = None,
+                 stop_gradient: bool = False, is_data: bool = False,
+                 need_check_feed: bool = False, belong_to_optimizer: bool = False,
+                 **kwargs: Any) -> None:
+        self.block = block
+        self._name = name if name is not None else names.generate("_generated_var")
+        self.type = type
+        self._shape = tuple(int(d) if d is not None else -1 for d in shape) if shape is not None \
+            else ()
+        self._dtype = convert_np_dtype_to_dtype_(dtype) if dtype is not None else None
+        self.lod_level = lod_level or 0
+        self._persistable = bool(persistable)
+        self._stop_gradient = bool(stop_gradient)
+        self.is_data = is_data
+        self.need_check_feed = need_check_feed
+        self.belong_to_optimizer = belong_to_optimizer
+        self.error_clip = error_clip
+        self.op: Optional[Operator] = None
+
+    # properties that affect execution bump the program version
+    def _touch(self) -> None:
+        self.block.program._bump()
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, new: str) -> None:
+        self.block._rename_var(self._name, new)
+
+    @property
+    def shape(self) -> tuple:
+        return self._shape
+
+    @property
+    def dtype(self) -> Optional[VarType]:
+        return self._dtype
+
+    @property
+    def persistable(self) -> bool:
+        return self._persistable
+
+    @persistable.setter
+    def persistable(self, value: bool) -> None:
+        self._persistable = bool(value)
+        self._touch()
+
+    @property
+    def stop_gradient(self) -> bool:
+        return self._stop_gradient
+
+    @stop_gradient.setter
+    def stop_gradient(self, value: bool) -> None:
+        self._stop_gradient = bool(value)
+        self._touch()
+
+    @property
+    def spec(self) -> VarSpec:
+        return VarSpec(self._shape, self._dtype or VarType.FP32, self.lod_level)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def _set_spec(self, spec: VarSpec) -> None:
+        self._shape, self._dtype = tuple(spec.shape), spec.dtype
+        if spec.lod_level:
+            self.lod_level = spec.lod_level
+
+    def _set_error_clip(self, error_clip: Any) -> None:
+        self.error_clip = error_clip
+
+    @property
+    def grad_name(self) -> str:
+        return names.grad_var_name(self._name)
+
+    def _kind(self) -> str:
+        return "var"
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        head = "persist " if self._persistable else ""
+        if self.type not in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS):
+            line = f"{head}{self._kind()} {self._name} : fluid.VarType.{self.type.name})"
+        else:
+            shape = ", ".join(str(d) for d in self._shape)
+            line = (f"{head}{self._kind()} {self._name} : fluid.VarType.{self.type.name}"
+                    f".shape({shape}).astype({self._dtype})")
+        if with_details:
+            line += f"  stop_gradient: {self._stop_gradient}"
+            if self.error_clip is not None:
+                line += f"  error_clip: {self.error_clip}"
+        return line
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    __repr__ = __str__
+
+
+class Parameter(Variable):
+    """A persistable, trainable Variable of the global block (with a startup-program twin)."""
+
+    def __init__(self, block: "Block", shape: Sequence[int], dtype: Any, **kwargs: Any) -> None:
+        name = kwargs.get("name")
+        if shape is None:
+            raise ValueError("The shape of Parameter should not be None")
+        if dtype is None:
+            raise ValueError("The dtype of Parameter should not be None")
+        if len(shape) == 0:
+            raise ValueError("The dimensions of shape for Parameter must be greater than 0")
+        for d in shape:
+            if d is None or d < 0:
+                raise ValueError(f"Each dimension of shape for Parameter {name} must be greater "
+                                 f"than 0, but received {list(shape)}; a parameter's shape "
+                                 f"should not be related with batch-size")
+        self.trainable = kwargs.pop("trainable", True)
+        self.optimize_attr = kwargs.pop("optimize_attr", {"learning_rate": 1.0})
+        self.regularizer = kwargs.pop("regularizer", None)
+        self.gradient_clip_attr = kwargs.pop("gradient_clip_attr", None)
+        self.do_model_average = kwargs.pop("do_model_average", None)
+        self.need_clip = kwargs.pop("need_clip", True)
+        self.is_distributed = kwargs.pop("is_distributed", False)
+        self.initializer = kwargs.pop("initializer", None)
+        kwargs["persistable"] = True
+        super().__init__(block, shape=shape, dtype=dtype, **kwargs)
+
+    def _kind(self) -> str:
+        return ("trainable " if self.trainable else "") + "param"
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        line = super().to_string(throw_on_error, with_details)
+        if with_details:
+            line += (f"  trainable: {self.trainable}  optimize_attr: {self.optimize_attr}"
+                     f"  regularizer: {self.regularizer}  gradient_clip_attr: "
+                     f"{self.gradient_clip_attr}  do_model_average: {self.do_model_average}"
+                     f"  need_clip: {self.need_clip}")
+        return line
+
+    _PY_ATTRS = ("trainable", "optimize_attr", "regularizer", "gradient_clip_attr",
+                 "do_model_average", "need_clip", "is_distributed")
+
+
+# -- Operator ---------------------------------------------------------------------------------
+class Operator:
+    """One op: ``type``, slot -> variable-name lists for inputs and outputs, and attrs."""
+
+    def __init__(self, block: "Block", type: str, inputs: Dict[str, List[str]],
+                 outputs: Dict[str, List[str]], attrs: Dict[str, Any]) -> None:
+        self.block, self.type = block, type
+        self.inputs, self.outputs, self.attrs = inputs, outputs, attrs
+
+    @property
+    def idx(self) -> int:
+        for i, op in enumerate(self.block.ops):
+            if op is self:
+                return i
+        raise ValueError("Can't find op itself in it's block. It could be a bug of Paddle.")
+
+    @property
+    def desc(self) -> "Operator":
+        return self
+
+    def input(self, name: str) -> List[str]:
+        return list(self.inputs.get(name, []))
+
+    def output(self, name: str) -> List[str]:
+        return list(self.outputs.get(name, []))
+
+    @property
+    def input_names(self) -> List[str]:
+        return list(self.inputs)
+
+    @property
+    def output_names(self) -> List[str]:
+        return list(self.outputs)
+
+    @property
+    def input_arg_names(self) -> List[str]:
+        return [n for v in self.inputs.values() for n in v]
+
+    @property
+    def output_arg_names(self) -> List[str]:
+        return [n for v in self.outputs.values() for n in v]
+
+    def attr(self, name: str) -> Any:
+        return self.attrs.get(name)
+
+    def has_attr(self, name: str) -> bool:
+        return name in self.attrs
+
+    @property
+    def attr_names(self) -> List[str]:
+        return sorted(self.attrs)
+
+    def all_attrs(self) -> Dict[str, Any]:
+        return dict(self.attrs)
+
+    def attr_type(self, name: str) -> type:
+        return type(self.attrs[name])
+
+    def _set_attr(self, name: str, value: Any) -> None:
+        self.attrs[name] = value
+        self.block.program._bump()
+
+    def _remove_attr(self, name: str) -> None:
+        self.attrs.pop(name, None)
+        self.block.program._bump()
+
+    def _rename_input(self, old: str, new: str) -> None:
+        for v in self.inputs.values():
+            v[:] = [new if n == old else n for n in v]
+        self.block.program._bump()
+
+    def _rename_output(self, old: str, new: str) -> None:
+        for v in self.outputs.values():
+            v[:] = [new if n == old else n for n in v]
+        self.block.program._bump()
+
+    def to_string(self, throw_on_error: bool = False) -> str:
+        fmt = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
+        attrs = ", ".join(f"{k} = {_fmt_attr(self.attrs[k])}" for k in sorted(self.attrs)
+                          if k != "op_callstack")
+        sep = ", " if attrs else ""
+        return (f"{{{fmt(self.outputs)}}} = {self.type}(inputs={{{fmt(self.inputs)}}}"
+                f"{sep}{attrs})")
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    __repr__ = __str__
+
+
+def _fmt_attr(v: Any) -> str:
+    if isinstance(v, VarType):
+        return str(int(v))
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+# -- Block ------------------------------------------------------------------------------------
+_Arg = Union[None, str, Variable, Sequence[Union[str, Variable]]]
+
+
+class Block:
+    """An ordered list of ops plus the variables they use."""
+
+    def __init__(self, program: "Program", idx: int, parent_idx: int = -1) -> None:
+        self.program, self.idx, self.parent_idx = program, idx, parent_idx
+        self.forward_block_idx = -1
+        self.vars: Dict[str, Variable] = {}
+        self.ops: List[Operator] = []
+
+    # -- variables ------------------------------------------------------------------------
+    def var(self, name: str) -> Variable:
+        if not isinstance(name, str):
+            raise TypeError(f"var require string as parameter, but get {type(name)} instead.")
+        v = self.vars.get(name)
+        if v is None:
+            raise ValueError(f"var {name} not in this block")
+        return v
+
+    def has_var(self, name: str) -> bool:
+        return name in self.vars
+
+    def _find_var_recursive(self, name: str) -> Optional[Variable]:
+        block: Optional[Block] = self
+        while block is not None:
+            v = block.vars.get(name)
+            if v is not None:
+                return v
+            block = self.program.blocks[block.parent_idx] if block.parent_idx >= 0 else None
+        return None
+
+    def _var_recursive(self, name: str) -> Variable:
+        v = self._find_var_recursive(name)
+        if v is None:
+            raise ValueError(f"Var {name} is not found recursively")
+        return v
+
+    def create_var(self, **kwargs: Any) -> Variable:
+        """Create a Variable, or return the existing one of that name (conflicts raise)."""
+        initializer = kwargs.pop("initializer", None)
+        name = kwargs.get("name")
+        if name is not None and name in self.vars:
+            old = self.vars[name]
+            _check_redeclare(old, kwargs)
+            var = old
+        else:
+            var = Variable(self, **kwargs)
+            self.vars[var.name] = var
+            self.program._bump()
+        if initializer is not None:
+            initializer(var, self)
+        return var
+
+    def create_parameter(self, shape: Sequence[int], dtype: Any, **kwargs: Any) -> Parameter:
+        """Create a Parameter in the global block (running ``initializer`` if given)."""
+        glob = self.program.global_block()
+        initializer = kwargs.pop("initializer", None)
+        name = kwargs.get("name") or names.generate("_generated_param")
+        kwargs["name"] = name
+        if name in glob.vars:
+            param = glob.vars[name]
+            if not isinstance(param, Parameter):
+                raise ValueError(f"Variable {name} already exists and is not a Parameter")
+        else:
+            param = Parameter(glob, shape, dtype, **kwargs)
+            glob.vars[name] = param
+            self.program._bump()
+        if initializer is not None:
+            init_ops = [op for op in glob.ops if name in op.output_arg_names]
+            if len(init_ops) > 1:
+                raise RuntimeError(f"param {name} is inited by multiple init ops {init_ops}")
+            if not init_ops:
+                initializer(param, glob)
+        return param
+
+    def all_parameters(self) -> List[Parameter]:
+        return [v for v in self.vars.values() if isinstance(v, Parameter)]
+
+    def iter_parameters(self) -> Iterator[Parameter]:
+        return iter(self.all_parameters())
+
+    def _remove_var(self, name: str) -> None:
+        self.vars.pop(name, None)
+        self.program._bump()
+
+    def _rename_var(self, old: str, new: str) -> Variable:
+        if old not in self.vars:
+            raise ValueError(f"var {old} is not in current block")
+        var = self.vars.pop(old)
+        var._name = new
+        self.vars[new] = var
+        for op in self.ops:
+            op._rename_input(old, new)
+            op._rename_output(old, new)
+        self.program._bump()
+        return var
+
+    def _clone_variable(self, var: Variable, force_persistable: bool = True) -> Variable:
+        return self.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
+                               lod_level=var.lod_level,
+                               persistable=True if force_persistable else var.persistable,
+                               is_data=var.is_data)
+
+    # -- ops ------------------------------------------------------------------------------
+    def append_op(self, type: str, inputs: Optional[Dict[str, _Arg]] = None,
+                  outputs: Optional[Dict[str, _Arg]] = None,
+                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> Operator:
+        """Validate against the op definition, run shape inference, append; returns the op."""
+        op = self._make_op(type, inputs, outputs, attrs)
+        self.ops.append(op)
+        self.program._bump()
+        return op
+
+    def _insert_op(self, index: int, type: str, inputs: Optional[Dict[str, _Arg]] = None,
+                   outputs: Optional[Dict[str, _Arg]] = None,
+                   attrs: Optional[Dict[str, Any]] = None, **_: Any) -> Operator:
+        op = self._make_op(type, inputs, outputs, attrs)
+        self.ops.insert(index, op)
+        self.program._bump()
+        return op
+
+    def _prepend_op(self, type: str, inputs: Optional[Dict[str, _Arg]] = None,
+                    outputs: Optional[Dict[str, _Arg]] = None,
+                    attrs: Optional[Dict[str, Any]] = None, **_: Any) -> Operator:
+        return self._insert_op(0, type, inputs, outputs, attrs)
+
+    def _remove_op(self, index: int, end: Optional[int] = None) -> None:
+        del self.ops[index:(index + 1 if end is None else end)]
+        self.program._bump()
+
+    def _slice_ops(self, start: int, end: int) -> List[Operator]:
+        return self.ops[start:end]
+
+    def _make_op(self, type: str, inputs: Optional[Dict[str, _Arg]],
+                 outputs: Optional[Dict[str, _Arg]], attrs: Optional[Dict[str, Any]]) -> Operator:
+        callstack = user_callstack()
+        try:
+            opdef = registry.get_op_def(type)
+            ins = self._normalize_args(type, "Input", opdef.in_slots, inputs or {})
+            outs = self._normalize_args(type, "Output", opdef.out_slots, outputs or {}, create=True)
+            attrs = opdef.check_attrs(dict(attrs or {}))
+        except (TypeError, ValueError) as e:
+            raise type_of(e)(f"{e}\n  (op '{type}' created at {creation_site(callstack)})") \
+                from None
+        prog = self.program
+        attrs.setdefault("op_role", prog._current_role)
+        if prog._op_role_var:
+            attrs.setdefault("op_role_var", list(prog._op_role_var))
+        attrs.setdefault("op_namescope", names.current_name_scope())
+        attrs.setdefault("op_callstack", callstack)
+        attrs.setdefault("op_device", "")
+        op = Operator(self, type, ins, outs, attrs)
+        self._infer(opdef, op)
+        for slot_names in outs.values():
+            for n in slot_names:
+                v = self._find_var_recursive(n)
+                if v is not None:
+                    v.op = op
+        return op
+
+    def _normalize_args(self, op_type: str, kind: str, slots: Sequence[registry.Slot],
+                        args: Dict[str, _Arg], create: bool = False) -> Dict[str, List[str]]:
+        known = {s.name: s for s in slots}
+        out: Dict[str, List[str]] = {}
+        for key, value in args.items():
+            if key not in known:
+                raise ValueError(f"op '{op_type}' has no {kind.lower()} slot '{key}'; its "
+                                 f"{kind.lower()} slots are {list(known)}")
+            items = value if isinstance(value, (list, tuple)) else [value]
+            slot_names = []
+            for item in items:
+                if isinstance(item, Variable):
+                    slot_names.append(item.name)
+                elif isinstance(item, str):
+                    slot_names.append(item)
+                    if create and item != names.EMPTY_VAR_NAME and \
+                            self._find_var_recursive(item) is None:
+                        self.create_var(name=item)
+                elif item is None:
+                    continue
+                else:
+                    raise TypeError(f"op '{op_type}': {kind.lower()} '{key}' must be a Variable "
+                                    f"or a variable name, but received {type(item).__name__}")
+            if len(slot_names) > 1 and not known[key].duplicable:
+                raise ValueError(f"{kind} {key} expects only one {kind.lower()}, but "
+                                 f"{len(slot_names)} are given.")
+            if slot_names or known[key].duplicable:
+                out[key] = slot_names
+        for s in slots:
+            if not s.dispensable and s.name not in out:
+                raise ValueError(f"{kind} {s.name} not found: op '{op_type}' requires "
+                                 f"{kind.lower()} slot '{s.name}'")
+        return out
+
+    def _infer(self, opdef: registry.OpDef, op: Operator) -> None:
+        specs = []
+        for s in opdef.in_slots:
+            arg_names = op.inputs.get(s.name)
+            if not arg_names:
+                specs.append([] if s.duplicable else None)
+                continue
+            vs = [None if n == names.EMPTY_VAR_NAME else self._spec_of(op, n) for n in arg_names]
+            specs.append(vs if s.duplicable else vs[0])
+        kernel_attrs = {k: v for k, v in op.attrs.items() if k not in registry.COMMON_ATTRS}
+        try:
+            result = _call_infer(opdef, specs, kernel_attrs)
+        except (ValueError, TypeError, IndexError, AssertionError) as e:
+            shown = ", ".join(
+                f"{s.name}={_fmt_specs(sp)}" for s, sp in zip(opdef.in_slots, specs) if sp)
+            raise ValueError(f"op '{op.type}' shape inference failed: {e}\n  inputs: {shown}\n"
+                             f"  (created at {creation_site(op.attrs.get('op_callstack'))})") \
+                from None
+        for slot, spec in (result or {}).items():
+            for n, sp in zip(op.outputs.get(slot, []), spec if isinstance(spec, list) else [spec]):
+                if n == names.EMPTY_VAR_NAME or sp is None:
+                    continue
+                var = self._find_var_recursive(n)
+                if var is not None:
+                    var._set_spec(sp)
+
+    def _spec_of(self, op: Operator, name: str) -> VarSpec:
+        var = self._find_var_recursive(name)
+        if var is None:
+            raise ValueError(f"op '{op.type}': input variable '{name}' does not exist in block "
+                             f"{self.idx}\n  (created at "
+                             f"{creation_site(op.attrs.get('op_callstack'))})")
+        return var.spec
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        lines = [f"{{ // block {self.idx}"]
+        lines += ["    " + v.to_string(throw_on_error, with_details) for v in self.vars.values()]
+        lines.append("")
+        lines += ["    " + op.to_string(throw_on_error) for op in self.ops]
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+
+def type_of(e: Exception) -> type:
+    return TypeError if isinstance(e, TypeError) else ValueError
+
+
+def _fmt_specs(sp: Any) -> str:
+    if isinstance(sp, list):
+        return "[" + ", ".join(_fmt_specs(s) for s in sp) + "]"
+    if sp is None:
+        return "None"
+    return f"{list(sp.shape)} {sp.dtype.name.lower()}"
+
+
+def _call_infer(opdef: registry.OpDef, specs: List[Any], attrs: Dict[str, Any]) -> Dict[str, Any]:
+    accepted = _infer_params(type(opdef))
+    kw = attrs if accepted is None else {k: v for k, v in attrs.items() if k in accepted}
+    return opdef.infer(*specs, **kw)
+
+
+_INFER_PARAMS: Dict[type, Optional[frozenset]] = {}
+
+
+def _infer_params(cls: type) -> Optional[frozenset]:
+    """Names of attrs ``cls.infer`` accepts (None: it takes **kwargs)."""
+    if cls not in _INFER_PARAMS:
+        import inspect
+        params = inspect.signature(cls.infer).parameters.values()
+        _INFER_PARAMS[cls] = None if any(p.kind is p.VAR_KEYWORD for p in params) else \
+            frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+    return _INFER_PARAMS[cls]
+
+
+def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
+    checks = [("shape", lambda v: tuple(-1 if d is None else int(d) for d in v)),
+              ("dtype", convert_np_dtype_to_dtype_), ("type", lambda v: v),
+              ("lod_level", lambda v: v or 0), ("persistable", bool)]
+    for key, norm in checks:
+        new = kw.get(key)
+        if new is None or (key == "shape" and not old.shape):
+            continue
+        prev = getattr(old, key)
+        if prev is not None and norm(new) != prev:
+            raise ValueError(f"Variable {old.name} has been created before. The previous {key} "
+                             f"is {prev}; the new {key} is {norm(new)}. They are not matched.")
+
+
+# -- Program ----------------------------------------------------------------------------------
+class Program:
+    """A list of Blocks (block 0 is the global block) plus the state layers read while building."""
+
+    def __init__(self) -> None:
+        self.blocks: List[Block] = [Block(self, 0)]
+        self.current_block_idx = 0
+        self._seed = 0
+        self._version = 0
+        self._current_role = OpRole.Forward
+        self._op_role_var: List[str] = []
+        self._appending_grad_times = 0
+        self._is_distributed = False
+
+    # -- version ------------------------------------------------------------------------
+    def _bump(self) -> None:
+        self._version += 1
+
+    @property
+    def version(self) -> int:
+        """Incremented on every mutation; the executor's plan cache is keyed on it."""
+        return self._version
+
+    # -- blocks / vars --------------------------------------------------------------------
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def block(self, index: int) -> Block:
+        return self.blocks[index]
+
+    def current_block(self) -> Block:
+        return self.blocks[self.current_block_idx]
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    def _create_block(self, parent_idx: Optional[int] = None) -> Block:
+        parent = self.current_block_idx if parent_idx is None else parent_idx
+        block = Block(self, len(self.blocks), parent)
+        self.blocks.append(block)
+        self.current_block_idx = block.idx
+        self._bump()
+        return block
+
+    def _rollback(self) -> None:
+        self.current_block_idx = self.current_block().parent_idx
+
+    def list_vars(self) -> Iterator[Variable]:
+        for block in self.blocks:
+            yield from block.vars.values()
+
+    def all_parameters(self) -> List[Parameter]:
+        return [p for b in self.blocks for p in b.all_parameters()]
+
+    @property
+    def random_seed(self) -> int:
+        return self._seed
+
+    @random_seed.setter
+    def random_seed(self, seed: int) -> None:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError("Seed must be a integer.")
+        self._seed = seed
+        self._bump()
+
+    # -- role guards used by passes -------------------------------------------------------
+    @property
+    def _op_role(self) -> int:
+        return self._current_role
+
+    @_op_role.setter
+    def _op_role(self, role: int) -> None:
+        self._current_role = role
+
+    @contextlib.contextmanager
+    def _role_guard(self, role: int, role_var: Sequence[str] = ()) -> Iterator[None]:
+        old = self._current_role, self._op_role_var
+        self._current_role, self._op_role_var = role, list(role_var)
+        try:
+            yield
+        finally:
+            self._current_role, self._op_role_var = old
+
+    def _optimized_guard(self, param_and_grads: Sequence[Any]) -> Any:
+        role_var = [v.name if isinstance(v, Variable) else v for v in param_and_grads
+                    if v is not None]
+        return self._role_guard(OpRole.Optimize, role_var)
+
+    def _lr_schedule_guard(self, is_with_opt: bool = False) -> Any:
+        role = OpRole.LRSched | (OpRole.Optimize if is_with_opt else 0)
+        return self._role_guard(role)
+
+    def _backward_role_guard(self) -> Any:
+        return self._role_guard(OpRole.Backward)
+
+    # -- copies ---------------------------------------------------------------------------
+    def clone(self, for_test: bool = False) -> "Program":
+        """Deep copy. ``for_test``: drop backward/optimize ops and set ``is_test`` attrs."""
+        p = Program()
+        p._seed, p._appending_grad_times = self._seed, self._appending_grad_times
+        p.blocks = []
+        for b in self.blocks:
+            nb = Block(p, b.idx, b.parent_idx)
+            nb.forward_block_idx = b.forward_block_idx
+            for name, v in b.vars.items():
+                nv = copy.copy(v)
+                nv.__dict__ = dict(v.__dict__)
+                if isinstance(v, Parameter):
+                    nv.optimize_attr = copy.copy(v.optimize_attr)
+                nv.block, nv.op = nb, None
+                nb.vars[name] = nv
+            for op in b.ops:
+                attrs = {k: (list(v) if isinstance(v, list) else v) for k, v in op.attrs.items()}
+                nop = Operator(nb, op.type, {k: list(v) for k, v in op.inputs.items()},
+                               {k: list(v) for k, v in op.outputs.items()}, attrs)
+                nb.ops.append(nop)
+            p.blocks.append(nb)
+        if for_test:
+            p._strip_for_test()
+        for b in p.blocks:
+            for op in b.ops:
+                for n in op.output_arg_names:
+                    v = b._find_var_recursive(n)
+                    if v is not None:
+                        v.op = op
+        p.current_block_idx = 0
+        p._version = 0
+        return p
+
+    def _strip_for_test(self) -> None:
+        drop = OpRole.Backward | OpRole.Optimize
+        for b in self.blocks:
+            b.ops = [op for op in b.ops if not (int(op.attrs.get("op_role", 0)) & drop)]
+            for op in b.ops:
+                if "is_test" in op.attrs:
+                    op.attrs["is_test"] = True
+            used = {n for op in b.ops for n in op.input_arg_names + op.output_arg_names}
+            for name in [n for n, v in b.vars.items()
+                         if n not in used and names.GRAD_SUFFIX in n and not v.persistable]:
+                del b.vars[name]
+
+    # -- checks and printing --------------------------------------------------------------
+    def lint(self) -> "Program":
+        """Check invariants; raise ValueError listing every problem found, else return self.
+
+        * every op input is produced by an earlier op, is a data/fed var, or is persistable;
+        * every op output names a declared variable, and var names match their keys;
+        * every op's type is registered and its slots match the op definition.
+        """
+        problems: List[str] = []
+        for b in self.blocks:
+            for name, v in b.vars.items():
+                if v.name != name:
+                    problems.append(f"block {b.idx}: var key '{name}' != var.name '{v.name}'")
+            produced: set = set()
+            for i, op in enumerate(b.ops):
+                where = f"block {b.idx} op #{i} '{op.type}'"
+                if not registry.has_op(op.type):
+                    problems.append(f"{where}: op type is not registered")
+                    continue
+                d = registry.get_op_def(op.type)
+                for kind, slots, table in (("input", d.in_slots, op.inputs),
+                                           ("output", d.out_slots, op.outputs)):
+                    known = {s.name: s for s in slots}
+                    for key, args in table.items():
+                        if key not in known:
+                            problems.append(f"{where}: unknown {kind} slot '{key}'")
+                        elif len(args) > 1 and not known[key].duplicable:
+                            problems.append(f"{where}: {kind} slot '{key}' takes one var, has "
+                                            f"{len(args)}")
+                    for s in slots:
+                        if not s.dispensable and not table.get(s.name):
+                            problems.append(f"{where}: missing {kind} slot '{s.name}'")
+                for n in op.input_arg_names:
+                    if n == names.EMPTY_VAR_NAME or n in produced:
+                        continue
+                    v = b._find_var_recursive(n)
+                    if v is None:
+                        problems.append(f"{where}: input '{n}' is not declared")
+                    elif not (v.persistable or v.is_data or v.type != VarType.LOD_TENSOR):
+                        problems.append(f"{where}: input '{n}' is used before any op produces "
+                                        f"it and is neither fed data nor persistable")
+                for n in op.output_arg_names:
+                    if n != names.EMPTY_VAR_NAME and b._find_var_recursive(n) is None:
+                        problems.append(f"{where}: output '{n}' is not declared")
+                    produced.add(n)
+        if problems:
+            raise ValueError("Program.lint found %d problem(s):\n  " % len(problems)
+                             + "\n  ".join(problems))
+        return self
+
+    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        return "\n".join(b.to_string(throw_on_error, with_details) for b in self.blocks)
+
+    def _to_readable_code(self, skip_op_callstack: bool = True) -> str:
+        return self.to_string()
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    def __repr__(self) -> str:
+        return (f"<Program blocks={len(self.blocks)} ops={len(self.global_block().ops)} "
+                f"vars={len(self.global_block().vars)} version={self._version}>")
+
+
+# -- global programs --------------------------------------------------------------------------
+_main_program_ = Program()
+_startup_program_ = Program()
+
+
+def default_main_program() -> Program:
+    return _main_program_
+
+
+def default_startup_program() -> Program:
+    return _startup_program_
+
+
+def switch_main_program(program: Program) -> Program:
+    global _main_program_
+    prev, _main_program_ = _main_program_, program
+    return prev
+
+
+def switch_startup_program(program: Program) -> Program:
+    global _startup_program_
+    prev, _startup_program_ = _startup_program_, program
+    return prev
+
+
+@contextlib.contextmanager
+def program_guard(main_program: Program, startup_program: Optional[Program] = None) -> Iterator[None]:
+    """Make ``main_program`` (and ``startup_program`` when given) the defaults in the block."""
+    if not isinstance(main_program, Program):
+        raise TypeError("main_program should be Program")
+    if startup_program is not None and not isinstance(startup_program, Program):
+        raise TypeError("startup_program should be Program")
+    main_program = switch_main_program(main_program)
+    if startup_program is not None:
+        startup_program = switch_startup_program(startup_program)
+    try:
+        yield
+    finally:
+        switch_main_program(main_program)
+        if startup_program is not None:
+            switch_startup_program(startup_program)

@@ -1,0 +1,111 @@
+"""Name generation: fluid's ``unique_name`` counters, ``name_scope`` and gradient suffixes."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Optional, Union
+
+GRAD_SUFFIX = "@GRAD"
+RENAME_SUFFIX = "@RENAME@"
+EMPTY_VAR_NAME = "@EMPTY@"
+
+
+class UniqueNameGenerator:
+    """Per-key counters: ``generate('fc')`` -> ``'fc_0'``, then ``'fc_1'``, ..."""
+
+    def __init__(self, prefix: Optional[str] = None) -> None:
+        self.ids: dict[str, int] = {}
+        self.prefix = prefix or ""
+
+    def __call__(self, key: str) -> str:
+        n = self.ids.get(key, 0)
+        self.ids[key] = n + 1
+        return f"{self.prefix}{key}_{n}"
+
+
+generator = UniqueNameGenerator()
+
+
+def generate(key: str) -> str:
+    """Return a program-wide unique name ``'{prefix}{key}_{n}'`` (counters are global)."""
+    return generator(key)
+
+
+generate_with_ignorable_key = generate
+
+
+def switch(new_generator: Optional[UniqueNameGenerator] = None) -> UniqueNameGenerator:
+    """Install ``new_generator`` (a fresh one when None) and return the previous generator."""
+    global generator
+    old, generator = generator, new_generator or UniqueNameGenerator()
+    return old
+
+
+@contextlib.contextmanager
+def guard(new_generator: Union[None, str, bytes, UniqueNameGenerator] = None) -> Iterator[None]:
+    """Use a fresh generator (str/bytes: used as name prefix) inside the with-block."""
+    if isinstance(new_generator, bytes):
+        new_generator = new_generator.decode()
+    if isinstance(new_generator, str):
+        new_generator = UniqueNameGenerator(new_generator)
+    old = switch(new_generator)
+    try:
+        yield
+    finally:
+        switch(old)
+
+
+def grad_var_name(name: str) -> str:
+    return name + GRAD_SUFFIX
+
+
+def strip_grad_suffix(name: str) -> str:
+    """``'x@GRAD@RENAME@0'`` -> ``'x'``; ``'x@GRAD_1'`` -> ``'x'``."""
+    pos = name.find(GRAD_SUFFIX)
+    return name[:pos] if pos != -1 else name
+
+
+# -- name_scope -------------------------------------------------------------------------------
+class _NameScope:
+    def __init__(self, name: str = "", parent: Optional["_NameScope"] = None) -> None:
+        self.name, self.parent = name, parent
+        self.children: dict[str, list["_NameScope"]] = {}
+
+    def child(self, prefix: str) -> "_NameScope":
+        siblings = self.children.setdefault(prefix, [])
+        name = prefix if not siblings else f"{prefix}_{len(siblings)}"
+        scope = _NameScope(name, self)
+        siblings.append(scope)
+        return scope
+
+    def path(self) -> str:
+        parts, node = [], self
+        while node.parent is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/" + "".join(p + "/" for p in reversed(parts))
+
+
+_name_scope = _NameScope()
+
+
+@contextlib.contextmanager
+def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
+    """Hierarchical scope recorded on every op as ``op_namescope`` (``'/s1/s2/'``)."""
+    global _name_scope
+    assert prefix, "namescope prefix can not be empty."
+    old = _name_scope
+    _name_scope = old.child(prefix)
+    try:
+        yield
+    finally:
+        _name_scope = old
+
+
+def current_name_scope() -> str:
+    return _name_scope.path()
+
+
+def reset_name_scope() -> None:
+    """Forget all scopes (tests use this for a clean slate)."""
+    global _name_scope
+    _name_scope = _NameScope()

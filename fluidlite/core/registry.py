@@ -1,0 +1,383 @@
+"""The op contract: one ``OpDef`` subclass per op, holding slots, attrs, inference, kernel, gradient.
+
+Writing an op (see README "Writing an op")::
+
+    @register
+    class Relu(OpDef):
+        '''Out = max(X, 0);  dX = dOut * (Out > 0).'''
+        type, inputs, outputs = "relu", ("X",), ("Out",)
+        grad_uses = ("Out",)                       # relu_grad reads Out (and Out@GRAD)
+
+        def infer(self, X):            return {"Out": X}
+        def forward(self, X):          return {"Out": np.maximum(X, 0)}
+        def backward(self, Out, dOut): return {"X": dOut * (Out > 0)}
+
+* **Slots** are fluid's names. A trailing ``*`` marks a duplicable slot (a list of variables), a
+  trailing ``?`` a dispensable one (may be absent: the kernel then receives ``None``).
+* **Attrs** are the keyword-only parameters of ``forward``; their defaults are the attr defaults
+  and fix the accepted type (bool, int, float, str, list, dtype; ``None`` accepts anything).
+  ``extra_attrs`` lists attrs that are stored but never reach the kernel (``use_cudnn``...).
+* ``infer(**input VarSpecs, **attrs it names) -> {slot: VarSpec | [VarSpec]}`` runs when the op is
+  appended; it raises ``ValueError`` on a shape mismatch. A slot it omits keeps the var's spec.
+* ``forward(*input arrays in slot order, **attrs) -> {slot: ndarray | [ndarray]}`` is the kernel:
+  a pure function of its inputs (never mutates them, no global RNG). Ops with ``uses_rng = True``
+  also receive ``rng`` (a ``numpy.random.Generator`` supplied by the executor).
+* ``lower(self, in_specs, attrs) -> callable | None`` (optional) returns a positional fast path
+  ``f(*arrays) -> ndarray`` for single-output ops; the executor calls it instead of ``forward``.
+* **Gradient**, one of:
+  - ``backward(self, <grad_uses...>, d<Out>..., **attrs) -> {input slot: grad}``: the registry
+    registers ``<type>_grad`` with inputs ``grad_uses + <Out>@GRAD`` and outputs ``<X>@GRAD``.
+    A returned grad must already have the input's shape (reduce broadcasts yourself).
+  - ``make_grad(self, g: GradBuilder, **attrs)``: append existing ops (a composition).
+  - ``no_grad = True``: not differentiable (said explicitly).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import names
+from .dtypes import VarType, convert_np_dtype_to_dtype_
+
+# attrs every op may carry; set by the framework, never passed to kernels
+COMMON_ATTRS = ("op_role", "op_role_var", "op_namescope", "op_callstack", "op_device")
+
+
+@dataclasses.dataclass(frozen=True)
+class VarSpec:
+    """Static description of a tensor: shape (``-1`` = unknown, e.g. the batch dim) and dtype."""
+
+    shape: Tuple[int, ...]
+    dtype: VarType
+    lod_level: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", convert_np_dtype_to_dtype_(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def with_(self, shape: Optional[Sequence[int]] = None, dtype: Any = None) -> "VarSpec":
+        return VarSpec(self.shape if shape is None else tuple(shape),
+                       self.dtype if dtype is None else dtype, self.lod_level)
+
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    name: str
+    duplicable: bool = False
+    dispensable: bool = False
+
+    @classmethod
+    def parse(cls, spec: str) -> "Slot":
+        name = spec.rstrip("*?")
+        tail = spec[len(name):]
+        return cls(name, "*" in tail, "?" in tail)
+
+
+@dataclasses.dataclass
+class OpDesc:
+    """A plain op description (what a grad maker emits before it is appended to a block)."""
+
+    type: str
+    inputs: Dict[str, List[str]]
+    outputs: Dict[str, List[str]]
+    attrs: Dict[str, Any]
+
+
+class OpDef:
+    """Base class of every op definition (see module docstring)."""
+
+    type: ClassVar[str] = ""
+    inputs: ClassVar[Tuple[str, ...]] = ()
+    outputs: ClassVar[Tuple[str, ...]] = ()
+    grad_uses: ClassVar[Optional[Tuple[str, ...]]] = None   # None: all forward inputs
+    no_grad: ClassVar[bool] = False
+    uses_rng: ClassVar[bool] = False
+    extra_attrs: ClassVar[Dict[str, Any]] = {}
+    # filled in by @register
+    in_slots: ClassVar[Tuple[Slot, ...]] = ()
+    out_slots: ClassVar[Tuple[Slot, ...]] = ()
+    attr_defaults: ClassVar[Dict[str, Any]] = {}
+    forward_def: ClassVar[Optional["OpDef"]] = None          # set on generated <type>_grad defs
+
+    def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
+        raise NotImplementedError(f"op {self.type!r} defines no shape inference")
+
+    def forward(self, *arrays: Any, **attrs: Any) -> Dict[str, Any]:
+        raise NotImplementedError(f"op {self.type!r} defines no kernel")
+
+    def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
+        return None
+
+    # -- gradient ---------------------------------------------------------------------------
+    @property
+    def differentiable(self) -> bool:
+        return not self.no_grad and (self.has_backward() or self.has_make_grad())
+
+    @classmethod
+    def has_backward(cls) -> bool:
+        return cls.backward is not OpDef.backward
+
+    @classmethod
+    def has_make_grad(cls) -> bool:
+        return cls.make_grad is not OpDef.make_grad
+
+    def backward(self, *args: Any, **attrs: Any) -> Dict[str, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def make_grad(self, g: "GradBuilder", **attrs: Any) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def grad_op_descs(self, g: "GradBuilder") -> List[OpDesc]:
+        """The grad ops for one forward op (Paddle's GradOpMaker)."""
+        if self.no_grad:
+            return []
+        attrs = g.kernel_attrs()
+        if self.has_make_grad():
+            self.make_grad(g, **attrs)
+        elif self.has_backward():
+            uses = self.grad_uses if self.grad_uses is not None else tuple(
+                s.name for s in self.in_slots)
+            inputs = {}
+            for slot in uses:
+                names_ = g.input(slot) if slot in self._in_names() else g.output(slot)
+                if names_ is not None:
+                    inputs[slot] = _as_list(names_)
+            for s in self.out_slots:
+                grads = g.output_grad(s.name)
+                if grads is not None:
+                    inputs[s.name + names.GRAD_SUFFIX] = _as_list(grads)
+            outputs = {}
+            for s in self.in_slots:
+                grads = g.input_grad(s.name)
+                if grads is not None:
+                    outputs[s.name + names.GRAD_SUFFIX] = _as_list(grads)
+            g.append(self.type + "_grad", inputs, outputs, attrs)
+        return g.ops
+
+    @classmethod
+    def _in_names(cls) -> Tuple[str, ...]:
+        return tuple(s.name for s in cls.in_slots)
+
+    # -- attrs ------------------------------------------------------------------------------
+    def check_attrs(self, attrs: Dict[str, Any]) -> Dict[str, Any]:
+        """Fill defaults, reject unknown or ill-typed attrs; returns the normalized dict."""
+        out: Dict[str, Any] = {}
+        for key, value in attrs.items():
+            if key in COMMON_ATTRS:
+                out[key] = value
+                continue
+            if key in self.attr_defaults:
+                default = self.attr_defaults[key]
+            elif key in self.extra_attrs:
+                default = self.extra_attrs[key]
+            else:
+                known = sorted(self.attr_defaults) + sorted(self.extra_attrs)
+                raise ValueError(f"op '{self.type}' has no attribute '{key}'; "
+                                 f"its attributes are {known}")
+            out[key] = _coerce_attr(self.type, key, value, default)
+        for key, default in self.attr_defaults.items():
+            out.setdefault(key, _copy_default(default))
+        return out
+
+
+def _copy_default(value: Any) -> Any:
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def _coerce_attr(op_type: str, key: str, value: Any, default: Any) -> Any:
+    def bad(expected: str) -> TypeError:
+        return TypeError(f"op '{op_type}': attribute '{key}' expects {expected}, "
+                         f"but received {value!r} of type {type(value).__name__}")
+
+    if default is None or value is None:
+        return value
+    if isinstance(default, VarType):
+        try:
+            return convert_np_dtype_to_dtype_(value)
+        except (TypeError, ValueError, KeyError):
+            raise bad("a data type") from None
+    if isinstance(default, (bool, np.bool_)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise bad("bool")
+        return bool(value)
+    if isinstance(default, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise bad("int")
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise bad("float")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise bad("str")
+        return value
+    if isinstance(default, (list, tuple)):
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)):
+            raise bad("a list")
+        return list(value)
+    return value
+
+
+def _as_list(x: Union[str, Sequence[str]]) -> List[str]:
+    return [x] if isinstance(x, str) else list(x)
+
+
+# -- registration -----------------------------------------------------------------------------
+_REGISTRY: Dict[str, OpDef] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: validate the definition, read attrs from ``forward``'s signature, and
+    register it (plus a generated ``<type>_grad`` def when it defines ``backward``)."""
+    if not cls.type:
+        raise ValueError(f"{cls.__name__} has no op type")
+    if cls.type in _REGISTRY:
+        raise ValueError(f"op '{cls.type}' is registered twice")
+    cls.in_slots = tuple(Slot.parse(s) for s in cls.inputs)
+    cls.out_slots = tuple(Slot.parse(s) for s in cls.outputs)
+    if cls.forward is not OpDef.forward:
+        sig = inspect.signature(cls.forward)
+        cls.attr_defaults = {
+            p.name: p.default for p in sig.parameters.values()
+            if p.kind is p.KEYWORD_ONLY and p.name != "rng"}
+    else:
+        cls.attr_defaults = dict(getattr(cls, "attr_defaults", {}))
+    _REGISTRY[cls.type] = cls()
+    if cls.has_backward() and not cls.no_grad and cls.type + "_grad" not in _REGISTRY:
+        _register_grad_def(cls)
+    return cls
+
+
+def _register_grad_def(fwd: type) -> None:
+    fwd_def: OpDef = _REGISTRY[fwd.type]
+    uses = fwd.grad_uses if fwd.grad_uses is not None else fwd._in_names()
+    slots = {s.name: s for s in fwd.in_slots + fwd.out_slots}
+    ins = tuple(u + ("*" if slots[u].duplicable else "") + "?" for u in uses)
+    ins += tuple(s.name + names.GRAD_SUFFIX + ("*" if s.duplicable else "") + "?"
+                 for s in fwd.out_slots)
+    outs = tuple(s.name + names.GRAD_SUFFIX + ("*" if s.duplicable else "") + "?"
+                 for s in fwd.in_slots)
+    n_uses = len(uses)
+    out_slot_names = [s.name for s in fwd.out_slots]
+
+    class GradDef(OpDef):
+        __doc__ = f"Gradient of '{fwd.type}' (generated from its backward rule)."
+        type = fwd.type + "_grad"
+        inputs, outputs = ins, outs
+        forward_def = fwd_def
+        extra_attrs = dict(fwd.extra_attrs)
+
+        def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
+            return {}   # grad vars are created with their forward var's spec by the backward pass
+
+        def forward(self, *arrays: Any, **attrs: Any) -> Dict[str, Any]:
+            kw = dict(zip(uses, arrays[:n_uses]))
+            kw.update(("d" + o, a) for o, a in zip(out_slot_names, arrays[n_uses:]))
+            grads = fwd_def.backward(**kw, **attrs)
+            return {k + names.GRAD_SUFFIX: v for k, v in grads.items()}
+
+    GradDef.__name__ = GradDef.__qualname__ = fwd.__name__ + "Grad"
+    double = getattr(fwd, "double_grad", None)
+    if double is not None:            # optional higher-order rule for the generated grad op
+        GradDef.make_grad = double
+    GradDef.attr_defaults = {}
+    GradDef.in_slots = tuple(Slot.parse(s) for s in ins)
+    GradDef.out_slots = tuple(Slot.parse(s) for s in outs)
+    inst = GradDef()
+    inst.attr_defaults = dict(fwd_def.attr_defaults)
+    _REGISTRY[GradDef.type] = inst
+
+
+def get_op_def(op_type: str) -> OpDef:
+    """The registered definition of ``op_type``; ValueError as fluid when unknown."""
+    try:
+        return _REGISTRY[op_type]
+    except KeyError:
+        import difflib
+        close = difflib.get_close_matches(op_type, _REGISTRY, n=3)
+        hint = f" Did you mean {close}?" if close else ""
+        raise ValueError(f'Operator "{op_type}" has not been registered.{hint}') from None
+
+
+def has_op(op_type: str) -> bool:
+    return op_type in _REGISTRY
+
+
+def all_op_types() -> List[str]:
+    return sorted(_REGISTRY)
+
+
+# -- gradient builder -------------------------------------------------------------------------
+class GradBuilder:
+    """What a grad maker sees of one forward op; collects the grad ``OpDesc``s it emits.
+
+    ``input_grad(slot)`` returns the names to write (``X@GRAD``; ``@EMPTY@`` for entries that need
+    no gradient), or None when no entry of the slot needs one. ``output_grad(slot)`` returns the
+    incoming gradient names (the backward pass guarantees they exist).
+    """
+
+    def __init__(self, op: Any, no_grad_names: Iterable[str] = (),
+                 tmp_prefix: Optional[str] = None) -> None:
+        self.op = op
+        self.no_grad = set(no_grad_names)
+        self.ops: List[OpDesc] = []
+        self._tmp_prefix = tmp_prefix or op.type + "_grad"
+
+    def input(self, slot: str) -> Any:
+        return self._one_or_list(slot, self.op.inputs)
+
+    def output(self, slot: str) -> Any:
+        return self._one_or_list(slot, self.op.outputs)
+
+    def output_grad(self, slot: str) -> Any:
+        names_ = self.op.outputs.get(slot)
+        if not names_:
+            return None
+        return self._shape_like(slot, [n + names.GRAD_SUFFIX for n in names_], self.op.outputs)
+
+    def input_grad(self, slot: str) -> Any:
+        names_ = self.op.inputs.get(slot)
+        if not names_ or all(n in self.no_grad for n in names_):
+            return None
+        grads = [names.EMPTY_VAR_NAME if n in self.no_grad else n + names.GRAD_SUFFIX
+                 for n in names_]
+        return self._shape_like(slot, grads, self.op.inputs)
+
+    def attr(self, name: str) -> Any:
+        return self.op.attr(name)
+
+    def kernel_attrs(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.op.all_attrs().items() if k not in COMMON_ATTRS}
+
+    def tmp(self, hint: str = "tmp") -> str:
+        return names.generate(f"{self._tmp_prefix}.{hint}")
+
+    def append(self, type: str, inputs: Optional[Dict[str, Any]] = None,
+               outputs: Optional[Dict[str, Any]] = None, attrs: Optional[Dict[str, Any]] = None,
+               **kw_attrs: Any) -> None:
+        attrs = dict(attrs or {}, **kw_attrs)
+        norm = lambda d: {k: _as_list(v) for k, v in (d or {}).items() if v is not None}
+        self.ops.append(OpDesc(type, norm(inputs), norm(outputs), attrs))
+
+    def _one_or_list(self, slot: str, table: Dict[str, List[str]]) -> Any:
+        names_ = table.get(slot)
+        if not names_:
+            return None
+        return self._shape_like(slot, list(names_), table)
+
+    def _shape_like(self, slot: str, values: List[str], table: Dict[str, List[str]]) -> Any:
+        d = get_op_def(self.op.type)
+        slots = {s.name: s for s in d.in_slots + d.out_slots}
+        if slot in slots and slots[slot].duplicable:
+            return values
+        return values[0]

@@ -1,0 +1,214 @@
+"""Run-time storage: ``Scope`` (name -> variable holder), ``LoDTensor`` and places."""
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .dtypes import VarType, convert_np_dtype_to_dtype_
+
+_log = logging.getLogger("fluidlite")
+
+
+# -- places -----------------------------------------------------------------------------------
+class CPUPlace:
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, CPUPlace)
+
+    def __hash__(self) -> int:
+        return hash("CPUPlace")
+
+    def __repr__(self) -> str:
+        return "CPUPlace"
+
+
+class CUDAPlace:
+    """Accepted for compatibility; programs run on the CPU (a warning is logged once)."""
+
+    def __init__(self, device_id: int = 0) -> None:
+        self.device_id = device_id
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, CUDAPlace) and other.device_id == self.device_id
+
+    def __hash__(self) -> int:
+        return hash(("CUDAPlace", self.device_id))
+
+    def __repr__(self) -> str:
+        return f"CUDAPlace({self.device_id})"
+
+
+class CUDAPinnedPlace(CPUPlace):
+    def __repr__(self) -> str:
+        return "CUDAPinnedPlace"
+
+
+def is_compiled_with_cuda() -> bool:
+    return False
+
+
+def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
+    return [CPUPlace() for _ in range(device_count or 1)]
+
+
+def cuda_places(device_ids: Optional[Sequence[int]] = None) -> List[CUDAPlace]:
+    return [CUDAPlace(i) for i in (device_ids if device_ids is not None else [0])]
+
+
+# -- tensors ----------------------------------------------------------------------------------
+class LoDTensor:
+    """A numpy array plus fluid's level-of-detail (sequence offset) metadata."""
+
+    __slots__ = ("_array", "_lod")
+
+    def __init__(self, array: Optional[np.ndarray] = None, lod: Optional[List[List[int]]] = None):
+        self._array = array
+        self._lod = [list(l) for l in lod] if lod else []
+
+    def set(self, array: Any, place: Any = None) -> None:
+        self._array = np.array(array, copy=True) if not isinstance(array, np.ndarray) else \
+            np.ascontiguousarray(array).copy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._array is None:
+            raise RuntimeError("The tensor is not initialized; run the program that "
+                               "produces it (e.g. the startup program) first.")
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    def shape(self) -> List[int]:
+        return list(self._array.shape) if self._array is not None else []
+
+    def _dtype(self) -> VarType:
+        return convert_np_dtype_to_dtype_(self._array.dtype)
+
+    def _is_initialized(self) -> bool:
+        return self._array is not None
+
+    def lod(self) -> List[List[int]]:
+        return [list(l) for l in self._lod]
+
+    def set_lod(self, lod: Sequence[Sequence[int]]) -> None:
+        self._lod = [list(l) for l in lod]
+
+    def recursive_sequence_lengths(self) -> List[List[int]]:
+        return [[b - a for a, b in zip(level[:-1], level[1:])] for level in self._lod]
+
+    def set_recursive_sequence_lengths(self, lengths: Sequence[Sequence[int]]) -> None:
+        lod = []
+        for level in lengths:
+            offsets = [0]
+            for n in level:
+                offsets.append(offsets[-1] + int(n))
+            lod.append(offsets)
+        self._lod = lod
+
+    def has_valid_recursive_sequence_lengths(self) -> bool:
+        if not self._lod:
+            return True
+        n = self._array.shape[0] if self._array is not None and self._array.ndim else 0
+        for level in self._lod:
+            if level[0] != 0 or any(b < a for a, b in zip(level[:-1], level[1:])):
+                return False
+        return self._lod[-1][-1] == n
+
+    def __repr__(self) -> str:
+        return f"LoDTensor(shape={self.shape()}, lod={self._lod})\n{self._array!r}"
+
+
+class _ScopeVar:
+    """What ``scope.var(name)`` / ``find_var`` return: a holder of one tensor."""
+
+    __slots__ = ("name", "_tensor")
+
+    def __init__(self, name: str) -> None:
+        self.name, self._tensor = name, LoDTensor()
+
+    def get_tensor(self) -> LoDTensor:
+        return self._tensor
+
+    get_selected_rows = get_tensor
+
+    def is_initialized(self) -> bool:
+        return self._tensor._array is not None
+
+    def set(self, array: Any, place: Any = None) -> None:
+        self._tensor.set(array, place)
+
+
+class Scope:
+    """Hierarchical name -> variable storage; lookups fall back to the parent scope."""
+
+    def __init__(self, parent: Optional["Scope"] = None) -> None:
+        self._vars: Dict[str, _ScopeVar] = {}
+        self.parent = parent
+        self._kids: List[Scope] = []
+
+    def var(self, name: str) -> _ScopeVar:
+        """Find ``name`` in this scope or create it here (never in a parent)."""
+        v = self._vars.get(name)
+        if v is None:
+            v = self._vars[name] = _ScopeVar(name)
+        return v
+
+    def find_var(self, name: str) -> Optional[_ScopeVar]:
+        scope: Optional[Scope] = self
+        while scope is not None:
+            v = scope._vars.get(name)
+            if v is not None:
+                return v
+            scope = scope.parent
+        return None
+
+    def find_local_var(self, name: str) -> Optional[_ScopeVar]:
+        return self._vars.get(name)
+
+    def new_scope(self) -> "Scope":
+        kid = Scope(self)
+        self._kids.append(kid)
+        return kid
+
+    def drop_kids(self) -> None:
+        self._kids.clear()
+
+    def local_var_names(self) -> List[str]:
+        return list(self._vars)
+
+    def erase(self, names: Sequence[str]) -> None:
+        for n in names:
+            self._vars.pop(n, None)
+
+    # fast paths for the executor
+    def _get_array(self, name: str) -> Optional[np.ndarray]:
+        v = self.find_var(name)
+        return None if v is None else v._tensor._array
+
+    def _set_array(self, name: str, array: np.ndarray) -> None:
+        v = self.find_var(name)
+        if v is None:
+            v = self._vars[name] = _ScopeVar(name)
+        v._tensor._array = array
+
+
+_global_scope = Scope()
+
+
+def global_scope() -> Scope:
+    return _global_scope
+
+
+def _switch_scope(scope: Scope) -> Scope:
+    global _global_scope
+    prev, _global_scope = _global_scope, scope
+    return prev
+
+
+@contextlib.contextmanager
+def scope_guard(scope: Scope) -> Iterator[None]:
+    """Make ``scope`` the global scope inside the with-block."""
+    prev = _switch_scope(scope)
+    try:
+        yield
+    finally:
+        _switch_scope(prev)

@@ -1,0 +1,215 @@
+"""``Executor``: validate feeds, fetch (or compile) the cached plan, run it against a Scope."""
+from __future__ import annotations
+
+import difflib
+import logging
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..core import scope as scope_mod
+from ..core.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..core.ir import Program, Variable, default_main_program
+from ..core.scope import CUDAPlace, LoDTensor, Scope
+from .plan import Plan
+
+_log = logging.getLogger("fluidlite")
+_warned_cuda = False
+
+
+class Executor:
+    """Runs Programs on a place (always the CPU). Plans are cached per program identity, program
+    version, feed names and fetch names, so a program changed after a run is recompiled."""
+
+    def __init__(self, place: Any = None) -> None:
+        self.place = place if place is not None else scope_mod.CPUPlace()
+        self._closed = False
+        self._cache: "weakref.WeakKeyDictionary[Program, Dict[tuple, Plan]]" = \
+            weakref.WeakKeyDictionary()
+
+    def close(self) -> None:
+        self._closed = True
+        self._cache.clear()
+
+    def run(self, program: Any = None, feed: Any = None, fetch_list: Any = None,
+            feed_var_name: str = "feed", fetch_var_name: str = "fetch",
+            scope: Optional[Scope] = None, return_numpy: bool = True,
+            use_program_cache: bool = False, return_merged: bool = True,
+            use_prune: bool = False) -> List[Any]:
+        """Run block 0 of ``program`` (default: the default main program).
+
+        ``feed`` maps variable names to arrays; ``fetch_list`` holds Variables or names. Returns
+        the fetched values in order (numpy arrays, or LoDTensors when ``return_numpy=False``).
+        Feeds are validated and parameters checked before any op runs; persistables are written
+        to ``scope`` only after the whole step succeeded.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Executor")
+        self._warn_cuda()
+        if program is None:
+            program = default_main_program()
+        program = getattr(program, "_program", program)     # CompiledProgram
+        if not isinstance(program, Program):
+            raise TypeError("Executor requires Program as its Parameter. But you passed in "
+                            f"{type(program)}")
+        feed = _normalize_feed(feed)
+        fetch_names = _normalize_fetch(fetch_list)
+        scope = scope if scope is not None else scope_mod.global_scope()
+        block = program.global_block()
+        if not [op for op in block.ops if op.type not in ("feed", "fetch")] and not fetch_names:
+            _log.warning("There are no operators in the program to be executed. If you pass "
+                         "Program manually, please use fluid.program_guard to ensure the current "
+                         "Program is being used.")
+        feed_names = tuple(feed)
+        arrays, lods = self._check_feed(block, feed)
+        plan = self._plan(program, feed_names, tuple(fetch_names))
+        persist = []
+        missing = []
+        for n in plan.persist_reads:
+            arr = scope._get_array(n)
+            if arr is None:
+                missing.append(n)
+            persist.append(arr)
+        if missing:
+            raise RuntimeError(
+                f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
+                f"startup program first (exe.run(fluid.default_startup_program())), or load "
+                f"them (fluid.io.load_persistables) before running this program.")
+        fetched, written = plan.run(arrays, persist)
+        for n, arr in zip(plan.write_names, written):
+            scope._set_array(n, arr)
+        persist_names = set(plan.persist_reads) | set(plan.write_names)
+        results = []
+        for n, arr in zip(plan.fetch_names, fetched):
+            if n in persist_names and isinstance(arr, np.ndarray):
+                arr = arr.copy()   # never hand out the scope's own buffer
+            if return_numpy:
+                results.append(arr)
+            else:
+                results.append(LoDTensor(arr, lods.get(n)))
+        return results
+
+    def _plan(self, program: Program, feed_names: Tuple[str, ...],
+              fetch_names: Tuple[str, ...]) -> Plan:
+        plans = self._cache.get(program)
+        if plans is None or plans.get("__version__") != program.version:
+            plans = {"__version__": program.version}
+            self._cache[program] = plans
+        key = (feed_names, fetch_names)
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = Plan(program, 0, feed_names, fetch_names)
+        return plan
+
+    def _check_feed(self, block: Any, feed: Dict[str, Any]) -> Tuple[List[np.ndarray], Dict]:
+        arrays, lods = [], {}
+        for name, value in feed.items():
+            var = block._find_var_recursive(name)
+            if var is None:
+                close = difflib.get_close_matches(name, list(block.vars), n=3)
+                raise ValueError(f"The fed variable '{name}' is not declared in the program. "
+                                 f"Closest names: {close}. Feed only variables created with "
+                                 f"fluid.data / fluid.layers.data.")
+            lod = None
+            if isinstance(value, LoDTensor):
+                lod = value.lod() or None
+                value = np.asarray(value)
+            elif not isinstance(value, np.ndarray):
+                value = _to_array(name, value, var)
+            if var.dtype is not None and var.type == VarType.LOD_TENSOR:
+                want = to_numpy_dtype(var.dtype)
+                if value.dtype != want:
+                    raise ValueError(
+                        f"The data type of fed Variable '{name}' must be '{want.name}', but "
+                        f"received '{value.dtype.name}'. Convert the array before feeding: "
+                        f"feed={{'{name}': array.astype('{want.name}')}}")
+            if var.shape:
+                _check_shape(name, var, value.shape, has_lod=lod is not None)
+            if lod:
+                lods[name] = lod
+            arrays.append(value)
+        return arrays, lods
+
+    def _warn_cuda(self) -> None:
+        global _warned_cuda
+        if isinstance(self.place, CUDAPlace) and not _warned_cuda:
+            _warned_cuda = True
+            _log.warning("fluidlite runs on the CPU only; %r is accepted and the program runs "
+                         "on the CPU.", self.place)
+
+
+def _check_shape(name: str, var: Variable, got: Tuple[int, ...], has_lod: bool) -> None:
+    want = var.shape
+    ok = len(want) == len(got) and all(
+        w < 0 or w == g or (i == 0 and has_lod) for i, (w, g) in enumerate(zip(want, got)))
+    if not ok:
+        raise ValueError(
+            f"The fed Variable '{name}' should have dimensions = {len(want)}, shape = "
+            f"{list(want)}, but received fed shape {list(got)}. Reshape the array to match "
+            f"(-1 matches any size), e.g. array.reshape({_suggest(want, got)})")
+
+
+def _suggest(want: Tuple[int, ...], got: Tuple[int, ...]) -> str:
+    fixed = [d for d in want if d >= 0]
+    return ", ".join(str(d) if d >= 0 else "-1" for d in want) if fixed else str(list(got))
+
+
+def _to_array(name: str, value: Any, var: Variable) -> np.ndarray:
+    dtype = to_numpy_dtype(var.dtype) if var.dtype is not None else None
+    if isinstance(value, (int, float, bool, np.number, list, tuple)):
+        try:
+            return np.array(value, dtype=dtype)
+        except ValueError:
+            raise TypeError(f"The fed data of '{name}' is a ragged nested list; use "
+                            f"fluid.create_lod_tensor to feed variable-length data") from None
+    raise TypeError(f"Convert data of type {type(value)} to Tensor is not supported "
+                    f"(feeding '{name}')")
+
+
+def _normalize_feed(feed: Any) -> Dict[str, Any]:
+    if feed is None:
+        return {}
+    if isinstance(feed, (list, tuple)):
+        if len(feed) != 1:
+            raise ValueError("Not compiled with data parallel: feed a single dict")
+        feed = feed[0]
+    if not isinstance(feed, dict):
+        raise TypeError(f"feed requires dict as its Parameter. But you passed in {type(feed)}")
+    return {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
+
+
+def _normalize_fetch(fetch_list: Any) -> List[str]:
+    if fetch_list is None:
+        return []
+    if isinstance(fetch_list, (Variable, str)):
+        fetch_list = [fetch_list]
+    out: List[str] = []
+
+    def walk(items: Sequence[Any], top: bool) -> None:
+        for i, item in enumerate(items):
+            if isinstance(item, Variable):
+                out.append(item.name)
+            elif isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, (list, tuple)):
+                walk(item, False)
+            elif item is None or not top:
+                continue   # e.g. the (optimize_ops, params_grads) tuple's operators
+            else:
+                raise TypeError(f"Require fetch_list[{i}] 's type shall be one of (Variable, "
+                                f"str), but received {type(item).__name__}.")
+
+    walk(list(fetch_list), True)
+    return out
+
+
+def _fetch_var(name: str, scope: Optional[Scope] = None, return_numpy: bool = True) -> Any:
+    """Read a persistable variable's value from ``scope`` (default: the global scope)."""
+    scope = scope if scope is not None else scope_mod.global_scope()
+    var = scope.find_var(name)
+    assert var is not None and var.is_initialized(), (
+        f"Cannot find {name} in scope. Perhaps you need to make the variable persistable by "
+        f"using var.persistable = True in your program.")
+    t = var.get_tensor()
+    return np.array(t) if return_numpy else t

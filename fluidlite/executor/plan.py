@@ -1,0 +1,261 @@
+"""Compile a Block once into a ``Plan``: a generated Python function that calls bound kernels.
+
+The plan resolves every variable to a local of the generated function (one local per assignment,
+so the code is in SSA form), binds each op's attrs into its kernel, and ``del``s a temporary right
+after its last use (fluid's eager deletion). Per step the executor only gathers feeds and
+persistables, calls the function, and writes persistables back — after the whole step
+succeeded, so a failed run leaves the scope untouched. ``print(plan)`` shows the source.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import linecache
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import names, registry
+from ..core.errors import EnforceNotMet
+from ..core.ir import Block, Operator, Program, creation_site
+from ..core.registry import COMMON_ATTRS
+
+_SKIP_OPS = frozenset({"feed", "fetch"})
+_plan_ids = itertools.count()
+
+
+class Plan:
+    """A compiled block: ``run(feed_arrays, persist_arrays) -> (fetches, writebacks)``."""
+
+    def __init__(self, program: Program, block_idx: int, feed_names: Sequence[str],
+                 fetch_names: Sequence[str]) -> None:
+        self.program_version = program.version
+        self.feed_names = tuple(feed_names)
+        self.fetch_names = tuple(fetch_names)
+        block = program.block(block_idx)
+        self.ops: List[Operator] = [op for op in block.ops if op.type not in _SKIP_OPS]
+        self.persist_reads: List[str] = []      # read from the scope before the step
+        self.write_names: List[str] = []        # persistables written back after the step
+        self.kernels: List[Callable] = []
+        self._line_to_op: Dict[int, int] = {}
+        self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
+        self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
+        self.source = self._generate(program, block)
+        code = compile(self.source, self.filename, "exec")
+        ns: Dict[str, Any] = {}
+        exec(code, ns)
+        self._fn = ns["__plan"]
+        linecache.cache[self.filename] = (len(self.source), None,
+                                          self.source.splitlines(True), self.filename)
+
+    # -- code generation --------------------------------------------------------------------
+    def _generate(self, program: Program, block: Block) -> str:
+        local: Dict[str, str] = {}              # var name -> current local
+        counter = itertools.count()
+        body: List[Tuple[Optional[int], str]] = []   # (op index or None, line)
+        last_use: Dict[str, int] = {}           # local -> index into body after which it dies
+        keep: set = set()
+
+        def new_local() -> str:
+            return f"t{next(counter)}"
+
+        for i, n in enumerate(self.feed_names):
+            local[n] = new_local()
+            body.append((None, f"{local[n]} = F[{i}]"))
+
+        def read(name: str, op_idx: int, op: Operator) -> str:
+            if name == names.EMPTY_VAR_NAME:
+                return "None"
+            if name not in local:
+                var = block._find_var_recursive(name)
+                if var is not None and var.persistable:
+                    local[name] = new_local()
+                    body.append((None, f"{local[name]} = P[{len(self.persist_reads)}]"))
+                    self.persist_reads.append(name)
+                else:
+                    raise ValueError(_missing_input_message(name, op, op_idx, var))
+            return local[name]
+
+        for op_idx, op in enumerate(self.ops):
+            opdef = registry.get_op_def(op.type)
+            args, used = [], []
+            for slot in opdef.in_slots:
+                arg_names = op.inputs.get(slot.name)
+                if slot.duplicable:
+                    locs = [read(n, op_idx, op) for n in (arg_names or [])]
+                    args.append("[" + ", ".join(locs) + "]")
+                    used += [(n, l) for n, l in zip(arg_names or [], locs)]
+                elif arg_names:
+                    loc = read(arg_names[0], op_idx, op)
+                    args.append(loc)
+                    used.append((arg_names[0], loc))
+                else:
+                    args.append("None")
+            self._op_inputs.append(used)
+            kernel, single = self._bind(program, block, op, opdef, op_idx)
+            k = f"k{len(self.kernels)}"
+            self.kernels.append(kernel)
+            call = f"{k}({', '.join(args)})"
+            outs: List[Tuple[str, str]] = []   # (var name, local)
+            if single:
+                n = op.outputs[opdef.out_slots[0].name][0]
+                loc = new_local()
+                body.append((op_idx, f"{loc} = {call}"))
+                outs.append((n, loc))
+            else:
+                body.append((op_idx, f"_r = {call}"))
+                for slot in opdef.out_slots:
+                    arg_names = [n for n in op.outputs.get(slot.name, [])]
+                    if not arg_names or all(n == names.EMPTY_VAR_NAME for n in arg_names):
+                        continue
+                    locs = [new_local() if n != names.EMPTY_VAR_NAME else "_" for n in arg_names]
+                    lhs = ", ".join(locs) + ("," if slot.duplicable else "")
+                    body.append((op_idx, f"{lhs} = _r[{slot.name!r}]"))
+                    outs += [(n, l) for n, l in zip(arg_names, locs) if l != "_"]
+            for _, loc in used:
+                last_use[loc] = len(body) - 1
+            for n, loc in outs:
+                local[n] = loc
+                last_use.setdefault(loc, len(body) - 1)
+
+        fetch_locals = []
+        for n in self.fetch_names:
+            if n not in local:
+                var = block._find_var_recursive(n)
+                if var is None:
+                    import difflib
+                    close = difflib.get_close_matches(n, list(block.vars), n=5, cutoff=0.5)
+                    raise ValueError(f"Cannot fetch '{n}': no such variable in the program. "
+                                     f"Closest existing names: {close}")
+                if not var.persistable:
+                    raise ValueError(f"fetch variable '{n}' is neither fed nor computed by the "
+                                     f"program, and it is not persistable; fetch a variable "
+                                     f"that an op of the program writes")
+                local[n] = new_local()
+                body.append((None, f"{local[n]} = P[{len(self.persist_reads)}]"))
+                self.persist_reads.append(n)
+            fetch_locals.append(local[n])
+            keep.add(local[n])
+        write_locals = []
+        read_locals = {n: f"P[{i}]" for i, n in enumerate(self.persist_reads)}
+        initial = {}
+        for _, text in body:
+            lhs, _, rhs = text.partition(" = ")
+            if rhs.startswith("P["):
+                initial[lhs] = rhs
+        for n, loc in local.items():
+            var = block._find_var_recursive(n)
+            if var is None or not var.persistable or (
+                    n in read_locals and initial.get(loc) == read_locals[n]):
+                continue
+            self.write_names.append(n)
+            write_locals.append(loc)
+            keep.add(loc)
+
+        # eager deletion of dead temporaries
+        dies: Dict[int, List[str]] = {}
+        for loc, idx in last_use.items():
+            if loc not in keep:
+                dies.setdefault(idx, []).append(loc)
+        lines = ["def __plan(F, P, K):"]
+        if self.kernels:
+            lines.append("    " + ", ".join(f"k{i}" for i in range(len(self.kernels)))
+                         + ", = K")
+        for idx, (op_idx, text) in enumerate(body):
+            lines.append("    " + text)
+            if op_idx is not None:
+                self._line_to_op[len(lines)] = op_idx
+            if idx in dies:
+                lines.append("    del " + ", ".join(sorted(dies[idx])))
+        tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
+        lines.append(f"    return {tup(fetch_locals)}, {tup(write_locals)}")
+        return "\n".join(lines) + "\n"
+
+    def _bind(self, program: Program, block: Block, op: Operator, opdef: registry.OpDef,
+              op_idx: int) -> Tuple[Callable, bool]:
+        attrs = {k: v for k, v in op.attrs.items()
+                 if k not in COMMON_ATTRS and k in opdef.attr_defaults}
+        out_slots = [s for s in opdef.out_slots if op.outputs.get(s.name)]
+        single = (len(opdef.out_slots) == 1 and not opdef.out_slots[0].duplicable
+                  and len(out_slots) == 1)
+        if single and not opdef.uses_rng:
+            specs = [_spec_or_none(block, op.inputs.get(s.name)) for s in opdef.in_slots]
+            fast = opdef.lower(specs, attrs)
+            if fast is not None:
+                return fast, True
+        fn = functools.partial(opdef.forward, **attrs) if attrs else opdef.forward
+        if opdef.uses_rng:
+            fn = _rng_kernel(opdef, attrs, program.random_seed, block.idx, op_idx)
+        if single:
+            slot = opdef.out_slots[0].name
+            inner = fn
+            fn = lambda *a: inner(*a)[slot]
+        return fn, single
+
+    # -- execution --------------------------------------------------------------------------
+    def run(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray]) -> Tuple[tuple, tuple]:
+        try:
+            return self._fn(feeds, persist, self.kernels)
+        except Exception as e:  # re-raise naming the op and the user's line
+            raise self._annotate(e) from e
+
+    def _annotate(self, e: Exception) -> Exception:
+        tb, frame_tb = e.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                frame_tb = tb
+            tb = tb.tb_next
+        if frame_tb is None or frame_tb.tb_lineno not in self._line_to_op:
+            return e
+        op_idx = self._line_to_op[frame_tb.tb_lineno]
+        op = self.ops[op_idx]
+        f_locals = frame_tb.tb_frame.f_locals
+        shapes = []
+        for n, loc in self._op_inputs[op_idx]:
+            val = f_locals.get(loc)
+            desc = f"{list(val.shape)} {val.dtype}" if isinstance(val, np.ndarray) else "?"
+            shapes.append(f"{n}: {desc}")
+        msg = (f"Error in op '{op.type}' (op #{op_idx} of the block) while running: "
+               f"{type(e).__name__}: {e}\n  inputs: {', '.join(shapes) or '(none)'}\n"
+               f"  op created at:\n    {creation_site(op.attrs.get('op_callstack'))}")
+        cls = type(e) if type(e) in (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
+                                     FloatingPointError, IndexError, OverflowError) \
+            else EnforceNotMet
+        new = cls(msg)
+        new.op_type, new.op_index = op.type, op_idx   # type: ignore[attr-defined]
+        return new
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def _spec_or_none(block: Block, arg_names: Optional[List[str]]) -> Any:
+    if not arg_names:
+        return None
+    specs = []
+    for n in arg_names:
+        v = block._find_var_recursive(n)
+        specs.append(v.spec if v is not None else None)
+    return specs if len(specs) > 1 else specs[0]
+
+
+def _rng_kernel(opdef: registry.OpDef, attrs: Dict[str, Any], program_seed: int, block_idx: int,
+                op_idx: int) -> Callable:
+    """Random ops: a fixed ``seed`` attr reseeds every call (fluid); otherwise one generator per
+    op, seeded from the program's ``random_seed`` and the op's position (deterministic)."""
+    seed = int(attrs.get("seed", 0) or 0)
+    fixed = seed != 0 and attrs.get("fix_seed", True)
+    fwd = functools.partial(opdef.forward, **attrs)
+    if fixed:
+        return lambda *a: fwd(*a, rng=np.random.default_rng(seed))
+    gen = np.random.default_rng([program_seed, block_idx, op_idx])
+    return lambda *a: fwd(*a, rng=gen)
+
+
+def _missing_input_message(name: str, op: Operator, op_idx: int, var: Any) -> str:
+    where = f"op '{op.type}' (op #{op_idx}, created at {creation_site(op.attrs.get('op_callstack'))})"
+    if var is not None and var.is_data:
+        return (f"Need feed data for variable '{name}': {where} reads it. Pass it in the feed "
+                f"dict, e.g. exe.run(feed={{'{name}': array}}, ...)")
+    return (f"variable '{name}' read by {where} is not fed, not produced by an earlier op, and "
+            f"not persistable")

@@ -1,0 +1,181 @@
+"""Initializers: each appends one init op writing the variable (normally in the startup program).
+
+Random initializers with ``seed=0`` leave the op's seed at 0; the executor then draws from a
+generator derived from the program's ``random_seed`` and the op's position, so the numbers are
+deterministic for a given ``random_seed`` and differ between parameters. (fluid 1.8 copied the
+program seed into every op, which gives same-shaped parameters identical values; see
+docs/compatibility.md.)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .core.dtypes import convert_np_dtype_to_dtype_
+
+__all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
+           "Bilinear", "NumpyArrayInitializer", "ConstantInitializer", "UniformInitializer",
+           "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
+           "MSRAInitializer", "BilinearInitializer", "force_init_on_cpu", "init_on_cpu"]
+
+
+class Initializer:
+    """Base class; ``__call__(var, block)`` appends the init op and returns it."""
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__")
+
+    @staticmethod
+    def _compute_fans(var: Any) -> Tuple[int, int]:
+        shape = var.shape
+        if not shape:
+            return 1, 1
+        if len(shape) == 1:
+            return shape[0], shape[0]
+        if len(shape) == 2:
+            return shape[0], shape[1]
+        receptive = int(np.prod(shape[2:]))
+        return shape[1] * receptive, shape[0] * receptive
+
+    def _append(self, block: Any, var: Any, op_type: str, **attrs: Any) -> Any:
+        attrs.setdefault("shape", list(var.shape))
+        attrs.setdefault("dtype", var.dtype)
+        return block.append_op(type=op_type, outputs={"Out": var}, attrs=attrs,
+                               stop_gradient=True)
+
+
+class ConstantInitializer(Initializer):
+    """Fill with ``value``."""
+
+    def __init__(self, value: float = 0.0, force_cpu: bool = False) -> None:
+        self._value, self._force_cpu = float(value), force_cpu
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        return self._append(block, var, "fill_constant", value=self._value,
+                            force_cpu=self._force_cpu)
+
+    def __repr__(self) -> str:
+        return f"Constant({self._value})"
+
+
+class UniformInitializer(Initializer):
+    """Uniform on [low, high)."""
+
+    def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0) -> None:
+        assert high >= low, "high should be greater than or equal to low"
+        self._low, self._high, self._seed = float(low), float(high), int(seed)
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        return self._append(block, var, "uniform_random", min=self._low, max=self._high,
+                            seed=self._seed)
+
+
+class NormalInitializer(Initializer):
+    """Gaussian with mean ``loc`` and std ``scale``."""
+
+    def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
+        self._mean, self._std, self._seed = float(loc), float(scale), int(seed)
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        return self._append(block, var, "gaussian_random", mean=self._mean, std=self._std,
+                            seed=self._seed)
+
+
+class TruncatedNormalInitializer(NormalInitializer):
+    """Gaussian resampled beyond two standard deviations."""
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        return self._append(block, var, "truncated_gaussian_random", mean=self._mean,
+                            std=self._std, seed=self._seed)
+
+
+class XavierInitializer(Initializer):
+    """Glorot: uniform limit ``sqrt(6/(fan_in+fan_out))`` or normal std ``sqrt(2/(fan_in+fan_out))``."""
+
+    def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
+                 fan_out: Optional[float] = None, seed: int = 0) -> None:
+        self._uniform, self._fan_in, self._fan_out, self._seed = uniform, fan_in, fan_out, seed
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        f_in, f_out = self._compute_fans(var)
+        fan_in = f_in if self._fan_in is None else self._fan_in
+        fan_out = f_out if self._fan_out is None else self._fan_out
+        if self._uniform:
+            limit = math.sqrt(6.0 / float(fan_in + fan_out))
+            return self._append(block, var, "uniform_random", min=-limit, max=limit,
+                                seed=self._seed)
+        std = math.sqrt(2.0 / float(fan_in + fan_out))
+        return self._append(block, var, "gaussian_random", mean=0.0, std=std, seed=self._seed)
+
+
+class MSRAInitializer(Initializer):
+    """He/Kaiming: uniform limit ``sqrt(6/fan_in)`` or normal std ``sqrt(2/fan_in)``."""
+
+    def __init__(self, uniform: bool = True, fan_in: Optional[float] = None, seed: int = 0):
+        self._uniform, self._fan_in, self._seed = uniform, fan_in, seed
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        fan_in = self._compute_fans(var)[0] if self._fan_in is None else self._fan_in
+        if self._uniform:
+            limit = math.sqrt(6.0 / float(fan_in))
+            return self._append(block, var, "uniform_random", min=-limit, max=limit,
+                                seed=self._seed)
+        std = math.sqrt(2.0 / float(fan_in))
+        return self._append(block, var, "gaussian_random", mean=0.0, std=std, seed=self._seed)
+
+
+class NumpyArrayInitializer(Initializer):
+    """Copy a fixed numpy array (op ``assign_value``)."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"NumpyArrayInitializer expects a numpy array, got {type(value)}")
+        self._value = value
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        if tuple(self._value.shape) != tuple(var.shape):
+            raise ValueError(f"NumpyArrayInitializer for '{var.name}': array shape "
+                             f"{list(self._value.shape)} != parameter shape {list(var.shape)}")
+        return self._append(block, var, "assign_value", values=self._value.ravel().tolist())
+
+
+class BilinearInitializer(Initializer):
+    """Bilinear upsampling kernel for a ``[C, 1, k, k]``-style conv_transpose weight."""
+
+    def __call__(self, var: Any, block: Any) -> Any:
+        shape = var.shape
+        if len(shape) != 4 or shape[2] != shape[3]:
+            raise ValueError("Bilinear initializer needs a 4-D weight with square kernels, got "
+                             f"{list(shape)}")
+        size = shape[3]
+        f = math.ceil(size / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        idx = np.arange(int(np.prod(shape)))
+        x, y = idx % size, (idx // size) % size
+        weight = (1 - np.abs(x / f - c)) * (1 - np.abs(y / f - c))
+        return self._append(block, var, "assign_value", values=weight.tolist())
+
+
+Constant = ConstantInitializer
+Uniform = UniformInitializer
+Normal = NormalInitializer
+TruncatedNormal = TruncatedNormalInitializer
+Xavier = XavierInitializer
+MSRA = MSRAInitializer
+Bilinear = BilinearInitializer
+
+
+def force_init_on_cpu() -> bool:
+    return True
+
+
+class init_on_cpu:
+    """Context manager accepted for compatibility (everything is on the CPU)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None

@@ -1,0 +1,202 @@
+"""``LayerHelper``: what every layer function uses to create parameters, temporaries and ops."""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .core import names
+from .core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
+from .core.ir import (Block, Operator, Parameter, Program, Variable, default_main_program,
+                      default_startup_program)
+from .param_attr import ParamAttr
+
+__all__ = ["LayerHelper"]
+
+
+class LayerHelper:
+    """Per-layer-call helper. ``name`` is ``unique_name(layer_type)`` unless ``name=`` is given:
+    parameters become ``<name>.w_N`` / ``<name>.b_N``, temporaries ``<name>.tmp_N``."""
+
+    def __init__(self, layer_type: str, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.layer_type = layer_type
+        name = kwargs.get("name")
+        self.name = name if name is not None else names.generate(layer_type)
+
+    @property
+    def main_program(self) -> Program:
+        return default_main_program()
+
+    @property
+    def startup_program(self) -> Program:
+        return default_startup_program()
+
+    def append_op(self, *args: Any, **kwargs: Any) -> Operator:
+        return self.main_program.current_block().append_op(*args, **kwargs)
+
+    # -- inputs -------------------------------------------------------------------------------
+    def multiple_input(self, input_param_name: str = "input") -> List[Variable]:
+        inputs = self.kwargs.get(input_param_name, [])
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        for x in inputs:
+            if not isinstance(x, Variable):
+                raise TypeError(f"{self.layer_type}: '{input_param_name}' must be a Variable or "
+                                f"a list of Variables, but received {type(x).__name__}")
+        return inputs
+
+    def input(self, input_param_name: str = "input") -> Variable:
+        inputs = self.multiple_input(input_param_name)
+        if len(inputs) != 1:
+            raise ValueError(f"{self.layer_type} layer only takes one input")
+        return inputs[0]
+
+    def input_dtype(self, input_param_name: str = "input") -> VarType:
+        dtype = None
+        for x in self.multiple_input(input_param_name):
+            if dtype is None:
+                dtype = x.dtype
+            elif dtype != x.dtype:
+                raise ValueError(f"{self.layer_type}: data types of the inputs differ "
+                                 f"({dtype} vs {x.dtype})")
+        return dtype
+
+    @property
+    def param_attr(self) -> Any:
+        return ParamAttr._to_attr(self.kwargs.get("param_attr"))
+
+    @property
+    def bias_attr(self) -> Any:
+        return ParamAttr._to_attr(self.kwargs.get("bias_attr"))
+
+    def multiple_param_attr(self, length: int) -> List[Any]:
+        attr = self.param_attr
+        if isinstance(attr, ParamAttr):
+            attr = [attr]
+        if len(attr) != 1 and len(attr) != length:
+            raise ValueError(f"{self.layer_type}: got {len(attr)} param_attrs for {length} inputs")
+        if len(attr) == 1 and length != 1:
+            attr = [attr[0]] + [copy.deepcopy(attr[0]) for _ in range(length - 1)]
+            for a in attr[1:]:      # one parameter per input: never share an explicit name
+                if a.name is not None:
+                    raise ValueError(f"{self.layer_type}: one named param_attr cannot be used "
+                                     f"for {length} inputs; pass a list of ParamAttr")
+        return attr
+
+    def iter_inputs_and_params(self, input_param_name: str = "input") -> Iterator[Tuple[Variable, Any]]:
+        inputs = self.multiple_input(input_param_name)
+        yield from zip(inputs, self.multiple_param_attr(len(inputs)))
+
+    # -- variables ----------------------------------------------------------------------------
+    def create_parameter(self, attr: Any, shape: Sequence[int], dtype: Any,
+                         is_bias: bool = False, default_initializer: Any = None,
+                         stop_gradient: bool = False, type: VarType = VarType.LOD_TENSOR) -> Optional[Parameter]:
+        """Create ``<name>.w_N`` (or ``.b_N``) in the main program and its initialized twin in
+        the startup program. ``attr=False`` means no parameter (returns None). A parameter name
+        that already exists is shared."""
+        if attr is False:
+            return None
+        attr = copy.deepcopy(ParamAttr._to_attr(attr))
+        shape = [int(d) for d in shape]
+        for d in shape:
+            if d <= 0:
+                raise ValueError(f"Expected every dim's size to be larger than 0, but the size "
+                                 f"of the parameter of {self.name} is {shape}")
+        dtype = convert_np_dtype_to_dtype_(dtype)
+        if default_initializer is None and attr.initializer is None:
+            if not is_float(dtype):
+                raise TypeError("Can not create parameter with default initializer when dtype "
+                                "is not float type. Set default_initializer to fit the "
+                                "parameter dtype!")
+            if is_bias:
+                attr._set_default_bias_initializer()
+            else:
+                attr._set_default_param_initializer()
+        else:
+            attr._set_default_initializer(default_initializer)
+        if attr.name is None:
+            attr.name = names.generate(".".join([self.name, "b" if is_bias else "w"]))
+        main_block = self.main_program.global_block()
+        if attr.name in main_block.vars:
+            existing = main_block.vars[attr.name]
+            if list(existing.shape) != shape:
+                raise ValueError(f"Parameter '{attr.name}' is shared but declared with shape "
+                                 f"{shape} here and {list(existing.shape)} before")
+            return existing
+        self.startup_program.global_block().create_parameter(
+            shape=shape, dtype=dtype, type=type, **attr._to_kwargs(with_initializer=True))
+        param = main_block.create_parameter(shape=shape, dtype=dtype, type=type,
+                                            **attr._to_kwargs())
+        if stop_gradient:
+            param.stop_gradient = True
+        return param
+
+    def get_parameter(self, name: str) -> Parameter:
+        param = self.main_program.global_block().var(name)
+        if not isinstance(param, Parameter):
+            raise ValueError(f"no Parameter name {name} found")
+        return param
+
+    def create_variable_for_type_inference(self, dtype: Any = None,
+                                           stop_gradient: bool = False) -> Variable:
+        """A fresh non-persistable ``<name>.tmp_N``; the op that writes it sets its shape."""
+        return self.main_program.current_block().create_var(
+            name=names.generate(".".join([self.name, "tmp"])), dtype=dtype,
+            type=VarType.LOD_TENSOR, persistable=False, stop_gradient=stop_gradient)
+
+    create_tmp_variable = create_variable_for_type_inference
+
+    def create_variable(self, **kwargs: Any) -> Variable:
+        return self.main_program.current_block().create_var(**kwargs)
+
+    def create_global_variable(self, persistable: bool = False, **kwargs: Any) -> Variable:
+        return self.main_program.global_block().create_var(persistable=persistable, **kwargs)
+
+    def create_or_get_global_variable(self, name: str, *args: Any, **kwargs: Any) -> Tuple[Variable, bool]:
+        block = self.main_program.global_block()
+        if block.has_var(name):
+            return block.var(name), False
+        return self.create_global_variable(*args, name=name, **kwargs), True
+
+    def set_variable_initializer(self, var: Variable, initializer: Any) -> Variable:
+        """Declare ``var`` in the startup program too and append its init op there."""
+        return self.startup_program.global_block().create_var(
+            name=var.name, type=var.type, dtype=var.dtype, shape=var.shape,
+            persistable=True, initializer=initializer)
+
+    # -- common tails -------------------------------------------------------------------------
+    def append_bias_op(self, input_var: Variable, dim_start: int = 1,
+                       dim_end: Optional[int] = None) -> Variable:
+        """``input + b`` with ``b`` of shape ``input.shape[dim_start:dim_end]`` (None if
+        ``bias_attr=False``)."""
+        bias_attr = self.bias_attr
+        if not bias_attr:
+            return input_var
+        size = list(input_var.shape[dim_start:dim_end])
+        b = self.create_parameter(attr=bias_attr, shape=size, dtype=input_var.dtype,
+                                  is_bias=True)
+        out = self.create_variable_for_type_inference(dtype=input_var.dtype)
+        self.append_op(type="elementwise_add", inputs={"X": [input_var], "Y": [b]},
+                       outputs={"Out": [out]}, attrs={"axis": dim_start})
+        return out
+
+    def append_activation(self, input_var: Variable) -> Variable:
+        """Apply ``act=`` (a string such as ``'relu'`` or a dict ``{'type': ..., attrs}``)."""
+        act = self.kwargs.get("act")
+        if act is None:
+            return input_var
+        if isinstance(act, str):
+            act = {"type": act}
+        elif not isinstance(act, dict):
+            raise TypeError(f"{self.layer_type}: act should be a str or dict, got {act!r}")
+        act = dict(act)
+        act_type = act.pop("type")
+        out = self.create_variable_for_type_inference(dtype=input_var.dtype)
+        self.append_op(type=act_type, inputs={"X": [input_var]}, outputs={"Out": [out]},
+                       attrs=act)
+        return out
+
+    def is_instance(self, param_name: str, cls: type) -> None:
+        param = self.kwargs.get(param_name)
+        if not isinstance(param, cls):
+            raise TypeError(f"The input {param_name} parameter of method {self.layer_type} "
+                            f"must be {cls.__name__}")

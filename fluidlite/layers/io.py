@@ -1,0 +1,33 @@
+"""Input layers: ``fluid.data`` (checked feeds) and ``fluid.layers.data`` (append_batch_size)."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ..core.dtypes import VarType
+from ..core.ir import Variable, default_main_program
+
+__all__ = ["data"]
+
+
+def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = True,
+         dtype: Any = "float32", lod_level: int = 0, type: VarType = VarType.LOD_TENSOR,
+         stop_gradient: bool = True) -> Variable:
+    """``fluid.layers.data``: prepends a -1 batch dim unless ``append_batch_size=False`` or a dim
+    is already None/-1. The variable is not gradient-tracked (``stop_gradient=True``)."""
+    shape = [-1 if d is None else int(d) for d in shape]
+    if any(d < 0 for d in shape):
+        append_batch_size = False
+    if append_batch_size:
+        shape = [-1] + shape
+    return default_main_program().global_block().create_var(
+        name=name, shape=shape, dtype=dtype, type=type, stop_gradient=stop_gradient,
+        lod_level=lod_level, is_data=True, need_check_feed=False)
+
+
+def fluid_data(name: str, shape: Sequence[Optional[int]], dtype: Any = "float32",
+               lod_level: int = 0) -> Variable:
+    """``fluid.data``: shape used verbatim (None -> -1); feeds are checked against it."""
+    shape = [-1 if d is None else int(d) for d in shape]
+    return default_main_program().global_block().create_var(
+        name=name, shape=shape, dtype=dtype, type=VarType.LOD_TENSOR, stop_gradient=True,
+        lod_level=lod_level, is_data=True, need_check_feed=True)

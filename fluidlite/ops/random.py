@@ -1,0 +1,48 @@
+"""Random tensor ops. Deterministic: the executor supplies ``rng`` (see executor/plan.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.dtypes import VarType, to_numpy_dtype
+from ..core.registry import OpDef, VarSpec, register
+
+
+class _RandomOp(OpDef):
+    inputs, outputs = (), ("Out",)
+    no_grad = True
+    uses_rng = True
+
+    def infer(self, *, shape=(), dtype=VarType.FP32):
+        return {"Out": VarSpec(shape, dtype)}
+
+
+@register
+class UniformRandom(_RandomOp):
+    """Out ~ U[min, max)."""
+    type = "uniform_random"
+
+    def forward(self, *, rng, shape=[], dtype=VarType.FP32, min=-1.0, max=1.0, seed=0):
+        return {"Out": rng.uniform(min, max, size=shape).astype(to_numpy_dtype(dtype))}
+
+
+@register
+class GaussianRandom(_RandomOp):
+    """Out ~ N(mean, std^2)."""
+    type = "gaussian_random"
+
+    def forward(self, *, rng, shape=[], dtype=VarType.FP32, mean=0.0, std=1.0, seed=0):
+        return {"Out": rng.normal(mean, std, size=shape).astype(to_numpy_dtype(dtype))}
+
+
+@register
+class TruncatedGaussianRandom(_RandomOp):
+    """Out ~ N(mean, std^2) with draws beyond 2 std resampled."""
+    type = "truncated_gaussian_random"
+
+    def forward(self, *, rng, shape=[], dtype=VarType.FP32, mean=0.0, std=1.0, seed=0):
+        z = rng.standard_normal(size=shape)
+        bad = np.abs(z) > 2.0
+        while bad.any():
+            z[bad] = rng.standard_normal(size=int(bad.sum()))
+            bad = np.abs(z) > 2.0
+        return {"Out": (mean + std * z).astype(to_numpy_dtype(dtype))}

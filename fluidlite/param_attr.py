@@ -1,0 +1,103 @@
+"""``ParamAttr``: how a layer creates a parameter (name, initializer, lr, regularizer, clip...)."""
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+__all__ = ["ParamAttr", "WeightNormParamAttr"]
+
+
+class ParamAttr:
+    """Parameter attributes (fluid 1.8, plus 2.0's ``need_clip`` and pre-1.8 ``gradient_clip``).
+
+    Args:
+        name: parameter name (default: ``<layer>.w_N`` / ``<layer>.b_N``).
+        initializer: an ``Initializer`` (default: Xavier for weights, Constant(0) for biases).
+        learning_rate: multiplier of the optimizer's learning rate for this parameter.
+        regularizer: a ``WeightDecayRegularizer`` instance; wins over the optimizer's.
+        trainable: False excludes the parameter from gradients and updates.
+        need_clip: False lets gradient clipping pass this parameter's gradient untouched.
+        do_model_average: whether ModelAverage / EMA track the parameter.
+        gradient_clip: legacy (<= 1.7) per-parameter clip; prefer ``Optimizer(grad_clip=)``.
+    """
+
+    def __init__(self, name: Optional[str] = None, initializer: Any = None,
+                 learning_rate: float = 1.0, regularizer: Any = None, trainable: bool = True,
+                 gradient_clip: Any = None, do_model_average: bool = True,
+                 need_clip: bool = True) -> None:
+        if name is not None and (not isinstance(name, str) or name == ""):
+            raise ValueError(f"ParamAttr name must be a non-empty str, got {name!r}")
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
+            raise TypeError(f"ParamAttr learning_rate must be a float, got {learning_rate!r}")
+        if isinstance(regularizer, type):
+            raise TypeError(f"ParamAttr regularizer must be an instance such as "
+                            f"{regularizer.__name__}(1e-4), not the class itself")
+        if gradient_clip is not None:
+            warnings.warn("ParamAttr(gradient_clip=...) is deprecated; pass grad_clip to the "
+                          "optimizer instead", DeprecationWarning, stacklevel=2)
+        self.name = name
+        self.initializer = initializer
+        self.learning_rate = float(learning_rate)
+        self.regularizer = regularizer
+        self.trainable = bool(trainable)
+        self.gradient_clip = gradient_clip
+        self.do_model_average = do_model_average
+        self.need_clip = bool(need_clip)
+
+    def _set_default_initializer(self, initializer: Any) -> None:
+        if self.initializer is None:
+            self.initializer = initializer
+
+    def _set_default_param_initializer(self) -> None:
+        from .initializer import Xavier
+        self._set_default_initializer(Xavier())
+
+    def _set_default_bias_initializer(self) -> None:
+        from .initializer import Constant
+        self._set_default_initializer(Constant(0.0))
+
+    @staticmethod
+    def _to_attr(arg: Any) -> Union["ParamAttr", bool, List["ParamAttr"]]:
+        """None -> default; str -> name; Initializer -> initializer; regularizer -> regularizer;
+        False -> no parameter; list -> one per input."""
+        from .initializer import Initializer
+        from .regularizer import WeightDecayRegularizer
+        if arg is None:
+            return ParamAttr()
+        if isinstance(arg, (list, tuple)):
+            return [ParamAttr._to_attr(a) for a in arg]
+        if isinstance(arg, ParamAttr):
+            return arg
+        if isinstance(arg, str):
+            return ParamAttr(name=arg)
+        if isinstance(arg, Initializer):
+            return ParamAttr(initializer=arg)
+        if isinstance(arg, WeightDecayRegularizer):
+            return ParamAttr(regularizer=arg)
+        if isinstance(arg, bool):
+            return ParamAttr() if arg else False
+        raise TypeError(f"{type(arg)} cast to ParamAttr")
+
+    def _to_kwargs(self, with_initializer: bool = False) -> Dict[str, Any]:
+        kw: Dict[str, Any] = {
+            "name": self.name, "optimize_attr": {"learning_rate": self.learning_rate},
+            "regularizer": self.regularizer, "trainable": self.trainable,
+            "gradient_clip_attr": self.gradient_clip, "do_model_average": self.do_model_average,
+            "need_clip": self.need_clip}
+        if with_initializer:
+            kw["initializer"] = self.initializer
+        return kw
+
+    def __repr__(self) -> str:
+        return (f"ParamAttr(name={self.name!r}, initializer={self.initializer!r}, "
+                f"learning_rate={self.learning_rate}, regularizer={self.regularizer!r}, "
+                f"trainable={self.trainable}, need_clip={self.need_clip})")
+
+
+class WeightNormParamAttr(ParamAttr):
+    """Accepted for compatibility: ``w = g * v / ||v||`` along ``dim`` (created as plain weight)."""
+
+    def __init__(self, dim: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dim = dim

@@ -1,0 +1,207 @@
+"""``OpTest``: Paddle's op-test contract for fluidlite (public; used by tests/ and by users).
+
+Subclass, set ``op_type``, ``inputs`` (slot -> array, or for a duplicable slot a list of
+``(name, array)``), ``attrs`` and ``outputs`` (slot -> NumPy reference), then call
+``check_infer()``, ``check_output()`` and ``check_grad(['X'], 'Out')``. Every check builds a
+one-op Program and runs it through the real Executor; ``check_grad`` appends the backward pass
+on ``mean(Out)`` and compares with central differences computed in float64.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .core import names
+from .core.dtypes import convert_np_dtype_to_dtype_
+from .core.ir import Program, Variable, program_guard
+from .core.registry import get_op_def
+from .core.scope import CPUPlace, Scope
+from .executor import Executor
+
+__all__ = ["OpTest", "check_grad", "numeric_grad", "assert_grads_close"]
+
+
+def _entries(value: Any, slot: str) -> List[Tuple[str, np.ndarray]]:
+    if isinstance(value, list):
+        return [(n, np.asarray(a)) for n, a in value]
+    return [(slot.lower() if slot != "X" else "x", np.asarray(value))]
+
+
+class OpTest:
+    """Base class for single-op tests (pytest style; call ``setup`` yourself or via fixture)."""
+
+    op_type: str = ""
+    inputs: Dict[str, Any] = {}
+    attrs: Dict[str, Any] = {}
+    outputs: Dict[str, Any] = {}
+
+    # -- helpers for subclasses -------------------------------------------------------------
+    @staticmethod
+    def rand(*shape: int, low: float = -1.0, high: float = 1.0, avoid: Optional[float] = None,
+             dtype: str = "float64", seed: int = 0) -> np.ndarray:
+        """Uniform test data; ``avoid`` keeps values at least 0.05 away from a kink."""
+        rng = np.random.default_rng(seed)
+        x = rng.uniform(low, high, size=shape)
+        if avoid is not None:
+            close = np.abs(x - avoid) < 0.05
+            x[close] = avoid + 0.1 * np.sign(x[close] - avoid + 1e-12)
+        return x.astype(dtype)
+
+    # -- program construction ---------------------------------------------------------------
+    def _build(self, dtype: Optional[str] = None, requires_grad: Sequence[str] = ()
+               ) -> Tuple[Program, Dict[str, np.ndarray], Dict[str, List[Variable]], Any]:
+        opdef = get_op_def(self.op_type)
+        prog = Program()
+        feed: Dict[str, np.ndarray] = {}
+        in_vars: Dict[str, Any] = {}
+        block = prog.global_block()
+        for slot, value in self.inputs.items():
+            dup = isinstance(value, list)
+            vs = []
+            for name, arr in _entries(value, slot):
+                if dtype is not None and arr.dtype.kind == "f":
+                    arr = arr.astype(dtype)
+                v = block.create_var(name=name, shape=arr.shape, dtype=arr.dtype, is_data=True,
+                                     stop_gradient=name not in requires_grad)
+                feed[name] = arr
+                vs.append(v)
+            in_vars[slot] = vs if dup else vs[0]
+        out_vars: Dict[str, Any] = {}
+        for s in opdef.out_slots:
+            ref = self.outputs.get(s.name)
+            if isinstance(ref, list):
+                out_vars[s.name] = [block.create_var(name=n) for n, _ in ref]
+            else:
+                out_vars[s.name] = block.create_var(name=s.name.lower() + "_out")
+        with program_guard(prog, Program()):
+            block.append_op(self.op_type, in_vars, out_vars, dict(self.attrs))
+        return prog, feed, out_vars, in_vars
+
+    def _fetch_names(self, out_vars: Dict[str, Any], slots: Sequence[str]) -> List[str]:
+        names_ = []
+        for s in slots:
+            v = out_vars[s]
+            names_ += [x.name for x in v] if isinstance(v, list) else [v.name]
+        return names_
+
+    # -- checks -----------------------------------------------------------------------------
+    def check_infer(self) -> None:
+        """Shapes/dtypes inferred at build time agree with the reference outputs."""
+        prog, _, out_vars, _ = self._build()
+        for slot, ref in self.outputs.items():
+            vs = out_vars[slot] if isinstance(out_vars[slot], list) else [out_vars[slot]]
+            refs = [a for _, a in ref] if isinstance(ref, list) else [ref]
+            for v, r in zip(vs, refs):
+                r = np.asarray(r)
+                assert len(v.shape) == r.ndim and all(
+                    d < 0 or d == e for d, e in zip(v.shape, r.shape)), \
+                    f"{self.op_type}: inferred shape of {slot} {v.shape} != reference {r.shape}"
+
+    def check_output(self, atol: float = 1e-5, rtol: float = 1e-5,
+                     no_check_set: Sequence[str] = ()) -> None:
+        """Run the op through the Executor; compare every output with its reference."""
+        prog, feed, out_vars, _ = self._build()
+        slots = [s for s in self.outputs if s not in no_check_set]
+        fetch = self._fetch_names(out_vars, slots)
+        got = Executor(CPUPlace()).run(prog, feed=feed, fetch_list=fetch, scope=Scope())
+        refs = []
+        for s in slots:
+            ref = self.outputs[s]
+            refs += [a for _, a in ref] if isinstance(ref, list) else [ref]
+        for name, g, r in zip(fetch, got, refs):
+            r = np.asarray(r)
+            assert g.shape == r.shape, f"{self.op_type}: {name} shape {g.shape} != {r.shape}"
+            np.testing.assert_allclose(g, r, atol=atol, rtol=rtol,
+                                       err_msg=f"{self.op_type}: output {name}")
+
+    def check_grad(self, inputs_to_check: Sequence[str], output_names: Union[str, Sequence[str]],
+                   max_relative_error: float = 0.005, no_grad_set: Optional[Sequence[str]] = None,
+                   delta: float = 1e-3) -> None:
+        """Analytic gradients of ``mean(output)`` (via append_backward and the Executor) vs
+        central differences, both in float64. ``inputs_to_check`` are slot names (or var names
+        of duplicable entries)."""
+        from . import backward, layers
+        output_names = [output_names] if isinstance(output_names, str) else list(output_names)
+        var_names = self._check_var_names(inputs_to_check)
+        prog, feed, out_vars, _ = self._build("float64", requires_grad=var_names)
+        block = prog.global_block()
+        with program_guard(prog, Program()):
+            outs = []
+            for s in output_names:
+                v = out_vars[s]
+                outs += v if isinstance(v, list) else [v]
+            means = [layers.mean(o) for o in outs]
+            loss = means[0]
+            if len(means) > 1:
+                loss = block.create_var(name="check_grad_loss")
+                block.append_op("sum", {"X": means}, {"Out": loss})
+        fwd = prog.clone()
+        with program_guard(prog, Program()):
+            backward.append_backward(loss, parameter_list=[], no_grad_set=no_grad_set)
+        grad_names = [names.grad_var_name(n) for n in var_names]
+        for g in grad_names:
+            assert block.has_var(g), f"{self.op_type}: no gradient was produced for {g}"
+        exe = Executor(CPUPlace())
+        analytic = exe.run(prog, feed=feed, fetch_list=grad_names, scope=Scope())
+
+        def f(fd: Dict[str, np.ndarray]) -> float:
+            return float(exe.run(fwd, feed=fd, fetch_list=[loss.name], scope=Scope())[0][0])
+
+        for name, a in zip(var_names, analytic):
+            n = numeric_grad(f, feed, name, delta)
+            assert_grads_close(a, n, max_relative_error, f"{self.op_type}: d{name}")
+
+    def _check_var_names(self, inputs_to_check: Sequence[str]) -> List[str]:
+        out = []
+        for key in inputs_to_check:
+            if key in self.inputs:
+                out += [n for n, _ in _entries(self.inputs[key], key)]
+            else:
+                out.append(key)
+        return out
+
+
+def numeric_grad(f: Any, feed: Dict[str, np.ndarray], name: str, delta: float = 1e-3) -> np.ndarray:
+    """Central differences of scalar ``f(feed)`` w.r.t. ``feed[name]`` (float64)."""
+    base = feed[name].astype(np.float64)
+    grad = np.zeros_like(base)
+    flat, gflat = base.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        orig = flat[i]
+        flat[i] = orig + delta
+        hi = f({**feed, name: base.copy()})
+        flat[i] = orig - delta
+        lo = f({**feed, name: base.copy()})
+        flat[i] = orig
+        gflat[i] = (hi - lo) / (2 * delta)
+    return grad
+
+
+def assert_grads_close(analytic: np.ndarray, numeric: np.ndarray, max_relative_error: float,
+                       what: str = "gradient") -> None:
+    """Paddle's criterion: ``|a - n| / max(|a|, 1e-3 -> 1)`` must stay below the bound."""
+    analytic = np.asarray(analytic, dtype=np.float64)
+    assert analytic.shape == numeric.shape, f"{what}: shape {analytic.shape} != {numeric.shape}"
+    scale = np.abs(analytic).copy()
+    scale[scale < 1e-3] = 1.0
+    diff = np.abs(analytic - numeric) / scale
+    worst = float(diff.max()) if diff.size else 0.0
+    assert worst <= max_relative_error, (
+        f"{what}: max relative error {worst:.3g} > {max_relative_error} "
+        f"(at index {np.unravel_index(int(diff.argmax()), diff.shape)}; analytic "
+        f"{analytic.reshape(-1)[int(diff.argmax())]:.6g}, numeric "
+        f"{numeric.reshape(-1)[int(diff.argmax())]:.6g})")
+
+
+def check_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
+               attrs: Optional[Dict[str, Any]] = None, inputs_to_check: Optional[Sequence[str]] = None,
+               max_relative_error: float = 0.005, delta: float = 1e-3) -> None:
+    """Functional form: numeric gradient check of one op (see ``OpTest.check_grad``)."""
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs = op_type, dict(inputs), dict(attrs or {})
+    t.outputs = {}
+    slots = [s for s in inputs_to_check] if inputs_to_check else [
+        s for s, v in inputs.items()
+        if not isinstance(v, list) and np.asarray(v).dtype.kind == "f"]
+    t.check_grad(slots, output, max_relative_error=max_relative_error, delta=delta)
