@@ -64,14 +64,14 @@ class Executor:
         feed_names = tuple(feed)
         arrays, lods = self._check_feed(block, feed)
         plan = self._plan(program, feed_names, tuple(fetch_names))
-        persist = []
-        missing = []
-        for n in plan.persist_reads:
-            arr = scope._get_array(n)
-            if arr is None:
-                missing.append(n)
-            persist.append(arr)
-        if missing:
+        holders = plan.holders.get(scope)
+        if holders is None:
+            holders = [scope.find_var(n) for n in plan.persist_reads]
+            if all(h is not None for h in holders):
+                plan.holders[scope] = holders      # holders are stable once created
+        persist = [None if h is None else h._tensor._array for h in holders]
+        if any(a is None for a in persist):
+            missing = [n for n, a in zip(plan.persist_reads, persist) if a is None]
             raise RuntimeError(
                 f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
                 f"startup program first (exe.run(fluid.default_startup_program())), or load "

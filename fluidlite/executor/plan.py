@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import linecache
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -37,6 +38,7 @@ class Plan:
         self.persist_reads: List[str] = []      # read from the scope before the step
         self.write_names: List[str] = []        # persistables written back after the step
         self.kernels: List[Callable] = []
+        self.holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # scope -> vars
         self._line_to_op: Dict[int, int] = {}
         self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
         self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
