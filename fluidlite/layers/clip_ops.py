@@ -1,0 +1,44 @@
+"""``layers.clip`` and ``layers.clip_by_norm`` (thin wrappers over the ops of the same name)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..core.ir import Variable
+from ..layer_helper import LayerHelper
+
+__all__ = ["clip", "clip_by_norm"]
+
+
+def _number(layer: str, arg: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{layer}: {arg} must be a float, but received {value!r} of type "
+                        f"{type(value).__name__}")
+    return float(value)
+
+
+def _variable(layer: str, x: object) -> Variable:
+    if not isinstance(x, Variable):
+        raise TypeError(f"{layer}: x must be a Variable, but received {type(x).__name__}; "
+                        f"build it with fluid.data or another layer")
+    return x
+
+
+def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Variable:
+    """Elementwise ``min(max(x, min), max)`` (op ``clip``); gradient flows where min < x < max."""
+    x = _variable("clip", x)
+    lo, hi = _number("clip", "min", min), _number("clip", "max", max)
+    helper = LayerHelper("clip", name=name)
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="clip", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"min": lo, "max": hi})
+    return out
+
+
+def clip_by_norm(x: Variable, max_norm: float, name: Optional[str] = None) -> Variable:
+    """``x * max_norm / ||x||_2`` when ``||x||_2 > max_norm``, else ``x`` (op ``clip_by_norm``)."""
+    x = _variable("clip_by_norm", x)
+    helper = LayerHelper("clip_by_norm", name=name)
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="clip_by_norm", inputs={"X": x}, outputs={"Out": out},
+                     attrs={"max_norm": _number("clip_by_norm", "max_norm", max_norm)})
+    return out
