@@ -331,3 +331,29 @@ def test_initializer_aliases_and_param_attr():
         fluid.ParamAttr(regularizer=fluid.regularizer.L2Decay)
     with pytest.raises(ValueError):
         fluid.ParamAttr(name="")
+
+
+# -- profiling --------------------------------------------------------------------------------
+def test_run_with_profile_reports_per_op_times():
+    exe, x, y = ready()
+    exe.run(feed={"x": X}, fetch_list=[y], profile=True)
+    prof = exe.last_profile
+    assert set(prof.by_type) == {"mul", "elementwise_add", "softmax"}
+    assert all(s.calls == 1 and s.total >= 0 for s in prof.by_type.values())
+    text = prof.report()
+    assert "By op type:" in text and "#0 mul" in text
+
+
+def test_profiler_context_manager_accumulates_and_writes(tmp_path):
+    exe, x, y = ready()
+    path = tmp_path / "prof.txt"
+    with fluid.profiler.profiler("CPU", sorted_key="calls", profile_path=str(path)) as prof:
+        for _ in range(3):
+            exe.run(feed={"x": X}, fetch_list=[y])
+    assert prof.runs == 3 and prof.by_type["mul"].calls == 3
+    assert "Profiling Report" in path.read_text()
+    with pytest.raises(ValueError, match="state must be"):
+        fluid.profiler.start_profiler("TPU")
+    with pytest.raises(ValueError, match="sorted_key"):
+        with fluid.profiler.profiler("CPU", sorted_key="fastest"):
+            pass

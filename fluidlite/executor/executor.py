@@ -12,6 +12,7 @@ from ..core import scope as scope_mod
 from ..core.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..core.ir import Program, Variable, default_main_program
 from ..core.scope import CUDAPlace, LoDTensor, Scope
+from .. import profiler
 from .plan import Plan
 
 _log = logging.getLogger("fluidlite")
@@ -25,6 +26,7 @@ class Executor:
     def __init__(self, place: Any = None) -> None:
         self.place = place if place is not None else scope_mod.CPUPlace()
         self._closed = False
+        self.last_profile: Optional[profiler.Profile] = None
         self._cache: "weakref.WeakKeyDictionary[Program, Dict[tuple, Plan]]" = \
             weakref.WeakKeyDictionary()
 
@@ -36,13 +38,14 @@ class Executor:
             feed_var_name: str = "feed", fetch_var_name: str = "fetch",
             scope: Optional[Scope] = None, return_numpy: bool = True,
             use_program_cache: bool = False, return_merged: bool = True,
-            use_prune: bool = False) -> List[Any]:
+            use_prune: bool = False, profile: bool = False) -> List[Any]:
         """Run block 0 of ``program`` (default: the default main program).
 
         ``feed`` maps variable names to arrays; ``fetch_list`` holds Variables or names. Returns
         the fetched values in order (numpy arrays, or LoDTensors when ``return_numpy=False``).
         Feeds are validated and parameters checked before any op runs; persistables are written
-        to ``scope`` only after the whole step succeeded.
+        to ``scope`` only after the whole step succeeded. ``profile=True`` times every op; the
+        result is in ``self.last_profile`` (see ``fluidlite.profiler``).
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
@@ -76,7 +79,18 @@ class Executor:
                 f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
                 f"startup program first (exe.run(fluid.default_startup_program())), or load "
                 f"them (fluid.io.load_persistables) before running this program.")
-        fetched, written = plan.run(arrays, persist)
+        active = profiler.active()
+        if profile or active is not None:
+            times = [0.0] * len(plan.ops)
+            fetched, written = plan.run_profiled(arrays, persist, times)
+            op_types = [op.type for op in plan.ops]
+            if profile:
+                self.last_profile = profiler.Profile()
+                self.last_profile.add_run(op_types, times)
+            if active is not None:
+                active.add_run(op_types, times)
+        else:
+            fetched, written = plan.run(arrays, persist)
         for n, arr in zip(plan.write_names, written):
             scope._set_array(n, arr)
         persist_names = set(plan.persist_reads) | set(plan.write_names)

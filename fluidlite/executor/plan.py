@@ -42,6 +42,7 @@ class Plan:
         self._line_to_op: Dict[int, int] = {}
         self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
         self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
+        self._profiled_fn: Optional[Callable] = None
         self.source = self._generate(program, block)
         code = compile(self.source, self.filename, "exec")
         ns: Dict[str, Any] = {}
@@ -159,19 +160,45 @@ class Plan:
         for loc, idx in last_use.items():
             if loc not in keep:
                 dies.setdefault(idx, []).append(loc)
-        lines = ["def __plan(F, P, K):"]
+        tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
+        self._body, self._dies = body, dies
+        self._ret = f"    return {tup(fetch_locals)}, {tup(write_locals)}"
+        return self._emit(profile=False)
+
+    def _emit(self, profile: bool) -> str:
+        """Source of the plan function; ``profile`` adds a timer around every op."""
+        lines = ["def __plan(F, P, K, T, _pc):" if profile else "def __plan(F, P, K):"]
         if self.kernels:
             lines.append("    " + ", ".join(f"k{i}" for i in range(len(self.kernels)))
                          + ", = K")
+        body = self._body
         for idx, (op_idx, text) in enumerate(body):
+            starts = op_idx is not None and (idx == 0 or body[idx - 1][0] != op_idx)
+            ends = op_idx is not None and (idx + 1 == len(body) or body[idx + 1][0] != op_idx)
+            if profile and starts:
+                lines.append("    _t = _pc()")
             lines.append("    " + text)
-            if op_idx is not None:
+            if op_idx is not None and not profile:
                 self._line_to_op[len(lines)] = op_idx
-            if idx in dies:
-                lines.append("    del " + ", ".join(sorted(dies[idx])))
-        tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
-        lines.append(f"    return {tup(fetch_locals)}, {tup(write_locals)}")
+            if profile and ends:
+                lines.append(f"    T[{op_idx}] += _pc() - _t")
+            if idx in self._dies:
+                lines.append("    del " + ", ".join(sorted(self._dies[idx])))
+        lines.append(self._ret)
         return "\n".join(lines) + "\n"
+
+    def run_profiled(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray],
+                     times: List[float]) -> Tuple[tuple, tuple]:
+        """Like ``run`` but adds each op's wall time (seconds) into ``times[op_index]``."""
+        if self._profiled_fn is None:
+            ns: Dict[str, Any] = {}
+            exec(compile(self._emit(profile=True), self.filename + "-profiled", "exec"), ns)
+            self._profiled_fn = ns["__plan"]
+        import time
+        try:
+            return self._profiled_fn(feeds, persist, self.kernels, times, time.perf_counter)
+        except Exception as e:
+            raise self._annotate(e) from e
 
     def _bind(self, program: Program, block: Block, op: Operator, opdef: registry.OpDef,
               op_idx: int) -> Tuple[Callable, bool]:

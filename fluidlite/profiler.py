@@ -1,0 +1,151 @@
+"""Per-op timing, the way fluid's profiler reported it.
+
+    with fluid.profiler.profiler("CPU", sorted_key="total") as prof:
+        for _ in range(10):
+            exe.run(main, feed=..., fetch_list=[loss])
+    print(prof.report())          # also logged to the "fluidlite.profiler" logger on exit
+
+or ``exe.run(..., profile=True)`` and then ``exe.last_profile.report()``. Times are wall-clock
+seconds measured around each op's kernel call inside the compiled plan.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+__all__ = ["Profile", "profiler", "start_profiler", "stop_profiler", "reset_profiler"]
+
+_log = logging.getLogger("fluidlite.profiler")
+_SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
+_active: Optional["Profile"] = None
+
+
+class _Stat:
+    __slots__ = ("calls", "total", "min", "max")
+
+    def __init__(self) -> None:
+        self.calls, self.total, self.min, self.max = 0, 0.0, float("inf"), 0.0
+
+    def add(self, t: float) -> None:
+        self.calls += 1
+        self.total += t
+        self.min = min(self.min, t)
+        self.max = max(self.max, t)
+
+    @property
+    def ave(self) -> float:
+        return self.total / self.calls if self.calls else 0.0
+
+
+class Profile:
+    """Accumulated per-op-type and per-op timings over one or more executor runs."""
+
+    def __init__(self) -> None:
+        self.by_type: Dict[str, _Stat] = {}
+        self.by_op: Dict[Tuple[int, str], _Stat] = {}
+        self.runs = 0
+
+    def add_run(self, op_types: Sequence[str], times: Sequence[float]) -> None:
+        self.runs += 1
+        for i, (t, dt) in enumerate(zip(op_types, times)):
+            self.by_type.setdefault(t, _Stat()).add(dt)
+            self.by_op.setdefault((i, t), _Stat()).add(dt)
+
+    def report(self, sorted_key: Optional[str] = "total", top: int = 20) -> str:
+        """Two tables (by op type, and the ``top`` slowest ops) with calls / total / min / max /
+        average in milliseconds and each row's share of the total."""
+        if sorted_key not in _SORT_KEYS:
+            raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")
+        key = sorted_key or "total"
+        grand = sum(s.total for s in self.by_type.values()) or 1.0
+
+        def table(title: str, rows: List[Tuple[str, _Stat]]) -> List[str]:
+            rows = sorted(rows, key=lambda r: getattr(r[1], key), reverse=True)
+            out = [f"{title}", f"{'Event':<32}{'Calls':>7}{'Total ms':>11}{'Min ms':>10}"
+                   f"{'Max ms':>10}{'Ave ms':>10}{'Ratio':>8}"]
+            for name, s in rows:
+                out.append(f"{name[:32]:<32}{s.calls:>7}{s.total * 1e3:>11.3f}"
+                           f"{s.min * 1e3:>10.4f}{s.max * 1e3:>10.4f}{s.ave * 1e3:>10.4f}"
+                           f"{s.total / grand:>8.3f}")
+            return out
+
+        lines = [f"------------------------->  Profiling Report  <------------------------- "
+                 f"({self.runs} run(s), total {grand * 1e3:.3f} ms)"]
+        lines += table("By op type:", list(self.by_type.items()))
+        lines.append("")
+        ops = [(f"#{i} {t}", s) for (i, t), s in self.by_op.items()]
+        lines += table(f"Slowest ops (top {top}):", ops)[:top + 2]
+        return "\n".join(lines)
+
+
+def _check_state(state: str) -> None:
+    if state not in ("CPU", "GPU", "All"):
+        raise ValueError("The state must be 'CPU' or 'GPU' or 'All'.")
+
+
+def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
+    """Start collecting per-op timings for every ``Executor.run``."""
+    global _active
+    _check_state(state)
+    _active = Profile()
+
+
+def reset_profiler() -> None:
+    global _active
+    if _active is not None:
+        _active = Profile()
+
+
+def stop_profiler(sorted_key: Optional[str] = None,
+                  profile_path: Optional[str] = None) -> Optional[Profile]:
+    """Stop collecting; log the report (and write it to ``profile_path`` when given)."""
+    global _active
+    prof, _active = _active, None
+    if prof is None:
+        return None
+    text = prof.report(sorted_key)
+    if profile_path:
+        _write_atomic(profile_path, text + "\n")
+    if not _log.handlers and not logging.getLogger().handlers:
+        # nobody configured logging: show the report on stdout, as fluid's profiler did
+        _log.addHandler(logging.StreamHandler(sys.stdout))
+        _log.setLevel(logging.INFO)
+        _log.propagate = False
+    _log.info("%s", text)
+    return prof
+
+
+@contextlib.contextmanager
+def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
+             profile_path: Optional[str] = None, tracer_option: str = "Default") -> Iterator[Profile]:
+    """Context manager: profile every run inside the block; report on exit."""
+    if sorted_key not in _SORT_KEYS:
+        raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")
+    start_profiler(state, tracer_option)
+    prof = _active
+    try:
+        yield prof
+    finally:
+        stop_profiler(sorted_key, profile_path)
+
+
+def active() -> Optional[Profile]:
+    return _active
+
+
+def _write_atomic(path: str, text: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".profile-")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
