@@ -1,12 +1,33 @@
-"""Weight decay regularizers (the pass that applies them lives in ``optimizer``'s helper)."""
+"""Weight decay (``fluid.regularizer``): ``L1Decay`` / ``L2Decay`` and the pass applying them.
+
+``append_regularization_ops(params_grads, regularization)`` runs inside
+``Optimizer.apply_gradients`` *after* gradient clipping, so the decay term is never clipped nor
+counted in a global norm. Per parameter (``ParamAttr(regularizer=)`` wins over the optimizer's):
+
+* L2: ``scale(param, coeff)`` -> term;  L1: ``sign(param)`` then ``scale(coeff)`` -> term;
+* ``sum([grad, term])`` written in place into ``grad`` (as fluid: a fetched ``X@GRAD`` then
+  includes the decay when no clip rewrote it).
+
+All ops are in ``name_scope('regularization')`` with op_role Optimize and op_role_var
+``[param, grad]``.
+"""
 from __future__ import annotations
 
+import logging
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .core import names
+from .core.ir import Block, Parameter, Variable
+
 __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer",
-           "WeightDecayRegularizer"]
+           "WeightDecayRegularizer", "append_regularization_ops"]
+
+_log = logging.getLogger("fluidlite")
 
 
 class WeightDecayRegularizer:
-    """Base class: ``_term(block, param)`` appends ops computing the decay term of ``param``."""
+    """Base class: ``__call__(param, grad, block)`` appends the ops computing the decay term of
+    ``param`` to ``block`` and returns the term's Variable."""
 
     def __init__(self, regularization_coeff: float = 0.0) -> None:
         if isinstance(regularization_coeff, bool) or \
@@ -14,16 +35,37 @@ class WeightDecayRegularizer:
             raise TypeError(f"regularization_coeff must be a float, got {regularization_coeff!r}")
         self._regularization_coeff = float(regularization_coeff)
 
+    def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
+        raise NotImplementedError(f"{type(self).__name__} must define __call__")
+
+    def _term_var(self, block: Block, param: Parameter) -> Variable:
+        return block.create_var(name=names.generate("_generated_var"), dtype=param.dtype,
+                                shape=param.shape, lod_level=param.lod_level)
+
 
 class L2DecayRegularizer(WeightDecayRegularizer):
-    """term = coeff * param."""
+    """term = coeff * param (one ``scale`` op); adds ``coeff * ||param||^2 / 2`` to the loss."""
+
+    def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
+        decay = self._term_var(block, param)
+        block.append_op(type="scale", inputs={"X": param}, outputs={"Out": decay},
+                        attrs={"scale": self._regularization_coeff})
+        return decay
 
     def __str__(self) -> str:
         return "L2Decay, regularization_coeff=%f" % self._regularization_coeff
 
 
 class L1DecayRegularizer(WeightDecayRegularizer):
-    """term = coeff * sign(param)."""
+    """term = coeff * sign(param) (``sign`` then ``scale``); adds ``coeff * ||param||_1``."""
+
+    def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
+        sign = self._term_var(block, param)
+        decay = self._term_var(block, param)
+        block.append_op(type="sign", inputs={"X": param}, outputs={"Out": sign})
+        block.append_op(type="scale", inputs={"X": sign}, outputs={"Out": decay},
+                        attrs={"scale": self._regularization_coeff})
+        return decay
 
     def __str__(self) -> str:
         return "L1Decay, regularization_coeff=%f" % self._regularization_coeff
@@ -31,3 +73,56 @@ class L1DecayRegularizer(WeightDecayRegularizer):
 
 L1Decay = L1DecayRegularizer
 L2Decay = L2DecayRegularizer
+
+
+def check_regularizer(value: Any, where: str) -> Optional[WeightDecayRegularizer]:
+    """None or a regularizer instance; a class (``L2Decay`` instead of ``L2Decay(1e-4)``) or any
+    other object raises a TypeError saying how to fix it."""
+    if value is None or isinstance(value, WeightDecayRegularizer):
+        return value
+    if isinstance(value, type):
+        raise TypeError(f"{where} must be a regularizer instance such as "
+                        f"{value.__name__}(regularization_coeff=1e-4), but received the class "
+                        f"{value.__name__} itself; call it with a coefficient")
+    raise TypeError(f"{where} must be an instance of fluid.regularizer.L1Decay or L2Decay (or "
+                    f"None), but received {value!r} of type {type(value).__name__}")
+
+
+def _regularized_grad(param: Parameter, grad: Variable,
+                      regularization: Optional[WeightDecayRegularizer]) -> Variable:
+    own = check_regularizer(getattr(param, "regularizer", None),
+                            f"the regularizer of parameter '{param.name}'")
+    reg = own if own is not None else regularization
+    if reg is None:
+        return grad
+    block = grad.block
+    term = reg(param, grad, block)
+    block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": grad},
+                    attrs={"use_mkldnn": False})
+    return grad
+
+
+def append_regularization_ops(parameters_and_grads: Sequence[Tuple[Parameter, Optional[Variable]]],
+                              regularization: Optional[WeightDecayRegularizer] = None
+                              ) -> List[Tuple[Parameter, Optional[Variable]]]:
+    """Add each parameter's decay term to its gradient (see the module docstring); returns the
+    ``(param, grad)`` pairs (a None grad stays None)."""
+    from .core.names import name_scope
+    regularization = check_regularizer(regularization, "regularization")
+    out: List[Tuple[Parameter, Optional[Variable]]] = []
+    warned = False
+    with name_scope("regularization"):
+        for param, grad in parameters_and_grads:
+            if grad is None:
+                out.append((param, grad))
+                continue
+            if not warned and regularization is not None and \
+                    getattr(param, "regularizer", None) is not None:
+                warned = True
+                _log.info("If regularizer of a Parameter has been set by 'fluid.ParamAttr' or "
+                          "'fluid.WeightNormParamAttr' already. The Regularization[%s] in "
+                          "Optimizer will not take effect, and it will only be applied to other "
+                          "Parameters!", regularization)
+            with param.block.program._optimized_guard([param, grad]):
+                out.append((param, _regularized_grad(param, grad, regularization)))
+    return out
