@@ -798,6 +798,38 @@ class Program:
     def _to_readable_code(self, skip_op_callstack: bool = True) -> str:
         return self.to_string()
 
+    # -- serialization and pruning: thin delegates to core/serialize.py and core/prune.py ---
+    def to_dict(self) -> Dict[str, Any]:
+        from .serialize import program_to_dict
+        return program_to_dict(self)
+
+    @staticmethod
+    def from_dict(data: Dict[str, Any]) -> "Program":
+        from .serialize import program_from_dict
+        return program_from_dict(data)
+
+    @staticmethod
+    def parse_from_string(binary_str: Union[bytes, str]) -> "Program":
+        from .serialize import parse_from_string
+        return parse_from_string(binary_str)
+
+    @property
+    def desc(self) -> Any:
+        from .serialize import ProgramDescShim
+        return ProgramDescShim(self)
+
+    def _prune(self, targets: Any) -> "Program":
+        from .prune import prune
+        return prune(self, targets)
+
+    def _prune_with_input(self, feeded_var_names: Sequence[str], targets: Any) -> "Program":
+        from .prune import prune_with_input
+        return prune_with_input(self, feeded_var_names, targets)
+
+    def _inference_optimize(self, prune_read_op: bool = True) -> "Program":
+        from .prune import inference_optimize
+        return inference_optimize(self, prune_read_op)
+
     def __str__(self) -> str:
         return self.to_string()
 
