@@ -1,0 +1,432 @@
+"""Gradient clipping (``fluid.clip``), fluid 1.8 semantics plus two additions users asked for.
+
+A clip object rewrites ``(param, grad)`` pairs: ``clip(params_grads)`` appends ops to the grads'
+block and returns new pairs. ``Optimizer.apply_gradients`` calls it after sorting the pairs by
+parameter name and before regularization. Ops inserted (all in ``name_scope('gradient_clip')``,
+op_role Optimize, op_role_var ``[param, new_grad]``), each writing a *new* variable so the raw
+``X@GRAD`` stays fetchable:
+
+* ``GradientClipByValue``: one ``clip`` per gradient -> ``clip_N.tmp_0``;
+* ``GradientClipByNorm``: one ``clip_by_norm`` per gradient -> ``clip_by_norm_N.tmp_0``;
+* ``GradientClipByGlobalNorm``: ``squared_l2_norm`` per counted gradient, ``sum``, ``sqrt``
+  (the global norm), [``check_finite_norm`` when ``error_if_nonfinite``], ``fill_constant``
+  (clip_norm), ``elementwise_max``, ``elementwise_div`` (the scale), then ``elementwise_mul``
+  per counted gradient.
+
+A gradient whose parameter is excluded (``need_clip(param)`` returns False, or
+``ParamAttr(need_clip=False)``) passes unchanged and is not counted in the global norm. Pairs
+with a ``None`` gradient are dropped.
+
+Beyond fluid:
+* the global norm is a Variable you can fetch every step: ``clip.global_norm`` after the clip
+  ran, or ``fluid.clip.get_global_norm(program)``;
+* ``GradientClipByGlobalNorm(..., error_if_nonfinite=True)`` raises ``FloatingPointError`` at
+  run time naming the non-finite gradients, before any parameter is updated.
+
+Legacy attachment (``set_gradient_clip`` / ``ParamAttr(gradient_clip=)``) is applied by
+``append_gradient_clip_ops`` only when the optimizer has no ``grad_clip``; each parameter uses
+its own clip (fluid 1.8 applied the last parameter's clip to all; see docs/compatibility.md).
+"""
+from __future__ import annotations
+
+import copy
+import math
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .core import names
+from .core.dtypes import VarType
+from .core.ir import Block, Parameter, Program, Variable, default_main_program
+from .core.names import name_scope
+
+__all__ = ["set_gradient_clip", "ErrorClipByValue", "GradientClipByValue",
+           "GradientClipByNorm", "GradientClipByGlobalNorm", "ClipByValue", "ClipByNorm",
+           "ClipByGlobalNorm", "ClipGradByValue", "ClipGradByNorm", "ClipGradByGlobalNorm",
+           "GradientClipBase", "BaseErrorClipAttr", "error_clip_callback",
+           "append_gradient_clip_ops", "get_global_norm", "global_norm_vars"]
+
+PairList = List[Tuple[Parameter, Optional[Variable]]]
+
+
+def append_tmp_op(block: Block, op_type: str, inputs: Dict[str, Any],
+                  attrs: Optional[Dict[str, Any]] = None, dtype: Any = None) -> Variable:
+    """Append ``op_type`` writing a fresh ``<op_type>_N.tmp_0`` (the name a fluid layer would
+    give it) and return that Variable; its shape comes from the op's shape inference."""
+    if dtype is None:
+        first = next(iter(inputs.values()))
+        first = first[0] if isinstance(first, (list, tuple)) else first
+        dtype = first.dtype
+    layer = names.generate(op_type)
+    out = block.create_var(name=names.generate(layer + ".tmp"), dtype=dtype,
+                           type=VarType.LOD_TENSOR, persistable=False)
+    block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs or {})
+    return out
+
+
+def _number(cls: str, arg: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            math.isnan(float(value)):
+        raise ValueError(f"{cls}: {arg} must be a number, but received {value!r} of type "
+                         f"{type(value).__name__}")
+    return float(value)
+
+
+# -- error clip (clips back-propagated errors during append_backward) -------------------------
+class BaseErrorClipAttr:
+    """Base of error clips: attached to a forward Variable (``var._set_error_clip``), applied to
+    its gradient by ``error_clip_callback`` while the backward pass is built."""
+
+    def _append_clip_op(self, block: Block, grad_name: str) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define _append_clip_op")
+
+
+class ErrorClipByValue(BaseErrorClipAttr):
+    """Clip the gradient flowing back through a variable to ``[min, max]`` (min defaults to
+    ``-max``), in place, right after the grad op that produced it."""
+
+    def __init__(self, max: float, min: Optional[float] = None) -> None:
+        max = _number("ErrorClipByValue", "max", max)
+        if min is None:
+            if max <= 0:
+                raise ValueError(f"ErrorClipByValue: max must be > 0 when min is omitted (min "
+                                 f"defaults to -max), but received max = {max}")
+            min = -max
+        min = _number("ErrorClipByValue", "min", min)
+        if min > max:
+            raise ValueError(f"ErrorClipByValue: min ({min}) must not be greater than max "
+                             f"({max})")
+        self.max, self.min = max, min
+
+    def __str__(self) -> str:
+        return "ByValue, min=%f, max=%f" % (self.min, self.max)
+
+    def _append_clip_op(self, block: Block, grad_name: str) -> None:
+        block.append_op(type="clip", inputs={"X": [grad_name]}, outputs={"Out": [grad_name]},
+                        attrs={"min": self.min, "max": self.max})
+
+
+def error_clip_callback(block: Block, context: Dict[str, Any]) -> None:
+    """append_backward callback: after each grad op, clip the gradients it wrote whose forward
+    variable carries an ``error_clip``. ``context`` maps grad names to forward var names and
+    holds the new op under ``'__current_op_desc__'``."""
+    op = context.get("__current_op_desc__")
+    if op is None:
+        op = block.ops[-1]
+    for grad_n in [n for n in op.output_arg_names if n in context]:
+        fwd = block._find_var_recursive(context[grad_n])
+        error_clip = getattr(fwd, "error_clip", None) if fwd is not None else None
+        if error_clip is None:
+            continue
+        if not isinstance(error_clip, BaseErrorClipAttr):
+            raise TypeError("Variable's error_clip should be an instance of BaseErrorClipAttr "
+                            f"or None, but variable '{fwd.name}' has {error_clip!r}")
+        error_clip._append_clip_op(block, grad_n)
+
+
+# -- gradient clips ---------------------------------------------------------------------------
+class GradientClipBase:
+    """Base of gradient clips. ``need_clip``: None (clip every gradient) or a callable
+    ``(Parameter) -> bool`` selecting the parameters whose gradients are clipped."""
+
+    def __init__(self, need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
+        if need_clip is not None and not callable(need_clip):
+            raise TypeError(f"{type(self).__name__}: need_clip must be None or a function taking "
+                            f"a Parameter and returning True (clip its gradient) or False, but "
+                            f"received {need_clip!r} of type {type(need_clip).__name__}")
+        self._need_clip_func = need_clip
+
+    def __str__(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} must define __str__")
+
+    def __call__(self, params_grads: Sequence[Tuple[Parameter, Optional[Variable]]]) -> PairList:
+        """Append the clip ops for ``params_grads`` and return the new pairs."""
+        for p, g in params_grads:
+            if getattr(p, "gradient_clip_attr", None) is not None:
+                warnings.warn("'set_gradient_clip' (or ParamAttr(gradient_clip=)) will be "
+                              "ineffective, because 'grad_clip' is set in the optimizer; remove "
+                              "the redundant legacy setting.")
+                break
+        with name_scope("gradient_clip"):
+            pairs, new_names = self._clip_pairs(list(params_grads))
+        _correct_clip_op_role_var(pairs, new_names)
+        return pairs
+
+    def _needs(self, param: Parameter) -> bool:
+        """Whether ``param``'s gradient is clipped (and, for the global norm, counted)."""
+        if getattr(param, "need_clip", True) is False:
+            return False
+        if self._need_clip_func is None:
+            return True
+        return bool(self._need_clip_func(param))
+
+    def _clip_pairs(self, params_grads: PairList) -> Tuple[PairList, Dict[str, str]]:
+        out: PairList = []
+        new_names: Dict[str, str] = {}
+        for p, g in params_grads:
+            if g is None:
+                continue
+            if not self._needs(p):
+                out.append((p, g))
+                continue
+            with p.block.program._optimized_guard([p, g]):
+                new = self._clip_one(g)
+            out.append((p, new))
+            new_names[p.name] = new.name
+        return out, new_names
+
+    def _clip_one(self, grad: Variable) -> Variable:
+        raise NotImplementedError(f"{type(self).__name__} clips no single gradient")
+
+
+class GradientClipByValue(GradientClipBase):
+    """``g' = min(max(g, min), max)`` per element. ``min`` defaults to ``-max`` (``max`` must then
+    be > 0)."""
+
+    def __init__(self, max: float, min: Optional[float] = None,
+                 need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
+        super().__init__(need_clip)
+        max = _number("GradientClipByValue", "max", max)
+        if min is None:
+            if max <= 0:
+                raise ValueError(f"GradientClipByValue: max must be > 0 when min is omitted "
+                                 f"(min defaults to -max), but received max = {max}")
+            min = -max
+        min = _number("GradientClipByValue", "min", min)
+        if min > max:
+            raise ValueError(f"GradientClipByValue: min ({min}) must not be greater than max "
+                             f"({max})")
+        self.max, self.min = max, min
+
+    def __str__(self) -> str:
+        return "Gradient Clip By Value, min = %f, max=%f" % (self.min, self.max)
+
+    def _clip_one(self, grad: Variable) -> Variable:
+        return append_tmp_op(grad.block, "clip", {"X": grad}, {"min": self.min, "max": self.max})
+
+
+class GradientClipByNorm(GradientClipBase):
+    """Per gradient: ``g' = g * clip_norm / ||g||`` when ``||g|| > clip_norm``, else ``g``."""
+
+    def __init__(self, clip_norm: float,
+                 need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
+        super().__init__(need_clip)
+        clip_norm = _number("GradientClipByNorm", "clip_norm", clip_norm)
+        if clip_norm <= 0:
+            raise ValueError(f"GradientClipByNorm: clip_norm must be > 0, but received "
+                             f"{clip_norm}")
+        self.clip_norm = clip_norm
+
+    def __str__(self) -> str:
+        return "Gradient Clip By Norm, clip_norm=%f" % self.clip_norm
+
+    def _clip_one(self, grad: Variable) -> Variable:
+        return append_tmp_op(grad.block, "clip_by_norm", {"X": grad},
+                             {"max_norm": self.clip_norm})
+
+
+class GradientClipByGlobalNorm(GradientClipBase):
+    """``G = sqrt(sum_i ||g_i||^2)`` over the counted gradients; each is scaled by
+    ``clip_norm / max(G, clip_norm)`` (exactly 1 when ``G <= clip_norm``).
+
+    ``global_norm`` (after the clip ran) is the Variable holding ``G``: fetch it to log the norm.
+    ``error_if_nonfinite=True`` makes a step whose ``G`` is NaN/Inf raise ``FloatingPointError``
+    naming the offending gradients, before any parameter is updated.
+    """
+
+    def __init__(self, clip_norm: float, group_name: str = "default_group",
+                 need_clip: Optional[Callable[[Parameter], bool]] = None,
+                 error_if_nonfinite: bool = False) -> None:
+        super().__init__(need_clip)
+        clip_norm = _number("GradientClipByGlobalNorm", "clip_norm", clip_norm)
+        if clip_norm <= 0:
+            raise ValueError(f"GradientClipByGlobalNorm: clip_norm must be > 0, but received "
+                             f"{clip_norm}")
+        if not isinstance(group_name, str):
+            raise TypeError(f"GradientClipByGlobalNorm: group_name must be a str, but received "
+                            f"{group_name!r}")
+        if not isinstance(error_if_nonfinite, bool):
+            raise TypeError(f"GradientClipByGlobalNorm: error_if_nonfinite must be a bool, but "
+                            f"received {error_if_nonfinite!r}")
+        self.clip_norm = clip_norm
+        self.group_name = group_name
+        self.error_if_nonfinite = error_if_nonfinite
+        self.global_norm: Optional[Variable] = None
+
+    def __str__(self) -> str:
+        return "Gradient Clip By GlobalNorm, global_norm=%f" % self.clip_norm
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "GradientClipByGlobalNorm":
+        new = copy.copy(self)     # share need_clip; a copy has not run yet
+        new.global_norm = None
+        return new
+
+    def _clip_pairs(self, params_grads: PairList) -> Tuple[PairList, Dict[str, str]]:
+        decided = [(p, g, g is not None and self._needs(p)) for p, g in params_grads]
+        counted = [(p, g) for p, g, use in decided if use]
+        if not counted:
+            return list(params_grads), {}
+        scale = self._append_scale(counted)
+        out: PairList = []
+        new_names: Dict[str, str] = {}
+        for p, g, use in decided:
+            if g is None:
+                continue
+            if not use:
+                out.append((p, g))
+                continue
+            with p.block.program._optimized_guard([p, g]):
+                new = append_tmp_op(g.block, "elementwise_mul", {"X": g, "Y": scale})
+            out.append((p, new))
+            new_names[p.name] = new.name
+        return out, new_names
+
+    def _append_scale(self, counted: PairList) -> Variable:
+        """Append the norm ops for ``counted`` pairs; returns the [1] scale Variable."""
+        squares = []
+        for p, g in counted:
+            with p.block.program._optimized_guard([p, g]):
+                squares.append(append_tmp_op(g.block, "squared_l2_norm", {"X": g}))
+        p, g = counted[-1]
+        block = g.block
+        with p.block.program._optimized_guard([p, g]):
+            total = append_tmp_op(block, "sum", {"X": squares}, {"use_mkldnn": False})
+            norm = append_tmp_op(block, "sqrt", {"X": total})
+            self.global_norm = norm
+            checked = norm
+            if self.error_if_nonfinite:
+                checked = append_tmp_op(block, "check_finite_norm",
+                                        {"X": norm, "Norms": squares},
+                                        {"grad_names": [gr.name for _, gr in counted]})
+            limit = append_tmp_op(block, "fill_constant", {}, dtype=norm.dtype, attrs={
+                "shape": [1], "dtype": norm.dtype, "value": self.clip_norm})
+            biggest = append_tmp_op(block, "elementwise_max", {"X": limit, "Y": checked})
+            return append_tmp_op(block, "elementwise_div", {"X": limit, "Y": biggest})
+
+
+# 1.8 short aliases and 2.x names
+ClipByValue = ClipGradByValue = GradientClipByValue
+ClipByNorm = ClipGradByNorm = GradientClipByNorm
+ClipByGlobalNorm = ClipGradByGlobalNorm = GradientClipByGlobalNorm
+
+
+def _correct_clip_op_role_var(params_grads: PairList, new_names: Dict[str, str]) -> None:
+    """Point ``op_role_var`` of clip ops at ``[param, clipped grad]`` (fluid does the same)."""
+    if not new_names:
+        return
+    programs = []
+    for p, g in params_grads:
+        if g is not None and p.block.program not in programs:
+            programs.append(p.block.program)
+    for program in programs:
+        for op in program.global_block().ops:
+            role_var = op.attr("op_role_var")
+            if role_var and "gradient_clip" in (op.attr("op_namescope") or "") and \
+                    role_var[0] in new_names:
+                op._set_attr("op_role_var", [role_var[0], new_names[role_var[0]]])
+
+
+# -- finding the global norm ------------------------------------------------------------------
+def global_norm_vars(program: Optional[Program] = None) -> List[Variable]:
+    """Every global-norm Variable that gradient clipping put in ``program`` (default: the default
+    main program), in program order. Each can be fetched: ``exe.run(fetch_list=[...])``."""
+    program = program if program is not None else default_main_program()
+    block = program.global_block()
+    found = []
+    for op in block.ops:
+        if op.type == "sqrt" and "gradient_clip" in (op.attr("op_namescope") or ""):
+            found.append(block.var(op.output("Out")[0]))
+    return found
+
+
+def get_global_norm(program: Optional[Program] = None) -> Variable:
+    """The (last) global gradient norm computed by ``GradientClipByGlobalNorm`` in ``program``;
+    ValueError when the program has none."""
+    found = global_norm_vars(program)
+    if not found:
+        raise ValueError("the program computes no global gradient norm: attach "
+                         "GradientClipByGlobalNorm to the optimizer (grad_clip=...) and call "
+                         "minimize first")
+    return found[-1]
+
+
+# -- legacy attachment ------------------------------------------------------------------------
+def set_gradient_clip(clip: GradientClipBase, param_list: Optional[Sequence[Any]] = None,
+                      program: Optional[Program] = None) -> None:
+    """Legacy (<= 1.7): give each parameter of ``param_list`` (names or Parameters; default:
+    all parameters of ``program``) its own copy of ``clip``. Used only when the optimizer has no
+    ``grad_clip``. Prefer ``Optimizer(..., grad_clip=clip)``."""
+    warnings.warn("Caution! 'set_gradient_clip' is not recommended and may be deprecated in "
+                  "future! We recommend a new strategy: set 'grad_clip' when initializing the "
+                  "'optimizer'. This method can reduce the mistakes, please refer to "
+                  "documention of 'optimizer'.")
+    if not isinstance(clip, GradientClipBase):
+        raise TypeError(f"'clip' should be an instance of GradientClipBase's derived class, but "
+                        f"received {clip!r}")
+    program = program if program is not None else default_main_program()
+    block = program.global_block()
+    for op in block.ops:
+        if "optimizer" in (op.attr("op_namescope") or ""):
+            warnings.warn("'minimize' has been invoked before, this will make "
+                          "'set_gradient_clip' be ineffective! Please invoke "
+                          "'set_gradient_clip' before 'minimize'.")
+            break
+    if param_list is None:
+        param_list = block.all_parameters()
+    params = []
+    for item in param_list:
+        if isinstance(item, str):
+            item = block.var(item)
+        if not isinstance(item, Parameter):
+            raise TypeError("'param_list' should be a list of Parameter or basestring(parameter's "
+                            f"name), but it contains {item!r}")
+        params.append(item)
+    for param in params:
+        param.gradient_clip_attr = copy.deepcopy(clip)
+
+
+def append_gradient_clip_ops(param_grads: Sequence[Tuple[Parameter, Optional[Variable]]]
+                             ) -> PairList:
+    """Apply the legacy per-parameter clips (``param.gradient_clip_attr``): each parameter uses
+    its own clip; parameters without one pass through. ``GradientClipByGlobalNorm`` clips sharing
+    a ``group_name`` compute one norm per group (their ``clip_norm`` must agree). Returns the
+    input unchanged when no parameter with a gradient has a clip."""
+    param_grads = list(param_grads)
+    attrs: Dict[str, GradientClipBase] = {}
+    for p, g in param_grads:
+        attr = getattr(p, "gradient_clip_attr", None)
+        if g is None or attr is None:
+            continue
+        if not isinstance(attr, GradientClipBase):
+            raise TypeError(f"the gradient clip attribute of parameter '{p.name}' should be an "
+                            f"instance of GradientClipBase, but it is {attr!r}")
+        attrs[p.name] = attr
+    if not attrs:
+        return param_grads
+    new_grads: Dict[str, Variable] = {}
+    groups: Dict[str, List[Tuple[Parameter, Variable]]] = {}
+    with name_scope("gradient_clip_@CLIP"):
+        for p, g in param_grads:
+            attr = attrs.get(p.name)
+            if attr is None or not attr._needs(p):
+                continue
+            if isinstance(attr, GradientClipByGlobalNorm):
+                groups.setdefault(attr.group_name, []).append((p, g))
+                continue
+            with p.block.program._optimized_guard([p, g]):
+                new_grads[p.name] = attr._clip_one(g)
+        for group_name, pairs in groups.items():
+            norms = {attrs[p.name].clip_norm for p, _ in pairs}
+            if len(norms) > 1:
+                raise ValueError(f"All parameters' 'clip_norm' of a same group should be the "
+                                 f"same: group '{group_name}' has {sorted(norms)}")
+            lead: GradientClipByGlobalNorm = attrs[pairs[0][0].name]  # type: ignore[assignment]
+            scale = lead._append_scale(pairs)
+            for p, _ in pairs[1:]:
+                attrs[p.name].global_norm = lead.global_norm  # type: ignore[attr-defined]
+            for p, g in pairs:
+                with p.block.program._optimized_guard([p, g]):
+                    new_grads[p.name] = append_tmp_op(g.block, "elementwise_mul",
+                                                      {"X": g, "Y": scale})
+    result: PairList = [(p, new_grads.get(p.name, g)) for p, g in param_grads if g is not None]
+    _correct_clip_op_role_var(result, {k: v.name for k, v in new_grads.items()})
+    return result
