@@ -1,12 +1,14 @@
-"""Composite layers built from registry ops: ``fc`` and ``mean``."""
+"""Neural-net layers: ``fc``, ``mean``, ``mul``, ``matmul``, ``reduce_*``, ``topk``, ``one_hot``."""
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
 from ..core.ir import Variable
+from ..data_feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper
 
-__all__ = ["fc", "mean"]
+__all__ = ["fc", "mean", "mul", "matmul", "reduce_sum", "reduce_mean", "reduce_max",
+           "reduce_min", "topk", "one_hot"]
 
 
 def fc(input: Union[Variable, Sequence[Variable]], size: int, num_flatten_dims: int = 1,
@@ -55,4 +57,121 @@ def mean(x: Variable, name: Optional[str] = None) -> Variable:
         raise TypeError(f"mean: x must be a Variable, got {type(x).__name__}")
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="mean", inputs={"X": x}, outputs={"Out": out})
+    return out
+
+
+# -- products, reductions, top-k, one-hot (ops in ops/linalg.py, reduce.py, metric.py) ----------
+_FLOATS = ["float16", "float32", "float64"]
+
+
+def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int = 1,
+        name: Optional[str] = None) -> Variable:
+    """``flatten(x, x_num_col_dims) @ flatten(y, y_num_col_dims)`` (op ``mul``)."""
+    check_variable_and_dtype(x, "x", _FLOATS, "mul")
+    check_variable_and_dtype(y, "y", _FLOATS, "mul")
+    check_type(x_num_col_dims, "x_num_col_dims", int, "mul")
+    check_type(y_num_col_dims, "y_num_col_dims", int, "mul")
+    helper = LayerHelper("mul", name=name)
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="mul", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"x_num_col_dims": x_num_col_dims, "y_num_col_dims": y_num_col_dims})
+    return out
+
+
+def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: bool = False,
+           alpha: float = 1.0, name: Optional[str] = None) -> Variable:
+    """``alpha * op(x) @ op(y)`` with optional transposes of the last two dims, broadcast batch
+    dims and fluid's 1-D rules (op ``matmul``)."""
+    check_variable_and_dtype(x, "x", _FLOATS, "matmul")
+    check_variable_and_dtype(y, "y", _FLOATS, "matmul")
+    check_type(transpose_x, "transpose_x", bool, "matmul")
+    check_type(transpose_y, "transpose_y", bool, "matmul")
+    check_type(alpha, "alpha", (int, float), "matmul")
+    helper = LayerHelper("matmul", name=name)
+    out = helper.create_variable_for_type_inference(dtype=x.dtype)
+    helper.append_op(type="matmul", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"transpose_X": transpose_x, "transpose_Y": transpose_y,
+                            "alpha": float(alpha)})
+    return out
+
+
+def _reduce(op_type: str, input: Variable, dim: Any, keep_dim: bool,
+            name: Optional[str]) -> Variable:
+    check_variable_and_dtype(input, "input", _FLOATS + ["int32", "int64"], op_type)
+    check_type(dim, "dim", (int, list, tuple, type(None)), op_type)
+    check_type(keep_dim, "keep_dim", bool, op_type)
+    if isinstance(dim, int):
+        dim = [dim]
+    elif dim is not None:
+        dim = list(dim)
+        for d in dim:
+            check_type(d, "dim element", int, op_type)
+    reduce_all = dim is None or dim == [] or len(dim) == len(input.shape)
+    helper = LayerHelper(op_type, name=name)
+    out = helper.create_variable_for_type_inference(dtype=input.dtype)
+    helper.append_op(type=op_type, inputs={"X": input}, outputs={"Out": out},
+                     attrs={"dim": dim if dim else [0], "keep_dim": keep_dim,
+                            "reduce_all": reduce_all})
+    return out
+
+
+def reduce_sum(input: Variable, dim: Any = None, keep_dim: bool = False,
+               name: Optional[str] = None) -> Variable:
+    """Sum over ``dim`` (int or list; None = every dim, giving shape [1])."""
+    return _reduce("reduce_sum", input, dim, keep_dim, name)
+
+
+def reduce_mean(input: Variable, dim: Any = None, keep_dim: bool = False,
+                name: Optional[str] = None) -> Variable:
+    """Mean over ``dim`` (int or list; None = every dim, giving shape [1])."""
+    return _reduce("reduce_mean", input, dim, keep_dim, name)
+
+
+def reduce_max(input: Variable, dim: Any = None, keep_dim: bool = False,
+               name: Optional[str] = None) -> Variable:
+    """Max over ``dim`` (int or list; None = every dim, giving shape [1])."""
+    return _reduce("reduce_max", input, dim, keep_dim, name)
+
+
+def reduce_min(input: Variable, dim: Any = None, keep_dim: bool = False,
+               name: Optional[str] = None) -> Variable:
+    """Min over ``dim`` (int or list; None = every dim, giving shape [1])."""
+    return _reduce("reduce_min", input, dim, keep_dim, name)
+
+
+def topk(input: Variable, k: Union[int, Variable], name: Optional[str] = None):
+    """``(values, indices)`` of the k largest entries along the last dim (op ``top_k``)."""
+    check_variable_and_dtype(input, "input", _FLOATS + ["int32", "int64"], "topk")
+    check_type(k, "k", (int, Variable), "topk")
+    helper = LayerHelper("top_k", name=name)
+    values = helper.create_variable_for_type_inference(dtype=input.dtype)
+    indices = helper.create_variable_for_type_inference(dtype="int64")
+    inputs: dict = {"X": [input]}
+    attrs = {}
+    if isinstance(k, Variable):
+        inputs["K"] = [k]
+    else:
+        attrs["k"] = k
+    helper.append_op(type="top_k", inputs=inputs,
+                     outputs={"Out": [values], "Indices": [indices]}, attrs=attrs)
+    indices.stop_gradient = True
+    return values, indices
+
+
+def one_hot(input: Variable, depth: Union[int, Variable],
+            allow_out_of_range: bool = False) -> Variable:
+    """One-hot float32 encoding of int ``input`` whose last dim is 1 (op ``one_hot``)."""
+    check_variable_and_dtype(input, "input", ["int32", "int64"], "one_hot")
+    check_type(depth, "depth", (int, Variable), "one_hot")
+    helper = LayerHelper("one_hot")
+    out = helper.create_variable_for_type_inference(dtype="float32")
+    inputs: dict = {"X": input}
+    attrs: dict = {"allow_out_of_range": allow_out_of_range}
+    if isinstance(depth, Variable):
+        depth.stop_gradient = True
+        inputs["depth_tensor"] = depth
+    else:
+        attrs["depth"] = depth
+    helper.append_op(type="one_hot", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    out.stop_gradient = True
     return out

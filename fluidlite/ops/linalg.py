@@ -1,10 +1,58 @@
-"""Matrix products: ``mul`` (fluid's flattening matmul, used by fc) and ``matmul``."""
+"""Matrix products: ``mul`` (fluid's flattening matmul, used by fc) and ``matmul``.
+
+First-order gradients are fused kernels (``mul_grad``, ``matmul_grad``). Both products are
+bilinear, so the second-order rule (``double_grad``) is again made of the same ops: with ddX,
+ddY the incoming gradients of dX, dY,
+    grad X    = dX-formula with Y := ddY      (the grad op itself, fed ddY)
+    grad Y    = dY-formula with X := ddX
+    grad dOut = op(ddX, Y) + op(X, ddY)
+which keeps every order differentiable.
+"""
 from __future__ import annotations
+
+from typing import Tuple
 
 import numpy as np
 
 from ..core import shape as S
 from ..core.registry import OpDef, VarSpec, register
+from .tensor import live
+
+
+def _sum_to(grad: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:
+    """Sum ``grad`` over the leading/broadcast dims so it has ``shape``."""
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+def _bilinear_double_grad(g, op_type: str, attrs) -> None:
+    """Second-order rule shared by mul_grad and matmul_grad (see the module docstring)."""
+    X, Y, dO = g.input("X"), g.input("Y"), g.input("Out@GRAD")
+    ddX, ddY = live(g.output_grad("X@GRAD")), live(g.output_grad("Y@GRAD"))
+    gX, gY, gdO = live(g.input_grad("X")), live(g.input_grad("Y")), \
+        live(g.input_grad("Out@GRAD"))
+    outs = {}
+    if gX is not None and ddY is not None:
+        outs["X@GRAD"] = gX
+    if gY is not None and ddX is not None:
+        outs["Y@GRAD"] = gY
+    if outs:
+        g.append(op_type + "_grad", {"X": ddX if ddX is not None else X,
+                                     "Y": ddY if ddY is not None else Y, "Out@GRAD": dO},
+                 outs, attrs)
+    if gdO is not None and (ddX is not None or ddY is not None):
+        terms = []
+        for a, b in ((ddX, Y), (X, ddY)):
+            if a is not None and b is not None:
+                t = gdO if (ddX is None or ddY is None) else g.tmp("ddout")
+                g.append(op_type, {"X": a, "Y": b}, {"Out": t}, attrs)
+                terms.append(t)
+        if len(terms) == 2:
+            g.append("sum", {"X": terms}, {"Out": gdO})
 
 
 @register
@@ -17,15 +65,15 @@ class Mul(OpDef):
 
     def infer(self, X, Y, *, x_num_col_dims=1, y_num_col_dims=1):
         if not 0 < x_num_col_dims < len(X.shape) or not 0 < y_num_col_dims < len(Y.shape):
-            raise ValueError(f"x_num_col_dims={x_num_col_dims} / y_num_col_dims="
+            raise ValueError(f"mul: x_num_col_dims={x_num_col_dims} / y_num_col_dims="
                              f"{y_num_col_dims} out of range for X {list(X.shape)}, "
                              f"Y {list(Y.shape)}")
         k1 = S.numel(X.shape[x_num_col_dims:])
         k2 = S.numel(Y.shape[:y_num_col_dims])
         if not S.dims_match(k1, k2):
-            raise ValueError(f"X's flattened width {k1} (shape {list(X.shape)}, x_num_col_dims="
-                             f"{x_num_col_dims}) != Y's flattened height {k2} (shape "
-                             f"{list(Y.shape)}, y_num_col_dims={y_num_col_dims})")
+            raise ValueError(f"mul: X's flattened width {k1} (shape {list(X.shape)}, "
+                             f"x_num_col_dims={x_num_col_dims}) != Y's flattened height {k2} "
+                             f"(shape {list(Y.shape)}, y_num_col_dims={y_num_col_dims})")
         return {"Out": VarSpec(X.shape[:x_num_col_dims] + Y.shape[y_num_col_dims:], X.dtype)}
 
     def forward(self, X, Y, *, x_num_col_dims=1, y_num_col_dims=1):
@@ -45,3 +93,105 @@ class Mul(OpDef):
         y2 = Y.reshape(int(np.prod(Y.shape[:y_num_col_dims])), -1)
         d2 = dOut.reshape(x2.shape[0], y2.shape[1])
         return {"X": (d2 @ y2.T).reshape(X.shape), "Y": (x2.T @ d2).reshape(Y.shape)}
+
+    def double_grad(self, g, **attrs):
+        _bilinear_double_grad(g, "mul", attrs)
+
+
+def _matmul_views(xs: Tuple[int, ...], ys: Tuple[int, ...], tx: bool, ty: bool):
+    """fluid's matmul shapes: 1-D X is a row [1, K], 1-D Y a column [K, 1]; returns the
+    (pre-transpose) 2-D+ view shapes, the full product shape and the output shape."""
+    xv = (1,) + tuple(xs) if len(xs) == 1 else tuple(xs)
+    yv = tuple(ys) + (1,) if len(ys) == 1 else tuple(ys)
+    xm = xv[:-2] + ((xv[-1], xv[-2]) if tx else xv[-2:])
+    ym = yv[:-2] + ((yv[-1], yv[-2]) if ty else yv[-2:])
+    return xv, yv, xm, ym
+
+
+def _matmul_out_shape(xs, ys, tx, ty):
+    if len(xs) == 0 or len(ys) == 0:
+        raise ValueError(f"matmul: inputs must have at least one dim, got X {list(xs)}, "
+                         f"Y {list(ys)}")
+    _, _, xm, ym = _matmul_views(xs, ys, tx, ty)
+    if not S.dims_match(xm[-1], ym[-2]):
+        raise ValueError(f"matmul: after the optional transposes X's width {xm[-1]} must equal "
+                         f"Y's height {ym[-2]}; received X shape {list(xs)} (transpose_X={tx}), "
+                         f"Y shape {list(ys)} (transpose_Y={ty})")
+    bx, by = xm[:-2], ym[:-2]
+    n = max(len(bx), len(by))
+    bx, by = (1,) * (n - len(bx)) + bx, (1,) * (n - len(by)) + by
+    batch = []
+    for a, b in zip(bx, by):
+        if a == 1 or b == 1 or S.dims_match(a, b):
+            batch.append(b if a == 1 else a if b == 1 else S.known(a, b))
+        else:
+            raise ValueError(f"matmul: the batch dims of X {list(xs)} and Y {list(ys)} do not "
+                             f"broadcast ({a} vs {b})")
+    full = tuple(batch) + (xm[-2], ym[-1])
+    out = list(full)
+    if len(xs) == 1 and out[-2] == 1:
+        del out[-2]
+    if len(ys) == 1 and out[-1] == 1:
+        del out[-1]
+    return full, tuple(out) or (1,)
+
+
+@register
+class Matmul(OpDef):
+    """Out = alpha * op(X) @ op(Y), op = optional transpose of the last two dims; batch dims
+    broadcast; a 1-D X is a row vector and a 1-D Y a column vector whose unit dim is dropped
+    (both 1-D: shape [1]);  dX = alpha * dOut @ op(Y)^T, dY = alpha * op(X)^T @ dOut (reduced
+    over broadcast batch dims)."""
+    type, inputs, outputs = "matmul", ("X", "Y"), ("Out",)
+    extra_attrs = {"use_mkldnn": False, "fused_reshape_X": [], "fused_reshape_Y": [],
+                   "fused_transpose_X": [], "fused_transpose_Y": [],
+                   "fused_reshape_Out": [], "fused_transpose_Out": []}
+
+    def infer(self, X, Y, *, transpose_X=False, transpose_Y=False):
+        _, out = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
+        return {"Out": VarSpec(out, X.dtype)}
+
+    @staticmethod
+    def _prep(X, Y, tx, ty):
+        x = X.reshape(1, -1) if X.ndim == 1 else X
+        y = Y.reshape(-1, 1) if Y.ndim == 1 else Y
+        if tx:
+            x = np.swapaxes(x, -1, -2)
+        if ty:
+            y = np.swapaxes(y, -1, -2)
+        return x, y
+
+    def forward(self, X, Y, *, transpose_X=False, transpose_Y=False, alpha=1.0):
+        x, y = self._prep(X, Y, transpose_X, transpose_Y)
+        out = np.matmul(x, y)
+        if alpha != 1.0:
+            out *= out.dtype.type(alpha)
+        _, shape = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
+        return {"Out": out.reshape(shape)}
+
+    def lower(self, in_specs, attrs):
+        x, y = in_specs
+        plain = not attrs.get("transpose_X") and not attrs.get("transpose_Y") and \
+            attrs.get("alpha", 1.0) == 1.0
+        if plain and x is not None and y is not None and len(x.shape) >= 2 and \
+                len(y.shape) >= 2:
+            return np.matmul
+        return None
+
+    def backward(self, X, Y, dOut, *, transpose_X=False, transpose_Y=False, alpha=1.0):
+        x, y = self._prep(X, Y, transpose_X, transpose_Y)
+        full, _ = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
+        d = dOut.reshape(full)
+        if alpha != 1.0:
+            d = d * d.dtype.type(alpha)
+        dx = np.matmul(d, np.swapaxes(y, -1, -2))        # grad of op(X)
+        dy = np.matmul(np.swapaxes(x, -1, -2), d)        # grad of op(Y)
+        if transpose_X:
+            dx = np.swapaxes(dx, -1, -2)
+        if transpose_Y:
+            dy = np.swapaxes(dy, -1, -2)
+        xv, yv, _, _ = _matmul_views(X.shape, Y.shape, False, False)
+        return {"X": _sum_to(dx, xv).reshape(X.shape), "Y": _sum_to(dy, yv).reshape(Y.shape)}
+
+    def double_grad(self, g, **attrs):
+        _bilinear_double_grad(g, "matmul", attrs)

@@ -1,0 +1,34 @@
+"""Metric layers: accuracy (top_k + accuracy ops)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..core.ir import Variable
+from ..data_feeder import check_type, check_variable_and_dtype
+from ..layer_helper import LayerHelper
+from .nn import topk
+
+__all__ = ["accuracy"]
+
+
+def accuracy(input: Variable, label: Variable, k: int = 1, correct: Optional[Variable] = None,
+             total: Optional[Variable] = None) -> Variable:
+    """Fraction of rows whose ``label`` (int64 [N, 1]) is among the top-``k`` entries of
+    ``input``; float32 of shape [1]. ``correct`` / ``total`` receive the int32 counts."""
+    check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], "accuracy")
+    check_variable_and_dtype(label, "label", ["int32", "int64"], "accuracy",
+                             "Labels are class indices: use dtype int64.")
+    check_type(k, "k", int, "accuracy")
+    helper = LayerHelper("accuracy")
+    topk_out, topk_indices = topk(input, k=k)
+    acc_out = helper.create_variable_for_type_inference(dtype="float32")
+    if correct is None:
+        correct = helper.create_variable_for_type_inference(dtype="int32")
+    if total is None:
+        total = helper.create_variable_for_type_inference(dtype="int32")
+    helper.append_op(type="accuracy",
+                     inputs={"Out": [topk_out], "Indices": [topk_indices], "Label": [label]},
+                     outputs={"Accuracy": [acc_out], "Correct": [correct], "Total": [total]})
+    for v in (acc_out, correct, total):
+        v.stop_gradient = True
+    return acc_out

@@ -1,0 +1,246 @@
+"""Loss ops: cross_entropy (legacy), cross_entropy2, softmax_with_cross_entropy,
+sigmoid_cross_entropy_with_logits. (square_error_cost is a layer: elementwise_sub + square.)
+
+Hard labels are int64 with a trailing (class-axis) dim of 1; rows whose label equals
+``ignore_index`` get loss 0 and no gradient. Kernels are vectorized over the batch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import shape as S
+from ..core.dtypes import INTS
+from ..core.registry import OpDef, VarSpec, register
+from .tensor import emit_grad_op, norm_axis
+
+_BIG = 1e20   # fluid's TolerableValue bound for -log(0)
+
+
+def _neg_log(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = -np.log(p)
+    return np.nan_to_num(y, nan=0.0, posinf=_BIG, neginf=-_BIG).astype(p.dtype, copy=False)
+
+
+def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: int):
+    """(labels with ignored entries replaced by 0, ignored mask or None); ValueError naming the
+    op for a label outside [0, n_class)."""
+    ign = label == ignore_index
+    any_ign = bool(ign.any())
+    bad = (label < 0) | (label >= n_class)
+    if any_ign:
+        bad &= ~ign
+    if bad.any():
+        v = label[bad].reshape(-1)[0]
+        raise ValueError(f"{op_type}: label {v} is out of range [0, {n_class}) (ignore_index="
+                         f"{ignore_index}); labels must be class indices")
+    if any_ign:
+        return np.where(ign, 0, label), ign
+    return label, None
+
+
+def _check_label(op_type: str, X: VarSpec, Label: VarSpec, soft: bool, axis: int = -1) -> None:
+    if len(Label.shape) != len(X.shape):
+        raise ValueError(f"{op_type}: Label {list(Label.shape)} must have the rank of the input "
+                         f"{list(X.shape)}")
+    a = norm_axis(op_type, axis, len(X.shape))
+    for i, (d, e) in enumerate(zip(X.shape, Label.shape)):
+        want = d if (soft or i != a) else 1
+        if not S.dims_match(want, e):
+            kind = "the input's shape" if soft else f"the input's shape with dim {a} = 1"
+            raise ValueError(f"{op_type}: Label shape {list(Label.shape)} must equal {kind} "
+                             f"(input {list(X.shape)}, soft_label={soft})")
+    if not soft and Label.dtype not in INTS:
+        raise ValueError(f"{op_type}: hard labels must be an integer tensor (int64), got "
+                         f"{Label.dtype}; cast with .astype('int64') or pass soft_label=True")
+
+
+@register
+class CrossEntropy2(OpDef):
+    """Y = -log(X[label]) over the last dim (hard labels; Y, MatchX = X[label] have last dim 1;
+    ignored rows give 0);  dX = -dY / MatchX at the label position."""
+    type, inputs, outputs = "cross_entropy2", ("X", "Label"), ("Y", "XShape", "MatchX")
+    grad_uses = ("XShape", "Label", "MatchX")
+
+    def infer(self, X, Label, *, ignore_index=-100):
+        _check_label(self.type, X, Label, soft=False)
+        y = VarSpec(tuple(X.shape[:-1]) + (1,), X.dtype, X.lod_level)
+        return {"Y": y, "MatchX": y, "XShape": VarSpec((0,) + tuple(X.shape), X.dtype)}
+
+    def forward(self, X, Label, *, ignore_index=-100):
+        lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
+        match = np.take_along_axis(X, lab, axis=-1)
+        if ign is not None:
+            match = np.where(ign, X.dtype.type(0), match)
+        y = _neg_log(match)
+        if ign is not None:
+            y[ign] = 0
+        return {"Y": y, "XShape": np.empty((0,) + X.shape, X.dtype), "MatchX": match}
+
+    def backward(self, XShape, Label, MatchX, dY, dXShape=None, dMatchX=None, *,
+                 ignore_index=-100):
+        shape = XShape.shape[1:]
+        dx = np.zeros(shape, dtype=dY.dtype)
+        lab, ign = _hard_labels(self.type, Label, shape[-1], ignore_index)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = -dY / MatchX
+        if ign is not None:
+            g = np.where(ign, 0, g)
+        np.put_along_axis(dx, lab, g.astype(dY.dtype, copy=False), axis=-1)
+        return {"X": dx}
+
+    def make_grad(self, g, **attrs):
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Y",))
+
+
+@register
+class CrossEntropy(OpDef):
+    """Legacy cross_entropy on probabilities X: hard labels Y = -log(X[label]) (ignored rows 0),
+    soft labels Y = -sum(Label * log(X)) over the last dim;  dX = -dY / X at the label (hard)
+    or -dY * Label / X (soft); soft labels also get dLabel = -dY * log(X)."""
+    type, inputs, outputs = "cross_entropy", ("X", "Label"), ("Y",)
+
+    def infer(self, X, Label, *, soft_label=False, ignore_index=-100):
+        _check_label(self.type, X, Label, soft=soft_label)
+        return {"Y": VarSpec(tuple(X.shape[:-1]) + (1,), X.dtype, X.lod_level)}
+
+    def forward(self, X, Label, *, soft_label=False, ignore_index=-100):
+        if soft_label:
+            return {"Y": np.sum(Label * _neg_log(X), axis=-1, keepdims=True, dtype=X.dtype)}
+        lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
+        y = _neg_log(np.take_along_axis(X, lab, axis=-1))
+        if ign is not None:
+            y[ign] = 0
+        return {"Y": y}
+
+    def backward(self, X, Label, dY, *, soft_label=False, ignore_index=-100):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if soft_label:
+                return {"X": (-dY * Label / X).astype(dY.dtype, copy=False),
+                        "Label": (-dY * np.log(X)).astype(dY.dtype, copy=False)}
+            lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
+            g = -dY / np.take_along_axis(X, lab, axis=-1)
+        if ign is not None:
+            g = np.where(ign, 0, g)
+        dx = np.zeros(X.shape, dtype=dY.dtype)
+        np.put_along_axis(dx, lab, g.astype(dY.dtype, copy=False), axis=-1)
+        return {"X": dx}
+
+    def make_grad(self, g, *, soft_label=False, ignore_index=-100, **attrs):
+        attrs = dict(attrs, soft_label=soft_label, ignore_index=ignore_index)
+        emit_grad_op(g, self.type, attrs, uses=("X", "Label"), out_grads=("Y",),
+                     in_grads=("X", "Label") if soft_label else ("X",), in_slots=("X", "Label"))
+
+
+@register
+class SoftmaxWithCrossEntropy(OpDef):
+    """Softmax = softmax(Logits, axis); Loss = -log(Softmax[label]) (hard; ignored rows 0) or
+    -sum(Label * log(Softmax)) (soft), computed stably as logsumexp - logit;
+    dLogits = (Softmax - onehot(label)) * dLoss (soft: Softmax - Label), and for soft labels
+    dLabel = -log(Softmax) * dLoss."""
+    type, inputs, outputs = "softmax_with_cross_entropy", ("Logits", "Label"), ("Softmax", "Loss")
+    grad_uses = ("Label", "Softmax")
+
+    def infer(self, Logits, Label, *, soft_label=False, ignore_index=-100, axis=-1):
+        _check_label(self.type, Logits, Label, soft=soft_label, axis=axis)
+        a = norm_axis(self.type, axis, len(Logits.shape))
+        loss = tuple(1 if i == a else d for i, d in enumerate(Logits.shape))
+        return {"Softmax": Logits, "Loss": VarSpec(loss, Logits.dtype, Logits.lod_level)}
+
+    def forward(self, Logits, Label, *, soft_label=False, ignore_index=-100,
+                numeric_stable_mode=True, axis=-1):
+        last = axis in (-1, Logits.ndim - 1)
+        x = Logits if last else np.moveaxis(Logits, axis, -1)
+        lab = Label if last else np.moveaxis(Label, axis, -1)
+        z = x - x.max(axis=-1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=-1, keepdims=True)
+        softmax = e / s
+        log_s = np.log(s)
+        if soft_label:
+            loss = np.sum(lab * (log_s - z), axis=-1, keepdims=True, dtype=x.dtype)
+        else:
+            idx, ign = _hard_labels(self.type, lab, x.shape[-1], ignore_index)
+            loss = log_s - np.take_along_axis(z, idx, axis=-1)
+            if ign is not None:
+                loss[ign] = 0
+        if not last:
+            softmax, loss = np.moveaxis(softmax, -1, axis), np.moveaxis(loss, -1, axis)
+        return {"Softmax": softmax, "Loss": loss}
+
+    def backward(self, Label, Softmax, dLoss, dSoftmax=None, *, soft_label=False,
+                 ignore_index=-100, numeric_stable_mode=True, axis=-1):
+        last = axis in (-1, Softmax.ndim - 1)
+        p = Softmax if last else np.moveaxis(Softmax, axis, -1)
+        lab = Label if last else np.moveaxis(Label, axis, -1)
+        dl = dLoss if last else np.moveaxis(dLoss, axis, -1)
+        out = {}
+        if soft_label:
+            dx = (p - lab) * dl
+            with np.errstate(divide="ignore"):
+                out["Label"] = (-np.log(p) * dl).astype(dLoss.dtype, copy=False)
+        else:
+            c = p.shape[-1]
+            idx, ign = _hard_labels(self.type, lab, c, ignore_index)
+            dx = (p * dl).reshape(-1, c)
+            rows = np.arange(dx.shape[0])
+            dx[rows, idx.reshape(-1)] -= dl.reshape(-1)
+            if ign is not None:
+                dx[ign.reshape(-1)] = 0
+            dx = dx.reshape(p.shape)
+        if not last:
+            dx = np.moveaxis(dx, -1, axis)
+            if "Label" in out:
+                out["Label"] = np.moveaxis(out["Label"], -1, axis)
+        out["Logits"] = dx.astype(dLoss.dtype, copy=False)
+        return out
+
+    def make_grad(self, g, *, soft_label=False, **attrs):
+        attrs = dict(attrs, soft_label=soft_label)
+        emit_grad_op(g, self.type, attrs, uses=("Label", "Softmax"), out_grads=("Loss",),
+                     in_grads=("Logits", "Label") if soft_label else ("Logits",),
+                     in_slots=("Logits", "Label"))
+
+
+@register
+class SigmoidCrossEntropyWithLogits(OpDef):
+    """Out = max(X, 0) - X * Label + log(1 + exp(-|X|)) elementwise (0 where Label ==
+    ignore_index; ``normalize`` divides by the number of non-ignored entries);
+    dX = (sigmoid(X) - Label) * dOut, dLabel = -X * dOut (same masking/normalization)."""
+    type, inputs, outputs = "sigmoid_cross_entropy_with_logits", ("X", "Label"), ("Out",)
+
+    def infer(self, X, Label, *, ignore_index=-100, normalize=False):
+        if len(X.shape) != len(Label.shape) or not all(
+                S.dims_match(a, b) for a, b in zip(X.shape, Label.shape)):
+            raise ValueError(f"{self.type}: Label shape {list(Label.shape)} must equal X's shape "
+                             f"{list(X.shape)}")
+        return {"Out": X}
+
+    @staticmethod
+    def _mask_norm(Label, ignore_index, normalize, dtype):
+        keep = Label != ignore_index
+        all_kept = bool(keep.all())
+        norm = None
+        if normalize:
+            norm = dtype.type(max(float(np.count_nonzero(keep)), 1e-5))
+        return (None if all_kept else keep), norm
+
+    def forward(self, X, Label, *, ignore_index=-100, normalize=False):
+        out = np.maximum(X, 0) - X * Label + np.log1p(np.exp(-np.abs(X)))
+        keep, norm = self._mask_norm(Label, ignore_index, normalize, X.dtype)
+        if keep is not None:
+            out = np.where(keep, out, X.dtype.type(0))
+        if norm is not None:
+            out = out / norm
+        return {"Out": out.astype(X.dtype, copy=False)}
+
+    def backward(self, X, Label, dOut, *, ignore_index=-100, normalize=False):
+        sig = 0.5 * (1.0 + np.tanh(0.5 * X))
+        dx, dlab = (sig - Label) * dOut, -X * dOut
+        keep, norm = self._mask_norm(Label, ignore_index, normalize, X.dtype)
+        if keep is not None:
+            dx, dlab = np.where(keep, dx, 0), np.where(keep, dlab, 0)
+        if norm is not None:
+            dx, dlab = dx / norm, dlab / norm
+        return {"X": dx.astype(dOut.dtype, copy=False), "Label": dlab.astype(dOut.dtype,
+                                                                             copy=False)}
