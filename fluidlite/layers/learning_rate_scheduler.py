@@ -1,0 +1,223 @@
+"""Learning-rate schedules (``fluid.layers.*_decay``), fluid 1.8 semantics.
+
+Each returns a [1] float32 Variable recomputed every run of the main program, usable as an
+optimizer's ``learning_rate``. The step ``t`` is the persistable int64 counter
+``@LR_DECAY_COUNTER@`` (``autoincreased_step_counter``: initialised to ``begin - 1`` in the
+startup program, incremented by an op prepended to block 0), so the first run sees ``t = 0``
+(``noam_decay``: ``t = 1``). All ops carry op_role LRSched.
+
+fluid wrote ``piecewise_decay`` and ``linear_lr_warmup`` with ``Switch`` blocks; fluidlite's IR has
+no control flow, so they select with 0/1 masks from comparison ops instead (exact: every value
+is multiplied by exactly 0 or 1). ``piecewise_decay`` still writes the persistable variable
+named ``learning_rate``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from ..core.dtypes import VarType
+from ..core.ir import Variable, default_main_program
+from ..initializer import Constant
+from ..layer_helper import LayerHelper
+from .control_flow import autoincreased_step_counter
+
+__all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
+           "piecewise_decay", "noam_decay", "cosine_decay", "linear_lr_warmup"]
+
+_COUNTER = "@LR_DECAY_COUNTER@"
+
+
+def _op(op_type: str, inputs: Dict[str, Any], attrs: Optional[Dict[str, Any]] = None,
+        dtype: Any = "float32", out: Optional[Variable] = None) -> Variable:
+    helper = LayerHelper(op_type)
+    if out is None:
+        out = helper.create_variable_for_type_inference(dtype=dtype)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs or {})
+    return out
+
+
+def _const(value: float, dtype: Any = "float32") -> Variable:
+    return _op("fill_constant", {}, {"shape": [1], "dtype": dtype, "value": float(value)},
+               dtype=dtype)
+
+
+def _scale(x: Variable, scale: float, bias: float = 0.0) -> Variable:
+    return _op("scale", {"X": x}, {"scale": float(scale), "bias": float(bias)}, dtype=x.dtype)
+
+
+def _mask(cond: Variable) -> Variable:
+    """A boolean [1] as 0.0/1.0 float32."""
+    return _op("cast", {"X": cond}, {"in_dtype": cond.dtype, "out_dtype": VarType.FP32})
+
+
+def _less_than(x: Variable, y: Variable) -> Variable:
+    return _op("less_than", {"X": x, "Y": y}, dtype="bool")
+
+
+def _decay_step_counter(begin: int = 0) -> Variable:
+    counter = autoincreased_step_counter(counter_name=_COUNTER, begin=begin, step=1)
+    return _op("cast", {"X": counter}, {"in_dtype": counter.dtype, "out_dtype": VarType.FP32})
+
+
+def _number(fn: str, arg: str, value: Any, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{fn}: {arg} must be a number, but received {value!r} of type "
+                        f"{type(value).__name__}")
+    if positive and not value > 0:
+        raise ValueError(f"{fn}: {arg} must be > 0, but received {value}")
+    return float(value)
+
+
+def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
+    steps = _number(fn, "decay_steps", decay_steps, positive=True)
+    div = _scale(_decay_step_counter(), 1.0 / steps)
+    return _op("floor", {"X": div}) if staircase else div
+
+
+def exponential_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
+                      staircase: bool = False) -> Variable:
+    """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase)."""
+    lr = _number("exponential_decay", "learning_rate", learning_rate)
+    rate = _number("exponential_decay", "decay_rate", decay_rate)
+    with default_main_program()._lr_schedule_guard():
+        div = _div_res("exponential_decay", decay_steps, staircase)
+        return _scale(_op("elementwise_pow", {"X": _const(rate), "Y": div}), lr)
+
+
+def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
+                      staircase: bool = False) -> Variable:
+    """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase)."""
+    lr = _number("natural_exp_decay", "learning_rate", learning_rate)
+    rate = _number("natural_exp_decay", "decay_rate", decay_rate)
+    with default_main_program()._lr_schedule_guard():
+        div = _div_res("natural_exp_decay", decay_steps, staircase)
+        return _scale(_op("exp", {"X": _scale(div, -rate)}), lr)
+
+
+def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
+                       staircase: bool = False) -> Variable:
+    """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase)."""
+    lr = _number("inverse_time_decay", "learning_rate", learning_rate)
+    rate = _number("inverse_time_decay", "decay_rate", decay_rate)
+    with default_main_program()._lr_schedule_guard():
+        div = _div_res("inverse_time_decay", decay_steps, staircase)
+        return _op("elementwise_div", {"X": _const(lr), "Y": _scale(div, rate, 1.0)})
+
+
+def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
+                     end_learning_rate: float = 0.0001, power: float = 1.0,
+                     cycle: bool = False) -> Variable:
+    """``(lr - end) * (1 - t / decay_steps) ** power + end`` with ``t`` capped at decay_steps;
+    ``cycle``: decay_steps is multiplied by ``ceil(t / decay_steps)`` (1 when t = 0)."""
+    fn = "polynomial_decay"
+    lr = _number(fn, "learning_rate", learning_rate)
+    end = _number(fn, "end_learning_rate", end_learning_rate)
+    pw = _number(fn, "power", power)
+    steps = _number(fn, "decay_steps", decay_steps, positive=True)
+    with default_main_program()._lr_schedule_guard():
+        t = _decay_step_counter()
+        if cycle:
+            div = _op("ceil", {"X": _scale(t, 1.0 / steps)})
+            div = _op("elementwise_max", {"X": div, "Y": _const(1.0)})   # t = 0 -> 1
+            frac = _op("elementwise_div", {"X": t, "Y": _scale(div, steps)})
+        else:
+            t = _op("elementwise_min", {"X": t, "Y": _const(steps)})
+            frac = _scale(t, 1.0 / steps)
+        base = _scale(frac, -1.0, 1.0)
+        return _scale(_op("elementwise_pow", {"X": base, "Y": _const(pw)}), lr - end, end)
+
+
+def piecewise_decay(boundaries: Sequence[Union[int, float]],
+                    values: Sequence[float]) -> Variable:
+    """``values[i]`` while ``t < boundaries[i]`` (first match), else ``values[-1]``; the result
+    is the persistable global variable ``learning_rate``."""
+    if len(values) - len(boundaries) != 1:
+        raise ValueError("len(values) - len(boundaries) should be 1")
+    bounds = [_number("piecewise_decay", "boundaries[%d]" % i, b) for i, b in enumerate(boundaries)]
+    vals = [_number("piecewise_decay", "values[%d]" % i, v) for i, v in enumerate(values)]
+    if any(b2 < b1 for b1, b2 in zip(bounds, bounds[1:])):
+        raise ValueError(f"piecewise_decay: boundaries must be increasing, got {list(bounds)}")
+    with default_main_program()._lr_schedule_guard():
+        t = _decay_step_counter()
+        helper = LayerHelper("global_var")
+        lr, is_new = helper.create_or_get_global_variable(
+            name="learning_rate", shape=[1], dtype="float32", persistable=True,
+            stop_gradient=True)
+        if is_new:
+            helper.set_variable_initializer(lr, Constant(value=0.0, force_cpu=True))
+        # below[i] = 1.0 if t < boundaries[i]; the one-hot of the active piece is
+        # below[0], below[1] - below[0], ..., 1 - below[-1]
+        below = [_mask(_less_than(t, _const(b))) for b in bounds]
+        pieces: List[Variable] = []
+        for i, v in enumerate(vals):
+            if i == 0:
+                onehot = below[0] if bounds else _const(1.0)
+            elif i < len(bounds):
+                onehot = _op("elementwise_sub", {"X": below[i], "Y": below[i - 1]})
+            else:
+                onehot = _scale(below[-1], -1.0, 1.0)
+            pieces.append(_scale(onehot, v))
+        _op("sum", {"X": pieces}, {"use_mkldnn": False}, out=lr)
+        return lr
+
+
+def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
+               learning_rate: float = 1.0) -> Variable:
+    """``learning_rate * d_model**-0.5 * min(t**-0.5, warmup_steps**-1.5 * t)``, t from 1."""
+    d = _number("noam_decay", "d_model", d_model, positive=True)
+    warm = _number("noam_decay", "warmup_steps", warmup_steps, positive=True)
+    lr = _number("noam_decay", "learning_rate", learning_rate)
+    with default_main_program()._lr_schedule_guard():
+        t = _decay_step_counter(1)
+        a = _op("elementwise_pow", {"X": t, "Y": _const(-0.5)})
+        b = _scale(t, warm ** -1.5)
+        return _scale(_op("elementwise_min", {"X": a, "Y": b}), lr * d ** -0.5)
+
+
+def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
+    """``learning_rate * 0.5 * (cos(floor(t / step_each_epoch) * pi / epochs) + 1)``."""
+    lr = _number("cosine_decay", "learning_rate", learning_rate)
+    per = _number("cosine_decay", "step_each_epoch", step_each_epoch, positive=True)
+    epochs_ = _number("cosine_decay", "epochs", epochs, positive=True)
+    with default_main_program()._lr_schedule_guard():
+        t = _decay_step_counter()
+        epoch = _op("floor", {"X": _scale(t, 1.0 / per)})
+        cos = _op("cos", {"X": _scale(epoch, math.pi / epochs_)})
+        return _scale(cos, lr * 0.5, lr * 0.5)
+
+
+def linear_lr_warmup(learning_rate: Union[float, Variable], warmup_steps: int, start_lr: float,
+                     end_lr: float) -> Variable:
+    """``start_lr + (end_lr - start_lr) * t / warmup_steps`` while ``t < warmup_steps``, then
+    ``learning_rate`` (a float or a schedule Variable). The result is the persistable global
+    variable ``learning_rate_warmup``."""
+    fn = "linear_lr_warmup"
+    dtype = learning_rate.dtype if isinstance(learning_rate, Variable) else VarType.FP32
+    warm = _number(fn, "warmup_steps", warmup_steps, positive=True)
+    start = _number(fn, "start_lr", start_lr)
+    end = _number(fn, "end_lr", end_lr)
+    if not isinstance(learning_rate, Variable):
+        base_value = _number(fn, "learning_rate", learning_rate)
+    with default_main_program()._lr_schedule_guard():
+        helper = LayerHelper("global_var")
+        lr, is_new = helper.create_or_get_global_variable(
+            name="learning_rate_warmup", shape=[1], dtype=dtype, persistable=True,
+            stop_gradient=True)
+        if is_new:
+            helper.set_variable_initializer(lr, Constant(value=0.0, force_cpu=True))
+        t = _decay_step_counter()
+        warming = _mask(_less_than(t, _const(warm)))
+        ramp = _scale(t, (end - start) / warm, start)
+        base = learning_rate if isinstance(learning_rate, Variable) else _const(base_value, dtype)
+        if base.dtype != VarType.FP32:
+            warming = _op("cast", {"X": warming}, {"in_dtype": VarType.FP32, "out_dtype": dtype},
+                          dtype=dtype)
+            ramp = _op("cast", {"X": ramp}, {"in_dtype": VarType.FP32, "out_dtype": dtype},
+                       dtype=dtype)
+        done = _scale(warming, -1.0, 1.0)
+        _op("elementwise_add", {
+            "X": _op("elementwise_mul", {"X": ramp, "Y": warming}, dtype=dtype),
+            "Y": _op("elementwise_mul", {"X": base, "Y": done}, dtype=dtype)},
+            dtype=dtype, out=lr)
+        return lr
