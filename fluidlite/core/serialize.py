@@ -190,11 +190,14 @@ _CLIP_FIELDS = {   # class name -> constructor keyword -> candidate attribute na
     "GradientClipByNorm": {"clip_norm": ("clip_norm", "_clip_norm")},
     "ClipGradByNorm": {"clip_norm": ("clip_norm", "_clip_norm")},
     "GradientClipByGlobalNorm": {"clip_norm": ("clip_norm", "_clip_norm"),
-                                 "group_name": ("group_name", "_group_name")},
+                                 "group_name": ("group_name", "_group_name"),
+                                 "error_if_nonfinite": ("error_if_nonfinite",)},
     "ClipGradByGlobalNorm": {"clip_norm": ("clip_norm", "_clip_norm"),
-                             "group_name": ("group_name", "_group_name")},
+                             "group_name": ("group_name", "_group_name"),
+                             "error_if_nonfinite": ("error_if_nonfinite",)},
     "ErrorClipByValue": {"max": ("max", "_max"), "min": ("min", "_min")},
 }
+_OPTIONAL_CLIP_FIELDS = frozenset({"error_if_nonfinite"})   # absent on older clip classes
 
 
 def _enc_regularizer(reg: Any, where: str) -> Any:
@@ -237,7 +240,9 @@ def _enc_clip(clip: Any, where: str) -> Any:
                 out[key] = _enc_value(getattr(clip, attr), where)
                 break
         else:
-            raise ProgramFormatError(f"{where}: {cname} has no attribute {candidates[0]!r}")
+            if key not in _OPTIONAL_CLIP_FIELDS:
+                raise ProgramFormatError(f"{where}: {cname} has no attribute "
+                                         f"{candidates[0]!r}")
     return out
 
 

@@ -117,10 +117,13 @@ def _node_attrs(d: Dict[str, Any], diff_mode: bool) -> Dict[str, Any]:
     return a
 
 
-def _edge_attrs(d: Dict[str, Any], diff_mode: bool, edge_labels: bool) -> Dict[str, Any]:
+def _edge_attrs(d: Dict[str, Any], diff_mode: bool, edge_labels: bool,
+                in_place: bool = False) -> Dict[str, Any]:
     a: Dict[str, Any] = {}
     if edge_labels:
         a["label"] = d["fl_slot"]
+    if in_place:      # an op writing back a var it reads (ParamOut = Param): not a layout edge
+        a["style"], a["constraint"] = "dashed", "false"
     status = d.get("fl_diff", "same")
     if diff_mode:
         if status == "added":
@@ -223,12 +226,35 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
 
     emit((), "  ")
     for u, v, d in sorted(g.edges(data=True), key=lambda e: _edge_order(g, e)):
-        out.append(f"  {quote(u)} -> {quote(v)} " + _attrs(_edge_attrs(d, diff_mode,
-                                                                         edge_labels)) + ";")
+        in_place = d["fl_direction"] == "out" and g.has_edge(v, u)
+        out.append(f"  {quote(u)} -> {quote(v)} "
+                   + _attrs(_edge_attrs(d, diff_mode, edge_labels, in_place)) + ";")
+    out += _role_var_edges(g, op_ids)
     if legend:
         out.append(_legend(g, diff_mode))
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def _role_var_edges(g: nx.MultiDiGraph, op_ids: List[str]) -> List[str]:
+    """Invisible layout edges placing each optimizer-side op (clip, regularization, update)
+    below the gradient it serves (its ``op_role_var``), so e.g. a regularization ``scale``
+    that only reads the parameter is drawn next to the gradient it is added to."""
+    lines = []
+    for n in op_ids:
+        d = g.nodes[n]
+        if d.get("fl_group") not in ("gradient_clip", "regularization", "optimize"):
+            continue
+        role_var = [x for x in str(d.get("fl_role_var", "")).split(",") if x]
+        for grad in role_var[1::2]:
+            vid = f"var:{grad}"
+            if vid not in g or g.has_edge(vid, n) or g.has_edge(n, vid):
+                continue
+            earlier = [u for u in g.predecessors(vid) if g.nodes[u].get("fl_block") ==
+                       d["fl_block"] and g.nodes[u].get("fl_index", 1 << 30) < d["fl_index"]]
+            if earlier:        # only when the gradient exists before this op (no cycles)
+                lines.append(f"  {quote(vid)} -> {quote(n)} [style=\"invis\"];")
+    return lines
 
 
 def _edge_order(g: nx.MultiDiGraph, e: Tuple[str, str, Dict[str, Any]]) -> Tuple[Any, ...]:
