@@ -1,0 +1,205 @@
+"""Image layers: ``conv2d``, ``conv2d_transpose`` and ``pool2d`` (fluid 1.8 signatures)."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from ..core.dtypes import is_float
+from ..core.ir import Variable
+from ..initializer import Normal
+from ..layer_helper import LayerHelper
+from ..ops.conv import normalize_paddings
+
+__all__ = ["conv2d", "conv2d_transpose", "pool2d"]
+
+_IntOrPair = Union[int, Sequence[int]]
+
+
+def _to_list(value: Any, n: int, name: str, layer: str) -> List[int]:
+    """fluid's ``utils.convert_to_list``: an int is repeated ``n`` times."""
+    if isinstance(value, bool):
+        raise TypeError(f"{layer}: {name} must be an int or a list of {n} ints, got {value!r}")
+    if isinstance(value, int):
+        return [value] * n
+    try:
+        out = [int(v) for v in value]
+    except (TypeError, ValueError):
+        raise TypeError(f"{layer}: {name} must be an int or a list of {n} ints, got "
+                        f"{value!r}") from None
+    if len(out) != n:
+        raise ValueError(f"{layer}: {name} must have {n} values, got {list(value)}")
+    return out
+
+
+def _padding(padding: Any, data_format: str, layer: str) -> Tuple[List[int], str]:
+    """fluid's padding forms -> (paddings attr, padding_algorithm).
+
+    Accepts an int, [ph, pw], [top, bottom, left, right], the 4-pair form
+    [[0,0],[0,0],[t,b],[l,r]] (NCHW) / [[0,0],[t,b],[l,r],[0,0]] (NHWC), or 'SAME' / 'VALID'.
+    """
+    if isinstance(padding, str):
+        algo = padding.upper()
+        if algo not in ("SAME", "VALID"):
+            raise ValueError(f"{layer}: unknown padding {padding!r}; it can only be 'SAME' or "
+                             f"'VALID' (or ints)")
+        return [0, 0], algo
+    if isinstance(padding, (list, tuple)) and len(padding) == 4 and \
+            isinstance(padding[0], (list, tuple)):
+        spatial = padding[2:4] if data_format == "NCHW" else padding[1:3]
+        other = [padding[0], padding[1]] if data_format == "NCHW" else [padding[0], padding[3]]
+        if any(list(p) != [0, 0] for p in other):
+            raise ValueError(f"{layer}: non-zero padding {padding} in the batch or channel "
+                             f"dimensions is not supported")
+        padding = [int(v) for pair in spatial for v in pair]
+    if isinstance(padding, (list, tuple)) and len(padding) == 4:
+        pads = [int(v) for v in padding]
+        if pads[0] == pads[1] and pads[2] == pads[3]:
+            return [pads[0], pads[2]], "EXPLICIT"
+        return pads, "EXPLICIT"
+    return _to_list(padding, 2, "padding", layer), "EXPLICIT"
+
+
+def _check_input(layer: str, input: Variable, data_format: str) -> int:
+    if not isinstance(input, Variable):
+        raise TypeError(f"{layer}: input must be a Variable, got {type(input).__name__}")
+    if data_format not in ("NCHW", "NHWC"):
+        raise ValueError(f"{layer}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+    if len(input.shape) != 4:
+        raise ValueError(f"{layer}: input must be 4-D ({data_format}), got shape "
+                         f"{list(input.shape)} for '{input.name}'")
+    if input.dtype is not None and not is_float(input.dtype):
+        raise TypeError(f"{layer}: input '{input.name}' must be float16/32/64, got "
+                        f"{input.dtype.name.lower()}")
+    c = input.shape[1] if data_format == "NCHW" else input.shape[3]
+    if c < 0:
+        raise ValueError(f"{layer}: the channel dimension of the input '{input.name}' must be "
+                         f"known, got shape {list(input.shape)}")
+    return c
+
+
+def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _IntOrPair = 1,
+           padding: Any = 0, dilation: _IntOrPair = 1, groups: Optional[int] = None,
+           param_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
+           act: Any = None, name: Optional[str] = None, data_format: str = "NCHW") -> Variable:
+    """2-D convolution ``act(conv(input, W) + b)``; W is ``[num_filters, C/groups, kh, kw]``
+    initialized Normal(0, sqrt(2 / (kh*kw*C))) unless ``param_attr`` says otherwise; the bias
+    ``[num_filters]`` is added on the channel axis (``bias_attr=False``: no bias)."""
+    C = _check_input("conv2d", input, data_format)
+    if isinstance(num_filters, bool) or not isinstance(num_filters, int) or num_filters <= 0:
+        raise ValueError(f"conv2d: num_filters must be a positive int, got {num_filters!r}")
+    groups = 1 if groups is None else int(groups)
+    if groups <= 0 or C % groups:
+        raise ValueError(f"conv2d: the channel count of the input ({C}, shape "
+                         f"{list(input.shape)}) must be divisible by groups ({groups})")
+    if num_filters % groups:
+        raise ValueError(f"conv2d: num_filters ({num_filters}) must be divisible by groups "
+                         f"({groups})")
+    l_type = "depthwise_conv2d" if (C == groups and num_filters % C == 0 and not use_cudnn) \
+        else "conv2d"
+    helper = LayerHelper(l_type, input=input, param_attr=param_attr, bias_attr=bias_attr,
+                         act=act, name=name)
+    filter_size = _to_list(filter_size, 2, "filter_size", "conv2d")
+    stride = _to_list(stride, 2, "stride", "conv2d")
+    dilation = _to_list(dilation, 2, "dilation", "conv2d")
+    paddings, algorithm = _padding(padding, data_format, "conv2d")
+    std = (2.0 / (filter_size[0] * filter_size[1] * C)) ** 0.5
+    w = helper.create_parameter(attr=helper.param_attr,
+                                shape=[num_filters, C // groups] + filter_size,
+                                dtype=input.dtype, default_initializer=Normal(0.0, std, 0))
+    pre_bias = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=l_type, inputs={"Input": input, "Filter": w},
+                     outputs={"Output": pre_bias},
+                     attrs={"strides": stride, "paddings": paddings, "dilations": dilation,
+                            "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
+                            "fuse_relu_before_depthwise_conv": False,
+                            "padding_algorithm": algorithm, "data_format": data_format})
+    ch = 1 if data_format == "NCHW" else 3
+    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
+    return helper.append_activation(pre_act)
+
+
+def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
+                     filter_size: Any = None, padding: Any = 0, stride: _IntOrPair = 1,
+                     dilation: _IntOrPair = 1, groups: Optional[int] = None,
+                     param_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
+                     act: Any = None, name: Optional[str] = None,
+                     data_format: str = "NCHW") -> Variable:
+    """Transposed 2-D convolution (the adjoint of conv2d): W is
+    ``[C, num_filters/groups, kh, kw]`` (default Xavier init); output
+    ``(H-1)*stride - pad_top - pad_bottom + dilation*(k-1) + 1`` per axis, or ``output_size``
+    when given (``filter_size`` may then be omitted and is derived from it)."""
+    if param_attr is False:
+        raise ValueError("conv2d_transpose: param_attr should not be False")
+    C = _check_input("conv2d_transpose", input, data_format)
+    if isinstance(num_filters, bool) or not isinstance(num_filters, int) or num_filters <= 0:
+        raise ValueError(f"conv2d_transpose: num_filters must be a positive int, got "
+                         f"{num_filters!r}")
+    groups = 1 if groups is None else int(groups)
+    if groups <= 0 or C % groups or num_filters % groups:
+        raise ValueError(f"conv2d_transpose: input channels ({C}) and num_filters "
+                         f"({num_filters}) must be divisible by groups ({groups})")
+    helper = LayerHelper("conv2d_transpose", input=input, param_attr=param_attr,
+                         bias_attr=bias_attr, act=act, name=name)
+    stride = _to_list(stride, 2, "stride", "conv2d_transpose")
+    dilation = _to_list(dilation, 2, "dilation", "conv2d_transpose")
+    paddings, algorithm = _padding(padding, data_format, "conv2d_transpose")
+    if output_size is None:
+        output_size = []
+    elif isinstance(output_size, (int, list, tuple)):
+        output_size = _to_list(output_size, 2, "output_size", "conv2d_transpose")
+    else:
+        raise ValueError(f"conv2d_transpose: output_size should be an int or a list, got "
+                         f"{output_size!r}")
+    if filter_size is None:
+        if not output_size:
+            raise ValueError("conv2d_transpose: output_size must be set when filter_size is "
+                             "None")
+        hw = input.shape[2:] if data_format == "NCHW" else input.shape[1:3]
+        pads = normalize_paddings(paddings)
+        filter_size = [(output_size[i] - (hw[i] - 1) * stride[i] + pads[2 * i]
+                        + pads[2 * i + 1] - 1) // dilation[i] + 1 for i in range(2)]
+    else:
+        filter_size = _to_list(filter_size, 2, "filter_size", "conv2d_transpose")
+    w = helper.create_parameter(attr=helper.param_attr,
+                                shape=[C, num_filters // groups] + filter_size,
+                                dtype=input.dtype)
+    pre_bias = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="conv2d_transpose", inputs={"Input": input, "Filter": w},
+                     outputs={"Output": pre_bias},
+                     attrs={"output_size": output_size, "strides": stride,
+                            "paddings": paddings, "padding_algorithm": algorithm,
+                            "dilations": dilation, "groups": groups, "use_cudnn": use_cudnn,
+                            "data_format": data_format})
+    ch = 1 if data_format == "NCHW" else 3
+    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
+    return helper.append_activation(pre_act)
+
+
+def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
+           pool_stride: _IntOrPair = 1, pool_padding: Any = 0, global_pooling: bool = False,
+           use_cudnn: bool = True, ceil_mode: bool = False, name: Optional[str] = None,
+           exclusive: bool = True, data_format: str = "NCHW") -> Variable:
+    """Max or average pooling over ``pool_size`` windows (``global_pooling``: the whole map;
+    ``ceil_mode``: round the output size up; ``exclusive``: averages ignore padding)."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d: unknown pool_type {pool_type!r}; it can only be 'max' or "
+                         f"'avg'")
+    if not global_pooling and (pool_size == -1 or pool_size is None):
+        raise ValueError(f"pool2d: when global_pooling is False, pool_size must be passed and "
+                         f"be a valid value; received pool_size: {pool_size}")
+    if not isinstance(use_cudnn, bool):
+        raise TypeError(f"pool2d: use_cudnn should be True or False, got {use_cudnn!r}")
+    _check_input("pool2d", input, data_format)
+    pool_size = _to_list(pool_size, 2, "pool_size", "pool2d")
+    pool_stride = _to_list(pool_stride, 2, "pool_stride", "pool2d")
+    paddings, algorithm = _padding(pool_padding, data_format, "pool2d")
+    if algorithm == "SAME" and ceil_mode:
+        raise ValueError("pool2d: when pool_padding is 'SAME', ceil_mode must be False")
+    helper = LayerHelper("pool2d", input=input, name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"pooling_type": pool_type, "ksize": pool_size,
+                            "global_pooling": global_pooling, "strides": pool_stride,
+                            "paddings": paddings, "padding_algorithm": algorithm,
+                            "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,
+                            "exclusive": exclusive, "data_format": data_format})
+    return out

@@ -1,0 +1,56 @@
+"""``embedding`` (also ``fluid.embedding``): a lookup table parameter ``[vocab, dim]``."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
+from ..core.ir import Variable
+from ..layer_helper import LayerHelper
+
+__all__ = ["embedding"]
+
+
+def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
+              is_distributed: bool = False, padding_idx: Optional[int] = None,
+              param_attr: Any = None, dtype: Any = "float32") -> Variable:
+    """Look up rows of ``W`` (``size = [vocab_size, emb_dim]``, default Xavier init).
+
+    Ids whose last dim is 1 (fluid.layers.embedding's form) use op ``lookup_table`` and give
+    ``ids.shape[:-1] + [emb_dim]``; other id shapes (fluid.embedding's form) use
+    ``lookup_table_v2`` and give ``ids.shape + [emb_dim]``. ``padding_idx`` rows (negative
+    values count from the end) output zeros and get no gradient. ``is_sparse`` is accepted; the
+    gradient is dense.
+    """
+    if not isinstance(input, Variable):
+        raise TypeError(f"embedding: input must be a Variable of int64 ids, got "
+                        f"{type(input).__name__}")
+    if input.dtype not in (VarType.INT64, VarType.INT32):
+        raise TypeError(f"embedding: input '{input.name}' must hold int64 ids, got "
+                        f"{input.dtype.name.lower() if input.dtype is not None else None}; "
+                        f"declare it with dtype='int64'")
+    try:
+        size = [int(s) for s in size]
+    except (TypeError, ValueError):
+        raise TypeError(f"embedding: size must be [vocab_size, emb_dim], got {size!r}") from None
+    if len(size) != 2 or min(size) <= 0:
+        raise ValueError(f"embedding: size must be two positive ints [vocab_size, emb_dim], got "
+                         f"{size}")
+    dtype = convert_np_dtype_to_dtype_(dtype)
+    if not is_float(dtype):
+        raise TypeError(f"embedding: dtype must be float16/32/64, got {dtype.name.lower()}")
+    if padding_idx is None:
+        padding_idx = -1
+    elif not -size[0] <= padding_idx < size[0]:
+        raise ValueError(f"embedding: padding_idx must be in [{-size[0]}, {size[0]}), got "
+                         f"{padding_idx}")
+    elif padding_idx < 0:
+        padding_idx += size[0]
+    helper = LayerHelper("embedding", param_attr=param_attr)
+    w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype)
+    out = helper.create_variable_for_type_inference(dtype)
+    op_type = "lookup_table" if input.shape and input.shape[-1] == 1 else "lookup_table_v2"
+    remote_prefetch = bool(is_sparse) and not is_distributed
+    helper.append_op(type=op_type, inputs={"Ids": input, "W": w}, outputs={"Out": out},
+                     attrs={"is_sparse": bool(is_sparse), "is_distributed": bool(is_distributed),
+                            "remote_prefetch": remote_prefetch, "padding_idx": padding_idx})
+    return out

@@ -1,0 +1,113 @@
+"""``fluid.nets``: ready-made compositions of layers (fluid 1.8 signatures)."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Union
+
+from . import layers
+from .core.ir import Variable
+
+__all__ = ["simple_img_conv_pool", "img_conv_group", "glu", "scaled_dot_product_attention"]
+
+
+def simple_img_conv_pool(input: Variable, num_filters: int, filter_size: Any, pool_size: Any,
+                         pool_stride: Any, pool_padding: Any = 0, pool_type: str = "max",
+                         global_pooling: bool = False, conv_stride: Any = 1,
+                         conv_padding: Any = 0, conv_dilation: Any = 1, conv_groups: int = 1,
+                         param_attr: Any = None, bias_attr: Any = None, act: Any = None,
+                         use_cudnn: bool = True) -> Variable:
+    """``pool2d(conv2d(input, act=act))``: one conv layer followed by one pooling layer."""
+    conv_out = layers.conv2d(input=input, num_filters=num_filters, filter_size=filter_size,
+                             stride=conv_stride, padding=conv_padding, dilation=conv_dilation,
+                             groups=conv_groups, param_attr=param_attr, bias_attr=bias_attr,
+                             act=act, use_cudnn=use_cudnn)
+    return layers.pool2d(input=conv_out, pool_size=pool_size, pool_type=pool_type,
+                         pool_stride=pool_stride, pool_padding=pool_padding,
+                         global_pooling=global_pooling, use_cudnn=use_cudnn)
+
+
+def img_conv_group(input: Variable, conv_num_filter: Sequence[int], pool_size: Any,
+                   conv_padding: Any = 1, conv_filter_size: Any = 3, conv_act: Any = None,
+                   param_attr: Any = None, conv_with_batchnorm: Any = False,
+                   conv_batchnorm_drop_rate: Any = 0.0, pool_stride: Any = 1,
+                   pool_type: str = "max", use_cudnn: bool = True) -> Variable:
+    """A VGG block: ``len(conv_num_filter)`` conv layers (each optionally followed by
+    batch_norm with ``conv_act`` and dropout), then one pooling layer. Per-conv arguments may be
+    scalars (shared) or lists of ``len(conv_num_filter)``."""
+    if not isinstance(conv_num_filter, (list, tuple)):
+        raise TypeError(f"img_conv_group: conv_num_filter must be a list or tuple, got "
+                        f"{conv_num_filter!r}")
+    n = len(conv_num_filter)
+
+    def extend(obj: Any, name: str) -> List[Any]:
+        if not hasattr(obj, "__len__") or isinstance(obj, str):
+            return [obj] * n
+        if len(obj) != n:
+            raise ValueError(f"img_conv_group: {name} has {len(obj)} entries but "
+                             f"conv_num_filter has {n}")
+        return list(obj)
+
+    conv_padding = extend(conv_padding, "conv_padding")
+    conv_filter_size = extend(conv_filter_size, "conv_filter_size")
+    param_attr = extend(param_attr, "param_attr")
+    conv_with_batchnorm = extend(conv_with_batchnorm, "conv_with_batchnorm")
+    conv_batchnorm_drop_rate = extend(conv_batchnorm_drop_rate, "conv_batchnorm_drop_rate")
+    tmp = input
+    for i in range(n):
+        local_act = None if conv_with_batchnorm[i] else conv_act
+        tmp = layers.conv2d(input=tmp, num_filters=conv_num_filter[i],
+                            filter_size=conv_filter_size[i], padding=conv_padding[i],
+                            param_attr=param_attr[i], act=local_act, use_cudnn=use_cudnn)
+        if conv_with_batchnorm[i]:
+            tmp = layers.batch_norm(input=tmp, act=conv_act, in_place=True)
+            drop_rate = conv_batchnorm_drop_rate[i]
+            if abs(drop_rate) > 1e-5:
+                tmp = layers.dropout(x=tmp, dropout_prob=drop_rate)
+    return layers.pool2d(input=tmp, pool_size=pool_size, pool_type=pool_type,
+                         pool_stride=pool_stride, use_cudnn=use_cudnn)
+
+
+def glu(input: Variable, dim: int = -1) -> Variable:
+    """Gated linear unit: split ``input`` in two halves a, b along ``dim``; ``a * sigmoid(b)``."""
+    a, b = layers.split(input, num_or_sections=2, dim=dim)
+    return layers.elementwise_mul(a, layers.sigmoid(b))
+
+
+def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Variable,
+                                 num_heads: int = 1, dropout_rate: float = 0.0) -> Variable:
+    """Multi-head attention ``softmax(Q K^T / sqrt(d)) V`` over ``[batch, length, dim]``
+    inputs (no projections, as in fluid.nets); heads split the last dim."""
+    for name, v in (("queries", queries), ("keys", keys), ("values", values)):
+        if len(v.shape) != 3:
+            raise ValueError(f"scaled_dot_product_attention: {name} must be 3-D [batch, length, "
+                             f"dim], got {list(v.shape)}")
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: the last dims of queries "
+                         f"({queries.shape[-1]}) and keys ({keys.shape[-1]}) must be equal")
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(f"scaled_dot_product_attention: keys and values must have the same "
+                         f"length, got {keys.shape[1]} and {values.shape[1]}")
+    for name, v in (("queries", queries), ("values", values)):
+        if v.shape[-1] % num_heads:
+            raise ValueError(f"scaled_dot_product_attention: the last dim of {name} "
+                             f"({v.shape[-1]}) must be divisible by num_heads ({num_heads})")
+
+    def split_heads(x: Variable) -> Variable:
+        if num_heads == 1:
+            return x
+        d = x.shape[-1]
+        r = layers.reshape(x, shape=[0, 0, num_heads, d // num_heads])
+        return layers.transpose(r, perm=[0, 2, 1, 3])
+
+    def combine_heads(x: Variable) -> Variable:
+        if num_heads == 1:
+            return x
+        t = layers.transpose(x, perm=[0, 2, 1, 3])
+        return layers.reshape(t, shape=[0, 0, t.shape[2] * t.shape[3]])
+
+    q, k, v = split_heads(queries), split_heads(keys), split_heads(values)
+    key_dim = keys.shape[-1] // num_heads
+    product = layers.matmul(q, k, transpose_y=True, alpha=key_dim ** -0.5)
+    weights = layers.softmax(product)
+    if dropout_rate:
+        weights = layers.dropout(weights, dropout_prob=dropout_rate, is_test=False)
+    return combine_heads(layers.matmul(weights, v))

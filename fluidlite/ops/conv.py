@@ -1,0 +1,488 @@
+"""2-D convolution: ``conv2d``, ``depthwise_conv2d`` and ``conv2d_transpose`` (NCHW or NHWC).
+
+All three are built from three routines over one ``_Geom``etry (kernel, strides, paddings,
+dilations, groups):
+
+* ``_conv_fwd``   Y = W (*) X: an im2col copy made through ``as_strided`` plus ONE GEMM;
+* ``_conv_dx``    dX from dY: one GEMM, then col2im as kh*kw strided adds (never per pixel);
+* ``_conv_dw``    dW from X and dY: the same im2col copy plus one GEMM.
+
+``conv2d_transpose`` is the adjoint of ``conv2d``: its forward is ``_conv_dx`` and its input
+gradient is ``_conv_fwd``.
+
+Internally the columns are laid out channel-major, batch second (``[C*kh*kw, N*oh*R]``), so
+every copy moves long contiguous runs. For stride 1 the row width ``R`` is the padded input
+width and each (channel, kernel offset) column block is ONE contiguous run of the padded image
+("wrap-around" columns ``ow <= w < R`` are computed and dropped); otherwise ``R = ow``.
+
+The grad kernels return a lazy mapping: the executor reads only the gradient slots the program
+binds, so a gradient nobody asked for (the image input of the first conv) is never computed.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Sequence, Tuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..core.registry import OpDef, VarSpec, get_op_def, register
+
+__all__ = ["LazyOutputs", "conv_out_size", "normalize_paddings"]
+
+_EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "fuse_relu": False,
+          "fuse_residual_connection": False, "fuse_relu_before_depthwise_conv": False,
+          "workspace_size_MB": 4096, "exhaustive_search": False, "force_fp32_output": False}
+
+
+class LazyOutputs(Mapping):
+    """An op result whose slots are computed on first access (see module docstring)."""
+
+    def __init__(self, thunks: Dict[str, Callable[[], np.ndarray]]) -> None:
+        self._thunks, self._done = thunks, {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._done:
+            self._done[key] = self._thunks[key]()
+        return self._done[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._thunks)
+
+    def __len__(self) -> int:
+        return len(self._thunks)
+
+
+# -- geometry -----------------------------------------------------------------------------------
+def normalize_paddings(paddings: Sequence[int], what: str = "paddings") -> List[int]:
+    """fluid paddings -> ``[top, bottom, left, right]`` (2 values mean symmetric)."""
+    p = [int(v) for v in paddings]
+    if len(p) == 2:
+        return [p[0], p[0], p[1], p[1]]
+    if len(p) == 4:
+        return p
+    raise ValueError(f"{what} must have 2 ([pad_h, pad_w]) or 4 ([top, bottom, left, right]) "
+                     f"values, got {list(paddings)}")
+
+
+def conv_out_size(size: int, k: int, pad_total: int, stride: int, dilation: int) -> int:
+    """Output length of a convolution along one axis (-1 stays unknown)."""
+    if size < 0:
+        return -1
+    return (size + pad_total - (dilation * (k - 1) + 1)) // stride + 1
+
+
+def resolve_padding(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
+                    paddings: Sequence[int], dilations: Sequence[int],
+                    algorithm: str) -> Tuple[List[int], List[int]]:
+    """Apply ``padding_algorithm`` (EXPLICIT / SAME / VALID) as fluid does: SAME pads so that
+    ``out = ceil(in / stride)`` (extra padding at the end) and uses dilation 1."""
+    pads, dil = normalize_paddings(paddings), [int(d) for d in dilations]
+    if algorithm == "SAME":
+        for i in range(2):
+            if in_hw[i] < 0:
+                continue
+            out = (in_hw[i] + strides[i] - 1) // strides[i]
+            total = max((out - 1) * strides[i] + k_hw[i] - in_hw[i], 0)
+            pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
+            dil[i] = 1
+    elif algorithm == "VALID":
+        pads = [0, 0, 0, 0]
+    elif algorithm != "EXPLICIT":
+        raise ValueError(f"padding_algorithm must be 'EXPLICIT', 'SAME' or 'VALID', got "
+                         f"{algorithm!r}")
+    return pads, dil
+
+
+class _Geom(NamedTuple):
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    dh: int
+    dw: int
+    pt: int
+    pb: int
+    pl: int
+    pr: int
+    H: int          # unpadded input size
+    W: int
+    oh: int
+    ow: int
+    groups: int
+
+    @property
+    def Hp(self) -> int:
+        return self.H + self.pt + self.pb
+
+    @property
+    def Wp(self) -> int:
+        return self.W + self.pl + self.pr
+
+    @property
+    def wrap(self) -> bool:
+        """Stride 1: a column block is one contiguous run of the padded image (row width Wp)."""
+        return self.sh == 1 and self.sw == 1
+
+    @property
+    def R(self) -> int:
+        return self.Wp if self.wrap else self.ow
+
+    @property
+    def tail(self) -> int:
+        return (self.kw - 1) * self.dw if self.wrap else 0
+
+
+def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
+          paddings: Sequence[int], dilations: Sequence[int], algorithm: str,
+          groups: int) -> _Geom:
+    pads, dil = resolve_padding(in_hw, k_hw, strides, paddings, dilations, algorithm)
+    H, W = in_hw
+    oh = conv_out_size(H, k_hw[0], pads[0] + pads[1], strides[0], dil[0])
+    ow = conv_out_size(W, k_hw[1], pads[2] + pads[3], strides[1], dil[1])
+    if oh <= 0 or ow <= 0:
+        raise ValueError(f"the output of the convolution would be empty: input {H}x{W}, kernel "
+                         f"{k_hw[0]}x{k_hw[1]}, paddings {pads}, strides {list(strides)}, "
+                         f"dilations {dil}")
+    return _Geom(k_hw[0], k_hw[1], strides[0], strides[1], dil[0], dil[1], *pads, H, W, oh, ow,
+                 groups)
+
+
+# -- the three routines (NCHW) ------------------------------------------------------------------
+def _padded(x: np.ndarray, g: _Geom) -> np.ndarray:
+    """``x`` [N,C,H,W] zero-padded into a flat, channel-major buffer [C, N, Hp*Wp + tail]."""
+    N, C = x.shape[:2]
+    buf = np.zeros((C, N, g.Hp * g.Wp + g.tail), x.dtype)
+    _planes(buf, g)[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x.transpose(1, 0, 2, 3)
+    return buf
+
+
+def _planes(buf: np.ndarray, g: _Geom) -> np.ndarray:
+    """The [C, N, Hp, Wp] image view of a flat padded buffer."""
+    e = buf.itemsize
+    return as_strided(buf, buf.shape[:2] + (g.Hp, g.Wp),
+                      (buf.strides[0], buf.strides[1], g.Wp * e, e), writeable=True)
+
+
+def _im2col(x: np.ndarray, g: _Geom) -> np.ndarray:
+    """Columns [C*kh*kw, N*oh*R] of ``x`` [N,C,H,W] (one copy)."""
+    N, C = x.shape[:2]
+    buf = _padded(x, g)
+    e = buf.itemsize
+    sC, sN = buf.strides[:2]
+    if g.wrap:
+        view = as_strided(buf, (C, g.kh, g.kw, N, g.oh * g.Wp),
+                          (sC, g.dh * g.Wp * e, g.dw * e, sN, e), writeable=False)
+    else:
+        view = as_strided(buf, (C, g.kh, g.kw, N, g.oh, g.ow),
+                          (sC, g.dh * g.Wp * e, g.dw * e, sN, g.sh * g.Wp * e, g.sw * e),
+                          writeable=False)
+    return view.reshape(C * g.kh * g.kw, N * g.oh * g.R)
+
+
+def _dy_rows(dy: np.ndarray, g: _Geom) -> np.ndarray:
+    """dY [N,F,oh,ow] -> [F, N*oh*R], zero in the wrap-around columns."""
+    N, F = dy.shape[:2]
+    if g.R == g.ow:
+        return np.ascontiguousarray(dy.transpose(1, 0, 2, 3)).reshape(F, -1)
+    out = np.zeros((F, N, g.oh, g.R), dy.dtype)
+    out[..., :g.ow] = dy.transpose(1, 0, 2, 3)
+    return out.reshape(F, -1)
+
+
+def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
+    return a.reshape(groups, a.shape[0] // groups, -1)
+
+
+def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
+    """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
+    N, F = x.shape[0], w.shape[0]
+    cols = _im2col(x, g)
+    if g.groups == 1:
+        y = w.reshape(F, -1) @ cols
+    else:
+        y = np.matmul(_grouped(w, g.groups), _grouped(cols, g.groups))
+    y = y.reshape(F, N, g.oh, g.R)[..., :g.ow]
+    return np.ascontiguousarray(y.transpose(1, 0, 2, 3))
+
+
+def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int) -> np.ndarray:
+    """dX [N,C,H,W] from dY rows [F, N*oh*R]: one GEMM, then col2im (kh*kw strided adds)."""
+    C = w.shape[1] * g.groups
+    if g.groups == 1:
+        dcols = w.reshape(w.shape[0], -1).T @ dy_rows
+    else:
+        dcols = np.matmul(_grouped(w, g.groups).transpose(0, 2, 1), _grouped(dy_rows, g.groups))
+    dcols = dcols.reshape(C, g.kh, g.kw, N, g.oh * g.R)
+    buf = np.zeros((C, N, g.Hp * g.Wp + g.tail), dy_rows.dtype)
+    planes = _planes(buf, g)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if g.wrap:
+                off = i * g.dh * g.Wp + j * g.dw
+                buf[:, :, off:off + g.oh * g.Wp] += dcols[:, i, j]
+            else:
+                hs, ws = i * g.dh, j * g.dw
+                planes[:, :, hs:hs + g.sh * (g.oh - 1) + 1:g.sh,
+                       ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += \
+                    dcols[:, i, j].reshape(C, N, g.oh, g.ow)
+    dx = planes[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+    return np.ascontiguousarray(dx.transpose(1, 0, 2, 3))
+
+
+def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int]) -> np.ndarray:
+    """dW [F, C/groups, kh, kw] = dY rows @ im2col(X)^T (per group)."""
+    cols = _im2col(x, g)
+    if g.groups == 1:
+        dw = dy_rows @ cols.T
+    else:
+        dw = np.matmul(_grouped(dy_rows, g.groups), _grouped(cols, g.groups).transpose(0, 2, 1))
+    return dw.reshape(w_shape)
+
+
+# -- layout helpers -----------------------------------------------------------------------------
+def _channels_last(data_format: str) -> bool:
+    if data_format in ("NCHW", "AnyLayout"):
+        return False
+    if data_format == "NHWC":
+        return True
+    raise ValueError(f"data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+
+
+def _to_nchw(x: np.ndarray, last: bool) -> np.ndarray:
+    return x.transpose(0, 3, 1, 2) if last else x
+
+
+def _from_nchw(x: np.ndarray, last: bool) -> np.ndarray:
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if last else x
+
+
+def _check_conv_specs(op: str, Input: VarSpec, Filter: VarSpec, groups: int, last: bool,
+                      transpose: bool) -> Tuple[int, int]:
+    """Validate ranks and channel counts; return (N, C)."""
+    if Input.ndim != 4:
+        raise ValueError(f"{op}: Input must be 4-D ({'NHWC' if last else 'NCHW'}), got shape "
+                         f"{list(Input.shape)}")
+    if Filter.ndim != 4:
+        raise ValueError(f"{op}: Filter must be 4-D, got shape {list(Filter.shape)}")
+    if groups < 1:
+        raise ValueError(f"{op}: groups must be >= 1, got {groups}")
+    C = Input.shape[3] if last else Input.shape[1]
+    if transpose:
+        if C >= 0 and C != Filter.shape[0]:
+            raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} "
+                             f"expects {Filter.shape[0]} (Filter is [C_in, C_out/groups, kh, kw])")
+        if Filter.shape[0] % groups:
+            raise ValueError(f"{op}: input channels {Filter.shape[0]} not divisible by groups "
+                             f"{groups}")
+    else:
+        if C >= 0 and C != Filter.shape[1] * groups:
+            raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} with "
+                             f"groups={groups} expects {Filter.shape[1] * groups} (Filter is "
+                             f"[C_out, C_in/groups, kh, kw])")
+        if Filter.shape[0] % groups:
+            raise ValueError(f"{op}: number of filters {Filter.shape[0]} not divisible by groups "
+                             f"{groups}")
+    return Input.shape[0], C
+
+
+def _pair(v: Sequence[int], name: str, op: str) -> List[int]:
+    v = [int(a) for a in v]
+    if len(v) != 2:
+        raise ValueError(f"{op}: {name} must have 2 values, got {v}")
+    return v
+
+
+# -- conv2d -------------------------------------------------------------------------------------
+class _ConvBase(OpDef):
+    inputs, outputs = ("Input", "Filter"), ("Output",)
+    extra_attrs = _EXTRA
+
+    def make_grad(self, g, **attrs):
+        g.append(self.type + "_grad",
+                 {"Input": g.input("Input"), "Filter": g.input("Filter"),
+                  "Output@GRAD": g.output_grad("Output")},
+                 {"Input@GRAD": g.input_grad("Input"), "Filter@GRAD": g.input_grad("Filter")},
+                 attrs)
+
+
+def _conv_geom(x: np.ndarray, w: np.ndarray, strides, paddings, dilations, algorithm,
+               groups) -> _Geom:
+    return _geom(x.shape[2:], w.shape[2:], strides, paddings, dilations, algorithm, groups)
+
+
+@register
+class Conv2D(_ConvBase):
+    """Output[n,f,y,x] = sum_{c,i,j} Input[n, g*C/G + c, y*sh + i*dh - pt, x*sw + j*dw - pl]
+    * Filter[f,c,i,j] (zero padding; g = the group of f);  dInput, dFilter by the adjoint."""
+    type = "conv2d"
+
+    def infer(self, Input, Filter, *, strides=(1, 1), paddings=(0, 0),
+              padding_algorithm="EXPLICIT", groups=1, dilations=(1, 1), data_format="NCHW"):
+        last = _channels_last(data_format)
+        N, _ = _check_conv_specs(self.type, Input, Filter, groups, last, False)
+        strides = _pair(strides, "strides", self.type)
+        dilations = _pair(dilations, "dilations", self.type)
+        hw = Input.shape[1:3] if last else Input.shape[2:]
+        pads, dil = resolve_padding(hw, Filter.shape[2:], strides, paddings, dilations,
+                                    padding_algorithm)
+        out = [conv_out_size(hw[i], Filter.shape[2 + i], pads[2 * i] + pads[2 * i + 1],
+                             strides[i], dil[i]) for i in range(2)]
+        if any(0 <= o < 1 for o in out):
+            raise ValueError(f"{self.type}: output size {out} is not positive for input "
+                             f"{list(Input.shape)}, filter {list(Filter.shape)}, paddings "
+                             f"{pads}, strides {strides}, dilations {dil}")
+        F = Filter.shape[0]
+        shape = [N, out[0], out[1], F] if last else [N, F, out[0], out[1]]
+        return {"Output": VarSpec(shape, Input.dtype)}
+
+    def forward(self, Input, Filter, *, strides=[1, 1], paddings=[0, 0],
+                padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
+        last = _channels_last(data_format)
+        x = _to_nchw(Input, last)
+        g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
+        return {"Output": _from_nchw(_conv_fwd(x, Filter, g), last)}
+
+
+@register
+class DepthwiseConv2D(Conv2D):
+    """conv2d with groups == input channels (fluid's depthwise kernel; same maths)."""
+    type = "depthwise_conv2d"
+
+
+class _ConvGradBase(OpDef):
+    inputs = ("Input", "Filter", "Output@GRAD")
+    outputs = ("Input@GRAD?", "Filter@GRAD?")
+    no_grad = True          # no double-grad rule for convolutions
+    extra_attrs = _EXTRA
+
+    def infer(self, *specs, **attrs):
+        return {}
+
+
+@register
+class Conv2DGrad(_ConvGradBase):
+    """Gradient of conv2d: dInput = conv2d^T(dOutput, Filter), dFilter = dOutput (x) Input."""
+    type = "conv2d_grad"
+
+    def forward(self, Input, Filter, dOutput, *, strides=[1, 1], paddings=[0, 0],
+                padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
+        last = _channels_last(data_format)
+        x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
+        g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
+        rows: List[np.ndarray] = []
+
+        def dy_rows() -> np.ndarray:
+            if not rows:
+                rows.append(_dy_rows(dy, g))
+            return rows[0]
+
+        return LazyOutputs({
+            "Input@GRAD": lambda: _from_nchw(_conv_dx(dy_rows(), Filter, g, x.shape[0]), last),
+            "Filter@GRAD": lambda: _conv_dw(x, dy_rows(), g, Filter.shape)})
+
+
+@register
+class DepthwiseConv2DGrad(Conv2DGrad):
+    """Gradient of depthwise_conv2d (same as conv2d_grad)."""
+    type = "depthwise_conv2d_grad"
+
+
+Conv2DGrad.forward_def = get_op_def("conv2d")
+DepthwiseConv2DGrad.forward_def = get_op_def("depthwise_conv2d")
+
+
+# -- conv2d_transpose ---------------------------------------------------------------------------
+def transpose_out_size(size: int, k: int, pad_total: int, stride: int, dilation: int) -> int:
+    """Natural output length of a transposed convolution (-1 stays unknown)."""
+    if size < 0:
+        return -1
+    return (size - 1) * stride - pad_total + dilation * (k - 1) + 1
+
+
+def _transpose_geom(x_hw: Sequence[int], k_hw: Sequence[int], output_size: Sequence[int],
+                    strides, paddings, dilations, algorithm, groups, op: str) -> _Geom:
+    """The geometry of the conv2d whose adjoint this transposed conv is (its input = our
+    output)."""
+    pads, dil = normalize_paddings(paddings), [int(d) for d in dilations]
+    if algorithm == "SAME":
+        out = [x_hw[i] * strides[i] for i in range(2)]
+        pads = [0, 0, 0, 0]
+        for i in range(2):
+            total = max((x_hw[i] - 1) * strides[i] + k_hw[i] - out[i], 0)
+            pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
+        dil = [1, 1]
+    elif algorithm == "VALID":
+        pads = [0, 0, 0, 0]
+    elif algorithm != "EXPLICIT":
+        raise ValueError(f"{op}: padding_algorithm must be 'EXPLICIT', 'SAME' or 'VALID', got "
+                         f"{algorithm!r}")
+    natural = [transpose_out_size(x_hw[i], k_hw[i], pads[2 * i] + pads[2 * i + 1], strides[i],
+                                  dil[i]) for i in range(2)]
+    out = list(natural)
+    if output_size:
+        for i in range(2):
+            want = int(output_size[i])
+            if not natural[i] <= want < natural[i] + strides[i]:
+                raise ValueError(f"{op}: output_size {list(output_size)} is not reachable from "
+                                 f"input {list(x_hw)}: along axis {i} it must lie in "
+                                 f"[{natural[i]}, {natural[i] + strides[i] - 1}]")
+            out[i] = want
+    g = _geom(out, k_hw, strides, pads, dil, "EXPLICIT", groups)
+    if (g.oh, g.ow) != tuple(x_hw):
+        raise ValueError(f"{op}: inconsistent geometry for input {list(x_hw)}")   # pragma: no cover
+    return g
+
+
+@register
+class Conv2DTranspose(_ConvBase):
+    """Output = conv2d^T(Input, Filter): the adjoint (input gradient) of conv2d with the same
+    strides/paddings/dilations; Filter is [C_in, C_out/groups, kh, kw];
+    dInput = conv2d(dOutput, Filter), dFilter = Input (x) dOutput."""
+    type = "conv2d_transpose"
+
+    def infer(self, Input, Filter, *, output_size=(), strides=(1, 1), paddings=(0, 0),
+              padding_algorithm="EXPLICIT", groups=1, dilations=(1, 1), data_format="NCHW"):
+        last = _channels_last(data_format)
+        N, _ = _check_conv_specs(self.type, Input, Filter, groups, last, True)
+        strides = _pair(strides, "strides", self.type)
+        dilations = _pair(dilations, "dilations", self.type)
+        hw = list(Input.shape[1:3] if last else Input.shape[2:])
+        F = Filter.shape[1] * groups
+        if hw[0] < 0 or hw[1] < 0:
+            out = list(output_size) if output_size else [-1, -1]
+        else:
+            g = _transpose_geom(hw, Filter.shape[2:], output_size, strides, paddings,
+                                dilations, padding_algorithm, groups, self.type)
+            out = [g.H, g.W]
+        shape = [N, out[0], out[1], F] if last else [N, F, out[0], out[1]]
+        return {"Output": VarSpec(shape, Input.dtype)}
+
+    def forward(self, Input, Filter, *, output_size=[], strides=[1, 1], paddings=[0, 0],
+                padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
+        last = _channels_last(data_format)
+        x = _to_nchw(Input, last)
+        g = _transpose_geom(x.shape[2:], Filter.shape[2:], output_size, strides, paddings,
+                            dilations, padding_algorithm, groups, self.type)
+        return {"Output": _from_nchw(_conv_dx(_dy_rows(x, g), Filter, g, x.shape[0]), last)}
+
+
+@register
+class Conv2DTransposeGrad(_ConvGradBase):
+    """Gradient of conv2d_transpose: dInput = conv2d(dOutput, Filter), dFilter = the conv2d
+    filter gradient with the roles of Input and dOutput swapped."""
+    type = "conv2d_transpose_grad"
+
+    def forward(self, Input, Filter, dOutput, *, output_size=[], strides=[1, 1],
+                paddings=[0, 0], padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1],
+                data_format="NCHW"):
+        last = _channels_last(data_format)
+        x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
+        g = _transpose_geom(x.shape[2:], Filter.shape[2:], output_size, strides, paddings,
+                            dilations, padding_algorithm, groups, self.type)
+        return LazyOutputs({
+            "Input@GRAD": lambda: _from_nchw(_conv_fwd(dy, Filter, g), last),
+            "Filter@GRAD": lambda: _conv_dw(dy, _dy_rows(x, g), g, Filter.shape)})
+
+
+Conv2DTransposeGrad.forward_def = get_op_def("conv2d_transpose")

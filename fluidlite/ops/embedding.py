@@ -1,0 +1,90 @@
+"""Embedding lookups: ``lookup_table`` (ids [..., 1]) and ``lookup_table_v2`` (ids of any shape).
+
+Out = W[ids]; rows whose id equals ``padding_idx`` are zero and get no gradient. The gradient
+is always dense (``is_sparse`` is accepted; fluidlite has no SelectedRows): dW = scatter-add
+of dOut rows into a zero table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.dtypes import VarType
+from ..core.registry import OpDef, VarSpec, register
+
+_EXTRA = {"remote_prefetch": False, "trainer_id": 0, "height_sections": [], "epmap": [],
+          "table_names": [], "grad_inplace": False, "entry_config": "", "is_test": False}
+
+
+def _check_ids(op: str, W: VarSpec, Ids: VarSpec) -> None:
+    if Ids.dtype not in (VarType.INT64, VarType.INT32):
+        raise ValueError(f"{op}: Ids must be an int64 (or int32) tensor, got "
+                         f"{Ids.dtype.name.lower()}; feed the ids as int64 (array.astype('int64'))")
+    if W.ndim != 2:
+        raise ValueError(f"{op}: W must be 2-D [vocab_size, emb_dim], got {list(W.shape)}")
+
+
+def _lookup(op: str, W: np.ndarray, ids: np.ndarray, padding_idx: int) -> np.ndarray:
+    if ids.size:
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= W.shape[0]:
+            bad = lo if lo < 0 else hi
+            raise ValueError(f"{op}: id {bad} is out of range [0, {W.shape[0]}) of the "
+                             f"embedding table (vocab_size {W.shape[0]})")
+    out = np.take(W, ids, axis=0)
+    if padding_idx >= 0:
+        out[ids == padding_idx] = 0
+    return out
+
+
+def _scatter(W: np.ndarray, ids: np.ndarray, dOut: np.ndarray, padding_idx: int) -> np.ndarray:
+    flat = ids.reshape(-1)
+    rows = dOut.reshape(flat.size, W.shape[1])
+    if padding_idx >= 0:
+        keep = flat != padding_idx
+        flat, rows = flat[keep], rows[keep]
+    dW = np.zeros(W.shape, dOut.dtype)
+    np.add.at(dW, flat, rows)
+    return dW
+
+
+@register
+class LookupTable(OpDef):
+    """Out[..., :] = W[Ids[..., 0]] (zeros where Ids == padding_idx);
+    dW[r] = sum of dOut rows whose id is r (padding_idx excluded)."""
+    type, inputs, outputs = "lookup_table", ("W", "Ids"), ("Out",)
+    grad_uses = ("W", "Ids")
+    extra_attrs = _EXTRA
+
+    def infer(self, W, Ids):
+        _check_ids(self.type, W, Ids)
+        if Ids.ndim < 1 or Ids.shape[-1] not in (1, -1):
+            raise ValueError(f"lookup_table: the last dim of Ids must be 1, got shape "
+                             f"{list(Ids.shape)}; use fluid.embedding / lookup_table_v2 for "
+                             f"ids without the trailing 1")
+        return {"Out": VarSpec(tuple(Ids.shape[:-1]) + (W.shape[1],), W.dtype, Ids.lod_level)}
+
+    def forward(self, W, Ids, *, padding_idx=-1, is_sparse=False, is_distributed=False):
+        ids = Ids.reshape(Ids.shape[:-1]) if Ids.ndim > 1 else Ids
+        return {"Out": _lookup(self.type, W, ids, padding_idx)}
+
+    def backward(self, W, Ids, dOut, *, padding_idx=-1, is_sparse=False, is_distributed=False):
+        return {"W": _scatter(W, Ids, dOut, padding_idx)}
+
+
+@register
+class LookupTableV2(OpDef):
+    """Out[i..., :] = W[Ids[i...]] (zeros where Ids == padding_idx); Out shape Ids.shape + [D];
+    dW as lookup_table."""
+    type, inputs, outputs = "lookup_table_v2", ("W", "Ids"), ("Out",)
+    grad_uses = ("W", "Ids")
+    extra_attrs = _EXTRA
+
+    def infer(self, W, Ids):
+        _check_ids(self.type, W, Ids)
+        return {"Out": VarSpec(tuple(Ids.shape) + (W.shape[1],), W.dtype, Ids.lod_level)}
+
+    def forward(self, W, Ids, *, padding_idx=-1, is_sparse=False, is_distributed=False):
+        return {"Out": _lookup(self.type, W, Ids, padding_idx)}
+
+    def backward(self, W, Ids, dOut, *, padding_idx=-1, is_sparse=False, is_distributed=False):
+        return {"W": _scatter(W, Ids, dOut, padding_idx)}

@@ -1,0 +1,287 @@
+"""Normalization ops: ``batch_norm``, ``layer_norm`` and ``norm`` (behind ``l2_normalize``).
+
+Their extra outputs (running statistics, saved mean / inverse std, norms) carry no gradient, so
+each op emits its grad op by hand (fluid's grad makers do the same) instead of asking for
+gradients of every output. The grad kernels return a lazy mapping (``LazyOutputs``): a
+gradient the program does not bind is never computed.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Tuple
+
+import numpy as np
+
+from ..core.registry import OpDef, VarSpec, get_op_def, register
+from .conv import LazyOutputs
+
+
+def _layout_axes(op: str, ndim: int, data_layout: str) -> Tuple[int, Tuple[int, ...]]:
+    """(channel axis, reduction axes) for a batch_norm input of rank ``ndim``."""
+    if ndim < 2:
+        raise ValueError(f"{op}: X must have rank >= 2 (N, C, ...), got rank {ndim}")
+    if data_layout in ("NCHW", "AnyLayout"):
+        ch = 1
+    elif data_layout == "NHWC":
+        ch = ndim - 1
+    else:
+        raise ValueError(f"{op}: data_layout must be 'NCHW' or 'NHWC', got {data_layout!r}")
+    return ch, tuple(a for a in range(ndim) if a != ch)
+
+
+def _bshape(ndim: int, ch: int, c: int) -> Tuple[int, ...]:
+    return tuple(c if a == ch else 1 for a in range(ndim))
+
+
+# -- batch_norm ---------------------------------------------------------------------------------
+@register
+class BatchNorm(OpDef):
+    """Train: mu, var = batch mean / biased variance over all axes but the channel axis;
+    Y = (X - mu) / sqrt(var + eps) * Scale + Bias; MeanOut = Mean*m + mu*(1-m), VarianceOut =
+    Variance*m + var*(1-m); SavedMean = mu, SavedVariance = 1/sqrt(var + eps).
+    Test (is_test, unless trainable_statistics) or use_global_stats: the running Mean/Variance
+    replace mu/var and the running statistics are passed through unchanged."""
+    type = "batch_norm"
+    inputs = ("X", "Scale", "Bias", "Mean", "Variance")
+    outputs = ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance")
+    extra_attrs = {"use_mkldnn": False, "fuse_with_relu": False, "use_cudnn": False}
+
+    def infer(self, X, Scale, Bias, Mean, Variance, *, data_layout="NCHW"):
+        ch, _ = _layout_axes(self.type, X.ndim, data_layout)
+        c = X.shape[ch]
+        for name, spec in (("Scale", Scale), ("Bias", Bias), ("Mean", Mean),
+                           ("Variance", Variance)):
+            if spec.ndim != 1 or (c >= 0 and spec.shape[0] != c):
+                raise ValueError(f"batch_norm: {name} must have shape [{c}] (the channel count "
+                                 f"of X {list(X.shape)} with data_layout={data_layout!r}), got "
+                                 f"{list(spec.shape)}")
+        stat = VarSpec((c,), X.dtype)
+        return {"Y": X, "MeanOut": stat, "VarianceOut": stat, "SavedMean": stat,
+                "SavedVariance": stat}
+
+    def forward(self, X, Scale, Bias, Mean, Variance, *, momentum=0.9, epsilon=1e-5,
+                is_test=False, data_layout="NCHW", use_global_stats=False,
+                trainable_statistics=False):
+        ch, axes = _layout_axes(self.type, X.ndim, data_layout)
+        bs = _bshape(X.ndim, ch, X.shape[ch])
+        eps = float(epsilon)
+        if use_global_stats or (is_test and not trainable_statistics):
+            inv_std = 1.0 / np.sqrt(Variance + eps)
+            a = (Scale * inv_std).reshape(bs)
+            y = X * a + (Bias - Mean * Scale * inv_std).reshape(bs)
+            return {"Y": y.astype(X.dtype, copy=False), "MeanOut": Mean,
+                    "VarianceOut": Variance, "SavedMean": Mean,
+                    "SavedVariance": inv_std.astype(X.dtype, copy=False)}
+        mu = X.mean(axis=axes)
+        xc = X - mu.reshape(bs)
+        var = np.mean(np.square(xc), axis=axes)
+        inv_std = 1.0 / np.sqrt(var + eps)
+        y = xc * (Scale * inv_std).reshape(bs)
+        y += Bias.reshape(bs)
+        m = float(momentum)
+        return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
+                "VarianceOut": Variance * m + var * (1.0 - m),
+                "SavedMean": mu, "SavedVariance": inv_std.astype(X.dtype, copy=False)}
+
+    def make_grad(self, g, **attrs):
+        g.append("batch_norm_grad",
+                 {"X": g.input("X"), "Scale": g.input("Scale"), "SavedMean": g.output("SavedMean"),
+                  "SavedVariance": g.output("SavedVariance"), "Y@GRAD": g.output_grad("Y")},
+                 {"X@GRAD": g.input_grad("X"), "Scale@GRAD": g.input_grad("Scale"),
+                  "Bias@GRAD": g.input_grad("Bias")}, attrs)
+
+
+@register
+class BatchNormGrad(OpDef):
+    """Batch statistics: xh = (X - SavedMean) * SavedVariance, dBias = sum(dY),
+    dScale = sum(dY * xh), dX = Scale * SavedVariance * (dY - dBias/M - xh * dScale/M)
+    (M = elements per channel). Global statistics: dX = dY * Scale * SavedVariance."""
+    type = "batch_norm_grad"
+    inputs = ("X", "Scale", "SavedMean", "SavedVariance", "Y@GRAD")
+    outputs = ("X@GRAD?", "Scale@GRAD?", "Bias@GRAD?")
+    no_grad = True
+    extra_attrs = BatchNorm.extra_attrs
+
+    def infer(self, *specs, **attrs):
+        return {}
+
+    def forward(self, X, Scale, SavedMean, SavedVariance, dY, *, momentum=0.9, epsilon=1e-5,
+                is_test=False, data_layout="NCHW", use_global_stats=False,
+                trainable_statistics=False):
+        ch, axes = _layout_axes(self.type, X.ndim, data_layout)
+        bs = _bshape(X.ndim, ch, X.shape[ch])
+        global_stats = use_global_stats or (is_test and not trainable_statistics)
+        m = X.size // X.shape[ch]
+        cache: Dict[str, Any] = {}
+
+        def xhat() -> np.ndarray:
+            if "xh" not in cache:
+                cache["xh"] = (X - SavedMean.reshape(bs)) * SavedVariance.reshape(bs)
+            return cache["xh"]
+
+        def dbias() -> np.ndarray:
+            if "db" not in cache:
+                cache["db"] = dY.sum(axis=axes)
+            return cache["db"]
+
+        def dscale() -> np.ndarray:
+            if "ds" not in cache:
+                cache["ds"] = (dY * xhat()).sum(axis=axes)
+            return cache["ds"]
+
+        def dx() -> np.ndarray:
+            k = (Scale * SavedVariance).reshape(bs)
+            if global_stats:
+                return dY * k
+            inv_m = 1.0 / m
+            t = dY - (dbias() * inv_m).reshape(bs)
+            t -= xhat() * (dscale() * inv_m).reshape(bs)
+            t *= k
+            return t
+
+        return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
+
+
+BatchNormGrad.forward_def = get_op_def("batch_norm")
+
+
+# -- layer_norm ---------------------------------------------------------------------------------
+def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, int]:
+    if not 0 < begin_norm_axis < len(shape):
+        raise ValueError(f"{op}: begin_norm_axis must be in [1, {len(shape) - 1}] for X of "
+                         f"shape {list(shape)}, got {begin_norm_axis}")
+    left, right = 1, 1
+    for d in shape[:begin_norm_axis]:
+        left = -1 if d < 0 or left < 0 else left * d
+    for d in shape[begin_norm_axis:]:
+        right = -1 if d < 0 or right < 0 else right * d
+    return left, right
+
+
+@register
+class LayerNorm(OpDef):
+    """Rows = X flattened to [prod(shape[:k]), prod(shape[k:])] (k = begin_norm_axis);
+    Mean, Variance = per-row mean / biased variance;
+    Y = (X - Mean) / sqrt(Variance + eps) * Scale + Bias (Scale, Bias over the row)."""
+    type = "layer_norm"
+    inputs, outputs = ("X", "Scale?", "Bias?"), ("Y", "Mean", "Variance")
+    extra_attrs = {"use_mkldnn": False, "is_test": False}
+
+    def infer(self, X, Scale, Bias, *, begin_norm_axis=1):
+        left, right = _split(self.type, X.shape, begin_norm_axis)
+        for name, spec in (("Scale", Scale), ("Bias", Bias)):
+            if spec is not None and right >= 0 and spec.shape != (right,):
+                raise ValueError(f"layer_norm: {name} must have shape [{right}] (prod of X's "
+                                 f"dims from begin_norm_axis={begin_norm_axis}), got "
+                                 f"{list(spec.shape)}")
+        stat = VarSpec((left,), X.dtype)
+        return {"Y": X, "Mean": stat, "Variance": stat}
+
+    def forward(self, X, Scale, Bias, *, epsilon=1e-5, begin_norm_axis=1):
+        left, right = _split(self.type, X.shape, begin_norm_axis)
+        x = X.reshape(left, right)
+        mu = x.mean(axis=1)
+        xc = x - mu[:, None]
+        var = np.mean(np.square(xc), axis=1)
+        y = xc * (1.0 / np.sqrt(var + float(epsilon)))[:, None]
+        if Scale is not None:
+            y *= Scale
+        if Bias is not None:
+            y += Bias
+        return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
+
+    def make_grad(self, g, **attrs):
+        g.append("layer_norm_grad",
+                 {"X": g.input("X"), "Scale": g.input("Scale"), "Mean": g.output("Mean"),
+                  "Variance": g.output("Variance"), "Y@GRAD": g.output_grad("Y")},
+                 {"X@GRAD": g.input_grad("X"), "Scale@GRAD": g.input_grad("Scale"),
+                  "Bias@GRAD": g.input_grad("Bias")}, attrs)
+
+
+@register
+class LayerNormGrad(OpDef):
+    """xh = (X - Mean) / sqrt(Variance + eps); dBias = sum_rows(dY), dScale = sum_rows(dY*xh);
+    g = dY * Scale; dX = (g - mean_row(g) - xh * mean_row(g * xh)) / sqrt(Variance + eps)."""
+    type = "layer_norm_grad"
+    inputs = ("X", "Scale?", "Mean", "Variance", "Y@GRAD")
+    outputs = ("X@GRAD?", "Scale@GRAD?", "Bias@GRAD?")
+    no_grad = True
+    extra_attrs = LayerNorm.extra_attrs
+
+    def infer(self, *specs, **attrs):
+        return {}
+
+    def forward(self, X, Scale, Mean, Variance, dY, *, epsilon=1e-5, begin_norm_axis=1):
+        left, right = _split(self.type, X.shape, begin_norm_axis)
+        inv_std = (1.0 / np.sqrt(Variance + float(epsilon)))[:, None]
+        dy = dY.reshape(left, right)
+        cache: Dict[str, np.ndarray] = {}
+
+        def xhat() -> np.ndarray:
+            if "xh" not in cache:
+                cache["xh"] = (X.reshape(left, right) - Mean[:, None]) * inv_std
+            return cache["xh"]
+
+        def dx() -> np.ndarray:
+            gy = dy * Scale if Scale is not None else dy
+            xh = xhat()
+            out = gy - gy.mean(axis=1, keepdims=True)
+            out -= xh * (gy * xh).mean(axis=1, keepdims=True)
+            out *= inv_std
+            return out.reshape(X.shape)
+
+        return LazyOutputs({"X@GRAD": dx,
+                            "Scale@GRAD": lambda: (dy * xhat()).sum(axis=0),
+                            "Bias@GRAD": lambda: dy.sum(axis=0)})
+
+
+LayerNormGrad.forward_def = get_op_def("layer_norm")
+
+
+# -- norm (l2_normalize) ------------------------------------------------------------------------
+def _axis(op: str, axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{op}: axis {axis} is out of range for rank {ndim}")
+    return axis % ndim
+
+
+@register
+class Norm(OpDef):
+    """Norm = sqrt(sum(X^2, axis) + epsilon) (keeping the axis); Out = X / Norm."""
+    type, inputs, outputs = "norm", ("X",), ("Out", "Norm")
+    extra_attrs = {"use_mkldnn": False}
+
+    def infer(self, X, *, axis=1):
+        a = _axis(self.type, axis, X.ndim)
+        return {"Out": X, "Norm": X.with_(shape=[1 if i == a else d
+                                                  for i, d in enumerate(X.shape)])}
+
+    def forward(self, X, *, axis=1, epsilon=1e-10, is_test=False):
+        a = _axis(self.type, axis, X.ndim)
+        norm = np.sqrt(np.sum(np.square(X), axis=a, keepdims=True) + float(epsilon))
+        return {"Out": X / norm, "Norm": norm.astype(X.dtype, copy=False)}
+
+    def make_grad(self, g, **attrs):
+        g.append("norm_grad", {"X": g.input("X"), "Norm": g.output("Norm"),
+                               "Out@GRAD": g.output_grad("Out")},
+                 {"X@GRAD": g.input_grad("X")}, attrs)
+
+
+@register
+class NormGrad(OpDef):
+    """dX = (dOut - Out * sum(dOut * Out, axis)) / Norm, with Out = X / Norm."""
+    type = "norm_grad"
+    inputs, outputs = ("X", "Norm", "Out@GRAD"), ("X@GRAD",)
+    no_grad = True
+    extra_attrs = Norm.extra_attrs
+
+    def infer(self, *specs, **attrs):
+        return {}
+
+    def forward(self, X, Norm, dOut, *, axis=1, epsilon=1e-10, is_test=False):
+        a = _axis(self.type, axis, X.ndim)
+        out = X / Norm
+        dx = dOut - out * np.sum(dOut * out, axis=a, keepdims=True)
+        return {"X@GRAD": dx / Norm}
+
+
+NormGrad.forward_def = get_op_def("norm")

@@ -1,0 +1,231 @@
+"""2-D pooling: ``pool2d`` (max / avg; global, ceil_mode, exclusive, paddings; NCHW or NHWC).
+
+Vectorized over kernel offsets: the output is a max (or sum) of kh*kw strided views of the
+(padded) input, one whole-tensor numpy operation per offset — never a loop over pixels.
+Window bounds follow fluid: a window starts at ``o*stride - pad_before`` and is clipped to the
+input; ``exclusive`` averages divide by the number of input cells in the window, otherwise by
+kh*kw. Max-pool gradients go to the first maximum of each window (row-major), as in fluid.
+"""
+from __future__ import annotations
+
+from typing import List, NamedTuple, Sequence, Tuple
+
+import numpy as np
+
+from ..core.registry import OpDef, VarSpec, register
+from .conv import normalize_paddings
+
+_EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "is_test": False}
+
+
+class _PoolGeom(NamedTuple):
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+    H: int
+    W: int
+    oh: int
+    ow: int
+    Hn: int         # rows/cols of the padded canvas the windows read
+    Wn: int
+
+    def view(self, xp: np.ndarray, i: int, j: int) -> np.ndarray:
+        """Input cells at kernel offset (i, j) of every window: [N, C, oh, ow]."""
+        return xp[:, :, i:i + self.sh * (self.oh - 1) + 1:self.sh,
+                  j:j + self.sw * (self.ow - 1) + 1:self.sw]
+
+    @property
+    def padded(self) -> bool:
+        return (self.pt, self.pl, self.Hn, self.Wn) != (0, 0, self.H, self.W)
+
+    @property
+    def disjoint(self) -> bool:
+        return self.sh >= self.kh and self.sw >= self.kw
+
+
+def _out_size(size: int, k: int, pad_total: int, stride: int, ceil_mode: bool) -> int:
+    if size < 0:
+        return -1
+    return (size + pad_total - k + (stride - 1 if ceil_mode else 0)) // stride + 1
+
+
+def _resolve(op: str, hw: Sequence[int], ksize: Sequence[int], strides: Sequence[int],
+             paddings: Sequence[int], global_pooling: bool, algorithm: str, adaptive: bool
+             ) -> Tuple[List[int], List[int], List[int]]:
+    """(ksize, strides, [top, bottom, left, right]) after global pooling / padding_algorithm."""
+    if adaptive:
+        raise ValueError(f"{op}: adaptive=True is not supported; choose ksize/strides that tile "
+                         f"the input (for an input divisible by the output size: ksize = "
+                         f"strides = input_size // output_size)")
+    strides = [int(s) for s in strides]
+    if len(strides) != 2 or min(strides) < 1:
+        raise ValueError(f"{op}: strides must be 2 positive ints, got {list(strides)}")
+    if global_pooling:
+        return [int(hw[0]), int(hw[1])], strides, [0, 0, 0, 0]
+    ksize = [int(k) for k in ksize]
+    if len(ksize) != 2 or min(ksize) < 1:
+        raise ValueError(f"{op}: ksize must be 2 positive ints (or set global_pooling=True), "
+                         f"got {list(ksize)}")
+    pads = normalize_paddings(paddings)
+    if algorithm == "SAME":
+        for i in range(2):
+            if hw[i] >= 0:
+                out = (hw[i] + strides[i] - 1) // strides[i]
+                total = max((out - 1) * strides[i] + ksize[i] - hw[i], 0)
+                pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
+    elif algorithm == "VALID":
+        pads = [0, 0, 0, 0]
+    elif algorithm != "EXPLICIT":
+        raise ValueError(f"{op}: padding_algorithm must be 'EXPLICIT', 'SAME' or 'VALID', got "
+                         f"{algorithm!r}")
+    return ksize, strides, pads
+
+
+def _layout(op: str, data_format: str) -> bool:
+    if data_format in ("NCHW", "AnyLayout"):
+        return False
+    if data_format == "NHWC":
+        return True
+    raise ValueError(f"{op}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
+
+
+def _geom(x: np.ndarray, ksize, strides, paddings, global_pooling, ceil_mode, algorithm,
+          adaptive) -> _PoolGeom:
+    H, W = x.shape[2:]
+    k, s, p = _resolve("pool2d", (H, W), ksize, strides, paddings, global_pooling, algorithm,
+                       adaptive)
+    oh = _out_size(H, k[0], p[0] + p[1], s[0], ceil_mode)
+    ow = _out_size(W, k[1], p[2] + p[3], s[1], ceil_mode)
+    if oh < 1 or ow < 1:
+        raise ValueError(f"pool2d: empty output for input {H}x{W}, ksize {k}, strides {s}, "
+                         f"paddings {p}")
+    Hn = max((oh - 1) * s[0] + k[0], p[0] + H)
+    Wn = max((ow - 1) * s[1] + k[1], p[2] + W)
+    return _PoolGeom(k[0], k[1], s[0], s[1], p[0], p[2], H, W, oh, ow, Hn, Wn)
+
+
+def _pad(x: np.ndarray, g: _PoolGeom, fill: float) -> np.ndarray:
+    if not g.padded:
+        return x
+    xp = np.full(x.shape[:2] + (g.Hn, g.Wn), fill, x.dtype)
+    xp[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    return xp
+
+
+def _counts(g: _PoolGeom, exclusive: bool, dtype: np.dtype) -> np.ndarray:
+    """Divisor of each window: [oh, ow]."""
+    if not exclusive:
+        return np.full((g.oh, g.ow), g.kh * g.kw, dtype)
+
+    def one(o: int, k: int, s: int, p: int, n: int) -> np.ndarray:
+        start = np.arange(o) * s - p
+        return np.minimum(start + k, n) - np.maximum(start, 0)
+
+    c = np.outer(one(g.oh, g.kh, g.sh, g.pt, g.H), one(g.ow, g.kw, g.sw, g.pl, g.W))
+    return np.maximum(c, 1).astype(dtype)
+
+
+def _pool_fwd(x: np.ndarray, g: _PoolGeom, pooling_type: str, exclusive: bool) -> np.ndarray:
+    if pooling_type == "max":
+        xp = _pad(x, g, -np.inf)
+        out = g.view(xp, 0, 0).copy()
+        for i in range(g.kh):
+            for j in range(g.kw):
+                if i or j:
+                    np.maximum(out, g.view(xp, i, j), out=out)
+        return out
+    xp = _pad(x, g, 0.0)
+    out = g.view(xp, 0, 0).copy()
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if i or j:
+                out += g.view(xp, i, j)
+    out /= _counts(g, exclusive, x.dtype)
+    return out
+
+
+def _pool_bwd(x: np.ndarray, out: np.ndarray, dout: np.ndarray, g: _PoolGeom,
+              pooling_type: str, exclusive: bool) -> np.ndarray:
+    dxp = np.zeros(x.shape[:2] + (g.Hn, g.Wn), dout.dtype)
+    add = not g.disjoint
+    if pooling_type == "max":
+        xp = _pad(x, g, -np.inf)
+        rest = dout.copy()          # gradient not yet routed to an earlier maximum
+        last = (g.kh - 1, g.kw - 1)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                part = rest * (g.view(xp, i, j) == out)
+                if (i, j) != last:
+                    rest -= part
+                if add:
+                    g.view(dxp, i, j)[...] += part
+                else:
+                    g.view(dxp, i, j)[...] = part
+    else:
+        share = dout / _counts(g, exclusive, dout.dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                if add:
+                    g.view(dxp, i, j)[...] += share
+                else:
+                    g.view(dxp, i, j)[...] = share
+    if g.padded:
+        return np.ascontiguousarray(dxp[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W])
+    return dxp
+
+
+@register
+class Pool2D(OpDef):
+    """Out[n,c,y,x] = max (or mean) of X[n,c] over the window at (y*sh - pt, x*sw - pl) of
+    size ksize (clipped to X);  dX routes dOut to each window's first max (or spreads it
+    evenly over the window's divisor)."""
+    type, inputs, outputs = "pool2d", ("X",), ("Out",)
+    grad_uses = ("X", "Out")
+    extra_attrs = _EXTRA
+
+    def infer(self, X, *, pooling_type="max", ksize=(), global_pooling=False, strides=(1, 1),
+              paddings=(0, 0), exclusive=True, adaptive=False, ceil_mode=False,
+              data_format="NCHW", padding_algorithm="EXPLICIT"):
+        if pooling_type not in ("max", "avg"):
+            raise ValueError(f"pool2d: pooling_type must be 'max' or 'avg', got "
+                             f"{pooling_type!r}")
+        last = _layout(self.type, data_format)
+        if X.ndim != 4:
+            raise ValueError(f"pool2d: X must be 4-D ({'NHWC' if last else 'NCHW'}), got shape "
+                             f"{list(X.shape)}")
+        hw = X.shape[1:3] if last else X.shape[2:]
+        k, s, p = _resolve(self.type, hw, ksize, strides, paddings, global_pooling,
+                           padding_algorithm, adaptive)
+        out = [_out_size(hw[i], k[i], p[2 * i] + p[2 * i + 1], s[i], ceil_mode)
+               if k[i] >= 0 else -1 for i in range(2)]
+        if global_pooling:
+            out = [1, 1]
+        if any(0 <= o < 1 for o in out):
+            raise ValueError(f"pool2d: output size {out} is not positive for input "
+                             f"{list(X.shape)}, ksize {k}, strides {s}, paddings {p}")
+        shape = [X.shape[0], out[0], out[1], X.shape[3]] if last else list(X.shape[:2]) + out
+        return {"Out": VarSpec(shape, X.dtype)}
+
+    def forward(self, X, *, pooling_type="max", ksize=[], global_pooling=False, strides=[1, 1],
+                paddings=[0, 0], exclusive=True, adaptive=False, ceil_mode=False,
+                data_format="NCHW", padding_algorithm="EXPLICIT"):
+        last = _layout(self.type, data_format)
+        x = X.transpose(0, 3, 1, 2) if last else X
+        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm,
+                  adaptive)
+        out = _pool_fwd(x, g, pooling_type, exclusive)
+        return {"Out": np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if last else out}
+
+    def backward(self, X, Out, dOut, *, pooling_type="max", ksize=[], global_pooling=False,
+                 strides=[1, 1], paddings=[0, 0], exclusive=True, adaptive=False,
+                 ceil_mode=False, data_format="NCHW", padding_algorithm="EXPLICIT"):
+        last = _layout(self.type, data_format)
+        t = (lambda a: a.transpose(0, 3, 1, 2)) if last else (lambda a: a)
+        x = t(X)
+        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm,
+                  adaptive)
+        dx = _pool_bwd(x, t(Out), t(dOut), g, pooling_type, exclusive)
+        return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}
