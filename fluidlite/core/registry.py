@@ -269,6 +269,9 @@ def _register_grad_def(fwd: type) -> None:
                  for s in fwd.in_slots)
     n_uses = len(uses)
     out_slot_names = [s.name for s in fwd.out_slots]
+    # a backward rule may take ``wanted`` (the input slots whose gradients are consumed) to
+    # skip work for gradients nobody reads, e.g. mul_grad's dX when X is fed data
+    takes_wanted = "wanted" in inspect.signature(fwd.backward).parameters
 
     class GradDef(OpDef):
         __doc__ = f"Gradient of '{fwd.type}' (generated from its backward rule)."
@@ -280,9 +283,13 @@ def _register_grad_def(fwd: type) -> None:
         def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
             return {}   # grad vars are created with their forward var's spec by the backward pass
 
-        def forward(self, *arrays: Any, **attrs: Any) -> Dict[str, Any]:
+        wants_outputs = takes_wanted
+
+        def forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
             kw = dict(zip(uses, arrays[:n_uses]))
             kw.update(("d" + o, a) for o, a in zip(out_slot_names, arrays[n_uses:]))
+            if takes_wanted:
+                kw["wanted"] = _wanted
             grads = fwd_def.backward(**kw, **attrs)
             return {k + names.GRAD_SUFFIX: v for k, v in grads.items()}
 
@@ -327,11 +334,15 @@ class GradBuilder:
     """
 
     def __init__(self, op: Any, no_grad_names: Iterable[str] = (),
-                 tmp_prefix: Optional[str] = None) -> None:
+                 tmp_prefix: Optional[str] = None,
+                 grad_name: Optional[Callable[[str], str]] = None) -> None:
         self.op = op
         self.no_grad = set(no_grad_names)
         self.ops: List[OpDesc] = []
         self._tmp_prefix = tmp_prefix or op.type + "_grad"
+        # forward var name -> its gradient's name in this backward pass (``x@GRAD``, or a
+        # unique ``x@GRAD_0`` when a previous pass already owns ``x@GRAD``)
+        self._grad_name = grad_name or names.grad_var_name
 
     def input(self, slot: str) -> Any:
         return self._one_or_list(slot, self.op.inputs)
@@ -343,13 +354,13 @@ class GradBuilder:
         names_ = self.op.outputs.get(slot)
         if not names_:
             return None
-        return self._shape_like(slot, [n + names.GRAD_SUFFIX for n in names_], self.op.outputs)
+        return self._shape_like(slot, [self._grad_name(n) for n in names_], self.op.outputs)
 
     def input_grad(self, slot: str) -> Any:
         names_ = self.op.inputs.get(slot)
         if not names_ or all(n in self.no_grad for n in names_):
             return None
-        grads = [names.EMPTY_VAR_NAME if n in self.no_grad else n + names.GRAD_SUFFIX
+        grads = [names.EMPTY_VAR_NAME if n in self.no_grad else self._grad_name(n)
                  for n in names_]
         return self._shape_like(slot, grads, self.op.inputs)
 

@@ -204,6 +204,10 @@ class Plan:
               op_idx: int) -> Tuple[Callable, bool]:
         attrs = {k: v for k, v in op.attrs.items()
                  if k not in COMMON_ATTRS and k in opdef.attr_defaults}
+        if getattr(opdef, "wants_outputs", False):   # generated grad op: skip unread grads
+            attrs["_wanted"] = frozenset(
+                slot[:-len(names.GRAD_SUFFIX)] for slot, arg_names in op.outputs.items()
+                if any(n != names.EMPTY_VAR_NAME for n in arg_names))
         out_slots = [s for s in opdef.out_slots if op.outputs.get(s.name)]
         single = (len(opdef.out_slots) == 1 and not opdef.out_slots[0].duplicable
                   and len(out_slots) == 1)
