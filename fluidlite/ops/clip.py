@@ -116,7 +116,8 @@ class CheckFiniteNorm(OpDef):
                 bad.append(f"{name} (squared norm {v})")
         listed = ", ".join(bad) if bad else "(none individually; the sum overflowed)"
         raise FloatingPointError(
-            f"the global gradient norm is {value}: non-finite gradients: {listed}. No parameter "
+            f"GradientClipByGlobalNorm(error_if_nonfinite=True): the global gradient norm is "
+            f"{value}; non-finite gradients: {listed}. No parameter "
             f"was updated in this step. Check the inputs and the loss of this batch, or lower the "
             f"learning rate; pass error_if_nonfinite=False to GradientClipByGlobalNorm to let "
             f"training continue anyway")
