@@ -81,8 +81,9 @@ def check_regularizer(value: Any, where: str) -> Optional[WeightDecayRegularizer
     if value is None or isinstance(value, WeightDecayRegularizer):
         return value
     if isinstance(value, type):
+        short = value.__name__.replace("Regularizer", "")
         raise TypeError(f"{where} must be a regularizer instance such as "
-                        f"{value.__name__}(regularization_coeff=1e-4), but received the class "
+                        f"{short}(regularization_coeff=1e-4), but received the class "
                         f"{value.__name__} itself; call it with a coefficient")
     raise TypeError(f"{where} must be an instance of fluid.regularizer.L1Decay or L2Decay (or "
                     f"None), but received {value!r} of type {type(value).__name__}")
