@@ -88,11 +88,16 @@ class Mul(OpDef):
             return np.matmul
         return None
 
-    def backward(self, X, Y, dOut, *, x_num_col_dims=1, y_num_col_dims=1):
+    def backward(self, X, Y, dOut, wanted=None, *, x_num_col_dims=1, y_num_col_dims=1):
         x2 = X.reshape(int(np.prod(X.shape[:x_num_col_dims])), -1)
         y2 = Y.reshape(int(np.prod(Y.shape[:y_num_col_dims])), -1)
         d2 = dOut.reshape(x2.shape[0], y2.shape[1])
-        return {"X": (d2 @ y2.T).reshape(X.shape), "Y": (x2.T @ d2).reshape(Y.shape)}
+        out = {}
+        if wanted is None or "X" in wanted:      # fc on fed data: skip dX's GEMM
+            out["X"] = (d2 @ y2.T).reshape(X.shape)
+        if wanted is None or "Y" in wanted:
+            out["Y"] = (x2.T @ d2).reshape(Y.shape)
+        return out
 
     def double_grad(self, g, **attrs):
         _bilinear_double_grad(g, "mul", attrs)
@@ -178,20 +183,26 @@ class Matmul(OpDef):
             return np.matmul
         return None
 
-    def backward(self, X, Y, dOut, *, transpose_X=False, transpose_Y=False, alpha=1.0):
+    def backward(self, X, Y, dOut, wanted=None, *, transpose_X=False, transpose_Y=False,
+                 alpha=1.0):
         x, y = self._prep(X, Y, transpose_X, transpose_Y)
         full, _ = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
         d = dOut.reshape(full)
         if alpha != 1.0:
             d = d * d.dtype.type(alpha)
-        dx = np.matmul(d, np.swapaxes(y, -1, -2))        # grad of op(X)
-        dy = np.matmul(np.swapaxes(x, -1, -2), d)        # grad of op(Y)
-        if transpose_X:
-            dx = np.swapaxes(dx, -1, -2)
-        if transpose_Y:
-            dy = np.swapaxes(dy, -1, -2)
         xv, yv, _, _ = _matmul_views(X.shape, Y.shape, False, False)
-        return {"X": _sum_to(dx, xv).reshape(X.shape), "Y": _sum_to(dy, yv).reshape(Y.shape)}
+        out = {}
+        if wanted is None or "X" in wanted:
+            dx = np.matmul(d, np.swapaxes(y, -1, -2))        # grad of op(X)
+            if transpose_X:
+                dx = np.swapaxes(dx, -1, -2)
+            out["X"] = _sum_to(dx, xv).reshape(X.shape)
+        if wanted is None or "Y" in wanted:
+            dy = np.matmul(np.swapaxes(x, -1, -2), d)        # grad of op(Y)
+            if transpose_Y:
+                dy = np.swapaxes(dy, -1, -2)
+            out["Y"] = _sum_to(dy, yv).reshape(Y.shape)
+        return out
 
     def double_grad(self, g, **attrs):
         _bilinear_double_grad(g, "matmul", attrs)

@@ -129,7 +129,7 @@ class CrossEntropy(OpDef):
     def make_grad(self, g, *, soft_label=False, ignore_index=-100, **attrs):
         attrs = dict(attrs, soft_label=soft_label, ignore_index=ignore_index)
         emit_grad_op(g, self.type, attrs, uses=("X", "Label"), out_grads=("Y",),
-                     in_grads=("X", "Label") if soft_label else ("X",), in_slots=("X", "Label"))
+                     in_grads=("X", "Label") if soft_label else ("X",))
 
 
 @register
@@ -198,8 +198,7 @@ class SoftmaxWithCrossEntropy(OpDef):
     def make_grad(self, g, *, soft_label=False, **attrs):
         attrs = dict(attrs, soft_label=soft_label)
         emit_grad_op(g, self.type, attrs, uses=("Label", "Softmax"), out_grads=("Loss",),
-                     in_grads=("Logits", "Label") if soft_label else ("Logits",),
-                     in_slots=("Logits", "Label"))
+                     in_grads=("Logits", "Label") if soft_label else ("Logits",))
 
 
 @register

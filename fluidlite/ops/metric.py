@@ -57,7 +57,7 @@ class TopK(OpDef):
         return {"X": dx}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, "top_k", attrs, uses=("X", "Indices"), in_slots=("X",))
+        emit_grad_op(g, "top_k", attrs, uses=("X", "Indices"))
 
     def double_grad(self, g, **attrs):
         """top_k_grad is linear in dOut:  d(dOut) = ddX at Indices (a top_k of ddX would pick
@@ -81,12 +81,15 @@ class TakeAlongLastAxis(OpDef):
         return {"Out": np.take_along_axis(X, Index, axis=-1)}
 
     def backward(self, X, Index, dOut):
-        dx = np.zeros(X.shape, dtype=dOut.dtype)
-        np.put_along_axis(dx, Index, dOut, axis=-1)
-        return {"X": dx}
+        n = X.shape[-1]
+        dx = np.zeros((int(np.prod(X.shape[:-1])), n), dtype=dOut.dtype)
+        idx = Index.reshape(dx.shape[0], -1)
+        rows = np.arange(dx.shape[0])[:, None]
+        np.add.at(dx, (rows, idx), dOut.reshape(idx.shape))   # repeated indices accumulate
+        return {"X": dx.reshape(X.shape)}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, self.type, attrs, uses=("X", "Index"), in_slots=("X", "Index"))
+        emit_grad_op(g, self.type, attrs, uses=("X", "Index"))
 
     def double_grad(self, g, **attrs):
         dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import shape as S
 from ..core.dtypes import VarType, to_numpy_dtype
-from ..core.registry import OpDef, VarSpec, register
+from ..core.registry import OpDef, VarSpec, get_op_def, register
 
 
 @register
@@ -76,7 +76,7 @@ class Assign(OpDef):
     def forward(self, X):
         return {"Out": np.array(X, copy=True)}
 
-    def make_grad(self, g):
+    def make_grad(self, g, **attrs):
         g.append("assign", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")})
 
 
@@ -102,7 +102,7 @@ class Sum(OpDef):
             return lambda xs: np.add(xs[0], xs[1])
         return None
 
-    def make_grad(self, g):
+    def make_grad(self, g, **attrs):
         for x, dx in zip(g.input("X"), g.input_grad("X") or []):
             if dx != "@EMPTY@":
                 g.append("assign", {"X": g.output_grad("Out")}, {"Out": dx})
@@ -145,13 +145,14 @@ def norm_axis(op_type: str, axis: int, rank: int, what: str = "axis", extra: int
     return a
 
 
-def emit_grad_op(g, fwd_type: str, attrs, uses=(), out_grads=("Out",), in_grads=("X",),
-                 in_slots=()) -> None:
+def emit_grad_op(g, fwd_type: str, attrs, uses=(), out_grads=("Out",), in_grads=("X",)
+                 ) -> None:
     """Append ``<fwd_type>_grad`` reading only ``uses`` (forward inputs/outputs) and the listed
     output gradients, writing only the listed input gradients (fluid's explicit grad makers).
 
     Used by ops with several outputs (so unused output grads are not zero-filled) and by ops
     with integer inputs (whose gradient is never requested)."""
+    in_slots = {s.name for s in get_op_def(g.op.type).in_slots}
     inputs = {}
     for slot in uses:
         n = g.input(slot) if slot in in_slots else g.output(slot)
@@ -323,8 +324,7 @@ class Slice(_SliceBase):
         return {"Input": dx}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, "slice", attrs, uses=self.grad_uses, in_grads=("Input",),
-                     in_slots=self.grad_uses)
+        emit_grad_op(g, "slice", attrs, uses=self.grad_uses, in_grads=("Input",))
 
 
 @register
@@ -377,8 +377,7 @@ class StridedSlice(_SliceBase):
         return {"Input": dx}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, "strided_slice", attrs, uses=self.grad_uses, in_grads=("Input",),
-                     in_slots=self.grad_uses)
+        emit_grad_op(g, "strided_slice", attrs, uses=self.grad_uses, in_grads=("Input",))
 
 
 # -- reshape-like ops: Out plus fluid's XShape ([0] + X.shape, no data) ---------------------
@@ -691,7 +690,7 @@ class Split(OpDef):
         sizes = self._sizes(X.shape[a], num, sections)
         return {"Out": np.split(X, np.cumsum(sizes)[:-1], axis=a)}
 
-    def make_grad(self, g, *, num=0, sections=[], axis=0):
+    def make_grad(self, g, *, num=0, sections=[], axis=0, **_):
         if g.input_grad("X") is not None:
             g.append("concat", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")}, axis=axis)
 
@@ -782,7 +781,7 @@ class Gather(OpDef):
         return {"X": dx}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, "gather", attrs, uses=("X", "Index"), in_slots=("X", "Index"))
+        emit_grad_op(g, "gather", attrs, uses=("X", "Index"))
 
     def double_grad(self, g, **attrs):
         dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")
@@ -824,7 +823,7 @@ class Expand(OpDef):
         return {"X": d.reshape(X.shape)}
 
     def make_grad(self, g, **attrs):
-        emit_grad_op(g, "expand", attrs, uses=self.grad_uses, in_slots=self.grad_uses)
+        emit_grad_op(g, "expand", attrs, uses=self.grad_uses)
 
     def double_grad(self, g, **attrs):
         dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")

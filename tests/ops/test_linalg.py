@@ -1,0 +1,85 @@
+"""OpTest cases for fluidlite/ops/linalg.py: mul and matmul."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
+from fluidlite.testing import OpTest
+
+
+def run_op(op_type, inputs, attrs, outputs, grad=("X", "Y")):
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs, t.outputs = op_type, inputs, attrs, outputs
+    t.check_infer()
+    t.check_output()
+    if grad:
+        t.check_grad(list(grad), "Out")
+
+
+def test_mul():
+    x, y = OpTest.rand(3, 4, seed=1), OpTest.rand(4, 5, seed=2)
+    run_op("mul", {"X": x, "Y": y}, {}, {"Out": x @ y})
+
+
+def test_mul_num_col_dims():
+    x2, y2 = OpTest.rand(2, 3, 4, seed=1), OpTest.rand(12, 5, seed=2)
+    run_op("mul", {"X": x2, "Y": y2}, {"x_num_col_dims": 1},
+           {"Out": x2.reshape(2, 12) @ y2})
+    y3 = OpTest.rand(4, 2, 5, seed=3)
+    run_op("mul", {"X": x2, "Y": y3}, {"x_num_col_dims": 2, "y_num_col_dims": 1},
+           {"Out": (x2.reshape(6, 4) @ y3.reshape(4, 10)).reshape(2, 3, 2, 5)})
+
+
+def test_mul_shape_error():
+    with fluid.program_guard(fluid.Program()):
+        x = fluid.layers.data("x", [3])
+        w = fluid.layers.create_parameter([4, 2], "float32")
+        with pytest.raises(ValueError, match="mul.*width 3.*height 4"):
+            fluid.layers.mul(x, w)
+
+
+@pytest.mark.parametrize("xs,ys,tx,ty", [
+    ((3, 4), (4, 5), False, False),
+    ((4, 3), (4, 5), True, False),
+    ((3, 4), (5, 4), False, True),
+    ((2, 3, 4), (2, 4, 5), False, False),
+    ((2, 3, 4), (4, 5), False, False),       # broadcast Y over the batch
+    ((3, 4), (2, 4, 5), False, False),       # broadcast X over the batch
+    ((2, 1, 3, 4), (5, 4, 2), False, False),  # numpy-style batch broadcasting
+    ((4,), (4, 5), False, False),            # 1-D X: row vector, dim dropped
+    ((3, 4), (4,), False, False),            # 1-D Y: column vector, dim dropped
+    ((4,), (4,), False, False),              # both 1-D: shape [1]
+    ((2, 4, 3), (2, 5, 4), True, True),
+])
+def test_matmul(xs, ys, tx, ty):
+    x, y = OpTest.rand(*xs, seed=1), OpTest.rand(*ys, seed=2)
+    a = np.swapaxes(x, -1, -2) if tx and x.ndim > 1 else x
+    b = np.swapaxes(y, -1, -2) if ty and y.ndim > 1 else y
+    out = np.matmul(a, b)
+    if out.ndim == 0:
+        out = out.reshape(1)
+    run_op("matmul", {"X": x, "Y": y}, {"transpose_X": tx, "transpose_Y": ty, "alpha": 1.5},
+           {"Out": 1.5 * out})
+
+
+def test_matmul_errors():
+    with fluid.program_guard(fluid.Program()):
+        x = fluid.layers.data("x", [3, 4], append_batch_size=False)
+        y = fluid.layers.data("y", [5, 6], append_batch_size=False)
+        with pytest.raises(ValueError, match=r"matmul.*width 4.*height 5.*\[3, 4\].*\[5, 6\]"):
+            fluid.layers.matmul(x, y)
+        with pytest.raises(TypeError, match="matmul"):
+            fluid.layers.matmul(x, np.zeros((4, 2)))
+        a = fluid.layers.data("a", [2, 3, 4], append_batch_size=False)
+        b = fluid.layers.data("b", [3, 4, 5], append_batch_size=False)
+        with pytest.raises(ValueError, match="matmul.*batch dims"):
+            fluid.layers.matmul(a, b)
+
+
+def test_matmul_keeps_float32_and_lowers():
+    x = np.ones((2, 3), np.float32)
+    y = np.ones((3, 4), np.float32)
+    out = get_op_def("matmul").forward(x, y, alpha=0.5)["Out"]
+    assert out.dtype == np.float32
+    g = get_op_def("matmul").backward(x, y, np.ones((2, 4), np.float32), alpha=0.5)
+    assert g["X"].dtype == np.float32 and g["Y"].dtype == np.float32
