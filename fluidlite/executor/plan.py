@@ -20,8 +20,10 @@ from ..core import names, registry
 from ..core.errors import EnforceNotMet
 from ..core.ir import Block, Operator, Program, creation_site
 from ..core.registry import COMMON_ATTRS
+from .fusion import fuse
 
 _SKIP_OPS = frozenset({"feed", "fetch"})
+ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
 _plan_ids = itertools.count()
 
 
@@ -34,7 +36,8 @@ class Plan:
         self.feed_names = tuple(feed_names)
         self.fetch_names = tuple(fetch_names)
         block = program.block(block_idx)
-        self.ops: List[Operator] = [op for op in block.ops if op.type not in _SKIP_OPS]
+        ops = [op for op in block.ops if op.type not in _SKIP_OPS]
+        self.ops: List[Any] = fuse(ops, block, set(self.fetch_names)) if ENABLE_FUSION else ops
         self.persist_reads: List[str] = []      # read from the scope before the step
         self.write_names: List[str] = []        # persistables written back after the step
         self.kernels: List[Callable] = []
@@ -80,7 +83,7 @@ class Plan:
             return local[name]
 
         for op_idx, op in enumerate(self.ops):
-            opdef = registry.get_op_def(op.type)
+            opdef = getattr(op, "opdef", None) or registry.get_op_def(op.type)
             args, used = [], []
             for slot in opdef.in_slots:
                 arg_names = op.inputs.get(slot.name)
