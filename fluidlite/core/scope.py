@@ -75,7 +75,11 @@ class LoDTensor:
         if self._array is None:
             raise RuntimeError("The tensor is not initialized; run the program that "
                                "produces it (e.g. the startup program) first.")
-        return self._array if dtype is None else self._array.astype(dtype)
+        if dtype is not None:
+            return self._array.astype(dtype)
+        # numpy 2 passes copy=True for np.array(tensor) and trusts us to copy: scope buffers may
+        # be updated in place by later runs, so a snapshot must not alias them
+        return self._array.copy() if copy else self._array
 
     def shape(self) -> List[int]:
         return list(self._array.shape) if self._array is not None else []
