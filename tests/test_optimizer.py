@@ -376,3 +376,132 @@ def test_apply_gradients_on_explicit_pairs():
             shape=[2], dtype="float32", name="unused")
         ops = opt.apply_gradients(pg + [(extra, None)])
     assert [op.input("Param")[0] for op in ops] == ["fc_0.b_0", "fc_0.w_0"]
+
+
+# -- averaging and wrappers -------------------------------------------------------------------
+def _sgd_weights(steps):
+    """SGD(0.1) weights after each step (NumPy)."""
+    return [w for w, _ in reference(sgd_ref(0.1), steps)]
+
+
+def _build_with(extra):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        loss = net()
+        fluid.optimizer.SGD(0.1).minimize(loss)
+        obj = extra()
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    return main, exe, scope, obj
+
+
+def _param(scope, name="fc_0.w_0"):
+    return np.array(scope.find_var(name).get_tensor())
+
+
+@pytest.mark.parametrize("steps", [3, 4])
+def test_model_average_is_the_window_mean(steps):
+    main, exe, scope, ma = _build_with(lambda: O.ModelAverage(0.15, min_average_window=2,
+                                                              max_average_window=3))
+    ops = [op for op in main.global_block().ops if op.type == "average_accumulates"]
+    assert len(ops) == 2 and ops[0].attr("op_namescope") == "/move_average/"
+    assert main.global_block().var("fc_0.w_0_num_updates_0").dtype == fluid.VarType.INT64
+    for xb in BATCHES[:steps]:
+        exe.run(main, feed={"x": xb}, scope=scope)
+    ws = _sgd_weights(steps)
+    # windows roll every 2 steps: after 3 steps the mean covers w1..w3, after 4 only w3, w4
+    want = np.mean(ws, axis=0) if steps == 3 else (ws[2] + ws[3]) / 2
+    with fluid.scope_guard(scope):
+        with ma.apply(exe):
+            np.testing.assert_allclose(_param(scope), want, rtol=1e-5)
+        np.testing.assert_allclose(_param(scope), ws[-1], rtol=1e-5)   # restored
+        with ma.apply(exe, need_restore=False):
+            pass
+        np.testing.assert_allclose(_param(scope), want, rtol=1e-5)
+        ma.restore(exe)
+        np.testing.assert_allclose(_param(scope), ws[-1], rtol=1e-5)
+
+
+def test_model_average_skips_params_without_do_model_average_and_validates():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        loss = net(b_attr=fluid.ParamAttr(do_model_average=False))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+        ma = O.ModelAverage(0.15)
+        assert [p.name for p, _ in ma.params_grads] == ["fc_0.w_0"]
+        with pytest.raises(ValueError, match="min_average_window"):
+            O.ModelAverage(0.1, min_average_window=5, max_average_window=2)
+        with pytest.raises(TypeError, match="not a standalone optimizer"):
+            ma.minimize(loss)
+
+
+def test_exponential_moving_average_update_apply_restore():
+    def make():
+        ema = O.ExponentialMovingAverage(0.9)
+        ema.update()
+        return ema
+    main, exe, scope, ema = _build_with(make)
+    assert main.global_block().ops[0].type == "increment"     # @EMA_STEP_COUNTER@
+    ws = _sgd_weights(3)
+    e = np.zeros_like(ws[0])
+    for xb, w in zip(BATCHES[:3], ws):
+        exe.run(main, feed={"x": xb}, scope=scope)
+        e = 0.9 * e + 0.1 * w
+        np.testing.assert_allclose(_param(scope, "fc_0.w_0_ema_0"), e, rtol=1e-5)
+    with fluid.scope_guard(scope):
+        for _ in range(2):     # applying twice gives the same values (no compounding)
+            with ema.apply(exe):
+                np.testing.assert_allclose(_param(scope), e / (1 - 0.9 ** 3), rtol=1e-5)
+            np.testing.assert_allclose(_param(scope), ws[-1], rtol=1e-6)
+        np.testing.assert_allclose(_param(scope, "fc_0.w_0_ema_0"), e, rtol=1e-5)
+
+
+def test_exponential_moving_average_with_thres_steps():
+    def make():
+        step = fluid.layers.autoincreased_step_counter()
+        ema = O.ExponentialMovingAverage(0.999, thres_steps=step)
+        ema.update()
+        return ema
+    main, exe, scope, ema = _build_with(make)
+    ws = _sgd_weights(3)
+    e = np.zeros_like(ws[0])
+    for t, (xb, w) in enumerate(zip(BATCHES[:3], ws), start=1):
+        exe.run(main, feed={"x": xb}, scope=scope)
+        d = min(0.999, (1 + t) / (10 + t))
+        np.testing.assert_allclose(_param(scope, "scheduled_ema_decay_rate"), [d], rtol=1e-6)
+        e = d * e + (1 - d) * w
+    np.testing.assert_allclose(_param(scope, "fc_0.w_0_ema_0"), e, rtol=1e-5)
+    with pytest.raises(ValueError, match="decay must be a float in"):
+        O.ExponentialMovingAverage(1.5)
+
+
+def test_lookahead_syncs_every_k_steps():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        loss = net()
+        la = O.LookaheadOptimizer(O.SGD(0.1), alpha=0.25, k=2)
+        ops, pg = la.minimize(loss)
+    assert [op.type for op in ops] == ["sgd", "sgd"] and len(pg) == 2
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    np.testing.assert_allclose(_param(scope, "fc_0.w_0@SLOW"), W0)
+    fast = [W0.astype("float64"), B0.astype("float64")]
+    slow = [f.copy() for f in fast]
+    for t, xb in enumerate(BATCHES[:4], start=1):
+        fast = [f - 0.1 * g for f, g in zip(fast, grads(fast[0], fast[1], xb))]
+        if t % 2 == 0:
+            slow = [0.25 * f + 0.75 * s for f, s in zip(fast, slow)]
+            fast = [s.copy() for s in slow]
+        exe.run(main, feed={"x": xb}, scope=scope)
+        for i, name in enumerate(("fc_0.w_0", "fc_0.b_0")):
+            np.testing.assert_allclose(_param(scope, name), fast[i], rtol=1e-5)
+            np.testing.assert_allclose(_param(scope, name + "@SLOW"), slow[i], rtol=1e-5)
+
+
+def test_lookahead_validation():
+    with pytest.raises(ValueError, match="inner optimizer can not be None"):
+        O.LookaheadOptimizer(None)
+    with pytest.raises(ValueError, match="alpha should be larger or equal to 0.0"):
+        O.LookaheadOptimizer(O.SGD(0.1), alpha=1.5)
+    with pytest.raises(ValueError, match="k should be a positive integer"):
+        O.LookaheadOptimizer(O.SGD(0.1), k=0)

@@ -319,12 +319,14 @@ _MAX_NUM_ACCUMULATES = 16384   # fluid's kMaxNumAccumulates (precision guard for
 
 @register
 class AverageAccumulates(_Update):
-    """ModelAverage's running sums (s1, s2, s3 before the step; counters int64 [1]):
-    num_updates += 1; num_accumulates += 1; sum_1 = s1 + param;
-    every 16384 updates: sum_2 = s2 + s1, sum_1 = 0;
+    """ModelAverage's running sums. Sequential semantics (fluid's kernel updates its outputs in
+    place and the optimizer aliases every in_* with its out_*, so each step sees the previous
+    step's result):  num_updates += 1; num_accumulates += 1; sum_1 += param;
+    every 16384 updates (precision guard): sum_2 += sum_1, sum_1 = 0;
     when num_accumulates >= min_average_window and >= min(max_average_window,
-    num_updates * average_window): sum_3 = s1 + s2, sum_1 = sum_2 = 0,
-    old_num_accumulates = num_accumulates, num_accumulates = 0."""
+    num_updates * average_window): sum_3 = sum_1 + sum_2, sum_1 = sum_2 = 0,
+    old_num_accumulates = num_accumulates, num_accumulates = 0.
+    So (sum_1 + sum_2 + sum_3) / (num_accumulates + old_num_accumulates) is the window mean."""
     type = "average_accumulates"
     inputs = ("param", "in_sum_1", "in_sum_2", "in_sum_3", "in_num_accumulates",
               "in_old_num_accumulates", "in_num_updates")
@@ -351,11 +353,11 @@ class AverageAccumulates(_Update):
         old_num = int(in_old_num_accumulates.reshape(-1)[0])
         s1, s2, s3 = in_sum_1 + param, in_sum_2, in_sum_3
         if num_updates % _MAX_NUM_ACCUMULATES == 0:
-            s2 = in_sum_2 + in_sum_1
+            s2 = s2 + s1
             s1 = np.zeros_like(in_sum_1)
         if num_acc >= min_average_window and \
                 num_acc >= min(max_average_window, num_updates * average_window):
-            s3 = in_sum_1 + in_sum_2
+            s3 = s1 + s2
             s1, s2 = np.zeros_like(in_sum_1), np.zeros_like(in_sum_2)
             old_num, num_acc = num_acc, 0
         counter = lambda v, like: np.full(like.shape, v, dtype=like.dtype)

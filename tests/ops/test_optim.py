@@ -216,9 +216,9 @@ def _avg_case(num_updates, num_acc, min_w, max_w, rate):
             nu, na, old = num_updates + 1, num_acc + 1, 7
             o1, o2, o3 = s1 + p, s2, s3
             if nu % 16384 == 0:
-                o2, o1 = s2 + s1, np.zeros_like(s1)
+                o2, o1 = s2 + s1 + p, np.zeros_like(s1)
             if na >= min_w and na >= min(max_w, nu * rate):
-                o3, o1, o2 = s1 + s2, np.zeros_like(s1), np.zeros_like(s2)
+                o3, o1, o2 = o1 + o2, np.zeros_like(s1), np.zeros_like(s2)
                 old, na = na, 0
             self.outputs = {"out_sum_1": o1, "out_sum_2": o2, "out_sum_3": o3,
                             "out_num_accumulates": i64(na), "out_old_num_accumulates": i64(old),
@@ -228,7 +228,8 @@ def _avg_case(num_updates, num_acc, min_w, max_w, rate):
 
 @pytest.mark.parametrize("args", [(3, 3, 10, 20, 0.5),      # accumulate only
                                   (30, 14, 10, 20, 0.5),    # window reached: roll into sum_3
-                                  (16383, 1, 100, 200, 0.5)])  # precision guard
+                                  (16383, 1, 100, 200, 0.5),   # precision guard
+                                  (16383, 199, 100, 200, 0.5)])  # guard and window together
 def test_average_accumulates(args):
     _avg_case(*args).test_infer_and_output()
 
