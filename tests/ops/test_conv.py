@@ -1,0 +1,328 @@
+"""conv2d, depthwise_conv2d, conv2d_transpose: kernels vs direct NumPy references, numeric
+gradients, the lazy grad mapping, and the conv2d / conv2d_transpose layers."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
+from fluidlite.testing import OpTest, assert_grads_close, numeric_grad
+
+
+def ref_conv(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), groups=1):
+    """Direct convolution: a sum over kernel offsets of strided input slices (no im2col)."""
+    N, C, H, W = x.shape
+    F, Cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
+    oh = (H + pads[0] + pads[1] - dil[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (W + pads[2] + pads[3] - dil[1] * (kw - 1) - 1) // strides[1] + 1
+    out = np.zeros((N, F, oh, ow))
+    fg = F // groups
+    for f in range(F):
+        g = f // fg
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * Cg:(g + 1) * Cg,
+                           i * dil[0]:i * dil[0] + strides[0] * (oh - 1) + 1:strides[0],
+                           j * dil[1]:j * dil[1] + strides[1] * (ow - 1) + 1:strides[1]]
+                out[:, f] += np.einsum("nchw,c->nhw", patch, w[f, :, i, j])
+    return out
+
+
+def ref_conv_transpose(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), groups=1,
+                       out_hw=None):
+    """Scatter every input pixel times the kernel into the (uncropped) output, then crop."""
+    N, Cin, H, W = x.shape
+    _, Fg, kh, kw = w.shape
+    cg = Cin // groups
+    nat = [(H - 1) * strides[0] - pads[0] - pads[1] + dil[0] * (kh - 1) + 1,
+           (W - 1) * strides[1] - pads[2] - pads[3] + dil[1] * (kw - 1) + 1]
+    out_hw = out_hw or nat
+    full = np.zeros((N, Fg * groups, pads[0] + out_hw[0] + kh * dil[0] + H * strides[0],
+                     pads[2] + out_hw[1] + kw * dil[1] + W * strides[1]))
+    for c in range(Cin):
+        g = c // cg
+        for i in range(kh):
+            for j in range(kw):
+                full[:, g * Fg:(g + 1) * Fg,
+                     i * dil[0]:i * dil[0] + strides[0] * (H - 1) + 1:strides[0],
+                     j * dil[1]:j * dil[1] + strides[1] * (W - 1) + 1:strides[1]] += \
+                    x[:, c, None] * w[c, :, i, j][None, :, None, None]
+    return full[:, :, pads[0]:pads[0] + out_hw[0], pads[2]:pads[2] + out_hw[1]]
+
+
+def weighted_grad_check(op_type, inputs, attrs, out_slot, out_slots, wrt, max_rel=5e-3):
+    """d/d(wrt) of mean(flatten(Out) @ r) for a fixed random r: a stronger check than the mean
+    of Out (whose upstream gradient is uniform)."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    feed, ins = {}, {}
+    for slot, arr in inputs.items():
+        arr = np.asarray(arr)
+        arr = arr.astype("float64") if arr.dtype.kind == "f" else arr
+        ins[slot] = block.create_var(name=slot.lower(), shape=arr.shape, dtype=arr.dtype,
+                                     is_data=True, stop_gradient=slot not in wrt)
+        feed[slot.lower()] = arr
+    outs = {s: block.create_var(name=s.lower() + "_out") for s in out_slots}
+    with fluid.program_guard(prog, fluid.Program()):
+        block.append_op(op_type, ins, outs, dict(attrs))
+        y = outs[out_slot]
+        width = int(np.prod(y.shape[1:]))
+        feed["r"] = np.random.default_rng(7).uniform(-1, 1, (width, 1))
+        r = block.create_var(name="r", shape=(width, 1), dtype="float64", is_data=True,
+                             stop_gradient=True)
+        loss = fluid.layers.mean(fluid.layers.mul(y, r))
+    fwd = prog.clone()
+    with fluid.program_guard(prog, fluid.Program()):
+        fluid.backward.append_backward(loss, parameter_list=[])
+    exe = fluid.Executor(fluid.CPUPlace())
+    names = [s.lower() for s in wrt]
+    got = exe.run(prog, feed=feed, fetch_list=[n + "@GRAD" for n in names], scope=fluid.Scope())
+
+    def f(fd):
+        return float(exe.run(fwd, feed=fd, fetch_list=[loss.name], scope=fluid.Scope())[0][0])
+
+    for n, a in zip(names, got):
+        assert_grads_close(a, numeric_grad(f, feed, n), max_rel, f"{op_type}: d{n}")
+
+
+class TestConv2D(OpTest):
+    op_type = "conv2d"
+
+    def setup_method(self, *_):
+        x, w = self.rand(2, 2, 5, 5), self.rand(3, 2, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [1, 1], "paddings": [1, 1], "dilations": [1, 1], "groups": 1}
+        self.outputs = {"Output": ref_conv(x, w, pads=(1, 1, 1, 1))}
+
+    def test_all(self):
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_weighted_gradient(self):
+        weighted_grad_check("conv2d", self.inputs, self.attrs, "Output", ["Output"],
+                            ["Input", "Filter"])
+
+    def test_stride_asymmetric_padding_dilation_groups(self):
+        x, w = self.rand(2, 4, 7, 6), self.rand(4, 2, 3, 2, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [2, 1], "paddings": [1, 2, 0, 1], "dilations": [2, 1],
+                      "groups": 2}
+        self.outputs = {"Output": ref_conv(x, w, (2, 1), (1, 2, 0, 1), (2, 1), 2)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_stride2_dilation2(self):
+        x, w = self.rand(1, 2, 9, 9), self.rand(2, 2, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [2, 2], "paddings": [2, 2], "dilations": [2, 2]}
+        self.outputs = {"Output": ref_conv(x, w, (2, 2), (2, 2, 2, 2), (2, 2))}
+        self.check_output()
+        weighted_grad_check("conv2d", self.inputs, self.attrs, "Output", ["Output"],
+                            ["Input", "Filter"])
+
+    def test_nhwc(self):
+        x, w = self.rand(2, 5, 4, 3), self.rand(2, 3, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [1, 0], "data_format": "NHWC"}
+        ref = ref_conv(x.transpose(0, 3, 1, 2), w, pads=(1, 1, 0, 0))
+        self.outputs = {"Output": ref.transpose(0, 2, 3, 1)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    @pytest.mark.parametrize("algo,pads", [("SAME", (1, 1, 0, 1)), ("VALID", (0, 0, 0, 0))])
+    def test_padding_algorithm(self, algo, pads):
+        x, w = self.rand(1, 2, 6, 5), self.rand(2, 2, 3, 2, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [3, 3], "padding_algorithm": algo}
+        self.outputs = {"Output": ref_conv(x, w, pads=pads)}
+        self.check_infer()
+        self.check_output()
+
+    def test_float32_stays_float32(self):
+        x, w = (a.astype("float32") for a in (self.inputs["Input"], self.inputs["Filter"]))
+        self.inputs = {"Input": x, "Filter": w}
+        self.outputs = {"Output": ref_conv(x, w, pads=(1, 1, 1, 1)).astype("float32")}
+        self.check_output(atol=1e-5)
+        out = get_op_def("conv2d").forward(x, w, paddings=[1, 1])["Output"]
+        assert out.dtype == np.float32 and out.flags.c_contiguous
+
+    def test_channel_mismatch_is_reported(self):
+        self.inputs = {"Input": self.rand(1, 3, 5, 5), "Filter": self.rand(2, 2, 3, 3)}
+        with pytest.raises(ValueError, match=r"Input has 3 channels but Filter \[2, 2, 3, 3\]"):
+            self.check_infer()
+
+    def test_empty_output_is_reported(self):
+        self.inputs = {"Input": self.rand(1, 2, 2, 2), "Filter": self.rand(2, 2, 3, 3)}
+        self.attrs = {}
+        with pytest.raises(ValueError, match="output size"):
+            self.check_infer()
+
+
+class TestDepthwiseConv2D(OpTest):
+    op_type = "depthwise_conv2d"
+
+    def test_all(self):
+        x, w = self.rand(2, 3, 5, 5), self.rand(6, 1, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [1, 1], "groups": 3}
+        self.outputs = {"Output": ref_conv(x, w, pads=(1, 1, 1, 1), groups=3)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+
+class TestConv2DTranspose(OpTest):
+    op_type = "conv2d_transpose"
+
+    def setup_method(self, *_):
+        x, w = self.rand(2, 3, 3, 4), self.rand(3, 2, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [2, 2], "paddings": [1, 1]}
+        self.outputs = {"Output": ref_conv_transpose(x, w, (2, 2), (1, 1, 1, 1))}
+
+    def test_all(self):
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_weighted_gradient(self):
+        weighted_grad_check("conv2d_transpose", self.inputs, self.attrs, "Output", ["Output"],
+                            ["Input", "Filter"])
+
+    def test_output_size_groups_dilation(self):
+        x, w = self.rand(1, 4, 3, 3), self.rand(4, 1, 2, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        out_hw = [7, 9]     # natural size is [6, 9]; one extra row allowed by stride 2
+        self.attrs = {"strides": [2, 2], "paddings": [0, 1, 0, 0], "dilations": [2, 2],
+                      "groups": 2, "output_size": out_hw}
+        self.outputs = {"Output": ref_conv_transpose(x, w, (2, 2), (0, 1, 0, 0), (2, 2), 2,
+                                                     out_hw)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_stride1_nhwc(self):
+        x, w = self.rand(1, 3, 4, 2), self.rand(2, 3, 2, 2, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"data_format": "NHWC", "paddings": [1, 0]}
+        ref = ref_conv_transpose(x.transpose(0, 3, 1, 2), w, pads=(1, 1, 0, 0))
+        self.outputs = {"Output": ref.transpose(0, 2, 3, 1)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_unreachable_output_size(self):
+        self.attrs = dict(self.attrs, output_size=[9, 9])
+        with pytest.raises(ValueError, match="output_size .* is not reachable"):
+            self.check_infer()
+
+
+def test_grad_kernel_computes_only_requested_slots(monkeypatch):
+    from fluidlite.ops import conv
+    calls = []
+    monkeypatch.setattr(conv, "_conv_dx", lambda *a: calls.append("dx"))
+    x, w = OpTest.rand(2, 1, 6, 6), OpTest.rand(4, 1, 3, 3, seed=1)
+    dy = np.ones((2, 4, 4, 4))
+    res = get_op_def("conv2d_grad").forward(x, w, dy)
+    dw = res["Filter@GRAD"]
+    assert calls == [] and dw.shape == w.shape
+    # dOutput = 1: every filter's gradient is the 4x4 box sum of the batch-summed image
+    box = ref_conv(x.sum(axis=0, keepdims=True), np.ones((1, 1, 4, 4)))
+    np.testing.assert_allclose(dw, np.broadcast_to(box, w.shape), rtol=1e-10)
+
+
+def test_first_conv_of_a_network_gets_no_input_gradient():
+    img = fluid.data("img", [None, 1, 6, 6], "float32")
+    y = fluid.layers.conv2d(img, num_filters=2, filter_size=3)
+    loss = fluid.layers.mean(y)
+    fluid.backward.append_backward(loss)
+    grad_ops = [op for op in fluid.default_main_program().global_block().ops
+                if op.type == "conv2d_grad"]
+    assert len(grad_ops) == 1
+    assert grad_ops[0].output_names == ["Filter@GRAD"]
+
+
+class TestConv2DLayer:
+    def test_parameters_names_and_default_init(self):
+        main, startup = fluid.default_main_program(), fluid.default_startup_program()
+        main.random_seed = 5
+        x = fluid.data("x", [None, 8, 10, 10], "float32")
+        y = fluid.layers.conv2d(x, num_filters=16, filter_size=3, padding=1, act="relu")
+        assert y.shape == (-1, 16, 10, 10)
+        w = main.global_block().var("conv2d_0.w_0")
+        b = main.global_block().var("conv2d_0.b_0")
+        assert w.shape == (16, 8, 3, 3) and b.shape == (16,)
+        init = [op for op in startup.global_block().ops if "conv2d_0.w_0" in op.output_arg_names]
+        assert init[0].type == "gaussian_random"
+        assert init[0].attr("std") == pytest.approx((2.0 / (3 * 3 * 8)) ** 0.5)
+        types = [op.type for op in main.global_block().ops]
+        assert types == ["conv2d", "elementwise_add", "relu"]
+        add = main.global_block().ops[1]
+        assert add.attr("axis") == 1
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        xv = np.random.default_rng(0).standard_normal((2, 8, 10, 10)).astype("float32")
+        out, = exe.run(main, feed={"x": xv}, fetch_list=[y])
+        wv = np.array(fluid.global_scope().find_var("conv2d_0.w_0").get_tensor())
+        assert abs(wv.std() - (2.0 / 72) ** 0.5) < 0.03
+        np.testing.assert_allclose(out, np.maximum(ref_conv(xv, wv, pads=(1, 1, 1, 1)), 0),
+                                   rtol=1e-4, atol=1e-4)
+
+    def test_groups_stride_padding_forms_and_nhwc(self):
+        x = fluid.data("x", [None, 4, 9, 9], "float32")
+        y = fluid.layers.conv2d(x, 6, [3, 1], stride=2, padding=[1, 2, 0, 0], groups=2,
+                                bias_attr=False)
+        assert y.shape == (-1, 6, 5, 5)
+        z = fluid.layers.conv2d(x, 4, 3, padding="SAME")
+        assert z.shape == (-1, 4, 9, 9)
+        v = fluid.layers.conv2d(x, 4, 3, padding=[[0, 0], [0, 0], [1, 1], [2, 2]])
+        assert v.shape == (-1, 4, 9, 11)
+        xh = fluid.data("xh", [None, 9, 9, 4], "float32")
+        h = fluid.layers.conv2d(xh, 5, 3, data_format="NHWC")
+        assert h.shape == (-1, 7, 7, 5)
+        ops = fluid.default_main_program().global_block().ops
+        assert ops[-1].type == "elementwise_add" and ops[-1].attr("axis") == 3
+
+    def test_depthwise_when_cudnn_is_off(self):
+        x = fluid.data("x", [None, 4, 6, 6], "float32")
+        fluid.layers.conv2d(x, 8, 3, groups=4, use_cudnn=False)
+        assert fluid.default_main_program().global_block().ops[0].type == "depthwise_conv2d"
+
+    def test_bad_arguments(self):
+        x = fluid.data("x", [None, 4, 6, 6], "float32")
+        with pytest.raises(ValueError, match="divisible by groups"):
+            fluid.layers.conv2d(x, 6, 3, groups=3)
+        with pytest.raises(ValueError, match="must be 4-D"):
+            fluid.layers.conv2d(fluid.data("f", [None, 4], "float32"), 2, 3)
+        with pytest.raises(ValueError, match="'SAME' or 'VALID'"):
+            fluid.layers.conv2d(x, 2, 3, padding="FULL")
+
+
+class TestConv2DTransposeLayer:
+    def test_filter_size_from_output_size(self):
+        x = fluid.data("x", [None, 3, 7, 7], "float32")
+        y = fluid.layers.conv2d_transpose(x, num_filters=2, output_size=14, padding=1, stride=2)
+        w = fluid.default_main_program().global_block().var("conv2d_transpose_0.w_0")
+        # k = (14 - (7 - 1) * 2 + 2 * 1 - 1) // 1 + 1 = 4
+        assert w.shape == (3, 2, 4, 4) and y.shape == (-1, 2, 14, 14)
+
+    def test_runs_and_matches_reference(self):
+        x = fluid.data("x", [None, 2, 4, 4], "float32")
+        y = fluid.layers.conv2d_transpose(x, 3, filter_size=3, stride=2, bias_attr=False,
+                                          act="relu")
+        assert y.shape == (-1, 3, 9, 9)
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(fluid.default_startup_program())
+        xv = np.random.default_rng(0).standard_normal((2, 2, 4, 4)).astype("float32")
+        out, = exe.run(feed={"x": xv}, fetch_list=[y])
+        wv = np.array(fluid.global_scope().find_var("conv2d_transpose_0.w_0").get_tensor())
+        ref = np.maximum(ref_conv_transpose(xv, wv, (2, 2)), 0)
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
+
+    def test_needs_filter_or_output_size(self):
+        x = fluid.data("x", [None, 2, 4, 4], "float32")
+        with pytest.raises(ValueError, match="output_size must be set"):
+            fluid.layers.conv2d_transpose(x, 3)

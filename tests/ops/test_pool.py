@@ -1,0 +1,158 @@
+"""pool2d: max/avg, paddings, ceil_mode, exclusive, global pooling, NHWC, SAME; numeric
+gradients; the pool2d layer."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.testing import OpTest
+
+
+def ref_pool(x, k, s, pads=(0, 0, 0, 0), ptype="max", ceil=False, exclusive=True):
+    """fluid's window rule, one output cell at a time: a window starts at o*s - pad_before and
+    is clipped to the input; exclusive averages divide by the clipped size, else by kh*kw."""
+    N, C, H, W = x.shape
+    extra = [s[i] - 1 if ceil else 0 for i in range(2)]
+    oh = (H + pads[0] + pads[1] - k[0] + extra[0]) // s[0] + 1
+    ow = (W + pads[2] + pads[3] - k[1] + extra[1]) // s[1] + 1
+    out = np.zeros((N, C, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            hs, ws = i * s[0] - pads[0], j * s[1] - pads[2]
+            he, we = min(hs + k[0], H), min(ws + k[1], W)
+            hs, ws = max(hs, 0), max(ws, 0)
+            win = x[:, :, hs:he, ws:we]
+            if ptype == "max":
+                out[:, :, i, j] = win.max(axis=(2, 3))
+            else:
+                div = (he - hs) * (we - ws) if exclusive else k[0] * k[1]
+                out[:, :, i, j] = win.sum(axis=(2, 3)) / div
+    return out
+
+
+class TestPool2D(OpTest):
+    op_type = "pool2d"
+
+    def setup_method(self, *_):
+        x = self.rand(2, 3, 6, 6)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]}
+        self.outputs = {"Out": ref_pool(x, (2, 2), (2, 2))}
+
+    def test_max(self):
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_avg_overlapping_padded(self):
+        x = self.inputs["X"]
+        self.attrs = {"pooling_type": "avg", "ksize": [3, 3], "strides": [2, 1],
+                      "paddings": [1, 1]}
+        self.outputs = {"Out": ref_pool(x, (3, 3), (2, 1), (1, 1, 1, 1), "avg")}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_avg_not_exclusive(self):
+        x = self.inputs["X"]
+        self.attrs = {"pooling_type": "avg", "ksize": [3, 3], "strides": [2, 2],
+                      "paddings": [1, 1], "exclusive": False}
+        self.outputs = {"Out": ref_pool(x, (3, 3), (2, 2), (1, 1, 1, 1), "avg",
+                                        exclusive=False)}
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_max_overlapping_padded_ceil_mode(self):
+        x = self.rand(2, 2, 7, 7, seed=3)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "max", "ksize": [3, 3], "strides": [2, 2],
+                      "paddings": [1, 0, 1, 0], "ceil_mode": True}
+        self.outputs = {"Out": ref_pool(x, (3, 3), (2, 2), (1, 0, 1, 0), ceil=True)}
+        assert self.outputs["Out"].shape == (2, 2, 4, 4)
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_avg_ceil_mode(self):
+        x = self.rand(1, 2, 5, 5)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "avg", "ksize": [2, 2], "strides": [2, 2],
+                      "ceil_mode": True}
+        self.outputs = {"Out": ref_pool(x, (2, 2), (2, 2), ptype="avg", ceil=True)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    @pytest.mark.parametrize("ptype", ["max", "avg"])
+    def test_global(self, ptype):
+        x = self.inputs["X"]
+        self.attrs = {"pooling_type": ptype, "ksize": [1, 1], "global_pooling": True}
+        red = x.max(axis=(2, 3)) if ptype == "max" else x.mean(axis=(2, 3))
+        self.outputs = {"Out": red[:, :, None, None]}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_nhwc(self):
+        x = self.rand(2, 6, 5, 3)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "max", "ksize": [3, 2], "strides": [2, 2],
+                      "data_format": "NHWC"}
+        ref = ref_pool(x.transpose(0, 3, 1, 2), (3, 2), (2, 2))
+        self.outputs = {"Out": ref.transpose(0, 2, 3, 1)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_same_padding(self):
+        x = self.rand(1, 1, 5, 5)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "avg", "ksize": [2, 2], "strides": [2, 2],
+                      "padding_algorithm": "SAME"}
+        self.outputs = {"Out": ref_pool(x, (2, 2), (2, 2), (0, 1, 0, 1), "avg")}
+        self.check_infer()
+        self.check_output()
+
+    def test_max_gradient_goes_to_the_first_maximum(self):
+        from fluidlite.core.registry import get_op_def
+        x = np.zeros((1, 1, 2, 2))     # four tied maxima
+        dx = get_op_def("pool2d").backward(x, np.zeros((1, 1, 1, 1)), np.ones((1, 1, 1, 1)),
+                                           ksize=[2, 2], strides=[2, 2])["X"]
+        np.testing.assert_array_equal(dx, [[[[1.0, 0.0], [0.0, 0.0]]]])
+
+    def test_bad_attrs(self):
+        self.attrs = {"pooling_type": "min", "ksize": [2, 2]}
+        with pytest.raises(ValueError, match="pooling_type must be 'max' or 'avg'"):
+            self.check_infer()
+        self.attrs = {"pooling_type": "max", "ksize": [2, 2], "adaptive": True}
+        with pytest.raises(ValueError, match="adaptive=True is not supported"):
+            self.check_infer()
+
+
+class TestPool2DLayer:
+    def test_shapes_and_attrs(self):
+        x = fluid.data("x", [None, 3, 8, 8], "float32")
+        y = fluid.layers.pool2d(x, pool_size=2, pool_stride=2)
+        z = fluid.layers.pool2d(x, pool_size=3, pool_type="avg", pool_stride=2, pool_padding=1,
+                                ceil_mode=True, exclusive=False)
+        g = fluid.layers.pool2d(x, pool_type="avg", global_pooling=True)
+        assert y.shape == (-1, 3, 4, 4) and z.shape == (-1, 3, 5, 5) and g.shape == (-1, 3, 1, 1)
+        op = fluid.default_main_program().global_block().ops[1]
+        assert op.attr("ksize") == [3, 3] and op.attr("exclusive") is False
+        assert op.attr("ceil_mode") is True and op.attr("paddings") == [1, 1]
+        exe = fluid.Executor(fluid.CPUPlace())
+        xv = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype("float32")
+        a, b, c = exe.run(feed={"x": xv}, fetch_list=[y, z, g])
+        np.testing.assert_allclose(a, ref_pool(xv, (2, 2), (2, 2)), rtol=1e-6)
+        np.testing.assert_allclose(b, ref_pool(xv, (3, 3), (2, 2), (1, 1, 1, 1), "avg", True,
+                                               False), rtol=1e-5)
+        np.testing.assert_allclose(c[:, :, 0, 0], xv.mean(axis=(2, 3)), rtol=1e-5)
+        assert a.dtype == np.float32
+
+    def test_errors(self):
+        x = fluid.data("x", [None, 3, 8, 8], "float32")
+        with pytest.raises(ValueError, match="pool_size must be passed"):
+            fluid.layers.pool2d(x)
+        with pytest.raises(ValueError, match="Unknown|unknown pool_type"):
+            fluid.layers.pool2d(x, 2, pool_type="sum")
+        with pytest.raises(ValueError, match="ceil_mode must be False"):
+            fluid.layers.pool2d(x, 2, pool_padding="SAME", ceil_mode=True)
