@@ -1,46 +1,571 @@
-"""Activation ops: Out = f(X), gradients from Out or X."""
+"""Activation (unary elementwise) ops: Out = f(X).
+
+Each op: ``f`` (the kernel, also its ``lower`` fast path), a fused first-order ``backward``
+reading X or Out (``grad_uses``, as fluid), and ``second``: the gradient of its grad op w.r.t.
+that X/Out input as a formula (``Sym``) of differentiable ops, or None when it is zero
+(piecewise-linear ops). ``double_grad`` (shared) turns it into the higher-order rule: the grad op
+``dX = f'(.) * dOut`` is linear in dOut with a diagonal Jacobian, so the gradient w.r.t. dOut is
+the same grad op applied to ddX, and the gradient w.r.t. X/Out is ``ddX * dOut * f''``.
+"""
 from __future__ import annotations
+
+import math
+from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..core.dtypes import FLOATS, convert_dtype
 from ..core.registry import OpDef, register
+from .elementwise import Compose, Sym, live, type_grad_outputs
+
+_SQRT_2PI_INV = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_INV = 1.0 / math.sqrt(2.0)
+_GELU_K = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
 
 
-class _Unary(OpDef):
+# -- erf without scipy: piecewise Chebyshev interpolants of math.erf, built at import ---------
+_ERF_W, _ERF_N, _ERF_DEG, _ERF_TOP = 0.25, 24, 12, 6.0   # intervals of 0.25 on [0, 6)
+
+
+def _erf_tables() -> np.ndarray:
+    """Chebyshev coefficients (deg+1, n) of erf on each interval (rows: degree)."""
+    j = np.arange(_ERF_DEG + 1)
+    nodes = np.cos(np.pi * (j + 0.5) / (_ERF_DEG + 1))          # Chebyshev points on [-1, 1]
+    coef = np.empty((_ERF_DEG + 1, _ERF_N))
+    for k in range(_ERF_N):
+        pts = [(k + 0.5) * _ERF_W + 0.5 * _ERF_W * t for t in nodes]
+        # the first interval interpolates erf(z)/z (smooth, even) so that erf keeps full
+        # relative accuracy near 0; the others erf(z) itself
+        vals = np.array([math.erf(z) / z if k == 0 else math.erf(z) for z in pts])
+        coef[:, k] = np.polynomial.chebyshev.chebfit(nodes, vals, _ERF_DEG)
+    return coef
+
+
+_ERF_COEF = _erf_tables()
+
+
+def erf_numpy(x: np.ndarray) -> np.ndarray:
+    """Vectorized erf (max error ~1e-15 in float64), same dtype as ``x``."""
+    x = np.asarray(x)
+    dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    z = np.fmin(np.abs(x).astype(dt, copy=False), _ERF_TOP)     # nan/inf -> 6 (fixed below)
+    k = np.minimum((z * (1.0 / _ERF_W)).astype(np.intp), _ERF_N - 1)
+    t = (z - (k + 0.5).astype(dt) * _ERF_W) * (2.0 / _ERF_W)
+    coef = _ERF_COEF.astype(dt)
+    t2 = t * 2.0
+    b1 = coef[_ERF_DEG][k]
+    b2 = np.zeros_like(t)
+    for j in range(_ERF_DEG - 1, 0, -1):      # Clenshaw recurrence (a loop over degree)
+        b1, b2 = coef[j][k] + t2 * b1 - b2, b1
+    r = coef[0][k] + t * b1 - b2
+    r = np.where(k == 0, r * z, r)
+    r = np.where(z >= _ERF_TOP, dt.type(1), r)
+    r = np.copysign(r, x).astype(dt, copy=False)
+    return np.where(np.isnan(x), x, r).astype(dt, copy=False)
+
+
+try:                                     # scipy's erf is faster; identical to ~1e-15
+    from scipy.special import erf as _erf
+except ImportError:                      # pragma: no cover - depends on the environment
+    _erf = erf_numpy
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    t = np.negative(x)
+    with np.errstate(over="ignore"):     # exp(-x) = inf for x << 0 gives the right limit 0
+        np.exp(t, out=t)
+    t += 1
+    return np.reciprocal(t, out=t)
+
+
+# -- base class ---------------------------------------------------------------------------------
+class _Act(OpDef):
     inputs, outputs = ("X",), ("Out",)
     extra_attrs = {"use_mkldnn": False, "use_cudnn": False}
+    grad_uses = ("X",)
+    int_ok = False           # also defined on integer tensors
+    f: Callable[..., np.ndarray]
 
     def infer(self, X, **_):
+        if not self.int_ok and X.dtype not in FLOATS:
+            raise ValueError(f"X must be a float tensor, but it is {convert_dtype(X.dtype)}; "
+                             f"cast it first, e.g. fluid.layers.cast(x, 'float32')")
         return {"Out": X}
 
-
-@register
-class Relu(_Unary):
-    """Out = max(X, 0);  dX = dOut * (Out > 0)."""
-    type = "relu"
-    grad_uses = ("Out",)
-
     def forward(self, X):
-        return {"Out": np.maximum(X, 0)}
+        return {"Out": self.f(X)}
 
     def lower(self, in_specs, attrs):
-        return lambda x: np.maximum(x, 0)
+        kw = {k: attrs.get(k, d) for k, d in self.attr_defaults.items()}
+        f = self.f
+        return (lambda x: f(x, **kw)) if kw else f
+
+    def second(self, c: Compose, use: Sym, p: Sym, **attrs: Any) -> Optional[Sym]:
+        """Gradient of the grad op w.r.t. its X/Out input, given ``p = ddX * dOut``."""
+        return None
+
+    def double_grad(self, g, **attrs):
+        """d(dOut) = <type>_grad(use, ddX);  d(use) = ddX * dOut * f'' (``second``)."""
+        dd = live(g.output_grad("X@GRAD"))
+        if dd is None:
+            return
+        fwd = self.forward_def
+        c = Compose(g)
+        use = fwd.grad_uses[0]
+        t_dout, t_use = g.input_grad("Out@GRAD"), g.input_grad(use)
+        if t_dout:
+            c(g.op.type, {use: g.input(use), "Out@GRAD": dd}, t_dout, out_slot="X@GRAD",
+              **attrs)
+        if t_use:
+            kw = {k: attrs[k] for k in fwd.attr_defaults if k in attrs}
+            expr = fwd.second(c, c.var(g.input(use)), c.var(dd) * c.var(g.input("Out@GRAD")),
+                              **kw)
+            if expr is not None:
+                expr.into(t_use)
+
+
+# -- piecewise linear ------------------------------------------------------------------------
+@register
+class Relu(_Act):
+    """Out = max(X, 0);  dX = dOut * (Out > 0)."""
+    type, grad_uses, int_ok = "relu", ("Out",), True
+    f = staticmethod(lambda x: np.maximum(x, 0))
 
     def backward(self, Out, dOut):
         return {"X": dOut * (Out > 0)}
 
 
 @register
-class Softmax(_Unary):
-    """Out = exp(X - max) / sum(exp(X - max)) along axis;  dX = Out * (dOut - sum(dOut*Out))."""
-    type = "softmax"
-    grad_uses = ("Out",)
-    extra_attrs = {"use_mkldnn": False, "use_cudnn": False, "data_format": "AnyLayout"}
+class LeakyRelu(_Act):
+    """Out = X if X > 0 else alpha * X;  dX = dOut * (1 if X > 0 else alpha)."""
+    type = "leaky_relu"
+    f = staticmethod(lambda x, alpha=0.02: np.where(x > 0, x, x * alpha))
+
+    def forward(self, X, *, alpha=0.02):
+        return {"Out": self.f(X, alpha)}
+
+    def backward(self, X, dOut, *, alpha=0.02):
+        return {"X": np.where(X > 0, dOut, dOut * alpha)}
+
+
+@register
+class Relu6(_Act):
+    """Out = min(max(X, 0), threshold);  dX = dOut * (0 < Out < threshold)."""
+    type, grad_uses = "relu6", ("Out",)
+    f = staticmethod(lambda x, threshold=6.0: np.minimum(np.maximum(x, 0), threshold))
+
+    def forward(self, X, *, threshold=6.0):
+        return {"Out": self.f(X, threshold)}
+
+    def backward(self, Out, dOut, *, threshold=6.0):
+        return {"X": dOut * ((Out > 0) & (Out < threshold))}
+
+
+@register
+class HardSigmoid(_Act):
+    """Out = clip(slope * X + offset, 0, 1);  dX = dOut * slope * (0 < Out < 1)."""
+    type, grad_uses = "hard_sigmoid", ("Out",)
+
+    @staticmethod
+    def f(x, slope=0.2, offset=0.5):
+        out = x * slope
+        out += offset
+        return np.clip(out, 0, 1, out=out)
+
+    def forward(self, X, *, slope=0.2, offset=0.5):
+        return {"Out": self.f(X, slope, offset)}
+
+    def backward(self, Out, dOut, *, slope=0.2, offset=0.5):
+        return {"X": np.where((Out > 0) & (Out < 1), dOut * slope, 0)}
+
+
+@register
+class Abs(_Act):
+    """Out = |X|;  dX = dOut * sign(X)."""
+    type, int_ok = "abs", True
+    f = staticmethod(np.abs)
+
+    def backward(self, X, dOut):
+        return {"X": dOut * np.sign(X)}
+
+
+# -- smooth ------------------------------------------------------------------------------------
+@register
+class Sigmoid(_Act):
+    """Out = 1 / (1 + exp(-X));  dX = dOut * Out * (1 - Out)."""
+    type, grad_uses = "sigmoid", ("Out",)
+    f = staticmethod(_sigmoid)
+
+    def backward(self, Out, dOut):
+        return {"X": dOut * Out * (1 - Out)}
+
+    def second(self, c, out, p):
+        return p * (1.0 - 2.0 * out)
+
+
+@register
+class Tanh(_Act):
+    """Out = tanh(X);  dX = dOut * (1 - Out^2)."""
+    type, grad_uses = "tanh", ("Out",)
+    f = staticmethod(np.tanh)
+
+    def backward(self, Out, dOut):
+        return {"X": dOut * (1 - Out * Out)}
+
+    def second(self, c, out, p):
+        return -2.0 * (p * out)
+
+
+@register
+class Exp(_Act):
+    """Out = exp(X);  dX = dOut * Out."""
+    type, grad_uses = "exp", ("Out",)
+    f = staticmethod(np.exp)
+
+    def backward(self, Out, dOut):
+        return {"X": dOut * Out}
+
+    def second(self, c, out, p):
+        return p
+
+
+@register
+class Log(_Act):
+    """Out = ln(X);  dX = dOut / X."""
+    type = "log"
+    f = staticmethod(np.log)
+
+    def backward(self, X, dOut):
+        return {"X": dOut / X}
+
+    def second(self, c, x, p):
+        return -(p / x / x)
+
+
+@register
+class Sqrt(_Act):
+    """Out = sqrt(X);  dX = 0.5 * dOut / Out."""
+    type, grad_uses = "sqrt", ("Out",)
+    f = staticmethod(np.sqrt)
+
+    def backward(self, Out, dOut):
+        return {"X": dOut * 0.5 / Out}
+
+    def second(self, c, out, p):
+        return -0.5 * (p / out / out)
+
+
+@register
+class Rsqrt(_Act):
+    """Out = 1 / sqrt(X);  dX = -0.5 * dOut * Out^3."""
+    type, grad_uses = "rsqrt", ("Out",)
+
+    @staticmethod
+    def f(x):
+        out = np.sqrt(x)
+        return np.reciprocal(out, out=out)
+
+    def backward(self, Out, dOut):
+        return {"X": dOut * (Out * Out * Out) * -0.5}
+
+    def second(self, c, out, p):
+        return -1.5 * (p * out * out)
+
+
+@register
+class Square(_Act):
+    """Out = X^2;  dX = 2 * dOut * X."""
+    type, int_ok = "square", True
+    f = staticmethod(np.square)
+
+    def backward(self, X, dOut):
+        return {"X": dOut * X * 2.0}
+
+    def second(self, c, x, p):
+        return 2.0 * p
+
+
+@register
+class Reciprocal(_Act):
+    """Out = 1 / X;  dX = -dOut * Out^2."""
+    type, grad_uses = "reciprocal", ("Out",)
+    f = staticmethod(np.reciprocal)
+
+    def backward(self, Out, dOut):
+        return {"X": -dOut * (Out * Out)}
+
+    def second(self, c, out, p):
+        return -2.0 * (p * out)
+
+
+@register
+class Pow(_Act):
+    """Out = X^factor;  dX = dOut * factor * X^(factor - 1)."""
+    type = "pow"
+    f = staticmethod(lambda x, factor=1.0: np.power(x, factor))
+
+    def forward(self, X, *, factor=1.0):
+        return {"Out": self.f(X, factor)}
+
+    def backward(self, X, dOut, *, factor=1.0):
+        return {"X": dOut * (np.power(X, factor - 1.0) * factor)}
+
+    def second(self, c, x, p, factor=1.0):
+        # factor * (factor-1) * X^(factor-2) * p == pow_grad[factor-1](X, factor * p)
+        return c.node("pow_grad", {"X": x, "Out@GRAD": factor * p}, out_slot="X@GRAD",
+                      factor=factor - 1.0)
+
+
+@register
+class Sin(_Act):
+    """Out = sin(X);  dX = dOut * cos(X)."""
+    type = "sin"
+    f = staticmethod(np.sin)
+
+    def backward(self, X, dOut):
+        return {"X": dOut * np.cos(X)}
+
+    def second(self, c, x, p):
+        return -(p * x.apply("sin"))
+
+
+@register
+class Cos(_Act):
+    """Out = cos(X);  dX = -dOut * sin(X)."""
+    type = "cos"
+    f = staticmethod(np.cos)
+
+    def backward(self, X, dOut):
+        return {"X": -dOut * np.sin(X)}
+
+    def second(self, c, x, p):
+        return -(p * x.apply("cos"))
+
+
+@register
+class Elu(_Act):
+    """Out = X if X > 0 else alpha * (exp(X) - 1);  dX = dOut * (1 if X > 0 else alpha*exp(X))."""
+    type = "elu"
+
+    @staticmethod
+    def f(x, alpha=1.0):
+        return np.where(x > 0, x, np.expm1(np.minimum(x, 0)) * alpha)
+
+    def forward(self, X, *, alpha=1.0):
+        return {"Out": self.f(X, alpha)}
+
+    def backward(self, X, dOut, *, alpha=1.0):
+        return {"X": np.where(X > 0, dOut, dOut * (np.exp(np.minimum(X, 0)) * alpha))}
+
+    def second(self, c, x, p, alpha=1.0):
+        # p * alpha*exp(X) * (X <= 0) == elu_grad(X, p) - relu_grad(Out=X, p)
+        return (c.node("elu_grad", {"X": x, "Out@GRAD": p}, out_slot="X@GRAD", alpha=alpha)
+                - c.node("relu_grad", {"Out": x, "Out@GRAD": p}, out_slot="X@GRAD"))
+
+
+@register
+class Gelu(_Act):
+    """Out = 0.5 X (1 + erf(X / sqrt 2)) (approximate: 0.5 X (1 + tanh(k (X + 0.044715 X^3))),
+    k = sqrt(2/pi));  dX = dOut * (Phi(X) + X phi(X)) (or the tanh form's derivative)."""
+    type = "gelu"
+
+    @staticmethod
+    def f(x, approximate=False):
+        if approximate:
+            u = np.tanh((x + x * x * x * _GELU_A) * _GELU_K)
+            u += 1
+            return u * x * 0.5
+        e = _erf(x * _SQRT_2_INV).astype(x.dtype, copy=False)
+        e += 1
+        return e * x * 0.5
+
+    def forward(self, X, *, approximate=False):
+        return {"Out": self.f(X, approximate)}
+
+    def backward(self, X, dOut, *, approximate=False):
+        if approximate:
+            x2 = X * X
+            t = np.tanh((X + x2 * X * _GELU_A) * _GELU_K)
+            du = (x2 * (3.0 * _GELU_A) + 1) * _GELU_K
+            d = (t + 1) * 0.5 + X * (1 - t * t) * du * 0.5
+        else:
+            cdf = _erf(X * _SQRT_2_INV).astype(X.dtype, copy=False) * 0.5 + 0.5
+            d = cdf + X * np.exp(X * X * -0.5) * _SQRT_2PI_INV
+        return {"X": dOut * d}
+
+    def second(self, c, x, p, approximate=False):
+        x2 = x.apply("square")
+        if not approximate:       # f'' = phi(X) (2 - X^2)
+            return p * ((x2 * -0.5).apply("exp") * (2.0 - x2)) * _SQRT_2PI_INV
+        # u = k (X + a X^3), t = tanh(u): f'' = (1 - t^2) (u' - X t u'^2 + 0.5 X u'')
+        t = ((x + _GELU_A * (x2 * x)) * _GELU_K).apply("tanh")
+        du = (3.0 * _GELU_A * _GELU_K) * x2 + _GELU_K
+        ddu_half_x = (3.0 * _GELU_A * _GELU_K) * x2          # 0.5 * X * u''
+        return p * ((1.0 - t * t) * (du - x * t * du * du + ddu_half_x))
+
+
+@register
+class Softplus(_Act):
+    """Out = ln(1 + exp(X));  dX = dOut * sigmoid(X)."""
+    type = "softplus"
+    f = staticmethod(lambda x: np.logaddexp(0, x))
+
+    def backward(self, X, dOut):
+        return {"X": dOut * _sigmoid(X)}
+
+    def second(self, c, x, p):
+        return c.node("sigmoid_grad", {"Out": x.apply("sigmoid"), "Out@GRAD": p},
+                      out_slot="X@GRAD")
+
+
+@register
+class LogSigmoid(_Act):
+    """Out = ln(sigmoid(X)) = -softplus(-X);  dX = dOut * sigmoid(-X)."""
+    type = "logsigmoid"
+    f = staticmethod(lambda x: -np.logaddexp(0, -x))
+
+    def backward(self, X, dOut):
+        return {"X": dOut * _sigmoid(-X)}
+
+    def second(self, c, x, p):
+        return c.node("sigmoid_grad", {"Out": x.apply("sigmoid"), "Out@GRAD": -p},
+                      out_slot="X@GRAD")
+
+
+@register
+class Softsign(_Act):
+    """Out = X / (1 + |X|);  dX = dOut / (1 + |X|)^2."""
+    type = "softsign"
+
+    @staticmethod
+    def f(x):
+        d = np.abs(x)
+        d += 1
+        return np.divide(x, d, out=d)
+
+    def backward(self, X, dOut):
+        d = np.abs(X)
+        d += 1
+        return {"X": dOut / (d * d)}
+
+    def second(self, c, x, p):
+        a = x.apply("abs") + 1.0
+        return -2.0 * (p * x.apply("sign")) / (a * a * a)
+
+
+@register
+class Swish(_Act):
+    """Out = X * sigmoid(beta X);  dX = dOut * (s + beta X s (1 - s)), s = sigmoid(beta X)."""
+    type = "swish"
+
+    @staticmethod
+    def f(x, beta=1.0):
+        return x * _sigmoid(x * beta)
+
+    def forward(self, X, *, beta=1.0):
+        return {"Out": self.f(X, beta)}
+
+    def backward(self, X, dOut, *, beta=1.0):
+        s = _sigmoid(X * beta)
+        return {"X": dOut * (s + X * s * (1 - s) * beta)}
+
+    def second(self, c, x, p, beta=1.0):
+        # f'' = beta s (1 - s) (2 + beta X (1 - 2 s))
+        s = (x * beta).apply("sigmoid")
+        return p * (beta * (s * (1.0 - s)) * (2.0 + beta * (x * (1.0 - 2.0 * s))))
+
+
+@register
+class Softmax(_Act):
+    """Out = exp(X - max) / sum(exp(X - max)) along ``axis``;
+    dX = Out * (dOut - sum(dOut * Out, axis))."""
+    type, grad_uses = "softmax", ("Out",)
+    extra_attrs = {"use_mkldnn": False, "use_cudnn": False, "data_format": "AnyLayout",
+                   "is_test": False}
+
+    @staticmethod
+    def f(x, axis=-1):
+        e = x - x.max(axis=axis, keepdims=True)
+        np.exp(e, out=e)
+        e /= e.sum(axis=axis, keepdims=True)
+        return e
+
+    def infer(self, X, *, axis=-1):
+        if not -len(X.shape) <= axis < max(len(X.shape), 1):
+            raise ValueError(f"axis={axis} is out of range for X of rank {len(X.shape)} "
+                             f"(shape {list(X.shape)}); use -1 for the last dim")
+        return super().infer(X)
 
     def forward(self, X, *, axis=-1):
-        e = np.exp(X - X.max(axis=axis, keepdims=True))
-        e /= e.sum(axis=axis, keepdims=True)
-        return {"Out": e}
+        return {"Out": self.f(X, axis)}
 
     def backward(self, Out, dOut, *, axis=-1):
-        return {"X": Out * (dOut - (dOut * Out).sum(axis=axis, keepdims=True))}
+        dx = dOut * Out
+        s = dx.sum(axis=axis, keepdims=True)
+        dx -= Out * s
+        return {"X": dx}
+
+    def second(self, c, out, p, axis=-1):
+        """d(Out) = ddX * (dOut - S(dOut*Out)) - dOut * S(ddX*Out), S = broadcast sum on axis.
+        S(v) = v - softmax_grad(Out=1, v): with Out = 1 the grad kernel is v - sum(v)."""
+        g = c.g
+        dd, dout = c.var(g.output_grad("X@GRAD")), c.var(g.input("Out@GRAD"))
+        ones = c.node("fill_any_like", {"X": out}, value=1.0)
+
+        def bsum(v: Sym) -> Sym:
+            return v - c.node("softmax_grad", {"Out": ones, "Out@GRAD": v}, out_slot="X@GRAD",
+                              axis=axis)
+
+        return dd * (dout - bsum(dout * out)) - dout * bsum(dd * out)
+
+
+# -- rounding: zero gradient (fluid's ZeroGradFunctor) ------------------------------------------
+class _Round(_Act):
+    int_ok = True
+
+    def make_grad(self, g, **_):
+        """dX = 0 (piecewise constant)."""
+        if g.input_grad("X"):
+            g.append("fill_zeros_like", {"X": g.input("X")}, {"Out": g.input_grad("X")})
+
+
+@register
+class Floor(_Round):
+    """Out = floor(X);  dX = 0."""
+    type = "floor"
+    f = staticmethod(np.floor)
+
+
+@register
+class Ceil(_Round):
+    """Out = ceil(X);  dX = 0."""
+    type = "ceil"
+    f = staticmethod(np.ceil)
+
+
+@register
+class Round(_Round):
+    """Out = round(X), halves away from zero (C's round, as fluid);  dX = 0."""
+    type = "round"
+
+    @staticmethod
+    def f(x):
+        if x.dtype.kind != "f":
+            return x.copy()
+        r = np.floor(x)
+        d = x - r                         # exact, in [0, 1)
+        return r + ((d > 0.5) | ((d == 0.5) & (x > 0)))
+
+
+@register
+class Sign(_Act):
+    """Out = sign(X) (-1, 0 or 1). Not differentiable (its derivative is 0 almost everywhere;
+    regularizers use it as a constant)."""
+    type, int_ok, no_grad = "sign", True, True
+    f = staticmethod(np.sign)
+
+
+for _cls in list(_Act.__subclasses__()):
+    if _cls.has_backward() and not _cls.no_grad:     # dX is shaped like X (and like Out)
+        type_grad_outputs(_cls.type, {"X": _cls.grad_uses[0]})

@@ -1,0 +1,114 @@
+"""Comparison and logical ops: boolean outputs, fluid 1.x ``axis`` broadcasting, not
+differentiable (``no_grad``: a comparison's result is piecewise constant)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.dtypes import VarType, convert_dtype
+from ..core.registry import OpDef, VarSpec, register
+from .elementwise import aligned_y_to_x, broadcast_shape
+
+
+class _Compare(OpDef):
+    """``Out = X <cmp> Y`` (bool), broadcast as the elementwise ops."""
+    inputs, outputs = ("X", "Y"), ("Out",)
+    extra_attrs = {"force_cpu": False}
+    no_grad = True
+    fn = staticmethod(np.less)
+    same_dtype = True
+
+    def infer(self, X, Y, *, axis=-1):
+        if self.same_dtype and X.dtype != Y.dtype:
+            raise ValueError(f"X and Y must have the same data type, but X is "
+                             f"{convert_dtype(X.dtype)} and Y is {convert_dtype(Y.dtype)}; cast "
+                             f"one of them, e.g. fluid.layers.cast(y, '{convert_dtype(X.dtype)}')")
+        return {"Out": VarSpec(broadcast_shape(X.shape, Y.shape, axis), VarType.BOOL,
+                               X.lod_level)}
+
+    def forward(self, X, Y, *, axis=-1):
+        return {"Out": self.fn(*aligned_y_to_x(X, Y, axis))}
+
+    def lower(self, in_specs, attrs):
+        axis, fn = attrs.get("axis", -1), self.fn
+        x, y = in_specs
+        if x is not None and y is not None and (
+                len(x.shape) == len(y.shape) or
+                (len(y.shape) < len(x.shape) and axis in (-1, len(x.shape) - len(y.shape)))):
+            return fn
+        return lambda a, b: fn(*aligned_y_to_x(a, b, axis))
+
+
+@register
+class LessThan(_Compare):
+    """Out = X < Y."""
+    type, fn = "less_than", staticmethod(np.less)
+
+
+@register
+class LessEqual(_Compare):
+    """Out = X <= Y."""
+    type, fn = "less_equal", staticmethod(np.less_equal)
+
+
+@register
+class GreaterThan(_Compare):
+    """Out = X > Y."""
+    type, fn = "greater_than", staticmethod(np.greater)
+
+
+@register
+class GreaterEqual(_Compare):
+    """Out = X >= Y."""
+    type, fn = "greater_equal", staticmethod(np.greater_equal)
+
+
+@register
+class Equal(_Compare):
+    """Out = X == Y."""
+    type, fn = "equal", staticmethod(np.equal)
+
+
+@register
+class NotEqual(_Compare):
+    """Out = X != Y."""
+    type, fn = "not_equal", staticmethod(np.not_equal)
+
+
+class _Logical(_Compare):
+    """``Out = X <op> Y`` on truth values (bool output; nonzero counts as True)."""
+    extra_attrs = {}
+    same_dtype = False
+
+
+@register
+class LogicalAnd(_Logical):
+    """Out = X and Y."""
+    type, fn = "logical_and", staticmethod(np.logical_and)
+
+
+@register
+class LogicalOr(_Logical):
+    """Out = X or Y."""
+    type, fn = "logical_or", staticmethod(np.logical_or)
+
+
+@register
+class LogicalXor(_Logical):
+    """Out = X xor Y."""
+    type, fn = "logical_xor", staticmethod(np.logical_xor)
+
+
+@register
+class LogicalNot(OpDef):
+    """Out = not X."""
+    type, inputs, outputs = "logical_not", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X):
+        return {"Out": X.with_(dtype=VarType.BOOL)}
+
+    def forward(self, X):
+        return {"Out": np.logical_not(X)}
+
+    def lower(self, in_specs, attrs):
+        return np.logical_not
