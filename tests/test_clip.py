@@ -500,3 +500,22 @@ def test_property_clip_by_norm_never_increases_a_norm(grads, clip_norm):
         n, m = np.linalg.norm(g), np.linalg.norm(c)
         assert m <= n * (1 + 1e-12) + 1e-12
         assert m <= clip_norm * (1 + 1e-9) + 1e-12
+
+
+def test_global_norm_found_again_after_clone():
+    main, _, _ = build(fluid.clip.GradientClipByGlobalNorm(1.0))
+    clone = main.clone()
+    found = fluid.clip.get_global_norm(clone)
+    assert found.block.program is clone and found.name == fluid.clip.get_global_norm(main).name
+
+
+def test_sample_grad_clip_runs(capsys):
+    import os
+    import runpy
+    path = os.path.join(os.path.dirname(__file__), "..", "samples", "grad_clip.py")
+    runpy.run_path(path, run_name="__main__")
+    out = capsys.readouterr().out
+    assert "clip(X=['fc_0.w_0@GRAD']) -> ['clip_0.tmp_0']" in out
+    assert "fc_0.b_0 <- fc_0.b_0@GRAD" in out
+    rows = [line.split() for line in out.splitlines() if line[:4].strip().isdigit()]
+    assert len(rows) == 15 and float(rows[-1][1]) < float(rows[0][1])
