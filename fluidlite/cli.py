@@ -229,6 +229,8 @@ def _op_entry(op_type: str) -> Dict[str, Any]:
     slot = lambda s: s.name + ("*" if s.duplicable else "") + ("?" if s.dispensable else "")
     if d.forward_def is not None:
         grad = f"gradient op of {d.forward_def.type}"
+    elif op_type.endswith("_grad"):
+        grad = f"gradient op of {op_type[:-len('_grad')]}"
     elif d.no_grad:
         grad = "none (no_grad)"
     elif d.has_make_grad():
@@ -241,7 +243,7 @@ def _op_entry(op_type: str) -> Dict[str, Any]:
     return {"type": op_type, "inputs": [slot(s) for s in d.in_slots],
             "outputs": [slot(s) for s in d.out_slots],
             "attrs": {k: _jsonable(v) for k, v in d.attr_defaults.items()},
-            "has_gradient": d.differentiable and d.forward_def is None,
+            "has_gradient": d.differentiable and not grad.startswith("gradient op of"),
             "gradient": grad, "doc": doc[0] if doc else ""}
 
 

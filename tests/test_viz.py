@@ -1,0 +1,267 @@
+"""Graph view (to_networkx) and its writers: DOT, GraphML, JSON, SVG/PNG, HTML, diff; fluid's
+debugger and net_drawer names."""
+import builtins
+import json
+import re
+import shutil
+import subprocess
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+import fluidlite.viz as viz
+from fluidlite.viz import dot as dot_mod
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not installed")
+
+
+def build():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[-1, 4], dtype="float32")
+        with fluid.name_scope("encoder"):
+            h = fluid.layers.fc(input=x, size=6, act="relu",
+                                param_attr=fluid.ParamAttr(
+                                    regularizer=fluid.regularizer.L2Decay(1e-3)))
+        loss = fluid.layers.mean(fluid.layers.fc(input=h, size=1))
+        before = main.clone()
+        opt = fluid.optimizer.SGD(learning_rate=0.1,
+                                  grad_clip=fluid.clip.GradientClipByGlobalNorm(1.0))
+        opt.minimize(loss)
+    return main, startup, before, loss
+
+
+def test_graph_nodes_edges_and_namespaced_attrs():
+    main, startup, before, loss = build()
+    g = viz.to_networkx(main)
+    assert isinstance(g, nx.MultiDiGraph)
+    block = main.global_block()
+    assert g.number_of_nodes() == len(block.vars) + len(block.ops)
+    for n, d in g.nodes(data=True):
+        assert all(k.startswith("fl_") for k in d), d
+        assert all(isinstance(v, (str, int, float, bool)) for v in d.values())
+    mul = g.nodes["op:0:0"]
+    assert (mul["fl_type"], mul["fl_role"], mul["fl_pass"]) == ("mul", "forward", "forward")
+    assert mul["fl_namescope"] == "/encoder/"
+    assert g.nodes["var:fc_0.w_0"]["fl_category"] == "parameter"
+    assert g.nodes["var:fc_0.w_0"]["fl_shape"] == "[4, 6]"
+    assert g.nodes["var:fc_0.w_0"]["fl_dtype"] == "float32"
+    assert g.nodes["var:x"]["fl_category"] == "data"
+    assert g.nodes["var:learning_rate_0"]["fl_category"] == "persistable"
+    assert g.nodes["var:fc_0.w_0@GRAD"]["fl_category"] == "gradient"
+    assert g.nodes["var:fc_0.w_0@GRAD"]["fl_pass"] == "backward"
+    slots = {(u, d["fl_slot"]) for u, v, d in g.in_edges("op:0:0", data=True)}
+    assert slots == {("var:x", "X"), ("var:fc_0.w_0", "Y")}
+    assert [d["fl_slot"] for _, _, d in g.out_edges("op:0:0", data=True)] == ["Out"]
+    groups = {d["fl_group"] for _, d in g.nodes(data=True) if d["fl_kind"] == "op"}
+    assert {"forward", "loss", "backward", "gradient_clip", "regularization",
+            "optimize"} <= groups
+    # ids are stable: the same program gives the same graph
+    assert list(viz.to_networkx(main).nodes) == list(g.nodes)
+
+
+def test_hide_and_highlight_and_block_option():
+    main, startup, before, loss = build()
+    g = viz.to_networkx(main, hide_backward=True, hide_optimizer=True, highlight=r"^fc_0\.w")
+    roles = {d["fl_role"] for _, d in g.nodes(data=True) if d["fl_kind"] == "op"}
+    assert roles == {"forward", "loss"}
+    assert not any("@GRAD" in n for n in g.nodes)
+    assert "var:learning_rate_0" not in g            # only optimizer ops used it
+    assert g.nodes["var:fc_0.w_0"]["fl_highlight"] and not g.nodes["var:x"]["fl_highlight"]
+    assert all(d["fl_highlight"] for u, v, d in g.edges(data=True) if u == "var:fc_0.w_0")
+    with pytest.raises(IndexError, match="1 block"):
+        viz.to_networkx(main, block=3)
+    with pytest.raises(ValueError, match="regular expression"):
+        viz.to_networkx(main, highlight="(")
+    with pytest.raises(TypeError, match="Program or Block"):
+        viz.to_networkx("main")
+
+
+def test_dot_quotes_every_id():
+    prog = fluid.Program()
+    with fluid.program_guard(prog):
+        x = fluid.data(name='we"ird\\name', shape=[2], dtype="float32")
+        prog.global_block().create_var(name="fc_0.w_0@GRAD@RENAME@0", shape=[2],
+                                       dtype="float32")
+        prog.global_block().append_op("sum", inputs={"X": [x, "fc_0.w_0@GRAD@RENAME@0"]},
+                                      outputs={"Out": "a:b c"})
+    text = viz.to_dot(prog)
+    assert '"var:fc_0.w_0@GRAD@RENAME@0"' in text
+    assert '"var:we\\"ird\\\\name"' in text
+    assert '"var:a:b c"' in text
+    quoted = r'"(?:[^"\\]|\\.)*"'
+    for line in text.splitlines()[1:-1]:
+        stmt = line.strip()
+        if stmt.startswith(("graph [", "node [", "edge [", "}")):
+            continue
+        if stmt.startswith("subgraph"):
+            assert re.fullmatch(r"subgraph " + quoted + r" \{", stmt), stmt
+        else:
+            assert re.match(quoted + r"( -> " + quoted + r")? \[", stmt), stmt
+    if shutil.which("dot"):
+        svg = viz.render(text, "svg").decode()
+        assert "var:fc_0.w_0@GRAD@RENAME@0" in svg and "var:a:b c" in svg
+
+
+@needs_dot
+def test_dot_renders_with_graphviz(tmp_path):
+    main, startup, before, loss = build()
+    path = tmp_path / "g.dot"
+    viz.export(main, path)
+    proc = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert b"Warning" not in proc.stderr
+    assert b"<svg" in proc.stdout
+    viz.export(main, tmp_path / "g.png")
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = viz.render(viz.to_dot(main, rankdir="LR"), "svg")
+    assert b"gradient clip op" in svg and b"regularization op" in svg   # the legend
+
+
+def test_graphml_reads_back_with_networkx(tmp_path):
+    main, startup, before, loss = build()
+    g = viz.to_networkx(main)
+    path = tmp_path / "g.graphml"
+    viz.export(main, path)
+    back = nx.read_graphml(path, force_multigraph=True)
+    assert set(back.nodes) == set(g.nodes)
+    assert back.number_of_edges() == g.number_of_edges()
+    assert back.nodes["op:0:0"]["fl_type"] == "mul"
+    assert back.nodes["var:fc_0.w_0"]["fl_persistable"] is True
+    assert back.graph["fl_format"] == "fluidlite.graph/1"
+
+
+def test_node_link_json(tmp_path):
+    main, startup, before, loss = build()
+    path = tmp_path / "g.json"
+    viz.export(main, path, hide_backward=True)
+    doc = json.loads(path.read_text())
+    assert doc["directed"] and doc["multigraph"]
+    g = viz.to_networkx(main, hide_backward=True)
+    assert {n["id"] for n in doc["nodes"]} == set(g.nodes)
+    assert len(doc["edges"]) == g.number_of_edges()
+    assert {"source", "target", "key", "fl_slot"} <= set(doc["edges"][0])
+    back = nx.MultiDiGraph()
+    for n in doc["nodes"]:
+        back.add_node(n["id"], **{k: v for k, v in n.items() if k != "id"})
+    for e in doc["edges"]:
+        back.add_edge(e["source"], e["target"], key=e["key"])
+    assert nx.is_isomorphic(back, g)
+
+
+@needs_dot
+def test_html_is_self_contained_with_inline_svg(tmp_path):
+    main, startup, before, loss = build()
+    path = tmp_path / "g.html"
+    viz.export(main, path, title="my <net>")
+    page = path.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "</svg>" in page
+    assert "<script" not in page.lower()
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+    assert "my &lt;net&gt;" in page
+    assert "gradient_clip" in page and "regularization" in page and "sgd" in page
+    assert "fc_0.w_0@GRAD" in page                        # the variable table
+    assert page.count("<svg") == 1
+
+
+def test_html_without_graphviz_keeps_tables(monkeypatch):
+    main, startup, before, loss = build()
+    monkeypatch.setattr(dot_mod.shutil, "which", lambda name: None)
+    real_import = builtins.__import__
+
+    def no_pygraphviz(name, *args, **kwargs):
+        if name == "pygraphviz":
+            raise ImportError("no pygraphviz")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_pygraphviz)
+    assert not viz.graphviz_available()
+    with pytest.raises(viz.GraphvizNotFoundError, match="apt-get install graphviz.*pygraphviz"):
+        viz.render("digraph {}", "png")
+    page = viz.to_html(main)
+    assert "<svg" not in page and "Graphviz" in page and "elementwise_add" in page
+    with pytest.raises(viz.GraphvizNotFoundError):
+        viz.to_html(main, require_svg=True)
+
+
+def test_render_rejects_unknown_format():
+    with pytest.raises(ValueError, match="cannot render format"):
+        viz.render("digraph {}", "exe; rm -rf /")
+
+
+def test_diff_marks_what_minimize_added(tmp_path):
+    main, startup, before, loss = build()
+    g = viz.diff_graph(before, main)
+    status = {n: d["fl_diff"] for n, d in g.nodes(data=True)}
+    forward = [n for n, d in g.nodes(data=True)
+               if d["fl_kind"] == "op" and d["fl_role"] == "forward"]
+    assert forward and all(status[n] == "same" for n in forward)
+    added_groups = {d["fl_group"] for n, d in g.nodes(data=True)
+                    if d["fl_kind"] == "op" and d["fl_diff"] == "added"}
+    assert {"backward", "gradient_clip", "regularization", "optimize"} <= added_groups
+    assert status["var:fc_0.w_0@GRAD"] == "added" and status["var:x"] == "same"
+    loss_op = next(n for n, d in g.nodes(data=True) if d.get("fl_role") == "loss")
+    assert status[loss_op] == "changed"                  # append_backward set op_role=256
+    summary = json.loads(g.graph["fl_diff_summary"])
+    assert "squared_l2_norm" in summary["added_ops"] and "sgd" in summary["added_ops"]
+    text = viz.to_dot(g)
+    assert '"+ sgd"' in text or 'label="+ sgd"' in text
+    reverse = viz.diff_graph(main, before)
+    removed = [d for _, d in reverse.nodes(data=True) if d["fl_diff"] == "removed"]
+    assert any(d.get("fl_type") == "sgd" for d in removed)
+    viz.export(g, tmp_path / "diff.dot")
+    if shutil.which("dot"):
+        page = viz.to_html(g)
+        assert "added ops" in page and "<svg" in page
+
+
+def test_export_format_errors(tmp_path):
+    main, startup, before, loss = build()
+    with pytest.raises(ValueError, match="cannot tell the export format"):
+        viz.export(main, tmp_path / "g.xyz")
+    with pytest.raises(ValueError, match="apply when building the graph"):
+        viz.to_dot(viz.to_networkx(main), hide_backward=True)
+    viz.export(main, tmp_path / "p.txt")
+    assert (tmp_path / "p.txt").read_text().startswith("{ // block 0")
+
+
+# -- fluid names --------------------------------------------------------------------------------
+def test_draw_block_graphviz(tmp_path):
+    main, startup, before, loss = build()
+    path = tmp_path / "block.dot"
+    assert fluid.debugger.draw_block_graphviz(main.global_block(), highlights=["fc_0.w_0"],
+                                              path=str(path)) == str(path)
+    text = path.read_text()
+    assert text.startswith("digraph") and "#FF8C00" in text      # highlighted
+    if shutil.which("dot"):
+        assert (tmp_path / "block.pdf").read_bytes()[:4] == b"%PDF"
+
+
+def test_pprint_codes():
+    main, startup, before, loss = build()
+    text = fluid.debugger.pprint_program_codes(main)
+    assert text.startswith("// block-0  parent--1\n// variables\n")
+    assert "Tensor fc_0.w_0 (tensor(type=float32, shape=[4, 6]))" in text
+    assert "fc_0.tmp_0 = mul(X=x, Y=fc_0.w_0) [{x_num_col_dims=1,y_num_col_dims=1}]" in text
+    assert "@GRAD" not in text
+    full = fluid.debugger.pprint_block_codes(main.global_block(), show_backward=True)
+    assert "mul_grad" in full and "= 1.0 [shape=[1]]" in full
+    assert main._to_readable_code() == str(main)
+
+
+def test_net_drawer_draw_graph(tmp_path):
+    main, startup, before, loss = build()
+    path = tmp_path / "net.gv"
+    g = fluid.net_drawer.draw_graph(startup, main, filename=str(path),
+                                    graph_attr={"rankdir": "LR"})
+    assert path.read_text() == g.source
+    assert '"mul_0" [label="mul"]' in g.source
+    assert '"Feed" -> "mul_0" [label="X(x)"]' in g.source
+    assert 'rankdir="LR"' in g.source
+    # parameters come from their init op in the startup program
+    assert re.search(r'"(uniform_random|fill_constant)_\d+" -> "mul_0" \[label="Y\(fc_0.w_0\)"\]',
+                     g.source)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        fluid.net_drawer.draw_graph(startup, main, colour="red")
