@@ -272,6 +272,7 @@ def _register_grad_def(fwd: type) -> None:
     # a backward rule may take ``wanted`` (the input slots whose gradients are consumed) to
     # skip work for gradients nobody reads, e.g. mul_grad's dX when X is fed data
     takes_wanted = "wanted" in inspect.signature(fwd.backward).parameters
+    arg_keys = tuple(uses) + tuple("d" + o for o in out_slot_names)
 
     class GradDef(OpDef):
         __doc__ = f"Gradient of '{fwd.type}' (generated from its backward rule)."
@@ -284,13 +285,17 @@ def _register_grad_def(fwd: type) -> None:
             return {}   # grad vars are created with their forward var's spec by the backward pass
 
         wants_outputs = takes_wanted
+        # the plan reads backward()'s dict directly: result slot "X@GRAD" is key "X"
+        result_keys = {s.name + names.GRAD_SUFFIX: s.name for s in fwd.in_slots}
 
-        def forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
-            kw = dict(zip(uses, arrays[:n_uses]))
-            kw.update(("d" + o, a) for o, a in zip(out_slot_names, arrays[n_uses:]))
+        def raw_forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
+            kw = dict(zip(arg_keys, arrays))
             if takes_wanted:
                 kw["wanted"] = _wanted
-            grads = fwd_def.backward(**kw, **attrs)
+            return fwd_def.backward(**kw, **attrs)
+
+        def forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
+            grads = self.raw_forward(*arrays, _wanted=_wanted, **attrs)
             return {k + names.GRAD_SUFFIX: v for k, v in grads.items()}
 
     GradDef.__name__ = GradDef.__qualname__ = fwd.__name__ + "Grad"

@@ -59,14 +59,12 @@ class Executor:
         feed = _normalize_feed(feed)
         fetch_names = _normalize_fetch(fetch_list)
         scope = scope if scope is not None else scope_mod.global_scope()
-        block = program.global_block()
-        if not [op for op in block.ops if op.type not in ("feed", "fetch")] and not fetch_names:
+        plan = self._plan(program, tuple(feed), tuple(fetch_names))
+        if not plan.ops and not fetch_names:
             _log.warning("There are no operators in the program to be executed. If you pass "
                          "Program manually, please use fluid.program_guard to ensure the current "
                          "Program is being used.")
-        feed_names = tuple(feed)
-        arrays, lods = self._check_feed(block, feed)
-        plan = self._plan(program, feed_names, tuple(fetch_names))
+        arrays, lods = _check_feed(plan, feed)
         holders = plan.holders.get(scope)
         if holders is None:
             holders = [scope.find_var(n) for n in plan.persist_reads]
@@ -91,17 +89,16 @@ class Executor:
                 active.add_run(op_types, times)
         else:
             fetched, written = plan.run(arrays, persist)
-        for n, arr in zip(plan.write_names, written):
-            scope._set_array(n, arr)
-        persist_names = set(plan.persist_reads) | set(plan.write_names)
-        results = []
-        for n, arr in zip(plan.fetch_names, fetched):
-            if n in persist_names and isinstance(arr, np.ndarray):
-                arr = arr.copy()   # never hand out the scope's own buffer
-            if return_numpy:
-                results.append(arr)
-            else:
-                results.append(LoDTensor(arr, lods.get(n)))
+        targets = plan.write_holders.get(scope)
+        if targets is None:
+            targets = plan.write_holders[scope] = [
+                scope.find_var(n) or scope.var(n) for n in plan.write_names]
+        for h, arr in zip(targets, written):
+            h._tensor._array = arr
+        results = [arr.copy() if copy and isinstance(arr, np.ndarray) else arr
+                   for arr, copy in zip(fetched, plan.fetch_copies)]  # never hand out scope buffers
+        if not return_numpy:
+            results = [LoDTensor(arr, lods.get(n)) for n, arr in zip(plan.fetch_names, results)]
         return results
 
     def _plan(self, program: Program, feed_names: Tuple[str, ...],
@@ -116,41 +113,39 @@ class Executor:
             plan = plans[key] = Plan(program, 0, feed_names, fetch_names)
         return plan
 
-    def _check_feed(self, block: Any, feed: Dict[str, Any]) -> Tuple[List[np.ndarray], Dict]:
-        arrays, lods = [], {}
-        for name, value in feed.items():
-            var = block._find_var_recursive(name)
-            if var is None:
-                close = difflib.get_close_matches(name, list(block.vars), n=3)
-                raise ValueError(f"The fed variable '{name}' is not declared in the program. "
-                                 f"Closest names: {close}. Feed only variables created with "
-                                 f"fluid.data / fluid.layers.data.")
-            lod = None
-            if isinstance(value, LoDTensor):
-                lod = value.lod() or None
-                value = np.asarray(value)
-            elif not isinstance(value, np.ndarray):
-                value = _to_array(name, value, var)
-            if var.dtype is not None and var.type == VarType.LOD_TENSOR:
-                want = to_numpy_dtype(var.dtype)
-                if value.dtype != want:
-                    raise ValueError(
-                        f"The data type of fed Variable '{name}' must be '{want.name}', but "
-                        f"received '{value.dtype.name}'. Convert the array before feeding: "
-                        f"feed={{'{name}': array.astype('{want.name}')}}")
-            if var.shape:
-                _check_shape(name, var, value.shape, has_lod=lod is not None)
-            if lod:
-                lods[name] = lod
-            arrays.append(value)
-        return arrays, lods
-
     def _warn_cuda(self) -> None:
         global _warned_cuda
         if isinstance(self.place, CUDAPlace) and not _warned_cuda:
             _warned_cuda = True
             _log.warning("fluidlite runs on the CPU only; %r is accepted and the program runs "
                          "on the CPU.", self.place)
+
+
+def _check_feed(plan: Plan, feed: Dict[str, Any]) -> Tuple[List[np.ndarray], Dict]:
+    """Validate fed values against the plan's feed specs (dtype exactly, shape with -1 = any)."""
+    arrays, lods = [], {}
+    for (name, value), (var, want, shape) in zip(feed.items(), plan.feed_specs):
+        lod = None
+        if type(value) is not np.ndarray:
+            if isinstance(value, LoDTensor):
+                lod = value.lod() or None
+                value = np.asarray(value)
+            elif isinstance(value, np.ndarray):
+                pass
+            else:
+                value = _to_array(name, value, var)
+        if want is not None and value.dtype != want:
+            raise ValueError(
+                f"The data type of fed Variable '{name}' must be '{want.name}', but received "
+                f"'{value.dtype.name}'. Convert the array before feeding: "
+                f"feed={{'{name}': array.astype('{want.name}')}}")
+        if shape and (len(shape) != value.ndim or lod is not None or any(
+                w >= 0 and w != g for w, g in zip(shape, value.shape))):
+            _check_shape(name, var, value.shape, has_lod=lod is not None)
+        if lod:
+            lods[name] = lod
+        arrays.append(value)
+    return arrays, lods
 
 
 def _check_shape(name: str, var: Variable, got: Tuple[int, ...], has_lod: bool) -> None:

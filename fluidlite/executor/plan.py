@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import names, registry
+from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.errors import EnforceNotMet
 from ..core.ir import Block, Operator, Program, creation_site
 from ..core.registry import COMMON_ATTRS
@@ -44,6 +45,8 @@ class Plan:
         self.holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # scope -> vars
         self._line_to_op: Dict[int, int] = {}
         self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
+        self.feed_specs = [_feed_spec(block, n) for n in self.feed_names]
+        self.write_holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
         self._profiled_fn: Optional[Callable] = None
         self.source = self._generate(program, block)
@@ -51,6 +54,8 @@ class Plan:
         ns: Dict[str, Any] = {}
         exec(code, ns)
         self._fn = ns["__plan"]
+        persistent = set(self.persist_reads) | set(self.write_names)
+        self.fetch_copies = tuple(n in persistent for n in self.fetch_names)
         linecache.cache[self.filename] = (len(self.source), None,
                                           self.source.splitlines(True), self.filename)
 
@@ -116,7 +121,8 @@ class Plan:
                         continue
                     locs = [new_local() if n != names.EMPTY_VAR_NAME else "_" for n in arg_names]
                     lhs = ", ".join(locs) + ("," if slot.duplicable else "")
-                    body.append((op_idx, f"{lhs} = _r[{slot.name!r}]"))
+                    key = getattr(opdef, "result_keys", {}).get(slot.name, slot.name)
+                    body.append((op_idx, f"{lhs} = _r[{key!r}]"))
                     outs += [(n, l) for n, l in zip(arg_names, locs) if l != "_"]
             for _, loc in used:
                 last_use[loc] = len(body) - 1
@@ -219,11 +225,13 @@ class Plan:
             fast = opdef.lower(specs, attrs)
             if fast is not None:
                 return fast, True
-        fn = functools.partial(opdef.forward, **attrs) if attrs else opdef.forward
+        raw = getattr(opdef, "raw_forward", opdef.forward)   # generated grad defs: raw dict
+        fn = functools.partial(raw, **attrs) if attrs else raw
         if opdef.uses_rng:
             fn = _rng_kernel(opdef, attrs, program.random_seed, block.idx, op_idx)
         if single:
-            slot = opdef.out_slots[0].name
+            slot = getattr(opdef, "result_keys", {}).get(opdef.out_slots[0].name,
+                                                         opdef.out_slots[0].name)
             inner = fn
             fn = lambda *a: inner(*a)[slot]
         return fn, single
@@ -263,6 +271,21 @@ class Plan:
 
     def __str__(self) -> str:
         return self.source
+
+
+def _feed_spec(block: Block, name: str) -> Tuple[Any, Any, Tuple[int, ...]]:
+    """(var, required numpy dtype or None, declared shape) of a fed variable."""
+    var = block._find_var_recursive(name)
+    if var is None:
+        import difflib
+        close = difflib.get_close_matches(name, list(block.vars), n=3)
+        raise ValueError(f"The fed variable '{name}' is not declared in the program. Closest "
+                         f"names: {close}. Feed only variables created with fluid.data / "
+                         f"fluid.layers.data.")
+    want = None
+    if var.dtype is not None and var.type == VarType.LOD_TENSOR:
+        want = to_numpy_dtype(var.dtype)
+    return var, want, tuple(var.shape)
 
 
 def _spec_or_none(block: Block, arg_names: Optional[List[str]]) -> Any:
