@@ -505,3 +505,17 @@ def test_lookahead_validation():
         O.LookaheadOptimizer(O.SGD(0.1), alpha=1.5)
     with pytest.raises(ValueError, match="k should be a positive integer"):
         O.LookaheadOptimizer(O.SGD(0.1), k=0)
+
+
+def test_minimize_startup_program_and_parameter_list():
+    main, startup, other = fluid.Program(), fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        loss = net()
+        ops, pg = O.Momentum(0.1, 0.9).minimize(loss, startup_program=other,
+                                                  parameter_list=["fc_0.w_0"])
+    assert [op.input("Param")[0] for op in ops] == ["fc_0.w_0"]
+    assert [p.name for p, _ in pg] == ["fc_0.w_0"]
+    other_inits = {op.output("Out")[0] for op in other.global_block().ops}
+    assert other_inits == {"fc_0.w_0_velocity_0", "learning_rate_0"}
+    assert not {"fc_0.w_0_velocity_0"} & {op.output("Out")[0]
+                                            for op in startup.global_block().ops}
