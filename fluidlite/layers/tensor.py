@@ -95,11 +95,12 @@ def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistabl
     return var
 
 
-def fill_constant(shape: Sequence[int], dtype: Any, value: Union[int, float],
-                  force_cpu: bool = False, out: Optional[Variable] = None) -> Variable:
-    """``out = full(shape, value, dtype)`` (op ``fill_constant``; not differentiable)."""
-    check_type(shape, "shape", (list, tuple), "fill_constant")
-    shape = _int_list(shape, "shape", "fill_constant")
+def fill_constant(shape: Any, dtype: Any, value: Union[int, float], force_cpu: bool = False,
+                  out: Optional[Variable] = None) -> Variable:
+    """``out = full(shape, value, dtype)`` (op ``fill_constant``; not differentiable). ``shape``
+    is a list of ints and/or 1-element int Variables, or one 1-D int Variable."""
+    check_type(shape, "shape", (list, tuple, Variable), "fill_constant")
+    attr_shape, tensor, tensors = _ints_or_tensors(shape, "shape", "fill_constant")
     check_dtype(dtype, "dtype", ["bool", "float16", "float32", "float64", "int32", "int64",
                                  "uint8", "int8", "int16"], "fill_constant")
     check_type(value, "value", (bool, int, float, np.number), "fill_constant")
@@ -108,8 +109,13 @@ def fill_constant(shape: Sequence[int], dtype: Any, value: Union[int, float],
         out = helper.create_variable_for_type_inference(dtype=dtype)
     else:
         check_variable_and_dtype(out, "out", [convert_dtype(dtype)], "fill_constant")
-    helper.append_op(type="fill_constant", outputs={"Out": [out]},
-                     attrs={"shape": shape, "dtype": convert_np_dtype_to_dtype_(dtype),
+    inputs: dict = {}
+    if tensor is not None:
+        inputs["ShapeTensor"] = tensor
+    elif tensors:
+        inputs["ShapeTensorList"] = tensors
+    helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]},
+                     attrs={"shape": attr_shape, "dtype": convert_np_dtype_to_dtype_(dtype),
                             "value": float(value), "force_cpu": force_cpu})
     out.stop_gradient = True
     return out

@@ -13,16 +13,24 @@ from ..core.registry import OpDef, VarSpec, get_op_def, register
 
 @register
 class FillConstant(OpDef):
-    """Out = full(shape, value, dtype)."""
-    type, inputs, outputs = "fill_constant", (), ("Out",)
+    """Out = full(shape, value, dtype); a ``ShapeTensor`` (1-D int) or ``ShapeTensorList``
+    (1-element int tensors) gives the shape at run time instead of the attr."""
+    type, inputs, outputs = "fill_constant", ("ShapeTensor?", "ShapeTensorList*?"), ("Out",)
     no_grad = True
     extra_attrs = {"str_value": "", "force_cpu": False}
 
-    def infer(self, *, shape=(), dtype=VarType.FP32):
+    def infer(self, ShapeTensor=None, ShapeTensorList=(), *, shape=(), dtype=VarType.FP32):
+        if ShapeTensor is not None:
+            shape = (-1,) * max(ShapeTensor.shape[0], 0) if ShapeTensor.shape else shape
+        elif ShapeTensorList and len(shape) != len(ShapeTensorList):
+            shape = (-1,) * len(ShapeTensorList)
         return {"Out": VarSpec(shape, dtype)}
 
-    def forward(self, *, shape=[], dtype=VarType.FP32, value=0.0):
-        return {"Out": np.full(shape, value, dtype=to_numpy_dtype(dtype))}
+    def forward(self, ShapeTensor=None, ShapeTensorList=(), *, shape=[], dtype=VarType.FP32,
+                value=0.0):
+        dyn = _tensor_values(ShapeTensor, ShapeTensorList)
+        return {"Out": np.full(dyn if dyn is not None else shape, value,
+                               dtype=to_numpy_dtype(dtype))}
 
 
 @register

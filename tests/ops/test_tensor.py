@@ -30,6 +30,8 @@ X = OpTest.rand(2, 3, 4)
 def test_fill_constant():
     run_op("fill_constant", {}, {"shape": [2, 3], "value": 1.5, "dtype": "float32"},
            {"Out": np.full((2, 3), 1.5, np.float32)})
+    run_op("fill_constant", {"ShapeTensor": np.array([3, 1], np.int32)},
+           {"value": 2.0, "dtype": "int64"}, {"Out": np.full((3, 1), 2, np.int64)})
 
 
 def test_assign_value_and_fill_like():
