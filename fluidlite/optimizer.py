@@ -41,7 +41,7 @@ __all__ = ["SGD", "Momentum", "Adagrad", "Adam", "Adamax", "DecayedAdagrad", "Ad
            "AdagradOptimizer", "AdamOptimizer", "AdamaxOptimizer", "DecayedAdagradOptimizer",
            "AdadeltaOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "LambOptimizer",
            "LarsMomentumOptimizer", "ModelAverage", "ExponentialMovingAverage",
-           "LookaheadOptimizer", "Optimizer"]
+           "LookaheadOptimizer", "RecomputeOptimizer", "Optimizer"]
 
 _log = logging.getLogger("fluidlite")
 Pairs = List[Tuple[Parameter, Optional[Variable]]]
@@ -969,3 +969,66 @@ class LookaheadOptimizer:
                                            {"X": other, "Y": m_keep})},
                         outputs={"Out": var})
         return mini_out
+
+
+class RecomputeOptimizer(Optimizer):
+    """Wrap ``optimizer`` so the backward pass recomputes the forward ops between checkpoints
+    instead of keeping their outputs (fluid's recompute; the gradients are the same).
+    Call ``_set_checkpoints([vars])`` before ``minimize``."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"RecomputeOptimizer wraps an Optimizer, but received {optimizer!r}")
+        self._optimizer = optimizer
+        self._checkpoints: Optional[List[Any]] = None
+        self._learning_rate = optimizer._learning_rate
+        self._learning_rate_map = optimizer._learning_rate_map
+        self.type = "recompute"
+
+    def _set_checkpoints(self, checkpoints: Sequence[Any]) -> None:
+        if not isinstance(checkpoints, (list, tuple)):
+            raise TypeError(f"checkpoints must be a list of Variables or names, but received "
+                            f"{type(checkpoints).__name__}")
+        self._checkpoints = list(checkpoints)
+
+    def backward(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 callbacks: Optional[List[Callable]] = None) -> Pairs:
+        """append_backward with the checkpoints set by ``_set_checkpoints``."""
+        if self._checkpoints is None:
+            raise ValueError("You should call _set_checkpoints first")
+        if not isinstance(loss, Variable):
+            raise TypeError(f"The loss should be an Variable, but received "
+                            f"{type(loss).__name__}")
+        self._optimizer._dtype = loss.dtype
+        no_grad = self._get_no_grad_set(loss, no_grad_set)
+        callbacks = list(callbacks or [])
+        if error_clip_callback not in callbacks:
+            callbacks.append(error_clip_callback)
+        with program_guard(loss.block.program, startup_program):
+            params_grads, _ = append_backward(loss, parameter_list, no_grad, callbacks,
+                                              checkpoints=self._checkpoints)
+        return params_grads
+
+    def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
+                       params_grads: Pairs) -> List[Operator]:
+        return self._optimizer.apply_optimize(loss, startup_program, params_grads)
+
+    def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
+        return self._optimizer.apply_gradients(params_grads)
+
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 grad_clip: Optional[GradientClipBase] = None
+                 ) -> Tuple[List[Operator], Pairs]:
+        """Recomputing backward, then the wrapped optimizer's clip/regularize/update."""
+        if self._checkpoints is None:
+            raise ValueError("You should call _set_checkpoints first")
+        grad_clip = _check_clip(grad_clip, "minimize()")
+        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+        self._optimizer._minimize_clip = grad_clip
+        try:
+            ops = self.apply_optimize(loss, startup_program, params_grads)
+        finally:
+            self._optimizer._minimize_clip = None
+        return ops, params_grads

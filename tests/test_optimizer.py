@@ -519,3 +519,32 @@ def test_minimize_startup_program_and_parameter_list():
     assert other_inits == {"fc_0.w_0_velocity_0", "learning_rate_0"}
     assert not {"fc_0.w_0_velocity_0"} & {op.output("Out")[0]
                                             for op in startup.global_block().ops}
+
+
+def test_recompute_optimizer_matches_the_plain_one():
+    def make():
+        opt = O.RecomputeOptimizer(O.Adam(0.01))
+        block = fluid.default_main_program().global_block()
+        opt._set_checkpoints([block.var("fc_0.tmp_1")])
+        return opt
+    hist, main, _, _ = train(make)
+    assert_same(hist, reference(adam_ref(0.01, 0.9, 0.999, 1e-8)))
+    with pytest.raises(ValueError, match="_set_checkpoints first"):
+        O.RecomputeOptimizer(O.SGD(0.1)).minimize(net())
+    with pytest.raises(TypeError, match="wraps an Optimizer"):
+        O.RecomputeOptimizer("sgd")
+
+
+def test_weighted_average():
+    with pytest.warns(DeprecationWarning):
+        avg = fluid.average.WeightedAverage()
+    with pytest.raises(ValueError, match="There is no data"):
+        avg.eval()
+    avg.add(value=2.0, weight=1)
+    avg.add(value=np.array([4.0]), weight=3)
+    np.testing.assert_allclose(avg.eval(), [3.5])
+    with pytest.raises(ValueError, match="'weight' must be a number"):
+        avg.add(1.0, "w")
+    avg.reset()
+    with pytest.raises(ValueError):
+        avg.eval()
