@@ -24,6 +24,7 @@ from ..core.registry import COMMON_ATTRS
 from .fusion import fuse
 
 _SKIP_OPS = frozenset({"feed", "fetch"})
+_FOLDABLE = frozenset({"fill_constant", "assign_value"})
 ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
 _plan_ids = itertools.count()
 
@@ -49,13 +50,15 @@ class Plan:
         self.write_holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
         self._profiled_fn: Optional[Callable] = None
+        self._consts: set = set()                 # locals bound to folded constants
         self.source = self._generate(program, block)
         code = compile(self.source, self.filename, "exec")
         ns: Dict[str, Any] = {}
         exec(code, ns)
         self._fn = ns["__plan"]
         persistent = set(self.persist_reads) | set(self.write_names)
-        self.fetch_copies = tuple(n in persistent for n in self.fetch_names)
+        self.fetch_copies = tuple(n in persistent or self._fetch_locals[i] in self._consts
+                                  for i, n in enumerate(self.fetch_names))
         linecache.cache[self.filename] = (len(self.source), None,
                                           self.source.splitlines(True), self.filename)
 
@@ -103,6 +106,18 @@ class Plan:
                 else:
                     args.append("None")
             self._op_inputs.append(used)
+            if self._foldable(block, op, opdef):    # constant: evaluate once, at compile time
+                result = opdef.forward(**{k: v for k, v in op.attrs.items()
+                                          if k in opdef.attr_defaults})
+                for slot in opdef.out_slots:
+                    for n in op.outputs.get(slot.name, []):
+                        k = f"k{len(self.kernels)}"
+                        self.kernels.append(result[slot.name])
+                        local[n] = new_local()
+                        self._consts.add(local[n])
+                        body.append((op_idx, f"{local[n]} = {k}"))
+                        last_use.setdefault(local[n], len(body) - 1)
+                continue
             kernel, single = self._bind(program, block, op, opdef, op_idx)
             k = f"k{len(self.kernels)}"
             self.kernels.append(kernel)
@@ -170,7 +185,7 @@ class Plan:
             if loc not in keep:
                 dies.setdefault(idx, []).append(loc)
         tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
-        self._body, self._dies = body, dies
+        self._body, self._dies, self._fetch_locals = body, dies, fetch_locals
         self._ret = f"    return {tup(fetch_locals)}, {tup(write_locals)}"
         return self._emit(profile=False)
 
@@ -208,6 +223,14 @@ class Plan:
             return self._profiled_fn(feeds, persist, self.kernels, times, time.perf_counter)
         except Exception as e:
             raise self._annotate(e) from e
+
+    @staticmethod
+    def _foldable(block: Block, op: Any, opdef: registry.OpDef) -> bool:
+        """No inputs, not random, not writing a persistable: a compile-time constant."""
+        if op.type not in _FOLDABLE or op.inputs and any(op.inputs.values()):
+            return False
+        return not any(getattr(block._find_var_recursive(n), "persistable", True)
+                       for n in op.output_arg_names)
 
     def _bind(self, program: Program, block: Block, op: Operator, opdef: registry.OpDef,
               op_idx: int) -> Tuple[Callable, bool]:

@@ -25,6 +25,9 @@ def _neg_log(p: np.ndarray) -> np.ndarray:
 def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: int):
     """(labels with ignored entries replaced by 0, ignored mask or None); ValueError naming the
     op for a label outside [0, n_class)."""
+    lo, hi = label.min(initial=0), label.max(initial=0)
+    if 0 <= lo and hi < n_class and not lo <= ignore_index <= hi:
+        return label, None          # the common case: every label valid, none ignored
     ign = label == ignore_index
     any_ign = bool(ign.any())
     bad = (label < 0) | (label >= n_class)
@@ -153,15 +156,18 @@ class SoftmaxWithCrossEntropy(OpDef):
         x = Logits if last else np.moveaxis(Logits, axis, -1)
         lab = Label if last else np.moveaxis(Label, axis, -1)
         z = x - x.max(axis=-1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(axis=-1, keepdims=True)
-        softmax = e / s
+        softmax = np.exp(z)
+        s = softmax.sum(axis=-1, keepdims=True)
+        softmax /= s
         log_s = np.log(s)
         if soft_label:
             loss = np.sum(lab * (log_s - z), axis=-1, keepdims=True, dtype=x.dtype)
         else:
             idx, ign = _hard_labels(self.type, lab, x.shape[-1], ignore_index)
-            loss = log_s - np.take_along_axis(z, idx, axis=-1)
+            if z.ndim == 2:     # fancy indexing is ~5x cheaper than take_along_axis here
+                loss = log_s - z[np.arange(z.shape[0]), idx[:, 0]][:, None]
+            else:
+                loss = log_s - np.take_along_axis(z, idx, axis=-1)
             if ign is not None:
                 loss[ign] = 0
         if not last:
