@@ -265,3 +265,26 @@ def test_net_drawer_draw_graph(tmp_path):
                      g.source)
     with pytest.raises(TypeError, match="unexpected keyword"):
         fluid.net_drawer.draw_graph(startup, main, colour="red")
+
+
+def test_visualize_sample_writes_its_views(tmp_path):
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "samples", "visualize.py")
+    spec = importlib.util.spec_from_file_location("visualize_sample", path)
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    main, startup, before, loss = sample.build()
+    written = sample.write_views(main, before, str(tmp_path))
+    names = {os.path.basename(p) for p in written}
+    assert {"mlp_program.html", "mlp_minimize_diff.html", "mlp_forward.dot"} <= names
+    g = viz.diff_graph(before, main)
+    added = {d["fl_group"] for _, d in g.nodes(data=True)
+             if d["fl_kind"] == "op" and d["fl_diff"] == "added"}
+    assert {"backward", "gradient_clip", "regularization", "lr_schedule", "optimize"} <= added
+    if shutil.which("dot"):
+        assert {"mlp_program.svg", "mlp_minimize_diff.svg"} <= names
+        page = (tmp_path / "mlp_program.html").read_text()
+        for label in ("forward op", "backward op", "gradient clip op", "regularization op",
+                      "optimizer update op", "LR schedule op"):
+            assert label in page

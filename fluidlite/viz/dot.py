@@ -181,10 +181,11 @@ def _legend(g: nx.MultiDiGraph, diff_mode: bool) -> str:
 
 
 def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels: bool = True,
-           rankdir: str = "TB", title: Optional[str] = None, **graph_opts: Any) -> str:
+           rankdir: str = "TB", title: Optional[str] = None, dpi: Optional[float] = None,
+           **graph_opts: Any) -> str:
     """DOT text of a Program/Block (``graph_opts`` go to ``to_networkx``: ``block``,
     ``hide_backward``, ``hide_optimizer``, ``highlight``) or of a graph from
-    ``to_networkx``/``diff_graph``."""
+    ``to_networkx``/``diff_graph``. ``dpi`` sets the resolution of PNG renderings."""
     if rankdir not in ("TB", "LR", "BT", "RL"):
         raise ValueError(f"rankdir must be one of TB, LR, BT, RL; got {rankdir!r}")
     g = as_graph(obj, **graph_opts)
@@ -193,7 +194,8 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
     out = ["digraph " + quote(g.graph.get("fl_title", "program")) + " {",
            "  graph " + _attrs({"rankdir": rankdir, "fontname": _FONT, "fontsize": "12",
                                 "label": label, "labelloc": "t", "newrank": "true",
-                                "nodesep": "0.25", "ranksep": "0.35"}) + ";",
+                                "nodesep": "0.25", "ranksep": "0.35",
+                                **({"dpi": str(float(dpi))} if dpi else {})}) + ";",
            "  node " + _attrs({"fontname": _FONT, "fontsize": "10", "height": "0.3",
                                "margin": "0.08,0.03"}) + ";",
            "  edge " + _attrs({"fontname": _FONT, "fontsize": "8", "fontcolor": "#555555",
@@ -229,31 +231,57 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
         in_place = d["fl_direction"] == "out" and g.has_edge(v, u)
         out.append(f"  {quote(u)} -> {quote(v)} "
                    + _attrs(_edge_attrs(d, diff_mode, edge_labels, in_place)) + ";")
-    out += _role_var_edges(g, op_ids)
+    out += _layout_edges(g, op_ids)
     if legend:
         out.append(_legend(g, diff_mode))
     out.append("}")
     return "\n".join(out) + "\n"
 
 
-def _role_var_edges(g: nx.MultiDiGraph, op_ids: List[str]) -> List[str]:
-    """Invisible layout edges placing each optimizer-side op (clip, regularization, update)
-    below the gradient it serves (its ``op_role_var``), so e.g. a regularization ``scale``
-    that only reads the parameter is drawn next to the gradient it is added to."""
-    lines = []
+def _layout_edges(g: nx.MultiDiGraph, op_ids: List[str]) -> List[str]:
+    """Invisible edges that keep the picture in program order where the var-node graph alone
+    does not (a variable node stands for every value the name takes):
+
+    * an op reading a variable after an in-place rewrite of it (the regularization ``sum`` into
+      a gradient, ``increment`` of a counter) is placed below that rewriting op;
+    * an optimizer-side op (clip, regularization, update) is placed below the gradient named
+      in its ``op_role_var`` when that gradient exists earlier (e.g. a regularization
+      ``scale`` that only reads the parameter sits next to the gradient it is added to).
+    """
+    index = {n: (g.nodes[n]["fl_block"], g.nodes[n]["fl_index"]) for n in op_ids
+             if g.nodes[n].get("fl_diff") != "removed"}
+    pairs: List[Tuple[str, str]] = []
+    for v, d in g.nodes(data=True):
+        if d["fl_kind"] != "var":
+            continue
+        writers = sorted((index[u], u) for u in g.predecessors(v) if u in index)
+        if not writers:
+            continue
+        for r in set(g.successors(v)):
+            if r not in index:
+                continue
+            before = [w for (pos, w) in writers if pos < index[r]]
+            # the value r reads came from an in-place rewrite (not from v's first producer)
+            if before and before[-1] != r and (len(before) >= 2 or g.has_edge(v, before[-1])):
+                pairs.append((before[-1], r))
     for n in op_ids:
         d = g.nodes[n]
-        if d.get("fl_group") not in ("gradient_clip", "regularization", "optimize"):
+        if n not in index or d.get("fl_group") not in ("gradient_clip", "regularization",
+                                                        "optimize"):
             continue
         role_var = [x for x in str(d.get("fl_role_var", "")).split(",") if x]
         for grad in role_var[1::2]:
             vid = f"var:{grad}"
             if vid not in g or g.has_edge(vid, n) or g.has_edge(n, vid):
                 continue
-            earlier = [u for u in g.predecessors(vid) if g.nodes[u].get("fl_block") ==
-                       d["fl_block"] and g.nodes[u].get("fl_index", 1 << 30) < d["fl_index"]]
-            if earlier:        # only when the gradient exists before this op (no cycles)
-                lines.append(f"  {quote(vid)} -> {quote(n)} [style=\"invis\"];")
+            if any(u in index and index[u] < index[n] for u in g.predecessors(vid)):
+                pairs.append((vid, n))      # the gradient exists before this op: no cycle
+    seen = set()
+    lines = []
+    for a, b in pairs:
+        if (a, b) not in seen:
+            seen.add((a, b))
+            lines.append(f"  {quote(a)} -> {quote(b)} [style=\"invis\"];")
     return lines
 
 

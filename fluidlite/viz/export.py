@@ -54,11 +54,12 @@ def format_from_path(path: str) -> str:
 
 def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None, *,
            title: Optional[str] = None, legend: bool = True, clusters: bool = True,
-           edge_labels: bool = True, rankdir: str = "TB", **graph_opts: Any) -> str:
+           edge_labels: bool = True, rankdir: str = "TB", dpi: Optional[float] = None,
+           **graph_opts: Any) -> str:
     """Write ``obj`` (Program, Block, or a graph from ``to_networkx``/``diff_graph``) to
     ``path`` in ``format`` (default: from the extension: dot/gv, svg, png, pdf, html,
     graphml, json, txt). ``graph_opts``: ``block``, ``hide_backward``, ``hide_optimizer``,
-    ``highlight``. Returns the path written."""
+    ``highlight``; ``dpi`` sets the PNG resolution. Returns the path written."""
     path = os.fspath(path)
     fmt = (format or format_from_path(path)).lower()
     if fmt not in FORMATS:
@@ -81,7 +82,7 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
     elif fmt == "html":
         data = to_html(obj, title=title, **style, **graph_opts).encode("utf-8")
     else:
-        dot_text = to_dot(obj, title=title, **style, **graph_opts)
+        dot_text = to_dot(obj, title=title, dpi=dpi, **style, **graph_opts)
         data = dot_text.encode("utf-8") if fmt == "dot" else render(dot_text, fmt)
     atomic_write(path, data)
     return path
