@@ -235,3 +235,23 @@ def test_inference_optimize_sets_is_test_on_a_copy():
     opt = main._inference_optimize()
     assert opt.global_block().ops[0].attr("is_test") is True
     assert op.attr("is_test") is False
+
+
+def test_sub_blocks_and_block_attrs_round_trip():
+    prog = fluid.Program()
+    with fluid.program_guard(prog):
+        x = fluid.data(name="x", shape=[-1, 2], dtype="float32")
+        y = fluid.layers.relu(x)
+        sub = prog._create_block()
+        sub.create_var(name="inner", shape=[-1, 2], dtype="float32")
+        sub.append_op("relu", inputs={"X": y}, outputs={"Out": "inner"})
+        prog._rollback()
+    prog.global_block().ops[0].attrs["sub_block"] = sub
+    back = fluid.Program.from_dict(prog.to_dict())
+    assert back.num_blocks == 2 and back.block(1).parent_idx == 0
+    assert back.global_block().ops[0].attrs["sub_block"] is back.block(1)
+    assert str(back) == str(prog)
+    import fluidlite.viz as viz
+    g = viz.to_networkx(back, block=1)
+    assert g.nodes["var:" + y.name]["fl_block"] == 0 and "op:1:0" in g   # from the parent
+    assert g.nodes["var:inner"]["fl_block"] == 1

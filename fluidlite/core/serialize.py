@@ -533,7 +533,10 @@ def loads_program(text: Union[str, bytes, bytearray], source: str = "<string>") 
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        hint = " (the file looks truncated)" if e.pos >= len(text.rstrip()) else ""
+        stripped = text.rstrip()
+        truncated = e.pos >= len(stripped) or "Unterminated" in e.msg or \
+            (stripped.startswith("{") and not stripped.endswith("}"))
+        hint = " (the file looks truncated)" if truncated else ""
         raise ProgramFormatError(f"{source} is not a valid fluidlite program: bad JSON at line "
                                  f"{e.lineno} column {e.colno}: {e.msg}{hint}") from None
     try:

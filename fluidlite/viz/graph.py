@@ -167,7 +167,7 @@ def _hidden(op: Operator, hide_backward: bool, hide_optimizer: bool) -> bool:
 
 def _var_node(block: Block, var: Variable, producer: Optional[Operator], hl: bool) -> Dict[str, Any]:
     d: Dict[str, Any] = {
-        "fl_kind": "var", "fl_name": var.name, "fl_block": block.idx,
+        "fl_kind": "var", "fl_name": var.name, "fl_block": var.block.idx,
         "fl_category": var_category(var), "fl_type": var.type.name,
         "fl_shape": _shape_str(var.shape),
         "fl_dtype": _dtype_str(var.dtype),
