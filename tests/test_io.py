@@ -338,3 +338,24 @@ def test_predicates():
     assert {v.name for v in fluid.io.get_program_parameter(main)} == \
         {p.name for p in main.all_parameters()}
     assert "learning_rate_0" in {v.name for v in fluid.io.get_program_persistable_vars(main)}
+
+
+def test_inference_model_is_in_test_mode(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[-1, 4], dtype="float32")
+        h = fluid.layers.dropout(fluid.layers.fc(input=x, size=8), dropout_prob=0.5)
+        pred = fluid.layers.fc(input=h, size=2)
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        expected = exe.run(main.clone(for_test=True), feed=FEED, fetch_list=[pred])[0]
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [pred], exe, main)
+    assert main.global_block().ops[2].attr("is_test") is False       # original untouched
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+        dropout = [op for op in program.global_block().ops if op.type == "dropout"]
+        assert dropout and dropout[0].attr("is_test") is True
+        got = [exe.run(program, feed=FEED, fetch_list=fetches)[0] for _ in range(2)]
+    np.testing.assert_allclose(got[0], expected, rtol=1e-6)
+    np.testing.assert_array_equal(got[0], got[1])
