@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core.dtypes import VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .elementwise import aligned_y_to_x, broadcast_shape
+from .elementwise import aligned_y_to_x, broadcast_shape, numpy_compatible
 
 
 class _Compare(OpDef):
@@ -31,9 +31,7 @@ class _Compare(OpDef):
     def lower(self, in_specs, attrs):
         axis, fn = attrs.get("axis", -1), self.fn
         x, y = in_specs
-        if x is not None and y is not None and (
-                len(x.shape) == len(y.shape) or
-                (len(y.shape) < len(x.shape) and axis in (-1, len(x.shape) - len(y.shape)))):
+        if x is not None and y is not None and numpy_compatible(x.shape, y.shape, axis):
             return fn
         return lambda a, b: fn(*aligned_y_to_x(a, b, axis))
 

@@ -27,10 +27,12 @@ Shape = Tuple[int, ...]
 
 # -- broadcasting -------------------------------------------------------------------------------
 def aligned_shape(ndim: int, shape: Sequence[int], axis: int = -1) -> Shape:
-    """``shape`` (of the lower-rank operand) padded with 1s to ``ndim`` dims, placed at ``axis``
-    after trimming its trailing 1s (fluid's rule). Raises ValueError when it does not fit."""
+    """``shape`` (of the operand with fewer or equally many dims) padded with 1s to ``ndim``
+    dims: its trailing 1s trimmed, placed at ``axis`` (-1: right-aligned), as fluid 1.8 does.
+    Equal ranks with ``axis`` -1/0 keep the shape (numpy's rule). Raises ValueError when the
+    operand does not fit."""
     shape = tuple(shape)
-    if len(shape) >= ndim:
+    if len(shape) > ndim or (len(shape) == ndim and axis in (-1, 0, None)):
         return shape
     if axis is None or axis == -1:
         axis = ndim - len(shape)
@@ -38,11 +40,25 @@ def aligned_shape(ndim: int, shape: Sequence[int], axis: int = -1) -> Shape:
     while trimmed and trimmed[-1] == 1:
         trimmed = trimmed[:-1]
     if axis < 0 or axis + len(trimmed) > ndim:
+        if len(shape) == ndim:
+            return shape             # equal ranks: fluid ignores ``axis`` (same-shape case)
         raise ValueError(f"axis={axis} is out of range: the lower-rank operand's shape "
                          f"{list(shape)} (trailing 1s trimmed: {list(trimmed)}) must fit inside "
                          f"{ndim} dims starting at axis; use axis in [0, "
                          f"{ndim - len(trimmed)}] or -1")
     return (1,) * axis + trimmed + (1,) * (ndim - axis - len(trimmed))
+
+
+def numpy_compatible(x: Sequence[int], y: Sequence[int], axis: int = -1) -> bool:
+    """True when numpy's own (right-aligned) broadcasting already implements fluid's rule for
+    these shapes, so kernels can skip the reshape."""
+    x, y = tuple(x), tuple(y)
+    big, small = (x, y) if len(x) >= len(y) else (y, x)
+    try:
+        return aligned_shape(len(big), small, axis) == \
+            (1,) * (len(big) - len(small)) + small
+    except ValueError:
+        return False
 
 
 def broadcast_shape(x: Sequence[int], y: Sequence[int], axis: int = -1) -> Shape:
@@ -76,17 +92,17 @@ def broadcast_shape(x: Sequence[int], y: Sequence[int], axis: int = -1) -> Shape
 
 def align(x_ndim: int, y: np.ndarray, axis: int = -1) -> np.ndarray:
     """Reshape ``y`` (a view) so it broadcasts against an ``x_ndim``-d array per fluid's rule."""
-    if y.ndim >= x_ndim:
+    if y.ndim > x_ndim:
         return y
-    return y.reshape(aligned_shape(x_ndim, y.shape, axis))
+    shape = aligned_shape(x_ndim, y.shape, axis)
+    return y if shape == y.shape else y.reshape(shape)
 
 
 def aligned_y_to_x(x: np.ndarray, y: np.ndarray, axis: int = -1
                    ) -> Tuple[np.ndarray, np.ndarray]:
-    """(x, y) reshaped so that numpy broadcasting implements fluid's rule (either may be larger)."""
-    if x.ndim == y.ndim:
-        return x, y
-    if y.ndim < x.ndim:
+    """(x, y) reshaped so that numpy broadcasting implements fluid's rule (either may be larger;
+    with equal ranks Y is the one placed at ``axis``)."""
+    if x.ndim >= y.ndim:
         return x, align(x.ndim, y, axis)
     return align(y.ndim, x, axis), y
 
@@ -288,9 +304,7 @@ class _Binary(OpDef):
         axis = attrs.get("axis", -1)
         k = self.fn if type(self).kernel is _Binary.kernel else self.kernel
         x, y = in_specs
-        if x is not None and y is not None and (
-                len(x.shape) == len(y.shape) or
-                (len(y.shape) < len(x.shape) and axis in (-1, len(x.shape) - len(y.shape)))):
+        if x is not None and y is not None and numpy_compatible(x.shape, y.shape, axis):
             return k          # numpy's own broadcasting already is fluid's rule
         return lambda a, b: k(*aligned_y_to_x(a, b, axis))
 
