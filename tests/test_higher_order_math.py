@@ -177,3 +177,66 @@ def test_gradient_penalty_reaches_a_parameter():
     num = np.array([(pen(0.7 + 1e-6 * np.eye(3)[i]) - pen(0.7 - 1e-6 * np.eye(3)[i])) / 2e-6
                     for i in range(3)])
     np.testing.assert_allclose(got, num, rtol=1e-5)
+
+
+# -- every double_grad rule, checked directly on its grad op with OpTest --------------------------
+def _grad_op_case(op_type, inputs, attrs, check):
+    from fluidlite.core.registry import get_op_def
+    from fluidlite.testing import OpTest
+    fwd = get_op_def(op_type).forward_def
+    uses = {k: v for k, v in inputs.items() if k != "Out@GRAD"}
+    ref = fwd.backward(*[uses[u] for u in fwd.grad_uses], inputs["Out@GRAD"], **attrs)
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs = op_type, inputs, attrs
+    t.outputs = {k + "@GRAD": v for k, v in ref.items()}
+    t.check_infer()
+    t.check_output()
+    t.check_grad(check, list(t.outputs))
+
+
+UNARY_GRAD = [  # op, attrs, X sample, inputs of the grad op to check
+    ("sigmoid", {}, X, ["Out", "Out@GRAD"]), ("tanh", {}, X, ["Out", "Out@GRAD"]),
+    ("exp", {}, X, ["Out", "Out@GRAD"]), ("log", {}, POS, ["X", "Out@GRAD"]),
+    ("sqrt", {}, POS, ["Out", "Out@GRAD"]), ("rsqrt", {}, POS, ["Out", "Out@GRAD"]),
+    ("square", {}, X, ["X", "Out@GRAD"]), ("reciprocal", {}, POS, ["Out", "Out@GRAD"]),
+    ("pow", {"factor": 2.5}, POS, ["X", "Out@GRAD"]), ("sin", {}, X, ["X", "Out@GRAD"]),
+    ("cos", {}, X, ["X", "Out@GRAD"]), ("gelu", {}, X, ["X", "Out@GRAD"]),
+    ("gelu", {"approximate": True}, X, ["X", "Out@GRAD"]),
+    ("elu", {"alpha": 0.7}, X, ["X", "Out@GRAD"]), ("softplus", {}, X, ["X", "Out@GRAD"]),
+    ("softsign", {}, X, ["X", "Out@GRAD"]), ("swish", {"beta": 1.5}, X, ["X", "Out@GRAD"]),
+    ("logsigmoid", {}, X, ["X", "Out@GRAD"]), ("softmax", {"axis": -1}, X, ["Out", "Out@GRAD"]),
+    ("relu", {}, X, ["Out@GRAD"]), ("leaky_relu", {"alpha": 0.1}, X, ["Out@GRAD"]),
+    ("abs", {}, X, ["Out@GRAD"]), ("relu6", {"threshold": 1.0}, X, ["Out@GRAD"]),
+    ("hard_sigmoid", {}, X, ["Out@GRAD"]),
+]
+
+
+@pytest.mark.parametrize("op,attrs,x,check", UNARY_GRAD, ids=[f"{u[0]}_grad-{i}"
+                                                            for i, u in enumerate(UNARY_GRAD)])
+def test_activation_grad_ops_are_differentiable(op, attrs, x, check):
+    from fluidlite.core.registry import get_op_def
+    fwd = get_op_def(op)
+    use = fwd.grad_uses[0]
+    value = x if use == "X" else fwd.forward(x, **attrs)["Out"]
+    if op == "elu":
+        value = np.where(np.abs(value) < 0.05, 0.2, value)
+    dout = RNG.uniform(-1, 1, x.shape)
+    _grad_op_case(op + "_grad", {use: value, "Out@GRAD": dout}, attrs, check)
+
+
+BINARY_GRAD = [
+    ("elementwise_add", ["Out@GRAD"]), ("elementwise_sub", ["Out@GRAD"]),
+    ("elementwise_mul", ["X", "Y", "Out@GRAD"]), ("elementwise_div", ["Y", "Out", "Out@GRAD"]),
+    ("elementwise_max", ["Out@GRAD"]), ("elementwise_min", ["Out@GRAD"]),
+]
+
+
+@pytest.mark.parametrize("op,check", BINARY_GRAD, ids=[f"{b[0]}_grad" for b in BINARY_GRAD])
+def test_elementwise_grad_ops_are_differentiable(op, check):
+    x = RNG.integers(0, 3, size=(2, 3, 4)) + 0.3
+    y = RNG.integers(0, 3, size=(3,)) + 0.7
+    ins = {"X": x, "Y": y}
+    if op == "elementwise_div":
+        ins["Out"] = x / y.reshape(1, 3, 1)
+    ins["Out@GRAD"] = RNG.uniform(-1, 1, (2, 3, 4))
+    _grad_op_case(op + "_grad", ins, {"axis": 1}, check)
