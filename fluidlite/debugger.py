@@ -8,9 +8,8 @@ deterministic (fluid shuffled it).
 from __future__ import annotations
 
 import logging
-import os
 import re
-from typing import Any, List, Optional, Sequence
+from typing import Optional, Sequence
 
 from .core.ir import Block, Operator, Program, Variable
 from .core.dtypes import VarType, convert_dtype

@@ -27,7 +27,7 @@ import os
 import pickle
 import tempfile
 import zipfile
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 

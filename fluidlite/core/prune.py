@@ -10,7 +10,7 @@
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Sequence, Set, Union
+from typing import Any, List, Sequence, Set
 
 from . import names
 from .dtypes import VarType

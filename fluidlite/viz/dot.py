@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import shutil
 import subprocess
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 import networkx as nx
 

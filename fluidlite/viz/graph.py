@@ -29,7 +29,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import networkx as nx
 
@@ -165,7 +165,8 @@ def _hidden(op: Operator, hide_backward: bool, hide_optimizer: bool) -> bool:
     return False
 
 
-def _var_node(block: Block, var: Variable, producer: Optional[Operator], hl: bool) -> Dict[str, Any]:
+def _var_node(block: Block, var: Variable, producer: Optional[Operator],
+              hl: bool) -> Dict[str, Any]:
     d: Dict[str, Any] = {
         "fl_kind": "var", "fl_name": var.name, "fl_block": var.block.idx,
         "fl_category": var_category(var), "fl_type": var.type.name,

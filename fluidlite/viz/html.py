@@ -123,7 +123,8 @@ def _var_table(g: nx.MultiDiGraph, diff: bool) -> str:
                  f"<td>{_e(d.get('fl_shape', ''))}</td>", f"<td>{_e(d.get('fl_dtype', ''))}</td>",
                  f"<td>{_e(d.get('fl_persistable', ''))}</td>",
                  f"<td>{_e(d.get('fl_stop_gradient', ''))}</td>",
-                 f"<td>{_e(d.get('fl_pass', ''))}</td>", f"<td>{_e(d.get('fl_namescope', ''))}</td>"]
+                 f"<td>{_e(d.get('fl_pass', ''))}</td>",
+                 f"<td>{_e(d.get('fl_namescope', ''))}</td>"]
         if diff:
             cells.append(f"<td>{_e(d['fl_diff'])}</td>")
         rows.append(f'<tr class="{_e(d["fl_diff"])}">' + "".join(cells) + "</tr>")
