@@ -194,7 +194,13 @@ def peak_rss_child(impl: str, config: str) -> None:
     del ws, bs
     for i in range(20):
         model.step(*data[i % len(data)])
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)   # MiB (Linux: KiB)
+    # VmHWM is this process image's own peak; ru_maxrss can report the parent's peak after exec
+    try:
+        with open("/proc/self/status") as f:
+            kib = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(kib / 1024.0)   # MiB
 
 
 def measure_rss(impl: str, config: str) -> float:

@@ -71,19 +71,28 @@ for _cls in (_ScaledSgd, _Sgd):
     _cls.attr_defaults = {}
 
 
+_CHUNK = 1 << 15     # elements per pass of the in-place update: 128 KiB scratch stays in cache
+
+
 def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
+    """``P - c * G`` with ``c = lr (* s)``; in place through a small reused scratch buffer,
+    chunk by chunk, so an update never allocates a parameter-sized temporary."""
     scratch: List[Optional[np.ndarray]] = [None]
 
     def step(p: np.ndarray, lr: np.ndarray, g: np.ndarray, s: Any = None) -> np.ndarray:
         c = lr.reshape(()) if s is None else lr.reshape(()) * s.reshape(())
+        if not inplace or not (p.flags.c_contiguous and g.flags.c_contiguous):
+            return p - g * c
         buf = scratch[0]
-        if buf is None or buf.shape != g.shape or buf.dtype != p.dtype:
-            buf = scratch[0] = np.empty(g.shape, p.dtype)
-        np.multiply(g, c, out=buf)
-        if inplace:
-            np.subtract(p, buf, out=p)
-            return p
-        return p - buf
+        if buf is None or buf.dtype != p.dtype:
+            buf = scratch[0] = np.empty(_CHUNK, p.dtype)
+        pf, gf = p.reshape(-1), g.reshape(-1)
+        for a in range(0, pf.size, _CHUNK):
+            b = min(a + _CHUNK, pf.size)
+            tmp = buf[:b - a]
+            np.multiply(gf[a:b], c, out=tmp)
+            np.subtract(pf[a:b], tmp, out=pf[a:b])
+        return p
 
     if scaled:
         return step

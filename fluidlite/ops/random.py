@@ -7,6 +7,15 @@ from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
 
 
+def _standard(draw, shape, dtype) -> np.ndarray:
+    """Draw in the target precision directly (float32 draws need no float64 temporary, which
+    for a large weight would double the startup program's peak memory)."""
+    dt = to_numpy_dtype(dtype)
+    if dt in (np.float32, np.float64):
+        return draw(size=shape, dtype=dt)
+    return draw(size=shape).astype(dt)
+
+
 class _RandomOp(OpDef):
     inputs, outputs = (), ("Out",)
     no_grad = True
@@ -22,7 +31,10 @@ class UniformRandom(_RandomOp):
     type = "uniform_random"
 
     def forward(self, *, rng, shape=[], dtype=VarType.FP32, min=-1.0, max=1.0, seed=0):
-        return {"Out": rng.uniform(min, max, size=shape).astype(to_numpy_dtype(dtype))}
+        out = _standard(rng.random, shape, dtype)
+        out *= max - min
+        out += min
+        return {"Out": out}
 
 
 @register
@@ -31,7 +43,10 @@ class GaussianRandom(_RandomOp):
     type = "gaussian_random"
 
     def forward(self, *, rng, shape=[], dtype=VarType.FP32, mean=0.0, std=1.0, seed=0):
-        return {"Out": rng.normal(mean, std, size=shape).astype(to_numpy_dtype(dtype))}
+        out = _standard(rng.standard_normal, shape, dtype)
+        out *= std
+        out += mean
+        return {"Out": out}
 
 
 @register
