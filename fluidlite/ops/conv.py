@@ -10,10 +10,9 @@ dilations, groups):
 ``conv2d_transpose`` is the adjoint of ``conv2d``: its forward is ``_conv_dx`` and its input
 gradient is ``_conv_fwd``.
 
-Internally the columns are laid out channel-major, batch second (``[C*kh*kw, N*oh*R]``), so
-every copy moves long contiguous runs. For stride 1 the row width ``R`` is the padded input
-width and each (channel, kernel offset) column block is ONE contiguous run of the padded image
-("wrap-around" columns ``ow <= w < R`` are computed and dropped); otherwise ``R = ow``.
+Internally everything is channel-major so that the GEMMs see plain 2-D matrices: the columns
+are ``[C*kh*kw, M]`` with M ordered (oh, ow, N) — batch last, so im2col / col2im copy runs of
+ow*N elements — for narrow outputs, and (N, oh, ow) otherwise (see ``_batch_last``).
 
 The grad kernels return a lazy mapping: the executor reads only the gradient slots the program
 binds, so a gradient nobody asked for (the image input of the first conv) is never computed.
@@ -119,18 +118,6 @@ class _Geom(NamedTuple):
     def Wp(self) -> int:
         return self.W + self.pl + self.pr
 
-    @property
-    def wrap(self) -> bool:
-        """Stride 1: a column block is one contiguous run of the padded image (row width Wp)."""
-        return self.sh == 1 and self.sw == 1
-
-    @property
-    def R(self) -> int:
-        return self.Wp if self.wrap else self.ow
-
-    @property
-    def tail(self) -> int:
-        return (self.kw - 1) * self.dw if self.wrap else 0
 
 
 def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
@@ -149,45 +136,54 @@ def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
 
 
 # -- the three routines (NCHW) ------------------------------------------------------------------
-def _padded(x: np.ndarray, g: _Geom) -> np.ndarray:
-    """``x`` [N,C,H,W] zero-padded into a flat, channel-major buffer [C, N, Hp*Wp + tail]."""
+def _batch_last(g: _Geom, n: int) -> bool:
+    """Column layout: batch-last ``[C*kh*kw, oh*ow*N]`` (copies move runs of ow*N) when output
+    rows are short, else batch-second ``[C*kh*kw, N*oh*ow]`` (runs of ow, and only cheap
+    transposes of whole feature maps)."""
+    return g.ow < 16 and n > 1
+
+
+def _padded(x: np.ndarray, g: _Geom, bl: bool) -> np.ndarray:
+    """``x`` [N,C,H,W] zero-padded, channel-major: [C, Hp, Wp, N] (bl) or [C, N, Hp, Wp]."""
     N, C = x.shape[:2]
-    buf = np.zeros((C, N, g.Hp * g.Wp + g.tail), x.dtype)
-    _planes(buf, g)[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x.transpose(1, 0, 2, 3)
+    xt = x.transpose(1, 2, 3, 0) if bl else x.transpose(1, 0, 2, 3)
+    if (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0):
+        return np.ascontiguousarray(xt)
+    if bl:
+        buf = np.zeros((C, g.Hp, g.Wp, N), x.dtype)
+        buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :] = xt
+    else:
+        buf = np.zeros((C, N, g.Hp, g.Wp), x.dtype)
+        buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = xt
     return buf
 
 
-def _planes(buf: np.ndarray, g: _Geom) -> np.ndarray:
-    """The [C, N, Hp, Wp] image view of a flat padded buffer."""
-    e = buf.itemsize
-    return as_strided(buf, buf.shape[:2] + (g.Hp, g.Wp),
-                      (buf.strides[0], buf.strides[1], g.Wp * e, e), writeable=True)
-
-
-def _im2col(x: np.ndarray, g: _Geom) -> np.ndarray:
-    """Columns [C*kh*kw, N*oh*R] of ``x`` [N,C,H,W] (one copy)."""
-    N, C = x.shape[:2]
-    buf = _padded(x, g)
-    e = buf.itemsize
-    sC, sN = buf.strides[:2]
-    if g.wrap:
-        view = as_strided(buf, (C, g.kh, g.kw, N, g.oh * g.Wp),
-                          (sC, g.dh * g.Wp * e, g.dw * e, sN, e), writeable=False)
+def _im2col(x: np.ndarray, g: _Geom, bl: bool) -> np.ndarray:
+    """Columns [C*kh*kw, M] of ``x`` [N,C,H,W]: one strided view, one copy."""
+    C = x.shape[1]
+    buf = _padded(x, g, bl)
+    if bl:
+        sC, sH, sW, sN = buf.strides
+        view = as_strided(buf, (C, g.kh, g.kw, g.oh, g.ow, buf.shape[3]),
+                          (sC, g.dh * sH, g.dw * sW, g.sh * sH, g.sw * sW, sN), writeable=False)
     else:
-        view = as_strided(buf, (C, g.kh, g.kw, N, g.oh, g.ow),
-                          (sC, g.dh * g.Wp * e, g.dw * e, sN, g.sh * g.Wp * e, g.sw * e),
-                          writeable=False)
-    return view.reshape(C * g.kh * g.kw, N * g.oh * g.R)
+        sC, sN, sH, sW = buf.strides
+        view = as_strided(buf, (C, g.kh, g.kw, buf.shape[1], g.oh, g.ow),
+                          (sC, g.dh * sH, g.dw * sW, sN, g.sh * sH, g.sw * sW), writeable=False)
+    return view.reshape(C * g.kh * g.kw, -1)
 
 
-def _dy_rows(dy: np.ndarray, g: _Geom) -> np.ndarray:
-    """dY [N,F,oh,ow] -> [F, N*oh*R], zero in the wrap-around columns."""
-    N, F = dy.shape[:2]
-    if g.R == g.ow:
-        return np.ascontiguousarray(dy.transpose(1, 0, 2, 3)).reshape(F, -1)
-    out = np.zeros((F, N, g.oh, g.R), dy.dtype)
-    out[..., :g.ow] = dy.transpose(1, 0, 2, 3)
-    return out.reshape(F, -1)
+def _dy_rows(dy: np.ndarray, bl: bool) -> np.ndarray:
+    """dY [N,F,oh,ow] -> [F, M] in the column order of ``_im2col``."""
+    return np.ascontiguousarray(dy.transpose((1, 2, 3, 0) if bl else (1, 0, 2, 3))).reshape(
+        dy.shape[1], -1)
+
+
+def _from_rows(y: np.ndarray, g: _Geom, n: int, bl: bool) -> np.ndarray:
+    """[F, M] -> [N, F, oh, ow]."""
+    if bl:
+        return np.ascontiguousarray(y.reshape(-1, g.oh, g.ow, n).transpose(3, 0, 1, 2))
+    return np.ascontiguousarray(y.reshape(-1, n, g.oh, g.ow).transpose(1, 0, 2, 3))
 
 
 def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
@@ -197,42 +193,40 @@ def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
     N, F = x.shape[0], w.shape[0]
-    cols = _im2col(x, g)
+    bl = _batch_last(g, N)
+    cols = _im2col(x, g, bl)
     if g.groups == 1:
         y = w.reshape(F, -1) @ cols
     else:
         y = np.matmul(_grouped(w, g.groups), _grouped(cols, g.groups))
-    y = y.reshape(F, N, g.oh, g.R)[..., :g.ow]
-    return np.ascontiguousarray(y.transpose(1, 0, 2, 3))
+    return _from_rows(y, g, N, bl)
 
 
 def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int) -> np.ndarray:
-    """dX [N,C,H,W] from dY rows [F, N*oh*R]: one GEMM, then col2im (kh*kw strided adds)."""
+    """dX [N,C,H,W] from dY rows [F, M]: one GEMM, then col2im (kh*kw strided adds)."""
+    bl = _batch_last(g, N)
     C = w.shape[1] * g.groups
     if g.groups == 1:
         dcols = w.reshape(w.shape[0], -1).T @ dy_rows
     else:
         dcols = np.matmul(_grouped(w, g.groups).transpose(0, 2, 1), _grouped(dy_rows, g.groups))
-    dcols = dcols.reshape(C, g.kh, g.kw, N, g.oh * g.R)
-    buf = np.zeros((C, N, g.Hp * g.Wp + g.tail), dy_rows.dtype)
-    planes = _planes(buf, g)
+    block = (g.oh, g.ow, N) if bl else (N, g.oh, g.ow)
+    dcols = dcols.reshape((C, g.kh, g.kw) + block)
+    buf = np.zeros((C, g.Hp, g.Wp, N) if bl else (C, N, g.Hp, g.Wp), dy_rows.dtype)
+    planes = buf if bl else buf.transpose(0, 2, 3, 1)          # [C, Hp, Wp, N] either way
+    cells = dcols if bl else dcols.transpose(0, 1, 2, 4, 5, 3)  # [C, kh, kw, oh, ow, N]
     for i in range(g.kh):
         for j in range(g.kw):
-            if g.wrap:
-                off = i * g.dh * g.Wp + j * g.dw
-                buf[:, :, off:off + g.oh * g.Wp] += dcols[:, i, j]
-            else:
-                hs, ws = i * g.dh, j * g.dw
-                planes[:, :, hs:hs + g.sh * (g.oh - 1) + 1:g.sh,
-                       ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += \
-                    dcols[:, i, j].reshape(C, N, g.oh, g.ow)
-    dx = planes[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
-    return np.ascontiguousarray(dx.transpose(1, 0, 2, 3))
+            hs, ws = i * g.dh, j * g.dw
+            planes[:, hs:hs + g.sh * (g.oh - 1) + 1:g.sh,
+                   ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += cells[:, i, j]
+    dx = planes[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+    return np.ascontiguousarray(dx.transpose(3, 0, 1, 2))
 
 
 def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int]) -> np.ndarray:
     """dW [F, C/groups, kh, kw] = dY rows @ im2col(X)^T (per group)."""
-    cols = _im2col(x, g)
+    cols = _im2col(x, g, _batch_last(g, x.shape[0]))
     if g.groups == 1:
         dw = dy_rows @ cols.T
     else:
@@ -374,7 +368,7 @@ class Conv2DGrad(_ConvGradBase):
 
         def dy_rows() -> np.ndarray:
             if not rows:
-                rows.append(_dy_rows(dy, g))
+                rows.append(_dy_rows(dy, _batch_last(g, dy.shape[0])))
             return rows[0]
 
         return LazyOutputs({
@@ -464,7 +458,8 @@ class Conv2DTranspose(_ConvBase):
         x = _to_nchw(Input, last)
         g = _transpose_geom(x.shape[2:], Filter.shape[2:], output_size, strides, paddings,
                             dilations, padding_algorithm, groups, self.type)
-        return {"Output": _from_nchw(_conv_dx(_dy_rows(x, g), Filter, g, x.shape[0]), last)}
+        rows = _dy_rows(x, _batch_last(g, x.shape[0]))
+        return {"Output": _from_nchw(_conv_dx(rows, Filter, g, x.shape[0]), last)}
 
 
 @register
@@ -482,7 +477,8 @@ class Conv2DTransposeGrad(_ConvGradBase):
                             dilations, padding_algorithm, groups, self.type)
         return LazyOutputs({
             "Input@GRAD": lambda: _from_nchw(_conv_fwd(dy, Filter, g), last),
-            "Filter@GRAD": lambda: _conv_dw(dy, _dy_rows(x, g), g, Filter.shape)})
+            "Filter@GRAD": lambda: _conv_dw(dy, _dy_rows(x, _batch_last(g, x.shape[0])), g,
+                                            Filter.shape)})
 
 
 Conv2DTransposeGrad.forward_def = get_op_def("conv2d_transpose")

@@ -122,6 +122,15 @@ class TestConv2D(OpTest):
         weighted_grad_check("conv2d", self.inputs, self.attrs, "Output", ["Output"],
                             ["Input", "Filter"])
 
+    def test_wide_output_layout(self):
+        # ow >= 16 takes the batch-second column layout (narrow outputs go batch-last)
+        x, w = self.rand(2, 1, 9, 18), self.rand(2, 1, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [1, 1]}
+        self.outputs = {"Output": ref_conv(x, w, pads=(1, 1, 1, 1))}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
     def test_nhwc(self):
         x, w = self.rand(2, 5, 4, 3), self.rand(2, 3, 3, 3, seed=1)
         self.inputs = {"Input": x, "Filter": w}
