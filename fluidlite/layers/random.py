@@ -17,7 +17,7 @@ __all__ = ["uniform_random", "gaussian_random", "fill_constant_batch_size_like",
            "uniform_random_batch_size_like", "gaussian_random_batch_size_like"]
 
 
-def _shape(layer: str, shape: Any) -> List[int]:
+def _shape(layer: str, shape: Any, batch_like: bool = False) -> List[int]:
     if isinstance(shape, Variable):
         raise TypeError(f"{layer}: shape must be a list of ints; a Variable shape is not "
                         f"supported")
@@ -27,9 +27,10 @@ def _shape(layer: str, shape: Any) -> List[int]:
         out = [int(d) for d in shape]
     except (TypeError, ValueError):
         raise TypeError(f"{layer}: shape must be a list of ints, got {shape!r}") from None
-    if not out or any(d < 0 for d in out):
-        raise ValueError(f"{layer}: shape must be a non-empty list of non-negative ints, got "
-                         f"{out}")
+    if not out or any(d < (-1 if batch_like else 0) for d in out):
+        raise ValueError(f"{layer}: shape must be a non-empty list of non-negative ints"
+                         f"{' (-1 marks the dim taken from input)' if batch_like else ''}, "
+                         f"got {out}")
     return out
 
 
@@ -67,7 +68,7 @@ def _batch_like(op: str, input: Variable, shape: Any, dtype: Any, input_dim_idx:
     dtype = convert_np_dtype_to_dtype_(dtype)
     out = helper.create_variable_for_type_inference(dtype)
     helper.append_op(type=op, inputs={"Input": input}, outputs={"Out": out},
-                     attrs=dict(attrs, shape=_shape(op, shape), dtype=dtype,
+                     attrs=dict(attrs, shape=_shape(op, shape, True), dtype=dtype,
                                 input_dim_idx=int(input_dim_idx),
                                 output_dim_idx=int(output_dim_idx)))
     out.stop_gradient = True
