@@ -357,3 +357,45 @@ def test_profiler_context_manager_accumulates_and_writes(tmp_path):
     with pytest.raises(ValueError, match="sorted_key"):
         with fluid.profiler.profiler("CPU", sorted_key="fastest"):
             pass
+
+
+# -- plan-time fusion -------------------------------------------------------------------------
+def _train(fusion, steps=4):
+    import fluidlite.executor.plan as plan_mod
+    old, plan_mod.ENABLE_FUSION = plan_mod.ENABLE_FUSION, fusion
+    try:
+        with fluid.unique_name.guard():
+            main, startup = fluid.Program(), fluid.Program()
+            main.random_seed = startup.random_seed = 5
+            with fluid.program_guard(main, startup):
+                x = fluid.data("x", [-1, 6])
+                label = fluid.data("label", [-1, 1], "int64")
+                h = fluid.layers.fc(x, 5, act="relu")
+                logits = fluid.layers.fc(h, 3)
+                loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+                fluid.optimizer.SGD(0.5, grad_clip=fluid.clip.GradientClipByGlobalNorm(0.1)) \
+                    .minimize(loss)
+            exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+            exe.run(startup, scope=scope)
+            rng = np.random.default_rng(0)
+            feed = {"x": rng.normal(size=(8, 6)).astype("float32"),
+                    "label": rng.integers(0, 3, (8, 1)).astype("int64")}
+            losses = [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]
+                      for _ in range(steps)]
+            plan = [p for k, p in exe._cache[main].items() if k != "__version__"][0]
+            params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+                      for p in main.all_parameters()}
+            return losses, params, [op.type for op in plan.ops]
+    finally:
+        plan_mod.ENABLE_FUSION = old
+
+
+def test_fusion_gives_bit_identical_results_and_leaves_program_unchanged():
+    fused_losses, fused_params, fused_ops = _train(True)
+    plain_losses, plain_params, plain_ops = _train(False)
+    assert "fused(elementwise_mul+sgd)" in fused_ops and "sgd" in plain_ops
+    assert len(fused_ops) < len(plain_ops)
+    for a, b in zip(fused_losses, plain_losses):
+        assert a.tobytes() == b.tobytes()
+    for name in plain_params:
+        assert fused_params[name].tobytes() == plain_params[name].tobytes()

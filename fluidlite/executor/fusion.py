@@ -45,7 +45,7 @@ class FusedOp:
 
 
 class _ScaledSgd(OpDef):
-    """ParamOut = Param - (LearningRate * Scale) * Grad, written into Param's buffer."""
+    """ParamOut = Param - LearningRate * (Grad * Scale), written into Param's buffer."""
     type = "fused(elementwise_mul+sgd)"
     inputs, outputs = ("Param", "LearningRate", "Grad", "Scale"), ("ParamOut",)
 
@@ -80,9 +80,10 @@ def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
     scratch: List[Optional[np.ndarray]] = [None]
 
     def step(p: np.ndarray, lr: np.ndarray, g: np.ndarray, s: Any = None) -> np.ndarray:
-        c = lr.reshape(()) if s is None else lr.reshape(()) * s.reshape(())
+        # same rounding as the unfused ops: tmp = G * s (elementwise_mul); P - lr * tmp (sgd)
+        lr0 = lr.reshape(())
         if not inplace or not (p.flags.c_contiguous and g.flags.c_contiguous):
-            return p - g * c
+            return p - lr0 * (g if s is None else g * s.reshape(()))
         buf = scratch[0]
         if buf is None or buf.dtype != p.dtype:
             buf = scratch[0] = np.empty(_CHUNK, p.dtype)
@@ -90,7 +91,11 @@ def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
         for a in range(0, pf.size, _CHUNK):
             b = min(a + _CHUNK, pf.size)
             tmp = buf[:b - a]
-            np.multiply(gf[a:b], c, out=tmp)
+            if s is None:
+                np.multiply(gf[a:b], lr0, out=tmp)
+            else:
+                np.multiply(gf[a:b], s.reshape(()), out=tmp)
+                np.multiply(tmp, lr0, out=tmp)
             np.subtract(pf[a:b], tmp, out=pf[a:b])
         return p
 
