@@ -153,17 +153,22 @@ def _pool_bwd(x: np.ndarray, out: np.ndarray, dout: np.ndarray, g: _PoolGeom,
     add = not g.disjoint
     if pooling_type == "max":
         xp = _pad(x, g, -np.inf)
-        rest = dout.copy()          # gradient not yet routed to an earlier maximum
-        last = (g.kh - 1, g.kw - 1)
-        for i in range(g.kh):
-            for j in range(g.kw):
-                part = rest * (g.view(xp, i, j) == out)
-                if (i, j) != last:
-                    rest -= part
-                if add:
-                    g.view(dxp, i, j)[...] += part
-                else:
-                    g.view(dxp, i, j)[...] = part
+        hit = np.empty(out.shape, bool)
+        taken = np.zeros(out.shape, bool)    # windows whose (first) maximum was already seen
+        part = np.empty_like(dout) if add else None
+        offsets = [(i, j) for i in range(g.kh) for j in range(g.kw)]
+        for k, (i, j) in enumerate(offsets):
+            np.equal(g.view(xp, i, j), out, out=hit)
+            if k:
+                np.greater(hit, taken, out=hit)          # hit and not taken
+            if k < len(offsets) - 1:
+                np.logical_or(taken, hit, out=taken)
+            target = g.view(dxp, i, j)
+            if add:
+                np.multiply(dout, hit, out=part)
+                target += part
+            else:       # disjoint windows: every input cell is written at most once
+                np.multiply(dout, hit, out=target)
     else:
         share = dout / _counts(g, exclusive, dout.dtype)
         for i in range(g.kh):
