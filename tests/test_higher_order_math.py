@@ -123,6 +123,18 @@ def test_binary_second_order_when_x_is_the_smaller_operand(name, build):
     check_second(lambda y, x: build(y, x), {"y": RNG.uniform(0.5, 1.5, (4,)), "x": XB})
 
 
+@pytest.mark.parametrize("op", ["elementwise_add", "elementwise_sub", "elementwise_mul",
+                                "elementwise_div", "elementwise_max", "elementwise_pow"])
+@pytest.mark.parametrize("xs,ys", [((2, 1), (3, 1)), ((3,), (2, 3, 1))],
+                         ids=["equal-rank-placed-y", "bigger-y-with-trailing-1"])
+def test_second_order_with_axis_placement_edge_cases(op, xs, ys):
+    """axis=1 places the lower-rank (or, at equal rank, the Y) operand; the other operand keeps
+    its dims even where they are 1."""
+    def build(x, y):
+        return getattr(L, op)(L.exp(x) * x if op != "elementwise_max" else x * x, y, axis=1)
+    check_second(build, {"x": RNG.uniform(0.5, 1.0, xs), "y": RNG.uniform(1.2, 1.8, ys)})
+
+
 def test_variable_arithmetic_second_order():
     check_second(lambda x, y: x * x * y + (x / y) ** 2 - 3.0 * x, {"x": POS, "y": POS[::-1]})
 

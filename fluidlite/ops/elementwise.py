@@ -107,6 +107,13 @@ def aligned_y_to_x(x: np.ndarray, y: np.ndarray, axis: int = -1
     return align(y.ndim, x, axis), y
 
 
+def operand_axes(x_ndim: int, y_ndim: int, axis: int = -1) -> Tuple[int, int]:
+    """The ``axis`` to use for X and for Y when combining each with an Out-shaped array: only
+    the operand that fluid places at ``axis`` (Y, or X when it has fewer dims) uses it; the
+    other one already has Out's rank and is never moved (-1)."""
+    return (-1, axis) if x_ndim >= y_ndim else (axis, -1)
+
+
 def reduce_to(grad: np.ndarray, shape: Sequence[int], axis: int = -1) -> np.ndarray:
     """Sum ``grad`` (Out-shaped) over the dims that were broadcast from an operand of ``shape``
     placed at ``axis``; returns an array of ``shape`` (``grad`` itself when nothing to do)."""
@@ -140,6 +147,10 @@ class Compose:
         out = out or self.g.tmp(op_type)
         self.g.append(op_type, inputs, {out_slot: out}, attrs)
         return out
+
+    def axes(self, x: str, y: str, axis: int) -> Tuple[int, int]:
+        """``operand_axes`` for the variables ``x`` and ``y``."""
+        return operand_axes(len(self.shape(x)), len(self.shape(y)), axis)
 
     def shape(self, name: str) -> Optional[Shape]:
         var = self.g.op.block._find_var_recursive(name)
@@ -256,7 +267,7 @@ def reduce_into(c: Compose, src: str, operand: str, other: str, out_like: str, o
 def spread_into(c: Compose, src: str, operand: str, out_like: str, out: Optional[str],
                 axis: int, negate: bool = False) -> str:
     """``out = ±broadcast(src)``: ``src`` shaped like ``operand`` broadcast to ``out_like``'s
-    shape (the transpose of ``reduce_into``)."""
+    shape (the transpose of ``reduce_into``); ``axis`` is the operand's (``operand_axes``)."""
     if c.shape(operand) == c.shape(out_like):
         return c("scale", {"X": src}, out, scale=-1.0 if negate else 1.0)
     zeros = c("fill_zeros_like", {"X": out_like})
@@ -322,14 +333,15 @@ class _Linear(_Binary):
         c = Compose(g)
         sub = self.forward_def.sign < 0
         ddx, ddy = live(g.output_grad("X@GRAD")), live(g.output_grad("Y@GRAD"))
-        dout = g.input("Out@GRAD")
+        x, y, dout = g.input("X"), g.input("Y"), g.input("Out@GRAD")
+        ax, ay = c.axes(x, y, axis)
         if ddx and ddy:
             c("elementwise_sub" if sub else "elementwise_add", {"X": ddx, "Y": ddy}, target,
               axis=axis)
         elif ddx:
-            spread_into(c, ddx, g.input("X"), dout, target, axis)
+            spread_into(c, ddx, x, dout, target, ax)
         elif ddy:
-            spread_into(c, ddy, g.input("Y"), dout, target, axis, negate=sub)
+            spread_into(c, ddy, y, dout, target, ay, negate=sub)
 
 
 @register
@@ -339,11 +351,12 @@ class ElementwiseAdd(_Linear):
     fn = staticmethod(np.add)
 
     def backward(self, X, Y, dOut, wanted=None, *, axis=-1):
+        ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         out = {}
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(dOut, X.shape, axis)
+            out["X"] = reduce_to(dOut, X.shape, ax)
         if wanted is None or "Y" in wanted:
-            out["Y"] = reduce_to(dOut, Y.shape, axis)
+            out["Y"] = reduce_to(dOut, Y.shape, ay)
         return out
 
 
@@ -355,11 +368,12 @@ class ElementwiseSub(_Linear):
     sign = -1.0
 
     def backward(self, X, Y, dOut, wanted=None, *, axis=-1):
+        ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         out = {}
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(dOut, X.shape, axis)
+            out["X"] = reduce_to(dOut, X.shape, ax)
         if wanted is None or "Y" in wanted:
-            out["Y"] = -reduce_to(dOut, Y.shape, axis)
+            out["Y"] = -reduce_to(dOut, Y.shape, ay)
         return out
 
 
@@ -372,11 +386,12 @@ class ElementwiseMul(_Binary):
 
     def backward(self, X, Y, dOut, wanted=None, *, axis=-1):
         x, y = aligned_y_to_x(X, Y, axis)
+        ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         out = {}
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(dOut * y, X.shape, axis)
+            out["X"] = reduce_to(dOut * y, X.shape, ax)
         if wanted is None or "Y" in wanted:
-            out["Y"] = reduce_to(dOut * x, Y.shape, axis)
+            out["Y"] = reduce_to(dOut * x, Y.shape, ay)
         return out
 
     def double_grad(self, g, *, axis=-1, **_):
@@ -392,11 +407,12 @@ class ElementwiseMul(_Binary):
             if ddy:
                 terms.append(("elementwise_mul", {"X": x, "Y": ddy}, {"axis": axis}))
             _into(c, terms, t_dout)
+        ax, ay = c.axes(x, y, axis)
         if t_x and ddy:
-            v = c("elementwise_mul", {"X": dout, "Y": ddy}, axis=axis)
+            v = c("elementwise_mul", {"X": dout, "Y": ddy}, axis=ay)
             reduce_into(c, v, x, y, dout, t_x, axis, "X")
         if t_y and ddx:
-            v = c("elementwise_mul", {"X": dout, "Y": ddx}, axis=axis)
+            v = c("elementwise_mul", {"X": dout, "Y": ddx}, axis=ax)
             reduce_into(c, v, y, x, dout, t_y, axis, "Y")
 
 
@@ -419,14 +435,15 @@ class ElementwiseDiv(_Binary):
 
     def backward(self, X, Y, Out, dOut, wanted=None, *, axis=-1):
         x, y = aligned_y_to_x(X, Y, axis)
+        ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         dx = dOut / y
         out = {}
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(dx, X.shape, axis)
+            out["X"] = reduce_to(dx, X.shape, ax)
         if wanted is None or "Y" in wanted:
             dy = dx * Out
             np.negative(dy, out=dy)
-            out["Y"] = reduce_to(dy, Y.shape, axis)
+            out["Y"] = reduce_to(dy, Y.shape, ay)
         return out
 
     def double_grad(self, g, *, axis=-1, **_):
@@ -436,12 +453,13 @@ class ElementwiseDiv(_Binary):
         x, y, out, dout = g.input("X"), g.input("Y"), g.input("Out"), g.input("Out@GRAD")
         ddx, ddy = live(g.output_grad("X@GRAD")), live(g.output_grad("Y@GRAD"))
         t_dout, t_y, t_out = g.input_grad("Out@GRAD"), g.input_grad("Y"), g.input_grad("Out")
+        ay = c.axes(x, y, axis)[1]        # Out-shaped (X slot) with a Y-shaped operand
         if (t_dout or t_y) and (ddx or ddy):
             a = c("elementwise_div", {"X": ddx, "Y": y}, axis=axis) if ddx else None
             b = None
             if ddy:
-                b = c("elementwise_mul", {"X": out, "Y": ddy}, axis=axis)
-                b = c("elementwise_div", {"X": b, "Y": y}, axis=axis)
+                b = c("elementwise_mul", {"X": out, "Y": ddy}, axis=ay)
+                b = c("elementwise_div", {"X": b, "Y": y}, axis=ay)
             if a and b:
                 d = c("elementwise_sub", {"X": a, "Y": b})
             else:
@@ -450,12 +468,12 @@ class ElementwiseDiv(_Binary):
                 c("scale", {"X": d}, t_dout, scale=1.0)
             if t_y:
                 u = c("elementwise_mul", {"X": dout, "Y": d})
-                u = c("elementwise_div", {"X": u, "Y": y}, axis=axis)
+                u = c("elementwise_div", {"X": u, "Y": y}, axis=ay)
                 u = c("scale", {"X": u}, scale=-1.0)
                 reduce_into(c, u, y, x, dout, t_y, axis, "Y")
         if t_out and ddy:
-            m = c("elementwise_mul", {"X": dout, "Y": ddy}, axis=axis)
-            m = c("elementwise_div", {"X": m, "Y": y}, axis=axis)
+            m = c("elementwise_mul", {"X": dout, "Y": ddy}, axis=ay)
+            m = c("elementwise_div", {"X": m, "Y": y}, axis=ay)
             c("scale", {"X": m}, t_out, scale=-1.0)
 
 
@@ -467,12 +485,13 @@ class _Select(_Binary):
 
     def backward(self, X, Y, dOut, wanted=None, *, axis=-1):
         x, y = aligned_y_to_x(X, Y, axis)
+        ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         mask = self._mask(x, y)
         out = {}
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(np.where(mask, dOut, 0), X.shape, axis)
+            out["X"] = reduce_to(np.where(mask, dOut, 0), X.shape, ax)
         if wanted is None or "Y" in wanted:
-            out["Y"] = reduce_to(np.where(mask, 0, dOut), Y.shape, axis)
+            out["Y"] = reduce_to(np.where(mask, 0, dOut), Y.shape, ay)
         return out
 
     def double_grad(self, g, *, axis=-1, **_):
@@ -485,12 +504,12 @@ class _Select(_Binary):
         x, y = g.input("X"), g.input("Y")
         dtype = c.dtype(x)
         terms = []
-        for dd, cmp in ((live(g.output_grad("X@GRAD")), fwd.x_wins),
-                        (live(g.output_grad("Y@GRAD")), fwd.y_wins)):
+        for dd, cmp, ax in ((live(g.output_grad("X@GRAD")), fwd.x_wins, c.axes(x, y, axis)[0]),
+                            (live(g.output_grad("Y@GRAD")), fwd.y_wins, c.axes(x, y, axis)[1])):
             if dd:
                 m = c(cmp, {"X": x, "Y": y}, axis=axis)
                 m = c("cast", {"X": m}, in_dtype=VarType.BOOL, out_dtype=dtype)
-                terms.append(("elementwise_mul", {"X": m, "Y": dd}, {"axis": axis}))
+                terms.append(("elementwise_mul", {"X": m, "Y": dd}, {"axis": ax}))
         _into(c, terms, target)
 
 
@@ -530,16 +549,17 @@ class ElementwisePow(_Binary):
         c = Compose(g)
         x, y, out, dout = g.input("X"), g.input("Y"), g.output("Out"), g.output_grad("Out")
         t_x, t_y = g.input_grad("X"), g.input_grad("Y")
+        ax, ay = c.axes(x, y, axis)
         if t_x:
             ym1 = c("scale", {"X": y}, scale=1.0, bias=-1.0)
             p = c("elementwise_pow", {"X": x, "Y": ym1}, axis=axis)
-            q = c("elementwise_mul", {"X": p, "Y": y}, axis=axis)
+            q = c("elementwise_mul", {"X": p, "Y": y}, axis=ay)
             v = c("elementwise_mul", {"X": dout, "Y": q})
             reduce_into(c, v, x, y, out, t_x, axis, "X")
         if t_y:
             lx = c("log", {"X": x})
             w = c("elementwise_mul", {"X": dout, "Y": out})
-            v = c("elementwise_mul", {"X": w, "Y": lx}, axis=axis)
+            v = c("elementwise_mul", {"X": w, "Y": lx}, axis=ax)
             reduce_into(c, v, y, x, out, t_y, axis, "Y")
 
 
