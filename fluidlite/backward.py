@@ -1,15 +1,29 @@
 """The backward pass: insert gradient ops into the Program (fluid's ``append_backward``).
 
-Ops inserted (all with ``op_role`` Backward, the seed with Backward|Loss):
-* ``fill_constant`` seeding ``loss@GRAD`` with 1.0 (shape [1]);
-* each forward op's grad ops (its ``<type>_grad`` kernel or a composition), in reverse order,
-  only for ops on a path from a gradient-requiring variable to the loss;
+Ops inserted (all with ``op_role`` Backward; the loss seed with Backward|Loss):
+* a seed: ``fill_constant`` writing ``loss@GRAD`` = 1.0 (shape [1]) for ``append_backward``;
+  ``fill_any_like`` (ones shaped like the target) or ``assign`` (a given target gradient) for
+  ``gradients``;
+* each forward op's grad ops (its ``<type>_grad`` kernel or a composition of existing ops), in
+  reverse order, only for ops on a path from a gradient-requiring variable to the targets;
 * ``sum`` where a variable feeds several ops: its partial gradients are written to
-  ``X@GRAD@RENAME@k`` and summed into ``X@GRAD`` before the first reader;
-* ``fill_zeros_like`` for a needed output gradient that nothing produced.
+  ``X@GRAD@RENAME@k`` and summed into ``X@GRAD`` right before the first reader;
+* ``fill_zeros_like`` for a needed gradient that nothing produced (an unused output of a
+  multi-output op, or a path through a non-differentiable op);
+* with ``checkpoints``: copies of the forward ops between two checkpoints (outputs renamed
+  ``<name>.subprog_<k>``), recomputed right before their grad ops.
+
+The pass works in two phases so that a failure leaves the program untouched: every argument is
+validated and every grad op desc is built (pure data) before the first op is appended.
+
+Names. The gradient of ``x`` is ``x@GRAD``. When that name already exists in the block (a second
+``append_backward`` / ``gradients`` call, or higher-order gradients where ``x@GRAD`` is a forward
+value of this pass), the pass uses ``unique_name(x@GRAD)`` (``x@GRAD_0``, ...) for all of its own
+references, so repeated passes never clash; grads of grads are ``x@GRAD@GRAD``.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .core import names
@@ -18,24 +32,33 @@ from .core.registry import GradBuilder, OpDesc, get_op_def
 
 __all__ = ["append_backward", "gradients", "calc_gradient"]
 
+_log = logging.getLogger("fluidlite")
 _VarOrName = Union[Variable, str]
+_API = "fluid.backward.append_backward"
 
 
-def _names_of(items: Any, what: str) -> Set[str]:
-    if items is None:
+# -- argument checks ---------------------------------------------------------------------------
+def _type_error(arg: str, api: str, expected: str, value: Any) -> TypeError:
+    return TypeError(f"The type of '{arg}' in {api} must be {expected}, but received "
+                     f"{type(value)}. ")
+
+
+def _no_grad_names(no_grad_set: Any) -> Set[str]:
+    """fluid's ``_get_no_grad_set_name``: a set/list/tuple of Variables or names."""
+    if no_grad_set is None:
         return set()
-    if not isinstance(items, (set, list, tuple, frozenset)):
-        raise TypeError(f"The type of {what} should be set or list or tuple, but received "
-                        f"{type(items)}")
+    if not isinstance(no_grad_set, (set, frozenset, list, tuple)):
+        raise TypeError(f"The type of no_grad_set should be set or list or tuple, but received "
+                        f"{type(no_grad_set)}")
     out = set()
-    for x in items:
+    for x in no_grad_set:
         if isinstance(x, Variable):
             out.add(x.name)
         elif isinstance(x, str):
             out.add(x)
         else:
-            raise TypeError(f"The type of {what}'s member should be Variable or str, but "
-                            f"received {type(x)}")
+            raise TypeError(f"The type of no_grad_set's member must be paddle.fluid.Variable or "
+                            f"str, but received {type(x)}.")
     return out
 
 
@@ -43,243 +66,581 @@ def _stop_gradient_names(program: Program) -> Set[str]:
     return {v.name for v in program.list_vars() if v.stop_gradient}
 
 
+def _find_producer(var: Variable, what: str, api: str) -> Tuple[Block, int]:
+    """(block, index) of the op that computes ``var`` (fluid's loss-op lookup, made strict)."""
+    block = var.block
+    program = block.program
+    op = var.op
+    if op is not None and op.block.program is not program:
+        raise ValueError(f"{api}: {what} '{var.name}' is computed by an op of a different "
+                         f"Program than the one the variable belongs to; build the {what} and "
+                         f"call {api} inside the same fluid.program_guard")
+    if op is not None:
+        for i in range(len(block.ops) - 1, -1, -1):
+            if block.ops[i] is op:
+                return block, i
+    # the op is gone (cloned program, removed op): take the last op writing the name
+    for i in range(len(block.ops) - 1, -1, -1):
+        if var.name in block.ops[i].output_arg_names:
+            return block, i
+    raise ValueError(f"{api}: {what} '{var.name}' is not computed by any op of its program "
+                     f"(block {block.idx}); it must be the output of an op, e.g. "
+                     f"loss = fluid.layers.mean(cost)")
+
+
+def _check_same_program(v: Variable, program: Program, what: str, api: str) -> None:
+    if v.block.program is not program:
+        raise ValueError(f"{api}: {what} '{v.name}' belongs to a different Program than the "
+                         f"loss/targets; every variable must come from one Program")
+
+
+# -- naming ------------------------------------------------------------------------------------
+class _GradNames:
+    """Gradient names of one pass: ``fwd -> fwd@GRAD`` unless that name already exists in the
+    block, then ``unique_name(fwd@GRAD)``. Remembers the forward var of every grad name."""
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.grad_of: Dict[str, str] = {}
+        self.fwd_of: Dict[str, str] = {}      # grad name (and partial @RENAME@ names) -> fwd
+
+    def _taken(self, name: str) -> bool:
+        return name in self.fwd_of or self.block._find_var_recursive(name) is not None
+
+    def _fresh(self, name: str) -> str:
+        while self._taken(name):
+            name = names.generate(name)
+        return name
+
+    def __call__(self, fwd: str) -> str:
+        g = self.grad_of.get(fwd)
+        if g is None:
+            g = self._fresh(fwd + names.GRAD_SUFFIX)
+            self.grad_of[fwd] = g
+            self.fwd_of[g] = fwd
+        return g
+
+    def partial(self, grad: str, k: int) -> str:
+        p = self._fresh(f"{grad}{names.RENAME_SUFFIX}{k}")
+        self.fwd_of[p] = self.fwd_of[grad]
+        return p
+
+
+def _forward_var(block: Block, grad_name: str,
+                 fwd_of: Optional[Dict[str, str]] = None) -> Optional[Variable]:
+    """The forward variable of a gradient name: ``a@GRAD`` / ``a@GRAD@RENAME@1`` / ``a@GRAD_0``
+    -> ``a``; ``a@GRAD@GRAD`` -> ``a@GRAD`` (the last ``@GRAD`` is the one this pass added)."""
+    if fwd_of is not None and grad_name in fwd_of:
+        return block._find_var_recursive(fwd_of[grad_name])
+    pos = grad_name.rfind(names.GRAD_SUFFIX)
+    return block._find_var_recursive(grad_name[:pos] if pos != -1 else grad_name)
+
+
+# -- phase 1: what to differentiate ------------------------------------------------------------
 def _op_path(ops: Sequence[Operator], sources: Optional[Set[str]], targets: Set[str],
              no_grad: Set[str]) -> Tuple[List[Operator], Set[str]]:
-    """Ops on a path from a gradient-requiring var (or ``sources``) to ``targets``, and the set
-    of variable names that carry a gradient along that path."""
-    needed, backward_ops = set(targets), []
+    """Ops on a path from a gradient-requiring variable (any non-no-grad leaf, or only
+    ``sources``) to ``targets``; and the variables that carry a gradient along it."""
+    needed = set(targets)
+    kept: List[Tuple[Operator, bool]] = []
     for op in reversed(ops):
         if any(n in needed for n in op.output_arg_names):
-            backward_ops.append(op)
-            needed.update(n for n in op.input_arg_names if n not in no_grad)
-    backward_ops.reverse()
-    produced = {n for op in backward_ops for n in op.output_arg_names}
-    tracked: Set[str] = set()
+            differentiable = not get_op_def(op.type).no_grad
+            kept.append((op, differentiable))
+            if differentiable:        # a no_grad op (argmax, cast to int, ...) stops the walk
+                needed.update(n for n in op.input_arg_names if n not in no_grad)
+    kept.reverse()
+    tracked = set(sources - no_grad) if sources is not None else set()
+    produced: Set[str] = set()
+    if sources is None:
+        for op, _ in kept:
+            produced.update(op.output_arg_names)
     path = []
-    for op in backward_ops:
+    for op, differentiable in kept:
         ins = [n for n in op.input_arg_names if n not in no_grad]
-        leaf = [n for n in ins if n not in produced and (sources is None or n in sources)]
-        tracked.update(leaf)
-        if any(n in tracked for n in ins):
+        if sources is None:
+            tracked.update(n for n in ins if n not in produced)
+        if differentiable and any(n in tracked for n in ins):
             path.append(op)
             tracked.update(n for n in op.output_arg_names if n not in no_grad)
     return path, tracked
 
 
-def _grad_descs(path: Sequence[Operator], tracked: Set[str], no_grad: Set[str]) -> List[OpDesc]:
+def _grad_descs(path: Sequence[Operator], tracked: Set[str], no_grad: Set[str],
+                grad_name: _GradNames) -> List[OpDesc]:
+    """The grad op descs of ``path`` in reverse order (fluid's GradOpMakers)."""
     descs: List[OpDesc] = []
+    missing = []
     for op in reversed(path):
         opdef = get_op_def(op.type)
-        if opdef.no_grad or not opdef.differentiable:
+        if not opdef.differentiable:
+            missing.append(op)
             continue
         skip = no_grad | {n for n in op.input_arg_names if n not in tracked}
-        descs.extend(opdef.grad_op_descs(GradBuilder(op, skip)))
+        made = opdef.grad_op_descs(GradBuilder(op, skip, grad_name=grad_name))
+        callstack = op.attrs.get("op_callstack")
+        for d in made:
+            d.attrs["op_role"] = OpRole.Backward
+            if callstack is not None:    # runtime errors in grad ops point at the forward op
+                d.attrs.setdefault("op_callstack", callstack)
+        descs.extend(made)
+    if missing:
+        shown = ", ".join(sorted({f"'{op.type}'" for op in missing}))
+        hint = (" (a gradient op: its forward op's class can define `double_grad` for higher "
+                "order)" if any(op.type.endswith("_grad") for op in missing) else "")
+        raise ValueError(f"cannot differentiate through op(s) {shown}: no gradient rule is "
+                         f"registered{hint}. Mark the inputs that need no gradient with "
+                         f"stop_gradient=True or pass them in no_grad_set to cut the path.")
     return descs
 
 
-def _accumulate(descs: List[OpDesc]) -> List[OpDesc]:
-    """Rename repeated writes of a gradient to ``@RENAME@k`` and insert ``sum`` ops."""
-    pending: Dict[str, List[str]] = {}
-    first_writer: Dict[str, Tuple[OpDesc, str, int]] = {}
+def _accumulate(descs: List[OpDesc], grad_name: _GradNames) -> List[OpDesc]:
+    """Rename repeated writes of a gradient to ``@RENAME@k`` and insert ``sum`` ops right before
+    the first reader (or at the end). A grad written after it was read starts a new
+    accumulation (the forward variable was overwritten in place)."""
+    is_grad = grad_name.fwd_of
+    parts: Dict[str, List[str]] = {}             # grad name -> partial names (pending)
+    first: Dict[str, Tuple[List[str], int]] = {}  # grad name -> (arg list, index) of 1st writer
+    counter: Dict[str, int] = {}
     out: List[OpDesc] = []
 
     def flush(name: str) -> None:
-        parts = pending.get(name)
-        if parts and len(parts) > 1:
-            out.append(OpDesc("sum", {"X": list(parts)}, {"Out": [name]}, {"use_mkldnn": False}))
-        pending[name] = [name]
+        ps = parts.pop(name)
+        first.pop(name, None)
+        if len(ps) > 1:
+            out.append(OpDesc("sum", {"X": ps}, {"Out": [name]},
+                              {"use_mkldnn": False, "op_role": OpRole.Backward}))
+
+    def next_partial(name: str) -> str:
+        k = counter.get(name, 0)
+        counter[name] = k + 1
+        return grad_name.partial(name, k)
 
     for desc in descs:
+        ins = set()
         for arg_names in desc.inputs.values():
             for n in arg_names:
-                if n in pending and len(pending[n]) > 1:
+                ins.add(n)
+                if n in parts:
                     flush(n)
-        for slot, arg_names in desc.outputs.items():
+        for arg_names in desc.outputs.values():
             for i, n in enumerate(arg_names):
-                if n == names.EMPTY_VAR_NAME or names.GRAD_SUFFIX not in n:
+                if n not in is_grad or n in ins:      # not a grad of this pass, or in-place
                     continue
-                if n in desc_inputs(desc):
-                    continue   # in-place update of an existing gradient
-                if n not in pending:
-                    pending[n] = [n]
-                    first_writer[n] = (desc, slot, i)
+                ps = parts.get(n)
+                if ps is None:
+                    parts[n] = [n]
+                    first[n] = (arg_names, i)
                     continue
-                parts = pending[n]
-                if parts == [n]:
-                    d0, s0, i0 = first_writer[n]
-                    d0.outputs[s0][i0] = f"{n}{names.RENAME_SUFFIX}0"
-                    parts[0] = d0.outputs[s0][i0]
-                new = f"{n}{names.RENAME_SUFFIX}{len(parts)}"
+                if len(ps) == 1:                      # second writer: rename the first one
+                    lst, j = first[n]
+                    lst[j] = ps[0] = next_partial(n)
+                new = next_partial(n)
                 arg_names[i] = new
-                parts.append(new)
+                ps.append(new)
         out.append(desc)
-    for n in list(pending):
-        if len(pending[n]) > 1:
-            flush(n)
-    return out
+    for n in list(parts):
+        flush(n)
+    return [d for d in out if any(x != names.EMPTY_VAR_NAME for v in d.outputs.values()
+                                  for x in v)]
 
 
-def desc_inputs(desc: OpDesc) -> Set[str]:
-    return {n for v in desc.inputs.values() for n in v}
+# -- recompute (checkpoints) ---------------------------------------------------------------------
+def _recompute_segments(path: Sequence[Operator], checkpoints: List[str]) -> List[List[int]]:
+    """Index ranges (into ``path``) of the forward segments recomputed during backward: from the
+    start to the only checkpoint, or between consecutive checkpoints (fluid's recompute)."""
+    producer = {}
+    for i, op in enumerate(path):
+        for n in op.output_arg_names:
+            producer[n] = i
+    ends = sorted({producer[c] for c in checkpoints if c in producer})
+    if not ends:
+        return []
+    if len(ends) == 1:
+        return [[0, ends[0] + 1]] if ends[0] > 0 else []
+    return [[a + 1, b + 1] for a, b in zip(ends, ends[1:]) if b > a + 1]
 
 
-def _forward_var(block: Block, grad_name: str) -> Optional[Variable]:
-    return block._find_var_recursive(names.strip_grad_suffix(grad_name))
+def _grad_descs_with_recompute(block: Block, path: Sequence[Operator], tracked: Set[str],
+                               no_grad: Set[str], grad_name: _GradNames,
+                               checkpoints: List[str]) -> Tuple[List[OpDesc], Dict[str, str]]:
+    """Grad descs where each segment's forward ops are re-emitted (renamed outputs) right
+    before the segment's grad ops, which then read the recomputed values."""
+    segments = _recompute_segments(path, checkpoints)
+    in_segment = {}
+    for k, (a, b) in enumerate(segments):
+        for i in range(a, b):
+            in_segment[i] = k
+    # held in memory (never renamed): checkpoints, persistables, leaves, outputs of random ops
+    # and values used outside their segment
+    hold = set(checkpoints)
+    seg_of_var: Dict[str, int] = {}
+    for i, op in enumerate(path):
+        k = in_segment.get(i, -1)
+        if get_op_def(op.type).uses_rng:
+            hold.update(op.output_arg_names)
+        for n in op.output_arg_names:
+            seg_of_var[n] = k
+    for i, op in enumerate(path):
+        k = in_segment.get(i, -1)
+        for n in op.input_arg_names:
+            if seg_of_var.get(n, k) != k:
+                hold.add(n)
+    new_vars: Dict[str, str] = {}                 # recomputed name -> original name
+    descs: List[OpDesc] = []
+    seg_idx = len(segments) - 1
+    i = len(path) - 1
+    while i >= 0:
+        k = in_segment.get(i, -1)
+        if k < 0:
+            descs.extend(_grad_descs([path[i]], tracked, no_grad, grad_name))
+            i -= 1
+            continue
+        a, b = segments[k]
+        rename = {}
+        for op in path[a:b]:
+            for n in op.output_arg_names:
+                var = block._find_var_recursive(n)
+                if n not in hold and var is not None and not var.persistable:
+                    rename[n] = f"{n}.subprog_{seg_idx}"
+                    new_vars[rename[n]] = n
+        for op in path[a:b]:
+            if get_op_def(op.type).uses_rng:
+                continue
+            attrs = dict(op.attrs, op_role=OpRole.Backward)
+            descs.append(OpDesc(op.type, _renamed(op.inputs, rename),
+                                _renamed(op.outputs, rename), attrs))
+        for d in _grad_descs(path[a:b], tracked, no_grad, grad_name):
+            d.inputs = _renamed(d.inputs, rename)
+            descs.append(d)
+        seg_idx -= 1
+        i = a - 1
+    return descs, new_vars
 
 
-def _append_descs(block: Block, descs: List[OpDesc], callbacks: Sequence[Callable],
-                  available: Set[str]) -> List[Operator]:
-    appended = []
-    grad_to_var: Dict[str, str] = {}
-    for desc in descs:
+def _renamed(table: Dict[str, List[str]], rename: Dict[str, str]) -> Dict[str, List[str]]:
+    return {k: [rename.get(n, n) for n in v] for k, v in table.items()}
+
+
+# -- phase 2: append -----------------------------------------------------------------------------
+class _Appender:
+    """Appends descs to a block; on any failure removes everything it added (atomicity)."""
+
+    def __init__(self, block: Block, grad_name: _GradNames) -> None:
+        self.block = block
+        self.grad_name = grad_name
+        self.n_ops = len(block.ops)
+        self.var_names = set(block.vars)
+        self.available: Set[str] = set()          # grads written so far by this pass
+
+    def ensure_var(self, name: str, like: Optional[Variable] = None) -> Variable:
+        block = self.block
+        v = block.vars.get(name)
+        if v is not None:
+            return v
+        if like is None:
+            like = _forward_var(block, name, self.grad_name.fwd_of)
+        if like is None:
+            return block.create_var(name=name)
+        return block.create_var(name=name, shape=like.shape, dtype=like.dtype,
+                                lod_level=like.lod_level)
+
+    def append(self, desc: OpDesc) -> Operator:
+        block, fwd_of = self.block, self.grad_name.fwd_of
         for arg_names in desc.inputs.values():
             for n in arg_names:
-                if n in available or n == names.EMPTY_VAR_NAME or names.GRAD_SUFFIX not in n:
-                    continue
-                fwd = _forward_var(block, n)
-                if fwd is not None:     # a needed gradient nothing produced: zeros
-                    _ensure_grad_var(block, n)
-                    appended.append(block.append_op(
-                        "fill_zeros_like", {"X": fwd.name}, {"Out": n}))
-                    available.add(n)
+                if n in fwd_of and n not in self.available:
+                    fwd = _forward_var(block, n, fwd_of)
+                    self.ensure_var(n, fwd)
+                    block.append_op("fill_zeros_like", {"X": fwd.name}, {"Out": n},
+                                    {"op_role": OpRole.Backward})
+                    self.available.add(n)
         for arg_names in desc.outputs.values():
             for n in arg_names:
-                if n != names.EMPTY_VAR_NAME and names.GRAD_SUFFIX in n:
-                    _ensure_grad_var(block, n)
-                    grad_to_var[n] = names.strip_grad_suffix(n)
+                if n in fwd_of:
+                    self.ensure_var(n)
         op = block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs)
-        appended.append(op)
-        available.update(op.output_arg_names)
-        for cb in callbacks:
-            cb(block=block, context=dict(grad_to_var, __current_op_desc__=op))
-    return appended
+        self.available.update(op.output_arg_names)
+        return op
+
+    def rollback(self) -> None:
+        block = self.block
+        if len(block.ops) > self.n_ops:
+            block._remove_op(self.n_ops, len(block.ops))
+        for n in [n for n in block.vars if n not in self.var_names]:
+            block._remove_var(n)
 
 
-def _ensure_grad_var(block: Block, grad_name: str) -> Variable:
-    if block.has_var(grad_name):
-        return block.var(grad_name)
-    fwd = _forward_var(block, grad_name)
-    if fwd is None:
-        return block.create_var(name=grad_name)
-    return block.create_var(name=grad_name, shape=fwd.shape, dtype=fwd.dtype,
-                            lod_level=fwd.lod_level)
+def _annotate_role_var(block: Block, start: int,
+                       params_grads: Sequence[Tuple[Variable, Variable]]) -> None:
+    """The last op writing each param's grad gets ``op_role_var = [p, g] + existing``."""
+    wanted = {g.name for _, g in params_grads}
+    last: Dict[str, Operator] = {}
+    for op in reversed(block.ops[start:]):
+        for n in op.output_arg_names:
+            if n in wanted and n not in last:
+                last[n] = op
+    for p, g in params_grads:
+        op = last[g.name]
+        g.op = op
+        op._set_attr("op_role_var", [p.name, g.name] + list(op.attrs.get("op_role_var") or []))
 
 
+def _loss_seed_shape(loss: Variable) -> List[int]:
+    shape = list(loss.shape)
+    return shape if len(shape) > 1 and all(d == 1 for d in shape) else [1]
+
+
+# -- public API ----------------------------------------------------------------------------------
 def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName]] = None,
                     no_grad_set: Optional[Iterable[_VarOrName]] = None,
-                    callbacks: Optional[Sequence[Callable]] = None,
-                    checkpoints: Any = None) -> List[Tuple[Parameter, Variable]]:
-    """Append gradient ops for ``loss`` (a 1-element Variable) to its program.
+                    callbacks: Optional[Sequence[Callable[..., Any]]] = None,
+                    checkpoints: Optional[Sequence[_VarOrName]] = None) -> Any:
+    """Append the gradient ops of ``loss`` (a 1-element Variable) to its program.
 
-    Returns ``[(param, param@GRAD)]`` for the parameters (``parameter_list`` or every trainable
-    parameter) that received a gradient.
+    Args:
+        loss: the scalar loss (e.g. ``fluid.layers.mean(cost)``).
+        parameter_list: Parameters (or names) whose ``(param, grad)`` pairs to return; default
+            every trainable parameter of the global block.
+        no_grad_set: Variables or names that get no gradient (in addition to every variable
+            with ``stop_gradient=True``).
+        callbacks: callables run as ``cb(block=block, context=grad_to_var)`` after each grad op
+            (``context`` maps grad name -> forward var name, plus ``"__current_op_desc__"``).
+        checkpoints: Variables or names; the forward ops between two checkpoints are recomputed
+            during the backward pass (fluid's recompute).
+
+    Returns:
+        ``[(param, grad)]`` for the parameters that received a gradient; with ``checkpoints``,
+        ``(params_grads, checkpoint_names)``.
     """
     if not isinstance(loss, Variable):
-        raise TypeError(f"The type of 'loss' in append_backward must be Variable, but received "
-                        f"{type(loss).__name__}")
-    if callbacks is not None:
-        if not isinstance(callbacks, (list, tuple)):
-            raise TypeError("callbacks should be a list of callables")
-        for cb in callbacks:
-            if not callable(cb):
-                raise ValueError("'callback' must be a callable object.")
+        raise _type_error("loss", _API, f"{Variable}", loss)
     program, block = loss.block.program, loss.block
-    no_grad = _names_of(no_grad_set, "no_grad_set") | _stop_gradient_names(program)
-    if parameter_list is not None:
-        if not isinstance(parameter_list, (list, tuple, set)):
-            raise TypeError(f"The type of parameter_list should be list, tuple or set, but "
-                            f"received {type(parameter_list)}")
-        params = [block.program.global_block().var(p) if isinstance(p, str) else p
-                  for p in parameter_list]
-    else:
-        params = [p for p in program.global_block().all_parameters() if p.trainable]
-    n = 1
+    cbs = _check_callbacks(callbacks)
+    no_grad = _no_grad_names(no_grad_set) | _stop_gradient_names(program)
+    params = _check_parameter_list(parameter_list, program)
+    ckpts = _check_checkpoints(checkpoints, program)
+    numel = 1
     for d in loss.shape:
-        n *= d
-    if n != 1:
+        numel *= d
+    if numel != 1:
         raise ValueError(f"The loss.shape should be (1L,), but the current loss.shape is "
                          f"{tuple(loss.shape)}. Maybe that you should call fluid.layers.mean to "
                          f"process the current loss.")
-    if loss.op is None:
-        raise ValueError("loss.op is None. Should not happend")
-    loss.op._set_attr("op_role", OpRole.Forward | OpRole.Loss)
-    program._appending_grad_times += 1
-    loss_idx = block.ops.index(loss.op)
+    _, loss_idx = _find_producer(loss, "loss", _API)
+    loss_op = block.ops[loss_idx]
+
+    # phase 1: build every desc (no program change yet)
+    grad_name = _GradNames(block)
     path, tracked = _op_path(block.ops[:loss_idx + 1], None, {loss.name}, no_grad)
-    descs = _accumulate(_grad_descs(path, tracked, no_grad))
-    available = {n for op in block.ops for n in op.output_arg_names}
-    with program._backward_role_guard():
-        loss_grad = names.grad_var_name(loss.name)
-        _ensure_grad_var(block, loss_grad)
-        block.append_op("fill_constant", outputs={"Out": loss_grad},
-                        attrs={"shape": [1], "value": 1.0, "dtype": loss.dtype,
-                               "force_cpu": False,
-                               "op_role": OpRole.Backward | OpRole.Loss})
-        available.add(loss_grad)
-        _append_descs(block, descs, callbacks or [], available)
-    result = []
-    for p in params:
-        g = names.grad_var_name(p.name)
-        if block.has_var(g) and p.name in tracked:
-            result.append((p, block.var(g)))
-    _annotate_role_var(block, result)
+    loss_grad = grad_name(loss.name)
+    seed = OpDesc("fill_constant", {}, {"Out": [loss_grad]},
+                  {"shape": _loss_seed_shape(loss), "value": 1.0, "dtype": loss.dtype,
+                   "force_cpu": False, "op_role": OpRole.Backward | OpRole.Loss})
+    if ckpts:
+        body, recomputed = _grad_descs_with_recompute(block, path, tracked, no_grad,
+                                                      grad_name, ckpts)
+    else:
+        body, recomputed = _grad_descs(path, tracked, no_grad, grad_name), {}
+    descs = _accumulate([seed] + body, grad_name)
+
+    # phase 2: append
+    app = _Appender(block, grad_name)
+    old_role = loss_op.attrs.get("op_role")
+    old_times = program._appending_grad_times
+    try:
+        loss_op._set_attr("op_role", OpRole.Forward | OpRole.Loss)
+        program._appending_grad_times += 1
+        for new, orig in recomputed.items():
+            app.ensure_var(new, block._find_var_recursive(orig))
+        context: Dict[str, Any] = {g: f for f, g in grad_name.grad_of.items()}
+        with program._backward_role_guard():
+            for desc in descs:
+                op = app.append(desc)
+                if cbs and desc is not seed:
+                    context["__current_op_desc__"] = op
+                    for cb in cbs:
+                        cb(block=block, context=context)
+        result = []
+        for p in params:
+            g = grad_name.grad_of.get(p.name)
+            if g is not None and p.name in tracked and g in app.available:
+                result.append((p, block.var(g)))
+        _annotate_role_var(block, app.n_ops, result)
+    except BaseException:
+        app.rollback()
+        program._appending_grad_times = old_times
+        if old_role is None:
+            loss_op._remove_attr("op_role")
+        else:
+            loss_op._set_attr("op_role", old_role)
+        raise
+    if checkpoints is not None:
+        return result, list(ckpts)
     return result
 
 
-def _annotate_role_var(block: Block, params_grads: Sequence[Tuple[Parameter, Variable]]) -> None:
-    for p, g in params_grads:
-        for op in reversed(block.ops):
-            if g.name in op.output_arg_names:
-                op._set_attr("op_role_var", [p.name, g.name] + list(op.attr("op_role_var") or []))
-                break
+def _check_callbacks(callbacks: Any) -> List[Callable[..., Any]]:
+    if callbacks is None:
+        return []
+    if not isinstance(callbacks, (list, tuple)):
+        raise _type_error("callbacks", _API, "<class 'list'>", callbacks)
+    for cb in callbacks:
+        if not callable(cb):
+            raise ValueError("'callback' must be a callable object.")
+    return list(callbacks)
+
+
+def _check_parameter_list(parameter_list: Any, program: Program) -> List[Variable]:
+    glob = program.global_block()
+    if parameter_list is None:
+        return [p for p in glob.all_parameters() if p.trainable]
+    if not isinstance(parameter_list, (list, tuple, set, frozenset)):
+        raise TypeError(f"The type of parameter_list argument must be list or tuple or set, but "
+                        f"received {type(parameter_list)}.")
+    params = []
+    for i, p in enumerate(parameter_list):
+        if isinstance(p, Variable):
+            _check_same_program(p, program, f"parameter_list[{i}]", _API)
+            params.append(p)
+        elif isinstance(p, str):
+            v = glob.vars.get(p)
+            if v is None:
+                raise ValueError(f"{_API}: parameter_list[{i}] names '{p}', but the loss's "
+                                 f"program has no variable of that name in its global block")
+            params.append(v)
+        else:
+            raise _type_error(f"parameter_list[{i}]", _API, "(Variable, str)", p)
+    return params
+
+
+def _check_checkpoints(checkpoints: Any, program: Program) -> List[str]:
+    if checkpoints is None:
+        return []
+    if not isinstance(checkpoints, (list, tuple)):
+        raise _type_error("checkpoints", _API, "<class 'list'>", checkpoints)
+    out = []
+    for i, c in enumerate(checkpoints):
+        if isinstance(c, Variable):
+            _check_same_program(c, program, f"checkpoints[{i}]", _API)
+            out.append(c.name)
+        elif isinstance(c, str):
+            out.append(c)
+        else:
+            raise _type_error(f"checkpoints[{i}]", _API, "(Variable, str)", c)
+    return list(dict.fromkeys(out))
 
 
 def gradients(targets: Union[Variable, Sequence[Variable]],
               inputs: Union[Variable, Sequence[Variable]],
-              target_gradients: Any = None, no_grad_set: Any = None) -> List[Optional[Variable]]:
-    """Gradients of ``sum(targets * target_gradients)`` w.r.t. each of ``inputs`` (None where an
-    input does not influence the targets). Inputs must have ``stop_gradient=False``."""
-    targets = [targets] if isinstance(targets, Variable) else list(targets)
-    inputs = [inputs] if isinstance(inputs, Variable) else list(inputs)
+              target_gradients: Union[None, Variable, Sequence[Optional[Variable]]] = None,
+              no_grad_set: Optional[Iterable[_VarOrName]] = None) -> List[Optional[Variable]]:
+    """Gradients of ``sum(targets * target_gradients)`` w.r.t. each of ``inputs``.
+
+    Returns a list aligned with ``inputs``: the gradient Variable, or None where the input does
+    not influence the targets (or is ``stop_gradient``: data inputs need
+    ``x.stop_gradient = False``). Without ``target_gradients`` each target is seeded with ones
+    of its shape. Can be applied again to its own results (higher-order gradients).
+    """
+    api = "fluid.backward.gradients"
+    targets = _as_var_list(targets, "targets", api)
+    inputs = _as_var_list(inputs, "inputs", api)
     block = targets[0].block
     program = block.program
-    no_grad = _names_of(no_grad_set, "no_grad_set") | _stop_gradient_names(program)
+    for t in targets:
+        if t.block is not block:
+            raise ValueError("all targets must be in the same block")
+    for i, v in enumerate(inputs):
+        _check_same_program(v, program, f"inputs[{i}]", api)
     if target_gradients is None:
-        target_gradients = [None] * len(targets)
-    elif isinstance(target_gradients, Variable):
-        target_gradients = [target_gradients]
-    if len(target_gradients) != len(targets):
+        tgs: List[Optional[Variable]] = [None] * len(targets)
+    else:
+        tgs = [target_gradients] if isinstance(target_gradients, Variable) else \
+            list(target_gradients) if isinstance(target_gradients, (list, tuple)) else None
+        if tgs is None:
+            raise _type_error("target_gradients", api, "(Variable, list, tuple, None)",
+                              target_gradients)
+        if not tgs:
+            tgs = [None] * len(targets)
+    if len(tgs) != len(targets):
         raise ValueError("Should have the same number of target_gradients as targets")
-    program._appending_grad_times += 1
-    last = max(block.ops.index(t.op) for t in targets if t.op is not None)
-    path, tracked = _op_path(block.ops[:last + 1], {v.name for v in inputs},
-                             {t.name for t in targets}, no_grad)
-    descs = _accumulate(_grad_descs(path, tracked, no_grad))
-    available = {n for op in block.ops for n in op.output_arg_names}
-    with program._backward_role_guard():
-        for t, tg in zip(targets, target_gradients):
-            gname = names.grad_var_name(t.name)
-            if tg is None:
-                _ensure_grad_var(block, gname)
-                block.append_op("fill_any_like", {"X": t}, {"Out": gname}, {"value": 1.0})
-            else:
-                if tuple(tg.shape) != tuple(t.shape):
-                    raise ValueError(f"The shapes of target and grad are different: "
-                                     f"{t.shape} {tg.shape}")
-                _ensure_grad_var(block, gname)
-                block.append_op("assign", {"X": tg}, {"Out": gname})
-            available.add(gname)
-        _append_descs(block, descs, [], available)
-    out = []
+    for t, tg in zip(targets, tgs):
+        if tg is None:
+            continue
+        if not isinstance(tg, Variable):
+            raise _type_error("target_gradients", api, "Variable or None", tg)
+        if tg.block.program is not program or tg.block is not block:
+            raise ValueError("all targets must be in the same block")
+        if tuple(tg.shape) != tuple(t.shape):
+            raise ValueError(f"The shapes of target and grad are different: {t.name} {tg.name} "
+                             f"(target shape {list(t.shape)}, grad shape {list(tg.shape)})")
+    user_no_grad = _no_grad_names(no_grad_set)
+    no_grad = user_no_grad | _stop_gradient_names(program)
     for v in inputs:
-        g = names.grad_var_name(v.name)
-        out.append(block.var(g) if block.has_var(g) and v.name in tracked else None)
+        if v.stop_gradient and v.name not in user_no_grad:
+            _log.warning("fluid.gradients: input '%s' has stop_gradient=True, so its gradient "
+                         "is None; set %s.stop_gradient = False to differentiate w.r.t. it",
+                         v.name, v.name)
+    last = -1
+    for t in targets:
+        try:
+            last = max(last, _find_producer(t, "target", api)[1])
+        except ValueError:
+            pass      # a target that no op computes (e.g. an input): only its seed applies
+
+    # phase 1
+    grad_name = _GradNames(block)
+    target_names = {t.name for t in targets}
+    path, tracked = _op_path(block.ops[:last + 1], {v.name for v in inputs}, target_names,
+                             no_grad)
+    tracked |= target_names - no_grad
+    seeds = []
+    for t, tg in zip(targets, tgs):
+        g = grad_name(t.name)
+        if tg is None:
+            seeds.append(OpDesc("fill_any_like", {"X": [t.name]}, {"Out": [g]},
+                                {"value": 1.0, "op_role": OpRole.Backward}))
+        else:
+            seeds.append(OpDesc("assign", {"X": [tg.name]}, {"Out": [g]},
+                                {"op_role": OpRole.Backward}))
+    descs = _accumulate(seeds + _grad_descs(path, tracked, no_grad, grad_name), grad_name)
+
+    # phase 2
+    app = _Appender(block, grad_name)
+    old_times = program._appending_grad_times
+    try:
+        program._appending_grad_times += 1
+        with program._backward_role_guard():
+            for desc in descs:
+                app.append(desc)
+    except BaseException:
+        app.rollback()
+        program._appending_grad_times = old_times
+        raise
+    out: List[Optional[Variable]] = []
+    for v in inputs:
+        g = grad_name.grad_of.get(v.name)
+        ok = g is not None and v.name in tracked and v.name not in no_grad and g in app.available
+        out.append(block.var(g) if ok else None)
     return out
 
 
-def calc_gradient(targets: Any, inputs: Any, target_gradients: Any = None,
-                  no_grad_set: Any = None) -> Any:
-    """Like ``gradients``; a single input returns a bare Variable."""
-    single = isinstance(inputs, Variable)
+def _as_var_list(x: Any, what: str, api: str) -> List[Variable]:
+    items = [x] if isinstance(x, Variable) else list(x) if isinstance(x, (list, tuple)) else None
+    if items is None:
+        raise _type_error(what, api, "(Variable, list, tuple)", x)
+    if not items:
+        raise ValueError(f"{api}: '{what}' is empty; pass at least one Variable")
+    for i, v in enumerate(items):
+        if not isinstance(v, Variable):
+            raise _type_error(f"{what}[{i}]", api, "Variable", v)
+    return items
+
+
+def calc_gradient(targets: Union[Variable, Sequence[Variable]],
+                  inputs: Union[Variable, Sequence[Variable]],
+                  target_gradients: Any = None, no_grad_set: Any = None
+                  ) -> Union[None, Variable, List[Optional[Variable]]]:
+    """Like ``gradients``, but a single input Variable returns a bare Variable (or None)."""
     out = gradients(targets, inputs, target_gradients, no_grad_set)
-    return out[0] if single else out
+    return out[0] if isinstance(inputs, Variable) else out
