@@ -117,9 +117,9 @@ def _binary(op_type: str, symbol: str, reverse: bool = False,
             out._compare_expr = f"{x.name} {symbol} {y.name}"
         return out
 
+    expr = f"other {symbol} self" if reverse else f"self {symbol} other"
     impl.__name__ = f"_{op_type}_{'r' if reverse else ''}impl"
-    impl.__doc__ = f"``{'other ' + symbol + ' self' if reverse else 'self ' + symbol + ' other'}``" \
-                   f" as op ``{op_type}``."
+    impl.__doc__ = f"``{expr}`` as op ``{op_type}``."
     return impl
 
 

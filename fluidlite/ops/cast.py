@@ -2,8 +2,6 @@
 back); a cast from or to an integer/bool type passes no gradient, as in fluid."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..core.dtypes import FLOATS, VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.registry import OpDef, register
 

@@ -14,6 +14,7 @@ Inside a ``double_grad``, ``g`` views the grad op (``g.input('Out@GRAD')`` is dO
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -120,11 +121,15 @@ def reduce_to(grad: np.ndarray, shape: Sequence[int], axis: int = -1) -> np.ndar
     shape = tuple(shape)
     if grad.shape == shape:
         return grad
-    target = aligned_shape(grad.ndim, shape, axis)
-    axes = tuple(i for i, (g, t) in enumerate(zip(grad.shape, target)) if t == 1 and g != 1)
-    if axes:
-        grad = grad.sum(axis=axes, keepdims=True)
-    return grad.reshape(shape)
+    axes = _sum_axes(grad.shape, shape, axis)
+    out = grad.sum(axis=axes) if axes else grad
+    return out if out.shape == shape else out.reshape(shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sum_axes(gshape: Shape, shape: Shape, axis: int) -> Tuple[int, ...]:
+    target = aligned_shape(len(gshape), shape, axis)
+    return tuple(i for i, (g, t) in enumerate(zip(gshape, target)) if t == 1 and g != 1)
 
 
 # -- composing gradient ops ---------------------------------------------------------------------

@@ -69,7 +69,10 @@ def test_elementwise_op(op_type, xs, ys, axis, x_np, y_np):
 def test_integer_semantics():
     x = np.array([7, -7, 7, -7, 6], dtype=np.int64)
     y = np.array([2, 2, -2, -2, 3], dtype=np.int64)
-    run = lambda op: get_op_def(op).forward(x, y)["Out"]
+
+    def run(op):
+        return get_op_def(op).forward(x, y)["Out"]
+
     np.testing.assert_array_equal(run("elementwise_div"), [3, -3, -3, 3, 2])     # C: truncates
     np.testing.assert_array_equal(run("elementwise_floordiv"), [3, -4, -4, 3, 2])
     np.testing.assert_array_equal(run("elementwise_mod"), [1, 1, -1, -1, 0])    # sign of Y
