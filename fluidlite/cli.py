@@ -17,7 +17,7 @@ import json
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Dict, Optional, Sequence, TextIO
 
 __all__ = ["main", "build_parser", "load_input"]
 

@@ -9,11 +9,10 @@ docs/compatibility.md.)
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .core.dtypes import convert_np_dtype_to_dtype_
 
 __all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "Xavier", "MSRA",
            "Bilinear", "NumpyArrayInitializer", "ConstantInitializer", "UniformInitializer",

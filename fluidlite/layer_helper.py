@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from .core import names
 from .core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
-from .core.ir import (Block, Operator, Parameter, Program, Variable, default_main_program,
+from .core.ir import (Operator, Parameter, Program, Variable, default_main_program,
                       default_startup_program)
 from .param_attr import ParamAttr
 

@@ -1,9 +1,8 @@
 """``ParamAttr``: how a layer creates a parameter (name, initializer, lr, regularizer, clip...)."""
 from __future__ import annotations
 
-import copy
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Union
 
 __all__ = ["ParamAttr", "WeightNormParamAttr"]
 

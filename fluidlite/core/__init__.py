@@ -11,6 +11,12 @@ from .scope import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, cpu_
                     cuda_places, is_compiled_with_cuda)
 
 
+__all__ = ["VarType", "VarDesc", "OpRole", "op_proto_and_checker_maker", "EnforceNotMet",
+           "Scope", "LoDTensor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "cpu_places",
+           "cuda_places", "is_compiled_with_cuda", "get_cuda_device_count", "dtypes", "names",
+           "registry"]
+
+
 class VarDesc:
     """``core.VarDesc.VarType`` spelling used by fluid scripts."""
     VarType = VarType

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import linecache
-import os
-import sys
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import names, registry
 from .dtypes import VarType, convert_np_dtype_to_dtype_
+from .callstack import creation_site, user_callstack  # noqa: F401  (re-exported)
 from .registry import VarSpec
-
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class OpRole:
@@ -32,36 +28,6 @@ class OpRole:
     Collective = 0x20
     Loss = 0x100
     NotSpecified = 0x1000
-
-
-def user_callstack(limit: int = 8) -> List[str]:
-    """The innermost ``limit`` frames outside fluidlite, formatted like a traceback (outermost
-    first): ``'  File "f.py", line 3, in main'`` followed by ``'    source line'``."""
-    frames = []
-    f = sys._getframe(1)
-    while f is not None and len(frames) < limit:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR) and not fn.startswith("<fluidlite"):
-            frames.append((fn, f.f_lineno, f.f_code.co_name))
-        f = f.f_back
-    out = []
-    for fn, line, func in reversed(frames):
-        out.append(f'  File "{fn}", line {line}, in {func}')
-        src = linecache.getline(fn, line).strip()
-        if src:
-            out.append("    " + src)
-    return out
-
-
-def creation_site(callstack: Optional[Sequence[str]]) -> str:
-    """The user's innermost source line from an ``op_callstack`` attr (for error messages)."""
-    if not callstack:
-        return "(unknown location)"
-    lines = list(callstack)
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("  File"):
-            return "\n".join(x.strip() for x in lines[i:i + 2])
-    return lines[-1].strip()
 
 
 # -- Variable ---------------------------------------------------------------------------------
@@ -520,7 +486,7 @@ class Block:
             specs.append(vs if s.duplicable else vs[0])
         kernel_attrs = {k: v for k, v in op.attrs.items() if k not in registry.COMMON_ATTRS}
         try:
-            result = _call_infer(opdef, specs, kernel_attrs)
+            result = opdef.run_infer(specs, kernel_attrs)
         except (ValueError, TypeError, IndexError, AssertionError) as e:
             shown = ", ".join(
                 f"{s.name}={_fmt_specs(sp)}" for s, sp in zip(opdef.in_slots, specs) if sp)
@@ -565,25 +531,6 @@ def _fmt_specs(sp: Any) -> str:
     if sp is None:
         return "None"
     return f"{list(sp.shape)} {sp.dtype.name.lower()}"
-
-
-def _call_infer(opdef: registry.OpDef, specs: List[Any], attrs: Dict[str, Any]) -> Dict[str, Any]:
-    accepted = _infer_params(type(opdef))
-    kw = attrs if accepted is None else {k: v for k, v in attrs.items() if k in accepted}
-    return opdef.infer(*specs, **kw)
-
-
-_INFER_PARAMS: Dict[type, Optional[frozenset]] = {}
-
-
-def _infer_params(cls: type) -> Optional[frozenset]:
-    """Names of attrs ``cls.infer`` accepts (None: it takes **kwargs)."""
-    if cls not in _INFER_PARAMS:
-        import inspect
-        params = inspect.signature(cls.infer).parameters.values()
-        _INFER_PARAMS[cls] = None if any(p.kind is p.VAR_KEYWORD for p in params) else \
-            frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY)
-    return _INFER_PARAMS[cls]
 
 
 def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
@@ -745,51 +692,9 @@ class Program:
     # -- checks and printing --------------------------------------------------------------
     def lint(self) -> "Program":
         """Check invariants; raise ValueError listing every problem found, else return self.
-
-        * every op input is produced by an earlier op, is a data/fed var, or is persistable;
-        * every op output names a declared variable, and var names match their keys;
-        * every op's type is registered and its slots match the op definition.
-        """
-        problems: List[str] = []
-        for b in self.blocks:
-            for name, v in b.vars.items():
-                if v.name != name:
-                    problems.append(f"block {b.idx}: var key '{name}' != var.name '{v.name}'")
-            produced: set = set()
-            for i, op in enumerate(b.ops):
-                where = f"block {b.idx} op #{i} '{op.type}'"
-                if not registry.has_op(op.type):
-                    problems.append(f"{where}: op type is not registered")
-                    continue
-                d = registry.get_op_def(op.type)
-                for kind, slots, table in (("input", d.in_slots, op.inputs),
-                                           ("output", d.out_slots, op.outputs)):
-                    known = {s.name: s for s in slots}
-                    for key, args in table.items():
-                        if key not in known:
-                            problems.append(f"{where}: unknown {kind} slot '{key}'")
-                        elif len(args) > 1 and not known[key].duplicable:
-                            problems.append(f"{where}: {kind} slot '{key}' takes one var, has "
-                                            f"{len(args)}")
-                    for s in slots:
-                        if not s.dispensable and not table.get(s.name):
-                            problems.append(f"{where}: missing {kind} slot '{s.name}'")
-                for n in op.input_arg_names:
-                    if n == names.EMPTY_VAR_NAME or n in produced:
-                        continue
-                    v = b._find_var_recursive(n)
-                    if v is None:
-                        problems.append(f"{where}: input '{n}' is not declared")
-                    elif not (v.persistable or v.is_data or v.type != VarType.LOD_TENSOR):
-                        problems.append(f"{where}: input '{n}' is used before any op produces "
-                                        f"it and is neither fed data nor persistable")
-                for n in op.output_arg_names:
-                    if n != names.EMPTY_VAR_NAME and b._find_var_recursive(n) is None:
-                        problems.append(f"{where}: output '{n}' is not declared")
-                    produced.add(n)
-        if problems:
-            raise ValueError("Program.lint found %d problem(s):\n  " % len(problems)
-                             + "\n  ".join(problems))
+        See ``fluidlite.core.lint.lint_program`` for the checks."""
+        from .lint import lint_program
+        lint_program(self)
         return self
 
     def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:

@@ -42,6 +42,8 @@ import numpy as np
 from . import names
 from .dtypes import VarType, convert_np_dtype_to_dtype_
 
+_INFER_PARAMS: Dict[type, Optional[frozenset]] = {}   # OpDef class -> attrs its infer accepts
+
 # attrs every op may carry; set by the framework, never passed to kernels
 COMMON_ATTRS = ("op_role", "op_role_var", "op_namescope", "op_callstack", "op_device")
 
@@ -111,6 +113,18 @@ class OpDef:
 
     def forward(self, *arrays: Any, **attrs: Any) -> Dict[str, Any]:
         raise NotImplementedError(f"op {self.type!r} defines no kernel")
+
+    def run_infer(self, specs: Sequence[Any], attrs: Dict[str, Any]) -> Dict[str, Any]:
+        """Call ``infer`` with the input specs and the attrs its signature names."""
+        cls = type(self)
+        accepted = _INFER_PARAMS.get(cls, False)
+        if accepted is False:
+            params = inspect.signature(cls.infer).parameters.values()
+            accepted = _INFER_PARAMS[cls] = (
+                None if any(p.kind is p.VAR_KEYWORD for p in params)
+                else frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY))
+        kw = attrs if accepted is None else {k: v for k, v in attrs.items() if k in accepted}
+        return self.infer(*specs, **kw)
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
         return None
@@ -267,7 +281,6 @@ def _register_grad_def(fwd: type) -> None:
                  for s in fwd.out_slots)
     outs = tuple(s.name + names.GRAD_SUFFIX + ("*" if s.duplicable else "") + "?"
                  for s in fwd.in_slots)
-    n_uses = len(uses)
     out_slot_names = [s.name for s in fwd.out_slots]
     # a backward rule may take ``wanted`` (the input slots whose gradients are consumed) to
     # skip work for gradients nobody reads, e.g. mul_grad's dX when X is fed data

@@ -1,15 +1,14 @@
 """``Executor``: validate feeds, fetch (or compile) the cached plan, run it against a Scope."""
 from __future__ import annotations
 
-import difflib
 import logging
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..core import scope as scope_mod
-from ..core.dtypes import VarType, convert_dtype, to_numpy_dtype
+from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Program, Variable, default_main_program
 from ..core.scope import CUDAPlace, LoDTensor, Scope
 from .. import profiler

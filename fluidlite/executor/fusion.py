@@ -14,11 +14,10 @@ kernels cannot fail on validated shapes, so a failing step still leaves the scop
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 import numpy as np
 
-from ..core import names
 from ..core.ir import Block, Operator
 from ..core.registry import OpDef, Slot
 
