@@ -90,3 +90,6 @@ def test_compare_errors():
         fluid.layers.greater_than(x, x, cond="c")
     with pytest.raises(TypeError, match="The type of 'y' in less_equal must be Variable"):
         fluid.layers.less_equal(x, 1.0)
+    flag = fluid.data("flag", [2, 3], "bool")
+    with pytest.raises(TypeError, match="logical_not: out must be a Variable"):
+        fluid.layers.logical_not(flag, out="o")
