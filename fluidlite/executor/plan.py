@@ -59,8 +59,10 @@ class Plan:
         persistent = set(self.persist_reads) | set(self.write_names)
         self.fetch_copies = tuple(n in persistent or self._fetch_locals[i] in self._consts
                                   for i, n in enumerate(self.fetch_names))
+        # tracebacks through the plan show its source; forget it when the plan goes away
         linecache.cache[self.filename] = (len(self.source), None,
                                           self.source.splitlines(True), self.filename)
+        weakref.finalize(self, linecache.cache.pop, self.filename, None)
 
     # -- code generation --------------------------------------------------------------------
     def _generate(self, program: Program, block: Block) -> str:
