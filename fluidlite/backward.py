@@ -305,8 +305,8 @@ def _grad_descs_with_recompute(block: Block, path: Sequence[Operator], tracked: 
                     rename[n] = f"{n}.subprog_{seg_idx}"
                     new_vars[rename[n]] = n
         for op in path[a:b]:
-            if get_op_def(op.type).uses_rng:
-                continue
+            if get_op_def(op.type).uses_rng or not any(n in rename for n in op.output_arg_names):
+                continue       # random ops are never replayed; held outputs need no replay
             attrs = dict(op.attrs, op_role=OpRole.Backward)
             descs.append(OpDesc(op.type, _renamed(op.inputs, rename),
                                 _renamed(op.outputs, rename), attrs))
@@ -429,6 +429,8 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
                          f"process the current loss.")
     _, loss_idx = _find_producer(loss, "loss", _API)
     loss_op = block.ops[loss_idx]
+    if loss.op is None:          # e.g. a cloned program's loss: found by name, as fluid does
+        loss.op = loss_op
 
     # phase 1: build every desc (no program change yet)
     grad_name = _GradNames(block)
