@@ -335,3 +335,53 @@ class TestConv2DTransposeLayer:
         x = fluid.data("x", [None, 2, 4, 4], "float32")
         with pytest.raises(ValueError, match="output_size must be set"):
             fluid.layers.conv2d_transpose(x, 3)
+
+
+class TestNets:
+    """fluid.nets compositions built on these layers."""
+
+    def test_simple_img_conv_pool(self):
+        x = fluid.data("x", [None, 1, 12, 12], "float32")
+        y = fluid.nets.simple_img_conv_pool(x, num_filters=4, filter_size=3, pool_size=2,
+                                            pool_stride=2, act="relu", conv_padding=1)
+        assert y.shape == (-1, 4, 6, 6)
+        ops = fluid.default_main_program().global_block().ops
+        assert [op.type for op in ops] == ["conv2d", "elementwise_add", "relu", "pool2d"]
+
+    def test_img_conv_group(self):
+        x = fluid.data("x", [None, 3, 8, 8], "float32")
+        y = fluid.nets.img_conv_group(x, conv_num_filter=[4, 6], pool_size=2, pool_stride=2,
+                                      conv_act="relu", conv_with_batchnorm=[True, False],
+                                      conv_batchnorm_drop_rate=[0.5, 0.0])
+        assert y.shape == (-1, 6, 4, 4)
+        types = [op.type for op in fluid.default_main_program().global_block().ops]
+        assert types == ["conv2d", "elementwise_add", "batch_norm", "relu", "dropout",
+                         "conv2d", "elementwise_add", "relu", "pool2d"]
+        with pytest.raises(ValueError, match="conv_padding has 3 entries"):
+            fluid.nets.img_conv_group(x, [4, 4], 2, conv_padding=[1, 1, 1])
+
+    def test_glu_and_attention_values(self):
+        x = fluid.data("x", [None, 6], "float32")
+        q = fluid.data("q", [None, 3, 4], "float32")
+        k = fluid.data("k", [None, 5, 4], "float32")
+        v = fluid.data("v", [None, 5, 6], "float32")
+        g = fluid.nets.glu(x, dim=-1)
+        a1 = fluid.nets.scaled_dot_product_attention(q, k, v)
+        a2 = fluid.nets.scaled_dot_product_attention(q, k, v, num_heads=2)
+        rng = np.random.default_rng(0)
+        feed = {n: rng.standard_normal(s).astype("float32")
+                for n, s in (("x", (2, 6)), ("q", (2, 3, 4)), ("k", (2, 5, 4)), ("v", (2, 5, 6)))}
+        gv, o1, o2 = fluid.Executor(fluid.CPUPlace()).run(feed=feed, fetch_list=[g, a1, a2])
+        xv = feed["x"]
+        np.testing.assert_allclose(gv, xv[:, :3] / (1 + np.exp(-xv[:, 3:])), rtol=1e-5)
+
+        def attention(qv, kv, vv):
+            s = qv @ kv.transpose(0, 2, 1) / np.sqrt(qv.shape[-1])
+            w = np.exp(s - s.max(-1, keepdims=True))
+            return (w / w.sum(-1, keepdims=True)) @ vv
+
+        np.testing.assert_allclose(o1, attention(feed["q"], feed["k"], feed["v"]), rtol=1e-4,
+                                   atol=1e-5)
+        heads = [attention(feed["q"][..., 2 * h:2 * h + 2], feed["k"][..., 2 * h:2 * h + 2],
+                           feed["v"][..., 3 * h:3 * h + 3]) for h in range(2)]
+        np.testing.assert_allclose(o2, np.concatenate(heads, axis=-1), rtol=1e-4, atol=1e-5)
