@@ -1,7 +1,7 @@
 """``fluid.nets``: ready-made compositions of layers (fluid 1.8 signatures)."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Sequence
 
 from . import layers
 from .core.ir import Variable

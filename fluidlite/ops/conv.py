@@ -20,7 +20,7 @@ binds, so a gradient nobody asked for (the image input of the first conv) is nev
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
