@@ -1,0 +1,368 @@
+"""Averaging and wrapping optimizers of ``fluid.optimizer``: ModelAverage,
+ExponentialMovingAverage, LookaheadOptimizer, RecomputeOptimizer (fluid 1.8 semantics).
+
+They build on ``optimizer.Optimizer`` and are re-exported by ``fluidlite.optimizer``, where
+users find them (``fluid.optimizer.ModelAverage``)."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .backward import append_backward
+from .clip import GradientClipBase, append_tmp_op, error_clip_callback
+from .core import names
+from .core.ir import (Block, Operator, Parameter, Program, Variable, default_main_program,
+                      default_startup_program, program_guard)
+from .core.names import name_scope
+from .layer_helper import LayerHelper
+from .optimizer import Optimizer, Pairs, _check_clip, _create_global_var
+
+__all__ = ["ModelAverage", "ExponentialMovingAverage", "LookaheadOptimizer",
+           "RecomputeOptimizer"]
+
+
+def _clone(block: Block, var: Variable) -> Variable:
+    """``var`` declared (persistable) in another program's block, to read/write its scope value."""
+    return block._clone_variable(var, force_persistable=True)
+
+
+def _cast(block: Block, x: Variable, dtype: Any) -> Variable:
+    if x.dtype == dtype:
+        return x
+    return append_tmp_op(block, "cast", {"X": x}, {"in_dtype": x.dtype, "out_dtype": dtype},
+                         dtype=dtype)
+
+
+class _SwapIn:
+    """``apply(exe)`` runs ``apply_program`` (saves the parameters, swaps the averages in);
+    ``restore(exe)`` runs ``restore_program`` (puts the saved values back)."""
+    apply_program: Program
+    restore_program: Program
+
+    def _build_restore_program(self, saved: List[Tuple[Parameter, Variable]]) -> None:
+        self.restore_program = Program()
+        block = self.restore_program.global_block()
+        with program_guard(self.restore_program, Program()):
+            for param, backup in saved:
+                block.append_op(type="assign", inputs={"X": _clone(block, backup)},
+                                outputs={"Out": _clone(block, param)})
+
+    @contextlib.contextmanager
+    def apply(self, executor: Any, need_restore: bool = True) -> Iterator[None]:
+        """Swap the averages into the parameters; restore them on exit."""
+        executor.run(self.apply_program)
+        try:
+            yield
+        finally:
+            if need_restore:
+                self.restore(executor)
+
+    def restore(self, executor: Any) -> None:
+        """Put back the parameter values saved by ``apply``."""
+        executor.run(self.restore_program)
+
+
+class ModelAverage(Optimizer, _SwapIn):
+    """Average each parameter over a sliding window of recent updates (fluid 1.8).
+
+    Build it *after* ``minimize``: for every parameter with ``do_model_average != False`` it
+    appends an ``average_accumulates`` op to the main program (accumulators ``sum_1``, ``sum_2``,
+    ``sum_3``, ``num_accumulates``, ``old_num_accumulates``, ``num_updates``). ``apply(exe)`` is a
+    context manager that swaps the averages in (``param = (sum_1 + sum_2 + sum_3) /
+    (num_accumulates + old_num_accumulates)``) and restores the trained values on exit.
+    """
+
+    def __init__(self, average_window_rate: float, min_average_window: int = 10000,
+                 max_average_window: int = 10000, regularization: Any = None,
+                 name: Optional[str] = None) -> None:
+        super().__init__(0.0, regularization=regularization, name=name)
+        if min_average_window > max_average_window:
+            raise ValueError(f"ModelAverage: min_average_window ({min_average_window}) must be "
+                             f"<= max_average_window ({max_average_window})")
+        self.average_window = float(average_window_rate)
+        self.min_average_window = int(min_average_window)
+        self.max_average_window = int(max_average_window)
+        self.params_grads: List[Tuple[Parameter, Variable]] = []
+        main = default_main_program()
+        for param in main.global_block().all_parameters():
+            if param.do_model_average is not False:
+                backup = param.block.create_var(
+                    name=names.generate(param.name + ".tmp"), dtype=param.dtype,
+                    shape=param.shape, persistable=False, stop_gradient=True)
+                self.params_grads.append((param, backup))
+        for param, backup in self.params_grads:
+            with main._optimized_guard([param, backup]), name_scope("move_average"):
+                self._append_average_accumulate_op(param)
+        self.apply_program = Program()
+        block = self.apply_program.global_block()
+        with program_guard(self.apply_program, Program()):
+            for pg in self.params_grads:
+                self._add_average_apply_op(block, pg)
+        self._build_restore_program(self.params_grads)
+
+    _ACCS = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
+
+    def _append_average_accumulate_op(self, param: Parameter) -> None:
+        self.helper = LayerHelper("average_accumulate")
+        accs = {}
+        for acc in self._ACCS:
+            counter = acc.startswith(("num", "old"))
+            accs[acc] = self._add_accumulator(acc, param, dtype="int64" if counter else None,
+                                              shape=[1] if counter else None)
+        self.helper.append_op(
+            type="average_accumulates",
+            inputs=dict({"param": param}, **{"in_" + k: v for k, v in accs.items()}),
+            outputs={"out_" + k: v for k, v in accs.items()},
+            attrs={"average_window": self.average_window,
+                   "min_average_window": self.min_average_window,
+                   "max_average_window": self.max_average_window},
+            stop_gradient=True)
+
+    def _add_average_apply_op(self, block: Block, param_grad: Tuple[Parameter, Variable]) -> None:
+        param, backup = (_clone(block, v) for v in param_grad)
+        accs = {k: _clone(block, self._get_accumulator(k, param_grad[0])) for k in self._ACCS}
+        block.append_op(type="assign", inputs={"X": param}, outputs={"Out": backup})
+        count = append_tmp_op(block, "sum",
+                              {"X": [accs["num_accumulates"], accs["old_num_accumulates"]]})
+        total = append_tmp_op(block, "sum", {"X": [accs["sum_1"], accs["sum_2"],
+                                                   accs["sum_3"]]})
+        dtype = param.dtype
+        block.append_op(type="elementwise_div",
+                        inputs={"X": _cast(block, total, dtype), "Y": _cast(block, count, dtype)},
+                        outputs={"Out": param})
+
+    def minimize(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("ModelAverage is not a standalone optimizer: build it after "
+                        "another optimizer's minimize() and use apply()/restore()")
+
+
+class ExponentialMovingAverage(_SwapIn):
+    """Shadow every parameter (``do_model_average != False``) with ``ema = ema*d + p*(1-d)``.
+
+    ``update()`` appends the EMA ops (and the ``@EMA_STEP_COUNTER@`` step counter) to the main
+    program; call it after ``minimize``. ``d = decay``, or ``min(decay, (1+t)/(10+t))`` with
+    ``thres_steps=t`` (a Variable such as a step counter). ``apply(exe)`` swaps the
+    bias-corrected averages ``ema / (1 - d**step)`` into the parameters and restores them on
+    exit. (fluid 1.8 also wrote the corrected value back into the EMA variable, so every apply
+    compounded the correction; fluidlite leaves the EMA untouched.)
+    """
+
+    def __init__(self, decay: float = 0.999, thres_steps: Optional[Variable] = None,
+                 name: Optional[str] = None) -> None:
+        if isinstance(decay, bool) or not isinstance(decay, (int, float)) or \
+                not 0.0 <= decay <= 1.0:
+            raise ValueError(f"ExponentialMovingAverage: decay must be a float in [0, 1], but "
+                             f"received {decay!r}")
+        if thres_steps is not None and not isinstance(thres_steps, Variable):
+            raise TypeError(f"ExponentialMovingAverage: thres_steps must be a Variable (a step "
+                            f"counter) or None, but received {thres_steps!r}")
+        self._decay = float(decay)
+        self._thres_steps = thres_steps
+        self._name = name if name is not None else ""
+        self._step_counter_name = "@EMA_STEP_COUNTER@"
+        main = default_main_program()
+        self._decay_var = self._get_ema_decay()
+        self._params_tmps: List[Tuple[Parameter, Variable]] = []
+        for param in main.global_block().all_parameters():
+            if param.do_model_average is not False:
+                tmp = param.block.create_var(
+                    name=names.generate(self._name + param.name + ".ema_tmp"),
+                    dtype=param.dtype, shape=param.shape, persistable=False,
+                    stop_gradient=True)
+                self._params_tmps.append((param, tmp))
+        self._ema_vars: Dict[str, Variable] = {}
+        for param, tmp in self._params_tmps:
+            with main._optimized_guard([param, tmp]), name_scope("moving_average"):
+                self._ema_vars[param.name] = _create_global_var(
+                    name=names.generate(self._name + param.name + "_ema"), shape=param.shape,
+                    value=0.0, dtype=param.dtype)
+        self.apply_program = Program()
+        block = self.apply_program.global_block()
+        with program_guard(self.apply_program, Program()):
+            step = _cast(block, block.create_var(name=self._step_counter_name, shape=[1],
+                                                 dtype="int64", persistable=True), "float32")
+            decay = _clone(block, self._decay_var)
+            decay_pow = append_tmp_op(block, "elementwise_pow", {"X": decay, "Y": step})
+            zero = append_tmp_op(block, "fill_constant", {}, {"shape": [1], "dtype": "float32",
+                                                              "value": 0.0}, dtype="float32")
+            started = _cast(block, append_tmp_op(block, "less_than", {"X": zero, "Y": step},
+                                                 dtype="bool"), "float32")
+            # 1 - d**step once a step ran, else exactly 1 (no correction before any update)
+            denom = append_tmp_op(block, "scale", {"X": append_tmp_op(
+                block, "elementwise_mul", {"X": decay_pow, "Y": started})},
+                {"scale": -1.0, "bias": 1.0})
+            for param, tmp in self._params_tmps:
+                p, t, ema = (_clone(block, v) for v in (param, tmp, self._ema_vars[param.name]))
+                block.append_op(type="assign", inputs={"X": p}, outputs={"Out": t})
+                block.append_op(type="elementwise_div",
+                                inputs={"X": ema, "Y": _cast(block, denom, p.dtype)},
+                                outputs={"Out": p})
+        self._build_restore_program(self._params_tmps)
+
+    def _get_ema_decay(self) -> Variable:
+        main = default_main_program()
+        with main._lr_schedule_guard():
+            decay_var = _create_global_var(name="scheduled_ema_decay_rate", shape=[1],
+                                           value=self._decay, dtype="float32")
+            if self._thres_steps is not None:
+                block = main.global_block()
+                t = _cast(block, self._thres_steps, "float32")
+                ratio = append_tmp_op(block, "elementwise_div", {
+                    "X": append_tmp_op(block, "scale", {"X": t}, {"bias": 1.0}),
+                    "Y": append_tmp_op(block, "scale", {"X": t}, {"bias": 10.0})})
+                limit = append_tmp_op(block, "fill_constant", {}, {
+                    "shape": [1], "dtype": "float32", "value": self._decay}, dtype="float32")
+                block.append_op(type="elementwise_min", inputs={"X": ratio, "Y": limit},
+                                outputs={"Out": decay_var})
+        return decay_var
+
+    def update(self) -> None:
+        """Append the EMA update ops to the main program (call once, after minimize)."""
+        from .layers.control_flow import autoincreased_step_counter
+        autoincreased_step_counter(counter_name=self._step_counter_name)
+        main = default_main_program()
+        block = main.global_block()
+        for param, tmp in self._params_tmps:
+            with main._optimized_guard([param, tmp]), name_scope("moving_average"):
+                ema = self._ema_vars[param.name]
+                d = _cast(block, self._decay_var, param.dtype)
+                keep = append_tmp_op(block, "elementwise_mul", {"X": ema, "Y": d})
+                one_minus = append_tmp_op(block, "scale", {"X": d}, {"scale": -1.0, "bias": 1.0})
+                new = append_tmp_op(block, "elementwise_mul", {"X": param, "Y": one_minus})
+                block.append_op(type="elementwise_add", inputs={"X": keep, "Y": new},
+                                outputs={"Out": ema})
+
+
+class LookaheadOptimizer:
+    """Lookahead (Zhang et al. 2019): the inner optimizer updates the fast weights every step;
+    every ``k`` steps the slow weights move ``alpha`` of the way to them and the fast weights
+    are reset to the slow ones (``<param>@SLOW``, initialised from the parameter in the startup
+    program)."""
+
+    def __init__(self, inner_optimizer: Optimizer, alpha: float = 0.5, k: int = 5) -> None:
+        if inner_optimizer is None:
+            raise ValueError("inner optimizer can not be None")
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
+                not 0.0 <= alpha <= 1.0:
+            raise ValueError("alpha should be larger or equal to 0.0, and less or equal than "
+                             f"1.0, but received {alpha!r}")
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise ValueError(f"k should be a positive integer, but received {k!r}")
+        self.inner_optimizer = inner_optimizer
+        self.alpha, self.k = float(alpha), k
+        self.type = "lookahead"
+
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None) -> Any:
+        """Inner ``minimize``, then the slow-weight sync ops; returns the inner result."""
+        mini_out = self.inner_optimizer.minimize(loss, startup_program=startup_program)
+        startup = startup_program if startup_program is not None else default_startup_program()
+        main_block = loss.block.program.global_block()
+        params = [p.name for p in main_block.all_parameters()]
+        startup_block = startup.global_block()
+        slow_vars = {}
+        for name in params:
+            fast = main_block.var(name)
+            slow_vars[name] = main_block.create_var(name=name + "@SLOW", shape=fast.shape,
+                                                    dtype=fast.dtype, persistable=True)
+            s_fast = startup_block.var(name)
+            s_slow = startup_block.create_var(name=name + "@SLOW", shape=fast.shape,
+                                              dtype=fast.dtype, persistable=True)
+            startup_block.append_op(type="assign", inputs={"X": s_fast},
+                                    outputs={"Out": s_slow})
+        with program_guard(main_block.program, startup):
+            k = _create_global_var("lookahead_k", [1], self.k, "int32")
+            alpha = _create_global_var("lookahead_alpha", [1], self.alpha, "float32")
+            step = _create_global_var("lookahead_step", [1], 0, "int32")
+            main_block.append_op(type="increment", inputs={"X": step}, outputs={"Out": step},
+                                 attrs={"step": 1.0})
+            mod = append_tmp_op(main_block, "elementwise_mod", {"X": step, "Y": k})
+            zero = append_tmp_op(main_block, "fill_constant", {}, {
+                "shape": [1], "dtype": "int32", "value": 0.0}, dtype="int32")
+            sync = _cast(main_block, append_tmp_op(main_block, "equal", {"X": mod, "Y": zero},
+                                                   dtype="bool"), "float32")
+            keep = append_tmp_op(main_block, "scale", {"X": sync}, {"scale": -1.0, "bias": 1.0})
+            one_minus_alpha = append_tmp_op(main_block, "scale", {"X": alpha},
+                                            {"scale": -1.0, "bias": 1.0})
+            for name in params:
+                fast, slow = main_block.var(name), slow_vars[name]
+                m_sync, m_keep = _cast(main_block, sync, fast.dtype), \
+                    _cast(main_block, keep, fast.dtype)
+                mixed = append_tmp_op(main_block, "elementwise_add", {
+                    "X": append_tmp_op(main_block, "elementwise_mul",
+                                       {"X": fast, "Y": _cast(main_block, alpha, fast.dtype)}),
+                    "Y": append_tmp_op(main_block, "elementwise_mul",
+                                       {"X": slow, "Y": _cast(main_block, one_minus_alpha,
+                                                              fast.dtype)})})
+                # every k-th step both become `mixed`, otherwise they keep their values
+                # (x*1 + y*0 is exact, so the untouched weights are bit-identical)
+                for var, other in ((slow, slow), (fast, fast)):
+                    main_block.append_op(type="elementwise_add", inputs={
+                        "X": append_tmp_op(main_block, "elementwise_mul",
+                                           {"X": mixed, "Y": m_sync}),
+                        "Y": append_tmp_op(main_block, "elementwise_mul",
+                                           {"X": other, "Y": m_keep})},
+                        outputs={"Out": var})
+        return mini_out
+
+
+class RecomputeOptimizer(Optimizer):
+    """Wrap ``optimizer`` so the backward pass recomputes the forward ops between checkpoints
+    instead of keeping their outputs (fluid's recompute; the gradients are the same).
+    Call ``_set_checkpoints([vars])`` before ``minimize``."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"RecomputeOptimizer wraps an Optimizer, but received {optimizer!r}")
+        self._optimizer = optimizer
+        self._checkpoints: Optional[List[Any]] = None
+        self._learning_rate = optimizer._learning_rate
+        self._learning_rate_map = optimizer._learning_rate_map
+        self.type = "recompute"
+
+    def _set_checkpoints(self, checkpoints: Sequence[Any]) -> None:
+        if not isinstance(checkpoints, (list, tuple)):
+            raise TypeError(f"checkpoints must be a list of Variables or names, but received "
+                            f"{type(checkpoints).__name__}")
+        self._checkpoints = list(checkpoints)
+
+    def backward(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 callbacks: Optional[List[Callable]] = None) -> Pairs:
+        """append_backward with the checkpoints set by ``_set_checkpoints``."""
+        if self._checkpoints is None:
+            raise ValueError("You should call _set_checkpoints first")
+        if not isinstance(loss, Variable):
+            raise TypeError(f"The loss should be an Variable, but received "
+                            f"{type(loss).__name__}")
+        self._optimizer._dtype = loss.dtype
+        no_grad = self._get_no_grad_set(loss, no_grad_set)
+        callbacks = list(callbacks or [])
+        if error_clip_callback not in callbacks:
+            callbacks.append(error_clip_callback)
+        with program_guard(loss.block.program, startup_program):
+            params_grads, _ = append_backward(loss, parameter_list, no_grad, callbacks,
+                                              checkpoints=self._checkpoints)
+        return params_grads
+
+    def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
+                       params_grads: Pairs) -> List[Operator]:
+        return self._optimizer.apply_optimize(loss, startup_program, params_grads)
+
+    def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
+        return self._optimizer.apply_gradients(params_grads)
+
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 grad_clip: Optional[GradientClipBase] = None
+                 ) -> Tuple[List[Operator], Pairs]:
+        """Recomputing backward, then the wrapped optimizer's clip/regularize/update."""
+        if self._checkpoints is None:
+            raise ValueError("You should call _set_checkpoints first")
+        grad_clip = _check_clip(grad_clip, "minimize()")
+        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+        self._optimizer._minimize_clip = grad_clip
+        try:
+            ops = self.apply_optimize(loss, startup_program, params_grads)
+        finally:
+            self._optimizer._minimize_clip = None
+        return ops, params_grads
