@@ -24,7 +24,7 @@ _GELU_K = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
 
 
-# -- erf without scipy: piecewise Chebyshev interpolants of math.erf, built at import ---------
+# -- erf without scipy: piecewise Chebyshev interpolants of math.erf -----------------------
 _ERF_W, _ERF_N, _ERF_DEG, _ERF_TOP = 0.25, 24, 12, 6.0   # intervals of 0.25 on [0, 6)
 
 
@@ -42,7 +42,7 @@ def _erf_tables() -> np.ndarray:
     return coef
 
 
-_ERF_COEF = _erf_tables()
+_ERF_COEF: list = []    # built on first use: importing fluidlite stays cheap
 
 
 def erf_numpy(x: np.ndarray) -> np.ndarray:
@@ -52,7 +52,9 @@ def erf_numpy(x: np.ndarray) -> np.ndarray:
     z = np.fmin(np.abs(x).astype(dt, copy=False), _ERF_TOP)     # nan/inf -> 6 (fixed below)
     k = np.minimum((z * (1.0 / _ERF_W)).astype(np.intp), _ERF_N - 1)
     t = (z - (k + 0.5).astype(dt) * _ERF_W) * (2.0 / _ERF_W)
-    coef = _ERF_COEF.astype(dt)
+    if not _ERF_COEF:
+        _ERF_COEF.append(_erf_tables())
+    coef = _ERF_COEF[0].astype(dt)
     t2 = t * 2.0
     b1 = coef[_ERF_DEG][k]
     b2 = np.zeros_like(t)
@@ -65,10 +67,8 @@ def erf_numpy(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), x, r).astype(dt, copy=False)
 
 
-try:                                     # scipy's erf is faster; identical to ~1e-15
-    from scipy.special import erf as _erf
-except ImportError:                      # pragma: no cover - depends on the environment
-    _erf = erf_numpy
+# always our own erf (never scipy's, even when installed): the same bits on every machine
+_erf = erf_numpy
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
