@@ -4,7 +4,8 @@ Subclass, set ``op_type``, ``inputs`` (slot -> array, or for a duplicable slot a
 ``(name, array)``), ``attrs`` and ``outputs`` (slot -> NumPy reference), then call
 ``check_infer()``, ``check_output()`` and ``check_grad(['X'], 'Out')``. Every check builds a
 one-op Program and runs it through the real Executor; ``check_grad`` appends the backward pass
-on ``mean(Out)`` and compares with central differences computed in float64.
+on ``mean(Out)`` and compares with central differences computed in float64;
+``check_double_grad`` checks second derivatives (the grad op's own gradient rule) the same way.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .core.registry import get_op_def
 from .core.scope import CPUPlace, Scope
 from .executor import Executor
 
-__all__ = ["OpTest", "check_grad", "numeric_grad", "assert_grads_close"]
+__all__ = ["OpTest", "check_grad", "check_double_grad", "numeric_grad", "assert_grads_close"]
 
 
 def _entries(value: Any, slot: str) -> List[Tuple[str, np.ndarray]]:
@@ -152,6 +153,64 @@ class OpTest:
             n = numeric_grad(f, feed, name, delta)
             assert_grads_close(a, n, max_relative_error, f"{self.op_type}: d{name}")
 
+    def check_double_grad(self, inputs_to_check: Sequence[str],
+                          output_names: Union[str, Sequence[str]],
+                          max_relative_error: float = 0.005, delta: float = 1e-3,
+                          seed: int = 0) -> None:
+        """Second-order check of the op's gradient rules (its ``<type>_grad`` and the grad op's
+        ``double_grad``), as Paddle's ``double_grad_check``: the upstream gradients ``dOut``
+        are fed variables, ``g = fluid.gradients(outputs, inputs, target_gradients=dOut)``, and
+        the analytic gradient of ``s = sum_i <g_i, w_i>`` (fixed random ``w_i``) w.r.t. the
+        inputs *and* ``dOut`` (a second ``fluid.gradients`` call) is compared with central
+        differences of ``s``, all in float64."""
+        from . import backward
+        output_names = [output_names] if isinstance(output_names, str) else list(output_names)
+        var_names = self._check_var_names(inputs_to_check)
+        prog, feed, out_vars, _ = self._build("float64", requires_grad=var_names)
+        block = prog.global_block()
+        rng = np.random.default_rng(seed)
+        outs = []
+        for s in output_names:
+            v = out_vars[s]
+            outs += v if isinstance(v, list) else [v]
+        xs = [block.var(n) for n in var_names]
+        with program_guard(prog, Program()):
+            douts = []
+            for o in outs:
+                if any(d < 0 for d in o.shape):
+                    raise ValueError(f"{self.op_type}: output '{o.name}' has an unknown dim "
+                                     f"{list(o.shape)}; check_double_grad needs static shapes")
+                d = block.create_var(name=o.name + "@DOUT", shape=o.shape, dtype=o.dtype,
+                                     is_data=True, stop_gradient=False)
+                feed[d.name] = rng.uniform(-1.0, 1.0, size=o.shape)
+                douts.append(d)
+            first = backward.gradients(outs, xs, target_gradients=douts)
+            missing = [x.name for x, g in zip(xs, first) if g is None]
+            assert not missing, f"{self.op_type}: no first-order gradient for {missing}"
+            ws = []
+            for x in xs:
+                w = block.create_var(name=x.name + "@W", shape=x.shape, dtype=x.dtype,
+                                     is_data=True, stop_gradient=True)
+                feed[w.name] = rng.uniform(-1.0, 1.0, size=x.shape)
+                ws.append(w)
+            first_prog = prog.clone()
+            wrt = xs + douts
+            second = backward.gradients(first, wrt, target_gradients=ws)
+        exe = Executor(CPUPlace())
+        fetch = [g.name for g in second if g is not None]
+        got = dict(zip(fetch, exe.run(prog, feed=feed, fetch_list=fetch, scope=Scope())))
+        first_names = [g.name for g in first]
+
+        def f(fd: Dict[str, np.ndarray]) -> float:
+            gs = exe.run(first_prog, feed=fd, fetch_list=first_names, scope=Scope())
+            return float(sum(np.sum(g * fd[w.name]) for g, w in zip(gs, ws)))
+
+        for v, g in zip(wrt, second):
+            n = numeric_grad(f, feed, v.name, delta)
+            a = got[g.name] if g is not None else np.zeros_like(n)
+            assert_grads_close(a, n, max_relative_error,
+                               f"{self.op_type}: second-order d{v.name}")
+
     def _check_var_names(self, inputs_to_check: Sequence[str]) -> List[str]:
         out = []
         for key in inputs_to_check:
@@ -205,3 +264,17 @@ def check_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence
         s for s, v in inputs.items()
         if not isinstance(v, list) and np.asarray(v).dtype.kind == "f"]
     t.check_grad(slots, output, max_relative_error=max_relative_error, delta=delta)
+
+
+def check_double_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
+                      attrs: Optional[Dict[str, Any]] = None,
+                      inputs_to_check: Optional[Sequence[str]] = None,
+                      max_relative_error: float = 0.005, delta: float = 1e-3) -> None:
+    """Functional form: second-order check of one op (see ``OpTest.check_double_grad``)."""
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs = op_type, dict(inputs), dict(attrs or {})
+    t.outputs = {}
+    slots = [s for s in inputs_to_check] if inputs_to_check else [
+        s for s, v in inputs.items()
+        if not isinstance(v, list) and np.asarray(v).dtype.kind == "f"]
+    t.check_double_grad(slots, output, max_relative_error=max_relative_error, delta=delta)

@@ -1,5 +1,6 @@
 """fluid.gradients / calc_gradient: seeds, target_gradients, None for unrelated inputs,
-repeated and higher-order use on one program, errors (program left unchanged)."""
+repeated and higher-order use on one program, errors (program left unchanged); and the
+gradient-check harness itself (check_grad / check_double_grad catch wrong rules)."""
 import logging
 
 import numpy as np
@@ -7,8 +8,10 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite.backward import calc_gradient, gradients
+from fluidlite.core import registry
 from fluidlite.core.ir import OpRole
-from fluidlite.testing import numeric_grad
+from fluidlite.core.registry import OpDef, register
+from fluidlite.testing import OpTest, check_double_grad, check_grad, numeric_grad
 
 L = fluid.layers
 
@@ -318,3 +321,124 @@ def test_error_inputs_from_another_program(net):
         x2 = data("x", [2, 3])
     _unchanged(main, lambda: fluid.gradients(y, x2), ValueError,
                r"inputs\[0\] 'x' belongs to a different Program")
+
+
+# -- the gradient-check harness (fluidlite.testing) ------------------------------------------------
+R = OpTest.rand
+
+
+@pytest.fixture
+def temp_ops():
+    """Register test-only ops for one test and remove them afterwards."""
+    added = []
+
+    def add(cls):
+        register(cls)
+        added.extend([cls.type, cls.type + "_grad"])
+        return cls
+
+    yield add
+    for t in added:
+        registry._REGISTRY.pop(t, None)
+
+
+def _cube_op(add, dx_factor=3.0, ddx_factor=6.0):
+    class Cube(OpDef):
+        """Out = X^3;  dX = 3 X^2 dOut (test-only op; factors injectable to test the checks)."""
+        type, inputs, outputs = "test_cube", ("X",), ("Out",)
+
+        def infer(self, X):
+            return {"Out": X}
+
+        def forward(self, X):
+            return {"Out": X ** 3}
+
+        def backward(self, X, dOut):
+            return {"X": dx_factor * X * X * dOut}
+
+        def double_grad(self, g):
+            """d(dX)/dX = 6 X dOut ddX, d(dX)/d(dOut) = 3 X^2 ddX."""
+            x, dout, ddx = g.input("X"), g.input("Out@GRAD"), g.output_grad("X@GRAD")
+            if g.input_grad("X") is not None:
+                t = g.tmp()
+                g.append("elementwise_mul", {"X": x, "Y": dout}, {"Out": t})
+                t2 = g.tmp()
+                g.append("elementwise_mul", {"X": t, "Y": ddx}, {"Out": t2})
+                g.append("scale", {"X": t2}, {"Out": g.input_grad("X")}, scale=ddx_factor)
+            if g.input_grad("Out@GRAD") is not None:
+                t = g.tmp()
+                g.append("elementwise_mul", {"X": x, "Y": x}, {"Out": t})
+                t2 = g.tmp()
+                g.append("elementwise_mul", {"X": t, "Y": ddx}, {"Out": t2})
+                g.append("scale", {"X": t2}, {"Out": g.input_grad("Out@GRAD")}, scale=3.0)
+
+    return add(Cube)
+
+
+def test_harness_accepts_correct_rules(temp_ops):
+    _cube_op(temp_ops)
+    x = R(3, 4, seed=1)
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs, t.outputs = "test_cube", {"X": x}, {}, {"Out": x ** 3}
+    t.check_output()
+    t.check_grad(["X"], "Out")
+    t.check_double_grad(["X"], "Out")
+
+
+def test_check_grad_catches_a_wrong_backward(temp_ops):
+    _cube_op(temp_ops, dx_factor=3.1)
+    with pytest.raises(AssertionError, match="test_cube: dx: max relative error"):
+        check_grad("test_cube", {"X": R(3, 4, seed=1)}, "Out")
+
+
+def test_check_double_grad_catches_a_wrong_double_grad(temp_ops):
+    _cube_op(temp_ops, ddx_factor=3.0)
+    check_grad("test_cube", {"X": R(3, 4, seed=1)}, "Out")      # first order is fine
+    with pytest.raises(AssertionError, match="test_cube: second-order dx"):
+        check_double_grad("test_cube", {"X": R(3, 4, seed=1)}, "Out")
+
+
+def test_second_order_needs_a_rule_on_the_grad_op(temp_ops):
+    class NoDouble(OpDef):
+        """Out = X^2;  dX = 2 X dOut (test-only op without a double_grad rule)."""
+        type, inputs, outputs = "test_no_double", ("X",), ("Out",)
+
+        def infer(self, X):
+            return {"Out": X}
+
+        def forward(self, X):
+            return {"Out": X * X}
+
+        def backward(self, X, dOut):
+            return {"X": 2 * X * dOut}
+
+    temp_ops(NoDouble)
+    with pytest.raises(ValueError, match="'test_no_double_grad'.*double_grad"):
+        check_double_grad("test_no_double", {"X": R(2, 3)}, "Out")
+
+
+# second-order checks of the op families issue 3 names (the owners' own tests go further)
+SECOND_ORDER = [
+    ("elementwise_add", {"X": R(3, 4, seed=1), "Y": R(4, seed=2)}, {}),
+    ("elementwise_sub", {"X": R(3, 4, seed=1), "Y": R(3, 4, seed=2)}, {}),
+    ("elementwise_mul", {"X": R(3, 4, seed=1), "Y": R(4, seed=2)}, {}),
+    ("elementwise_div", {"X": R(3, 4, seed=1), "Y": R(3, 4, low=0.5, high=2.0, seed=2)}, {}),
+    ("tanh", {"X": R(3, 4, seed=3)}, {}),
+    ("sigmoid", {"X": R(3, 4, seed=3)}, {}),
+    ("relu", {"X": R(3, 4, avoid=0.0, seed=3)}, {}),
+    ("softmax", {"X": R(2, 5, seed=3)}, {"axis": -1}),
+    ("mul", {"X": R(3, 4, seed=4), "Y": R(4, 2, seed=5)}, {}),
+    ("matmul", {"X": R(3, 4, seed=4), "Y": R(2, 4, seed=5)}, {"transpose_Y": True}),
+    ("mean", {"X": R(3, 4, seed=6)}, {}),
+    ("reduce_sum", {"X": R(3, 4, seed=6)}, {"dim": [1]}),
+    ("reduce_mean", {"X": R(3, 4, seed=6)}, {"dim": [0]}),
+    ("square", {"X": R(3, 4, seed=7)}, {}),
+    ("sqrt", {"X": R(3, 4, low=0.5, high=2.0, seed=7)}, {}),
+    ("exp", {"X": R(3, 4, seed=7)}, {}),
+    ("log", {"X": R(3, 4, low=0.5, high=2.0, seed=7)}, {}),
+]
+
+
+@pytest.mark.parametrize("op_type,inputs,attrs", SECOND_ORDER, ids=[c[0] for c in SECOND_ORDER])
+def test_second_order_of_named_op_families(op_type, inputs, attrs):
+    check_double_grad(op_type, inputs, "Out", attrs=attrs)
