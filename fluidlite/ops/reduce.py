@@ -197,9 +197,11 @@ class _ExtremumGradGrad(OpDef):
 
 @register
 class ReduceMaxGradGrad(_ExtremumGradGrad):
+    """DDOut = sum_dim(DDX * (X == Out)): the second-order term of reduce_max."""
     type = "reduce_max_grad_grad"
 
 
 @register
 class ReduceMinGradGrad(_ExtremumGradGrad):
+    """DDOut = sum_dim(DDX * (X == Out)): the second-order term of reduce_min."""
     type = "reduce_min_grad_grad"
