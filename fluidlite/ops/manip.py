@@ -1,0 +1,379 @@
+"""Shape manipulation ops: the reshape-like ops with fluid's XShape output (reshape2,
+transpose2, squeeze2, unsqueeze2, flatten2) and joining / splitting (concat, split, stack)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import shape as S
+from ..core.registry import OpDef, VarSpec, register
+from .tensor import emit_grad_op, live, norm_axis, tensor_values
+
+
+# -- reshape-like ops: Out plus fluid's XShape ([0] + X.shape, no data) ---------------------
+def _xshape(X: np.ndarray) -> np.ndarray:
+    return np.empty((0,) + X.shape, dtype=X.dtype)
+
+
+class _XShapeOp(OpDef):
+    """Shared gradient of ops that only rearrange X: ``dX = reshape/transpose(dOut)``; the grad
+    op reads XShape (X's shape) and Out@GRAD, as fluid's ``<type>_grad``."""
+    inputs, outputs = ("X",), ("Out", "XShape")
+    grad_uses = ("XShape",)
+
+    def backward(self, XShape, dOut, dXShape=None, **attrs):
+        return {"X": dOut.reshape(XShape.shape[1:])}
+
+    def make_grad(self, g, **attrs):
+        emit_grad_op(g, self.type, attrs, uses=("XShape",))
+
+    def double_grad(self, g, **attrs):
+        """The grad op is linear in Out@GRAD: its gradient is the forward op applied to ddX."""
+        dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")
+        if dd is not None and target is not None:
+            g.append(self.forward_def.type, {"X": dd}, {"Out": target, "XShape": g.tmp("xshape")},
+                     attrs)
+
+
+def _spec_xshape(X: VarSpec) -> VarSpec:
+    return VarSpec((0,) + tuple(X.shape), X.dtype)
+
+
+def reshape_target(op_type: str, in_shape, shape):
+    """fluid's reshape rule: 0 copies the input dim, one -1 is inferred. Works on static shapes
+    (unknown dims -1 propagate) and validates the element count."""
+    out, unknown = [], None
+    for i, d in enumerate(shape):
+        d = int(d)
+        if d == -1:
+            if unknown is not None:
+                raise ValueError(f"{op_type}: only one dimension of the target shape {list(shape)}"
+                                 f" can be -1")
+            unknown = i
+            out.append(-1)
+        elif d == 0:
+            if i >= len(in_shape):
+                raise ValueError(f"{op_type}: target shape {list(shape)} copies dim {i} (0) but "
+                                 f"X has only {len(in_shape)} dims ({list(in_shape)})")
+            out.append(in_shape[i])
+        elif d > 0:
+            out.append(d)
+        else:
+            raise ValueError(f"{op_type}: target shape {list(shape)} has an invalid dim {d} "
+                             f"(use a positive size, 0 to copy, or one -1)")
+    copied = {i for i, d in enumerate(shape) if int(d) == 0}
+    rest_in = [d for i, d in enumerate(in_shape) if i not in copied]
+    rest_out = [d for i, d in enumerate(out) if i not in copied and i != unknown]
+    n_in, n_out = S.numel(rest_in), S.numel(rest_out)
+    if unknown is not None:
+        if n_in >= 0 and n_out > 0:
+            if n_in % n_out:
+                raise ValueError(f"{op_type}: cannot reshape X of shape {list(in_shape)} to "
+                                 f"{list(shape)}: {S.numel(in_shape)} elements are not divisible "
+                                 f"by {n_out}")
+            out[unknown] = n_in // n_out
+    elif n_in >= 0 and n_out >= 0 and n_in != n_out:
+        raise ValueError(f"{op_type}: cannot reshape X of shape {list(in_shape)} "
+                         f"({S.numel(in_shape)} elements) to {list(shape)} "
+                         f"({S.numel(out)} elements)")
+    return tuple(out)
+
+
+@register
+class Reshape2(_XShapeOp):
+    """Out = reshape(X, shape) (0 copies a dim, one -1 is inferred; a ``Shape`` tensor or a
+    ``ShapeTensor`` list overrides the attr at run time);  dX = reshape(dOut, X.shape)."""
+    type = "reshape2"
+    inputs = ("X", "Shape?", "ShapeTensor*?")
+    extra_attrs = {"use_quantizer": False}
+
+    def infer(self, X, Shape, ShapeTensor, *, shape=()):
+        if Shape is not None or ShapeTensor:
+            try:
+                out = reshape_target("reshape2", X.shape, shape) if shape else None
+            except ValueError:
+                out = None
+            if out is None:
+                n = Shape.shape[0] if Shape is not None else len(ShapeTensor)
+                out = (-1,) * max(int(n), 1)
+        else:
+            out = reshape_target("reshape2", X.shape, shape)
+        return {"Out": VarSpec(out, X.dtype, X.lod_level), "XShape": _spec_xshape(X)}
+
+    def forward(self, X, Shape, ShapeTensor, *, shape=[]):
+        dyn = tensor_values(Shape, ShapeTensor)
+        target = dyn if dyn is not None else shape
+        target = [X.shape[i] if int(d) == 0 else int(d) for i, d in enumerate(target)]
+        return {"Out": X.reshape(target), "XShape": _xshape(X)}
+
+    def double_grad(self, g, **attrs):
+        dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")
+        if dd is None or target is None:
+            return
+        dout = g.input("Out@GRAD")       # reshape ddX to Out's run-time shape
+        shp = g.tmp("shape")
+        g.append("shape", {"Input": dout}, {"Out": shp})
+        static = list(g.op.block._find_var_recursive(dout).shape)
+        g.append("reshape2", {"X": dd, "Shape": shp}, {"Out": target, "XShape": g.tmp("xshape")},
+                 shape=static)
+
+
+@register
+class Transpose2(_XShapeOp):
+    """Out = transpose(X, axis);  dX = transpose(dOut, argsort(axis))."""
+    type = "transpose2"
+    extra_attrs = {"use_mkldnn": False, "data_format": "AnyLayout", "use_quantizer": False}
+
+    def infer(self, X, *, axis=()):
+        _check_perm("transpose2", X.shape, axis)
+        return {"Out": VarSpec(tuple(X.shape[a] for a in axis), X.dtype, X.lod_level),
+                "XShape": _spec_xshape(X)}
+
+    def forward(self, X, *, axis=[]):
+        return {"Out": np.transpose(X, axis), "XShape": _xshape(X)}
+
+    def backward(self, XShape, dOut, dXShape=None, *, axis=[]):
+        return {"X": np.transpose(dOut, np.argsort(axis))}
+
+
+def _check_perm(op_type, shape, axis):
+    if sorted(int(a) for a in axis) != list(range(len(shape))):
+        raise ValueError(f"{op_type}: axis {list(axis)} is not a permutation of "
+                         f"0..{len(shape) - 1} for X of shape {list(shape)}")
+
+
+@register
+class Squeeze2(_XShapeOp):
+    """Out = X without the size-1 dims listed in ``axes`` (all size-1 dims when empty; listed
+    dims of another size are kept, as fluid);  dX = reshape(dOut, X.shape)."""
+    type = "squeeze2"
+
+    @staticmethod
+    def _out(shape, axes, runtime):
+        rank = len(shape)
+        if not axes:
+            drop = {i for i, d in enumerate(shape) if d == 1}
+        else:
+            drop = set()
+            for a in axes:
+                a = norm_axis("squeeze2", a, rank, "axes entry")
+                if shape[a] == 1 or (shape[a] == -1 and not runtime):
+                    drop.add(a)
+        return tuple(d for i, d in enumerate(shape) if i not in drop)
+
+    def infer(self, X, *, axes=()):
+        return {"Out": VarSpec(self._out(X.shape, axes, False), X.dtype, X.lod_level),
+                "XShape": _spec_xshape(X)}
+
+    def forward(self, X, *, axes=[]):
+        return {"Out": X.reshape(self._out(X.shape, axes, True)), "XShape": _xshape(X)}
+
+
+@register
+class Unsqueeze2(_XShapeOp):
+    """Out = X with size-1 dims inserted at ``axes`` (each relative to the shape built so far,
+    as fluid);  dX = reshape(dOut, X.shape)."""
+    type = "unsqueeze2"
+    inputs = ("X", "AxesTensor?", "AxesTensorList*?")
+
+    @staticmethod
+    def _out(shape, axes):
+        cur = list(shape)
+        for a in axes:
+            a = norm_axis("unsqueeze2", int(a), len(cur), "axes entry", extra=1)
+            cur.insert(a, 1)
+        return tuple(cur)
+
+    def infer(self, X, AxesTensor, AxesTensorList, *, axes=()):
+        if AxesTensor is not None or AxesTensorList:
+            n = AxesTensor.shape[0] if AxesTensor is not None else len(AxesTensorList)
+            out = (-1,) * (len(X.shape) + max(int(n), 0))
+        else:
+            out = self._out(X.shape, axes)
+        return {"Out": VarSpec(out, X.dtype, X.lod_level), "XShape": _spec_xshape(X)}
+
+    def forward(self, X, AxesTensor, AxesTensorList, *, axes=[]):
+        dyn = tensor_values(AxesTensor, AxesTensorList)
+        return {"Out": X.reshape(self._out(X.shape, dyn if dyn is not None else axes)),
+                "XShape": _xshape(X)}
+
+    def double_grad(self, g, **attrs):
+        dd, target = live(g.output_grad("X@GRAD")), g.input_grad("Out@GRAD")
+        if dd is None or target is None:
+            return
+        shp = g.tmp("shape")
+        g.append("shape", {"Input": g.input("Out@GRAD")}, {"Out": shp})
+        g.append("reshape2", {"X": dd, "Shape": shp}, {"Out": target, "XShape": g.tmp("xshape")},
+                 shape=list(g.op.block._find_var_recursive(g.input("Out@GRAD")).shape))
+
+
+@register
+class Flatten2(_XShapeOp):
+    """Out = reshape(X, [prod(X.shape[:axis]), prod(X.shape[axis:])]);  dX = reshape(dOut)."""
+    type = "flatten2"
+
+    def infer(self, X, *, axis=1):
+        if not 0 <= axis <= len(X.shape):
+            raise ValueError(f"flatten2: axis {axis} is out of range for X of shape "
+                             f"{list(X.shape)} (expected 0 <= axis <= {len(X.shape)})")
+        return {"Out": VarSpec((S.numel(X.shape[:axis]), S.numel(X.shape[axis:])), X.dtype),
+                "XShape": _spec_xshape(X)}
+
+    def forward(self, X, *, axis=1):
+        rows = int(np.prod(X.shape[:axis], dtype=np.int64))
+        return {"Out": X.reshape(rows, -1 if rows else int(np.prod(X.shape[axis:]))),
+                "XShape": _xshape(X)}
+
+
+# -- joining and splitting ----------------------------------------------------------------------
+@register
+class Concat(OpDef):
+    """Out = concatenate(X, axis);  dX[i] = the i-th slab of dOut along axis."""
+    type, inputs, outputs = "concat", ("X*",), ("Out",)
+    grad_uses = ("X",)
+    extra_attrs = {"use_mkldnn": False, "use_quantizer": False}
+
+    def infer(self, X, *, axis=0):
+        if not X:
+            raise ValueError("concat: X is empty; pass at least one Variable")
+        rank = len(X[0].shape)
+        a = norm_axis("concat", axis, rank)
+        out = list(X[0].shape)
+        for i, x in enumerate(X[1:], 1):
+            bad = len(x.shape) != rank or any(
+                j != a and not S.dims_match(d, e) for j, (d, e) in enumerate(zip(out, x.shape)))
+            if bad:
+                raise ValueError(f"concat: input shapes must match except on axis {axis}: "
+                                 f"X[0] has shape {list(X[0].shape)} but X[{i}] has shape "
+                                 f"{list(x.shape)}")
+            out = [S.known(d, e) if j != a else d for j, (d, e) in enumerate(zip(out, x.shape))]
+        sizes = [x.shape[a] for x in X]
+        out[a] = -1 if any(s < 0 for s in sizes) else sum(sizes)
+        return {"Out": VarSpec(out, X[0].dtype, X[0].lod_level)}
+
+    def forward(self, X, *, axis=0):
+        return {"Out": np.concatenate(X, axis=axis)}
+
+    def lower(self, in_specs, attrs):
+        axis = attrs.get("axis", 0)
+        return lambda xs: np.concatenate(xs, axis=axis)
+
+    def backward(self, X, dOut, *, axis=0):
+        bounds = np.cumsum([x.shape[axis] for x in X])[:-1]
+        return {"X": np.split(dOut, bounds, axis=axis)}
+
+    def double_grad(self, g, **attrs):
+        target = g.input_grad("Out@GRAD")
+        dds = g.output_grad("X@GRAD")
+        if target is None or dds is None:
+            return
+        parts = []
+        for x, dd in zip(g.input("X"), dds):
+            if live(dd) is None or dd.startswith("@EMPTY@"):
+                z = g.tmp("zeros")
+                g.append("fill_zeros_like", {"X": x}, {"Out": z})
+                dd = z
+            parts.append(dd)
+        g.append("concat", {"X": parts}, {"Out": target}, attrs)
+
+
+@register
+class Split(OpDef):
+    """Out[i] = the i-th piece of X along axis (``num`` equal pieces, or ``sections`` sizes with
+    one -1 inferred);  dX = concat(dOut) (missing pieces zero-filled)."""
+    type, inputs, outputs = "split", ("X",), ("Out*",)
+
+    @staticmethod
+    def _sizes(dim, num, sections):
+        if num > 0:
+            if dim >= 0 and dim % num:
+                raise ValueError(f"split: the dim of size {dim} cannot be split into {num} "
+                                 f"equal pieces")
+            return [dim // num if dim >= 0 else -1] * num
+        if not sections:
+            raise ValueError("split: give num > 0 or a non-empty sections list")
+        sizes = [int(s) for s in sections]
+        if sizes.count(-1) > 1:
+            raise ValueError(f"split: only one entry of sections {sizes} can be -1")
+        if dim >= 0:
+            if -1 in sizes:
+                rest = dim - sum(s for s in sizes if s != -1)
+                if rest < 0:
+                    raise ValueError(f"split: sections {sizes} exceed the dim size {dim}")
+                sizes[sizes.index(-1)] = rest
+            elif sum(sizes) != dim:
+                raise ValueError(f"split: sections {sizes} sum to {sum(sizes)}, but the dim "
+                                 f"has size {dim}")
+        return sizes
+
+    def infer(self, X, *, num=0, sections=(), axis=0):
+        a = norm_axis("split", axis, len(X.shape))
+        outs = []
+        for s in self._sizes(X.shape[a], num, sections):
+            shape = list(X.shape)
+            shape[a] = s
+            outs.append(VarSpec(shape, X.dtype, X.lod_level))
+        return {"Out": outs}
+
+    def forward(self, X, *, num=0, sections=[], axis=0):
+        a = axis + X.ndim if axis < 0 else axis
+        sizes = self._sizes(X.shape[a], num, sections)
+        return {"Out": np.split(X, np.cumsum(sizes)[:-1], axis=a)}
+
+    def make_grad(self, g, *, num=0, sections=[], axis=0, **_):
+        if g.input_grad("X") is not None:
+            g.append("concat", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")}, axis=axis)
+
+
+@register
+class Stack(OpDef):
+    """Y = stack(X, axis) (a new dim);  dX[i] = dY taken at index i of axis."""
+    type, inputs, outputs = "stack", ("X*",), ("Y",)
+    grad_uses = ()
+
+    def infer(self, X, *, axis=0):
+        if not X:
+            raise ValueError("stack: X is empty; pass at least one Variable")
+        shape = list(X[0].shape)
+        for i, x in enumerate(X[1:], 1):
+            if len(x.shape) != len(shape) or not all(
+                    S.dims_match(d, e) for d, e in zip(shape, x.shape)):
+                raise ValueError(f"stack: all inputs must have the same shape, but X[0] has "
+                                 f"{list(X[0].shape)} and X[{i}] has {list(x.shape)}")
+            shape = [S.known(d, e) for d, e in zip(shape, x.shape)]
+        a = norm_axis("stack", axis, len(shape), extra=1)
+        shape.insert(a, len(X))
+        return {"Y": VarSpec(shape, X[0].dtype)}
+
+    def forward(self, X, *, axis=0):
+        return {"Y": np.stack(X, axis=axis)}
+
+    def lower(self, in_specs, attrs):
+        axis = attrs.get("axis", 0)
+        return lambda xs: np.stack(xs, axis=axis)
+
+    def backward(self, dY, *, axis=0):
+        a = axis + dY.ndim if axis < 0 else axis
+        return {"X": [np.take(dY, i, axis=a) for i in range(dY.shape[a])]}
+
+    def double_grad(self, g, **attrs):
+        target, dds = g.input_grad("Y@GRAD"), g.output_grad("X@GRAD")
+        if target is None or dds is None:
+            return
+        if any(live(d) is None for d in dds):
+            return _zero_fill_stack(g, dds, target, attrs)
+        g.append("stack", {"X": dds}, {"Y": target}, attrs)
+
+
+def _zero_fill_stack(g, dds, target, attrs):
+    """Some entries carry no gradient: stack zeros shaped like a live one in their place."""
+    ref = next((d for d in dds if live(d) is not None), None)
+    if ref is None:
+        return
+    parts = []
+    for d in dds:
+        if live(d) is None:
+            z = g.tmp("zeros")
+            g.append("fill_zeros_like", {"X": ref}, {"Out": z})
+            d = z
+        parts.append(d)
+    g.append("stack", {"X": parts}, {"Y": target}, attrs)
