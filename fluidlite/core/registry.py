@@ -99,6 +99,7 @@ class OpDef:
     inputs: ClassVar[Tuple[str, ...]] = ()
     outputs: ClassVar[Tuple[str, ...]] = ()
     grad_uses: ClassVar[Optional[Tuple[str, ...]]] = None   # None: all forward inputs
+    grad_like: ClassVar[Dict[str, str]] = {}     # input slot -> grad_uses slot with its spec
     no_grad: ClassVar[bool] = False
     uses_rng: ClassVar[bool] = False
     extra_attrs: ClassVar[Dict[str, Any]] = {}
@@ -285,6 +286,9 @@ def _register_grad_def(fwd: type) -> None:
     # a backward rule may take ``wanted`` (the input slots whose gradients are consumed) to
     # skip work for gradients nobody reads, e.g. mul_grad's dX when X is fed data
     takes_wanted = "wanted" in inspect.signature(fwd.backward).parameters
+    in_names = [Slot.parse(x).name for x in ins]
+    like = dict(fwd.grad_like)    # e.g. {"X": "Out"} for shape-keeping unary ops ...
+    like.update((s.name, s.name) for s in fwd.in_slots if s.name in uses)  # ... X itself wins
     arg_keys = tuple(uses) + tuple("d" + o for o in out_slot_names)
 
     class GradDef(OpDef):
@@ -295,7 +299,12 @@ def _register_grad_def(fwd: type) -> None:
         extra_attrs = dict(fwd.extra_attrs)
 
         def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
-            return {}   # grad vars are created with their forward var's spec by the backward pass
+            # <X>@GRAD is shaped like X: read X's spec from the grad op's own inputs (the backward
+            # pass also creates grad vars this way; this types temporaries that higher-order
+            # compositions write through grad ops)
+            got = dict(zip(in_names, specs))
+            return {k + names.GRAD_SUFFIX: got[v] for k, v in like.items()
+                    if isinstance(got.get(v), (VarSpec, list))}
 
         wants_outputs = takes_wanted
         # the plan reads backward()'s dict directly: result slot "X@GRAD" is key "X"

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.dtypes import FLOATS, convert_dtype
 from ..core.registry import OpDef, register
-from .elementwise import Compose, Sym, live, type_grad_outputs
+from .elementwise import Compose, Sym, live
 
 _SQRT_2PI_INV = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_INV = 1.0 / math.sqrt(2.0)
@@ -84,6 +84,7 @@ class _Act(OpDef):
     inputs, outputs = ("X",), ("Out",)
     extra_attrs = {"use_mkldnn": False, "use_cudnn": False}
     grad_uses = ("X",)
+    grad_like = {"X": "Out"}  # every activation keeps its input's shape
     int_ok = False           # also defined on integer tensors
     f: Callable[..., np.ndarray]
 
@@ -565,7 +566,3 @@ class Sign(_Act):
     type, int_ok, no_grad = "sign", True, True
     f = staticmethod(np.sign)
 
-
-for _cls in list(_Act.__subclasses__()):
-    if _cls.has_backward() and not _cls.no_grad:     # dX is shaped like X (and like Out)
-        type_grad_outputs(_cls.type, {"X": _cls.grad_uses[0]})

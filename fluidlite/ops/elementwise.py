@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import names
 from ..core.dtypes import VarType, convert_dtype, to_numpy_dtype
-from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..core.registry import OpDef, VarSpec, register
 
 Shape = Tuple[int, ...]
 
@@ -278,22 +278,6 @@ def spread_into(c: Compose, src: str, operand: str, out_like: str, out: Optional
     zeros = c("fill_zeros_like", {"X": out_like})
     return c("elementwise_sub" if negate else "elementwise_add", {"X": zeros, "Y": src}, out,
              axis=axis)
-
-
-def type_grad_outputs(op_type: str, like: Dict[str, str]) -> None:
-    """Give the generated ``<op_type>_grad`` a shape inference: ``<X>@GRAD`` gets the spec of
-    the grad-op input ``like[X]`` (X itself, or Out for unary ops whose grad reads only Out).
-    The backward pass already creates gradient variables with these specs; this types the
-    temporaries that higher-order compositions write through grad ops."""
-    gdef = get_op_def(op_type + "_grad")
-    in_names = [s.name for s in gdef.in_slots]
-
-    def infer(self: OpDef, *specs: Any, **attrs: Any) -> Dict[str, Any]:
-        got = dict(zip(in_names, specs))
-        return {k + names.GRAD_SUFFIX: got[v] for k, v in like.items()
-                if isinstance(got.get(v), VarSpec)}
-
-    type(gdef).infer = infer
 
 
 # -- the ops ------------------------------------------------------------------------------------
@@ -623,7 +607,3 @@ class Scale(OpDef):
                 ins["ScaleTensor"] = g.input("ScaleTensor")
             g.append("scale", ins, {"Out": g.input_grad("X")}, scale=scale, bias=0.0)
 
-
-for _t in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
-           "elementwise_max", "elementwise_min"):
-    type_grad_outputs(_t, {"X": "X", "Y": "Y"})
