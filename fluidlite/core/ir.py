@@ -340,7 +340,8 @@ class Block:
         initializer = kwargs.pop("initializer", None)
         name = kwargs.get("name") or names.generate("_generated_param")
         kwargs["name"] = name
-        if name in glob.vars:
+        existed = name in glob.vars
+        if existed:
             param = glob.vars[name]
             if not isinstance(param, Parameter):
                 raise ValueError(f"Variable {name} already exists and is not a Parameter")
@@ -349,7 +350,9 @@ class Block:
             glob.vars[name] = param
             self.program._bump()
         if initializer is not None:
-            init_ops = [op for op in glob.ops if name in op.output_arg_names]
+            # a parameter created just now has no init op yet: scanning the block's ops for
+            # every new parameter made building an N-layer model O(N^2)
+            init_ops = [op for op in glob.ops if name in op.output_arg_names] if existed else []
             if len(init_ops) > 1:
                 raise RuntimeError(f"param {name} is inited by multiple init ops {init_ops}")
             if not init_ops:
