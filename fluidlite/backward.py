@@ -176,7 +176,9 @@ def _grad_descs(path: Sequence[Operator], tracked: Set[str], no_grad: Set[str],
         if not opdef.differentiable:
             missing.append(op)
             continue
-        skip = no_grad | {n for n in op.input_arg_names if n not in tracked}
+        # the builder only asks about this op's inputs: pass just those (copying the whole
+        # no-grad set per op would make the pass O(ops x stop_gradient vars))
+        skip = {n for n in op.input_arg_names if n in no_grad or n not in tracked}
         made = opdef.grad_op_descs(GradBuilder(op, skip, grad_name=grad_name))
         callstack = op.attrs.get("op_callstack")
         for d in made:
@@ -345,15 +347,18 @@ class _Appender:
         return block.create_var(name=name, shape=like.shape, dtype=like.dtype,
                                 lod_level=like.lod_level)
 
-    def append(self, desc: OpDesc) -> Operator:
+    def append(self, desc: OpDesc) -> List[Operator]:
+        """Append ``desc`` (preceded by ``fill_zeros_like`` for each gradient it reads that
+        nothing wrote); returns the appended ops."""
         block, fwd_of = self.block, self.grad_name.fwd_of
+        ops = []
         for arg_names in desc.inputs.values():
             for n in arg_names:
                 if n in fwd_of and n not in self.available:
                     fwd = _forward_var(block, n, fwd_of)
                     self.ensure_var(n, fwd)
-                    block.append_op("fill_zeros_like", {"X": fwd.name}, {"Out": n},
-                                    {"op_role": OpRole.Backward})
+                    ops.append(block.append_op("fill_zeros_like", {"X": fwd.name}, {"Out": n},
+                                               {"op_role": OpRole.Backward}))
                     self.available.add(n)
         for arg_names in desc.outputs.values():
             for n in arg_names:
@@ -361,7 +366,8 @@ class _Appender:
                     self.ensure_var(n)
         op = block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs)
         self.available.update(op.output_arg_names)
-        return op
+        ops.append(op)
+        return ops
 
     def rollback(self) -> None:
         block = self.block
@@ -418,6 +424,7 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
     program, block = loss.block.program, loss.block
     cbs = _check_callbacks(callbacks)
     no_grad = _no_grad_names(no_grad_set) | _stop_gradient_names(program)
+    no_grad.add(names.EMPTY_VAR_NAME)
     params = _check_parameter_list(parameter_list, program)
     ckpts = _check_checkpoints(checkpoints, program)
     numel = 1
@@ -458,11 +465,11 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
         context: Dict[str, Any] = {g: f for f, g in grad_name.grad_of.items()}
         with program._backward_role_guard():
             for desc in descs:
-                op = app.append(desc)
-                if cbs and desc is not seed:
-                    context["__current_op_desc__"] = op
-                    for cb in cbs:
-                        cb(block=block, context=context)
+                for op in app.append(desc):
+                    if cbs and desc is not seed:
+                        context["__current_op_desc__"] = op
+                        for cb in cbs:
+                            cb(block=block, context=context)
         result = []
         for p in params:
             g = grad_name.grad_of.get(p.name)
@@ -513,7 +520,7 @@ def _check_parameter_list(parameter_list: Any, program: Program) -> List[Variabl
             params.append(v)
         else:
             raise _type_error(f"parameter_list[{i}]", _API, "(Variable, str)", p)
-    return params
+    return list({p.name: p for p in params}.values())      # first occurrence order
 
 
 def _check_checkpoints(checkpoints: Any, program: Program) -> List[str]:
@@ -578,6 +585,7 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
                              f"(target shape {list(t.shape)}, grad shape {list(tg.shape)})")
     user_no_grad = _no_grad_names(no_grad_set)
     no_grad = user_no_grad | _stop_gradient_names(program)
+    no_grad.add(names.EMPTY_VAR_NAME)
     for v in inputs:
         if v.stop_gradient and v.name not in user_no_grad:
             _log.warning("fluid.gradients: input '%s' has stop_gradient=True, so its gradient "

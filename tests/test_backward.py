@@ -340,7 +340,11 @@ def test_fill_zeros_like_for_an_unused_output(temp_ops):
         block.append_op("test_two_out", {"X": x}, {"A": a, "B": b})
         loss = L.mean(a)
         n_fwd = len(block.ops)
-        append_backward(loss, parameter_list=[x])
+        seen = []
+        append_backward(loss, parameter_list=[x],
+                        callbacks=[lambda block, context: seen.append(
+                            context["__current_op_desc__"].type)])
+    assert seen == ["mean_grad", "fill_zeros_like", "test_two_out_grad"]
     assert types(main, n_fwd) == ["fill_constant", "mean_grad", "fill_zeros_like",
                                   "test_two_out_grad"]
     fz = block.ops[n_fwd + 2]
@@ -465,6 +469,40 @@ def test_parameter_list_by_variable_and_name_keeps_order():
         pg = append_backward(loss, parameter_list=[w1, "fc_0.b_0"])
     assert [p.name for p, _ in pg] == ["fc_1.w_0", "fc_0.b_0"]
     assert "fc_0.w_0@GRAD" in main.global_block().vars     # still computed, not returned
+
+
+def test_duplicate_parameter_list_entries_are_returned_once():
+    main, _, _, loss = mlp()
+    with fluid.program_guard(main):
+        pg = append_backward(loss, parameter_list=["fc_0.w_0", "fc_0.w_0",
+                                                   main.global_block().var("fc_0.w_0")])
+    assert [p.name for p, _ in pg] == ["fc_0.w_0"]
+    assert pg[0][1].op.attr("op_role_var") == ["fc_0.w_0", "fc_0.w_0@GRAD"]
+
+
+def test_grad_builders_see_only_their_ops_no_grad_inputs(monkeypatch):
+    """Regression: the per-op no-grad set is restricted to the op's inputs, so the pass stays
+    linear however many stop_gradient variables the program has."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        for i in range(50):
+            fluid.data(f"unused_{i}", [2])          # stop_gradient=True, unrelated
+        x = fluid.data("x", [None, 3])
+        h = x
+        for _ in range(5):
+            h = L.fc(h, 3, act="relu")
+        loss = L.mean(h)
+    sizes = []
+    real = backward.GradBuilder
+
+    def spy(op, no_grad_names=(), *a, **kw):
+        sizes.append((len(set(no_grad_names)), len(op.input_arg_names)))
+        return real(op, no_grad_names, *a, **kw)
+
+    monkeypatch.setattr(backward, "GradBuilder", spy)
+    with fluid.program_guard(main):
+        append_backward(loss)
+    assert sizes and all(n <= k for n, k in sizes)
 
 
 # -- repeated passes -----------------------------------------------------------------------------
