@@ -138,9 +138,10 @@ def _forward_var(block: Block, grad_name: str,
 
 # -- phase 1: what to differentiate ------------------------------------------------------------
 def _op_path(ops: Sequence[Operator], sources: Optional[Set[str]], targets: Set[str],
-             no_grad: Set[str]) -> Tuple[List[Operator], Set[str]]:
+             no_grad: Set[str], params: Iterable[str] = ()) -> Tuple[List[Operator], Set[str]]:
     """Ops on a path from a gradient-requiring variable (any non-no-grad leaf, or only
-    ``sources``) to ``targets``; and the variables that carry a gradient along it."""
+    ``sources``) to ``targets``; and the variables that carry a gradient along it. Parameters
+    are leaves even when an op writes them in place (an optimizer update before the loss)."""
     needed = set(targets)
     kept: List[Tuple[Operator, bool]] = []
     for op in reversed(ops):
@@ -155,6 +156,7 @@ def _op_path(ops: Sequence[Operator], sources: Optional[Set[str]], targets: Set[
     if sources is None:
         for op, _ in kept:
             produced.update(op.output_arg_names)
+        produced.difference_update(params)
     path = []
     for op, differentiable in kept:
         ins = [n for n in op.input_arg_names if n not in no_grad]
@@ -441,7 +443,8 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
 
     # phase 1: build every desc (no program change yet)
     grad_name = _GradNames(block)
-    path, tracked = _op_path(block.ops[:loss_idx + 1], None, {loss.name}, no_grad)
+    path, tracked = _op_path(block.ops[:loss_idx + 1], None, {loss.name}, no_grad,
+                             [p.name for p in program.all_parameters()])
     loss_grad = grad_name(loss.name)
     seed = OpDesc("fill_constant", {}, {"Out": [loss_grad]},
                   {"shape": _loss_seed_shape(loss), "value": 1.0, "dtype": loss.dtype,

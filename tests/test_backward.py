@@ -571,6 +571,19 @@ def test_loss_of_shape_1x1_is_seeded_with_its_shape():
     np.testing.assert_allclose(gx, np.ones((2, 3)))
 
 
+def test_loss_built_after_a_minimize_still_reaches_the_parameters():
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3])
+        h = L.fc(x, 2)
+        fluid.optimizer.SGD(0.1).minimize(L.mean(h))
+        loss2 = L.mean(L.square(L.fc(x, 2, param_attr=fluid.ParamAttr(name="fc_0.w_0"),
+                                     bias_attr=fluid.ParamAttr(name="fc_0.b_0"))))
+        pg = append_backward(loss2)
+    assert [(p.name, g.name) for p, g in pg] == [("fc_0.w_0", "fc_0.w_0@GRAD_0"),
+                                                 ("fc_0.b_0", "fc_0.b_0@GRAD_0")]
+
+
 def test_backward_in_optimizer_minimize_trains():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
