@@ -27,7 +27,7 @@ import logging
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .core import names
-from .core.ir import Block, OpRole, Operator, Parameter, Program, Variable
+from .core.ir import Block, OpRole, Operator, Program, Variable
 from .core.registry import GradBuilder, OpDesc, get_op_def
 
 __all__ = ["append_backward", "gradients", "calc_gradient"]

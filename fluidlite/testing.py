@@ -14,7 +14,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from .core import names
-from .core.dtypes import convert_np_dtype_to_dtype_
 from .core.ir import Program, Variable, program_guard
 from .core.registry import get_op_def
 from .core.scope import CPUPlace, Scope
@@ -254,7 +253,8 @@ def assert_grads_close(analytic: np.ndarray, numeric: np.ndarray, max_relative_e
 
 
 def check_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
-               attrs: Optional[Dict[str, Any]] = None, inputs_to_check: Optional[Sequence[str]] = None,
+               attrs: Optional[Dict[str, Any]] = None,
+               inputs_to_check: Optional[Sequence[str]] = None,
                max_relative_error: float = 0.005, delta: float = 1e-3) -> None:
     """Functional form: numeric gradient check of one op (see ``OpTest.check_grad``)."""
     t = OpTest()

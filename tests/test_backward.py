@@ -10,7 +10,7 @@ from fluidlite import backward
 from fluidlite.backward import append_backward
 from fluidlite.core import registry
 from fluidlite.core.ir import OpRole
-from fluidlite.core.registry import OpDef, OpDesc, VarSpec, register
+from fluidlite.core.registry import OpDef, OpDesc, register
 
 L = fluid.layers
 
