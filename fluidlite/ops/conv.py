@@ -119,7 +119,6 @@ class _Geom(NamedTuple):
         return self.W + self.pl + self.pr
 
 
-
 def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
           paddings: Sequence[int], dilations: Sequence[int], algorithm: str,
           groups: int) -> _Geom:

@@ -252,8 +252,8 @@ class Norm(OpDef):
 
     def infer(self, X, *, axis=1):
         a = _axis(self.type, axis, X.ndim)
-        return {"Out": X, "Norm": X.with_(shape=[1 if i == a else d
-                                                  for i, d in enumerate(X.shape)])}
+        norm_shape = [1 if i == a else d for i, d in enumerate(X.shape)]
+        return {"Out": X, "Norm": X.with_(shape=norm_shape)}
 
     def forward(self, X, *, axis=1, epsilon=1e-10, is_test=False):
         a = _axis(self.type, axis, X.ndim)

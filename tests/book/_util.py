@@ -50,7 +50,7 @@ def batches(arrays: Sequence[np.ndarray], batch_size: int, steps: int):
 
 def assert_decreases(losses: Sequence[float], window: int = 3, factor: float = 0.9) -> None:
     """The mean of the last ``window`` losses is clearly below the mean of the first."""
-    losses = [float(np.asarray(l).reshape(-1)[0]) for l in losses]
+    losses = [float(np.asarray(v).reshape(-1)[0]) for v in losses]
     first, last = np.mean(losses[:window]), np.mean(losses[-window:])
     assert np.all(np.isfinite(losses)), losses
     assert last < factor * first, f"loss did not decrease: {losses}"

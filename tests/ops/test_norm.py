@@ -84,7 +84,10 @@ class TestBatchNorm(OpTest):
         s = self.stats
         x = self.inputs["X"]
         inv = 1 / np.sqrt(s["Variance"] + 1e-5)
-        b4 = lambda v: v.reshape(1, 2, 1, 1)
+
+        def b4(v):
+            return v.reshape(1, 2, 1, 1)
+
         y = (x - b4(s["Mean"])) * b4(inv * s["Scale"]) + b4(s["Bias"])
         self.attrs = {flag: True, "epsilon": 1e-5}
         self.outputs = {"Y": y, "MeanOut": s["Mean"], "VarianceOut": s["Variance"]}
