@@ -419,7 +419,8 @@ class Block:
 
     def _make_op(self, type: str, inputs: Optional[Dict[str, _Arg]],
                  outputs: Optional[Dict[str, _Arg]], attrs: Optional[Dict[str, Any]]) -> Operator:
-        callstack = user_callstack()
+        # grad ops arrive with their forward op's callstack: keep it, skip the stack walk
+        callstack = (attrs or {}).get("op_callstack") or user_callstack()
         try:
             opdef = registry.get_op_def(type)
             ins = self._normalize_args(type, "Input", opdef.in_slots, inputs or {})
