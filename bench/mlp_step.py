@@ -3,7 +3,8 @@
 Model: MLP with ReLU, softmax cross-entropy (mean), global-norm gradient clipping (1.0) and SGD.
 All implementations start from the same weights and data; the loss trajectories are checked to
 agree (float32 tolerance) before timing. Runs are warmed up and interleaved; the report gives
-median ms/step, the fluidlite/NumPy and fluidlite/PyTorch ratios, and (``--rss``) the peak RSS of
+median ms/step (wall clock), the fluidlite/NumPy and fluidlite/PyTorch ratios, the fluidlite/NumPy
+ratio of median thread CPU time (robust when a VM steals cycles), and (``--rss``) the peak RSS of
 each implementation measured in its own subprocess.
 
     python bench/mlp_step.py                 # all configs, 1 thread
@@ -224,15 +225,21 @@ def run_config(name: str, impls) -> dict:
     for m in models.values():     # warm-up
         for i in range(3):
             m.step(*data[i % len(data)])
-    times = {k: [] for k in models}
+    wall = {k: [] for k in models}
+    cpu = {k: [] for k in models}     # thread CPU time: immune to the VM stealing cycles
+    block = 10     # alternate implementations every few steps: drift hits all alike
     for _ in range(ARGS.rounds):
-        for k, m in models.items():
-            for i in range(steps):
-                t0 = time.perf_counter()
-                m.step(*data[i % len(data)])
-                times[k].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    return {"config": name, "median_ms": med, "losses": traj, "steps": steps}
+        for start in range(0, steps, block):
+            for k, m in models.items():
+                for i in range(start, min(start + block, steps)):
+                    t0, c0 = time.perf_counter(), time.thread_time()
+                    m.step(*data[i % len(data)])
+                    cpu[k].append(time.thread_time() - c0)
+                    wall[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) * 1e3 for k, v in wall.items()}
+    med_cpu = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
+    return {"config": name, "median_ms": med, "median_cpu_ms": med_cpu, "losses": traj,
+            "steps": steps}
 
 
 def estimate(model, data) -> float:
@@ -255,7 +262,7 @@ def main() -> None:
         if os.path.exists("/proc/cpuinfo") else platform.processor()
     print(f"CPU: {cpu}, {os.cpu_count()} cores; threads={ARGS.threads}; numpy {np.__version__}")
     header = f"{'config':<7}{'numpy ms':>10}{'fluid ms':>10}{'torch ms':>10}" \
-             f"{'fluid/np':>10}{'fluid/torch':>12}"
+             f"{'fluid/np':>10}{'fluid/torch':>12}{'cpu f/np':>10}"
     if ARGS.rss:
         header += f"{'rss np MiB':>12}{'rss fluid':>11}{'fluid/np':>10}"
     print(header)
@@ -266,7 +273,8 @@ def main() -> None:
         t_txt = f"{t:.3f}" if t else "-"
         ratio_t = f"{m['fluidlite'] / t:.3f}" if t else "-"
         line = (f"{name:<7}{m['numpy']:>10.3f}{m['fluidlite']:>10.3f}{t_txt:>10}"
-                f"{m['fluidlite'] / m['numpy']:>10.3f}{ratio_t:>12}")
+                f"{m['fluidlite'] / m['numpy']:>10.3f}{ratio_t:>12}"
+                f"{r['median_cpu_ms']['fluidlite'] / r['median_cpu_ms']['numpy']:>10.3f}")
         if ARGS.rss:
             rn, rf = measure_rss("numpy", name), measure_rss("fluidlite", name)
             line += f"{rn:>12.1f}{rf:>11.1f}{rf / rn:>10.3f}"

@@ -290,6 +290,11 @@ def _register_grad_def(fwd: type) -> None:
     like = dict(fwd.grad_like)    # e.g. {"X": "Out"} for shape-keeping unary ops ...
     like.update((s.name, s.name) for s in fwd.in_slots if s.name in uses)  # ... X itself wins
     arg_keys = tuple(uses) + tuple("d" + o for o in out_slot_names)
+    # when backward's leading positional parameters are exactly arg_keys, the plan calls it
+    # directly (positionally) instead of through raw_forward's keyword mapping
+    params = [p for p in inspect.signature(fwd.backward).parameters.values()][1:]
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    direct = tuple(positional[:len(arg_keys)]) == arg_keys
 
     class GradDef(OpDef):
         __doc__ = f"Gradient of '{fwd.type}' (generated from its backward rule)."
@@ -307,6 +312,7 @@ def _register_grad_def(fwd: type) -> None:
                     if isinstance(got.get(v), (VarSpec, list))}
 
         wants_outputs = takes_wanted
+        direct_backward = fwd_def.backward if direct else None
         # the plan reads backward()'s dict directly: result slot "X@GRAD" is key "X"
         result_keys = {s.name + names.GRAD_SUFFIX: s.name for s in fwd.in_slots}
 

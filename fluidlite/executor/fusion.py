@@ -44,7 +44,7 @@ class FusedOp:
 
 
 class _ScaledSgd(OpDef):
-    """ParamOut = Param - LearningRate * (Grad * Scale), written into Param's buffer."""
+    """ParamOut = Param - (LearningRate * Scale) * Grad, written into Param's buffer."""
     type = "fused(elementwise_mul+sgd)"
     inputs, outputs = ("Param", "LearningRate", "Grad", "Scale"), ("ParamOut",)
 
@@ -70,19 +70,24 @@ for _cls in (_ScaledSgd, _Sgd):
     _cls.attr_defaults = {}
 
 
-_CHUNK = 1 << 15     # elements per pass of the in-place update: 128 KiB scratch stays in cache
+_CHUNK = 1 << 17        # elements per pass when updating a large parameter in place
+_WHOLE = 1 << 20        # up to this size one temporary is cheaper than a chunk loop
 
 
 def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
-    """``P - c * G`` with ``c = lr (* s)``; in place through a small reused scratch buffer,
-    chunk by chunk, so an update never allocates a parameter-sized temporary."""
+    """``P - (lr * s) * G`` written into P. The scalar product ``lr * s`` is formed first, so the
+    update is two passes over G (the unfused ops round ``lr * (G * s)``: the results agree to
+    float32 rounding and are deterministic). Large parameters go chunk by chunk through a small
+    reused scratch buffer so an update never allocates a parameter-sized temporary."""
     scratch: List[Optional[np.ndarray]] = [None]
 
     def step(p: np.ndarray, lr: np.ndarray, g: np.ndarray, s: Any = None) -> np.ndarray:
-        # same rounding as the unfused ops: tmp = G * s (elementwise_mul); P - lr * tmp (sgd)
-        lr0 = lr.reshape(())
+        c = lr.reshape(()) if s is None else lr.reshape(()) * s.reshape(())
         if not inplace or not (p.flags.c_contiguous and g.flags.c_contiguous):
-            return p - lr0 * (g if s is None else g * s.reshape(()))
+            return p - g * c
+        if g.size <= _WHOLE:
+            np.subtract(p, g * c, out=p)
+            return p
         buf = scratch[0]
         if buf is None or buf.dtype != p.dtype:
             buf = scratch[0] = np.empty(_CHUNK, p.dtype)
@@ -90,11 +95,7 @@ def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
         for a in range(0, pf.size, _CHUNK):
             b = min(a + _CHUNK, pf.size)
             tmp = buf[:b - a]
-            if s is None:
-                np.multiply(gf[a:b], lr0, out=tmp)
-            else:
-                np.multiply(gf[a:b], s.reshape(()), out=tmp)
-                np.multiply(tmp, lr0, out=tmp)
+            np.multiply(gf[a:b], c, out=tmp)
             np.subtract(pf[a:b], tmp, out=pf[a:b])
         return p
 

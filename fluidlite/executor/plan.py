@@ -250,7 +250,15 @@ class Plan:
             fast = opdef.lower(specs, attrs)
             if fast is not None:
                 return fast, True
-        raw = getattr(opdef, "raw_forward", opdef.forward)   # generated grad defs: raw dict
+        direct = getattr(opdef, "direct_backward", None)     # generated grad def: the rule
+        if direct is not None:
+            attrs = dict(attrs)
+            wanted = attrs.pop("_wanted", None)
+            if opdef.wants_outputs:
+                attrs["wanted"] = wanted
+            raw = direct
+        else:
+            raw = getattr(opdef, "raw_forward", opdef.forward)   # grad defs: raw dict
         fn = functools.partial(raw, **attrs) if attrs else raw
         if opdef.uses_rng:
             fn = _rng_kernel(opdef, attrs, program.random_seed, block.idx, op_idx)

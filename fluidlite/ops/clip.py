@@ -85,10 +85,10 @@ class SquaredL2Norm(OpDef):
         return {"Out": VarSpec((1,), X.dtype)}
 
     def forward(self, X):
-        return {"Out": np.reshape(np.vdot(X, X), (1,))}
+        return {"Out": np.vdot(X, X).reshape(1)}
 
     def lower(self, in_specs, attrs):
-        return lambda x: np.reshape(np.vdot(x, x), (1,))
+        return lambda x: np.vdot(x, x).reshape(1)
 
     def backward(self, X, dOut):
         return {"X": X * (2 * dOut.reshape(()))}
