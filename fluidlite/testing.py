@@ -117,10 +117,12 @@ class OpTest:
 
     def check_grad(self, inputs_to_check: Sequence[str], output_names: Union[str, Sequence[str]],
                    max_relative_error: float = 0.005, no_grad_set: Optional[Sequence[str]] = None,
-                   delta: float = 1e-3) -> None:
+                   delta: float = 1e-3, weighted: bool = False) -> None:
         """Analytic gradients of ``mean(output)`` (via append_backward and the Executor) vs
         central differences, both in float64. ``inputs_to_check`` are slot names (or var names
-        of duplicable entries)."""
+        of duplicable entries). ``weighted=True`` differentiates ``mean(flatten(output) @ r)``
+        for a fixed random ``r`` instead: the upstream gradient is then not uniform, which
+        catches rules (normalizations, ...) whose error cancels under a plain mean."""
         from . import backward, layers
         output_names = [output_names] if isinstance(output_names, str) else list(output_names)
         var_names = self._check_var_names(inputs_to_check)
@@ -131,6 +133,8 @@ class OpTest:
             for s in output_names:
                 v = out_vars[s]
                 outs += v if isinstance(v, list) else [v]
+            if weighted:
+                outs = [self._project(block, o, i, feed) for i, o in enumerate(outs)]
             means = [layers.mean(o) for o in outs]
             loss = means[0]
             if len(means) > 1:
@@ -151,6 +155,18 @@ class OpTest:
         for name, a in zip(var_names, analytic):
             n = numeric_grad(f, feed, name, delta)
             assert_grads_close(a, n, max_relative_error, f"{self.op_type}: d{name}")
+
+    @staticmethod
+    def _project(block: Any, out: Variable, k: int, feed: Dict[str, np.ndarray]) -> Variable:
+        """``flatten(out) @ r_k`` with a fixed random ``r_k`` fed as data."""
+        from . import layers
+        width = int(np.prod(out.shape[1:])) if len(out.shape) > 1 else 1
+        name = f"check_grad_r{k}"
+        feed[name] = np.random.default_rng(7 + k).uniform(-1, 1, (width, 1))
+        r = block.create_var(name=name, shape=(width, 1), dtype="float64", is_data=True,
+                             stop_gradient=True)
+        flat = out if len(out.shape) > 1 else layers.unsqueeze(out, [1])
+        return layers.mul(flat, r)
 
     def check_double_grad(self, inputs_to_check: Sequence[str],
                           output_names: Union[str, Sequence[str]],
@@ -252,18 +268,26 @@ def assert_grads_close(analytic: np.ndarray, numeric: np.ndarray, max_relative_e
         f"{numeric.reshape(-1)[int(diff.argmax())]:.6g})")
 
 
-def check_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
-               attrs: Optional[Dict[str, Any]] = None,
-               inputs_to_check: Optional[Sequence[str]] = None,
-               max_relative_error: float = 0.005, delta: float = 1e-3) -> None:
-    """Functional form: numeric gradient check of one op (see ``OpTest.check_grad``)."""
+def _functional(op_type: str, inputs: Dict[str, Any], attrs: Optional[Dict[str, Any]],
+                inputs_to_check: Optional[Sequence[str]]) -> Tuple[OpTest, List[str]]:
     t = OpTest()
     t.op_type, t.inputs, t.attrs = op_type, dict(inputs), dict(attrs or {})
     t.outputs = {}
-    slots = [s for s in inputs_to_check] if inputs_to_check else [
+    slots = list(inputs_to_check) if inputs_to_check else [
         s for s, v in inputs.items()
         if not isinstance(v, list) and np.asarray(v).dtype.kind == "f"]
-    t.check_grad(slots, output, max_relative_error=max_relative_error, delta=delta)
+    return t, slots
+
+
+def check_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
+               attrs: Optional[Dict[str, Any]] = None,
+               inputs_to_check: Optional[Sequence[str]] = None,
+               max_relative_error: float = 0.005, delta: float = 1e-3,
+               weighted: bool = False) -> None:
+    """Functional form: numeric gradient check of one op (see ``OpTest.check_grad``)."""
+    t, slots = _functional(op_type, inputs, attrs, inputs_to_check)
+    t.check_grad(slots, output, max_relative_error=max_relative_error, delta=delta,
+                 weighted=weighted)
 
 
 def check_double_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, Sequence[str]],
@@ -271,10 +295,5 @@ def check_double_grad(op_type: str, inputs: Dict[str, Any], output: Union[str, S
                       inputs_to_check: Optional[Sequence[str]] = None,
                       max_relative_error: float = 0.005, delta: float = 1e-3) -> None:
     """Functional form: second-order check of one op (see ``OpTest.check_double_grad``)."""
-    t = OpTest()
-    t.op_type, t.inputs, t.attrs = op_type, dict(inputs), dict(attrs or {})
-    t.outputs = {}
-    slots = [s for s in inputs_to_check] if inputs_to_check else [
-        s for s, v in inputs.items()
-        if not isinstance(v, list) and np.asarray(v).dtype.kind == "f"]
+    t, slots = _functional(op_type, inputs, attrs, inputs_to_check)
     t.check_double_grad(slots, output, max_relative_error=max_relative_error, delta=delta)

@@ -5,7 +5,7 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite.core.registry import get_op_def
-from fluidlite.testing import OpTest, assert_grads_close, numeric_grad
+from fluidlite.testing import OpTest, check_grad
 
 
 def ref_conv(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), groups=1):
@@ -51,38 +51,9 @@ def ref_conv_transpose(x, w, strides=(1, 1), pads=(0, 0, 0, 0), dil=(1, 1), grou
 
 
 def weighted_grad_check(op_type, inputs, attrs, out_slot, out_slots, wrt, max_rel=5e-3):
-    """d/d(wrt) of mean(flatten(Out) @ r) for a fixed random r: a stronger check than the mean
-    of Out (whose upstream gradient is uniform)."""
-    prog = fluid.Program()
-    block = prog.global_block()
-    feed, ins = {}, {}
-    for slot, arr in inputs.items():
-        arr = np.asarray(arr)
-        arr = arr.astype("float64") if arr.dtype.kind == "f" else arr
-        ins[slot] = block.create_var(name=slot.lower(), shape=arr.shape, dtype=arr.dtype,
-                                     is_data=True, stop_gradient=slot not in wrt)
-        feed[slot.lower()] = arr
-    outs = {s: block.create_var(name=s.lower() + "_out") for s in out_slots}
-    with fluid.program_guard(prog, fluid.Program()):
-        block.append_op(op_type, ins, outs, dict(attrs))
-        y = outs[out_slot]
-        width = int(np.prod(y.shape[1:]))
-        feed["r"] = np.random.default_rng(7).uniform(-1, 1, (width, 1))
-        r = block.create_var(name="r", shape=(width, 1), dtype="float64", is_data=True,
-                             stop_gradient=True)
-        loss = fluid.layers.mean(fluid.layers.mul(y, r))
-    fwd = prog.clone()
-    with fluid.program_guard(prog, fluid.Program()):
-        fluid.backward.append_backward(loss, parameter_list=[])
-    exe = fluid.Executor(fluid.CPUPlace())
-    names = [s.lower() for s in wrt]
-    got = exe.run(prog, feed=feed, fetch_list=[n + "@GRAD" for n in names], scope=fluid.Scope())
-
-    def f(fd):
-        return float(exe.run(fwd, feed=fd, fetch_list=[loss.name], scope=fluid.Scope())[0][0])
-
-    for n, a in zip(names, got):
-        assert_grads_close(a, numeric_grad(f, feed, n), max_rel, f"{op_type}: d{n}")
+    """Gradient check of mean(flatten(out) @ r) for a fixed random r (fluidlite.testing)."""
+    check_grad(op_type, inputs, out_slot, attrs=attrs, inputs_to_check=wrt,
+               max_relative_error=max_rel, weighted=True)
 
 
 class TestConv2D(OpTest):
