@@ -27,6 +27,7 @@ import logging
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .core import names
+from .core.dtypes import FLOATS
 from .core.ir import Block, OpRole, Operator, Program, Variable
 from .core.registry import GradBuilder, OpDesc, get_op_def
 
@@ -63,7 +64,10 @@ def _no_grad_names(no_grad_set: Any) -> Set[str]:
 
 
 def _stop_gradient_names(program: Program) -> Set[str]:
-    return {v.name for v in program.list_vars() if v.stop_gradient}
+    """Variables no gradient flows through: ``stop_gradient`` ones, and every variable whose
+    dtype is not floating point (labels, indices, masks, counters have no derivative)."""
+    return {v.name for v in program.list_vars()
+            if v.stop_gradient or (v.dtype is not None and v.dtype not in FLOATS)}
 
 
 def _find_producer(var: Variable, what: str, api: str) -> Tuple[Block, int]:

@@ -761,3 +761,23 @@ def test_no_print_and_no_warning_for_a_plain_pass(prog_and_loss, caplog, capsys)
     with caplog.at_level(logging.DEBUG, logger="fluidlite"), fluid.program_guard(main):
         append_backward(loss)
     assert capsys.readouterr().out == "" and not caplog.records
+
+
+def test_integer_variables_never_get_gradients():
+    """Ids computed from a parameter (float -> cast -> int64) lie on a path from a trainable
+    parameter to the loss, yet an integer variable has no derivative: no grad is requested."""
+    x = fluid.data("x", [4, 2])
+    w = fluid.layers.create_parameter([2, 1], "float32", name="w",
+                                      default_initializer=fluid.initializer.Constant(1.0))
+    ids = fluid.layers.cast(fluid.layers.matmul(x, w), "int64")        # [4, 1] int64
+    emb = fluid.layers.embedding(ids, size=[6, 3])
+    loss = fluid.layers.mean(emb)
+    params_grads = fluid.backward.append_backward(loss)
+    block = fluid.default_main_program().global_block()
+    assert [p.name for p, _ in params_grads] == ["embedding_0.w_0"]
+    assert not any(n.startswith(ids.name + "@GRAD") for n in block.vars)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(fluid.default_startup_program())
+    feed = {"x": np.array([[0, 1], [1, 1], [2, 0], [2, 3]], dtype="float32")}
+    (g,) = exe.run(feed=feed, fetch_list=[params_grads[0][1]])
+    assert g.shape == (6, 3) and np.isclose(g.sum(), 1.0)
