@@ -355,8 +355,22 @@ class _Appender:
 
     def append(self, desc: OpDesc) -> List[Operator]:
         """Append ``desc`` (preceded by ``fill_zeros_like`` for each gradient it reads that
-        nothing wrote); returns the appended ops."""
+        nothing wrote; skipped when it reads no written gradient at all); returns the appended
+        ops."""
         block, fwd_of = self.block, self.grad_name.fwd_of
+        incoming = [n for ns in desc.inputs.values() for n in ns if n in fwd_of]
+        if incoming and not any(n in self.available for n in incoming) and all(
+                n in fwd_of or n == names.EMPTY_VAR_NAME
+                for ns in desc.outputs.values() for n in ns):
+            # every gradient it reads is zero, so are the gradients it writes: prune it (fluid's
+            # step 9); its readers see them as absent in turn. (Ops writing temporaries of a
+            # composition are kept: the composition's next op reads those.)
+            return []
+        if desc.type == "sum":    # an absent partial gradient is a zero term: leave it out
+            terms = desc.inputs.get("X", [])
+            kept = [n for n in terms if n not in fwd_of or n in self.available]
+            if kept and len(kept) < len(terms):
+                desc = OpDesc(desc.type, dict(desc.inputs, X=kept), desc.outputs, desc.attrs)
         ops = []
         for arg_names in desc.inputs.values():
             for n in arg_names:

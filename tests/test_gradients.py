@@ -442,3 +442,30 @@ SECOND_ORDER = [
 @pytest.mark.parametrize("op_type,inputs,attrs", SECOND_ORDER, ids=[c[0] for c in SECOND_ORDER])
 def test_second_order_of_named_op_families(op_type, inputs, attrs):
     check_double_grad(op_type, inputs, "Out", attrs=attrs)
+
+
+def test_second_order_prunes_grad_ops_on_zero_gradients():
+    """A gradient penalty through matmul + reduce_sum: grad ops whose incoming gradients are
+    all absent (zero) are pruned and absent partials are left out of sums, so the program holds
+    no fill_zeros_like; the result still matches central differences."""
+    from fluidlite.testing import assert_grads_close, numeric_grad
+    L = fluid.layers
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [2, 3], "float64")
+        w = fluid.data("w", [3, 4], "float64")
+        x.stop_gradient = w.stop_gradient = False
+        h = L.matmul(x, w)
+        loss = L.reduce_sum(L.matmul(h, h, transpose_y=True))
+        (g,) = fluid.gradients(loss, x)
+        pen = L.mean(L.matmul(g, g, transpose_y=True))
+        fwd = main.clone()
+        (gw,) = fluid.gradients(pen, w)
+    assert "fill_zeros_like" not in [op.type for op in main.global_block().ops]
+    exe = fluid.Executor(fluid.CPUPlace())
+    feed = {"x": np.array([[1., 2., 3.], [0.5, -1, 2]]),
+            "w": np.arange(12.).reshape(3, 4) / 10 - 0.5}
+    (got,) = exe.run(main, feed=feed, fetch_list=[gw], scope=fluid.Scope())
+    num = numeric_grad(lambda fd: float(exe.run(fwd, feed=fd, fetch_list=[pen],
+                                                scope=fluid.Scope())[0][0]), feed, "w", 1e-4)
+    assert_grads_close(got, num, 1e-5, "d penalty / dw")
