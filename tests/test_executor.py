@@ -402,3 +402,13 @@ def test_fusion_matches_unfused_ops_and_leaves_program_unchanged():
     again = _train(True)        # and deterministic, bit for bit
     assert all(a.tobytes() == b.tobytes() for a, b in zip(again[0], fused_losses))
     assert all(again[1][n].tobytes() == fused_params[n].tobytes() for n in fused_params)
+
+
+def test_error_in_profiled_run_is_annotated_with_the_block_position():
+    a, bad = _failing_program()
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(fluid.default_startup_program())
+    with pytest.raises(Exception) as e:
+        exe.run(feed={"a": np.ones((4, 5), "float32")}, fetch_list=[bad], profile=True)
+    assert "Error in op 'mul' (op #1 of block 0)" in str(e.value)
+    assert e.value.op_index == 1 and "test_executor.py" in str(e.value)

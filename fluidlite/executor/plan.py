@@ -38,13 +38,15 @@ class Plan:
         self.feed_names = tuple(feed_names)
         self.fetch_names = tuple(fetch_names)
         block = program.block(block_idx)
+        self.block_idx = block_idx
+        self._block_pos = {id(op): i for i, op in enumerate(block.ops)}   # for error messages
         ops = [op for op in block.ops if op.type not in _SKIP_OPS]
         self.ops: List[Any] = fuse(ops, block, set(self.fetch_names)) if ENABLE_FUSION else ops
         self.persist_reads: List[str] = []      # read from the scope before the step
         self.write_names: List[str] = []        # persistables written back after the step
         self.kernels: List[Callable] = []
         self.holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # scope -> vars
-        self._line_to_op: Dict[int, int] = {}
+        self._line_maps: Dict[str, Dict[int, int]] = {}    # filename -> line -> op index
         self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
         self.feed_specs = [_feed_spec(block, n) for n in self.feed_names]
         self.write_holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -89,7 +91,9 @@ class Plan:
                     body.append((None, f"{local[name]} = P[{len(self.persist_reads)}]"))
                     self.persist_reads.append(name)
                 else:
-                    raise ValueError(_missing_input_message(name, op, op_idx, var))
+                    first = getattr(op, "covered", [op])[0]
+                    raise ValueError(_missing_input_message(
+                        name, first, self._block_pos.get(id(first), op_idx), var))
             return local[name]
 
         for op_idx, op in enumerate(self.ops):
@@ -193,6 +197,8 @@ class Plan:
 
     def _emit(self, profile: bool) -> str:
         """Source of the plan function; ``profile`` adds a timer around every op."""
+        line_to_op = self._line_maps.setdefault(
+            self.filename + ("-profiled" if profile else ""), {})
         lines = ["def __plan(F, P, K, T, _pc):" if profile else "def __plan(F, P, K):"]
         if self.kernels:
             lines.append("    " + ", ".join(f"k{i}" for i in range(len(self.kernels)))
@@ -204,8 +210,8 @@ class Plan:
             if profile and starts:
                 lines.append("    _t = _pc()")
             lines.append("    " + text)
-            if op_idx is not None and not profile:
-                self._line_to_op[len(lines)] = op_idx
+            if op_idx is not None:
+                line_to_op[len(lines)] = op_idx
             if profile and ends:
                 lines.append(f"    T[{op_idx}] += _pc() - _t")
             if idx in self._dies:
@@ -279,27 +285,35 @@ class Plan:
     def _annotate(self, e: Exception) -> Exception:
         tb, frame_tb = e.__traceback__, None
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename == self.filename:
+            if tb.tb_frame.f_code.co_filename in self._line_maps:
                 frame_tb = tb
             tb = tb.tb_next
-        if frame_tb is None or frame_tb.tb_lineno not in self._line_to_op:
+        line_map = self._line_maps.get(frame_tb.tb_frame.f_code.co_filename, {}) \
+            if frame_tb is not None else {}
+        if frame_tb is None or frame_tb.tb_lineno not in line_map:
             return e
-        op_idx = self._line_to_op[frame_tb.tb_lineno]
+        op_idx = line_map[frame_tb.tb_lineno]
         op = self.ops[op_idx]
+        covered = getattr(op, "covered", [op])          # a fused step names its first op
+        where = f"op #{self._block_pos.get(id(covered[0]), '?')} of block {self.block_idx}"
+        if len(covered) > 1:
+            where += " (fused with " + ", ".join(o.type for o in covered[1:]) + ")"
+            op = covered[0]
         f_locals = frame_tb.tb_frame.f_locals
         shapes = []
         for n, loc in self._op_inputs[op_idx]:
             val = f_locals.get(loc)
             desc = f"{list(val.shape)} {val.dtype}" if isinstance(val, np.ndarray) else "?"
             shapes.append(f"{n}: {desc}")
-        msg = (f"Error in op '{op.type}' (op #{op_idx} of the block) while running: "
+        msg = (f"Error in op '{op.type}' ({where}) while running: "
                f"{type(e).__name__}: {e}\n  inputs: {', '.join(shapes) or '(none)'}\n"
                f"  op created at:\n    {creation_site(op.attrs.get('op_callstack'))}")
         cls = type(e) if type(e) in (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
                                      FloatingPointError, IndexError, OverflowError) \
             else EnforceNotMet
         new = cls(msg)
-        new.op_type, new.op_index = op.type, op_idx   # type: ignore[attr-defined]
+        new.op_type = op.type                              # type: ignore[attr-defined]
+        new.op_index = self._block_pos.get(id(op))        # type: ignore[attr-defined]
         return new
 
     def __str__(self) -> str:
