@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_SUFFIX = "@RENAME@"
@@ -52,6 +52,13 @@ def guard(new_generator: Union[None, str, bytes, UniqueNameGenerator] = None) ->
         yield
     finally:
         switch(old)
+
+
+def live(name: Any) -> Optional[str]:
+    """A gradient name a grad maker may use, or None for an absent / ``@EMPTY@`` one."""
+    if name is None or (isinstance(name, str) and name.startswith(EMPTY_VAR_NAME)):
+        return None
+    return name
 
 
 def grad_var_name(name: str) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.dtypes import FLOATS, convert_dtype
 from ..core.registry import OpDef, register
-from .elementwise import Compose, Sym, live
+from .compose import Compose, Sym, live
 
 _SQRT_2PI_INV = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_INV = 1.0 / math.sqrt(2.0)

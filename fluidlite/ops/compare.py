@@ -6,7 +6,7 @@ import numpy as np
 
 from ..core.dtypes import VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .elementwise import aligned_y_to_x, broadcast_shape, numpy_compatible
+from .broadcast import aligned_y_to_x, broadcast_shape, numpy_compatible
 
 
 class _Compare(OpDef):

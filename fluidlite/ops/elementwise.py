@@ -1,10 +1,6 @@
 """Elementwise binary ops with fluid 1.x ``axis`` broadcasting, and ``scale``.
 
-Broadcasting (fluid 1.8): the operand with fewer dims (normally Y) has its trailing 1s trimmed
-and is lined up with the other operand's dims starting at ``axis`` (-1: right-aligned); inside
-that window each pair of dims must be equal or one of them 1. Out has the larger rank; each dim
-is the non-1 one of the pair. Kernels reshape the smaller operand (a view, ``align``) so that
-numpy broadcasting applies; gradients are summed back to each operand's shape (``reduce_to``).
+Broadcasting follows fluid 1.8's ``axis`` rule (see ``broadcast.py``).
 
 Gradients: fused ``<type>_grad`` kernels for first order (mod and floordiv are not
 differentiable). For higher order every grad op has a ``double_grad`` rule: a composition of
@@ -14,270 +10,24 @@ Inside a ``double_grad``, ``g`` views the grad op (``g.input('Out@GRAD')`` is dO
 """
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Tuple
 
 import numpy as np
 
-from ..core import names
 from ..core.dtypes import VarType, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
+from .broadcast import (  # noqa: F401
+    align,
+    aligned_shape,
+    aligned_y_to_x,
+    broadcast_shape,
+    numpy_compatible,
+    operand_axes,
+    reduce_to,
+)
+from .compose import Compose, Sym, live, reduce_into, spread_into, sum_into  # noqa: F401
 
 Shape = Tuple[int, ...]
-
-
-# -- broadcasting -------------------------------------------------------------------------------
-def aligned_shape(ndim: int, shape: Sequence[int], axis: int = -1) -> Shape:
-    """``shape`` (of the operand with fewer or equally many dims) padded with 1s to ``ndim``
-    dims: its trailing 1s trimmed, placed at ``axis`` (-1: right-aligned), as fluid 1.8 does.
-    Equal ranks with ``axis`` -1/0 keep the shape (numpy's rule). Raises ValueError when the
-    operand does not fit."""
-    shape = tuple(shape)
-    if len(shape) > ndim or (len(shape) == ndim and axis in (-1, 0, None)):
-        return shape
-    if axis is None or axis == -1:
-        axis = ndim - len(shape)
-    trimmed = shape
-    while trimmed and trimmed[-1] == 1:
-        trimmed = trimmed[:-1]
-    if axis < 0 or axis + len(trimmed) > ndim:
-        if len(shape) == ndim:
-            return shape             # equal ranks: fluid ignores ``axis`` (same-shape case)
-        raise ValueError(f"axis={axis} is out of range: the lower-rank operand's shape "
-                         f"{list(shape)} (trailing 1s trimmed: {list(trimmed)}) must fit inside "
-                         f"{ndim} dims starting at axis; use axis in [0, "
-                         f"{ndim - len(trimmed)}] or -1")
-    return (1,) * axis + trimmed + (1,) * (ndim - axis - len(trimmed))
-
-
-def numpy_compatible(x: Sequence[int], y: Sequence[int], axis: int = -1) -> bool:
-    """True when numpy's own (right-aligned) broadcasting already implements fluid's rule for
-    these shapes, so kernels can skip the reshape."""
-    x, y = tuple(x), tuple(y)
-    big, small = (x, y) if len(x) >= len(y) else (y, x)
-    try:
-        return aligned_shape(len(big), small, axis) == \
-            (1,) * (len(big) - len(small)) + small
-    except ValueError:
-        return False
-
-
-def broadcast_shape(x: Sequence[int], y: Sequence[int], axis: int = -1) -> Shape:
-    """Out shape of a fluid elementwise op on shapes ``x``, ``y`` (``-1``: unknown dim).
-
-    Raises ValueError naming both shapes when a dim pair is neither equal nor contains a 1.
-    """
-    x, y = tuple(x), tuple(y)
-    big, small = (x, y) if len(x) >= len(y) else (y, x)
-    try:
-        aligned = aligned_shape(len(big), small, axis)
-    except ValueError as e:
-        raise ValueError(f"X shape {list(x)} and Y shape {list(y)} cannot be broadcast: {e}") \
-            from None
-    out = []
-    for i, (a, b) in enumerate(zip(big, aligned)):
-        if a == b or b == 1:
-            out.append(a)
-        elif a == 1:
-            out.append(b)
-        elif a < 0 or b < 0:
-            out.append(a if b < 0 else b)
-        else:
-            raise ValueError(
-                f"X shape {list(x)} and Y shape {list(y)} cannot be broadcast with axis={axis}: "
-                f"dim {i} is {a} vs {b} (the smaller operand is aligned as {list(aligned)}; "
-                f"dims must be equal or 1). Pass the axis where Y's dims start in X, or reshape "
-                f"the operands.")
-    return tuple(out)
-
-
-def align(x_ndim: int, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Reshape ``y`` (a view) so it broadcasts against an ``x_ndim``-d array per fluid's rule."""
-    if y.ndim > x_ndim:
-        return y
-    shape = aligned_shape(x_ndim, y.shape, axis)
-    return y if shape == y.shape else y.reshape(shape)
-
-
-def aligned_y_to_x(x: np.ndarray, y: np.ndarray, axis: int = -1
-                   ) -> Tuple[np.ndarray, np.ndarray]:
-    """(x, y) reshaped so that numpy broadcasting implements fluid's rule (either may be larger;
-    with equal ranks Y is the one placed at ``axis``)."""
-    if x.ndim >= y.ndim:
-        return x, align(x.ndim, y, axis)
-    return align(y.ndim, x, axis), y
-
-
-def operand_axes(x_ndim: int, y_ndim: int, axis: int = -1) -> Tuple[int, int]:
-    """The ``axis`` to use for X and for Y when combining each with an Out-shaped array: only
-    the operand that fluid places at ``axis`` (Y, or X when it has fewer dims) uses it; the
-    other one already has Out's rank and is never moved (-1)."""
-    return (-1, axis) if x_ndim >= y_ndim else (axis, -1)
-
-
-def reduce_to(grad: np.ndarray, shape: Sequence[int], axis: int = -1) -> np.ndarray:
-    """Sum ``grad`` (Out-shaped) over the dims that were broadcast from an operand of ``shape``
-    placed at ``axis``; returns an array of ``shape`` (``grad`` itself when nothing to do)."""
-    shape = tuple(shape)
-    if grad.shape == shape:
-        return grad
-    axes = _sum_axes(grad.shape, shape, axis)
-    out = grad.sum(axis=axes) if axes else grad
-    return out if out.shape == shape else out.reshape(shape)
-
-
-@functools.lru_cache(maxsize=4096)
-def _sum_axes(gshape: Shape, shape: Shape, axis: int) -> Tuple[int, ...]:
-    target = aligned_shape(len(gshape), shape, axis)
-    return tuple(i for i, (g, t) in enumerate(zip(gshape, target)) if t == 1 and g != 1)
-
-
-# -- composing gradient ops ---------------------------------------------------------------------
-def live(name: Any) -> Optional[str]:
-    """None for an absent or ``@EMPTY@`` gradient name."""
-    if name is None or name == names.EMPTY_VAR_NAME:
-        return None
-    return name
-
-
-class Compose:
-    """Appends ops from a grad maker: ``c("elementwise_mul", {"X": a, "Y": b}, axis=1)`` writes a
-    fresh temporary (or ``out``) through output slot ``out_slot`` and returns its name."""
-
-    def __init__(self, g: Any) -> None:
-        self.g = g
-
-    def __call__(self, op_type: str, inputs: Dict[str, Any], out: Optional[str] = None,
-                 out_slot: str = "Out", **attrs: Any) -> str:
-        out = out or self.g.tmp(op_type)
-        self.g.append(op_type, inputs, {out_slot: out}, attrs)
-        return out
-
-    def axes(self, x: str, y: str, axis: int) -> Tuple[int, int]:
-        """``operand_axes`` for the variables ``x`` and ``y``."""
-        return operand_axes(len(self.shape(x)), len(self.shape(y)), axis)
-
-    def shape(self, name: str) -> Optional[Shape]:
-        var = self.g.op.block._find_var_recursive(name)
-        return tuple(var.shape) if var is not None else None
-
-    def dtype(self, name: str) -> VarType:
-        return self.g.op.block._find_var_recursive(name).dtype
-
-    def var(self, name: str) -> "Sym":
-        return Sym(self, name=name)
-
-    def node(self, op_type: str, inputs: Dict[str, Any], out_slot: str = "Out",
-             **attrs: Any) -> "Sym":
-        return Sym(self, op=op_type, ins=inputs, out_slot=out_slot, attrs=attrs)
-
-
-class Sym:
-    """A lazily emitted formula over same-shaped variables, for writing gradient compositions
-    readably: ``(p * (1.0 - 2.0 * out)).into(target)``. ``+ - * /`` between Syms become
-    elementwise ops; with Python numbers they fold into ``scale``; ``s.apply("tanh")`` applies a
-    unary op. Nothing is appended until ``into``/``emit``; the root op writes the target."""
-
-    def __init__(self, c: Compose, name: Optional[str] = None, op: Optional[str] = None,
-                 ins: Optional[Dict[str, Any]] = None, out_slot: str = "Out",
-                 attrs: Optional[Dict[str, Any]] = None) -> None:
-        self.c, self.name, self.op = c, name, op
-        self.ins, self.out_slot, self.attrs = ins or {}, out_slot, attrs or {}
-
-    # -- construction ---------------------------------------------------------------------
-    def _scale(self, s: float, b: float = 0.0) -> "Sym":
-        if self.op == "scale" and self.name is None and self.attrs.get("bias_after_scale", True):
-            s0, b0 = self.attrs.get("scale", 1.0), self.attrs.get("bias", 0.0)
-            return Sym(self.c, op="scale", ins=self.ins, attrs={"scale": s * s0,
-                                                                 "bias": s * b0 + b})
-        return Sym(self.c, op="scale", ins={"X": self}, attrs={"scale": float(s),
-                                                               "bias": float(b)})
-
-    def _bin(self, op: str, other: "Sym") -> "Sym":
-        return Sym(self.c, op=op, ins={"X": self, "Y": other})
-
-    def __add__(self, o: Any) -> "Sym":
-        return self._bin("elementwise_add", o) if isinstance(o, Sym) else self._scale(1.0, o)
-
-    __radd__ = __add__
-
-    def __sub__(self, o: Any) -> "Sym":
-        return self._bin("elementwise_sub", o) if isinstance(o, Sym) else self._scale(1.0, -o)
-
-    def __rsub__(self, o: Any) -> "Sym":
-        return self._scale(-1.0, o)
-
-    def __mul__(self, o: Any) -> "Sym":
-        return self._bin("elementwise_mul", o) if isinstance(o, Sym) else self._scale(o)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o: Any) -> "Sym":
-        return self._bin("elementwise_div", o) if isinstance(o, Sym) else self._scale(1.0 / o)
-
-    def __neg__(self) -> "Sym":
-        return self._scale(-1.0)
-
-    def apply(self, op_type: str, **attrs: Any) -> "Sym":
-        """A unary op ``X -> Out`` applied to this formula."""
-        return Sym(self.c, op=op_type, ins={"X": self}, attrs=attrs)
-
-    # -- emission -------------------------------------------------------------------------
-    def emit(self, out: Optional[str] = None) -> str:
-        """Append the ops; returns the name holding the value (``out`` when given)."""
-        if self.op is None:
-            if out is None:
-                return self.name
-            return self.c("scale", {"X": self.name}, out, scale=1.0)
-        if self.name is not None and out is None:
-            return self.name          # shared subexpression, already emitted
-        ins = {k: (v.emit() if isinstance(v, Sym) else v) for k, v in self.ins.items()}
-        name = self.c(self.op, ins, out, out_slot=self.out_slot, **self.attrs)
-        if out is None:
-            self.name = name
-        return name
-
-    def into(self, out: Optional[str]) -> None:
-        """Write the formula into ``out`` (nothing when ``out`` is None: not requested)."""
-        if out is not None:
-            self.emit(out)
-
-
-def _into(c: Compose, terms: List[Tuple[str, Dict[str, Any], Dict[str, Any]]],
-          out: Optional[str]) -> Optional[str]:
-    """Emit ``sum(terms)`` (each ``(op_type, inputs, attrs)``, all Out-shaped); the last op writes
-    ``out`` directly when given. Returns the name holding the sum."""
-    if not terms:
-        return None
-    if len(terms) == 1:
-        t, ins, at = terms[0]
-        return c(t, ins, out, **at)
-    parts = [c(t, ins, **at) for t, ins, at in terms]
-    return c("sum", {"X": parts}, out)
-
-
-def reduce_into(c: Compose, src: str, operand: str, other: str, out_like: str, out: str,
-                axis: int, slot: str) -> None:
-    """``out = reduce_to(src, shape(operand))``: ``src`` is Out-shaped; ``slot`` says whether
-    ``operand`` is the op's X or Y (``other`` is the other one). Uses ``elementwise_add_grad``
-    (itself differentiable) when a reduction is needed."""
-    if c.shape(operand) == c.shape(out_like):
-        c("scale", {"X": src}, out, scale=1.0)
-        return
-    x, y = (operand, other) if slot == "X" else (other, operand)
-    c("elementwise_add_grad", {"X": x, "Y": y, "Out@GRAD": src}, out, out_slot=slot + "@GRAD",
-      axis=axis)
-
-
-def spread_into(c: Compose, src: str, operand: str, out_like: str, out: Optional[str],
-                axis: int, negate: bool = False) -> str:
-    """``out = ±broadcast(src)``: ``src`` shaped like ``operand`` broadcast to ``out_like``'s
-    shape (the transpose of ``reduce_into``); ``axis`` is the operand's (``operand_axes``)."""
-    if c.shape(operand) == c.shape(out_like):
-        return c("scale", {"X": src}, out, scale=-1.0 if negate else 1.0)
-    zeros = c("fill_zeros_like", {"X": out_like})
-    return c("elementwise_sub" if negate else "elementwise_add", {"X": zeros, "Y": src}, out,
-             axis=axis)
 
 
 # -- the ops ------------------------------------------------------------------------------------
@@ -395,7 +145,7 @@ class ElementwiseMul(_Binary):
                 terms.append(("elementwise_mul", {"X": ddx, "Y": y}, {"axis": axis}))
             if ddy:
                 terms.append(("elementwise_mul", {"X": x, "Y": ddy}, {"axis": axis}))
-            _into(c, terms, t_dout)
+            sum_into(c, terms, t_dout)
         ax, ay = c.axes(x, y, axis)
         if t_x and ddy:
             v = c("elementwise_mul", {"X": dout, "Y": ddy}, axis=ay)
@@ -499,7 +249,7 @@ class _Select(_Binary):
                 m = c(cmp, {"X": x, "Y": y}, axis=axis)
                 m = c("cast", {"X": m}, in_dtype=VarType.BOOL, out_dtype=dtype)
                 terms.append(("elementwise_mul", {"X": m, "Y": dd}, {"axis": ax}))
-        _into(c, terms, target)
+        sum_into(c, terms, target)
 
 
 @register

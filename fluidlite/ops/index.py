@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.dtypes import VarType, to_numpy_dtype
+from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
-from .tensor import emit_grad_op, live, norm_axis, tensor_values
+from .tensor import emit_grad_op, norm_axis, tensor_values
 
 
 # -- slice / strided_slice ------------------------------------------------------------------

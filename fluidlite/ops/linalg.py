@@ -10,15 +10,14 @@ which keeps every order differentiable.
 """
 from __future__ import annotations
 
-from typing import Tuple
-
 import math
+from typing import Tuple
 
 import numpy as np
 
 from ..core import shape as S
+from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
-from .tensor import live
 
 _prod = math.prod    # int(np.prod(dims)) is ~25x slower on the small tuples used here
 

@@ -5,8 +5,9 @@ import numpy as np
 
 from ..core import shape as S
 from ..core.dtypes import VarType, to_numpy_dtype
+from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
-from .tensor import emit_grad_op, live, norm_axis
+from .tensor import emit_grad_op, norm_axis
 
 
 def topk_indices(X: np.ndarray, k: int) -> np.ndarray:

@@ -11,8 +11,8 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import shape as S
+from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
-from .tensor import live
 
 
 def _mean(x: np.ndarray) -> np.ndarray:

@@ -193,13 +193,6 @@ def emit_grad_op(g, fwd_type: str, attrs, uses=(), out_grads=("Out",), in_grads=
         g.append(fwd_type + "_grad", inputs, outputs, attrs)
 
 
-def live(name):
-    """None for absent/empty gradient names (an ``@EMPTY@`` entry carries no gradient)."""
-    if name is None or (isinstance(name, str) and name.startswith("@EMPTY@")):
-        return None
-    return name
-
-
 def tensor_values(t, tlist):
     """Values given as a 1-D int tensor or as a list of 1-element tensors (None if neither)."""
     if t is not None:

@@ -1,0 +1,121 @@
+"""fluid 1.x elementwise broadcasting, shared by the elementwise and comparison ops.
+
+The operand with fewer dims (normally Y) has its trailing 1s trimmed and is lined up with the
+other operand's dims starting at ``axis`` (-1: right-aligned); inside that window each pair of
+dims must be equal or one of them 1. Out has the larger rank; each dim is the non-1 one of the
+pair. Kernels reshape the smaller operand (a view, ``align``) so that numpy broadcasting applies;
+gradients are summed back to each operand's shape (``reduce_to``).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Sequence, Tuple
+
+import numpy as np
+
+Shape = Tuple[int, ...]
+
+
+def aligned_shape(ndim: int, shape: Sequence[int], axis: int = -1) -> Shape:
+    """``shape`` (of the operand with fewer or equally many dims) padded with 1s to ``ndim``
+    dims: its trailing 1s trimmed, placed at ``axis`` (-1: right-aligned), as fluid 1.8 does.
+    Equal ranks with ``axis`` -1/0 keep the shape (numpy's rule). Raises ValueError when the
+    operand does not fit."""
+    shape = tuple(shape)
+    if len(shape) > ndim or (len(shape) == ndim and axis in (-1, 0, None)):
+        return shape
+    if axis is None or axis == -1:
+        axis = ndim - len(shape)
+    trimmed = shape
+    while trimmed and trimmed[-1] == 1:
+        trimmed = trimmed[:-1]
+    if axis < 0 or axis + len(trimmed) > ndim:
+        if len(shape) == ndim:
+            return shape             # equal ranks: fluid ignores ``axis`` (same-shape case)
+        raise ValueError(f"axis={axis} is out of range: the lower-rank operand's shape "
+                         f"{list(shape)} (trailing 1s trimmed: {list(trimmed)}) must fit inside "
+                         f"{ndim} dims starting at axis; use axis in [0, "
+                         f"{ndim - len(trimmed)}] or -1")
+    return (1,) * axis + trimmed + (1,) * (ndim - axis - len(trimmed))
+
+
+def numpy_compatible(x: Sequence[int], y: Sequence[int], axis: int = -1) -> bool:
+    """True when numpy's own (right-aligned) broadcasting already implements fluid's rule for
+    these shapes, so kernels can skip the reshape."""
+    x, y = tuple(x), tuple(y)
+    big, small = (x, y) if len(x) >= len(y) else (y, x)
+    try:
+        return aligned_shape(len(big), small, axis) == \
+            (1,) * (len(big) - len(small)) + small
+    except ValueError:
+        return False
+
+
+def broadcast_shape(x: Sequence[int], y: Sequence[int], axis: int = -1) -> Shape:
+    """Out shape of a fluid elementwise op on shapes ``x``, ``y`` (``-1``: unknown dim).
+
+    Raises ValueError naming both shapes when a dim pair is neither equal nor contains a 1.
+    """
+    x, y = tuple(x), tuple(y)
+    big, small = (x, y) if len(x) >= len(y) else (y, x)
+    try:
+        aligned = aligned_shape(len(big), small, axis)
+    except ValueError as e:
+        raise ValueError(f"X shape {list(x)} and Y shape {list(y)} cannot be broadcast: {e}") \
+            from None
+    out = []
+    for i, (a, b) in enumerate(zip(big, aligned)):
+        if a == b or b == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(b)
+        elif a < 0 or b < 0:
+            out.append(a if b < 0 else b)
+        else:
+            raise ValueError(
+                f"X shape {list(x)} and Y shape {list(y)} cannot be broadcast with axis={axis}: "
+                f"dim {i} is {a} vs {b} (the smaller operand is aligned as {list(aligned)}; "
+                f"dims must be equal or 1). Pass the axis where Y's dims start in X, or reshape "
+                f"the operands.")
+    return tuple(out)
+
+
+def align(x_ndim: int, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Reshape ``y`` (a view) so it broadcasts against an ``x_ndim``-d array per fluid's rule."""
+    if y.ndim > x_ndim:
+        return y
+    shape = aligned_shape(x_ndim, y.shape, axis)
+    return y if shape == y.shape else y.reshape(shape)
+
+
+def aligned_y_to_x(x: np.ndarray, y: np.ndarray, axis: int = -1
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """(x, y) reshaped so that numpy broadcasting implements fluid's rule (either may be larger;
+    with equal ranks Y is the one placed at ``axis``)."""
+    if x.ndim >= y.ndim:
+        return x, align(x.ndim, y, axis)
+    return align(y.ndim, x, axis), y
+
+
+def operand_axes(x_ndim: int, y_ndim: int, axis: int = -1) -> Tuple[int, int]:
+    """The ``axis`` to use for X and for Y when combining each with an Out-shaped array: only
+    the operand that fluid places at ``axis`` (Y, or X when it has fewer dims) uses it; the
+    other one already has Out's rank and is never moved (-1)."""
+    return (-1, axis) if x_ndim >= y_ndim else (axis, -1)
+
+
+def reduce_to(grad: np.ndarray, shape: Sequence[int], axis: int = -1) -> np.ndarray:
+    """Sum ``grad`` (Out-shaped) over the dims that were broadcast from an operand of ``shape``
+    placed at ``axis``; returns an array of ``shape`` (``grad`` itself when nothing to do)."""
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    axes = _sum_axes(grad.shape, shape, axis)
+    out = grad.sum(axis=axes) if axes else grad
+    return out if out.shape == shape else out.reshape(shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sum_axes(gshape: Shape, shape: Shape, axis: int) -> Tuple[int, ...]:
+    target = aligned_shape(len(gshape), shape, axis)
+    return tuple(i for i, (g, t) in enumerate(zip(gshape, target)) if t == 1 and g != 1)
