@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sys
-import tempfile
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from .core.serialize import atomic_write
 
 __all__ = ["Profile", "profiler", "start_profiler", "stop_profiler", "reset_profiler"]
 
@@ -109,7 +109,7 @@ def stop_profiler(sorted_key: Optional[str] = None,
         return None
     text = prof.report(sorted_key)
     if profile_path:
-        _write_atomic(profile_path, text + "\n")
+        atomic_write(profile_path, (text + "\n").encode("utf-8"))
     if not _log.handlers and not logging.getLogger().handlers:
         # nobody configured logging: show the report on stdout, as fluid's profiler did
         _log.addHandler(logging.StreamHandler(sys.stdout))
@@ -135,17 +135,3 @@ def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
 
 def active() -> Optional[Profile]:
     return _active
-
-
-def _write_atomic(path: str, text: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".profile-")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
