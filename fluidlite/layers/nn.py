@@ -1,7 +1,7 @@
 """Neural-net layers: ``fc``, ``mean``, ``mul``, ``matmul``, ``reduce_*``, ``topk``, ``one_hot``."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 from ..core.ir import Variable
 from ..data_feeder import check_type, check_variable_and_dtype
@@ -139,7 +139,8 @@ def reduce_min(input: Variable, dim: Any = None, keep_dim: bool = False,
     return _reduce("reduce_min", input, dim, keep_dim, name)
 
 
-def topk(input: Variable, k: Union[int, Variable], name: Optional[str] = None):
+def topk(input: Variable, k: Union[int, Variable],
+         name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """``(values, indices)`` of the k largest entries along the last dim (op ``top_k``)."""
     check_variable_and_dtype(input, "input", _FLOATS + ["int32", "int64"], "topk")
     check_type(k, "k", (int, Variable), "topk")
