@@ -25,8 +25,14 @@ __version__ = "0.1.0"
 
 # submodules and names imported on first use (keeps `import fluidlite` light and acyclic)
 _LAZY_MODULES = {"backward", "clip", "optimizer", "regularizer", "io", "nets", "debugger",
-                 "net_drawer", "data_feeder", "testing", "contrib", "metrics", "viz",
-                 "average", "dygraph", "profiler", "cli"}
+                 "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
+                 "cli", "lod_tensor", "compiler", "param_attr", "layer_helper"}
+_NOT_PROVIDED = {
+    "dygraph": "fluidlite implements fluid's static graph only; fluid.dygraph (imperative mode) "
+               "is not provided. Build a Program inside fluid.program_guard instead.",
+    "contrib": "fluid.contrib (mixed precision, slim, quantization, ...) is not provided by "
+               "fluidlite.",
+}
 _LAZY_NAMES = {
     "gradients": ("backward", "gradients"),
     "DataFeeder": ("data_feeder", "DataFeeder"),
@@ -35,7 +41,7 @@ _LAZY_NAMES = {
     "one_hot": ("layers", "one_hot"),
     "create_lod_tensor": ("lod_tensor", "create_lod_tensor"),
     "create_random_int_lodtensor": ("lod_tensor", "create_random_int_lodtensor"),
-    "ParallelExecutor": ("parallel_executor", "ParallelExecutor"),
+    "ParallelExecutor": ("compiler", "ParallelExecutor"),
 }
 
 
@@ -45,4 +51,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_NAMES:
         mod, attr = _LAZY_NAMES[name]
         return getattr(_importlib.import_module(f"{__name__}.{mod}"), attr)
+    if name in _NOT_PROVIDED:
+        raise AttributeError(_NOT_PROVIDED[name])
     raise AttributeError(f"module 'fluidlite' has no attribute '{name}'")
