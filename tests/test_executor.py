@@ -412,3 +412,30 @@ def test_error_in_profiled_run_is_annotated_with_the_block_position():
         exe.run(feed={"a": np.ones((4, 5), "float32")}, fetch_list=[bad], profile=True)
     assert "Error in op 'mul' (op #1 of block 0)" in str(e.value)
     assert e.value.op_index == 1 and "test_executor.py" in str(e.value)
+
+
+def _train_with_dropout(seed):
+    with fluid.unique_name.guard():
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = seed
+        with fluid.program_guard(main, startup):
+            x = fluid.data("x", [-1, 8])
+            label = fluid.data("label", [-1, 1], "int64")
+            h = fluid.layers.dropout(fluid.layers.fc(x, 16, act="relu"), dropout_prob=0.5)
+            loss = fluid.layers.mean(
+                fluid.layers.softmax_with_cross_entropy(fluid.layers.fc(h, 4), label))
+            fluid.optimizer.Adam(0.01).minimize(loss)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        rng = np.random.default_rng(1)
+        feed = {"x": rng.normal(size=(16, 8)).astype("float32"),
+                "label": rng.integers(0, 4, (16, 1)).astype("int64")}
+        return np.concatenate([exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]
+                               for _ in range(5)])
+
+
+def test_training_with_dropout_is_bit_for_bit_deterministic():
+    a, b, c = _train_with_dropout(7), _train_with_dropout(7), _train_with_dropout(8)
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() != c.tobytes()
+    assert len(set(a.tolist())) == 5          # dropout draws a new mask every step
