@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple,
+                    Type, TypeVar, Union)
 
 import numpy as np
 
@@ -118,12 +119,12 @@ class OpDef:
     def run_infer(self, specs: Sequence[Any], attrs: Dict[str, Any]) -> Dict[str, Any]:
         """Call ``infer`` with the input specs and the attrs its signature names."""
         cls = type(self)
-        accepted = _INFER_PARAMS.get(cls, False)
-        if accepted is False:
+        if cls not in _INFER_PARAMS:
             params = inspect.signature(cls.infer).parameters.values()
-            accepted = _INFER_PARAMS[cls] = (
+            _INFER_PARAMS[cls] = (
                 None if any(p.kind is p.VAR_KEYWORD for p in params)
                 else frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY))
+        accepted = _INFER_PARAMS[cls]
         kw = attrs if accepted is None else {k: v for k, v in attrs.items() if k in accepted}
         return self.infer(*specs, **kw)
 
@@ -247,11 +248,14 @@ def _as_list(x: Union[str, Sequence[str]]) -> List[str]:
     return [x] if isinstance(x, str) else list(x)
 
 
+_OpT = TypeVar("_OpT", bound=Type["OpDef"])
+
+
 # -- registration -----------------------------------------------------------------------------
 _REGISTRY: Dict[str, OpDef] = {}
 
 
-def register(cls: type) -> type:
+def register(cls: _OpT) -> _OpT:
     """Class decorator: validate the definition, read attrs from ``forward``'s signature, and
     register it (plus a generated ``<type>_grad`` def when it defines ``backward``)."""
     if not cls.type:
@@ -273,7 +277,7 @@ def register(cls: type) -> type:
     return cls
 
 
-def _register_grad_def(fwd: type) -> None:
+def _register_grad_def(fwd: Type["OpDef"]) -> None:
     fwd_def: OpDef = _REGISTRY[fwd.type]
     uses = fwd.grad_uses if fwd.grad_uses is not None else fwd._in_names()
     slots = {s.name: s for s in fwd.in_slots + fwd.out_slots}
