@@ -71,6 +71,21 @@ def _number(cls: str, arg: str, value: Any) -> float:
     return float(value)
 
 
+def _value_range(cls: str, max: Any, min: Any) -> Tuple[float, float]:
+    """Validated ``(min, max)`` of a by-value clip: ``min`` defaults to ``-max`` (``max`` must
+    then be > 0) and may not exceed ``max``."""
+    max = _number(cls, "max", max)
+    if min is None:
+        if max <= 0:
+            raise ValueError(f"{cls}: max must be > 0 when min is omitted (min defaults to "
+                             f"-max), but received max = {max}")
+        min = -max
+    min = _number(cls, "min", min)
+    if min > max:
+        raise ValueError(f"{cls}: min ({min}) must not be greater than max ({max})")
+    return min, max
+
+
 # -- error clip (clips back-propagated errors during append_backward) -------------------------
 class BaseErrorClipAttr:
     """Base of error clips: attached to a forward Variable (``var._set_error_clip``), applied to
@@ -85,16 +100,7 @@ class ErrorClipByValue(BaseErrorClipAttr):
     ``-max``), in place, right after the grad op that produced it."""
 
     def __init__(self, max: float, min: Optional[float] = None) -> None:
-        max = _number("ErrorClipByValue", "max", max)
-        if min is None:
-            if max <= 0:
-                raise ValueError(f"ErrorClipByValue: max must be > 0 when min is omitted (min "
-                                 f"defaults to -max), but received max = {max}")
-            min = -max
-        min = _number("ErrorClipByValue", "min", min)
-        if min > max:
-            raise ValueError(f"ErrorClipByValue: min ({min}) must not be greater than max "
-                             f"({max})")
+        min, max = _value_range("ErrorClipByValue", max, min)
         self.max, self.min = max, min
 
     def __str__(self) -> str:
@@ -185,16 +191,7 @@ class GradientClipByValue(GradientClipBase):
     def __init__(self, max: float, min: Optional[float] = None,
                  need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
         super().__init__(need_clip)
-        max = _number("GradientClipByValue", "max", max)
-        if min is None:
-            if max <= 0:
-                raise ValueError(f"GradientClipByValue: max must be > 0 when min is omitted "
-                                 f"(min defaults to -max), but received max = {max}")
-            min = -max
-        min = _number("GradientClipByValue", "min", min)
-        if min > max:
-            raise ValueError(f"GradientClipByValue: min ({min}) must not be greater than max "
-                             f"({max})")
+        min, max = _value_range("GradientClipByValue", max, min)
         self.max, self.min = max, min
 
     def __str__(self) -> str:
