@@ -13,6 +13,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
+from .tensor import norm_axis
 
 
 def _mean(x: np.ndarray) -> np.ndarray:
@@ -46,17 +47,16 @@ class Mean(OpDef):
 
 
 def _axes(op_type: str, rank: int, dim: Sequence[int], reduce_all: bool) -> Optional[Tuple[int, ...]]:
-    """Normalized reduce axes; None means every axis."""
-    if reduce_all or not dim or rank == 0:
+    """Normalized reduce axes; None means every axis. Every entry of ``dim`` is checked even
+    when ``reduce_all`` is set (as fluid's ReduceOp::InferShape does): fluid's layers set
+    reduce_all when ``len(dim) == rank``, so ``dim=[0, 5]`` on a rank-2 input must not silently
+    reduce everything."""
+    if rank == 0:
         return None
-    axes = []
-    for d in dim:
-        a = d + rank if d < 0 else d
-        if not 0 <= a < rank:
-            raise ValueError(f"{op_type}: dim {d} is out of range for an input of rank {rank} "
-                             f"(expected {-rank} <= dim < {rank})")
-        axes.append(a)
-    return None if len(set(axes)) == rank else tuple(sorted(set(axes)))
+    axes = {norm_axis(op_type, int(d), rank, "dim") for d in dim}
+    if reduce_all or not axes or len(axes) == rank:
+        return None
+    return tuple(sorted(axes))
 
 
 class _Reduce(OpDef):

@@ -164,8 +164,8 @@ def norm_axis(op_type: str, axis: int, rank: int, what: str = "axis", extra: int
     n = rank + extra
     a = axis + n if axis < 0 else axis
     if not 0 <= a < n:
-        raise ValueError(f"{op_type}: {what} {axis} is out of range for an input of rank {rank} "
-                         f"(expected {-n} <= {what} < {n})")
+        raise ValueError(f"{op_type}: {what} {axis} is out of range for input of rank {rank} "
+                         f"(valid: {-n}..{n - 1})")
     return a
 
 

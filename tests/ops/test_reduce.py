@@ -73,6 +73,25 @@ def test_reduce_bad_dim():
             fluid.layers.reduce_mean(x, dim="1")
 
 
+@pytest.mark.parametrize("op_type", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("dim", [[0, 5], [5, 0], [-3, 1], [2]])
+def test_reduce_out_of_range_dim_in_list(op_type, dim):
+    """A bad entry inside a list used to be ignored when len(dim) == rank (the layer then sets
+    reduce_all): it must raise at build time naming the op, the dim and the valid range."""
+    bad = next(d for d in dim if not -2 <= d < 2)
+    with fluid.program_guard(fluid.Program()):
+        x = fluid.data("x", [-1, 4], "float32")
+        with pytest.raises(ValueError, match=rf"{op_type}: dim {bad} is out of range for input "
+                                             rf"of rank 2 \(valid: -2\.\.1\)"):
+            getattr(fluid.layers, op_type)(x, dim=dim)
+        prog = fluid.Program()
+        v = prog.global_block().create_var(name="v", shape=[2, 4], dtype="float32")
+        out = prog.global_block().create_var(name="o")
+        with pytest.raises(ValueError, match=rf"{op_type}: dim {bad} is out of range"):
+            prog.global_block().append_op(op_type, {"X": v}, {"Out": out},
+                                          {"dim": dim, "reduce_all": True})
+
+
 def test_reduce_layers_shapes():
     with fluid.program_guard(fluid.Program()):
         x = fluid.layers.data("x", [3, 4])
