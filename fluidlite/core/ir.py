@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import names, registry
 from .dtypes import VarType, convert_np_dtype_to_dtype_
@@ -28,6 +28,20 @@ class OpRole:
     Collective = 0x20
     Loss = 0x100
     NotSpecified = 0x1000
+
+
+# -- build-transaction journal (fluidlite.core.atomic) -----------------------------------------
+# While ``atomic(program)`` is active, ``program._journal`` is a list and every mutator below
+# appends a closure that undoes its change; outside a transaction it is None and costs one check.
+def _journal(program: "Program", undo: Callable[[], Any]) -> None:
+    j = program._journal
+    if j is not None:
+        j.append(undo)
+
+
+def _restore_dict(d: Dict[str, Any], items: List[Any]) -> None:
+    d.clear()
+    d.update(items)
 
 
 # -- Variable ---------------------------------------------------------------------------------
@@ -59,6 +73,17 @@ class Variable:
     # properties that affect execution bump the program version
     def _touch(self) -> None:
         self.block.program._bump()
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        # journal overwrites of existing attributes (shape, dtype, stop_gradient, op, ...)
+        d = self.__dict__
+        if key in d and key != "block":     # clone() re-homes copies: not an edit
+            block = d.get("block")
+            j = block.program._journal if block is not None else None
+            if j is not None:
+                old = d[key]
+                j.append(lambda: object.__setattr__(self, key, old))
+        object.__setattr__(self, key, value)
 
     @property
     def name(self) -> str:
@@ -239,22 +264,40 @@ class Operator:
         return type(self.attrs[name])
 
     def _set_attr(self, name: str, value: Any) -> None:
+        self._journal_attrs()
         self.attrs[name] = value
         self.block.program._bump()
 
     def _remove_attr(self, name: str) -> None:
+        self._journal_attrs()
         self.attrs.pop(name, None)
         self.block.program._bump()
 
     def _rename_input(self, old: str, new: str) -> None:
+        self._journal_slots(self.inputs)
         for v in self.inputs.values():
             v[:] = [new if n == old else n for n in v]
         self.block.program._bump()
 
     def _rename_output(self, old: str, new: str) -> None:
+        self._journal_slots(self.outputs)
         for v in self.outputs.values():
             v[:] = [new if n == old else n for n in v]
         self.block.program._bump()
+
+    def _journal_attrs(self) -> None:
+        if self.block.program._journal is not None:
+            attrs, saved = self.attrs, list(self.attrs.items())
+            _journal(self.block.program, lambda: _restore_dict(attrs, saved))
+
+    def _journal_slots(self, slots: Dict[str, List[str]]) -> None:
+        if self.block.program._journal is not None:
+            saved = [(v, list(v)) for v in slots.values()]
+
+            def undo() -> None:
+                for v, names_ in saved:
+                    v[:] = names_
+            _journal(self.block.program, undo)
 
     def to_string(self, throw_on_error: bool = False) -> str:
         fmt = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
@@ -330,6 +373,7 @@ class Block:
             var = Variable(self, **kwargs)
             self.vars[var.name] = var
             self.program._bump()
+            _journal(self.program, lambda n=var.name: self.vars.pop(n))
         if initializer is not None:
             initializer(var, self)
         return var
@@ -349,6 +393,7 @@ class Block:
             param = Parameter(glob, shape, dtype, **kwargs)
             glob.vars[name] = param
             self.program._bump()
+            _journal(self.program, lambda: glob.vars.pop(name))
         if initializer is not None:
             # a parameter created just now has no init op yet: scanning the block's ops for
             # every new parameter made building an N-layer model O(N^2)
@@ -366,12 +411,14 @@ class Block:
         return iter(self.all_parameters())
 
     def _remove_var(self, name: str) -> None:
+        self._journal_vars()
         self.vars.pop(name, None)
         self.program._bump()
 
     def _rename_var(self, old: str, new: str) -> Variable:
         if old not in self.vars:
             raise ValueError(f"var {old} is not in current block")
+        self._journal_vars()
         var = self.vars.pop(old)
         var._name = new
         self.vars[new] = var
@@ -380,6 +427,12 @@ class Block:
             op._rename_output(old, new)
         self.program._bump()
         return var
+
+    def _journal_vars(self) -> None:
+        # removals and renames reorder the dict: keep its whole order (rare, O(vars))
+        if self.program._journal is not None:
+            saved = list(self.vars.items())
+            _journal(self.program, lambda: _restore_dict(self.vars, saved))
 
     def _clone_variable(self, var: Variable, force_persistable: bool = True) -> Variable:
         return self.create_var(name=var.name, shape=var.shape, dtype=var.dtype, type=var.type,
@@ -395,6 +448,7 @@ class Block:
         op = self._make_op(type, inputs, outputs, attrs)
         self.ops.append(op)
         self.program._bump()
+        _journal(self.program, self.ops.pop)
         return op
 
     def _insert_op(self, index: int, type: str, inputs: Optional[Dict[str, _Arg]] = None,
@@ -403,6 +457,8 @@ class Block:
         op = self._make_op(type, inputs, outputs, attrs)
         self.ops.insert(index, op)
         self.program._bump()
+        if self.program._journal is not None:
+            _journal(self.program, lambda ops=self.ops: ops.remove(op))
         return op
 
     def _prepend_op(self, type: str, inputs: Optional[Dict[str, _Arg]] = None,
@@ -411,7 +467,14 @@ class Block:
         return self._insert_op(0, type, inputs, outputs, attrs)
 
     def _remove_op(self, index: int, end: Optional[int] = None) -> None:
-        del self.ops[index:(index + 1 if end is None else end)]
+        span = slice(index, index + 1 if end is None else end)
+        if self.program._journal is not None:
+            ops, start, removed = self.ops, span.indices(len(self.ops))[0], self.ops[span]
+
+            def undo() -> None:
+                ops[start:start] = removed
+            _journal(self.program, undo)
+        del self.ops[span]
         self.program._bump()
 
     def _slice_ops(self, start: int, end: int) -> List[Operator]:
@@ -555,7 +618,10 @@ def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
 class Program:
     """A list of Blocks (block 0 is the global block) plus the state layers read while building."""
 
+    _journal: Optional[List[Callable[[], Any]]] = None   # undo log of an active atomic()
+
     def __init__(self) -> None:
+        self._journal = None
         self.blocks: List[Block] = [Block(self, 0)]
         self.current_block_idx = 0
         self._seed = 0
@@ -594,6 +660,7 @@ class Program:
         self.blocks.append(block)
         self.current_block_idx = block.idx
         self._bump()
+        _journal(self, self.blocks.pop)
         return block
 
     def _rollback(self) -> None:

@@ -2,11 +2,21 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Union
+import threading
+from typing import Any, Callable, Iterator, List, Optional, Union
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_SUFFIX = "@RENAME@"
 EMPTY_VAR_NAME = "@EMPTY@"
+
+# undo log of this thread's active build transaction (fluidlite.core.atomic), else None
+_tls = threading.local()
+
+
+def _journal(undo: Callable[[], Any]) -> None:
+    j: Optional[List[Callable[[], Any]]] = getattr(_tls, "journal", None)
+    if j is not None:
+        j.append(undo)
 
 
 class UniqueNameGenerator:
@@ -17,8 +27,11 @@ class UniqueNameGenerator:
         self.prefix = prefix or ""
 
     def __call__(self, key: str) -> str:
-        n = self.ids.get(key, 0)
-        self.ids[key] = n + 1
+        ids = self.ids
+        n = ids.get(key, 0)
+        if getattr(_tls, "journal", None) is not None:
+            _journal(lambda: ids.__setitem__(key, n) if n else ids.pop(key, None))
+        ids[key] = n + 1
         return f"{self.prefix}{key}_{n}"
 
 
@@ -78,10 +91,12 @@ class _NameScope:
         self.children: dict[str, list["_NameScope"]] = {}
 
     def child(self, prefix: str) -> "_NameScope":
-        siblings = self.children.setdefault(prefix, [])
+        children = self.children
+        siblings = children.setdefault(prefix, [])
         name = prefix if not siblings else f"{prefix}_{len(siblings)}"
         scope = _NameScope(name, self)
         siblings.append(scope)
+        _journal(lambda: siblings.pop() if len(siblings) > 1 else children.pop(prefix, None))
         return scope
 
     def path(self) -> str:
