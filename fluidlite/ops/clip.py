@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..core.dtypes import FLOATS, VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
 
 
@@ -43,15 +44,57 @@ class Clip(OpDef):
         return {"X": dOut * ((X > min) & (X < max))}
 
 
-def _l2(x: np.ndarray) -> np.ndarray:
-    """sqrt(sum(x^2)) as a scalar of x's dtype."""
-    return np.sqrt(np.vdot(x, x))
+# float64 scratch per chunk: 64 Ki elements = 512 KiB stays in L2. On a 1M-element float32
+# array this took 0.22 ms against 0.48 ms for np.einsum(..., dtype=np.float64) (README numbers).
+_CHUNK = 1 << 16
+
+
+def _sumsq64(x: np.ndarray) -> float:
+    """sum(x**2) accumulated in float64 without a float64 copy of a large ``x``: the squares of
+    any finite float16/float32 value, summed over any realistic size, cannot overflow."""
+    f = x.reshape(-1)
+    if f.dtype == np.float64:
+        return float(np.dot(f, f))
+    if f.size <= _CHUNK:
+        b = f.astype(np.float64)
+        return float(np.dot(b, b))
+    total = 0.0
+    for i in range(0, f.size, _CHUNK):
+        b = f[i:i + _CHUNK].astype(np.float64)
+        total += float(np.dot(b, b))
+    return total
+
+
+def _norm64(x: np.ndarray) -> float:
+    """||x||_2 as a Python float, overflow-free: float16/32 inputs via the float64 sum of
+    squares; a float64 input whose squares overflow (or underflow to 0) is rescaled by its
+    largest magnitude first, as BLAS nrm2 does. NaN/Inf in x give NaN/Inf."""
+    with np.errstate(over="ignore", under="ignore"):   # detected below and rescaled
+        s = _sumsq64(x)
+    if x.dtype != np.float64 or 1e-280 < s < math.inf or math.isnan(s):
+        return math.sqrt(s)
+    m = float(np.max(np.abs(x))) if x.size else 0.0
+    if m == 0.0 or not math.isfinite(m):
+        return m
+    return m * math.sqrt(_sumsq64(x / m))
+
+
+def _times(x: np.ndarray, k: float) -> np.ndarray:
+    """x * k in x's dtype. The multiply runs in x's dtype when k is 0, non-finite or a normal
+    number of that dtype; otherwise (k underflows or overflows it) in float64, cast back, so
+    the product is right whenever it is representable."""
+    fi = np.finfo(x.dtype)
+    if k == 0.0 or not math.isfinite(k) or fi.tiny <= abs(k) <= fi.max:
+        return x * x.dtype.type(k)
+    return (x.astype(np.float64) * k).astype(x.dtype)
 
 
 @register
 class ClipByNorm(OpDef):
-    """n = ||X||_2;  Out = X if n <= max_norm else X * max_norm / n;
-    dX = dOut if n <= max_norm else (max_norm / n) * (dOut - X * <X, dOut> / n^2)."""
+    """n = ||X||_2 (computed in float64);  Out = X if n <= max_norm else X * max_norm / n;
+    dX = dOut if n <= max_norm else (max_norm / n) * (dOut - X * <X, dOut> / n^2).
+    Out keeps X's dtype and is right for any finite X; a NaN/Inf in X makes Out NaN/Inf-filled
+    (the factor max_norm / n is NaN or 0), as fluid's kernel."""
     type, inputs, outputs = "clip_by_norm", ("X",), ("Out",)
     grad_uses = ("X",)
 
@@ -59,39 +102,58 @@ class ClipByNorm(OpDef):
         if not max_norm > 0:
             raise ValueError(f"clip_by_norm: max_norm should be greater than 0, but received "
                              f"max_norm = {max_norm}")
+        if X.dtype not in FLOATS:   # fluid registers float kernels only
+            raise ValueError(f"clip_by_norm: X must be float16, float32 or float64, got "
+                             f"{convert_dtype(X.dtype)}")
         return {"Out": X}
 
     def forward(self, X, *, max_norm=1.0):
-        n = _l2(X)
+        n = _norm64(X)
         if n <= max_norm:
             return {"Out": X.copy()}
-        return {"Out": X * (X.dtype.type(max_norm) / n)}
+        k = max_norm / n
+        fi = np.finfo(X.dtype)
+        if k == 0.0 or math.isnan(k) or fi.tiny <= k:
+            return {"Out": X * X.dtype.type(k)}
+        # k is subnormal in X's dtype (a huge n): X / n first, so nothing under- or overflows
+        return {"Out": (X.astype(np.float64) / n * max_norm).astype(X.dtype)}
 
     def backward(self, X, dOut, *, max_norm=1.0):
-        n = _l2(X)
+        n = _norm64(X)
         if n <= max_norm:
             return {"X": dOut}
-        s = X.dtype.type(max_norm) / n
-        return {"X": s * (dOut - X * (np.vdot(X, dOut) / (n * n)))}
+        # in float64 with the unit vector u = X / n, so no intermediate over- or underflows:
+        # dX = (max_norm / n) * (dOut - u * <u, dOut>)
+        u = X.astype(np.float64) / n
+        d = dOut.astype(np.float64)
+        c = float(np.dot(u.reshape(-1), d.reshape(-1)))
+        return {"X": ((max_norm / n) * (d - u * c)).astype(dOut.dtype)}
 
 
 @register
 class SquaredL2Norm(OpDef):
-    """Out = sum(X^2) with shape [1];  dX = 2 * X * dOut."""
+    """Out = sum(X^2) with shape [1], float64 for floating X (accumulated in float64, so a finite
+    float16/float32 X never overflows it);  dX = 2 * X * dOut in X's dtype."""
     type, inputs, outputs = "squared_l2_norm", ("X",), ("Out",)
     grad_uses = ("X",)
 
     def infer(self, X):
-        return {"Out": VarSpec((1,), X.dtype)}
+        return {"Out": VarSpec((1,), VarType.FP64 if X.dtype in FLOATS else X.dtype)}
 
     def forward(self, X):
-        return {"Out": np.vdot(X, X).reshape(1)}
+        return {"Out": _squared_l2_norm(X)}
 
     def lower(self, in_specs, attrs):
-        return lambda x: np.vdot(x, x).reshape(1)
+        return _squared_l2_norm
 
     def backward(self, X, dOut):
-        return {"X": X * (2 * dOut.reshape(()))}
+        return {"X": _times(X, 2.0 * float(dOut.reshape(-1)[0]))}
+
+
+def _squared_l2_norm(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind != "f":
+        return np.vdot(x, x).reshape(1)
+    return np.array([_sumsq64(x)])
 
 
 @register

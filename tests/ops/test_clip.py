@@ -76,6 +76,13 @@ class TestSquaredL2Norm(OpTest):
         self.check_output()
         self.check_grad(["X"], "Out")
 
+    def test_float32_input_gives_a_float64_sum(self):
+        x = np.array([[3e19, 4e19], [1.0, -2.0]], "float32")
+        self.inputs = {"X": x}
+        self.outputs = {"Out": np.array([np.sum(x.astype("float64") ** 2)])}
+        self.check_infer()
+        self.check_output(rtol=1e-14, atol=0)
+
 
 class TestCheckFiniteNorm(OpTest):
     op_type = "check_finite_norm"
@@ -98,6 +105,18 @@ class TestCheckFiniteNorm(OpTest):
             self.check_output()
         msg = str(e.value)
         assert "w@GRAD" in msg and "b@GRAD" not in msg and "No parameter was updated" in msg
+
+    def test_float64_norms_accepted(self):
+        """squared_l2_norm's output is float64: a huge finite norm passes, NaN is reported."""
+        big = np.array([1e60])
+        self.inputs = {"X": np.array([1e30]), "Norms": [("a", big), ("b", big)]}
+        self.outputs = {"Out": np.array([1e30])}
+        self.check_infer()
+        self.check_output()
+        self.inputs = {"X": np.array([np.nan]),
+                       "Norms": [("a", big), ("b", np.array([np.nan]))]}
+        with pytest.raises(FloatingPointError, match=r"b@GRAD \(squared norm nan\)"):
+            self.check_output()
 
 
 def test_clip_layers():
