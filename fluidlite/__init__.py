@@ -7,6 +7,8 @@ from typing import Any
 from . import _log  # noqa: F401
 from . import ops as _ops  # noqa: F401  (registers every op)
 from . import core, framework, initializer, layers, unique_name  # noqa: F401
+# clips and regularizers register their serialized forms with core/serialize.py on import
+from . import clip, regularizer  # noqa: F401
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from .core.dtypes import VarType  # noqa: F401
 from .core.ir import (Block, Operator, Parameter, Program, Variable,  # noqa: F401
@@ -20,11 +22,10 @@ from .executor import Executor  # noqa: F401
 from .framework import in_dygraph_mode  # noqa: F401
 from .layers.io import fluid_data as data  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
-
-__version__ = "0.1.0"
+from .core.version import __version__  # noqa: F401
 
 # submodules and names imported on first use (keeps `import fluidlite` light and acyclic)
-_LAZY_MODULES = {"backward", "clip", "optimizer", "regularizer", "io", "nets", "debugger",
+_LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper"}
 _NOT_PROVIDED = {

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
-from .core import names
+from .core import names, rewrite
 from .core.dtypes import FLOATS
 from .core.ir import Block, OpRole, Operator, Program, Variable
 from .core.registry import GradBuilder, OpDesc, get_op_def
@@ -68,6 +68,12 @@ def _stop_gradient_names(program: Program) -> Set[str]:
     dtype is not floating point (labels, indices, masks, counters have no derivative)."""
     return {v.name for v in program.list_vars()
             if v.stop_gradient or (v.dtype is not None and v.dtype not in FLOATS)}
+
+
+def _pass_no_grad(program: Program, user: Set[str]) -> Set[str]:
+    """Every name a pass must not differentiate: the user's, the non-differentiable ones and
+    ``@EMPTY@``."""
+    return user | _stop_gradient_names(program) | {names.EMPTY_VAR_NAME}
 
 
 def _find_producer(var: Variable, what: str, api: str) -> Tuple[Block, int]:
@@ -187,9 +193,8 @@ def _grad_descs(path: Sequence[Operator], tracked: Set[str], no_grad: Set[str],
         skip = {n for n in op.input_arg_names if n in no_grad or n not in tracked}
         made = opdef.grad_op_descs(GradBuilder(op, skip, grad_name=grad_name))
         callstack = op.attrs.get("op_callstack")
-        for d in made:
-            d.attrs["op_role"] = OpRole.Backward
-            if callstack is not None:    # runtime errors in grad ops point at the forward op
+        if callstack is not None:        # runtime errors in grad ops point at the forward op
+            for d in made:
                 d.attrs.setdefault("op_callstack", callstack)
         descs.extend(made)
     if missing:
@@ -216,8 +221,7 @@ def _accumulate(descs: List[OpDesc], grad_name: _GradNames) -> List[OpDesc]:
         ps = parts.pop(name)
         first.pop(name, None)
         if len(ps) > 1:
-            out.append(OpDesc("sum", {"X": ps}, {"Out": [name]},
-                              {"use_mkldnn": False, "op_role": OpRole.Backward}))
+            out.append(OpDesc("sum", {"X": ps}, {"Out": [name]}, {"use_mkldnn": False}))
 
     def next_partial(name: str) -> str:
         k = counter.get(name, 0)
@@ -315,7 +319,8 @@ def _grad_descs_with_recompute(block: Block, path: Sequence[Operator], tracked: 
         for op in path[a:b]:
             if get_op_def(op.type).uses_rng or not any(n in rename for n in op.output_arg_names):
                 continue       # random ops are never replayed; held outputs need no replay
-            attrs = dict(op.attrs, op_role=OpRole.Backward)
+            # the replayed copy takes the pass's role, not the forward op's
+            attrs = {k: v for k, v in op.attrs.items() if k not in ("op_role", "op_role_var")}
             descs.append(OpDesc(op.type, _renamed(op.inputs, rename),
                                 _renamed(op.outputs, rename), attrs))
         for d in _grad_descs(path[a:b], tracked, no_grad, grad_name):
@@ -332,26 +337,19 @@ def _renamed(table: Dict[str, List[str]], rename: Dict[str, str]) -> Dict[str, L
 
 # -- phase 2: append -----------------------------------------------------------------------------
 class _Appender:
-    """Appends descs to a block; on any failure removes everything it added (atomicity)."""
+    """Appends descs to a block with the rewrite verbs (the caller holds the transaction and the
+    Backward role context); tracks which gradients have been written."""
 
     def __init__(self, block: Block, grad_name: _GradNames) -> None:
         self.block = block
         self.grad_name = grad_name
         self.n_ops = len(block.ops)
-        self.var_names = set(block.vars)
         self.available: Set[str] = set()          # grads written so far by this pass
 
     def ensure_var(self, name: str, like: Optional[Variable] = None) -> Variable:
-        block = self.block
-        v = block.vars.get(name)
-        if v is not None:
-            return v
-        if like is None:
-            like = _forward_var(block, name, self.grad_name.fwd_of)
-        if like is None:
-            return block.create_var(name=name)
-        return block.create_var(name=name, shape=like.shape, dtype=like.dtype,
-                                lod_level=like.lod_level)
+        if like is None and name not in self.block.vars:
+            like = _forward_var(self.block, name, self.grad_name.fwd_of)
+        return rewrite.var_like(self.block, name, like)
 
     def append(self, desc: OpDesc) -> List[Operator]:
         """Append ``desc`` (preceded by ``fill_zeros_like`` for each gradient it reads that
@@ -377,24 +375,54 @@ class _Appender:
                 if n in fwd_of and n not in self.available:
                     fwd = _forward_var(block, n, fwd_of)
                     self.ensure_var(n, fwd)
-                    ops.append(block.append_op("fill_zeros_like", {"X": fwd.name}, {"Out": n},
-                                               {"op_role": OpRole.Backward}))
+                    ops.append(rewrite.append(block, "fill_zeros_like", {"X": fwd.name},
+                                              {"Out": n}))
                     self.available.add(n)
         for arg_names in desc.outputs.values():
             for n in arg_names:
                 if n in fwd_of:
                     self.ensure_var(n)
-        op = block.append_op(desc.type, desc.inputs, desc.outputs, desc.attrs)
+        op = rewrite.append(block, desc.type, desc.inputs, desc.outputs, desc.attrs)
         self.available.update(op.output_arg_names)
         ops.append(op)
         return ops
 
-    def rollback(self) -> None:
-        block = self.block
-        if len(block.ops) > self.n_ops:
-            block._remove_op(self.n_ops, len(block.ops))
-        for n in [n for n in block.vars if n not in self.var_names]:
-            block._remove_var(n)
+
+def _run_pass(block: Block, seeds: Sequence[OpDesc], seed_role: int, body: Sequence[OpDesc],
+              grad_name: _GradNames, recomputed: Optional[Dict[str, str]] = None,
+              callbacks: Sequence[Callable[..., Any]] = (),
+              before: Optional[Callable[[], None]] = None,
+              after: Optional[Callable[[_Appender], Any]] = None) -> Any:
+    """Phase 2, shared by ``append_backward`` and ``gradients``: inside one transaction (any
+    failure leaves the program exactly as before), run ``before``, append the seeds (role
+    ``seed_role``) and the accumulated body (role Backward; ``callbacks`` after each body op),
+    and return ``after(appender)``."""
+    program = block.program
+    descs = _accumulate(list(seeds) + list(body), grad_name)
+    seed_ids = {id(d) for d in seeds}
+    app = _Appender(block, grad_name)
+    context: Dict[str, Any] = {g: f for f, g in grad_name.grad_of.items()}
+    with rewrite.transaction(program):
+        if before is not None:
+            before()
+        for new, orig in (recomputed or {}).items():
+            app.ensure_var(new, block._find_var_recursive(orig))
+        for desc in descs:
+            role = seed_role if id(desc) in seed_ids else OpRole.Backward
+            with rewrite.role(program, role):
+                appended = app.append(desc)
+                if _cbs_apply(callbacks, desc, seed_ids):
+                    for op in appended:
+                        context["__current_op_desc__"] = op
+                        for cb in callbacks:
+                            cb(block=block, context=context)
+        result = after(app) if after is not None else None
+        program._appending_grad_times += 1
+    return result
+
+
+def _cbs_apply(callbacks: Sequence[Any], desc: OpDesc, seed_ids: Set[int]) -> bool:
+    return bool(callbacks) and id(desc) not in seed_ids
 
 
 def _annotate_role_var(block: Block, start: int,
@@ -409,7 +437,7 @@ def _annotate_role_var(block: Block, start: int,
     for p, g in params_grads:
         op = last[g.name]
         g.op = op
-        op._set_attr("op_role_var", [p.name, g.name] + list(op.attrs.get("op_role_var") or []))
+        rewrite.add_role_var(op, [p, g])
 
 
 def _loss_seed_shape(loss: Variable) -> List[int]:
@@ -443,8 +471,7 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
         raise _type_error("loss", _API, f"{Variable}", loss)
     program, block = loss.block.program, loss.block
     cbs = _check_callbacks(callbacks)
-    no_grad = _no_grad_names(no_grad_set) | _stop_gradient_names(program)
-    no_grad.add(names.EMPTY_VAR_NAME)
+    no_grad = _pass_no_grad(program, _no_grad_names(no_grad_set))
     params = _check_parameter_list(parameter_list, program)
     ckpts = _check_checkpoints(checkpoints, program)
     numel = 1
@@ -463,48 +490,29 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
     grad_name = _GradNames(block)
     path, tracked = _op_path(block.ops[:loss_idx + 1], None, {loss.name}, no_grad,
                              [p.name for p in program.all_parameters()])
-    loss_grad = grad_name(loss.name)
-    seed = OpDesc("fill_constant", {}, {"Out": [loss_grad]},
+    seed = OpDesc("fill_constant", {}, {"Out": [grad_name(loss.name)]},
                   {"shape": _loss_seed_shape(loss), "value": 1.0, "dtype": loss.dtype,
-                   "force_cpu": False, "op_role": OpRole.Backward | OpRole.Loss})
+                   "force_cpu": False})
     if ckpts:
         body, recomputed = _grad_descs_with_recompute(block, path, tracked, no_grad,
                                                       grad_name, ckpts)
     else:
         body, recomputed = _grad_descs(path, tracked, no_grad, grad_name), {}
-    descs = _accumulate([seed] + body, grad_name)
 
-    # phase 2: append
-    app = _Appender(block, grad_name)
-    old_role = loss_op.attrs.get("op_role")
-    old_times = program._appending_grad_times
-    try:
-        loss_op._set_attr("op_role", OpRole.Forward | OpRole.Loss)
-        program._appending_grad_times += 1
-        for new, orig in recomputed.items():
-            app.ensure_var(new, block._find_var_recursive(orig))
-        context: Dict[str, Any] = {g: f for f, g in grad_name.grad_of.items()}
-        with program._backward_role_guard():
-            for desc in descs:
-                for op in app.append(desc):
-                    if cbs and desc is not seed:
-                        context["__current_op_desc__"] = op
-                        for cb in cbs:
-                            cb(block=block, context=context)
-        result = []
+    # phase 2: append (one transaction)
+    def pairs(app: _Appender) -> List[Tuple[Variable, Variable]]:
+        out = []
         for p in params:
             g = grad_name.grad_of.get(p.name)
             if g is not None and p.name in tracked and g in app.available:
-                result.append((p, block.var(g)))
-        _annotate_role_var(block, app.n_ops, result)
-    except BaseException:
-        app.rollback()
-        program._appending_grad_times = old_times
-        if old_role is None:
-            loss_op._remove_attr("op_role")
-        else:
-            loss_op._set_attr("op_role", old_role)
-        raise
+                out.append((p, block.var(g)))
+        _annotate_role_var(block, app.n_ops, out)
+        return out
+
+    result = _run_pass(block, [seed], OpRole.Backward | OpRole.Loss, body, grad_name,
+                       recomputed, cbs,
+                       before=lambda: rewrite.set_role(loss_op, OpRole.Forward | OpRole.Loss),
+                       after=pairs)
     if checkpoints is not None:
         return result, list(ckpts)
     return result
@@ -605,8 +613,7 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
             raise ValueError(f"The shapes of target and grad are different: {t.name} {tg.name} "
                              f"(target shape {list(t.shape)}, grad shape {list(tg.shape)})")
     user_no_grad = _no_grad_names(no_grad_set)
-    no_grad = user_no_grad | _stop_gradient_names(program)
-    no_grad.add(names.EMPTY_VAR_NAME)
+    no_grad = _pass_no_grad(program, user_no_grad)
     for v in inputs:
         if v.stop_gradient and v.name not in user_no_grad:
             _log.warning("fluid.gradients: input '%s' has stop_gradient=True, so its gradient "
@@ -629,31 +636,22 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
     for t, tg in zip(targets, tgs):
         g = grad_name(t.name)
         if tg is None:
-            seeds.append(OpDesc("fill_any_like", {"X": [t.name]}, {"Out": [g]},
-                                {"value": 1.0, "op_role": OpRole.Backward}))
+            seeds.append(OpDesc("fill_any_like", {"X": [t.name]}, {"Out": [g]}, {"value": 1.0}))
         else:
-            seeds.append(OpDesc("assign", {"X": [tg.name]}, {"Out": [g]},
-                                {"op_role": OpRole.Backward}))
-    descs = _accumulate(seeds + _grad_descs(path, tracked, no_grad, grad_name), grad_name)
+            seeds.append(OpDesc("assign", {"X": [tg.name]}, {"Out": [g]}, {}))
+    body = _grad_descs(path, tracked, no_grad, grad_name)
 
     # phase 2
-    app = _Appender(block, grad_name)
-    old_times = program._appending_grad_times
-    try:
-        program._appending_grad_times += 1
-        with program._backward_role_guard():
-            for desc in descs:
-                app.append(desc)
-    except BaseException:
-        app.rollback()
-        program._appending_grad_times = old_times
-        raise
-    out: List[Optional[Variable]] = []
-    for v in inputs:
-        g = grad_name.grad_of.get(v.name)
-        ok = g is not None and v.name in tracked and v.name not in no_grad and g in app.available
-        out.append(block.var(g) if ok else None)
-    return out
+    def grads(app: _Appender) -> List[Optional[Variable]]:
+        out: List[Optional[Variable]] = []
+        for v in inputs:
+            g = grad_name.grad_of.get(v.name)
+            ok = (g is not None and v.name in tracked and v.name not in no_grad
+                  and g in app.available)
+            out.append(block.var(g) if ok else None)
+        return out
+
+    return _run_pass(block, seeds, OpRole.Backward, body, grad_name, after=grads)
 
 
 def _as_var_list(x: Any, what: str, api: str) -> List[Variable]:

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .core import names
-from .core.dtypes import VarType
-from .core.ir import Block, Parameter, Program, Variable, default_main_program
+import numpy as np
+
+from .core import rewrite, serialize
+from .core.ir import Block, OpRole, Parameter, Program, Variable, default_main_program
 from .core.names import name_scope
 
 __all__ = ["set_gradient_clip", "ErrorClipByValue", "GradientClipByValue",
@@ -48,23 +50,14 @@ __all__ = ["set_gradient_clip", "ErrorClipByValue", "GradientClipByValue",
 PairList = List[Tuple[Parameter, Optional[Variable]]]
 
 
-def append_tmp_op(block: Block, op_type: str, inputs: Dict[str, Any],
-                  attrs: Optional[Dict[str, Any]] = None, dtype: Any = None) -> Variable:
-    """Append ``op_type`` writing a fresh ``<op_type>_N.tmp_0`` (the name a fluid layer would
-    give it) and return that Variable; its shape comes from the op's shape inference."""
-    if dtype is None:
-        first = next(iter(inputs.values()))
-        first = first[0] if isinstance(first, (list, tuple)) else first
-        dtype = first.dtype
-    layer = names.generate(op_type)
-    out = block.create_var(name=names.generate(layer + ".tmp"), dtype=dtype,
-                           type=VarType.LOD_TENSOR, persistable=False)
-    block.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs or {})
-    return out
+def _clip_role(param: Parameter, clipped: Any) -> Any:
+    """Role context of a clip op: Optimize, ``op_role_var = [param, clipped grad]``."""
+    return rewrite.role(param.block.program, OpRole.Optimize, [param, clipped])
 
 
 def _number(cls: str, arg: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+    """``value`` as a float: any real number (Python or NumPy scalar), not bool, not NaN."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or \
             math.isnan(float(value)):
         raise ValueError(f"{cls}: {arg} must be a number, but received {value!r} of type "
                          f"{type(value).__name__}")
@@ -95,6 +88,7 @@ class BaseErrorClipAttr:
         raise NotImplementedError(f"{type(self).__name__} must define _append_clip_op")
 
 
+@serialize.config_type("clip", "ErrorClipByValue")
 class ErrorClipByValue(BaseErrorClipAttr):
     """Clip the gradient flowing back through a variable to ``[min, max]`` (min defaults to
     ``-max``), in place, right after the grad op that produced it."""
@@ -106,9 +100,16 @@ class ErrorClipByValue(BaseErrorClipAttr):
     def __str__(self) -> str:
         return "ByValue, min=%f, max=%f" % (self.min, self.max)
 
+    def to_config(self) -> Dict[str, Any]:
+        return {"max": self.max, "min": self.min}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "ErrorClipByValue":
+        return cls(**config)
+
     def _append_clip_op(self, block: Block, grad_name: str) -> None:
-        block.append_op(type="clip", inputs={"X": [grad_name]}, outputs={"Out": [grad_name]},
-                        attrs={"min": self.min, "max": self.max})
+        rewrite.append(block, "clip", {"X": [grad_name]}, {"Out": [grad_name]},
+                       {"min": self.min, "max": self.max})
 
 
 def error_clip_callback(block: Block, context: Dict[str, Any]) -> None:
@@ -153,9 +154,7 @@ class GradientClipBase:
                               "the redundant legacy setting.")
                 break
         with name_scope("gradient_clip"):
-            pairs, new_names = self._clip_pairs(list(params_grads))
-        _correct_clip_op_role_var(pairs, new_names)
-        return pairs
+            return self._clip_pairs(list(params_grads))
 
     def _needs(self, param: Parameter) -> bool:
         """Whether ``param``'s gradient is clipped (and, for the global norm, counted)."""
@@ -165,25 +164,34 @@ class GradientClipBase:
             return True
         return bool(self._need_clip_func(param))
 
-    def _clip_pairs(self, params_grads: PairList) -> Tuple[PairList, Dict[str, str]]:
-        out: PairList = []
-        new_names: Dict[str, str] = {}
-        for p, g in params_grads:
-            if g is None:
-                continue
-            if not self._needs(p):
-                out.append((p, g))
-                continue
-            with p.block.program._optimized_guard([p, g]):
-                new = self._clip_one(g)
-            out.append((p, new))
-            new_names[p.name] = new.name
-        return out, new_names
+    def _clip_pairs(self, params_grads: PairList) -> PairList:
+        """The new pairs: each needed gradient clipped alone (``_clip_one``); None grads
+        dropped."""
+        return [(p, self._clip_one(p, g) if self._needs(p) else g)
+                for p, g in params_grads if g is not None]
 
-    def _clip_one(self, grad: Variable) -> Variable:
-        raise NotImplementedError(f"{type(self).__name__} clips no single gradient")
+    def _clip_one(self, param: Parameter, grad: Variable) -> Variable:
+        """Append the ops clipping ``grad`` alone; returns the clipped gradient."""
+        op_type, attrs = self._op_for_one()
+        block = grad.block
+        out = rewrite.tmp(block, op_type, grad.dtype)
+        with _clip_role(param, out):
+            return rewrite.op(block, op_type, out=out, attrs=attrs, X=grad)
+
+    def _op_for_one(self) -> Tuple[str, Dict[str, Any]]:
+        raise TypeError(f"{type(self).__name__} does not clip gradients one at a time")
+
+    # -- serialization (ParamAttr(gradient_clip=), error clips) ------------------------------
+    def to_config(self) -> Dict[str, Any]:
+        """The constructor arguments that rebuild this clip (``need_clip`` is not stored)."""
+        raise TypeError(f"{type(self).__name__} cannot be serialized")
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "GradientClipBase":
+        return cls(**config)
 
 
+@serialize.config_type("clip", "GradientClipByValue", "ClipGradByValue", "ClipByValue")
 class GradientClipByValue(GradientClipBase):
     """``g' = min(max(g, min), max)`` per element. ``min`` defaults to ``-max`` (``max`` must then
     be > 0)."""
@@ -197,10 +205,14 @@ class GradientClipByValue(GradientClipBase):
     def __str__(self) -> str:
         return "Gradient Clip By Value, min = %f, max=%f" % (self.min, self.max)
 
-    def _clip_one(self, grad: Variable) -> Variable:
-        return append_tmp_op(grad.block, "clip", {"X": grad}, {"min": self.min, "max": self.max})
+    def _op_for_one(self) -> Tuple[str, Dict[str, Any]]:
+        return "clip", {"min": self.min, "max": self.max}
+
+    def to_config(self) -> Dict[str, Any]:
+        return {"max": self.max, "min": self.min}
 
 
+@serialize.config_type("clip", "GradientClipByNorm", "ClipGradByNorm", "ClipByNorm")
 class GradientClipByNorm(GradientClipBase):
     """Per gradient: ``g' = g * clip_norm / ||g||`` when ``||g|| > clip_norm``, else ``g``."""
 
@@ -216,11 +228,15 @@ class GradientClipByNorm(GradientClipBase):
     def __str__(self) -> str:
         return "Gradient Clip By Norm, clip_norm=%f" % self.clip_norm
 
-    def _clip_one(self, grad: Variable) -> Variable:
-        return append_tmp_op(grad.block, "clip_by_norm", {"X": grad},
-                             {"max_norm": self.clip_norm})
+    def _op_for_one(self) -> Tuple[str, Dict[str, Any]]:
+        return "clip_by_norm", {"max_norm": self.clip_norm}
+
+    def to_config(self) -> Dict[str, Any]:
+        return {"clip_norm": self.clip_norm}
 
 
+@serialize.config_type("clip", "GradientClipByGlobalNorm", "ClipGradByGlobalNorm",
+                       "ClipByGlobalNorm")
 class GradientClipByGlobalNorm(GradientClipBase):
     """``G = sqrt(sum_i ||g_i||^2)`` over the counted gradients; each is scaled by
     ``clip_norm / max(G, clip_norm)`` (exactly 1 when ``G <= clip_norm``).
@@ -257,69 +273,62 @@ class GradientClipByGlobalNorm(GradientClipBase):
         new.global_norm = None
         return new
 
-    def _clip_pairs(self, params_grads: PairList) -> Tuple[PairList, Dict[str, str]]:
-        decided = [(p, g, g is not None and self._needs(p)) for p, g in params_grads]
-        counted = [(p, g) for p, g, use in decided if use]
-        if not counted:
-            return list(params_grads), {}
-        scale = self._append_scale(counted)
-        out: PairList = []
-        new_names: Dict[str, str] = {}
-        for p, g, use in decided:
-            if g is None:
-                continue
-            if not use:
-                out.append((p, g))
-                continue
-            with p.block.program._optimized_guard([p, g]):
-                new = append_tmp_op(g.block, "elementwise_mul", {"X": g, "Y": scale})
-            out.append((p, new))
-            new_names[p.name] = new.name
-        return out, new_names
+    def to_config(self) -> Dict[str, Any]:
+        return {"clip_norm": self.clip_norm, "group_name": self.group_name,
+                "error_if_nonfinite": self.error_if_nonfinite}
 
-    def _append_scale(self, counted: PairList) -> Variable:
-        """Append the norm ops for ``counted`` pairs; returns the [1] scale Variable."""
-        squares = []
-        for p, g in counted:
-            with p.block.program._optimized_guard([p, g]):
-                squares.append(append_tmp_op(g.block, "squared_l2_norm", {"X": g}))
-        p, g = counted[-1]
-        block = g.block
-        with p.block.program._optimized_guard([p, g]):
-            total = append_tmp_op(block, "sum", {"X": squares}, {"use_mkldnn": False})
-            norm = append_tmp_op(block, "sqrt", {"X": total})
-            self.global_norm = norm
-            checked = norm
-            if self.error_if_nonfinite:
-                checked = append_tmp_op(block, "check_finite_norm",
-                                        {"X": norm, "Norms": squares},
-                                        {"grad_names": [gr.name for _, gr in counted]})
-            limit = append_tmp_op(block, "fill_constant", {}, dtype=norm.dtype, attrs={
-                "shape": [1], "dtype": norm.dtype, "value": self.clip_norm})
-            biggest = append_tmp_op(block, "elementwise_max", {"X": limit, "Y": checked})
-            return append_tmp_op(block, "elementwise_div", {"X": limit, "Y": biggest})
+    def _clip_pairs(self, params_grads: PairList) -> PairList:
+        counted = [(p, g) for p, g in params_grads if g is not None and self._needs(p)]
+        if not counted:          # nothing to clip: the input, unchanged (None grads included)
+            return list(params_grads)
+        clipped = _scale_by_global_norm(self, counted)
+        return [(p, clipped.get(p.name, g)) for p, g in params_grads if g is not None]
+
+
+def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList
+                          ) -> Dict[str, Variable]:
+    """Append the global-norm ops for ``counted`` and one ``elementwise_mul`` per gradient;
+    returns ``{param name: clipped grad}`` and sets ``clip.global_norm``.
+
+    The norm chain (``squared_l2_norm`` ... ``elementwise_div``) runs in the dtype the
+    ``squared_l2_norm`` op produces (float64 for float32 gradients: a float32 sum of squares
+    overflows for norms above ~1.8e19), and the scale is cast back to each gradient's dtype.
+    Each op's ``op_role_var`` is ``[param, clipped grad]`` (the last pair's for shared ops)."""
+    block = counted[-1][1].block
+    out_names = {p.name: rewrite.tmp_name("elementwise_mul") for p, _ in counted}
+    last_p = counted[-1][0]
+    squares = []
+    for p, g in counted:
+        with _clip_role(p, out_names[p.name]):
+            squares.append(rewrite.op(block, "squared_l2_norm", X=g))
+    with _clip_role(last_p, out_names[last_p.name]):
+        total = rewrite.op(block, "sum", X=squares, attrs={"use_mkldnn": False})
+        norm = clip.global_norm = rewrite.op(block, "sqrt", X=total)
+        checked = norm
+        if clip.error_if_nonfinite:
+            checked = rewrite.op(block, "check_finite_norm", X=norm, Norms=squares,
+                                 attrs={"grad_names": [g.name for _, g in counted]})
+        limit = rewrite.op(block, "fill_constant", dtype=norm.dtype, attrs={
+            "shape": [1], "dtype": norm.dtype, "value": clip.clip_norm})
+        biggest = rewrite.op(block, "elementwise_max", X=limit, Y=checked)
+        scale = rewrite.op(block, "elementwise_div", X=limit, Y=biggest)
+        scales = {scale.dtype: scale}
+        for _, g in counted:
+            if g.dtype not in scales:
+                scales[g.dtype] = rewrite.op(block, "cast", dtype=g.dtype, X=scale, attrs={
+                    "in_dtype": scale.dtype, "out_dtype": g.dtype})
+    new = {}
+    for p, g in counted:
+        out = rewrite.tmp(block, "elementwise_mul", g.dtype, name=out_names[p.name])
+        with _clip_role(p, out):
+            new[p.name] = rewrite.op(block, "elementwise_mul", out=out, X=g, Y=scales[g.dtype])
+    return new
 
 
 # 1.8 short aliases and 2.x names
 ClipByValue = ClipGradByValue = GradientClipByValue
 ClipByNorm = ClipGradByNorm = GradientClipByNorm
 ClipByGlobalNorm = ClipGradByGlobalNorm = GradientClipByGlobalNorm
-
-
-def _correct_clip_op_role_var(params_grads: PairList, new_names: Dict[str, str]) -> None:
-    """Point ``op_role_var`` of clip ops at ``[param, clipped grad]`` (fluid does the same)."""
-    if not new_names:
-        return
-    programs = []
-    for p, g in params_grads:
-        if g is not None and p.block.program not in programs:
-            programs.append(p.block.program)
-    for program in programs:
-        for op in program.global_block().ops:
-            role_var = op.attr("op_role_var")
-            if role_var and "gradient_clip" in (op.attr("op_namescope") or "") and \
-                    role_var[0] in new_names:
-                op._set_attr("op_role_var", [role_var[0], new_names[role_var[0]]])
 
 
 # -- finding the global norm ------------------------------------------------------------------
@@ -409,21 +418,14 @@ def append_gradient_clip_ops(param_grads: Sequence[Tuple[Parameter, Optional[Var
             if isinstance(attr, GradientClipByGlobalNorm):
                 groups.setdefault(attr.group_name, []).append((p, g))
                 continue
-            with p.block.program._optimized_guard([p, g]):
-                new_grads[p.name] = attr._clip_one(g)
+            new_grads[p.name] = attr._clip_one(p, g)
         for group_name, pairs in groups.items():
             norms = {attrs[p.name].clip_norm for p, _ in pairs}
             if len(norms) > 1:
                 raise ValueError(f"All parameters' 'clip_norm' of a same group should be the "
                                  f"same: group '{group_name}' has {sorted(norms)}")
             lead: GradientClipByGlobalNorm = attrs[pairs[0][0].name]  # type: ignore[assignment]
-            scale = lead._append_scale(pairs)
+            new_grads.update(_scale_by_global_norm(lead, pairs))
             for p, _ in pairs[1:]:
                 attrs[p.name].global_norm = lead.global_norm  # type: ignore[attr-defined]
-            for p, g in pairs:
-                with p.block.program._optimized_guard([p, g]):
-                    new_grads[p.name] = append_tmp_op(g.block, "elementwise_mul",
-                                                      {"X": g, "Y": scale})
-    result: PairList = [(p, new_grads.get(p.name, g)) for p, g in param_grads if g is not None]
-    _correct_clip_op_role_var(result, {k: v.name for k, v in new_grads.items()})
-    return result
+    return [(p, new_grads.get(p.name, g)) for p, g in param_grads if g is not None]

@@ -9,13 +9,11 @@ import contextlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .backward import append_backward
-from .clip import GradientClipBase, append_tmp_op, error_clip_callback
-from .core import names
-from .core.ir import (Block, Operator, Parameter, Program, Variable, default_main_program,
-                      default_startup_program, program_guard)
-from .core.names import name_scope
-from .layer_helper import LayerHelper
-from .optimizer import Optimizer, Pairs, _check_clip, _create_global_var
+from .clip import GradientClipBase, error_clip_callback
+from .core import names, rewrite
+from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
+                      default_main_program, default_startup_program, program_guard)
+from .optimizer_base import Optimizer, Pairs, _create_global_var, _resolve_clip
 
 __all__ = ["ModelAverage", "ExponentialMovingAverage", "LookaheadOptimizer",
            "RecomputeOptimizer"]
@@ -29,8 +27,8 @@ def _clone(block: Block, var: Variable) -> Variable:
 def _cast(block: Block, x: Variable, dtype: Any) -> Variable:
     if x.dtype == dtype:
         return x
-    return append_tmp_op(block, "cast", {"X": x}, {"in_dtype": x.dtype, "out_dtype": dtype},
-                         dtype=dtype)
+    return rewrite.op(block, "cast", dtype=dtype, attrs={"in_dtype": x.dtype, "out_dtype": dtype},
+                      X=x)
 
 
 class _SwapIn:
@@ -44,8 +42,8 @@ class _SwapIn:
         block = self.restore_program.global_block()
         with program_guard(self.restore_program, Program()):
             for param, backup in saved:
-                block.append_op(type="assign", inputs={"X": _clone(block, backup)},
-                                outputs={"Out": _clone(block, param)})
+                rewrite.append(block, "assign", {"X": _clone(block, backup)},
+                               {"Out": _clone(block, param)})
 
     @contextlib.contextmanager
     def apply(self, executor: Any, need_restore: bool = True) -> Iterator[None]:
@@ -91,7 +89,8 @@ class ModelAverage(Optimizer, _SwapIn):
                     shape=param.shape, persistable=False, stop_gradient=True)
                 self.params_grads.append((param, backup))
         for param, backup in self.params_grads:
-            with main._optimized_guard([param, backup]), name_scope("move_average"):
+            with rewrite.role(main, OpRole.Optimize, [param, backup],
+                              name_scope="move_average"):
                 self._append_average_accumulate_op(param)
         self.apply_program = Program()
         block = self.apply_program.global_block()
@@ -103,33 +102,29 @@ class ModelAverage(Optimizer, _SwapIn):
     _ACCS = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
 
     def _append_average_accumulate_op(self, param: Parameter) -> None:
-        self.helper = LayerHelper("average_accumulate")
         accs = {}
         for acc in self._ACCS:
             counter = acc.startswith(("num", "old"))
             accs[acc] = self._add_accumulator(acc, param, dtype="int64" if counter else None,
                                               shape=[1] if counter else None)
-        self.helper.append_op(
-            type="average_accumulates",
-            inputs=dict({"param": param}, **{"in_" + k: v for k, v in accs.items()}),
-            outputs={"out_" + k: v for k, v in accs.items()},
-            attrs={"average_window": self.average_window,
-                   "min_average_window": self.min_average_window,
-                   "max_average_window": self.max_average_window},
-            stop_gradient=True)
+        rewrite.append(
+            param.block.program.global_block(), "average_accumulates",
+            dict({"param": param}, **{"in_" + k: v for k, v in accs.items()}),
+            {"out_" + k: v for k, v in accs.items()},
+            {"average_window": self.average_window,
+             "min_average_window": self.min_average_window,
+             "max_average_window": self.max_average_window})
 
     def _add_average_apply_op(self, block: Block, param_grad: Tuple[Parameter, Variable]) -> None:
         param, backup = (_clone(block, v) for v in param_grad)
         accs = {k: _clone(block, self._get_accumulator(k, param_grad[0])) for k in self._ACCS}
-        block.append_op(type="assign", inputs={"X": param}, outputs={"Out": backup})
-        count = append_tmp_op(block, "sum",
-                              {"X": [accs["num_accumulates"], accs["old_num_accumulates"]]})
-        total = append_tmp_op(block, "sum", {"X": [accs["sum_1"], accs["sum_2"],
-                                                   accs["sum_3"]]})
+        rewrite.append(block, "assign", {"X": param}, {"Out": backup})
+        count = rewrite.op(block, "sum", X=[accs["num_accumulates"], accs["old_num_accumulates"]])
+        total = rewrite.op(block, "sum", X=[accs["sum_1"], accs["sum_2"], accs["sum_3"]])
         dtype = param.dtype
-        block.append_op(type="elementwise_div",
-                        inputs={"X": _cast(block, total, dtype), "Y": _cast(block, count, dtype)},
-                        outputs={"Out": param})
+        rewrite.append(block, "elementwise_div",
+                       {"X": _cast(block, total, dtype), "Y": _cast(block, count, dtype)},
+                       {"Out": param})
 
     def minimize(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("ModelAverage is not a standalone optimizer: build it after "
@@ -172,7 +167,7 @@ class ExponentialMovingAverage(_SwapIn):
                 self._params_tmps.append((param, tmp))
         self._ema_vars: Dict[str, Variable] = {}
         for param, tmp in self._params_tmps:
-            with main._optimized_guard([param, tmp]), name_scope("moving_average"):
+            with rewrite.role(main, OpRole.Optimize, [param, tmp], name_scope="moving_average"):
                 self._ema_vars[param.name] = _create_global_var(
                     name=names.generate(self._name + param.name + "_ema"), shape=param.shape,
                     value=0.0, dtype=param.dtype)
@@ -182,38 +177,36 @@ class ExponentialMovingAverage(_SwapIn):
             step = _cast(block, block.create_var(name=self._step_counter_name, shape=[1],
                                                  dtype="int64", persistable=True), "float32")
             decay = _clone(block, self._decay_var)
-            decay_pow = append_tmp_op(block, "elementwise_pow", {"X": decay, "Y": step})
-            zero = append_tmp_op(block, "fill_constant", {}, {"shape": [1], "dtype": "float32",
-                                                              "value": 0.0}, dtype="float32")
-            started = _cast(block, append_tmp_op(block, "less_than", {"X": zero, "Y": step},
-                                                 dtype="bool"), "float32")
+            decay_pow = rewrite.op(block, "elementwise_pow", X=decay, Y=step)
+            zero = rewrite.op(block, "fill_constant", dtype="float32",
+                              attrs={"shape": [1], "dtype": "float32", "value": 0.0})
+            started = _cast(block, rewrite.op(block, "less_than", dtype="bool", X=zero, Y=step),
+                            "float32")
             # 1 - d**step once a step ran, else exactly 1 (no correction before any update)
-            denom = append_tmp_op(block, "scale", {"X": append_tmp_op(
-                block, "elementwise_mul", {"X": decay_pow, "Y": started})},
-                {"scale": -1.0, "bias": 1.0})
+            denom = rewrite.op(block, "scale", attrs={"scale": -1.0, "bias": 1.0},
+                               X=rewrite.op(block, "elementwise_mul", X=decay_pow, Y=started))
             for param, tmp in self._params_tmps:
                 p, t, ema = (_clone(block, v) for v in (param, tmp, self._ema_vars[param.name]))
-                block.append_op(type="assign", inputs={"X": p}, outputs={"Out": t})
-                block.append_op(type="elementwise_div",
-                                inputs={"X": ema, "Y": _cast(block, denom, p.dtype)},
-                                outputs={"Out": p})
+                rewrite.append(block, "assign", {"X": p}, {"Out": t})
+                rewrite.append(block, "elementwise_div",
+                               {"X": ema, "Y": _cast(block, denom, p.dtype)}, {"Out": p})
         self._build_restore_program(self._params_tmps)
 
     def _get_ema_decay(self) -> Variable:
         main = default_main_program()
-        with main._lr_schedule_guard():
+        with rewrite.role(main, OpRole.LRSched):
             decay_var = _create_global_var(name="scheduled_ema_decay_rate", shape=[1],
                                            value=self._decay, dtype="float32")
             if self._thres_steps is not None:
                 block = main.global_block()
                 t = _cast(block, self._thres_steps, "float32")
-                ratio = append_tmp_op(block, "elementwise_div", {
-                    "X": append_tmp_op(block, "scale", {"X": t}, {"bias": 1.0}),
-                    "Y": append_tmp_op(block, "scale", {"X": t}, {"bias": 10.0})})
-                limit = append_tmp_op(block, "fill_constant", {}, {
-                    "shape": [1], "dtype": "float32", "value": self._decay}, dtype="float32")
-                block.append_op(type="elementwise_min", inputs={"X": ratio, "Y": limit},
-                                outputs={"Out": decay_var})
+                ratio = rewrite.op(block, "elementwise_div",
+                                   X=rewrite.op(block, "scale", attrs={"bias": 1.0}, X=t),
+                                   Y=rewrite.op(block, "scale", attrs={"bias": 10.0}, X=t))
+                limit = rewrite.op(block, "fill_constant", dtype="float32", attrs={
+                    "shape": [1], "dtype": "float32", "value": self._decay})
+                rewrite.append(block, "elementwise_min", {"X": ratio, "Y": limit},
+                               {"Out": decay_var})
         return decay_var
 
     def update(self) -> None:
@@ -223,14 +216,13 @@ class ExponentialMovingAverage(_SwapIn):
         main = default_main_program()
         block = main.global_block()
         for param, tmp in self._params_tmps:
-            with main._optimized_guard([param, tmp]), name_scope("moving_average"):
+            with rewrite.role(main, OpRole.Optimize, [param, tmp], name_scope="moving_average"):
                 ema = self._ema_vars[param.name]
                 d = _cast(block, self._decay_var, param.dtype)
-                keep = append_tmp_op(block, "elementwise_mul", {"X": ema, "Y": d})
-                one_minus = append_tmp_op(block, "scale", {"X": d}, {"scale": -1.0, "bias": 1.0})
-                new = append_tmp_op(block, "elementwise_mul", {"X": param, "Y": one_minus})
-                block.append_op(type="elementwise_add", inputs={"X": keep, "Y": new},
-                                outputs={"Out": ema})
+                keep = rewrite.op(block, "elementwise_mul", X=ema, Y=d)
+                one_minus = rewrite.op(block, "scale", attrs={"scale": -1.0, "bias": 1.0}, X=d)
+                new = rewrite.op(block, "elementwise_mul", X=param, Y=one_minus)
+                rewrite.append(block, "elementwise_add", {"X": keep, "Y": new}, {"Out": ema})
 
 
 class LookaheadOptimizer:
@@ -267,41 +259,39 @@ class LookaheadOptimizer:
             s_fast = startup_block.var(name)
             s_slow = startup_block.create_var(name=name + "@SLOW", shape=fast.shape,
                                               dtype=fast.dtype, persistable=True)
-            startup_block.append_op(type="assign", inputs={"X": s_fast},
-                                    outputs={"Out": s_slow})
-        with program_guard(main_block.program, startup):
+            rewrite.append(startup_block, "assign", {"X": s_fast}, {"Out": s_slow})
+        # the sync ops update state: Optimize role, so clone(for_test) drops them
+        with program_guard(main_block.program, startup), \
+                rewrite.role(main_block.program, OpRole.Optimize):
             k = _create_global_var("lookahead_k", [1], self.k, "int32")
             alpha = _create_global_var("lookahead_alpha", [1], self.alpha, "float32")
             step = _create_global_var("lookahead_step", [1], 0, "int32")
-            main_block.append_op(type="increment", inputs={"X": step}, outputs={"Out": step},
-                                 attrs={"step": 1.0})
-            mod = append_tmp_op(main_block, "elementwise_mod", {"X": step, "Y": k})
-            zero = append_tmp_op(main_block, "fill_constant", {}, {
-                "shape": [1], "dtype": "int32", "value": 0.0}, dtype="int32")
-            sync = _cast(main_block, append_tmp_op(main_block, "equal", {"X": mod, "Y": zero},
-                                                   dtype="bool"), "float32")
-            keep = append_tmp_op(main_block, "scale", {"X": sync}, {"scale": -1.0, "bias": 1.0})
-            one_minus_alpha = append_tmp_op(main_block, "scale", {"X": alpha},
-                                            {"scale": -1.0, "bias": 1.0})
+            rewrite.append(main_block, "increment", {"X": step}, {"Out": step}, {"step": 1.0})
+            mod = rewrite.op(main_block, "elementwise_mod", X=step, Y=k)
+            zero = rewrite.op(main_block, "fill_constant", dtype="int32", attrs={
+                "shape": [1], "dtype": "int32", "value": 0.0})
+            sync = _cast(main_block, rewrite.op(main_block, "equal", dtype="bool", X=mod, Y=zero),
+                         "float32")
+            flip = {"scale": -1.0, "bias": 1.0}
+            keep = rewrite.op(main_block, "scale", attrs=flip, X=sync)
+            one_minus_alpha = rewrite.op(main_block, "scale", attrs=flip, X=alpha)
             for name in params:
                 fast, slow = main_block.var(name), slow_vars[name]
                 m_sync, m_keep = _cast(main_block, sync, fast.dtype), \
                     _cast(main_block, keep, fast.dtype)
-                mixed = append_tmp_op(main_block, "elementwise_add", {
-                    "X": append_tmp_op(main_block, "elementwise_mul",
-                                       {"X": fast, "Y": _cast(main_block, alpha, fast.dtype)}),
-                    "Y": append_tmp_op(main_block, "elementwise_mul",
-                                       {"X": slow, "Y": _cast(main_block, one_minus_alpha,
-                                                              fast.dtype)})})
+                mixed = rewrite.op(
+                    main_block, "elementwise_add",
+                    X=rewrite.op(main_block, "elementwise_mul", X=fast,
+                                 Y=_cast(main_block, alpha, fast.dtype)),
+                    Y=rewrite.op(main_block, "elementwise_mul", X=slow,
+                                 Y=_cast(main_block, one_minus_alpha, fast.dtype)))
                 # every k-th step both become `mixed`, otherwise they keep their values
                 # (x*1 + y*0 is exact, so the untouched weights are bit-identical)
                 for var, other in ((slow, slow), (fast, fast)):
-                    main_block.append_op(type="elementwise_add", inputs={
-                        "X": append_tmp_op(main_block, "elementwise_mul",
-                                           {"X": mixed, "Y": m_sync}),
-                        "Y": append_tmp_op(main_block, "elementwise_mul",
-                                           {"X": other, "Y": m_keep})},
-                        outputs={"Out": var})
+                    rewrite.append(main_block, "elementwise_add", {
+                        "X": rewrite.op(main_block, "elementwise_mul", X=mixed, Y=m_sync),
+                        "Y": rewrite.op(main_block, "elementwise_mul", X=other, Y=m_keep)},
+                        {"Out": var})
         return mini_out
 
 
@@ -358,11 +348,9 @@ class RecomputeOptimizer(Optimizer):
         """Recomputing backward, then the wrapped optimizer's clip/regularize/update."""
         if self._checkpoints is None:
             raise ValueError("You should call _set_checkpoints first")
-        grad_clip = _check_clip(grad_clip, "minimize()")
-        params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
-        self._optimizer._minimize_clip = grad_clip
-        try:
-            ops = self.apply_optimize(loss, startup_program, params_grads)
-        finally:
-            self._optimizer._minimize_clip = None
+        clip = _resolve_clip(self._optimizer._grad_clip, grad_clip)
+        startup = startup_program if startup_program is not None else default_startup_program()
+        with rewrite.transaction(loss.block.program, startup):
+            params_grads = self.backward(loss, startup_program, parameter_list, no_grad_set)
+            ops = self._optimizer._apply_optimize(loss, startup_program, params_grads, clip)
         return ops, params_grads

@@ -14,10 +14,16 @@ All ops are in ``name_scope('regularization')`` with op_role Optimize and op_rol
 from __future__ import annotations
 
 import logging
-from typing import Any, List, Optional, Sequence, Tuple
+import math
+import numbers
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .core import names
-from .core.ir import Block, Parameter, Variable
+import numpy as np
+
+from .core import names, rewrite
+from .core.ir import Block, OpRole, Parameter, Variable
+from .core.names import name_scope
+from .core.serialize import config_type
 
 __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer",
            "WeightDecayRegularizer", "append_regularization_ops"]
@@ -30,41 +36,55 @@ class WeightDecayRegularizer:
     ``param`` to ``block`` and returns the term's Variable."""
 
     def __init__(self, regularization_coeff: float = 0.0) -> None:
-        if isinstance(regularization_coeff, bool) or \
-                not isinstance(regularization_coeff, (int, float)):
-            raise TypeError(f"regularization_coeff must be a float, got {regularization_coeff!r}")
+        if isinstance(regularization_coeff, (bool, np.bool_)) or \
+                not isinstance(regularization_coeff, numbers.Real) or \
+                not math.isfinite(regularization_coeff):
+            raise TypeError(f"regularization_coeff must be a float (finite), got "
+                            f"{regularization_coeff!r}")
         self._regularization_coeff = float(regularization_coeff)
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
         raise NotImplementedError(f"{type(self).__name__} must define __call__")
+
+    def to_config(self) -> Dict[str, Any]:
+        """What a saved program stores: ``{"coeff": regularization_coeff}``."""
+        return {"coeff": self._regularization_coeff}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "WeightDecayRegularizer":
+        if set(config) != {"coeff"}:
+            raise ValueError(f"a regularizer stores exactly {{'coeff'}}, got {sorted(config)}")
+        return cls(config["coeff"])
 
     def _term_var(self, block: Block, param: Parameter) -> Variable:
         return block.create_var(name=names.generate("_generated_var"), dtype=param.dtype,
                                 shape=param.shape, lod_level=param.lod_level)
 
 
+@config_type("regularizer", "L2Decay")
 class L2DecayRegularizer(WeightDecayRegularizer):
     """term = coeff * param (one ``scale`` op); adds ``coeff * ||param||^2 / 2`` to the loss."""
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
         decay = self._term_var(block, param)
-        block.append_op(type="scale", inputs={"X": param}, outputs={"Out": decay},
-                        attrs={"scale": self._regularization_coeff})
+        rewrite.append(block, "scale", {"X": param}, {"Out": decay},
+                       {"scale": self._regularization_coeff})
         return decay
 
     def __str__(self) -> str:
         return "L2Decay, regularization_coeff=%f" % self._regularization_coeff
 
 
+@config_type("regularizer", "L1Decay")
 class L1DecayRegularizer(WeightDecayRegularizer):
     """term = coeff * sign(param) (``sign`` then ``scale``); adds ``coeff * ||param||_1``."""
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
         sign = self._term_var(block, param)
         decay = self._term_var(block, param)
-        block.append_op(type="sign", inputs={"X": param}, outputs={"Out": sign})
-        block.append_op(type="scale", inputs={"X": sign}, outputs={"Out": decay},
-                        attrs={"scale": self._regularization_coeff})
+        rewrite.append(block, "sign", {"X": param}, {"Out": sign})
+        rewrite.append(block, "scale", {"X": sign}, {"Out": decay},
+                       {"scale": self._regularization_coeff})
         return decay
 
     def __str__(self) -> str:
@@ -98,8 +118,7 @@ def _regularized_grad(param: Parameter, grad: Variable,
         return grad
     block = grad.block
     term = reg(param, grad, block)
-    block.append_op(type="sum", inputs={"X": [grad, term]}, outputs={"Out": grad},
-                    attrs={"use_mkldnn": False})
+    rewrite.append(block, "sum", {"X": [grad, term]}, {"Out": grad}, {"use_mkldnn": False})
     return grad
 
 
@@ -108,7 +127,6 @@ def append_regularization_ops(parameters_and_grads: Sequence[Tuple[Parameter, Op
                               ) -> List[Tuple[Parameter, Optional[Variable]]]:
     """Add each parameter's decay term to its gradient (see the module docstring); returns the
     ``(param, grad)`` pairs (a None grad stays None)."""
-    from .core.names import name_scope
     regularization = check_regularizer(regularization, "regularization")
     out: List[Tuple[Parameter, Optional[Variable]]] = []
     warned = False
@@ -124,6 +142,6 @@ def append_regularization_ops(parameters_and_grads: Sequence[Tuple[Parameter, Op
                           "'fluid.WeightNormParamAttr' already. The Regularization[%s] in "
                           "Optimizer will not take effect, and it will only be applied to other "
                           "Parameters!", regularization)
-            with param.block.program._optimized_guard([param, grad]):
+            with rewrite.role(param.block.program, OpRole.Optimize, [param, grad]):
                 out.append((param, _regularized_grad(param, grad, regularization)))
     return out

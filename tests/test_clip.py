@@ -144,9 +144,13 @@ def test_clip_by_norm_numbers_and_ops():
 def test_clip_by_global_norm_numbers_and_ops():
     clip = fluid.clip.GradientClipByGlobalNorm(clip_norm=0.25)
     main, startup, _ = build(clip)
+    # the norm chain runs in float64 (overflow-safe); its scale is cast back to float32
     ops = _check_clip_ops(main, ["squared_l2_norm", "squared_l2_norm", "sum", "sqrt",
-                                 "fill_constant", "elementwise_max", "elementwise_div",
+                                 "fill_constant", "elementwise_max", "elementwise_div", "cast",
                                  "elementwise_mul", "elementwise_mul"])
+    assert ops[3].output("Out") == [clip.global_norm.name]
+    assert clip.global_norm.dtype == fluid.core.VarType.FP64
+    assert ops[8].input("Y") == ops[7].output("Out")
     assert ops[4].attr("value") == 0.25 and ops[4].attr("shape") == [1]
     assert ops[5].input("X") == ops[4].output("Out") and ops[5].input("Y") == ops[3].output("Out")
     assert tail(main) == [op.type for op in ops] + ["sgd", "sgd"]

@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import numpy as np
 
 from . import registry
+from .version import __version__
 from .dtypes import VarType
 
 FORMAT_NAME = "fluidlite.program"
@@ -73,11 +74,7 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:
 
 # -- encoding ---------------------------------------------------------------------------------
 def _fluidlite_version() -> str:
-    try:
-        from .. import __version__
-        return __version__
-    except ImportError:  # pragma: no cover - partial import during bootstrap
-        return "unknown"
+    return __version__
 
 
 def _enc_value(v: Any, where: str) -> Any:
@@ -182,87 +179,52 @@ def _expect(cond: bool, where: str, what: str) -> None:
         raise ProgramFormatError(f"malformed program: {where}: {what}")
 
 
-# -- regularizers and clip attributes: by type and coefficients -------------------------------
-_REG_TYPES = {"L2DecayRegularizer": "L2Decay", "L1DecayRegularizer": "L1Decay"}
-_CLIP_FIELDS = {   # class name -> constructor keyword -> candidate attribute names
-    "GradientClipByValue": {"max": ("max", "_max"), "min": ("min", "_min")},
-    "ClipGradByValue": {"max": ("max", "_max"), "min": ("min", "_min")},
-    "GradientClipByNorm": {"clip_norm": ("clip_norm", "_clip_norm")},
-    "ClipGradByNorm": {"clip_norm": ("clip_norm", "_clip_norm")},
-    "GradientClipByGlobalNorm": {"clip_norm": ("clip_norm", "_clip_norm"),
-                                 "group_name": ("group_name", "_group_name"),
-                                 "error_if_nonfinite": ("error_if_nonfinite",)},
-    "ClipGradByGlobalNorm": {"clip_norm": ("clip_norm", "_clip_norm"),
-                             "group_name": ("group_name", "_group_name"),
-                             "error_if_nonfinite": ("error_if_nonfinite",)},
-    "ErrorClipByValue": {"max": ("max", "_max"), "min": ("min", "_min")},
-}
-_OPTIONAL_CLIP_FIELDS = frozenset({"error_if_nonfinite"})   # absent on older clip classes
+# -- objects that serialize themselves (clips, regularizers) ---------------------------------
+_CONFIG_TYPES: Dict[str, Any] = {}       # stored type name -> class
 
 
-def _enc_regularizer(reg: Any, where: str) -> Any:
-    if reg is None:
+def config_type(kind: str, *type_names: str) -> Callable[[Any], Any]:
+    """Class decorator for attribute objects stored in programs (a Parameter's regularizer and
+    gradient clip, a Variable's error clip) as ``{"type": name, **obj.to_config()}`` and rebuilt
+    by ``cls.from_config(fields)``. ``type_names[0]`` is the name written, the others are
+    accepted when reading (aliases). ``kind`` is checked when reading, so a regularizer is never
+    decoded where a clip belongs. This keeps core/ free of the passes that define them."""
+    def deco(cls: Any) -> Any:
+        cls._config_kind, cls._config_name = kind, type_names[0]
+        for n in type_names:
+            _CONFIG_TYPES[n] = cls
+        return cls
+    return deco
+
+
+def _enc_config(obj: Any, kind: str, where: str) -> Any:
+    if obj is None:
         return None
-    name = _REG_TYPES.get(type(reg).__name__)
-    coeff = getattr(reg, "_regularization_coeff", None)
-    if name is None or coeff is None:
-        raise ProgramFormatError(f"{where}: regularizer {reg!r} of type {type(reg).__name__} "
-                                 f"cannot be serialized; supported: L1Decay, L2Decay")
-    return {"type": name, "coeff": float(coeff)}
+    if getattr(type(obj), "_config_kind", None) != kind:
+        known = sorted(n for n, c in _CONFIG_TYPES.items() if c._config_kind == kind)
+        raise ProgramFormatError(f"{where}: {kind} {obj!r} of type {type(obj).__name__} cannot "
+                                 f"be serialized; supported: {known}")
+    try:
+        fields = obj.to_config()
+    except TypeError as e:
+        raise ProgramFormatError(f"{where}: {e}") from None
+    return {"type": type(obj)._config_name,
+            **{k: _enc_value(v, where) for k, v in fields.items()}}
 
 
-def _dec_regularizer(d: Any, where: str) -> Any:
-    if d is None:
-        return None
-    _expect(isinstance(d, dict) and set(d) == {"type", "coeff"}, where,
-            "regularizer must be {\"type\": ..., \"coeff\": ...}")
-    from .. import regularizer as reg_mod
-    cls = {"L2Decay": reg_mod.L2DecayRegularizer, "L1Decay": reg_mod.L1DecayRegularizer}.get(
-        d["type"])
-    _expect(cls is not None, where, f"unknown regularizer type {d['type']!r}")
-    _expect(isinstance(d["coeff"], (int, float)) and not isinstance(d["coeff"], bool), where,
-            "regularizer coeff must be a number")
-    return cls(float(d["coeff"]))
-
-
-def _enc_clip(clip: Any, where: str) -> Any:
-    if clip is None:
-        return None
-    cname = type(clip).__name__
-    fields = _CLIP_FIELDS.get(cname)
-    if fields is None:
-        raise ProgramFormatError(f"{where}: clip attribute {clip!r} of type {cname} cannot be "
-                                 f"serialized; supported: {sorted(set(_CLIP_FIELDS))}")
-    out: Dict[str, Any] = {"type": cname}
-    for key, candidates in fields.items():
-        for attr in candidates:
-            if hasattr(clip, attr):
-                out[key] = _enc_value(getattr(clip, attr), where)
-                break
-        else:
-            if key not in _OPTIONAL_CLIP_FIELDS:
-                raise ProgramFormatError(f"{where}: {cname} has no attribute "
-                                         f"{candidates[0]!r}")
-    return out
-
-
-def _dec_clip(d: Any, where: str) -> Any:
+def _dec_config(d: Any, kind: str, where: str) -> Any:
     if d is None:
         return None
     _expect(isinstance(d, dict) and isinstance(d.get("type"), str), where,
-            "clip attribute must be {\"type\": ..., ...}")
-    fields = _CLIP_FIELDS.get(d["type"])
-    _expect(fields is not None, where, f"unknown clip type {d['type']!r}")
-    _expect(set(d) - {"type"} <= set(fields), where,
-            f"unexpected keys {sorted(set(d) - {'type'} - set(fields))}")
-    from .. import clip as clip_mod
-    cls = getattr(clip_mod, d["type"], None)
-    _expect(cls is not None, where, f"fluidlite.clip has no class {d['type']!r}")
-    kwargs = {k: v for k, v in d.items() if k != "type"}
+            f"{kind} must be {{\"type\": ..., ...}}")
+    cls = _CONFIG_TYPES.get(d["type"])
+    _expect(cls is not None and cls._config_kind == kind, where,
+            f"unknown {kind} type {d['type']!r}")
+    fields = {k: v for k, v in d.items() if k != "type"}
     try:
-        return cls(**kwargs)
-    except (TypeError, ValueError, AssertionError) as e:
-        raise ProgramFormatError(f"{where}: cannot rebuild {d['type']}({kwargs}): {e}") from None
+        return cls.from_config(fields)
+    except (TypeError, ValueError, KeyError) as e:
+        raise ProgramFormatError(f"{where}: cannot rebuild {d['type']}({fields}): {e}") from None
 
 
 # -- program -> dict --------------------------------------------------------------------------
@@ -284,12 +246,12 @@ def program_to_dict(program: Any) -> Dict[str, Any]:
                 "dtype": v.dtype.name if v.dtype is not None else None,
                 "lod_level": int(v.lod_level)}
             d.update((f, bool(getattr(v, f, False))) for f in _VAR_FLAGS)
-            d["error_clip"] = _enc_clip(v.error_clip, where + " error_clip")
+            d["error_clip"] = _enc_config(v.error_clip, "clip", where + " error_clip")
             if isinstance(v, Parameter):
                 d["trainable"] = bool(v.trainable)
                 d["optimize_attr"] = _enc_value(dict(v.optimize_attr or {}), where)
-                d["regularizer"] = _enc_regularizer(v.regularizer, where)
-                d["gradient_clip_attr"] = _enc_clip(v.gradient_clip_attr, where)
+                d["regularizer"] = _enc_config(v.regularizer, "regularizer", where)
+                d["gradient_clip_attr"] = _enc_config(v.gradient_clip_attr, "clip", where)
                 d["do_model_average"] = v.do_model_average
                 d["need_clip"] = bool(v.need_clip)
                 d["is_distributed"] = bool(v.is_distributed)
@@ -450,7 +412,7 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
                 type=VarType[vtype], name=name, shape=shape,
                 dtype=convert_np_dtype_to_dtype_(VarType[dtype]) if dtype else None,
                 lod_level=_int(vd, "lod_level", vwhere),
-                error_clip=_dec_clip(vd.get("error_clip"), vwhere + " error_clip"))
+                error_clip=_dec_config(vd.get("error_clip"), "clip", vwhere + " error_clip"))
             for f in _VAR_FLAGS:
                 kw[f] = _bool(vd, f, vwhere, default=False)
             kind = vd.get("kind", "var")
@@ -467,9 +429,10 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
                 v = Parameter(b, kw.pop("shape"), kw.pop("dtype"),
                               trainable=_bool(vd, "trainable", vwhere, default=True),
                               optimize_attr=opt,
-                              regularizer=_dec_regularizer(vd.get("regularizer"), vwhere),
-                              gradient_clip_attr=_dec_clip(vd.get("gradient_clip_attr"),
-                                                           vwhere),
+                              regularizer=_dec_config(vd.get("regularizer"), "regularizer",
+                                                      vwhere),
+                              gradient_clip_attr=_dec_config(vd.get("gradient_clip_attr"),
+                                                             "clip", vwhere),
                               do_model_average=dma,
                               need_clip=_bool(vd, "need_clip", vwhere, default=True),
                               is_distributed=_bool(vd, "is_distributed", vwhere,

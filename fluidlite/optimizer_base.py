@@ -1,0 +1,337 @@
+"""The optimizer pass (``Optimizer`` base class of ``fluid.optimizer``), fluid 1.8 semantics.
+
+``minimize(loss)`` = ``backward`` (append_backward with ``error_clip_callback``) then
+``apply_gradients``, which, in this order:
+
+1. sorts the ``(param, grad)`` pairs by parameter name;
+2. clips them: the optimizer's ``grad_clip`` (wins), else ``minimize(..., grad_clip=)``, else
+   the legacy per-parameter clips (``set_gradient_clip`` / ``ParamAttr(gradient_clip=)``);
+3. adds weight decay (``append_regularization_ops``), so the decay is never clipped;
+4. creates the accumulators (persistable, initialised in the startup program, named
+   ``<param>_<acc>_N`` as fluid) and the global learning rate (``learning_rate_N``), then
+   appends one update op per trainable parameter in ``name_scope('optimizer')`` with op_role
+   Optimize; a parameter with ``ParamAttr(learning_rate=r)``, r != 1, gets a ``scale`` op
+   (op_role LRSched|Optimize) computing its learning rate.
+
+``minimize`` returns ``(optimize_ops, params_grads)`` where ``params_grads`` are the raw
+``(param, X@GRAD)`` pairs of the backward pass.
+
+Each optimizer (``optimizer.py``) is declared by a table: its update op ``type``, its
+accumulators ``_accs`` (``Acc``: name, op slots, start value, shape [1] or the parameter's) and
+the op attrs ``_attrs`` set by its constructor; this base class creates the accumulators and
+appends the update op. Every op is created with the rewrite verbs inside a role context
+(``core/rewrite.py``); ``minimize`` is one build transaction: on any error the main and startup
+programs are left exactly as they were.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+
+import numpy as np
+
+from .backward import _no_grad_names, append_backward
+from .clip import GradientClipBase, append_gradient_clip_ops, error_clip_callback
+from .core import names, rewrite
+from .core.dtypes import VarType
+from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
+                      default_main_program, default_startup_program, program_guard)
+from .regularizer import append_regularization_ops, check_regularizer
+
+__all__ = ["Optimizer", "Acc"]
+
+_log = logging.getLogger("fluidlite")
+Pairs = List[Tuple[Parameter, Optional[Variable]]]
+
+
+def _create_global_var(name: str, shape: Sequence[int], value: float, dtype: Any,
+                       persistable: bool = True, **flags: Any) -> Variable:
+    """A global variable of the default main program, initialised to ``value`` in the default
+    startup program (fluid's ``layers.create_global_var``)."""
+    return rewrite.global_var(default_main_program(), default_startup_program(), name, shape,
+                              value, dtype, persistable, **flags)
+
+
+def _hyper(owner: str, arg: str, value: Any, low: float = -math.inf, high: float = math.inf,
+           low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a float after checking it is a real number (Python or NumPy) in the range;
+    the error names the argument, the range and what was received."""
+    ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
+    v = float(value) if ok else math.nan
+    ok = ok and not math.isnan(v) and (v > low if low_open else v >= low) and \
+        (v < high if high_open else v <= high)
+    if not ok:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ValueError(f"{owner}: {arg} must be a number in {lo}{low}, {high}{hi}, but "
+                         f"received {value!r}")
+    return v
+
+
+def _positive(owner: str, arg: str, value: Any) -> float:
+    return _hyper(owner, arg, value, 0.0, low_open=True)
+
+
+def _unit(owner: str, arg: str, value: Any, closed: bool = False) -> float:
+    """A decay rate / beta: in [0, 1) (``closed``: [0, 1])."""
+    return _hyper(owner, arg, value, 0.0, 1.0, high_open=not closed)
+
+
+def _check_clip(grad_clip: Any, where: str) -> Optional[GradientClipBase]:
+    if grad_clip is not None and not isinstance(grad_clip, GradientClipBase):
+        raise TypeError(f"'grad_clip' should be an instance of GradientClipBase's derived class "
+                        f"(fluid.clip.GradientClipByValue / ByNorm / ByGlobalNorm), but {where} "
+                        f"received {grad_clip!r}")
+    return grad_clip
+
+
+def _check_set(**args: Any) -> None:
+    """fluid's "<arg> is not set." for the first argument that is None."""
+    for arg, value in args.items():
+        if value is None:
+            raise ValueError(f"{arg} is not set.")
+
+
+class Acc(NamedTuple):
+    """One accumulator of an update op: the persistable ``<param>_<name>_N``, read through
+    input ``slot`` and written back through output ``out`` (None: the op only reads it).
+    ``fill`` is its start value or a function of the optimizer giving it; a ``scalar``
+    accumulator has shape [1], otherwise the parameter's shape."""
+    name: str
+    slot: str
+    out: Optional[str]
+    fill: Union[float, Callable[[Any], float]] = 0.0
+    scalar: bool = False
+
+
+class Optimizer:
+    """Base class. ``learning_rate``: a float or a [1] Variable (e.g. a schedule from
+    ``fluid.layers``); an int raises TypeError as in fluid.
+
+    Subclasses declare ``type`` (the update op), ``_accs`` and set ``_attrs`` (plus
+    ``_extra_inputs`` if any); override the hooks below only for what the table cannot say."""
+    type: str
+    _accs: Tuple[Acc, ...] = ()
+
+    def __init__(self, learning_rate: Union[float, Variable],
+                 parameter_list: Optional[Sequence[Any]] = None, regularization: Any = None,
+                 grad_clip: Optional[GradientClipBase] = None,
+                 name: Optional[str] = None) -> None:
+        if isinstance(learning_rate, np.floating):
+            learning_rate = float(learning_rate)
+        if not isinstance(learning_rate, (float, Variable)):
+            raise TypeError(f"learning rate should be float or Variable, got "
+                            f"{type(learning_rate)} here (write e.g. 1.0 instead of 1)")
+        if isinstance(learning_rate, float):
+            _hyper(type(self).__name__, "learning_rate", learning_rate, 0.0)
+        self._learning_rate = learning_rate
+        self._parameter_list = list(parameter_list) if parameter_list is not None else None
+        self.regularization = check_regularizer(regularization, "regularization")
+        self._grad_clip = _check_clip(grad_clip, f"{type(self).__name__}()")
+        self._name = name
+        self._dtype: Any = None
+        self._learning_rate_map: Dict[Program, Variable] = {}
+        if isinstance(learning_rate, Variable):
+            self._learning_rate_map[learning_rate.block.program] = learning_rate
+        self._accumulators: Dict[str, Dict[str, Variable]] = defaultdict(dict)
+        self._opti_name_list: List[str] = []
+        self._attrs: Dict[str, Any] = {}
+        self._extra_inputs: Dict[str, Variable] = {}
+
+    # -- learning rate ----------------------------------------------------------------------
+    def _create_global_learning_rate(self) -> None:
+        if isinstance(self._global_learning_rate(), Variable):
+            return
+        if not isinstance(self._learning_rate, float):
+            raise TypeError("learning rate variable is create outside optimizer,can not create "
+                            "new learning rate variable for new program (the learning_rate "
+                            "Variable belongs to another Program; build the schedule in the "
+                            "program being optimized)")
+        self._learning_rate_map[default_main_program()] = _create_global_var(
+            name=names.generate("learning_rate"), shape=[1], value=self._learning_rate,
+            dtype="float32" if self._dtype is None else self._dtype)
+
+    def _global_learning_rate(self, program: Optional[Program] = None) -> Optional[Variable]:
+        return self._learning_rate_map.get(program if program is not None
+                                           else default_main_program())
+
+    def _create_param_lr(self, param_and_grad: Tuple[Parameter, Variable]) -> Variable:
+        """The parameter's learning rate: the global one, or global * ParamAttr.learning_rate
+        through a ``scale`` op (op_role LRSched|Optimize, name_scope 'scale_with_param_lr')."""
+        param = param_and_grad[0]
+        param_lr = param.optimize_attr.get("learning_rate", 1.0)
+        if isinstance(param_lr, Variable):
+            return param_lr
+        glr = self._global_learning_rate()
+        if param_lr == 1.0:
+            return glr
+        program = default_main_program()
+        with rewrite.role(program, OpRole.LRSched | OpRole.Optimize,
+                          name_scope="scale_with_param_lr"):
+            return rewrite.op(program.global_block(), "scale", X=glr,
+                              attrs={"scale": float(param_lr)})
+
+    # -- accumulators -----------------------------------------------------------------------
+    def _add_accumulator(self, name: str, param: Parameter, dtype: Any = None,
+                         fill_value: float = 0.0, shape: Optional[Sequence[int]] = None,
+                         type: Any = None, device: Any = None) -> Variable:
+        """Create the persistable ``<param>_<name>_N`` (zero-filled in startup by default)."""
+        if self._name is not None:
+            name = self._name + "_" + name
+        if param.name in self._accumulators[name]:
+            raise RuntimeError(f"Accumulator {name} already exists for parameter {param.name}: "
+                               f"this optimizer instance already built its update ops for it "
+                               f"(minimize called twice?); use a new optimizer instance")
+        shape = list(param.shape) if shape is None else list(shape)
+        var_name = names.generate(param.name + "_" + name)
+        var = _create_global_var(var_name, shape, fill_value, dtype or param.dtype,
+                                 type=param.type if type is None else type,
+                                 belong_to_optimizer=True)
+        self._opti_name_list.append(var_name)
+        self._accumulators[name][param.name] = var
+        return var
+
+    def _get_accumulator(self, name: str, param: Parameter) -> Variable:
+        if self._name is not None:
+            name = self._name + "_" + name
+        if param.name not in self._accumulators.get(name, {}):
+            raise RuntimeError(f"Accumulator {name} does not exist for parameter {param.name}")
+        return self._accumulators[name][param.name]
+
+    def get_opti_var_name_list(self) -> List[str]:
+        """Names of every accumulator this optimizer created."""
+        return list(self._opti_name_list)
+
+    # -- the update op (hooks for subclasses) -----------------------------------------------
+    def _create_accumulators(self, block: Block, parameters: List[Parameter]) -> None:
+        """Every parameter's ``_accs``, in table order."""
+        for p in parameters:
+            for acc in self._accs:
+                self._add_accumulator(
+                    acc.name, p, fill_value=acc.fill(self) if callable(acc.fill) else acc.fill,
+                    shape=[1] if acc.scalar else None,
+                    type=VarType.LOD_TENSOR if acc.scalar else None)
+
+    def _append_optimize_op(self, block: Block, param_and_grad: Tuple[Parameter, Variable]
+                            ) -> Operator:
+        """``ParamOut, <acc outs> = <type>(Param, Grad, LearningRate, <accs>, <extra inputs>)``
+        with ``_op_attrs(param)``."""
+        p, g = param_and_grad
+        inputs = {"Param": p, "Grad": g, "LearningRate": self._create_param_lr(param_and_grad)}
+        outputs = {"ParamOut": p}
+        for acc in self._accs:
+            var = inputs[acc.slot] = self._get_accumulator(acc.name, p)
+            if acc.out is not None:
+                outputs[acc.out] = var
+        inputs.update(self._extra_inputs)
+        return rewrite.append(block, self.type, inputs, outputs, self._op_attrs(p))
+
+    def _op_attrs(self, param: Parameter) -> Dict[str, Any]:
+        """The update op's attrs for ``param`` (the constructor's ``_attrs`` by default)."""
+        return self._attrs
+
+    def _finish_update(self, block: Block, parameters_and_grads: Pairs) -> None:
+        pass
+
+    # -- the pass ---------------------------------------------------------------------------
+    def _create_optimization_pass(self, parameters_and_grads: Pairs) -> List[Operator]:
+        program = default_main_program()
+        target_block = program.global_block()
+        start = len(target_block.ops)
+        self._create_accumulators(target_block, [p for p, g in parameters_and_grads
+                                                 if g is not None and p.trainable])
+        self._create_global_learning_rate()
+        for param_and_grad in parameters_and_grads:
+            param, grad = param_and_grad
+            if grad is None or not param.trainable:
+                continue
+            with rewrite.role(program, OpRole.Optimize, [param, grad], name_scope="optimizer"):
+                self._append_optimize_op(target_block, (param, grad))
+        self._finish_update(target_block, parameters_and_grads)
+        return list(target_block.ops[start:])
+
+    def backward(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 callbacks: Optional[List[Callable]] = None) -> Pairs:
+        """append_backward for ``loss`` (non-trainable parameters get no gradient; the error
+        clip callback is always included). Returns ``[(param, param@GRAD)]``."""
+        if not isinstance(loss, Variable):
+            raise TypeError(f"The loss should be an Variable, but received "
+                            f"{type(loss).__name__}")
+        no_grad = self._get_no_grad_set(loss, no_grad_set)
+        self._dtype = loss.dtype
+        if callbacks is None:
+            callbacks = [error_clip_callback]
+        else:
+            if not isinstance(callbacks, list):
+                raise TypeError(f"callbacks should be a list, but received {type(callbacks)}")
+            if error_clip_callback not in callbacks:
+                callbacks = list(callbacks) + [error_clip_callback]
+        program = loss.block.program
+        with program_guard(program, startup_program):
+            return append_backward(loss, parameter_list, no_grad, callbacks)
+
+    @staticmethod
+    def _get_no_grad_set(loss: Variable, no_grad_set: Any) -> Set[str]:
+        """The user's no-grad names plus every non-trainable parameter."""
+        return _no_grad_names(no_grad_set) | {
+            p.name for p in loss.block.program.global_block().all_parameters()
+            if not p.trainable}
+
+    def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
+        """Sort, clip (with the optimizer's ``grad_clip``), regularize and append the update
+        ops (see the module docstring)."""
+        return self._apply_gradients(params_grads, self._grad_clip)
+
+    def _apply_gradients(self, params_grads: Pairs,
+                         grad_clip: Optional[GradientClipBase]) -> List[Operator]:
+        params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        if grad_clip is not None:
+            params_grads = grad_clip(params_grads)
+        else:
+            params_grads = append_gradient_clip_ops(params_grads)
+        params_grads = append_regularization_ops(params_grads, self.regularization)
+        return self._create_optimization_pass(params_grads)
+
+    def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
+                       params_grads: Pairs) -> List[Operator]:
+        """``apply_gradients`` inside ``program_guard(loss's program, startup_program)``."""
+        return self._apply_optimize(loss, startup_program, params_grads, self._grad_clip)
+
+    def _apply_optimize(self, loss: Variable, startup_program: Optional[Program],
+                        params_grads: Pairs, grad_clip: Optional[GradientClipBase]
+                        ) -> List[Operator]:
+        with program_guard(loss.block.program, startup_program):
+            return self._apply_gradients(params_grads, grad_clip)
+
+    def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
+                 parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
+                 grad_clip: Optional[GradientClipBase] = None
+                 ) -> Tuple[List[Operator], Pairs]:
+        """Append backward, clip, regularization and update ops for ``loss``; returns
+        ``(optimize_ops, params_grads)``. ``grad_clip`` here is the develop-1.8 spelling; the
+        optimizer's own ``grad_clip`` wins when both are given. One transaction: if anything
+        fails, the main and startup programs are left exactly as they were."""
+        if not isinstance(loss, Variable):
+            raise TypeError(f"The loss should be an Variable, but received "
+                            f"{type(loss).__name__}")
+        clip = _resolve_clip(self._grad_clip, grad_clip)
+        parameter_list = parameter_list if parameter_list else self._parameter_list
+        startup = startup_program if startup_program is not None else default_startup_program()
+        with rewrite.transaction(loss.block.program, startup):
+            params_grads = self.backward(loss, startup_program=startup_program,
+                                         parameter_list=parameter_list, no_grad_set=no_grad_set)
+            optimize_ops = self._apply_optimize(loss, startup_program, params_grads, clip)
+        return optimize_ops, params_grads
+
+
+def _resolve_clip(own: Optional[GradientClipBase], given: Any) -> Optional[GradientClipBase]:
+    """The clip ``minimize`` applies: the optimizer's own wins over ``minimize(grad_clip=)``."""
+    given = _check_clip(given, "minimize()")
+    if given is not None and own is not None:
+        _log.warning("minimize(grad_clip=%s) is ignored: the optimizer was built with "
+                     "grad_clip=%s, which wins", given, own)
+    return own if own is not None else given
