@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, List, Sequence
 
 from . import layers
+from .core.atomic import atomic_layer
 from .core.ir import Variable
 
 __all__ = ["simple_img_conv_pool", "img_conv_group", "glu", "scaled_dot_product_attention"]
@@ -111,3 +112,9 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
     if dropout_rate:
         weights = layers.dropout(weights, dropout_prob=dropout_rate, is_test=False)
     return combine_heads(layers.matmul(weights, v))
+
+
+# each composition is one transaction: a failure in its third layer also undoes the first two
+for _name in __all__:
+    globals()[_name] = atomic_layer(globals()[_name])
+del _name

@@ -48,6 +48,8 @@ def _restore_dict(d: Dict[str, Any], items: List[Any]) -> None:
 class Variable:
     """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim)."""
 
+    op: Optional["Operator"]        # the op that last wrote this variable (None: not written)
+
     def __init__(self, block: "Block", type: VarType = VarType.LOD_TENSOR,
                  name: Optional[str] = None, shape: Optional[Sequence[int]] = None,
                  dtype: Any = None, lod_level: Optional[int] = None, capacity: Any = None,
@@ -55,20 +57,18 @@ class Variable:
                  stop_gradient: bool = False, is_data: bool = False,
                  need_check_feed: bool = False, belong_to_optimizer: bool = False,
                  **kwargs: Any) -> None:
-        self.block = block
-        self._name = name if name is not None else names.generate("_generated_var")
-        self.type = type
-        self._shape = tuple(int(d) if d is not None else -1 for d in shape) if shape is not None \
-            else ()
-        self._dtype = convert_np_dtype_to_dtype_(dtype) if dtype is not None else None
-        self.lod_level = lod_level or 0
-        self._persistable = bool(persistable)
-        self._stop_gradient = bool(stop_gradient)
-        self.is_data = is_data
-        self.need_check_feed = need_check_feed
-        self.belong_to_optimizer = belong_to_optimizer
-        self.error_clip = error_clip
-        self.op: Optional[Operator] = None
+        # one dict update: plain stores would each pay for the journaling __setattr__ below
+        self.__dict__.update(
+            block=block,
+            _name=name if name is not None else names.generate("_generated_var"),
+            type=type,
+            _shape=tuple(int(d) if d is not None else -1 for d in shape) if shape is not None
+            else (),
+            _dtype=convert_np_dtype_to_dtype_(dtype) if dtype is not None else None,
+            lod_level=lod_level or 0, _persistable=bool(persistable),
+            _stop_gradient=bool(stop_gradient), is_data=is_data,
+            need_check_feed=need_check_feed, belong_to_optimizer=belong_to_optimizer,
+            error_clip=error_clip, op=None)
 
     # properties that affect execution bump the program version
     def _touch(self) -> None:
@@ -178,14 +178,15 @@ class Parameter(Variable):
                 raise ValueError(f"Each dimension of shape for Parameter {name} must be greater "
                                  f"than 0, but received {list(shape)}; a parameter's shape "
                                  f"should not be related with batch-size")
-        self.trainable = kwargs.pop("trainable", True)
-        self.optimize_attr = kwargs.pop("optimize_attr", {"learning_rate": 1.0})
-        self.regularizer = kwargs.pop("regularizer", None)
-        self.gradient_clip_attr = kwargs.pop("gradient_clip_attr", None)
-        self.do_model_average = kwargs.pop("do_model_average", None)
-        self.need_clip = kwargs.pop("need_clip", True)
-        self.is_distributed = kwargs.pop("is_distributed", False)
-        self.initializer = kwargs.pop("initializer", None)
+        self.__dict__.update(
+            trainable=kwargs.pop("trainable", True),
+            optimize_attr=kwargs.pop("optimize_attr", {"learning_rate": 1.0}),
+            regularizer=kwargs.pop("regularizer", None),
+            gradient_clip_attr=kwargs.pop("gradient_clip_attr", None),
+            do_model_average=kwargs.pop("do_model_average", None),
+            need_clip=kwargs.pop("need_clip", True),
+            is_distributed=kwargs.pop("is_distributed", False),
+            initializer=kwargs.pop("initializer", None))
         kwargs["persistable"] = True
         super().__init__(block, shape=shape, dtype=dtype, **kwargs)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ..core.atomic import atomic_layer
 from ..core.ir import Variable
 from ..core.registry import get_op_def
 from ..layer_helper import LayerHelper
@@ -46,7 +47,7 @@ def generate_layer_fn(op_type: str, doc: Optional[str] = None) -> Callable[..., 
 
     layer.__name__ = op_type
     layer.__doc__ = doc or (opdef.__doc__ or "").strip()
-    return layer
+    return atomic_layer(layer)
 
 
 def generate_activation_fn(op_type: str) -> Callable[..., Variable]:
@@ -57,4 +58,4 @@ def generate_activation_fn(op_type: str) -> Callable[..., Variable]:
         return fn(x, name=name, **attrs)
 
     act.__name__, act.__doc__ = op_type, fn.__doc__
-    return act
+    return atomic_layer(act)

@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 
 from ..core import names
+from ..core.atomic import atomic_layer
 from ..core.dtypes import INTS, VarType, convert_dtype, convert_np_dtype_to_dtype_
 from ..core.ir import Block, Variable
 
@@ -290,14 +291,15 @@ _METHODS = [
 
 def monkey_patch_variable() -> None:
     """Install the operators on ``Variable`` (idempotent; done when fluidlite is imported)."""
+    # every method that builds ops is atomic: a failing `x / y` or `x[i]` leaves no ops behind
     for method, op_type, symbol, reverse, scalar in _METHODS:
-        setattr(Variable, method, _binary(op_type, symbol, reverse, scalar))
-    Variable.__neg__ = _neg
+        setattr(Variable, method, atomic_layer(_binary(op_type, symbol, reverse, scalar)))
+    Variable.__neg__ = atomic_layer(_neg)
     Variable.__hash__ = object.__hash__
     Variable.__bool__ = _bool
     Variable.__array_ufunc__ = None        # numpy scalars/arrays defer to our reflected ops
-    Variable.astype = astype
-    Variable.__getitem__ = _getitem
+    Variable.astype = atomic_layer(astype)
+    Variable.__getitem__ = atomic_layer(_getitem)
 
 
 monkey_patch_variable()
