@@ -136,10 +136,9 @@ def test_plan_is_cached_and_invalidated_by_program_changes():
     exe, x, y = ready()
     prog = fluid.default_main_program()
     exe.run(feed={"x": X}, fetch_list=[y])
-    plans = exe._cache[prog]
-    (plan,) = [p for k, p in plans.items() if k != "__version__"]
+    (plan,) = exe.cached_plans(prog)
     exe.run(feed={"x": X}, fetch_list=[y])
-    assert [p for k, p in exe._cache[prog].items() if k != "__version__"] == [plan]
+    assert exe.cached_plans(prog) == [plan]
     with fluid.program_guard(prog):
         z = fluid.layers.scale(y, scale=2.0) if hasattr(fluid.layers, "scale") else None
     if z is None:
@@ -156,9 +155,11 @@ def test_plan_is_cached_and_invalidated_by_program_changes():
 def test_plan_prints_generated_source():
     exe, x, y = ready()
     exe.run(feed={"x": X}, fetch_list=[y])
-    (plan,) = [p for k, p in exe._cache[fluid.default_main_program()].items()
-               if k != "__version__"]
-    assert "def __plan(F, P, K):" in str(plan) and "del " in str(plan)
+    (plan,) = exe.cached_plans(fluid.default_main_program())
+    src = str(plan)
+    assert "def __plan(F, P, K, S):" in src and "del " in src
+    # every kernel call names its op
+    assert "= k0(t0, t1)  # mul" in src and "  # elementwise_add" in src and "  # softmax" in src
 
 
 # -- errors before effects --------------------------------------------------------------------
@@ -382,10 +383,10 @@ def _train(fusion, steps=4):
                     "label": rng.integers(0, 3, (8, 1)).astype("int64")}
             losses = [exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0]
                       for _ in range(steps)]
-            plan = [p for k, p in exe._cache[main].items() if k != "__version__"][0]
+            (plan,) = exe.cached_plans(main)
             params = {p.name: np.array(scope.find_var(p.name).get_tensor())
                       for p in main.all_parameters()}
-            return losses, params, [op.type for op in plan.ops]
+            return losses, params, plan.step_types
     finally:
         plan_mod.ENABLE_FUSION = old
 

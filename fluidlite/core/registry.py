@@ -24,6 +24,16 @@ Writing an op (see README "Writing an op")::
   also receive ``rng`` (a ``numpy.random.Generator`` supplied by the executor).
 * ``lower(self, in_specs, attrs) -> callable | None`` (optional) returns a positional fast path
   ``f(*arrays) -> ndarray`` for single-output ops; the executor calls it instead of ``forward``.
+* ``bind(self, in_specs, attrs, outputs_present) -> Binding(fn, single, result_keys)`` is the one
+  method the compiled plan asks for the callable it calls (``in_specs``: a ``VarSpec``, list or
+  ``None`` per input slot; ``attrs``: the op's attrs, unfiltered; ``outputs_present``: the output
+  slots that name at least one variable). ``fn(*arrays in slot order)`` returns the one output
+  array when ``single``, else a dict; output slot ``s`` is read from key ``result_keys.get(s, s)``
+  (a list for duplicable slots). Ops with ``uses_rng`` are also called with ``rng=`` (the plan
+  supplies the generator, see ``executor/plan.py``). The default uses ``lower`` for a
+  single-output op and ``functools.partial(forward, **kernel attrs)`` otherwise; generated
+  ``<type>_grad`` defs override it to call the backward rule directly. Override it only when an
+  op needs a different calling convention (plan-time fused ops implement ``lower``/``forward``).
 * **Gradient**, one of:
   - ``backward(self, <grad_uses...>, d<Out>..., **attrs) -> {input slot: grad}``: the registry
     registers ``<type>_grad`` with inputs ``grad_uses + <Out>@GRAD`` and outputs ``<X>@GRAD``.
@@ -34,9 +44,10 @@ Writing an op (see README "Writing an op")::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
-from typing import (Any, Callable, ClassVar, Dict, Iterable, List, Optional, Sequence, Tuple,
-                    Type, TypeVar, Union)
+from typing import (AbstractSet, Any, Callable, ClassVar, Dict, Iterable, List, Mapping,
+                    NamedTuple, Optional, Sequence, Tuple, Type, TypeVar, Union)
 
 import numpy as np
 
@@ -81,6 +92,14 @@ class Slot:
         name = spec.rstrip("*?")
         tail = spec[len(name):]
         return cls(name, "*" in tail, "?" in tail)
+
+
+class Binding(NamedTuple):
+    """What ``OpDef.bind`` returns: the callable the plan calls and how to read its result."""
+
+    fn: Callable[..., Any]
+    single: bool                            # fn returns the one output array itself
+    result_keys: Mapping[str, str] = {}     # output slot -> key of fn's result dict
 
 
 @dataclasses.dataclass
@@ -130,6 +149,26 @@ class OpDef:
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
         return None
+
+    def kernel_attrs(self, attrs: Mapping[str, Any]) -> Dict[str, Any]:
+        """The attrs ``forward`` takes (framework and extra attrs removed)."""
+        return {k: v for k, v in attrs.items() if k in self.attr_defaults and k not in COMMON_ATTRS}
+
+    def bind(self, in_specs: Sequence[Any], attrs: Mapping[str, Any],
+             outputs_present: AbstractSet[str]) -> Binding:
+        """The callable the plan calls for this op (see the module docstring).
+
+        A single-output op uses ``lower``'s fast path when it gives one (never for random ops:
+        they take ``rng``); otherwise ``forward`` with the kernel attrs bound.
+        """
+        kw = self.kernel_attrs(attrs)
+        single = (len(self.out_slots) == 1 and not self.out_slots[0].duplicable
+                  and self.out_slots[0].name in outputs_present)
+        if single and not self.uses_rng:
+            fast = self.lower(in_specs, kw)
+            if fast is not None:
+                return Binding(fast, True)
+        return Binding(functools.partial(self.forward, **kw) if kw else self.forward, False)
 
     # -- gradient ---------------------------------------------------------------------------
     @property
@@ -295,10 +334,17 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
     like.update((s.name, s.name) for s in fwd.in_slots if s.name in uses)  # ... X itself wins
     arg_keys = tuple(uses) + tuple("d" + o for o in out_slot_names)
     # when backward's leading positional parameters are exactly arg_keys, the plan calls it
-    # directly (positionally) instead of through raw_forward's keyword mapping
+    # directly (positionally) instead of through a keyword mapping
     params = [p for p in inspect.signature(fwd.backward).parameters.values()][1:]
     positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     direct = tuple(positional[:len(arg_keys)]) == arg_keys
+    # backward() returns {"X": dX}; output slot "X@GRAD" is read from key "X"
+    result_keys = {s.name + names.GRAD_SUFFIX: s.name for s in fwd.in_slots}
+
+    def call_backward(*arrays: Any, **attrs: Any) -> Dict[str, Any]:
+        return fwd_def.backward(**dict(zip(arg_keys, arrays)), **attrs)
+
+    rule = fwd_def.backward if direct else call_backward
 
     class GradDef(OpDef):
         __doc__ = f"Gradient of '{fwd.type}' (generated from its backward rule)."
@@ -315,20 +361,21 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
             return {k + names.GRAD_SUFFIX: got[v] for k, v in like.items()
                     if isinstance(got.get(v), (VarSpec, list))}
 
-        wants_outputs = takes_wanted
-        direct_backward = fwd_def.backward if direct else None
-        # the plan reads backward()'s dict directly: result slot "X@GRAD" is key "X"
-        result_keys = {s.name + names.GRAD_SUFFIX: s.name for s in fwd.in_slots}
-
-        def raw_forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
-            kw = dict(zip(arg_keys, arrays))
+        def bind(self, in_specs: Sequence[Any], attrs: Mapping[str, Any],
+                 outputs_present: AbstractSet[str]) -> Binding:
+            """Call the backward rule itself and read its ``{input slot: grad}`` dict; a rule
+            taking ``wanted`` is told which input gradients are written (the others are
+            skipped)."""
+            kw = self.kernel_attrs(attrs)
             if takes_wanted:
-                kw["wanted"] = _wanted
-            return fwd_def.backward(**kw, **attrs)
+                kw["wanted"] = frozenset(s[:-len(names.GRAD_SUFFIX)] for s in outputs_present)
+            return Binding(functools.partial(rule, **kw) if kw else rule, False, result_keys)
 
-        def forward(self, *arrays: Any, _wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
-            grads = self.raw_forward(*arrays, _wanted=_wanted, **attrs)
-            return {k + names.GRAD_SUFFIX: v for k, v in grads.items()}
+        def forward(self, *arrays: Any, wanted: Any = None, **attrs: Any) -> Dict[str, Any]:
+            if takes_wanted:
+                attrs["wanted"] = wanted
+            return {k + names.GRAD_SUFFIX: v
+                    for k, v in call_backward(*arrays, **attrs).items()}
 
     GradDef.__name__ = GradDef.__qualname__ = fwd.__name__ + "Grad"
     double = getattr(fwd, "double_grad", None)

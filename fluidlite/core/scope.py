@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -138,11 +139,25 @@ class _ScopeVar:
         return self._tensor._array is not None
 
     def set(self, array: Any, place: Any = None) -> None:
+        """Store a copy of ``array`` (fluid's ``tensor.set``)."""
         self._tensor.set(array, place)
+
+    def get_array(self) -> Optional[np.ndarray]:
+        """The stored array itself (no copy), or None when uninitialized."""
+        return self._tensor._array
+
+    def set_array(self, array: np.ndarray) -> None:
+        """Store ``array`` itself (no copy): the caller hands over ownership."""
+        self._tensor._array = array
 
 
 class Scope:
-    """Hierarchical name -> variable storage; lookups fall back to the parent scope."""
+    """Hierarchical name -> variable storage; lookups fall back to the parent scope.
+
+    Variable holders are stable: ``find_var`` returns the same holder until the variable is
+    erased, so callers may keep holders and re-resolve only when ``Scope.epoch()`` changed.
+    A scope is not locked: one scope must not be changed by two threads at once.
+    """
 
     def __init__(self, parent: Optional["Scope"] = None) -> None:
         self._vars: Dict[str, _ScopeVar] = {}
@@ -154,6 +169,7 @@ class Scope:
         v = self._vars.get(name)
         if v is None:
             v = self._vars[name] = _ScopeVar(name)
+            _bump_epoch()
         return v
 
     def find_var(self, name: str) -> Optional[_ScopeVar]:
@@ -182,17 +198,34 @@ class Scope:
     def erase(self, names: Sequence[str]) -> None:
         for n in names:
             self._vars.pop(n, None)
+        _bump_epoch()
 
-    # fast paths for the executor
-    def _get_array(self, name: str) -> Optional[np.ndarray]:
-        v = self.find_var(name)
-        return None if v is None else v._tensor._array
+    @staticmethod
+    def epoch() -> int:
+        """A number that changes whenever any scope gains or loses a variable: holders looked
+        up at an older epoch may be stale."""
+        return _epoch[0]
 
-    def _set_array(self, name: str, array: np.ndarray) -> None:
-        v = self.find_var(name)
-        if v is None:
-            v = self._vars[name] = _ScopeVar(name)
-        v._tensor._array = array
+    # bulk access for the executor (one call per step instead of one per variable)
+    @staticmethod
+    def get_arrays(holders: Sequence[_ScopeVar]) -> List[Optional[np.ndarray]]:
+        """``[h.get_array() for h in holders]``."""
+        return [h._tensor._array for h in holders]
+
+    @staticmethod
+    def set_arrays(holders: Sequence[_ScopeVar], arrays: Sequence[np.ndarray]) -> None:
+        """``h.set_array(a)`` for each pair (no copies)."""
+        for h, a in zip(holders, arrays):
+            h._tensor._array = a
+
+
+_epoch = [0]
+_epoch_lock = threading.Lock()
+
+
+def _bump_epoch() -> None:
+    with _epoch_lock:
+        _epoch[0] += 1
 
 
 _global_scope = Scope()

@@ -1,14 +1,15 @@
 """``Executor``: validate feeds, fetch (or compile) the cached plan, run it against a Scope."""
 from __future__ import annotations
 
+import collections
 import logging
+import threading
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..core import scope as scope_mod
-from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Program, Variable, default_main_program
 from ..core.scope import CUDAPlace, LoDTensor, Scope
 from .. import profiler
@@ -18,20 +19,56 @@ _log = logging.getLogger("fluidlite")
 _warned_cuda = False
 
 
+class _Bound:
+    """A plan resolved against one scope: its variable holders and random streams there."""
+
+    __slots__ = ("epoch", "reads", "writes", "streams")
+
+    def __init__(self, epoch: int, reads: List[Any], streams: List[np.random.Generator]):
+        self.epoch, self.reads, self.streams = epoch, reads, streams
+        self.writes: Optional[List[Any]] = None     # resolved after the first successful run
+
+
 class Executor:
-    """Runs Programs on a place (always the CPU). Plans are cached per program identity, program
-    version, feed names and fetch names, so a program changed after a run is recompiled."""
+    """Runs Programs on a place (always the CPU).
+
+    Plans are cached per program identity, program version, feed names and fetch names (so a
+    program changed after a run is recompiled). The cache holds at most ``cache_size`` plans
+    (least recently used dropped first) and never keeps a program alive: the plans of a
+    collected program are released.
+
+    **Threads.** One Executor may be shared by any number of threads, each running on its own
+    ``Scope`` (the same program included): compiling and caching plans is locked, a compiled
+    plan is immutable, and everything a run changes lives in the run's scope — persistables,
+    and the random streams of ops such as dropout (one stream per plan and scope). Each
+    thread's results are then exactly those of running alone. Not supported: one scope used by
+    two threads at once (also not a parent scope whose variables a run writes), and changing a
+    program while another thread runs it. ``last_profile`` is the latest profiled run of any
+    thread.
+    """
+
+    cache_size: int = 64
 
     def __init__(self, place: Any = None) -> None:
         self.place = place if place is not None else scope_mod.CPUPlace()
         self._closed = False
         self.last_profile: Optional[profiler.Profile] = None
-        self._cache: "weakref.WeakKeyDictionary[Program, Dict[tuple, Plan]]" = \
-            weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        # (id(program), program.version, feed names, fetch names) -> Plan, in LRU order
+        self._plans: "collections.OrderedDict[tuple, Plan]" = collections.OrderedDict()
+        self._watched: Dict[int, weakref.finalize] = {}   # id(program) -> its finalizer
+        self._dead: List[int] = []          # ids of collected programs not yet purged
+        self._bound: "weakref.WeakKeyDictionary[Scope, weakref.WeakKeyDictionary]" = \
+            weakref.WeakKeyDictionary()     # scope -> {plan: _Bound}
 
     def close(self) -> None:
         self._closed = True
-        self._cache.clear()
+        with self._lock:
+            self._plans.clear()
+            for fin in self._watched.values():
+                fin.detach()
+            self._watched.clear()
+            self._bound = weakref.WeakKeyDictionary()
 
     def run(self, program: Any = None, feed: Any = None, fetch_list: Any = None,
             feed_var_name: str = "feed", fetch_var_name: str = "fetch",
@@ -43,8 +80,10 @@ class Executor:
         ``feed`` maps variable names to arrays; ``fetch_list`` holds Variables or names. Returns
         the fetched values in order (numpy arrays, or LoDTensors when ``return_numpy=False``).
         Feeds are validated and parameters checked before any op runs; persistables are written
-        to ``scope`` only after the whole step succeeded. ``profile=True`` times every op; the
-        result is in ``self.last_profile`` (see ``fluidlite.profiler``).
+        to ``scope`` only after the whole step succeeded. Feeding a persistable (e.g. a
+        parameter) overrides it with a copy of the fed array: the caller's array is never
+        written. ``profile=True`` times every op; the result is in ``self.last_profile`` (see
+        ``fluidlite.profiler``).
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
@@ -59,17 +98,18 @@ class Executor:
         fetch_names = _normalize_fetch(fetch_list)
         scope = scope if scope is not None else scope_mod.global_scope()
         plan = self._plan(program, tuple(feed), tuple(fetch_names))
-        if not plan.ops and not fetch_names:
+        if not plan.steps and not fetch_names:
             _log.warning("There are no operators in the program to be executed. If you pass "
                          "Program manually, please use fluid.program_guard to ensure the current "
                          "Program is being used.")
-        arrays, lods = _check_feed(plan, feed)
-        holders = plan.holders.get(scope)
-        if holders is None:
-            holders = [scope.find_var(n) for n in plan.persist_reads]
-            if all(h is not None for h in holders):
-                plan.holders[scope] = holders      # holders are stable once created
-        persist = [None if h is None else h._tensor._array for h in holders]
+        arrays, lods = [], {}
+        for spec, value in zip(plan.feed_specs, feed.values()):
+            array, lod = spec.check(value)
+            arrays.append(array)
+            if lod:
+                lods[spec.name] = lod
+        bound = self._resolve(plan, scope)
+        persist = Scope.get_arrays(bound.reads)
         if any(a is None for a in persist):
             missing = [n for n, a in zip(plan.persist_reads, persist) if a is None]
             raise RuntimeError(
@@ -78,39 +118,98 @@ class Executor:
                 f"them (fluid.io.load_persistables) before running this program.")
         active = profiler.active()
         if profile or active is not None:
-            times = [0.0] * len(plan.ops)
-            fetched, written = plan.run_profiled(arrays, persist, times)
-            op_types = [op.type for op in plan.ops]
+            times = [0.0] * len(plan.steps)
+            fetched, written = plan.run_profiled(arrays, persist, times, bound.streams)
             if profile:
-                self.last_profile = profiler.Profile()
-                self.last_profile.add_run(op_types, times)
+                prof = profiler.Profile()
+                prof.add_run(plan.step_types, times)
+                self.last_profile = prof
             if active is not None:
-                active.add_run(op_types, times)
+                active.add_run(plan.step_types, times)
         else:
-            fetched, written = plan.run(arrays, persist)
-        targets = plan.write_holders.get(scope)
-        if targets is None:
-            targets = plan.write_holders[scope] = [
-                scope.find_var(n) or scope.var(n) for n in plan.write_names]
-        for h, arr in zip(targets, written):
-            h._tensor._array = arr
+            fetched, written = plan.run(arrays, persist, bound.streams)
+        if bound.writes is None:
+            bound.writes = [scope.find_var(n) or scope.var(n) for n in plan.write_names]
+        Scope.set_arrays(bound.writes, written)
         results = [arr.copy() if copy and isinstance(arr, np.ndarray) else arr
                    for arr, copy in zip(fetched, plan.fetch_copies)]  # never hand out scope buffers
         if not return_numpy:
             results = [LoDTensor(arr, lods.get(n)) for n, arr in zip(plan.fetch_names, results)]
         return results
 
+    # -- plan cache --------------------------------------------------------------------------
+    def cached_plans(self, program: Optional[Program] = None) -> List[Plan]:
+        """The cached plans (of ``program`` only, when given), least recently used first;
+        ``print(plan)`` shows a plan's generated source."""
+        with self._lock:
+            return [p for k, p in self._plans.items() if program is None or k[0] == id(program)]
+
     def _plan(self, program: Program, feed_names: Tuple[str, ...],
               fetch_names: Tuple[str, ...]) -> Plan:
-        plans = self._cache.get(program)
-        if plans is None or plans.get("__version__") != program.version:
-            plans = {"__version__": program.version}
-            self._cache[program] = plans
-        key = (feed_names, fetch_names)
-        plan = plans.get(key)
-        if plan is None:
-            plan = plans[key] = Plan(program, 0, feed_names, fetch_names)
-        return plan
+        key = (id(program), program.version, feed_names, fetch_names)
+        with self._lock:
+            if self._dead:
+                self._purge()
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                return plan
+            # compile under the lock: one compile at a time, and never two plans for one key
+            plan = Plan(program, 0, feed_names, fetch_names)
+            pid = id(program)
+            if pid not in self._watched:
+                self._watched[pid] = weakref.finalize(program, _program_collected,
+                                                      weakref.ref(self), pid)
+            for k in [k for k in self._plans if k[0] == pid and k[1] != key[1]]:
+                del self._plans[k]      # plans of an older version of this program never run
+            self._plans[key] = plan
+            while len(self._plans) > self.cache_size:
+                old, _ = self._plans.popitem(last=False)
+                if not any(k[0] == old[0] for k in self._plans):
+                    self._watched.pop(old[0]).detach()
+            return plan
+
+    def _purge(self) -> None:
+        """Drop the plans of collected programs (caller holds the lock)."""
+        dead, self._dead = set(self._dead), []
+        for k in [k for k in self._plans if k[0] in dead]:
+            del self._plans[k]
+        for pid in dead:
+            self._watched.pop(pid, None)
+
+    def _forget_program(self, pid: int) -> None:
+        # runs when a program is collected, possibly inside a locked section of this thread
+        # (gc): then only note it, the next cache access purges
+        self._dead.append(pid)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._purge()
+            finally:
+                self._lock.release()
+
+    def _resolve(self, plan: Plan, scope: Scope) -> _Bound:
+        """The plan's holders (and random streams) in ``scope``; looked up again only after a
+        scope gained or lost a variable."""
+        per_scope = self._bound.get(scope)
+        bound = per_scope.get(plan) if per_scope is not None else None
+        epoch = Scope.epoch()
+        if bound is not None and bound.epoch == epoch:
+            return bound
+        reads = [scope.find_var(n) for n in plan.persist_reads]
+        if any(h is None for h in reads):
+            missing = [n for n, h in zip(plan.persist_reads, reads) if h is None]
+            raise RuntimeError(
+                f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
+                f"startup program first (exe.run(fluid.default_startup_program())), or load "
+                f"them (fluid.io.load_persistables) before running this program.")
+        streams = bound.streams if bound is not None else plan.new_streams()
+        new = _Bound(epoch, reads, streams)
+        with self._lock:
+            per_scope = self._bound.get(scope)
+            if per_scope is None:
+                per_scope = self._bound[scope] = weakref.WeakKeyDictionary()
+            per_scope[plan] = new
+        return new
 
     def _warn_cuda(self) -> None:
         global _warned_cuda
@@ -120,59 +219,10 @@ class Executor:
                          "on the CPU.", self.place)
 
 
-def _check_feed(plan: Plan, feed: Dict[str, Any]) -> Tuple[List[np.ndarray], Dict]:
-    """Validate fed values against the plan's feed specs (dtype exactly, shape with -1 = any)."""
-    arrays, lods = [], {}
-    for (name, value), (var, want, shape) in zip(feed.items(), plan.feed_specs):
-        lod = None
-        if type(value) is not np.ndarray:
-            if isinstance(value, LoDTensor):
-                lod = value.lod() or None
-                value = np.asarray(value)
-            elif isinstance(value, np.ndarray):
-                pass
-            else:
-                value = _to_array(name, value, var)
-        if want is not None and value.dtype != want:
-            raise ValueError(
-                f"The data type of fed Variable '{name}' must be '{want.name}', but received "
-                f"'{value.dtype.name}'. Convert the array before feeding: "
-                f"feed={{'{name}': array.astype('{want.name}')}}")
-        if shape and (len(shape) != value.ndim or lod is not None or any(
-                w >= 0 and w != g for w, g in zip(shape, value.shape))):
-            _check_shape(name, var, value.shape, has_lod=lod is not None)
-        if lod:
-            lods[name] = lod
-        arrays.append(value)
-    return arrays, lods
-
-
-def _check_shape(name: str, var: Variable, got: Tuple[int, ...], has_lod: bool) -> None:
-    want = var.shape
-    ok = len(want) == len(got) and all(
-        w < 0 or w == g or (i == 0 and has_lod) for i, (w, g) in enumerate(zip(want, got)))
-    if not ok:
-        raise ValueError(
-            f"The fed Variable '{name}' should have dimensions = {len(want)}, shape = "
-            f"{list(want)}, but received fed shape {list(got)}. Reshape the array to match "
-            f"(-1 matches any size), e.g. array.reshape({_suggest(want, got)})")
-
-
-def _suggest(want: Tuple[int, ...], got: Tuple[int, ...]) -> str:
-    fixed = [d for d in want if d >= 0]
-    return ", ".join(str(d) if d >= 0 else "-1" for d in want) if fixed else str(list(got))
-
-
-def _to_array(name: str, value: Any, var: Variable) -> np.ndarray:
-    dtype = to_numpy_dtype(var.dtype) if var.dtype is not None else None
-    if isinstance(value, (int, float, bool, np.number, list, tuple)):
-        try:
-            return np.array(value, dtype=dtype)
-        except ValueError:
-            raise TypeError(f"The fed data of '{name}' is a ragged nested list; use "
-                            f"fluid.create_lod_tensor to feed variable-length data") from None
-    raise TypeError(f"Convert data of type {type(value)} to Tensor is not supported "
-                    f"(feeding '{name}')")
+def _program_collected(exe_ref: "weakref.ref[Executor]", pid: int) -> None:
+    exe = exe_ref()
+    if exe is not None:
+        exe._forget_program(pid)
 
 
 def _normalize_feed(feed: Any) -> Dict[str, Any]:

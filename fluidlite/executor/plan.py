@@ -1,285 +1,234 @@
 """Compile a Block once into a ``Plan``: a generated Python function that calls bound kernels.
 
 The plan resolves every variable to a local of the generated function (one local per assignment,
-so the code is in SSA form), binds each op's attrs into its kernel, and ``del``s a temporary right
-after its last use (fluid's eager deletion). Per step the executor only gathers feeds and
-persistables, calls the function, and writes persistables back — after the whole step
-succeeded, so a failed run leaves the scope untouched. ``print(plan)`` shows the source.
+so the code is in SSA form), asks each op's ``OpDef.bind`` for the callable to call (the plan
+knows nothing about how an op computes), and ``del``s a temporary right after its last use
+(fluid's eager deletion). Every generated line names its op (``t3 = k0(t0, t2)  # mul``);
+``print(plan)`` shows the source. Per step the executor validates feeds (``FeedSpec.check``),
+gathers persistables, calls ``Plan.run`` and writes persistables back — after the whole step
+succeeded, so a failed run leaves the scope untouched.
+
+A plan is immutable once compiled and keeps no reference to its Program (only light
+``StepInfo`` records for error messages), so one plan may run on many scopes from many threads
+and a dropped program is freed. Random ops get their generator as the keyword ``rng``:
+
+* a fixed ``seed`` attr (with ``fix_seed``) reseeds every call, as in fluid;
+* an op whose outputs are all persistable (an initializer in a startup program) starts a fresh
+  stream seeded from ``program.random_seed`` and its block position on every run, so re-running
+  the startup program gives the same weights;
+* any other random op (dropout, noise) continues one stream across runs. The stream is state of
+  the run, not of the plan: the executor keeps one per (plan, scope) (``Plan.new_streams``).
 """
 from __future__ import annotations
 
-import functools
+import difflib
+import inspect
 import itertools
 import linecache
+import threading
+import time
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
 from ..core import names, registry
+from ..core.callstack import creation_site
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.errors import EnforceNotMet
-from ..core.ir import Block, Operator, Program, creation_site
-from ..core.registry import COMMON_ATTRS
+from ..core.ir import Block, Operator, Program
+from ..core.scope import LoDTensor
 from .fusion import fuse
 
 _SKIP_OPS = frozenset({"feed", "fetch"})
 _FOLDABLE = frozenset({"fill_constant", "assign_value"})
 ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
 _plan_ids = itertools.count()
+_KEEP_ERROR_TYPES = (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
+                     FloatingPointError, IndexError, OverflowError)
+
+
+class StepInfo(NamedTuple):
+    """What a plan remembers of one step (an op, or a fused group) for reports and errors."""
+
+    type: str                                # op type, or the fused kernel's name
+    ops: Tuple[Tuple[str, int], ...]         # (type, block position) of each op it covers
+    callstack: Optional[Sequence[str]]       # ``op_callstack`` of the first covered op
+    inputs: Tuple[Tuple[str, str], ...]      # (variable name, local) of each input read
+
+
+class FeedSpec(NamedTuple):
+    """A fed variable as declared in the program; ``check`` is the only feed validation."""
+
+    name: str
+    dtype: Optional[np.dtype]                # required dtype (None: any)
+    shape: Tuple[int, ...]                   # declared shape, -1 matches any size
+    persistable: bool
+
+    def check(self, value: Any) -> Tuple[np.ndarray, Optional[List[List[int]]]]:
+        """The array to run with, and its LoD. Dtype must match exactly; a shape entry of -1
+        matches any size. A fed persistable (e.g. a parameter) is copied: feeding overrides
+        the variable for this run (and, as in fluid, in the scope afterwards), but the
+        caller's array is never written by an update op."""
+        lod = None
+        if type(value) is not np.ndarray:
+            if isinstance(value, LoDTensor):
+                lod = value.lod() or None
+                value = np.asarray(value)
+            elif not isinstance(value, np.ndarray):
+                value = self._to_array(value)
+        if self.dtype is not None and value.dtype != self.dtype:
+            raise ValueError(
+                f"The data type of fed Variable '{self.name}' must be '{self.dtype.name}', but "
+                f"received '{value.dtype.name}'. Convert the array before feeding: "
+                f"feed={{'{self.name}': array.astype('{self.dtype.name}')}}")
+        shape = self.shape
+        if shape and (len(shape) != value.ndim or lod is not None or any(
+                w >= 0 and w != g for w, g in zip(shape, value.shape))):
+            self._check_shape(value.shape, has_lod=lod is not None)
+        if self.persistable:
+            value = np.array(value, copy=True, order="C")
+        return value, lod
+
+    def _check_shape(self, got: Tuple[int, ...], has_lod: bool) -> None:
+        want = self.shape
+        ok = len(want) == len(got) and all(
+            w < 0 or w == g or (i == 0 and has_lod) for i, (w, g) in enumerate(zip(want, got)))
+        if not ok:
+            fixed = [d for d in want if d >= 0]
+            hint = ", ".join(str(d) if d >= 0 else "-1" for d in want) if fixed else str(list(got))
+            raise ValueError(
+                f"The fed Variable '{self.name}' should have dimensions = {len(want)}, shape = "
+                f"{list(want)}, but received fed shape {list(got)}. Reshape the array to match "
+                f"(-1 matches any size), e.g. array.reshape({hint})")
+
+    def _to_array(self, value: Any) -> np.ndarray:
+        if isinstance(value, (int, float, bool, np.number, list, tuple)):
+            try:
+                return np.array(value, dtype=self.dtype)
+            except ValueError:
+                raise TypeError(f"The fed data of '{self.name}' is a ragged nested list; use "
+                                f"fluid.create_lod_tensor to feed variable-length data") from None
+        raise TypeError(f"Convert data of type {type(value)} to Tensor is not supported "
+                        f"(feeding '{self.name}')")
 
 
 class Plan:
-    """A compiled block: ``run(feed_arrays, persist_arrays) -> (fetches, writebacks)``."""
+    """A compiled block: ``run(feed_arrays, persist_arrays, streams) -> (fetches, writebacks)``.
+
+    Public, read-only after construction: ``feed_specs`` (one ``FeedSpec`` per fed name, in
+    order), ``persist_reads`` (persistables to pass as ``persist_arrays``), ``write_names``
+    (persistables the step writes, in ``writebacks`` order), ``fetch_copies`` (which fetched
+    values alias a scope buffer or a constant and must be copied before handing them out),
+    ``steps`` (one ``StepInfo`` per kernel call) and ``source``.
+    """
 
     def __init__(self, program: Program, block_idx: int, feed_names: Sequence[str],
                  fetch_names: Sequence[str]) -> None:
+        block = program.block(block_idx)
         self.program_version = program.version
+        self.block_idx = block_idx
         self.feed_names = tuple(feed_names)
         self.fetch_names = tuple(fetch_names)
-        block = program.block(block_idx)
-        self.block_idx = block_idx
-        self._block_pos = {id(op): i for i, op in enumerate(block.ops)}   # for error messages
+        self.feed_specs = tuple(_feed_spec(block, n) for n in self.feed_names)
         ops = [op for op in block.ops if op.type not in _SKIP_OPS]
-        self.ops: List[Any] = fuse(ops, block, set(self.fetch_names)) if ENABLE_FUSION else ops
-        self.persist_reads: List[str] = []      # read from the scope before the step
-        self.write_names: List[str] = []        # persistables written back after the step
-        self.kernels: List[Callable] = []
-        self.holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # scope -> vars
-        self._line_maps: Dict[str, Dict[int, int]] = {}    # filename -> line -> op index
-        self._op_inputs: List[List[Tuple[str, str]]] = []  # per op: (var name, local)
-        self.feed_specs = [_feed_spec(block, n) for n in self.feed_names]
-        self.write_holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
-        self._profiled_fn: Optional[Callable] = None
-        self._consts: set = set()                 # locals bound to folded constants
-        self.source = self._generate(program, block)
-        code = compile(self.source, self.filename, "exec")
-        ns: Dict[str, Any] = {}
-        exec(code, ns)
-        self._fn = ns["__plan"]
-        persistent = set(self.persist_reads) | set(self.write_names)
-        self.fetch_copies = tuple(n in persistent or self._fetch_locals[i] in self._consts
-                                  for i, n in enumerate(self.fetch_names))
-        # tracebacks through the plan show its source; forget it when the plan goes away
-        linecache.cache[self.filename] = (len(self.source), None,
-                                          self.source.splitlines(True), self.filename)
-        weakref.finalize(self, linecache.cache.pop, self.filename, None)
-
-    # -- code generation --------------------------------------------------------------------
-    def _generate(self, program: Program, block: Block) -> str:
-        local: Dict[str, str] = {}              # var name -> current local
-        counter = itertools.count()
-        body: List[Tuple[Optional[int], str]] = []   # (op index or None, line)
-        last_use: Dict[str, int] = {}           # local -> index into body after which it dies
-        keep: set = set()
-
-        def new_local() -> str:
-            return f"t{next(counter)}"
-
-        for i, n in enumerate(self.feed_names):
-            local[n] = new_local()
-            body.append((None, f"{local[n]} = F[{i}]"))
-
-        def read(name: str, op_idx: int, op: Operator) -> str:
-            if name == names.EMPTY_VAR_NAME:
-                return "None"
-            if name not in local:
-                var = block._find_var_recursive(name)
-                if var is not None and var.persistable:
-                    local[name] = new_local()
-                    body.append((None, f"{local[name]} = P[{len(self.persist_reads)}]"))
-                    self.persist_reads.append(name)
-                else:
-                    first = getattr(op, "covered", [op])[0]
-                    raise ValueError(_missing_input_message(
-                        name, first, self._block_pos.get(id(first), op_idx), var))
-            return local[name]
-
-        for op_idx, op in enumerate(self.ops):
-            opdef = getattr(op, "opdef", None) or registry.get_op_def(op.type)
-            args, used = [], []
-            for slot in opdef.in_slots:
-                arg_names = op.inputs.get(slot.name)
-                if slot.duplicable:
-                    locs = [read(n, op_idx, op) for n in (arg_names or [])]
-                    args.append("[" + ", ".join(locs) + "]")
-                    used += [(n, l) for n, l in zip(arg_names or [], locs)]
-                elif arg_names:
-                    loc = read(arg_names[0], op_idx, op)
-                    args.append(loc)
-                    used.append((arg_names[0], loc))
-                else:
-                    args.append("None")
-            self._op_inputs.append(used)
-            if self._foldable(block, op, opdef):    # constant: evaluate once, at compile time
-                result = opdef.forward(**{k: v for k, v in op.attrs.items()
-                                          if k in opdef.attr_defaults})
-                for slot in opdef.out_slots:
-                    for n in op.outputs.get(slot.name, []):
-                        k = f"k{len(self.kernels)}"
-                        self.kernels.append(result[slot.name])
-                        local[n] = new_local()
-                        self._consts.add(local[n])
-                        body.append((op_idx, f"{local[n]} = {k}"))
-                        last_use.setdefault(local[n], len(body) - 1)
-                continue
-            kernel, single = self._bind(program, block, op, opdef, op_idx)
-            k = f"k{len(self.kernels)}"
-            self.kernels.append(kernel)
-            call = f"{k}({', '.join(args)})"
-            outs: List[Tuple[str, str]] = []   # (var name, local)
-            if single:
-                n = op.outputs[opdef.out_slots[0].name][0]
-                loc = new_local()
-                body.append((op_idx, f"{loc} = {call}"))
-                outs.append((n, loc))
-            else:
-                body.append((op_idx, f"_r = {call}"))
-                for slot in opdef.out_slots:
-                    arg_names = [n for n in op.outputs.get(slot.name, [])]
-                    if not arg_names or all(n == names.EMPTY_VAR_NAME for n in arg_names):
-                        continue
-                    locs = [new_local() if n != names.EMPTY_VAR_NAME else "_" for n in arg_names]
-                    lhs = ", ".join(locs) + ("," if slot.duplicable else "")
-                    key = getattr(opdef, "result_keys", {}).get(slot.name, slot.name)
-                    body.append((op_idx, f"{lhs} = _r[{key!r}]"))
-                    outs += [(n, l) for n, l in zip(arg_names, locs) if l != "_"]
-            for _, loc in used:
-                last_use[loc] = len(body) - 1
-            for n, loc in outs:
-                local[n] = loc
-                last_use.setdefault(loc, len(body) - 1)
-
-        fetch_locals = []
-        for n in self.fetch_names:
-            if n not in local:
-                var = block._find_var_recursive(n)
-                if var is None:
-                    import difflib
-                    close = difflib.get_close_matches(n, list(block.vars), n=5, cutoff=0.5)
-                    raise ValueError(f"Cannot fetch '{n}': no such variable in the program. "
-                                     f"Closest existing names: {close}")
-                if not var.persistable:
-                    raise ValueError(f"fetch variable '{n}' is neither fed nor computed by the "
-                                     f"program, and it is not persistable; fetch a variable "
-                                     f"that an op of the program writes")
-                local[n] = new_local()
-                body.append((None, f"{local[n]} = P[{len(self.persist_reads)}]"))
-                self.persist_reads.append(n)
-            fetch_locals.append(local[n])
-            keep.add(local[n])
-        write_locals = []
-        read_locals = {n: f"P[{i}]" for i, n in enumerate(self.persist_reads)}
-        initial = {}
-        for _, text in body:
-            lhs, _, rhs = text.partition(" = ")
-            if rhs.startswith("P["):
-                initial[lhs] = rhs
-        for n, loc in local.items():
-            var = block._find_var_recursive(n)
-            if var is None or not var.persistable or (
-                    n in read_locals and initial.get(loc) == read_locals[n]):
-                continue
-            self.write_names.append(n)
-            write_locals.append(loc)
-            keep.add(loc)
-
-        # eager deletion of dead temporaries
-        dies: Dict[int, List[str]] = {}
-        for loc, idx in last_use.items():
-            if loc not in keep:
-                dies.setdefault(idx, []).append(loc)
+        if ENABLE_FUSION:
+            ops = _fuse(ops, block, self.fetch_names, self.feed_names)
+        gen = _CodeGen(block, program.random_seed)
+        gen.feeds(self.feed_names)
+        for op in ops:
+            gen.step(op)
+        fetch_locals = gen.fetches(self.fetch_names)
+        write_locals = gen.writebacks()
+        self.persist_reads: Tuple[str, ...] = tuple(gen.persist_reads)
+        self.write_names: Tuple[str, ...] = tuple(gen.write_names)
+        self.steps: Tuple[StepInfo, ...] = tuple(gen.steps)
+        self.kernels: Tuple[Callable, ...] = tuple(gen.kernels)
+        self.stream_seeds: Tuple[Tuple[int, ...], ...] = tuple(gen.stream_seeds)
+        self.fetch_copies = tuple(n in gen.persist_local or n in gen.write_names
+                                  or loc in gen.consts
+                                  for n, loc in zip(self.fetch_names, fetch_locals))
+        self._body = tuple(gen.body)
+        self._dies = gen.deletions(set(fetch_locals) | set(write_locals))
         tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
-        self._body, self._dies, self._fetch_locals = body, dies, fetch_locals
         self._ret = f"    return {tup(fetch_locals)}, {tup(write_locals)}"
-        return self._emit(profile=False)
+        self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
+        self._line_maps: Dict[str, Dict[int, int]] = {}    # filename -> line -> step index
+        self._lock = threading.Lock()                      # guards the lazy profiled build
+        self._profiled_fn: Optional[Callable] = None
+        self.source = self._emit(profile=False)
+        self._fn = self._compile(self.source, self.filename)
 
+    @property
+    def step_types(self) -> List[str]:
+        return [s.type for s in self.steps]
+
+    def new_streams(self) -> List[np.random.Generator]:
+        """Fresh generators for the plan's continuing random streams (one per random op that
+        writes temporaries); the executor keeps one list per scope and passes it to ``run``."""
+        return [np.random.default_rng(list(seed)) for seed in self.stream_seeds]
+
+    # -- source ------------------------------------------------------------------------------
     def _emit(self, profile: bool) -> str:
-        """Source of the plan function; ``profile`` adds a timer around every op."""
-        line_to_op = self._line_maps.setdefault(
-            self.filename + ("-profiled" if profile else ""), {})
-        lines = ["def __plan(F, P, K, T, _pc):" if profile else "def __plan(F, P, K):"]
+        """Source of the plan function; ``profile`` adds a timer around every step."""
+        line_to_step: Dict[int, int] = {}
+        lines = ["def __plan(F, P, K, S, T, _pc):" if profile else "def __plan(F, P, K, S):"]
         if self.kernels:
             lines.append("    " + ", ".join(f"k{i}" for i in range(len(self.kernels)))
                          + ", = K")
         body = self._body
-        for idx, (op_idx, text) in enumerate(body):
-            starts = op_idx is not None and (idx == 0 or body[idx - 1][0] != op_idx)
-            ends = op_idx is not None and (idx + 1 == len(body) or body[idx + 1][0] != op_idx)
+        for idx, (step, text) in enumerate(body):
+            starts = step is not None and (idx == 0 or body[idx - 1][0] != step)
+            ends = step is not None and (idx + 1 == len(body) or body[idx + 1][0] != step)
             if profile and starts:
                 lines.append("    _t = _pc()")
             lines.append("    " + text)
-            if op_idx is not None:
-                line_to_op[len(lines)] = op_idx
+            if step is not None:
+                line_to_step[len(lines)] = step
             if profile and ends:
-                lines.append(f"    T[{op_idx}] += _pc() - _t")
+                lines.append(f"    T[{step}] += _pc() - _t")
             if idx in self._dies:
                 lines.append("    del " + ", ".join(sorted(self._dies[idx])))
         lines.append(self._ret)
+        self._line_maps[self.filename + ("-profiled" if profile else "")] = line_to_step
         return "\n".join(lines) + "\n"
 
-    def run_profiled(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray],
-                     times: List[float]) -> Tuple[tuple, tuple]:
-        """Like ``run`` but adds each op's wall time (seconds) into ``times[op_index]``."""
-        if self._profiled_fn is None:
-            ns: Dict[str, Any] = {}
-            exec(compile(self._emit(profile=True), self.filename + "-profiled", "exec"), ns)
-            self._profiled_fn = ns["__plan"]
-        import time
+    def _compile(self, source: str, filename: str) -> Callable:
+        ns: Dict[str, Any] = {}
+        exec(compile(source, filename, "exec"), ns)
+        # tracebacks through the plan show its source; forget it when the plan goes away
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        weakref.finalize(self, linecache.cache.pop, filename, None)
+        return ns["__plan"]
+
+    def __str__(self) -> str:
+        return self.source
+
+    # -- execution ---------------------------------------------------------------------------
+    def run(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray],
+            streams: Sequence[np.random.Generator] = ()) -> Tuple[tuple, tuple]:
+        """Run one step. ``feeds`` follow ``feed_specs`` (already checked), ``persist`` follows
+        ``persist_reads``, ``streams`` comes from ``new_streams`` (needed when
+        ``stream_seeds`` is not empty). Returns (fetched values, written persistables)."""
         try:
-            return self._profiled_fn(feeds, persist, self.kernels, times, time.perf_counter)
-        except Exception as e:
+            return self._fn(feeds, persist, self.kernels, streams)
+        except Exception as e:  # re-raise naming the op and the user's line
             raise self._annotate(e) from e
 
-    @staticmethod
-    def _foldable(block: Block, op: Any, opdef: registry.OpDef) -> bool:
-        """No inputs, not random, not writing a persistable: a compile-time constant."""
-        if op.type not in _FOLDABLE or op.inputs and any(op.inputs.values()):
-            return False
-        return not any(getattr(block._find_var_recursive(n), "persistable", True)
-                       for n in op.output_arg_names)
-
-    def _bind(self, program: Program, block: Block, op: Operator, opdef: registry.OpDef,
-              op_idx: int) -> Tuple[Callable, bool]:
-        attrs = {k: v for k, v in op.attrs.items()
-                 if k not in COMMON_ATTRS and k in opdef.attr_defaults}
-        if getattr(opdef, "wants_outputs", False):   # generated grad op: skip unread grads
-            attrs["_wanted"] = frozenset(
-                slot[:-len(names.GRAD_SUFFIX)] for slot, arg_names in op.outputs.items()
-                if any(n != names.EMPTY_VAR_NAME for n in arg_names))
-        out_slots = [s for s in opdef.out_slots if op.outputs.get(s.name)]
-        single = (len(opdef.out_slots) == 1 and not opdef.out_slots[0].duplicable
-                  and len(out_slots) == 1)
-        if single and not opdef.uses_rng:
-            specs = [_spec_or_none(block, op.inputs.get(s.name)) for s in opdef.in_slots]
-            fast = opdef.lower(specs, attrs)
-            if fast is not None:
-                return fast, True
-        direct = getattr(opdef, "direct_backward", None)     # generated grad def: the rule
-        if direct is not None:
-            attrs = dict(attrs)
-            wanted = attrs.pop("_wanted", None)
-            if opdef.wants_outputs:
-                attrs["wanted"] = wanted
-            raw = direct
-        else:
-            raw = getattr(opdef, "raw_forward", opdef.forward)   # grad defs: raw dict
-        fn = functools.partial(raw, **attrs) if attrs else raw
-        if opdef.uses_rng:
-            fn = _rng_kernel(opdef, attrs, program.random_seed, block.idx, op_idx)
-        if single:
-            slot = getattr(opdef, "result_keys", {}).get(opdef.out_slots[0].name,
-                                                         opdef.out_slots[0].name)
-            inner = fn
-            fn = lambda *a: inner(*a)[slot]
-        return fn, single
-
-    # -- execution --------------------------------------------------------------------------
-    def run(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray]) -> Tuple[tuple, tuple]:
+    def run_profiled(self, feeds: Sequence[np.ndarray], persist: Sequence[np.ndarray],
+                     times: List[float],
+                     streams: Sequence[np.random.Generator] = ()) -> Tuple[tuple, tuple]:
+        """Like ``run`` but adds each step's wall time (seconds) into ``times[step_index]``."""
+        fn = self._profiled_fn
+        if fn is None:
+            with self._lock:
+                if self._profiled_fn is None:
+                    name = self.filename + "-profiled"
+                    self._profiled_fn = self._compile(self._emit(profile=True), name)
+                fn = self._profiled_fn
         try:
-            return self._fn(feeds, persist, self.kernels)
-        except Exception as e:  # re-raise naming the op and the user's line
+            return fn(feeds, persist, self.kernels, streams, times, time.perf_counter)
+        except Exception as e:
             raise self._annotate(e) from e
 
     def _annotate(self, e: Exception) -> Exception:
@@ -288,51 +237,254 @@ class Plan:
             if tb.tb_frame.f_code.co_filename in self._line_maps:
                 frame_tb = tb
             tb = tb.tb_next
-        line_map = self._line_maps.get(frame_tb.tb_frame.f_code.co_filename, {}) \
-            if frame_tb is not None else {}
-        if frame_tb is None or frame_tb.tb_lineno not in line_map:
+        if frame_tb is None:
             return e
-        op_idx = line_map[frame_tb.tb_lineno]
-        op = self.ops[op_idx]
-        covered = getattr(op, "covered", [op])          # a fused step names its first op
-        where = f"op #{self._block_pos.get(id(covered[0]), '?')} of block {self.block_idx}"
-        if len(covered) > 1:
-            where += " (fused with " + ", ".join(o.type for o in covered[1:]) + ")"
-            op = covered[0]
+        line_map = self._line_maps[frame_tb.tb_frame.f_code.co_filename]
+        if frame_tb.tb_lineno not in line_map:
+            return e
+        info = self.steps[line_map[frame_tb.tb_lineno]]
+        op_type, pos = info.ops[0]                     # a fused step names its first op
+        where = f"op #{pos} of block {self.block_idx}"
+        if len(info.ops) > 1:
+            where += " (fused with " + ", ".join(t for t, _ in info.ops[1:]) + ")"
         f_locals = frame_tb.tb_frame.f_locals
         shapes = []
-        for n, loc in self._op_inputs[op_idx]:
+        for n, loc in info.inputs:
             val = f_locals.get(loc)
             desc = f"{list(val.shape)} {val.dtype}" if isinstance(val, np.ndarray) else "?"
             shapes.append(f"{n}: {desc}")
-        msg = (f"Error in op '{op.type}' ({where}) while running: "
+        msg = (f"Error in op '{op_type}' ({where}) while running: "
                f"{type(e).__name__}: {e}\n  inputs: {', '.join(shapes) or '(none)'}\n"
-               f"  op created at:\n    {creation_site(op.attrs.get('op_callstack'))}")
-        cls = type(e) if type(e) in (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
-                                     FloatingPointError, IndexError, OverflowError) \
-            else EnforceNotMet
-        new = cls(msg)
-        new.op_type = op.type                              # type: ignore[attr-defined]
-        new.op_index = self._block_pos.get(id(op))        # type: ignore[attr-defined]
+               f"  op created at:\n    {creation_site(info.callstack)}")
+        new = (type(e) if type(e) in _KEEP_ERROR_TYPES else EnforceNotMet)(msg)
+        new.op_type = op_type                               # type: ignore[attr-defined]
+        new.op_index = pos                                  # type: ignore[attr-defined]
         return new
 
-    def __str__(self) -> str:
-        return self.source
+
+# -- code generation (compile time only; nothing here outlives the Plan constructor) ---------
+class _CodeGen:
+    """Builds the body of one plan: ``body`` holds (step index or None, line) pairs."""
+
+    def __init__(self, block: Block, random_seed: int) -> None:
+        self.block = block
+        self.random_seed = int(random_seed or 0)
+        self.block_pos = {id(op): i for i, op in enumerate(block.ops)}
+        self.local: Dict[str, str] = {}           # var name -> its current local
+        self._counter = itertools.count()
+        self.body: List[Tuple[Optional[int], str]] = []
+        self.last_use: Dict[str, int] = {}        # local -> body index after which it dies
+        self.persist_reads: List[str] = []
+        self.persist_local: Dict[str, str] = {}   # persistable -> the local read from P
+        self.write_names: List[str] = []
+        self.kernels: List[Any] = []
+        self.consts: Set[str] = set()             # locals bound to folded constants
+        self.stream_seeds: List[Tuple[int, ...]] = []
+        self.steps: List[StepInfo] = []
+
+    def _new_local(self) -> str:
+        return f"t{next(self._counter)}"
+
+    def _kernel(self, fn: Any) -> str:
+        self.kernels.append(fn)
+        return f"k{len(self.kernels) - 1}"
+
+    def _var(self, name: str) -> Any:
+        return self.block._find_var_recursive(name)
+
+    def _emit(self, step: Optional[int], text: str) -> int:
+        self.body.append((step, text))
+        return len(self.body) - 1
+
+    def feeds(self, feed_names: Sequence[str]) -> None:
+        for i, n in enumerate(feed_names):
+            self.local[n] = self._new_local()
+            self._emit(None, f"{self.local[n]} = F[{i}]")
+
+    def _read_persistable(self, name: str) -> str:
+        loc = self.local[name] = self.persist_local[name] = self._new_local()
+        self._emit(None, f"{loc} = P[{len(self.persist_reads)}]")
+        self.persist_reads.append(name)
+        return loc
+
+    def _read(self, name: str, op: Any) -> str:
+        if name == names.EMPTY_VAR_NAME:
+            return "None"
+        loc = self.local.get(name)
+        if loc is not None:
+            return loc
+        var = self._var(name)
+        if var is not None and var.persistable:
+            return self._read_persistable(name)
+        first = getattr(op, "covered", [op])[0]
+        raise ValueError(_missing_input_message(name, first, self.block_pos.get(id(first), -1),
+                                                var))
+
+    def _args(self, op: Any, opdef: registry.OpDef) -> Tuple[List[str], List[Tuple[str, str]]]:
+        """Argument texts in slot order, and the (name, local) pairs they read."""
+        args: List[str] = []
+        used: List[Tuple[str, str]] = []
+        for slot in opdef.in_slots:
+            arg_names = op.inputs.get(slot.name) or []
+            if slot.duplicable:
+                locs = [self._read(n, op) for n in arg_names]
+                args.append("[" + ", ".join(locs) + "]")
+                used += zip(arg_names, locs)
+            elif arg_names:
+                args.append(self._read(arg_names[0], op))
+                used.append((arg_names[0], args[-1]))
+            else:
+                args.append("None")
+        return args, [(n, l) for n, l in used if l != "None"]
+
+    def step(self, op: Any) -> None:
+        """Generate the lines of one op (or fused group)."""
+        opdef = getattr(op, "opdef", None) or registry.get_op_def(op.type)
+        covered = getattr(op, "covered", None) or [op]
+        idx = len(self.steps)
+        args, used = self._args(op, opdef)
+        present = frozenset(s.name for s in opdef.out_slots
+                            if any(n != names.EMPTY_VAR_NAME for n in op.outputs.get(s.name, ())))
+        specs = [_spec_or_none(self.block, op.inputs.get(s.name)) for s in opdef.in_slots]
+        binding = opdef.bind(specs, op.attrs, present)
+        self.steps.append(StepInfo(op.type,
+                                   tuple((o.type, self.block_pos.get(id(o), -1))
+                                         for o in covered),
+                                   covered[0].attrs.get("op_callstack"), tuple(used)))
+        if self._foldable(op, args):
+            outs = self._fold(idx, op, opdef, binding)
+        else:
+            fn, extra = self._random(op, opdef, binding.fn)
+            call = f"{self._kernel(fn)}({', '.join(args + extra)})"
+            outs = self._assign(idx, op, opdef, binding, present, call)
+        last = len(self.body) - 1
+        for _, loc in used:
+            self.last_use[loc] = last
+        for n, loc in outs:
+            self.local[n] = loc
+            self.last_use.setdefault(loc, last)
+
+    def _foldable(self, op: Any, args: List[str]) -> bool:
+        """No inputs, not writing a persistable: a compile-time constant."""
+        return (op.type in _FOLDABLE and all(a == "None" or a == "[]" for a in args)
+                and not any(getattr(self._var(n), "persistable", True)
+                            for n in op.output_arg_names))
+
+    def _fold(self, idx: int, op: Any, opdef: registry.OpDef,
+              binding: registry.Binding) -> List[Tuple[str, str]]:
+        result = binding.fn(*[[] if s.duplicable else None for s in opdef.in_slots])
+        outs = []
+        for slot in opdef.out_slots:
+            value = result if binding.single else \
+                result[binding.result_keys.get(slot.name, slot.name)]
+            values = value if slot.duplicable else [value]
+            for n, v in zip(op.outputs.get(slot.name, []), values):
+                loc = self._new_local()
+                self.consts.add(loc)
+                self._emit(idx, f"{loc} = {self._kernel(v)}  # {op.type} (constant)")
+                outs.append((n, loc))
+        return outs
+
+    def _random(self, op: Any, opdef: registry.OpDef,
+                fn: Callable) -> Tuple[Callable, List[str]]:
+        """Supply ``rng`` to a random op's kernel (rules in the module docstring)."""
+        if not opdef.uses_rng:
+            return fn, []
+        seed = int(op.attrs.get("seed", 0) or 0)
+        if seed != 0 and op.attrs.get("fix_seed", True):
+            return (lambda *a: fn(*a, rng=np.random.default_rng(seed))), []
+        key = (self.random_seed, self.block.idx, self.block_pos.get(id(op), -1))
+        outs = [n for n in op.output_arg_names if n != names.EMPTY_VAR_NAME]
+        if outs and all(getattr(self._var(n), "persistable", False) for n in outs):
+            return (lambda *a: fn(*a, rng=np.random.default_rng(list(key)))), []
+        self.stream_seeds.append(key)
+        return fn, [f"rng=S[{len(self.stream_seeds) - 1}]"]
+
+    def _assign(self, idx: int, op: Any, opdef: registry.OpDef, binding: registry.Binding,
+                present: frozenset, call: str) -> List[Tuple[str, str]]:
+        """Emit ``call`` and bind its results to new locals; returns (name, local) pairs."""
+        comment = f"  # {self.steps[idx].type}"
+        slots = [s for s in opdef.out_slots if s.name in present]
+        if binding.single:
+            loc = self._new_local()
+            self._emit(idx, f"{loc} = {call}{comment}")
+            return [(op.outputs[slots[0].name][0], loc)]
+        if not slots:
+            self._emit(idx, f"{call}{comment}")
+            return []
+        outs: List[Tuple[str, str]] = []
+        lines = []
+        for slot in slots:
+            arg_names = op.outputs[slot.name]
+            locs = [self._new_local() if n != names.EMPTY_VAR_NAME else "_" for n in arg_names]
+            lhs = ", ".join(locs) + ("," if slot.duplicable else "")
+            lines.append((lhs, repr(binding.result_keys.get(slot.name, slot.name))))
+            outs += [(n, l) for n, l in zip(arg_names, locs) if l != "_"]
+        if len(lines) == 1:
+            self._emit(idx, f"{lines[0][0]} = {call}[{lines[0][1]}]{comment}")
+        else:
+            self._emit(idx, f"_r = {call}{comment}")
+            for lhs, key in lines:
+                self._emit(idx, f"{lhs} = _r[{key}]")
+        return outs
+
+    def fetches(self, fetch_names: Sequence[str]) -> List[str]:
+        locs = []
+        for n in fetch_names:
+            if n not in self.local:
+                var = self._var(n)
+                if var is None:
+                    close = difflib.get_close_matches(n, list(self.block.vars), n=5, cutoff=0.5)
+                    raise ValueError(f"Cannot fetch '{n}': no such variable in the program. "
+                                     f"Closest existing names: {close}")
+                if not var.persistable:
+                    raise ValueError(f"fetch variable '{n}' is neither fed nor computed by the "
+                                     f"program, and it is not persistable; fetch a variable "
+                                     f"that an op of the program writes")
+                self._read_persistable(n)
+            locs.append(self.local[n])
+        return locs
+
+    def writebacks(self) -> List[str]:
+        """Persistables whose final local is not the value read from the scope."""
+        locs = []
+        for n, loc in self.local.items():
+            var = self._var(n)
+            if var is None or not var.persistable or self.persist_local.get(n) == loc:
+                continue
+            self.write_names.append(n)
+            locs.append(loc)
+        return locs
+
+    def deletions(self, keep: Set[str]) -> Dict[int, List[str]]:
+        """Body index -> temporaries that die after it (eager deletion)."""
+        dies: Dict[int, List[str]] = {}
+        for loc, idx in self.last_use.items():
+            if loc not in keep:
+                dies.setdefault(idx, []).append(loc)
+        return dies
 
 
-def _feed_spec(block: Block, name: str) -> Tuple[Any, Any, Tuple[int, ...]]:
-    """(var, required numpy dtype or None, declared shape) of a fed variable."""
+def _fuse(ops: List[Operator], block: Block, fetch_names: Sequence[str],
+          feed_names: Sequence[str]) -> List[Any]:
+    """Call ``fusion.fuse``: fetched names stay materialised, fed names are never updated in
+    place (older ``fuse(ops, block, protected)`` signature accepted)."""
+    if "feed_names" in inspect.signature(fuse).parameters:
+        return fuse(ops, block, fetch_names=set(fetch_names), feed_names=set(feed_names))
+    return fuse(ops, block, set(fetch_names) | set(feed_names))
+
+
+def _feed_spec(block: Block, name: str) -> FeedSpec:
     var = block._find_var_recursive(name)
     if var is None:
-        import difflib
         close = difflib.get_close_matches(name, list(block.vars), n=3)
         raise ValueError(f"The fed variable '{name}' is not declared in the program. Closest "
                          f"names: {close}. Feed only variables created with fluid.data / "
                          f"fluid.layers.data.")
     want = None
     if var.dtype is not None and var.type == VarType.LOD_TENSOR:
-        want = to_numpy_dtype(var.dtype)
-    return var, want, tuple(var.shape)
+        want = np.dtype(to_numpy_dtype(var.dtype))
+    return FeedSpec(name, want, tuple(var.shape), bool(var.persistable))
 
 
 def _spec_or_none(block: Block, arg_names: Optional[List[str]]) -> Any:
@@ -343,19 +495,6 @@ def _spec_or_none(block: Block, arg_names: Optional[List[str]]) -> Any:
         v = block._find_var_recursive(n)
         specs.append(v.spec if v is not None else None)
     return specs if len(specs) > 1 else specs[0]
-
-
-def _rng_kernel(opdef: registry.OpDef, attrs: Dict[str, Any], program_seed: int, block_idx: int,
-                op_idx: int) -> Callable:
-    """Random ops: a fixed ``seed`` attr reseeds every call (fluid); otherwise one generator per
-    op, seeded from the program's ``random_seed`` and the op's position (deterministic)."""
-    seed = int(attrs.get("seed", 0) or 0)
-    fixed = seed != 0 and attrs.get("fix_seed", True)
-    fwd = functools.partial(opdef.forward, **attrs)
-    if fixed:
-        return lambda *a: fwd(*a, rng=np.random.default_rng(seed))
-    gen = np.random.default_rng([program_seed, block_idx, op_idx])
-    return lambda *a: fwd(*a, rng=gen)
 
 
 def _missing_input_message(name: str, op: Operator, op_idx: int, var: Any) -> str:
