@@ -739,15 +739,23 @@ class Program:
             p.blocks.append(nb)
         if for_test:
             p._strip_for_test()
-        for b in p.blocks:
+        p._relink()
+        p.current_block_idx = 0
+        p._version = 0
+        return p
+
+    def _relink(self) -> None:
+        """Point every variable's ``op`` at the last op writing it (after ops were copied,
+        loaded or removed wholesale); variables no op writes get ``op = None``."""
+        for b in self.blocks:
+            for v in b.vars.values():
+                v.op = None
+        for b in self.blocks:
             for op in b.ops:
                 for n in op.output_arg_names:
                     v = b._find_var_recursive(n)
                     if v is not None:
                         v.op = op
-        p.current_block_idx = 0
-        p._version = 0
-        return p
 
     def _strip_for_test(self) -> None:
         drop = OpRole.Backward | OpRole.Optimize

@@ -104,7 +104,7 @@ def prune_with_input(program: Any, feeded_var_names: Sequence[str], targets: Any
             used.update(op.input_arg_names)
             used.update(op.output_arg_names)
     block.vars = {n: v for n, v in block.vars.items() if n in used}
-    _relink(p)
+    p._relink()
     p._bump()
     return p
 
@@ -125,17 +125,8 @@ def inference_optimize(program: Any, prune_read_op: bool = True) -> Any:
         for op in b.ops:
             if "is_test" in op.attrs:
                 op.attrs["is_test"] = True
-    _relink(p)
+    p._relink()
     p._bump()
     return p
 
 
-def _relink(p: Any) -> None:
-    for b in p.blocks:
-        for v in b.vars.values():
-            v.op = None
-        for op in b.ops:
-            for n in op.output_arg_names:
-                v = b._find_var_recursive(n)
-                if v is not None:
-                    v.op = op

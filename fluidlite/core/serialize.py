@@ -466,10 +466,7 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
                 v.optimize_attr = _resolve(v.optimize_attr)
         for op in b.ops:
             op.attrs = {k: _resolve(a) for k, a in op.attrs.items()}
-            for n in op.output_arg_names:
-                v = b._find_var_recursive(n)
-                if v is not None:
-                    v.op = op
+    p._relink()
     p.current_block_idx = 0
     p._version = 0
     return p
