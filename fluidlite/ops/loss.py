@@ -13,13 +13,25 @@ from ..core.dtypes import INTS
 from ..core.registry import OpDef, VarSpec, register
 from .tensor import emit_grad_op, norm_axis
 
-_BIG = 1e20   # fluid's TolerableValue bound for -log(0)
+_BIG = 1e20   # fluid's TolerableValue bound (kApproInf) for -log(0)
+
+
+def _tolerable(y: np.ndarray) -> np.ndarray:
+    """fluid's ``TolerableValue``: +-inf -> +-1e20 (+-max for float16, where 1e20 overflows, as
+    fluid's float16 specialization); NaN and finite values pass through unchanged."""
+    inf = np.isinf(y)
+    if not inf.any():
+        return y
+    bound = min(_BIG, float(np.finfo(y.dtype).max))
+    return np.where(inf, np.copysign(y.dtype.type(bound), y), y)
 
 
 def _neg_log(p: np.ndarray) -> np.ndarray:
+    """-TolerableValue(log(p)), fluid's cross-entropy term: -log(0) = 1e20 (so a 0 soft label
+    times it stays 0), but log of a NaN or a negative "probability" is NaN and stays NaN."""
     with np.errstate(divide="ignore", invalid="ignore"):
         y = -np.log(p)
-    return np.nan_to_num(y, nan=0.0, posinf=_BIG, neginf=-_BIG).astype(p.dtype, copy=False)
+    return _tolerable(y).astype(p.dtype, copy=False)
 
 
 def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: int):
@@ -120,7 +132,7 @@ class CrossEntropy(OpDef):
         with np.errstate(divide="ignore", invalid="ignore"):
             if soft_label:
                 return {"X": (-dY * Label / X).astype(dY.dtype, copy=False),
-                        "Label": (-dY * np.log(X)).astype(dY.dtype, copy=False)}
+                        "Label": (dY * _neg_log(X)).astype(dY.dtype, copy=False)}
             lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
             g = -dY / np.take_along_axis(X, lab, axis=-1)
         if ign is not None:
@@ -161,13 +173,16 @@ class SoftmaxWithCrossEntropy(OpDef):
         softmax /= s
         log_s = np.log(s)
         if soft_label:
-            loss = np.sum(lab * (log_s - z), axis=-1, keepdims=True, dtype=x.dtype)
+            # -log(softmax) = log_s - z is +inf for a -inf logit: TolerableValue as fluid's
+            # CrossEntropyFunctor, so a 0 label there adds 0, not NaN
+            loss = np.sum(lab * _tolerable(log_s - z), axis=-1, keepdims=True, dtype=x.dtype)
         else:
             idx, ign = _hard_labels(self.type, lab, x.shape[-1], ignore_index)
             if z.ndim == 2:     # fancy indexing is ~5x cheaper than take_along_axis here
                 loss = log_s - z[np.arange(z.shape[0]), idx[:, 0]][:, None]
             else:
                 loss = log_s - np.take_along_axis(z, idx, axis=-1)
+            loss = _tolerable(loss)
             if ign is not None:
                 loss[ign] = 0
         if not last:
@@ -183,8 +198,7 @@ class SoftmaxWithCrossEntropy(OpDef):
         out = {}
         if soft_label:
             dx = (p - lab) * dl
-            with np.errstate(divide="ignore"):
-                out["Label"] = (-np.log(p) * dl).astype(dLoss.dtype, copy=False)
+            out["Label"] = (_neg_log(p) * dl).astype(dLoss.dtype, copy=False)
         else:
             c = p.shape[-1]
             idx, ign = _hard_labels(self.type, lab, c, ignore_index)
