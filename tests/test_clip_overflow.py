@@ -136,6 +136,7 @@ def test_clip_by_norm_grad_of_huge_input_is_finite_and_right():
     np.testing.assert_allclose(g, want, rtol=1e-5)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")   # inf * 0, as intended
 def test_clip_by_norm_nonfinite_input_propagates():
     """fluid's kernel: the factor max_norm / n is NaN for a NaN input and 0 for an Inf one, so
     Out is NaN everywhere, resp. NaN at the Inf entries (Inf * 0) and 0 elsewhere."""
@@ -158,3 +159,19 @@ def test_float64_input_beyond_float64_squares_is_rescaled():
     main, _, out, _ = _one_op("clip_by_norm", dtype="float64", attrs={"max_norm": 2.0})
     got, = _run(main, [out], np.array([1e300, -1e300, 1e300, 1e300]))
     np.testing.assert_allclose(got, [1.0, -1.0, 1.0, 1.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("size", [8192, 8193, 100_003])
+def test_squared_l2_norm_chunked_sum_matches_float64(size):
+    """Arrays beyond one float64 scratch chunk: the chunked sum equals the float64 reference."""
+    rng = np.random.default_rng(size)
+    x = (rng.standard_normal(size) * 10.0 ** rng.integers(-30, 38, size)).astype(np.float32)
+    x[::997] = F32_MAX
+    main, _, out, _ = SQ_PROG
+    got, = _run(main, [out], x)
+    x64 = x.astype(np.float64)
+    assert np.isfinite(got[0])
+    np.testing.assert_allclose(got[0], np.dot(x64, x64), rtol=1e-13)
+    cb_main, _, cb_out, _ = _one_op("clip_by_norm", attrs={"max_norm": 3.0})
+    clipped, = _run(cb_main, [cb_out], x)
+    assert _norm(clipped) == pytest.approx(3.0, rel=1e-6)
