@@ -261,11 +261,8 @@ def _accumulate(descs: List[OpDesc], grad_name: _GradNames) -> List[OpDesc]:
 def _recompute_segments(path: Sequence[Operator], checkpoints: List[str]) -> List[List[int]]:
     """Index ranges (into ``path``) of the forward segments recomputed during backward: from the
     start to the only checkpoint, or between consecutive checkpoints (fluid's recompute)."""
-    producer = {}
-    for i, op in enumerate(path):
-        for n in op.output_arg_names:
-            producer[n] = i
-    ends = sorted({producer[c] for c in checkpoints if c in producer})
+    uses = rewrite.Uses(path)
+    ends = sorted({uses.producer(c) for c in checkpoints if c in uses.producers})
     if not ends:
         return []
     if len(ends) == 1:

@@ -125,11 +125,11 @@ def global_var(main: Program, startup: Program, name: str, shape: Sequence[int],
 
 
 class Uses:
-    """Producers and readers of every variable of ``block`` (positions into ``block.ops``),
-    built in one pass. Stale after the block changes: build a new one."""
+    """Producers and readers of every variable of a block (or of a list of ops): positions
+    into that op list, built in one pass. Stale after the ops change: build a new one."""
 
-    def __init__(self, block: Block, ops: Optional[Sequence[Operator]] = None) -> None:
-        self.ops = list(block.ops if ops is None else ops)
+    def __init__(self, ops: Union[Block, Sequence[Operator]]) -> None:
+        self.ops = list(ops.ops if isinstance(ops, Block) else ops)
         self.producers: Dict[str, List[int]] = {}
         self.readers: Dict[str, List[int]] = {}
         for i, o in enumerate(self.ops):
@@ -137,6 +137,11 @@ class Uses:
                 self.readers.setdefault(n, []).append(i)
             for n in o.output_arg_names:
                 self.producers.setdefault(n, []).append(i)
+
+    def first_producer(self, name: str) -> Optional[Operator]:
+        """The first op writing ``name`` (None if nothing writes it)."""
+        found = self.producers.get(name)
+        return self.ops[found[0]] if found else None
 
     def producer(self, name: str) -> Optional[int]:
         """Position of the last op writing ``name`` (None if nothing writes it)."""

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import networkx as nx
 
-from ..core import names
+from ..core import names, rewrite
 from ..core.ir import Block, OpRole, Operator, Parameter, Program, Variable, creation_site
 from ..core.dtypes import convert_dtype
 from ..core.registry import COMMON_ATTRS
@@ -225,10 +225,7 @@ def to_networkx(obj: Union[Program, Block], block: Optional[int] = None, *,
                     "fl_title": title or f"block {blk.idx}", "fl_diff": False,
                     "fl_hide_backward": bool(hide_backward),
                     "fl_hide_optimizer": bool(hide_optimizer)})
-    producers: Dict[str, Operator] = {}
-    for op in blk.ops:
-        for n in op.output_arg_names:
-            producers.setdefault(n, op)
+    uses = rewrite.Uses(blk)
     touched: Dict[str, bool] = {}     # var name -> used by a visible op
     visible = []
     for idx, op in enumerate(blk.ops):
@@ -240,7 +237,7 @@ def to_networkx(obj: Union[Program, Block], block: Optional[int] = None, *,
             visible.append((idx, op))
     for name, var in blk.vars.items():
         if touched.get(name, True):        # untouched vars stay; vars only hidden ops use go
-            g.add_node(var_id(name), **_var_node(blk, var, producers.get(name), match(name)))
+            g.add_node(var_id(name), **_var_node(blk, var, uses.first_producer(name), match(name)))
     for idx, op in visible:
         nid = op_id(blk.idx, idx)
         g.add_node(nid, **_op_node(blk, idx, op, match(op.type)))
@@ -340,14 +337,11 @@ def diff_graph(old: Union[Program, Block], new: Union[Program, Block],
         if vid in g:
             g.nodes[vid]["fl_diff"] = status
     match = _matcher(opts.get("highlight"))
-    old_producers: Dict[str, Operator] = {}
-    for op in ob.ops:
-        for n in op.output_arg_names:
-            old_producers.setdefault(n, op)
+    old_uses = rewrite.Uses(ob)
     for name, v in ob.vars.items():
         if name not in nb.vars:
             summary["removed_vars"].append(name)
-            g.add_node(var_id(name), **dict(_var_node(ob, v, old_producers.get(name),
+            g.add_node(var_id(name), **dict(_var_node(ob, v, old_uses.first_producer(name),
                                                       match(name)), fl_diff="removed"))
     matched_old = set(matched_new.values())
     for idx, op in enumerate(ob.ops):
