@@ -1,16 +1,82 @@
-"""``LayerHelper``: what every layer function uses to create parameters, temporaries and ops."""
+"""``LayerHelper``: what every layer function uses to create parameters, temporaries and ops,
+plus the argument checks layer functions share (numpy scalars count as Python numbers)."""
 from __future__ import annotations
 
 import copy
+import numbers
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
-from .core import names
+import numpy as np
+
+from .core import names, registry
 from .core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
 from .core.ir import (Operator, Parameter, Program, Variable, default_main_program,
                       default_startup_program)
 from .param_attr import ParamAttr
 
-__all__ = ["LayerHelper"]
+__all__ = ["LayerHelper", "is_int", "is_number", "check_int", "check_number", "check_act"]
+
+
+# -- argument checks ----------------------------------------------------------------------------
+def is_int(value: Any) -> bool:
+    """A Python or numpy integer (``np.int64(3)``); bools are not ints here."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def is_number(value: Any) -> bool:
+    """A Python or numpy real number (``np.float32(1.0)``, ``np.int64(3)``); not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _received(value: Any) -> str:
+    return f"{value!r} of type {type(value).__name__}"
+
+
+def check_int(value: Any, arg: str, layer: str, minimum: Optional[int] = None) -> int:
+    """``int(value)`` for a Python/numpy integer, else a TypeError naming the layer, the
+    argument, what was expected and what was received; ``minimum``: ValueError below it."""
+    if not is_int(value):
+        raise TypeError(f"{layer}: '{arg}' must be an int, but received {_received(value)}; "
+                        f"pass a Python int or a numpy integer such as {arg}=3")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{layer}: '{arg}' must be >= {minimum}, but received {value}")
+    return value
+
+
+def check_number(value: Any, arg: str, layer: str, positive: bool = False) -> float:
+    """``float(value)`` for a Python/numpy real number, else a TypeError naming the layer, the
+    argument and what was received; ``positive``: ValueError unless > 0."""
+    if not is_number(value):
+        raise TypeError(f"{layer}: '{arg}' must be a number (int or float, numpy scalars "
+                        f"included), but received {_received(value)}")
+    value = float(value)
+    if positive and not value > 0:
+        raise ValueError(f"{layer}: '{arg}' must be > 0, but received {value}")
+    return value
+
+
+def check_act(act: Any, layer: str) -> None:
+    """``act=`` must be None, the name of a registered one-input op with slots X -> Out (an
+    activation such as 'relu') or a dict ``{'type': name, **attrs}`` naming one."""
+    if act is None:
+        return
+    expected = ("None, an activation name such as 'relu', 'sigmoid', 'tanh' or 'softmax', or a "
+                "dict {'type': 'leaky_relu', 'alpha': 0.1}")
+    if isinstance(act, dict):
+        act_type = act.get("type")
+        if not isinstance(act_type, str):
+            raise TypeError(f"{layer}: act={act!r} must have a 'type' entry naming the "
+                            f"activation; expected {expected}")
+    elif isinstance(act, str):
+        act_type = act
+    else:
+        raise TypeError(f"{layer}: act must be {expected}, but received {_received(act)}")
+    opdef = registry.get_op_def(act_type) if registry.has_op(act_type) else None
+    if opdef is None or [s.name for s in opdef.in_slots if not s.dispensable] != ["X"] or \
+            "Out" not in [s.name for s in opdef.out_slots]:
+        raise ValueError(f"{layer}: act={act_type!r} is not an activation (an op with one input "
+                         f"X and output Out); expected {expected}")
 
 
 class LayerHelper:
@@ -20,7 +86,15 @@ class LayerHelper:
     def __init__(self, layer_type: str, **kwargs: Any) -> None:
         self.kwargs = kwargs
         self.layer_type = layer_type
+        # checked here, before the layer changes anything, so errors come first
+        check_act(kwargs.get("act"), layer_type)
+        for key in ("param_attr", "bias_attr"):
+            if kwargs.get(key) is not None:
+                ParamAttr._to_attr(kwargs[key], f"{layer_type}: {key}")
         name = kwargs.get("name")
+        if name is not None and (not isinstance(name, str) or not name):
+            raise TypeError(f"{layer_type}: name must be a non-empty str or None, but received "
+                            f"{_received(name)}")
         self.name = name if name is not None else names.generate(layer_type)
 
     @property
@@ -42,6 +116,9 @@ class LayerHelper:
             if not isinstance(x, Variable):
                 raise TypeError(f"{self.layer_type}: '{input_param_name}' must be a Variable or "
                                 f"a list of Variables, but received {type(x).__name__}")
+        if not inputs:
+            raise ValueError(f"{self.layer_type}: '{input_param_name}' must be a Variable or a "
+                             f"non-empty list of Variables, but received an empty list")
         return inputs
 
     def input(self, input_param_name: str = "input") -> Variable:
@@ -73,7 +150,9 @@ class LayerHelper:
         if isinstance(attr, ParamAttr):
             attr = [attr]
         if len(attr) != 1 and len(attr) != length:
-            raise ValueError(f"{self.layer_type}: got {len(attr)} param_attrs for {length} inputs")
+            raise ValueError(f"{self.layer_type}: got {len(attr)} param_attrs for {length} "
+                             f"inputs; pass one ParamAttr (shared settings) or a list of "
+                             f"{length}, one per input")
         if len(attr) == 1 and length != 1:
             attr = [attr[0]] + [copy.deepcopy(attr[0]) for _ in range(length - 1)]
             for a in attr[1:]:      # one parameter per input: never share an explicit name
@@ -186,8 +265,7 @@ class LayerHelper:
             return input_var
         if isinstance(act, str):
             act = {"type": act}
-        elif not isinstance(act, dict):
-            raise TypeError(f"{self.layer_type}: act should be a str or dict, got {act!r}")
+        check_act(act, self.layer_type)
         act = dict(act)
         act_type = act.pop("type")
         out = self.create_variable_for_type_inference(dtype=input_var.dtype)

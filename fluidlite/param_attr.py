@@ -1,8 +1,11 @@
 """``ParamAttr``: how a layer creates a parameter (name, initializer, lr, regularizer, clip...)."""
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
 
 __all__ = ["ParamAttr", "WeightNormParamAttr"]
 
@@ -27,8 +30,14 @@ class ParamAttr:
                  need_clip: bool = True) -> None:
         if name is not None and (not isinstance(name, str) or name == ""):
             raise ValueError(f"ParamAttr name must be a non-empty str, got {name!r}")
-        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (int, float)):
-            raise TypeError(f"ParamAttr learning_rate must be a float, got {learning_rate!r}")
+        # numbers.Real: Python and numpy numbers (np.float32(0.5)) alike
+        if isinstance(learning_rate, (bool, np.bool_)) or \
+                not isinstance(learning_rate, numbers.Real):
+            raise TypeError(f"ParamAttr learning_rate must be a number, but received "
+                            f"{learning_rate!r} of type {type(learning_rate).__name__}")
+        if not learning_rate >= 0:
+            raise ValueError(f"ParamAttr learning_rate must be >= 0 (a multiplier of the "
+                             f"optimizer's learning rate), but received {learning_rate}")
         if isinstance(regularizer, type):
             raise TypeError(f"ParamAttr regularizer must be an instance such as "
                             f"{regularizer.__name__}(1e-4), not the class itself")
@@ -57,15 +66,15 @@ class ParamAttr:
         self._set_default_initializer(Constant(0.0))
 
     @staticmethod
-    def _to_attr(arg: Any) -> Union["ParamAttr", bool, List["ParamAttr"]]:
+    def _to_attr(arg: Any, what: str = "param_attr") -> Union["ParamAttr", bool, List["ParamAttr"]]:
         """None -> default; str -> name; Initializer -> initializer; regularizer -> regularizer;
-        False -> no parameter; list -> one per input."""
+        False -> no parameter; list -> one per input. ``what`` names the argument in errors."""
         from .initializer import Initializer
         from .regularizer import WeightDecayRegularizer
         if arg is None:
             return ParamAttr()
         if isinstance(arg, (list, tuple)):
-            return [ParamAttr._to_attr(a) for a in arg]
+            return [ParamAttr._to_attr(a, f"{what}[{i}]") for i, a in enumerate(arg)]
         if isinstance(arg, ParamAttr):
             return arg
         if isinstance(arg, str):
@@ -76,7 +85,13 @@ class ParamAttr:
             return ParamAttr(regularizer=arg)
         if isinstance(arg, bool):
             return ParamAttr() if arg else False
-        raise TypeError(f"{type(arg)} cast to ParamAttr")
+        if isinstance(arg, type) and issubclass(arg, (Initializer, WeightDecayRegularizer)):
+            raise TypeError(f"{what} must be an instance such as {arg.__name__}(), not the "
+                            f"class {arg.__name__} itself")
+        raise TypeError(f"{what} must be a ParamAttr, a parameter name (str), an Initializer, a "
+                        f"regularizer, True/False or None -- or a list of those, one per input "
+                        f"-- but received {arg!r} of type {type(arg).__name__}; e.g. "
+                        f"fluid.ParamAttr(name='w', initializer=fluid.initializer.Xavier())")
 
     def _to_kwargs(self, with_initializer: bool = False) -> Dict[str, Any]:
         kw: Dict[str, Any] = {

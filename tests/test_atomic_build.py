@@ -249,10 +249,12 @@ def test_failed_call_replays_only_its_own_journal_entries(monkeypatch):
         main, startup = fluid.Program(), fluid.Program()
         with fluid.program_guard(main, startup):
             h = fluid.data("x", [-1, 4])
+            ragged = fluid.data("ragged", [-1, -1])
             for _ in range(n_layers):
                 h = fluid.layers.fc(h, 4)
-            with pytest.raises(ValueError):
-                fluid.layers.fc(h, 3, act="nope")
+            # the first input's weight, init op and product are built, then the second fails
+            with pytest.raises(ValueError, match="unknown dim"):
+                fluid.layers.fc([h, ragged], 3)
         return sum(replayed)
     # the undo work of a failed call depends on the call, not on the program's size
     small = failing_fc_after(1)
