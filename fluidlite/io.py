@@ -12,30 +12,51 @@ File layout follows fluid: one file per variable named exactly after it (or one 
   they are the same kind of file; they are read with a restricted unpickler that only rebuilds
   numpy arrays and dtypes and rejects every other global, so loading one never runs code.
 
-Every write goes to a temp file in the target directory and is moved into place with
-``os.replace`` (a checkpoint of several files is staged completely before the first rename).
-Loading reads and checks every value first — missing or truncated files, wrong shapes or
-dtypes raise an error naming the variable and the file — and writes to the scope only when all
-of them are fine, so a failed load leaves the scope untouched.
+**Every save is all-or-nothing** (``core/checkpoint.py``). The files of one call --
+``save_vars`` / ``save_params`` / ``save_persistables`` (per-variable files or one combined
+file), ``save_inference_model`` (variables and ``__model__`` together), ``fluid.save`` (its three
+files) -- are staged in a hidden directory next to them, then committed by one rename: of the
+directory's manifest ``.fluidlite-manifest.json``, which lists every file's size and SHA-256
+and the staging directory; only then are the staged files renamed into place. Loaders read a
+listed file from the staging directory while a committed publish is unfinished, so after a
+crash at any instant every loader sees exactly the previous checkpoint (crash before the
+commit) or exactly the new one (after it) -- never a mix. The next save to the directory
+finishes an interrupted publish and deletes what crashed saves left behind. Saves to one
+directory are serialized by an exclusive ``flock`` on it (threads and processes); loaders hold a
+shared one. Files not listed in a manifest (no fluidlite manifest: written by something else)
+are read as before, unverified.
+
+**Loading checks before it allocates, and before it touches the scope.** A listed file whose
+size or checksum differs from the manifest is refused (it was truncated or changed after the
+save). An ``.npy`` header must describe exactly the bytes that follow it, and match the
+variable's shape and dtype, before its data is read; a combined file's member is checked the
+same way against its declared size, so a compressed member cannot expand beyond it; a pickle
+can only rebuild arrays whose data it really holds; nothing larger than this machine's memory is
+allocated. Every failure -- missing, truncated, corrupted or lying files, wrong shapes or
+dtypes -- raises an error naming the variable and the file, and the scope is written only
+when every value is fine, so a failed load leaves it untouched.
 """
 from __future__ import annotations
 
-import contextlib
+import ast
 import io as _io
 import logging
+import math
 import os
 import pickle
-import tempfile
 import zipfile
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+import zlib
+from typing import IO, Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .core import checkpoint
 from .core import scope as scope_mod
+from .core.checkpoint import CheckpointError
 from .core.dtypes import VarType, to_numpy_dtype
 from .core.ir import Parameter, Program, Variable, default_main_program
 from .core.prune import inference_optimize, prune_with_input
-from .core.serialize import atomic_write, dumps_program, load_program
+from .core.serialize import dumps_program, loads_program
 
 __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_program_parameter",
            "get_program_persistable_vars", "save_vars", "save_params", "save_persistables",
@@ -46,10 +67,6 @@ __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_prog
 _log = logging.getLogger("fluidlite")
 _MODEL = "__model__"
 _NOT_SAVED = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.READER, VarType.RAW)
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint file is corrupted or truncated, or a value does not match its variable."""
 
 
 # -- predicates -------------------------------------------------------------------------------
@@ -116,9 +133,10 @@ def _select(program: Program, vars: Any, predicate: Optional[Callable]) -> List[
 def _file_name(name: str) -> str:
     """A variable's file name; names that would escape the directory are refused."""
     bad = name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name
-    if bad:
+    if bad or checkpoint.is_reserved(name):
         raise ValueError(f"variable name '{name}' cannot be used as a checkpoint file name "
-                         f"(it contains a path separator or is empty); save it in a combined "
+                         f"(it contains a path separator, is empty, or starts with "
+                         f"'.fluidlite-', which fluidlite reserves); save it in a combined "
                          f"file (filename=...) instead")
     return name
 
@@ -142,14 +160,98 @@ def _npy_bytes(arr: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def _read_npy(data: Union[bytes, Any], name: str, source: str) -> np.ndarray:
-    f = _io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
+_NPY_MAGIC = b"\x93NUMPY"
+_MAX_NPY_HEADER = 1 << 16
+
+
+class _NpyMeta(NamedTuple):
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    fortran: bool
+    offset: int         # where the data starts
+    nbytes: int
+
+
+def _npy_meta(f: IO[bytes], size: int, what: str, source: str) -> _NpyMeta:
+    """Parse the ``.npy`` header at the start of ``f`` (a stream of ``size`` bytes) without
+    reading the data, and check that the array it describes fills the rest exactly -- so a
+    header claiming a huge shape is refused before anything is allocated."""
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"Cannot load {what}: {source} is truncated or corrupted "
+                               f"({why})")
+    head = f.read(10)
+    if len(head) < 10 or head[:6] != _NPY_MAGIC:
+        raise bad("not a .npy array: the file is too short" if len(head) < 10 and
+                  _NPY_MAGIC.startswith(head[:6]) else "not a .npy array: bad magic bytes")
+    major = head[6]
+    if major == 1:
+        hlen, start = int.from_bytes(head[8:10], "little"), 10
+    elif major in (2, 3):
+        more = f.read(2)
+        if len(more) < 2:
+            raise bad("the header is cut short")
+        hlen, start = int.from_bytes(head[8:10] + more, "little"), 12
+    else:
+        raise bad(f"unsupported .npy format version {major}")
+    if hlen > _MAX_NPY_HEADER or start + hlen > size:
+        raise bad(f"the header claims {hlen} bytes")
+    raw = f.read(hlen)
+    if len(raw) < hlen:
+        raise bad("the header is cut short")
     try:
-        arr = np.lib.format.read_array(f, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as e:
-        raise CheckpointError(f"Cannot load variable '{name}': {source} is truncated or "
-                              f"corrupted ({e})") from None
-    return arr
+        header = ast.literal_eval(raw.decode("utf-8" if major == 3 else "latin1"))
+    except (ValueError, SyntaxError, TypeError, UnicodeDecodeError, MemoryError,
+            RecursionError):
+        raise bad("unreadable header") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise bad("the header lacks descr / fortran_order / shape")
+    shape = header["shape"]
+    if not isinstance(shape, tuple) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise bad(f"bad shape {shape!r}")
+    if not isinstance(header["fortran_order"], bool):
+        raise bad("bad fortran_order")
+    try:
+        dtype = np.lib.format.descr_to_dtype(header["descr"])
+    except (ValueError, TypeError, KeyError, IndexError):
+        raise bad(f"bad dtype {header['descr']!r}") from None
+    if dtype.kind not in "biuf" or dtype.hasobject or dtype.names or dtype.subdtype:
+        raise CheckpointError(f"Cannot load {what}: {source} holds an array of dtype {dtype}, "
+                              f"which is not a tensor dtype")
+    nbytes = math.prod(shape) * dtype.itemsize
+    offset = start + hlen
+    if offset + nbytes != size:
+        raise CheckpointError(
+            f"Cannot load {what}: {source} is truncated or corrupted: its header describes a "
+            f"{dtype.name} array of shape {tuple(shape)} ({nbytes} bytes) but it holds "
+            f"{size - offset} bytes of data")
+    return _NpyMeta(tuple(shape), dtype, header["fortran_order"], offset, nbytes)
+
+
+def _npy_array(buf: bytearray, meta: _NpyMeta) -> np.ndarray:
+    """The array ``meta`` describes, sharing ``buf``'s memory (writable, no copy)."""
+    if meta.nbytes == 0:
+        return np.zeros(meta.shape, meta.dtype)
+    arr = np.frombuffer(buf, dtype=meta.dtype, count=math.prod(meta.shape), offset=meta.offset)
+    return arr.reshape(meta.shape, order="F" if meta.fortran else "C")
+
+
+def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
+              var: Optional[Variable] = None) -> np.ndarray:
+    """Variable ``name`` from the ``.npy`` file ``fname``: size checked against the manifest
+    and the header before reading, checksum after; shape/dtype checked against ``var``."""
+    what = f"variable '{name}'"
+    source = f"file '{reader.display(fname)}'"
+
+    def inspect(f: IO[bytes], size: int) -> None:      # only for files no manifest covers
+        meta = _npy_meta(f, size, what, source)
+        if var is not None:
+            _check_meta(var, meta.shape, meta.dtype, source)
+    buf = reader.read_bytes(fname, what, inspect=inspect)
+    meta = _npy_meta(_io.BytesIO(bytes(buf[:_MAX_NPY_HEADER + 12])), len(buf), what, source)
+    if var is not None:
+        _check_meta(var, meta.shape, meta.dtype, source)
+    return _npy_array(buf, meta)
 
 
 def _combined_bytes(arrays: Dict[str, np.ndarray]) -> bytes:
@@ -160,58 +262,68 @@ def _combined_bytes(arrays: Dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
-def _read_combined(data: Union[str, bytes], names: Optional[Sequence[str]],
-                   source: str) -> Dict[str, np.ndarray]:
-    """Arrays of ``names`` (all members when None) from a combined file or its bytes."""
+def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
+                   variables: Optional[Dict[str, Variable]] = None) -> Dict[str, np.ndarray]:
+    """Arrays of ``names`` (all members when None) from the combined file ``f``. Each member's
+    header is checked against its declared size (and its variable) before the data is read,
+    so a compressed member cannot expand beyond what it declares (no decompression bomb)."""
     try:
-        zf = zipfile.ZipFile(_io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        zf = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
         raise CheckpointError(f"{source} is not a fluidlite combined checkpoint or is "
                               f"truncated/corrupted ({e})") from None
     out = {}
     with zf:
-        members = {m[:-4] for m in zf.namelist() if m.endswith(".npy")}
+        members = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
         wanted = sorted(members) if names is None else list(names)
+        total = 0
         for name in wanted:
-            if name not in members:
-                raise CheckpointError(f"Cannot load variable '{name}': it is not in {source} "
+            what = f"variable '{name}'"
+            info = members.get(name)
+            if info is None:
+                raise CheckpointError(f"Cannot load {what}: it is not in {source} "
                                       f"(the file holds {len(members)} variables)")
+            total += info.file_size
+            if total > checkpoint.memory_limit():
+                raise CheckpointError(
+                    f"Cannot load {what}: its entry in {source} claims {info.file_size} bytes "
+                    f"uncompressed, more than this machine's memory")
             try:
-                raw = zf.read(name + ".npy")
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-                raise CheckpointError(f"Cannot load variable '{name}': {source} is truncated "
-                                      f"or corrupted ({e})") from None
-            out[name] = _read_npy(raw, name, source)
+                with zf.open(info) as m:
+                    meta = _npy_meta(m, info.file_size, what, source)
+                    var = (variables or {}).get(name)
+                    if var is not None:
+                        _check_meta(var, meta.shape, meta.dtype, source)
+                    buf = bytearray(meta.offset + meta.nbytes)
+                    view = memoryview(buf)[meta.offset:]
+                    got = 0
+                    while got < meta.nbytes:
+                        n = m.readinto(view[got:])
+                        if not n:
+                            raise EOFError("the entry ends early")
+                        got += n
+                    m.read(1)           # reach the end, where the CRC is checked
+            except CheckpointError:
+                raise
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError,
+                    NotImplementedError, RuntimeError) as e:
+                raise CheckpointError(f"Cannot load {what}: {source} is truncated or "
+                                      f"corrupted ({e})") from None
+            except MemoryError:
+                raise CheckpointError(f"Cannot load {what}: {source} claims "
+                                      f"{info.file_size} bytes, more than can be "
+                                      f"allocated") from None
+            out[name] = _npy_array(buf, meta)
     return out
 
 
-class _Staged:
-    """Write several files to temp names, then move them all into place (``commit``)."""
-
-    def __init__(self) -> None:
-        self.items: List[Tuple[str, str]] = []
-
-    def add(self, path: str, data: bytes) -> None:
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                                   dir=directory)
-        self.items.append((tmp, path))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-
-    def commit(self) -> None:
-        for tmp, path in self.items:
-            os.replace(tmp, path)
-        self.items = []
-
-    def abort(self) -> None:
-        for tmp, _ in self.items:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        self.items = []
+def _target(dirname: str, filename: str) -> Tuple[str, str]:
+    """(directory, plain name) of ``dirname/filename`` (filename may hold subdirectories)."""
+    path = os.path.join(os.fspath(dirname), os.fspath(filename))
+    directory, name = os.path.split(path)
+    if not name:
+        raise ValueError(f"filename {filename!r} has no file name")
+    return directory or ".", name
 
 
 def _check(var: Variable, arr: Any, source: str) -> np.ndarray:
@@ -219,11 +331,17 @@ def _check(var: Variable, arr: Any, source: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise CheckpointError(f"Cannot load variable '{var.name}': {source} holds a "
                               f"{type(arr).__name__}, not an array")
-    if arr.dtype.kind not in "biuf":
+    _check_meta(var, arr.shape, arr.dtype, source)
+    return arr
+
+
+def _check_meta(var: Variable, shape: Sequence[int], dtype: np.dtype, source: str) -> None:
+    """Raise unless an array of ``shape`` and ``dtype`` fits ``var``."""
+    if dtype.kind not in "biuf":
         raise CheckpointError(f"Cannot load variable '{var.name}': {source} holds an array of "
-                              f"dtype {arr.dtype}, which is not a tensor dtype")
+                              f"dtype {dtype}, which is not a tensor dtype")
     want = tuple(var.shape)
-    got = tuple(arr.shape)
+    got = tuple(shape)
     if want and (len(want) != len(got) or any(w >= 0 and w != g for w, g in zip(want, got))):
         what = "parameter" if isinstance(var, Parameter) else "variable"
         raise CheckpointError(
@@ -235,12 +353,11 @@ def _check(var: Variable, arr: Any, source: str) -> np.ndarray:
             want_dt = to_numpy_dtype(var.dtype)
         except ValueError:
             want_dt = None
-        if want_dt is not None and arr.dtype != want_dt:
+        if want_dt is not None and dtype != want_dt:
             raise CheckpointError(
                 f"Data type not matching: variable '{var.name}' is {want_dt.name} in the "
-                f"program, but {source} holds {arr.dtype.name}. Cast the saved array or fix "
+                f"program, but {source} holds {dtype.name}. Cast the saved array or fix "
                 f"the variable's dtype.")
-    return arr
 
 
 def _assign(arrays: Dict[str, np.ndarray]) -> None:
@@ -269,19 +386,24 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
         return _combined_bytes(arrays)
     if dirname is None:
         raise ValueError("save_vars: dirname is required when filename is given")
-    os.makedirs(dirname, exist_ok=True)
-    if filename is not None:
-        atomic_write(os.path.join(dirname, filename), _combined_bytes(arrays))
-        return None
-    staged = _Staged()
-    try:
-        for name, arr in arrays.items():
-            staged.add(os.path.join(dirname, _file_name(name)), _npy_bytes(arr))
-        staged.commit()
-    except BaseException:
-        staged.abort()
-        raise
+    directory, files = _var_files(os.fspath(dirname), arrays, filename)
+    _publish(directory, files)
     return None
+
+
+def _var_files(dirname: str, arrays: Dict[str, np.ndarray],
+               filename: Optional[str]) -> Tuple[str, Dict[str, bytes]]:
+    """(directory, {file name: content}) of a save_vars-style checkpoint."""
+    if filename is not None:
+        directory, name = _target(dirname, filename)
+        return directory, {name: _combined_bytes(arrays)}
+    return dirname, {_file_name(name): _npy_bytes(arr) for name, arr in arrays.items()}
+
+
+def _publish(directory: str, files: Dict[str, bytes]) -> None:
+    """Write ``files`` into ``directory`` all-or-nothing (``core/checkpoint.py``)."""
+    os.makedirs(directory, exist_ok=True)
+    checkpoint.publish(directory, files)
 
 
 def save_params(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
@@ -303,27 +425,37 @@ def _read_vars(selected: Sequence[Variable], dirname: Optional[str],
     if dirname is None:
         if not isinstance(filename, (bytes, bytearray)):
             raise ValueError("The directory path and params cannot be None at the same time.")
-        raw = _read_combined(bytes(filename), [v.name for v in selected], "the given bytes")
-        return {v.name: _check(v, raw[v.name], "the given bytes") for v in selected}
+        return _checked(selected, _io.BytesIO(bytes(filename)), "the given bytes")
+    dirname = os.fspath(dirname)
     if not os.path.isdir(dirname):
         raise FileNotFoundError(f"checkpoint directory '{dirname}' does not exist")
     if filename is not None:
-        path = os.path.join(dirname, filename)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"combined checkpoint file '{path}' does not exist")
-        source = f"combined file '{path}'"
-        raw = _read_combined(path, [v.name for v in selected], source)
-        return {v.name: _check(v, raw[v.name], source) for v in selected}
-    out = {}
-    for v in selected:
-        path = os.path.join(dirname, _file_name(v.name))
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"Cannot load variable '{v.name}': file '{path}' does not "
-                                    f"exist")
-        source = f"file '{path}'"
-        with open(path, "rb") as f:
-            out[v.name] = _check(v, _read_npy(f.read(), v.name, source), source)
-    return out
+        directory, name = _target(dirname, filename)
+        with checkpoint.Reader(directory) as reader:
+            return _read_combined_file(reader, name, selected)
+    with checkpoint.Reader(dirname) as reader:
+        return _read_var_files(reader, selected)
+
+
+def _read_var_files(reader: checkpoint.Reader,
+                    selected: Sequence[Variable]) -> Dict[str, np.ndarray]:
+    return {v.name: _check(v, _load_npy(reader, _file_name(v.name), v.name, v),
+                           f"file '{reader.display(v.name)}'") for v in selected}
+
+
+def _read_combined_file(reader: checkpoint.Reader, name: str,
+                        selected: Sequence[Variable]) -> Dict[str, np.ndarray]:
+    path = reader.display(name)
+    if not reader.exists(name):
+        raise FileNotFoundError(f"combined checkpoint file '{path}' does not exist")
+    f, _ = reader.open_verified(name, "the combined checkpoint")
+    with f:
+        return _checked(selected, f, f"combined file '{path}'")
+
+
+def _checked(selected: Sequence[Variable], f: IO[bytes], source: str) -> Dict[str, np.ndarray]:
+    raw = _read_combined(f, [v.name for v in selected], source, {v.name: v for v in selected})
+    return {v.name: _check(v, raw[v.name], source) for v in selected}
 
 
 def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
@@ -406,24 +538,34 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
     model_basename = os.path.basename(model_filename) if model_filename else _MODEL
     if not model_basename:
         raise ValueError(f"model_filename {model_filename!r} has no file name")
-    os.makedirs(dirname, exist_ok=True)
     if export_for_deployment:
         pruned = prune_with_input(program, list(feeded_var_names), list(target_vars))
         pruned = inference_optimize(pruned, prune_read_op=True)
         _prepend_feed_ops(pruned, feeded_var_names)
         _append_fetch_ops(pruned, target_names)
-        model_path = os.path.join(dirname, model_basename)
     else:
         pruned = program.clone()
-        model_path = os.path.join(dirname, model_basename + ".main_program")
+        model_basename += ".main_program"
+    files: Dict[str, bytes] = {}
     if program_only:
-        atomic_write(model_path, dumps_program(pruned).encode("utf-8") + b"\n")
         _log.warning("save_inference_model specified the param `program_only` to True, It "
                      "will not save params of Program.")
-        return target_names
-    params_basename = os.path.basename(params_filename) if params_filename else None
-    save_persistables(executor, dirname, pruned, params_basename)
-    atomic_write(model_path, dumps_program(pruned).encode("utf-8") + b"\n")
+    else:
+        selected = _select(pruned, None, is_persistable)
+        if not selected:
+            _log.warning("no variable in your model, please ensure there are any variables in "
+                         "your model to save")
+        scope = _scope()
+        arrays = {v.name: _value(scope, v.name) for v in selected}
+        params_basename = os.path.basename(params_filename) if params_filename else None
+        if arrays:
+            files = _var_files(dirname, arrays, params_basename)[1]
+    if model_basename in files:
+        raise ValueError(f"save_inference_model: the program file '{model_basename}' would "
+                         f"overwrite a parameter file of the same name; pass another "
+                         f"model_filename or params_filename")
+    files[model_basename] = dumps_program(pruned).encode("utf-8") + b"\n"
+    _publish(dirname, files)
     return target_names
 
 
@@ -436,11 +578,33 @@ def load_inference_model(dirname: str, executor: Any, model_filename: Optional[s
     if dirname is None or not os.path.isdir(dirname):
         raise ValueError(f"There is no directory named '{dirname}'")
     model_basename = os.path.basename(model_filename) if model_filename else _MODEL
-    program = load_program(os.path.join(dirname, model_basename))
     params_basename = os.path.basename(params_filename) if params_filename else None
-    load_persistables(executor, dirname, program, params_basename)
+    with checkpoint.Reader(dirname) as reader:      # one consistent view: program and values
+        program = _read_program(reader, model_basename)
+        selected = _select(program, None, is_persistable)
+        if params_basename:
+            arrays = _read_combined_file(reader, params_basename, selected)
+        else:
+            arrays = _read_var_files(reader, selected)
+    _assign(arrays)
     feed_target_names, fetch_targets = feed_fetch_targets(program)
     return [program, feed_target_names, fetch_targets]
+
+
+def _read_program(reader: checkpoint.Reader, name: str) -> Program:
+    path = reader.display(name)
+    if not reader.exists(name):
+        raise FileNotFoundError(f"program file '{path}' does not exist")
+    return loads_program(reader.read_bytes(name, "the program"),
+                         source=f"program file '{path}'")
+
+
+def read_program(path: str) -> Program:
+    """The program in the file ``path`` (``__model__``, ``.pdmodel``, ``save_program``
+    output), read through its directory's checkpoint manifest like every loader."""
+    directory, name = os.path.split(os.fspath(path))
+    with checkpoint.Reader(directory or ".") as reader:
+        return _read_program(reader, name)
 
 
 def feed_fetch_targets(program: Program) -> Tuple[List[str], List[Variable]]:
@@ -455,7 +619,8 @@ def feed_fetch_targets(program: Program) -> Tuple[List[str], List[Variable]]:
 
 # -- fluid.save / fluid.load ------------------------------------------------------------------
 class _ArrayUnpickler(pickle.Unpickler):
-    """Rebuilds numpy arrays and dtypes only; any other global is refused."""
+    """Rebuilds numpy arrays and dtypes only; any other global is refused, and every array
+    constructor is bounded by the data actually in the file (no pickle bomb)."""
 
     def __init__(self, f: Any, source: str) -> None:
         super().__init__(f)
@@ -473,43 +638,106 @@ class _ArrayUnpickler(pickle.Unpickler):
         raise CheckpointError(f"{self._source} uses persistent ids; refusing to load it")
 
 
+class _NdarrayClass:
+    """Stands for ``numpy.ndarray`` in a pickle: only ``_reconstruct`` accepts it, so a pickle
+    cannot call ``ndarray(shape)`` to allocate an array of any size it likes."""
+
+
+class _PickledArray(np.ndarray):
+    """The array ``_reconstruct`` makes; its ``__setstate__`` (the pickle's BUILD) checks that
+    the state's data has exactly the bytes its shape and dtype need before numpy allocates."""
+
+    def __setstate__(self, state: Any) -> None:
+        if not isinstance(state, tuple) or len(state) not in (4, 5):
+            raise CheckpointError("malformed array state")
+        shape, dtype, data = state[-4], state[-3], state[-1]
+        if not isinstance(dtype, np.dtype) or dtype.hasobject or dtype.kind not in "biuf":
+            raise CheckpointError(f"refusing to rebuild an array of dtype {dtype!r}")
+        if not isinstance(shape, tuple) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise CheckpointError(f"malformed array shape {shape!r}")
+        if not isinstance(data, (bytes, bytearray)) or \
+                len(data) != math.prod(shape) * dtype.itemsize:
+            raise CheckpointError(f"an array claims shape {shape} of {dtype} "
+                                  f"({math.prod(shape) * dtype.itemsize} bytes) but holds "
+                                  f"{len(data) if isinstance(data, (bytes, bytearray)) else 0}"
+                                  f" bytes")
+        super().__setstate__(state)
+
+
 def _allowed_globals() -> Dict[Tuple[str, str], Any]:
-    import codecs
-    try:
-        from numpy._core import multiarray as ma
-    except ImportError:  # numpy < 2
-        from numpy.core import multiarray as ma  # type: ignore[no-redef]
-    out: Dict[Tuple[str, str], Any] = {("numpy", "ndarray"): np.ndarray,
-                                       ("numpy", "dtype"): np.dtype,
-                                       ("_codecs", "encode"): codecs.encode}
+    out: Dict[Tuple[str, str], Any] = {("numpy", "ndarray"): _NdarrayClass,
+                                       ("numpy", "dtype"): _dtype,
+                                       ("_codecs", "encode"): _latin1_encode}
     for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
-        out[(mod, "_reconstruct")] = ma._reconstruct
-        out[(mod, "scalar")] = ma.scalar
+        out[(mod, "_reconstruct")] = _reconstruct
+        out[(mod, "scalar")] = _scalar
     for mod in ("numpy.core.numeric", "numpy._core.numeric"):
         out[(mod, "_frombuffer")] = _frombuffer
     return out
 
 
+def _multiarray() -> Any:
+    try:
+        from numpy._core import multiarray as ma
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray as ma  # type: ignore[no-redef]
+    return ma
+
+
+def _reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
+    # numpy pickles an array as _reconstruct(ndarray, (0,), b'b') + BUILD(state)
+    if cls is not _NdarrayClass or not isinstance(shape, tuple) or \
+            not all(isinstance(d, int) and 0 <= d <= 1 for d in shape) or len(shape) > 1:
+        raise CheckpointError(f"refusing to rebuild an array as {cls!r}{shape!r}")
+    return _multiarray()._reconstruct(_PickledArray, shape, dtype)
+
+
+def _dtype(*args: Any) -> np.dtype:
+    dt = np.dtype(*args)
+    if dt.hasobject:
+        raise CheckpointError(f"refusing to rebuild an array of dtype {dt}")
+    return dt
+
+
+def _scalar(dtype: Any, data: Any = None) -> Any:
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "biuf" or dtype.hasobject:
+        raise CheckpointError(f"refusing to rebuild a scalar of dtype {dtype!r}")
+    return _multiarray().scalar(dtype, data)
+
+
+def _latin1_encode(text: Any, encoding: str = "utf-8") -> bytes:
+    # protocol 2 stores bytes as _codecs.encode(str, 'latin1'); refuse every other codec
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise CheckpointError(f"refusing _codecs.encode(..., {encoding!r})")
+    return text.encode("latin1")
+
+
 def _frombuffer(buf: Any, dtype: Any, shape: Any, order: str) -> np.ndarray:
     # numpy's pickle protocol-5 path: np.core.numeric._frombuffer(buf, dtype, shape, order)
-    if not isinstance(dtype, np.dtype) or dtype.kind not in "biuf":
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "biuf" or dtype.hasobject:
         raise CheckpointError(f"refusing to rebuild an array of dtype {dtype!r}")
     return np.frombuffer(buf, dtype=dtype).reshape(shape, order=order).copy()
 
 
-def _load_pickled_dict(path: str) -> Dict[str, np.ndarray]:
-    source = f"file '{path}'"
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist")
-    with open(path, "rb") as f:
+def _load_pickled_dict(reader: checkpoint.Reader, name: str) -> Dict[str, np.ndarray]:
+    """A ``{name: ndarray}`` pickle (``.pdparams`` / ``.pdopt``), verified and bounded."""
+    source = f"file '{reader.display(name)}'"
+    f, _ = reader.open_verified(name, "the fluid.save checkpoint")
+    with f:
         try:
             data = _ArrayUnpickler(f, source).load()
-        except CheckpointError:
-            raise
+        except CheckpointError as e:
+            if str(e).startswith(source):
+                raise
+            raise CheckpointError(f"{source} is corrupted: {e}") from None
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                IndexError, KeyError, MemoryError, UnicodeDecodeError) as e:
+                IndexError, KeyError, UnicodeDecodeError, OverflowError, RecursionError) as e:
             raise CheckpointError(f"{source} is truncated or corrupted, or not a fluid "
                                   f"checkpoint ({type(e).__name__}: {e})") from None
+        except MemoryError:
+            raise CheckpointError(f"{source} describes more data than can be allocated; it "
+                                  f"is corrupted or not a fluid checkpoint") from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{source} should hold a dict of name -> array, got "
                               f"{type(data).__name__}")
@@ -519,7 +747,7 @@ def _load_pickled_dict(path: str) -> Dict[str, np.ndarray]:
             continue
         if not isinstance(k, str) or not isinstance(v, np.ndarray) or v.dtype.kind not in "biuf":
             raise CheckpointError(f"{source}: entry {k!r} is not a numeric array")
-        out[k] = v
+        out[k] = v.view(np.ndarray) if type(v) is not np.ndarray else v
     return out
 
 
@@ -534,9 +762,15 @@ def _strip_suffix(model_path: str) -> str:
     return model_path
 
 
+def _split_prefix(model_path: str) -> Tuple[str, str]:
+    """(directory, base name) of the ``fluid.save`` prefix in ``model_path``."""
+    directory, base = os.path.split(_strip_suffix(model_path))
+    return directory or ".", base
+
+
 def save(program: Program, model_path: str) -> None:
     """Write ``model_path.pdparams`` (all Parameters), ``.pdopt`` (optimizer state: the other
-    persistables) and ``.pdmodel`` (the program, JSON)."""
+    persistables) and ``.pdmodel`` (the program, JSON), all-or-nothing."""
     if not isinstance(program, Program):
         raise TypeError(f"fluid.save expects a Program, got {type(program).__name__}")
     model_path = os.fspath(model_path)
@@ -544,21 +778,13 @@ def save(program: Program, model_path: str) -> None:
     if base_name == "":
         raise ValueError("The input model_path MUST be format of dirname/filename [dirname\\"
                          "filename in Windows system], but received filename is empty string.")
-    dir_name = os.path.dirname(model_path)
-    if dir_name:
-        os.makedirs(dir_name, exist_ok=True)
     scope = _scope()
     params = {v.name: _value(scope, v.name) for v in _select(program, None, is_parameter)}
     opt = {v.name: _value(scope, v.name) for v in _select(program, None, is_belong_to_optimizer)}
-    staged = _Staged()
-    try:
-        staged.add(model_path + ".pdparams", _pickle_bytes(params))
-        staged.add(model_path + ".pdopt", _pickle_bytes(opt))
-        staged.add(model_path + ".pdmodel", dumps_program(program).encode("utf-8") + b"\n")
-        staged.commit()
-    except BaseException:
-        staged.abort()
-        raise
+    _publish(os.path.dirname(model_path) or ".", {
+        base_name + ".pdparams": _pickle_bytes(params),
+        base_name + ".pdopt": _pickle_bytes(opt),
+        base_name + ".pdmodel": dumps_program(program).encode("utf-8") + b"\n"})
 
 
 def load(program: Program, model_path: str, executor: Any = None,
@@ -570,40 +796,63 @@ def load(program: Program, model_path: str, executor: Any = None,
     if not isinstance(program, Program):
         raise TypeError(f"fluid.load expects a Program, got {type(program).__name__}")
     model_path = os.fspath(model_path)
-    prefix = _strip_suffix(model_path)
-    params_file = prefix + ".pdparams"
-    if not os.path.exists(params_file):
+    directory, base = _split_prefix(model_path)
+    arrays: Dict[str, np.ndarray] = {}
+    with _reader_if_dir(directory) as reader:
+        if reader is None or not reader.exists(base + ".pdparams"):
+            reader = None
+        else:
+            params_file = reader.display(base + ".pdparams")
+            state = _load_pickled_dict(reader, base + ".pdparams")
+            for v in _select(program, None, is_parameter):
+                if v.name not in state:
+                    raise CheckpointError(f"Can not find [{v.name}] in model file "
+                                          f"[{params_file}]")
+                arrays[v.name] = _check(v, state[v.name], f"file '{params_file}'")
+            opt_vars = _select(program, None, is_belong_to_optimizer)
+            if opt_vars:
+                opt_file = reader.display(base + ".pdopt")
+                if not reader.exists(base + ".pdopt"):
+                    raise FileNotFoundError(f"Optimizer file [{opt_file}] not exits")
+                opt_state = _load_pickled_dict(reader, base + ".pdopt")
+                for v in opt_vars:
+                    if v.name not in opt_state:
+                        raise CheckpointError(f"Can not find [{v.name}] in model file "
+                                              f"[{opt_file}]")
+                    arrays[v.name] = _check(v, opt_state[v.name], f"file '{opt_file}'")
+    if reader is None:
         _load_fallback(program, model_path, executor, var_list)
         return
-    state = _load_pickled_dict(params_file)
-    arrays: Dict[str, np.ndarray] = {}
-    for v in _select(program, None, is_parameter):
-        if v.name not in state:
-            raise CheckpointError(f"Can not find [{v.name}] in model file [{params_file}]")
-        arrays[v.name] = _check(v, state[v.name], f"file '{params_file}'")
-    opt_vars = _select(program, None, is_belong_to_optimizer)
-    if opt_vars:
-        opt_file = prefix + ".pdopt"
-        if not os.path.exists(opt_file):
-            raise FileNotFoundError(f"Optimizer file [{opt_file}] not exits")
-        opt_state = _load_pickled_dict(opt_file)
-        for v in opt_vars:
-            if v.name not in opt_state:
-                raise CheckpointError(f"Can not find [{v.name}] in model file [{opt_file}]")
-            arrays[v.name] = _check(v, opt_state[v.name], f"file '{opt_file}'")
     _assign(arrays)
+
+
+class _reader_if_dir:
+    """``checkpoint.Reader(directory)``, or None when the directory does not exist."""
+
+    def __init__(self, directory: str) -> None:
+        self._reader = checkpoint.Reader(directory) if os.path.isdir(directory) else None
+
+    def __enter__(self) -> Optional[checkpoint.Reader]:
+        return self._reader.__enter__() if self._reader is not None else None
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._reader is not None:
+            self._reader.__exit__(*exc)
 
 
 def _load_fallback(program: Program, model_path: str, executor: Any,
                    var_list: Optional[Sequence[Variable]]) -> None:
     if os.path.isdir(model_path):
-        files = set(os.listdir(model_path))
-        selected = [v for v in _select(program, None, is_persistable) if v.name in files]
-        if not selected:
-            raise FileNotFoundError(f"No parameter file found in '{model_path}' and "
-                                    f"'{_strip_suffix(model_path)}.pdparams' does not exist")
-        _assign(_read_vars(selected, model_path, None))
-    elif os.path.isfile(model_path):
+        with checkpoint.Reader(model_path) as reader:
+            files = reader.names()
+            selected = [v for v in _select(program, None, is_persistable) if v.name in files]
+            if not selected:
+                raise FileNotFoundError(f"No parameter file found in '{model_path}' and "
+                                        f"'{_strip_suffix(model_path)}.pdparams' does not "
+                                        f"exist")
+            arrays = _read_var_files(reader, selected)
+        _assign(arrays)
+    elif os.path.isfile(model_path) or _listed(model_path):
         if var_list is None:
             raise ValueError("var_list is required when loading model file saved with "
                              "[ save_params, save_persistables, save_vars ]")
@@ -615,37 +864,43 @@ def _load_fallback(program: Program, model_path: str, executor: Any,
                                 f"'{model_path}' is neither a checkpoint directory nor a file")
 
 
+def _listed(path: str) -> bool:
+    """True when ``path`` is a file of a committed checkpoint (maybe still being published)."""
+    directory, name = os.path.split(path)
+    if not name or not os.path.isdir(directory or "."):
+        return False
+    with checkpoint.Reader(directory or ".") as reader:
+        return reader.exists(name)
+
+
 def load_program_state(model_path: str,
                        var_list: Optional[Sequence[Variable]] = None) -> Dict[str, np.ndarray]:
     """``{name: ndarray}`` from ``fluid.save`` files, a ``save_vars`` directory, or a combined
     file (``var_list`` picks the names to read from directories/combined files)."""
     model_path = os.fspath(model_path)
-    prefix = _strip_suffix(model_path)
-    if os.path.exists(prefix + ".pdparams"):
-        state = _load_pickled_dict(prefix + ".pdparams")
-        if os.path.exists(prefix + ".pdopt"):
-            state.update(_load_pickled_dict(prefix + ".pdopt"))
-        return state
+    directory, base = _split_prefix(model_path)
+    with _reader_if_dir(directory) as reader:
+        if reader is not None and reader.exists(base + ".pdparams"):
+            state = _load_pickled_dict(reader, base + ".pdparams")
+            if reader.exists(base + ".pdopt"):
+                state.update(_load_pickled_dict(reader, base + ".pdopt"))
+            return state
     names = None if var_list is None else [v.name if isinstance(v, Variable) else str(v)
                                            for v in var_list]
     if os.path.isdir(model_path):
-        if names is None:
-            names = sorted(n for n in os.listdir(model_path)
-                           if not n.startswith(("__", ".")) and _is_npy(os.path.join(model_path,
-                                                                                     n)))
-        out = {}
-        for n in names:
-            path = os.path.join(model_path, _file_name(n))
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"Cannot load variable '{n}': file '{path}' does not "
-                                        f"exist")
-            with open(path, "rb") as f:
-                out[n] = _read_npy(f.read(), n, f"file '{path}'")
-        return out
-    if os.path.isfile(model_path):
-        return _read_combined(model_path, names, f"combined file '{model_path}'")
-    raise FileNotFoundError(f"'{prefix}.pdparams' does not exist and '{model_path}' is neither "
-                            f"a checkpoint directory nor a file")
+        with checkpoint.Reader(model_path) as reader:
+            if names is None:
+                names = sorted(n for n in reader.names()
+                               if not n.startswith("__") and _is_npy(reader.path(n)))
+            return {n: _load_npy(reader, _file_name(n), n) for n in names}
+    if os.path.isfile(model_path) or _listed(model_path):
+        directory, name = os.path.split(model_path)
+        with checkpoint.Reader(directory or ".") as reader:
+            f, _ = reader.open_verified(name, "the combined checkpoint")
+            with f:
+                return _read_combined(f, names, f"combined file '{model_path}'")
+    raise FileNotFoundError(f"'{_strip_suffix(model_path)}.pdparams' does not exist and "
+                            f"'{model_path}' is neither a checkpoint directory nor a file")
 
 
 def _is_npy(path: str) -> bool:

@@ -23,6 +23,19 @@ def build():
     return main, startup, pred, loss
 
 
+MANIFEST = ".fluidlite-manifest.json"
+
+
+def visible(path):
+    """The files a fluid user sees (fluidlite's bookkeeping is hidden)."""
+    return sorted(n for n in os.listdir(path) if not n.startswith("."))
+
+
+def forget_manifest(path):
+    """Make a fluidlite checkpoint look like files written by another tool (no manifest)."""
+    os.remove(os.path.join(path, MANIFEST))
+
+
 FEED = {"x": np.random.default_rng(1).normal(size=(6, 4)).astype("float32")}
 
 
@@ -69,7 +82,8 @@ def test_persistables_round_trip_into_a_fresh_scope(tmp_path, trained, filename)
     assert "learning_rate_0" in scope_values(fresh, main)
     if filename is None:
         assert "fc_0.w_0" in os.listdir(tmp_path)
-    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp") or "staging" in n]
+    assert sorted(set(os.listdir(tmp_path)) - set(visible(tmp_path))) == [MANIFEST]
 
 
 def test_params_only_and_in_memory_bytes(tmp_path, trained):
@@ -77,7 +91,7 @@ def test_params_only_and_in_memory_bytes(tmp_path, trained):
     with fluid.scope_guard(scope):
         fluid.io.save_params(exe, str(tmp_path), main)
         blob = fluid.io.save_vars(exe, None, main, predicate=fluid.io.is_parameter)
-    assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in main.all_parameters())
+    assert visible(tmp_path) == sorted(p.name for p in main.all_parameters())
     fresh = fluid.Scope()
     with fluid.scope_guard(fresh):
         fluid.io.load_vars(exe, None, main, predicate=fluid.io.is_parameter, filename=blob)
@@ -123,14 +137,36 @@ def test_truncated_variable_file(tmp_path, trained):
     main, exe, target, before = _loaded(tmp_path, trained)
     path = tmp_path / "fc_0.w_0"
     path.write_bytes(path.read_bytes()[:-7])
-    with fluid.scope_guard(target), \
-            pytest.raises(CheckpointError, match="'fc_0.w_0'.*truncated or corrupted"):
+    with fluid.scope_guard(target), pytest.raises(
+            CheckpointError, match=r"'fc_0.w_0'.*holds 249 bytes but the checkpoint manifest "
+                                   r"records 256"):
+        fluid.io.load_persistables(exe, str(tmp_path), main)
+    forget_manifest(tmp_path)                   # as if another tool had written the files
+    with fluid.scope_guard(target), pytest.raises(
+            CheckpointError, match=r"'fc_0.w_0'.*truncated or corrupted.*shape \(4, 8\) "
+                                   r"\(128 bytes\) but it holds 121 bytes"):
         fluid.io.load_persistables(exe, str(tmp_path), main)
     _assert_untouched(target, main, before)
 
 
+def test_changed_file_fails_its_checksum(tmp_path, trained):
+    main, exe, target, before = _loaded(tmp_path, trained)
+    path = tmp_path / "fc_0.w_0"
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1                               # same size, one bit flipped
+    path.write_bytes(bytes(data))
+    with fluid.scope_guard(target), pytest.raises(
+            CheckpointError, match=r"'fc_0.w_0'.*fc_0.w_0' does not match the checksum"):
+        fluid.io.load_persistables(exe, str(tmp_path), main)
+    _assert_untouched(target, main, before)
+    forget_manifest(tmp_path)                   # unverified files load as before
+    with fluid.scope_guard(target):
+        fluid.io.load_persistables(exe, str(tmp_path), main)
+
+
 def test_shape_and_dtype_mismatch(tmp_path, trained):
     main, exe, target, before = _loaded(tmp_path, trained)
+    forget_manifest(tmp_path)
     np.save(tmp_path / "w.npy", np.zeros((3, 8), np.float32))
     os.replace(tmp_path / "w.npy", tmp_path / "fc_0.w_0")
     with fluid.scope_guard(target), pytest.raises(CheckpointError, match=r"Shape not matching.*"
@@ -147,6 +183,7 @@ def test_shape_and_dtype_mismatch(tmp_path, trained):
 def test_corrupted_combined_file(tmp_path, trained):
     main, exe, target, before = _loaded(tmp_path, trained, filename="all")
     path = tmp_path / "all"
+    forget_manifest(tmp_path)
     data = bytearray(path.read_bytes())
     with fluid.scope_guard(target):
         path.write_bytes(bytes(data[: len(data) // 2]))
@@ -162,6 +199,7 @@ def test_corrupted_combined_file(tmp_path, trained):
 
 def test_object_arrays_are_never_unpickled(tmp_path, trained):
     main, exe, target, before = _loaded(tmp_path, trained)
+    forget_manifest(tmp_path)
     np.save(tmp_path / "o.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
     os.replace(tmp_path / "o.npy", tmp_path / "fc_0.b_0")
     with fluid.scope_guard(target), pytest.raises(CheckpointError, match="'fc_0.b_0'"):
@@ -184,8 +222,10 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, trained, monkeypat
         with pytest.raises(OSError, match="disk full"):
             fluid.io.save_persistables(exe, str(tmp_path / "dir"), main)
     assert (tmp_path / "ckpt").read_bytes() == old
-    assert sorted(os.listdir(tmp_path)) == ["ckpt", "dir"]
+    assert sorted(os.listdir(tmp_path)) == [MANIFEST, "ckpt", "dir"]
     assert os.listdir(tmp_path / "dir") == []
+    with fluid.scope_guard(fluid.Scope()):
+        fluid.io.load_persistables(exe, str(tmp_path), main, filename="ckpt")
 
 
 # -- inference models -----------------------------------------------------------------------------
@@ -215,7 +255,7 @@ def test_inference_model_with_combined_params_and_custom_names(tmp_path, trained
         fluid.io.save_inference_model(str(tmp_path), "x", pred, exe, main,
                                       model_filename="sub/../model.json",
                                       params_filename="params.bin")
-    assert sorted(os.listdir(tmp_path)) == ["model.json", "params.bin"]
+    assert visible(tmp_path) == ["model.json", "params.bin"]
     with fluid.scope_guard(fluid.Scope()):
         program, feeds, fetches = fluid.io.load_inference_model(
             str(tmp_path), exe, model_filename="model.json", params_filename="params.bin")
@@ -242,8 +282,7 @@ def test_fluid_save_load_round_trip(tmp_path, trained):
     prefix = str(tmp_path / "ckpt" / "model")
     with fluid.scope_guard(scope):
         fluid.save(main, prefix)
-    assert sorted(os.listdir(tmp_path / "ckpt")) == ["model.pdmodel", "model.pdopt",
-                                                     "model.pdparams"]
+    assert visible(tmp_path / "ckpt") == ["model.pdmodel", "model.pdopt", "model.pdparams"]
     with open(prefix + ".pdparams", "rb") as f:       # fluid-compatible: a dict of arrays
         assert isinstance(pickle.load(f)["fc_0.w_0"], np.ndarray)
     fresh = fluid.Scope()
@@ -271,6 +310,7 @@ def test_fluid_load_errors(tmp_path, trained):
     with pytest.raises(ValueError, match="filename is empty"):
         fluid.save(main, str(tmp_path) + os.sep)
     state = fluid.io.load_program_state(prefix)
+    forget_manifest(tmp_path)                   # the pickles below are written by hand
     target = fluid.Scope()
     with fluid.scope_guard(target):
         exe.run(startup)

@@ -26,16 +26,15 @@ every op type must be registered. A newer ``version`` or a malformed document ra
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import tempfile
 from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
 from . import registry
+from .checkpoint import write_file as _write_file
 from .version import __version__
 from .dtypes import VarType
 
@@ -53,23 +52,12 @@ class ProgramFormatError(ValueError):
 
 # -- files ------------------------------------------------------------------------------------
 def atomic_write(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory + ``os.replace``, so
-    readers see either the old file or the complete new one, never a partial write."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
-                               dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``data`` to ``path`` atomically: readers see either the old file or the complete
+    new one, never a partial write. A temp file in the same directory is fsynced and moved into
+    place with ``os.replace`` under the directory's ``flock``; in a fluidlite checkpoint
+    directory the write goes through ``checkpoint.publish`` so the manifest stays true. Temp
+    files of crashed writes to ``path`` are removed by the next one (``core/checkpoint.py``)."""
+    _write_file(path, data)
 
 
 # -- encoding ---------------------------------------------------------------------------------

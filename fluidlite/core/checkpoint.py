@@ -1,0 +1,453 @@
+"""All-or-nothing publication of a group of files in one directory, and verified reads.
+
+A *save* replaces several files of a directory ``D`` at once (the variable files and
+``__model__`` of a checkpoint, ``x.pdparams`` / ``.pdopt`` / ``.pdmodel``, ...). The files keep
+their plain names; fluidlite adds two kinds of hidden entries::
+
+    D/.fluidlite-manifest.json     {"format": "fluidlite.checkpoint", "version": 1,
+                                    "staging": ".fluidlite-staging-<token>" | null,
+                                    "files": {"<name>": {"size": N, "sha256": "<hex>"}, ...}}
+    D/.fluidlite-staging-<token>/  the files of the save being published (transient)
+
+``publish(D, files)``, under an exclusive ``flock`` on ``D`` (threads and processes):
+
+1. *recover*: if the manifest names a staging directory that still holds files (a save crashed
+   after its commit), move them into place; then delete every staging directory and temp file
+   that crashed saves left behind;
+2. *stage*: write every new file into a fresh staging directory; fsync the files and the dir;
+3. *commit*: replace the manifest (temp file, fsync, ``os.replace``, fsync ``D``) by one that
+   lists the size and SHA-256 of every file -- the new ones and the untouched older ones -- and
+   names the staging directory. This single rename is the commit point;
+4. *publish*: ``os.replace`` each staged file onto its name, fsync ``D``, remove the staging dir.
+
+Readers (``Reader``, under a shared ``flock``) take a listed file from the staging directory
+while it is still there and from ``D`` otherwise, check its size against the manifest before
+reading anything and its checksum after. A crash before step 3 changed no visible file and left
+the old manifest: readers see the old checkpoint. From step 3 on, every new file is either in
+place or still staged: readers see the new one. A file the manifest does not list (or a
+directory without a manifest: files not written by fluidlite) is read as is, unverified.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import threading
+from typing import IO, Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple, Union
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no cross-process locking
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CheckpointError", "MANIFEST_NAME", "publish", "write_file", "Reader", "read_file",
+           "memory_limit", "is_reserved"]
+
+_log = logging.getLogger("fluidlite")
+
+MANIFEST_NAME = ".fluidlite-manifest.json"
+_FORMAT = "fluidlite.checkpoint"
+_VERSION = 1
+_STAGING_PREFIX = ".fluidlite-staging-"
+_RESERVED_PREFIX = ".fluidlite-"
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")   # atomic_write's temp files
+_CHUNK = 1 << 24
+_MAX_MANIFEST = 1 << 26
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file is corrupted or truncated, or a value does not match its variable."""
+
+
+def memory_limit() -> int:
+    """Largest file or array (bytes) a loader will allocate: this machine's physical memory.
+    A header, manifest or container claiming more is treated as a lie (CheckpointError)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic platforms
+        return 1 << 62
+
+
+def is_reserved(name: str) -> bool:
+    """True for names fluidlite uses for its own bookkeeping in a checkpoint directory."""
+    return name.startswith(_RESERVED_PREFIX)
+
+
+# -- locking ----------------------------------------------------------------------------------
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def _locked(directory: str, exclusive: bool) -> Iterator[None]:
+    """``flock`` the directory itself (no lock file). Re-entrant within a thread; separate open
+    file descriptions exclude each other across threads as well as processes."""
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    except OSError:
+        if exclusive:
+            raise
+        yield           # unreadable directory: the reads below fail with a clear error
+        return
+    try:
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        held: Set[Tuple[int, int]] = getattr(_held, "keys", None) or set()
+        _held.keys = held
+        if key in held:
+            yield
+            return
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
+    finally:
+        os.close(fd)        # releases the flock
+
+
+# -- low-level writes (all through os.*, one call per file operation) -------------------------
+def _write_new(path: str, data: Union[bytes, bytearray, memoryview]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data).cast("B")
+        off = 0
+        while off < len(view):
+            off += os.write(fd, view[off:off + _CHUNK])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name \
+            or "\0" in name or os.sep in name:
+        raise ValueError(f"checkpoint file name {name!r} is not a plain file name")
+    if is_reserved(name):
+        raise ValueError(f"checkpoint file name {name!r} is reserved: names starting with "
+                         f"'{_RESERVED_PREFIX}' hold fluidlite's own bookkeeping")
+
+
+# -- manifest ---------------------------------------------------------------------------------
+def _read_manifest(directory: str) -> Optional[Dict[str, Any]]:
+    """The directory's manifest, None without one; CheckpointError if it is malformed."""
+    path = os.path.join(directory, MANIFEST_NAME)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_MANIFEST + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise CheckpointError(f"cannot read checkpoint manifest '{path}': {e}") from None
+
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"checkpoint manifest '{path}' is corrupted ({why}); it is not "
+                               f"fluidlite's or was damaged. Delete it to load the files "
+                               f"without verification.")
+    if len(raw) > _MAX_MANIFEST:
+        raise bad(f"larger than {_MAX_MANIFEST} bytes")
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise bad(f"not JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+        raise bad("wrong 'format'")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise bad(f"bad 'version' {version!r}")
+    if version > _VERSION:
+        raise CheckpointError(f"checkpoint manifest '{path}' has version {version}; this "
+                              f"fluidlite reads version {_VERSION}. Upgrade fluidlite.")
+    staging = doc.get("staging")
+    if staging is not None and not (isinstance(staging, str) and
+                                    staging.startswith(_STAGING_PREFIX) and "/" not in staging
+                                    and "\\" not in staging):
+        raise bad(f"bad 'staging' {staging!r}")
+    files = doc.get("files")
+    if not isinstance(files, dict):
+        raise bad("'files' is not an object")
+    for name, e in files.items():
+        ok = isinstance(e, dict) and isinstance(e.get("size"), int) and \
+            not isinstance(e.get("size"), bool) and e["size"] >= 0 and \
+            isinstance(e.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
+        if not ok or "/" in name or name in ("", ".", ".."):
+            raise bad(f"bad entry for {name!r}")
+    return {"staging": staging, "files": files}
+
+
+def _write_manifest(directory: str, files: Dict[str, Dict[str, Any]],
+                    staging: Optional[str]) -> None:
+    doc = {"format": _FORMAT, "version": _VERSION, "staging": staging,
+           "files": {k: files[k] for k in sorted(files)}}
+    data = json.dumps(doc, indent=0, sort_keys=False).encode("utf-8") + b"\n"
+    tmp = os.path.join(directory, f"{MANIFEST_NAME}.{secrets.token_hex(4)}.tmp")
+    try:
+        _write_new(tmp, data)
+        os.replace(tmp, os.path.join(directory, MANIFEST_NAME))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+# -- recovery ---------------------------------------------------------------------------------
+def _recover(directory: str, manifest: Optional[Dict[str, Any]], names: Set[str]) -> None:
+    """Finish the publish ``manifest`` records (if a crash interrupted it), then delete every
+    staging dir, manifest temp file and stale temp file of ``names``. Holds the exclusive lock."""
+    if manifest is not None and manifest["staging"]:
+        sdir = os.path.join(directory, manifest["staging"])
+        moved = False
+        for name, entry in manifest["files"].items():
+            src = os.path.join(sdir, name)
+            try:
+                size = os.stat(src).st_size
+            except FileNotFoundError:
+                continue
+            if size == entry["size"]:       # staged files were fsynced before the commit
+                os.replace(src, os.path.join(directory, name))
+                moved = True
+        if moved:
+            _fsync_dir(directory)
+            _log.info("finished publishing the checkpoint in '%s' that an interrupted save had "
+                      "committed", directory)
+    known = set(names) | (set(manifest["files"]) if manifest is not None else set())
+    with os.scandir(directory) as it:
+        stale = [e for e in it if e.name.startswith(_STAGING_PREFIX) or
+                 (e.name.startswith(MANIFEST_NAME + ".") and e.name.endswith(".tmp")) or
+                 (_TMP_RE.match(e.name) and _TMP_RE.match(e.name).group("name") in known)]
+    for e in stale:
+        path = os.path.join(directory, e.name)
+        if e.is_dir(follow_symlinks=False):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+
+
+# -- writing ----------------------------------------------------------------------------------
+def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, memoryview]]
+            ) -> None:
+    """Replace ``files`` (plain name -> content) in ``directory`` all-or-nothing (see the module
+    docstring). Other files of the directory keep their content and manifest entries."""
+    directory = os.fspath(directory) or "."
+    for name in files:
+        _check_name(name)
+    if not files:
+        return
+    with _locked(directory, exclusive=True):
+        try:
+            manifest = _read_manifest(directory)
+        except CheckpointError as e:
+            _log.warning("%s -- replacing it; the files it listed are no longer verified", e)
+            manifest = None
+        _recover(directory, manifest, set(files))
+        staging = _STAGING_PREFIX + secrets.token_hex(8)
+        sdir = os.path.join(directory, staging)
+        os.mkdir(sdir, 0o700)
+        entries: Dict[str, Dict[str, Any]] = {}
+        try:
+            for name, data in files.items():
+                _write_new(os.path.join(sdir, name), data)
+                entries[name] = {"size": len(memoryview(data).cast("B")),
+                                 "sha256": hashlib.sha256(data).hexdigest()}
+            _fsync_dir(sdir)
+            listed = {} if manifest is None else {
+                n: e for n, e in manifest["files"].items()
+                if n not in entries and os.path.lexists(os.path.join(directory, n))}
+            listed.update(entries)
+            _write_manifest(directory, listed, staging)         # the commit point
+        except BaseException:
+            shutil.rmtree(sdir, ignore_errors=True)
+            raise
+        for name in files:
+            os.replace(os.path.join(sdir, name), os.path.join(directory, name))
+        _fsync_dir(directory)
+        os.rmdir(sdir)
+
+
+def write_file(path: PathLike, data: Union[bytes, bytearray]) -> None:
+    """Replace one file atomically: through ``publish`` when its directory holds a fluidlite
+    checkpoint (so the manifest stays true), else temp file + fsync + ``os.replace``."""
+    path = os.path.abspath(os.fspath(path))
+    directory, name = os.path.split(path)
+    with _locked(directory, exclusive=True):
+        if os.path.exists(os.path.join(directory, MANIFEST_NAME)) and not is_reserved(name):
+            publish(directory, {name: data})
+            return
+        _recover(directory, None, {name})
+        tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+        try:
+            _write_new(tmp, data)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(directory)
+
+
+# -- reading ----------------------------------------------------------------------------------
+class Reader:
+    """A consistent, verified view of a checkpoint directory (use as a context manager).
+
+    ``what`` arguments name the thing being loaded in errors (e.g. ``"variable 'fc_0.w_0'"``);
+    errors always name the file by its published path."""
+
+    def __init__(self, directory: PathLike) -> None:
+        self.directory = os.fspath(directory) or "."
+        self._lock: Optional[contextlib.AbstractContextManager] = None
+        self._manifest: Optional[Dict[str, Any]] = None
+
+    def __enter__(self) -> "Reader":
+        self._lock = _locked(self.directory, exclusive=False)
+        self._lock.__enter__()
+        try:
+            self._manifest = _read_manifest(self.directory)
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        assert self._lock is not None
+        self._lock.__exit__(*exc)
+
+    @property
+    def verified(self) -> bool:
+        """True when the directory holds a fluidlite manifest."""
+        return self._manifest is not None
+
+    def display(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def entry(self, name: str) -> Optional[Dict[str, Any]]:
+        return None if self._manifest is None else self._manifest["files"].get(name)
+
+    def path(self, name: str) -> str:
+        """Where the current content of ``name`` is: its staged copy while a committed publish
+        is unfinished, else the file itself."""
+        m = self._manifest
+        if m is not None and m["staging"] and name in m["files"]:
+            staged = os.path.join(self.directory, m["staging"], name)
+            if os.path.isfile(staged):
+                return staged
+        return os.path.join(self.directory, name)
+
+    def exists(self, name: str) -> bool:
+        return (self.entry(name) is not None and os.path.isfile(self.path(name))) or \
+            (not is_reserved(name) and os.path.isfile(os.path.join(self.directory, name)))
+
+    def names(self) -> Set[str]:
+        """Plain (not hidden) files of the directory plus every file the manifest lists."""
+        out = {n for n in os.listdir(self.directory) if not n.startswith(".")
+               and os.path.isfile(os.path.join(self.directory, n))}
+        if self._manifest is not None:
+            out |= {n for n in self._manifest["files"] if self.exists(n)}
+        return out
+
+    def _label(self, what: Optional[str]) -> str:
+        return f"Cannot load {what}: " if what else ""
+
+    def open(self, name: str, what: Optional[str] = None) -> Tuple[IO[bytes], int]:
+        """Open ``name`` for reading and return it with its size, after checking the size
+        against the manifest and ``memory_limit()`` (nothing is read yet)."""
+        shown = self.display(name)
+        try:
+            f = open(self.path(name), "rb")
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{self._label(what)}file '{shown}' does not exist") \
+                from None
+        except IsADirectoryError:
+            raise CheckpointError(f"{self._label(what)}'{shown}' is a directory, not a "
+                                  f"checkpoint file") from None
+        size = os.fstat(f.fileno()).st_size
+        entry = self.entry(name)
+        problem = None
+        if entry is not None and size != entry["size"]:
+            problem = (f"file '{shown}' holds {size} bytes but the checkpoint manifest records "
+                       f"{entry['size']}: it was truncated or changed after fluidlite saved it")
+        elif size > memory_limit():
+            problem = (f"file '{shown}' is {size} bytes, more than this machine's memory "
+                       f"({memory_limit()} bytes)")
+        if problem:
+            f.close()
+            raise CheckpointError(self._label(what) + problem)
+        return f, size
+
+    def check(self, name: str, digest: "hashlib._Hash", what: Optional[str] = None) -> None:
+        entry = self.entry(name)
+        if entry is not None and digest.hexdigest() != entry["sha256"]:
+            raise CheckpointError(
+                f"{self._label(what)}file '{self.display(name)}' does not match the checksum "
+                f"in the checkpoint manifest: it is corrupted or was changed after fluidlite "
+                f"saved it")
+
+    def read_bytes(self, name: str, what: Optional[str] = None,
+                   inspect: Optional[Callable[[IO[bytes], int], None]] = None) -> bytearray:
+        """The verified content of ``name``. For a file the manifest does not cover,
+        ``inspect(f, size)`` may check its header first, before its size is allocated."""
+        f, size = self.open(name, what)
+        with f:
+            if inspect is not None and self.entry(name) is None:
+                inspect(f, size)
+                f.seek(0)
+            buf = _read_exact(f, size, lambda: CheckpointError(
+                f"{self._label(what)}file '{self.display(name)}' shrank while being read"))
+        self.check(name, hashlib.sha256(buf), what)
+        return buf
+
+    def open_verified(self, name: str, what: Optional[str] = None) -> Tuple[IO[bytes], int]:
+        """``open`` plus a streamed checksum check; the file is returned rewound."""
+        f, size = self.open(name, what)
+        try:
+            if self.entry(name) is not None:
+                h = hashlib.sha256()
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+                self.check(name, h, what)
+                f.seek(0)
+        except BaseException:
+            f.close()
+            raise
+        return f, size
+
+
+def _read_exact(f: IO[bytes], size: int, error: Any) -> bytearray:
+    try:
+        buf = bytearray(size)
+    except MemoryError:
+        raise error() from None
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = f.readinto(view[got:])  # type: ignore[attr-defined]
+        if not n:
+            raise error()
+        got += n
+    return buf
+
+
+def read_file(path: PathLike, what: Optional[str] = None) -> bytearray:
+    """The verified content of one file (its checkpoint directory's manifest applies)."""
+    path = os.fspath(path)
+    directory, name = os.path.split(path)
+    with Reader(directory or ".") as r:
+        return r.read_bytes(name, what)
