@@ -229,3 +229,30 @@ def test_squared_l2_norm_and_clip_by_norm():
     assert np.isnan(sq["Out"][0]) and sq["dX"][0, 0] == 2 and np.isnan(sq["dX"][0, 1])
     assert run_op("squared_l2_norm", {"X": f32([1.0, -INF])})["Out"][0] == INF
     assert np.isnan(run_op("clip_by_norm", {"X": f32([1.0, NAN])}, {"max_norm": 1.0})["Out"]).all()
+
+
+# -- gradient masks are products, not selects (fluid: dX = dOut * (X > Y)) -------------------
+@pytest.mark.parametrize("op_type", ["elementwise_max", "elementwise_min", "hard_sigmoid"])
+def test_masked_gradients_keep_a_nan_upstream_gradient(op_type):
+    """d/dX sum(op(X[, Y]) * W) with a NaN in W: the NaN upstream gradient reaches dX (and dY)
+    even where the mask is 0 (NaN * 0 = NaN), as in fluid's multiplicative kernels."""
+    main = Program()
+    block = main.global_block()
+    xv, yv = f32(1.0, 5.0, 9.0), f32(2.0, 3.0, 0.0)
+    wv = f32(NAN, NAN, 1.0)
+    with program_guard(main, Program()):
+        x = fluid.data("x", [3], "float32")
+        y = fluid.data("y", [3], "float32")
+        w = fluid.data("w", [3], "float32")
+        x.stop_gradient = y.stop_gradient = False
+        out = block.create_var(name="out")
+        if op_type == "hard_sigmoid":
+            block.append_op(op_type, {"X": x}, {"Out": out}, {})
+        else:
+            block.append_op(op_type, {"X": x, "Y": y}, {"Out": out}, {})
+        loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(out, w))
+        wrt = [x] if op_type == "hard_sigmoid" else [x, y]
+        grads = fluid.backward.gradients([loss], wrt)
+    got = EXE.run(main, feed={"x": xv, "y": yv, "w": wv}, fetch_list=grads, scope=fluid.Scope())
+    for g in got:
+        assert np.isnan(g[:2]).all() and np.isfinite(g[2])

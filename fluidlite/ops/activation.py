@@ -179,7 +179,8 @@ class HardSigmoid(_Act):
         return {"Out": self.f(X, slope, offset)}
 
     def backward(self, Out, dOut, *, slope=0.2, offset=0.5):
-        return {"X": np.where((Out > 0) & (Out < 1), dOut * slope, 0)}
+        # a product with the mask, not a select: a NaN dOut stays NaN, as fluid's kernel
+        return {"X": dOut * (((Out > 0) & (Out < 1)) * dOut.dtype.type(slope))}
 
 
 # -- smooth ------------------------------------------------------------------------------------

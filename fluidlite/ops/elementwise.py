@@ -227,10 +227,12 @@ class _Select(_Binary):
         ax, ay = operand_axes(X.ndim, Y.ndim, axis)
         mask = self._mask(x, y)
         out = {}
+        # products with the mask, not selects: a NaN/Inf in dOut reaches both operands' sums
+        # as fluid's dOut * (X > Y) does (and a bool product is cheaper than np.where)
         if wanted is None or "X" in wanted:
-            out["X"] = reduce_to(np.where(mask, dOut, 0), X.shape, ax)
+            out["X"] = reduce_to(dOut * mask, X.shape, ax)
         if wanted is None or "Y" in wanted:
-            out["Y"] = reduce_to(np.where(mask, 0, dOut), Y.shape, ay)
+            out["Y"] = reduce_to(dOut * ~mask, Y.shape, ay)
         return out
 
     def double_grad(self, g, *, axis=-1, **_):
