@@ -360,8 +360,10 @@ class Softmax(_Act):
 
     def infer(self, X, *, axis=-1):
         if not -len(X.shape) <= axis < max(len(X.shape), 1):
-            raise ValueError(f"axis={axis} is out of range for X of rank {len(X.shape)} "
-                             f"(shape {list(X.shape)}); use -1 for the last dim")
+            n = max(len(X.shape), 1)
+            raise ValueError(f"softmax: axis {axis} is out of range for input of rank "
+                             f"{len(X.shape)} (valid: {-len(X.shape)}..{n - 1}); use -1 for the "
+                             f"last dim")
         return super().infer(X)
 
     def forward(self, X, *, axis=-1):

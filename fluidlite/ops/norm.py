@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from .conv import LazyOutputs
+from .tensor import norm_axis
 
 
 def _layout_axes(op: str, ndim: int, data_layout: str) -> Tuple[int, Tuple[int, ...]]:
@@ -238,12 +239,6 @@ LayerNormGrad.forward_def = get_op_def("layer_norm")
 
 
 # -- norm (l2_normalize) ------------------------------------------------------------------------
-def _axis(op: str, axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"{op}: axis {axis} is out of range for rank {ndim}")
-    return axis % ndim
-
-
 @register
 class Norm(OpDef):
     """Norm = sqrt(sum(X^2, axis) + epsilon) (keeping the axis); Out = X / Norm."""
@@ -251,12 +246,12 @@ class Norm(OpDef):
     extra_attrs = {"use_mkldnn": False}
 
     def infer(self, X, *, axis=1):
-        a = _axis(self.type, axis, X.ndim)
+        a = norm_axis(self.type, axis, X.ndim)
         norm_shape = [1 if i == a else d for i, d in enumerate(X.shape)]
         return {"Out": X, "Norm": X.with_(shape=norm_shape)}
 
     def forward(self, X, *, axis=1, epsilon=1e-10, is_test=False):
-        a = _axis(self.type, axis, X.ndim)
+        a = norm_axis(self.type, axis, X.ndim)
         norm = np.sqrt(np.sum(np.square(X), axis=a, keepdims=True) + float(epsilon))
         return {"Out": X / norm, "Norm": norm.astype(X.dtype, copy=False)}
 
@@ -278,7 +273,7 @@ class NormGrad(OpDef):
         return {}
 
     def forward(self, X, Norm, dOut, *, axis=1, epsilon=1e-10, is_test=False):
-        a = _axis(self.type, axis, X.ndim)
+        a = norm_axis(self.type, axis, X.ndim)
         out = X / Norm
         dx = dOut - out * np.sum(dOut * out, axis=a, keepdims=True)
         return {"X@GRAD": dx / Norm}
