@@ -36,11 +36,11 @@ def check_int(value: Any, arg: str, layer: str, minimum: Optional[int] = None) -
     """``int(value)`` for a Python/numpy integer, else a TypeError naming the layer, the
     argument, what was expected and what was received; ``minimum``: ValueError below it."""
     if not is_int(value):
-        raise TypeError(f"{layer}: '{arg}' must be an int, but received {_received(value)}; "
-                        f"pass a Python int or a numpy integer such as {arg}=3")
+        raise TypeError(f"{layer}: {arg} must be an int (a Python or numpy integer), but "
+                        f"received {_received(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{layer}: '{arg}' must be >= {minimum}, but received {value}")
+        raise ValueError(f"{layer}: {arg} must be >= {minimum}, but received {value}")
     return value
 
 
@@ -48,11 +48,11 @@ def check_number(value: Any, arg: str, layer: str, positive: bool = False) -> fl
     """``float(value)`` for a Python/numpy real number, else a TypeError naming the layer, the
     argument and what was received; ``positive``: ValueError unless > 0."""
     if not is_number(value):
-        raise TypeError(f"{layer}: '{arg}' must be a number (int or float, numpy scalars "
-                        f"included), but received {_received(value)}")
+        raise TypeError(f"{layer}: {arg} must be a number (a Python or numpy int or float), "
+                        f"but received {_received(value)}")
     value = float(value)
     if positive and not value > 0:
-        raise ValueError(f"{layer}: '{arg}' must be > 0, but received {value}")
+        raise ValueError(f"{layer}: {arg} must be > 0, but received {value}")
     return value
 
 

@@ -4,16 +4,9 @@ from __future__ import annotations
 from typing import Optional
 
 from ..core.ir import Variable
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_number
 
 __all__ = ["clip", "clip_by_norm"]
-
-
-def _number(layer: str, arg: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{layer}: {arg} must be a float, but received {value!r} of type "
-                        f"{type(value).__name__}")
-    return float(value)
 
 
 def _variable(layer: str, x: object) -> Variable:
@@ -26,7 +19,9 @@ def _variable(layer: str, x: object) -> Variable:
 def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Variable:
     """Elementwise ``min(max(x, min), max)`` (op ``clip``); gradient flows where min < x < max."""
     x = _variable("clip", x)
-    lo, hi = _number("clip", "min", min), _number("clip", "max", max)
+    lo, hi = check_number(min, "min", "clip"), check_number(max, "max", "clip")
+    if lo > hi:
+        raise ValueError(f"clip: min ({lo}) must not be greater than max ({hi})")
     helper = LayerHelper("clip", name=name)
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="clip", inputs={"X": x}, outputs={"Out": out},
@@ -37,8 +32,9 @@ def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Var
 def clip_by_norm(x: Variable, max_norm: float, name: Optional[str] = None) -> Variable:
     """``x * max_norm / ||x||_2`` when ``||x||_2 > max_norm``, else ``x`` (op ``clip_by_norm``)."""
     x = _variable("clip_by_norm", x)
+    max_norm = check_number(max_norm, "max_norm", "clip_by_norm", positive=True)
     helper = LayerHelper("clip_by_norm", name=name)
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="clip_by_norm", inputs={"X": x}, outputs={"Out": out},
-                     attrs={"max_norm": _number("clip_by_norm", "max_norm", max_norm)})
+                     attrs={"max_norm": max_norm})
     return out

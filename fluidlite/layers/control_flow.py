@@ -9,7 +9,7 @@ from typing import Optional
 
 from ..core.ir import Variable
 from ..initializer import Constant
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, check_number
 
 __all__ = ["increment", "autoincreased_step_counter"]
 
@@ -19,8 +19,7 @@ def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variabl
     ``in_place`` (the default), else into a new variable."""
     if not isinstance(x, Variable):
         raise TypeError(f"increment: x must be a Variable, but received {type(x).__name__}")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"increment: value must be a number, but received {value!r}")
+    value = check_number(value, "value", "increment")
     helper = LayerHelper("increment")
     out = x if in_place else helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="increment", inputs={"X": [x]}, outputs={"Out": [out]},
@@ -34,6 +33,8 @@ def autoincreased_step_counter(counter_name: Optional[str] = None, begin: int = 
     main program: initialised to ``begin - 1`` in the startup program, with an ``increment`` op
     *prepended* to block 0, so the first run sees ``begin``. Calling it again with the same
     name returns the existing counter (one increment per program)."""
+    begin = check_int(begin, "begin", "autoincreased_step_counter")
+    step = check_int(step, "step", "autoincreased_step_counter")
     helper = LayerHelper("global_step_counter")
     if counter_name is None:
         counter_name = "@STEP_COUNTER@"

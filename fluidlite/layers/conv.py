@@ -6,7 +6,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 from ..core.dtypes import is_float
 from ..core.ir import Variable
 from ..initializer import Normal
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, is_int, is_number
 from ..ops.conv import normalize_paddings
 
 __all__ = ["conv2d", "conv2d_transpose", "pool2d"]
@@ -16,15 +16,14 @@ _IntOrPair = Union[int, Sequence[int]]
 
 def _to_list(value: Any, n: int, name: str, layer: str) -> List[int]:
     """fluid's ``utils.convert_to_list``: an int is repeated ``n`` times."""
-    if isinstance(value, bool):
-        raise TypeError(f"{layer}: {name} must be an int or a list of {n} ints, got {value!r}")
-    if isinstance(value, int):
-        return [value] * n
-    try:
-        out = [int(v) for v in value]
-    except (TypeError, ValueError):
-        raise TypeError(f"{layer}: {name} must be an int or a list of {n} ints, got "
-                        f"{value!r}") from None
+    if is_int(value):
+        return [int(value)] * n
+    # fluid's convert_to_list takes anything int() takes; integral floats (3.0) are kept
+    if not isinstance(value, (list, tuple)) or \
+            not all(is_number(v) and float(v) == int(v) for v in value):
+        raise TypeError(f"{layer}: {name} must be an int or a list of {n} ints, but received "
+                        f"{value!r}")
+    out = [int(v) for v in value]
     if len(out) != n:
         raise ValueError(f"{layer}: {name} must have {n} values, got {list(value)}")
     return out
@@ -84,10 +83,9 @@ def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _
     initialized Normal(0, sqrt(2 / (kh*kw*C))) unless ``param_attr`` says otherwise; the bias
     ``[num_filters]`` is added on the channel axis (``bias_attr=False``: no bias)."""
     C = _check_input("conv2d", input, data_format)
-    if isinstance(num_filters, bool) or not isinstance(num_filters, int) or num_filters <= 0:
-        raise ValueError(f"conv2d: num_filters must be a positive int, got {num_filters!r}")
-    groups = 1 if groups is None else int(groups)
-    if groups <= 0 or C % groups:
+    num_filters = check_int(num_filters, "num_filters", "conv2d", minimum=1)
+    groups = 1 if groups is None else check_int(groups, "groups", "conv2d", minimum=1)
+    if C % groups:
         raise ValueError(f"conv2d: the channel count of the input ({C}, shape "
                          f"{list(input.shape)}) must be divisible by groups ({groups})")
     if num_filters % groups:
@@ -130,11 +128,9 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     if param_attr is False:
         raise ValueError("conv2d_transpose: param_attr should not be False")
     C = _check_input("conv2d_transpose", input, data_format)
-    if isinstance(num_filters, bool) or not isinstance(num_filters, int) or num_filters <= 0:
-        raise ValueError(f"conv2d_transpose: num_filters must be a positive int, got "
-                         f"{num_filters!r}")
-    groups = 1 if groups is None else int(groups)
-    if groups <= 0 or C % groups or num_filters % groups:
+    num_filters = check_int(num_filters, "num_filters", "conv2d_transpose", minimum=1)
+    groups = 1 if groups is None else check_int(groups, "groups", "conv2d_transpose", minimum=1)
+    if C % groups or num_filters % groups:
         raise ValueError(f"conv2d_transpose: input channels ({C}) and num_filters "
                          f"({num_filters}) must be divisible by groups ({groups})")
     helper = LayerHelper("conv2d_transpose", input=input, param_attr=param_attr,
@@ -144,7 +140,7 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     paddings, algorithm = _padding(padding, data_format, "conv2d_transpose")
     if output_size is None:
         output_size = []
-    elif isinstance(output_size, (int, list, tuple)):
+    elif is_int(output_size) or isinstance(output_size, (list, tuple)):
         output_size = _to_list(output_size, 2, "output_size", "conv2d_transpose")
     else:
         raise ValueError(f"conv2d_transpose: output_size should be an int or a list, got "

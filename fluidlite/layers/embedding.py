@@ -5,7 +5,7 @@ from typing import Any, Optional, Sequence
 
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
 from ..core.ir import Variable
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, is_int
 
 __all__ = ["embedding"]
 
@@ -28,10 +28,10 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
         raise TypeError(f"embedding: input '{input.name}' must hold int64 ids, got "
                         f"{input.dtype.name.lower() if input.dtype is not None else None}; "
                         f"declare it with dtype='int64'")
-    try:
-        size = [int(s) for s in size]
-    except (TypeError, ValueError):
-        raise TypeError(f"embedding: size must be [vocab_size, emb_dim], got {size!r}") from None
+    if not isinstance(size, (list, tuple)) or not all(is_int(s) for s in size):
+        raise TypeError(f"embedding: size must be [vocab_size, emb_dim] (two ints), but "
+                        f"received {size!r}")
+    size = [int(s) for s in size]
     if len(size) != 2 or min(size) <= 0:
         raise ValueError(f"embedding: size must be two positive ints [vocab_size, emb_dim], got "
                          f"{size}")
@@ -40,11 +40,13 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
         raise TypeError(f"embedding: dtype must be float16/32/64, got {dtype.name.lower()}")
     if padding_idx is None:
         padding_idx = -1
-    elif not -size[0] <= padding_idx < size[0]:
+    elif not -size[0] <= check_int(padding_idx, "padding_idx", "embedding") < size[0]:
         raise ValueError(f"embedding: padding_idx must be in [{-size[0]}, {size[0]}), got "
                          f"{padding_idx}")
     elif padding_idx < 0:
-        padding_idx += size[0]
+        padding_idx = int(padding_idx) + size[0]
+    else:
+        padding_idx = int(padding_idx)
     helper = LayerHelper("embedding", param_attr=param_attr)
     w = helper.create_parameter(attr=helper.param_attr, shape=size, dtype=dtype)
     out = helper.create_variable_for_type_inference(dtype)

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from ..core.dtypes import VarType
 from ..core.ir import Variable, default_main_program
 from ..initializer import Constant
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_number
 from .control_flow import autoincreased_step_counter
 
 __all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
@@ -61,12 +61,7 @@ def _decay_step_counter(begin: int = 0) -> Variable:
 
 
 def _number(fn: str, arg: str, value: Any, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{fn}: {arg} must be a number, but received {value!r} of type "
-                        f"{type(value).__name__}")
-    if positive and not value > 0:
-        raise ValueError(f"{fn}: {arg} must be > 0, but received {value}")
-    return float(value)
+    return check_number(value, arg, fn, positive)
 
 
 def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:

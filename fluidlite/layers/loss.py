@@ -6,7 +6,7 @@ from typing import Optional, Tuple, Union
 
 from ..core.ir import Variable
 from ..data_feeder import check_type, check_variable_and_dtype
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "square_error_cost",
            "sigmoid_cross_entropy_with_logits"]
@@ -29,7 +29,7 @@ def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
     the input's shape with last dim 1."""
     check_variable_and_dtype(input, "input", _FLOATS, "cross_entropy")
     _check_label(label, soft_label, "cross_entropy")
-    check_type(ignore_index, "ignore_index", int, "cross_entropy")
+    ignore_index = check_int(ignore_index, "ignore_index", "cross_entropy")
     if not soft_label:
         helper = LayerHelper("cross_entropy2")
         out = helper.create_variable_for_type_inference(dtype=input.dtype)
@@ -56,7 +56,8 @@ def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bo
     ``return_softmax``)."""
     check_variable_and_dtype(logits, "logits", _FLOATS, "softmax_with_cross_entropy")
     _check_label(label, soft_label, "softmax_with_cross_entropy")
-    check_type(axis, "axis", int, "softmax_with_cross_entropy")
+    axis = check_int(axis, "axis", "softmax_with_cross_entropy")
+    ignore_index = check_int(ignore_index, "ignore_index", "softmax_with_cross_entropy")
     helper = LayerHelper("softmax_with_cross_entropy")
     softmax = helper.create_variable_for_type_inference(dtype=logits.dtype)
     loss = helper.create_variable_for_type_inference(dtype=logits.dtype)
@@ -91,7 +92,7 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable,
     to ``ignore_index`` give 0; ``normalize`` divides by the number of the others)."""
     check_variable_and_dtype(x, "x", _FLOATS, "sigmoid_cross_entropy_with_logits")
     check_variable_and_dtype(label, "label", _FLOATS, "sigmoid_cross_entropy_with_logits")
-    check_type(ignore_index, "ignore_index", int, "sigmoid_cross_entropy_with_logits")
+    ignore_index = check_int(ignore_index, "ignore_index", "sigmoid_cross_entropy_with_logits")
     check_type(normalize, "normalize", bool, "sigmoid_cross_entropy_with_logits")
     helper = LayerHelper("sigmoid_cross_entropy_with_logits", name=name)
     out = helper.create_variable_for_type_inference(dtype=x.dtype)

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Optional
 
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
-from ..layer_helper import LayerHelper
+from ..data_feeder import check_variable_and_dtype
+from ..layer_helper import LayerHelper, check_int
 from .nn import topk
 
 __all__ = ["accuracy"]
@@ -18,7 +18,7 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Optional[Var
     check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], "accuracy")
     check_variable_and_dtype(label, "label", ["int32", "int64"], "accuracy",
                              "Labels are class indices: use dtype int64.")
-    check_type(k, "k", int, "accuracy")
+    k = check_int(k, "k", "accuracy", minimum=1)
     helper = LayerHelper("accuracy")
     topk_out, topk_indices = topk(input, k=k)
     acc_out = helper.create_variable_for_type_inference(dtype="float32")

@@ -5,7 +5,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 from ..core.ir import Variable
 from ..data_feeder import check_type, check_variable_and_dtype
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, check_number, is_int
 
 __all__ = ["fc", "mean", "mul", "matmul", "reduce_sum", "reduce_mean", "reduce_max",
            "reduce_min", "topk", "one_hot"]
@@ -19,23 +19,17 @@ def fc(input: Union[Variable, Sequence[Variable]], size: int, num_flatten_dims: 
     Each input gets its own weight ``[prod(x.shape[k:]), size]``; the products are summed (op
     ``sum``) when there are several inputs. Output shape: ``x.shape[:k] + [size]``.
     """
+    size = check_int(size, "size", "fc", minimum=1)
+    num_flatten_dims = check_int(num_flatten_dims, "num_flatten_dims", "fc", minimum=1)
     helper = LayerHelper("fc", input=input, size=size, num_flatten_dims=num_flatten_dims,
                          param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise ValueError(f"fc: size must be a positive int, got {size!r}")
     dtype = helper.input_dtype()
+    for x in helper.multiple_input():        # every input is checked before anything is built
+        _fc_width(x, num_flatten_dims)
     products = []
     for x, attr in helper.iter_inputs_and_params():
-        if not 0 < num_flatten_dims < len(x.shape):
-            raise ValueError(f"fc: num_flatten_dims={num_flatten_dims} is out of range for input "
-                             f"'{x.name}' of shape {list(x.shape)}")
-        width = 1
-        for d in x.shape[num_flatten_dims:]:
-            if d < 0:
-                raise ValueError(f"fc: input '{x.name}' has an unknown dim after "
-                                 f"num_flatten_dims={num_flatten_dims}: {list(x.shape)}")
-            width *= d
-        w = helper.create_parameter(attr=attr, shape=[width, size], dtype=dtype)
+        w = helper.create_parameter(attr=attr, shape=[_fc_width(x, num_flatten_dims), size],
+                                    dtype=dtype)
         tmp = helper.create_variable_for_type_inference(dtype)
         helper.append_op(type="mul", inputs={"X": x, "Y": w}, outputs={"Out": tmp},
                          attrs={"x_num_col_dims": num_flatten_dims, "y_num_col_dims": 1})
@@ -48,6 +42,22 @@ def fc(input: Union[Variable, Sequence[Variable]], size: int, num_flatten_dims: 
                          attrs={"use_mkldnn": False})
     pre_act = helper.append_bias_op(pre_bias, dim_start=num_flatten_dims)
     return helper.append_activation(pre_act)
+
+
+def _fc_width(x: Variable, num_flatten_dims: int) -> int:
+    """prod(x.shape[num_flatten_dims:]): the weight's height for input ``x``."""
+    if not 0 < num_flatten_dims < len(x.shape):
+        raise ValueError(f"fc: num_flatten_dims={num_flatten_dims} is out of range for input "
+                         f"'{x.name}' of shape {list(x.shape)}; it must be in [1, "
+                         f"{len(x.shape) - 1}]")
+    width = 1
+    for d in x.shape[num_flatten_dims:]:
+        if d < 0:
+            raise ValueError(f"fc: input '{x.name}' has an unknown dim after "
+                             f"num_flatten_dims={num_flatten_dims}: {list(x.shape)}; declare "
+                             f"those dims or lower num_flatten_dims")
+        width *= d
+    return width
 
 
 def mean(x: Variable, name: Optional[str] = None) -> Variable:
@@ -69,8 +79,8 @@ def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int =
     """``flatten(x, x_num_col_dims) @ flatten(y, y_num_col_dims)`` (op ``mul``)."""
     check_variable_and_dtype(x, "x", _FLOATS, "mul")
     check_variable_and_dtype(y, "y", _FLOATS, "mul")
-    check_type(x_num_col_dims, "x_num_col_dims", int, "mul")
-    check_type(y_num_col_dims, "y_num_col_dims", int, "mul")
+    x_num_col_dims = check_int(x_num_col_dims, "x_num_col_dims", "mul", minimum=1)
+    y_num_col_dims = check_int(y_num_col_dims, "y_num_col_dims", "mul", minimum=1)
     helper = LayerHelper("mul", name=name)
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="mul", inputs={"X": x, "Y": y}, outputs={"Out": out},
@@ -86,7 +96,7 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
     check_variable_and_dtype(y, "y", _FLOATS, "matmul")
     check_type(transpose_x, "transpose_x", bool, "matmul")
     check_type(transpose_y, "transpose_y", bool, "matmul")
-    check_type(alpha, "alpha", (int, float), "matmul")
+    alpha = check_number(alpha, "alpha", "matmul")
     helper = LayerHelper("matmul", name=name)
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="matmul", inputs={"X": x, "Y": y}, outputs={"Out": out},
@@ -98,14 +108,14 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
 def _reduce(op_type: str, input: Variable, dim: Any, keep_dim: bool,
             name: Optional[str]) -> Variable:
     check_variable_and_dtype(input, "input", _FLOATS + ["int32", "int64"], op_type)
-    check_type(dim, "dim", (int, list, tuple, type(None)), op_type)
+    if not (dim is None or is_int(dim) or isinstance(dim, (list, tuple))):
+        raise TypeError(f"{op_type}: 'dim' must be None, an int or a list of ints, but received "
+                        f"{dim!r} of type {type(dim).__name__}")
     check_type(keep_dim, "keep_dim", bool, op_type)
-    if isinstance(dim, int):
-        dim = [dim]
+    if is_int(dim):
+        dim = [int(dim)]
     elif dim is not None:
-        dim = list(dim)
-        for d in dim:
-            check_type(d, "dim element", int, op_type)
+        dim = [check_int(d, f"dim[{i}]", op_type) for i, d in enumerate(dim)]
     reduce_all = dim is None or dim == [] or len(dim) == len(input.shape)
     helper = LayerHelper(op_type, name=name)
     out = helper.create_variable_for_type_inference(dtype=input.dtype)
@@ -143,7 +153,8 @@ def topk(input: Variable, k: Union[int, Variable],
          name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """``(values, indices)`` of the k largest entries along the last dim (op ``top_k``)."""
     check_variable_and_dtype(input, "input", _FLOATS + ["int32", "int64"], "topk")
-    check_type(k, "k", (int, Variable), "topk")
+    if not isinstance(k, Variable):
+        k = check_int(k, "k", "topk", minimum=1)
     helper = LayerHelper("top_k", name=name)
     values = helper.create_variable_for_type_inference(dtype=input.dtype)
     indices = helper.create_variable_for_type_inference(dtype="int64")
@@ -163,7 +174,8 @@ def one_hot(input: Variable, depth: Union[int, Variable],
             allow_out_of_range: bool = False) -> Variable:
     """One-hot float32 encoding of int ``input`` whose last dim is 1 (op ``one_hot``)."""
     check_variable_and_dtype(input, "input", ["int32", "int64"], "one_hot")
-    check_type(depth, "depth", (int, Variable), "one_hot")
+    if not isinstance(depth, Variable):
+        depth = check_int(depth, "depth", "one_hot", minimum=1)
     helper = LayerHelper("one_hot")
     out = helper.create_variable_for_type_inference(dtype="float32")
     inputs: dict = {"X": input}

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from ..core.dtypes import VarType, is_float
 from ..core.ir import Variable
 from ..initializer import Constant
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, check_number, is_number
 from ..param_attr import ParamAttr
 
 __all__ = ["batch_norm", "layer_norm", "l2_normalize", "dropout"]
@@ -20,6 +20,13 @@ def _float_input(layer: str, x: Any, arg: str = "input") -> None:
     if x.dtype is not None and not is_float(x.dtype):
         raise TypeError(f"{layer}: {arg} '{x.name}' must be float16/32/64, got "
                         f"{x.dtype.name.lower()}")
+
+
+def _epsilon(value: object, layer: str) -> float:
+    eps = check_number(value, "epsilon", layer)
+    if not eps >= 0.0:          # fluid's attr checker: epsilon >= 0
+        raise ValueError(f"{layer}: epsilon must be >= 0, but received {eps}")
+    return eps
 
 
 def batch_norm(input: Variable, act: Any = None, is_test: bool = False, momentum: float = 0.9,
@@ -40,6 +47,10 @@ def batch_norm(input: Variable, act: Any = None, is_test: bool = False, momentum
     if bias_attr is False:
         raise ValueError("batch_norm: bias_attr should not be False")
     _float_input("batch_norm", input)
+    momentum = check_number(momentum, "momentum", "batch_norm")
+    epsilon = _epsilon(epsilon, "batch_norm")
+    if not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"batch_norm: momentum must be in [0, 1], but received {momentum}")
     if data_layout == "NCHW":
         ch = 1
     elif data_layout == "NHWC":
@@ -91,6 +102,8 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
     """Normalize each sample over the dims from ``begin_norm_axis`` on, then apply the learned
     ``scale`` (init 1) and ``shift`` (init 0), both of shape ``[prod(shape[begin_norm_axis:])]``."""
     _float_input("layer_norm", input)
+    begin_norm_axis = check_int(begin_norm_axis, "begin_norm_axis", "layer_norm")
+    epsilon = _epsilon(epsilon, "layer_norm")
     rank = len(input.shape)
     if not 0 < begin_norm_axis < rank:
         raise ValueError(f"layer_norm: begin_norm_axis must be in [1, {rank - 1}] for input "
@@ -132,6 +145,8 @@ def l2_normalize(x: Variable, axis: int, epsilon: float = 1e-12,
                  name: Optional[str] = None) -> Variable:
     """``x / sqrt(sum(x^2, axis) + epsilon)`` (op ``norm``; a 1-D input uses axis 0)."""
     _float_input("l2_normalize", x, "x")
+    axis = None if axis is None else check_int(axis, "axis", "l2_normalize")
+    epsilon = _epsilon(epsilon, "l2_normalize")
     if len(x.shape) == 1:
         axis = 0
     helper = LayerHelper("l2_normalize", name=name)
@@ -151,9 +166,11 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: Optio
     generator, reproducible through ``Program.random_seed``. ``is_test`` (or
     ``clone(for_test=True)``) switches to inference scaling."""
     _float_input("dropout", x, "x")
-    if isinstance(dropout_prob, bool) or not isinstance(dropout_prob, (int, float)) or \
-            not 0.0 <= dropout_prob <= 1.0:
-        raise ValueError(f"dropout: dropout_prob must be a float in [0, 1], got {dropout_prob!r}")
+    if not is_number(dropout_prob) or not 0.0 <= dropout_prob <= 1.0:
+        raise ValueError(f"dropout: dropout_prob must be a float in [0, 1] (Python or numpy), "
+                         f"but received {dropout_prob!r}")
+    if seed is not None:
+        seed = check_int(seed, "seed", "dropout")
     if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
         raise ValueError(f"dropout: dropout_implementation must be 'downgrade_in_infer' or "
                          f"'upscale_in_train', got {dropout_implementation!r}")

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 from ..core.dtypes import FLOATS, INTS, VarType, convert_dtype, convert_np_dtype_to_dtype_
 from ..core.ir import Variable
 from ..core.registry import get_op_def
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, is_int, is_number
 from .layer_function_generator import generate_activation_fn
 
 _ACTIVATIONS = ["relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "square", "abs",
@@ -69,16 +69,17 @@ def _act_with_attrs(op_type: str, x: Variable, name: Optional[str], **attrs: Any
 
 
 def _float(layer: str, arg: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{layer}: '{arg}' must be a float, but received {value!r} of type "
-                        f"{type(value).__name__}")
+    if not is_number(value):
+        raise TypeError(f"{layer}: '{arg}' must be a float (a Python or numpy number), but "
+                        f"received {value!r} of type {type(value).__name__}")
     return float(value)
 
 
 def softmax(input: Variable, use_cudnn: bool = False, name: Optional[str] = None,
             axis: int = -1) -> Variable:
     """Softmax along ``axis``: exp(x - max) / sum(exp(x - max))."""
-    return _act_with_attrs("softmax", input, name, axis=int(axis), use_cudnn=bool(use_cudnn))
+    return _act_with_attrs("softmax", input, name, axis=check_int(axis, "axis", "softmax"),
+                           use_cudnn=bool(use_cudnn))
 
 
 def leaky_relu(x: Variable, alpha: float = 0.02, name: Optional[str] = None) -> Variable:
@@ -135,8 +136,10 @@ def _elementwise(op_type: str) -> Callable[..., Variable]:
               name: Optional[str] = None) -> Variable:
         _check(x, "x", op_type, _NUMBER_NAMES)
         _check(y, "y", op_type, _NUMBER_NAMES)
-        if isinstance(axis, bool) or not isinstance(axis, int):
-            raise TypeError(f"{op_type}: axis must be an int, but received {axis!r}")
+        if not is_int(axis):
+            raise TypeError(f"{op_type}: axis must be an int (a Python or numpy integer), but "
+                            f"received {axis!r} of type {type(axis).__name__}")
+        axis = int(axis)
         helper = LayerHelper(op_type, x=x, y=y, axis=axis, act=act, name=name)
         out = _out_var(helper, name, x.dtype)
         helper.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence
 
 from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Variable
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, check_number, is_int
 
 __all__ = ["uniform_random", "gaussian_random", "fill_constant_batch_size_like",
            "uniform_random_batch_size_like", "gaussian_random_batch_size_like"]
@@ -21,12 +21,12 @@ def _shape(layer: str, shape: Any, batch_like: bool = False) -> List[int]:
     if isinstance(shape, Variable):
         raise TypeError(f"{layer}: shape must be a list of ints; a Variable shape is not "
                         f"supported")
-    if isinstance(shape, int) and not isinstance(shape, bool):
+    if is_int(shape):
         shape = [shape]
-    try:
-        out = [int(d) for d in shape]
-    except (TypeError, ValueError):
-        raise TypeError(f"{layer}: shape must be a list of ints, got {shape!r}") from None
+    if not isinstance(shape, (list, tuple)) or not all(is_int(d) for d in shape):
+        raise TypeError(f"{layer}: 'shape' must be a list of ints (numpy integers included), "
+                        f"but received {shape!r}")
+    out = [int(d) for d in shape]
     if not out or any(d < (-1 if batch_like else 0) for d in out):
         raise ValueError(f"{layer}: shape must be a non-empty list of non-negative ints"
                          f"{' (-1 marks the dim taken from input)' if batch_like else ''}, "
@@ -37,26 +37,31 @@ def _shape(layer: str, shape: Any, batch_like: bool = False) -> List[int]:
 def uniform_random(shape: Sequence[int], dtype: Any = "float32", min: float = -1.0,
                    max: float = 1.0, seed: int = 0, name: Optional[str] = None) -> Variable:
     """A tensor of ``shape`` drawn from U[min, max)."""
-    if min > max:
-        raise ValueError(f"uniform_random: min ({min}) must not exceed max ({max})")
+    lo = check_number(min, "min", "uniform_random")
+    hi = check_number(max, "max", "uniform_random")
+    if lo > hi:
+        raise ValueError(f"uniform_random: min ({lo}) must not exceed max ({hi})")
+    attrs = {"shape": _shape("uniform_random", shape), "dtype": convert_np_dtype_to_dtype_(dtype),
+             "min": lo, "max": hi, "seed": check_int(seed, "seed", "uniform_random")}
     helper = LayerHelper("uniform_random", name=name)
-    dtype = convert_np_dtype_to_dtype_(dtype)
-    out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op(type="uniform_random", outputs={"Out": out},
-                     attrs={"shape": _shape("uniform_random", shape), "dtype": dtype,
-                            "min": float(min), "max": float(max), "seed": int(seed)})
+    out = helper.create_variable_for_type_inference(attrs["dtype"])
+    helper.append_op(type="uniform_random", outputs={"Out": out}, attrs=attrs)
     return out
 
 
 def gaussian_random(shape: Sequence[int], mean: float = 0.0, std: float = 1.0, seed: int = 0,
                     dtype: Any = "float32", name: Optional[str] = None) -> Variable:
     """A tensor of ``shape`` drawn from N(mean, std^2)."""
+    attrs = {"shape": _shape("gaussian_random", shape),
+             "dtype": convert_np_dtype_to_dtype_(dtype),
+             "mean": check_number(mean, "mean", "gaussian_random"),
+             "std": check_number(std, "std", "gaussian_random"),
+             "seed": check_int(seed, "seed", "gaussian_random")}
+    if attrs["std"] < 0:
+        raise ValueError(f"gaussian_random: 'std' must be >= 0, but received {attrs['std']}")
     helper = LayerHelper("gaussian_random", name=name)
-    dtype = convert_np_dtype_to_dtype_(dtype)
-    out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op(type="gaussian_random", outputs={"Out": out},
-                     attrs={"shape": _shape("gaussian_random", shape), "dtype": dtype,
-                            "mean": float(mean), "std": float(std), "seed": int(seed)})
+    out = helper.create_variable_for_type_inference(attrs["dtype"])
+    helper.append_op(type="gaussian_random", outputs={"Out": out}, attrs=attrs)
     return out
 
 
@@ -64,13 +69,12 @@ def _batch_like(op: str, input: Variable, shape: Any, dtype: Any, input_dim_idx:
                 output_dim_idx: int, attrs: dict) -> Variable:
     if not isinstance(input, Variable):
         raise TypeError(f"{op}: input must be a Variable, got {type(input).__name__}")
+    attrs = dict(attrs, shape=_shape(op, shape, True), dtype=convert_np_dtype_to_dtype_(dtype),
+                 input_dim_idx=check_int(input_dim_idx, "input_dim_idx", op),
+                 output_dim_idx=check_int(output_dim_idx, "output_dim_idx", op))
     helper = LayerHelper(op)
-    dtype = convert_np_dtype_to_dtype_(dtype)
-    out = helper.create_variable_for_type_inference(dtype)
-    helper.append_op(type=op, inputs={"Input": input}, outputs={"Out": out},
-                     attrs=dict(attrs, shape=_shape(op, shape, True), dtype=dtype,
-                                input_dim_idx=int(input_dim_idx),
-                                output_dim_idx=int(output_dim_idx)))
+    out = helper.create_variable_for_type_inference(attrs["dtype"])
+    helper.append_op(type=op, inputs={"Input": input}, outputs={"Out": out}, attrs=attrs)
     out.stop_gradient = True
     return out
 
@@ -81,7 +85,9 @@ def fill_constant_batch_size_like(input: Variable, shape: Sequence[int], dtype: 
     """``full(shape, value)`` with ``shape[output_dim_idx] = input.shape[input_dim_idx]`` taken
     at run time (the batch size)."""
     return _batch_like("fill_constant_batch_size_like", input, shape, dtype, input_dim_idx,
-                       output_dim_idx, {"value": float(value), "force_cpu": bool(force_cpu)})
+                       output_dim_idx,
+                       {"value": check_number(value, "value", "fill_constant_batch_size_like"),
+                        "force_cpu": bool(force_cpu)})
 
 
 def uniform_random_batch_size_like(input: Variable, shape: Sequence[int],
@@ -89,8 +95,10 @@ def uniform_random_batch_size_like(input: Variable, shape: Sequence[int],
                                    output_dim_idx: int = 0, min: float = -1.0,
                                    max: float = 1.0, seed: int = 0) -> Variable:
     """U[min, max) samples shaped like ``shape`` with the batch dim of ``input``."""
-    return _batch_like("uniform_random_batch_size_like", input, shape, dtype, input_dim_idx,
-                       output_dim_idx, {"min": float(min), "max": float(max), "seed": int(seed)})
+    op = "uniform_random_batch_size_like"
+    return _batch_like(op, input, shape, dtype, input_dim_idx, output_dim_idx,
+                       {"min": check_number(min, "min", op), "max": check_number(max, "max", op),
+                        "seed": check_int(seed, "seed", op)})
 
 
 def gaussian_random_batch_size_like(input: Variable, shape: Sequence[int],
@@ -98,6 +106,7 @@ def gaussian_random_batch_size_like(input: Variable, shape: Sequence[int],
                                     mean: float = 0.0, std: float = 1.0, seed: int = 0,
                                     dtype: Any = "float32") -> Variable:
     """N(mean, std^2) samples shaped like ``shape`` with the batch dim of ``input``."""
-    return _batch_like("gaussian_random_batch_size_like", input, shape, dtype, input_dim_idx,
-                       output_dim_idx, {"mean": float(mean), "std": float(std),
-                                        "seed": int(seed)})
+    op = "gaussian_random_batch_size_like"
+    return _batch_like(op, input, shape, dtype, input_dim_idx, output_dim_idx,
+                       {"mean": check_number(mean, "mean", op), "std": check_number(std, "std", op),
+                        "seed": check_int(seed, "seed", op)})

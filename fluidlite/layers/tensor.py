@@ -11,7 +11,7 @@ from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Variable
 from ..data_feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..initializer import Constant
-from ..layer_helper import LayerHelper
+from ..layer_helper import LayerHelper, check_int, check_number, is_int
 from ..param_attr import ParamAttr
 
 __all__ = ["create_tensor", "create_parameter", "create_global_var", "fill_constant", "zeros",
@@ -27,7 +27,7 @@ _INT = ["int32", "int64"]
 def _int_list(value: Any, name: str, layer: str) -> List[int]:
     check_type(value, name, (list, tuple), layer)
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if not is_int(v):
             raise TypeError(f"The elements of '{name}' in {layer} must be int, but received "
                             f"{type(v).__name__} ({v!r})")
     return [int(v) for v in value]
@@ -87,11 +87,11 @@ def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistabl
     for d in shape:
         check_type(d, "shape element", (int, np.integer), "create_global_var")
     check_dtype(dtype, "dtype", _ALL, "create_global_var")
+    value = check_number(value, "value", "create_global_var")
     helper = LayerHelper("global_var", name=name)
     var = helper.create_global_variable(dtype=dtype, shape=list(shape), persistable=persistable,
                                         name=name, stop_gradient=True)
-    helper.set_variable_initializer(var, initializer=Constant(value=float(value),
-                                                              force_cpu=force_cpu))
+    helper.set_variable_initializer(var, initializer=Constant(value=value, force_cpu=force_cpu))
     return var
 
 
@@ -156,7 +156,8 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
     """Copy a Variable (op ``assign``) or a numpy array / list / scalar (op ``assign_value``)
     into ``output`` (a new Variable when None)."""
     helper = LayerHelper("assign")
-    check_type(input, "input", (Variable, np.ndarray, list, tuple, float, int, bool), "assign")
+    check_type(input, "input", (Variable, np.ndarray, np.generic, list, tuple, float, int, bool),
+               "assign")
     if output is not None:
         check_type(output, "output", Variable, "assign")
     if isinstance(input, Variable):
@@ -200,7 +201,7 @@ def concat(input: Sequence[Variable], axis: int = 0, name: Optional[str] = None)
     xs = [input] if isinstance(input, Variable) else list(input)
     for i, x in enumerate(xs):
         check_variable_and_dtype(x, f"input[{i}]", _ALL, "concat")
-    check_type(axis, "axis", int, "concat")
+    axis = check_int(axis, "axis", "concat")
     helper = LayerHelper("concat", name=name)
     out = helper.create_variable_for_type_inference(dtype=xs[0].dtype)
     helper.append_op(type="concat", inputs={"X": xs}, outputs={"Out": [out]},
@@ -213,17 +214,19 @@ def split(input: Variable, num_or_sections: Union[int, Sequence[int]], dim: int 
     """Split along ``dim`` into ``num_or_sections`` equal pieces, or pieces of the listed sizes
     (one may be -1). Returns a list."""
     check_variable_and_dtype(input, "input", _ALL, "split")
-    check_type(num_or_sections, "num_or_sections", (int, list, tuple), "split")
-    check_type(dim, "dim", int, "split")
+    if not is_int(num_or_sections):
+        check_type(num_or_sections, "num_or_sections", (int, list, tuple), "split")
+    dim = check_int(dim, "dim", "split")
     helper = LayerHelper("split", name=name)
     rank = len(input.shape)
     if not -rank <= dim < rank:
         raise ValueError(f"split: dim {dim} is out of range for input of shape "
                          f"{list(input.shape)}")
-    if isinstance(num_or_sections, int):
-        if num_or_sections < 1:
-            raise ValueError(f"split: num_or_sections must be positive, got {num_or_sections}")
-        num, attrs = num_or_sections, {"num": num_or_sections, "axis": dim}
+    if is_int(num_or_sections):
+        num = int(num_or_sections)
+        if num < 1:
+            raise ValueError(f"split: num_or_sections must be positive, got {num}")
+        attrs = {"num": num, "axis": dim}
     else:
         sections = _int_list(num_or_sections, "num_or_sections", "split")
         num, attrs = len(sections), {"sections": sections, "axis": dim}
@@ -239,7 +242,7 @@ def stack(x: Union[Variable, Sequence[Variable]], axis: int = 0) -> Variable:
         check_type(x, "x", (Variable, list, tuple), "stack")
     for i, v in enumerate(xs):
         check_variable_and_dtype(v, f"x[{i}]", _ALL, "stack")
-    check_type(axis, "axis", int, "stack")
+    axis = check_int(axis, "axis", "stack")
     helper = LayerHelper("stack")
     out = helper.create_variable_for_type_inference(dtype=xs[0].dtype)
     helper.append_op(type="stack", inputs={"X": xs}, outputs={"Y": out}, attrs={"axis": axis})
@@ -301,8 +304,8 @@ def unsqueeze(input: Variable, axes: Union[int, Sequence[int], Variable],
               name: Optional[str] = None) -> Variable:
     """Insert size-1 dims at ``axes`` (op ``unsqueeze2``)."""
     check_variable_and_dtype(input, "input", _ALL, "unsqueeze")
-    if isinstance(axes, int):
-        axes = [axes]
+    if is_int(axes):
+        axes = [int(axes)]
     attrs, tensor, tensors = _ints_or_tensors(axes, "axes", "unsqueeze")
     inputs: dict = {"X": input}
     if tensor is not None:
@@ -317,11 +320,11 @@ def unsqueeze(input: Variable, axes: Union[int, Sequence[int], Variable],
 def flatten(x: Variable, axis: int = 1, name: Optional[str] = None) -> Variable:
     """Flatten to 2-D ``[prod(shape[:axis]), prod(shape[axis:])]`` (op ``flatten2``)."""
     check_variable_and_dtype(x, "x", _ALL, "flatten")
-    if isinstance(axis, bool) or not isinstance(axis, int) or not 0 <= axis <= len(x.shape):
+    if not is_int(axis) or not 0 <= axis <= len(x.shape):
         raise ValueError(f"flatten: the axis should be a int, and in range [0, rank(x)] = "
                          f"[0, {len(x.shape)}], but received {axis!r}")
     helper = LayerHelper("flatten", name=name)
-    return _with_xshape("flatten2", helper, x, {"X": x}, {"axis": axis})
+    return _with_xshape("flatten2", helper, x, {"X": x}, {"axis": int(axis)})
 
 
 # -- indexing -------------------------------------------------------------------------------
@@ -410,7 +413,7 @@ def shape(input: Variable) -> Variable:
 def _arg(op_type: str, layer: str, x: Variable, axis: int) -> Variable:
     check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int16", "int32",
                                       "int64", "uint8"], layer)
-    check_type(axis, "axis", int, layer)
+    axis = check_int(axis, "axis", layer)
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference("int64")
     helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": [out]},
