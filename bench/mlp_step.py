@@ -1,14 +1,18 @@
 """Training-step speed: fluidlite vs hand-written NumPy vs PyTorch eager, in one process.
 
-Model: MLP with ReLU, softmax cross-entropy (mean), global-norm gradient clipping (1.0) and SGD.
+Model: MLP with ReLU, softmax cross-entropy (mean), global-norm gradient clipping (1.0) and an
+optimizer chosen with ``--optimizer``: ``sgd`` (lr 0.01), ``momentum`` (lr 0.01, mu 0.9, fluid's
+``Momentum`` = PyTorch's ``SGD(momentum=)``) or ``adam`` (lr 1e-3, betas 0.9/0.999, eps 1e-8).
 All implementations start from the same weights and data; the loss trajectories are checked to
-agree (float32 tolerance) before timing. Runs are warmed up and interleaved; the report gives
+agree (float32 tolerance) before timing. The PyTorch column uses ``clip_grad_norm_`` and, for
+momentum and adam, ``torch.optim`` with its default implementation (for sgd a plain ``p.add_``). Runs are warmed up and interleaved; the report gives
 median ms/step (wall clock), the fluidlite/NumPy and fluidlite/PyTorch ratios, the fluidlite/NumPy
 ratio of median thread CPU time (robust when a VM steals cycles), and (``--rss``) the peak RSS of
 each implementation measured in its own subprocess.
 
     python bench/mlp_step.py                 # all configs, 1 thread
     python bench/mlp_step.py -c A D --threads 2 --rounds 5 --rss
+    python bench/mlp_step.py --optimizer adam -c A B D
 """
 from __future__ import annotations
 
@@ -25,12 +29,16 @@ CONFIGS = {   # name: (layer sizes, batch)
     "C": ((64, 64, 10), 16),
     "D": ((784, 2048, 2048, 10), 256),
 }
-LR, CLIP = 0.01, 1.0
+CLIP = 1.0
+LRS = {"sgd": 0.01, "momentum": 0.01, "adam": 1e-3}
+MU = 0.9                                   # momentum
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8        # adam
 
 
 def parse() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-c", "--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
     ap.add_argument("--threads", type=int, default=1, help="BLAS / torch threads")
     ap.add_argument("--steps", type=int, default=0, help="timed steps per round (0: auto)")
     ap.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
@@ -41,6 +49,8 @@ def parse() -> argparse.Namespace:
 
 
 ARGS = parse()
+OPT = ARGS.optimizer
+LR = LRS[OPT]
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = str(ARGS.threads)   # before numpy is imported
 
@@ -73,6 +83,11 @@ class NumpyMLP:
         self.dws = [np.empty_like(w) for w in ws]
         self.dbs = [np.empty_like(b) for b in bs]
         self.rows = np.arange(batch)
+        params = self.ws + self.bs
+        self.tmps = [np.empty_like(p) for p in params]
+        self.vel = [np.zeros_like(p) for p in params]          # momentum / adam moment 1
+        self.m2 = [np.zeros_like(p) for p in params]           # adam moment 2
+        self.t = 0
 
     def step(self, x, label):
         ws, bs, acts, dacts = self.ws, self.bs, self.acts, self.dacts
@@ -102,13 +117,46 @@ class NumpyMLP:
                 np.matmul(d, ws[i].T, out=dacts[i - 1])
                 dacts[i - 1] *= acts[i - 1] > 0
                 d = dacts[i - 1]
-        grads = self.dws + self.dbs                     # global-norm clip + SGD
-        norm = np.sqrt(sum(float(np.vdot(g, g)) for g in grads))
-        scale = np.float32(-LR * CLIP / max(norm, CLIP))
-        for p, g in zip(ws + bs, grads):
-            g *= scale
-            p += g
+        self.update(ws + bs, self.dws + self.dbs)
         return float(loss)
+
+    def update(self, params, grads):
+        """Global-norm clip (norm accumulated in float64) + the optimizer, in place."""
+        norm = np.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+        clip = CLIP / max(norm, CLIP)
+        if OPT == "sgd":
+            scale = np.float32(-LR * clip)
+            for p, g in zip(params, grads):
+                g *= scale
+                p += g
+            return
+        scale = np.float32(clip)
+        if OPT == "momentum":           # v = mu * v + g;  p -= lr * v
+            for p, g, v, tmp in zip(params, grads, self.vel, self.tmps):
+                g *= scale
+                v *= np.float32(MU)
+                v += g
+                np.multiply(v, np.float32(LR), out=tmp)
+                p -= tmp
+            return
+        self.t += 1                     # adam (fluid's formula = torch's, rearranged)
+        c2 = np.sqrt(1.0 - BETA2 ** self.t)
+        lr_t = np.float32(LR * c2 / (1.0 - BETA1 ** self.t))
+        eps_t = np.float32(EPS * c2)
+        for p, g, m1, m2, tmp in zip(params, grads, self.vel, self.m2, self.tmps):
+            g *= scale
+            m1 *= np.float32(BETA1)
+            np.multiply(g, np.float32(1.0 - BETA1), out=tmp)
+            m1 += tmp
+            m2 *= np.float32(BETA2)
+            np.multiply(g, g, out=tmp)
+            tmp *= np.float32(1.0 - BETA2)
+            m2 += tmp
+            np.sqrt(m2, out=tmp)
+            tmp += eps_t
+            np.divide(m1, tmp, out=tmp)
+            tmp *= lr_t
+            p -= tmp
 
 
 # -- (c) PyTorch eager ------------------------------------------------------------------------
@@ -119,6 +167,11 @@ class TorchMLP:
         self.torch = torch
         self.params = [torch.tensor(a, requires_grad=True) for a in ws + bs]
         self.n = len(ws)
+        self.opt = None
+        if OPT == "momentum":
+            self.opt = torch.optim.SGD(self.params, lr=LR, momentum=MU)
+        elif OPT == "adam":
+            self.opt = torch.optim.Adam(self.params, lr=LR, betas=(BETA1, BETA2), eps=EPS)
 
     def step(self, x, label):
         torch = self.torch
@@ -134,9 +187,12 @@ class TorchMLP:
             p.grad = None
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.params, CLIP)
-        with torch.no_grad():
-            for p in self.params:
-                p.add_(p.grad, alpha=-LR)
+        if self.opt is not None:
+            self.opt.step()
+        else:
+            with torch.no_grad():
+                for p in self.params:
+                    p.add_(p.grad, alpha=-LR)
         return float(loss.detach())
 
 
@@ -156,8 +212,14 @@ class FluidMLP:
                                     param_attr=fluid.ParamAttr(name=f"w{i}"),
                                     bias_attr=fluid.ParamAttr(name=f"b{i}"))
             loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(h, label))
-            opt = fluid.optimizer.SGD(learning_rate=LR,
-                                      grad_clip=fluid.clip.GradientClipByGlobalNorm(CLIP))
+            clip = fluid.clip.GradientClipByGlobalNorm(CLIP)
+            if OPT == "sgd":
+                opt = fluid.optimizer.SGD(learning_rate=LR, grad_clip=clip)
+            elif OPT == "momentum":
+                opt = fluid.optimizer.Momentum(learning_rate=LR, momentum=MU, grad_clip=clip)
+            else:
+                opt = fluid.optimizer.Adam(learning_rate=LR, beta1=BETA1, beta2=BETA2,
+                                           epsilon=EPS, grad_clip=clip)
             opt.minimize(loss)
         self.main, self.loss = main, loss
         self.exe = fluid.Executor(fluid.CPUPlace())
@@ -205,7 +267,8 @@ def peak_rss_child(impl: str, config: str) -> None:
 
 
 def measure_rss(impl: str, config: str) -> float:
-    cmd = [sys.executable, __file__, "--child", impl, config, "--threads", str(ARGS.threads)]
+    cmd = [sys.executable, __file__, "--child", impl, config, "--threads", str(ARGS.threads),
+           "--optimizer", OPT]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -260,9 +323,10 @@ def main() -> None:
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                 if l.startswith("model name")), platform.processor()) \
         if os.path.exists("/proc/cpuinfo") else platform.processor()
-    print(f"CPU: {cpu}, {os.cpu_count()} cores; threads={ARGS.threads}; numpy {np.__version__}")
+    print(f"CPU: {cpu}, {os.cpu_count()} cores; threads={ARGS.threads}; numpy {np.__version__}; "
+          f"optimizer={OPT} + global-norm clip")
     header = f"{'config':<7}{'numpy ms':>10}{'fluid ms':>10}{'torch ms':>10}" \
-             f"{'fluid/np':>10}{'fluid/torch':>12}{'cpu f/np':>10}"
+             f"{'fluid/np':>10}{'fluid/torch':>12}{'cpu f/np':>10}{'cpu f/torch':>12}"
     if ARGS.rss:
         header += f"{'rss np MiB':>12}{'rss fluid':>11}{'fluid/np':>10}"
     print(header)
@@ -272,9 +336,11 @@ def main() -> None:
         t = m.get("torch")
         t_txt = f"{t:.3f}" if t else "-"
         ratio_t = f"{m['fluidlite'] / t:.3f}" if t else "-"
+        c = r["median_cpu_ms"]
+        cpu_t = f"{c['fluidlite'] / c['torch']:.3f}" if "torch" in c else "-"
         line = (f"{name:<7}{m['numpy']:>10.3f}{m['fluidlite']:>10.3f}{t_txt:>10}"
                 f"{m['fluidlite'] / m['numpy']:>10.3f}{ratio_t:>12}"
-                f"{r['median_cpu_ms']['fluidlite'] / r['median_cpu_ms']['numpy']:>10.3f}")
+                f"{c['fluidlite'] / c['numpy']:>10.3f}{cpu_t:>12}")
         if ARGS.rss:
             rn, rf = measure_rss("numpy", name), measure_rss("fluidlite", name)
             line += f"{rn:>12.1f}{rf:>11.1f}{rf / rn:>10.3f}"

@@ -1,38 +1,67 @@
 """Plan-time fusion: cheaper kernels for common op sequences; the Program is never changed.
 
-A fused step replaces one or more ops of the plan by a single kernel call with the same inputs
-and outputs as the ops it covers. Rules:
+``fuse(ops, block, fetch_names, feed_names)`` returns the plan's op list with fusable sequences
+replaced by ``FusedOp``s, each one kernel call with the inputs and outputs of the ops it covers:
 
-* ``elementwise_mul(G, s) -> G'`` followed later by ``sgd(P, lr, G') -> P`` (what the global-norm
-  clip inserts before every update), where ``G'`` has no other reader: one kernel computing
-  ``P -= (lr * s) * G`` in place with a plan-owned scratch buffer (no allocation per step).
-* a plain ``sgd(P, lr, G) -> P`` updates ``P`` in place the same way.
+* **Global norm** (``GradientClipByGlobalNorm``): the N ``squared_l2_norm`` + ``sum`` + ``sqrt``
+  [+ ``check_finite_norm``] + ``fill_constant`` + ``elementwise_max`` + ``elementwise_div``
+  [+ ``cast``] chain becomes ``fused(global_norm)``. Each squared norm is the
+  ``squared_l2_norm`` op's own kernel when its output is float64 (so fused and unfused agree
+  bit for bit); a float32 chain is accumulated in float64 instead (overflow-safe, rounded to the
+  chain's dtype at the end). The rest of the chain is the same IEEE operations on scalars.
+* **Clip scale**: ``elementwise_mul(G, scale) -> G'`` whose only reader is an update op is folded
+  into that update; other such multiplies (e.g. followed by a regularizer's ``sum``) become
+  ``fused(clip_scale)``. When the clip's scale is float64 and cast to the gradient's dtype, the
+  kernel multiplies by the cast value (what the unfused ops do), except when the scale is below
+  the dtype's smallest normal number: then the product is formed in float64 and rounded once,
+  so any finite gradient is clipped correctly.
+* **Updates**: every optimizer update op (sgd, momentum, lars_momentum, adam, adamax, adagrad,
+  decayed_adagrad, adadelta, rmsprop, ftrl, lamb) with the same type, slots and clip scale
+  becomes one ``fused(<type>)`` / ``fused(elementwise_mul+<type>)`` call for all parameters,
+  which writes each parameter and its accumulators in their own buffers
+  (``OpDef.update_in_place`` in ``ops/optim.py``: the same operations as the unfused kernel,
+  chunked through per-thread scratch buffers). Only ``sgd`` with a folded clip scale rounds
+  differently: it forms ``lr * scale`` first (two passes over G instead of three), which
+  changes the update by at most one float32 rounding of ``lr * scale * G``.
 
-In-place updates are only used in the plan's *commit tail*: the run of parameter-update ops at the
-end of the block. Every op before the tail has already succeeded when the tail runs, and update
-kernels cannot fail on validated shapes, so a failing step still leaves the scope untouched.
+In-place writes happen only in the plan's *commit tail*: an update group is written in place
+only when every step after it is an update group or a ``scale``/``increment`` op (what
+Adamax's beta-power update and step counters are), all of which cannot fail on validated
+shapes. Every op that can fail has run before, so a failing step leaves the scope untouched.
+Within a group, members that cannot be updated in place (a fed name, a read-only or non-contiguous
+buffer, a view, a shape or dtype mismatch) are computed out of place first, before any in-place
+write, so an error there also changes nothing. Fed names are never written in place.
+
+Kernels hold no Program, Block or Operator (only names, dtypes and attrs); scratch memory is
+per thread (``ops.optim.scratch``), so two threads may run one plan on different scopes.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set
+import math
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
+from ..core import registry
+from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Block, Operator
 from ..core.registry import OpDef, Slot
+from ..ops import optim
 
-_UPDATE_OPS = frozenset({"sgd"})
+_UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad",
+                         "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
+_TAIL_OK = frozenset({"scale", "increment"})    # may follow in-place updates: cannot fail
 
 
 class FusedOp:
     """Stands in for the ops it covers inside a Plan (duck-types ``Operator`` for the plan)."""
 
-    def __init__(self, opdef: "OpDef", ops: Sequence[Operator], inputs: Dict[str, List[str]],
+    def __init__(self, opdef: "OpDef", ops: Sequence[Any], inputs: Dict[str, List[str]],
                  outputs: Dict[str, List[str]]) -> None:
-        self.opdef, self.covered = opdef, list(ops)
+        self.opdef, self.covered = opdef, [c for o in ops for c in getattr(o, "covered", [o])]
         self.type = opdef.type
         self.inputs, self.outputs = inputs, outputs
-        self.attrs = dict(ops[-1].attrs)
+        self.attrs = dict(self.covered[-1].attrs)
 
     @property
     def input_arg_names(self) -> List[str]:
@@ -43,115 +72,462 @@ class FusedOp:
         return [n for v in self.outputs.values() for n in v]
 
 
-class _ScaledSgd(OpDef):
-    """ParamOut = Param - (LearningRate * Scale) * Grad, written into Param's buffer."""
-    type = "fused(elementwise_mul+sgd)"
-    inputs, outputs = ("Param", "LearningRate", "Grad", "Scale"), ("ParamOut",)
+class _Member:
+    """An update op (or ``elementwise_mul`` + update) waiting to be grouped."""
 
-    def __init__(self, inplace: bool) -> None:
-        self.inplace = inplace
+    def __init__(self, op: Operator, covered: List[Any], inputs: Dict[str, List[str]],
+                 cast_scale: bool) -> None:
+        self.op, self.covered, self.type = op, covered, op.type
+        self.inputs, self.outputs, self.attrs = inputs, dict(op.outputs), op.attrs
+        self.cast_scale = cast_scale
+
+    @property
+    def input_arg_names(self) -> List[str]:
+        return [n for v in self.inputs.values() for n in v]
+
+    @property
+    def output_arg_names(self) -> List[str]:
+        return [n for v in self.outputs.values() for n in v]
+
+
+class _FusedDef(OpDef):
+    """A plan-time kernel: slots per instance, no attrs (everything is bound at plan time)."""
+    attr_defaults: Dict[str, Any] = {}
+
+    def __init__(self, type_: str, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+        self.type = type_
+        self.in_slots = tuple(Slot.parse(s) for s in inputs)
+        self.out_slots = tuple(Slot.parse(s) for s in outputs)
+
+
+# -- the clip's scale ---------------------------------------------------------------------------
+def grad_scale(s: np.ndarray, dtype: np.dtype) -> Any:
+    """The factor to multiply a ``dtype`` gradient by: ``s`` itself when it already has that
+    dtype; the cast value (as the unfused ``cast``) when that is a normal number or zero;
+    otherwise ``s`` in float64, so the product is formed in float64 and rounded once."""
+    v = s.reshape(-1)[0]
+    if v.dtype == dtype:
+        return v
+    if dtype.kind == "f" and v == v and 0 < abs(v) < np.finfo(dtype).tiny:
+        return np.float64(v)
+    return dtype.type(v)
+
+
+def _scaled(g: np.ndarray, s: Any) -> np.ndarray:
+    return np.multiply(g, s, dtype=np.result_type(g.dtype, s)).astype(g.dtype, copy=False)
+
+
+class _ClipScale(_FusedDef):
+    """Out = X * Scale (see ``grad_scale``): an ``elementwise_mul`` by the clip's scale."""
+
+    def __init__(self) -> None:
+        super().__init__("fused(clip_scale)", ("X", "Scale"), ("Out",))
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
-        return _sgd_kernel(self.inplace, scaled=True)
+        return lambda x, s: _scaled(x, grad_scale(s, x.dtype))
+
+    def forward(self, X: np.ndarray, Scale: np.ndarray) -> Dict[str, np.ndarray]:
+        return {"Out": self.lower((), {})(X, Scale)}
 
 
-class _Sgd(_ScaledSgd):
-    """ParamOut = Param - LearningRate * Grad, written into Param's buffer."""
-    type = "sgd(in place)"
-    inputs = ("Param", "LearningRate", "Grad")
+# -- global norm --------------------------------------------------------------------------------
+class _GlobalNorm(_FusedDef):
+    """Norm = sqrt(sum_i squared_l2_norm(X_i)); Scale = c / max(c, Norm); ScaleCast = Scale cast
+    to the gradients' dtype. Raises like ``check_finite_norm`` when asked to.
+
+    ``square`` is the ``squared_l2_norm`` kernel of a float64 chain (then every step below is the
+    unfused ops' IEEE double arithmetic, on Python floats); ``None`` for a float32 chain, which is
+    computed in float64 here and rounded to ``dtype`` at the end."""
+
+    def __init__(self, square: Optional[Callable], dtype: np.dtype, clip_norm: float,
+                 cast_to: Optional[np.dtype], check: Optional[List[str]],
+                 outputs: Sequence[str]) -> None:
+        super().__init__("fused(global_norm)", ("X*",), outputs)
+        self.square, self.dtype, self.cast_to, self.check = square, dtype, cast_to, check
+        self.limit = float(dtype.type(clip_norm))
+        self.emit = tuple(outputs)
+
+    def values(self, X: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
+        if self.square is not None:
+            squares = [self.square(x) for x in X]
+        else:
+            squares = [np.array([optim.sum_squares(x)]) for x in X]
+        total = float(squares[0].reshape(-1)[0])
+        for sq in squares[1:]:
+            total += float(sq.reshape(-1)[0])
+        norm = math.sqrt(total)
+        if self.check is not None and not math.isfinite(norm):
+            registry.get_op_def("check_finite_norm").forward(
+                np.array([norm], self.dtype), squares, grad_names=self.check)
+        limit = self.limit
+        scale = limit / (norm if norm > limit or norm != norm else limit)   # NaN propagates
+        out = {"Norm": np.array([norm], self.dtype), "Scale": np.array([scale], self.dtype)}
+        if self.cast_to is not None:
+            out["ScaleCast"] = np.array([scale], self.cast_to)
+        return out
+
+    def forward(self, X: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
+        vals = self.values(X)
+        return {k: vals[k] for k in self.emit}
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
-        return _sgd_kernel(self.inplace, scaled=False)
+        key = self.emit[0]
+        return lambda xs: self.values(xs)[key]
 
 
-for _cls in (_ScaledSgd, _Sgd):
-    _cls.in_slots = tuple(Slot(s) for s in _cls.inputs)
-    _cls.out_slots = tuple(Slot(s) for s in _cls.outputs)
-    _cls.attr_defaults = {}
+# -- update groups ------------------------------------------------------------------------------
+class _UpdateGroup(_FusedDef):
+    """One optimizer update op for many parameters, in place where allowed (module docstring)."""
+
+    def __init__(self, op_type: str, in_slots: Sequence[str], out_slots: Sequence[str],
+                 attrs: Sequence[Dict[str, Any]], inplace: Sequence[bool], scaled: bool) -> None:
+        name = f"fused(elementwise_mul+{op_type})" if scaled else f"fused({op_type})"
+        super().__init__(name, [s + "*" for s in in_slots] + (["Scale"] if scaled else []),
+                         [s + "*" for s in out_slots])
+        self.update = registry.get_op_def(op_type)
+        self.slot_names = tuple(in_slots)
+        self.out_names = tuple(out_slots)
+        self.attrs_list = [dict(a) for a in attrs]
+        self.inplace = list(inplace)
+        self.scaled = scaled
+        self.fold_lr = op_type == "sgd"
+        states = self.update.state_slots
+        self.state_in = tuple(i for i, _ in states if i in in_slots)
+        self.state_out = {i: o for i, o in states if i in in_slots}
+        self.all_out = tuple(out_slots)
+
+    def forward(self, *cols: Any) -> Dict[str, List[np.ndarray]]:
+        scale = cols[len(self.slot_names)] if self.scaled else None
+        n = len(cols[0])
+        names = self.slot_names
+        members = [{s: cols[k][i] for k, s in enumerate(names)} for i in range(n)]
+        results: List[Optional[Dict[str, np.ndarray]]] = [None] * n
+        fast = [self.inplace[i] and self._can_write(ins) for i, ins in enumerate(members)]
+        seen: Set[int] = set()
+        for i, ins in enumerate(members):          # one buffer must never be written twice
+            if fast[i]:
+                ids = [id(ins["Param"])] + [id(ins[s]) for s in self.state_in
+                                            if ins.get(s) is not None]
+                if seen.intersection(ids):
+                    fast[i] = False
+                seen.update(ids)
+        for i, ins in enumerate(members):          # out of place first: errors before effects
+            if not fast[i]:
+                results[i] = self._out_of_place(ins, scale, self.attrs_list[i])
+        for i, ins in enumerate(members):
+            if fast[i]:
+                results[i] = self._in_place(ins, scale, self.attrs_list[i])
+        return {o: [r[o] for r in results] for o in self.all_out}
+
+    def _can_write(self, ins: Dict[str, np.ndarray]) -> bool:
+        p, g = ins["Param"], ins["Grad"]
+        if g.shape != p.shape or g.dtype != p.dtype or p.dtype.kind != "f":
+            return False
+        for a in [p] + [ins[s] for s in self.state_in if ins.get(s) is not None]:
+            if (a.base is not None or not a.flags.c_contiguous or not a.flags.writeable
+                    or a.shape != p.shape or a.dtype != p.dtype):
+                return False
+        return True
+
+    def _out_of_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
+                      attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        if scale is not None:
+            ins = dict(ins)
+            ins["Grad"] = _scaled(ins["Grad"], grad_scale(scale, ins["Grad"].dtype))
+        args = [ins.get(s.name) for s in self.update.in_slots]
+        return self.update.forward(*args, **attrs)
+
+    def _in_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
+                  attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        p = ins["Param"]
+        s = grad_scale(scale, p.dtype) if scale is not None else None
+        if s is not None and self.fold_lr:       # sgd: p -= (lr * s) * g, two passes over g
+            c = np.float64(ins["LearningRate"].reshape(-1)[0]) * np.float64(s)
+            c32 = p.dtype.type(c)
+            if c32 == 0 or abs(c32) >= np.finfo(p.dtype).tiny or not np.isfinite(c32):
+                c = c32
+            ins = dict(ins, LearningRate=np.asarray(c))
+            s = None
+        out = self.update.update_in_place(ins, s, attrs)
+        out["ParamOut"] = p
+        for i, o in self.state_out.items():
+            out[o] = ins.get(i)
+        return out
 
 
-_CHUNK = 1 << 17        # elements per pass when updating a large parameter in place
-_WHOLE = 1 << 20        # up to this size one temporary is cheaper than a chunk loop
-
-
-def _sgd_kernel(inplace: bool, scaled: bool) -> Callable:
-    """``P - (lr * s) * G`` written into P. The scalar product ``lr * s`` is formed first, so the
-    update is two passes over G (the unfused ops round ``lr * (G * s)``: the results agree to
-    float32 rounding and are deterministic). Large parameters go chunk by chunk through a small
-    reused scratch buffer so an update never allocates a parameter-sized temporary."""
-    scratch: List[Optional[np.ndarray]] = [None]
-
-    def step(p: np.ndarray, lr: np.ndarray, g: np.ndarray, s: Any = None) -> np.ndarray:
-        c = lr.reshape(()) if s is None else lr.reshape(()) * s.reshape(())
-        if not inplace or not (p.flags.c_contiguous and g.flags.c_contiguous):
-            return p - g * c
-        if g.size <= _WHOLE:
-            np.subtract(p, g * c, out=p)
-            return p
-        buf = scratch[0]
-        if buf is None or buf.dtype != p.dtype:
-            buf = scratch[0] = np.empty(_CHUNK, p.dtype)
-        pf, gf = p.reshape(-1), g.reshape(-1)
-        for a in range(0, pf.size, _CHUNK):
-            b = min(a + _CHUNK, pf.size)
-            tmp = buf[:b - a]
-            np.multiply(gf[a:b], c, out=tmp)
-            np.subtract(pf[a:b], tmp, out=pf[a:b])
-        return p
-
-    if scaled:
-        return step
-    return lambda p, lr, g: step(p, lr, g)
-
-
-def fuse(ops: Sequence[Operator], block: Block, protected: Set[str]) -> List[Any]:
+# -- the pass -----------------------------------------------------------------------------------
+def fuse(ops: Sequence[Operator], block: Block, fetch_names: Iterable[str] = (),
+         feed_names: Iterable[str] = ()) -> List[Any]:
     """Return the plan's op list with fusable sequences replaced by ``FusedOp``s.
 
-    ``protected`` holds names that must stay materialised (fetch targets).
+    ``fetch_names`` stay materialised; ``feed_names`` are never updated in place. (Called as
+    ``fuse(ops, block, protected)`` by older plans: ``protected`` is then both.)
     """
-    readers: Dict[str, int] = {}
-    for op in ops:
-        for n in op.input_arg_names:
-            readers[n] = readers.get(n, 0) + 1
-    producer: Dict[str, int] = {}
-    for i, op in enumerate(ops):
-        for n in op.output_arg_names:
-            producer[n] = i
-    tail_start = len(ops)
-    while tail_start > 0 and ops[tail_start - 1].type in _UPDATE_OPS:
-        tail_start -= 1
-
-    out: List[Any] = list(ops)
-    drop: Set[int] = set()
-    for i, op in enumerate(ops):
-        if op.type != "sgd":
-            continue
-        p_name = op.inputs["Param"][0]
-        param = block._find_var_recursive(p_name)
-        inplace = (i >= tail_start and op.outputs["ParamOut"] == [p_name]
-                   and param is not None and param.persistable)
-        g_name = op.inputs["Grad"][0]
-        j = producer.get(g_name)
-        mul = ops[j] if j is not None else None
-        if (mul is not None and mul.type == "elementwise_mul" and readers.get(g_name) == 1
-                and g_name not in protected and _is_scalar_scale(block, mul)
-                and not _var(block, g_name).persistable):
-            inputs = {"Param": [p_name], "LearningRate": op.inputs["LearningRate"],
-                      "Grad": mul.inputs["X"], "Scale": mul.inputs["Y"]}
-            out[i] = FusedOp(_ScaledSgd(inplace), [mul, op], inputs, dict(op.outputs))
-            drop.add(j)
-        elif inplace:
-            out[i] = FusedOp(_Sgd(True), [op], dict(op.inputs), dict(op.outputs))
-    return [o for k, o in enumerate(out) if k not in drop]
+    fetch = set(fetch_names)
+    feed = set(feed_names) if feed_names else set(fetch)
+    f = _Fuser(list(ops), block, fetch, feed)
+    f.fold_clip_scale()
+    f.fuse_global_norm()
+    f.group_updates()
+    f.mark_tail()
+    return f.ops
 
 
-def _var(block: Block, name: str) -> Any:
-    return block._find_var_recursive(name)
+class _Fuser:
+    def __init__(self, ops: List[Any], block: Block, fetch: Set[str], feed: Set[str]) -> None:
+        self.ops, self.block, self.fetch, self.feed = ops, block, fetch, feed
 
+    # helpers
+    def var(self, name: str) -> Any:
+        return self.block._find_var_recursive(name)
 
-def _is_scalar_scale(block: Block, mul: Operator) -> bool:
-    """``elementwise_mul(X, Y)`` with a one-element Y: a pure rescaling of X."""
-    y = _var(block, mul.inputs["Y"][0])
-    x = _var(block, mul.inputs["X"][0])
-    return (y is not None and x is not None and tuple(y.shape) == (1,)
-            and mul.attrs.get("axis", -1) in (-1, len(x.shape) - 1, 0))
+    def persistable(self, name: str) -> bool:
+        v = self.var(name)
+        return v is None or bool(v.persistable)
+
+    def dtype(self, name: str) -> Optional[np.dtype]:
+        v = self.var(name)
+        if v is None or v.dtype is None:
+            return None
+        try:
+            return np.dtype(to_numpy_dtype(v.dtype))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def readers(self) -> Dict[str, List[int]]:
+        out: Dict[str, List[int]] = {}
+        for i, op in enumerate(self.ops):
+            for n in set(op.input_arg_names):
+                out.setdefault(n, []).append(i)
+        return out
+
+    def producers(self) -> Dict[str, int]:
+        out: Dict[str, int] = {}
+        for i, op in enumerate(self.ops):
+            for n in op.output_arg_names:
+                out[n] = i
+        return out
+
+    def private(self, name: str) -> bool:
+        """A temporary nobody outside the plan can see."""
+        return name not in self.fetch and name not in self.feed and not self.persistable(name)
+
+    def pre_cast(self, y: str, x_dtype: Optional[np.dtype],
+                 producer: Dict[str, int]) -> Tuple[str, bool]:
+        """The clip scale behind ``y``: the float64 input of a ``cast`` to ``x_dtype``."""
+        j = producer.get(y)
+        op = self.ops[j] if j is not None else None
+        if (op is not None and getattr(op, "type", None) == "cast" and x_dtype is not None
+                and self.dtype(y) == x_dtype and self.dtype(op.inputs["X"][0]) == np.float64):
+            return op.inputs["X"][0], True
+        return y, False
+
+    # 1. clip multiplies folded into updates (or made ``fused(clip_scale)``)
+    def fold_clip_scale(self) -> None:
+        readers, producer = self.readers(), self.producers()
+        drop: Set[int] = set()
+        for i, op in enumerate(self.ops):
+            if op.type not in _UPDATE_OPS:
+                continue
+            g = op.inputs.get("Grad", [None])[0]
+            j = producer.get(g)
+            mul = self.ops[j] if j is not None and j < i else None
+            inputs = {k: list(v) for k, v in op.inputs.items()}
+            covered: List[Any] = [op]
+            cast = False
+            if (mul is not None and mul.type == "elementwise_mul" and len(readers.get(g, [])) == 1
+                    and self.private(g) and self._scalar_scale(mul)
+                    and self.dtype(mul.inputs["X"][0]) == self.dtype(g)
+                    and not self._written_between(mul.input_arg_names, j, i)):
+                scale, cast = self.pre_cast(mul.inputs["Y"][0], self.dtype(g), producer)
+                inputs["Grad"] = list(mul.inputs["X"])
+                inputs["Scale"] = [scale]
+                covered = [mul, op]
+                drop.add(j)
+            self.ops[i] = _Member(op, covered, inputs, cast)
+        for j, op in enumerate(self.ops):          # multiplies that stay: tiny-scale safe
+            if (j not in drop and op.type == "elementwise_mul" and self._scalar_scale(op)):
+                x = op.inputs["X"][0]
+                scale, cast = self.pre_cast(op.inputs["Y"][0], self.dtype(x), producer)
+                if cast:
+                    self.ops[j] = FusedOp(_ClipScale(), [op], {"X": [x], "Scale": [scale]},
+                                          dict(op.outputs))
+        self.ops = [op for k, op in enumerate(self.ops) if k not in drop]
+        readers = self.readers()
+        self.ops = [op for op in self.ops if not (     # casts nobody reads any more
+            op.type == "cast" and all(self.private(n) and n not in readers
+                                      for n in op.output_arg_names))]
+
+    def _scalar_scale(self, mul: Any) -> bool:
+        """``elementwise_mul(X, Y)`` with a one-element Y: a pure rescaling of X."""
+        y, x = self.var(mul.inputs["Y"][0]), self.var(mul.inputs["X"][0])
+        return (y is not None and x is not None and tuple(y.shape) == (1,)
+                and mul.attrs.get("axis", -1) in (-1, len(x.shape) - 1, 0))
+
+    def _written_between(self, names_: Iterable[str], a: int, b: int) -> bool:
+        watch = set(names_)
+        return any(watch.intersection(op.output_arg_names) for op in self.ops[a + 1:b])
+
+    # 2. the global-norm chain
+    def fuse_global_norm(self) -> None:
+        for k in range(len(self.ops) - 1, -1, -1):
+            if k < len(self.ops) and self.ops[k].type == "elementwise_div":
+                self._try_norm(k)
+
+    def _try_norm(self, d_idx: int) -> None:
+        ops, producer, readers = self.ops, self.producers(), self.readers()
+
+        def prod(name: str, type_: str) -> Optional[int]:
+            j = producer.get(name)
+            return j if j is not None and getattr(ops[j], "type", None) == type_ else None
+
+        div = ops[d_idx]
+        limit = div.inputs["X"][0]
+        m_idx = prod(div.inputs["Y"][0], "elementwise_max")
+        f_idx = prod(limit, "fill_constant")
+        if m_idx is None or f_idx is None or ops[m_idx].inputs["X"] != [limit]:
+            return
+        fill = ops[f_idx]
+        if any(fill.inputs.values()) or list(fill.attrs.get("shape", [])) != [1]:
+            return
+        checked = ops[m_idx].inputs["Y"][0]
+        c_idx = prod(checked, "check_finite_norm")
+        norm = ops[c_idx].inputs["X"][0] if c_idx is not None else checked
+        s_idx = prod(norm, "sqrt")
+        u_idx = prod(ops[s_idx].inputs["X"][0], "sum") if s_idx is not None else None
+        if u_idx is None:
+            return
+        squares = ops[u_idx].inputs["X"]
+        q_idx = [prod(n, "squared_l2_norm") for n in squares]
+        if not squares or any(q is None for q in q_idx):
+            return
+        if c_idx is not None and ops[c_idx].inputs.get("Norms", []) != squares:
+            return
+        scale = div.outputs["Out"][0]
+        k_idx = next((r for r in readers.get(scale, []) if ops[r].type == "cast"), None)
+        chain = set(q_idx) | {u_idx, s_idx, f_idx, m_idx, d_idx}
+        chain |= {c_idx} if c_idx is not None else set()
+        chain |= {k_idx} if k_idx is not None else set()
+        internal = list(squares) + [ops[u_idx].outputs["Out"][0], limit,
+                                    ops[m_idx].outputs["Out"][0]]
+        internal += [checked] if c_idx is not None else []
+        for n in internal:
+            if not self.private(n) or any(r not in chain for r in readers.get(n, [])):
+                return
+        grads = [ops[q].inputs["X"][0] for q in q_idx]
+        anchor = max(chain)
+        outs: Dict[str, List[str]] = {}
+        named = [("Norm", norm), ("Scale", scale)]
+        if k_idx is not None:
+            named.append(("ScaleCast", ops[k_idx].outputs["Out"][0]))
+        for slot, n in named:
+            outside = [r for r in readers.get(n, []) if r not in chain]
+            if any(r < anchor for r in outside):
+                return
+            if outside or not self.private(n):
+                outs[slot] = [n]
+        if not outs:
+            outs["Scale"] = [scale]
+        for i in range(min(chain), anchor):        # the chain moves to ``anchor``
+            if i not in chain and set(grads).intersection(ops[i].output_arg_names):
+                return
+        dtypes = {self.dtype(n) for n in list(squares) + [
+            ops[u_idx].outputs["Out"][0], norm, limit, ops[m_idx].outputs["Out"][0], scale]}
+        if len(dtypes) != 1 or next(iter(dtypes)) not in (np.float32, np.float64):
+            return
+        dtype = next(iter(dtypes))
+        square = None
+        if dtype == np.float64:                 # the op's own kernel: bit-identical
+            sq_def = registry.get_op_def("squared_l2_norm")
+            specs = {self.var(g).spec if self.var(g) is not None else None for g in grads}
+            bound = sq_def.bind([next(iter(specs))], {}, frozenset({"Out"}))
+            if len(specs) != 1 or not bound.single:
+                square = lambda x: sq_def.forward(x)["Out"]     # noqa: E731
+            else:
+                square = bound.fn
+        cast_to = self.dtype(ops[k_idx].outputs["Out"][0]) if k_idx is not None else None
+        check = list(ops[c_idx].attrs.get("grad_names", [])) if c_idx is not None else None
+        opdef = _GlobalNorm(square, dtype, float(fill.attrs.get("value", 0.0)), cast_to, check,
+                            list(outs))
+        covered = [ops[i] for i in sorted(chain)]
+        fused = FusedOp(opdef, covered, {"X": grads}, outs)
+        self.ops = [fused if i == anchor else op for i, op in enumerate(ops)
+                    if i not in chain or i == anchor]
+
+    # 3. update groups
+    def group_updates(self) -> None:
+        ops = self.ops
+        groups: Dict[tuple, List[int]] = {}
+        for i, op in enumerate(ops):
+            if isinstance(op, _Member):
+                key = (op.type, tuple(sorted(k for k, v in op.inputs.items() if v)),
+                       tuple(sorted(k for k, v in op.outputs.items() if v)),
+                       tuple(op.inputs.get("Scale", [])), op.cast_scale)
+                groups.setdefault(key, []).append(i)
+        placed: Dict[int, List[int]] = {}     # anchor -> member indices
+        for members in groups.values():
+            current = [members[-1]]
+            for i in reversed(members[:-1]):
+                if self._can_sink(i, max(current)):
+                    current.insert(0, i)
+                else:
+                    placed[max(current)] = current
+                    current = [i]
+            placed[max(current)] = current
+        out: List[Any] = []
+        member_of = {i for ms in placed.values() for i in ms}
+        for i, op in enumerate(ops):
+            if i in placed:
+                out.append(self._group([ops[k] for k in placed[i]]))
+            elif i not in member_of:
+                out.append(op)
+        self.ops = out
+
+    def _can_sink(self, i: int, anchor: int) -> bool:
+        """Can member ``i`` move down to ``anchor`` past everything in between?"""
+        op = self.ops[i]
+        reads, writes = set(op.input_arg_names), set(op.output_arg_names)
+        for k in range(i + 1, anchor + 1):
+            other = self.ops[k]
+            if writes.intersection(other.input_arg_names) or \
+                    (reads | writes).intersection(other.output_arg_names):
+                return False
+        return True
+
+    def _group(self, members: List[_Member]) -> FusedOp:
+        first = members[0]
+        update = registry.get_op_def(first.type)
+        in_slots = [s.name for s in update.in_slots if first.inputs.get(s.name)]
+        out_slots = [s.name for s in update.out_slots if first.outputs.get(s.name)]
+        scaled = bool(first.inputs.get("Scale"))
+        inputs = {s: [m.inputs[s][0] for m in members] for s in in_slots}
+        outputs = {s: [m.outputs[s][0] for m in members] for s in out_slots}
+        if scaled:
+            inputs["Scale"] = list(first.inputs["Scale"])
+        attrs = [update.kernel_attrs(m.attrs) for m in members]
+        inplace = [self._may_write(m, update) for m in members]
+        opdef = _UpdateGroup(first.type, in_slots, out_slots, attrs, inplace, scaled)
+        covered = [c for m in members for c in m.covered]
+        return FusedOp(opdef, covered, inputs, outputs)
+
+    def _may_write(self, m: _Member, update: OpDef) -> bool:
+        pairs = [("Param", "ParamOut")] + [p for p in update.state_slots if m.inputs.get(p[0])]
+        for i, o in pairs:
+            src, dst = m.inputs.get(i), m.outputs.get(o)
+            if not src or not dst or src != dst or src[0] in self.feed:
+                return False
+            v = self.var(src[0])
+            if v is None or not v.persistable:
+                return False
+        grad = m.inputs["Grad"][0]
+        return grad not in {n for i, _ in pairs for n in m.inputs.get(i, [])}
+
+    # 4. the commit tail
+    def mark_tail(self) -> None:
+        safe = True
+        for op in reversed(self.ops):
+            if isinstance(getattr(op, "opdef", None), _UpdateGroup):
+                if not safe:
+                    op.opdef.inplace = [False] * len(op.opdef.inplace)
+            elif op.type not in _TAIL_OK:
+                safe = False

@@ -5,10 +5,21 @@ Every op reads ``Param`` (and its accumulators) and returns new arrays for ``Par
 executor commits them to the scope once the whole step succeeded. ``LearningRate`` is a [1]
 array of the parameter's dtype (float32 normally): it is used as an array, never turned into a
 Python or float64 scalar, so float32 parameters stay float32.
+
+In-place variants (used by plan-time fusion, ``executor/fusion.py``): every elementwise update op
+also defines ``update_in_place(ins, scale, attrs)``, which writes ``Param`` and the accumulators
+named in ``state_slots`` into their own buffers and returns only the remaining (small) outputs.
+It performs the same floating-point operations, in the same order and dtypes, as ``forward`` on
+the gradient ``Grad * scale`` (``scale`` = the global-norm clip factor, or ``None``), so the two
+agree bit for bit. Large arrays are processed in chunks of ``CHUNK`` elements through per-thread
+scratch buffers: no parameter-sized temporary, no allocation per step, and nothing shared between
+threads. Norms (``lars_momentum``, ``lamb``) are accumulated in float64 (``sum_squares``), so a
+finite parameter or gradient never overflows to an infinite norm.
 """
 from __future__ import annotations
 
-from typing import Dict
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -33,8 +44,79 @@ def _check_scalar(op: str, **slots: VarSpec) -> None:
                              f"shape is {list(spec.shape)}")
 
 
+CHUNK = 1 << 15        # elements per pass of an in-place update (fits the L2 cache)
+_tls = threading.local()
+
+
+def scratch(dtype: Any, count: int, tag: str = "") -> List[np.ndarray]:
+    """``count`` scratch buffers of ``CHUNK`` elements of ``dtype``, private to this thread and
+    to ``tag`` (reused across calls: a kernel must not hold them across another kernel's call
+    that uses the same tag)."""
+    pool = getattr(_tls, "pool", None)
+    if pool is None:
+        pool = _tls.pool = {}
+    key = (np.dtype(dtype).char, tag)
+    bufs = pool.get(key)
+    if bufs is None or len(bufs) < count:
+        bufs = pool[key] = [np.empty(CHUNK, dtype) for _ in range(max(count, 3))]
+    return bufs
+
+
+def sum_squares(x: np.ndarray, scale: Any = None) -> float:
+    """sum((x * scale)^2) accumulated in float64 over ``CHUNK``-element pieces (so it is the same
+    number whether ``x`` is passed whole or scaled on the fly), as a Python float."""
+    flat = x.reshape(-1)
+    n = flat.size
+    # always through the same (aligned) buffer: BLAS may round differently at other offsets
+    buf64 = scratch(np.float64, 1, "sum_squares")[0]
+    tmp = scratch(x.dtype, 2, "sum_squares")[1] if scale is not None else None
+    total = 0.0
+    for a in range(0, n, CHUNK):
+        b = min(a + CHUNK, n)
+        piece = flat[a:b]
+        if scale is not None:
+            piece = np.multiply(piece, scale, out=tmp[:b - a])
+        v = buf64[:b - a]
+        np.copyto(v, piece)
+        total += float(np.dot(v, v))
+    return total
+
+
+def _chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp: int,
+             body: Callable[..., None]) -> None:
+    """Call ``body(p, g, states, tmps)`` on aligned flat chunks of Param, Grad (times
+    ``scale``) and the ``states`` arrays; ``tmps`` are ``ntmp`` scratch chunks."""
+    p = ins["Param"].reshape(-1)
+    g = ins["Grad"].reshape(-1)
+    st = [ins[s].reshape(-1) for s in states]
+    bufs = scratch(p.dtype, ntmp + 1)
+    n = p.size
+    if n <= CHUNK:
+        if scale is not None:
+            g = np.multiply(g, scale, out=bufs[0][:n])
+        body(p, g, st, [t[:n] for t in bufs[1:ntmp + 1]])
+        return
+    for a in range(0, n, CHUNK):
+        b = min(a + CHUNK, n)
+        m = b - a
+        gc = g[a:b]
+        if scale is not None:
+            gc = np.multiply(gc, scale, out=bufs[0][:m])
+        body(p[a:b], gc, [s[a:b] for s in st], [t[:m] for t in bufs[1:ntmp + 1]])
+
+
 class _Update(OpDef):
     no_grad = True
+    # (input slot, output slot) pairs updated elementwise in place by ``update_in_place``
+    state_slots: Tuple[Tuple[str, str], ...] = ()
+
+    def update_in_place(self, ins: Dict[str, np.ndarray], scale: Any,
+                        attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        """Write ParamOut into Param and every ``state_slots`` output into its input, computing
+        exactly what ``forward`` computes for ``Grad * scale``; return the other outputs.
+        The caller guarantees Param and the states are C-contiguous, writeable, distinct and of
+        Param's shape and dtype, and Grad has Param's shape and dtype."""
+        raise NotImplementedError(f"{self.type} has no in-place update")
 
 
 @register
@@ -52,6 +134,14 @@ class Sgd(_Update):
 
     def lower(self, in_specs, attrs):
         return lambda p, lr, g: p - lr * g
+
+    def update_in_place(self, ins, scale, attrs):
+        lr = ins["LearningRate"].reshape(())
+
+        def body(p, g, st, t):
+            np.subtract(p, np.multiply(g, lr, out=t[0]), out=p)
+        _chunked(ins, (), scale, 1, body)
+        return {}
 
 
 @register
@@ -75,6 +165,26 @@ class Momentum(_Update):
             p = Param - LearningRate * v
         return {"ParamOut": p, "VelocityOut": v}
 
+    state_slots = (("Velocity", "VelocityOut"),)
+
+    def update_in_place(self, ins, scale, attrs):
+        lr = ins["LearningRate"].reshape(())
+        mu, nesterov = attrs.get("mu", 0.0), attrs.get("use_nesterov", False)
+
+        def body(p, g, st, t):
+            v, = st
+            np.multiply(v, mu, out=v)
+            np.add(v, g, out=v)
+            if nesterov:
+                np.multiply(v, mu, out=t[0])
+                np.add(g, t[0], out=t[0])
+                np.multiply(t[0], lr, out=t[0])
+            else:
+                np.multiply(v, lr, out=t[0])
+            np.subtract(p, t[0], out=p)
+        _chunked(ins, ("Velocity",), scale, 1, body)
+        return {}
+
 
 @register
 class LarsMomentum(_Update):
@@ -92,13 +202,41 @@ class LarsMomentum(_Update):
 
     def forward(self, Param, Grad, Velocity, LearningRate, *, mu=0.0, lars_coeff=0.001,
                 lars_weight_decay=0.0005):
-        p_norm = np.sqrt(np.vdot(Param, Param)).astype(Param.dtype)
-        g_norm = np.sqrt(np.vdot(Grad, Grad)).astype(Param.dtype)
-        local_lr = LearningRate
-        if p_norm > 0 and g_norm > 0:
-            local_lr = LearningRate * lars_coeff * p_norm / (g_norm + lars_weight_decay * p_norm)
+        local_lr = self._local_lr(Param, sum_squares(Param), sum_squares(Grad), LearningRate,
+                                  lars_coeff, lars_weight_decay)
         v = Velocity * mu + local_lr * (Grad + lars_weight_decay * Param)
         return {"ParamOut": Param - v, "VelocityOut": v}
+
+    @staticmethod
+    def _local_lr(param: np.ndarray, p_sq: float, g_sq: float, lr: np.ndarray, coeff: float,
+                  decay: float) -> np.ndarray:
+        """The norms and their ratio in float64 (no overflow for any finite input); the local
+        learning rate is rounded once to Param's dtype."""
+        p_norm, g_norm = np.sqrt(p_sq), np.sqrt(g_sq)
+        if not (p_norm > 0 and g_norm > 0):
+            return lr
+        ratio = coeff * p_norm / (g_norm + decay * p_norm)
+        return (lr.astype(np.float64) * ratio).astype(param.dtype)
+
+    state_slots = (("Velocity", "VelocityOut"),)
+
+    def update_in_place(self, ins, scale, attrs):
+        mu = attrs.get("mu", 0.0)
+        coeff, decay = attrs.get("lars_coeff", 0.001), attrs.get("lars_weight_decay", 0.0005)
+        local_lr = self._local_lr(ins["Param"], sum_squares(ins["Param"]),
+                                  sum_squares(ins["Grad"], scale), ins["LearningRate"], coeff,
+                                  decay).reshape(())
+
+        def body(p, g, st, t):
+            v, = st
+            np.multiply(p, decay, out=t[0])
+            np.add(g, t[0], out=t[0])
+            np.multiply(t[0], local_lr, out=t[0])
+            np.multiply(v, mu, out=v)
+            np.add(v, t[0], out=v)
+            np.subtract(p, v, out=p)
+        _chunked(ins, ("Velocity",), scale, 1, body)
+        return {}
 
 
 @register
@@ -118,6 +256,27 @@ class Adagrad(_Update):
         return {"ParamOut": Param - LearningRate * Grad / (np.sqrt(m) + epsilon),
                 "MomentOut": m}
 
+    state_slots = (("Moment", "MomentOut"),)
+
+    def update_in_place(self, ins, scale, attrs):
+        lr, eps = ins["LearningRate"].reshape(()), attrs.get("epsilon", 1.0e-6)
+
+        def body(p, g, st, t):
+            m, = st
+            np.add(m, np.multiply(g, g, out=t[0]), out=m)
+            _adagrad_step(p, g, m, lr, eps, t)
+        _chunked(ins, ("Moment",), scale, 2, body)
+        return {}
+
+
+def _adagrad_step(p, g, m, lr, eps, t) -> None:
+    """p -= lr * g / (sqrt(m) + eps), as ``Param - LearningRate * Grad / (...)`` rounds it."""
+    np.sqrt(m, out=t[0])
+    np.add(t[0], eps, out=t[0])
+    np.multiply(g, lr, out=t[1])
+    np.divide(t[1], t[0], out=t[1])
+    np.subtract(p, t[1], out=p)
+
 
 @register
 class DecayedAdagrad(_Update):
@@ -136,6 +295,22 @@ class DecayedAdagrad(_Update):
         m = decay * Moment + (1.0 - decay) * (Grad * Grad)
         return {"ParamOut": Param - LearningRate * Grad / (np.sqrt(m) + epsilon),
                 "MomentOut": m}
+
+    state_slots = (("Moment", "MomentOut"),)
+
+    def update_in_place(self, ins, scale, attrs):
+        lr, eps = ins["LearningRate"].reshape(()), attrs.get("epsilon", 1.0e-6)
+        decay = attrs.get("decay", 0.95)
+
+        def body(p, g, st, t):
+            m, = st
+            np.multiply(m, decay, out=m)
+            np.multiply(g, g, out=t[0])
+            np.multiply(t[0], 1.0 - decay, out=t[0])
+            np.add(m, t[0], out=m)
+            _adagrad_step(p, g, m, lr, eps, t)
+        _chunked(ins, ("Moment",), scale, 2, body)
+        return {}
 
 
 @register
@@ -171,6 +346,33 @@ class Adam(_Update):
         return {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2,
                 "Beta1PowOut": Beta1Pow * b1, "Beta2PowOut": Beta2Pow * b2}
 
+    state_slots = (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1t, b2t = ins.get("Beta1Tensor"), ins.get("Beta2Tensor")
+        b1 = b1t.reshape(()) if b1t is not None else attrs.get("beta1", 0.9)
+        b2 = b2t.reshape(()) if b2t is not None else attrs.get("beta2", 0.999)
+        b1p, b2p = ins["Beta1Pow"], ins["Beta2Pow"]
+        c2 = np.sqrt(1.0 - b2p)
+        lr_t = (ins["LearningRate"] * c2 / (1.0 - b1p)).reshape(())
+        eps_t = (attrs.get("epsilon", 1.0e-8) * c2).reshape(())
+        one_b1, one_b2 = 1.0 - b1, 1.0 - b2
+
+        def body(p, g, st, t):
+            m1, m2 = st
+            t0 = t[0]
+            np.multiply(m1, b1, out=m1)
+            np.add(m1, np.multiply(g, one_b1, out=t0), out=m1)
+            np.multiply(m2, b2, out=m2)
+            np.multiply(g, g, out=t0)
+            np.add(m2, np.multiply(t0, one_b2, out=t0), out=m2)
+            np.sqrt(m2, out=t0)
+            np.add(t0, eps_t, out=t0)
+            np.divide(m1, t0, out=t0)
+            np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
+        _chunked(ins, ("Moment1", "Moment2"), scale, 1, body)
+        return {"Beta1PowOut": b1p * b1, "Beta2PowOut": b2p * b2}
+
 
 @register
 class Adamax(_Update):
@@ -192,6 +394,26 @@ class Adamax(_Update):
         u = np.maximum(beta2 * InfNorm + epsilon, np.abs(Grad))
         lr_t = LearningRate / (1.0 - Beta1Pow)
         return {"ParamOut": Param - lr_t * (m / u), "MomentOut": m, "InfNormOut": u}
+
+    state_slots = (("Moment", "MomentOut"), ("InfNorm", "InfNormOut"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        eps = attrs.get("epsilon", 1.0e-8)
+        lr_t = (ins["LearningRate"] / (1.0 - ins["Beta1Pow"])).reshape(())
+
+        def body(p, g, st, t):
+            m, u = st
+            t0 = t[0]
+            np.multiply(m, b1, out=m)
+            np.add(m, np.multiply(g, 1.0 - b1, out=t0), out=m)
+            np.multiply(u, b2, out=u)
+            np.add(u, eps, out=u)
+            np.maximum(u, np.abs(g, out=t0), out=u)
+            np.divide(m, u, out=t0)
+            np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
+        _chunked(ins, ("Moment", "InfNorm"), scale, 1, body)
+        return {}
 
 
 @register
@@ -218,6 +440,34 @@ class Adadelta(_Update):
         edx = rho * AvgSquaredUpdate + (1.0 - rho) * (update * update)
         step = update if LearningRate is None else LearningRate * update
         return {"ParamOut": Param + step, "AvgSquaredGradOut": eg, "AvgSquaredUpdateOut": edx}
+
+    state_slots = (("AvgSquaredGrad", "AvgSquaredGradOut"),
+                   ("AvgSquaredUpdate", "AvgSquaredUpdateOut"))
+
+    def update_in_place(self, ins, scale, attrs):
+        rho, eps = attrs.get("rho", 0.95), attrs.get("epsilon", 1.0e-6)
+        lr = ins.get("LearningRate")
+        lr = lr.reshape(()) if lr is not None else None
+
+        def body(p, g, st, t):
+            eg, edx = st
+            t0, t1 = t
+            np.multiply(eg, rho, out=eg)
+            np.multiply(g, g, out=t0)
+            np.add(eg, np.multiply(t0, 1.0 - rho, out=t0), out=eg)
+            np.add(edx, eps, out=t0)
+            np.divide(t0, np.add(eg, eps, out=t1), out=t0)
+            np.sqrt(t0, out=t0)
+            np.negative(t0, out=t0)
+            np.multiply(t0, g, out=t0)                       # update
+            np.multiply(edx, rho, out=edx)
+            np.multiply(t0, t0, out=t1)
+            np.add(edx, np.multiply(t1, 1.0 - rho, out=t1), out=edx)
+            if lr is not None:
+                np.multiply(t0, lr, out=t0)
+            np.add(p, t0, out=p)
+        _chunked(ins, ("AvgSquaredGrad", "AvgSquaredUpdate"), scale, 2, body)
+        return {}
 
 
 @register
@@ -255,6 +505,40 @@ class Rmsprop(_Update):
             out["MeanGradOut"] = mg
         return out
 
+    state_slots = (("Moment", "MomentOut"), ("MeanSquare", "MeanSquareOut"),
+                   ("MeanGrad", "MeanGradOut"))
+
+    def update_in_place(self, ins, scale, attrs):
+        eps, decay = attrs.get("epsilon", 1.0e-10), attrs.get("decay", 0.9)
+        momentum, centered = attrs.get("momentum", 0.0), attrs.get("centered", False)
+        lr = ins["LearningRate"].reshape(())
+        states = ("Moment", "MeanSquare") + (("MeanGrad",) if centered else ())
+        if centered and ins.get("MeanGrad") is None:
+            raise ValueError("rmsprop: centered=True needs the MeanGrad input")
+
+        def body(p, g, st, t):
+            mom, ms = st[0], st[1]
+            t0, t1 = t
+            np.multiply(ms, decay, out=ms)
+            np.multiply(g, g, out=t0)
+            np.add(ms, np.multiply(t0, 1.0 - decay, out=t0), out=ms)
+            if centered:
+                mg = st[2]
+                np.multiply(mg, decay, out=mg)
+                np.add(mg, np.multiply(g, 1.0 - decay, out=t0), out=mg)
+                np.subtract(ms, np.multiply(mg, mg, out=t0), out=t0)
+                np.add(t0, eps, out=t0)
+            else:
+                np.add(ms, eps, out=t0)
+            np.sqrt(t0, out=t0)
+            np.multiply(g, lr, out=t1)
+            np.divide(t1, t0, out=t1)
+            np.multiply(mom, momentum, out=mom)
+            np.add(mom, t1, out=mom)
+            np.subtract(p, mom, out=p)
+        _chunked(ins, states, scale, 2, body)
+        return {}
+
 
 @register
 class Ftrl(_Update):
@@ -286,6 +570,41 @@ class Ftrl(_Update):
             Param.dtype, copy=False)
         return {"ParamOut": p, "SquaredAccumOut": n_new, "LinearAccumOut": z}
 
+    state_slots = (("SquaredAccumulator", "SquaredAccumOut"),
+                   ("LinearAccumulator", "LinearAccumOut"))
+
+    def update_in_place(self, ins, scale, attrs):
+        l1, l2 = attrs.get("l1", 0.0), attrs.get("l2", 0.0)
+        lr_power = attrs.get("lr_power", -0.5)
+        lr = ins["LearningRate"].reshape(())
+        keep = scratch(np.bool_, 1)[0]
+
+        def powed(x, out):
+            return np.sqrt(x, out=out) if lr_power == -0.5 else np.power(x, -lr_power, out=out)
+
+        def body(p, g, st, t):
+            n, z = st
+            t0, t1 = t
+            powed(n, t0)                                        # pow_old
+            np.add(n, np.multiply(g, g, out=t1), out=n)         # n_new
+            powed(n, t1)                                        # pow_new
+            np.subtract(t1, t0, out=t0)
+            np.divide(t0, lr, out=t0)
+            np.multiply(t0, p, out=t0)
+            np.add(z, g, out=z)
+            np.subtract(z, t0, out=z)                           # z
+            np.sign(z, out=t0)
+            np.multiply(t0, l1, out=t0)
+            np.subtract(t0, z, out=t0)
+            np.divide(t1, lr, out=t1)
+            np.add(t1, 2.0 * l2, out=t1)
+            np.divide(t0, t1, out=t0)                           # shrunk
+            mask = np.greater(np.abs(z, out=t1), l1, out=keep[:p.size])
+            p[...] = 0
+            np.copyto(p, t0, where=mask)
+        _chunked(ins, ("SquaredAccumulator", "LinearAccumulator"), scale, 2, body)
+        return {}
+
 
 @register
 class Lamb(_Update):
@@ -306,12 +625,51 @@ class Lamb(_Update):
         m1 = beta1 * Moment1 + (1.0 - beta1) * Grad
         m2 = beta2 * Moment2 + (1.0 - beta2) * (Grad * Grad)
         r = m1 / (np.sqrt(m2) + epsilon) + weight_decay * Param
-        p_norm = np.sqrt(np.vdot(Param, Param))
-        r_norm = np.sqrt(np.vdot(r, r))
-        trust = (p_norm / r_norm).astype(Param.dtype) if p_norm > 0 and r_norm > 0 \
-            else Param.dtype.type(1)
+        trust = self._trust(Param, sum_squares(Param), sum_squares(r))
         return {"ParamOut": Param - LearningRate * trust * r, "Moment1Out": m1,
                 "Moment2Out": m2}
+
+    @staticmethod
+    def _trust(param: np.ndarray, p_sq: float, r_sq: float) -> Any:
+        """|P| / |r| from float64 sums of squares (1 when either is 0), in Param's dtype."""
+        p_norm, r_norm = np.sqrt(p_sq), np.sqrt(r_sq)
+        return param.dtype.type(p_norm / r_norm) if p_norm > 0 and r_norm > 0 \
+            else param.dtype.type(1)
+
+    state_slots = (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        eps, wd = attrs.get("epsilon", 1.0e-6), attrs.get("weight_decay", 0.01)
+        r_sq = [0.0]
+
+        def ratio(p, m1, m2, t):
+            """r = m1 / (sqrt(m2) + eps) + wd * p into t[0]."""
+            np.sqrt(m2, out=t[0])
+            np.add(t[0], eps, out=t[0])
+            np.divide(m1, t[0], out=t[0])
+            np.add(t[0], np.multiply(p, wd, out=t[1]), out=t[0])
+            return t[0]
+
+        def moments(p, g, st, t):                  # pass 1: moments, |r|^2
+            m1, m2 = st
+            np.multiply(m1, b1, out=m1)
+            np.add(m1, np.multiply(g, 1.0 - b1, out=t[0]), out=m1)
+            np.multiply(m2, b2, out=m2)
+            np.multiply(g, g, out=t[0])
+            np.add(m2, np.multiply(t[0], 1.0 - b2, out=t[0]), out=m2)
+            r_sq[0] += sum_squares(ratio(p, m1, m2, t))
+        _chunked(ins, ("Moment1", "Moment2"), scale, 2, moments)
+        # sum_squares(r) over the whole r sums the same CHUNK-sized pieces in the same order
+        coef = ins["LearningRate"] * self._trust(ins["Param"], sum_squares(ins["Param"]),
+                                                 r_sq[0])
+        coef = coef.reshape(())
+
+        def apply(p, g, st, t):                     # pass 2: recompute r, update P
+            r = ratio(p, st[0], st[1], t)
+            np.subtract(p, np.multiply(r, coef, out=r), out=p)
+        _chunked(ins, ("Moment1", "Moment2"), None, 2, apply)
+        return {}
 
 
 _MAX_NUM_ACCUMULATES = 16384   # fluid's kMaxNumAccumulates (precision guard for sum_1)
