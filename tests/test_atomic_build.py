@@ -247,18 +247,18 @@ def test_failed_call_replays_only_its_own_journal_entries(monkeypatch):
     def failing_fc_after(n_layers):
         replayed.clear()
         main, startup = fluid.Program(), fluid.Program()
-        with fluid.program_guard(main, startup):
+        with fluid.program_guard(main, startup), fluid.unique_name.guard():
             h = fluid.data("x", [-1, 4])
-            ragged = fluid.data("ragged", [-1, -1])
             for _ in range(n_layers):
                 h = fluid.layers.fc(h, 4)
-            # the first input's weight, init op and product are built, then the second fails
-            with pytest.raises(ValueError, match="unknown dim"):
-                fluid.layers.fc([h, ragged], 3)
+            # the first input's weight, init op and product are built, then the second input's
+            # weight clashes with the shared fc_0.w_0 ([4, 4], not [4, 3])
+            with pytest.raises(ValueError, match="is shared but declared with shape"):
+                fluid.layers.fc([h, h], 3, param_attr=[None, "fc_0.w_0"])
         return sum(replayed)
     # the undo work of a failed call depends on the call, not on the program's size
     small = failing_fc_after(1)
-    assert 0 < small < 60
+    assert 10 < small < 60
     assert failing_fc_after(25) == small
 
 
