@@ -1,5 +1,9 @@
 """Clipping ops: ``clip``, ``clip_by_norm``, ``squared_l2_norm`` and ``check_finite_norm``.
 
+Norms are overflow-safe: sums of squares accumulate in float64 (``squared_l2_norm`` returns
+float64), so a finite float16/float32 gradient of any magnitude has a finite norm and is clipped
+correctly; only a real NaN/Inf in the input makes a norm non-finite.
+
 ``check_finite_norm`` is fluidlite's own (not a fluid op): the run-time guard behind
 ``GradientClipByGlobalNorm(..., error_if_nonfinite=True)``. It raises before any update op ran,
 and the executor commits persistables only after a successful step, so parameters stay as they
@@ -95,8 +99,8 @@ def _times(x: np.ndarray, k: float) -> np.ndarray:
 class ClipByNorm(OpDef):
     """n = ||X||_2 (computed in float64);  Out = X if n <= max_norm else X * max_norm / n;
     dX = dOut if n <= max_norm else (max_norm / n) * (dOut - X * <X, dOut> / n^2).
-    Out keeps X's dtype and is right for any finite X; a NaN/Inf in X makes Out NaN/Inf-filled
-    (the factor max_norm / n is NaN or 0), as fluid's kernel."""
+    Out keeps X's dtype and is right for any finite X. As fluid's kernel, a NaN in X makes the
+    factor max_norm / n NaN (Out all NaN) and an Inf makes it 0 (NaN at the Inf, 0 elsewhere)."""
     type, inputs, outputs = "clip_by_norm", ("X",), ("Out",)
     grad_uses = ("X",)
 
