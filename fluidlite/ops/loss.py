@@ -3,6 +3,11 @@ sigmoid_cross_entropy_with_logits. (square_error_cost is a layer: elementwise_su
 
 Hard labels are int64 with a trailing (class-axis) dim of 1; rows whose label equals
 ``ignore_index`` get loss 0 and no gradient. Kernels are vectorized over the batch.
+
+NaN and Inf propagate as in fluid's kernels. The only masking is fluid's own: ignored rows give
+0 whatever their input, and the cross-entropy terms go through ``TolerableValue`` (+-inf from
+-log(0) or -log(inf) becomes +-1e20, so a 0 soft label times log(0) adds 0); a NaN is never
+replaced.
 """
 from __future__ import annotations
 
