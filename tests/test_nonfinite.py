@@ -256,3 +256,24 @@ def test_masked_gradients_keep_a_nan_upstream_gradient(op_type):
     got = EXE.run(main, feed={"x": xv, "y": yv, "w": wv}, fetch_list=grads, scope=fluid.Scope())
     for g in got:
         assert np.isnan(g[:2]).all() and np.isfinite(g[2])
+
+
+def test_softmax_nan_row_and_infinite_logits():
+    """NaN poisons its row only; -inf gives probability 0 (exact; fluid floors shifted logits
+    at -64 with ValueClip, see docs/compatibility.md); +inf gives a NaN row (inf - inf)."""
+    x = f32([NAN, 0, 1], [0, -INF, 0], [INF, 0, 0], [1, 2, 3])
+    out = run_op("softmax", {"X": x}, {"axis": -1}, grads=("X",))["Out"]
+    assert np.isnan(out[0]).all() and np.isnan(out[2]).all()
+    np.testing.assert_allclose(out[1], [0.5, 0.0, 0.5])
+    assert np.isfinite(out[3]).all()
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg"])
+def test_pool2d_window_reductions_propagate_nan(pool_type):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    x[0, 0, 0, 0] = NAN
+    x[0, 0, 3, 3] = INF
+    r = run_op("pool2d", {"X": x}, {"pooling_type": pool_type, "ksize": [2, 2],
+                                    "strides": [2, 2]}, grads=("X",))
+    out = r["Out"][0, 0]
+    assert np.isnan(out[0, 0]) and out[1, 1] == INF and np.isfinite([out[0, 1], out[1, 0]]).all()
