@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+import threading
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .core.serialize import atomic_write
@@ -48,12 +49,15 @@ class Profile:
         self.by_type: Dict[str, _Stat] = {}
         self.by_op: Dict[Tuple[int, str], _Stat] = {}
         self.runs = 0
+        self._lock = threading.Lock()      # runs of several threads may report at once
 
     def add_run(self, op_types: Sequence[str], times: Sequence[float]) -> None:
-        self.runs += 1
-        for i, (t, dt) in enumerate(zip(op_types, times)):
-            self.by_type.setdefault(t, _Stat()).add(dt)
-            self.by_op.setdefault((i, t), _Stat()).add(dt)
+        """Add one run: ``times[i]`` seconds spent in step ``i`` of type ``op_types[i]``."""
+        with self._lock:
+            self.runs += 1
+            for i, (t, dt) in enumerate(zip(op_types, times)):
+                self.by_type.setdefault(t, _Stat()).add(dt)
+                self.by_op.setdefault((i, t), _Stat()).add(dt)
 
     def report(self, sorted_key: Optional[str] = "total", top: int = 20) -> str:
         """Two tables (by op type, and the ``top`` slowest ops) with calls / total / min / max /
@@ -61,7 +65,9 @@ class Profile:
         if sorted_key not in _SORT_KEYS:
             raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")
         key = sorted_key or "total"
-        grand = sum(s.total for s in self.by_type.values()) or 1.0
+        with self._lock:
+            by_type, by_op, runs = list(self.by_type.items()), list(self.by_op.items()), self.runs
+        grand = sum(s.total for _, s in by_type) or 1.0
 
         def table(title: str, rows: List[Tuple[str, _Stat]]) -> List[str]:
             rows = sorted(rows, key=lambda r: getattr(r[1], key), reverse=True)
@@ -74,10 +80,10 @@ class Profile:
             return out
 
         lines = [f"------------------------->  Profiling Report  <------------------------- "
-                 f"({self.runs} run(s), total {grand * 1e3:.3f} ms)"]
-        lines += table("By op type:", list(self.by_type.items()))
+                 f"({runs} run(s), total {grand * 1e3:.3f} ms)"]
+        lines += table("By op type:", by_type)
         lines.append("")
-        ops = [(f"#{i} {t}", s) for (i, t), s in self.by_op.items()]
+        ops = [(f"#{i} {t}", s) for (i, t), s in by_op]
         lines += table(f"Slowest ops (top {top}):", ops)[:top + 2]
         return "\n".join(lines)
 

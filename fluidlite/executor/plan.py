@@ -21,6 +21,7 @@ and a dropped program is freed. Random ops get their generator as the keyword ``
 """
 from __future__ import annotations
 
+import collections.abc
 import difflib
 import inspect
 import itertools
@@ -345,8 +346,7 @@ class _CodeGen:
         args, used = self._args(op, opdef)
         present = frozenset(s.name for s in opdef.out_slots
                             if any(n != names.EMPTY_VAR_NAME for n in op.outputs.get(s.name, ())))
-        specs = [_spec_or_none(self.block, op.inputs.get(s.name)) for s in opdef.in_slots]
-        binding = opdef.bind(specs, op.attrs, present)
+        binding = opdef.bind(_InSpecs(self.block, op, opdef), op.attrs, present)
         self.steps.append(StepInfo(op.type,
                                    tuple((o.type, self.block_pos.get(id(o), -1))
                                          for o in covered),
@@ -487,14 +487,30 @@ def _feed_spec(block: Block, name: str) -> FeedSpec:
     return FeedSpec(name, want, tuple(var.shape), bool(var.persistable))
 
 
-def _spec_or_none(block: Block, arg_names: Optional[List[str]]) -> Any:
-    if not arg_names:
-        return None
-    specs = []
-    for n in arg_names:
-        v = block._find_var_recursive(n)
-        specs.append(v.spec if v is not None else None)
-    return specs if len(specs) > 1 else specs[0]
+class _InSpecs(collections.abc.Sequence):
+    """The ``in_specs`` handed to ``OpDef.bind``: per input slot a ``VarSpec``, a list of them
+    (several variables) or None. Built on first access: most binds never look."""
+
+    def __init__(self, block: Block, op: Any, opdef: registry.OpDef) -> None:
+        self._block, self._op, self._slots = block, op, opdef.in_slots
+        self._specs: Optional[List[Any]] = None
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __getitem__(self, i: Any) -> Any:
+        if self._specs is None:
+            self._specs = [self._spec(self._op.inputs.get(s.name)) for s in self._slots]
+        return self._specs[i]
+
+    def _spec(self, arg_names: Optional[List[str]]) -> Any:
+        if not arg_names:
+            return None
+        specs = []
+        for n in arg_names:
+            v = self._block._find_var_recursive(n)
+            specs.append(v.spec if v is not None else None)
+        return specs if len(specs) > 1 else specs[0]
 
 
 def _missing_input_message(name: str, op: Operator, op_idx: int, var: Any) -> str:
