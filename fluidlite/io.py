@@ -642,6 +642,10 @@ class _NdarrayClass:
     """Stands for ``numpy.ndarray`` in a pickle: only ``_reconstruct`` accepts it, so a pickle
     cannot call ``ndarray(shape)`` to allocate an array of any size it likes."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> "_NdarrayClass":
+        raise CheckpointError(f"refusing to call numpy.ndarray{args!r} from a pickle (numpy's "
+                              f"own pickles never do; it can allocate any size)")
+
 
 class _PickledArray(np.ndarray):
     """The array ``_reconstruct`` makes; its ``__setstate__`` (the pickle's BUILD) checks that
@@ -689,7 +693,8 @@ def _reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
     # numpy pickles an array as _reconstruct(ndarray, (0,), b'b') + BUILD(state)
     if cls is not _NdarrayClass or not isinstance(shape, tuple) or \
             not all(isinstance(d, int) and 0 <= d <= 1 for d in shape) or len(shape) > 1:
-        raise CheckpointError(f"refusing to rebuild an array as {cls!r}{shape!r}")
+        raise CheckpointError(f"refusing to start an array of shape {shape!r} (numpy's own "
+                              f"pickles start arrays empty and then fill them with their data)")
     return _multiarray()._reconstruct(_PickledArray, shape, dtype)
 
 

@@ -151,7 +151,8 @@ def _read_manifest(directory: str) -> Optional[Dict[str, Any]]:
     path = os.path.join(directory, MANIFEST_NAME)
     try:
         with open(path, "rb") as f:
-            raw = f.read(_MAX_MANIFEST + 1)
+            size = os.fstat(f.fileno()).st_size
+            raw = f.read() if size <= _MAX_MANIFEST else b""
     except FileNotFoundError:
         return None
     except OSError as e:
@@ -161,8 +162,8 @@ def _read_manifest(directory: str) -> Optional[Dict[str, Any]]:
         return CheckpointError(f"checkpoint manifest '{path}' is corrupted ({why}); it is not "
                                f"fluidlite's or was damaged. Delete it to load the files "
                                f"without verification.")
-    if len(raw) > _MAX_MANIFEST:
-        raise bad(f"larger than {_MAX_MANIFEST} bytes")
+    if size > _MAX_MANIFEST:
+        raise bad(f"{size} bytes, larger than {_MAX_MANIFEST}")
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
