@@ -127,7 +127,8 @@ def stop_profiler(sorted_key: Optional[str] = None,
 
 @contextlib.contextmanager
 def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
-             profile_path: Optional[str] = None, tracer_option: str = "Default") -> Iterator[Profile]:
+             profile_path: Optional[str] = None,
+             tracer_option: str = "Default") -> Iterator[Profile]:
     """Context manager: profile every run inside the block; report on exit."""
     if sorted_key not in _SORT_KEYS:
         raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")

@@ -52,7 +52,9 @@ def test_two_threads_on_one_executor_match_sequential_runs_bit_for_bit(optimizer
     # the first weight has 1.1M elements: large enough for the fused in-place update's
     # chunked path, whose scratch buffer two threads must not share
     in_dim, steps = 1100, 8
-    main, startup, loss = _mlp_program(optimizer, in_dim=in_dim, width=1000)
+    # (with Adam also dropout: its random stream continues per scope, not per plan)
+    main, startup, loss = _mlp_program(optimizer, in_dim=in_dim, width=1000,
+                                       dropout=optimizer == "adam")
     assert main.global_block().var("fc_0.w_0").shape == (in_dim, 1000)
     data = [_batches(s, steps, in_dim) for s in (1, 2)]
     sequential = []
@@ -109,9 +111,10 @@ def test_dropout_streams_are_per_scope():
 
 
 # -- memory -----------------------------------------------------------------------------------
-def test_a_program_run_once_and_dropped_is_collected():
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_a_program_run_once_and_dropped_is_collected(optimizer):
     exe = fluid.Executor()
-    main, startup, loss = _mlp_program("sgd")       # fused sgd + clip, random init
+    main, startup, loss = _mlp_program(optimizer, dropout=True)  # fused update + clip
     _train(exe, main, startup, loss, _batches(0, 2, 8), [])
     refs = [weakref.ref(main), weakref.ref(startup)]
     plans = [weakref.ref(p) for p in exe.cached_plans()]
@@ -160,8 +163,9 @@ def test_a_changed_program_drops_its_stale_plans():
     assert new is not old
 
 
-def test_plans_keep_no_program_objects():
-    main, startup, loss = _mlp_program("sgd")
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_plans_keep_no_program_objects(optimizer):
+    main, startup, loss = _mlp_program(optimizer, dropout=True)
     exe = fluid.Executor()
     _train(exe, main, startup, loss, _batches(0, 1, 8), [])
     # everything reachable from the plans, except through module globals (shared by all code)

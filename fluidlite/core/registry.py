@@ -1,4 +1,4 @@
-"""The op contract: one ``OpDef`` subclass per op, holding slots, attrs, inference, kernel, gradient.
+"""The op contract: one ``OpDef`` subclass per op: slots, attrs, inference, kernel, gradient.
 
 Writing an op (see README "Writing an op")::
 

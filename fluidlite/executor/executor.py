@@ -39,12 +39,12 @@ class Executor:
 
     **Threads.** One Executor may be shared by any number of threads, each running on its own
     ``Scope`` (the same program included): compiling and caching plans is locked, a compiled
-    plan is immutable, and everything a run changes lives in the run's scope — persistables,
-    and the random streams of ops such as dropout (one stream per plan and scope). Each
-    thread's results are then exactly those of running alone. Not supported: one scope used by
-    two threads at once (also not a parent scope whose variables a run writes), and changing a
-    program while another thread runs it. ``last_profile`` is the latest profiled run of any
-    thread.
+    plan is immutable (fused updates use per-thread scratch), and all state a run changes
+    belongs to its scope — the persistables, and the random streams of ops such as dropout,
+    which the executor keeps per (plan, scope). Each thread's results are exactly those it
+    gets running alone. Not supported: one scope used by two threads at once (nor a parent
+    scope whose variables a run writes), and changing a program while another thread runs it.
+    ``last_profile`` is the latest profiled run of any thread.
     """
 
     cache_size: int = 64
@@ -171,7 +171,9 @@ class Executor:
 
     def _purge(self) -> None:
         """Drop the plans of collected programs (caller holds the lock)."""
-        dead, self._dead = set(self._dead), []
+        dead = set()
+        while self._dead:                # list.pop is atomic: a finalizer may append meanwhile
+            dead.add(self._dead.pop())
         for k in [k for k in self._plans if k[0] in dead]:
             del self._plans[k]
         for pid in dead:

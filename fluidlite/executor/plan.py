@@ -514,7 +514,8 @@ class _InSpecs(collections.abc.Sequence):
 
 
 def _missing_input_message(name: str, op: Operator, op_idx: int, var: Any) -> str:
-    where = f"op '{op.type}' (op #{op_idx}, created at {creation_site(op.attrs.get('op_callstack'))})"
+    site = creation_site(op.attrs.get("op_callstack"))
+    where = f"op '{op.type}' (op #{op_idx}, created at {site})"
     if var is not None and var.is_data:
         return (f"Need feed data for variable '{name}': {where} reads it. Pass it in the feed "
                 f"dict, e.g. exe.run(feed={{'{name}': array}}, ...)")
