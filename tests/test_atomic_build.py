@@ -283,3 +283,20 @@ def test_name_journal_is_per_thread():
     t.join()
     assert got == ["t_0"] and names.generate("t") == "t_1"
     assert names.generate("mine") == "mine_0"
+
+
+def test_versions_are_never_reused_after_a_rollback(progs):
+    """A plan cached at a version seen inside a rolled-back transaction must never match the
+    program's later content: rollback restores the old version, new edits get fresh numbers."""
+    main, startup, _, h = progs
+    v0 = main.version
+    seen = []
+    with pytest.raises(RuntimeError):
+        with atomic(main, startup), fluid.program_guard(main, startup):
+            fluid.layers.fc(h, 4)
+            seen.append(main.version)
+            raise RuntimeError
+    assert main.version == v0
+    with fluid.program_guard(main, startup):
+        fluid.layers.relu(h)
+    assert main.version > max(seen)

@@ -620,6 +620,7 @@ class Program:
     """A list of Blocks (block 0 is the global block) plus the state layers read while building."""
 
     _journal: Optional[List[Callable[[], Any]]] = None   # undo log of an active atomic()
+    _version_high = 0                                      # the highest version ever given
 
     def __init__(self) -> None:
         self._journal = None
@@ -634,11 +635,15 @@ class Program:
 
     # -- version ------------------------------------------------------------------------
     def _bump(self) -> None:
-        self._version += 1
+        # never reuse a number: a rollback (core.atomic) puts an older version back, and a plan
+        # cached at a version seen inside the rolled-back transaction must not match new edits
+        self._version_high = max(self._version_high, self._version) + 1
+        self._version = self._version_high
 
     @property
     def version(self) -> int:
-        """Incremented on every mutation; the executor's plan cache is keyed on it."""
+        """Changes on every mutation (to a number never used before, even after a rollback by
+        ``core.atomic`` restored an older one); the executor's plan cache is keyed on it."""
         return self._version
 
     # -- blocks / vars --------------------------------------------------------------------
