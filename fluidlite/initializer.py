@@ -9,6 +9,7 @@ docs/compatibility.md.)
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -18,6 +19,31 @@ __all__ = ["Initializer", "Constant", "Uniform", "Normal", "TruncatedNormal", "X
            "Bilinear", "NumpyArrayInitializer", "ConstantInitializer", "UniformInitializer",
            "NormalInitializer", "TruncatedNormalInitializer", "XavierInitializer",
            "MSRAInitializer", "BilinearInitializer", "force_init_on_cpu", "init_on_cpu"]
+
+
+def _number(cls: str, arg: str, value: Any) -> float:
+    """``float(value)`` for a Python or numpy real number, else a TypeError naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{cls}: {arg} must be a number (a Python or numpy int or float), but "
+                        f"received {value!r} of type {type(value).__name__}")
+    return float(value)
+
+
+def _seed(cls: str, seed: Any) -> int:
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{cls}: seed must be an int (0: derive it from the program's "
+                        f"random_seed), but received {seed!r} of type {type(seed).__name__}")
+    return int(seed)
+
+
+def _fan(cls: str, arg: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    fan = _number(cls, arg, value)
+    if not fan > 0:
+        raise ValueError(f"{cls}: {arg} must be > 0 (or None: computed from the shape), but "
+                         f"received {value}")
+    return fan
 
 
 class Initializer:
@@ -49,7 +75,10 @@ class ConstantInitializer(Initializer):
     """Fill with ``value``."""
 
     def __init__(self, value: float = 0.0, force_cpu: bool = False) -> None:
-        self._value, self._force_cpu = float(value), force_cpu
+        # a bool fills bool tensors (True -> 1.0), as in fluid
+        self._value = float(value) if isinstance(value, (bool, np.bool_)) else \
+            _number("ConstantInitializer", "value", value)
+        self._force_cpu = force_cpu
 
     def __call__(self, var: Any, block: Any) -> Any:
         return self._append(block, var, "fill_constant", value=self._value,
@@ -63,8 +92,12 @@ class UniformInitializer(Initializer):
     """Uniform on [low, high)."""
 
     def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0) -> None:
-        assert high >= low, "high should be greater than or equal to low"
-        self._low, self._high, self._seed = float(low), float(high), int(seed)
+        cls = "UniformInitializer"
+        low, high = _number(cls, "low", low), _number(cls, "high", high)
+        if not high >= low:
+            raise ValueError(f"{cls}: high ({high}) should be greater than or equal to low "
+                             f"({low})")
+        self._low, self._high, self._seed = low, high, _seed(cls, seed)
 
     def __call__(self, var: Any, block: Any) -> Any:
         return self._append(block, var, "uniform_random", min=self._low, max=self._high,
@@ -75,7 +108,12 @@ class NormalInitializer(Initializer):
     """Gaussian with mean ``loc`` and std ``scale``."""
 
     def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
-        self._mean, self._std, self._seed = float(loc), float(scale), int(seed)
+        cls = type(self).__name__
+        self._mean, self._std = _number(cls, "loc", loc), _number(cls, "scale", scale)
+        if not self._std >= 0:
+            raise ValueError(f"{cls}: scale (the standard deviation) must be >= 0, but "
+                             f"received {scale}")
+        self._seed = _seed(cls, seed)
 
     def __call__(self, var: Any, block: Any) -> Any:
         return self._append(block, var, "gaussian_random", mean=self._mean, std=self._std,
@@ -95,7 +133,9 @@ class XavierInitializer(Initializer):
 
     def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
                  fan_out: Optional[float] = None, seed: int = 0) -> None:
-        self._uniform, self._fan_in, self._fan_out, self._seed = uniform, fan_in, fan_out, seed
+        cls = "XavierInitializer"
+        self._uniform, self._seed = bool(uniform), _seed(cls, seed)
+        self._fan_in, self._fan_out = _fan(cls, "fan_in", fan_in), _fan(cls, "fan_out", fan_out)
 
     def __call__(self, var: Any, block: Any) -> Any:
         f_in, f_out = self._compute_fans(var)
@@ -112,8 +152,11 @@ class XavierInitializer(Initializer):
 class MSRAInitializer(Initializer):
     """He/Kaiming: uniform limit ``sqrt(6/fan_in)`` or normal std ``sqrt(2/fan_in)``."""
 
-    def __init__(self, uniform: bool = True, fan_in: Optional[float] = None, seed: int = 0):
-        self._uniform, self._fan_in, self._seed = uniform, fan_in, seed
+    def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
+                 seed: int = 0) -> None:
+        cls = "MSRAInitializer"
+        self._uniform, self._seed = bool(uniform), _seed(cls, seed)
+        self._fan_in = _fan(cls, "fan_in", fan_in)
 
     def __call__(self, var: Any, block: Any) -> Any:
         fan_in = self._compute_fans(var)[0] if self._fan_in is None else self._fan_in

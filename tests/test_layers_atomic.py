@@ -355,3 +355,25 @@ def test_every_public_layer_and_net_is_atomic():
         assert getattr(fluid.Variable, method).__fluidlite_atomic__
     relu = L.generate_activation_fn("relu")
     assert relu.__fluidlite_atomic__
+
+
+def test_initializers_validate_and_take_numpy_scalars():
+    init = fluid.initializer
+    u = init.Uniform(np.float32(-1), np.int64(1), seed=np.int64(3))
+    assert (u._low, u._high, u._seed) == (-1.0, 1.0, 3)
+    assert init.Xavier(fan_in=np.int64(4), seed=np.int32(2))._fan_in == 4.0
+    assert init.Constant(np.float32(0.5))._value == 0.5
+    assert init.Normal(np.float32(1), np.float64(2))._std == 2.0
+    for make, exc, pattern in [
+            (lambda: init.Uniform(1, 0), ValueError,
+             r"UniformInitializer: high \(0.0\) should be greater than or equal to low \(1.0\)"),
+            (lambda: init.Normal(0, -1), ValueError, r"scale .* must be >= 0, but received -1"),
+            (lambda: init.TruncatedNormal(0, "1"), TypeError,
+             r"TruncatedNormalInitializer: scale must be a number"),
+            (lambda: init.Xavier(seed=1.5), TypeError, r"XavierInitializer: seed must be an int"),
+            (lambda: init.MSRA(fan_in=0), ValueError, r"MSRAInitializer: fan_in must be > 0"),
+            (lambda: init.Constant("a"), TypeError, r"ConstantInitializer: value must be a number"),
+            (lambda: init.Xavier(fan_out=True), TypeError, r"received True of type bool")]:
+        with pytest.raises(exc, match=pattern):
+            make()
+    assert init.Constant(True)._value == 1.0          # fills bool variables, as in fluid

@@ -87,7 +87,8 @@ def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistabl
     for d in shape:
         check_type(d, "shape element", (int, np.integer), "create_global_var")
     check_dtype(dtype, "dtype", _ALL, "create_global_var")
-    value = check_number(value, "value", "create_global_var")
+    if not isinstance(value, (bool, np.bool_)):      # True/False fill bool variables
+        value = check_number(value, "value", "create_global_var")
     helper = LayerHelper("global_var", name=name)
     var = helper.create_global_variable(dtype=dtype, shape=list(shape), persistable=persistable,
                                         name=name, stop_gradient=True)
