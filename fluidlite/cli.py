@@ -7,8 +7,19 @@
 
 PROGRAM is a program JSON file (``fluidlite.io``'s ``__model__`` / ``.pdmodel``, or
 ``fluidlite.core.serialize.save_program`` output), a saved inference-model directory, or a
-``fluid.save`` prefix / ``.pdparams`` path. Bad arguments exit with code 2 and a one-line
-message; a file that cannot be read exits with code 1.
+``fluid.save`` prefix / ``.pdparams`` path; it is read like ``fluidlite.io`` reads it (through
+the checkpoint manifest, so a file that changed after it was saved is refused).
+
+Exit codes, always with exactly one line on stderr and never a traceback:
+
+* 0 -- success (also when stdout is closed early, e.g. piped into ``head``);
+* 2 -- usage error: a bad option or value, an input path that names nothing loadable (does not
+  exist, a directory without a program), an output whose directory does not exist, that is a
+  directory, or whose extension names no format;
+* 1 -- the input exists but cannot be read or is not a valid program (unreadable, not a regular
+  file, corrupted, truncated, failing its checkpoint checksum, from a newer format, using an
+  unknown op), the output cannot be written, or any other failure;
+* 130 -- interrupted (Ctrl-C).
 """
 from __future__ import annotations
 
@@ -24,6 +35,11 @@ __all__ = ["main", "build_parser", "load_input"]
 
 class _UsageError(Exception):
     """A bad argument discovered after parsing (exit code 2)."""
+
+
+class _InputError(Exception):
+    """An input that exists but cannot be read or parsed, or an output that cannot be written
+    (exit code 1)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,25 +105,61 @@ def build_parser() -> argparse.ArgumentParser:
 
 # -- loading ----------------------------------------------------------------------------------
 def load_input(path: str) -> Any:
-    """A Program from a program file, an inference-model directory or a fluid.save prefix."""
-    from .core.serialize import load_program
+    """A Program from a program file, an inference-model directory or a fluid.save prefix.
+    Raises ``_UsageError`` when ``path`` names nothing loadable and ``_InputError`` when what it
+    names cannot be read; format errors (``ProgramFormatError``, ``CheckpointError``) pass."""
     if os.path.isdir(path):
-        model = os.path.join(path, "__model__")
-        if os.path.isfile(model):
-            return load_program(model)
-        models = sorted(n for n in os.listdir(path) if n.endswith(".pdmodel"))
+        names = _files(path)
+        if "__model__" in names:
+            return _read(os.path.join(path, "__model__"))
+        models = sorted(n for n in names if n.endswith(".pdmodel"))
         if len(models) == 1:
-            return load_program(os.path.join(path, models[0]))
+            return _read(os.path.join(path, models[0]))
+        if os.path.exists(os.path.join(path, "__model__")):
+            raise _InputError(f"'{os.path.join(path, '__model__')}' is not a regular file")
         raise _UsageError(f"directory '{path}' holds no __model__ file"
                           + (f" and several .pdmodel files {models}" if models else ""))
     for suffix in (".pdparams", ".pdopt"):
         if path.endswith(suffix):
             path = path[:-len(suffix)] + ".pdmodel"
-    if not os.path.exists(path) and os.path.isfile(path + ".pdmodel"):
+    if not _exists(path) and _exists(path + ".pdmodel"):
         path += ".pdmodel"
-    if not os.path.exists(path):
+    if not _exists(path):
         raise _UsageError(f"input '{path}' does not exist")
-    return load_program(path)
+    return _read(path)
+
+
+def _files(directory: str) -> Any:
+    """The file names a checkpoint reader sees in ``directory`` (including published ones
+    still in a staging directory after an interrupted save)."""
+    from .core import checkpoint
+    try:
+        with checkpoint.Reader(directory) as reader:
+            return reader.names()
+    except OSError as e:
+        raise _InputError(f"cannot read directory '{directory}': {e.strerror or e}") from None
+
+
+def _exists(path: str) -> bool:
+    if os.path.exists(path):
+        return True
+    directory, name = os.path.split(path)
+    return bool(name) and os.path.isdir(directory or ".") and name in _files(directory or ".")
+
+
+def _read(path: str) -> Any:
+    from .io import read_program
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise _InputError(f"input '{path}' is not a regular file")
+    try:
+        return read_program(path)
+    except RecursionError:
+        raise _InputError(f"program file '{path}' is not a valid fluidlite program: it is "
+                          f"nested too deeply") from None
+    except MemoryError:
+        raise _InputError(f"program file '{path}' is too large to load") from None
+    except OSError as e:
+        raise _InputError(f"cannot read '{path}': {e.strerror or e}") from None
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -116,13 +168,15 @@ _BINARY = ("png", "pdf")
 
 def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
     from . import viz
-    program = load_input(args.input)
-    if not 0 <= args.block < len(program.blocks):
-        raise _UsageError(f"--block {args.block} is out of range: the program has "
-                          f"{len(program.blocks)} block(s)")
     fmt = args.format
-    if fmt is None:
-        fmt = viz.format_from_path(args.output) if args.output else "dot"
+    if args.output:
+        _check_output(args.output)
+        if fmt is None:
+            try:
+                fmt = viz.format_from_path(args.output)
+            except ValueError as e:
+                raise _UsageError(str(e).replace(" or pass format=", " or pass -f")) from None
+    fmt = fmt or "dot"
     if args.output is None and fmt in _BINARY:
         raise _UsageError(f"format {fmt} is binary: give an output file with -o")
     if args.highlight:
@@ -131,6 +185,10 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
                 re.compile(pat)
             except re.error as e:
                 raise _UsageError(f"--highlight {pat!r} is not a valid regex: {e}") from None
+    program = load_input(args.input)
+    if not 0 <= args.block < len(program.blocks):
+        raise _UsageError(f"--block {args.block} is out of range: the program has "
+                          f"{len(program.blocks)} block(s)")
     opts: Dict[str, Any] = dict(block=args.block, hide_backward=args.hide_backward,
                                 hide_optimizer=args.hide_optimizer, highlight=args.highlight)
     if args.diff_against:
@@ -142,7 +200,10 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
     style = dict(title=args.title, legend=not args.no_legend, clusters=not args.no_clusters,
                  edge_labels=not args.no_edge_labels, rankdir=args.rankdir)
     if args.output:
-        viz.export(obj, args.output, fmt, **style, **opts)
+        try:
+            viz.export(obj, args.output, fmt, **style, **opts)
+        except OSError as e:
+            raise _InputError(f"cannot write '{args.output}': {e.strerror or e}") from None
         return 0
     if fmt == "txt":
         text = program.block(args.block).to_string() + "\n"
@@ -158,6 +219,14 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
         text = viz.to_dot(obj, **style, **opts)
     out.write(text)
     return 0
+
+
+def _check_output(path: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise _UsageError(f"output '{path}' is a directory; give a file name")
+    if not os.path.isdir(parent):
+        raise _UsageError(f"the directory of output '{path}' does not exist")
 
 
 def _info(program: Any) -> Dict[str, Any]:
@@ -180,7 +249,9 @@ def _info(program: Any) -> Dict[str, Any]:
                  and not isinstance(v, Parameter)]
     feeds, fetches = feed_fetch_targets(program)
     block0 = program.global_block()
-    describe = lambda v: {"name": v.name, "shape": list(v.shape), "dtype": _dtype(v.dtype)}
+
+    def describe(v: Any) -> Dict[str, Any]:
+        return {"name": v.name, "shape": list(v.shape), "dtype": _dtype(v.dtype)}
     return {"blocks": len(program.blocks), "ops": len(ops),
             "ops_by_role": {k: by_group[k] for k in sorted(by_group)},
             "op_types": dict(sorted(Counter(op.type for op in ops).items())),
@@ -216,17 +287,22 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     if info["optimizer_state"]:
         lines.append(f"optimizer state: {len(info['optimizer_state'])} variables")
     if info["feeds"] or info["fetches"]:
-        fmt = lambda v: f"{v['name']} {v['shape']} {v['dtype']}"
-        lines.append("feeds: " + ", ".join(fmt(v) for v in info["feeds"]))
-        lines.append("fetches: " + ", ".join(fmt(v) for v in info["fetches"]))
+        lines.append("feeds: " + ", ".join(map(_var_text, info["feeds"])))
+        lines.append("fetches: " + ", ".join(map(_var_text, info["fetches"])))
     out.write("\n".join(lines) + "\n")
     return 0
+
+
+def _var_text(v: Dict[str, Any]) -> str:
+    return f"{v['name']} {v['shape']} {v['dtype']}"
 
 
 def _op_entry(op_type: str) -> Dict[str, Any]:
     from .core import registry
     d = registry.get_op_def(op_type)
-    slot = lambda s: s.name + ("*" if s.duplicable else "") + ("?" if s.dispensable else "")
+
+    def slot(s: Any) -> str:
+        return s.name + ("*" if s.duplicable else "") + ("?" if s.dispensable else "")
     if d.forward_def is not None:
         grad = f"gradient op of {d.forward_def.type}"
     elif op_type.endswith("_grad"):
@@ -302,11 +378,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return _COMMANDS[args.command](args, sys.stdout)
     except _UsageError as e:
-        sys.stderr.write(f"{prog}: error: {e} (see '{prog} --help')\n")
+        sys.stderr.write(f"{prog}: error: {_one_line(e)} (see '{prog} --help')\n")
         return 2
     except BrokenPipeError:
+        _silence_stdout()
         return 0
-    except (OSError, ValueError, RuntimeError, IndexError, TypeError) as e:
-        msg = " ".join(str(e).split("\n"))
+    except KeyboardInterrupt:
+        sys.stderr.write(f"{prog}: interrupted\n")
+        return 130
+    except Exception as e:  # noqa: BLE001 - the contract: one line and an exit code, always
+        known = (_InputError, OSError, ValueError, RuntimeError)
+        msg = _one_line(e) if isinstance(e, known) else f"{type(e).__name__}: {_one_line(e)}"
         sys.stderr.write(f"{prog}: error: {msg}\n")
         return 1
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _silence_stdout() -> None:
+    """The reader went away: point stdout at /dev/null so the exit-time flush stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

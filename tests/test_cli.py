@@ -2,17 +2,17 @@
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
 
 import networkx as nx
-import numpy as np
 import pytest
 
 import fluidlite as fluid
 from fluidlite import cli
-from fluidlite.core import serialize
+from fluidlite.core import checkpoint, serialize
 
 
 class Result:
@@ -166,3 +166,99 @@ def test_console_script(saved):
     proc = subprocess.run(["fluidlite", "info", str(saved / "model")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "feeds: x" in proc.stdout
+
+
+# -- exit codes: 2 for usage errors, 1 for unreadable or corrupt inputs; one line, no traceback --
+def _setup_inputs(saved, tmp):
+    """Inputs for the exit-code table (paths relative to ``tmp``)."""
+    shutil.copytree(saved / "model", tmp / "model")
+    (tmp / "garbage.json").write_bytes(b"\x00\xff\x13 not a program")
+    (tmp / "deep.json").write_text("[" * 100_000)
+    (tmp / "trunc.json").write_text((saved / "train.json").read_text()[:300])
+    (tmp / "newer.json").write_text('{"format": "fluidlite.program", "version": 99, '
+                                    '"blocks": []}')
+    (tmp / "unknown_op.json").write_text(
+        '{"format": "fluidlite.program", "version": 1, "blocks": [{"idx": 0, "parent_idx": -1,'
+        ' "vars": [], "ops": [{"type": "no_such_op"}]}]}')
+    (tmp / "dir_model" / "__model__").mkdir(parents=True)
+    (tmp / "two").mkdir()
+    for n in ("a", "b"):
+        shutil.copy(saved / "train.json", tmp / "two" / f"{n}.pdmodel")
+    (tmp / "orphan.pdparams").write_bytes(b"x")
+    shutil.copytree(saved / "model", tmp / "tampered")
+    model = tmp / "tampered" / "__model__"
+    model.write_text(model.read_text().replace("fc_0.w_0", "fc_0.w_9", 1))   # same size
+    (tmp / "out").mkdir()
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["info", "missing.json"], 2, "input 'missing.json' does not exist"),
+    (["info", "orphan.pdparams"], 2, "input 'orphan.pdmodel' does not exist"),
+    (["info", "out"], 2, "directory 'out' holds no __model__ file"),
+    (["info", "two"], 2, "several .pdmodel files"),
+    (["viz", "model", "--diff-against", "missing.json"], 2, "'missing.json' does not exist"),
+    (["viz", "model", "-o", "no/such/dir/g.dot"], 2, "directory of output"),
+    (["viz", "model", "-o", "out"], 2, "is a directory"),
+    (["viz", "model", "-o", "g.bogus"], 2, "cannot tell the export format"),
+    (["viz", "model", "--block", "7"], 2, "out of range"),
+    (["viz", "model", "--highlight", "("], 2, "not a valid regex"),
+    (["info", "garbage.json"], 1, "not UTF-8 JSON"),
+    (["info", "deep.json"], 1, "'deep.json' is not a valid fluidlite program: it is nested"),
+    (["info", "trunc.json"], 1, "looks truncated"),
+    (["info", "newer.json"], 1, "version 99"),
+    (["info", "unknown_op.json"], 1, "'no_such_op' is not registered"),
+    (["info", "dir_model"], 1, "is not a regular file"),
+    (["info", "/dev/null"], 1, "is not a regular file"),
+    (["info", "tampered"], 1, "does not match the checksum in the checkpoint manifest"),
+])
+def test_exit_codes(saved, tmp_path, monkeypatch, args, code, message):
+    _setup_inputs(saved, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = run(*args, check_rc=code)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    if code == 2:
+        assert lines[0].endswith("--help')")
+
+
+def test_unexpected_failures_and_interrupts_are_one_line_too(saved, monkeypatch):
+    def boom(program):
+        raise KeyError("feeds")
+    monkeypatch.setattr(cli, "_info", boom)
+    proc = run("info", saved / "model", check_rc=1)
+    assert proc.stderr == "fluidlite info: error: KeyError: 'feeds'\n"
+
+    def interrupted(program):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "_info", interrupted)
+    assert run("info", saved / "model", check_rc=130).stderr == "fluidlite info: interrupted\n"
+
+
+def test_unwritable_output_exits_1(saved, tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(serialize, "_write_file", full)
+    proc = run("viz", saved / "model", "-o", tmp_path / "g.dot", check_rc=1)
+    assert proc.stderr.strip().endswith("g.dot': No space left on device")
+
+
+def test_reads_a_checkpoint_whose_publish_was_interrupted(saved, tmp_path, monkeypatch):
+    """The CLI reads programs like fluid.io: a committed but unfinished save is read from its
+    staging directory (here: the first save into the directory, so __model__ is nowhere else)."""
+    real_replace, calls = os.replace, []
+
+    def crash_on_second_replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+    program = fluid.io.read_program(str(saved / "model" / "__model__"))
+    monkeypatch.setattr(os, "replace", crash_on_second_replace)
+    with pytest.raises(KeyboardInterrupt):
+        (tmp_path / "ck").mkdir()
+        checkpoint.publish(tmp_path / "ck", {"__model__": serialize.dumps_program(
+            program).encode(), "other": b"x"})
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert not (tmp_path / "ck" / "__model__").exists()
+    assert "feeds: x" in run("info", tmp_path / "ck", check_rc=0).stdout
