@@ -444,3 +444,18 @@ def test_real_pickles_still_load(tmp_path, model):
         for k, v in got.items():
             np.testing.assert_array_equal(v, state[k])
             assert type(v) is np.ndarray and v.flags.writeable
+
+
+def test_special_files_are_refused_not_read(tmp_path, model):
+    main, exe, pred = model
+    fluid.io.save_params(exe, str(tmp_path), main)
+    os.remove(tmp_path / "fc_0.w_0")
+    os.mkfifo(tmp_path / "fc_0.w_0")                    # reading it would block forever
+    with pytest.raises(CheckpointError, match="'fc_0.w_0'.*is not a regular file"):
+        fluid.io.load_params(exe, str(tmp_path), main)
+    os.remove(tmp_path / "fc_0.w_0")
+    os.mkdir(tmp_path / "fc_0.w_0")                     # in the way of a save: nothing written
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(IsADirectoryError, match="fc_0.w_0' .*directory of that name"):
+        fluid.io.save_params(exe, str(tmp_path), main)
+    assert sorted(os.listdir(tmp_path)) == before

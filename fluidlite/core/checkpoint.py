@@ -37,6 +37,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import threading
 from typing import IO, Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple, Union
 
@@ -57,6 +58,9 @@ _STAGING_PREFIX = ".fluidlite-staging-"
 _RESERVED_PREFIX = ".fluidlite-"
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp$")   # atomic_write's temp files
 _CHUNK = 1 << 24
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_UNVERIFIED_HINT = f"(delete {MANIFEST_NAME} in that directory to load its files unverified)"
 _MAX_MANIFEST = 1 << 26
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -91,7 +95,7 @@ def _locked(directory: str, exclusive: bool) -> Iterator[None]:
         yield
         return
     try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except OSError:
         if exclusive:
             raise
@@ -117,7 +121,7 @@ def _locked(directory: str, exclusive: bool) -> Iterator[None]:
 
 # -- low-level writes (all through os.*, one call per file operation) -------------------------
 def _write_new(path: str, data: Union[bytes, bytearray, memoryview]) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
     try:
         view = memoryview(data).cast("B")
         off = 0
@@ -129,7 +133,10 @@ def _write_new(path: str, data: Union[bytes, bytearray, memoryview]) -> None:
 
 
 def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    """Make the renames in ``directory`` durable (POSIX; Windows cannot open directories)."""
+    if os.name == "nt":  # pragma: no cover
+        return
+    fd = os.open(directory, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     try:
         os.fsync(fd)
     finally:
@@ -253,6 +260,10 @@ def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, mem
         _check_name(name)
     if not files:
         return
+    for name in files:
+        if os.path.isdir(os.path.join(directory, name)):
+            raise IsADirectoryError(f"cannot save '{os.path.join(directory, name)}': a "
+                                    f"directory of that name is in the way")
     with _locked(directory, exclusive=True):
         try:
             manifest = _read_manifest(directory)
@@ -371,20 +382,21 @@ class Reader:
         """Open ``name`` for reading and return it with its size, after checking the size
         against the manifest and ``memory_limit()`` (nothing is read yet)."""
         shown = self.display(name)
+        path = self.path(name)
         try:
-            f = open(self.path(name), "rb")
+            if not stat.S_ISREG(os.stat(path).st_mode):     # a FIFO would block forever
+                raise CheckpointError(f"{self._label(what)}'{shown}' is not a regular file")
+            f = open(path, "rb")
         except FileNotFoundError:
             raise FileNotFoundError(f"{self._label(what)}file '{shown}' does not exist") \
                 from None
-        except IsADirectoryError:
-            raise CheckpointError(f"{self._label(what)}'{shown}' is a directory, not a "
-                                  f"checkpoint file") from None
         size = os.fstat(f.fileno()).st_size
         entry = self.entry(name)
         problem = None
         if entry is not None and size != entry["size"]:
             problem = (f"file '{shown}' holds {size} bytes but the checkpoint manifest records "
-                       f"{entry['size']}: it was truncated or changed after fluidlite saved it")
+                       f"{entry['size']}: it was truncated or changed after fluidlite saved it "
+                       f"{_UNVERIFIED_HINT}")
         elif size > memory_limit():
             problem = (f"file '{shown}' is {size} bytes, more than this machine's memory "
                        f"({memory_limit()} bytes)")
@@ -399,7 +411,7 @@ class Reader:
             raise CheckpointError(
                 f"{self._label(what)}file '{self.display(name)}' does not match the checksum "
                 f"in the checkpoint manifest: it is corrupted or was changed after fluidlite "
-                f"saved it")
+                f"saved it {_UNVERIFIED_HINT}")
 
     def read_bytes(self, name: str, what: Optional[str] = None,
                    inspect: Optional[Callable[[IO[bytes], int], None]] = None) -> bytearray:
