@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from types import TracebackType
-from typing import Any, Callable, List, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from . import names
 from .ir import Program, Variable, default_main_program, default_startup_program
@@ -48,16 +48,8 @@ class _Transaction:
     __slots__ = ("_programs", "_states", "_names_mark", "_names_owner", "_generator",
                  "_name_scope")
 
-    def __init__(self, programs: Tuple[Program, ...]) -> None:
-        unique: List[Program] = []
-        for p in programs:
-            if p is None:
-                continue
-            if not isinstance(p, Program):
-                raise TypeError(f"atomic() takes Programs, but received {type(p).__name__}")
-            if not any(p is q for q in unique):
-                unique.append(p)
-        self._programs = unique
+    def __init__(self, programs: List[Program]) -> None:
+        self._programs = programs               # distinct Programs (see atomic / atomic_layer)
         self._states: List[Tuple[Any, ...]] = []
 
     def __enter__(self) -> None:
@@ -125,7 +117,15 @@ def atomic(*programs: Program) -> _Transaction:
         with atomic(main, startup):
             hidden = fluid.layers.fc(x, size=10, act=act)
     """
-    return _Transaction(programs)
+    unique: List[Program] = []
+    for p in programs:
+        if p is None:
+            continue
+        if not isinstance(p, Program):
+            raise TypeError(f"atomic() takes Programs, but received {type(p).__name__}")
+        if not any(p is q for q in unique):
+            unique.append(p)
+    return _Transaction(unique)
 
 
 def in_transaction(program: Program) -> bool:
@@ -133,15 +133,23 @@ def in_transaction(program: Program) -> bool:
     return program._journal is not None
 
 
-def _programs_of(args: Tuple[Any, ...], kwargs: dict) -> List[Program]:
-    progs = [default_main_program(), default_startup_program()]
-    for value in (*args, *kwargs.values()):
-        items = value if isinstance(value, (list, tuple)) else (value,)
-        for item in items:
-            if isinstance(item, Variable):
-                p = item.block.program
-                if not any(p is q for q in progs):
+def _programs_of(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> List[Program]:
+    """The default main and startup programs plus those of the Variable arguments (top level
+    or in a list / tuple argument), each once."""
+    main, startup = default_main_program(), default_startup_program()
+    progs = [main] if startup is main else [main, startup]
+    for values in (args, kwargs.values()):
+        for value in values:
+            if isinstance(value, Variable):
+                p = value.block.program
+                if p is not main and p is not startup and p not in progs:
                     progs.append(p)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Variable):
+                        p = item.block.program
+                        if p is not main and p is not startup and p not in progs:
+                            progs.append(p)
     return progs
 
 
@@ -154,7 +162,7 @@ def atomic_layer(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def layer(*args: Any, **kwargs: Any) -> Any:
-        with _Transaction(tuple(_programs_of(args, kwargs))):
+        with _Transaction(_programs_of(args, kwargs)):
             return fn(*args, **kwargs)
 
     layer.__fluidlite_atomic__ = True  # type: ignore[attr-defined]
