@@ -51,6 +51,7 @@ from ..ops import optim
 _UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad",
                          "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
 _TAIL_OK = frozenset({"scale", "increment"})    # may follow in-place updates: cannot fail
+_SMALL = 1 << 12      # sgd: parameters up to this size use a temporary instead of scratch
 
 
 class FusedOp:
@@ -105,12 +106,22 @@ def grad_scale(s: np.ndarray, dtype: np.dtype) -> Any:
     """The factor to multiply a ``dtype`` gradient by: ``s`` itself when it already has that
     dtype; the cast value (as the unfused ``cast``) when that is a normal number or zero;
     otherwise ``s`` in float64, so the product is formed in float64 and rounded once."""
-    v = s.reshape(-1)[0]
-    if v.dtype == dtype:
-        return v
-    if dtype.kind == "f" and v == v and 0 < abs(v) < np.finfo(dtype).tiny:
+    if s.dtype == dtype:
+        return s.reshape(-1)[0]
+    v = s.item()
+    if dtype.kind == "f" and 0 < abs(v) < _tiny(dtype):
         return np.float64(v)
     return dtype.type(v)
+
+
+_TINY: Dict[np.dtype, float] = {}
+
+
+def _tiny(dtype: np.dtype) -> float:
+    t = _TINY.get(dtype)
+    if t is None:
+        t = _TINY[dtype] = float(np.finfo(dtype).tiny)
+    return t
 
 
 def _scaled(g: np.ndarray, s: Any) -> np.ndarray:
@@ -135,11 +146,11 @@ class _GlobalNorm(_FusedDef):
     """Norm = sqrt(sum_i squared_l2_norm(X_i)); Scale = c / max(c, Norm); ScaleCast = Scale cast
     to the gradients' dtype. Raises like ``check_finite_norm`` when asked to.
 
-    ``square`` is the ``squared_l2_norm`` kernel of a float64 chain (then every step below is the
+    ``square`` holds the ``squared_l2_norm`` kernels of a float64 chain (then every step below is the
     unfused ops' IEEE double arithmetic, on Python floats); ``None`` for a float32 chain, which is
     computed in float64 here and rounded to ``dtype`` at the end."""
 
-    def __init__(self, square: Optional[Callable], dtype: np.dtype, clip_norm: float,
+    def __init__(self, square: Optional[List[Callable]], dtype: np.dtype, clip_norm: float,
                  cast_to: Optional[np.dtype], check: Optional[List[str]],
                  outputs: Sequence[str]) -> None:
         super().__init__("fused(global_norm)", ("X*",), outputs)
@@ -149,7 +160,7 @@ class _GlobalNorm(_FusedDef):
 
     def values(self, X: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
         if self.square is not None:
-            squares = [self.square(x) for x in X]
+            squares = [f(x) for f, x in zip(self.square, X)]
         else:
             squares = [np.array([optim.sum_squares(x)]) for x in X]
         total = float(squares[0].reshape(-1)[0])
@@ -190,41 +201,77 @@ class _UpdateGroup(_FusedDef):
         self.attrs_list = [dict(a) for a in attrs]
         self.inplace = list(inplace)
         self.scaled = scaled
-        self.fold_lr = op_type == "sgd"
+        self.fold_lr = self.sgd = op_type == "sgd"
         states = self.update.state_slots
         self.state_in = tuple(i for i, _ in states if i in in_slots)
         self.state_out = {i: o for i, o in states if i in in_slots}
         self.all_out = tuple(out_slots)
+        self.grad_idx = self.slot_names.index("Grad")
+        self.write_idx = (0,) + tuple(self.slot_names.index(s) for s in self.state_in)
+        assert self.slot_names[0] == "Param"
 
     def forward(self, *cols: Any) -> Dict[str, List[np.ndarray]]:
-        scale = cols[len(self.slot_names)] if self.scaled else None
-        n = len(cols[0])
-        names = self.slot_names
-        members = [{s: cols[k][i] for k, s in enumerate(names)} for i in range(n)]
-        results: List[Optional[Dict[str, np.ndarray]]] = [None] * n
-        fast = [self.inplace[i] and self._can_write(ins) for i, ins in enumerate(members)]
-        seen: Set[int] = set()
-        for i, ins in enumerate(members):          # one buffer must never be written twice
-            if fast[i]:
-                ids = [id(ins["Param"])] + [id(ins[s]) for s in self.state_in
-                                            if ins.get(s) is not None]
-                if seen.intersection(ids):
-                    fast[i] = False
-                seen.update(ids)
-        for i, ins in enumerate(members):          # out of place first: errors before effects
+        k = len(self.slot_names)
+        scale = cols[k] if self.scaled else None
+        rows = list(zip(*cols[:k]))
+        fast = [self._can_write(row) if ok else False for row, ok in zip(rows, self.inplace)]
+        ids = [id(row[j]) for row, ok in zip(rows, fast) if ok for j in self.write_idx
+               if row[j] is not None]
+        if len(set(ids)) != len(ids):              # one buffer must never be written twice
+            seen: Set[int] = set()
+            for i, row in enumerate(rows):
+                if fast[i]:
+                    mine = [id(row[j]) for j in self.write_idx if row[j] is not None]
+                    fast[i] = seen.isdisjoint(mine)
+                    seen.update(mine)
+        results: List[Any] = [None] * len(rows)
+        names_ = self.slot_names
+        if self.sgd and all(fast):
+            return {"ParamOut": self._sgd(rows, scale)}
+        for i, row in enumerate(rows):             # out of place first: errors before effects
             if not fast[i]:
-                results[i] = self._out_of_place(ins, scale, self.attrs_list[i])
-        for i, ins in enumerate(members):
+                results[i] = self._out_of_place(dict(zip(names_, row)), scale,
+                                                self.attrs_list[i])
+        scales: Dict[Any, Any] = {}
+        for i, row in enumerate(rows):
             if fast[i]:
-                results[i] = self._in_place(ins, scale, self.attrs_list[i])
+                results[i] = self._in_place(dict(zip(names_, row)), scale, scales,
+                                            self.attrs_list[i])
         return {o: [r[o] for r in results] for o in self.all_out}
 
-    def _can_write(self, ins: Dict[str, np.ndarray]) -> bool:
-        p, g = ins["Param"], ins["Grad"]
+    def _sgd(self, rows: List[Tuple[np.ndarray, ...]], scale: Optional[np.ndarray]
+             ) -> List[np.ndarray]:
+        """All-in-place sgd without the generic machinery (small models pay per call):
+        p -= c * g with c = lr, or lr * scale rounded once (see ``_lr_times_scale``)."""
+        coef: Dict[Any, Any] = {}
+        out = []
+        for p, lr, g in rows:
+            key = (id(lr), p.dtype)
+            c = coef.get(key)
+            if c is None:
+                if scale is None:
+                    c = lr.reshape(())
+                else:
+                    c = _lr_times_scale(lr, grad_scale(scale, p.dtype), p.dtype)
+                coef[key] = c
+            if p.size <= _SMALL:                   # a small temporary: cheaper than scratch
+                np.subtract(p, np.multiply(g, c), out=p)
+            else:
+                self.update.update_in_place({"Param": p, "Grad": g, "LearningRate": c}, None,
+                                            {})
+            out.append(p)
+        return out
+
+    def _can_write(self, row: Sequence[Any]) -> bool:
+        p, g = row[0], row[self.grad_idx]
         if g.shape != p.shape or g.dtype != p.dtype or p.dtype.kind != "f":
             return False
-        for a in [p] + [ins[s] for s in self.state_in if ins.get(s) is not None]:
-            if (a.base is not None or not a.flags.c_contiguous or not a.flags.writeable
+        for j in self.write_idx:
+            a = row[j]
+            if a is None:
+                continue
+            flags = a.flags
+            if (a.base is not None or not flags.c_contiguous or not flags.writeable
                     or a.shape != p.shape or a.dtype != p.dtype):
                 return False
         return True
@@ -232,27 +279,41 @@ class _UpdateGroup(_FusedDef):
     def _out_of_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
                       attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
         if scale is not None:
-            ins = dict(ins)
             ins["Grad"] = _scaled(ins["Grad"], grad_scale(scale, ins["Grad"].dtype))
         args = [ins.get(s.name) for s in self.update.in_slots]
         return self.update.forward(*args, **attrs)
 
     def _in_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
-                  attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+                  cache: Dict[Any, Any], attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
         p = ins["Param"]
-        s = grad_scale(scale, p.dtype) if scale is not None else None
+        s = None
+        if scale is not None:
+            s = cache.get(p.dtype)
+            if s is None:
+                s = cache[p.dtype] = grad_scale(scale, p.dtype)
         if s is not None and self.fold_lr:       # sgd: p -= (lr * s) * g, two passes over g
-            c = np.float64(ins["LearningRate"].reshape(-1)[0]) * np.float64(s)
-            c32 = p.dtype.type(c)
-            if c32 == 0 or abs(c32) >= np.finfo(p.dtype).tiny or not np.isfinite(c32):
-                c = c32
-            ins = dict(ins, LearningRate=np.asarray(c))
+            lr = ins["LearningRate"]
+            key = (id(lr), p.dtype)
+            c = cache.get(key)
+            if c is None:
+                c = cache[key] = _lr_times_scale(lr, s, p.dtype)
+            ins["LearningRate"] = c
             s = None
         out = self.update.update_in_place(ins, s, attrs)
         out["ParamOut"] = p
         for i, o in self.state_out.items():
             out[o] = ins.get(i)
         return out
+
+
+def _lr_times_scale(lr: np.ndarray, s: Any, dtype: np.dtype) -> Any:
+    """``lr * s`` rounded once to ``dtype`` (kept in float64 when that is subnormal)."""
+    c = lr.item() * float(s)
+    c32 = dtype.type(c)
+    f = float(c32)
+    if f == 0 or not math.isfinite(f) or abs(f) >= _tiny(dtype):
+        return c32
+    return np.float64(c)
 
 
 # -- the pass -----------------------------------------------------------------------------------
@@ -364,6 +425,14 @@ class _Fuser:
         return (y is not None and x is not None and tuple(y.shape) == (1,)
                 and mul.attrs.get("axis", -1) in (-1, len(x.shape) - 1, 0))
 
+    def _kernel(self, op_type: str, x: str) -> Callable:
+        """The plan's callable for a single-input, single-output ``op_type`` reading ``x``."""
+        opdef = registry.get_op_def(op_type)
+        v = self.var(x)
+        bound = opdef.bind([v.spec if v is not None else None], {}, frozenset({"Out"}))
+        fn = bound.fn
+        return fn if bound.single else (lambda a: fn(a)["Out"])
+
     def _written_between(self, names_: Iterable[str], a: int, b: int) -> bool:
         watch = set(names_)
         return any(watch.intersection(op.output_arg_names) for op in self.ops[a + 1:b])
@@ -437,14 +506,8 @@ class _Fuser:
             return
         dtype = next(iter(dtypes))
         square = None
-        if dtype == np.float64:                 # the op's own kernel: bit-identical
-            sq_def = registry.get_op_def("squared_l2_norm")
-            specs = {self.var(g).spec if self.var(g) is not None else None for g in grads}
-            bound = sq_def.bind([next(iter(specs))], {}, frozenset({"Out"}))
-            if len(specs) != 1 or not bound.single:
-                square = lambda x: sq_def.forward(x)["Out"]     # noqa: E731
-            else:
-                square = bound.fn
+        if dtype == np.float64:                 # the op's own kernels: bit-identical
+            square = [self._kernel("squared_l2_norm", g) for g in grads]
         cast_to = self.dtype(ops[k_idx].outputs["Out"][0]) if k_idx is not None else None
         check = list(ops[c_idx].attrs.get("grad_names", [])) if c_idx is not None else None
         opdef = _GlobalNorm(square, dtype, float(fill.attrs.get("value", 0.0)), cast_to, check,

@@ -18,6 +18,7 @@ finite parameter or gradient never overflows to an infinite norm.
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -52,10 +53,11 @@ def scratch(dtype: Any, count: int, tag: str = "") -> List[np.ndarray]:
     """``count`` scratch buffers of ``CHUNK`` elements of ``dtype``, private to this thread and
     to ``tag`` (reused across calls: a kernel must not hold them across another kernel's call
     that uses the same tag)."""
-    pool = getattr(_tls, "pool", None)
-    if pool is None:
+    try:
+        pool = _tls.pool
+    except AttributeError:
         pool = _tls.pool = {}
-    key = (np.dtype(dtype).char, tag)
+    key = (dtype, tag)
     bufs = pool.get(key)
     if bufs is None or len(bufs) < count:
         bufs = pool[key] = [np.empty(CHUNK, dtype) for _ in range(max(count, 3))]
@@ -86,16 +88,18 @@ def _chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp
              body: Callable[..., None]) -> None:
     """Call ``body(p, g, states, tmps)`` on aligned flat chunks of Param, Grad (times
     ``scale``) and the ``states`` arrays; ``tmps`` are ``ntmp`` scratch chunks."""
-    p = ins["Param"].reshape(-1)
-    g = ins["Grad"].reshape(-1)
-    st = [ins[s].reshape(-1) for s in states]
+    p, g = ins["Param"], ins["Grad"]
     bufs = scratch(p.dtype, ntmp + 1)
     n = p.size
-    if n <= CHUNK:
+    if n <= CHUNK:                      # one piece, in the arrays' own shape
+        shape = p.shape
         if scale is not None:
-            g = np.multiply(g, scale, out=bufs[0][:n])
-        body(p, g, st, [t[:n] for t in bufs[1:ntmp + 1]])
+            g = np.multiply(g, scale, out=bufs[0][:n].reshape(shape))
+        body(p, g, [ins[s] for s in states],
+             [t[:n].reshape(shape) for t in bufs[1:ntmp + 1]])
         return
+    p, g = p.reshape(-1), g.reshape(-1)
+    st = [ins[s].reshape(-1) for s in states]
     for a in range(0, n, CHUNK):
         b = min(a + CHUNK, n)
         m = b - a
@@ -353,9 +357,20 @@ class Adam(_Update):
         b1 = b1t.reshape(()) if b1t is not None else attrs.get("beta1", 0.9)
         b2 = b2t.reshape(()) if b2t is not None else attrs.get("beta2", 0.999)
         b1p, b2p = ins["Beta1Pow"], ins["Beta2Pow"]
-        c2 = np.sqrt(1.0 - b2p)
-        lr_t = (ins["LearningRate"] * c2 / (1.0 - b1p)).reshape(())
-        eps_t = (attrs.get("epsilon", 1.0e-8) * c2).reshape(())
+        eps = attrs.get("epsilon", 1.0e-8)
+        if b1p.shape == b2p.shape == ins["LearningRate"].shape == (1,) \
+                and b1p.dtype == b2p.dtype == ins["LearningRate"].dtype:
+            # the [1]-array arithmetic of ``forward`` on scalars of the same dtype (a
+            # correctly rounded double sqrt rounds to the same float32 as a float32 sqrt)
+            s1, s2, lr = b1p[0], b2p[0], ins["LearningRate"][0]
+            c2 = s2.dtype.type(math.sqrt(1.0 - s2))
+            lr_t, eps_t = lr * c2 / (1.0 - s1), eps * c2
+            pows = {"Beta1PowOut": np.array([s1 * b1]), "Beta2PowOut": np.array([s2 * b2])}
+        else:
+            c2 = np.sqrt(1.0 - b2p)
+            lr_t = (ins["LearningRate"] * c2 / (1.0 - b1p)).reshape(())
+            eps_t = (eps * c2).reshape(())
+            pows = {"Beta1PowOut": b1p * b1, "Beta2PowOut": b2p * b2}
         one_b1, one_b2 = 1.0 - b1, 1.0 - b2
 
         def body(p, g, st, t):
@@ -371,7 +386,7 @@ class Adam(_Update):
             np.divide(m1, t0, out=t0)
             np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
         _chunked(ins, ("Moment1", "Moment2"), scale, 1, body)
-        return {"Beta1PowOut": b1p * b1, "Beta2PowOut": b2p * b2}
+        return pows
 
 
 @register
@@ -599,7 +614,7 @@ class Ftrl(_Update):
             np.divide(t1, lr, out=t1)
             np.add(t1, 2.0 * l2, out=t1)
             np.divide(t0, t1, out=t0)                           # shrunk
-            mask = np.greater(np.abs(z, out=t1), l1, out=keep[:p.size])
+            mask = np.greater(np.abs(z, out=t1), l1, out=keep[:p.size].reshape(p.shape))
             p[...] = 0
             np.copyto(p, t0, where=mask)
         _chunked(ins, ("SquaredAccumulator", "LinearAccumulator"), scale, 2, body)
