@@ -266,8 +266,7 @@ def inject(root):
     return report
 
 
-def kill(root, iterations, max_delay):
-    n = 300
+def kill(root, iterations, max_delay, n=300):
     main = fluid.Program()
     block = main.global_block()
     names = [f"layer_{i}.w" for i in range(n)]
@@ -319,5 +318,5 @@ if __name__ == "__main__":
     if mode == "inject":
         out = inject(root)
     else:
-        out = kill(root, int(sys.argv[3]), float(sys.argv[4]))
+        out = kill(root, int(sys.argv[3]), float(sys.argv[4]), *map(int, sys.argv[5:6]))
     print(json.dumps(out))

@@ -14,7 +14,7 @@ their plain names; fluidlite adds two kinds of hidden entries::
 1. *recover*: if the manifest names a staging directory that still holds files (a save crashed
    after its commit), move them into place; then delete every staging directory and temp file
    that crashed saves left behind;
-2. *stage*: write every new file into a fresh staging directory; fsync the files and the dir;
+2. *stage*: write every new file into a fresh staging directory; then fsync them and the dir;
 3. *commit*: replace the manifest (temp file, fsync, ``os.replace``, fsync ``D``) by one that
    lists the size and SHA-256 of every file -- the new ones and the untouched older ones -- and
    names the staging directory. This single rename is the commit point;
@@ -120,13 +120,22 @@ def _locked(directory: str, exclusive: bool) -> Iterator[None]:
 
 
 # -- low-level writes (all through os.*, one call per file operation) -------------------------
-def _write_new(path: str, data: Union[bytes, bytearray, memoryview]) -> None:
+def _write_new(path: str, data: Union[bytes, bytearray, memoryview], sync: bool = True) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
     try:
         view = memoryview(data).cast("B")
         off = 0
         while off < len(view):
             off += os.write(fd, view[off:off + _CHUNK])
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -277,9 +286,11 @@ def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, mem
         entries: Dict[str, Dict[str, Any]] = {}
         try:
             for name, data in files.items():
-                _write_new(os.path.join(sdir, name), data)
+                _write_new(os.path.join(sdir, name), data, sync=False)
                 entries[name] = {"size": len(memoryview(data).cast("B")),
                                  "sha256": hashlib.sha256(data).hexdigest()}
+            for name in files:      # after all writes: one journal commit flushes them all
+                _fsync_path(os.path.join(sdir, name))
             _fsync_dir(sdir)
             listed = {} if manifest is None else {
                 n: e for n, e in manifest["files"].items()
