@@ -56,6 +56,14 @@ def check_number(value: Any, arg: str, layer: str, positive: bool = False) -> fl
     return value
 
 
+def _is_activation(op_type: str) -> bool:
+    if not registry.has_op(op_type):
+        return False
+    opdef = registry.get_op_def(op_type)
+    return [s.name for s in opdef.in_slots if not s.dispensable] == ["X"] and \
+        "Out" in [s.name for s in opdef.out_slots]
+
+
 def check_act(act: Any, layer: str) -> None:
     """``act=`` must be None, the name of a registered one-input op with slots X -> Out (an
     activation such as 'relu') or a dict ``{'type': name, **attrs}`` naming one."""
@@ -72,9 +80,7 @@ def check_act(act: Any, layer: str) -> None:
         act_type = act
     else:
         raise TypeError(f"{layer}: act must be {expected}, but received {_received(act)}")
-    opdef = registry.get_op_def(act_type) if registry.has_op(act_type) else None
-    if opdef is None or [s.name for s in opdef.in_slots if not s.dispensable] != ["X"] or \
-            "Out" not in [s.name for s in opdef.out_slots]:
+    if not _is_activation(act_type):
         raise ValueError(f"{layer}: act={act_type!r} is not an activation (an op with one input "
                          f"X and output Out); expected {expected}")
 
