@@ -459,3 +459,23 @@ def test_special_files_are_refused_not_read(tmp_path, model):
     with pytest.raises(IsADirectoryError, match="fc_0.w_0': a directory of that name"):
         fluid.io.save_params(exe, str(tmp_path), main)
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_files_written_by_numpy_load_as_before(tmp_path, model):
+    """No manifest: per-variable np.save files and an np.savez_compressed combined file."""
+    main, exe, pred = model
+    params = {p.name: np.random.default_rng(0).normal(size=p.shape).astype(np.float32)
+              for p in main.all_parameters()}
+    for name, value in params.items():
+        np.save(tmp_path / "x.npy", value)
+        os.replace(tmp_path / "x.npy", tmp_path / name)
+    np.savez_compressed(tmp_path / "all.npz", **params)
+    for kw in ({}, {"filename": "all.npz"}):
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            fluid.io.load_params(exe, str(tmp_path), main, **kw)
+        for name, value in params.items():
+            np.testing.assert_array_equal(np.array(scope.find_var(name).get_tensor()), value)
+    state = fluid.io.load_program_state(str(tmp_path / "all.npz"))
+    assert state.keys() == params.keys() and all(v.flags.writeable for v in state.values())
+    assert not (tmp_path / MANIFEST).exists()           # loading never writes
