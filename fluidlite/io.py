@@ -372,8 +372,9 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
               filename: Optional[str] = None) -> Optional[bytes]:
     """Save ``vars`` (or every var of ``main_program`` matching ``predicate``) from the global
     scope: one ``.npy`` file per variable under ``dirname``, or all of them in the combined
-    file ``dirname/filename``. With ``dirname=None`` and ``filename=None`` the combined bytes
-    are returned instead of written."""
+    file ``dirname/filename``, all-or-nothing (see the module docstring). With
+    ``dirname=None`` and ``filename=None`` the combined bytes are returned instead of
+    written."""
     program = _program(main_program)
     selected = _select(program, vars, predicate)
     if not selected:
@@ -515,8 +516,8 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
                          program_only: bool = False) -> List[str]:
     """Prune ``main_program`` to what computes ``target_vars`` from ``feeded_var_names``, switch
     it to test mode, add feed/fetch ops, and write it to ``dirname/__model__`` (or
-    ``model_filename``) plus its persistables (one file each, or ``params_filename``).
-    Returns the target variable names."""
+    ``model_filename``) plus its persistables (one file each, or ``params_filename``), all in
+    one all-or-nothing publish. Returns the target variable names."""
     if isinstance(feeded_var_names, str):
         feeded_var_names = [feeded_var_names]
     elif feeded_var_names:
