@@ -129,7 +129,8 @@ class TruncatedNormalInitializer(NormalInitializer):
 
 
 class XavierInitializer(Initializer):
-    """Glorot: uniform limit ``sqrt(6/(fan_in+fan_out))`` or normal std ``sqrt(2/(fan_in+fan_out))``."""
+    """Glorot: uniform limit ``sqrt(6/(fan_in+fan_out))`` or normal std
+    ``sqrt(2/(fan_in+fan_out))``."""
 
     def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
                  fan_out: Optional[float] = None, seed: int = 0) -> None:

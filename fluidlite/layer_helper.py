@@ -167,14 +167,16 @@ class LayerHelper:
                                      f"for {length} inputs; pass a list of ParamAttr")
         return attr
 
-    def iter_inputs_and_params(self, input_param_name: str = "input") -> Iterator[Tuple[Variable, Any]]:
+    def iter_inputs_and_params(self, input_param_name: str = "input"
+                               ) -> Iterator[Tuple[Variable, Any]]:
         inputs = self.multiple_input(input_param_name)
         yield from zip(inputs, self.multiple_param_attr(len(inputs)))
 
     # -- variables ----------------------------------------------------------------------------
     def create_parameter(self, attr: Any, shape: Sequence[int], dtype: Any,
                          is_bias: bool = False, default_initializer: Any = None,
-                         stop_gradient: bool = False, type: VarType = VarType.LOD_TENSOR) -> Optional[Parameter]:
+                         stop_gradient: bool = False,
+                         type: VarType = VarType.LOD_TENSOR) -> Optional[Parameter]:
         """Create ``<name>.w_N`` (or ``.b_N``) in the main program and its initialized twin in
         the startup program. ``attr=False`` means no parameter (returns None). A parameter name
         that already exists is shared."""
@@ -236,7 +238,8 @@ class LayerHelper:
     def create_global_variable(self, persistable: bool = False, **kwargs: Any) -> Variable:
         return self.main_program.global_block().create_var(persistable=persistable, **kwargs)
 
-    def create_or_get_global_variable(self, name: str, *args: Any, **kwargs: Any) -> Tuple[Variable, bool]:
+    def create_or_get_global_variable(self, name: str, *args: Any,
+                                      **kwargs: Any) -> Tuple[Variable, bool]:
         block = self.main_program.global_block()
         if block.has_var(name):
             return block.var(name), False
