@@ -479,3 +479,42 @@ def test_files_written_by_numpy_load_as_before(tmp_path, model):
     state = fluid.io.load_program_state(str(tmp_path / "all.npz"))
     assert state.keys() == params.keys() and all(v.flags.writeable for v in state.values())
     assert not (tmp_path / MANIFEST).exists()           # loading never writes
+
+
+def test_a_lock_file_where_directories_cannot_be_flocked(scratch, model, monkeypatch):
+    """NFS emulates flock with byte-range locks, which fail on a directory opened read-only:
+    then saves and loads lock ``.fluidlite-lock`` instead, and still exclude each other."""
+    import errno
+    import fcntl
+    import stat
+    real_flock = fcntl.flock
+
+    def nfs_like_flock(fd, op):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        real_flock(fd, op)
+    monkeypatch.setattr(fcntl, "flock", nfs_like_flock)
+    main, exe, pred = model
+    set_all(main, 1.0)
+    fluid.io.save_persistables(exe, scratch, main)
+    assert os.path.isfile(os.path.join(scratch, ".fluidlite-lock"))
+    assert uniform(loaded(main, exe, scratch)) == 1.0
+    names = persistables(main)
+    errors = []
+
+    def save(value):
+        try:
+            for _ in range(5):
+                checkpoint.publish(scratch, {n: fluid.io._npy_bytes(
+                    np.full(np.array(fluid.global_scope().find_var(n).get_tensor()).shape,
+                            value, np.float32)) for n in names})
+        except BaseException as e:      # noqa: B036
+            errors.append(e)
+    threads = [threading.Thread(target=save, args=(v,)) for v in (5.0, 6.0)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        uniform(fluid.io.load_program_state(scratch, var_list=names))
+    for t in threads:
+        t.join()
+    assert not errors and uniform(loaded(main, exe, scratch)) in (5.0, 6.0)

@@ -30,6 +30,7 @@ directory without a manifest: files not written by fluidlite) is read as is, unv
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -85,12 +86,16 @@ def is_reserved(name: str) -> bool:
 
 # -- locking ----------------------------------------------------------------------------------
 _held = threading.local()
+_LOCK_NAME = ".fluidlite-lock"
+_NO_DIR_FLOCK = (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL, errno.EACCES)
 
 
 @contextlib.contextmanager
 def _locked(directory: str, exclusive: bool) -> Iterator[None]:
-    """``flock`` the directory itself (no lock file). Re-entrant within a thread; separate open
-    file descriptions exclude each other across threads as well as processes."""
+    """``flock`` the directory itself, so no lock file is needed; where a directory cannot be
+    flocked (NFS emulates flock with byte-range locks, which need a writable file) the file
+    ``.fluidlite-lock`` in it is locked instead. Re-entrant within a thread; separate open file
+    descriptions exclude each other across threads as well as processes."""
     if fcntl is None:  # pragma: no cover
         yield
         return
@@ -109,14 +114,40 @@ def _locked(directory: str, exclusive: bool) -> Iterator[None]:
         if key in held:
             yield
             return
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        try:
+            fcntl.flock(fd, mode)
+        except OSError as e:
+            if e.errno not in _NO_DIR_FLOCK:
+                raise
+            os.close(fd)
+            fd = -1
+            fd = _lock_file(directory, exclusive)
+            if fd >= 0:
+                fcntl.flock(fd, mode)
         held.add(key)
         try:
             yield
         finally:
             held.discard(key)
     finally:
-        os.close(fd)        # releases the flock
+        if fd >= 0:
+            os.close(fd)        # releases the flock
+
+
+def _lock_file(directory: str, exclusive: bool) -> int:
+    """An fd of ``directory/.fluidlite-lock`` (created by writers); -1 when a reader cannot
+    open it (read-only directory that never had a save: nothing to exclude)."""
+    path = os.path.join(directory, _LOCK_NAME)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | _CLOEXEC, 0o644)
+    except OSError:
+        if exclusive:
+            raise
+    try:
+        return os.open(path, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return -1
 
 
 # -- low-level writes (all through os.*, one call per file operation) -------------------------
