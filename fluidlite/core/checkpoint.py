@@ -9,7 +9,8 @@ their plain names; fluidlite adds two kinds of hidden entries::
                                     "files": {"<name>": {"size": N, "sha256": "<hex>"}, ...}}
     D/.fluidlite-staging-<token>/  the files of the save being published (transient)
 
-``publish(D, files)``, under an exclusive ``flock`` on ``D`` (threads and processes):
+``publish(D, files)``, under an exclusive ``flock`` on ``D`` (threads and processes; where a
+directory cannot be flocked, e.g. on NFS, on the file ``D/.fluidlite-lock``):
 
 1. *recover*: if the manifest names a staging directory that still holds files (a save crashed
    after its commit), move them into place; then delete every staging directory and temp file
@@ -26,6 +27,10 @@ reading anything and its checksum after. A crash before step 3 changed no visibl
 the old manifest: readers see the old checkpoint. From step 3 on, every new file is either in
 place or still staged: readers see the new one. A file the manifest does not list (or a
 directory without a manifest: files not written by fluidlite) is read as is, unverified.
+
+Why not swap a whole directory: ``rename`` cannot replace a non-empty directory atomically, and
+a checkpoint's files often share a directory with other files (several ``fluid.save`` prefixes,
+user files), so the plain fluid layout is kept and one small file carries the commit instead.
 """
 from __future__ import annotations
 
