@@ -48,6 +48,7 @@ def test_rollback_restores_every_kind_of_change(progs):
             h.stop_gradient = True                            # Variable setters
             x.persistable = True
             h.lod_level = 3                                   # plain attribute
+            h.user_note = "added"                             # a new attribute
             main.random_seed = 7
             block.ops[0]._set_attr("x_num_col_dims", 2)
             block.ops[1]._remove_attr("axis")
@@ -67,6 +68,7 @@ def test_rollback_restores_every_kind_of_change(progs):
     assert info.value is err                                  # propagates unchanged
     assert snapshot(main, startup) == before
     assert h.name == "fc_0.tmp_2" and not h.stop_gradient and h.lod_level == 0
+    assert not hasattr(h, "user_note")
     assert block.var("x") is x and not x.persistable
     assert not in_transaction(main) and not in_transaction(startup)
 

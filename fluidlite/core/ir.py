@@ -75,14 +75,17 @@ class Variable:
         self.block.program._bump()
 
     def __setattr__(self, key: str, value: Any) -> None:
-        # journal overwrites of existing attributes (shape, dtype, stop_gradient, op, ...)
+        # journal attribute writes (shape, dtype, stop_gradient, op, ...) for core.atomic;
+        # __init__ fills __dict__ directly, and clone() re-homing a copy's block is no edit
         d = self.__dict__
-        if key in d and key != "block":     # clone() re-homes copies: not an edit
-            block = d.get("block")
-            j = block.program._journal if block is not None else None
-            if j is not None:
+        block = d.get("block")
+        j = block.program._journal if block is not None and key != "block" else None
+        if j is not None:
+            if key in d:
                 old = d[key]
                 j.append(lambda: object.__setattr__(self, key, old))
+            elif not hasattr(type(self), key):          # a new attribute, not a property
+                j.append(lambda: d.pop(key, None))
         object.__setattr__(self, key, value)
 
     @property
