@@ -302,3 +302,26 @@ def test_versions_are_never_reused_after_a_rollback(progs):
     with fluid.program_guard(main, startup):
         fluid.layers.relu(h)
     assert main.version > max(seen)
+
+
+def test_rollback_never_takes_back_a_name_another_thread_drew():
+    main = fluid.Program()
+    started, release = threading.Event(), threading.Event()
+    got = []
+
+    def other_thread():
+        started.wait()
+        got.append(names.generate("shared"))       # drawn after the transaction's own draw
+        release.set()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    with pytest.raises(RuntimeError):
+        with atomic(main):
+            assert names.generate("shared") == "shared_0"
+            started.set()
+            release.wait(5)
+            raise RuntimeError
+    t.join()
+    assert got == ["shared_1"]
+    assert names.generate("shared") == "shared_2"    # a gap, never a duplicate

@@ -19,6 +19,15 @@ def _journal(undo: Callable[[], Any]) -> None:
         j.append(undo)
 
 
+def _uncount(ids: "dict[str, int]", key: str, n: int) -> None:
+    # only when no other thread drew this key since: never hand out a name twice
+    if ids.get(key) == n + 1:
+        if n:
+            ids[key] = n
+        else:
+            del ids[key]
+
+
 class UniqueNameGenerator:
     """Per-key counters: ``generate('fc')`` -> ``'fc_0'``, then ``'fc_1'``, ..."""
 
@@ -30,7 +39,7 @@ class UniqueNameGenerator:
         ids = self.ids
         n = ids.get(key, 0)
         if getattr(_tls, "journal", None) is not None:
-            _journal(lambda: ids.__setitem__(key, n) if n else ids.pop(key, None))
+            _journal(lambda: _uncount(ids, key, n))
         ids[key] = n + 1
         return f"{self.prefix}{key}_{n}"
 
