@@ -20,7 +20,10 @@ Nesting is allowed: an inner failure caught by the caller rolls back only the in
 the outer transaction still covers everything. Direct writes that bypass the mutators (for
 example ``op.attrs[k] = v`` or ``block.ops.append(op)``) are not journaled: code that runs
 inside a transaction must use the mutators. A program is meant to be built by one thread at a
-time; the name-counter journal is per thread.
+time; the name-counter journal is per thread, and a rollback never takes back a name another
+thread has drawn since (that leaves a gap, never a duplicate). ``program.version`` is restored
+to its old number, but later edits get numbers never used before (``Program._bump``), so a plan
+cached inside a rolled-back transaction can never match the program's new content.
 """
 from __future__ import annotations
 
