@@ -3,7 +3,8 @@
 Part 1 builds ``--programs`` distinct programs (a small MLP with SGD and global-norm clipping,
 main + startup each), runs each once on ONE Executor in a fresh scope and drops it. A bounded
 executor keeps at most ``Executor.cache_size`` plans and frees every dropped program, so RSS
-stays flat. Part 2 runs ``--steps`` training steps (Adam, global-norm clip, dropout) of one
+stays flat. A baseline loop builds and drops the same programs without running them (graph
+building has its own small growth: fluid's global name-scope tree keeps every scope entered). Part 2 runs ``--steps`` training steps (Adam, global-norm clip, dropout) of one
 program and reports RSS along the way. Reports RSS (MiB) at checkpoints, the growth after the
 warm-up, the live Program objects and the cached plans. A benchmark, not a timed test.
 
@@ -58,20 +59,25 @@ def feed(rng: np.random.Generator, batch: int = 16, in_dim: int = 64) -> dict:
             "label": rng.integers(0, 10, (batch, 1)).astype("int64")}
 
 
-def distinct_programs(n: int, every: int) -> None:
+def distinct_programs(n: int, every: int, run: bool = True) -> float:
+    """Returns the RSS growth (MiB) after the first ``every`` programs."""
     exe = fluid.Executor(fluid.CPUPlace())
     rng = np.random.default_rng(0)
     data = feed(rng)
-    print(f"== {n} distinct programs (main + startup) on one Executor "
-          f"(cache_size={getattr(exe, 'cache_size', 'unbounded')}) ==")
+    if run:
+        print(f"== {n} distinct programs (main + startup) run once each on one Executor "
+              f"(cache_size={getattr(exe, 'cache_size', 'unbounded')}) ==")
+    else:
+        print(f"== baseline: {n} distinct programs built and dropped, never run ==")
     print(f"{'programs':>9} {'RSS MiB':>9} {'live Programs':>14} {'cached plans':>13}")
     base = None
     t0 = time.perf_counter()
     for i in range(1, n + 1):
         main, startup, loss = build("sgd")
         scope = fluid.Scope()
-        exe.run(startup, scope=scope)
-        exe.run(main, feed=data, fetch_list=[loss], scope=scope)
+        if run:
+            exe.run(startup, scope=scope)
+            exe.run(main, feed=data, fetch_list=[loss], scope=scope)
         del main, startup, loss, scope
         if i % every == 0 or i == n:
             gc.collect()
@@ -79,8 +85,9 @@ def distinct_programs(n: int, every: int) -> None:
             base = rss if base is None else base
             plans = len(exe.cached_plans()) if hasattr(exe, "cached_plans") else "?"
             print(f"{i:>9} {rss:>9.1f} {live_programs():>14} {plans:>13}")
-    print(f"growth after the first {every}: {rss_mib() - base:+.1f} MiB "
-          f"({time.perf_counter() - t0:.1f} s)")
+    growth = rss_mib() - base
+    print(f"growth after the first {every}: {growth:+.1f} MiB ({time.perf_counter() - t0:.1f} s)")
+    return growth
 
 
 def training_steps(n: int, every: int) -> None:
@@ -110,7 +117,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10000)
     args = ap.parse_args()
     print(f"start: RSS {rss_mib():.1f} MiB")
-    distinct_programs(args.programs, max(1, args.programs // 10))
+    every = max(1, args.programs // 10)
+    built = distinct_programs(args.programs, every, run=False)
+    ran = distinct_programs(args.programs, every)
+    print(f"growth due to running (run minus baseline): {ran - built:+.1f} MiB")
     training_steps(args.steps, max(1, args.steps // 10))
 
 

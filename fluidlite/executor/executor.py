@@ -102,12 +102,7 @@ class Executor:
             _log.warning("There are no operators in the program to be executed. If you pass "
                          "Program manually, please use fluid.program_guard to ensure the current "
                          "Program is being used.")
-        arrays, lods = [], {}
-        for spec, value in zip(plan.feed_specs, feed.values()):
-            array, lod = spec.check(value)
-            arrays.append(array)
-            if lod:
-                lods[spec.name] = lod
+        arrays, lods = plan.check_feeds(feed.values())
         bound = self._resolve(plan, scope)
         persist = Scope.get_arrays(bound.reads)
         if any(a is None for a in persist):

@@ -4,7 +4,7 @@ The plan resolves every variable to a local of the generated function (one local
 so the code is in SSA form), asks each op's ``OpDef.bind`` for the callable to call (the plan
 knows nothing about how an op computes), and ``del``s a temporary right after its last use
 (fluid's eager deletion). Every generated line names its op (``t3 = k0(t0, t2)  # mul``);
-``print(plan)`` shows the source. Per step the executor validates feeds (``FeedSpec.check``),
+``print(plan)`` shows the source. Per step the executor validates feeds (``Plan.check_feeds``),
 gathers persistables, calls ``Plan.run`` and writes persistables back — after the whole step
 succeeded, so a failed run leaves the scope untouched.
 
@@ -29,7 +29,8 @@ import linecache
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
+from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set,
+                    Tuple)
 
 import numpy as np
 
@@ -45,6 +46,7 @@ _SKIP_OPS = frozenset({"feed", "fetch"})
 _FOLDABLE = frozenset({"fill_constant", "assign_value"})
 ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
 _plan_ids = itertools.count()
+_free_plan_ids: List[int] = []      # ids of collected plans, reused (see _take_filename)
 _KEEP_ERROR_TYPES = (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
                      FloatingPointError, IndexError, OverflowError)
 
@@ -153,7 +155,7 @@ class Plan:
         self._dies = gen.deletions(set(fetch_locals) | set(write_locals))
         tup = lambda xs: "(" + "".join(x + ", " for x in xs) + ")"
         self._ret = f"    return {tup(fetch_locals)}, {tup(write_locals)}"
-        self.filename = f"<fluidlite-plan-{next(_plan_ids)}>"
+        self.filename = _take_filename(self)
         self._line_maps: Dict[str, Dict[int, int]] = {}    # filename -> line -> step index
         self._lock = threading.Lock()                      # guards the lazy profiled build
         self._profiled_fn: Optional[Callable] = None
@@ -163,6 +165,17 @@ class Plan:
     @property
     def step_types(self) -> List[str]:
         return [s.type for s in self.steps]
+
+    def check_feeds(self, values: Iterable[Any]) -> Tuple[List[np.ndarray], Dict[str, Any]]:
+        """Validate the fed values (in ``feed_names`` order) with ``FeedSpec.check``: the arrays
+        to pass to ``run``, and the LoD of each fed LoDTensor that has one."""
+        arrays, lods = [], {}
+        for spec, value in zip(self.feed_specs, values):
+            array, lod = spec.check(value)
+            arrays.append(array)
+            if lod:
+                lods[spec.name] = lod
+        return arrays, lods
 
     def new_streams(self) -> List[np.random.Generator]:
         """Fresh generators for the plan's continuing random streams (one per random op that
@@ -197,10 +210,9 @@ class Plan:
     def _compile(self, source: str, filename: str) -> Callable:
         ns: Dict[str, Any] = {}
         exec(compile(source, filename, "exec"), ns)
-        # tracebacks through the plan show its source; forget it when the plan goes away
+        # tracebacks through the plan show its source (forgotten with the plan: _take_filename)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        weakref.finalize(self, linecache.cache.pop, filename, None)
-        return ns["__plan"]
+        return ns.pop("__plan")    # leave no function <-> globals cycle: freed with the plan
 
     def __str__(self) -> str:
         return self.source
@@ -463,6 +475,27 @@ class _CodeGen:
             if loc not in keep:
                 dies.setdefault(idx, []).append(loc)
         return dies
+
+
+def _take_filename(plan: "Plan") -> str:
+    """A ``<fluidlite-plan-N>`` name for the plan's code, released when the plan is collected.
+
+    CPython keeps every filename ever passed to ``compile`` for good, so the names of collected
+    plans are reused: the number of distinct names is the number of plans alive at once.
+    """
+    try:
+        n = _free_plan_ids.pop()            # atomic: threads may compile (different executors)
+    except IndexError:
+        n = next(_plan_ids)
+    name = f"<fluidlite-plan-{n}>"
+    weakref.finalize(plan, _release_filename, n, name)
+    return name
+
+
+def _release_filename(n: int, name: str) -> None:
+    linecache.cache.pop(name, None)
+    linecache.cache.pop(name + "-profiled", None)
+    _free_plan_ids.append(n)
 
 
 def _fuse(ops: List[Operator], block: Block, fetch_names: Sequence[str],
