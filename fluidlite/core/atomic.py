@@ -74,13 +74,15 @@ class _Transaction:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]],
                  exc: Optional[BaseException], tb: Optional[TracebackType]) -> bool:
-        if exc_type is not None:
-            self._rollback()
-        for p, owner, *_ in self._states:
-            if owner:
-                p._journal = None
-        if self._names_owner:
-            names._tls.journal = None
+        try:
+            if exc_type is not None:
+                self._rollback()
+        finally:                                # the outermost transaction ends journaling
+            for p, owner, *_ in self._states:
+                if owner:
+                    p._journal = None
+            if self._names_owner:
+                names._tls.journal = None
         return False                            # never swallow the exception
 
     def _rollback(self) -> None:
