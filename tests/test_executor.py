@@ -440,3 +440,37 @@ def test_training_with_dropout_is_bit_for_bit_deterministic():
     assert a.tobytes() == b.tobytes()
     assert a.tobytes() != c.tobytes()
     assert len(set(a.tolist())) == 5          # dropout draws a new mask every step
+
+
+# -- OpDef.bind: the one callable the plan binds ----------------------------------------------
+def test_default_bind_uses_lower_for_single_output_ops_and_forward_otherwise():
+    from fluidlite.core.registry import VarSpec, get_op_def
+    spec = VarSpec((2, 3), "float32")
+    add = get_op_def("elementwise_add").bind([spec, spec], {"axis": -1, "op_role": 0}, {"Out"})
+    assert add.single and add.fn(np.ones((2, 3)), np.ones((2, 3))).tolist() == [[2.0] * 3] * 2
+    top = get_op_def("top_k").bind([spec, None], {"k": 1}, {"Out", "Indices"})
+    assert not top.single
+    res = top.fn(np.array([[1.0, 3.0, 2.0]]), None)
+    assert res[top.result_keys.get("Indices", "Indices")].tolist() == [[1]]
+
+
+def test_generated_grad_bind_calls_the_rule_and_skips_unwanted_gradients():
+    from fluidlite.core.registry import get_op_def
+    grad = get_op_def("elementwise_mul_grad")
+    x, y, d = np.full((2, 2), 2.0), np.full((2, 2), 3.0), np.ones((2, 2))
+    only_y = grad.bind([None] * 3, {"axis": -1}, {"Y@GRAD"})
+    out = only_y.fn(x, y, d)
+    assert not only_y.single and only_y.result_keys["Y@GRAD"] == "Y"
+    assert set(out) == {"Y"} and out["Y"].tolist() == x.tolist()     # dX was never computed
+    both = grad.bind([None] * 3, {"axis": -1}, {"X@GRAD", "Y@GRAD"}).fn(x, y, d)
+    assert set(both) == {"X", "Y"}
+    # forward() keeps the op contract: {slot: array} with fluid's slot names
+    assert set(grad.forward(x, y, d, axis=-1)) == {"X@GRAD", "Y@GRAD"}
+
+
+def test_plan_has_no_reference_to_generated_op_internals():
+    import inspect
+    import fluidlite.executor.plan as plan_mod
+    src = inspect.getsource(plan_mod)
+    for name in ("wants_outputs", "direct_backward", "raw_forward", "_wanted", "_grad"):
+        assert name not in src
