@@ -321,7 +321,7 @@ class Conv2D(_ConvBase):
                                     padding_algorithm)
         out = [conv_out_size(hw[i], Filter.shape[2 + i], pads[2 * i] + pads[2 * i + 1],
                              strides[i], dil[i]) for i in range(2)]
-        if any(0 <= o < 1 for o in out):
+        if any(hw[i] >= 0 and out[i] < 1 for i in range(2)):    # -1 only when hw is unknown
             raise ValueError(f"{self.type}: output size {out} is not positive for input "
                              f"{list(Input.shape)}, filter {list(Filter.shape)}, paddings "
                              f"{pads}, strides {strides}, dilations {dil}")

@@ -208,7 +208,7 @@ class Pool2D(OpDef):
                if k[i] >= 0 else -1 for i in range(2)]
         if global_pooling:
             out = [1, 1]
-        if any(0 <= o < 1 for o in out):
+        if any(hw[i] >= 0 and k[i] >= 0 and out[i] < 1 for i in range(2)):  # else unknown
             raise ValueError(f"pool2d: output size {out} is not positive for input "
                              f"{list(X.shape)}, ksize {k}, strides {s}, paddings {p}")
         shape = [X.shape[0], out[0], out[1], X.shape[3]] if last else list(X.shape[:2]) + out

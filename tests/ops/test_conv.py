@@ -356,3 +356,16 @@ class TestNets:
         heads = [attention(feed["q"][..., 2 * h:2 * h + 2], feed["k"][..., 2 * h:2 * h + 2],
                            feed["v"][..., 3 * h:3 * h + 3]) for h in range(2)]
         np.testing.assert_allclose(o2, np.concatenate(heads, axis=-1), rtol=1e-4, atol=1e-5)
+
+
+def test_window_larger_than_input_is_a_build_error():
+    import fluidlite as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")
+        before = (main.version, str(main), str(startup))
+        with pytest.raises(ValueError, match=r"output size \[-11, -11\] is not positive"):
+            fluid.layers.conv2d(x, num_filters=4, filter_size=20)
+        with pytest.raises(ValueError, match=r"pool2d: output size .* is not positive"):
+            fluid.layers.pool2d(x, pool_size=9)
+        assert (main.version, str(main), str(startup)) == before
