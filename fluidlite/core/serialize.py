@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 import numpy as np
 
 from . import registry
-from .checkpoint import write_file as _write_file
+from .checkpoint import read_file, write_file as _write_file
 from .version import __version__
 from .dtypes import VarType
 
@@ -509,13 +509,13 @@ def save_program(program: Any, path: Union[str, "os.PathLike[str]"]) -> None:
 
 
 def load_program(path: Union[str, "os.PathLike[str]"]) -> Any:
-    """Read a program written by ``save_program`` (or ``save_inference_model``'s ``__model__``)."""
+    """Read a program written by ``save_program`` (or ``save_inference_model``'s ``__model__``),
+    verified against its directory's checkpoint manifest when there is one."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"program file '{path}' does not exist")
-    with open(path, "rb") as f:
-        data = f.read()
-    return loads_program(data, source=f"program file '{path}'")
+    return loads_program(bytes(read_file(path, "program")),
+                         source=f"program file '{path}'")
 
 
 class ProgramDescShim:
