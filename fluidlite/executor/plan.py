@@ -356,12 +356,13 @@ class _CodeGen:
         covered = getattr(op, "covered", None) or [op]
         idx = len(self.steps)
         args, used = self._args(op, opdef)
-        present = frozenset(s.name for s in opdef.out_slots
-                            if any(n != names.EMPTY_VAR_NAME for n in op.outputs.get(s.name, ())))
+        present = set()                  # output slots naming at least one variable
+        for slot in opdef.out_slots:
+            if any(n != names.EMPTY_VAR_NAME for n in op.outputs.get(slot.name, ())):
+                present.add(slot.name)
         binding = opdef.bind(_InSpecs(self.block, op, opdef), op.attrs, present)
-        self.steps.append(StepInfo(op.type,
-                                   tuple((o.type, self.block_pos.get(id(o), -1))
-                                         for o in covered),
+        pos = self.block_pos
+        self.steps.append(StepInfo(op.type, tuple([(o.type, pos.get(id(o), -1)) for o in covered]),
                                    covered[0].attrs.get("op_callstack"), tuple(used)))
         if self._foldable(op, args):
             outs = self._fold(idx, op, opdef, binding)
@@ -413,7 +414,7 @@ class _CodeGen:
         return fn, [f"rng=S[{len(self.stream_seeds) - 1}]"]
 
     def _assign(self, idx: int, op: Any, opdef: registry.OpDef, binding: registry.Binding,
-                present: frozenset, call: str) -> List[Tuple[str, str]]:
+                present: Set[str], call: str) -> List[Tuple[str, str]]:
         """Emit ``call`` and bind its results to new locals; returns (name, local) pairs."""
         comment = f"  # {self.steps[idx].type}"
         slots = [s for s in opdef.out_slots if s.name in present]
