@@ -8,6 +8,7 @@ import pytest
 import fluidlite as fluid
 import fluidlite.executor.plan as plan_mod
 from fluidlite.executor import fusion
+from fluidlite.ops import optim
 
 # name -> (optimizer class, kwargs)
 OPTIMIZERS = {
@@ -25,7 +26,14 @@ OPTIMIZERS = {
     "ftrl": ("Ftrl", {"l1": 0.01, "l2": 0.01}),
     "lamb": ("Lamb", {}),
 }
-IN_DIM, WIDTH = 300, 120     # the first weight has 36000 elements: more than one update chunk
+IN_DIM, WIDTH = 60, 40        # the first weight has 2400 elements: three update chunks of 1024
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    """Exercise the chunked in-place path (and its bit-identity across chunk boundaries) with
+    small arrays."""
+    monkeypatch.setattr(optim, "CHUNK", 1024)
 
 
 def _program(opt, clip=False, l2=False, nonfinite_check=False, in_dim=IN_DIM, width=WIDTH):
@@ -199,8 +207,8 @@ def test_updates_followed_by_a_fallible_op_are_not_written_in_place():
 
 @pytest.mark.parametrize("opt", ["momentum", "rmsprop_centered", "lamb"])
 def test_two_threads_on_separate_scopes_match_sequential_runs(opt):
-    main, startup, loss = _program(opt, clip=True, in_dim=600, width=200)   # 120000: 4 chunks
-    data = [_feeds(5, in_dim=600, seed=s) for s in (1, 2)]
+    main, startup, loss = _program(opt, clip=True, in_dim=200, width=100)   # 20 chunks
+    data = [_feeds(5, in_dim=200, seed=s) for s in (1, 2)]
 
     def train(exe, feeds, out):
         scope = fluid.Scope()

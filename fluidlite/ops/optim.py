@@ -45,7 +45,7 @@ def _check_scalar(op: str, **slots: VarSpec) -> None:
                              f"shape is {list(spec.shape)}")
 
 
-CHUNK = 1 << 15        # elements per pass of an in-place update (fits the L2 cache)
+CHUNK = 1 << 17        # elements per pass of an in-place update (measured: 2^16..2^18 best)
 _tls = threading.local()
 
 
@@ -59,7 +59,7 @@ def scratch(dtype: Any, count: int, tag: str = "") -> List[np.ndarray]:
         pool = _tls.pool = {}
     key = (dtype, tag)
     bufs = pool.get(key)
-    if bufs is None or len(bufs) < count:
+    if bufs is None or len(bufs) < count or bufs[0].size < CHUNK:
         bufs = pool[key] = [np.empty(CHUNK, dtype) for _ in range(max(count, 3))]
     return bufs
 
