@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import collections.abc
 import difflib
-import inspect
 import itertools
 import linecache
 import threading
@@ -501,11 +500,8 @@ def _release_filename(n: int, name: str) -> None:
 
 def _fuse(ops: List[Operator], block: Block, fetch_names: Sequence[str],
           feed_names: Sequence[str]) -> List[Any]:
-    """Call ``fusion.fuse``: fetched names stay materialised, fed names are never updated in
-    place (older ``fuse(ops, block, protected)`` signature accepted)."""
-    if "feed_names" in inspect.signature(fuse).parameters:
-        return fuse(ops, block, fetch_names=set(fetch_names), feed_names=set(feed_names))
-    return fuse(ops, block, set(fetch_names) | set(feed_names))
+    """``fusion.fuse``: fetched names stay materialised, fed names are never updated in place."""
+    return fuse(ops, block, fetch_names=set(fetch_names), feed_names=set(feed_names))
 
 
 def _feed_spec(block: Block, name: str) -> FeedSpec:
