@@ -241,3 +241,19 @@ def test_erased_scope_variable_is_looked_up_again():
     scope.var("fc_0.w_0").set(w)
     exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
     assert not np.array_equal(np.array(scope.find_var("fc_0.w_0").get_tensor()), w)
+
+
+def test_a_failed_run_leaves_the_dropout_stream_where_it_was():
+    main, startup, loss = _mlp_program("sgd", dropout=True)
+    batches = _batches(0, 2, 8)
+    bad = dict(batches[0], label=np.full((4, 1), 99, "int64"))     # out-of-range class
+    results = []
+    for fail in (False, True):
+        exe, scope = fluid.Executor(), fluid.Scope()
+        exe.run(startup, scope=scope)
+        if fail:
+            with pytest.raises(Exception, match="softmax_with_cross_entropy"):
+                exe.run(main, feed=bad, fetch_list=[loss], scope=scope)
+        results.append([exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0].tobytes()
+                        for f in batches])
+    assert results[0] == results[1]

@@ -106,23 +106,26 @@ class Executor:
         bound = self._resolve(plan, scope)
         persist = Scope.get_arrays(bound.reads)
         if any(a is None for a in persist):
-            missing = [n for n, a in zip(plan.persist_reads, persist) if a is None]
-            raise RuntimeError(
-                f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
-                f"startup program first (exe.run(fluid.default_startup_program())), or load "
-                f"them (fluid.io.load_persistables) before running this program.")
-        active = profiler.active()
-        if profile or active is not None:
-            times = [0.0] * len(plan.steps)
-            fetched, written = plan.run_profiled(arrays, persist, times, bound.streams)
-            if profile:
-                prof = profiler.Profile()
-                prof.add_run(plan.step_types, times)
-                self.last_profile = prof
-            if active is not None:
-                active.add_run(plan.step_types, times)
-        else:
-            fetched, written = plan.run(arrays, persist, bound.streams)
+            raise _uninitialized([n for n, a in zip(plan.persist_reads, persist) if a is None])
+        # a failed run leaves the random streams as they were, like the persistables
+        saved = [g.bit_generator.state for g in bound.streams] if bound.streams else None
+        try:
+            active = profiler.active()
+            if profile or active is not None:
+                times = [0.0] * len(plan.steps)
+                fetched, written = plan.run_profiled(arrays, persist, times, bound.streams)
+                if profile:
+                    prof = profiler.Profile()
+                    prof.add_run(plan.step_types, times)
+                    self.last_profile = prof
+                if active is not None:
+                    active.add_run(plan.step_types, times)
+            else:
+                fetched, written = plan.run(arrays, persist, bound.streams)
+        except BaseException:
+            for g, state in zip(bound.streams, saved or ()):
+                g.bit_generator.state = state
+            raise
         if bound.writes is None:
             bound.writes = [scope.find_var(n) or scope.var(n) for n in plan.write_names]
         Scope.set_arrays(bound.writes, written)
@@ -194,11 +197,7 @@ class Executor:
             return bound
         reads = [scope.find_var(n) for n in plan.persist_reads]
         if any(h is None for h in reads):
-            missing = [n for n, h in zip(plan.persist_reads, reads) if h is None]
-            raise RuntimeError(
-                f"Persistable variable(s) {missing} are not initialized in the scope. Run the "
-                f"startup program first (exe.run(fluid.default_startup_program())), or load "
-                f"them (fluid.io.load_persistables) before running this program.")
+            raise _uninitialized([n for n, h in zip(plan.persist_reads, reads) if h is None])
         streams = bound.streams if bound is not None else plan.new_streams()
         new = _Bound(epoch, reads, streams)
         with self._lock:
@@ -214,6 +213,13 @@ class Executor:
             _warned_cuda = True
             _log.warning("fluidlite runs on the CPU only; %r is accepted and the program runs "
                          "on the CPU.", self.place)
+
+
+def _uninitialized(missing: List[str]) -> RuntimeError:
+    return RuntimeError(
+        f"Persistable variable(s) {missing} are not initialized in the scope. Run the startup "
+        f"program first (exe.run(fluid.default_startup_program())), or load them "
+        f"(fluid.io.load_persistables) before running this program.")
 
 
 def _program_collected(exe_ref: "weakref.ref[Executor]", pid: int) -> None:
