@@ -213,6 +213,10 @@ class _UpdateGroup(_FusedDef):
     def forward(self, *cols: Any) -> Dict[str, List[np.ndarray]]:
         k = len(self.slot_names)
         scale = cols[k] if self.scaled else None
+        if self.sgd:
+            done = self._sgd(cols[0], cols[1], cols[2], scale)
+            if done is not None:
+                return {"ParamOut": done}
         rows = list(zip(*cols[:k]))
         fast = [self._can_write(row) if ok else False for row, ok in zip(rows, self.inplace)]
         ids = [id(row[j]) for row, ok in zip(rows, fast) if ok for j in self.write_idx
@@ -226,8 +230,6 @@ class _UpdateGroup(_FusedDef):
                     seen.update(mine)
         results: List[Any] = [None] * len(rows)
         names_ = self.slot_names
-        if self.sgd and all(fast):
-            return {"ParamOut": self._sgd(rows, scale)}
         for i, row in enumerate(rows):             # out of place first: errors before effects
             if not fast[i]:
                 results[i] = self._out_of_place(dict(zip(names_, row)), scale,
@@ -239,13 +241,20 @@ class _UpdateGroup(_FusedDef):
                                             self.attrs_list[i])
         return {o: [r[o] for r in results] for o in self.all_out}
 
-    def _sgd(self, rows: List[Tuple[np.ndarray, ...]], scale: Optional[np.ndarray]
-             ) -> List[np.ndarray]:
+    def _sgd(self, params: List[np.ndarray], lrs: List[np.ndarray], grads: List[np.ndarray],
+             scale: Optional[np.ndarray]) -> Optional[List[np.ndarray]]:
         """All-in-place sgd without the generic machinery (small models pay per call):
-        p -= c * g with c = lr, or lr * scale rounded once (see ``_lr_times_scale``)."""
+        p -= c * g with c = lr, or lr * scale rounded once (see ``_lr_times_scale``).
+        ``None`` (nothing written) when some parameter cannot be updated in place."""
+        for p, g, ok in zip(params, grads, self.inplace):
+            flags = p.flags
+            if not (ok and p.base is None and flags.c_contiguous and flags.writeable
+                    and g.shape == p.shape and g.dtype == p.dtype and p.dtype.kind == "f"):
+                return None
+        if len({id(p) for p in params}) != len(params):
+            return None
         coef: Dict[Any, Any] = {}
-        out = []
-        for p, lr, g in rows:
+        for p, lr, g in zip(params, lrs, grads):
             key = (id(lr), p.dtype)
             c = coef.get(key)
             if c is None:
@@ -259,8 +268,7 @@ class _UpdateGroup(_FusedDef):
             else:
                 self.update.update_in_place({"Param": p, "Grad": g, "LearningRate": c}, None,
                                             {})
-            out.append(p)
-        return out
+        return params
 
     def _can_write(self, row: Sequence[Any]) -> bool:
         p, g = row[0], row[self.grad_idx]
