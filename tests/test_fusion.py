@@ -271,3 +271,34 @@ def test_global_norm_clip_is_correct_for_huge_finite_gradients(scale_loss):
         ref = _clipped_step(scale_loss, False)
         np.testing.assert_allclose(after, ref[1], rtol=1e-6, atol=1e-7)
         assert norm.tobytes() == ref[2].tobytes()
+
+
+def test_per_parameter_learning_rate_and_fetched_parameters():
+    """ParamAttr(learning_rate=) puts a ``scale`` of the learning rate before each update; the
+    group still forms, and fetching a parameter returns its updated value."""
+    results = {}
+    for on in (True, False):
+        old, plan_mod.ENABLE_FUSION = plan_mod.ENABLE_FUSION, on
+        try:
+            main, startup = fluid.Program(), fluid.Program()
+            with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+                x = fluid.data("x", [-1, IN_DIM])
+                label = fluid.data("label", [-1, 1], "int64")
+                h = fluid.layers.fc(x, WIDTH, act="relu",
+                                    param_attr=fluid.ParamAttr(name="w0", learning_rate=2.0))
+                logits = fluid.layers.fc(h, 3, param_attr=fluid.ParamAttr(name="w1"))
+                loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(logits, label))
+                fluid.optimizer.Adam(0.01, grad_clip=fluid.clip.GradientClipByGlobalNorm(0.5)) \
+                    .minimize(loss)
+            exe, scope = fluid.Executor(), fluid.Scope()
+            exe.run(startup, scope=scope)
+            results[on] = [exe.run(main, feed=f, fetch_list=[loss, "w0", "w1"], scope=scope)
+                           for f in _feeds(3)]
+            types = exe.cached_plans(main)[0].step_types
+            assert ("fused(elementwise_mul+adam)" in types) == on
+            assert np.array(scope.find_var("w0").get_tensor()).tobytes() == \
+                results[on][-1][1].tobytes()
+        finally:
+            plan_mod.ENABLE_FUSION = old
+    for got, ref in zip(results[True], results[False]):
+        assert [a.tobytes() for a in got] == [a.tobytes() for a in ref]

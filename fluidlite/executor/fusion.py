@@ -326,14 +326,14 @@ def _lr_times_scale(lr: np.ndarray, s: Any, dtype: np.dtype) -> Any:
 
 # -- the pass -----------------------------------------------------------------------------------
 def fuse(ops: Sequence[Operator], block: Block, fetch_names: Iterable[str] = (),
-         feed_names: Iterable[str] = ()) -> List[Any]:
+         feed_names: Optional[Iterable[str]] = None) -> List[Any]:
     """Return the plan's op list with fusable sequences replaced by ``FusedOp``s.
 
     ``fetch_names`` stay materialised; ``feed_names`` are never updated in place. (Called as
     ``fuse(ops, block, protected)`` by older plans: ``protected`` is then both.)
     """
     fetch = set(fetch_names)
-    feed = set(feed_names) if feed_names else set(fetch)
+    feed = set(fetch) if feed_names is None else set(feed_names)
     f = _Fuser(list(ops), block, fetch, feed)
     f.fold_clip_scale()
     f.fuse_global_norm()
@@ -406,7 +406,6 @@ class _Fuser:
             cast = False
             if (mul is not None and mul.type == "elementwise_mul" and len(readers.get(g, [])) == 1
                     and self.private(g) and self._scalar_scale(mul)
-                    and self.dtype(mul.inputs["X"][0]) == self.dtype(g)
                     and not self._written_between(mul.input_arg_names, j, i)):
                 scale, cast = self.pre_cast(mul.inputs["Y"][0], self.dtype(g), producer)
                 inputs["Grad"] = list(mul.inputs["X"])
@@ -428,10 +427,14 @@ class _Fuser:
                                       for n in op.output_arg_names))]
 
     def _scalar_scale(self, mul: Any) -> bool:
-        """``elementwise_mul(X, Y)`` with a one-element Y: a pure rescaling of X."""
+        """``elementwise_mul(X, Y) -> Out`` with a one-element Y of X's dtype (and Out's): a pure
+        rescaling of X."""
         y, x = self.var(mul.inputs["Y"][0]), self.var(mul.inputs["X"][0])
+        dt = self.dtype(mul.inputs["X"][0])
         return (y is not None and x is not None and tuple(y.shape) == (1,)
-                and mul.attrs.get("axis", -1) in (-1, len(x.shape) - 1, 0))
+                and mul.attrs.get("axis", -1) in (-1, len(x.shape) - 1, 0)
+                and dt is not None and dt.kind == "f" and self.dtype(mul.inputs["Y"][0]) == dt
+                and self.dtype(mul.outputs["Out"][0]) == dt)
 
     def _kernel(self, op_type: str, x: str) -> Callable:
         """The plan's callable for a single-input, single-output ``op_type`` reading ``x``."""
