@@ -95,18 +95,22 @@ def strip_grad_suffix(name: str) -> str:
 
 # -- name_scope -------------------------------------------------------------------------------
 class _NameScope:
+    """One entered scope. A parent keeps only how many children of each prefix it has had
+    (the next ``prefix`` is ``prefix_<count>``), not the children: an exited scope is freed, so
+    building many programs does not grow the tree."""
+
     def __init__(self, name: str = "", parent: Optional["_NameScope"] = None) -> None:
         self.name, self.parent = name, parent
-        self.children: dict[str, list["_NameScope"]] = {}
+        self.children: dict[str, int] = {}
 
     def child(self, prefix: str) -> "_NameScope":
         children = self.children
-        siblings = children.setdefault(prefix, [])
-        name = prefix if not siblings else f"{prefix}_{len(siblings)}"
-        scope = _NameScope(name, self)
-        siblings.append(scope)
-        _journal(lambda: siblings.pop() if len(siblings) > 1 else children.pop(prefix, None))
-        return scope
+        count = children.get(prefix, 0)
+        name = prefix if not count else f"{prefix}_{count}"
+        children[prefix] = count + 1
+        _journal(lambda: children.__setitem__(prefix, count) if count else
+                 children.pop(prefix, None))
+        return _NameScope(name, self)
 
     def path(self) -> str:
         parts, node = [], self
