@@ -158,32 +158,37 @@ class _GlobalNorm(_FusedDef):
         self.limit = float(dtype.type(clip_norm))
         self.emit = tuple(outputs)
 
-    def values(self, X: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
+    def values(self, X: Sequence[np.ndarray]) -> Tuple[float, float]:
+        """(global norm, scale) as Python floats (exact in the chain's float64)."""
         if self.square is not None:
             squares = [f(x) for f, x in zip(self.square, X)]
         else:
             squares = [np.array([optim.sum_squares(x)]) for x in X]
-        total = float(squares[0].reshape(-1)[0])
+        total = squares[0].item()
         for sq in squares[1:]:
-            total += float(sq.reshape(-1)[0])
+            total += sq.item()
         norm = math.sqrt(total)
         if self.check is not None and not math.isfinite(norm):
             registry.get_op_def("check_finite_norm").forward(
                 np.array([norm], self.dtype), squares, grad_names=self.check)
         limit = self.limit
         scale = limit / (norm if norm > limit or norm != norm else limit)   # NaN propagates
-        out = {"Norm": np.array([norm], self.dtype), "Scale": np.array([scale], self.dtype)}
-        if self.cast_to is not None:
-            out["ScaleCast"] = np.array([scale], self.cast_to)
-        return out
+        return norm, scale
+
+    def _array(self, slot: str, norm: float, scale: float) -> np.ndarray:
+        if slot == "Norm":
+            return np.array([norm], self.dtype)
+        return np.array([scale], self.dtype if slot == "Scale" else self.cast_to)
 
     def forward(self, X: Sequence[np.ndarray]) -> Dict[str, np.ndarray]:
-        vals = self.values(X)
-        return {k: vals[k] for k in self.emit}
+        norm, scale = self.values(X)
+        return {k: self._array(k, norm, scale) for k in self.emit}
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
         key = self.emit[0]
-        return lambda xs: self.values(xs)[key]
+        dtype = {"Norm": self.dtype, "Scale": self.dtype}.get(key, self.cast_to)
+        pick = 0 if key == "Norm" else 1
+        return lambda xs: np.array([self.values(xs)[pick]], dtype)
 
 
 # -- update groups ------------------------------------------------------------------------------
@@ -260,8 +265,8 @@ class _UpdateGroup(_FusedDef):
             if c is None:
                 if scale is None:
                     c = lr.reshape(())
-                else:
-                    c = _lr_times_scale(lr, grad_scale(scale, p.dtype), p.dtype)
+                else:            # a 0-d array: cheaper per ufunc call than a scalar
+                    c = np.asarray(_lr_times_scale(lr, grad_scale(scale, p.dtype), p.dtype))
                 coef[key] = c
             if p.size <= _SMALL:                   # a small temporary: cheaper than scratch
                 np.subtract(p, np.multiply(g, c), out=p)
