@@ -5,10 +5,13 @@ optimizer chosen with ``--optimizer``: ``sgd`` (lr 0.01), ``momentum`` (lr 0.01,
 ``Momentum`` = PyTorch's ``SGD(momentum=)``) or ``adam`` (lr 1e-3, betas 0.9/0.999, eps 1e-8).
 All implementations start from the same weights and data; the loss trajectories are checked to
 agree (float32 tolerance) before timing. The PyTorch column uses ``clip_grad_norm_`` and, for
-momentum and adam, ``torch.optim`` with its default implementation (for sgd a plain ``p.add_``). Runs are warmed up and interleaved; the report gives
-median ms/step (wall clock), the fluidlite/NumPy and fluidlite/PyTorch ratios, the fluidlite/NumPy
-ratio of median thread CPU time (robust when a VM steals cycles), and (``--rss``) the peak RSS of
-each implementation measured in its own subprocess.
+momentum and adam, ``torch.optim`` with its default implementation (for sgd a plain ``p.add_``).
+The NumPy reference accumulates the global norm as NumPy users write it (float32 ``vdot`` per
+gradient, summed as Python floats); fluidlite accumulates it in float64 (overflow-safe).
+Runs are warmed up and interleaved; the report gives median ms/step (wall clock), the
+fluidlite/NumPy and fluidlite/PyTorch ratios, the same two ratios of median thread CPU time
+(robust when a VM steals cycles), and (``--rss``) the peak RSS of each implementation measured
+in its own subprocess.
 
     python bench/mlp_step.py                 # all configs, 1 thread
     python bench/mlp_step.py -c A D --threads 2 --rounds 5 --rss

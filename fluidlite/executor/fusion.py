@@ -146,9 +146,9 @@ class _GlobalNorm(_FusedDef):
     """Norm = sqrt(sum_i squared_l2_norm(X_i)); Scale = c / max(c, Norm); ScaleCast = Scale cast
     to the gradients' dtype. Raises like ``check_finite_norm`` when asked to.
 
-    ``square`` holds the ``squared_l2_norm`` kernels of a float64 chain (then every step below is the
-    unfused ops' IEEE double arithmetic, on Python floats); ``None`` for a float32 chain, which is
-    computed in float64 here and rounded to ``dtype`` at the end."""
+    ``square`` holds the ``squared_l2_norm`` kernels of a float64 chain (then every step below
+    is the unfused ops' IEEE double arithmetic, on Python floats); ``None`` for a float32 chain,
+    which is computed in float64 here and rounded to ``dtype`` at the end."""
 
     def __init__(self, square: Optional[List[Callable]], dtype: np.dtype, clip_norm: float,
                  cast_to: Optional[np.dtype], check: Optional[List[str]],

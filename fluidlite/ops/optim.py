@@ -334,7 +334,8 @@ class Adam(_Update):
     lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow);
     ParamOut = Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow));
     Beta1PowOut = Beta1Pow * b1, Beta2PowOut = Beta2Pow * b2.
-    ``Beta1Tensor`` / ``Beta2Tensor`` ([1]), when given, override the ``beta1`` / ``beta2`` attrs."""
+    ``Beta1Tensor`` / ``Beta2Tensor`` ([1]), when given, override the ``beta1`` / ``beta2``
+    attrs."""
     type = "adam"
     inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
               "Beta1Tensor?", "Beta2Tensor?")
