@@ -302,3 +302,23 @@ def test_per_parameter_learning_rate_and_fetched_parameters():
             plan_mod.ENABLE_FUSION = old
     for got, ref in zip(results[True], results[False]):
         assert [a.tobytes() for a in got] == [a.tobytes() for a in ref]
+
+
+def test_a_member_that_must_fail_runs_before_any_in_place_write():
+    """Out-of-place members (here a centered rmsprop without MeanGrad, whose kernel raises) run
+    first, so the in-place members of the same group are untouched when the group fails."""
+    group = fusion._UpdateGroup("rmsprop", ["Param", "LearningRate", "Grad", "Moment",
+                                            "MeanSquare"],
+                                ["ParamOut", "MomentOut", "MeanSquareOut"],
+                                [{"centered": False}, {"centered": True}], [True, True], False)
+    assert group.inplace == [True, False]
+    rng = np.random.default_rng(0)
+    arrays = [[rng.normal(size=(3, 4)).astype("float32") for _ in range(2)] for _ in range(5)]
+    arrays[1] = [np.array([0.1], "float32")] * 2                     # LearningRate
+    arrays[4] = [np.abs(a) for a in arrays[4]]                        # MeanSquare
+    before = [[a.copy() for a in col] for col in arrays]
+    with pytest.raises(ValueError, match="centered=True needs the MeanGrad"):
+        group.forward(*arrays)
+    for col, ref in zip(arrays, before):
+        for a, b in zip(col, ref):
+            assert a.tobytes() == b.tobytes()

@@ -52,6 +52,9 @@ _UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "
                          "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
 _TAIL_OK = frozenset({"scale", "increment"})    # may follow in-place updates: cannot fail
 _SMALL = 1 << 12      # sgd: parameters up to this size use a temporary instead of scratch
+# below this many elements an update is cheaper out of place (the unfused kernel: no scratch or
+# bookkeeping per call); measured on momentum/adam with 64..4096-element parameters
+_INPLACE_MIN = 1 << 10
 
 
 class FusedOp:
@@ -125,6 +128,8 @@ def _tiny(dtype: np.dtype) -> float:
 
 
 def _scaled(g: np.ndarray, s: Any) -> np.ndarray:
+    if s.dtype == g.dtype:
+        return g * s
     return np.multiply(g, s, dtype=np.result_type(g.dtype, s)).astype(g.dtype, copy=False)
 
 
@@ -205,6 +210,9 @@ class _UpdateGroup(_FusedDef):
         self.out_names = tuple(out_slots)
         self.attrs_list = [dict(a) for a in attrs]
         self.inplace = list(inplace)
+        if op_type == "rmsprop" and "MeanGrad" not in in_slots:   # forward raises: let it
+            self.inplace = [ok and not a.get("centered", False)
+                            for ok, a in zip(self.inplace, self.attrs_list)]
         self.scaled = scaled
         self.fold_lr = self.sgd = op_type == "sgd"
         states = self.update.state_slots
@@ -212,6 +220,9 @@ class _UpdateGroup(_FusedDef):
         self.state_out = {i: o for i, o in states if i in in_slots}
         self.all_out = tuple(out_slots)
         self.grad_idx = self.slot_names.index("Grad")
+        pos = {n: j for j, n in enumerate(self.slot_names)}
+        self.arg_idx = [pos.get(sl.name) for sl in self.update.in_slots]   # forward's order
+        self.arg_grad = [sl.name for sl in self.update.in_slots].index("Grad")
         self.write_idx = (0,) + tuple(self.slot_names.index(s) for s in self.state_in)
         assert self.slot_names[0] == "Param"
 
@@ -223,9 +234,13 @@ class _UpdateGroup(_FusedDef):
             if done is not None:
                 return {"ParamOut": done}
         rows = list(zip(*cols[:k]))
-        fast = [self._can_write(row) if ok else False for row, ok in zip(rows, self.inplace)]
+        fast = [ok and row[0].size >= _INPLACE_MIN and self._can_write(row)
+                for row, ok in zip(rows, self.inplace)]
+        n_fast = sum(fast)
+        if n_fast:
+            self._reserve({row[0].dtype for row, ok in zip(rows, fast) if ok})
         ids = [id(row[j]) for row, ok in zip(rows, fast) if ok for j in self.write_idx
-               if row[j] is not None]
+               if row[j] is not None] if n_fast > 1 else []
         if len(set(ids)) != len(ids):              # one buffer must never be written twice
             seen: Set[int] = set()
             for i, row in enumerate(rows):
@@ -235,11 +250,10 @@ class _UpdateGroup(_FusedDef):
                     seen.update(mine)
         results: List[Any] = [None] * len(rows)
         names_ = self.slot_names
+        scales: Dict[Any, Any] = {}                # the clip factor per dtype, once per call
         for i, row in enumerate(rows):             # out of place first: errors before effects
             if not fast[i]:
-                results[i] = self._out_of_place(dict(zip(names_, row)), scale,
-                                                self.attrs_list[i])
-        scales: Dict[Any, Any] = {}
+                results[i] = self._out_of_place(row, scale, scales, self.attrs_list[i])
         for i, row in enumerate(rows):
             if fast[i]:
                 results[i] = self._in_place(dict(zip(names_, row)), scale, scales,
@@ -258,6 +272,7 @@ class _UpdateGroup(_FusedDef):
                 return None
         if len({id(p) for p in params}) != len(params):
             return None
+        self._reserve({p.dtype for p in params})
         coef: Dict[Any, Any] = {}
         for p, lr, g in zip(params, lrs, grads):
             key = (id(lr), p.dtype)
@@ -275,6 +290,17 @@ class _UpdateGroup(_FusedDef):
                                             {})
         return params
 
+    def _reserve(self, dtypes: Set[np.dtype]) -> None:
+        """Allocate this thread's scratch before the first in-place write (a MemoryError then
+        changes nothing)."""
+        for dt in dtypes:
+            optim.scratch(dt, 3)
+            if self.update.type in ("lars_momentum", "lamb"):
+                optim.scratch(np.float64, 2, "sum_squares")
+                optim.scratch(dt, 2, "sum_squares")
+        if self.update.type == "ftrl":
+            optim.scratch(np.bool_, 1)
+
     def _can_write(self, row: Sequence[Any]) -> bool:
         p, g = row[0], row[self.grad_idx]
         if g.shape != p.shape or g.dtype != p.dtype or p.dtype.kind != "f":
@@ -289,11 +315,16 @@ class _UpdateGroup(_FusedDef):
                 return False
         return True
 
-    def _out_of_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
-                      attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+    def _out_of_place(self, row: Sequence[Any], scale: Optional[np.ndarray],
+                      cache: Dict[Any, Any], attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        """The unfused kernel on ``Grad * scale``: new arrays, nothing written."""
+        args = [row[j] if j is not None else None for j in self.arg_idx]
         if scale is not None:
-            ins["Grad"] = _scaled(ins["Grad"], grad_scale(scale, ins["Grad"].dtype))
-        args = [ins.get(s.name) for s in self.update.in_slots]
+            g = args[self.arg_grad]
+            s = cache.get(g.dtype)
+            if s is None:
+                s = cache[g.dtype] = grad_scale(scale, g.dtype)
+            args[self.arg_grad] = _scaled(g, s)
         return self.update.forward(*args, **attrs)
 
     def _in_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],
