@@ -51,7 +51,7 @@ from ..ops import optim
 _UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad",
                          "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
 _TAIL_OK = frozenset({"scale", "increment"})    # may follow in-place updates: cannot fail
-_SMALL = 1 << 12      # sgd: parameters up to this size use a temporary instead of scratch
+_SMALL = 1 << 20      # sgd: up to this size one temporary beats scratch chunks (measured)
 # below this many elements an update is cheaper out of place (the unfused kernel: no scratch or
 # bookkeeping per call); measured on momentum/adam with 64..4096-element parameters
 _INPLACE_MIN = 1 << 10
@@ -283,7 +283,7 @@ class _UpdateGroup(_FusedDef):
                 else:            # a 0-d array: cheaper per ufunc call than a scalar
                     c = np.asarray(_lr_times_scale(lr, grad_scale(scale, p.dtype), p.dtype))
                 coef[key] = c
-            if p.size <= _SMALL:                   # a small temporary: cheaper than scratch
+            if p.size <= _SMALL:        # a fresh temporary is hot in cache: cheaper than scratch
                 np.subtract(p, np.multiply(g, c), out=p)
             else:
                 self.update.update_in_place({"Param": p, "Grad": g, "LearningRate": c}, None,
