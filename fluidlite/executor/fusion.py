@@ -52,9 +52,11 @@ _UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "
                          "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
 _TAIL_OK = frozenset({"scale", "increment"})    # may follow in-place updates: cannot fail
 _SMALL = 1 << 20      # sgd: up to this size one temporary beats scratch chunks (measured)
-# below this many elements an update is cheaper out of place (the unfused kernel: no scratch or
-# bookkeeping per call); measured on momentum/adam with 64..4096-element parameters
-_INPLACE_MIN = 1 << 10
+# below this many elements an update is cheaper out of place (the unfused ops: no scratch or
+# group bookkeeping per call, hot fresh temporaries); measured in whole training steps of
+# momentum/adam: out of place wins at 4096 elements, in place from ~10^5 (2x for adam).
+# sgd keeps every parameter in its group (its group kernel is leaner than separate ops)
+_INPLACE_MIN = 1 << 14
 
 
 class FusedOp:
@@ -588,10 +590,38 @@ class _Fuser:
         member_of = {i for ms in placed.values() for i in ms}
         for i, op in enumerate(ops):
             if i in placed:
-                out.append(self._group([ops[k] for k in placed[i]]))
+                members = [ops[k] for k in placed[i]]
+                big = [m for m in members if m.type == "sgd" or not self._small(m)]
+                for m in members:           # small ones: their own (cheaper) unfused ops
+                    if m not in big:
+                        out.extend(self._restore(m))
+                if big:
+                    out.append(self._group(big))
             elif i not in member_of:
                 out.append(op)
         self.ops = out
+
+    def _small(self, m: _Member) -> bool:
+        """A parameter of fewer than ``_INPLACE_MIN`` elements (by its declared shape)."""
+        v = self.var(m.inputs["Param"][0])
+        shape = tuple(getattr(v, "shape", ()) or ())
+        return bool(shape) and all(d >= 0 for d in shape) and \
+            int(np.prod(shape)) < _INPLACE_MIN
+
+    @staticmethod
+    def _restore(m: _Member) -> List[Any]:
+        """The member's own ops: [the clip's multiply,] the update op (out of place)."""
+        out: List[Any] = []
+        if len(m.covered) == 2:
+            mul = m.covered[0]
+            if m.cast_scale:            # read the float64 scale: tiny-scale safe, no cast op
+                out.append(FusedOp(_ClipScale(), [mul], {"X": list(mul.inputs["X"]),
+                                                         "Scale": list(m.inputs["Scale"])},
+                                   dict(mul.outputs)))
+            else:
+                out.append(mul)
+        out.append(m.op)
+        return out
 
     def _can_sink(self, i: int, anchor: int) -> bool:
         """Can member ``i`` move down to ``anchor`` past everything in between?"""
