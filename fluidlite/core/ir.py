@@ -857,7 +857,8 @@ def switch_startup_program(program: Program) -> Program:
 
 
 @contextlib.contextmanager
-def program_guard(main_program: Program, startup_program: Optional[Program] = None) -> Iterator[None]:
+def program_guard(main_program: Program,
+                  startup_program: Optional[Program] = None) -> Iterator[None]:
     """Make ``main_program`` (and ``startup_program`` when given) the defaults in the block."""
     if not isinstance(main_program, Program):
         raise TypeError("main_program should be Program")

@@ -46,7 +46,8 @@ class Mean(OpDef):
             g.append("mean", {"X": dd}, {"Out": target})
 
 
-def _axes(op_type: str, rank: int, dim: Sequence[int], reduce_all: bool) -> Optional[Tuple[int, ...]]:
+def _axes(op_type: str, rank: int, dim: Sequence[int],
+          reduce_all: bool) -> Optional[Tuple[int, ...]]:
     """Normalized reduce axes; None means every axis. Every entry of ``dim`` is checked even
     when ``reduce_all`` is set (as fluid's ReduceOp::InferShape does): fluid's layers set
     reduce_all when ``len(dim) == rank``, so ``dim=[0, 5]`` on a rank-2 input must not silently
