@@ -274,7 +274,8 @@ class _UpdateGroup(_FusedDef):
                 return None
         if len({id(p) for p in params}) != len(params):
             return None
-        self._reserve({p.dtype for p in params})
+        if any(p.size > _SMALL for p in params):
+            self._reserve({p.dtype for p in params})
         coef: Dict[Any, Any] = {}
         for p, lr, g in zip(params, lrs, grads):
             key = (id(lr), p.dtype)
