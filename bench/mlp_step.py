@@ -124,7 +124,8 @@ class NumpyMLP:
         return float(loss)
 
     def update(self, params, grads):
-        """Global-norm clip (norm accumulated in float64) + the optimizer, in place."""
+        """Global-norm clip (float32 vdot per gradient, summed as Python floats) + the optimizer,
+        in place."""
         norm = np.sqrt(sum(float(np.vdot(g, g)) for g in grads))
         clip = CLIP / max(norm, CLIP)
         if OPT == "sgd":
