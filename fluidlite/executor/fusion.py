@@ -59,7 +59,22 @@ _SMALL = 1 << 20      # sgd: up to this size one temporary beats scratch chunks 
 _INPLACE_MIN = 1 << 14
 
 
-class FusedOp:
+class _Args:
+    """``input_arg_names`` / ``output_arg_names`` over ``inputs`` / ``outputs``, as Operator."""
+
+    inputs: Dict[str, List[str]]
+    outputs: Dict[str, List[str]]
+
+    @property
+    def input_arg_names(self) -> List[str]:
+        return [n for v in self.inputs.values() for n in v]
+
+    @property
+    def output_arg_names(self) -> List[str]:
+        return [n for v in self.outputs.values() for n in v]
+
+
+class FusedOp(_Args):
     """Stands in for the ops it covers inside a Plan (duck-types ``Operator`` for the plan)."""
 
     def __init__(self, opdef: "OpDef", ops: Sequence[Any], inputs: Dict[str, List[str]],
@@ -69,16 +84,8 @@ class FusedOp:
         self.inputs, self.outputs = inputs, outputs
         self.attrs = dict(self.covered[-1].attrs)
 
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
 
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
-
-
-class _Member:
+class _Member(_Args):
     """An update op (or ``elementwise_mul`` + update) waiting to be grouped."""
 
     def __init__(self, op: Operator, covered: List[Any], inputs: Dict[str, List[str]],
@@ -86,14 +93,6 @@ class _Member:
         self.op, self.covered, self.type = op, covered, op.type
         self.inputs, self.outputs, self.attrs = inputs, dict(op.outputs), op.attrs
         self.cast_scale = cast_scale
-
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
-
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
 
 
 class _FusedDef(OpDef):
