@@ -8,7 +8,7 @@ import pytest
 import fluidlite as fluid
 import fluidlite.executor.plan as plan_mod
 from fluidlite.executor import fusion
-from fluidlite.ops import optim
+from fluidlite.ops import inplace
 
 # name -> (optimizer class, kwargs)
 OPTIMIZERS = {
@@ -33,7 +33,7 @@ IN_DIM, WIDTH = 60, 40        # the first weight has 2400 elements: three update
 def small_chunks(monkeypatch):
     """Exercise the chunked in-place path (and its bit-identity across chunk boundaries) with
     small arrays."""
-    monkeypatch.setattr(optim, "CHUNK", 1024)
+    monkeypatch.setattr(inplace, "CHUNK", 1024)
     monkeypatch.setattr(fusion, "_INPLACE_MIN", 1024)   # w0 (2400) in place, the rest not
 
 

@@ -19,7 +19,7 @@ replaced by ``FusedOp``s, each one kernel call with the inputs and outputs of th
   decayed_adagrad, adadelta, rmsprop, ftrl, lamb) with the same type, slots and clip scale
   becomes one ``fused(<type>)`` / ``fused(elementwise_mul+<type>)`` call for all parameters,
   which writes each parameter and its accumulators in their own buffers
-  (``OpDef.update_in_place`` in ``ops/optim.py``: the same operations as the unfused kernel,
+  (``update_in_place`` of each update op, ``ops/inplace.py``: the same operations as the unfused kernel,
   chunked through per-thread scratch buffers). Only ``sgd`` with a folded clip scale rounds
   differently: it forms ``lr * scale`` first (two passes over G instead of three), which
   changes the update by at most one float32 rounding of ``lr * scale * G``.
@@ -33,7 +33,7 @@ buffer, a view, a shape or dtype mismatch) are computed out of place first, befo
 write, so an error there also changes nothing. Fed names are never written in place.
 
 Kernels hold no Program, Block or Operator (only names, dtypes and attrs); scratch memory is
-per thread (``ops.optim.scratch``), so two threads may run one plan on different scopes.
+per thread (``ops.inplace.scratch``), so two threads may run one plan on different scopes.
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from ..core import registry
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Block, Operator
 from ..core.registry import OpDef, Slot
-from ..ops import optim
+from ..ops import inplace
 
 _UPDATE_OPS = frozenset({"sgd", "momentum", "lars_momentum", "adam", "adamax", "adagrad",
                          "decayed_adagrad", "adadelta", "rmsprop", "ftrl", "lamb"})
@@ -169,7 +169,7 @@ class _GlobalNorm(_FusedDef):
         if self.square is not None:
             squares = [f(x) for f, x in zip(self.square, X)]
         else:
-            squares = [np.array([optim.sum_squares(x)]) for x in X]
+            squares = [np.array([inplace.sum_squares(x)]) for x in X]
         total = squares[0].item()
         for sq in squares[1:]:
             total += sq.item()
@@ -296,12 +296,12 @@ class _UpdateGroup(_FusedDef):
         """Allocate this thread's scratch before the first in-place write (a MemoryError then
         changes nothing)."""
         for dt in dtypes:
-            optim.scratch(dt, 3)
+            inplace.scratch(dt, 3)
             if self.update.type in ("lars_momentum", "lamb"):
-                optim.scratch(np.float64, 2, "sum_squares")
-                optim.scratch(dt, 2, "sum_squares")
+                inplace.scratch(np.float64, 2, "sum_squares")
+                inplace.scratch(dt, 2, "sum_squares")
         if self.update.type == "ftrl":
-            optim.scratch(np.bool_, 1)
+            inplace.scratch(np.bool_, 1)
 
     def _can_write(self, row: Sequence[Any]) -> bool:
         p, g = row[0], row[self.grad_idx]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.dtypes import FLOATS, VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .optim import CHUNK, sum_squares
+from .inplace import CHUNK, sum_squares
 
 
 @register
@@ -50,7 +50,7 @@ class Clip(OpDef):
 
 
 def _sumsq64(x: np.ndarray) -> float:
-    """sum(x**2) accumulated in float64 (``optim.sum_squares``: the one implementation, through
+    """sum(x**2) accumulated in float64 (``inplace.sum_squares``: the one implementation, through
     a reused per-thread float64 buffer, never a float64 copy of a large ``x``); the squares of
     any finite float16/float32 value, summed over any realistic size, cannot overflow. A float32
     ``np.vdot`` is ~4x faster but overflows above a norm of ~1.8e19 and errs by ~2e-5 on 4M

@@ -1,0 +1,193 @@
+"""Optimizer update ops, Adam family: ``adam``, ``adamax``, ``lamb`` (fluid 1.8 kernels;
+conventions in ``optim.py``)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..core.registry import register
+from .inplace import Update, check_like, check_scalar, chunked, consts, sum_squares
+
+
+@register
+class Adam(Update):
+    """Moment1Out = b1*M1 + (1-b1)*G;  Moment2Out = b2*M2 + (1-b2)*G^2;
+    lr_t = lr * sqrt(1 - Beta2Pow) / (1 - Beta1Pow);
+    ParamOut = Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow));
+    Beta1PowOut = Beta1Pow * b1, Beta2PowOut = Beta2Pow * b2.
+    ``Beta1Tensor`` / ``Beta2Tensor`` ([1]), when given, override the ``beta1`` / ``beta2``
+    attrs."""
+    type = "adam"
+    inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
+              "Beta1Tensor?", "Beta2Tensor?")
+    outputs = ("ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?")
+
+    def infer(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
+              Beta1Tensor, Beta2Tensor):
+        check_like("adam", "Param", Param, Grad=Grad, Moment1=Moment1, Moment2=Moment2)
+        check_scalar("adam", LearningRate=LearningRate, Beta1Pow=Beta1Pow, Beta2Pow=Beta2Pow,
+                      Beta1Tensor=Beta1Tensor, Beta2Tensor=Beta2Tensor)
+        return {"ParamOut": Param, "Moment1Out": Moment1, "Moment2Out": Moment2,
+                "Beta1PowOut": Beta1Pow, "Beta2PowOut": Beta2Pow}
+
+    def forward(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
+                Beta1Tensor=None, Beta2Tensor=None, *, beta1=0.9, beta2=0.999, epsilon=1.0e-8,
+                lazy_mode=False, min_row_size_to_use_multithread=1000):
+        b1 = Beta1Tensor.reshape(()) if Beta1Tensor is not None else beta1
+        b2 = Beta2Tensor.reshape(()) if Beta2Tensor is not None else beta2
+        m1 = b1 * Moment1 + (1.0 - b1) * Grad
+        m2 = b2 * Moment2 + (1.0 - b2) * (Grad * Grad)
+        c2 = np.sqrt(1.0 - Beta2Pow)
+        lr_t = LearningRate * c2 / (1.0 - Beta1Pow)
+        p = Param - lr_t * (m1 / (np.sqrt(m2) + epsilon * c2))
+        return {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2,
+                "Beta1PowOut": Beta1Pow * b1, "Beta2PowOut": Beta2Pow * b2}
+
+    state_slots = (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1t, b2t = ins.get("Beta1Tensor"), ins.get("Beta2Tensor")
+        b1 = b1t.reshape(()) if b1t is not None else attrs.get("beta1", 0.9)
+        b2 = b2t.reshape(()) if b2t is not None else attrs.get("beta2", 0.999)
+        b1p, b2p = ins["Beta1Pow"], ins["Beta2Pow"]
+        eps = attrs.get("epsilon", 1.0e-8)
+        if b1p.shape == b2p.shape == ins["LearningRate"].shape == (1,) \
+                and b1p.dtype == b2p.dtype == ins["LearningRate"].dtype:
+            # the [1]-array arithmetic of ``forward`` on scalars of the same dtype (a
+            # correctly rounded double sqrt rounds to the same float32 as a float32 sqrt)
+            s1, s2, lr = b1p[0], b2p[0], ins["LearningRate"][0]
+            c2 = s2.dtype.type(math.sqrt(1.0 - s2))
+            lr_t, eps_t = np.asarray(lr * c2 / (1.0 - s1)), np.asarray(eps * c2)
+            pows = {"Beta1PowOut": np.array([s1 * b1]), "Beta2PowOut": np.array([s2 * b2])}
+        else:
+            c2 = np.sqrt(1.0 - b2p)
+            lr_t = (ins["LearningRate"] * c2 / (1.0 - b1p)).reshape(())
+            eps_t = (eps * c2).reshape(())
+            pows = {"Beta1PowOut": b1p * b1, "Beta2PowOut": b2p * b2}
+        b1, b2, one_b1, one_b2 = consts(ins["Param"].dtype, b1, b2, 1.0 - b1, 1.0 - b2)
+
+        def body(p, g, st, t):
+            m1, m2 = st
+            t0 = t[0]
+            np.multiply(m1, b1, out=m1)
+            np.add(m1, np.multiply(g, one_b1, out=t0), out=m1)
+            np.multiply(m2, b2, out=m2)
+            np.multiply(g, g, out=t0)
+            np.add(m2, np.multiply(t0, one_b2, out=t0), out=m2)
+            np.sqrt(m2, out=t0)
+            np.add(t0, eps_t, out=t0)
+            np.divide(m1, t0, out=t0)
+            np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
+        chunked(ins, ("Moment1", "Moment2"), scale, 1, body)
+        return pows
+
+
+@register
+class Adamax(Update):
+    """MomentOut = b1*M + (1-b1)*G;  InfNormOut = max(b2*InfNorm + epsilon, |G|);
+    ParamOut = Param - lr / (1 - Beta1Pow) * MomentOut / InfNormOut (Beta1Pow is advanced by a
+    separate ``scale`` op, as in fluid)."""
+    type = "adamax"
+    inputs = ("Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow")
+    outputs = ("ParamOut", "MomentOut", "InfNormOut")
+
+    def infer(self, Param, Grad, LearningRate, Moment, InfNorm, Beta1Pow):
+        check_like("adamax", "Param", Param, Grad=Grad, Moment=Moment, InfNorm=InfNorm)
+        check_scalar("adamax", LearningRate=LearningRate, Beta1Pow=Beta1Pow)
+        return {"ParamOut": Param, "MomentOut": Moment, "InfNormOut": InfNorm}
+
+    def forward(self, Param, Grad, LearningRate, Moment, InfNorm, Beta1Pow, *, beta1=0.9,
+                beta2=0.999, epsilon=1.0e-8):
+        m = beta1 * Moment + (1.0 - beta1) * Grad
+        u = np.maximum(beta2 * InfNorm + epsilon, np.abs(Grad))
+        lr_t = LearningRate / (1.0 - Beta1Pow)
+        return {"ParamOut": Param - lr_t * (m / u), "MomentOut": m, "InfNormOut": u}
+
+    state_slots = (("Moment", "MomentOut"), ("InfNorm", "InfNormOut"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        eps = attrs.get("epsilon", 1.0e-8)
+        lr_t = (ins["LearningRate"] / (1.0 - ins["Beta1Pow"])).reshape(())
+        b1, b2, one_b1, eps = consts(ins["Param"].dtype, b1, b2, 1.0 - b1, eps)
+
+        def body(p, g, st, t):
+            m, u = st
+            t0 = t[0]
+            np.multiply(m, b1, out=m)
+            np.add(m, np.multiply(g, one_b1, out=t0), out=m)
+            np.multiply(u, b2, out=u)
+            np.add(u, eps, out=u)
+            np.maximum(u, np.abs(g, out=t0), out=u)
+            np.divide(m, u, out=t0)
+            np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
+        chunked(ins, ("Moment", "InfNorm"), scale, 1, body)
+        return {}
+
+
+@register
+class Lamb(Update):
+    """Moment1Out = b1*M1 + (1-b1)*G;  Moment2Out = b2*M2 + (1-b2)*G^2 (no bias correction, as
+    fluid 1.8);  r = Moment1Out / (sqrt(Moment2Out) + epsilon) + weight_decay * P;
+    trust = |P| / |r| when both are > 0 else 1;  ParamOut = P - lr * trust * r."""
+    type = "lamb"
+    inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow")
+    outputs = ("ParamOut", "Moment1Out", "Moment2Out")
+
+    def infer(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow):
+        check_like("lamb", "Param", Param, Grad=Grad, Moment1=Moment1, Moment2=Moment2)
+        check_scalar("lamb", LearningRate=LearningRate, Beta1Pow=Beta1Pow, Beta2Pow=Beta2Pow)
+        return {"ParamOut": Param, "Moment1Out": Moment1, "Moment2Out": Moment2}
+
+    def forward(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow, *,
+                weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1.0e-6):
+        m1 = beta1 * Moment1 + (1.0 - beta1) * Grad
+        m2 = beta2 * Moment2 + (1.0 - beta2) * (Grad * Grad)
+        r = m1 / (np.sqrt(m2) + epsilon) + weight_decay * Param
+        trust = self._trust(Param, sum_squares(Param), sum_squares(r))
+        return {"ParamOut": Param - LearningRate * trust * r, "Moment1Out": m1,
+                "Moment2Out": m2}
+
+    @staticmethod
+    def _trust(param: np.ndarray, p_sq: float, r_sq: float) -> Any:
+        """|P| / |r| from float64 sums of squares (1 when either is 0), in Param's dtype."""
+        p_norm, r_norm = np.sqrt(p_sq), np.sqrt(r_sq)
+        return param.dtype.type(p_norm / r_norm) if p_norm > 0 and r_norm > 0 \
+            else param.dtype.type(1)
+
+    state_slots = (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))
+
+    def update_in_place(self, ins, scale, attrs):
+        b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        eps, wd = attrs.get("epsilon", 1.0e-6), attrs.get("weight_decay", 0.01)
+        r_sq = [0.0]
+
+        def ratio(p, m1, m2, t):
+            """r = m1 / (sqrt(m2) + eps) + wd * p into t[0]."""
+            np.sqrt(m2, out=t[0])
+            np.add(t[0], eps, out=t[0])
+            np.divide(m1, t[0], out=t[0])
+            np.add(t[0], np.multiply(p, wd, out=t[1]), out=t[0])
+            return t[0]
+
+        def moments(p, g, st, t):                  # pass 1: moments, |r|^2
+            m1, m2 = st
+            np.multiply(m1, b1, out=m1)
+            np.add(m1, np.multiply(g, 1.0 - b1, out=t[0]), out=m1)
+            np.multiply(m2, b2, out=m2)
+            np.multiply(g, g, out=t[0])
+            np.add(m2, np.multiply(t[0], 1.0 - b2, out=t[0]), out=m2)
+            r_sq[0] += sum_squares(ratio(p, m1, m2, t))
+        chunked(ins, ("Moment1", "Moment2"), scale, 2, moments)
+        # sum_squares(r) over the whole r sums the same CHUNK-sized pieces in the same order
+        coef = ins["LearningRate"] * self._trust(ins["Param"], sum_squares(ins["Param"]),
+                                                 r_sq[0])
+        coef = coef.reshape(())
+
+        def apply(p, g, st, t):                     # pass 2: recompute r, update P
+            r = ratio(p, st[0], st[1], t)
+            np.subtract(p, np.multiply(r, coef, out=r), out=p)
+        chunked(ins, ("Moment1", "Moment2"), None, 2, apply)
+        return {}
