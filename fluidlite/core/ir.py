@@ -1,4 +1,5 @@
 """The Program IR: ``Program`` > ``Block`` > (``Variable`` | ``Parameter``, ``Operator``).
+(``Variable`` and ``Parameter`` live in ``core/variable.py`` and are re-exported here.)
 
 Mirrors fluid's Python framework objects, minus the C++ desc layer: an Operator holds slot ->
 variable-name lists and an attr dict. Every mutation goes through a Block method (or a setter)
@@ -14,6 +15,7 @@ from . import names, registry
 from .dtypes import VarType, convert_np_dtype_to_dtype_
 from .callstack import creation_site, user_callstack  # noqa: F401  (re-exported)
 from .registry import VarSpec
+from .variable import Parameter, Variable, _journal, _restore_dict  # noqa: F401  (re-exported)
 
 
 class OpRole:
@@ -28,185 +30,6 @@ class OpRole:
     Collective = 0x20
     Loss = 0x100
     NotSpecified = 0x1000
-
-
-# -- build-transaction journal (fluidlite.core.atomic) -----------------------------------------
-# While ``atomic(program)`` is active, ``program._journal`` is a list and every mutator below
-# appends a closure that undoes its change; outside a transaction it is None and costs one check.
-def _journal(program: "Program", undo: Callable[[], Any]) -> None:
-    j = program._journal
-    if j is not None:
-        j.append(undo)
-
-
-def _restore_dict(d: Dict[str, Any], items: List[Any]) -> None:
-    d.clear()
-    d.update(items)
-
-
-# -- Variable ---------------------------------------------------------------------------------
-class Variable:
-    """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim)."""
-
-    op: Optional["Operator"]        # the op that last wrote this variable (None: not written)
-
-    def __init__(self, block: "Block", type: VarType = VarType.LOD_TENSOR,
-                 name: Optional[str] = None, shape: Optional[Sequence[int]] = None,
-                 dtype: Any = None, lod_level: Optional[int] = None, capacity: Any = None,
-                 persistable: Optional[bool] = None, error_clip: Any = None,
-                 stop_gradient: bool = False, is_data: bool = False,
-                 need_check_feed: bool = False, belong_to_optimizer: bool = False,
-                 **kwargs: Any) -> None:
-        # one dict update: plain stores would each pay for the journaling __setattr__ below
-        self.__dict__.update(
-            block=block,
-            _name=name if name is not None else names.generate("_generated_var"),
-            type=type,
-            _shape=tuple(int(d) if d is not None else -1 for d in shape) if shape is not None
-            else (),
-            _dtype=convert_np_dtype_to_dtype_(dtype) if dtype is not None else None,
-            lod_level=lod_level or 0, _persistable=bool(persistable),
-            _stop_gradient=bool(stop_gradient), is_data=is_data,
-            need_check_feed=need_check_feed, belong_to_optimizer=belong_to_optimizer,
-            error_clip=error_clip, op=None)
-
-    # properties that affect execution bump the program version
-    def _touch(self) -> None:
-        self.block.program._bump()
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        # journal attribute writes (shape, dtype, stop_gradient, op, ...) for core.atomic;
-        # __init__ fills __dict__ directly, and clone() re-homing a copy's block is no edit
-        d = self.__dict__
-        block = d.get("block")
-        j = block.program._journal if block is not None and key != "block" else None
-        if j is not None:
-            if key in d:
-                old = d[key]
-                j.append(lambda: object.__setattr__(self, key, old))
-            elif not hasattr(type(self), key):          # a new attribute, not a property
-                j.append(lambda: d.pop(key, None))
-        object.__setattr__(self, key, value)
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @name.setter
-    def name(self, new: str) -> None:
-        self.block._rename_var(self._name, new)
-
-    @property
-    def shape(self) -> tuple:
-        return self._shape
-
-    @property
-    def dtype(self) -> Optional[VarType]:
-        return self._dtype
-
-    @property
-    def persistable(self) -> bool:
-        return self._persistable
-
-    @persistable.setter
-    def persistable(self, value: bool) -> None:
-        self._persistable = bool(value)
-        self._touch()
-
-    @property
-    def stop_gradient(self) -> bool:
-        return self._stop_gradient
-
-    @stop_gradient.setter
-    def stop_gradient(self, value: bool) -> None:
-        self._stop_gradient = bool(value)
-        self._touch()
-
-    @property
-    def spec(self) -> VarSpec:
-        return VarSpec(self._shape, self._dtype or VarType.FP32, self.lod_level)
-
-    @property
-    def ndim(self) -> int:
-        return len(self._shape)
-
-    def _set_spec(self, spec: VarSpec) -> None:
-        self._shape, self._dtype = tuple(spec.shape), spec.dtype
-        if spec.lod_level:
-            self.lod_level = spec.lod_level
-
-    def _set_error_clip(self, error_clip: Any) -> None:
-        self.error_clip = error_clip
-
-    @property
-    def grad_name(self) -> str:
-        return names.grad_var_name(self._name)
-
-    def _kind(self) -> str:
-        return "var"
-
-    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
-        head = "persist " if self._persistable else ""
-        if self.type not in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS):
-            line = f"{head}{self._kind()} {self._name} : fluid.VarType.{self.type.name})"
-        else:
-            shape = ", ".join(str(d) for d in self._shape)
-            line = (f"{head}{self._kind()} {self._name} : fluid.VarType.{self.type.name}"
-                    f".shape({shape}).astype({self._dtype})")
-        if with_details:
-            line += f"  stop_gradient: {self._stop_gradient}"
-            if self.error_clip is not None:
-                line += f"  error_clip: {self.error_clip}"
-        return line
-
-    def __str__(self) -> str:
-        return self.to_string()
-
-    __repr__ = __str__
-
-
-class Parameter(Variable):
-    """A persistable, trainable Variable of the global block (with a startup-program twin)."""
-
-    def __init__(self, block: "Block", shape: Sequence[int], dtype: Any, **kwargs: Any) -> None:
-        name = kwargs.get("name")
-        if shape is None:
-            raise ValueError("The shape of Parameter should not be None")
-        if dtype is None:
-            raise ValueError("The dtype of Parameter should not be None")
-        if len(shape) == 0:
-            raise ValueError("The dimensions of shape for Parameter must be greater than 0")
-        for d in shape:
-            if d is None or d < 0:
-                raise ValueError(f"Each dimension of shape for Parameter {name} must be greater "
-                                 f"than 0, but received {list(shape)}; a parameter's shape "
-                                 f"should not be related with batch-size")
-        self.__dict__.update(
-            trainable=kwargs.pop("trainable", True),
-            optimize_attr=kwargs.pop("optimize_attr", {"learning_rate": 1.0}),
-            regularizer=kwargs.pop("regularizer", None),
-            gradient_clip_attr=kwargs.pop("gradient_clip_attr", None),
-            do_model_average=kwargs.pop("do_model_average", None),
-            need_clip=kwargs.pop("need_clip", True),
-            is_distributed=kwargs.pop("is_distributed", False),
-            initializer=kwargs.pop("initializer", None))
-        kwargs["persistable"] = True
-        super().__init__(block, shape=shape, dtype=dtype, **kwargs)
-
-    def _kind(self) -> str:
-        return ("trainable " if self.trainable else "") + "param"
-
-    def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
-        line = super().to_string(throw_on_error, with_details)
-        if with_details:
-            line += (f"  trainable: {self.trainable}  optimize_attr: {self.optimize_attr}"
-                     f"  regularizer: {self.regularizer}  gradient_clip_attr: "
-                     f"{self.gradient_clip_attr}  do_model_average: {self.do_model_average}"
-                     f"  need_clip: {self.need_clip}")
-        return line
-
-    _PY_ATTRS = ("trainable", "optimize_attr", "regularizer", "gradient_clip_attr",
-                 "do_model_average", "need_clip", "is_distributed")
 
 
 # -- Operator ---------------------------------------------------------------------------------
