@@ -133,7 +133,7 @@ class Uses:
         self.producers: Dict[str, List[int]] = {}
         self.readers: Dict[str, List[int]] = {}
         for i, o in enumerate(self.ops):
-            for n in o.input_arg_names:
+            for n in dict.fromkeys(o.input_arg_names):       # an op reading n twice: once
                 self.readers.setdefault(n, []).append(i)
             for n in o.output_arg_names:
                 self.producers.setdefault(n, []).append(i)
@@ -149,6 +149,7 @@ class Uses:
         return found[-1] if found else None
 
     def reader_count(self, name: str) -> int:
+        """How many ops read ``name``."""
         return len(self.readers.get(name, ()))
 
 

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
 
 import numpy as np
 
-from ..core import registry
+from ..core import registry, rewrite
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Block, Operator
 from ..core.registry import OpDef, Slot
@@ -401,28 +401,14 @@ class _Fuser:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def readers(self) -> Dict[str, List[int]]:
-        out: Dict[str, List[int]] = {}
-        for i, op in enumerate(self.ops):
-            for n in set(op.input_arg_names):
-                out.setdefault(n, []).append(i)
-        return out
-
-    def producers(self) -> Dict[str, int]:
-        out: Dict[str, int] = {}
-        for i, op in enumerate(self.ops):
-            for n in op.output_arg_names:
-                out[n] = i
-        return out
-
     def private(self, name: str) -> bool:
         """A temporary nobody outside the plan can see."""
         return name not in self.fetch and name not in self.feed and not self.persistable(name)
 
     def pre_cast(self, y: str, x_dtype: Optional[np.dtype],
-                 producer: Dict[str, int]) -> Tuple[str, bool]:
+                 uses: rewrite.Uses) -> Tuple[str, bool]:
         """The clip scale behind ``y``: the float64 input of a ``cast`` to ``x_dtype``."""
-        j = producer.get(y)
+        j = uses.producer(y)
         op = self.ops[j] if j is not None else None
         if (op is not None and getattr(op, "type", None) == "cast" and x_dtype is not None
                 and self.dtype(y) == x_dtype and self.dtype(op.inputs["X"][0]) == np.float64):
@@ -431,21 +417,21 @@ class _Fuser:
 
     # 1. clip multiplies folded into updates (or made ``fused(clip_scale)``)
     def fold_clip_scale(self) -> None:
-        readers, producer = self.readers(), self.producers()
+        uses = rewrite.Uses(self.ops)
         drop: Set[int] = set()
         for i, op in enumerate(self.ops):
             if op.type not in _UPDATE_OPS:
                 continue
             g = op.inputs.get("Grad", [None])[0]
-            j = producer.get(g)
+            j = uses.producer(g)
             mul = self.ops[j] if j is not None and j < i else None
             inputs = {k: list(v) for k, v in op.inputs.items()}
             covered: List[Any] = [op]
             cast = False
-            if (mul is not None and mul.type == "elementwise_mul" and len(readers.get(g, [])) == 1
+            if (mul is not None and mul.type == "elementwise_mul" and uses.reader_count(g) == 1
                     and self.private(g) and self._scalar_scale(mul)
                     and not self._written_between(mul.input_arg_names, j, i)):
-                scale, cast = self.pre_cast(mul.inputs["Y"][0], self.dtype(g), producer)
+                scale, cast = self.pre_cast(mul.inputs["Y"][0], self.dtype(g), uses)
                 inputs["Grad"] = list(mul.inputs["X"])
                 inputs["Scale"] = [scale]
                 covered = [mul, op]
@@ -454,12 +440,12 @@ class _Fuser:
         for j, op in enumerate(self.ops):          # multiplies that stay: tiny-scale safe
             if (j not in drop and op.type == "elementwise_mul" and self._scalar_scale(op)):
                 x = op.inputs["X"][0]
-                scale, cast = self.pre_cast(op.inputs["Y"][0], self.dtype(x), producer)
+                scale, cast = self.pre_cast(op.inputs["Y"][0], self.dtype(x), uses)
                 if cast:
                     self.ops[j] = FusedOp(_ClipScale(), [op], {"X": [x], "Scale": [scale]},
                                           dict(op.outputs))
         self.ops = [op for k, op in enumerate(self.ops) if k not in drop]
-        readers = self.readers()
+        readers = rewrite.Uses(self.ops).readers
         self.ops = [op for op in self.ops if not (     # casts nobody reads any more
             op.type == "cast" and all(self.private(n) and n not in readers
                                       for n in op.output_arg_names))]
@@ -493,10 +479,12 @@ class _Fuser:
                 self._try_norm(k)
 
     def _try_norm(self, d_idx: int) -> None:
-        ops, producer, readers = self.ops, self.producers(), self.readers()
+        ops = self.ops
+        uses = rewrite.Uses(ops)
+        readers = uses.readers
 
         def prod(name: str, type_: str) -> Optional[int]:
-            j = producer.get(name)
+            j = uses.producer(name)
             return j if j is not None and getattr(ops[j], "type", None) == type_ else None
 
         div = ops[d_idx]
