@@ -16,8 +16,13 @@ __all__ = ["create_lod_tensor", "create_random_int_lodtensor"]
 
 
 def _check_lens(recursive_seq_lens: Any) -> List[List[int]]:
+    """Lengths given as any nested sequence (lists, tuples, numpy arrays such as
+    ``numpy.asarray([[1]])``) as a list of lists of ints."""
+    if isinstance(recursive_seq_lens, np.ndarray) and recursive_seq_lens.ndim == 2:
+        recursive_seq_lens = list(recursive_seq_lens)
     if not isinstance(recursive_seq_lens, (list, tuple)) or not all(
-            isinstance(level, (list, tuple)) for level in recursive_seq_lens):
+            isinstance(level, (list, tuple, np.ndarray)) and np.ndim(level) == 1
+            for level in recursive_seq_lens):
         raise TypeError(f"recursive_seq_lens must be a list of lists of sequence lengths, e.g. "
                         f"[[2, 3]], got {recursive_seq_lens!r}")
     out = []

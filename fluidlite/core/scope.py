@@ -66,7 +66,7 @@ class LoDTensor:
 
     def __init__(self, array: Optional[np.ndarray] = None, lod: Optional[List[List[int]]] = None):
         self._array = array
-        self._lod = [list(l) for l in lod] if lod else []
+        self._lod = [[int(v) for v in l] for l in lod] if lod else []
 
     def set(self, array: Any, place: Any = None) -> None:
         self._array = np.array(array, copy=True) if not isinstance(array, np.ndarray) else \
@@ -92,17 +92,21 @@ class LoDTensor:
         return self._array is not None
 
     def lod(self) -> List[List[int]]:
+        """The offsets of each level, e.g. ``[[0, 2, 5]]`` for two sequences of 2 and 3 rows."""
         return [list(l) for l in self._lod]
 
-    def set_lod(self, lod: Sequence[Sequence[int]]) -> None:
-        self._lod = [list(l) for l in lod]
+    def set_lod(self, lod: Any) -> None:
+        """Set the offsets (any nested sequence of ints, numpy arrays included)."""
+        self._lod = [[int(v) for v in level] for level in _levels(lod, "lod")]
 
     def recursive_sequence_lengths(self) -> List[List[int]]:
+        """The sequence lengths of each level, e.g. ``[[2, 3]]``."""
         return [[b - a for a, b in zip(level[:-1], level[1:])] for level in self._lod]
 
-    def set_recursive_sequence_lengths(self, lengths: Sequence[Sequence[int]]) -> None:
+    def set_recursive_sequence_lengths(self, lengths: Any) -> None:
+        """Set the LoD from sequence lengths (lists, tuples or numpy arrays, nested)."""
         lod = []
-        for level in lengths:
+        for level in _levels(lengths, "recursive_sequence_lengths"):
             offsets = [0]
             for n in level:
                 offsets.append(offsets[-1] + int(n))
@@ -110,16 +114,33 @@ class LoDTensor:
         self._lod = lod
 
     def has_valid_recursive_sequence_lengths(self) -> bool:
+        """Offsets start at 0 and never decrease, each level's last offset is the number of
+        sequences of the next level, and the last level covers exactly the rows."""
         if not self._lod:
             return True
         n = self._array.shape[0] if self._array is not None and self._array.ndim else 0
         for level in self._lod:
-            if level[0] != 0 or any(b < a for a, b in zip(level[:-1], level[1:])):
+            if not level or level[0] != 0 or any(b < a for a, b in zip(level[:-1], level[1:])):
+                return False
+        for upper, lower in zip(self._lod[:-1], self._lod[1:]):
+            if upper[-1] != len(lower) - 1:
                 return False
         return self._lod[-1][-1] == n
 
     def __repr__(self) -> str:
         return f"LoDTensor(shape={self.shape()}, lod={self._lod})\n{self._array!r}"
+
+
+def _levels(value: Any, what: str) -> List[Any]:
+    """A nested sequence of levels (lists, tuples, numpy arrays) as a list of 1-D sequences."""
+    if isinstance(value, np.ndarray):
+        value = [value] if value.ndim == 1 else list(value) if value.ndim == 2 else None
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(level, (list, tuple, np.ndarray)) and np.ndim(level) == 1
+            for level in value):
+        raise TypeError(f"{what} must be a list of levels, each a list of ints, e.g. [[2, 3]]; "
+                        f"got {value!r}")
+    return list(value)
 
 
 class _ScopeVar:

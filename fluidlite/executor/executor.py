@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core import lod as _lod      # LoD of feeds and fetches (core/lod.py)
 from ..core import scope as scope_mod
 from ..core.ir import Program, Variable, default_main_program
 from ..core.scope import CUDAPlace, LoDTensor, Scope
@@ -103,6 +104,9 @@ class Executor:
                          "Program manually, please use fluid.program_guard to ensure the current "
                          "Program is being used.")
         arrays, lods = plan.check_feeds(feed.values())
+        if lods and plan.uses_lod:      # fed LoD travels with the array (core/lod.py)
+            arrays = [_lod.attach(a, _lod.normalize(lods.get(n)))
+                      for n, a in zip(plan.feed_names, arrays)]
         bound = self._resolve(plan, scope)
         persist = Scope.get_arrays(bound.reads)
         if any(a is None for a in persist):
@@ -126,6 +130,10 @@ class Executor:
             for g, state in zip(bound.streams, saved or ()):
                 g.bit_generator.state = state
             raise
+        fetch_lods = None
+        if plan.uses_lod:               # plain arrays out, their LoD kept apart (core/lod.py)
+            fetch_lods = [_lod.lod_of(a) for a in fetched]
+            fetched, written = _lod.strip_all(fetched), _lod.strip_all(written)
         if bound.writes is None:
             bound.writes = [scope.find_var(n) or scope.var(n) for n in plan.write_names]
         Scope.set_arrays(bound.writes, written)
@@ -133,6 +141,9 @@ class Executor:
                    for arr, copy in zip(fetched, plan.fetch_copies)]  # never hand out scope buffers
         if not return_numpy:
             results = [LoDTensor(arr, lods.get(n)) for n, arr in zip(plan.fetch_names, results)]
+            for t, lod in zip(results, fetch_lods or ()):
+                if lod is not None:     # the LoD an op's rule gave the fetched value
+                    t.set_lod(lod)
         return results
 
     # -- plan cache --------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional, S
 import numpy as np
 
 from ..core import names, registry
+from ..core import lod as _lod      # LoD travels between kernels as LoDArray (core/lod.py)
 from ..core.callstack import creation_site
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.errors import EnforceNotMet
@@ -160,6 +161,7 @@ class Plan:
         self._profiled_fn: Optional[Callable] = None
         self.source = self._emit(profile=False)
         self._fn = self._compile(self.source, self.filename)
+        self.uses_lod = gen.lod_on      # kernels are LoD-wrapped (core/lod.py)
 
     @property
     def step_types(self) -> List[str]:
@@ -293,6 +295,8 @@ class _CodeGen:
         self.consts: Set[str] = set()             # locals bound to folded constants
         self.stream_seeds: List[Tuple[int, ...]] = []
         self.steps: List[StepInfo] = []
+        # LoD: a block that declares LoD wraps every kernel (core/lod.wrap_binding)
+        self.lod_on = _lod.block_uses_lod(block)
 
     def _new_local(self) -> str:
         return f"t{next(self._counter)}"
@@ -360,6 +364,8 @@ class _CodeGen:
             if any(n != names.EMPTY_VAR_NAME for n in op.outputs.get(slot.name, ())):
                 present.add(slot.name)
         binding = opdef.bind(_InSpecs(self.block, op, opdef), op.attrs, present)
+        if self.lod_on:                  # the op's LoD rule (core/lod.py)
+            binding = _lod.wrap_binding(opdef, op.attrs, binding)
         pos = self.block_pos
         self.steps.append(StepInfo(op.type, tuple([(o.type, pos.get(id(o), -1)) for o in covered]),
                                    covered[0].attrs.get("op_callstack"), tuple(used)))

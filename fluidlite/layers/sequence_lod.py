@@ -1,0 +1,156 @@
+"""``fluid.layers.sequence_*``: layers over variable-length (LoD) input.
+
+Each builds one op of ``ops/sequence.py``; the op reads its input's LoD at run time, so the
+input must be fed as a LoDTensor (``fluid.create_lod_tensor``) to a variable declared with
+``lod_level >= 1``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from ..core.dtypes import VarType
+from ..core.ir import Variable
+from ..layer_helper import LayerHelper, check_int
+
+__all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
+           "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad",
+           "sequence_reshape", "sequence_conv"]
+
+
+def _var(x: Any, arg: str, layer: str) -> Variable:
+    if not isinstance(x, Variable):
+        raise TypeError(f"{layer}: {arg} must be a Variable, got {type(x).__name__}")
+    return x
+
+
+def sequence_pool(input: Variable, pool_type: str, is_test: bool = False,
+                  pad_value: float = 0.0) -> Variable:
+    """Pool each sequence of ``input`` to one row: ``pool_type`` is sum, average, sqrt (sum /
+    sqrt(len)), max, last or first; empty sequences give ``pad_value``."""
+    _var(input, "input", "sequence_pool")
+    if not isinstance(pool_type, str) or pool_type.upper() not in (
+            "AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"):
+        raise ValueError(f"sequence_pool: pool_type must be one of sum, average, sqrt, max, "
+                         f"last, first; got {pool_type!r}")
+    helper = LayerHelper("sequence_pool", input=input)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    max_index = helper.create_variable_for_type_inference(VarType.INT32, stop_gradient=True)
+    helper.append_op(type="sequence_pool", inputs={"X": input},
+                     outputs={"Out": out, "MaxIndex": max_index},
+                     attrs={"pooltype": pool_type.upper(), "is_test": bool(is_test),
+                            "pad_value": float(pad_value)})
+    return out
+
+
+def sequence_first_step(input: Variable) -> Variable:
+    """The first row of each sequence (``sequence_pool(input, "first")``)."""
+    return sequence_pool(input, "first")
+
+
+def sequence_last_step(input: Variable) -> Variable:
+    """The last row of each sequence (``sequence_pool(input, "last")``)."""
+    return sequence_pool(input, "last")
+
+
+def sequence_softmax(input: Variable, use_cudnn: bool = False,
+                     name: Optional[str] = None) -> Variable:
+    """Softmax over the rows of each sequence; ``input`` is [N, 1] or [N]."""
+    _var(input, "input", "sequence_softmax")
+    helper = LayerHelper("sequence_softmax", input=input, name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="sequence_softmax", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"use_cudnn": bool(use_cudnn)})
+    return out
+
+
+def sequence_expand(x: Variable, y: Variable, ref_level: int = -1,
+                    name: Optional[str] = None) -> Variable:
+    """Repeat each sequence of ``x`` (each row when x has no LoD) as many times as the length
+    of the matching sequence of ``y``'s LoD level ``ref_level``."""
+    _var(x, "x", "sequence_expand")
+    _var(y, "y", "sequence_expand")
+    helper = LayerHelper("sequence_expand", input=x, name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="sequence_expand", inputs={"X": x, "Y": y}, outputs={"Out": out},
+                     attrs={"ref_level": check_int(ref_level, "ref_level", "sequence_expand")})
+    return out
+
+
+def sequence_expand_as(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
+    """Repeat row i of ``x`` as many times as the length of ``y``'s i-th sequence."""
+    _var(x, "x", "sequence_expand_as")
+    _var(y, "y", "sequence_expand_as")
+    helper = LayerHelper("sequence_expand_as", input=x, name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="sequence_expand_as", inputs={"X": x, "Y": y}, outputs={"Out": out})
+    return out
+
+
+def sequence_pad(x: Variable, pad_value: Variable, maxlen: Optional[int] = None,
+                 name: Optional[str] = None) -> Tuple[Variable, Variable]:
+    """Pad the sequences of ``x`` to one length (``maxlen``, default the longest): returns
+    ``(out [num_seqs, maxlen, ...], length [num_seqs] int64)``."""
+    _var(x, "x", "sequence_pad")
+    _var(pad_value, "pad_value", "sequence_pad")
+    padded = -1 if maxlen is None else check_int(maxlen, "maxlen", "sequence_pad", minimum=1)
+    helper = LayerHelper("sequence_pad", input=x, name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    length = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
+    pad_value.stop_gradient = True
+    helper.append_op(type="sequence_pad", inputs={"X": x, "PadValue": pad_value},
+                     outputs={"Out": out, "Length": length}, attrs={"padded_length": padded})
+    return out, length
+
+
+def sequence_unpad(x: Variable, length: Variable, name: Optional[str] = None) -> Variable:
+    """The inverse of ``sequence_pad``: the first ``length[i]`` rows of each ``x[i]``, as one
+    LoD tensor."""
+    _var(x, "x", "sequence_unpad")
+    _var(length, "length", "sequence_unpad")
+    helper = LayerHelper("sequence_unpad", input=x, name=name)
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="sequence_unpad", inputs={"X": x, "Length": length},
+                     outputs={"Out": out})
+    return out
+
+
+def sequence_reshape(input: Variable, new_dim: int) -> Variable:
+    """Re-cut each sequence of a [N, D] LoD tensor into rows of width ``new_dim``."""
+    _var(input, "input", "sequence_reshape")
+    new_dim = check_int(new_dim, "new_dim", "sequence_reshape", minimum=1)
+    helper = LayerHelper("sequence_reshape", input=input)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="sequence_reshape", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"new_dim": new_dim})
+    return out
+
+
+def sequence_conv(input: Variable, num_filters: int, filter_size: int = 3,
+                  filter_stride: int = 1, padding: bool = True,
+                  padding_start: Optional[int] = None, bias_attr: Any = None,
+                  param_attr: Any = None, act: Any = None,
+                  name: Optional[str] = None) -> Variable:
+    """Convolution along each sequence: context window ``filter_size`` starting at
+    ``padding_start`` (default ``-(filter_size // 2)``, centred), rows outside a sequence read
+    zeros; then bias and ``act``."""
+    _var(input, "input", "sequence_conv")
+    num_filters = check_int(num_filters, "num_filters", "sequence_conv", minimum=1)
+    filter_size = check_int(filter_size, "filter_size", "sequence_conv", minimum=1)
+    if filter_stride != 1:
+        raise ValueError("sequence_conv: filter_stride must be 1 (as in fluid)")
+    if len(input.shape) != 2 or input.shape[1] < 0:
+        raise ValueError(f"sequence_conv: input must be [N, D] with a known D, got "
+                         f"{list(input.shape)}")
+    start = -(filter_size // 2) if padding_start is None else int(padding_start)
+    helper = LayerHelper("sequence_conv", input=input, param_attr=param_attr,
+                         bias_attr=bias_attr, act=act, name=name)
+    dtype = helper.input_dtype()
+    w = helper.create_parameter(attr=helper.param_attr,
+                                shape=[filter_size * input.shape[1], num_filters], dtype=dtype)
+    pre_bias = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="sequence_conv", inputs={"X": input, "Filter": w},
+                     outputs={"Out": pre_bias},
+                     attrs={"contextStride": 1, "contextStart": start,
+                            "contextLength": filter_size})
+    return helper.append_activation(helper.append_bias_op(pre_bias))
+

@@ -1,0 +1,397 @@
+"""Sequence ops over LoD input: pool, softmax, expand, pad/unpad, reshape, conv.
+
+Every op here is ``lod_aware`` (see ``core/lod.py``): its kernel receives ``lod`` (input slot ->
+offsets) and returns the LoD of its outputs. Kernels are vectorised over all sequences at once
+(segment reductions with ``ufunc.reduceat``, gathers with one ragged index): no Python loop per
+sequence. ``off`` below is always the last LoD level's offsets as an int64 array, ``lens`` its
+differences. Empty sequences are allowed wherever fluid allows them.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from ..core.dtypes import VarType
+from ..core.registry import OpDef, VarSpec, register
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _off(op: str, lod: Any, slot: str = "X", level: int = -1) -> np.ndarray:
+    if not lod:
+        raise ValueError(f"{op}: input {slot} has no LoD; feed a LoDTensor "
+                         f"(fluid.create_lod_tensor(data, lengths, place)) to a variable declared "
+                         f"with lod_level >= 1")
+    return np.asarray(lod[level], dtype=np.int64)
+
+
+def _seg_reduce(ufunc: np.ufunc, x: np.ndarray, off: np.ndarray, empty: float) -> np.ndarray:
+    """``ufunc`` over each segment ``x[off[i]:off[i+1]]``; ``empty`` for empty segments."""
+    lens = np.diff(off)
+    if lens.size and lens.min() > 0:
+        return ufunc.reduceat(x, off[:-1], axis=0)
+    out = np.full((lens.size,) + x.shape[1:], empty, dtype=x.dtype)
+    nz = lens > 0
+    if nz.any():
+        out[nz] = ufunc.reduceat(x, off[:-1][nz], axis=0)
+    return out
+
+
+def _ragged_index(starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lens[i])`` over i, without a loop."""
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    out_starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    return np.repeat(starts - out_starts, lens) + np.arange(total)
+
+
+def _seg_ids(lens: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(lens.size), lens)
+
+
+def _offsets(lens: np.ndarray) -> Tuple[int, ...]:
+    return tuple(int(v) for v in np.concatenate([[0], np.cumsum(lens)]))
+
+
+def _rows(n: int, x: np.ndarray) -> np.ndarray:
+    """Per-row broadcast shape for a per-sequence scale."""
+    return np.asarray(n).reshape((-1,) + (1,) * (x.ndim - 1))
+
+
+# -- sequence_pool ----------------------------------------------------------------------------
+_POOLS = ("AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST")
+
+
+@register
+class SequencePool(OpDef):
+    """Out[i] = pool(X[off[i]:off[i+1]]) for pooltype SUM, AVERAGE (sum / len), SQRT
+    (sum / sqrt(len)), MAX (MaxIndex: the row of each maximum), LAST, FIRST; an empty sequence
+    gives ``pad_value``. Out's LoD is X's without its last level. dX spreads dOut back: SUM
+    repeats it, AVERAGE / SQRT scale it, MAX / LAST / FIRST route it to the chosen row."""
+    type, inputs, outputs = "sequence_pool", ("X",), ("Out", "MaxIndex?")
+    grad_uses = ("X", "MaxIndex")
+    lod_aware = True
+
+    def infer(self, X, *, pooltype):
+        if pooltype.upper() not in _POOLS:
+            raise ValueError(f"sequence_pool: pooltype must be one of {list(_POOLS)}, got "
+                             f"{pooltype!r}")
+        shape = (-1,) + tuple(X.shape[1:])
+        return {"Out": VarSpec(shape, X.dtype, max(X.lod_level - 1, 0)),
+                "MaxIndex": VarSpec(shape, VarType.INT32)}
+
+    def forward(self, X, lod=None, *, pooltype="AVERAGE", is_test=False, pad_value=0.0):
+        off = _off(self.type, (lod or {}).get("X"))
+        lens = np.diff(off)
+        kind = pooltype.upper()
+        max_index = None
+        if kind in ("SUM", "AVERAGE", "SQRT"):
+            out = _seg_reduce(np.add, X, off, 0.0)
+            if kind == "AVERAGE":
+                out = out / _rows(np.maximum(lens, 1), X).astype(X.dtype)
+            elif kind == "SQRT":
+                out = out / np.sqrt(_rows(np.maximum(lens, 1), X)).astype(X.dtype)
+        elif kind == "MAX":
+            out = _seg_reduce(np.maximum, X, off, 0.0)
+            max_index = self._argmax(X, off, lens, out)
+        elif kind in ("LAST", "FIRST"):
+            out = np.zeros((lens.size,) + X.shape[1:], X.dtype)
+            nz = lens > 0
+            out[nz] = X[off[1:][nz] - 1] if kind == "LAST" else X[off[:-1][nz]]
+        else:
+            raise ValueError(f"sequence_pool: unknown pooltype {pooltype!r}")
+        if pad_value and (lens == 0).any():
+            out[lens == 0] = pad_value
+        full = (lod or {}).get("X")
+        res: Dict[str, Any] = {"Out": out.astype(X.dtype, copy=False),
+                               "MaxIndex": max_index if max_index is not None
+                               else np.zeros(out.shape, np.int32)}
+        if full and len(full) > 1:
+            res["lod"] = {"Out": full[:-1]}
+        return res
+
+    @staticmethod
+    def _argmax(X: np.ndarray, off: np.ndarray, lens: np.ndarray, mx: np.ndarray) -> np.ndarray:
+        """The first row of each segment holding its maximum, per feature (absolute rows)."""
+        if X.shape[0] == 0:
+            return np.full(mx.shape, -1, np.int32)
+        rows = np.arange(X.shape[0]).reshape((-1,) + (1,) * (X.ndim - 1))
+        hit = X == np.repeat(mx, lens, axis=0)
+        cand = np.where(hit, rows, X.shape[0])
+        idx = _seg_reduce(np.minimum, cand, off, -1)
+        return idx.astype(np.int32)
+
+    def backward(self, X, MaxIndex, dOut, dMaxIndex=None, lod=None, *, pooltype="AVERAGE",
+                 is_test=False, pad_value=0.0):
+        off = _off(self.type, (lod or {}).get("X"))
+        lens = np.diff(off)
+        kind = pooltype.upper()
+        if kind in ("SUM", "AVERAGE", "SQRT"):
+            g = dOut
+            if kind == "AVERAGE":
+                g = dOut / _rows(np.maximum(lens, 1), dOut)
+            elif kind == "SQRT":
+                g = dOut / np.sqrt(_rows(np.maximum(lens, 1), dOut))
+            return {"X": np.repeat(g, lens, axis=0).astype(X.dtype, copy=False)}
+        dX = np.zeros_like(X)
+        nz = lens > 0
+        if kind == "MAX":
+            if MaxIndex is None:         # MaxIndex not kept by the program: recompute it
+                MaxIndex = self._argmax(X, off, lens, _seg_reduce(np.maximum, X, off, 0.0))
+            flat_idx = MaxIndex.reshape(MaxIndex.shape[0], -1)[nz]
+            cols = np.broadcast_to(np.arange(flat_idx.shape[1]), flat_idx.shape)
+            dX.reshape(X.shape[0], -1)[flat_idx, cols] = dOut.reshape(dOut.shape[0], -1)[nz]
+        else:
+            rows = off[1:][nz] - 1 if kind == "LAST" else off[:-1][nz]
+            dX[rows] = dOut[nz]
+        return {"X": dX}
+
+
+# -- sequence_softmax -------------------------------------------------------------------------
+@register
+class SequenceSoftmax(OpDef):
+    """Softmax over the rows of each sequence (X is [N] or [N, 1]); keeps X's LoD.
+    dX = Out * (dOut - segsum(dOut * Out))."""
+    type, inputs, outputs = "sequence_softmax", ("X",), ("Out",)
+    grad_uses = ("X", "Out")
+    lod_aware = True
+    extra_attrs = {"use_cudnn": False, "data_format": "AnyLayout"}
+
+    def infer(self, X):
+        if X.ndim == 2 and X.shape[1] not in (1, -1) or X.ndim > 2:
+            raise ValueError(f"sequence_softmax: X must be [N] or [N, 1], got {list(X.shape)}")
+        return {"Out": X}
+
+    def forward(self, X, lod=None):
+        full = (lod or {}).get("X")
+        off = _off(self.type, full)
+        lens = np.diff(off)
+        x = X.reshape(-1)
+        mx = _seg_reduce(np.maximum, x, off, 0.0)
+        e = np.exp(x - np.repeat(mx, lens))
+        s = _seg_reduce(np.add, e, off, 1.0)
+        return {"Out": (e / np.repeat(s, lens)).reshape(X.shape).astype(X.dtype, copy=False),
+                "lod": {"Out": full}}
+
+    def backward(self, X, Out, dOut, lod=None):
+        off = _off(self.type, (lod or {}).get("X"))
+        lens = np.diff(off)
+        o, d = Out.reshape(-1), dOut.reshape(-1)
+        s = _seg_reduce(np.add, d * o, off, 0.0)
+        return {"X": (o * (d - np.repeat(s, lens))).reshape(X.shape)}
+
+
+# -- sequence_expand / sequence_expand_as -----------------------------------------------------
+@register
+class SequenceExpand(OpDef):
+    """Repeat the i-th sequence of X (each row when X has no LoD) r_i times, r_i the length of
+    the i-th sequence of Y's LoD level ``ref_level`` (-1: the last). Out's LoD has one sequence
+    per repetition. dX sums dOut over the repetitions."""
+    type, inputs, outputs = "sequence_expand", ("X", "Y"), ("Out",)
+    grad_uses = ("X", "Y")
+    lod_aware = True
+
+    def infer(self, X, Y, *, ref_level):
+        return {"Out": VarSpec((-1,) + tuple(X.shape[1:]), X.dtype, max(X.lod_level, 1))}
+
+    def _index(self, X: np.ndarray, lod: Dict[str, Any], ref_level: int
+               ) -> Tuple[np.ndarray, np.ndarray]:
+        ylod = lod.get("Y")
+        if not ylod:
+            raise ValueError("sequence_expand: Y has no LoD; it gives the repeat counts")
+        level = ref_level if ref_level >= 0 else len(ylod) - 1
+        if not 0 <= level < len(ylod):
+            raise ValueError(f"sequence_expand: ref_level {ref_level} out of range for Y's "
+                             f"{len(ylod)} LoD level(s)")
+        reps = np.diff(np.asarray(ylod[level], np.int64))
+        xlod = lod.get("X")
+        xoff = np.asarray(xlod[-1], np.int64) if xlod else np.arange(X.shape[0] + 1)
+        if reps.size != xoff.size - 1:
+            raise ValueError(f"sequence_expand: X has {xoff.size - 1} sequences but Y's level "
+                             f"{level} has {reps.size}; they must match")
+        seq = np.repeat(np.arange(reps.size), reps)            # source sequence per output seq
+        xlens = np.diff(xoff)
+        out_lens = xlens[seq]
+        return _ragged_index(xoff[:-1][seq], out_lens), out_lens
+
+    def forward(self, X, Y, lod=None, *, ref_level=-1):
+        idx, out_lens = self._index(X, lod or {}, ref_level)
+        return {"Out": X[idx], "lod": {"Out": (_offsets(out_lens),)}}
+
+    def backward(self, X, Y, dOut, lod=None, *, ref_level=-1):
+        idx, _ = self._index(X, lod or {}, ref_level)
+        dX = np.zeros(X.shape, dOut.dtype)
+        np.add.at(dX, idx, dOut)
+        return {"X": dX}
+
+
+@register
+class SequenceExpandAs(OpDef):
+    """Row i of X is repeated len_i times, len_i the length of Y's i-th (last-level) sequence;
+    Out takes Y's last LoD level. dX[i] = sum of dOut over Y's i-th sequence."""
+    type, inputs, outputs = "sequence_expand_as", ("X", "Y"), ("Out",)
+    grad_uses = ("X", "Y")
+    lod_aware = True
+
+    def infer(self, X, Y):
+        return {"Out": VarSpec((-1,) + tuple(X.shape[1:]), X.dtype, 1)}
+
+    def forward(self, X, Y, lod=None):
+        yoff = _off(self.type, (lod or {}).get("Y"), "Y")
+        if yoff.size - 1 != X.shape[0]:
+            raise ValueError(f"sequence_expand_as: X has {X.shape[0]} rows but Y has "
+                             f"{yoff.size - 1} sequences; they must match")
+        return {"Out": np.repeat(X, np.diff(yoff), axis=0), "lod": {"Out": (tuple(yoff),)}}
+
+    def backward(self, X, Y, dOut, lod=None):
+        yoff = _off(self.type, (lod or {}).get("Y"), "Y")
+        return {"X": _seg_reduce(np.add, dOut, yoff, 0.0).astype(X.dtype, copy=False)}
+
+
+# -- sequence_pad / sequence_unpad ------------------------------------------------------------
+def _pad_index(lens: np.ndarray, width: int) -> np.ndarray:
+    """Flat positions in a [num_seqs, width] grid of each row of the concatenated sequences."""
+    return _ragged_index(np.arange(lens.size) * width, lens)
+
+
+@register
+class SequencePad(OpDef):
+    """Out[i, t] = X[off[i] + t] for t < len_i, else PadValue (a scalar or one row);
+    ``padded_length`` -1 pads to the longest sequence. Length[i] = len_i. dX gathers dOut."""
+    type, inputs, outputs = "sequence_pad", ("X", "PadValue"), ("Out", "Length")
+    grad_uses = ("X", "PadValue")
+    lod_aware = True
+
+    def infer(self, X, PadValue, *, padded_length):
+        return {"Out": VarSpec((-1, padded_length) + tuple(X.shape[1:]), X.dtype),
+                "Length": VarSpec((-1,), VarType.INT64)}
+
+    def forward(self, X, PadValue, lod=None, *, padded_length=-1):
+        off = _off(self.type, (lod or {}).get("X"))
+        lens = np.diff(off)
+        width = int(lens.max(initial=0)) if padded_length < 0 else int(padded_length)
+        if lens.size and lens.max() > width:
+            raise ValueError(f"sequence_pad: padded_length {padded_length} is shorter than the "
+                             f"longest sequence ({int(lens.max())})")
+        feat = X.shape[1:]
+        pad = np.asarray(PadValue, X.dtype)
+        out = np.empty((lens.size * width,) + feat, X.dtype)
+        out[...] = pad.reshape(()) if pad.size == 1 else pad.reshape(feat)
+        out[_pad_index(lens, width)] = X
+        return {"Out": out.reshape((lens.size, width) + feat), "Length": lens.astype(np.int64)}
+
+    def backward(self, X, PadValue, dOut, dLength=None, lod=None, *, padded_length=-1):
+        off = _off(self.type, (lod or {}).get("X"))
+        lens = np.diff(off)
+        flat = dOut.reshape((-1,) + dOut.shape[2:])
+        # fluid gives PadValue no gradient: it is a constant of the padding
+        return {"X": flat[_pad_index(lens, dOut.shape[1])], "PadValue": np.zeros_like(PadValue)}
+
+
+@register
+class SequenceUnpad(OpDef):
+    """The inverse of sequence_pad: Out = the first Length[i] rows of X[i], concatenated, with
+    LoD from Length. dX scatters dOut into zeros."""
+    type, inputs, outputs = "sequence_unpad", ("X", "Length"), ("Out",)
+    grad_uses = ("X", "Length")
+    lod_aware = True
+
+    def infer(self, X, Length):
+        return {"Out": VarSpec((-1,) + tuple(X.shape[2:]), X.dtype, 1)}
+
+    def forward(self, X, Length, lod=None):
+        lens = np.asarray(Length, np.int64).reshape(-1)
+        if lens.size != X.shape[0] or (lens.size and (lens.min() < 0 or lens.max() > X.shape[1])):
+            raise ValueError(f"sequence_unpad: Length {lens.tolist()} does not fit X of shape "
+                             f"{list(X.shape)}")
+        flat = X.reshape((-1,) + X.shape[2:])
+        return {"Out": flat[_pad_index(lens, X.shape[1])], "lod": {"Out": (_offsets(lens),)}}
+
+    def backward(self, X, Length, dOut, lod=None):
+        lens = np.asarray(Length, np.int64).reshape(-1)
+        dX = np.zeros((X.shape[0] * X.shape[1],) + X.shape[2:], dOut.dtype)
+        dX[_pad_index(lens, X.shape[1])] = dOut
+        return {"X": dX.reshape(X.shape)}
+
+
+# -- sequence_reshape -------------------------------------------------------------------------
+@register
+class SequenceReshape(OpDef):
+    """Each sequence of X [N, D] (len_i * D values) becomes len_i * D / new_dim rows of width
+    ``new_dim``; the data is one reshape, the LoD offsets scale by D / new_dim."""
+    type, inputs, outputs = "sequence_reshape", ("X",), ("Out",)
+    grad_uses = ("X",)
+    lod_aware = True
+
+    def infer(self, X, *, new_dim):
+        if X.ndim != 2:
+            raise ValueError(f"sequence_reshape: X must be 2-D [N, D], got {list(X.shape)}")
+        return {"Out": VarSpec((-1, new_dim), X.dtype, X.lod_level)}
+
+    def forward(self, X, lod=None, *, new_dim=1):
+        full = (lod or {}).get("X")
+        off = _off(self.type, full)
+        total = off * X.shape[1]
+        if (total % new_dim).any():
+            raise ValueError(f"sequence_reshape: a sequence of {X.shape[1]}-wide rows does not "
+                             f"split into rows of width {new_dim} (lengths "
+                             f"{np.diff(off).tolist()})")
+        return {"Out": X.reshape(-1, new_dim),
+                "lod": {"Out": tuple(full[:-1]) + (tuple(total // new_dim),)}}
+
+    def backward(self, X, dOut, lod=None, *, new_dim=1):
+        return {"X": dOut.reshape(X.shape)}
+
+
+# -- sequence_conv ----------------------------------------------------------------------------
+def _context(X: np.ndarray, off: np.ndarray, length: int, start: int
+             ) -> Tuple[np.ndarray, np.ndarray]:
+    """For each row t and context slot j: the source row t + start + j and whether it lies in
+    t's own sequence (rows outside read zeros, fluid's padding)."""
+    lens = np.diff(off)
+    seq = _seg_ids(lens)
+    rows = np.arange(X.shape[0])[:, None] + start + np.arange(length)[None, :]
+    valid = (rows >= off[:-1][seq][:, None]) & (rows < off[1:][seq][:, None])
+    return np.where(valid, rows, 0), valid
+
+
+@register
+class SequenceConv(OpDef):
+    """Out[t] = concat_j X[t + contextStart + j] (zeros outside t's sequence, j < contextLength)
+    @ Filter, Filter [contextLength * D, M]; keeps X's LoD. Gradients: dFilter = colsᵀ dOut,
+    dX scatter-adds (dOut Filterᵀ) back to the source rows."""
+    type, inputs, outputs = "sequence_conv", ("X", "Filter", "PaddingData?"), ("Out",)
+    grad_uses = ("X", "Filter")
+    lod_aware = True
+
+    def infer(self, X, Filter, PaddingData, *, contextLength):
+        if X.ndim != 2 or Filter.ndim != 2:
+            raise ValueError("sequence_conv: X must be [N, D] and Filter [contextLength * D, M]")
+        if X.shape[1] >= 0 and Filter.shape[0] >= 0 and \
+                Filter.shape[0] != contextLength * X.shape[1]:
+            raise ValueError(f"sequence_conv: Filter height {Filter.shape[0]} must be "
+                             f"contextLength * D = {contextLength} * {X.shape[1]}")
+        return {"Out": VarSpec((-1, Filter.shape[1]), X.dtype, max(X.lod_level, 1))}
+
+    def _cols(self, X: np.ndarray, lod: Any, contextLength: int, contextStart: int,
+              contextStride: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if contextStride != 1:
+            raise ValueError("sequence_conv: only contextStride = 1 is supported (as in fluid)")
+        full = (lod or {}).get("X")
+        idx, valid = _context(X, _off(self.type, full), contextLength, contextStart)
+        cols = X[idx] * valid[:, :, None].astype(X.dtype)
+        return cols.reshape(X.shape[0], -1), idx, valid
+
+    def forward(self, X, Filter, PaddingData=None, lod=None, *, contextLength=3,
+                contextStart=0, contextStride=1, paddingTrainable=False):
+        cols, _, _ = self._cols(X, lod, contextLength, contextStart, contextStride)
+        return {"Out": (cols @ Filter).astype(X.dtype, copy=False), "lod": {"Out": lod["X"]}}
+
+    def backward(self, X, Filter, dOut, lod=None, *, contextLength=3, contextStart=0,
+                 contextStride=1, paddingTrainable=False):
+        cols, idx, valid = self._cols(X, lod, contextLength, contextStart, contextStride)
+        dcols = (dOut @ Filter.T).reshape(X.shape[0], contextLength, X.shape[1])
+        dX = np.zeros_like(X)
+        np.add.at(dX, idx[valid], dcols[valid])
+        return {"X": dX, "Filter": (cols.T @ dOut).astype(Filter.dtype, copy=False)}

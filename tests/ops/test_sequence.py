@@ -1,0 +1,220 @@
+"""Sequence ops on ragged batches: outputs against per-sequence NumPy references (loops are
+fine here, the kernels are vectorised), LoD of the outputs, and numeric gradient checks."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.testing import assert_grads_close
+
+RNG = np.random.default_rng(0)
+LENS = [3, 0, 1, 4]                       # an empty sequence included
+
+
+def _lod_tensor(arr, lens):
+    return fluid.create_lod_tensor(np.asarray(arr), [list(lens)], fluid.CPUPlace())
+
+
+def _build(op_type, inputs, attrs, outs, lod_levels):
+    """One-op program; ``inputs``: slot -> (array, lens or None); returns program, feed, outs."""
+    prog = fluid.Program()
+    block = prog.global_block()
+    feed, in_vars = {}, {}
+    for slot, (arr, lens) in inputs.items():
+        name = slot.lower()
+        v = block.create_var(name=name, shape=arr.shape, dtype=arr.dtype, is_data=True,
+                             lod_level=lod_levels.get(slot, 0), stop_gradient=False)
+        feed[name] = _lod_tensor(arr, lens) if lens is not None else arr
+        in_vars[slot] = v
+    opdef = fluid.core.registry.get_op_def(op_type)
+    required = [s.name for s in opdef.out_slots if not s.dispensable]
+    out_vars = {s: block.create_var(name=s.lower() + "_out") for s in list(outs) + required}
+    with fluid.program_guard(prog, fluid.Program()):
+        block.append_op(op_type, in_vars, out_vars, dict(attrs))
+    return prog, feed, out_vars
+
+
+def run(op_type, inputs, attrs=None, outs=("Out",), lod_levels=None):
+    lod_levels = lod_levels or {s: 1 for s, (_, l) in inputs.items() if l is not None}
+    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, outs, lod_levels)
+    return fluid.Executor().run(prog, feed=feed, fetch_list=[out_vars[s] for s in outs],
+                                scope=fluid.Scope(), return_numpy=False)
+
+
+def check_grad(op_type, inputs, wrt, attrs=None, out="Out", delta=1e-3, tol=5e-3):
+    """Analytic gradient of sum(Out * P) (P random) vs central differences, for slot ``wrt``."""
+    inputs = {s: (a.astype(np.float64) if a.dtype.kind == "f" else a, l)
+              for s, (a, l) in inputs.items()}
+    lod_levels = {s: 1 for s, (_, l) in inputs.items() if l is not None}
+    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, [out], lod_levels)
+    exe, o = fluid.Executor(), out_vars[out]
+    shape = np.asarray(exe.run(prog, feed=feed, fetch_list=[o], scope=fluid.Scope())[0]).shape
+    with fluid.program_guard(prog, fluid.Program()):
+        p = fluid.data(name="proj", shape=list(shape), dtype="float64")
+        loss = fluid.layers.reduce_sum(fluid.layers.elementwise_mul(o, p))
+        x = prog.global_block().var(wrt.lower())
+        grad, = fluid.gradients(loss, [x])
+    feed["proj"] = np.random.default_rng(3).uniform(-1, 1, shape)
+    analytic = exe.run(prog, feed=feed, fetch_list=[grad], scope=fluid.Scope())[0]
+    arr, lens = inputs[wrt]
+    numeric = np.zeros_like(arr)
+    flat, gflat = arr.reshape(-1), numeric.reshape(-1)
+
+    def f():
+        fd = dict(feed, **{wrt.lower(): _lod_tensor(arr, lens) if lens is not None else arr})
+        return float(np.asarray(exe.run(prog, feed=fd, fetch_list=[loss], scope=fluid.Scope())[0]).reshape(-1)[0])
+
+    for i in range(flat.size):
+        orig = flat[i]
+        flat[i] = orig + delta
+        hi = f()
+        flat[i] = orig - delta
+        lo = f()
+        flat[i] = orig
+        gflat[i] = (hi - lo) / (2 * delta)
+    assert_grads_close(analytic, numeric, tol, f"{op_type} d{wrt}")
+
+
+def _x(lens=LENS, width=3):
+    return RNG.uniform(-1, 1, (sum(lens), width))
+
+
+def _split(x, lens):
+    return np.split(x, np.cumsum(lens)[:-1])
+
+
+# -- sequence_pool ----------------------------------------------------------------------------
+POOL_REF = {
+    "SUM": lambda s: s.sum(0), "AVERAGE": lambda s: s.mean(0),
+    "SQRT": lambda s: s.sum(0) / np.sqrt(len(s)), "MAX": lambda s: s.max(0),
+    "LAST": lambda s: s[-1], "FIRST": lambda s: s[0],
+}
+
+
+@pytest.mark.parametrize("pooltype", sorted(POOL_REF))
+def test_sequence_pool_matches_reference(pooltype):
+    x = _x()
+    out, = run("sequence_pool", {"X": (x, LENS)}, {"pooltype": pooltype, "pad_value": 0.5})
+    want = np.stack([POOL_REF[pooltype](s) if len(s) else np.full(3, 0.5)
+                     for s in _split(x, LENS)])
+    np.testing.assert_allclose(np.array(out), want, rtol=1e-6)
+    assert out.lod() == []
+
+
+@pytest.mark.parametrize("pooltype", sorted(POOL_REF))
+def test_sequence_pool_grad(pooltype):
+    check_grad("sequence_pool", {"X": (_x(), LENS)}, "X", {"pooltype": pooltype})
+
+
+def test_sequence_pool_two_levels_keeps_upper_level():
+    x = _x([1, 2, 2], 2)
+    t = fluid.create_lod_tensor(x, [[2, 1], [1, 2, 2]], None)
+    prog, feed, outs = _build("sequence_pool", {"X": (x, [1, 2, 2])}, {"pooltype": "SUM"},
+                              ["Out"], {"X": 2})
+    feed["x"] = t
+    out, = fluid.Executor().run(prog, feed=feed, fetch_list=[outs["Out"]], return_numpy=False,
+                                scope=fluid.Scope())
+    assert out.lod() == [[0, 2, 3]]
+    np.testing.assert_allclose(np.array(out), [x[0], x[1] + x[2], x[3] + x[4]])
+
+
+def test_sequence_pool_without_lod_says_what_to_do():
+    with pytest.raises(ValueError, match="has no LoD"):
+        run("sequence_pool", {"X": (_x(), None)}, {"pooltype": "SUM"}, lod_levels={"X": 1})
+
+
+# -- sequence_softmax -------------------------------------------------------------------------
+def test_sequence_softmax():
+    x = _x(width=1)
+    out, = run("sequence_softmax", {"X": (x, LENS)})
+    want = np.concatenate([np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                           for s in _split(x, LENS) if len(s)])
+    np.testing.assert_allclose(np.array(out), want, rtol=1e-6)
+    assert out.recursive_sequence_lengths() == [LENS]
+    check_grad("sequence_softmax", {"X": (x, LENS)}, "X")
+
+
+# -- sequence_expand / expand_as --------------------------------------------------------------
+def test_sequence_expand_with_x_lod():
+    x = _x([2, 1], 2)
+    y = _x([2, 0], 1)
+    out, = run("sequence_expand", {"X": (x, [2, 1]), "Y": (y, [2, 0])}, {"ref_level": 0})
+    np.testing.assert_allclose(np.array(out), np.concatenate([x[:2], x[:2]]))
+    assert out.recursive_sequence_lengths() == [[2, 2]]
+    check_grad("sequence_expand", {"X": (_x([2, 1, 3], 2), [2, 1, 3]),
+                                   "Y": (_x([2, 0, 3], 1), [2, 0, 3])}, "X")
+
+
+def test_sequence_expand_rows_without_x_lod():
+    x = _x([3], 2)
+    out, = run("sequence_expand", {"X": (x, None), "Y": (_x([2, 0, 3], 1), [2, 0, 3])},
+               lod_levels={"Y": 1})
+    np.testing.assert_allclose(np.array(out), x[[0, 0, 2, 2, 2]])
+    assert out.recursive_sequence_lengths() == [[1, 1, 1, 1, 1]]
+
+
+def test_sequence_expand_as():
+    x = _x([4], 3)
+    out, = run("sequence_expand_as", {"X": (x, None), "Y": (_x(LENS, 1), LENS)},
+               lod_levels={"Y": 1})
+    np.testing.assert_allclose(np.array(out), np.repeat(x, LENS, axis=0))
+    assert out.recursive_sequence_lengths() == [LENS]
+    check_grad("sequence_expand_as", {"X": (x, None), "Y": (_x(LENS, 1), LENS)}, "X")
+
+
+# -- sequence_pad / unpad ---------------------------------------------------------------------
+def test_sequence_pad_and_unpad_round_trip():
+    x = _x()
+    pad = np.array([9.0])
+    out, length = run("sequence_pad", {"X": (x, LENS), "PadValue": (pad, None)},
+                      {"padded_length": 5}, outs=("Out", "Length"), lod_levels={"X": 1})
+    out = np.array(out)
+    assert out.shape == (4, 5, 3)
+    np.testing.assert_array_equal(np.array(length), LENS)
+    for i, s in enumerate(_split(x, LENS)):
+        np.testing.assert_allclose(out[i, :len(s)], s)
+        assert (out[i, len(s):] == 9.0).all()
+    back, = run("sequence_unpad", {"X": (out, None), "Length": (np.array(LENS), None)})
+    np.testing.assert_allclose(np.array(back), x)
+    assert back.recursive_sequence_lengths() == [LENS]
+    check_grad("sequence_pad", {"X": (x, LENS), "PadValue": (pad, None)}, "X",
+               {"padded_length": -1})
+    check_grad("sequence_unpad", {"X": (out, None), "Length": (np.array(LENS), None)}, "X")
+
+
+def test_sequence_pad_too_short_is_an_error():
+    with pytest.raises(ValueError, match="shorter than the longest"):
+        run("sequence_pad", {"X": (_x(), LENS), "PadValue": (np.array([0.0]), None)},
+            {"padded_length": 2}, outs=("Out", "Length"), lod_levels={"X": 1})
+
+
+# -- sequence_reshape -------------------------------------------------------------------------
+def test_sequence_reshape():
+    x = _x([2, 0, 4], 3)
+    out, = run("sequence_reshape", {"X": (x, [2, 0, 4])}, {"new_dim": 6})
+    np.testing.assert_allclose(np.array(out), x.reshape(-1, 6))
+    assert out.recursive_sequence_lengths() == [[1, 0, 2]]
+    check_grad("sequence_reshape", {"X": (x, [2, 0, 4])}, "X", {"new_dim": 6})
+    with pytest.raises(ValueError, match="does not split"):
+        run("sequence_reshape", {"X": (_x([1, 2], 3), [1, 2])}, {"new_dim": 2})
+
+
+# -- sequence_conv ----------------------------------------------------------------------------
+def _seq_conv_ref(x, lens, w, length, start):
+    out = []
+    for s in _split(x, lens):
+        for t in range(len(s)):
+            ctx = [s[t + start + j] if 0 <= t + start + j < len(s) else np.zeros(x.shape[1])
+                   for j in range(length)]
+            out.append(np.concatenate(ctx) @ w)
+    return np.array(out).reshape(-1, w.shape[1])
+
+
+def test_sequence_conv():
+    x, w = _x(), RNG.uniform(-1, 1, (9, 2))
+    attrs = {"contextLength": 3, "contextStart": -1, "contextStride": 1}
+    out, = run("sequence_conv", {"X": (x, LENS), "Filter": (w, None)}, attrs,
+               lod_levels={"X": 1})
+    np.testing.assert_allclose(np.array(out), _seq_conv_ref(x, LENS, w, 3, -1), rtol=1e-6)
+    assert out.recursive_sequence_lengths() == [LENS]
+    for slot in ("X", "Filter"):
+        check_grad("sequence_conv", {"X": (x, LENS), "Filter": (w, None)}, slot, attrs)
