@@ -1,4 +1,5 @@
-"""``CompiledProgram`` and strategies: accepted and run single-device on the CPU."""
+"""``CompiledProgram`` and strategies. ``with_data_parallel`` is data parallel across the
+processes of an MPI launch (``fluidlite.distributed``); alone it runs the program unchanged."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -24,12 +25,54 @@ class CompiledProgram:
             raise TypeError(f"CompiledProgram expects a Program, got {type(program_or_graph)}")
         self._program = program_or_graph
         self._build_strategy = build_strategy
+        self._data_parallel = False
+        self._loss_name: Optional[str] = None
 
     def with_data_parallel(self, loss_name: Optional[str] = None,
                            build_strategy: Optional[BuildStrategy] = None,
                            exec_strategy: Optional[ExecutionStrategy] = None,
                            share_vars_from: Any = None, places: Any = None) -> "CompiledProgram":
+        """Data parallel over the processes of an MPI launch (``mpirun -n N`` or
+        ``python -m fluidlite.distributed.launch``): the compiled program is a copy of the
+        program with every gradient all-reduced and scaled by 1/N right after the backward ops
+        (before clip, regularization and update; the Program you built is not changed), and the
+        parameters in the global scope are broadcast from rank 0 now — so run the startup
+        program first, as fluid scripts do. Each process feeds its own shard. Alone (one
+        process) nothing changes. ``places`` is ignored: one CPU per process."""
+        from .distributed import comm, data_parallel
+        world = comm.world()
+        if world.size == 1 or self._data_parallel:
+            self._data_parallel = True
+            return self
+        program = self._program.clone()
+        pairs = data_parallel.insert_before_optimize(program, world)
+        _broadcast_parameters([p for p, _ in pairs], world)
+        self._program = program
+        self._data_parallel = True
+        self._loss_name = loss_name
         return self
+
+
+def _broadcast_parameters(params: Any, world: Any) -> None:
+    """Rank 0's values of ``params`` in the global scope, on every rank (a
+    program of ``c_broadcast`` ops run by an Executor)."""
+    from .core import rewrite
+    from .core.ir import OpRole
+    from .core.scope import CPUPlace, global_scope
+    from .executor import Executor
+    scope = global_scope()
+    missing = [p.name for p in params if scope.find_var(p.name) is None]
+    if missing:
+        raise RuntimeError(f"with_data_parallel: parameters {missing[:3]} are not initialized: "
+                           f"run the startup program before compiling with data parallel "
+                           f"(rank 0's parameters are broadcast to every rank)")
+    prog = Program()
+    block = prog.global_block()
+    with rewrite.role(prog, OpRole.Forward, name_scope="data_parallel"):
+        for p in params:
+            v = block.create_var(name=p.name, shape=p.shape, dtype=p.dtype, persistable=True)
+            rewrite.append(block, "c_broadcast", {"X": v}, {"Out": v}, {"root": 0})
+    Executor(CPUPlace()).run(prog, scope=scope)
 
 
 class ParallelExecutor:

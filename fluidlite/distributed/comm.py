@@ -1,0 +1,239 @@
+"""Communicators: one per ``ring_id``, on MPI (Open MPI through mpi4py) or a single process.
+
+Inside an MPI launch (``mpirun`` / ``python -m fluidlite.distributed.launch``: the environment
+has ``OMPI_COMM_WORLD_SIZE``, ``PMI_SIZE`` or ``PMIX_RANK``) ring 0 is ``MPI.COMM_WORLD`` and
+every other ring is a duplicate of it created by ``c_comm_init``. Outside one there is one
+process and every collective is the identity, so the same script runs alone. mpi4py is
+imported only inside a launch (importing it initialises MPI).
+
+Hot-path collectives use mpi4py's buffer interface on contiguous NumPy arrays (upper-case
+``Iallreduce`` / ``Ibcast`` / ...; no pickling). Each waits with a bounded timeout
+(``FLUIDLITE_COLLECTIVE_TIMEOUT`` seconds, default 300): where MPI would wait forever for a rank
+that stopped, the waiting rank raises naming the collective. Any uncaught exception on a rank
+aborts the whole job (``MPI_Abort``) after logging which rank failed, so the other ranks exit
+promptly instead of hanging in their next collective; ``mpirun`` names the aborting rank too.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+__all__ = ["Communicator", "get", "init_ring", "world", "in_mpi_launch", "stats", "reset_stats",
+           "CollectiveTimeout"]
+
+_log = logging.getLogger("fluidlite")
+_ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
+_ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+_SPIN_SECONDS = 0.002        # busy-poll this long before sleeping between tests (latency)
+_SLEEP_SECONDS = 0.0002      # then poll at this period (leaves the core to a busy neighbour)
+
+_lock = threading.Lock()
+_rings: Dict[int, "Communicator"] = {}
+# time and bytes spent in hot-path collectives, for benchmarks and profiles
+_stats: Dict[str, float] = {"calls": 0, "seconds": 0.0, "bytes": 0}
+
+
+class CollectiveTimeout(RuntimeError):
+    """A collective waited longer than ``FLUIDLITE_COLLECTIVE_TIMEOUT``: a rank stopped."""
+
+
+def _env_int(names: Any) -> Optional[int]:
+    for n in names:
+        v = os.environ.get(n)
+        if v is not None and v.strip().lstrip("-").isdigit():
+            return int(v)
+    return None
+
+
+def in_mpi_launch() -> bool:
+    """True inside an MPI launch with more than one process (see the module docstring)."""
+    size = _env_int(_ENV_SIZE)
+    return size is not None and size > 1
+
+
+def env_rank_size() -> "tuple[int, int]":
+    """(rank, size) from the launcher's environment, without initialising MPI; (0, 1) alone."""
+    if not in_mpi_launch():
+        return 0, 1
+    return _env_int(_ENV_RANK) or 0, _env_int(_ENV_SIZE) or 1
+
+
+def timeout_seconds() -> float:
+    try:
+        return float(os.environ.get("FLUIDLITE_COLLECTIVE_TIMEOUT", "300"))
+    except ValueError:
+        return 300.0
+
+
+def stats() -> Dict[str, float]:
+    """A copy of the hot-path collective counters: calls, seconds, bytes."""
+    return dict(_stats)
+
+
+def reset_stats() -> None:
+    _stats.update(calls=0, seconds=0.0, bytes=0)
+
+
+class Communicator:
+    """One ring: ``rank``, ``size`` and the collectives the ``c_*`` kernels call. A
+    single-process communicator (``mpi_comm is None``) returns its inputs unchanged."""
+
+    def __init__(self, ring_id: int, mpi_comm: Any = None) -> None:
+        self.ring_id = ring_id
+        self.mpi_comm = mpi_comm
+        self.rank = 0 if mpi_comm is None else mpi_comm.Get_rank()
+        self.size = 1 if mpi_comm is None else mpi_comm.Get_size()
+
+    def __repr__(self) -> str:
+        return f"Communicator(ring_id={self.ring_id}, rank={self.rank}, size={self.size})"
+
+    # -- hot path: buffers, no pickling ----------------------------------------------------
+    def allreduce(self, x: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise reduction (sum/max/min/prod) of ``x`` over every rank."""
+        if self.mpi_comm is None:
+            return x
+        from mpi4py import MPI
+        x = np.ascontiguousarray(x)
+        out = np.empty_like(x)
+        mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
+        self._wait(lambda: self.mpi_comm.Iallreduce(x, out, mpi_op), f"c_allreduce_{op}", x)
+        return out
+
+    def broadcast(self, x: np.ndarray, root: int = 0) -> np.ndarray:
+        """Rank ``root``'s ``x`` on every rank (shape and dtype must agree)."""
+        if self.mpi_comm is None:
+            return x
+        self._check_root(root)
+        buf = np.array(x, copy=True, order="C")
+        self._wait(lambda: self.mpi_comm.Ibcast(buf, root=root), "c_broadcast", buf)
+        return buf
+
+    def allgather(self, x: np.ndarray) -> np.ndarray:
+        """Every rank's ``x`` concatenated along axis 0, in rank order."""
+        if self.mpi_comm is None:
+            return x
+        x = np.ascontiguousarray(x)
+        out = np.empty((self.size * x.shape[0],) + x.shape[1:], dtype=x.dtype) if x.ndim else \
+            np.empty((self.size,), dtype=x.dtype)
+        self._wait(lambda: self.mpi_comm.Iallgather(x, out), "c_allgather", x)
+        return out
+
+    def reducescatter(self, x: np.ndarray) -> np.ndarray:
+        """The sum over ranks of ``x``, split along axis 0 into ``size`` equal blocks: this
+        rank's block."""
+        if self.mpi_comm is None:
+            return x
+        from mpi4py import MPI
+        x = np.ascontiguousarray(x)
+        if x.ndim == 0 or x.shape[0] % self.size:
+            raise ValueError(f"c_reducescatter: the first dimension of X {list(x.shape)} must "
+                             f"be divisible by the number of ranks {self.size}")
+        out = np.empty((x.shape[0] // self.size,) + x.shape[1:], dtype=x.dtype)
+        self._wait(lambda: self.mpi_comm.Ireduce_scatter_block(x, out, MPI.SUM),
+                   "c_reducescatter", x)
+        return out
+
+    def barrier(self) -> None:
+        if self.mpi_comm is not None:
+            self._wait(self.mpi_comm.Ibarrier, "barrier", None)
+
+    # -- setup time only (pickled objects) -------------------------------------------------
+    def allgather_object(self, obj: Any) -> List[Any]:
+        """Every rank's ``obj`` (pickled; for start-up checks, never per step)."""
+        if self.mpi_comm is None:
+            return [obj]
+        return self.mpi_comm.allgather(obj)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _check_root(self, root: int) -> None:
+        if not 0 <= root < self.size:
+            raise ValueError(f"c_broadcast: root {root} is not a rank of ring {self.ring_id} "
+                             f"(ranks 0..{self.size - 1})")
+
+    def _wait(self, start: Callable[[], Any], what: str, x: Optional[np.ndarray]) -> None:
+        """Start a non-blocking collective and wait for it: spin briefly, then poll slowly, up
+        to the timeout (MPI's own wait has none)."""
+        t0 = time.perf_counter()
+        req = start()
+        limit = timeout_seconds()
+        while not req.Test():
+            waited = time.perf_counter() - t0
+            if waited > limit:
+                raise CollectiveTimeout(
+                    f"{what} on ring {self.ring_id}: rank {self.rank} of {self.size} waited "
+                    f"{waited:.0f} s (FLUIDLITE_COLLECTIVE_TIMEOUT) for the other ranks; one of "
+                    f"them stopped or runs a different program")
+            if waited > _SPIN_SECONDS:
+                time.sleep(_SLEEP_SECONDS)
+        _stats["calls"] += 1
+        _stats["seconds"] += time.perf_counter() - t0
+        _stats["bytes"] += 0 if x is None else x.nbytes
+
+
+def _abort_on_uncaught(rank: int, size: int) -> None:
+    """Install a ``sys.excepthook`` that logs the failing rank and aborts every rank."""
+    previous = sys.excepthook
+
+    def hook(tp: Any, value: Any, tb: Any) -> None:
+        previous(tp, value, tb)
+        sys.stderr.write(f"fluidlite.distributed: rank {rank} of {size} failed with "
+                         f"{tp.__name__}: {value}; aborting all ranks\n")
+        sys.stderr.flush()
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Abort(1)
+
+    sys.excepthook = hook
+
+
+def world() -> Communicator:
+    """Ring 0: ``MPI.COMM_WORLD`` inside a launch, a single-process communicator otherwise."""
+    with _lock:
+        comm = _rings.get(0)
+        if comm is None:
+            if in_mpi_launch():
+                from mpi4py import MPI
+                comm = Communicator(0, MPI.COMM_WORLD)
+                _abort_on_uncaught(comm.rank, comm.size)
+            else:
+                comm = Communicator(0)
+            _rings[0] = comm
+        return comm
+
+
+def init_ring(ring_id: int, nranks: int = 0, rank: int = -1) -> Communicator:
+    """Create ring ``ring_id`` (``c_comm_init``): a duplicate of the world communicator, so
+    collectives on different rings never match each other. Idempotent per ring. ``nranks`` /
+    ``rank`` (when given) must agree with the launch."""
+    base = world()
+    if nranks > 0 and nranks != base.size:
+        raise ValueError(f"c_comm_init: ring {ring_id} declares nranks={nranks}, but this launch "
+                         f"has {base.size} process(es); launch with -n {nranks}")
+    if rank >= 0 and rank != base.rank:
+        raise ValueError(f"c_comm_init: ring {ring_id} declares rank={rank}, but this process "
+                         f"is rank {base.rank} of the launch")
+    with _lock:
+        comm = _rings.get(ring_id)
+        if comm is None:
+            comm = _rings[ring_id] = Communicator(
+                ring_id, None if base.mpi_comm is None else base.mpi_comm.Dup())
+        return comm
+
+
+def get(ring_id: int = 0) -> Communicator:
+    """The communicator of ``ring_id`` (ring 0 is created on first use; others by
+    ``c_comm_init`` in the startup program)."""
+    if ring_id == 0:
+        return world()
+    comm = _rings.get(ring_id)
+    if comm is None:
+        if world().mpi_comm is None:        # alone: every ring is the identity
+            return init_ring(ring_id)
+        raise RuntimeError(f"ring_id {ring_id} has no communicator: run the startup program "
+                           f"(its c_comm_init creates ring {ring_id}) before the main program")
+    return comm

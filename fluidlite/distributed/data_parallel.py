@@ -1,0 +1,172 @@
+"""The data-parallel pass: all-reduce every gradient, broadcast parameters at start-up.
+
+Where the ops go (the clip ordering is the point of the pass)::
+
+    forward ... backward                    (each rank: its shard of the batch, mean loss)
+    c_sync_calc_stream(g) -> g              Backward role, op_role_var [p, g]
+    c_allreduce_sum(g) -> g                 Backward role (fluid's collective transpiler)
+    scale(g, 1/nranks) -> g                 Backward role: g is now the mean over ranks
+    c_sync_comm_stream(grads) -> grads      Backward role
+    clip / regularization / update          Optimize role: every rank sees the same averaged
+                                            gradients, so GradientClipByGlobalNorm computes the
+                                            global norm of the averaged gradients everywhere
+
+and in the startup program, after the initializers: ``c_gen_nccl_id`` + ``c_comm_init`` per ring,
+then ``c_broadcast(p, root=0)`` for every parameter, so the ranks start identical whatever their
+seeds. With ``nrings > 1`` the gradients alternate between rings as in fluid.
+
+``apply`` runs between ``Optimizer.backward`` and ``Optimizer._apply_optimize`` (fleet's
+``minimize``); ``insert_before_optimize`` does the same on a program that already has its
+optimizer ops (``CompiledProgram.with_data_parallel``). Before inserting anything, the ranks
+exchange the list of gradients (names, shapes, dtypes) and every rank raises on the first
+difference, so mismatched programs fail at build time instead of deadlocking later.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+from ..core import rewrite
+from ..core.dtypes import VarType
+from ..core.ir import OpRole, Parameter, Program, Variable
+from . import comm as comm_mod
+
+__all__ = ["apply", "insert_allreduce", "insert_broadcast", "insert_before_optimize",
+           "check_same_gradients"]
+
+Pairs = List[Tuple[Parameter, Optional[Variable]]]
+_SCOPE = "data_parallel"
+
+
+def _signature(pairs: Sequence[Tuple[Any, Any]]) -> List[Tuple[str, str, Tuple[int, ...], str]]:
+    return [(p.name, g.name, tuple(g.shape or ()), str(g.dtype)) for p, g in pairs]
+
+
+def check_same_gradients(pairs: Sequence[Tuple[Any, Any]],
+                         comm: Optional[comm_mod.Communicator] = None) -> None:
+    """Raise ValueError on every rank unless all ranks have the same gradients (names, shapes,
+    dtypes, order), naming the first difference. A no-op in one process."""
+    comm = comm or comm_mod.world()
+    if comm.size == 1:
+        return
+    sigs = comm.allgather_object(_signature(pairs))
+    ref = sigs[0]
+    for r, sig in enumerate(sigs[1:], start=1):
+        if sig == ref:
+            continue
+        if len(sig) != len(ref):
+            head = (f"rank 0 has {len(ref)} gradients, rank {r} has {len(sig)}")
+        else:
+            head = "the gradients differ"
+        for i in range(max(len(sig), len(ref))):
+            a = ref[i] if i < len(ref) else None
+            b = sig[i] if i < len(sig) else None
+            if a != b:
+                raise ValueError(
+                    f"data parallel: the ranks built different programs ({head}); first "
+                    f"difference at gradient #{i}: rank 0 has {_fmt(a)}, rank {r} has "
+                    f"{_fmt(b)}. Every rank must build the same program.")
+
+
+def _fmt(entry: Any) -> str:
+    if entry is None:
+        return "nothing"
+    p, g, shape, dtype = entry
+    return f"{g} ({dtype}{list(shape)}, parameter {p})"
+
+
+def insert_allreduce(program: Program, params_grads: Pairs, nranks: int, nrings: int = 1,
+                     index: Optional[int] = None) -> Pairs:
+    """All-reduce (sum) and scale by ``1/nranks`` every gradient of ``params_grads`` in place,
+    appended to the global block (or inserted at ``index``); returns the same pairs."""
+    block = program.global_block()
+    live = [(p, g) for p, g in params_grads if g is not None]
+    if not live:
+        return params_grads
+    pos = [len(block.ops) if index is None else index]
+
+    def put(type_: str, inputs: Any, outputs: Any, attrs: Any) -> None:
+        if index is None:
+            rewrite.append(block, type_, inputs, outputs, attrs)
+        else:
+            rewrite.insert(block, pos[0], type_, inputs, outputs, attrs)
+        pos[0] += 1
+
+    with rewrite.role(program, OpRole.Backward, name_scope=_SCOPE):
+        for k, (p, g) in enumerate(live):
+            with rewrite.role(program, OpRole.Backward, [p, g]):
+                if k == 0:
+                    put("c_sync_calc_stream", {"X": g}, {"Out": g}, {})
+                put("c_allreduce_sum", {"X": g}, {"Out": g}, {"ring_id": k % nrings})
+                put("scale", {"X": g}, {"Out": g}, {"scale": 1.0 / nranks})
+        grads = [g for _, g in live]
+        for ring in range(nrings):
+            put("c_sync_comm_stream", {"X": grads}, {"Out": grads}, {"ring_id": ring})
+    return params_grads
+
+
+def insert_broadcast(startup: Program, params: Sequence[Variable], rank: int, nranks: int,
+                     nrings: int = 1) -> None:
+    """Append to ``startup``: the communicator setup of every ring and a broadcast of every
+    parameter from rank 0 (Forward role, as fluid's transpiler)."""
+    block = startup.global_block()
+    with rewrite.role(startup, OpRole.Forward, name_scope=_SCOPE):
+        for ring in range(nrings):
+            nccl_id = block.create_var(name=rewrite.tmp_name("nccl_id"), dtype="int64",
+                                       shape=[1], type=VarType.RAW, persistable=False)
+            rewrite.append(block, "c_gen_nccl_id", {}, {"Out": nccl_id}, {"rank": rank})
+            rewrite.append(block, "c_comm_init", {"X": nccl_id}, {},
+                           {"nranks": nranks, "rank": rank, "ring_id": ring})
+        svars = []
+        for p in params:
+            sp = block.vars.get(p.name)
+            if sp is None:           # a parameter initialised elsewhere (e.g. loaded): skip
+                continue
+            rewrite.append(block, "c_broadcast", {"X": sp}, {"Out": sp},
+                           {"ring_id": 0, "root": 0})
+            svars.append(sp)
+        if svars:
+            rewrite.append(block, "c_sync_comm_stream", {"X": svars}, {"Out": svars},
+                           {"ring_id": 0})
+
+
+def apply(main: Program, startup: Program, params_grads: Pairs, nrings: int = 1,
+          comm: Optional[comm_mod.Communicator] = None) -> Pairs:
+    """The whole pass for fleet's ``minimize``: check the ranks agree, all-reduce the
+    gradients (appended after backward) and broadcast the parameters in ``startup``."""
+    comm = comm or comm_mod.world()
+    if nrings < 1:
+        raise ValueError(f"data parallel: nrings (nccl_comm_num) must be >= 1, got {nrings}")
+    live = [(p, g) for p, g in params_grads if g is not None]
+    check_same_gradients(live, comm)
+    out = insert_allreduce(main, params_grads, comm.size, nrings)
+    insert_broadcast(startup, [p for p, _ in live], comm.rank, comm.size, nrings)
+    return out
+
+
+def _role(op: Any) -> int:
+    return int(op.attrs.get("op_role", 0) or 0)
+
+
+def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] = None) -> Pairs:
+    """The all-reduce part of the pass on a program that already has its optimizer: every
+    trainable parameter ``p`` whose gradient ``p@GRAD`` a Backward-role op writes is paired with
+    it, and the ops are inserted right after the last Backward-role op (before clip,
+    regularization and update). Returns the pairs, sorted by parameter name."""
+    comm = comm or comm_mod.world()
+    block = main.global_block()
+    last_backward = -1
+    written = set()
+    for i, op in enumerate(block.ops):
+        role = _role(op)
+        if role & OpRole.Backward and not role & OpRole.Optimize:
+            last_backward = i
+            written.update(op.output_arg_names)
+    pairs: Pairs = [(p, block.vars[p.name + "@GRAD"]) for p in block.all_parameters()
+                    if p.trainable and p.name + "@GRAD" in written]
+    if last_backward < 0 or not pairs:
+        raise ValueError("with_data_parallel: the program has no backward pass (call "
+                         "optimizer.minimize(loss) before compiling it)")
+    pairs.sort(key=lambda pg: pg[0].name)
+    check_same_gradients(pairs, comm)
+    insert_allreduce(main, pairs, comm.size, index=last_backward + 1)
+    return pairs

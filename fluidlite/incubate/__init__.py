@@ -1,0 +1,1 @@
+"""``fluid.incubate``: fleet's collective (data-parallel) mode on MPI."""

@@ -1,0 +1,1 @@
+"""``fluid.incubate.fleet``: ``base.role_maker`` and ``collective`` (fleet on MPI)."""

@@ -1,0 +1,177 @@
+"""Collective ops (Paddle's ``c_*`` names, slots and attrs): all-reduce, broadcast, all-gather,
+reduce-scatter, stream syncs and communicator setup.
+
+``ring_id`` selects the communicator (``fluidlite.distributed.comm``: ring 0 is the MPI world,
+other rings are created by ``c_comm_init``). Kernels hand contiguous NumPy buffers to mpi4py
+(no pickling); outside an MPI launch every collective is the identity, so a program carrying
+them runs unchanged in one process. ``c_sync_calc_stream`` / ``c_sync_comm_stream`` order CUDA
+streams in Paddle; on the CPU they pass their inputs through.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.registry import OpDef, VarSpec, register
+
+
+def _comm(ring_id: int):
+    from ..distributed import comm       # imported at run time: ops/ is below distributed/
+    return comm.get(ring_id)
+
+
+class _AllReduce(OpDef):
+    """Out = reduce_<op>(X over every rank of ring ``ring_id``)."""
+    inputs, outputs = ("X",), ("Out",)
+    no_grad = True
+    reduce: str = "sum"
+    extra_attrs = {"use_model_parallel": False}
+
+    def infer(self, X):
+        return {"Out": X}
+
+    def forward(self, X, *, ring_id=0, use_calc_stream=False):
+        return {"Out": _comm(ring_id).allreduce(X, self.reduce)}
+
+
+@register
+class CAllReduceSum(_AllReduce):
+    """Out = sum over ranks of X;  dX = c_allreduce_sum(dOut) (Paddle's grad maker)."""
+    type = "c_allreduce_sum"
+    no_grad = False
+
+    def make_grad(self, g, **attrs):
+        g.append("c_allreduce_sum", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")},
+                 ring_id=attrs.get("ring_id", 0), use_calc_stream=attrs.get(
+                     "use_calc_stream", False))
+
+
+@register
+class CAllReduceMax(_AllReduce):
+    """Out = element-wise max over ranks of X (not differentiable, as in Paddle)."""
+    type, reduce = "c_allreduce_max", "max"
+
+
+@register
+class CAllReduceMin(_AllReduce):
+    """Out = element-wise min over ranks of X (not differentiable, as in Paddle)."""
+    type, reduce = "c_allreduce_min", "min"
+
+
+@register
+class CAllReduceProd(_AllReduce):
+    """Out = element-wise product over ranks of X (not differentiable, as in Paddle)."""
+    type, reduce = "c_allreduce_prod", "prod"
+
+
+@register
+class CBroadcast(OpDef):
+    """Out = X of rank ``root`` (every rank gets root's values)."""
+    type, inputs, outputs = "c_broadcast", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X):
+        return {"Out": X}
+
+    def forward(self, X, *, ring_id=0, root=0, use_calc_stream=False):
+        return {"Out": _comm(ring_id).broadcast(X, root)}
+
+
+@register
+class CAllGather(OpDef):
+    """Out = concat([X of rank 0, ..., X of rank nranks-1], axis=0)."""
+    type, inputs, outputs = "c_allgather", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X, *, nranks=1):
+        if nranks < 1:
+            raise ValueError(f"c_allgather: nranks must be >= 1, got {nranks}")
+        d0 = X.shape[0] * nranks if X.shape and X.shape[0] >= 0 else -1
+        return {"Out": X.with_(shape=(d0,) + X.shape[1:])}
+
+    def forward(self, X, *, ring_id=0, nranks=1, use_calc_stream=False):
+        comm = _comm(ring_id)
+        _check_nranks("c_allgather", nranks, comm.size)
+        return {"Out": comm.allgather(X)}
+
+
+@register
+class CReduceScatter(OpDef):
+    """Out = block ``rank`` of sum over ranks of X, X split into ``nranks`` blocks on axis 0."""
+    type, inputs, outputs = "c_reducescatter", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X, *, nranks=1):
+        if nranks < 1:
+            raise ValueError(f"c_reducescatter: nranks must be >= 1, got {nranks}")
+        d0 = X.shape[0] if X.shape else -1
+        if d0 >= 0 and d0 % nranks:
+            raise ValueError(f"c_reducescatter: the first dimension of X {list(X.shape)} must "
+                             f"be divisible by nranks={nranks}")
+        return {"Out": X.with_(shape=((d0 // nranks) if d0 >= 0 else -1,) + X.shape[1:])}
+
+    def forward(self, X, *, ring_id=0, nranks=1, use_calc_stream=False):
+        comm = _comm(ring_id)
+        _check_nranks("c_reducescatter", nranks, comm.size)
+        return {"Out": comm.reducescatter(X)}
+
+
+@register
+class CSyncCalcStream(OpDef):
+    """Out = X (orders the compute stream before communication in Paddle; nothing on CPU)."""
+    type, inputs, outputs = "c_sync_calc_stream", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X):
+        return {"Out": X}
+
+    def forward(self, X):
+        return {"Out": X}
+
+
+@register
+class CSyncCommStream(OpDef):
+    """Out = X (waits for ring ``ring_id``'s communication in Paddle; MPI collectives here have
+    completed when their op returns)."""
+    type, inputs, outputs = "c_sync_comm_stream", ("X*",), ("Out*",)
+    no_grad = True
+
+    def infer(self, X):
+        return {"Out": list(X)}
+
+    def forward(self, X, *, ring_id=0):
+        return {"Out": list(X)}
+
+
+@register
+class CGenNCCLId(OpDef):
+    """Out = the ring's id (Paddle exchanges a NCCL unique id over ``endpoint``s; MPI needs no
+    rendezvous, so Out is the 1-element int64 array [rank])."""
+    type, inputs, outputs = "c_gen_nccl_id", (), ("Out",)
+    no_grad = True
+
+    def infer(self):
+        return {"Out": VarSpec((1,), "int64")}
+
+    def forward(self, *, rank=0, endpoint="", other_endpoints=[]):
+        return {"Out": np.array([rank], dtype=np.int64)}
+
+
+@register
+class CCommInit(OpDef):
+    """Create the communicator of ring ``ring_id`` (a duplicate of the MPI world, checked to
+    have ``nranks`` processes with this one at ``rank``); X is ``c_gen_nccl_id``'s output."""
+    type, inputs, outputs = "c_comm_init", ("X?",), ()
+    no_grad = True
+
+    def infer(self, X=None):
+        return {}
+
+    def forward(self, X=None, *, nranks=0, rank=-1, ring_id=0, device_id=-1):
+        from ..distributed import comm
+        comm.init_ring(ring_id, nranks, rank)
+        return {}
+
+
+def _check_nranks(op: str, nranks: int, size: int) -> None:
+    if nranks != size and size > 1:
+        raise ValueError(f"{op}: attribute nranks={nranks} but the ring has {size} ranks")
