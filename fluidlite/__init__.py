@@ -27,10 +27,9 @@ from .core.version import __version__  # noqa: F401
 # submodules and names imported on first use (keeps `import fluidlite` light and acyclic)
 _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
-                 "cli", "lod_tensor", "compiler", "param_attr", "layer_helper"}
+                 "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
+                 "dygraph", "autograd"}   # dygraph: imperative mode (fluidlite/dygraph/)
 _NOT_PROVIDED = {
-    "dygraph": "fluidlite implements fluid's static graph only; fluid.dygraph (imperative mode) "
-               "is not provided. Build a Program inside fluid.program_guard instead.",
     "contrib": "fluid.contrib (mixed precision, slim, quantization, ...) is not provided by "
                "fluidlite.",
 }

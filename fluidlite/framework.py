@@ -1,6 +1,7 @@
 """``fluid.framework``: the IR classes and the default-program state."""
 from __future__ import annotations
 
+from .core import mode as _mode
 from .core.dtypes import convert_np_dtype_to_dtype_  # noqa: F401
 from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,  # noqa: F401
                       default_main_program, default_startup_program, program_guard,
@@ -15,5 +16,6 @@ __all__ = ["Program", "Block", "Variable", "Parameter", "Operator", "OpRole", "p
 
 
 def in_dygraph_mode() -> bool:
-    """fluidlite is static-graph only."""
-    return False
+    """Whether ops run imperatively (inside ``fluid.dygraph.guard()`` or after
+    ``enable_dygraph()``)."""
+    return _mode.tracer is not None

@@ -8,7 +8,7 @@ from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core import names, registry
+from .core import mode as _mode, names, registry
 from .core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
 from .core.ir import (Operator, Parameter, Program, Variable, default_main_program,
                       default_startup_program)
@@ -85,6 +85,12 @@ def check_act(act: Any, layer: str) -> None:
                          f"X and output Out); expected {expected}")
 
 
+def _dygraph_var_kwargs(kwargs: Any) -> Any:
+    """The ``create_var`` arguments a dygraph tensor keeps (name, dtype, shape,
+    stop_gradient)."""
+    return {k: kwargs[k] for k in ("name", "dtype", "shape", "stop_gradient") if k in kwargs}
+
+
 class LayerHelper:
     """Per-layer-call helper. ``name`` is ``unique_name(layer_type)`` unless ``name=`` is given:
     parameters become ``<name>.w_N`` / ``<name>.b_N``, temporaries ``<name>.tmp_N``."""
@@ -112,6 +118,8 @@ class LayerHelper:
         return default_startup_program()
 
     def append_op(self, *args: Any, **kwargs: Any) -> Operator:
+        if _mode.tracer is not None:        # dygraph: run the op now (fluid 1.8's trace_op)
+            return _mode.tracer.trace_op(*args, **kwargs)
         return self.main_program.current_block().append_op(*args, **kwargs)
 
     # -- inputs -------------------------------------------------------------------------------
@@ -202,6 +210,8 @@ class LayerHelper:
             attr._set_default_initializer(default_initializer)
         if attr.name is None:
             attr.name = names.generate(".".join([self.name, "b" if is_bias else "w"]))
+        if _mode.tracer is not None:        # dygraph: a ParamBase, initialised now
+            return _mode.tracer.create_parameter(attr, shape, dtype, type, stop_gradient)
         main_block = self.main_program.global_block()
         if attr.name in main_block.vars:
             existing = main_block.vars[attr.name]
@@ -226,6 +236,9 @@ class LayerHelper:
     def create_variable_for_type_inference(self, dtype: Any = None,
                                            stop_gradient: bool = False) -> Variable:
         """A fresh non-persistable ``<name>.tmp_N``; the op that writes it sets its shape."""
+        if _mode.tracer is not None:        # dygraph: an empty tensor the traced op fills
+            return _mode.tracer.new_var(names.generate(self.name + ".tmp"), dtype,
+                                        stop_gradient=stop_gradient)
         return self.main_program.current_block().create_var(
             name=names.generate(".".join([self.name, "tmp"])), dtype=dtype,
             type=VarType.LOD_TENSOR, persistable=False, stop_gradient=stop_gradient)
@@ -233,9 +246,13 @@ class LayerHelper:
     create_tmp_variable = create_variable_for_type_inference
 
     def create_variable(self, **kwargs: Any) -> Variable:
+        if _mode.tracer is not None:        # dygraph: an empty tensor
+            return _mode.tracer.new_var(**_dygraph_var_kwargs(kwargs))
         return self.main_program.current_block().create_var(**kwargs)
 
     def create_global_variable(self, persistable: bool = False, **kwargs: Any) -> Variable:
+        if _mode.tracer is not None:        # dygraph: an empty tensor
+            return _mode.tracer.new_var(persistable=persistable, **_dygraph_var_kwargs(kwargs))
         return self.main_program.global_block().create_var(persistable=persistable, **kwargs)
 
     def create_or_get_global_variable(self, name: str, *args: Any,
@@ -247,6 +264,8 @@ class LayerHelper:
 
     def set_variable_initializer(self, var: Variable, initializer: Any) -> Variable:
         """Declare ``var`` in the startup program too and append its init op there."""
+        if _mode.tracer is not None:        # dygraph: fill it now
+            return _mode.tracer.init_var(var, initializer)
         return self.startup_program.global_block().create_var(
             name=var.name, type=var.type, dtype=var.dtype, shape=var.shape,
             persistable=True, initializer=initializer)

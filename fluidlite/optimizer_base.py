@@ -35,7 +35,7 @@ import numpy as np
 
 from .backward import _no_grad_names, append_backward
 from .clip import GradientClipBase, append_gradient_clip_ops, error_clip_callback
-from .core import names, rewrite
+from .core import mode as _mode, names, rewrite
 from .core.dtypes import VarType
 from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
                       default_main_program, default_startup_program, program_guard)
@@ -315,6 +315,10 @@ class Optimizer:
         ``(optimize_ops, params_grads)``. ``grad_clip`` here is the develop-1.8 spelling; the
         optimizer's own ``grad_clip`` wins when both are given. One transaction: if anything
         fails, the main and startup programs are left exactly as they were."""
+        if _mode.tracer is not None:    # dygraph: clip, regularize and update now
+            from .dygraph.optim import minimize as _dygraph_minimize
+            return _dygraph_minimize(self, loss, parameter_list, no_grad_set,
+                                     _resolve_clip(self._grad_clip, grad_clip))
         if not isinstance(loss, Variable):
             raise TypeError(f"The loss should be an Variable, but received "
                             f"{type(loss).__name__}")

@@ -31,7 +31,7 @@ import functools
 from types import TracebackType
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
-from . import names
+from . import mode as _mode, names
 from .ir import Program, Variable, default_main_program, default_startup_program
 
 __all__ = ["atomic", "atomic_layer", "in_transaction"]
@@ -167,6 +167,8 @@ def atomic_layer(fn: _F) -> _F:
 
     @functools.wraps(fn)
     def layer(*args: Any, **kwargs: Any) -> Any:
+        if _mode.tracer is not None:        # dygraph: no program is built, nothing to undo
+            return fn(*args, **kwargs)
         with _Transaction(_programs_of(args, kwargs)):
             return fn(*args, **kwargs)
 

@@ -1,0 +1,15 @@
+"""``fluid.dygraph``: imperative mode on the same ops (see README "Static and dygraph side by
+side"). Every op runs through its registered ``OpDef`` (``tracer.py``); gradients come from the
+same gradient rules (``autograd.py``)."""
+from __future__ import annotations
+
+from .autograd import backward, grad  # noqa: F401
+from .base import (disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
+                   enable_imperative, enabled, guard, no_grad, seed, to_tensor, to_variable)
+from .tensor import ParamBase, VarBase  # noqa: F401
+from .tracer import Tracer  # noqa: F401
+
+Tensor = VarBase
+from .layers import Layer, LayerList, ParameterList, Sequential  # noqa: F401,E402
+from .nn import (BatchNorm, Conv2D, Conv2DTranspose, Dropout, Embedding, Flatten,  # noqa: F401,E402
+                 LayerNorm, Linear, PRelu, Pool2D)

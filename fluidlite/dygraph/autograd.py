@@ -1,0 +1,376 @@
+"""Eager reverse mode over the tracer's nodes: ``backward`` and ``grad``.
+
+Nodes are numbered in creation order, so visiting the reachable nodes from the newest down is a
+reverse topological order. For each node the incoming output gradients (zeros for outputs
+nobody differentiated, as the static backward's ``fill_zeros_like``) go through the op's own
+gradient rule:
+
+* fast path (``create_graph=False`` and the op has a ``backward`` kernel): the generated
+  ``<type>_grad`` def's ``bind`` -- the callable the static executor calls -- on the arrays;
+* otherwise the op's grad maker (``grad_op_descs``: its ``make_grad`` composition or the
+  ``<type>_grad`` op) emits op descs, which the tracer runs one by one. With
+  ``create_graph=True`` those runs are recorded, so the gradients are differentiable (the
+  ``double_grad`` rules give every order the static backward supports).
+
+Gradients reaching a leaf tensor (no node, ``stop_gradient=False``) accumulate into its
+``gradient()`` (``backward``) or are returned (``grad``). Unless ``retain_graph``, the visited
+nodes are released afterwards (their saved arrays are dropped); a second backward through them
+raises an error saying to pass ``retain_graph=True``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from ..core import mode as _mode
+from ..core import names, registry
+from ..core.registry import GradBuilder
+from .tensor import VarBase
+from .tracer import Node, Tracer
+
+__all__ = ["run_backward", "grad", "backward"]
+
+_GRAD = names.GRAD_SUFFIX
+_GRAD_BINDINGS: Dict[Any, Any] = {}
+
+
+def _tracer() -> Tracer:
+    from .tracer import _DEFAULT
+    return _mode.tracer if _mode.tracer is not None else _DEFAULT
+
+
+def _as_list(x: Any) -> List[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _to_array(g: Any) -> Any:
+    return g._array() if isinstance(g, VarBase) else np.asarray(g)
+
+
+class _View:
+    """What a grad maker sees of a traced op: slot -> names, attrs, and a block answering
+    shape/dtype questions about those names (``Compose.shape``)."""
+
+    def __init__(self, op_type: str, inputs: Dict[str, List[str]],
+                 outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                 env: Dict[str, VarBase]) -> None:
+        self.type, self.inputs, self.outputs, self._attrs = op_type, inputs, outputs, attrs
+        self._env = env
+        self.block = self
+
+    def attr(self, name: str) -> Any:
+        return self._attrs.get(name)
+
+    def all_attrs(self) -> Dict[str, Any]:
+        return self._attrs
+
+    def _find_var_recursive(self, name: str) -> Optional[VarBase]:
+        while name not in self._env and name.endswith(_GRAD):
+            name = name[:-len(_GRAD)]
+        return self._env.get(name)
+
+
+def _node_grads(node: Node, douts: List[Any], create_graph: bool, blocked: set) -> List[Any]:
+    """The gradients of ``node``'s inputs (per input slot: array/tensor, list, or None) from its
+    output gradients ``douts`` (per output slot)."""
+    opdef = node.opdef
+    need = []
+    for v in node.in_vars:
+        if v is None:
+            need.append(False)
+        elif isinstance(v, list):
+            need.append(any(not x._stop_gradient and id(x) not in blocked for x in v))
+        else:
+            need.append(not v._stop_gradient and id(v) not in blocked)
+    if not create_graph and opdef.has_backward() and not opdef.has_make_grad():
+        return _fast_grads(node, douts, need)
+    return _composed_grads(node, douts, need, create_graph, blocked)
+
+
+def _fast_grads(node: Node, douts: List[Any], need: List[bool]) -> List[Any]:
+    opdef = node.opdef
+    present = frozenset(s.name + _GRAD for s, n in zip(opdef.in_slots, need) if n)
+    bkey = (node.key, present)
+    entry = _GRAD_BINDINGS.get(bkey)
+    if entry is None:
+        gdef = registry.get_op_def(opdef.type + "_grad")
+        in_pos = {s.name: i for i, s in enumerate(opdef.in_slots)}
+        out_pos = {s.name: i for i, s in enumerate(opdef.out_slots)}
+        plan = []
+        for s in gdef.in_slots:
+            if s.name.endswith(_GRAD):
+                plan.append((2, out_pos[s.name[:-len(_GRAD)]]))
+            elif s.name in in_pos:
+                plan.append((0, in_pos[s.name]))
+            else:
+                plan.append((1, out_pos[s.name]))
+        binding = gdef.bind([None] * len(gdef.in_slots), node.attrs, present)
+        entry = (binding.fn, binding.result_keys, plan)
+        if len(_GRAD_BINDINGS) > 8192:
+            _GRAD_BINDINGS.clear()
+        _GRAD_BINDINGS[bkey] = entry
+    fn, result_keys, plan = entry
+    srcs = (node.in_arrays, node.out_arrays, douts)
+    res = fn(*[srcs[k][i] for k, i in plan])
+    out = []
+    for s, n in zip(opdef.in_slots, need):
+        if not n:
+            out.append(None)
+            continue
+        key = s.name + _GRAD
+        out.append(res.get(result_keys.get(key, key)))
+    return out
+
+
+def _composed_grads(node: Node, douts: List[Any], need: List[bool], create_graph: bool,
+                    blocked: set) -> List[Any]:
+    opdef = node.opdef
+    env: Dict[str, VarBase] = {}
+    ins: Dict[str, List[str]] = {}
+    outs: Dict[str, List[str]] = {}
+    no_grad = set()
+    for si, (s, v) in enumerate(zip(opdef.in_slots, node.in_vars)):
+        if v is None:
+            continue
+        slot_names = []
+        for j, x in enumerate(_as_list(v)):
+            n = f"x{si}_{j}"
+            slot_names.append(n)
+            env[n] = x if create_graph else VarBase(x._array())
+            if x._stop_gradient or id(x) in blocked or not need[si]:
+                no_grad.add(n)
+        ins[s.name] = slot_names
+    for si, s in enumerate(opdef.out_slots):
+        arr = node.out_arrays[si]
+        if arr is None:
+            continue
+        refs = _as_list(node.out_refs[si])
+        arrs = _as_list(arr)
+        grads = _as_list(douts[si])
+        slot_names = []
+        for j, (ref, a, g) in enumerate(zip(refs, arrs, grads)):
+            n = f"o{si}_{j}"
+            slot_names.append(n)
+            live = ref() if (create_graph and ref is not None) else None
+            env[n] = live if live is not None else VarBase(a)
+            env[n + _GRAD] = g if isinstance(g, VarBase) else VarBase(g)
+        outs[s.name] = slot_names
+    g = GradBuilder(_View(opdef.type, ins, outs, node.attrs, env), no_grad,
+                    grad_name=lambda n: n + _GRAD)
+    descs = opdef.grad_op_descs(g)
+    tracer = _tracer()
+    has_grad, tracer.has_grad = tracer.has_grad, create_graph
+    try:
+        for d in descs:
+            d_ins = {}
+            for slot, ns in d.inputs.items():
+                vals = [env[n] for n in ns if n in env]
+                if vals:
+                    d_ins[slot] = vals
+            d_outs = {}
+            for slot, ns in d.outputs.items():
+                vs = []
+                for n in ns:
+                    if n == names.EMPTY_VAR_NAME:
+                        vs.append(VarBase(None))
+                    else:
+                        vs.append(env.setdefault(n, VarBase(None)))
+                d_outs[slot] = vs
+            tracer.trace_op(d.type, d_ins, d_outs, d.attrs)
+    finally:
+        tracer.has_grad = has_grad
+    out = []
+    for si, s in enumerate(opdef.in_slots):
+        if s.name not in ins or not need[si]:
+            out.append(None)
+            continue
+        gs = []
+        for n in ins[s.name]:
+            gv = env.get(n + _GRAD) if n not in no_grad else None
+            if gv is not None and gv._value is None:
+                gv = None
+            gs.append(gv if (gv is None or create_graph) else gv._value)
+        out.append(gs if isinstance(node.in_vars[si], list) else gs[0])
+    return out
+
+
+def _add(a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    return a + b          # arrays, or tensors (create_graph: a recorded elementwise_add)
+
+
+def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: bool,
+            create_graph: bool, capture: Optional[Sequence[VarBase]] = None,
+            blocked: Sequence[VarBase] = ()) -> Dict[int, Any]:
+    """Propagate; returns {id(tensor): gradient} for the leaves reached (and for ``capture``)."""
+    grads: Dict[int, Any] = {}
+    leaves: Dict[int, VarBase] = {}
+    blocked_ids = {id(v) for v in blocked}
+    keep = {id(v) for v in capture} if capture is not None else set()
+    nodes: Dict[int, Node] = {}
+    stack = []
+    for r, g in zip(roots, root_grads):
+        grads[id(r)] = _add(grads.get(id(r)), g)
+        if r._node is None:
+            leaves[id(r)] = r
+        else:
+            stack.append(r._node)
+    while stack:
+        n = stack.pop()
+        if id(n) in nodes:
+            continue
+        if n.released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time, but its saved tensors "
+                "have already been freed: the first backward()/grad() released it. Pass "
+                "retain_graph=True to the first call if you need to backward twice.")
+        nodes[id(n)] = n
+        for v in n.in_vars:
+            for x in (v if isinstance(v, list) else (v,)):
+                if x is not None and x._node is not None and id(x._node) not in nodes:
+                    stack.append(x._node)
+    order = sorted(nodes.values(), key=lambda n: n.seq, reverse=True)
+    for n in order:
+        douts = []
+        reached = False
+        for refs, arr in zip(n.out_refs, n.out_arrays):
+            if refs is None:
+                douts.append(None)
+                continue
+            if isinstance(refs, list):
+                gl = []
+                for ref, a in zip(refs, arr):
+                    v = ref()
+                    g = None if v is None else (grads.get(id(v)) if id(v) in keep
+                                                else grads.pop(id(v), None))
+                    reached = reached or g is not None
+                    gl.append(g if g is not None else np.zeros_like(a))
+                douts.append(gl)
+            else:
+                v = refs()
+                g = None if v is None else (grads.get(id(v)) if id(v) in keep
+                                            else grads.pop(id(v), None))
+                reached = reached or g is not None
+                douts.append(g if g is not None else np.zeros_like(arr))
+        if not reached:
+            continue
+        in_grads = _node_grads(n, douts, create_graph, blocked_ids)
+        for v, g in zip(n.in_vars, in_grads):
+            if v is None or g is None:
+                continue
+            pairs = zip(v, g) if isinstance(v, list) else ((v, g),)
+            for x, gx in pairs:
+                if gx is None or x._stop_gradient or id(x) in blocked_ids:
+                    continue
+                if not create_graph and isinstance(gx, VarBase):
+                    gx = gx._array()
+                grads[id(x)] = _add(grads.get(id(x)), gx)
+                if x._node is None:
+                    leaves[id(x)] = x
+    if not retain_graph:
+        for n in order:
+            n.release()
+    out = {k: grads[k] for k in leaves if k in grads}
+    for k in keep:
+        if k in grads:
+            out[k] = grads[k]
+    out["_leaves"] = leaves  # type: ignore[index]
+    return out
+
+
+def _root_grads(roots: Sequence[VarBase], grad_tensors: Optional[Sequence[Any]],
+                create_graph: bool) -> List[Any]:
+    out = []
+    for i, r in enumerate(roots):
+        if not isinstance(r, VarBase):
+            raise TypeError(f"backward: expected dygraph tensors, but received "
+                            f"{type(r).__name__}")
+        g = grad_tensors[i] if grad_tensors is not None and i < len(grad_tensors) else None
+        if g is None:
+            a = r._array()
+            if a.size != 1:
+                raise RuntimeError(
+                    f"backward: tensor '{r.name}' has shape {list(a.shape)}: the gradient can "
+                    f"be created implicitly only for a scalar (one-element) output; pass "
+                    f"grad_tensors (or grad_tensor=) with its shape")
+            g = np.ones_like(a)
+        else:
+            g = _to_array(g) if not create_graph else g
+            if tuple(np.shape(_to_array(g))) != tuple(r._array().shape):
+                raise ValueError(f"backward: the gradient given for '{r.name}' has shape "
+                                 f"{list(np.shape(_to_array(g)))}, the tensor "
+                                 f"{list(r._array().shape)}")
+        if create_graph and not isinstance(g, VarBase):
+            g = VarBase(np.asarray(g))
+        out.append(g)
+    return out
+
+
+def run_backward(tensors: Sequence[VarBase], grad_tensors: Optional[Sequence[Any]] = None,
+                 retain_graph: bool = False) -> None:
+    """Accumulate the gradients of ``tensors`` into every reachable leaf's ``gradient()``."""
+    tensors = _as_list(tensors)
+    for t in tensors:
+        if isinstance(t, VarBase) and t._stop_gradient and t._node is None:
+            raise RuntimeError(f"backward: tensor '{t.name}' has stop_gradient=True and no "
+                               f"history: nothing to differentiate (set stop_gradient=False on "
+                               f"the inputs that need gradients)")
+    roots = _root_grads(tensors, None if grad_tensors is None else _as_list(grad_tensors), False)
+    res = _engine(tensors, roots, retain_graph, False)
+    leaves = res.pop("_leaves")
+    for k, x in leaves.items():
+        g = res.get(k)
+        if g is None or x._stop_gradient:
+            continue
+        if x._grad is None:
+            x._grad = np.array(g, dtype=x._array().dtype, copy=True)
+        else:
+            x._grad = x._grad + g
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:
+    """``fluidlite.autograd.backward``: ``tensors[i].backward`` with ``grad_tensors[i]`` for all
+    of them in one pass (gradients accumulate into the leaves)."""
+    run_backward(_as_list(tensors), None if grad_tensors is None else _as_list(grad_tensors),
+                 retain_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Optional[bool] = None,
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool = False,
+         no_grad_vars: Any = None) -> List[Optional[VarBase]]:
+    """fluid 1.8's ``fluid.dygraph.grad``: the gradients of ``outputs`` w.r.t. ``inputs`` (a
+    list of tensors, one per input), without touching any tensor's ``gradient()``.
+    ``grad_outputs``: the outputs' gradients (None: ones, for scalars). ``create_graph``: the
+    results are recorded (differentiable, for higher orders); ``retain_graph`` defaults to it.
+    ``allow_unused=False`` raises for an input the outputs do not depend on (else None)."""
+    if not only_inputs:
+        raise ValueError("grad: only_inputs=False is not supported by fluid 1.8 either "
+                         "(only the inputs' gradients are computed)")
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    for x in ins:
+        if not isinstance(x, VarBase):
+            raise TypeError(f"grad: inputs must be dygraph tensors, but received "
+                            f"{type(x).__name__}")
+    if retain_graph is None:
+        retain_graph = create_graph
+    gouts = None if grad_outputs is None else _as_list(grad_outputs)
+    roots = _root_grads(outs, gouts, create_graph)
+    blocked = [] if no_grad_vars is None else _as_list(no_grad_vars)
+    res = _engine(outs, roots, retain_graph, create_graph, capture=ins, blocked=blocked)
+    result = []
+    for x in ins:
+        g = res.get(id(x))
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"grad: the input tensor '{x.name}' is not used to compute "
+                                   f"the outputs (pass allow_unused=True to get None for it)")
+            result.append(None)
+            continue
+        if isinstance(g, VarBase):
+            result.append(g)
+        else:
+            result.append(VarBase(np.asarray(g), name=x.name + _GRAD, stop_gradient=True))
+    return result

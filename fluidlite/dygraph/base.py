@@ -1,0 +1,143 @@
+"""Entering and leaving dygraph mode, ``no_grad`` and ``to_variable`` (fluid 1.8's
+``fluid.dygraph.base``)."""
+from __future__ import annotations
+
+import contextlib
+import functools
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+
+from ..core import mode as _mode
+from ..core import names
+from ..core.ir import Program, Variable, default_main_program, program_guard
+from .tensor import VarBase
+from .tracer import Tracer
+
+__all__ = ["guard", "enable_dygraph", "disable_dygraph", "enabled", "no_grad", "to_variable",
+           "to_tensor", "seed", "enable_imperative", "disable_imperative"]
+
+_seed: Optional[int] = None
+
+
+def _new_tracer() -> Tracer:
+    s = default_main_program().random_seed or _seed
+    return Tracer(seed=s)
+
+
+@contextlib.contextmanager
+def guard(place: Any = None) -> Iterator[None]:
+    """Run the body in dygraph mode: ops execute immediately. The random stream is seeded from
+    ``fluid.default_main_program().random_seed`` (or ``fluidlite.seed(n)``) when set, so two runs
+    give the same numbers bit for bit. Parameter and temporary names restart (``linear_0``)
+    inside each guard, as fluid 1.8's guard does with a fresh unique-name generator, and the
+    default programs are fresh ones (set ``random_seed`` on them inside the guard)."""
+    old = _mode.tracer
+    with program_guard(Program(), Program()), names.guard():
+        tracer = _new_tracer()
+        _mode.tracer = tracer
+        try:
+            yield
+        finally:
+            _mode.tracer = old
+
+
+def enable_dygraph(place: Any = None) -> None:
+    """Switch to dygraph mode until ``disable_dygraph()`` (Paddle 2's ``disable_static``)."""
+    if _mode.tracer is None:
+        _mode.tracer = _new_tracer()
+
+
+def disable_dygraph() -> None:
+    """Back to static mode."""
+    _mode.tracer = None
+
+
+enable_imperative, disable_imperative = enable_dygraph, disable_dygraph
+
+
+def enabled() -> bool:
+    """Whether dygraph mode is on."""
+    return _mode.tracer is not None
+
+
+def seed(n: int) -> None:
+    """Seed the dygraph random stream (now, if in dygraph mode, and at every later guard)."""
+    global _seed
+    _seed = int(n)
+    if _mode.tracer is not None:
+        _mode.tracer.seed(_seed)
+
+
+class _NoGrad:
+    """``with no_grad():`` / ``@no_grad`` / ``@no_grad()``: ops run without recording autograd
+    nodes; their outputs have ``stop_gradient=True``."""
+
+    def __init__(self, func: Optional[Callable] = None) -> None:
+        self._func = func
+        self._saved: list = []
+        if func is not None:
+            functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._func is None:            # @no_grad() used as a decorator factory
+            if len(args) == 1 and callable(args[0]) and not kwargs:
+                return _NoGrad(args[0])
+            raise TypeError("no_grad() takes a function to decorate")
+        with _NoGrad():
+            return self._func(*args, **kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __enter__(self) -> None:
+        tracer = _mode.tracer
+        self._saved.append(tracer.has_grad if tracer is not None else None)
+        if tracer is not None:
+            tracer.has_grad = False
+
+    def __exit__(self, *exc: Any) -> None:
+        saved = self._saved.pop()
+        if _mode.tracer is not None and saved is not None:
+            _mode.tracer.has_grad = saved
+
+
+no_grad = _NoGrad
+
+
+def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool] = None,
+                dtype: Any = None) -> VarBase:
+    """A dygraph tensor holding ``value`` (ndarray, number, list, or a tensor, returned as is),
+    with ``stop_gradient=True`` as in fluid. ``zero_copy=True`` shares the ndarray's memory."""
+    if isinstance(value, VarBase):
+        return value
+    if isinstance(value, Variable):
+        raise TypeError(f"to_variable: '{value.name}' is a static Variable; to_variable takes a "
+                        f"numpy array (static Variables cannot be used in dygraph mode)")
+    if not _mode.tracer:
+        raise RuntimeError("to_variable must be called in dygraph mode: inside "
+                           "`with fluid.dygraph.guard():`")
+    arr = np.array(value, copy=not zero_copy) if isinstance(value, np.ndarray) else \
+        np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(f"to_variable: the value{' ' + repr(name) if name else ''} is an object "
+                        f"array (ragged lists or non-numeric items?); pass a numeric ndarray")
+    if dtype is not None:
+        from ..core.dtypes import to_numpy_dtype
+        arr = arr.astype(to_numpy_dtype(dtype))
+    elif arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+        arr = arr.astype(np.float32)          # Python floats: fluid's default float32
+    return VarBase(arr, name=name if name is not None else names.generate("generated_tensor"),
+                   stop_gradient=True)
+
+
+def to_tensor(data: Any, dtype: Any = None, place: Any = None,
+              stop_gradient: bool = True) -> VarBase:
+    """Paddle 2's spelling of ``to_variable`` (with ``stop_gradient``)."""
+    t = to_variable(data, dtype=dtype)
+    if t is data:
+        t = VarBase(t._array())
+    t._stop_gradient = bool(stop_gradient)
+    return t

@@ -1,0 +1,359 @@
+"""``fluid.dygraph.Layer`` and the containers ``Sequential``, ``LayerList``, ``ParameterList``
+(fluid 1.8 semantics: parameters named by the layer's ``full_name()``, e.g. ``linear_0.w_0``)."""
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import mode as _mode
+from ..core import names
+from ..layer_helper import LayerHelper
+from ..param_attr import ParamAttr
+from .tensor import ParamBase, VarBase
+
+__all__ = ["Layer", "Sequential", "LayerList", "ParameterList"]
+
+
+def _camel_to_snake(name: str) -> str:
+    out = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i and not name[i - 1].isupper():
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+class _HookHandle:
+    """Returned by ``register_forward_*_hook``; ``remove()`` unregisters the hook."""
+
+    def __init__(self, hooks: "collections.OrderedDict[int, Callable]", key: int) -> None:
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
+
+
+class Layer:
+    """Base class of dygraph layers: holds parameters, sublayers and buffers, builds its
+    parameters with ``create_parameter`` (named ``<full_name>.w_N`` / ``.b_N``) and runs
+    ``forward`` on ``__call__`` (with forward pre/post hooks)."""
+
+    def __init__(self, name_scope: Optional[str] = None, dtype: Any = "float32") -> None:
+        self.training = True
+        if name_scope is None:
+            name_scope = _camel_to_snake(type(self).__name__)
+        self._full_name = names.generate(name_scope)
+        self._helper = LayerHelper(self._full_name, name=self._full_name)
+        self._dtype = dtype
+        self._parameters: "collections.OrderedDict[str, ParamBase]" = collections.OrderedDict()
+        self._sub_layers: "collections.OrderedDict[str, Layer]" = collections.OrderedDict()
+        self._buffers: "collections.OrderedDict[str, VarBase]" = collections.OrderedDict()
+        self._forward_pre_hooks: "collections.OrderedDict[int, Callable]" = \
+            collections.OrderedDict()
+        self._forward_post_hooks: "collections.OrderedDict[int, Callable]" = \
+            collections.OrderedDict()
+        self._hook_id = 0
+
+    # -- modes and names --------------------------------------------------------------------
+    def train(self) -> "Layer":
+        """Training mode for this layer and its sublayers (dropout drops, batch norm updates)."""
+        for layer in self.sublayers(include_sublayers=True) + [self]:
+            layer.training = True
+        return self
+
+    def eval(self) -> "Layer":
+        """Inference mode for this layer and its sublayers."""
+        for layer in self.sublayers(include_sublayers=True) + [self]:
+            layer.training = False
+        return self
+
+    def full_name(self) -> str:
+        """The layer's unique name (``linear_0``), the prefix of its parameters' names."""
+        return self._full_name
+
+    # -- parameters -------------------------------------------------------------------------
+    def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = "float32",
+                         is_bias: bool = False, default_initializer: Any = None) -> ParamBase:
+        """A new parameter named ``<full_name>.w_N`` (``.b_N`` for biases) unless ``attr``
+        names it, initialised now (``attr``/``default_initializer``, else Xavier / zero)."""
+        if isinstance(attr, ParamAttr) and attr.name == "":
+            attr.name = None
+        return self._helper.create_parameter(attr, shape, dtype, is_bias, default_initializer)
+
+    def create_variable(self, name: Optional[str] = None, persistable: Optional[bool] = None,
+                        dtype: Any = None, type: Any = None) -> VarBase:
+        """An empty tensor named ``<full_name>.<name>`` (or ``<full_name>.tmp_N``)."""
+        name = f"{self._full_name}.{name}" if name else names.generate(self._full_name + ".tmp")
+        return VarBase(None, name=name, persistable=bool(persistable), dtype=dtype)
+
+    def add_parameter(self, name: str, parameter: Optional[ParamBase]) -> Optional[ParamBase]:
+        """Register ``parameter`` under ``name`` (listed by ``parameters()``/``state_dict``)."""
+        if "." in name:
+            raise KeyError(f"add_parameter: the name {name!r} must not contain '.'")
+        if parameter is not None and not isinstance(parameter, ParamBase):
+            raise TypeError(f"add_parameter: {name!r} must be a dygraph parameter (ParamBase), "
+                            f"but received {type(parameter).__name__}")
+        self._parameters[name] = parameter
+        return parameter
+
+    def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
+        """Register ``sublayer`` under ``name``."""
+        if not isinstance(sublayer, Layer):
+            raise TypeError(f"add_sublayer: {name!r} must be a Layer, but received "
+                            f"{type(sublayer).__name__}")
+        self._sub_layers[name] = sublayer
+        return sublayer
+
+    def register_buffer(self, name: str, variable: VarBase, persistable: bool = True) -> None:
+        """A non-trainable tensor saved in ``state_dict`` (when persistable)."""
+        variable._persistable = persistable
+        self._buffers[name] = variable
+
+    def parameters(self, include_sublayers: bool = True) -> List[ParamBase]:
+        """Every parameter of this layer (and its sublayers), each once, in creation order."""
+        return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
+
+    def named_parameters(self, prefix: str = "", include_sublayers: bool = True
+                         ) -> Iterator[Tuple[str, ParamBase]]:
+        seen = set()
+        layers = [(prefix, self)]
+        if include_sublayers:
+            layers += list(self.named_sublayers(prefix=prefix))
+        for lp, layer in layers:
+            for key, p in layer._parameters.items():
+                if p is None or id(p) in seen:
+                    continue
+                seen.add(id(p))
+                yield (lp + "." + key if lp else key), p
+
+    def sublayers(self, include_sublayers: bool = True) -> List["Layer"]:
+        return [layer for _, layer in self.named_sublayers(include_sublayers=include_sublayers)]
+
+    def named_sublayers(self, prefix: str = "", include_sublayers: bool = True,
+                        include_self: bool = False, layers_set: Optional[set] = None
+                        ) -> Iterator[Tuple[str, "Layer"]]:
+        if layers_set is None:
+            layers_set = set()
+        if include_self and self not in layers_set:
+            layers_set.add(self)
+            yield prefix, self
+        for key, layer in self._sub_layers.items():
+            if layer is None or layer in layers_set:
+                continue
+            layers_set.add(layer)
+            p = prefix + "." + key if prefix else key
+            yield p, layer
+            if include_sublayers:
+                yield from layer.named_sublayers(prefix=p, include_sublayers=True,
+                                                 layers_set=layers_set)
+
+    def children(self) -> Iterator["Layer"]:
+        return iter(self._sub_layers.values())
+
+    def clear_gradients(self) -> None:
+        """``clear_gradient()`` on every parameter."""
+        for p in self.parameters():
+            p.clear_gradient()
+
+    # -- state ------------------------------------------------------------------------------
+    def state_dict(self, destination: Optional[Dict[str, Any]] = None,
+                   include_sublayers: bool = True, structured_name_prefix: str = ""
+                   ) -> "collections.OrderedDict[str, VarBase]":
+        """``{structured name: tensor}`` of the parameters and persistable buffers
+        (``fc1.weight``); ``save_dygraph`` writes it to ``.pdparams``."""
+        out = collections.OrderedDict() if destination is None else destination
+        for key, p in self._parameters.items():
+            if p is not None:
+                out[structured_name_prefix + key] = p
+        for key, b in self._buffers.items():
+            if b is not None and b._persistable:
+                out[structured_name_prefix + key] = b
+        if include_sublayers:
+            for key, layer in self._sub_layers.items():
+                if layer is not None:
+                    layer.state_dict(out, True, structured_name_prefix + key + ".")
+        return out
+
+    def set_dict(self, stat_dict: Dict[str, Any], include_sublayers: bool = True,
+                 use_structured_name: bool = True) -> None:
+        """Load values saved by ``state_dict`` (keys: structured names, or the parameters' own
+        names with ``use_structured_name=False``). A missing key or a shape mismatch raises
+        before anything is written."""
+        own = self.state_dict(include_sublayers=include_sublayers)
+        plan = []
+        for key, t in own.items():
+            k = key if use_structured_name else t.name
+            if k not in stat_dict:
+                raise ValueError(f"set_dict: no value for {k!r} (parameter '{t.name}') in the "
+                                 f"state dict")
+            v = stat_dict[k]
+            arr = np.asarray(v.numpy() if isinstance(v, VarBase) else v)
+            if list(arr.shape) != t.shape:
+                raise ValueError(f"set_dict: {k!r} has shape {list(arr.shape)} in the state "
+                                 f"dict but {t.shape} in the layer")
+            plan.append((t, arr))
+        for t, arr in plan:
+            t.set_value(arr)
+
+    load_dict = set_dict
+    set_state_dict = set_dict
+
+    # -- hooks and calling ------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook: Callable) -> _HookHandle:
+        """``hook(layer, inputs)`` runs before ``forward``; a non-None result replaces the
+        inputs."""
+        self._hook_id += 1
+        self._forward_pre_hooks[self._hook_id] = hook
+        return _HookHandle(self._forward_pre_hooks, self._hook_id)
+
+    def register_forward_post_hook(self, hook: Callable) -> _HookHandle:
+        """``hook(layer, inputs, outputs)`` runs after ``forward``; a non-None result replaces
+        the outputs."""
+        self._hook_id += 1
+        self._forward_post_hooks[self._hook_id] = hook
+        return _HookHandle(self._forward_post_hooks, self._hook_id)
+
+    def __call__(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                res = hook(self, inputs)
+                if res is not None:
+                    inputs = res if isinstance(res, tuple) else (res,)
+        outputs = self.forward(*inputs, **kwargs)
+        if self._forward_post_hooks:
+            for hook in list(self._forward_post_hooks.values()):
+                res = hook(self, inputs, outputs)
+                if res is not None:
+                    outputs = res
+        return outputs
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    # -- attribute registration -------------------------------------------------------------
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        if isinstance(value, ParamBase) and "_parameters" in d:
+            self._parameters[name] = value
+            d.pop(name, None)
+            return
+        if isinstance(value, Layer) and "_sub_layers" in d:
+            self._sub_layers[name] = value
+            d.pop(name, None)
+            return
+        if "_parameters" in d and name in self._parameters and value is None:
+            self._parameters[name] = None
+            return
+        object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if "_parameters" in d and name in d["_parameters"]:
+            return d["_parameters"][name]
+        if "_sub_layers" in d and name in d["_sub_layers"]:
+            return d["_sub_layers"][name]
+        if "_buffers" in d and name in d["_buffers"]:
+            return d["_buffers"][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in ("_parameters", "_sub_layers", "_buffers"):
+            if name in self.__dict__.get(table, {}):
+                del self.__dict__[table][name]
+                return
+        object.__delattr__(self, name)
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__}("]
+        for key, layer in self._sub_layers.items():
+            lines.append(f"  ({key}): " + repr(layer).replace("\n", "\n  "))
+        lines.append(")")
+        return "\n".join(lines) if len(lines) > 2 else f"{type(self).__name__}()"
+
+
+class Sequential(Layer):
+    """Calls its sublayers in order: ``Sequential(Linear(4, 8), ReLU())`` or with
+    ``(name, layer)`` pairs."""
+
+    def __init__(self, *layers: Any) -> None:
+        super().__init__()
+        if len(layers) > 0 and isinstance(layers[0], tuple):
+            for name, layer in layers:
+                self.add_sublayer(name, layer)
+        else:
+            for i, layer in enumerate(layers):
+                self.add_sublayer(str(i), layer)
+
+    def __getitem__(self, idx: Any) -> Layer:
+        return list(self._sub_layers.values())[idx]
+
+    def __len__(self) -> int:
+        return len(self._sub_layers)
+
+    def forward(self, input: Any) -> Any:
+        for layer in self._sub_layers.values():
+            input = layer(input)
+        return input
+
+
+class LayerList(Layer):
+    """A list of sublayers (registered, so their parameters are listed)."""
+
+    def __init__(self, sublayers: Optional[Sequence[Layer]] = None) -> None:
+        super().__init__()
+        for i, layer in enumerate(sublayers or []):
+            self.add_sublayer(str(i), layer)
+
+    def __getitem__(self, idx: int) -> Layer:
+        return list(self._sub_layers.values())[idx]
+
+    def __setitem__(self, idx: int, sublayer: Layer) -> None:
+        self._sub_layers[str(idx)] = sublayer
+
+    def __len__(self) -> int:
+        return len(self._sub_layers)
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(list(self._sub_layers.values()))
+
+    def append(self, sublayer: Layer) -> "LayerList":
+        self.add_sublayer(str(len(self)), sublayer)
+        return self
+
+    def extend(self, sublayers: Sequence[Layer]) -> "LayerList":
+        for layer in sublayers:
+            self.append(layer)
+        return self
+
+
+class ParameterList(Layer):
+    """A list of parameters (registered, so ``parameters()`` lists them)."""
+
+    def __init__(self, parameters: Optional[Sequence[ParamBase]] = None) -> None:
+        super().__init__()
+        for i, p in enumerate(parameters or []):
+            self.add_parameter(str(i), p)
+
+    def __getitem__(self, idx: int) -> ParamBase:
+        return list(self._parameters.values())[idx]
+
+    def __setitem__(self, idx: int, param: ParamBase) -> None:
+        self._parameters[str(idx)] = param
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[ParamBase]:
+        return iter(list(self._parameters.values()))
+
+    def append(self, parameter: ParamBase) -> "ParameterList":
+        self.add_parameter(str(len(self)), parameter)
+        return self
+
+
+def _require_dygraph(what: str) -> None:
+    if _mode.tracer is None:
+        raise RuntimeError(f"{what} must be created and called in dygraph mode: inside "
+                           f"`with fluid.dygraph.guard():`")

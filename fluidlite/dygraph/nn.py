@@ -1,0 +1,335 @@
+"""fluid 1.8's dygraph layer classes. Each creates its parameters once (fluid's names and
+shapes: ``linear_0.w_0`` ``[in, out]``, ``conv2d_0.w_0`` ``[out, in/groups, kh, kw]`` ...) and its
+``forward`` runs the same ops as the static layer function (``mul``/``matmul``, ``conv2d``,
+``pool2d``, ``batch_norm``, ``lookup_table_v2``, ``dropout``, ``layer_norm``) through the tracer.
+Layers without parameters call the ``fluid.layers`` function itself.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+from .. import layers as _layers
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
+from ..initializer import Constant, Normal
+from ..layer_helper import check_act, check_int, check_number
+from ..layers.conv import _padding, _to_list
+from ..param_attr import ParamAttr
+from .layers import Layer
+from .tensor import VarBase
+
+__all__ = ["Linear", "Conv2D", "Conv2DTranspose", "Pool2D", "BatchNorm", "LayerNorm",
+           "Embedding", "Dropout", "PRelu", "Flatten"]
+
+
+class _Op(Layer):
+    """Helpers shared by the layer classes: run one op, add a bias, apply ``act``."""
+
+    def _run(self, op_type: str, inputs: dict, attrs: Optional[dict] = None,
+             out_slot: str = "Out", dtype: Any = None, extra_outputs: Sequence[str] = ()
+             ) -> VarBase:
+        helper = self._helper
+        out = helper.create_variable_for_type_inference(dtype)
+        outputs = {out_slot: out}
+        for slot in extra_outputs:
+            outputs[slot] = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+        helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs or {})
+        return out
+
+    def _bias_act(self, x: VarBase, bias: Optional[VarBase], axis: int, act: Any) -> VarBase:
+        if bias is not None:
+            x = self._run("elementwise_add", {"X": x, "Y": bias}, {"axis": axis})
+        if act is None:
+            return x
+        act = {"type": act} if isinstance(act, str) else dict(act)
+        act_type = act.pop("type")
+        return self._run(act_type, {"X": x}, act)
+
+
+class Linear(_Op):
+    """``act(input @ W + b)``, ``W: [input_dim, output_dim]`` (``linear_N.w_0``, Xavier),
+    ``b: [output_dim]`` (``linear_N.b_0``, zeros; ``bias_attr=False``: none). The input may have
+    any rank >= 2 (the last dim is contracted, as fluid's ``matmul``)."""
+
+    def __init__(self, input_dim: int, output_dim: int, param_attr: Any = None,
+                 bias_attr: Any = None, act: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("linear", dtype)
+        input_dim = check_int(input_dim, "input_dim", "Linear", minimum=1)
+        output_dim = check_int(output_dim, "output_dim", "Linear", minimum=1)
+        check_act(act, "Linear")
+        self._act = act
+        self.weight = self.create_parameter([input_dim, output_dim], param_attr, dtype)
+        self.bias = self.create_parameter([output_dim], bias_attr, dtype, is_bias=True)
+
+    def forward(self, input: VarBase) -> VarBase:
+        if len(input.shape) == 2:
+            out = self._run("mul", {"X": input, "Y": self.weight},
+                            {"x_num_col_dims": 1, "y_num_col_dims": 1})
+        else:
+            out = self._run("matmul", {"X": input, "Y": self.weight},
+                            {"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+        return self._bias_act(out, self.bias, len(input.shape) - 1, self._act)
+
+
+class Conv2D(_Op):
+    """2-D convolution as ``fluid.layers.conv2d``: ``W: [num_filters, C/groups, kh, kw]``
+    (Normal(0, sqrt(2/(kh*kw*C)))), bias ``[num_filters]`` on axis 1, then ``act``."""
+
+    def __init__(self, num_channels: int, num_filters: int, filter_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: Optional[int] = None,
+                 param_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
+                 act: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("conv2d", dtype)
+        c = check_int(num_channels, "num_channels", "Conv2D", minimum=1)
+        num_filters = check_int(num_filters, "num_filters", "Conv2D", minimum=1)
+        groups = 1 if groups is None else check_int(groups, "groups", "Conv2D", minimum=1)
+        if c % groups or num_filters % groups:
+            raise ValueError(f"Conv2D: num_channels ({c}) and num_filters ({num_filters}) must "
+                             f"be divisible by groups ({groups})")
+        check_act(act, "Conv2D")
+        fs = _to_list(filter_size, 2, "filter_size", "Conv2D")
+        paddings, algorithm = _padding(padding, "NCHW", "Conv2D")
+        self._op_type = "depthwise_conv2d" if (c == groups and num_filters % c == 0
+                                               and not use_cudnn) else "conv2d"
+        self._attrs = {"strides": _to_list(stride, 2, "stride", "Conv2D"), "paddings": paddings,
+                       "dilations": _to_list(dilation, 2, "dilation", "Conv2D"),
+                       "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
+                       "fuse_relu_before_depthwise_conv": False,
+                       "padding_algorithm": algorithm, "data_format": "NCHW"}
+        self._act = act
+        std = (2.0 / (fs[0] * fs[1] * c)) ** 0.5
+        self.weight = self.create_parameter([num_filters, c // groups] + fs, param_attr, dtype,
+                                            default_initializer=Normal(0.0, std, 0))
+        self.bias = self.create_parameter([num_filters], bias_attr, dtype, is_bias=True)
+
+    def forward(self, input: VarBase) -> VarBase:
+        out = self._run(self._op_type, {"Input": input, "Filter": self.weight}, self._attrs,
+                        out_slot="Output")
+        return self._bias_act(out, self.bias, 1, self._act)
+
+
+class Conv2DTranspose(_Op):
+    """Transposed 2-D convolution as ``fluid.layers.conv2d_transpose``:
+    ``W: [C, num_filters/groups, kh, kw]``, bias on axis 1, then ``act``."""
+
+    def __init__(self, num_channels: int, num_filters: int, filter_size: Any,
+                 output_size: Any = None, padding: Any = 0, stride: Any = 1, dilation: Any = 1,
+                 groups: Optional[int] = None, param_attr: Any = None, bias_attr: Any = None,
+                 use_cudnn: bool = True, act: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("conv2d_transpose", dtype)
+        c = check_int(num_channels, "num_channels", "Conv2DTranspose", minimum=1)
+        num_filters = check_int(num_filters, "num_filters", "Conv2DTranspose", minimum=1)
+        groups = 1 if groups is None else check_int(groups, "groups", "Conv2DTranspose",
+                                                    minimum=1)
+        check_act(act, "Conv2DTranspose")
+        fs = _to_list(filter_size, 2, "filter_size", "Conv2DTranspose")
+        paddings, algorithm = _padding(padding, "NCHW", "Conv2DTranspose")
+        self._attrs = {"output_size": [] if output_size is None else
+                       _to_list(output_size, 2, "output_size", "Conv2DTranspose"),
+                       "strides": _to_list(stride, 2, "stride", "Conv2DTranspose"),
+                       "paddings": paddings, "padding_algorithm": algorithm,
+                       "dilations": _to_list(dilation, 2, "dilation", "Conv2DTranspose"),
+                       "groups": groups, "use_cudnn": use_cudnn, "data_format": "NCHW"}
+        self._act = act
+        self.weight = self.create_parameter([c, num_filters // groups] + fs, param_attr, dtype)
+        self.bias = self.create_parameter([num_filters], bias_attr, dtype, is_bias=True)
+
+    def forward(self, input: VarBase) -> VarBase:
+        out = self._run("conv2d_transpose", {"Input": input, "Filter": self.weight},
+                        self._attrs, out_slot="Output")
+        return self._bias_act(out, self.bias, 1, self._act)
+
+
+class Pool2D(Layer):
+    """``fluid.layers.pool2d`` with the constructor's arguments."""
+
+    def __init__(self, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
+                 pool_padding: Any = 0, global_pooling: bool = False, use_cudnn: bool = True,
+                 ceil_mode: bool = False, exclusive: bool = True,
+                 data_format: str = "NCHW") -> None:
+        super().__init__("pool2d")
+        self._kw = dict(pool_size=pool_size, pool_type=pool_type, pool_stride=pool_stride,
+                        pool_padding=pool_padding, global_pooling=global_pooling,
+                        use_cudnn=use_cudnn, ceil_mode=ceil_mode, exclusive=exclusive,
+                        data_format=data_format)
+
+    def forward(self, input: VarBase) -> VarBase:
+        return _layers.pool2d(input, **self._kw)
+
+
+class BatchNorm(_Op):
+    """Batch normalization as ``fluid.layers.batch_norm``: scale ``w_0`` (1), bias ``b_0`` (0),
+    moving mean ``w_1`` (0) and variance ``w_2`` (1), updated in place while training
+    (``running = running*momentum + batch*(1-momentum)``); ``eval()`` (or ``is_test=True`` /
+    ``use_global_stats=True``) normalizes with the moving statistics."""
+
+    def __init__(self, num_channels: int, act: Any = None, is_test: bool = False,
+                 momentum: float = 0.9, epsilon: float = 1e-05, param_attr: Any = None,
+                 bias_attr: Any = None, dtype: Any = "float32", data_layout: str = "NCHW",
+                 in_place: bool = False, moving_mean_name: Optional[str] = None,
+                 moving_variance_name: Optional[str] = None,
+                 do_model_average_for_mean_and_var: bool = True,
+                 use_global_stats: bool = False, trainable_statistics: bool = False) -> None:
+        super().__init__("batch_norm", dtype)
+        c = check_int(num_channels, "num_channels", "BatchNorm", minimum=1)
+        check_act(act, "BatchNorm")
+        if data_layout not in ("NCHW", "NHWC"):
+            raise ValueError(f"BatchNorm: unsupported data_layout {data_layout!r}")
+        self._act, self._is_test, self._layout = act, bool(is_test), data_layout
+        self._momentum = check_number(momentum, "momentum", "BatchNorm")
+        self._epsilon = check_number(epsilon, "epsilon", "BatchNorm")
+        self._use_global_stats = bool(use_global_stats)
+        self._trainable_statistics = bool(trainable_statistics)
+        pdtype = "float32" if convert_np_dtype_to_dtype_(dtype) == VarType.FP16 else dtype
+        self.weight = self.create_parameter([c], param_attr, pdtype,
+                                            default_initializer=Constant(1.0))
+        self.bias = self.create_parameter([c], bias_attr, pdtype, is_bias=True)
+        self._mean = self.create_parameter(
+            [c], ParamAttr(name=moving_mean_name, initializer=Constant(0.0), trainable=False,
+                           do_model_average=do_model_average_for_mean_and_var), pdtype)
+        self._variance = self.create_parameter(
+            [c], ParamAttr(name=moving_variance_name, initializer=Constant(1.0),
+                           trainable=False,
+                           do_model_average=do_model_average_for_mean_and_var), pdtype)
+        self._mean.stop_gradient = self._variance.stop_gradient = True
+
+    def forward(self, input: VarBase) -> VarBase:
+        helper = self._helper
+        out = helper.create_variable_for_type_inference(input.dtype)
+        saved_mean = helper.create_variable_for_type_inference(stop_gradient=True)
+        saved_var = helper.create_variable_for_type_inference(stop_gradient=True)
+        is_test = self._is_test or not self.training
+        helper.append_op(
+            type="batch_norm",
+            inputs={"X": input, "Scale": self.weight, "Bias": self.bias, "Mean": self._mean,
+                    "Variance": self._variance},
+            outputs={"Y": out, "MeanOut": self._mean, "VarianceOut": self._variance,
+                     "SavedMean": saved_mean, "SavedVariance": saved_var},
+            attrs={"momentum": self._momentum, "epsilon": self._epsilon, "is_test": is_test,
+                   "data_layout": self._layout, "use_mkldnn": False, "fuse_with_relu": False,
+                   "use_global_stats": self._use_global_stats,
+                   "trainable_statistics": self._trainable_statistics})
+        return self._bias_act(out, None, 1, self._act)
+
+
+class LayerNorm(_Op):
+    """``fluid.layers.layer_norm`` over the trailing ``normalized_shape`` dims (scale init 1,
+    shift init 0)."""
+
+    def __init__(self, normalized_shape: Any, scale: bool = True, shift: bool = True,
+                 epsilon: float = 1e-05, param_attr: Any = None, bias_attr: Any = None,
+                 act: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("layer_norm", dtype)
+        shape = [normalized_shape] if isinstance(normalized_shape, int) else \
+            list(normalized_shape)
+        self._shape, self._epsilon, self._act = shape, float(epsilon), act
+        size = 1
+        for d in shape:
+            size *= int(d)
+        self.weight = self.create_parameter([size], param_attr, dtype,
+                                            default_initializer=Constant(1.0)) if scale else None
+        self.bias = self.create_parameter([size], bias_attr, dtype,
+                                          is_bias=True) if shift else None
+
+    def forward(self, input: VarBase) -> VarBase:
+        begin = len(input.shape) - len(self._shape)
+        if list(input.shape[begin:]) != [int(d) for d in self._shape]:
+            raise ValueError(f"LayerNorm: the input's trailing dims {input.shape[begin:]} must "
+                             f"equal normalized_shape {self._shape}")
+        inputs = {"X": input}
+        if self.weight is not None:
+            inputs["Scale"] = self.weight
+        if self.bias is not None:
+            inputs["Bias"] = self.bias
+        out = self._run("layer_norm", inputs, {"epsilon": self._epsilon,
+                                               "begin_norm_axis": begin},
+                        out_slot="Y", extra_outputs=("Mean", "Variance"))
+        return self._bias_act(out, None, 1, self._act)
+
+
+class Embedding(_Op):
+    """``W: [vocab_size, emb_dim]`` (``embedding_N.w_0``, Xavier); ``forward(ids)`` gives
+    ``ids.shape + [emb_dim]`` (op ``lookup_table_v2``; ids ending in a 1-dim use fluid 1.8's
+    ``lookup_table`` and drop it). ``padding_idx`` rows are zero and get no gradient."""
+
+    def __init__(self, size: Sequence[int], is_sparse: bool = False,
+                 is_distributed: bool = False, padding_idx: Optional[int] = None,
+                 param_attr: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("embedding", dtype)
+        size = [int(s) for s in size]
+        if len(size) != 2 or min(size) <= 0:
+            raise ValueError(f"Embedding: size must be [vocab_size, emb_dim], got {size}")
+        if padding_idx is None:
+            padding_idx = -1
+        elif padding_idx < 0:
+            padding_idx += size[0]
+        self._size, self._padding_idx = size, int(padding_idx)
+        self._is_sparse, self._is_distributed = bool(is_sparse), bool(is_distributed)
+        self.weight = self.create_parameter(size, param_attr, dtype)
+
+    def forward(self, input: VarBase) -> VarBase:
+        op_type = "lookup_table" if input.shape and input.shape[-1] == 1 else "lookup_table_v2"
+        return self._run(op_type, {"Ids": input, "W": self.weight},
+                         {"is_sparse": self._is_sparse, "is_distributed": self._is_distributed,
+                          "remote_prefetch": False, "padding_idx": self._padding_idx})
+
+
+class Dropout(Layer):
+    """``fluid.layers.dropout`` with ``is_test = not self.training``."""
+
+    def __init__(self, p: float = 0.5, seed: Optional[int] = None,
+                 dropout_implementation: str = "downgrade_in_infer",
+                 is_test: bool = False) -> None:
+        super().__init__("dropout")
+        self._p, self._seed, self._impl = float(p), seed, dropout_implementation
+        self._is_test = bool(is_test)
+
+    def forward(self, input: VarBase) -> VarBase:
+        return _layers.dropout(input, self._p, is_test=self._is_test or not self.training,
+                               seed=self._seed, dropout_implementation=self._impl)
+
+
+class PRelu(_Op):
+    """``max(0, x) + alpha * min(0, x)`` with a learned ``alpha`` (``mode``: 'all' one value,
+    'channel' one per channel of an NCHW input, 'element' one per element), init 0.25.
+    Composed of ``relu``, ``scale`` and ``elementwise_mul`` ops (fluidlite has no prelu op)."""
+
+    def __init__(self, mode: str, input_shape: Optional[Sequence[int]] = None,
+                 channel: Optional[int] = None, param_attr: Any = None,
+                 dtype: Any = "float32") -> None:
+        super().__init__("prelu", dtype)
+        if mode == "all":
+            shape: List[int] = [1]
+        elif mode == "channel":
+            if channel is None:
+                raise ValueError("PRelu: mode 'channel' needs channel=")
+            shape = [int(channel)]
+        elif mode == "element":
+            if input_shape is None:
+                raise ValueError("PRelu: mode 'element' needs input_shape=")
+            shape = [int(d) for d in input_shape[1:]]
+        else:
+            raise ValueError(f"PRelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
+        self._mode = mode
+        self.weight = self.create_parameter(shape, param_attr, dtype,
+                                            default_initializer=Constant(0.25))
+
+    def forward(self, input: VarBase) -> VarBase:
+        pos = self._run("relu", {"X": input})
+        neg_in = self._run("scale", {"X": input}, {"scale": -1.0})
+        neg = self._run("relu", {"X": neg_in})
+        axis = 1 if self._mode != "all" else -1
+        if self._mode == "all":
+            axis = -1
+        scaled = self._run("elementwise_mul", {"X": neg, "Y": self.weight}, {"axis": axis})
+        return self._run("elementwise_sub", {"X": pos, "Y": scaled}, {"axis": -1})
+
+
+class Flatten(Layer):
+    """Reshape to 2-D keeping dims before ``axis`` (``fluid.layers.flatten``)."""
+
+    def __init__(self, axis: int = 1) -> None:
+        super().__init__("flatten")
+        self._axis = axis
+
+    def forward(self, input: VarBase) -> VarBase:
+        return _layers.flatten(input, axis=self._axis)

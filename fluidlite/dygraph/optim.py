@@ -1,0 +1,141 @@
+"""The dygraph branch of ``Optimizer.minimize``: clip, regularize and update now.
+
+The same objects do the work as in static mode: the optimizer's ``grad_clip`` (its static code
+runs on the eager block, so every clip computes exactly the static ops: ``clip``,
+``clip_by_norm``, the float64 ``squared_l2_norm`` global norm ...), the parameters' or the
+optimizer's regularizer (its ``scale``/``sign`` ops and the ``sum`` into the gradient), and the
+optimizer's update op (``sgd``, ``momentum``, ``adam`` ...) with its accumulators (``_accs``)
+held as tensors per parameter, created at the first step with the static start values.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import mode as _mode
+from ..core import names
+from ..core.dtypes import to_numpy_dtype
+from ..core.ir import Variable
+from .base import no_grad
+from .tensor import EAGER_BLOCK, ParamBase, VarBase
+
+__all__ = ["minimize", "NO_PARAMETER_LIST"]
+
+NO_PARAMETER_LIST = ("parameter_list argument given to the Optimizer should not be None in "
+                     "dygraph mode.")
+
+
+def _no_grad_names(no_grad_set: Any) -> set:
+    if no_grad_set is None:
+        return set()
+    return {v.name if isinstance(v, Variable) else str(v) for v in no_grad_set}
+
+
+def _learning_rate(opt: Any, param: ParamBase) -> VarBase:
+    lr = opt._learning_rate
+    if callable(lr) and not isinstance(lr, Variable):      # a dygraph LR decay object
+        value = float(np.asarray(lr()).reshape(-1)[0]) if not isinstance(lr(), VarBase) \
+            else float(lr().numpy().reshape(-1)[0])
+    elif isinstance(lr, VarBase):
+        value = float(lr.numpy().reshape(-1)[0])
+    elif isinstance(lr, Variable):
+        raise TypeError(f"{type(opt).__name__}: in dygraph mode learning_rate must be a float or "
+                        f"a dygraph learning-rate decay, but received the static Variable "
+                        f"'{lr.name}'")
+    else:
+        value = float(lr)
+    scale = param.optimize_attr.get("learning_rate", 1.0)
+    dtype = to_numpy_dtype(opt._dtype) if opt._dtype is not None else np.float32
+    cache = opt.__dict__.setdefault("_dygraph_lr", {})
+    key = (value, scale, dtype)
+    t = cache.get(key)
+    if t is None:
+        # the static pass computes lr * scale with a float32 `scale` op; do the same
+        arr = np.array([value], dtype=dtype)
+        if scale != 1.0:
+            arr = (arr * np.float32(scale)).astype(dtype)
+        t = cache[key] = VarBase(arr, name=names.generate("learning_rate"))
+        if len(cache) > 64:
+            cache.clear()
+            cache[key] = t
+    return t
+
+
+def _accumulators(opt: Any, param: ParamBase) -> Dict[str, VarBase]:
+    """The parameter's accumulators (created at its first update, with the static start
+    values), also visible through ``opt._get_accumulator(name, param)``."""
+    out = {}
+    for acc in opt._accs:
+        name = opt._name + "_" + acc.name if opt._name is not None else acc.name
+        var = opt._accumulators[name].get(param.name)
+        if var is None:
+            fill = acc.fill(opt) if callable(acc.fill) else acc.fill
+            shape = [1] if acc.scalar else param.shape
+            var_name = names.generate(param.name + "_" + name)
+            var = VarBase(np.full(shape, fill, dtype=param._array().dtype), name=var_name,
+                          persistable=True)
+            opt._accumulators[name][param.name] = var
+            opt._opti_name_list.append(var_name)
+        out[acc.name] = var
+    return out
+
+
+def _regularize(opt: Any, params_grads: List[Tuple[ParamBase, VarBase]]
+                ) -> List[Tuple[ParamBase, VarBase]]:
+    from ..regularizer import check_regularizer
+    out = []
+    for p, g in params_grads:
+        reg = check_regularizer(getattr(p, "regularizer", None),
+                                f"the regularizer of parameter '{p.name}'") or opt.regularization
+        if reg is not None:
+            term = reg(p, g, EAGER_BLOCK)
+            new = VarBase(None, name=g.name)
+            _mode.tracer.trace_op("sum", {"X": [g, term]}, {"Out": new}, {"use_mkldnn": False})
+            g = new
+        out.append((p, g))
+    return out
+
+
+def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
+             no_grad_set: Any = None, grad_clip: Any = None) -> Tuple[List[Any], List[Any]]:
+    """``opt.minimize(loss)`` in dygraph mode (see the module docstring). Reads the
+    gradients accumulated by ``loss.backward()``; returns ``([], params_grads)`` (no ops are
+    kept in dygraph mode)."""
+    params = parameter_list if parameter_list else opt._parameter_list
+    if params is None:
+        raise AttributeError(NO_PARAMETER_LIST)
+    blocked = _no_grad_names(no_grad_set)
+    params_grads = []
+    for p in params:
+        if not isinstance(p, ParamBase):
+            raise TypeError(f"{type(opt).__name__}: parameter_list must hold dygraph parameters "
+                            f"(e.g. layer.parameters()), but received {type(p).__name__}")
+        if not p.trainable or p.name in blocked or p._grad is None:
+            continue
+        params_grads.append((p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)))
+    if isinstance(loss, VarBase) and loss._value is not None and opt._dtype is None:
+        opt._dtype = loss.dtype
+    with no_grad():
+        params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        if grad_clip is not None:
+            params_grads = grad_clip(params_grads)
+        params_grads = _regularize(opt, params_grads)
+        tracer = _mode.tracer
+        for p, g in params_grads:
+            if g is None or not p.trainable:
+                continue
+            inputs: Dict[str, Any] = {"Param": p, "Grad": g,
+                                      "LearningRate": _learning_rate(opt, p)}
+            outputs: Dict[str, Any] = {"ParamOut": p}
+            accs = _accumulators(opt, p)
+            for acc in opt._accs:
+                inputs[acc.slot] = accs[acc.name]
+                if acc.out is not None:
+                    outputs[acc.out] = accs[acc.name]
+            for k, v in opt._extra_inputs.items():
+                if isinstance(v, VarBase):
+                    inputs[k] = v
+            tracer.trace_op(opt.type, inputs, outputs, opt._op_attrs(p))
+        opt._finish_update(EAGER_BLOCK, params_grads)
+    return [], params_grads

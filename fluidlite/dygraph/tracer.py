@@ -1,0 +1,279 @@
+"""The tracer: runs one op at a time through its registered ``OpDef`` and records what backward
+needs (fluid 1.8's ``Tracer.trace_op``).
+
+For each call: the op's definition checks the attrs; the first call with a given op type, attrs
+and input shapes/dtypes also runs ``infer`` (validation, as the static ``append_op`` does) and
+asks ``OpDef.bind`` for the kernel -- the same callable the static executor's plan calls --
+which is then cached under that key, so a training step pays one dict lookup per op for it.
+When the op is differentiable and one of its inputs needs a gradient, an autograd ``Node``
+keeps the inputs, the output arrays and (weakly) the output tensors; ``autograd.py`` turns it
+into the op's gradient ops (its ``<type>_grad`` kernel or ``make_grad`` composition).
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import registry
+from ..core.ir import Variable, default_main_program
+from ..core.registry import VarSpec
+from .tensor import ParamBase, VarBase
+
+__all__ = ["Tracer", "Node"]
+
+_CACHE_LIMIT = 8192
+_SKIP_ATTRS = frozenset(registry.COMMON_ATTRS)
+
+
+def _freeze(v: Any) -> Any:
+    """A hashable stand-in for an attr value (lists become tuples)."""
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    if isinstance(v, np.ndarray):
+        return (v.dtype.str, v.shape, v.tobytes())
+    try:
+        hash(v)
+        return (type(v), v)
+    except TypeError:
+        return repr(v)
+
+
+def _bad_input(op_type: str, slot: str, value: Any) -> TypeError:
+    if isinstance(value, Variable):
+        return TypeError(f"op '{op_type}': input {slot} is the static Variable '{value.name}', "
+                         f"which cannot be used in dygraph mode; create tensors with "
+                         f"fluid.dygraph.to_variable(ndarray) inside the guard")
+    return TypeError(f"op '{op_type}': input {slot} must be a dygraph tensor (VarBase), but "
+                     f"received {type(value).__name__}")
+
+
+class Node:
+    """One recorded op: what its gradient rule needs (see the module docstring)."""
+
+    __slots__ = ("opdef", "attrs", "key", "in_vars", "in_arrays", "out_refs", "out_arrays",
+                 "seq", "released", "__weakref__")
+
+    def __init__(self, opdef: registry.OpDef, attrs: Dict[str, Any], key: Any,
+                 in_vars: List[Any], in_arrays: List[Any], out_refs: List[Any],
+                 out_arrays: List[Any], seq: int) -> None:
+        self.opdef, self.attrs, self.key = opdef, attrs, key
+        self.in_vars, self.in_arrays = in_vars, in_arrays        # per forward input slot
+        self.out_refs, self.out_arrays = out_refs, out_arrays    # per forward output slot
+        self.seq, self.released = seq, False
+
+    def release(self) -> None:
+        self.released = True
+        self.in_vars = self.in_arrays = self.out_arrays = self.out_refs = None
+
+
+class Tracer:
+    """Executes ops eagerly (see the module docstring). ``has_grad``: record autograd nodes
+    (``no_grad`` turns it off); ``train_mode``: what ``Layer.train()/eval()`` default to."""
+
+    def __init__(self, seed: Optional[int] = None) -> None:
+        self.has_grad = True
+        self.train_mode = True
+        self._seq = itertools.count()
+        self._cache: Dict[Any, Tuple[Any, ...]] = {}
+        self._program_seed = default_main_program().random_seed
+        self.seed(seed)
+
+    def seed(self, seed: Optional[int]) -> None:
+        """Reseed the generator random ops (``seed=0`` attrs) draw from."""
+        self.rng = np.random.default_rng(None if not seed else int(seed))
+
+    # -- running one op ---------------------------------------------------------------------
+    def trace_op(self, type: str, inputs: Optional[Dict[str, Any]] = None,
+                 outputs: Optional[Dict[str, Any]] = None,
+                 attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> None:
+        """Run op ``type`` on the tensors of ``inputs`` and write the results into the tensors
+        of ``outputs`` (slot -> tensor or list of tensors, fluid's ``append_op`` arguments)."""
+        opdef = registry.get_op_def(type)
+        inputs = inputs or {}
+        outputs = outputs or {}
+        attrs = attrs or {}
+        in_vars: List[Any] = []
+        in_arrays: List[Any] = []
+        sig: List[Any] = []
+        requires = False
+        for slot in opdef.in_slots:
+            v = inputs.get(slot.name)
+            if v is None or (isinstance(v, (list, tuple)) and not v):
+                in_vars.append(None)
+                in_arrays.append(None)
+                sig.append(None)
+                continue
+            if slot.duplicable:
+                vs = list(v) if isinstance(v, (list, tuple)) else [v]
+                arrs = []
+                for x in vs:
+                    if not isinstance(x, VarBase):
+                        raise _bad_input(type, slot.name, x)
+                    arrs.append(x._array())
+                    requires = requires or not x._stop_gradient
+                in_vars.append(vs)
+                in_arrays.append(arrs)
+                sig.append(tuple((a.shape, a.dtype.char) for a in arrs))
+            else:
+                if isinstance(v, (list, tuple)):
+                    if len(v) != 1:
+                        raise ValueError(f"op '{type}': input {slot.name} takes one tensor, but "
+                                         f"received {len(v)}")
+                    v = v[0]
+                if not isinstance(v, VarBase):
+                    raise _bad_input(type, slot.name, v)
+                a = v._array()
+                requires = requires or not v._stop_gradient
+                in_vars.append(v)
+                in_arrays.append(a)
+                sig.append((a.shape, a.dtype.char))
+        out_vars: List[Any] = []
+        present = []
+        for slot in opdef.out_slots:
+            v = outputs.get(slot.name)
+            if v is None or (isinstance(v, (list, tuple)) and not v):
+                out_vars.append(None)
+                continue
+            if not slot.duplicable and isinstance(v, (list, tuple)):
+                v = v[0]
+            out_vars.append(v)
+            present.append(slot.name)
+        key = (type, tuple((k, _freeze(x)) for k, x in attrs.items() if k not in _SKIP_ATTRS),
+               tuple(sig), tuple(present))
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._prepare(opdef, type, attrs, in_arrays, present)
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = entry
+        fn, single, result_keys, checked = entry
+        if opdef.uses_rng:
+            program_seed = default_main_program().random_seed
+            if program_seed != self._program_seed:     # `program.random_seed = n` in the guard
+                self._program_seed = program_seed
+                self.seed(program_seed)
+            seed = int(checked.get("seed", 0) or 0)
+            rng = (np.random.default_rng(seed) if seed and checked.get("fix_seed", True)
+                   else self.rng)
+            res = fn(*in_arrays, rng=rng)
+        else:
+            res = fn(*in_arrays)
+        record = requires and self.has_grad and not stop_gradient and opdef.differentiable
+        out_arrays: List[Any] = []
+        out_refs: List[Any] = [] if record else None  # type: ignore[assignment]
+        for slot, v in zip(opdef.out_slots, out_vars):
+            if v is None:
+                out_arrays.append(None)
+                if record:
+                    out_refs.append(None)
+                continue
+            val = res if single else res.get(result_keys.get(slot.name, slot.name))
+            if slot.duplicable:
+                vs = list(v) if isinstance(v, (list, tuple)) else [v]
+                vals = list(val) if val is not None else [None] * len(vs)
+                for x, a in zip(vs, vals):
+                    self._write(x, a, type, slot.name)
+                out_arrays.append(vals)
+                if record:
+                    out_refs.append([weakref.ref(x) for x in vs])
+            else:
+                self._write(v, val, type, slot.name)
+                out_arrays.append(val)
+                if record:
+                    out_refs.append(weakref.ref(v))
+        if record:
+            node = Node(opdef, checked, key, in_vars, in_arrays, out_refs, out_arrays,
+                        next(self._seq))
+            for v in out_vars:
+                for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if x is not None and not isinstance(x, ParamBase):
+                        x._node = node
+                        x._stop_gradient = False
+        else:
+            for v in out_vars:
+                for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if x is not None and not isinstance(x, ParamBase):
+                        x._node = None
+                        x._stop_gradient = True
+
+    @staticmethod
+    def _write(var: Any, value: Any, op_type: str, slot: str) -> None:
+        if not isinstance(var, VarBase):
+            raise _bad_input(op_type, slot, var)
+        if value is not None and not isinstance(value, np.ndarray):
+            value = np.asarray(value)
+        var._value = value
+
+    def _prepare(self, opdef: registry.OpDef, op_type: str, attrs: Dict[str, Any],
+                 in_arrays: Sequence[Any], present: Sequence[str]) -> Tuple[Any, ...]:
+        """Check attrs, validate with ``infer`` and bind the kernel (once per cache key)."""
+        checked = opdef.check_attrs(dict(attrs))
+        specs = [None if a is None else
+                 [VarSpec(x.shape, x.dtype) for x in a] if isinstance(a, list)
+                 else VarSpec(a.shape, a.dtype) for a in in_arrays]
+        try:
+            opdef.run_infer(specs, checked)
+        except NotImplementedError:
+            pass
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{e}\n  (dygraph op '{op_type}')") from None
+        binding = opdef.bind(specs, checked, frozenset(present))
+        kernel_attrs = {k: v for k, v in checked.items() if k not in _SKIP_ATTRS}
+        return binding.fn, binding.single, dict(binding.result_keys), kernel_attrs
+
+    # -- tensors and parameters -------------------------------------------------------------
+    def new_var(self, name: Optional[str] = None, dtype: Any = None,
+                persistable: bool = False, stop_gradient: bool = False,
+                shape: Optional[Sequence[int]] = None) -> VarBase:
+        return VarBase(None, name=name, stop_gradient=stop_gradient, persistable=persistable,
+                       shape=shape, dtype=dtype)
+
+    def create_parameter(self, attr: Any, shape: Sequence[int], dtype: Any, type: Any = None,
+                         stop_gradient: bool = False) -> ParamBase:
+        """A ``ParamBase`` named ``attr.name``, filled now by ``attr.initializer``."""
+        from .tensor import EAGER_BLOCK
+        param = ParamBase(shape, dtype, **attr._to_kwargs(with_initializer=True))
+        if stop_gradient:
+            param._stop_gradient = True
+        has_grad, self.has_grad = self.has_grad, False
+        try:
+            attr.initializer(param, EAGER_BLOCK)
+        finally:
+            self.has_grad = has_grad
+        return param
+
+    def init_var(self, var: VarBase, initializer: Any) -> VarBase:
+        """Fill ``var`` with ``initializer`` now (``LayerHelper.set_variable_initializer``)."""
+        from .tensor import EAGER_BLOCK
+        has_grad, self.has_grad = self.has_grad, False
+        try:
+            initializer(var, EAGER_BLOCK)
+        finally:
+            self.has_grad = has_grad
+        return var
+
+
+def eager(op_type: str, attrs: Optional[Dict[str, Any]] = None, out_slot: str = "Out",
+          **inputs: Any) -> VarBase:
+    """Run one op now on tensors or arrays (arrays are wrapped, no gradient recorded unless a
+    tensor input needs one) and return its ``out_slot`` output. Used by the dygraph optimizer
+    and clips, so they compute with the same kernels as the static passes."""
+    from ..core import mode
+    tracer = mode.tracer if mode.tracer is not None else _DEFAULT
+    ins = {}
+    for k, v in inputs.items():
+        if isinstance(v, (list, tuple)):
+            ins[k] = [x if isinstance(x, VarBase) else VarBase(np.asarray(x)) for x in v]
+        elif v is not None:
+            ins[k] = v if isinstance(v, VarBase) else VarBase(np.asarray(v))
+    out = VarBase(None)
+    tracer.trace_op(op_type, ins, {out_slot: out}, attrs or {})
+    return out
+
+
+_DEFAULT = Tracer()
