@@ -29,6 +29,8 @@ _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
                  "dygraph", "autograd"}   # dygraph: imperative mode (fluidlite/dygraph/)
+# issue 17: fleet collective mode (fluid.incubate.fleet) and data parallel on MPI
+_LAZY_MODULES |= {"incubate", "distributed"}
 _NOT_PROVIDED = {
     "contrib": "fluid.contrib (mixed precision, slim, quantization, ...) is not provided by "
                "fluidlite.",

@@ -1,1 +1,2 @@
 """``fluid.incubate``: fleet's collective (data-parallel) mode on MPI."""
+from . import fleet  # noqa: F401
