@@ -937,3 +937,8 @@ def set_program_state(program: Program, state_dict: Dict[str, Any]) -> None:
         _log.warning("This list is not set, Because of Paramerter not found in program. There "
                      "are: %s", " ".join(unused))
     _assign(arrays)
+
+# -- data pipeline (issue 15): fluid.io.DataLoader / PyReader and the reader decorators -------
+from .reader import DataLoader, PyReader  # noqa: E402,F401
+from .reader_decorators import (batch, buffered, cache, chain, compose, firstn,  # noqa: E402,F401
+                                map_readers, multiprocess_reader, shuffle, xmap_readers)

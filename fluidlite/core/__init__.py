@@ -7,6 +7,7 @@ from . import dtypes, names, registry  # noqa: F401
 from .dtypes import VarType
 from .errors import EnforceNotMet
 from .ir import OpRole
+from .readers import EOFException  # noqa: F401  (fluid.core.EOFException; core/readers.py)
 from .scope import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, cpu_places,
                     cuda_places, is_compiled_with_cuda)
 

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import lod as _lod      # LoD of feeds and fetches (core/lod.py)
+from ..core import readers as _readers  # started non-iterable DataLoaders (core/readers.py)
 from ..core import scope as scope_mod
 from ..core.ir import Program, Variable, default_main_program
 from ..core.scope import CUDAPlace, LoDTensor, Scope
@@ -96,6 +97,8 @@ class Executor:
             raise TypeError("Executor requires Program as its Parameter. But you passed in "
                             f"{type(program)}")
         feed = _normalize_feed(feed)
+        if _readers.ACTIVE:             # a started non-iterable reader feeds this program
+            feed = _readers.next_feed(program, feed)
         fetch_names = _normalize_fetch(fetch_list)
         scope = scope if scope is not None else scope_mod.global_scope()
         plan = self._plan(program, tuple(feed), tuple(fetch_names))

@@ -1,0 +1,354 @@
+"""fluid's data pipeline: ``DataLoader.from_generator``, ``PyReader`` and ``py_reader``'s reader.
+
+A loader turns a user generator into feed dicts in a **background thread** that fills a
+bounded queue (``capacity`` batches), so preparing the next batch overlaps the current step.
+
+* **Iterable** (``iterable=True``): ``for data in loader(): exe.run(main, feed=data, ...)``;
+  ``data`` is ``[feed_dict]`` (one dict per place, fluid's form) or, with ``return_list=True``,
+  the list of arrays in ``feed_list`` order.
+* **Non-iterable**: ``loader.start()``; then ``exe.run(main, fetch_list=...)`` without a feed
+  takes the next batch (``core/readers.py``) and raises ``fluid.core.EOFException`` when the
+  epoch is over; ``loader.reset()`` before the next ``start()``.
+
+Failures: an exception raised by the user's generator is re-raised in the training loop (the
+same exception object, so its traceback shows the generator's line); a sample whose shape or
+dtype does not fit its variable raises ``ValueError`` naming the variable and the sample index.
+The worker thread stops when the epoch ends, on ``reset()``, when the loop is left early
+(``break``, an exception, Ctrl-C: the iterator's ``finally`` stops and joins it) and when the
+loader is collected; it never outlives the loader.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .core import readers as _readers
+from .core.dtypes import to_numpy_dtype
+from .core.ir import Variable
+from .core.readers import EOFException
+from .core.scope import LoDTensor
+from .data_feeder import DataFeeder
+
+__all__ = ["DataLoader", "PyReader", "GeneratorLoader", "EOFException"]
+
+_log = logging.getLogger("fluidlite")
+_END = object()
+
+
+class _Failure:
+    """An exception raised in the worker, handed to the consumer to re-raise."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _Prefetcher:
+    """One background thread putting ``make()``'s items into a queue of ``capacity``."""
+
+    def __init__(self, make: Callable[[], Iterable[Any]], capacity: int) -> None:
+        self._queue: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, capacity))
+        self._stop = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._work, args=(make,), daemon=True,
+                                        name="fluidlite-reader")
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _work(self, make: Callable[[], Iterable[Any]]) -> None:
+        try:
+            for item in make():
+                if not self._put(item):
+                    return
+            self._put(_END)
+        except BaseException as e:          # noqa: BLE001 -- handed to the consumer
+            self._put(_Failure(e))
+
+    def get(self) -> Any:
+        """The next item; ``_END`` after the last. Re-raises the generator's exception."""
+        if self._done:
+            return _END
+        item = self._queue.get()
+        if item is _END or isinstance(item, _Failure):
+            self._done = True
+            self.stop()
+            if isinstance(item, _Failure):
+                raise item.error
+        return item
+
+    def stop(self) -> None:
+        """Stop the worker and wait for it (it finishes at most the item it is preparing)."""
+        self._stop.set()
+        while True:                          # unblock a worker waiting on a full queue
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+
+# -- conversion -----------------------------------------------------------------------------
+class _Converter:
+    """Samples / sample lists / batches -> feed dicts, checked against the feed variables."""
+
+    def __init__(self, feed_list: Sequence[Variable]) -> None:
+        self.vars = list(feed_list)
+        self.names = [v.name for v in self.vars]
+        self.feeder = DataFeeder(self.vars, None, program=self.vars[0].block.program)
+        self._count = 0
+
+    def _check_sample(self, sample: Any, index: int) -> None:
+        if not isinstance(sample, (list, tuple)) or len(sample) != len(self.vars):
+            n = len(sample) if isinstance(sample, (list, tuple)) else 1
+            raise ValueError(f"DataLoader: sample {index} has {n} field(s), but feed_list has "
+                             f"{len(self.vars)} variables {self.names}")
+        for var, field in zip(self.vars, sample):
+            if var.lod_level:
+                continue
+            dtype = np.dtype(to_numpy_dtype(var.dtype))
+            try:
+                arr = np.asarray(field)
+                ok = arr.dtype.kind in "biuf" and np.can_cast(arr.dtype, dtype, "same_kind") \
+                    or (arr.dtype.kind in "iub" and dtype.kind == "f")
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"DataLoader: sample {index}: the field for '{var.name}' has "
+                                 f"dtype {np.asarray(field).dtype}, which does not convert to "
+                                 f"the variable's {dtype.name}")
+            want = [d for d in var.shape[1:]] if var.shape and var.shape[0] < 0 else None
+            if want is not None and all(d >= 0 for d in want) and \
+                    arr.size != int(np.prod(want)):
+                raise ValueError(f"DataLoader: sample {index}: the field for '{var.name}' has "
+                                 f"shape {list(arr.shape)}, but the variable expects "
+                                 f"{want} per sample (shape {list(var.shape)})")
+
+    def samples(self, batch: Sequence[Any]) -> Dict[str, LoDTensor]:
+        for sample in batch:
+            self._check_sample(sample, self._count)
+            self._count += 1
+        return self.feeder.feed(batch)
+
+    def batch(self, fields: Any, index: int) -> Dict[str, Any]:
+        if isinstance(fields, dict):
+            fields = [fields[n] for n in self.names]
+        if not isinstance(fields, (list, tuple)) or len(fields) != len(self.vars):
+            raise ValueError(f"DataLoader: batch {index} must have one array per variable of "
+                             f"feed_list {self.names}")
+        out = {}
+        for var, value in zip(self.vars, fields):
+            if not isinstance(value, LoDTensor):
+                value = np.asarray(value)
+                want = np.dtype(to_numpy_dtype(var.dtype))
+                if value.dtype != want:
+                    if value.dtype.kind == want.kind or value.dtype.kind in "iub" and \
+                            want.kind == "f":
+                        value = value.astype(want)
+                    else:
+                        raise ValueError(f"DataLoader: batch {index}: the array for "
+                                         f"'{var.name}' has dtype {value.dtype}, the variable "
+                                         f"is {want.name}")
+                shape = list(var.shape)
+                if len(shape) != value.ndim or any(
+                        w >= 0 and w != g for w, g in zip(shape, value.shape)):
+                    raise ValueError(f"DataLoader: batch {index}: the array for '{var.name}' "
+                                     f"has shape {list(value.shape)}, the variable expects "
+                                     f"{shape} (-1 matches any size)")
+            out[var.name] = value
+        return out
+
+
+def _batched(reader: Callable[[], Iterable[Any]], batch_size: int,
+             drop_last: bool) -> Callable[[], Iterator[List[Any]]]:
+    def batches() -> Iterator[List[Any]]:
+        buf: List[Any] = []
+        for sample in reader():
+            buf.append(sample)
+            if len(buf) == batch_size:
+                yield buf
+                buf = []
+        if buf and not drop_last:
+            yield buf
+    return batches
+
+
+# -- the loader -----------------------------------------------------------------------------
+class GeneratorLoader:
+    """What ``DataLoader.from_generator`` returns (see the module docstring)."""
+
+    def __init__(self, feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                 use_double_buffer: bool = True, iterable: bool = True,
+                 return_list: bool = False, use_multiprocess: bool = False,
+                 drop_last: bool = True) -> None:
+        if not feed_list:
+            raise ValueError("DataLoader.from_generator: feed_list must name the variables the "
+                             "loader feeds (the fluid.data variables of the program)")
+        if not all(isinstance(v, Variable) for v in feed_list):
+            raise TypeError("DataLoader.from_generator: feed_list must hold Variables")
+        if capacity is None or int(capacity) < 1:
+            raise ValueError(f"DataLoader.from_generator: capacity must be >= 1, got "
+                             f"{capacity!r}")
+        self.feed_list = list(feed_list)
+        self.feed_names = [v.name for v in self.feed_list]
+        self.capacity = int(capacity)
+        self.iterable = bool(iterable)
+        self.return_list = bool(return_list)
+        self.drop_last = bool(drop_last)
+        if use_multiprocess:
+            _log.info("DataLoader: use_multiprocess runs the generator in a thread in fluidlite")
+        self._program = self.feed_list[0].block.program
+        self._make: Optional[Callable[[], Iterator[Dict[str, Any]]]] = None
+        self._running: Optional[_Prefetcher] = None
+
+    # -- sources ------------------------------------------------------------------------------
+    def set_sample_generator(self, reader: Callable[[], Iterable[Any]], batch_size: int,
+                             drop_last: bool = True, places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields one sample at a time (a tuple, one field per variable)."""
+        if int(batch_size) < 1:
+            raise ValueError(f"set_sample_generator: batch_size must be >= 1, got {batch_size}")
+        return self.set_sample_list_generator(_batched(reader, int(batch_size), drop_last),
+                                              places)
+
+    def set_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
+                                  places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields lists of samples (one list per batch)."""
+        def make() -> Iterator[Dict[str, Any]]:
+            conv = _Converter(self.feed_list)
+            for batch in reader():
+                yield conv.samples(batch)
+        self._make = make
+        return self
+
+    def set_batch_generator(self, reader: Callable[[], Iterable[Any]],
+                            places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields batches: one array (or LoDTensor) per variable."""
+        def make() -> Iterator[Dict[str, Any]]:
+            conv = _Converter(self.feed_list)
+            for i, fields in enumerate(reader()):
+                yield conv.batch(fields, i)
+        self._make = make
+        return self
+
+    def _start_worker(self) -> _Prefetcher:
+        if self._make is None:
+            raise RuntimeError("DataLoader: set a data source first (set_sample_generator, "
+                               "set_sample_list_generator or set_batch_generator)")
+        return _Prefetcher(self._make, self.capacity)
+
+    # -- iterable use ---------------------------------------------------------------------------
+    def __call__(self) -> Iterator[Any]:
+        return iter(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.iterable:
+            raise RuntimeError("DataLoader: this loader is not iterable (iterable=False): call "
+                               "start(), run the program until fluid.core.EOFException, then "
+                               "reset()")
+        worker = self._start_worker()
+        try:
+            while True:
+                item = worker.get()
+                if item is _END:
+                    return
+                if self.return_list:
+                    yield [np.asarray(item[n]) for n in self.feed_names]
+                else:
+                    yield [item]
+        finally:
+            worker.stop()
+
+    # -- non-iterable use ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Start prefetching; ``Executor.run`` on the program then takes one batch per run."""
+        if self.iterable:
+            raise RuntimeError("DataLoader: start() is for non-iterable loaders "
+                               "(iterable=False); iterate over an iterable loader instead")
+        if self._running is not None:
+            raise RuntimeError("DataLoader: already started; call reset() after "
+                               "fluid.core.EOFException before starting again")
+        self._running = self._start_worker()
+        _readers.register(self._program, self)
+
+    def reset(self) -> None:
+        """Stop the worker (if any) and forget the epoch; ``start()`` may follow."""
+        _readers.unregister(self)
+        running, self._running = self._running, None
+        if running is not None:
+            running.stop()
+
+    def next_feed(self) -> Dict[str, Any]:
+        """The next batch for ``Executor.run`` (``EOFException`` at the end of the epoch)."""
+        if self._running is None:
+            raise EOFException("DataLoader: not started (call start() before running)")
+        item = self._running.get()
+        if item is _END:
+            raise EOFException("There is no next data: the reader's epoch is over; call "
+                               "reset() and start() for another epoch")
+        return item
+
+    def __del__(self) -> None:
+        running = getattr(self, "_running", None)
+        if running is not None:
+            running.stop()
+
+
+class DataLoader:
+    """``fluid.io.DataLoader``."""
+
+    @staticmethod
+    def from_generator(feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                       use_double_buffer: bool = True, iterable: bool = True,
+                       return_list: bool = False, use_multiprocess: bool = False,
+                       drop_last: bool = True) -> GeneratorLoader:
+        """A loader fed by a Python generator (see the module docstring)."""
+        return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
+                               use_multiprocess, drop_last)
+
+    @staticmethod
+    def from_dataset(dataset: Any, places: Any = None, drop_last: bool = True) -> Any:
+        """An iterable over the batches of a ``fluid.dataset`` dataset (after
+        ``load_into_memory`` for an InMemoryDataset)."""
+        from .dataset import DatasetLoader
+        return DatasetLoader(dataset, drop_last)
+
+
+class PyReader(GeneratorLoader):
+    """``fluid.io.PyReader``: the older spelling of ``DataLoader.from_generator``."""
+
+    def __init__(self, feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                 use_double_buffer: bool = True, iterable: bool = True,
+                 return_list: bool = False) -> None:
+        super().__init__(feed_list, capacity, use_double_buffer, iterable, return_list)
+
+    def decorate_sample_generator(self, sample_generator: Callable[[], Iterable[Any]],
+                                  batch_size: int, drop_last: bool = True,
+                                  places: Any = None) -> None:
+        self.set_sample_generator(sample_generator, batch_size, drop_last, places)
+
+    def decorate_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
+                                       places: Any = None) -> None:
+        self.set_sample_list_generator(reader, places)
+
+    def decorate_batch_generator(self, reader: Callable[[], Iterable[Any]],
+                                 places: Any = None) -> None:
+        self.set_batch_generator(reader, places)
+
+    # py_reader's spellings
+    decorate_paddle_reader = decorate_sample_list_generator
+    decorate_tensor_provider = decorate_batch_generator

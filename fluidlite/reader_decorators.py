@@ -1,0 +1,222 @@
+"""The reader decorators of ``fluid.io`` / ``paddle.reader``.
+
+A *reader* is a zero-argument callable returning an iterable of samples. Each decorator takes
+readers and returns a new reader; nothing is read until the returned reader is called.
+``buffered``, ``xmap_readers`` and ``multiprocess_reader`` read in background threads through
+bounded queues; their threads end with the epoch, and an exception raised by a source reader is
+re-raised to the consumer.
+"""
+from __future__ import annotations
+
+import itertools
+import queue
+import random
+import threading
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+
+__all__ = ["batch", "shuffle", "buffered", "chain", "compose", "map_readers", "xmap_readers",
+           "firstn", "cache", "multiprocess_reader", "ComposeNotAligned"]
+
+Reader = Callable[[], Iterable[Any]]
+_END = object()
+
+
+class ComposeNotAligned(ValueError):
+    """``compose(check_alignment=True)`` readers yielded different numbers of samples."""
+
+
+def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
+    """Lists of ``batch_size`` samples (the last shorter one dropped when ``drop_last``)."""
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size should be a positive integer, got {batch_size}")
+
+    def batched() -> Iterator[List[Any]]:
+        buf: List[Any] = []
+        for sample in reader():
+            buf.append(sample)
+            if len(buf) == batch_size:
+                yield buf
+                buf = []
+        if buf and not drop_last:
+            yield buf
+    return batched
+
+
+def shuffle(reader: Reader, buf_size: int, seed: Optional[int] = None) -> Reader:
+    """Shuffle within windows of ``buf_size`` samples."""
+    def shuffled() -> Iterator[Any]:
+        rng = random.Random(seed)
+        buf: List[Any] = []
+        for sample in reader():
+            buf.append(sample)
+            if len(buf) >= buf_size:
+                rng.shuffle(buf)
+                yield from buf
+                buf = []
+        rng.shuffle(buf)
+        yield from buf
+    return shuffled
+
+
+def chain(*readers: Reader) -> Reader:
+    """The samples of each reader, one reader after the other."""
+    return lambda: itertools.chain.from_iterable(r() for r in readers)
+
+
+def compose(*readers: Reader, check_alignment: bool = True) -> Reader:
+    """Zip readers: each output sample is the concatenation of their samples (tuples are
+    flattened one level)."""
+    def as_tuple(x: Any) -> tuple:
+        return tuple(x) if isinstance(x, tuple) else (x,)
+
+    def composed() -> Iterator[tuple]:
+        its = [iter(r()) for r in readers]
+        for items in itertools.zip_longest(*its, fillvalue=_END):
+            if any(i is _END for i in items):
+                if check_alignment:
+                    raise ComposeNotAligned("outputs of readers are not aligned")
+                return
+            yield sum((as_tuple(i) for i in items), ())
+    return composed
+
+
+def map_readers(func: Callable[..., Any], *readers: Reader) -> Reader:
+    """``func`` applied to the zipped samples of ``readers``."""
+    return lambda: map(func, *[r() for r in readers])
+
+
+def firstn(reader: Reader, n: int) -> Reader:
+    """At most the first ``n`` samples."""
+    return lambda: itertools.islice(reader(), n)
+
+
+def cache(reader: Reader) -> Reader:
+    """Read ``reader`` once, on the first call; later calls replay the samples."""
+    samples: List[Any] = []
+    filled = [False]
+
+    def cached() -> Iterator[Any]:
+        if not filled[0]:
+            samples.extend(reader())
+            filled[0] = True
+        return iter(samples)
+    return cached
+
+
+def _put(out: "queue.Queue[Any]", entry: Any, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            out.put(entry, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _pump(source: Iterable[Any], out: "queue.Queue[Any]", stop: threading.Event) -> None:
+    try:
+        for item in source:
+            if not _put(out, ("item", item), stop):
+                return
+        _put(out, ("end", None), stop)
+    except BaseException as e:          # noqa: BLE001 -- re-raised by the consumer
+        _put(out, ("error", e), stop)
+
+
+def _drain(q: "queue.Queue[Any]", workers: int, threads: Sequence[threading.Thread],
+           stop: threading.Event) -> Iterator[Any]:
+    ended = 0
+    try:
+        while ended < workers:
+            kind, item = q.get()
+            if kind == "item":
+                yield item
+            elif kind == "end":
+                ended += 1
+            else:
+                raise item
+    finally:
+        stop.set()
+        while True:
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                break
+        for t in threads:
+            t.join()
+
+
+def buffered(reader: Reader, size: int) -> Reader:
+    """Read ahead up to ``size`` samples in a background thread."""
+    def reading() -> Iterator[Any]:
+        q: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, size))
+        stop = threading.Event()
+        t = threading.Thread(target=_pump, args=(reader(), q, stop), daemon=True,
+                             name="fluidlite-buffered")
+        t.start()
+        return _drain(q, 1, [t], stop)
+    return reading
+
+
+def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
+                 buffer_size: int, order: bool = False) -> Reader:
+    """``mapper`` over the samples in ``process_num`` threads (in order when ``order``)."""
+    def mapped() -> Iterator[Any]:
+        if order:
+            # ordered: map in chunks of process_num, results kept in input order
+            src = iter(reader())
+            while True:
+                chunk = list(itertools.islice(src, max(1, process_num)))
+                if not chunk:
+                    return
+                results: List[Any] = [None] * len(chunk)
+                errors: List[BaseException] = []
+
+                def work(i: int, s: Any) -> None:
+                    try:
+                        results[i] = mapper(s)
+                    except BaseException as e:   # noqa: BLE001
+                        errors.append(e)
+                ts = [threading.Thread(target=work, args=(i, s), daemon=True)
+                      for i, s in enumerate(chunk)]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                if errors:
+                    raise errors[0]
+                yield from results
+        src_lock = threading.Lock()
+        source = iter(reader())
+
+        def one_worker() -> Iterator[Any]:
+            while True:
+                with src_lock:
+                    try:
+                        s = next(source)
+                    except StopIteration:
+                        return
+                yield mapper(s)
+
+        q: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, buffer_size))
+        stop = threading.Event()
+        threads = [threading.Thread(target=_pump, args=(one_worker(), q, stop), daemon=True,
+                                    name="fluidlite-xmap") for _ in range(max(1, process_num))]
+        for t in threads:
+            t.start()
+        yield from _drain(q, len(threads), threads, stop)
+    return mapped
+
+
+def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True,
+                        queue_size: int = 1000) -> Reader:
+    """The samples of all ``readers``, read concurrently (threads in fluidlite), interleaved."""
+    def reading() -> Iterator[Any]:
+        q: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, queue_size))
+        stop = threading.Event()
+        threads = [threading.Thread(target=_pump, args=(r(), q, stop), daemon=True,
+                                    name="fluidlite-multireader") for r in readers]
+        for t in threads:
+            t.start()
+        return _drain(q, len(threads), threads, stop)
+    return reading
