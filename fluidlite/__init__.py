@@ -28,7 +28,7 @@ from .core.version import __version__  # noqa: F401
 _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
-                 "dygraph", "autograd"}   # dygraph: imperative mode (fluidlite/dygraph/)
+                 "dygraph", "autograd", "nn"}   # dygraph: imperative mode (fluidlite/dygraph/)
 # issue 17: fleet collective mode (fluid.incubate.fleet) and data parallel on MPI
 _LAZY_MODULES |= {"incubate", "distributed"}
 _NOT_PROVIDED = {

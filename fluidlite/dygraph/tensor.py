@@ -92,7 +92,6 @@ class VarBase(Variable):
 
     # plain attribute stores: there is no program to journal (Variable journals its writes)
     __setattr__ = object.__setattr__
-    block = EAGER_BLOCK
     type = VarType.LOD_TENSOR
     lod_level = 0
     op = None
@@ -112,6 +111,15 @@ class VarBase(Variable):
         d["_decl"] = (shape, dtype)
 
     # -- identity and metadata ------------------------------------------------------------
+    @property
+    def block(self) -> _EagerBlock:
+        """The eager block (dygraph mode only: a dygraph tensor has no place in a Program)."""
+        if _mode.tracer is None:
+            raise TypeError(f"the dygraph tensor '{self.name}' cannot be used in a static "
+                            f"Program (it only exists in dygraph mode); use its value "
+                            f"({self.name}.numpy()) as a feed or with fluid.layers.assign")
+        return EAGER_BLOCK
+
     @property
     def name(self) -> str:
         if self._name is None:
