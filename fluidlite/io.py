@@ -57,6 +57,8 @@ from .core.dtypes import VarType, to_numpy_dtype
 from .core.ir import Parameter, Program, Variable, default_main_program
 from .core.prune import inference_optimize, prune_with_input
 from .core.serialize import dumps_program, loads_program
+# issue 18: Paddle's own formats (ProgramDesc protobuf, LoDTensor streams)
+from .core import paddle_format
 
 __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_program_parameter",
            "get_program_persistable_vars", "save_vars", "save_params", "save_persistables",
@@ -67,6 +69,22 @@ __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_prog
 _log = logging.getLogger("fluidlite")
 _MODEL = "__model__"
 _NOT_SAVED = (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.READER, VarType.RAW)
+# issue 18: "paddle" (default) writes what fluid 1.8 writes: a ProgramDesc protobuf and
+# LoDTensor-stream tensor files; "json" writes fluidlite's JSON program and .npy / .npz files.
+# Loaders read both, whatever the format argument.
+SAVE_FORMATS = ("paddle", "json")
+
+
+def _check_format(format: str) -> str:
+    if format not in SAVE_FORMATS:
+        raise ValueError(f"format must be one of {SAVE_FORMATS}, got {format!r}")
+    return format
+
+
+def _program_bytes(program: Program, format: str) -> bytes:
+    if format == "json":
+        return dumps_program(program).encode("utf-8") + b"\n"
+    return paddle_format.program_to_bytes(program)
 
 
 # -- predicates -------------------------------------------------------------------------------
@@ -244,17 +262,31 @@ def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
     source = f"file '{reader.display(fname)}'"
 
     def inspect(f: IO[bytes], size: int) -> None:      # only for files no manifest covers
+        if paddle_format.is_foreign(f.read(12)):
+            return      # a Paddle stream: parsed below, every size checked against the file
+        f.seek(0)
         meta = _npy_meta(f, size, what, source)
         if var is not None:
             _check_meta(var, meta.shape, meta.dtype, source)
     buf = reader.read_bytes(fname, what, inspect=inspect)
+    if paddle_format.is_foreign(bytes(buf[:12])):       # issue 18: a Paddle stream
+        arr, _, end = paddle_format.read_tensor(buf, 0, source, name)
+        if end != len(buf):
+            raise paddle_format.PaddleFormatError(
+                f"Cannot load {what}: {source} holds {len(buf) - end} bytes after the tensor "
+                f"(a combined file? pass its name as filename=)")
+        if var is not None:
+            _check_meta(var, arr.shape, arr.dtype, source)
+        return arr
     meta = _npy_meta(_io.BytesIO(bytes(buf[:_MAX_NPY_HEADER + 12])), len(buf), what, source)
     if var is not None:
         _check_meta(var, meta.shape, meta.dtype, source)
     return _npy_array(buf, meta)
 
 
-def _combined_bytes(arrays: Dict[str, np.ndarray]) -> bytes:
+def _combined_bytes(arrays: Dict[str, np.ndarray], format: str = "paddle") -> bytes:
+    if format == "paddle":      # issue 18: Paddle's streams, sorted by name
+        return paddle_format.combined_to_bytes(arrays)
     buf = _io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
@@ -267,6 +299,17 @@ def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
     """Arrays of ``names`` (all members when None) from the combined file ``f``. Each member's
     header is checked against its declared size (and its variable) before the data is read,
     so a compressed member cannot expand beyond what it declares (no decompression bomb)."""
+    head = f.read(12)
+    f.seek(0)
+    if paddle_format.is_foreign(head):       # issue 18: Paddle's combined file
+        raw = f.read(checkpoint.memory_limit() + 1)   # the reader already bounded its size
+        out = {}
+        for name, arr in paddle_format.read_combined(raw, names, source):
+            var = (variables or {}).get(name)
+            if var is not None:
+                _check_meta(var, arr.shape, arr.dtype, source)
+            out[name] = arr
+        return out
     try:
         zf = zipfile.ZipFile(f)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
@@ -369,12 +412,14 @@ def _assign(arrays: Dict[str, np.ndarray]) -> None:
 # -- save / load vars -------------------------------------------------------------------------
 def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
               vars: Any = None, predicate: Optional[Callable[[Variable], bool]] = None,
-              filename: Optional[str] = None) -> Optional[bytes]:
+              filename: Optional[str] = None, *, format: str = "paddle") -> Optional[bytes]:
     """Save ``vars`` (or every var of ``main_program`` matching ``predicate``) from the global
-    scope: one ``.npy`` file per variable under ``dirname``, or all of them in the combined
-    file ``dirname/filename``, all-or-nothing (see the module docstring). With
-    ``dirname=None`` and ``filename=None`` the combined bytes are returned instead of
-    written."""
+    scope: one file per variable under ``dirname``, or all of them in the combined file
+    ``dirname/filename``, all-or-nothing (see the module docstring). With ``dirname=None``
+    and ``filename=None`` the combined bytes are returned instead of written. ``format``:
+    ``"paddle"`` (Paddle's tensor streams, as fluid 1.8 writes) or ``"json"`` (``.npy``
+    files, ``.npz`` combined)."""
+    _check_format(format)
     program = _program(main_program)
     selected = _select(program, vars, predicate)
     if not selected:
@@ -384,21 +429,22 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
     scope = _scope()
     arrays = {v.name: _value(scope, v.name) for v in selected}
     if dirname is None and filename is None:
-        return _combined_bytes(arrays)
+        return _combined_bytes(arrays, format)
     if dirname is None:
         raise ValueError("save_vars: dirname is required when filename is given")
-    directory, files = _var_files(os.fspath(dirname), arrays, filename)
+    directory, files = _var_files(os.fspath(dirname), arrays, filename, format)
     _publish(directory, files)
     return None
 
 
-def _var_files(dirname: str, arrays: Dict[str, np.ndarray],
-               filename: Optional[str]) -> Tuple[str, Dict[str, bytes]]:
+def _var_files(dirname: str, arrays: Dict[str, np.ndarray], filename: Optional[str],
+               format: str = "paddle") -> Tuple[str, Dict[str, bytes]]:
     """(directory, {file name: content}) of a save_vars-style checkpoint."""
     if filename is not None:
         directory, name = _target(dirname, filename)
-        return directory, {name: _combined_bytes(arrays)}
-    return dirname, {_file_name(name): _npy_bytes(arr) for name, arr in arrays.items()}
+        return directory, {name: _combined_bytes(arrays, format)}
+    one = paddle_format.tensor_to_bytes if format == "paddle" else _npy_bytes
+    return dirname, {_file_name(name): one(arr) for name, arr in arrays.items()}
 
 
 def _publish(directory: str, files: Dict[str, bytes]) -> None:
@@ -408,17 +454,19 @@ def _publish(directory: str, files: Dict[str, bytes]) -> None:
 
 
 def save_params(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
-                filename: Optional[str] = None) -> Optional[bytes]:
+                filename: Optional[str] = None, *, format: str = "paddle") -> Optional[bytes]:
     """Save every Parameter of ``main_program`` (see ``save_vars``)."""
-    return save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
+    return save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename,
+                     format=format)
 
 
 def save_persistables(executor: Any, dirname: Optional[str],
                       main_program: Optional[Program] = None,
-                      filename: Optional[str] = None) -> Optional[bytes]:
+                      filename: Optional[str] = None, *,
+                      format: str = "paddle") -> Optional[bytes]:
     """Save every persistable variable (parameters, optimizer state, LR, counters)."""
     return save_vars(executor, dirname, main_program, predicate=is_persistable,
-                     filename=filename)
+                     filename=filename, format=format)
 
 
 def _read_vars(selected: Sequence[Variable], dirname: Optional[str],
@@ -513,11 +561,13 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
                          model_filename: Optional[str] = None,
                          params_filename: Optional[str] = None,
                          export_for_deployment: bool = True,
-                         program_only: bool = False) -> List[str]:
+                         program_only: bool = False, *, format: str = "paddle") -> List[str]:
     """Prune ``main_program`` to what computes ``target_vars`` from ``feeded_var_names``, switch
     it to test mode, add feed/fetch ops, and write it to ``dirname/__model__`` (or
     ``model_filename``) plus its persistables (one file each, or ``params_filename``), all in
-    one all-or-nothing publish. Returns the target variable names."""
+    one all-or-nothing publish. Returns the target variable names. ``format``: ``"paddle"``
+    (ProgramDesc protobuf and tensor streams, as fluid 1.8) or ``"json"`` (see save_vars)."""
+    _check_format(format)
     if isinstance(feeded_var_names, str):
         feeded_var_names = [feeded_var_names]
     elif feeded_var_names:
@@ -560,12 +610,12 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
         arrays = {v.name: _value(scope, v.name) for v in selected}
         params_basename = os.path.basename(params_filename) if params_filename else None
         if arrays:
-            files = _var_files(dirname, arrays, params_basename)[1]
+            files = _var_files(dirname, arrays, params_basename, format)[1]
     if model_basename in files:
         raise ValueError(f"save_inference_model: the program file '{model_basename}' would "
                          f"overwrite a parameter file of the same name; pass another "
                          f"model_filename or params_filename")
-    files[model_basename] = dumps_program(pruned).encode("utf-8") + b"\n"
+    files[model_basename] = _program_bytes(pruned, format)
     _publish(dirname, files)
     return target_names
 
@@ -576,11 +626,27 @@ def load_inference_model(dirname: str, executor: Any, model_filename: Optional[s
     """Load what ``save_inference_model`` wrote into the global scope; returns
     ``[program, feed_target_names, fetch_targets]`` (fetch targets are Variables)."""
     dirname = os.fspath(dirname) if dirname is not None else dirname
+    if dirname is not None and not os.path.isdir(dirname) and \
+            os.path.isfile(dirname + ".pdmodel") and model_filename is None:
+        # issue 18: Paddle 2.x's path prefix: <prefix>.pdmodel + <prefix>.pdiparams
+        prefix = os.path.basename(dirname)
+        dirname = os.path.dirname(dirname) or "."
+        model_filename = prefix + ".pdmodel"
+        if params_filename is None and os.path.isfile(os.path.join(dirname,
+                                                                   prefix + ".pdiparams")):
+            params_filename = prefix + ".pdiparams"
     if dirname is None or not os.path.isdir(dirname):
         raise ValueError(f"There is no directory named '{dirname}'")
     model_basename = os.path.basename(model_filename) if model_filename else _MODEL
     params_basename = os.path.basename(params_filename) if params_filename else None
     with checkpoint.Reader(dirname) as reader:      # one consistent view: program and values
+        # issue 18: as Paddle 2.x, "model" means model.pdmodel / model.pdiparams when only
+        # those exist
+        if not reader.exists(model_basename) and reader.exists(model_basename + ".pdmodel"):
+            model_basename += ".pdmodel"
+        if params_basename and not reader.exists(params_basename) and \
+                reader.exists(params_basename + ".pdiparams"):
+            params_basename += ".pdiparams"
         program = _read_program(reader, model_basename)
         selected = _select(program, None, is_persistable)
         if params_basename:
@@ -596,8 +662,14 @@ def _read_program(reader: checkpoint.Reader, name: str) -> Program:
     path = reader.display(name)
     if not reader.exists(name):
         raise FileNotFoundError(f"program file '{path}' does not exist")
-    return loads_program(reader.read_bytes(name, "the program"),
-                         source=f"program file '{path}'")
+    data = reader.read_bytes(name, "the program")
+    if not paddle_format.is_json_program(data):        # issue 18: a ProgramDesc protobuf
+        try:
+            return paddle_format.program_from_bytes(data, source=f"program file '{path}'")
+        except paddle_format.PaddleFormatError:
+            if not name.endswith(".json"):
+                raise           # else: JSON's own error says why it is not a JSON program
+    return loads_program(data, source=f"program file '{path}'")
 
 
 def read_program(path: str) -> Program:
@@ -774,9 +846,11 @@ def _split_prefix(model_path: str) -> Tuple[str, str]:
     return directory or ".", base
 
 
-def save(program: Program, model_path: str) -> None:
+def save(program: Program, model_path: str, *, format: str = "paddle") -> None:
     """Write ``model_path.pdparams`` (all Parameters), ``.pdopt`` (optimizer state: the other
-    persistables) and ``.pdmodel`` (the program, JSON), all-or-nothing."""
+    persistables) and ``.pdmodel`` (the program: a ProgramDesc protobuf, or JSON with
+    ``format="json"``), all-or-nothing."""
+    _check_format(format)
     if not isinstance(program, Program):
         raise TypeError(f"fluid.save expects a Program, got {type(program).__name__}")
     model_path = os.fspath(model_path)
@@ -790,7 +864,7 @@ def save(program: Program, model_path: str) -> None:
     _publish(os.path.dirname(model_path) or ".", {
         base_name + ".pdparams": _pickle_bytes(params),
         base_name + ".pdopt": _pickle_bytes(opt),
-        base_name + ".pdmodel": dumps_program(program).encode("utf-8") + b"\n"})
+        base_name + ".pdmodel": _program_bytes(program, format)})
 
 
 def load(program: Program, model_path: str, executor: Any = None,
@@ -910,9 +984,11 @@ def load_program_state(model_path: str,
 
 
 def _is_npy(path: str) -> bool:
+    """A tensor file: ``.npy`` or (issue 18) a Paddle tensor stream."""
     try:
         with open(path, "rb") as f:
-            return f.read(6) == b"\x93NUMPY"
+            head = f.read(12)
+            return head[:6] == b"\x93NUMPY" or paddle_format.looks_like_tensor(head)
     except OSError:
         return False
 
@@ -937,6 +1013,7 @@ def set_program_state(program: Program, state_dict: Dict[str, Any]) -> None:
         _log.warning("This list is not set, Because of Paramerter not found in program. There "
                      "are: %s", " ".join(unused))
     _assign(arrays)
+
 
 # -- data pipeline (issue 15): fluid.io.DataLoader / PyReader and the reader decorators -------
 from .reader import DataLoader, PyReader  # noqa: E402,F401

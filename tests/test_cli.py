@@ -187,7 +187,7 @@ def _setup_inputs(saved, tmp):
     (tmp / "orphan.pdparams").write_bytes(b"x")
     shutil.copytree(saved / "model", tmp / "tampered")
     model = tmp / "tampered" / "__model__"
-    model.write_text(model.read_text().replace("fc_0.w_0", "fc_0.w_9", 1))   # same size
+    model.write_bytes(model.read_bytes().replace(b"fc_0.w_0", b"fc_0.w_9", 1))   # same size
     (tmp / "out").mkdir()
 
 

@@ -499,7 +499,11 @@ def _reject_constant(token: str) -> Any:
 
 def parse_from_string(binary_str: Union[str, bytes, bytearray]) -> Any:
     """``Program.parse_from_string``: the inverse of ``program.desc.serialize_to_string()``.
-    Unlike fluid's protobuf, Parameter attributes survive."""
+    Unlike fluid's protobuf, Parameter attributes survive. Also reads (issue 18) Paddle's
+    ProgramDesc protobuf, e.g. a fluid 1.8 ``__model__``."""
+    if isinstance(binary_str, (bytes, bytearray)) and binary_str.lstrip()[:1] != b"{":
+        from .paddle_format import program_from_bytes
+        return program_from_bytes(bytes(binary_str), source="the given bytes")
     return loads_program(binary_str)
 
 
@@ -514,8 +518,15 @@ def load_program(path: Union[str, "os.PathLike[str]"]) -> Any:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"program file '{path}' does not exist")
-    return loads_program(bytes(read_file(path, "program")),
-                         source=f"program file '{path}'")
+    data = bytes(read_file(path, "program"))
+    if data.lstrip()[:1] != b"{":      # issue 18: a ProgramDesc protobuf
+        from .paddle_format import PaddleFormatError, program_from_bytes
+        try:
+            return program_from_bytes(data, source=f"program file '{path}'")
+        except PaddleFormatError:
+            if not path.endswith(".json"):
+                raise
+    return loads_program(data, source=f"program file '{path}'")
 
 
 class ProgramDescShim:

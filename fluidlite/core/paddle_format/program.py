@@ -1,0 +1,368 @@
+"""fluidlite ``Program`` <-> Paddle's ``ProgramDesc`` protobuf (``__model__``, ``*.pdmodel``).
+
+Writing produces what fluid 1.8 writes: one ``ProgramDesc`` message (blocks, vars, ops with typed
+attrs, ``version``), plus the Paddle 2.x VarDesc flags ``is_parameter`` / ``stop_gradient`` so a
+Parameter comes back as a Parameter (fluid 1.8 readers skip those fields). Attribute types follow
+the values: Python ints are INT (LONG when they do not fit int32, and always for
+``padding_idx``, which Paddle declares int64), floats FLOAT (float32 in ``f``, as in Paddle; a
+float that float32 does not hold exactly also goes into the 2.x field ``float64``, which Paddle
+ignores for a FLOAT attr, so fluidlite reads back the exact value), VarTypes INT codes, Blocks
+BLOCK indices. A FLOAT read without ``float64`` is the shortest decimal of its float32 (a
+``0.2`` written by Paddle reads as ``0.2``).
+
+Reading accepts what fluid 1.x and Paddle 2.x write: unknown proto fields are skipped (1.x's
+``op_compatible_map``, 2.x's ``op_version_map``), attributes fluidlite's op does not declare
+(``use_mkldnn``, ``with_quant_attr``...) and empty dispensable slots it lacks (``ScaleTensor``,
+``Seed``, ``MomentumTensor``...) are dropped, ``matmul_v2`` becomes ``matmul``, and a
+``fill_constant`` ``str_value`` sets ``value``. An op type fluidlite lacks, a malformed message,
+or a var type/dtype it cannot hold raises ``PaddleFormatError`` naming the file.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import registry
+from ..checkpoint import CheckpointError
+from ..dtypes import VarType
+from .proto import messages
+
+__all__ = ["PaddleFormatError", "program_to_bytes", "program_from_bytes", "is_json_program",
+           "PROGRAM_VERSION"]
+
+_log = logging.getLogger("fluidlite")
+
+# ProgramDesc.version.version fluid 1.8 wrote (kCurProgramVersion = 0 up to 1.8)
+PROGRAM_VERSION = 0
+
+# AttrType codes
+INT, FLOAT, STRING, INTS, FLOATS, STRINGS, BOOLEAN, BOOLEANS, BLOCK, LONG, BLOCKS, LONGS = \
+    range(12)
+FLOAT64S, VAR, VARS, FLOAT64 = 12, 13, 14, 15
+_LONG_ATTRS = frozenset({"padding_idx"})
+_I32 = (-(1 << 31), (1 << 31) - 1)
+_TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
+
+
+class PaddleFormatError(CheckpointError, ValueError):
+    """A Paddle-format file that cannot be read or a value it cannot hold (names the file and
+    the variable/op). A ``CheckpointError`` like every other load failure of ``fluidlite.io``,
+    and a ``ValueError`` like ``ProgramFormatError``."""
+
+
+def is_json_program(data: bytes) -> bool:
+    """True when ``data`` is a fluidlite JSON program (else it is taken as a ProgramDesc)."""
+    return data.lstrip()[:1] == b"{"
+
+
+# -- writing ----------------------------------------------------------------------------------
+def _f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def _set_attr(attr: Any, name: str, value: Any, where: str) -> None:
+    from ..ir import Block
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        attr.type, attr.b = BOOLEAN, value
+    elif isinstance(value, VarType):
+        attr.type, attr.i = INT, int(value)
+    elif isinstance(value, int):
+        if name in _LONG_ATTRS or not _I32[0] <= value <= _I32[1]:
+            attr.type, attr.l = LONG, value
+        else:
+            attr.type, attr.i = INT, value
+    elif isinstance(value, float):
+        attr.type, attr.f = FLOAT, value
+        if _shortest_f32(value) != value and math.isfinite(value):
+            attr.float64 = value        # exact value for fluidlite; Paddle reads f
+    elif isinstance(value, str):
+        attr.type, attr.s = STRING, value.encode("utf-8")
+    elif isinstance(value, Block):
+        attr.type, attr.block_idx = BLOCK, value.idx
+    elif isinstance(value, (list, tuple)):
+        items = [v.item() if isinstance(v, np.generic) else v for v in value]
+        if all(isinstance(v, bool) for v in items) and items:
+            attr.type = BOOLEANS
+            attr.bools.extend(items)
+        elif all(isinstance(v, (int, VarType)) and not isinstance(v, bool) for v in items):
+            ints = [int(v) for v in items]
+            if name in _LONG_ATTRS or any(not _I32[0] <= v <= _I32[1] for v in ints):
+                attr.type = LONGS
+                attr.longs.extend(ints)
+            else:
+                attr.type = INTS
+                attr.ints.extend(ints)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+            attr.type = FLOATS
+            attr.floats.extend(float(v) for v in items)
+            if any(_shortest_f32(float(v)) != float(v) for v in items):
+                attr.float64s.extend(float(v) for v in items)
+        elif all(isinstance(v, str) for v in items):
+            attr.type = STRINGS
+            attr.strings.extend(v.encode("utf-8") for v in items)
+        elif all(isinstance(v, Block) for v in items):
+            attr.type = BLOCKS
+            attr.blocks_idx.extend(v.idx for v in items)
+        else:
+            raise PaddleFormatError(f"{where}: attribute '{name}' holds a list Paddle's format "
+                                    f"cannot store ({value!r}); save with format='json'")
+    else:
+        raise PaddleFormatError(f"{where}: attribute '{name}' is a {type(value).__name__}, "
+                                f"which Paddle's format cannot store; save with format='json'")
+
+
+def _tensor_desc(desc: Any, var: Any) -> None:
+    desc.data_type = int(var.dtype) if var.dtype is not None else int(VarType.FP32)
+    desc.dims.extend(int(d) for d in var.shape)
+
+
+def program_to_desc(program: Any) -> Any:
+    """The ``ProgramDesc`` message of ``program``."""
+    from ..ir import Parameter
+    msg = messages()["ProgramDesc"]()
+    for b in program.blocks:
+        bd = msg.blocks.add(idx=b.idx, parent_idx=b.parent_idx)
+        if b.forward_block_idx != -1:
+            bd.forward_block_idx = b.forward_block_idx
+        for name, v in b.vars.items():
+            vd = bd.vars.add(name=name)
+            vd.type.type = int(v.type)
+            if v.type == VarType.LOD_TENSOR:
+                _tensor_desc(vd.type.lod_tensor.tensor, v)
+                if not isinstance(v, Parameter) or v.lod_level:    # as Paddle: params omit it
+                    vd.type.lod_tensor.lod_level = int(v.lod_level or 0)
+            elif v.type == VarType.SELECTED_ROWS:
+                _tensor_desc(vd.type.selected_rows, v)
+            elif v.type == VarType.LOD_TENSOR_ARRAY:
+                _tensor_desc(vd.type.tensor_array.tensor, v)
+                vd.type.tensor_array.lod_level = int(v.lod_level or 0)
+            vd.persistable = bool(v.persistable)
+            if v.need_check_feed:
+                vd.need_check_feed = True
+            if isinstance(v, Parameter):
+                vd.is_parameter = True
+                vd.stop_gradient = not v.trainable
+            else:
+                vd.stop_gradient = bool(v.stop_gradient)
+        for i, op in enumerate(b.ops):
+            where = f"block {b.idx} op #{i} '{op.type}'"
+            od = bd.ops.add(type=op.type)
+            for slot, args in op.inputs.items():
+                od.inputs.add(parameter=slot, arguments=list(args))
+            for slot, args in op.outputs.items():
+                od.outputs.add(parameter=slot, arguments=list(args))
+            for name in sorted(op.attrs):
+                value = op.attrs[name]
+                if value is None:           # unset optional attr: restored from the default
+                    continue
+                _set_attr(od.attrs.add(name=name, type=INT), name, value, where)
+    msg.version.version = PROGRAM_VERSION
+    return msg
+
+
+def program_to_bytes(program: Any) -> bytes:
+    """Serialized ``ProgramDesc`` of ``program`` (what fluid 1.8 writes to ``__model__``)."""
+    return program_to_desc(program).SerializeToString(deterministic=True)
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _shortest_f32(x: float) -> float:
+    """The float a float32 attr was written from, when that float is the shortest decimal
+    that rounds to it (0.2 comes back as 0.2, not 0.20000000298)."""
+    if not math.isfinite(x):
+        return x
+    return float(str(np.float32(x)))
+
+
+def _attr_value(a: Any, block_ref: Any) -> Any:
+    t = a.type
+    if t == INT:
+        return a.i
+    if t == FLOAT:
+        return a.float64 if a.HasField("float64") else _shortest_f32(a.f)
+    if t == STRING:
+        return a.s.decode("utf-8", errors="replace")
+    if t == INTS:
+        return list(a.ints)
+    if t == FLOATS:
+        if len(a.float64s) == len(a.floats) and a.float64s:
+            return list(a.float64s)
+        return [_shortest_f32(f) for f in a.floats]
+    if t == STRINGS:
+        return [s.decode("utf-8", errors="replace") for s in a.strings]
+    if t == BOOLEAN:
+        return a.b
+    if t == BOOLEANS:
+        return list(a.bools)
+    if t == BLOCK:
+        return block_ref(a.block_idx)
+    if t == LONG:
+        return a.l
+    if t == BLOCKS:
+        return [block_ref(i) for i in a.blocks_idx]
+    if t == LONGS:
+        return list(a.longs)
+    if t == FLOAT64S:
+        return list(a.float64s)
+    if t == VAR:
+        return a.var_name
+    if t == VARS:
+        return list(a.vars_name)
+    if t == FLOAT64:
+        return a.float64
+    raise ValueError(f"unknown attribute type {t}")
+
+
+def _map_op(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
+            attrs: Dict[str, Any]) -> Tuple[str, Dict[str, List[str]], Dict[str, List[str]],
+                                            Dict[str, Any]]:
+    """Paddle 2.x op spellings -> fluidlite's (same numbers)."""
+    if op_type == "matmul_v2":
+        attrs = dict(attrs)
+        attrs["transpose_X"] = bool(attrs.pop("trans_x", False))
+        attrs["transpose_Y"] = bool(attrs.pop("trans_y", False))
+        attrs["alpha"] = 1.0
+        op_type = "matmul"
+    elif op_type == "fill_constant" and attrs.get("str_value"):
+        attrs = dict(attrs)
+        attrs["value"] = float(attrs["str_value"])
+    return op_type, inputs, outputs, attrs
+
+
+def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
+    """Rebuild a Program from a serialized ``ProgramDesc``; ``PaddleFormatError`` names
+    ``source`` (and the block/var/op) on any problem."""
+    from google.protobuf.message import DecodeError
+    from ..dtypes import convert_np_dtype_to_dtype_
+    from ..ir import Block, Operator, Parameter, Program, Variable
+    msg = messages()["ProgramDesc"]()
+    try:
+        msg.ParseFromString(bytes(data))
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc (truncated or "
+                                f"corrupted protobuf: {e})") from None
+    if not msg.blocks:
+        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc: it has no blocks")
+    p = Program()
+    p.blocks = []
+    nblocks = len(msg.blocks)
+    pending_blocks: List[Tuple[Any, str, Any]] = []
+
+    def block_ref(i: int) -> Any:
+        if not 0 <= i < nblocks:
+            raise PaddleFormatError(f"{source}: a block attribute refers to block {i}, but "
+                                    f"the program has {nblocks}")
+        return ("@block", i)
+
+    for bi, bd in enumerate(msg.blocks):
+        where = f"{source}: block {bi}"
+        if bd.idx != bi or not -1 <= bd.parent_idx < nblocks or bd.parent_idx == bi:
+            raise PaddleFormatError(f"{where}: bad idx {bd.idx} / parent_idx {bd.parent_idx}")
+        b = Block(p, bi, bd.parent_idx)
+        b.forward_block_idx = bd.forward_block_idx if bd.HasField("forward_block_idx") else -1
+        for vd in bd.vars:
+            vwhere = f"{where} variable '{vd.name}'"
+            try:
+                vtype = VarType(vd.type.type)
+            except ValueError:
+                raise PaddleFormatError(f"{vwhere}: var type {vd.type.type} is not supported "
+                                        f"by fluidlite") from None
+            shape: Tuple[int, ...] = ()
+            dtype = None
+            lod_level = 0
+            tdesc = None
+            if vtype == VarType.LOD_TENSOR and vd.type.HasField("lod_tensor"):
+                tdesc, lod_level = vd.type.lod_tensor.tensor, vd.type.lod_tensor.lod_level
+            elif vtype == VarType.SELECTED_ROWS and vd.type.HasField("selected_rows"):
+                tdesc = vd.type.selected_rows
+            elif vtype == VarType.LOD_TENSOR_ARRAY and vd.type.HasField("tensor_array"):
+                tdesc, lod_level = vd.type.tensor_array.tensor, vd.type.tensor_array.lod_level
+            if tdesc is not None:
+                try:
+                    dtype = convert_np_dtype_to_dtype_(VarType(tdesc.data_type))
+                except ValueError:
+                    raise PaddleFormatError(f"{vwhere}: data type {tdesc.data_type} is not "
+                                            f"supported by fluidlite") from None
+                shape = tuple(int(d) for d in tdesc.dims)
+                if any(d < -1 for d in shape):
+                    raise PaddleFormatError(f"{vwhere}: bad dims {list(shape)}")
+            if vd.name in b.vars:
+                raise PaddleFormatError(f"{vwhere}: declared twice")
+            kw: Dict[str, Any] = dict(type=vtype, name=vd.name, shape=shape, dtype=dtype,
+                                      lod_level=lod_level,
+                                      need_check_feed=bool(vd.need_check_feed))
+            if vd.is_parameter and tdesc is not None and shape and all(d > 0 for d in shape):
+                v = Parameter(b, kw.pop("shape"), kw.pop("dtype"),
+                              trainable=not vd.stop_gradient, **kw)
+            else:
+                v = Variable(b, persistable=bool(vd.persistable),
+                             stop_gradient=bool(vd.stop_gradient), **kw)
+            b.vars[vd.name] = v
+        for oi, od in enumerate(bd.ops):
+            owhere = f"{where} op #{oi} '{od.type}'"
+            try:
+                raw = {a.name: _attr_value(a, block_ref) for a in od.attrs}
+            except ValueError as e:
+                raise PaddleFormatError(f"{owhere}: {e}") from None
+            inputs = {v.parameter: list(v.arguments) for v in od.inputs}
+            outputs = {v.parameter: list(v.arguments) for v in od.outputs}
+            try:
+                op_type, inputs, outputs, raw = _map_op(od.type, inputs, outputs, raw)
+            except ValueError as e:
+                raise PaddleFormatError(f"{owhere}: {e}") from None
+            if not registry.has_op(op_type):
+                raise PaddleFormatError(f"{source}: op type '{od.type}' (block {bi} op #{oi}) "
+                                        f"is not supported by fluidlite")
+            opdef = registry.get_op_def(op_type)
+            inputs = _known_slots(opdef.in_slots, inputs, owhere, "input")
+            outputs = _known_slots(opdef.out_slots, outputs, owhere, "output")
+            known = set(registry.COMMON_ATTRS) | set(opdef.attr_defaults) | \
+                set(opdef.extra_attrs)
+            dropped = sorted(set(raw) - known)
+            if dropped:
+                _log.debug("%s: dropping attributes fluidlite does not use: %s", owhere,
+                           dropped)
+            kept = {k: v for k, v in raw.items() if k in known}
+            try:
+                attrs = opdef.check_attrs(kept)
+            except (TypeError, ValueError) as e:
+                raise PaddleFormatError(f"{owhere}: {e}") from None
+            op = Operator(b, op_type, inputs, outputs, attrs)
+            pending_blocks.append((op, owhere, None))
+            b.ops.append(op)
+        p.blocks.append(b)
+    for op, _, _ in pending_blocks:
+        for k, a in list(op.attrs.items()):
+            op.attrs[k] = _resolve_blocks(p, a)
+    p._relink()
+    p.current_block_idx = 0
+    p._version = 0
+    return p
+
+
+def _resolve_blocks(p: Any, v: Any) -> Any:
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == "@block":
+        return p.blocks[v[1]]
+    if isinstance(v, list):
+        return [_resolve_blocks(p, x) for x in v]
+    return v
+
+
+def _known_slots(slots: Any, given: Dict[str, List[str]], where: str,
+                 kind: str) -> Dict[str, List[str]]:
+    """``given`` without the slots the OpDef lacks; those must be empty for inputs (Paddle's
+    optional tensor slots such as ``ScaleTensor``), outputs are dropped (``XShape``...)."""
+    names = {s.name for s in slots}
+    out = {}
+    for slot, args in given.items():
+        if slot in names:
+            out[slot] = args
+        elif kind == "input" and args:
+            raise PaddleFormatError(f"{where}: input slot '{slot}' ({args}) is not supported "
+                                    f"by fluidlite's op")
+    return out
