@@ -28,7 +28,8 @@ from .core.version import __version__  # noqa: F401
 _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
-                 "dygraph", "autograd", "nn"}   # dygraph: imperative mode (fluidlite/dygraph/)
+                 "dygraph", "autograd", "nn",   # dygraph: imperative mode (fluidlite/dygraph/)
+                 "dataset", "reader", "data_feed_desc"}   # issue 15: the data pipeline
 # issue 17: fleet collective mode (fluid.incubate.fleet) and data parallel on MPI
 _LAZY_MODULES |= {"incubate", "distributed"}
 _NOT_PROVIDED = {
@@ -43,6 +44,7 @@ _LAZY_NAMES = {
     "one_hot": ("layers", "one_hot"),
     "create_lod_tensor": ("lod_tensor", "create_lod_tensor"),
     "create_random_int_lodtensor": ("lod_tensor", "create_random_int_lodtensor"),
+    "DataFeedDesc": ("data_feed_desc", "DataFeedDesc"),    # issue 15: fluid.dataset's feed desc
     "ParallelExecutor": ("compiler", "ParallelExecutor"),
 }
 

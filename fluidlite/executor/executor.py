@@ -149,6 +149,26 @@ class Executor:
                     t.set_lod(lod)
         return results
 
+    # -- fluid.dataset (issue 15): the loop lives in fluidlite/dataset.py ---------------------
+    def train_from_dataset(self, program: Any = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Any = None, fetch_info: Any = None,
+                           print_period: int = 100, fetch_handler: Any = None) -> None:
+        """Run ``program`` once per batch of ``dataset`` (``fluid.dataset``); every
+        ``print_period`` batches the ``fetch_list`` values are written as fluid's trainer did."""
+        from ..dataset import run_from_dataset
+        run_from_dataset(self, program, dataset, scope, fetch_list, fetch_info, print_period,
+                         fetch_handler, train=True)
+
+    def infer_from_dataset(self, program: Any = None, dataset: Any = None,
+                           scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
+                           fetch_list: Any = None, fetch_info: Any = None,
+                           print_period: int = 100, fetch_handler: Any = None) -> None:
+        """Like ``train_from_dataset`` on ``program.clone(for_test=True)``: no update."""
+        from ..dataset import run_from_dataset
+        run_from_dataset(self, program, dataset, scope, fetch_list, fetch_info, print_period,
+                         fetch_handler, train=False)
+
     # -- plan cache --------------------------------------------------------------------------
     def cached_plans(self, program: Optional[Program] = None) -> List[Plan]:
         """The cached plans (of ``program`` only, when given), least recently used first;
