@@ -1,0 +1,223 @@
+"""ONNX export (issue 18): the samples' and book models export, pass onnx.checker, and
+onnxruntime reproduces fluidlite's outputs (within 1e-5) at several batch sizes."""
+import os
+
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from fluidlite.onnx import OnnxExportError, export, supported_ops  # noqa: E402
+
+TOL = 1e-5
+
+
+# -- models: the samples' and the book chapters' networks, shrunk ----------------------------
+def fit_a_line():
+    x = fluid.data("x", [None, 13], "float32")
+    return {"x": ("float32", [13])}, fluid.layers.fc(x, size=1)
+
+
+def mlp():                                      # samples/mlp_forward, recognize_digits MLP
+    img = fluid.data("img", [None, 1, 8, 8], "float32")
+    h = fluid.layers.fc(img, size=16, act="relu")
+    h = fluid.layers.dropout(h, 0.3)
+    h = fluid.layers.fc(h, size=16, act="tanh")
+    return {"img": ("float32", [1, 8, 8])}, fluid.layers.fc(h, size=10, act="softmax")
+
+
+def conv_net():                                 # recognize_digits convolutional_neural_network
+    img = fluid.data("img", [None, 1, 16, 16], "float32")
+    c = fluid.nets.simple_img_conv_pool(input=img, filter_size=5, num_filters=4, pool_size=2,
+                                        pool_stride=2, act="relu")
+    c = fluid.layers.batch_norm(c)
+    c = fluid.nets.simple_img_conv_pool(input=c, filter_size=3, num_filters=6, pool_size=2,
+                                        pool_stride=2, act="relu")
+    return {"img": ("float32", [1, 16, 16])}, fluid.layers.fc(c, size=10, act="softmax")
+
+
+def vgg_bn_drop():                              # image_classification VGG
+    img = fluid.data("img", [None, 3, 8, 8], "float32")
+    c = fluid.nets.img_conv_group(input=img, pool_size=2, pool_stride=2,
+                                  conv_num_filter=[4, 4], conv_filter_size=3, conv_act="relu",
+                                  conv_with_batchnorm=True, conv_batchnorm_drop_rate=[0.3, 0],
+                                  pool_type="max")
+    d = fluid.layers.dropout(c, dropout_prob=0.5)
+    fc1 = fluid.layers.fc(d, size=8)
+    bn = fluid.layers.batch_norm(fc1, act="relu")
+    return {"img": ("float32", [3, 8, 8])}, fluid.layers.fc(bn, size=4, act="softmax")
+
+
+def resnet():                                   # image_classification ResNet basic block
+    img = fluid.data("img", [None, 3, 8, 8], "float32")
+
+    def conv_bn(x, ch, k, s, p, act="relu"):
+        c = fluid.layers.conv2d(x, ch, k, stride=s, padding=p, bias_attr=False)
+        return fluid.layers.batch_norm(c, act=act)
+    c1 = conv_bn(img, 4, 3, 1, 1)
+    short = conv_bn(c1, 8, 1, 2, 0, act=None)
+    body = conv_bn(conv_bn(c1, 8, 3, 2, 1), 8, 3, 1, 1, act=None)
+    out = fluid.layers.elementwise_add(short, body, act="relu")
+    pool = fluid.layers.pool2d(out, pool_type="avg", global_pooling=True)
+    return {"img": ("float32", [3, 8, 8])}, fluid.layers.fc(pool, size=4, act="softmax")
+
+
+def word2vec():                                 # word2vec: shared embedding, concat, fc
+    words = [fluid.data(n, [None, 1], "int64") for n in ("w0", "w1", "w2", "w3")]
+    embs = [fluid.embedding(w, size=[20, 6], param_attr="shared_w") for w in words]
+    h = fluid.layers.fc(fluid.layers.concat(embs, axis=1), size=12, act="sigmoid")
+    return ({n: ("int64", [1]) for n in ("w0", "w1", "w2", "w3")},
+            fluid.layers.fc(h, size=20, act="softmax"))
+
+
+def dcgan_generator():                          # dcgan G: fc, bn, reshape, conv2d_transpose
+    z = fluid.data("z", [None, 8], "float32")
+    x = fluid.layers.batch_norm(fluid.layers.fc(z, size=4 * 4 * 4), act="relu")
+    x = fluid.layers.reshape(x, [-1, 4, 4, 4])
+    x = fluid.layers.conv2d_transpose(x, num_filters=3, filter_size=5, stride=2, padding=2,
+                                      output_size=[8, 8], act="relu")
+    x = fluid.layers.conv2d_transpose(x, num_filters=1, filter_size=3, stride=1, padding=1,
+                                      act="tanh")
+    return {"z": ("float32", [8])}, fluid.layers.reshape(x, [-1, 64])
+
+
+def dcgan_discriminator():                      # dcgan D: conv-pool, leaky_relu, bn
+    img = fluid.data("img", [None, 64], "float32")
+    x = fluid.layers.reshape(img, [-1, 1, 8, 8])
+    x = fluid.nets.simple_img_conv_pool(input=x, filter_size=3, num_filters=4, pool_size=2,
+                                        pool_stride=2, act="leaky_relu")
+    x = fluid.layers.batch_norm(fluid.layers.fc(x, size=8), act="leaky_relu")
+    return {"img": ("float32", [64])}, fluid.layers.fc(x, size=1)
+
+
+def op_zoo():                                   # the remaining exportable inference ops
+    x = fluid.data("x", [None, 4, 6], "float32")
+    ids = fluid.data("ids", [None, 1], "int64")
+    e = fluid.layers.embedding(ids, size=[9, 6], padding_idx=2)          # lookup_table
+    y = fluid.layers.elementwise_mul(x, fluid.layers.unsqueeze(e, [1]))
+    ln = fluid.layers.layer_norm(y, begin_norm_axis=2)
+    t = fluid.layers.transpose(ln, [0, 2, 1])
+    m = fluid.layers.matmul(ln, t, alpha=0.5)                           # [N, 4, 4]
+    a, b = fluid.layers.split(m, num_or_sections=2, dim=2)
+    s = fluid.layers.slice(fluid.layers.concat([a, b], axis=1), axes=[1], starts=[1], ends=[6])
+    r = fluid.layers.reduce_mean(s, dim=[2], keep_dim=True)
+    sq = fluid.layers.squeeze(r, [2])
+    sc = fluid.layers.scale(sq, scale=2.0, bias=0.5)
+    cl = fluid.layers.clip(sc, -1.0, 1.5)
+    g = fluid.layers.cast(fluid.layers.gelu(cl), "float64")
+    col = fluid.layers.elementwise_add(fluid.layers.cast(g, "float32"),
+                                       fluid.layers.fill_constant([1], "float32", 0.25))
+    flat = fluid.layers.flatten(fluid.layers.elementwise_mul(y, x), axis=1)
+    red = fluid.layers.reduce_sum(flat, dim=[1], keep_dim=True)
+    both = fluid.layers.concat([col, red, fluid.layers.relu6(red),
+                                fluid.layers.leaky_relu(red, 0.1), fluid.layers.sqrt(
+                                    fluid.layers.abs(red)), fluid.layers.mean(x) * red],
+                               axis=1)
+    return {"x": ("float32", [4, 6]), "ids": ("int64", [1])}, fluid.layers.softmax(both)
+
+
+MODELS = [fit_a_line, mlp, conv_net, vgg_bn_drop, resnet, word2vec, dcgan_generator,
+          dcgan_discriminator, op_zoo]
+
+
+def feed_for(spec, batch, rng):
+    out = {}
+    for name, (dtype, shape) in spec.items():
+        if dtype == "int64":
+            out[name] = rng.integers(0, 9, size=[batch] + shape).astype("int64")
+        else:
+            out[name] = rng.normal(size=[batch] + shape).astype(dtype)
+    return out
+
+
+def build_and_save(builder, dirname):
+    main, startup = fluid.Program(), fluid.Program()
+    main.random_seed = startup.random_seed = 7
+    with fluid.program_guard(main, startup):
+        spec, pred = builder()
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    rng = np.random.default_rng(0)
+    with fluid.scope_guard(scope):
+        exe.run(startup)
+        for v in main.list_vars():      # non-trivial batch-norm statistics
+            if v.persistable and ("mean" in v.name or "variance" in v.name) and \
+                    scope.find_var(v.name) is not None:
+                arr = np.array(scope.find_var(v.name).get_tensor())
+                scope.find_var(v.name).get_tensor().set(
+                    (rng.uniform(0.5, 1.5, arr.shape) if "variance" in v.name
+                     else rng.normal(0, 0.3, arr.shape)).astype(arr.dtype), None)
+        fluid.io.save_inference_model(dirname, list(spec), [pred], exe, main)
+    return spec
+
+
+@pytest.mark.parametrize("builder", MODELS, ids=[m.__name__ for m in MODELS])
+def test_export_matches_fluidlite(tmp_path, builder):
+    spec = build_and_save(builder, str(tmp_path / "m"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path / "m"), exe)
+        path = str(tmp_path / "model.onnx")
+        export(program, path, feeds, [v.name for v in fetches])
+        model = onnx.load(path)
+        onnx.checker.check_model(model, full_check=True)
+        assert model.opset_import[0].version == 17
+        dim0 = model.graph.input[0].type.tensor_type.shape.dim[0]
+        assert dim0.dim_param == "batch"                # dynamic batch dim
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        rng = np.random.default_rng(1)
+        for batch in (1, 3, 5):
+            feed = feed_for(spec, batch, rng)
+            want = exe.run(program, feed=feed, fetch_list=fetches)[0]
+            got = sess.run(None, feed)[0]
+            assert got.shape == want.shape and got.dtype == want.dtype
+            diff = float(np.max(np.abs(got.astype(np.float64) - want)))
+            assert diff <= TOL, (builder.__name__, batch, diff)
+
+
+def test_unsupported_ops_listed_before_writing(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 4], "float32")
+        a = fluid.layers.fc(x, size=3)
+        b = fluid.layers.one_hot(fluid.data("i", [None, 1], "int64"), depth=3)
+        c = fluid.layers.elementwise_add(a, b)
+        out = fluid.layers.reshape(c, shape=fluid.layers.shape(x)) if False else \
+            fluid.layers.elementwise_add(c, fluid.layers.cumsum(c)) \
+            if hasattr(fluid.layers, "cumsum") else fluid.layers.elementwise_add(
+                c, fluid.layers.expand(c, [1, 1]))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        exe.run(startup)
+        path = tmp_path / "bad.onnx"
+        with pytest.raises(OnnxExportError) as err:
+            export(main, str(path), ["x", "i"], [out.name])
+    msg = str(err.value)
+    assert "'one_hot'" in msg and "2 op(s)" in msg
+    assert ("'cumsum'" in msg) or ("'expand'" in msg)
+    assert not path.exists() and os.listdir(tmp_path) == []
+
+
+def test_export_needs_parameter_values(tmp_path):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        out = fluid.layers.fc(fluid.data("x", [None, 4], "float32"), size=2)
+    with fluid.scope_guard(fluid.Scope()), pytest.raises(OnnxExportError,
+                                                         match="fc_0.w_0|fc_0.b_0"):
+        export(main, str(tmp_path / "m.onnx"), ["x"], [out.name])
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_supported_ops_cover_the_issue_list():
+    need = {"mul", "matmul", "elementwise_add", "elementwise_sub", "elementwise_mul",
+            "elementwise_div", "relu", "sigmoid", "tanh", "softmax", "conv2d",
+            "depthwise_conv2d", "conv2d_transpose", "pool2d", "batch_norm", "dropout",
+            "layer_norm", "lookup_table", "lookup_table_v2", "reshape2", "transpose2",
+            "concat", "split", "slice", "gather", "squeeze2", "unsqueeze2", "flatten2",
+            "reduce_mean", "reduce_sum", "reduce_max", "reduce_min", "scale", "cast", "clip",
+            "mean", "sum", "fill_constant"}
+    assert need <= set(supported_ops())
