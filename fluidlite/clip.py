@@ -37,7 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core import rewrite, serialize
+from .core import mode as _mode, rewrite, serialize
 from .core.ir import Block, OpRole, Parameter, Program, Variable, default_main_program
 from .core.names import name_scope
 
@@ -153,8 +153,21 @@ class GradientClipBase:
                               "ineffective, because 'grad_clip' is set in the optimizer; remove "
                               "the redundant legacy setting.")
                 break
+        if _mode.tracer is not None:        # dygraph: clip the gradient tensors now
+            return self._dygraph_clip(list(params_grads))
         with name_scope("gradient_clip"):
             return self._clip_pairs(list(params_grads))
+
+    # -- dygraph (issue 12): the same kernels as the static ops, run now on the arrays --------
+    def _dygraph_clip(self, params_grads: PairList) -> PairList:
+        """Dygraph: the new ``(param, grad tensor)`` pairs, computed by the same op kernels the
+        static ``_clip_pairs`` appends (``_op_for_one`` per needed gradient); None grads
+        dropped."""
+        from .dygraph.tensor import VarBase
+        from .dygraph.tracer import kernel
+        op_type, attrs = self._op_for_one()
+        return [(p, VarBase(kernel(op_type, attrs, X=_dy_array(g)), name=g.name)
+                 if self._needs(p) else g) for p, g in params_grads if g is not None]
 
     def _needs(self, param: Parameter) -> bool:
         """Whether ``param``'s gradient is clipped (and, for the global norm, counted)."""
@@ -284,6 +297,39 @@ class GradientClipByGlobalNorm(GradientClipBase):
         clipped = _scale_by_global_norm(self, counted)
         return [(p, clipped.get(p.name, g)) for p, g in params_grads if g is not None]
 
+    def _dygraph_clip(self, params_grads: PairList) -> PairList:
+        """Dygraph: the ops of ``_scale_by_global_norm`` (float64 ``squared_l2_norm`` per
+        gradient, ``sum``, ``sqrt``, [``check_finite_norm``], ``elementwise_max`` with
+        ``clip_norm``, ``elementwise_div``, ``cast``, ``elementwise_mul``) as kernels on the
+        arrays, in the same order; ``global_norm`` is left holding G as a tensor."""
+        from .dygraph.tensor import VarBase
+        from .dygraph.tracer import kernel
+        counted = [(p, g) for p, g in params_grads if g is not None and self._needs(p)]
+        if not counted:
+            return list(params_grads)
+        arrays = [_dy_array(g) for _, g in counted]
+        squares = [kernel("squared_l2_norm", X=a) for a in arrays]
+        total = kernel("sum", {"use_mkldnn": False}, X=squares)
+        norm = kernel("sqrt", X=total)
+        self.global_norm = VarBase(norm, name="global_norm")
+        checked = norm
+        if self.error_if_nonfinite:
+            checked = kernel("check_finite_norm", {"grad_names": [g.name for _, g in counted]},
+                             X=norm, Norms=squares)
+        limit = kernel("fill_constant", {"shape": [1], "dtype": norm.dtype,
+                                         "value": self.clip_norm})
+        scale = kernel("elementwise_div", X=limit,
+                       Y=kernel("elementwise_max", X=limit, Y=checked))
+        scales = {scale.dtype: scale}
+        new = {}
+        for (p, g), a in zip(counted, arrays):
+            if a.dtype not in scales:
+                scales[a.dtype] = kernel("cast", {"in_dtype": scale.dtype, "out_dtype": a.dtype},
+                                         X=scale)
+            new[p.name] = VarBase(kernel("elementwise_mul", X=a, Y=scales[a.dtype]),
+                                  name=g.name)
+        return [(p, new.get(p.name, g)) for p, g in params_grads if g is not None]
+
 
 def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList
                           ) -> Dict[str, Variable]:
@@ -323,6 +369,11 @@ def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList
         with _clip_role(p, out):
             new[p.name] = rewrite.op(block, "elementwise_mul", out=out, X=g, Y=scales[g.dtype])
     return new
+
+
+def _dy_array(grad: Any) -> Any:
+    """The NumPy array of a dygraph gradient (a tensor, or an array already)."""
+    return grad._array() if hasattr(grad, "_array") else grad
 
 
 # 1.8 short aliases and 2.x names

@@ -19,6 +19,7 @@ from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
 from .base import no_grad
 from .tensor import EAGER_BLOCK, ParamBase, VarBase
+from .tracer import kernel
 
 __all__ = ["minimize", "NO_PARAMETER_LIST"]
 
@@ -97,6 +98,28 @@ def _regularize(opt: Any, params_grads: List[Tuple[ParamBase, VarBase]]
     return out
 
 
+def _update(opt: Any, p: ParamBase, g: VarBase) -> None:
+    """One parameter's update op (``opt.type``) as a kernel call; the outputs (``ParamOut``,
+    the accumulators' ``*Out``) are written back into the parameter and accumulator tensors."""
+    inputs: Dict[str, Any] = {"Param": p._array(), "Grad": g._array(),
+                              "LearningRate": _learning_rate(opt, p)._array()}
+    accs = _accumulators(opt, p)
+    targets = {"ParamOut": p}
+    for acc in opt._accs:
+        inputs[acc.slot] = accs[acc.name]._array()
+        if acc.out is not None:
+            targets[acc.out] = accs[acc.name]
+    for k, v in opt._extra_inputs.items():
+        if isinstance(v, VarBase):
+            inputs[k] = v._array()
+    outs = tuple(targets)
+    res = kernel(opt.type, opt._op_attrs(p), outputs=outs, **inputs)
+    if len(outs) == 1:
+        res = {outs[0]: res}
+    for slot, t in targets.items():
+        t._value = res[slot]
+
+
 def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
              no_grad_set: Any = None, grad_clip: Any = None) -> Tuple[List[Any], List[Any]]:
     """``opt.minimize(loss)`` in dygraph mode (see the module docstring). Reads the
@@ -121,21 +144,9 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
         if grad_clip is not None:
             params_grads = grad_clip(params_grads)
         params_grads = _regularize(opt, params_grads)
-        tracer = _mode.tracer
         for p, g in params_grads:
             if g is None or not p.trainable:
                 continue
-            inputs: Dict[str, Any] = {"Param": p, "Grad": g,
-                                      "LearningRate": _learning_rate(opt, p)}
-            outputs: Dict[str, Any] = {"ParamOut": p}
-            accs = _accumulators(opt, p)
-            for acc in opt._accs:
-                inputs[acc.slot] = accs[acc.name]
-                if acc.out is not None:
-                    outputs[acc.out] = accs[acc.name]
-            for k, v in opt._extra_inputs.items():
-                if isinstance(v, VarBase):
-                    inputs[k] = v
-            tracer.trace_op(opt.type, inputs, outputs, opt._op_attrs(p))
+            _update(opt, p, g)
         opt._finish_update(EAGER_BLOCK, params_grads)
     return [], params_grads

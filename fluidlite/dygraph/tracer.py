@@ -26,6 +26,9 @@ __all__ = ["Tracer", "Node"]
 
 _CACHE_LIMIT = 8192
 _SKIP_ATTRS = frozenset(registry.COMMON_ATTRS)
+# (op type, attrs, input shapes/dtypes, outputs) -> bound kernel; shared by every tracer (a new
+# guard keeps the warm cache)
+_KERNELS: Dict[Any, Tuple[Any, ...]] = {}
 
 
 def _freeze(v: Any) -> Any:
@@ -79,13 +82,20 @@ class Tracer:
         self.has_grad = True
         self.train_mode = True
         self._seq = itertools.count()
-        self._cache: Dict[Any, Tuple[Any, ...]] = {}
+        self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
         self.seed(seed)
 
     def seed(self, seed: Optional[int]) -> None:
         """Reseed the generator random ops (``seed=0`` attrs) draw from."""
-        self.rng = np.random.default_rng(None if not seed else int(seed))
+        self._rng_seed = None if not seed else int(seed)
+        self._rng: Optional[np.random.Generator] = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._rng_seed)
+        return self._rng
 
     # -- running one op ---------------------------------------------------------------------
     def trace_op(self, type: str, inputs: Optional[Dict[str, Any]] = None,
@@ -256,6 +266,31 @@ class Tracer:
         finally:
             self.has_grad = has_grad
         return var
+
+
+def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
+           outputs: Sequence[str] = ("Out",), **inputs: Any) -> Any:
+    """Call op ``op_type``'s bound kernel (the one ``trace_op`` and the static plan use) on
+    NumPy arrays: no tensors, no autograd record. Returns the array of the single output slot
+    in ``outputs``, else ``{slot: array}``. For the dygraph optimizer and clips, whose results
+    never need gradients. Random ops are not supported here."""
+    opdef = registry.get_op_def(op_type)
+    attrs = attrs or {}
+    in_arrays = [inputs.get(s.name) for s in opdef.in_slots]
+    sig = tuple(None if a is None else tuple((x.shape, x.dtype.char) for x in a)
+                if isinstance(a, list) else (a.shape, a.dtype.char) for a in in_arrays)
+    key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), sig, tuple(outputs))
+    entry = _KERNELS.get(key)
+    if entry is None:
+        entry = _DEFAULT._prepare(opdef, op_type, attrs, in_arrays, outputs)
+        _KERNELS[key] = entry
+    fn, single, result_keys, _ = entry
+    res = fn(*in_arrays)
+    if single:
+        return res
+    if len(outputs) == 1:
+        return res[result_keys.get(outputs[0], outputs[0])]
+    return {o: res.get(result_keys.get(o, o)) for o in outputs}
 
 
 def eager(op_type: str, attrs: Optional[Dict[str, Any]] = None, out_slot: str = "Out",
