@@ -7,9 +7,10 @@ process and every collective is the identity, so the same script runs alone. mpi
 imported only inside a launch (importing it initialises MPI).
 
 Hot-path collectives use mpi4py's buffer interface on contiguous NumPy arrays (upper-case
-``Iallreduce`` / ``Ibcast`` / ...; no pickling). Each waits with a bounded timeout
-(``FLUIDLITE_COLLECTIVE_TIMEOUT`` seconds, default 300): where MPI would wait forever for a rank
-that stopped, the waiting rank raises naming the collective. Any uncaught exception on a rank
+``Allreduce`` / ``Bcast`` / ...: Open MPI's tuned algorithms, no pickling). Each runs under a
+bounded timeout (``FLUIDLITE_COLLECTIVE_TIMEOUT`` seconds, default 300): where MPI would wait
+forever for a rank that stopped, a watchdog thread logs the collective and the waiting rank and
+aborts the job. Any uncaught exception on a rank
 aborts the whole job (``MPI_Abort``) after logging which rank failed, so the other ranks exit
 promptly instead of hanging in their next collective; ``mpirun`` names the aborting rank too.
 """
@@ -25,22 +26,16 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 __all__ = ["Communicator", "get", "init_ring", "world", "in_mpi_launch", "stats", "reset_stats",
-           "CollectiveTimeout"]
+           ]
 
 _log = logging.getLogger("fluidlite")
 _ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
 _ENV_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-_SPIN_SECONDS = 0.002        # busy-poll this long before sleeping between tests (latency)
-_SLEEP_SECONDS = 0.0002      # then poll at this period (leaves the core to a busy neighbour)
 
 _lock = threading.Lock()
 _rings: Dict[int, "Communicator"] = {}
 # time and bytes spent in hot-path collectives, for benchmarks and profiles
 _stats: Dict[str, float] = {"calls": 0, "seconds": 0.0, "bytes": 0}
-
-
-class CollectiveTimeout(RuntimeError):
-    """A collective waited longer than ``FLUIDLITE_COLLECTIVE_TIMEOUT``: a rank stopped."""
 
 
 def _env_int(names: Any) -> Optional[int]:
@@ -102,7 +97,7 @@ class Communicator:
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
         mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
-        self._wait(lambda: self.mpi_comm.Iallreduce(x, out, mpi_op), f"c_allreduce_{op}", x)
+        self._wait(lambda: self.mpi_comm.Allreduce(x, out, mpi_op), f"c_allreduce_{op}", x)
         return out
 
     def broadcast(self, x: np.ndarray, root: int = 0) -> np.ndarray:
@@ -111,7 +106,7 @@ class Communicator:
             return x
         self._check_root(root)
         buf = np.array(x, copy=True, order="C")
-        self._wait(lambda: self.mpi_comm.Ibcast(buf, root=root), "c_broadcast", buf)
+        self._wait(lambda: self.mpi_comm.Bcast(buf, root=root), "c_broadcast", buf)
         return buf
 
     def allgather(self, x: np.ndarray) -> np.ndarray:
@@ -121,7 +116,7 @@ class Communicator:
         x = np.ascontiguousarray(x)
         out = np.empty((self.size * x.shape[0],) + x.shape[1:], dtype=x.dtype) if x.ndim else \
             np.empty((self.size,), dtype=x.dtype)
-        self._wait(lambda: self.mpi_comm.Iallgather(x, out), "c_allgather", x)
+        self._wait(lambda: self.mpi_comm.Allgather(x, out), "c_allgather", x)
         return out
 
     def reducescatter(self, x: np.ndarray) -> np.ndarray:
@@ -135,20 +130,22 @@ class Communicator:
             raise ValueError(f"c_reducescatter: the first dimension of X {list(x.shape)} must "
                              f"be divisible by the number of ranks {self.size}")
         out = np.empty((x.shape[0] // self.size,) + x.shape[1:], dtype=x.dtype)
-        self._wait(lambda: self.mpi_comm.Ireduce_scatter_block(x, out, MPI.SUM),
+        self._wait(lambda: self.mpi_comm.Reduce_scatter_block(x, out, MPI.SUM),
                    "c_reducescatter", x)
         return out
 
     def barrier(self) -> None:
         if self.mpi_comm is not None:
-            self._wait(self.mpi_comm.Ibarrier, "barrier", None)
+            self._wait(self.mpi_comm.Barrier, "barrier", None)
 
     # -- setup time only (pickled objects) -------------------------------------------------
     def allgather_object(self, obj: Any) -> List[Any]:
         """Every rank's ``obj`` (pickled; for start-up checks, never per step)."""
         if self.mpi_comm is None:
             return [obj]
-        return self.mpi_comm.allgather(obj)
+        out: List[Any] = []
+        self._wait(lambda: out.extend(self.mpi_comm.allgather(obj)), "allgather_object", None)
+        return out
 
     # -- internals ---------------------------------------------------------------------------
     def _check_root(self, root: int) -> None:
@@ -156,24 +153,39 @@ class Communicator:
             raise ValueError(f"c_broadcast: root {root} is not a rank of ring {self.ring_id} "
                              f"(ranks 0..{self.size - 1})")
 
-    def _wait(self, start: Callable[[], Any], what: str, x: Optional[np.ndarray]) -> None:
-        """Start a non-blocking collective and wait for it: spin briefly, then poll slowly, up
-        to the timeout (MPI's own wait has none)."""
+    def _wait(self, call: Callable[[], Any], what: str, x: Optional[np.ndarray]) -> None:
+        """Run a blocking collective (MPI's tuned algorithms) under the watchdog: if it has
+        not returned after the timeout, the watchdog thread aborts the job (MPI's own wait
+        has no bound)."""
         t0 = time.perf_counter()
-        req = start()
-        limit = timeout_seconds()
-        while not req.Test():
-            waited = time.perf_counter() - t0
-            if waited > limit:
-                raise CollectiveTimeout(
-                    f"{what} on ring {self.ring_id}: rank {self.rank} of {self.size} waited "
-                    f"{waited:.0f} s (FLUIDLITE_COLLECTIVE_TIMEOUT) for the other ranks; one of "
-                    f"them stopped or runs a different program")
-            if waited > _SPIN_SECONDS:
-                time.sleep(_SLEEP_SECONDS)
+        _watch["current"] = (time.monotonic() + timeout_seconds(), what, self)
+        try:
+            call()
+        finally:
+            _watch["current"] = None
         _stats["calls"] += 1
         _stats["seconds"] += time.perf_counter() - t0
         _stats["bytes"] += 0 if x is None else x.nbytes
+
+
+_watch: Dict[str, Any] = {"current": None, "thread": None}
+
+
+def _watchdog() -> None:
+    """Daemon thread: abort every rank when a collective outlives its deadline."""
+    while True:
+        time.sleep(min(0.5, max(timeout_seconds() / 10, 0.05)))
+        cur = _watch["current"]
+        if cur is None or time.monotonic() < cur[0]:
+            continue
+        _, what, comm = cur
+        sys.stderr.write(f"fluidlite.distributed: {what} on ring {comm.ring_id}: rank "
+                         f"{comm.rank} of {comm.size} waited {timeout_seconds():.0f} s "
+                         f"(FLUIDLITE_COLLECTIVE_TIMEOUT) for the other ranks; one of them "
+                         f"stopped or runs a different program; aborting all ranks\n")
+        sys.stderr.flush()
+        from mpi4py import MPI
+        MPI.COMM_WORLD.Abort(1)
 
 
 def _abort_on_uncaught(rank: int, size: int) -> None:
@@ -200,6 +212,9 @@ def world() -> Communicator:
                 from mpi4py import MPI
                 comm = Communicator(0, MPI.COMM_WORLD)
                 _abort_on_uncaught(comm.rank, comm.size)
+                _watch["thread"] = threading.Thread(target=_watchdog, daemon=True,
+                                                    name="fluidlite-collective-watchdog")
+                _watch["thread"].start()
             else:
                 comm = Communicator(0)
             _rings[0] = comm

@@ -5,7 +5,9 @@ hostfile): ``mpirun -n N`` over shared memory (``--mca btl self,vader``). Severa
 a hostfile lists them (``node1 slots=2``, one per line; passwordless ssh between them, the
 same Python environment and script path on each) and N processes start on each
 (``--npernode N``), talking over TCP. As root, the flags and environment Open MPI needs are
-added (``--allow-run-as-root``), and ``--oversubscribe`` allows more processes than cores.
+added (``--allow-run-as-root``), and ``--oversubscribe`` allows more processes than cores
+(it also makes a waiting rank yield its core: on a machine shared with other work that beats
+busy-polling, measured with ``bench/data_parallel.py``).
 Each process runs one BLAS thread unless ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` is set.
 
 Every process runs the script through ``fluidlite.distributed._run``, which aborts the whole
