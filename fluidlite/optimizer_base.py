@@ -307,6 +307,19 @@ class Optimizer:
         with program_guard(loss.block.program, startup_program):
             return self._apply_gradients(params_grads, grad_clip)
 
+    # -- dygraph state (issue 12; fluidlite/dygraph/optim.py) --------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        """Dygraph: ``{accumulator name: tensor}`` (save it with ``save_dygraph``)."""
+        from .dygraph.optim import state_dict
+        return state_dict(self)
+
+    def set_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Dygraph: load accumulator values saved by ``state_dict``."""
+        from .dygraph.optim import set_dict
+        set_dict(self, state_dict)
+
+    set_state_dict = load_state_dict = set_dict
+
     def minimize(self, loss: Variable, startup_program: Optional[Program] = None,
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
                  grad_clip: Optional[GradientClipBase] = None

@@ -13,3 +13,4 @@ Tensor = VarBase
 from .layers import Layer, LayerList, ParameterList, Sequential  # noqa: F401,E402
 from .nn import (BatchNorm, Conv2D, Conv2DTranspose, Dropout, Embedding, Flatten,  # noqa: F401,E402
                  LayerNorm, Linear, PRelu, Pool2D)
+from .checkpoint import load_dygraph, save_dygraph  # noqa: F401,E402

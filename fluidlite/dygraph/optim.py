@@ -21,7 +21,7 @@ from .base import no_grad
 from .tensor import EAGER_BLOCK, ParamBase, VarBase
 from .tracer import kernel
 
-__all__ = ["minimize", "NO_PARAMETER_LIST"]
+__all__ = ["minimize", "state_dict", "set_dict", "NO_PARAMETER_LIST"]
 
 NO_PARAMETER_LIST = ("parameter_list argument given to the Optimizer should not be None in "
                      "dygraph mode.")
@@ -74,7 +74,10 @@ def _accumulators(opt: Any, param: ParamBase) -> Dict[str, VarBase]:
             fill = acc.fill(opt) if callable(acc.fill) else acc.fill
             shape = [1] if acc.scalar else param.shape
             var_name = names.generate(param.name + "_" + name)
-            var = VarBase(np.full(shape, fill, dtype=param._array().dtype), name=var_name,
+            value = opt.__dict__.get("_dygraph_pending", {}).pop(var_name, None)
+            if value is None:
+                value = np.full(shape, fill, dtype=param._array().dtype)
+            var = VarBase(np.array(value, dtype=param._array().dtype), name=var_name,
                           persistable=True)
             opt._accumulators[name][param.name] = var
             opt._opti_name_list.append(var_name)
@@ -150,3 +153,38 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
             _update(opt, p, g)
         opt._finish_update(EAGER_BLOCK, params_grads)
     return [], params_grads
+
+
+def state_dict(opt: Any) -> Dict[str, VarBase]:
+    """``{accumulator name: tensor}`` of every accumulator created so far (fluid 1.8's
+    dygraph ``Optimizer.state_dict``), plus the learning-rate decay's state when it has one."""
+    out: Dict[str, Any] = {}
+    for table in opt._accumulators.values():
+        for var in table.values():
+            if isinstance(var, VarBase):
+                out[var.name] = var
+    lr = opt._learning_rate
+    if hasattr(lr, "state_dict") and not isinstance(lr, Variable):
+        for k, v in lr.state_dict().items():
+            out["LR_Scheduler@" + k] = VarBase(np.asarray(v))
+    return out
+
+
+def set_dict(opt: Any, state: Dict[str, Any]) -> None:
+    """Load ``state_dict`` values: existing accumulators are overwritten now, the others when
+    the optimizer creates them (same names in a model built the same way)."""
+    pending = opt.__dict__.setdefault("_dygraph_pending", {})
+    existing = {var.name: var for table in opt._accumulators.values()
+                for var in table.values() if isinstance(var, VarBase)}
+    lr_state = {}
+    for k, v in state.items():
+        arr = np.asarray(v.numpy() if isinstance(v, VarBase) else v)
+        if k.startswith("LR_Scheduler@"):
+            lr_state[k[len("LR_Scheduler@"):]] = arr
+        elif k in existing:
+            existing[k].set_value(arr)
+        else:
+            pending[k] = arr
+    lr = opt._learning_rate
+    if lr_state and hasattr(lr, "set_dict"):
+        lr.set_dict(lr_state)
