@@ -100,7 +100,53 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--with-grad-ops", action="store_true",
                    help="also list the generated <type>_grad ops")
     o.add_argument("--json", action="store_true", help="print JSON instead of text")
+    _add_format_commands(sub)       # issue 18: convert, export-onnx
     return p
+
+
+# -- issue 18: convert / export-onnx (logic in fluidlite/convert.py) --------------------------
+def _add_format_commands(sub: Any) -> None:
+    c = sub.add_parser("convert", help="convert a saved model between Paddle's format and "
+                       "fluidlite's JSON", description="Rewrite an inference-model directory "
+                       "(or Paddle path prefix, or one program file) in another format: "
+                       "'paddle' (ProgramDesc protobuf + tensor streams, as fluid 1.8) or "
+                       "'json' (fluidlite's JSON program + .npy tensors).")
+    c.add_argument("input", metavar="SRC", help="model directory, <prefix> of "
+                   "<prefix>.pdmodel, or a program file")
+    c.add_argument("output", metavar="DST", help="output directory (a file for a program "
+                   "file)")
+    c.add_argument("--to", required=True, choices=["json", "paddle"], help="target format")
+    e = sub.add_parser("export-onnx", help="export a saved inference model to ONNX",
+                       description="Export an inference-model directory (or Paddle path "
+                       "prefix) to an ONNX model with a dynamic batch dimension. Needs "
+                       "pip install 'fluidlite[onnx]'.")
+    e.add_argument("input", metavar="MODEL_DIR", help="inference-model directory or "
+                   "<prefix> of <prefix>.pdmodel")
+    e.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    e.add_argument("--opset", type=int, default=17, help="ONNX opset version (default 17)")
+
+
+def _format_input(path: str) -> None:
+    if not os.path.exists(path) and not os.path.isfile(path + ".pdmodel"):
+        raise _UsageError(f"input '{path}' does not exist")
+
+
+def _cmd_convert(args: argparse.Namespace, out: TextIO) -> int:
+    from .convert import convert
+    _format_input(args.input)
+    what = convert(args.input, args.output, args.to)
+    out.write(f"wrote {what} '{args.output}' ({args.to})\n")
+    return 0
+
+
+def _cmd_export_onnx(args: argparse.Namespace, out: TextIO) -> int:
+    from .convert import export_onnx
+    _format_input(args.input)
+    _check_output(args.output)
+    model = export_onnx(args.input, args.output, args.opset)
+    out.write(f"wrote '{args.output}': {len(model.graph.node)} ONNX nodes, opset "
+              f"{args.opset}\n")
+    return 0
 
 
 # -- loading ----------------------------------------------------------------------------------
@@ -367,7 +413,8 @@ def _cmd_ops(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-_COMMANDS = {"viz": _cmd_viz, "info": _cmd_info, "ops": _cmd_ops}
+_COMMANDS = {"viz": _cmd_viz, "info": _cmd_info, "ops": _cmd_ops,
+             "convert": _cmd_convert, "export-onnx": _cmd_export_onnx}   # issue 18
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

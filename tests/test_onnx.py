@@ -221,3 +221,19 @@ def test_supported_ops_cover_the_issue_list():
             "reduce_mean", "reduce_sum", "reduce_max", "reduce_min", "scale", "cast", "clip",
             "mean", "sum", "fill_constant"}
     assert need <= set(supported_ops())
+
+
+def test_cli_export_onnx(tmp_path, capsys):
+    from fluidlite.cli import main
+    spec = build_and_save(conv_net, str(tmp_path / "m"))
+    out = tmp_path / "model.onnx"
+    assert main(["export-onnx", str(tmp_path / "m"), "-o", str(out)]) == 0
+    assert "opset 17" in capsys.readouterr().out
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    feed = feed_for(spec, 4, np.random.default_rng(2))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path / "m"), exe)
+        want = exe.run(program, feed=feed, fetch_list=fetches)[0]
+    assert np.max(np.abs(sess.run(None, feed)[0] - want)) <= TOL
+    assert main(["export-onnx", str(tmp_path / "nope"), "-o", str(out)]) == 2

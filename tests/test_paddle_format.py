@@ -500,3 +500,71 @@ def test_program_dtype_not_supported(tmp_path):
     with pytest.raises(pf.PaddleFormatError, match=r"model.pdmodel: block 0 variable 'x': "
                                                    r"data type 23"):
         pf.program_from_bytes(data, "model.pdmodel")
+
+
+# -- command line: convert, info/viz on Paddle files ------------------------------------------
+def run_cli(*args):
+    from fluidlite.cli import main
+    return main(list(args))
+
+
+def test_cli_convert_round_trip(tmp_path, trained, capsys):
+    main, startup, pred, scope, exe, feed = trained
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path / "p"), ["x", "ids"], [pred], exe, main,
+                                      params_filename="__params__")
+    assert run_cli("convert", str(tmp_path / "p"), str(tmp_path / "j"), "--to", "json") == 0
+    assert run_cli("convert", str(tmp_path / "j"), str(tmp_path / "p2"), "--to", "paddle") == 0
+    assert (tmp_path / "j" / "__model__").read_bytes()[:1] == b"{"
+    assert (tmp_path / "j" / "__params__").read_bytes()[:2] == b"PK"
+    for name in ("__model__", "__params__"):        # paddle -> json -> paddle: same bytes
+        assert (tmp_path / "p2" / name).read_bytes() == (tmp_path / "p" / name).read_bytes()
+    progs = []
+    for kind in ("p", "j", "p2"):
+        with fluid.scope_guard(fluid.Scope()):
+            program, _, fetches = fluid.io.load_inference_model(
+                str(tmp_path / kind), exe, params_filename="__params__")
+            progs.append(str(program))
+            out = exe.run(program, feed=feed, fetch_list=fetches)[0]
+        if kind == "p":
+            first = out
+        else:
+            assert out.tobytes() == first.tobytes()
+    assert progs[0] == progs[1] == progs[2]
+    capsys.readouterr()
+    assert run_cli("info", str(tmp_path / "p")) == 0
+    text = capsys.readouterr().out
+    assert "fc_0.w_0" in text
+    assert run_cli("viz", str(tmp_path / "p"), "-f", "txt") == 0
+    assert "lookup_table" in capsys.readouterr().out
+
+
+def test_cli_info_and_convert_paddle2_prefix(tmp_path, capsys):
+    write_paddle2_model(tmp_path / "m")
+    assert run_cli("info", str(tmp_path / "m")) == 0
+    assert "emb.w" in capsys.readouterr().out
+    assert run_cli("convert", str(tmp_path / "m" / "model"), str(tmp_path / "j"),
+                   "--to", "json") == 0
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, _ = fluid.io.load_inference_model(str(tmp_path / "j"),
+                                                          fluid.Executor(fluid.CPUPlace()),
+                                                          params_filename="__params__")
+    assert feeds == ["ids", "x"]
+    state = fluid.io.load_program_state(str(tmp_path / "j" / "__params__"))   # an .npz
+    assert state["w"].tobytes() == PARAMS["w"].tobytes()
+
+
+def test_cli_convert_program_file_and_errors(tmp_path, trained, capsys):
+    main, startup, pred, scope, exe, feed = trained
+    with fluid.scope_guard(scope):
+        fluid.save(main, str(tmp_path / "ck"))
+    assert run_cli("convert", str(tmp_path / "ck.pdmodel"), str(tmp_path / "ck.json"),
+                   "--to", "json") == 0
+    assert str(fluid.io.read_program(str(tmp_path / "ck.json"))) == str(main)
+    assert run_cli("convert", str(tmp_path / "nothing"), str(tmp_path / "o"),
+                   "--to", "json") == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "__model__").write_bytes(b"\x0a\x05\x08")          # truncated
+    assert run_cli("info", str(tmp_path / "bad")) == 1
+    assert "truncated or corrupted protobuf" in capsys.readouterr().err
