@@ -122,7 +122,8 @@ class Optimizer:
                  name: Optional[str] = None) -> None:
         if isinstance(learning_rate, np.floating):
             learning_rate = float(learning_rate)
-        if not isinstance(learning_rate, (float, Variable)):
+        if not isinstance(learning_rate, (float, Variable)) and \
+                not getattr(learning_rate, "_fluidlite_dygraph_lr", False):   # dygraph decays
             raise TypeError(f"learning rate should be float or Variable, got "
                             f"{type(learning_rate)} here (write e.g. 1.0 instead of 1)")
         if isinstance(learning_rate, float):

@@ -14,3 +14,7 @@ from .layers import Layer, LayerList, ParameterList, Sequential  # noqa: F401,E4
 from .nn import (BatchNorm, Conv2D, Conv2DTranspose, Dropout, Embedding, Flatten,  # noqa: F401,E402
                  LayerNorm, Linear, PRelu, Pool2D)
 from .checkpoint import load_dygraph, save_dygraph  # noqa: F401,E402
+from .learning_rate_scheduler import (CosineDecay, ExponentialDecay,  # noqa: F401,E402
+                                      InverseTimeDecay, LearningRateDecay, LinearLrWarmup,
+                                      NaturalExpDecay, NoamDecay, PiecewiseDecay,
+                                      PolynomialDecay, ReduceLROnPlateau)

@@ -33,34 +33,38 @@ def _no_grad_names(no_grad_set: Any) -> set:
     return {v.name if isinstance(v, Variable) else str(v) for v in no_grad_set}
 
 
-def _learning_rate(opt: Any, param: ParamBase) -> VarBase:
+def _global_lr(opt: Any) -> float:
+    """The step's global learning rate (a dygraph decay is called once: it advances)."""
     lr = opt._learning_rate
-    if callable(lr) and not isinstance(lr, Variable):      # a dygraph LR decay object
-        value = float(np.asarray(lr()).reshape(-1)[0]) if not isinstance(lr(), VarBase) \
-            else float(lr().numpy().reshape(-1)[0])
-    elif isinstance(lr, VarBase):
-        value = float(lr.numpy().reshape(-1)[0])
-    elif isinstance(lr, Variable):
+    if getattr(lr, "_fluidlite_dygraph_lr", False):
+        value = lr()
+        return float(np.asarray(value.numpy() if isinstance(value, VarBase) else value)
+                     .reshape(-1)[0])
+    if isinstance(lr, VarBase):
+        return float(lr.numpy().reshape(-1)[0])
+    if isinstance(lr, Variable):
         raise TypeError(f"{type(opt).__name__}: in dygraph mode learning_rate must be a float or "
                         f"a dygraph learning-rate decay, but received the static Variable "
                         f"'{lr.name}'")
-    else:
-        value = float(lr)
+    return float(lr)
+
+
+def _learning_rate(opt: Any, param: ParamBase, value: float) -> np.ndarray:
+    """The [1] learning-rate array of ``param``'s update op: ``value`` times its
+    ``ParamAttr(learning_rate=)`` (multiplied in float32, as the static ``scale`` op)."""
     scale = param.optimize_attr.get("learning_rate", 1.0)
     dtype = to_numpy_dtype(opt._dtype) if opt._dtype is not None else np.float32
     cache = opt.__dict__.setdefault("_dygraph_lr", {})
     key = (value, scale, dtype)
-    t = cache.get(key)
-    if t is None:
-        # the static pass computes lr * scale with a float32 `scale` op; do the same
+    arr = cache.get(key)
+    if arr is None:
         arr = np.array([value], dtype=dtype)
         if scale != 1.0:
             arr = (arr * np.float32(scale)).astype(dtype)
-        t = cache[key] = VarBase(arr, name=names.generate("learning_rate"))
         if len(cache) > 64:
             cache.clear()
-            cache[key] = t
-    return t
+        cache[key] = arr
+    return arr
 
 
 def _accumulators(opt: Any, param: ParamBase) -> Dict[str, VarBase]:
@@ -101,11 +105,11 @@ def _regularize(opt: Any, params_grads: List[Tuple[ParamBase, VarBase]]
     return out
 
 
-def _update(opt: Any, p: ParamBase, g: VarBase) -> None:
+def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
     """One parameter's update op (``opt.type``) as a kernel call; the outputs (``ParamOut``,
     the accumulators' ``*Out``) are written back into the parameter and accumulator tensors."""
     inputs: Dict[str, Any] = {"Param": p._array(), "Grad": g._array(),
-                              "LearningRate": _learning_rate(opt, p)._array()}
+                              "LearningRate": _learning_rate(opt, p, lr)}
     accs = _accumulators(opt, p)
     targets = {"ParamOut": p}
     for acc in opt._accs:
@@ -147,10 +151,11 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
         if grad_clip is not None:
             params_grads = grad_clip(params_grads)
         params_grads = _regularize(opt, params_grads)
+        lr = _global_lr(opt)
         for p, g in params_grads:
             if g is None or not p.trainable:
                 continue
-            _update(opt, p, g)
+            _update(opt, p, g, lr)
         opt._finish_update(EAGER_BLOCK, params_grads)
     return [], params_grads
 

@@ -1,0 +1,244 @@
+"""fluid 1.8's dygraph learning-rate decays: objects passed as an optimizer's
+``learning_rate``; the optimizer calls one once per ``minimize`` (which then advances
+``step_num`` by ``step``). Formulas as fluid 1.8 (``div = step_num / decay_steps``, floored
+with ``staircase``)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Sequence, Union
+
+import numpy as np
+
+from .tensor import VarBase
+
+__all__ = ["LearningRateDecay", "PiecewiseDecay", "NaturalExpDecay", "ExponentialDecay",
+           "InverseTimeDecay", "PolynomialDecay", "CosineDecay", "NoamDecay", "LinearLrWarmup",
+           "ReduceLROnPlateau"]
+
+
+class LearningRateDecay:
+    """Base class: ``step()`` gives the rate for ``step_num``; calling the object returns it as a
+    float32 [1] tensor and advances ``step_num`` by ``step_size``."""
+
+    _fluidlite_dygraph_lr = True     # accepted by Optimizer(learning_rate=...)
+
+    def __init__(self, begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
+        self.step_num = begin
+        self.step_size = step
+        self.dtype = dtype
+
+    def __call__(self) -> VarBase:
+        lr = self.step()
+        self.step_num += self.step_size
+        return self.create_lr_var(lr)
+
+    def create_lr_var(self, lr: Union[float, VarBase]) -> VarBase:
+        if isinstance(lr, VarBase):
+            return lr
+        return VarBase(np.array([lr], dtype=self.dtype), name="learning_rate")
+
+    def step(self) -> float:
+        raise NotImplementedError(f"{type(self).__name__} must define step()")
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"step_num": self.step_num}
+
+    def set_dict(self, state: Dict[str, Any]) -> None:
+        if "step_num" in state:
+            self.step_num = int(np.asarray(state["step_num"]).reshape(-1)[0])
+
+    set_state_dict = set_dict
+
+
+class PiecewiseDecay(LearningRateDecay):
+    """``values[i]`` while ``step_num < boundaries[i]``, then ``values[-1]``."""
+
+    def __init__(self, boundaries: Sequence[int], values: Sequence[float], begin: int,
+                 step: int = 1, dtype: str = "float32") -> None:
+        super().__init__(begin, step, dtype)
+        if len(values) != len(boundaries) + 1:
+            raise ValueError(f"PiecewiseDecay: needs len(values) == len(boundaries) + 1, got "
+                             f"{len(values)} values and {len(boundaries)} boundaries")
+        self.boundaries, self.vars = list(boundaries), [float(v) for v in values]
+
+    def step(self) -> float:
+        for i, b in enumerate(self.boundaries):
+            if self.step_num < b:
+                return self.vars[i]
+        return self.vars[-1]
+
+
+class _Div(LearningRateDecay):
+    def __init__(self, learning_rate: float, decay_steps: int, decay_rate: float,
+                 staircase: bool = False, begin: int = 0, step: int = 1,
+                 dtype: str = "float32") -> None:
+        super().__init__(begin, step, dtype)
+        self.learning_rate, self.decay_steps = float(learning_rate), decay_steps
+        self.decay_rate, self.staircase = float(decay_rate), bool(staircase)
+
+    def _div(self) -> float:
+        div = self.step_num / self.decay_steps
+        return math.floor(div) if self.staircase else div
+
+
+class NaturalExpDecay(_Div):
+    """``lr * exp(-decay_rate * div)``."""
+
+    def step(self) -> float:
+        return self.learning_rate * math.exp(-self.decay_rate * self._div())
+
+
+class ExponentialDecay(_Div):
+    """``lr * decay_rate ** div``."""
+
+    def step(self) -> float:
+        return self.learning_rate * self.decay_rate ** self._div()
+
+
+class InverseTimeDecay(_Div):
+    """``lr / (1 + decay_rate * div)``."""
+
+    def step(self) -> float:
+        return self.learning_rate / (1 + self.decay_rate * self._div())
+
+
+class PolynomialDecay(LearningRateDecay):
+    """``(lr - end_lr) * (1 - step/decay_steps) ** power + end_lr`` (``cycle``: restart)."""
+
+    def __init__(self, learning_rate: float, decay_steps: int,
+                 end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
+                 begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
+        super().__init__(begin, step, dtype)
+        self.learning_rate, self.decay_steps = float(learning_rate), decay_steps
+        self.end_learning_rate, self.power, self.cycle = end_learning_rate, power, cycle
+
+    def step(self) -> float:
+        step_num, decay_steps = self.step_num, self.decay_steps
+        if self.cycle:
+            div = math.ceil(step_num / decay_steps)
+            decay_steps = decay_steps * (1 if step_num == 0 else div)
+        else:
+            step_num = min(step_num, decay_steps)
+        return ((self.learning_rate - self.end_learning_rate)
+                * (1 - step_num / decay_steps) ** self.power + self.end_learning_rate)
+
+
+class CosineDecay(LearningRateDecay):
+    """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``."""
+
+    def __init__(self, learning_rate: float, step_each_epoch: int, epochs: int,
+                 begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
+        super().__init__(begin, step, dtype)
+        self.learning_rate, self.step_each_epoch, self.epochs = \
+            float(learning_rate), step_each_epoch, epochs
+
+    def step(self) -> float:
+        epoch = math.floor(self.step_num / self.step_each_epoch)
+        return self.learning_rate * 0.5 * (math.cos(epoch * math.pi / self.epochs) + 1)
+
+
+class NoamDecay(LearningRateDecay):
+    """``lr * d_model ** -0.5 * min(step ** -0.5, warmup_steps ** -1.5 * step)``."""
+
+    def __init__(self, d_model: int, warmup_steps: int, begin: int = 1, step: int = 1,
+                 dtype: str = "float32", learning_rate: float = 1.0) -> None:
+        super().__init__(begin, step, dtype)
+        self.d_model, self.warmup_steps, self.learning_rate = d_model, warmup_steps, \
+            float(learning_rate)
+
+    def step(self) -> float:
+        a = self.step_num ** -0.5
+        b = self.warmup_steps ** -1.5 * self.step_num
+        return self.learning_rate * self.d_model ** -0.5 * min(a, b)
+
+
+class LinearLrWarmup(LearningRateDecay):
+    """``start_lr + (end_lr - start_lr) * step / warmup_steps`` for ``warmup_steps`` steps, then
+    ``learning_rate`` (a float or another decay, which then starts counting)."""
+
+    def __init__(self, learning_rate: Union[float, LearningRateDecay], warmup_steps: int,
+                 start_lr: float, end_lr: float, begin: int = 1, step: int = 1,
+                 dtype: str = "float32") -> None:
+        super().__init__(begin, step, dtype)
+        if not isinstance(learning_rate, (float, int, LearningRateDecay)):
+            raise TypeError(f"LinearLrWarmup: learning_rate must be a float or a "
+                            f"LearningRateDecay, got {type(learning_rate).__name__}")
+        self.learning_rate, self.warmup_steps = learning_rate, warmup_steps
+        self.start_lr, self.lr_ratio_before_warmup = float(start_lr), \
+            (float(end_lr) - float(start_lr)) / float(warmup_steps)
+
+    def step(self) -> Any:
+        if self.step_num < self.warmup_steps:
+            return self.start_lr + self.lr_ratio_before_warmup * self.step_num
+        if isinstance(self.learning_rate, LearningRateDecay):
+            return self.learning_rate()
+        return float(self.learning_rate)
+
+
+class ReduceLROnPlateau(LearningRateDecay):
+    """Multiply the rate by ``decay_rate`` when ``step(loss)`` has not improved by
+    ``threshold`` for ``patience`` calls (then wait ``cooldown`` calls); never below
+    ``min_lr``. Calling the object returns the current rate (it does not count steps)."""
+
+    def __init__(self, learning_rate: float, mode: str = "min", decay_rate: float = 0.1,
+                 patience: int = 10, verbose: bool = False, threshold: float = 1e-4,
+                 threshold_mode: str = "rel", cooldown: int = 0, min_lr: float = 0,
+                 eps: float = 1e-8, dtype: str = "float32") -> None:
+        super().__init__(dtype=dtype)
+        if mode not in ("min", "max"):
+            raise ValueError(f"ReduceLROnPlateau: mode must be 'min' or 'max', got {mode!r}")
+        if threshold_mode not in ("rel", "abs"):
+            raise ValueError(f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got "
+                             f"{threshold_mode!r}")
+        if not decay_rate < 1.0:
+            raise ValueError("new_lr = origin_lr * decay_rate and decay_rate should be < 1.0.")
+        self.learning_rate, self.mode, self.decay_rate = float(learning_rate), mode, decay_rate
+        self.patience, self.verbose, self.threshold = patience, verbose, threshold
+        self.threshold_mode, self.cooldown, self.min_lr, self.eps = \
+            threshold_mode, cooldown, min_lr, eps
+        self.cooldown_counter = 0
+        self.best_loss: Any = None
+        self.num_bad_epochs = 0
+        self.epoch_num = 0
+
+    def __call__(self) -> VarBase:
+        return self.create_lr_var(self.learning_rate)
+
+    def step(self, loss: Any) -> None:  # type: ignore[override]
+        loss = float(np.asarray(loss.numpy() if isinstance(loss, VarBase) else loss)
+                     .reshape(-1)[0])
+        self.epoch_num += 1
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+        elif self.best_loss is None or self._better(loss, self.best_loss):
+            self.best_loss, self.num_bad_epochs = loss, 0
+        else:
+            self.num_bad_epochs += 1
+            if self.num_bad_epochs > self.patience:
+                self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
+                new = max(self.learning_rate * self.decay_rate, self.min_lr)
+                if self.learning_rate - new > self.eps:
+                    self.learning_rate = new
+        if self.best_loss is None or self._better(loss, self.best_loss):
+            self.best_loss = loss
+
+    def _better(self, current: float, best: float) -> bool:
+        if self.mode == "min":
+            ref = best - best * self.threshold if self.threshold_mode == "rel" \
+                else best - self.threshold
+            return current < ref
+        ref = best + best * self.threshold if self.threshold_mode == "rel" \
+            else best + self.threshold
+        return current > ref
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"learning_rate": self.learning_rate, "num_bad_epochs": self.num_bad_epochs,
+                "cooldown_counter": self.cooldown_counter, "epoch_num": self.epoch_num}
+
+    def set_dict(self, state: Dict[str, Any]) -> None:
+        for k in ("learning_rate",):
+            if k in state:
+                setattr(self, k, float(np.asarray(state[k]).reshape(-1)[0]))
+        for k in ("num_bad_epochs", "cooldown_counter", "epoch_num"):
+            if k in state:
+                setattr(self, k, int(np.asarray(state[k]).reshape(-1)[0]))
