@@ -239,6 +239,7 @@ def test_two_ranks_match_one_process_on_the_whole_batch(tmp_path):
             for p, v in ref.items():
                 np.testing.assert_allclose(got[p], v, rtol=2e-5, atol=2e-6,
                                            err_msg=f"{name} {clip} {decay} rank {rank} {p}")
+    _check_dygraph(tmp_path, 2)
     # the collective kernels themselves, and with_data_parallel, checked inside the job
     assert (tmp_path / "collectives-ok").read_text() == "ok"
     ref = train_single("momentum", "global_norm", None)
@@ -257,6 +258,32 @@ def test_two_ranks_match_one_process_on_the_whole_batch(tmp_path):
     for p, v in ref.items():
         np.testing.assert_allclose(np.array(scope.find_var(p).get_tensor()), v, rtol=2e-5,
                                    atol=2e-6)
+
+
+def _check_dygraph(tmp_path, nranks):
+    """DataParallel on shards == dygraph alone on the whole batch, from rank 0's weights."""
+    X, Y = _data()
+    runs = [np.load(tmp_path / f"dygraph-rank{r}.npz") for r in range(nranks)]
+    k = len([key for key in runs[0].files if key.startswith("start")])
+    init = [runs[0][f"start{i}"] for i in range(k)]
+    _, ref = dygraph_train(X, Y, init=init)
+    for run in runs:
+        for i in range(k):
+            np.testing.assert_array_equal(run[f"start{i}"], init[i])   # broadcast from rank 0
+            np.testing.assert_allclose(run[f"end{i}"], ref[i], rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.slow
+@mpi
+def test_four_ranks_static_and_dygraph(tmp_path):
+    r, _ = _job("equiv4", tmp_path, nproc=4, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    ref = train_single("momentum", "global_norm", "l2")
+    for rank in range(4):
+        got = np.load(tmp_path / f"momentum-global_norm-l2-rank{rank}.npz")
+        for p, v in ref.items():
+            np.testing.assert_allclose(got[p], v, rtol=2e-5, atol=2e-6)
+    _check_dygraph(tmp_path, 4)
 
 
 @pytest.mark.slow
@@ -323,6 +350,59 @@ def _check_collectives(comm_mod):
                                   k("c_allreduce_sum", x, ring_id=0))
 
 
+class _DyMLP:
+    """Built lazily (dygraph imports): Linear 6-10 tanh, Linear 10-3."""
+
+    @staticmethod
+    def make():
+        from fluidlite import dygraph
+
+        class MLP(dygraph.Layer):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = dygraph.Linear(6, 10, act="tanh")
+                self.fc2 = dygraph.Linear(10, 3)
+
+            def forward(self, x):
+                return self.fc2(self.fc1(x))
+        return MLP()
+
+
+def dygraph_train(X, Y, init=None, parallel=False, steps=STEPS):
+    """Momentum + global-norm clip + L2 decay in dygraph; ``parallel``: DataParallel on this
+    rank's shard. Returns (initial parameters, final parameters)."""
+    from fluidlite import dygraph
+    from fluidlite.dygraph import parallel as dp
+    with dygraph.guard():
+        if parallel:             # a different seed per rank: DataParallel must broadcast
+            from fluidlite.distributed import get_rank
+            dygraph.seed(100 + get_rank())
+        net = _DyMLP.make()
+        if init is not None:
+            for p, v in zip(net.parameters(), init):
+                p.set_value(v)
+        if parallel:
+            strategy = dp.prepare_context()
+            net = dp.DataParallel(net, strategy)
+        start = [p.numpy().copy() for p in net.parameters()]
+        opt = _optimizer("momentum", "global_norm", "l2")
+        opt = type(opt)(0.2, 0.9, regularization=fluid.regularizer.L2Decay(0.01),
+                        grad_clip=fluid.clip.GradientClipByGlobalNorm(0.05),
+                        parameter_list=net.parameters())
+        for _ in range(steps):
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
+                net(dygraph.to_variable(X)), dygraph.to_variable(Y)))
+            if parallel:
+                loss = net.scale_loss(loss)
+                loss.backward()
+                net.apply_collective_grads()
+            else:
+                loss.backward()
+            opt.minimize(loss)
+            net.clear_gradients()
+        return start, [p.numpy().copy() for p in net.parameters()]
+
+
 def worker(mode, out):
     from fluidlite.distributed import comm as comm_mod
     from fluidlite.incubate.fleet.base import role_maker
@@ -334,7 +414,10 @@ def worker(mode, out):
         dist = fleet.distributed_optimizer(fluid.optimizer.SGD(0.1))
         build(dist, seed=11, extra_layer=(r == 1))
         return
-    configs = CONFIGS if mode == "equiv" else [("sgd", None, None)]
+    if mode == "equiv4":                        # 4 ranks: one config each API
+        configs = [("momentum", "global_norm", "l2")]
+    else:
+        configs = CONFIGS if mode == "equiv" else [("sgd", None, None)]
     for name, clip, decay in configs:
         strategy = DistributedStrategy()
         strategy.nccl_comm_num = 2 if name == "momentum" else 1     # gradients on 2 rings
@@ -360,6 +443,11 @@ def worker(mode, out):
         if (name, clip, decay) == ("adam", None, "l2"):
             with fluid.scope_guard(scope):
                 fleet.save_persistables(exe, os.path.join(out, "ckpt"), main)
+    if mode in ("equiv", "equiv4"):
+        start, end = dygraph_train(X[r::n], Y[r::n], parallel=True)
+        np.savez(os.path.join(out, f"dygraph-rank{r}.npz"),
+                 **{f"start{i}": v for i, v in enumerate(start)},
+                 **{f"end{i}": v for i, v in enumerate(end)})
     if mode == "equiv":
         _check_collectives(comm_mod)
         # CompiledProgram.with_data_parallel on a minimized program
