@@ -21,3 +21,4 @@ from .learning_rate_scheduler import (CosineDecay, ExponentialDecay,  # noqa: F4
 # issue 17: data-parallel dygraph on MPI (fluid.dygraph.parallel / fluid.dygraph.DataParallel)
 from . import parallel  # noqa: F401,E402
 from .parallel import DataParallel, ParallelEnv, prepare_context  # noqa: F401,E402
+from .jit import TracedLayer  # noqa: F401,E402

@@ -81,6 +81,7 @@ class Tracer:
     def __init__(self, seed: Optional[int] = None) -> None:
         self.has_grad = True
         self.train_mode = True
+        self.recorder: Optional[List[Any]] = None      # TracedLayer.trace's op record
         self._seq = itertools.count()
         self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
@@ -173,6 +174,12 @@ class Tracer:
             res = fn(*in_arrays, rng=rng)
         else:
             res = fn(*in_arrays)
+        if self.recorder is not None:
+            self.recorder.append((
+                type, {s.name: list(v) if isinstance(v, list) else [v]
+                       for s, v in zip(opdef.in_slots, in_vars) if v is not None},
+                {s.name: list(v) if isinstance(v, (list, tuple)) else [v]
+                 for s, v in zip(opdef.out_slots, out_vars) if v is not None}, checked))
         record = requires and self.has_grad and not stop_gradient and opdef.differentiable
         out_arrays: List[Any] = []
         out_refs: List[Any] = [] if record else None  # type: ignore[assignment]
