@@ -38,14 +38,19 @@ class CompiledProgram:
         (before clip, regularization and update; the Program you built is not changed), and the
         parameters in the global scope are broadcast from rank 0 now — so run the startup
         program first, as fluid scripts do. Each process feeds its own shard. Alone (one
-        process) nothing changes. ``places`` is ignored: one CPU per process."""
+        process) nothing changes. ``places`` is ignored: one CPU per process. The build
+        strategy's ``fuse_all_reduce_ops`` (default on) / ``fuse_grad_size_in_MB`` (32) pack
+        small gradients into buckets (``data_parallel.insert_allreduce``)."""
         from .distributed import comm, data_parallel
         world = comm.world()
         if world.size == 1 or self._data_parallel:
             self._data_parallel = True
             return self
         program = self._program.clone()
-        pairs = data_parallel.insert_before_optimize(program, world)
+        bs = build_strategy or self._build_strategy
+        fuse = getattr(bs, "fuse_all_reduce_ops", True) is not False
+        bucket = int(getattr(bs, "fuse_grad_size_in_MB", 32) * (1 << 20)) if fuse else 0
+        pairs = data_parallel.insert_before_optimize(program, world, bucket_bytes=bucket)
         _broadcast_parameters([p for p, _ in pairs], world)
         self._program = program
         self._data_parallel = True

@@ -72,11 +72,13 @@ def train_single(name, clip, decay, steps=STEPS):
 
 
 # -- the pass, in one process -------------------------------------------------------------------
-def _fleet_build(opt, seed=11):
+def _fleet_build(opt, seed=11, fuse=False):
     from fluidlite.incubate.fleet.base import role_maker
     from fluidlite.incubate.fleet.collective import DistributedStrategy, fleet
     fleet.init(role_maker.PaddleCloudRoleMaker(is_collective=True))
-    dist = fleet.distributed_optimizer(opt, strategy=DistributedStrategy())
+    strategy = DistributedStrategy()
+    strategy.fuse_all_reduce_ops = fuse
+    dist = fleet.distributed_optimizer(opt, strategy=strategy)
     main, startup, loss, params = build(dist, seed)
     return fleet, main, startup, loss, params
 
@@ -111,6 +113,31 @@ def test_pass_puts_allreduce_and_scale_between_backward_and_clip():
     assert all(o.attrs["root"] == 0 and o.attrs["op_role"] == OpRole.Forward for o in bc)
     main.lint()
     startup.lint()
+
+
+def test_small_gradients_are_reduced_in_one_bucket():
+    fleet, main, startup, loss, params = _fleet_build(_optimizer("adam", "global_norm", None),
+                                                      fuse=True)
+    dp = [o for o in main.global_block().ops if o.attrs.get("op_namescope") == "/data_parallel/"]
+    types = [o.type for o in dp]
+    assert types.count("c_allreduce_sum") == 1 and types.count("scale") == 1
+    concat = dp[types.index("concat")]
+    split = dp[types.index("split")]
+    assert dp[types.index("c_allreduce_sum")].inputs["X"] == concat.outputs["Out"]
+    unpacked = [o.outputs["Out"][0] for o in dp[types.index("split"):] if o.type == "reshape2"]
+    assert sorted(unpacked) == sorted(p + "@GRAD" for p in params)
+    sizes = {p.name: int(np.prod(p.shape)) for p in main.global_block().all_parameters()}
+    assert sum(split.attrs["sections"]) == sum(sizes.values())
+    assert all(o.attrs["op_role"] == OpRole.Backward for o in dp)
+    main.lint()
+    # a gradient of 1 MB or more is reduced in place, on its own
+    from fluidlite.distributed.data_parallel import _buckets
+    big = fluid.Program().global_block().create_var(name="big@GRAD", shape=[512, 512],
+                                                    dtype="float32")
+    small = fluid.Program().global_block().create_var(name="s@GRAD", shape=[4],
+                                                      dtype="float32")
+    assert [len(b) for b in _buckets([("a", small), ("b", small), ("c", big), ("d", small)],
+                                     32 << 20)] == [2, 1, 1]
 
 
 def test_fleet_alone_trains_exactly_like_the_plain_optimizer():
@@ -420,7 +447,8 @@ def worker(mode, out):
         configs = CONFIGS if mode == "equiv" else [("sgd", None, None)]
     for name, clip, decay in configs:
         strategy = DistributedStrategy()
-        strategy.nccl_comm_num = 2 if name == "momentum" else 1     # gradients on 2 rings
+        strategy.nccl_comm_num = 2 if name == "sgd" else 1          # gradients on 2 rings
+        strategy.fuse_all_reduce_ops = name != "sgd"                 # buckets, and in place
         dist = fleet.distributed_optimizer(_optimizer(name, clip, decay), strategy)
         # different seeds per rank: the start-up broadcast must make them equal
         main, startup, loss, params = build(dist, seed=11 + 5 * r)

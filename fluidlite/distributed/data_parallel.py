@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from ..core import rewrite
-from ..core.dtypes import VarType
+from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.ir import OpRole, Parameter, Program, Variable
 from . import comm as comm_mod
 
@@ -74,10 +76,56 @@ def _fmt(entry: Any) -> str:
     return f"{g} ({dtype}{list(shape)}, parameter {p})"
 
 
+SMALL_GRAD_BYTES = 1 << 20     # gradients below this size are packed into buckets
+BUCKET_BYTES = 32 << 20        # fluid's fuse_grad_size_in_MB default
+
+
+def _itemsize(g: Variable) -> int:
+    return np.dtype(to_numpy_dtype(g.dtype)).itemsize
+
+
+def _nbytes(g: Variable) -> Optional[int]:
+    shape = list(g.shape or ())
+    if not shape or any(d is None or d < 0 for d in shape):
+        return None
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n * _itemsize(g)
+
+
+def _buckets(live: Pairs, bucket_bytes: int) -> List[Pairs]:
+    """Consecutive small gradients of one dtype packed up to ``bucket_bytes``; every other
+    gradient alone (a list of one)."""
+    out: List[Pairs] = []
+    cur: Pairs = []
+    size = 0
+    for p, g in live:
+        nb = _nbytes(g) if bucket_bytes > 0 else None
+        small = nb is not None and nb < min(SMALL_GRAD_BYTES, bucket_bytes)
+        if cur and (not small or g.dtype != cur[0][1].dtype or size + nb > bucket_bytes):
+            out.append(cur)
+            cur, size = [], 0
+        if small:
+            cur.append((p, g))
+            size += nb
+        else:
+            out.append([(p, g)])
+    if cur:
+        out.append(cur)
+    return out
+
+
 def insert_allreduce(program: Program, params_grads: Pairs, nranks: int, nrings: int = 1,
-                     index: Optional[int] = None) -> Pairs:
+                     index: Optional[int] = None, bucket_bytes: int = 0) -> Pairs:
     """All-reduce (sum) and scale by ``1/nranks`` every gradient of ``params_grads`` in place,
-    appended to the global block (or inserted at ``index``); returns the same pairs."""
+    appended to the global block (or inserted at ``index``); returns the same pairs.
+
+    With ``bucket_bytes > 0`` consecutive gradients smaller than ``SMALL_GRAD_BYTES`` are packed
+    (``reshape2`` to 1-D, ``concat``) into buckets of at most ``bucket_bytes``, reduced and
+    scaled as one buffer, and unpacked (``split``, ``reshape2``) into the same gradient
+    variables: one all-reduce per bucket instead of one per gradient (latency), while large
+    gradients are reduced in place (no copy)."""
     block = program.global_block()
     live = [(p, g) for p, g in params_grads if g is not None]
     if not live:
@@ -91,13 +139,36 @@ def insert_allreduce(program: Program, params_grads: Pairs, nranks: int, nrings:
             rewrite.insert(block, pos[0], type_, inputs, outputs, attrs)
         pos[0] += 1
 
+    def reduce_scale(x: Variable, ring: int) -> None:
+        put("c_allreduce_sum", {"X": x}, {"Out": x}, {"ring_id": ring})
+        put("scale", {"X": x}, {"Out": x}, {"scale": 1.0 / nranks})
+
     with rewrite.role(program, OpRole.Backward, name_scope=_SCOPE):
-        for k, (p, g) in enumerate(live):
-            with rewrite.role(program, OpRole.Backward, [p, g]):
+        for k, bucket in enumerate(_buckets(live, bucket_bytes)):
+            role_var = [v for pair in bucket for v in pair]
+            with rewrite.role(program, OpRole.Backward, role_var):
                 if k == 0:
-                    put("c_sync_calc_stream", {"X": g}, {"Out": g}, {})
-                put("c_allreduce_sum", {"X": g}, {"Out": g}, {"ring_id": k % nrings})
-                put("scale", {"X": g}, {"Out": g}, {"scale": 1.0 / nranks})
+                    put("c_sync_calc_stream", {"X": bucket[0][1]}, {"Out": bucket[0][1]}, {})
+                if len(bucket) == 1:
+                    reduce_scale(bucket[0][1], k % nrings)
+                    continue
+                dtype = bucket[0][1].dtype
+                flats = []
+                for _, g in bucket:
+                    flat = rewrite.tmp(block, "reshape2", dtype)
+                    put("reshape2", {"X": g}, {"Out": flat, "XShape": rewrite.tmp(
+                        block, "reshape2", dtype)}, {"shape": [-1]})
+                    flats.append(flat)
+                fused = rewrite.tmp(block, "coalesced_grad", dtype)
+                put("concat", {"X": flats}, {"Out": fused}, {"axis": 0})
+                reduce_scale(fused, k % nrings)
+                parts = [rewrite.tmp(block, "split", dtype) for _ in bucket]
+                put("split", {"X": fused}, {"Out": parts},
+                    {"sections": [_nbytes(g) // _itemsize(g) for _, g in bucket],
+                     "axis": 0})
+                for part, (_, g) in zip(parts, bucket):
+                    put("reshape2", {"X": part}, {"Out": g, "XShape": rewrite.tmp(
+                        block, "reshape2", dtype)}, {"shape": list(g.shape)})
         grads = [g for _, g in live]
         for ring in range(nrings):
             put("c_sync_comm_stream", {"X": grads}, {"Out": grads}, {"ring_id": ring})
@@ -130,7 +201,8 @@ def insert_broadcast(startup: Program, params: Sequence[Variable], rank: int, nr
 
 
 def apply(main: Program, startup: Program, params_grads: Pairs, nrings: int = 1,
-          comm: Optional[comm_mod.Communicator] = None) -> Pairs:
+          comm: Optional[comm_mod.Communicator] = None, bucket_bytes: int = BUCKET_BYTES
+          ) -> Pairs:
     """The whole pass for fleet's ``minimize``: check the ranks agree, all-reduce the
     gradients (appended after backward) and broadcast the parameters in ``startup``."""
     comm = comm or comm_mod.world()
@@ -138,7 +210,7 @@ def apply(main: Program, startup: Program, params_grads: Pairs, nrings: int = 1,
         raise ValueError(f"data parallel: nrings (nccl_comm_num) must be >= 1, got {nrings}")
     live = [(p, g) for p, g in params_grads if g is not None]
     check_same_gradients(live, comm)
-    out = insert_allreduce(main, params_grads, comm.size, nrings)
+    out = insert_allreduce(main, params_grads, comm.size, nrings, bucket_bytes=bucket_bytes)
     insert_broadcast(startup, [p for p, _ in live], comm.rank, comm.size, nrings)
     return out
 
@@ -147,7 +219,8 @@ def _role(op: Any) -> int:
     return int(op.attrs.get("op_role", 0) or 0)
 
 
-def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] = None) -> Pairs:
+def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] = None,
+                           bucket_bytes: int = BUCKET_BYTES) -> Pairs:
     """The all-reduce part of the pass on a program that already has its optimizer: every
     trainable parameter ``p`` whose gradient ``p@GRAD`` a Backward-role op writes is paired with
     it, and the ops are inserted right after the last Backward-role op (before clip,
@@ -168,5 +241,5 @@ def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] 
                          "optimizer.minimize(loss) before compiling it)")
     pairs.sort(key=lambda pg: pg[0].name)
     check_same_gradients(pairs, comm)
-    insert_allreduce(main, pairs, comm.size, index=last_backward + 1)
+    insert_allreduce(main, pairs, comm.size, index=last_backward + 1, bucket_bytes=bucket_bytes)
     return pairs

@@ -34,10 +34,13 @@ _log = logging.getLogger("fluidlite")
 
 class DistributedStrategy:
     """fluid 1.8's collective ``DistributedStrategy``. Used here: ``nccl_comm_num`` (number of
-    rings the gradients alternate between). The others are accepted and have no effect on the
-    CPU (documented in docs/compatibility.md)."""
+    rings the gradients alternate between), ``fuse_all_reduce_ops`` (pack gradients smaller than
+    1 MB into buckets of at most ``fuse_grad_size_in_MB`` for one all-reduce each; default on).
+    The others are accepted and have no effect on the CPU (docs/compatibility.md)."""
 
     def __init__(self) -> None:
+        self.fuse_all_reduce_ops = True
+        self.fuse_grad_size_in_MB = 32
         self.use_local_sgd = False
         self.use_dist_fc = False
         self.dist_fc_config = None
@@ -192,8 +195,10 @@ class CollectiveOptimizer:
         with rewrite.transaction(main, startup):
             params_grads = opt.backward(loss, startup_program=startup,
                                         parameter_list=parameter_list, no_grad_set=no_grad_set)
+            st = self._strategy
+            bucket = int(st.fuse_grad_size_in_MB * (1 << 20)) if st.fuse_all_reduce_ops else 0
             params_grads = data_parallel.apply(main, startup, params_grads,
-                                               nrings=int(self._strategy.nccl_comm_num))
+                                               nrings=int(st.nccl_comm_num), bucket_bytes=bucket)
             optimize_ops = opt._apply_optimize(loss, startup, params_grads, opt._grad_clip)
         fleet.main_program = main
         fleet._origin_program = main
