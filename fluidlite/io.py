@@ -302,7 +302,7 @@ def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
     head = f.read(12)
     f.seek(0)
     if paddle_format.is_foreign(head):       # issue 18: Paddle's combined file
-        raw = f.read(checkpoint.memory_limit() + 1)   # the reader already bounded its size
+        raw = f.read()      # the reader already checked its size against memory
         out = {}
         for name, arr in paddle_format.read_combined(raw, names, source):
             var = (variables or {}).get(name)

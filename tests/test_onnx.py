@@ -237,3 +237,24 @@ def test_cli_export_onnx(tmp_path, capsys):
         want = exe.run(program, feed=feed, fetch_list=fetches)[0]
     assert np.max(np.abs(sess.run(None, feed)[0] - want)) <= TOL
     assert main(["export-onnx", str(tmp_path / "nope"), "-o", str(out)]) == 2
+
+
+@pytest.mark.parametrize("fixture, prefix", [("fluid18_fit_a_line", ""),
+                                             ("pd2_attention", "model")])
+def test_export_paddle_fixture(tmp_path, fixture, prefix):
+    """Models in Paddle's own files (written from the documented layout) export too."""
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "paddle", fixture)
+    exp = np.load(os.path.join(d, "expected.npz"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(
+            os.path.join(d, prefix) if prefix else d, exe)
+        export(program, str(tmp_path / "m.onnx"), feeds, [v.name for v in fetches])
+        sess = ort.InferenceSession(str(tmp_path / "m.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        for batch in (1, len(exp["x"])):
+            feed = {"x": exp["x"][:batch]}
+            want = exe.run(program, feed=feed, fetch_list=fetches)
+            got = sess.run(None, feed)
+            for g, w in zip(got, want):
+                assert g.shape == w.shape and np.max(np.abs(g - w)) <= TOL

@@ -568,3 +568,35 @@ def test_cli_convert_program_file_and_errors(tmp_path, trained, capsys):
     (tmp_path / "bad" / "__model__").write_bytes(b"\x0a\x05\x08")          # truncated
     assert run_cli("info", str(tmp_path / "bad")) == 1
     assert "truncated or corrupted protobuf" in capsys.readouterr().err
+
+
+# -- fixture models (tests/fixtures/paddle, written from the documented layout) ---------------
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "paddle")
+
+
+def test_fixture_fluid18_fit_a_line():
+    d = os.path.join(FIXTURES, "fluid18_fit_a_line")
+    exp = np.load(os.path.join(d, "expected.npz"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        program, feeds, fetches = fluid.io.load_inference_model(d, exe)
+        assert feeds == ["x"] and [v.name for v in fetches] == ["save_infer_model/scale_0.tmp_0"]
+        assert not isinstance(program.global_block().var("fc_0.w_0"),
+                              fluid.framework.Parameter)        # 1.x files: plain persistables
+        out = exe.run(program, feed={"x": exp["x"]}, fetch_list=fetches)[0]
+    np.testing.assert_allclose(out, exp["out"], rtol=1e-5, atol=1e-6)
+
+
+def test_fixture_pd2_attention():
+    d = os.path.join(FIXTURES, "pd2_attention")
+    exp = np.load(os.path.join(d, "expected.npz"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(os.path.join(d, "model"), exe)
+        assert feeds == ["x"]
+        types = [o.type for o in program.global_block().ops]
+        assert types.count("matmul") == 3 and "matmul_v2" not in types
+        flat, red = exe.run(program, feed={"x": exp["x"]}, fetch_list=fetches)
+    np.testing.assert_allclose(flat, exp["flat"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(red, exp["red"], rtol=1e-5, atol=1e-5)
