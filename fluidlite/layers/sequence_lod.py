@@ -6,7 +6,7 @@ input must be fed as a LoDTensor (``fluid.create_lod_tensor``) to a variable dec
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..core.dtypes import VarType
 from ..core.ir import Variable
@@ -14,7 +14,9 @@ from ..layer_helper import LayerHelper, check_int
 
 __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequence_softmax",
            "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad",
-           "sequence_reshape", "sequence_conv"]
+           "sequence_reshape", "sequence_conv", "sequence_concat", "sequence_slice",
+           "sequence_reverse", "sequence_enumerate", "sequence_scatter", "sequence_mask",
+           "lod_reset", "lod_append"]
 
 
 def _var(x: Any, arg: str, layer: str) -> Variable:
@@ -154,3 +156,93 @@ def sequence_conv(input: Variable, num_filters: int, filter_size: int = 3,
                             "contextLength": filter_size})
     return helper.append_activation(helper.append_bias_op(pre_bias))
 
+
+
+def _simple(op: str, like: Variable, inputs: dict, out_slot: str = "Out",
+            attrs: Optional[dict] = None, name: Optional[str] = None) -> Variable:
+    """One ``op`` writing one new variable of ``like``'s dtype."""
+    helper = LayerHelper(op, name=name)
+    out = helper.create_variable_for_type_inference(like.dtype)
+    helper.append_op(type=op, inputs={k: v for k, v in inputs.items() if v is not None},
+                     outputs={out_slot: out}, attrs=attrs or {})
+    return out
+
+
+def sequence_concat(input: List[Variable], name: Optional[str] = None) -> Variable:
+    """Concatenate the i-th sequences of every input into the i-th output sequence."""
+    if not isinstance(input, (list, tuple)) or not input:
+        raise TypeError("sequence_concat: input must be a non-empty list of Variables")
+    for i, v in enumerate(input):
+        _var(v, f"input[{i}]", "sequence_concat")
+    return _simple("sequence_concat", input[0], {"X": list(input)}, name=name)
+
+
+def sequence_slice(input: Variable, offset: Variable, length: Variable,
+                   name: Optional[str] = None) -> Variable:
+    """Rows ``[offset[i], offset[i] + length[i])`` of each sequence i (offset, length: int64
+    tensors with one entry per sequence)."""
+    for arg, v in (("input", input), ("offset", offset), ("length", length)):
+        _var(v, arg, "sequence_slice")
+    offset.stop_gradient = length.stop_gradient = True
+    return _simple("sequence_slice", input, {"X": input, "Offset": offset, "Length": length},
+                   name=name)
+
+
+def sequence_reverse(x: Variable, name: Optional[str] = None) -> Variable:
+    """Reverse the rows of each sequence."""
+    _var(x, "x", "sequence_reverse")
+    return _simple("sequence_reverse", x, {"X": x}, out_slot="Y", name=name)
+
+
+def sequence_enumerate(input: Variable, win_size: int, pad_value: int = 0,
+                       name: Optional[str] = None) -> Variable:
+    """Each id with the ``win_size - 1`` ids after it in its sequence (``pad_value`` past the
+    end): [N, 1] -> [N, win_size]."""
+    _var(input, "input", "sequence_enumerate")
+    win_size = check_int(win_size, "win_size", "sequence_enumerate", minimum=1)
+    return _simple("sequence_enumerate", input, {"X": input},
+                   attrs={"win_size": win_size, "pad_value": check_int(
+                       pad_value, "pad_value", "sequence_enumerate")}, name=name)
+
+
+def sequence_scatter(input: Variable, index: Variable, updates: Variable,
+                     name: Optional[str] = None) -> Variable:
+    """``input`` with ``updates`` added at the columns ``index`` (one sequence of ids per row
+    of ``input``)."""
+    for arg, v in (("input", input), ("index", index), ("updates", updates)):
+        _var(v, arg, "sequence_scatter")
+    return _simple("sequence_scatter", input, {"X": input, "Ids": index, "Updates": updates},
+                   name=name)
+
+
+def sequence_mask(x: Variable, maxlen: Optional[int] = None, dtype: Any = "int64",
+                  name: Optional[str] = None) -> Variable:
+    """``mask[..., j] = j < x[...]`` for ``j < maxlen`` (default: the largest length)."""
+    _var(x, "x", "sequence_mask")
+    n = -1 if maxlen is None else check_int(maxlen, "maxlen", "sequence_mask", minimum=1)
+    helper = LayerHelper("sequence_mask", name=name)
+    out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
+    helper.append_op(type="sequence_mask", inputs={"X": x}, outputs={"Y": out},
+                     attrs={"maxlen": n, "out_dtype": out.dtype})
+    return out
+
+
+def lod_reset(x: Variable, y: Optional[Variable] = None,
+              target_lod: Optional[Sequence[int]] = None) -> Variable:
+    """``x`` with a new one-level LoD: ``y``'s LoD (or ``y``'s values as offsets) or the
+    offsets ``target_lod``."""
+    _var(x, "x", "lod_reset")
+    if y is None and target_lod is None:
+        raise ValueError("lod_reset: give y or target_lod")
+    attrs = {"target_lod": [int(v) for v in target_lod]} if target_lod is not None else {}
+    return _simple("lod_reset", x, {"X": x, "Y": y}, attrs=attrs)
+
+
+def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
+    """``x`` with one more LoD level (offsets ``level``, or a Variable holding them) below its
+    own."""
+    _var(x, "x", "lod_append")
+    if isinstance(level, Variable):
+        return _simple("lod_reset", x, {"X": x, "Y": level}, attrs={"append": True})
+    return _simple("lod_reset", x, {"X": x}, attrs={"append": True,
+                                                 "target_lod": [int(v) for v in level]})

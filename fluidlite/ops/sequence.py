@@ -395,3 +395,208 @@ class SequenceConv(OpDef):
         dX = np.zeros_like(X)
         np.add.at(dX, idx[valid], dcols[valid])
         return {"X": dX, "Filter": (cols.T @ dOut).astype(Filter.dtype, copy=False)}
+
+
+# -- sequence_concat / slice / reverse / enumerate / scatter ----------------------------------
+@register
+class SequenceConcat(OpDef):
+    """Out's i-th sequence is the i-th sequences of X[0], X[1], ... one after the other (all
+    inputs have the same number of sequences). dX[k] takes its rows back from dOut."""
+    type, inputs, outputs = "sequence_concat", ("X*",), ("Out",)
+    grad_uses = ("X",)
+    lod_aware = True
+
+    def infer(self, X):
+        return {"Out": VarSpec((-1,) + tuple(X[0].shape[1:]), X[0].dtype, 1)}
+
+    @staticmethod
+    def _order(X: Any, lods: Any) -> Tuple[np.ndarray, np.ndarray]:
+        offs = [_off("sequence_concat", l, f"X[{k}]") for k, l in enumerate(lods)]
+        if len({o.size for o in offs}) != 1:
+            raise ValueError("sequence_concat: every input must have the same number of "
+                             "sequences")
+        seq = np.concatenate([_seg_ids(np.diff(o)) for o in offs])
+        which = np.concatenate([np.full(x.shape[0], k) for k, x in enumerate(X)])
+        order = np.lexsort((which, seq))     # by sequence, then input (rows stay in order)
+        lens = sum(np.diff(o) for o in offs)
+        return order, lens
+
+    def forward(self, X, lod=None):
+        order, lens = self._order(X, (lod or {}).get("X") or [None] * len(X))
+        return {"Out": np.concatenate(X)[order], "lod": {"Out": (_offsets(lens),)}}
+
+    def backward(self, X, dOut, lod=None):
+        order, _ = self._order(X, (lod or {}).get("X") or [None] * len(X))
+        flat = np.empty_like(dOut)
+        flat[order] = dOut
+        return {"X": np.split(flat, np.cumsum([x.shape[0] for x in X])[:-1])}
+
+
+@register
+class SequenceSlice(OpDef):
+    """Out's i-th sequence = rows [Offset[i], Offset[i] + Length[i]) of X's i-th sequence;
+    dX scatters dOut back into zeros."""
+    type, inputs, outputs = "sequence_slice", ("X", "Offset", "Length"), ("Out",)
+    grad_uses = ("X", "Offset", "Length")
+    lod_aware = True
+
+    def infer(self, X, Offset, Length):
+        return {"Out": VarSpec((-1,) + tuple(X.shape[1:]), X.dtype, 1)}
+
+    def _index(self, X: np.ndarray, Offset: np.ndarray, Length: np.ndarray, lod: Any
+               ) -> Tuple[np.ndarray, np.ndarray]:
+        off = _off(self.type, (lod or {}).get("X"))
+        start, length = Offset.reshape(-1).astype(np.int64), Length.reshape(-1).astype(np.int64)
+        lens = np.diff(off)
+        if start.size != lens.size or length.size != lens.size:
+            raise ValueError(f"sequence_slice: Offset and Length need one entry per sequence "
+                             f"({lens.size})")
+        if (start < 0).any() or (length < 0).any() or (start + length > lens).any():
+            raise ValueError(f"sequence_slice: slices (offset {start.tolist()}, length "
+                             f"{length.tolist()}) exceed the sequence lengths {lens.tolist()}")
+        return _ragged_index(off[:-1] + start, length), length
+
+    def forward(self, X, Offset, Length, lod=None):
+        idx, length = self._index(X, Offset, Length, lod)
+        return {"Out": X[idx], "lod": {"Out": (_offsets(length),)}}
+
+    def backward(self, X, Offset, Length, dOut, lod=None):
+        idx, _ = self._index(X, Offset, Length, lod)
+        dX = np.zeros(X.shape, dOut.dtype)
+        dX[idx] = dOut
+        return {"X": dX}
+
+
+@register
+class SequenceReverse(OpDef):
+    """Reverse the rows of each sequence; keeps X's LoD. dX reverses dOut the same way."""
+    type, inputs, outputs = "sequence_reverse", ("X",), ("Y",)
+    grad_uses = ("X",)
+    lod_aware = True
+
+    def infer(self, X):
+        return {"Y": X}
+
+    @staticmethod
+    def _index(X: np.ndarray, lod: Any) -> np.ndarray:
+        off = _off("sequence_reverse", (lod or {}).get("X"))
+        lens = np.diff(off)
+        seq = _seg_ids(lens)
+        return off[:-1][seq] + off[1:][seq] - 1 - np.arange(X.shape[0])
+
+    def forward(self, X, lod=None):
+        return {"Y": X[self._index(X, lod)], "lod": {"Y": lod["X"]}}
+
+    def backward(self, X, dY, lod=None):
+        return {"X": dY[self._index(X, lod)]}
+
+
+@register
+class SequenceEnumerate(OpDef):
+    """Out[t] = [X[t], X[t + 1], ..., X[t + win_size - 1]] within t's sequence, ``pad_value``
+    past its end (ids: not differentiable); keeps X's LoD."""
+    type, inputs, outputs = "sequence_enumerate", ("X",), ("Out",)
+    no_grad = True
+    lod_aware = True
+
+    def infer(self, X, *, win_size):
+        return {"Out": VarSpec((-1, win_size), X.dtype, X.lod_level)}
+
+    def forward(self, X, lod=None, *, win_size=2, pad_value=0):
+        off = _off(self.type, (lod or {}).get("X"))
+        x = X.reshape(-1)
+        seq = _seg_ids(np.diff(off))
+        rows = np.arange(x.size)[:, None] + np.arange(win_size)[None, :]
+        valid = rows < off[1:][seq][:, None]
+        out = np.where(valid, x[np.minimum(rows, max(x.size - 1, 0))] if x.size else rows,
+                       pad_value)
+        return {"Out": out.astype(X.dtype), "lod": {"Out": lod["X"]}}
+
+
+@register
+class SequenceScatter(OpDef):
+    """Out = X; then Out[i, Ids[j]] += Updates[j] for every j of the i-th sequence of Ids (Ids
+    and Updates share one LoD). dX = dOut, dUpdates[j] = dOut[i, Ids[j]]."""
+    type, inputs, outputs = "sequence_scatter", ("X", "Ids", "Updates"), ("Out",)
+    grad_uses = ("X", "Ids", "Updates")
+    lod_aware = True
+
+    def infer(self, X, Ids, Updates):
+        return {"Out": X}
+
+    def _rows_cols(self, X: np.ndarray, Ids: np.ndarray, lod: Any
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+        off = _off(self.type, (lod or {}).get("Ids"), "Ids")
+        if off.size - 1 != X.shape[0]:
+            raise ValueError(f"sequence_scatter: Ids has {off.size - 1} sequences, X has "
+                             f"{X.shape[0]} rows; they must match")
+        cols = Ids.reshape(-1).astype(np.int64)
+        if cols.size and (cols.min() < 0 or cols.max() >= X.shape[1]):
+            raise ValueError(f"sequence_scatter: ids must lie in [0, {X.shape[1]})")
+        return _seg_ids(np.diff(off)), cols
+
+    def forward(self, X, Ids, Updates, lod=None):
+        rows, cols = self._rows_cols(X, Ids, lod)
+        out = X.copy()
+        np.add.at(out, (rows, cols), Updates.reshape(-1))
+        return {"Out": out}
+
+    def backward(self, X, Ids, Updates, dOut, lod=None):
+        rows, cols = self._rows_cols(X, Ids, lod)
+        return {"X": dOut, "Updates": dOut[rows, cols].reshape(Updates.shape)}
+
+
+# -- lod_reset (also lod_append) --------------------------------------------------------------
+@register
+class LodReset(OpDef):
+    """Out = X with a new LoD: Y's LoD when Y has one, else Y's values as offsets, else the
+    ``target_lod`` attr (offsets); with ``append`` the new level is added below X's levels
+    (``lod_append``). dX = dOut."""
+    type, inputs, outputs = "lod_reset", ("X", "Y?"), ("Out",)
+    grad_uses = ("X",)
+    lod_aware = True
+
+    def infer(self, X, Y, *, append):
+        return {"Out": VarSpec(X.shape, X.dtype, (X.lod_level if append else 0) + 1)}
+
+    def forward(self, X, Y=None, lod=None, *, target_lod=[], append=False):  # noqa: B006
+        lod = lod or {}
+        if Y is not None and lod.get("Y"):
+            level = tuple(lod["Y"][-1])
+        elif Y is not None:
+            level = tuple(int(v) for v in np.asarray(Y).reshape(-1))
+        elif target_lod:
+            level = tuple(int(v) for v in target_lod)
+        else:
+            raise ValueError("lod_reset: give Y or target_lod (the new offsets)")
+        if level[0] != 0 or any(b < a for a, b in zip(level[:-1], level[1:])):
+            raise ValueError(f"lod_reset: offsets must start at 0 and never decrease, got "
+                             f"{list(level)}")
+        if level[-1] != X.shape[0]:
+            raise ValueError(f"{'lod_append' if append else 'lod_reset'}: the offsets "
+                             f"{list(level)} must end at the row count {X.shape[0]}")
+        old = tuple(lod.get("X") or ()) if append else ()
+        if old and old[-1][-1] != len(level) - 1:
+            raise ValueError(f"lod_append: X's last level ends at {old[-1][-1]} sequences, the "
+                             f"appended level has {len(level) - 1}")
+        new = old + (level,)
+        return {"Out": X, "lod": {"Out": new}}
+
+    def backward(self, X, dOut, lod=None, *, target_lod=[], append=False):  # noqa: B006
+        return {"X": dOut}
+
+
+@register
+class SequenceMask(OpDef):
+    """Y[..., j] = (j < X[...]) for j < maxlen (-1: max(X)); X holds lengths. Not
+    differentiable."""
+    type, inputs, outputs = "sequence_mask", ("X",), ("Y",)
+    no_grad = True
+
+    def infer(self, X, *, maxlen, out_dtype):
+        return {"Y": VarSpec(tuple(X.shape) + (maxlen,), out_dtype)}
+
+    def forward(self, X, *, maxlen=-1, out_dtype=VarType.INT64):
+        from ..core.dtypes import to_numpy_dtype
+        n = int(X.max(initial=0)) if maxlen < 0 else int(maxlen)
+        return {"Y": (np.arange(n) < X[..., None]).astype(to_numpy_dtype(out_dtype))}

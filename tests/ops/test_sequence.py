@@ -14,17 +14,26 @@ def _lod_tensor(arr, lens):
     return fluid.create_lod_tensor(np.asarray(arr), [list(lens)], fluid.CPUPlace())
 
 
+def _entries(inputs):
+    """slot -> (array, lens or None), or for a duplicable slot a list of (name, array, lens):
+    as {slot: (duplicable, [(var name, array, lens)])}."""
+    return {slot: (True, list(v)) if isinstance(v, list) else (False, [(slot.lower(), *v)])
+            for slot, v in inputs.items()}
+
+
 def _build(op_type, inputs, attrs, outs, lod_levels):
-    """One-op program; ``inputs``: slot -> (array, lens or None); returns program, feed, outs."""
+    """One-op program; returns program, feed, output variables."""
     prog = fluid.Program()
     block = prog.global_block()
     feed, in_vars = {}, {}
-    for slot, (arr, lens) in inputs.items():
-        name = slot.lower()
-        v = block.create_var(name=name, shape=arr.shape, dtype=arr.dtype, is_data=True,
-                             lod_level=lod_levels.get(slot, 0), stop_gradient=False)
-        feed[name] = _lod_tensor(arr, lens) if lens is not None else arr
-        in_vars[slot] = v
+    for slot, (dup, entries) in _entries(inputs).items():
+        vs = []
+        for name, arr, lens in entries:
+            vs.append(block.create_var(name=name, shape=arr.shape, dtype=arr.dtype,
+                                       is_data=True, lod_level=lod_levels.get(slot, 0),
+                                       stop_gradient=False))
+            feed[name] = _lod_tensor(arr, lens) if lens is not None else arr
+        in_vars[slot] = vs if dup else vs[0]
     opdef = fluid.core.registry.get_op_def(op_type)
     required = [s.name for s in opdef.out_slots if not s.dispensable]
     out_vars = {s: block.create_var(name=s.lower() + "_out") for s in list(outs) + required}
@@ -33,19 +42,25 @@ def _build(op_type, inputs, attrs, outs, lod_levels):
     return prog, feed, out_vars
 
 
+def _levels(inputs):
+    return {slot: 1 for slot, (_, entries) in _entries(inputs).items()
+            if any(lens is not None for _, _, lens in entries)}
+
+
 def run(op_type, inputs, attrs=None, outs=("Out",), lod_levels=None):
-    lod_levels = lod_levels or {s: 1 for s, (_, l) in inputs.items() if l is not None}
-    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, outs, lod_levels)
+    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, outs,
+                                  lod_levels or _levels(inputs))
     return fluid.Executor().run(prog, feed=feed, fetch_list=[out_vars[s] for s in outs],
                                 scope=fluid.Scope(), return_numpy=False)
 
 
 def check_grad(op_type, inputs, wrt, attrs=None, out="Out", delta=1e-3, tol=5e-3):
-    """Analytic gradient of sum(Out * P) (P random) vs central differences, for slot ``wrt``."""
-    inputs = {s: (a.astype(np.float64) if a.dtype.kind == "f" else a, l)
-              for s, (a, l) in inputs.items()}
-    lod_levels = {s: 1 for s, (_, l) in inputs.items() if l is not None}
-    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, [out], lod_levels)
+    """Analytic gradient of sum(Out * P) (P random) vs central differences, for input ``wrt``
+    (a slot, or the variable name of one entry of a duplicable slot)."""
+    f64 = lambda a: a.astype(np.float64) if a.dtype.kind == "f" else a       # noqa: E731
+    inputs = {s: [(n, f64(a), l) for n, a, l in v] if isinstance(v, list) else (f64(v[0]), v[1])
+              for s, v in inputs.items()}
+    prog, feed, out_vars = _build(op_type, inputs, attrs or {}, [out], _levels(inputs))
     exe, o = fluid.Executor(), out_vars[out]
     shape = np.asarray(exe.run(prog, feed=feed, fetch_list=[o], scope=fluid.Scope())[0]).shape
     with fluid.program_guard(prog, fluid.Program()):
@@ -55,13 +70,15 @@ def check_grad(op_type, inputs, wrt, attrs=None, out="Out", delta=1e-3, tol=5e-3
         grad, = fluid.gradients(loss, [x])
     feed["proj"] = np.random.default_rng(3).uniform(-1, 1, shape)
     analytic = exe.run(prog, feed=feed, fetch_list=[grad], scope=fluid.Scope())[0]
-    arr, lens = inputs[wrt]
+    arr, lens = next((a, l) for _, entries in _entries(inputs).values()
+                     for n, a, l in entries if n == wrt.lower())
     numeric = np.zeros_like(arr)
     flat, gflat = arr.reshape(-1), numeric.reshape(-1)
 
     def f():
         fd = dict(feed, **{wrt.lower(): _lod_tensor(arr, lens) if lens is not None else arr})
-        return float(np.asarray(exe.run(prog, feed=fd, fetch_list=[loss], scope=fluid.Scope())[0]).reshape(-1)[0])
+        got = exe.run(prog, feed=fd, fetch_list=[loss], scope=fluid.Scope())[0]
+        return float(np.asarray(got).reshape(-1)[0])
 
     for i in range(flat.size):
         orig = flat[i]
@@ -218,3 +235,135 @@ def test_sequence_conv():
     assert out.recursive_sequence_lengths() == [LENS]
     for slot in ("X", "Filter"):
         check_grad("sequence_conv", {"X": (x, LENS), "Filter": (w, None)}, slot, attrs)
+
+
+# -- sequence_concat / slice / reverse / enumerate / scatter / mask, lod_reset ---------------
+def test_sequence_concat():
+    a, b = _x([2, 0, 1], 2), _x([1, 3, 0], 2)
+    inputs = {"X": [("a", a, [2, 0, 1]), ("b", b, [1, 3, 0])]}
+    got, = run("sequence_concat", inputs)
+    want = np.concatenate([a[0:2], b[0:1], b[1:4], a[2:3]])
+    np.testing.assert_allclose(np.array(got), want)
+    assert got.recursive_sequence_lengths() == [[3, 3, 1]]
+    for name in ("a", "b"):
+        check_grad("sequence_concat", inputs, name)
+
+
+def test_sequence_slice():
+    x = _x()
+    off, length = np.array([[1], [0], [0], [1]]), np.array([[2], [0], [1], [3]])
+    out, = run("sequence_slice", {"X": (x, LENS), "Offset": (off, None),
+                                  "Length": (length, None)}, lod_levels={"X": 1})
+    np.testing.assert_allclose(np.array(out), np.concatenate([x[1:3], x[3:4], x[5:8]]))
+    assert out.recursive_sequence_lengths() == [[2, 0, 1, 3]]
+    check_grad("sequence_slice", {"X": (x, LENS), "Offset": (off, None),
+                                  "Length": (length, None)}, "X")
+    with pytest.raises(ValueError, match="exceed the sequence lengths"):
+        run("sequence_slice", {"X": (x, LENS), "Offset": (off + 2, None),
+                               "Length": (length, None)}, lod_levels={"X": 1})
+
+
+def test_sequence_reverse():
+    x = _x()
+    y, = run("sequence_reverse", {"X": (x, LENS)}, outs=("Y",))
+    np.testing.assert_allclose(np.array(y), np.concatenate([s[::-1] for s in _split(x, LENS)]))
+    assert y.recursive_sequence_lengths() == [LENS]
+    check_grad("sequence_reverse", {"X": (x, LENS)}, "X", out="Y")
+
+
+def test_sequence_enumerate_and_mask():
+    ids = np.array([[1], [2], [3], [4], [5]], "int64")
+    out, = run("sequence_enumerate", {"X": (ids, [3, 2])}, {"win_size": 2, "pad_value": 0})
+    np.testing.assert_array_equal(np.array(out), [[1, 2], [2, 3], [3, 0], [4, 5], [5, 0]])
+    assert out.recursive_sequence_lengths() == [[3, 2]]
+    mask, = run("sequence_mask", {"X": (np.array([2, 0, 3]), None)},
+                {"maxlen": 4, "out_dtype": "float32"}, outs=("Y",))
+    np.testing.assert_array_equal(np.array(mask), [[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 1, 0]])
+    assert np.array(mask).dtype == np.float32
+
+
+def test_sequence_scatter():
+    x = _x([3], 4)
+    ids = np.array([[0], [2], [2], [1]], "int64")
+    upd = RNG.uniform(-1, 1, (4, 1))
+    out, = run("sequence_scatter", {"X": (x, None), "Ids": (ids, [2, 0, 2]),
+                                    "Updates": (upd, [2, 0, 2])},
+               lod_levels={"Ids": 1, "Updates": 1})
+    want = x.copy()
+    want[0, 0] += upd[0, 0]
+    want[0, 2] += upd[1, 0]
+    want[2, 2] += upd[2, 0]
+    want[2, 1] += upd[3, 0]
+    np.testing.assert_allclose(np.array(out), want)
+    for slot in ("X", "Updates"):
+        check_grad("sequence_scatter", {"X": (x, None), "Ids": (ids, [2, 0, 2]),
+                                        "Updates": (upd, [2, 0, 2])}, slot)
+
+
+def test_lod_reset_and_append():
+    x = _x([2, 3], 1)
+    out, = run("lod_reset", {"X": (x, [2, 3])}, {"target_lod": [0, 1, 5]})
+    assert out.lod() == [[0, 1, 5]]
+    np.testing.assert_array_equal(np.array(out), x)
+    out, = run("lod_reset", {"X": (x, None), "Y": (_x([4, 1], 1), [4, 1])},
+               lod_levels={"Y": 1})
+    assert out.recursive_sequence_lengths() == [[4, 1]]
+    out, = run("lod_reset", {"X": (x, [3, 2]), "Y": (np.array([0, 2, 5]), None)},
+               lod_levels={"X": 1})
+    assert out.lod() == [[0, 2, 5]]
+    check_grad("lod_reset", {"X": (x, [2, 3])}, "X", {"target_lod": [0, 4, 5]})
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        v = fluid.data("v", [-1, 1], "float64", lod_level=1)
+        two = fluid.layers.lod_append(v, [0, 1, 2, 3, 4, 5])
+    prog_bad = fluid.Program()
+    with fluid.program_guard(prog_bad, fluid.Program()):
+        v = fluid.data("v", [-1, 1], "float64", lod_level=1)
+        bad = fluid.layers.lod_reset(v, target_lod=[0, 4])
+    got, = fluid.Executor().run(prog, feed={"v": _lod_tensor(x, [5])}, fetch_list=[two],
+                                return_numpy=False, scope=fluid.Scope())
+    assert got.lod() == [[0, 5], [0, 1, 2, 3, 4, 5]]
+    assert got.has_valid_recursive_sequence_lengths()
+    with pytest.raises(ValueError, match="must end at the row count 5"):
+        fluid.Executor().run(prog_bad, feed={"v": _lod_tensor(x, [5])}, fetch_list=[bad],
+                             scope=fluid.Scope())
+    prog3 = fluid.Program()
+    with fluid.program_guard(prog3, fluid.Program()):
+        v = fluid.data("v", [-1, 1], "float64", lod_level=1)
+        three = fluid.layers.lod_append(v, [0, 2, 3, 5])
+    got, = fluid.Executor().run(prog3, feed={"v": x}, fetch_list=[three], return_numpy=False,
+                                scope=fluid.Scope())       # no LoD yet: the level is the LoD
+    assert got.lod() == [[0, 2, 3, 5]]
+    with pytest.raises(ValueError, match="appended level has 3"):
+        fluid.Executor().run(prog3, feed={"v": _lod_tensor(x, [2, 3])}, fetch_list=[three],
+                             scope=fluid.Scope())
+
+
+def test_sequence_layers_build_and_run():
+    prog, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, start):
+        L = fluid.layers
+        x = fluid.data("x", [-1, 3], "float32", lod_level=1)
+        y = fluid.data("y", [-1, 1], "float32", lod_level=1)
+        first, last = L.sequence_first_step(x), L.sequence_last_step(x)
+        sm = L.sequence_softmax(L.reduce_sum(x, dim=1, keep_dim=True))
+        padded, length = L.sequence_pad(x, L.assign(np.array([0.0], "float32")))
+        unpadded = L.sequence_unpad(padded, length)
+        rev = L.sequence_reverse(x)
+        cat = L.sequence_concat([x, rev])
+        exp = L.sequence_expand_as(first, y)
+        resh = L.sequence_reshape(x, 1)
+    x_t = _lod_tensor(_x([2, 3], 3).astype("float32"), [2, 3])
+    y_t = _lod_tensor(np.zeros((4, 1), "float32"), [3, 1])
+    exe = fluid.Executor()
+    res = exe.run(prog, feed={"x": x_t, "y": y_t},
+                  fetch_list=[first, last, sm, unpadded, cat, exp, resh], return_numpy=False,
+                  scope=fluid.Scope())
+    xa = np.array(x_t)
+    np.testing.assert_allclose(np.array(res[0]), xa[[0, 2]])
+    np.testing.assert_allclose(np.array(res[1]), xa[[1, 4]])
+    assert res[2].recursive_sequence_lengths() == [[2, 3]]
+    np.testing.assert_allclose(np.array(res[3]), xa)
+    assert res[4].recursive_sequence_lengths() == [[4, 6]]
+    np.testing.assert_allclose(np.array(res[5]), xa[[0, 0, 0, 2]])
+    assert res[6].recursive_sequence_lengths() == [[6, 9]]
