@@ -258,3 +258,24 @@ def test_export_paddle_fixture(tmp_path, fixture, prefix):
             got = sess.run(None, feed)
             for g, w in zip(got, want):
                 assert g.shape == w.shape and np.max(np.abs(g - w)) <= TOL
+
+
+def test_export_paddle2_ops(tmp_path):
+    """lookup_table_v2 with padding_idx, matmul_v2, fill_constant(str_value), scale from a
+    Paddle 2.x program export and match fluidlite."""
+    from test_paddle_format import write_paddle2_model
+    write_paddle2_model(tmp_path / "m")
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path / "m" / "model"),
+                                                                exe)
+        export(program, str(tmp_path / "m.onnx"), feeds, [v.name for v in fetches])
+        sess = ort.InferenceSession(str(tmp_path / "m.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        feed = {"ids": np.array([[0], [4], [9], [2]], np.int64),
+                "x": np.random.default_rng(3).normal(size=(4, 3)).astype(np.float32)}
+        want = exe.run(program, feed=feed, fetch_list=fetches)
+        got = sess.run(None, feed)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and np.max(np.abs(g - w)) <= TOL
+    assert not got[1][0].any()                          # the padding row

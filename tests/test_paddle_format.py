@@ -600,3 +600,34 @@ def test_fixture_pd2_attention():
         flat, red = exe.run(program, feed={"x": exp["x"]}, fetch_list=fetches)
     np.testing.assert_allclose(flat, exp["flat"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(red, exp["red"], rtol=1e-5, atol=1e-5)
+
+
+def test_scalar_attr_and_unknown_attr_type():
+    # Attr SCALAR (type 16) with Scalar {type 3, r (field 4, fixed64 key 0x21) = 2.5}
+    scal = s(4, s(1, "value") + field(2, 0, 16) +
+             s(20, field(1, 0, 3) + b"\x21" + struct.pack("<d", 2.5)))
+    data = program_bytes([tensor_var("c", [1])],
+                         [op("fill_constant", [], [("Out", ["c"])],
+                             attr_longs("shape", [1]) + attr_int("dtype", 5) + scal)])
+    program = pf.program_from_bytes(data, "m.pdmodel")
+    assert program.global_block().ops[0].attr("value") == 2.5
+    bad = program_bytes([tensor_var("c", [1])],
+                        [op("fill_constant", [], [("Out", ["c"])],
+                            s(4, s(1, "value") + field(2, 0, 16) + s(20, field(1, 0, 4))))])
+    with pytest.raises(pf.PaddleFormatError, match=r"m.pdmodel: block 0 op #0 "
+                                                   r"'fill_constant'.*SCALAR"):
+        pf.program_from_bytes(bad, "m.pdmodel")
+
+
+def test_protobuf_missing_names_install_command(monkeypatch):
+    import sys
+    from fluidlite.core.paddle_format import proto
+    proto.messages.cache_clear()
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)
+    try:
+        with pytest.raises(pf.ProtobufMissing, match="pip install protobuf"):
+            proto.messages()
+    finally:
+        monkeypatch.undo()
+        proto.messages.cache_clear()
+    assert "ProgramDesc" in proto.messages()

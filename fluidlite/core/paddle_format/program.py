@@ -41,7 +41,7 @@ PROGRAM_VERSION = 0
 # AttrType codes
 INT, FLOAT, STRING, INTS, FLOATS, STRINGS, BOOLEAN, BOOLEANS, BLOCK, LONG, BLOCKS, LONGS = \
     range(12)
-FLOAT64S, VAR, VARS, FLOAT64 = 12, 13, 14, 15
+FLOAT64S, VAR, VARS, FLOAT64, SCALAR, SCALARS = 12, 13, 14, 15, 16, 17
 _LONG_ATTRS = frozenset({"padding_idx"})
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
@@ -215,7 +215,19 @@ def _attr_value(a: Any, block_ref: Any) -> Any:
         return list(a.vars_name)
     if t == FLOAT64:
         return a.float64
+    if t == SCALAR:
+        return _scalar(a.scalar)
+    if t == SCALARS:
+        return [_scalar(x) for x in a.scalars]
     raise ValueError(f"unknown attribute type {t}")
+
+
+def _scalar(x: Any) -> Any:
+    """A Paddle 2.5+ Scalar attr: the value of whichever field is set."""
+    for name in ("b", "i", "r"):
+        if x.HasField(name):
+            return getattr(x, name)
+    raise ValueError("a SCALAR attribute holds no value fluidlite can read (complex?)")
 
 
 def _map_op(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
