@@ -7,7 +7,8 @@ from . import layers
 from .core.atomic import atomic_layer
 from .core.ir import Variable
 
-__all__ = ["simple_img_conv_pool", "img_conv_group", "glu", "scaled_dot_product_attention"]
+__all__ = ["simple_img_conv_pool", "img_conv_group", "glu", "scaled_dot_product_attention",
+           "sequence_conv_pool"]   # sequence_conv_pool: issue 15 (LoD sequences)
 
 
 def simple_img_conv_pool(input: Variable, num_filters: int, filter_size: Any, pool_size: Any,
@@ -112,6 +113,16 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
     if dropout_rate:
         weights = layers.dropout(weights, dropout_prob=dropout_rate, is_test=False)
     return combine_heads(layers.matmul(weights, v))
+
+
+def sequence_conv_pool(input: Variable, num_filters: int, filter_size: int,
+                       param_attr: Any = None, act: str = "sigmoid",
+                       pool_type: str = "max", bias_attr: Any = None) -> Variable:
+    """``sequence_pool(sequence_conv(input, act=act), pool_type)`` over LoD input (issue 15)."""
+    conv_out = layers.sequence_conv(input=input, num_filters=num_filters,
+                                    filter_size=filter_size, param_attr=param_attr,
+                                    bias_attr=bias_attr, act=act)
+    return layers.sequence_pool(input=conv_out, pool_type=pool_type)
 
 
 # each composition is one transaction: a failure in its third layer also undoes the first two

@@ -101,8 +101,7 @@ def _text_classifier(pool):
         label = fluid.data("label", [None, 1], "int64")
         emb = fluid.embedding(words, size=[20, 8])
         if pool == "conv":
-            feat = fluid.layers.sequence_pool(
-                fluid.layers.sequence_conv(emb, 8, filter_size=3, act="tanh"), "max")
+            feat = fluid.nets.sequence_conv_pool(emb, 8, 3, act="tanh", pool_type="max")
         else:
             feat = fluid.layers.sequence_pool(emb, pool)
         prob = fluid.layers.fc(feat, 2, act="softmax")
