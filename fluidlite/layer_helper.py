@@ -237,8 +237,8 @@ class LayerHelper:
                                            stop_gradient: bool = False) -> Variable:
         """A fresh non-persistable ``<name>.tmp_N``; the op that writes it sets its shape."""
         if _mode.tracer is not None:        # dygraph: an empty tensor the traced op fills
-            return _mode.tracer.new_var(names.generate(self.name + ".tmp"), dtype,
-                                        stop_gradient=stop_gradient)
+            return _mode.tracer.new_var(None, dtype, stop_gradient=stop_gradient,
+                                        hint=self.name + ".tmp")   # named on first use
         return self.main_program.current_block().create_var(
             name=names.generate(".".join([self.name, "tmp"])), dtype=dtype,
             type=VarType.LOD_TENSOR, persistable=False, stop_gradient=stop_gradient)

@@ -27,7 +27,7 @@ from ..core import mode as _mode
 from ..core import names, registry
 from ..core.registry import GradBuilder
 from .tensor import VarBase
-from .tracer import Node, Tracer
+from .tracer import Node, Tracer, kernel
 
 __all__ = ["run_backward", "grad", "backward"]
 
@@ -123,8 +123,107 @@ def _fast_grads(node: Node, douts: List[Any], need: List[bool]) -> List[Any]:
     return out
 
 
+_DESCS: Dict[Any, Any] = {}
+
+
+def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: set) -> List[Any]:
+    """``_composed_grads`` without recording: the grad maker's op descs are built once per
+    (op, attrs, shapes, which inputs need gradients) and then run as kernel calls on arrays."""
+    opdef = node.opdef
+    flags = tuple(None if v is None else
+                  tuple(not x._stop_gradient and id(x) not in blocked and need[i] for x in v)
+                  if isinstance(v, list) else (not v._stop_gradient and id(v) not in blocked
+                                               and need[i])
+                  for i, v in enumerate(node.in_vars))
+    key = (node.key, flags)
+    plan = _DESCS.get(key)
+    if plan is None:
+        plan = _DESCS[key] = _make_plan(node, douts, need, blocked)
+        if len(_DESCS) > 4096:
+            _DESCS.clear()
+    descs, in_names, no_grad = plan
+    env: Dict[str, Any] = {}
+    for si, v in enumerate(node.in_arrays):
+        if v is None:
+            continue
+        for j, a in enumerate(v if isinstance(v, list) else (v,)):
+            env[f"x{si}_{j}"] = a
+    for si, arr in enumerate(node.out_arrays):
+        if arr is None:
+            continue
+        grads = douts[si] if isinstance(arr, list) else (douts[si],)
+        for j, (a, g) in enumerate(zip(arr if isinstance(arr, list) else (arr,), grads)):
+            env[f"o{si}_{j}"] = a
+            env[f"o{si}_{j}{_GRAD}"] = g._array() if isinstance(g, VarBase) else g
+    for d, dup_in, out_slots in descs:
+        ins = {}
+        for slot, ns in d.inputs.items():
+            vals = [env[n] for n in ns if n in env]
+            if vals:
+                ins[slot] = vals if dup_in.get(slot) else vals[0]
+        res = kernel(d.type, d.attrs, outputs=out_slots, **ins)
+        if len(out_slots) == 1:
+            res = {out_slots[0]: res}
+        for slot, ns in d.outputs.items():
+            val = res.get(slot)
+            if val is None:
+                continue
+            vals = val if isinstance(val, list) else [val]
+            for n, a in zip(ns, vals):
+                if n != names.EMPTY_VAR_NAME:
+                    env[n] = a
+    out = []
+    for si, s in enumerate(opdef.in_slots):
+        ns = in_names.get(s.name)
+        if ns is None or not need[si]:
+            out.append(None)
+            continue
+        gs = [None if n in no_grad else env.get(n + _GRAD) for n in ns]
+        out.append(gs if isinstance(node.in_vars[si], list) else gs[0])
+    return out
+
+
+def _make_plan(node: Node, douts: List[Any], need: List[bool], blocked: set) -> Any:
+    opdef = node.opdef
+    env: Dict[str, VarBase] = {}
+    ins: Dict[str, List[str]] = {}
+    outs: Dict[str, List[str]] = {}
+    no_grad = set()
+    for si, (s, v) in enumerate(zip(opdef.in_slots, node.in_vars)):
+        if v is None:
+            continue
+        slot_names = []
+        for j, x in enumerate(_as_list(v)):
+            n = f"x{si}_{j}"
+            slot_names.append(n)
+            env[n] = VarBase(x._array())
+            if x._stop_gradient or id(x) in blocked or not need[si]:
+                no_grad.add(n)
+        ins[s.name] = slot_names
+    for si, s in enumerate(opdef.out_slots):
+        arr = node.out_arrays[si]
+        if arr is None:
+            continue
+        slot_names = []
+        for j, a in enumerate(_as_list(arr)):
+            n = f"o{si}_{j}"
+            slot_names.append(n)
+            env[n] = VarBase(a)
+        outs[s.name] = slot_names
+    g = GradBuilder(_View(opdef.type, ins, outs, node.attrs, env), no_grad,
+                    grad_name=lambda n: n + _GRAD)
+    descs = []
+    for d in opdef.grad_op_descs(g):
+        ddef = registry.get_op_def(d.type)
+        dup_in = {sl.name: sl.duplicable for sl in ddef.in_slots}
+        descs.append((d, dup_in, tuple(d.outputs)))
+    return descs, ins, no_grad
+
+
 def _composed_grads(node: Node, douts: List[Any], need: List[bool], create_graph: bool,
                     blocked: set) -> List[Any]:
+    if not create_graph:
+        return _composed_arrays(node, douts, need, blocked)
     opdef = node.opdef
     env: Dict[str, VarBase] = {}
     ins: Dict[str, List[str]] = {}
@@ -256,6 +355,13 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                 douts.append(g if g is not None else np.zeros_like(arr))
         if not reached:
             continue
+        for p, version in n.versions:
+            if p._version != version:
+                raise RuntimeError(
+                    f"one of the tensors needed for gradient computation, parameter "
+                    f"'{p.name}', has been modified by an inplace operation (the optimizer "
+                    f"updated it after this graph was built): call backward() before "
+                    f"minimize(), or rebuild the graph")
         in_grads = _node_grads(n, douts, create_graph, blocked_ids)
         for v, g in zip(n.in_vars, in_grads):
             if v is None or g is None:
@@ -325,7 +431,9 @@ def run_backward(tensors: Sequence[VarBase], grad_tensors: Optional[Sequence[Any
         if g is None or x._stop_gradient:
             continue
         if x._grad is None:
-            x._grad = np.array(g, dtype=x._array().dtype, copy=True)
+            # gradients are fresh kernel results, never mutated in place: no copy needed
+            dt = x._array().dtype
+            x._grad = g if getattr(g, "dtype", None) == dt else np.asarray(g, dtype=dt)
         else:
             x._grad = x._grad + g
 

@@ -105,10 +105,21 @@ def _regularize(opt: Any, params_grads: List[Tuple[ParamBase, VarBase]]
     return out
 
 
+def _writable(a: Any, like: np.ndarray) -> bool:
+    flags = a.flags
+    return (a.base is None and flags.c_contiguous and flags.writeable
+            and a.shape == like.shape and a.dtype == like.dtype)
+
+
 def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
-    """One parameter's update op (``opt.type``) as a kernel call; the outputs (``ParamOut``,
-    the accumulators' ``*Out``) are written back into the parameter and accumulator tensors."""
-    inputs: Dict[str, Any] = {"Param": p._array(), "Grad": g._array(),
+    """One parameter's update op (``opt.type``). In place (the op's ``update_in_place``, the
+    same operations as its kernel, as the static plan's fused update) when the parameter and
+    accumulators own plain float buffers; else the kernel, whose outputs (``ParamOut``, the
+    accumulators' ``*Out``) replace the tensors' values. The parameter's ``_version`` is
+    bumped either way."""
+    from ..core.registry import get_op_def
+    pa, ga = p._array(), g._array()
+    inputs: Dict[str, Any] = {"Param": pa, "Grad": ga,
                               "LearningRate": _learning_rate(opt, p, lr)}
     accs = _accumulators(opt, p)
     targets = {"ParamOut": p}
@@ -119,6 +130,27 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
     for k, v in opt._extra_inputs.items():
         if isinstance(v, VarBase):
             inputs[k] = v._array()
+    p._version += 1
+    opdef = get_op_def(opt.type)
+    state_slots = getattr(opdef, "state_slots", None)
+    if state_slots is not None and pa.dtype.kind == "f" and ga.shape == pa.shape and \
+            ga.dtype == pa.dtype and _writable(pa, pa) and \
+            all(_writable(inputs[i], pa) for i, _ in state_slots if inputs.get(i) is not None):
+        cache = opt.__dict__.setdefault("_dygraph_attrs", {})
+        attrs = cache.get(p.name)
+        if attrs is None:
+            attrs = cache[p.name] = opdef.kernel_attrs(opdef.check_attrs(
+                dict(opt._op_attrs(p))))
+        try:
+            rest = opdef.update_in_place(inputs, None, attrs)
+        except NotImplementedError:
+            rest = None
+        if rest is not None:
+            done = {"ParamOut"} | {o for _, o in state_slots}
+            for slot, t in targets.items():
+                if slot not in done and rest.get(slot) is not None:
+                    t._value = rest[slot]
+            return
     outs = tuple(targets)
     res = kernel(opt.type, opt._op_attrs(p), outputs=outs, **inputs)
     if len(outs) == 1:

@@ -97,6 +97,7 @@ class VarBase(Variable):
     op = None
     error_clip = None
     is_data = False
+    _hint = "generated_tensor"       # what an unnamed tensor is named after (on first use)
 
     def __init__(self, value: Optional[np.ndarray] = None, name: Optional[str] = None,
                  stop_gradient: bool = True, persistable: bool = False,
@@ -123,7 +124,7 @@ class VarBase(Variable):
     @property
     def name(self) -> str:
         if self._name is None:
-            self._name = names.generate("generated_tensor")
+            self._name = names.generate(self._hint)
         return self._name
 
     @name.setter
@@ -192,8 +193,9 @@ class VarBase(Variable):
         return self._value
 
     def numpy(self) -> np.ndarray:
-        """The value as a NumPy array (the tensor's own buffer: copy it before mutating)."""
-        return np.asarray(self._array())
+        """A copy of the value as a NumPy array (as fluid 1.8: later in-place updates of the
+        tensor, e.g. by an optimizer, do not show in it)."""
+        return np.array(self._array())
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = np.asarray(self._array())
@@ -295,6 +297,7 @@ class ParamBase(VarBase, Parameter):
         d["gradient_clip_attr"] = gradient_clip_attr
         d["do_model_average"] = do_model_average
         d["need_clip"] = need_clip
+        d["_version"] = 0       # bumped by in-place optimizer updates (autograd checks it)
         d["is_distributed"] = False
         d["initializer"] = initializer
 

@@ -29,6 +29,7 @@ _SKIP_ATTRS = frozenset(registry.COMMON_ATTRS)
 # (op type, attrs, input shapes/dtypes, outputs) -> bound kernel; shared by every tracer (a new
 # guard keeps the warm cache)
 _KERNELS: Dict[Any, Tuple[Any, ...]] = {}
+_OPS = registry._REGISTRY
 
 
 def _freeze(v: Any) -> Any:
@@ -59,7 +60,7 @@ class Node:
     """One recorded op: what its gradient rule needs (see the module docstring)."""
 
     __slots__ = ("opdef", "attrs", "key", "in_vars", "in_arrays", "out_refs", "out_arrays",
-                 "seq", "released", "__weakref__")
+                 "seq", "released", "versions", "__weakref__")
 
     def __init__(self, opdef: registry.OpDef, attrs: Dict[str, Any], key: Any,
                  in_vars: List[Any], in_arrays: List[Any], out_refs: List[Any],
@@ -68,6 +69,9 @@ class Node:
         self.in_vars, self.in_arrays = in_vars, in_arrays        # per forward input slot
         self.out_refs, self.out_arrays = out_refs, out_arrays    # per forward output slot
         self.seq, self.released = seq, False
+        # (parameter, its _version) for parameter inputs: backward refuses to use a value an
+        # optimizer has since updated in place
+        self.versions = [(v, v._version) for v in in_vars if type(v) is ParamBase]
 
     def release(self) -> None:
         self.released = True
@@ -104,7 +108,7 @@ class Tracer:
                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> None:
         """Run op ``type`` on the tensors of ``inputs`` and write the results into the tensors
         of ``outputs`` (slot -> tensor or list of tensors, fluid's ``append_op`` arguments)."""
-        opdef = registry.get_op_def(type)
+        opdef = _OPS.get(type) or registry.get_op_def(type)
         inputs = inputs or {}
         outputs = outputs or {}
         attrs = attrs or {}
@@ -154,9 +158,14 @@ class Tracer:
                 v = v[0]
             out_vars.append(v)
             present.append(slot.name)
-        key = (type, tuple((k, _freeze(x)) for k, x in attrs.items() if k not in _SKIP_ATTRS),
-               tuple(sig), tuple(present))
-        entry = self._cache.get(key)
+        items = tuple(attrs.items())
+        try:
+            key = (type, items, tuple(sig), tuple(present))
+            entry = self._cache.get(key)
+        except TypeError:               # list-valued attrs: a hashable stand-in
+            key = (type, tuple((k, _freeze(x)) for k, x in items if k not in _SKIP_ATTRS),
+                   tuple(sig), tuple(present))
+            entry = self._cache.get(key)
         if entry is None:
             entry = self._prepare(opdef, type, attrs, in_arrays, present)
             if len(self._cache) >= _CACHE_LIMIT:
@@ -246,9 +255,14 @@ class Tracer:
     # -- tensors and parameters -------------------------------------------------------------
     def new_var(self, name: Optional[str] = None, dtype: Any = None,
                 persistable: bool = False, stop_gradient: bool = False,
-                shape: Optional[Sequence[int]] = None) -> VarBase:
-        return VarBase(None, name=name, stop_gradient=stop_gradient, persistable=persistable,
-                       shape=shape, dtype=dtype)
+                shape: Optional[Sequence[int]] = None, hint: Optional[str] = None) -> VarBase:
+        """An empty tensor; without ``name`` it is named ``names.generate(hint)`` on first use
+        (``<layer>.tmp_N``), so unnamed temporaries cost no name generation."""
+        t = VarBase(None, name=name, stop_gradient=stop_gradient, persistable=persistable,
+                    shape=shape, dtype=dtype)
+        if hint is not None:
+            t._hint = hint
+        return t
 
     def create_parameter(self, attr: Any, shape: Sequence[int], dtype: Any, type: Any = None,
                          stop_gradient: bool = False) -> ParamBase:
@@ -281,13 +295,24 @@ def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
     NumPy arrays: no tensors, no autograd record. Returns the array of the single output slot
     in ``outputs``, else ``{slot: array}``. For the dygraph optimizer and clips, whose results
     never need gradients. Random ops are not supported here."""
-    opdef = registry.get_op_def(op_type)
+    opdef = _OPS.get(op_type) or registry.get_op_def(op_type)
     attrs = attrs or {}
     in_arrays = [inputs.get(s.name) for s in opdef.in_slots]
-    sig = tuple(None if a is None else tuple((x.shape, x.dtype.char) for x in a)
-                if isinstance(a, list) else (a.shape, a.dtype.char) for a in in_arrays)
-    key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), sig, tuple(outputs))
-    entry = _KERNELS.get(key)
+    sig = []
+    for a in in_arrays:
+        if a is None:
+            sig.append(None)
+        elif a.__class__ is list:
+            sig.append(tuple((x.shape, x.dtype.char) for x in a))
+        else:
+            sig.append((a.shape, a.dtype.char))
+    try:
+        key = (op_type, tuple(attrs.items()), tuple(sig), tuple(outputs))
+        entry = _KERNELS.get(key)
+    except TypeError:                   # list-valued attrs: a hashable stand-in
+        key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), tuple(sig),
+               tuple(outputs))
+        entry = _KERNELS.get(key)
     if entry is None:
         entry = _DEFAULT._prepare(opdef, op_type, attrs, in_arrays, outputs)
         _KERNELS[key] = entry
