@@ -218,7 +218,8 @@ def test_read_hand_laid_paddle2_program():
     assert block.ops[2].attr("padding_idx") == 0
     assert block.ops[6].input("ScaleTensor") == [] and block.ops[6].attr("scale") == 1.0
     assert isinstance(block.var("w"), fluid.framework.Parameter)
-    assert block.var("x").shape == (-1, 3) and block.var("ids").dtype == fluid.core.VarDesc.VarType.INT64
+    assert block.var("x").shape == (-1, 3)
+    assert block.var("ids").dtype == fluid.core.VarDesc.VarType.INT64
     feeds, fetches = fluid.io.feed_fetch_targets(program)
     assert feeds == ["ids", "x"]
     assert [v.name for v in fetches] == ["save_infer_model/scale_0.tmp_0",
@@ -631,3 +632,11 @@ def test_protobuf_missing_names_install_command(monkeypatch):
         monkeypatch.undo()
         proto.messages.cache_clear()
     assert "ProgramDesc" in proto.messages()
+
+
+def test_op_referring_to_undeclared_var():
+    data = program_bytes([tensor_var("x", [-1, 3])],
+                         [op("relu", [("X", ["x"])], [("Out", ["y_typo"])])])
+    with pytest.raises(pf.PaddleFormatError, match=r"m.pdmodel: block 0 op #0 'relu': slot "
+                                                   r"'Out' refers to variable 'y_typo'"):
+        pf.program_from_bytes(data, "m.pdmodel")

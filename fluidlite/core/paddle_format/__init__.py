@@ -1,8 +1,8 @@
 """PaddlePaddle's own file formats: the ``ProgramDesc`` protobuf (``__model__``, ``*.pdmodel``)
 and the LoDTensor stream (per-variable files, combined ``__params__`` / ``*.pdiparams``).
 
-``fluidlite.io`` (and ``Program.parse_from_string``) reads both automatically and writes them by default; see
-``docs/file_formats.md`` for the byte layouts.
+``fluidlite.io`` (and ``Program.parse_from_string``) reads both automatically and writes them
+by default; see ``docs/file_formats.md`` for the byte layouts.
 """
 from .proto import ProtobufMissing, messages
 from .program import (PaddleFormatError, is_json_program, program_from_bytes,

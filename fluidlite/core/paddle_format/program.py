@@ -344,6 +344,12 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
                 attrs = opdef.check_attrs(kept)
             except (TypeError, ValueError) as e:
                 raise PaddleFormatError(f"{owhere}: {e}") from None
+            for slot, args in list(inputs.items()) + list(outputs.items()):
+                for arg in args:
+                    if arg != "@EMPTY@" and not _declared(p, b, arg):   # kEmptyVarName
+                        raise PaddleFormatError(f"{owhere}: slot '{slot}' refers to variable "
+                                                f"'{arg}', which the program does not declare "
+                                                f"(corrupted file?)")
             op = Operator(b, op_type, inputs, outputs, attrs)
             pending_blocks.append((op, owhere, None))
             b.ops.append(op)
@@ -355,6 +361,17 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _declared(p: Any, block: Any, name: str) -> bool:
+    """``name`` is declared in ``block`` or an ancestor (blocks are built in order, and a
+    parent always precedes its children in Paddle's files)."""
+    while block is not None:
+        if name in block.vars:
+            return True
+        parent = block.parent_idx
+        block = p.blocks[parent] if 0 <= parent < len(p.blocks) else None
+    return False
 
 
 def _resolve_blocks(p: Any, v: Any) -> Any:
