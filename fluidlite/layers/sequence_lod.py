@@ -16,7 +16,7 @@ __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequen
            "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad",
            "sequence_reshape", "sequence_conv", "sequence_concat", "sequence_slice",
            "sequence_reverse", "sequence_enumerate", "sequence_scatter", "sequence_mask",
-           "lod_reset", "lod_append"]
+           "lod_reset", "lod_append", "row_conv", "ctc_greedy_decoder", "edit_distance"]
 
 
 def _var(x: Any, arg: str, layer: str) -> Variable:
@@ -246,3 +246,55 @@ def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
         return _simple("lod_reset", x, {"X": x, "Y": level}, attrs={"append": True})
     return _simple("lod_reset", x, {"X": x}, attrs={"append": True,
                                                  "target_lod": [int(v) for v in level]})
+
+
+def row_conv(input: Variable, future_context_size: int, param_attr: Any = None,
+             act: Any = None) -> Variable:
+    """Lookahead convolution: each row mixes itself and the next ``future_context_size`` rows
+    of its sequence with a ``[future_context_size + 1, D]`` parameter, then ``act``."""
+    _var(input, "input", "row_conv")
+    k = check_int(future_context_size, "future_context_size", "row_conv", minimum=0)
+    helper = LayerHelper("row_conv", input=input, param_attr=param_attr, act=act)
+    dtype = helper.input_dtype()
+    w = helper.create_parameter(attr=helper.param_attr, shape=[k + 1, input.shape[-1]],
+                                dtype=dtype)
+    out = helper.create_variable_for_type_inference(dtype)
+    helper.append_op(type="row_conv", inputs={"X": input, "Filter": w}, outputs={"Out": out})
+    return helper.append_activation(out)
+
+
+def ctc_greedy_decoder(input: Variable, blank: int, input_length: Optional[Variable] = None,
+                       padding_value: int = 0, name: Optional[str] = None) -> Variable:
+    """Best path decoding of per-step class probabilities ``input`` ([N, num_classes + 1],
+    LoD): the most likely class per step, repeats merged, ``blank`` removed."""
+    from . import tensor                             # sibling layer module, at call time
+    _var(input, "input", "ctc_greedy_decoder")
+    if input_length is not None:
+        raise ValueError("ctc_greedy_decoder: fluidlite takes LoD input (no input_length)")
+    ids = tensor.unsqueeze(tensor.argmax(input, axis=1), [1])     # [N, 1], keeps the LoD
+    helper = LayerHelper("ctc_greedy_decoder", name=name)
+    out = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
+    helper.append_op(type="ctc_align", inputs={"Input": ids}, outputs={"Output": out},
+                     attrs={"blank": check_int(blank, "blank", "ctc_greedy_decoder"),
+                            "merge_repeated": True})
+    return out
+
+
+def edit_distance(input: Variable, label: Variable, normalized: bool = True,
+                  ignored_tokens: Optional[Sequence[int]] = None,
+                  input_length: Optional[Variable] = None,
+                  label_length: Optional[Variable] = None) -> Tuple[Variable, Variable]:
+    """Levenshtein distance of each (hypothesis, reference) sequence pair: returns
+    ``(distance [num_seqs, 1], sequence_num [1])``."""
+    _var(input, "input", "edit_distance")
+    _var(label, "label", "edit_distance")
+    if ignored_tokens or input_length is not None or label_length is not None:
+        raise ValueError("edit_distance: fluidlite takes LoD input; ignored_tokens, "
+                         "input_length and label_length are not accepted")
+    helper = LayerHelper("edit_distance")
+    dist = helper.create_variable_for_type_inference(VarType.FP32, stop_gradient=True)
+    num = helper.create_variable_for_type_inference(VarType.INT64, stop_gradient=True)
+    helper.append_op(type="edit_distance", inputs={"Hyps": input, "Refs": label},
+                     outputs={"Out": dist, "SequenceNum": num},
+                     attrs={"normalized": bool(normalized)})
+    return dist, num

@@ -367,3 +367,65 @@ def test_sequence_layers_build_and_run():
     assert res[4].recursive_sequence_lengths() == [[4, 6]]
     np.testing.assert_allclose(np.array(res[5]), xa[[0, 0, 0, 2]])
     assert res[6].recursive_sequence_lengths() == [[6, 9]]
+
+
+# -- row_conv, ctc_align / ctc_greedy_decoder, edit_distance (ops/sequence_text.py) ----------
+def test_row_conv():
+    x, w = _x(), RNG.uniform(-1, 1, (3, 3))
+    out, = run("row_conv", {"X": (x, LENS), "Filter": (w, None)}, lod_levels={"X": 1})
+    want = []
+    for s in _split(x, LENS):
+        for t in range(len(s)):
+            want.append(sum(s[t + j] * w[j] for j in range(3) if t + j < len(s)))
+    np.testing.assert_allclose(np.array(out), np.array(want).reshape(-1, 3), rtol=1e-6)
+    assert out.recursive_sequence_lengths() == [LENS]
+    for slot in ("X", "Filter"):
+        check_grad("row_conv", {"X": (x, LENS), "Filter": (w, None)}, slot)
+
+
+def _levenshtein(a, b):
+    d = np.arange(len(b) + 1)
+    for i, x in enumerate(a, 1):
+        prev, d[0] = d.copy(), i
+        for j, y in enumerate(b, 1):
+            d[j] = min(prev[j] + 1, d[j - 1] + 1, prev[j - 1] + (x != y))
+    return d[-1]
+
+
+def test_ctc_align_and_edit_distance():
+    ids = np.array([[0], [1], [1], [0], [2], [2], [0], [0], [3], [3]], "int64")
+    out, = run("ctc_align", {"Input": (ids, [6, 1, 3])}, {"blank": 0}, outs=("Output",))
+    assert np.array(out).ravel().tolist() == [1, 2, 3]
+    assert out.recursive_sequence_lengths() == [[2, 0, 1]]
+    hyps = [[1, 2, 3], [], [4, 4], [5]]
+    refs = [[1, 3], [2], [4, 4], [6, 7, 8]]
+    flat = lambda seqs: np.array([v for s in seqs for v in s], "int64").reshape(-1, 1)  # noqa
+    for normalized in (False, True):
+        dist, num = run("edit_distance", {"Hyps": (flat(hyps), [len(s) for s in hyps]),
+                                          "Refs": (flat(refs), [len(s) for s in refs])},
+                        {"normalized": normalized}, outs=("Out", "SequenceNum"))
+        want = np.array([_levenshtein(h, r) for h, r in zip(hyps, refs)], "float32")
+        if normalized:
+            want = want / np.array([len(r) for r in refs])
+        np.testing.assert_allclose(np.array(dist).ravel(), want, rtol=1e-6)
+        assert np.array(num).tolist() == [4]
+
+
+def test_ctc_greedy_decoder_and_row_conv_layers():
+    prog, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(prog, start):
+        probs = fluid.data("probs", [-1, 4], "float32", lod_level=1)
+        decoded = fluid.layers.ctc_greedy_decoder(probs, blank=0)
+        rc = fluid.layers.row_conv(probs, future_context_size=1)
+        label = fluid.data("label", [-1, 1], "int64", lod_level=1)
+        dist, _ = fluid.layers.edit_distance(decoded, label, normalized=False)
+    p = np.eye(4, dtype="float32")[[1, 1, 0, 2, 3, 3]]
+    exe = fluid.Executor()
+    exe.run(start)
+    got, d, r = exe.run(prog, feed={"probs": _lod_tensor(p, [4, 2]),
+                                    "label": _lod_tensor(np.array([[1], [2], [3]]), [2, 1])},
+                        fetch_list=[decoded, dist, rc], return_numpy=False)
+    assert np.array(got).ravel().tolist() == [1, 2, 3]
+    assert got.recursive_sequence_lengths() == [[2, 1]]
+    assert np.array(d).ravel().tolist() == [0.0, 0.0]
+    assert r.recursive_sequence_lengths() == [[4, 2]]

@@ -1,0 +1,118 @@
+"""More LoD sequence ops used by speech and text models: ``row_conv`` (lookahead
+convolution), ``ctc_align`` (the CTC greedy decoder's merge step) and ``edit_distance``.
+
+Like ``ops/sequence.py``, every kernel works on all sequences at once: ``row_conv`` gathers one
+context index, ``ctc_align`` keeps rows by a mask, and ``edit_distance`` runs its dynamic program
+over positions, vectorised across the sequence pairs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.dtypes import VarType
+from ..core.registry import OpDef, VarSpec, register
+from .sequence import _context, _off, _offsets, _pad_index, _seg_reduce
+
+
+@register
+class RowConv(OpDef):
+    """Out[t] = sum_j X[t + j] * Filter[j] for j <= future_context (rows past the end of t's
+    sequence count as zero); keeps X's LoD. dFilter[j] = sum_t dOut[t] * X[t + j], dX
+    scatter-adds dOut[t] * Filter[j] to row t + j."""
+    type, inputs, outputs = "row_conv", ("X", "Filter"), ("Out",)
+    grad_uses = ("X", "Filter")
+    lod_aware = True
+
+    def infer(self, X, Filter):
+        if X.ndim != 2 or Filter.ndim != 2:
+            raise ValueError("row_conv: X must be [N, D] and Filter [future_context + 1, D]")
+        return {"Out": X}
+
+    def _gather(self, X: np.ndarray, Filter: np.ndarray, lod: Any):
+        off = _off(self.type, (lod or {}).get("X"))
+        idx, valid = _context(X, off, Filter.shape[0], 0)
+        return idx, valid, X[idx] * valid[..., None].astype(X.dtype)
+
+    def forward(self, X, Filter, lod=None):
+        _, _, ctx = self._gather(X, Filter, lod)
+        return {"Out": (ctx * Filter[None]).sum(1), "lod": {"Out": lod["X"]}}
+
+    def backward(self, X, Filter, dOut, lod=None):
+        idx, valid, ctx = self._gather(X, Filter, lod)
+        dX = np.zeros_like(X)
+        np.add.at(dX, idx[valid], (dOut[:, None, :] * Filter[None])[valid])
+        return {"X": dX, "Filter": (dOut[:, None, :] * ctx).sum(0)}
+
+
+@register
+class CtcAlign(OpDef):
+    """Within each sequence of ids: merge runs of the same id (``merge_repeated``), then drop
+    ``blank``. Output: the remaining ids [M, 1] with one (possibly empty) sequence per input
+    sequence."""
+    type, inputs, outputs = "ctc_align", ("Input",), ("Output",)
+    no_grad = True
+    lod_aware = True
+    extra_attrs = {"padding_value": 0}
+
+    def infer(self, Input, *, blank):
+        return {"Output": VarSpec((-1, 1), Input.dtype, 1)}
+
+    def forward(self, Input, lod=None, *, blank=0, merge_repeated=True):
+        off = _off(self.type, (lod or {}).get("Input"), "Input")
+        ids = Input.reshape(-1)
+        keep = ids != blank
+        if merge_repeated and ids.size:
+            first = np.zeros(ids.size, bool)
+            first[off[:-1][np.diff(off) > 0]] = True
+            same = np.concatenate([[False], ids[1:] == ids[:-1]])
+            keep &= first | ~same
+        lens = _seg_reduce(np.add, keep.astype(np.int64), off, 0)
+        return {"Output": ids[keep].reshape(-1, 1), "lod": {"Output": (_offsets(lens),)}}
+
+
+@register
+class EditDistance(OpDef):
+    """Out[i] = Levenshtein distance between the i-th sequences of Hyps and Refs (divided by
+    the reference length when ``normalized``); SequenceNum = the number of pairs."""
+    type, inputs, outputs = "edit_distance", ("Hyps", "Refs"), ("Out", "SequenceNum")
+    no_grad = True
+    lod_aware = True
+
+    def infer(self, Hyps, Refs, *, normalized):
+        return {"Out": VarSpec((-1, 1), VarType.FP32),
+                "SequenceNum": VarSpec((1,), VarType.INT64)}
+
+    def forward(self, Hyps, Refs, lod=None, *, normalized=False):
+        lod = lod or {}
+        hoff = _off(self.type, lod.get("Hyps"), "Hyps")
+        roff = _off(self.type, lod.get("Refs"), "Refs")
+        if hoff.size != roff.size:
+            raise ValueError("edit_distance: Hyps and Refs must have the same number of "
+                             "sequences")
+        hl, rl = np.diff(hoff), np.diff(roff)
+        S, Lh, Lr = hl.size, int(hl.max(initial=0)), int(rl.max(initial=0))
+        H = np.full(S * max(Lh, 1), -1, np.int64)
+        H[_pad_index(hl, max(Lh, 1))] = Hyps.reshape(-1)
+        R = np.full(S * max(Lr, 1), -2, np.int64)
+        R[_pad_index(rl, max(Lr, 1))] = Refs.reshape(-1)
+        H, R = H.reshape(S, -1), R.reshape(S, -1)
+        # prev[s, j]: distance between the first i hyp ids and the first j ref ids
+        prev = np.tile(np.arange(Lr + 1), (S, 1))
+        rows = [prev]
+        for i in range(1, Lh + 1):
+            cur = np.empty_like(prev)
+            cur[:, 0] = i
+            for j in range(1, Lr + 1):
+                cost = (H[:, i - 1] != R[:, j - 1]).astype(np.int64)
+                cur[:, j] = np.minimum(np.minimum(prev[:, j] + 1, cur[:, j - 1] + 1),
+                                       prev[:, j - 1] + cost)
+            rows.append(cur)
+            prev = cur
+        table = np.stack(rows, 1)                    # [S, Lh + 1, Lr + 1]
+        dist = table[np.arange(S), hl, rl].astype(np.float32)
+        if normalized:
+            dist = dist / np.maximum(rl, 1).astype(np.float32)
+        return {"Out": dist.reshape(-1, 1), "SequenceNum": np.array([S], np.int64)}
+
