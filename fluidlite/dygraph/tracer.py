@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core import registry
 from ..core.ir import Variable, default_main_program
+from ..core.callstack import creation_site, user_callstack
 from ..core.registry import VarSpec
 from .tensor import ParamBase, VarBase
 
@@ -166,23 +167,28 @@ class Tracer:
             key = (type, tuple((k, _freeze(x)) for k, x in items if k not in _SKIP_ATTRS),
                    tuple(sig), tuple(present))
             entry = self._cache.get(key)
-        if entry is None:
-            entry = self._prepare(opdef, type, attrs, in_arrays, present)
-            if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
-            self._cache[key] = entry
-        fn, single, result_keys, checked = entry
-        if opdef.uses_rng:
-            program_seed = default_main_program().random_seed
-            if program_seed != self._program_seed:     # `program.random_seed = n` in the guard
-                self._program_seed = program_seed
-                self.seed(program_seed)
-            seed = int(checked.get("seed", 0) or 0)
-            rng = (np.random.default_rng(seed) if seed and checked.get("fix_seed", True)
-                   else self.rng)
-            res = fn(*in_arrays, rng=rng)
-        else:
-            res = fn(*in_arrays)
+        try:
+            if entry is None:
+                entry = self._prepare(opdef, type, attrs, in_arrays, present)
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = entry
+            fn, single, result_keys, checked = entry
+            if opdef.uses_rng:
+                program_seed = default_main_program().random_seed
+                if program_seed != self._program_seed:   # `program.random_seed = n` in guard
+                    self._program_seed = program_seed
+                    self.seed(program_seed)
+                seed = int(checked.get("seed", 0) or 0)
+                rng = (np.random.default_rng(seed) if seed and checked.get("fix_seed", True)
+                       else self.rng)
+                res = fn(*in_arrays, rng=rng)
+            else:
+                res = fn(*in_arrays)
+        except (TypeError, ValueError, IndexError, FloatingPointError) as e:
+            # like a static op's op_callstack: say which user line ran the op
+            raise e.__class__(f"{e}\n  (dygraph op '{type}' run at "
+                          f"{creation_site(user_callstack())})") from None
         if self.recorder is not None:
             self.recorder.append((
                 type, {s.name: list(v) if isinstance(v, list) else [v]
@@ -244,10 +250,8 @@ class Tracer:
                  else VarSpec(a.shape, a.dtype) for a in in_arrays]
         try:
             opdef.run_infer(specs, checked)
-        except NotImplementedError:
+        except NotImplementedError:         # an op without shape inference: kernel decides
             pass
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"{e}\n  (dygraph op '{op_type}')") from None
         binding = opdef.bind(specs, checked, frozenset(present))
         kernel_attrs = {k: v for k, v in checked.items() if k not in _SKIP_ATTRS}
         return binding.fn, binding.single, dict(binding.result_keys), kernel_attrs

@@ -179,3 +179,18 @@ def test_optimizer_without_parameter_list_says_so():
     with pytest.raises(AttributeError, match="parameter_list argument given to the Optimizer "
                                              "should not be None in dygraph mode"):
         fluid.optimizer.SGD(0.1).minimize(loss)
+
+
+def test_op_errors_name_the_user_line():
+    a = dygraph.to_variable(np.ones((2, 3), "float32"))
+    b = dygraph.to_variable(np.ones((4, 5), "float32"))
+    with pytest.raises(ValueError, match=r"dygraph op 'mul' run at[\s\S]*test_layers.py"):
+        fluid.layers.mul(a, b)
+
+
+def test_sample_runs():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "samples/dygraph_clip.py"], capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    assert "after clip 1.0000" in out and "every update was exactly" in out
