@@ -279,3 +279,20 @@ def test_export_paddle2_ops(tmp_path):
     for g, w in zip(got, want):
         assert g.shape == w.shape and np.max(np.abs(g - w)) <= TOL
     assert not got[1][0].any()                          # the padding row
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_other_opsets(tmp_path, opset):
+    """layer_norm is decomposed before opset 17; reduce axes move to an input at 18."""
+    spec = build_and_save(op_zoo, str(tmp_path / "m"))
+    exe = fluid.Executor(fluid.CPUPlace())
+    with fluid.scope_guard(fluid.Scope()):
+        program, feeds, fetches = fluid.io.load_inference_model(str(tmp_path / "m"), exe)
+        model = export(program, str(tmp_path / "m.onnx"), feeds, [v.name for v in fetches],
+                       opset_version=opset)
+        assert model.opset_import[0].version == opset
+        sess = ort.InferenceSession(str(tmp_path / "m.onnx"),
+                                    providers=["CPUExecutionProvider"])
+        feed = feed_for(spec, 4, np.random.default_rng(5))
+        want = exe.run(program, feed=feed, fetch_list=fetches)[0]
+    assert np.max(np.abs(sess.run(None, feed)[0] - want)) <= TOL

@@ -334,8 +334,17 @@ def _layer_norm(c: _Ctx, op: Any) -> None:
             ins.append(c.node("Reshape", [v, c.ints(norm_shape)]) if len(norm_shape) > 1 else v)
         else:
             ins.append(c.const(np.full(norm_shape, fill, dt)))
-    c.node("LayerNormalization", ins, [_out(op, "Y")], axis=begin,
-           epsilon=float(op.attr("epsilon")))
+    eps = float(op.attr("epsilon"))
+    if c.opset >= 17:
+        c.node("LayerNormalization", ins, [_out(op, "Y")], axis=begin, epsilon=eps)
+        return
+    # before opset 17: (x - mean) / sqrt(var + eps) * scale + bias over the trailing axes
+    axes = list(range(begin, len(c.shape(x))))
+    centred = c.node("Sub", [x, _reduce_node(c, "ReduceMean", x, axes, True, None)])
+    var = _reduce_node(c, "ReduceMean", c.node("Mul", [centred, centred]), axes, True, None)
+    std = c.node("Sqrt", [c.node("Add", [var, c.const(eps, dt)])])
+    normed = c.node("Mul", [c.node("Div", [centred, std]), ins[1]])
+    c.node("Add", [normed, ins[2]], [_out(op, "Y")])
 
 
 @_conv("lookup_table", "lookup_table_v2")
