@@ -1,7 +1,8 @@
 """fluid's data pipeline: ``DataLoader.from_generator``, ``PyReader`` and ``py_reader``'s reader.
 
-A loader turns a user generator into feed dicts in a **background thread** that fills a
-bounded queue (``capacity`` batches), so preparing the next batch overlaps the current step.
+A loader turns a user generator into feed dicts in a **background thread** (a forked worker
+process with ``use_multiprocess=True``) that fills a bounded queue (``capacity`` batches), so
+preparing the next batch overlaps the current step.
 
 * **Iterable** (``iterable=True``): ``for data in loader(): exe.run(main, feed=data, ...)``;
   ``data`` is ``[feed_dict]`` (one dict per place, fluid's form) or, with ``return_list=True``,
@@ -13,15 +14,17 @@ bounded queue (``capacity`` batches), so preparing the next batch overlaps the c
 Failures: an exception raised by the user's generator is re-raised in the training loop (the
 same exception object, so its traceback shows the generator's line); a sample whose shape or
 dtype does not fit its variable raises ``ValueError`` naming the variable and the sample index.
-The worker thread stops when the epoch ends, on ``reset()``, when the loop is left early
+The worker (thread or process) stops when the epoch ends, on ``reset()``, when the loop is left early
 (``break``, an exception, Ctrl-C: the iterator's ``finally`` stops and joins it) and when the
 loader is collected; it never outlives the loader.
 """
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import queue
 import threading
+import traceback
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -101,6 +104,79 @@ class _Prefetcher:
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+
+def _child(make: Callable[[], Iterable[Any]], out: Any, stop: Any) -> None:
+    """Body of a ``use_multiprocess`` worker process: batches (or the error) into ``out``."""
+    try:
+        for item in make():
+            if stop.is_set():
+                return
+            out.put(("item", item))
+        out.put(("end", None))
+    except BaseException as e:          # noqa: BLE001 -- handed to the parent
+        text = traceback.format_exc()
+        try:
+            out.put(("error", (e, text)))
+        except Exception:               # an unpicklable exception: send its text
+            out.put(("error", (RuntimeError(f"{type(e).__name__}: {e}"), text)))
+
+
+class _ProcessPrefetcher:
+    """``_Prefetcher``'s interface over one worker **process** (``use_multiprocess=True``):
+    batches are prepared in a forked process and sent back through a bounded queue. The
+    generator's exception is re-raised in the parent with the worker's traceback attached as
+    a note; ``stop()`` ends and joins the process."""
+
+    def __init__(self, make: Callable[[], Iterable[Any]], capacity: int) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self._queue = ctx.Queue(maxsize=max(1, capacity))
+        self._stop = ctx.Event()
+        self._done = False
+        self._proc = ctx.Process(target=_child, args=(make, self._queue, self._stop),
+                                 daemon=True, name="fluidlite-reader-process")
+        self._proc.start()
+
+    def get(self) -> Any:
+        if self._done:
+            return _END
+        while True:
+            try:
+                kind, payload = self._queue.get(timeout=0.1)
+                break
+            except queue.Empty:
+                if not self._proc.is_alive() and self._queue.empty():
+                    self._done = True
+                    self.stop()
+                    raise RuntimeError(f"DataLoader worker process died (exit code "
+                                       f"{self._proc.exitcode})") from None
+        if kind == "item":
+            return payload
+        self._done = True
+        self.stop()
+        if kind == "error":
+            error, text = payload
+            error.add_note("Traceback in the DataLoader worker process:\n" + text.rstrip())
+            raise error
+        return _END
+
+    def stop(self) -> None:
+        self._stop.set()
+        while True:                          # unblock a worker waiting on a full queue
+            try:
+                self._queue.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                break
+        self._proc.join(timeout=2.0)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join()
+        self._queue.close()
+        self._queue.join_thread()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.is_alive()
 
 
 # -- conversion -----------------------------------------------------------------------------
@@ -210,8 +286,9 @@ class GeneratorLoader:
         self.iterable = bool(iterable)
         self.return_list = bool(return_list)
         self.drop_last = bool(drop_last)
-        if use_multiprocess:
-            _log.info("DataLoader: use_multiprocess runs the generator in a thread in fluidlite")
+        # use_multiprocess: batches are prepared in a forked worker process (not on Windows)
+        self.use_multiprocess = bool(use_multiprocess) and \
+            "fork" in multiprocessing.get_all_start_methods()
         self._program = self.feed_list[0].block.program
         self._make: Optional[Callable[[], Iterator[Dict[str, Any]]]] = None
         self._running: Optional[_Prefetcher] = None
@@ -249,6 +326,8 @@ class GeneratorLoader:
         if self._make is None:
             raise RuntimeError("DataLoader: set a data source first (set_sample_generator, "
                                "set_sample_list_generator or set_batch_generator)")
+        if self.use_multiprocess:
+            return _ProcessPrefetcher(self._make, self.capacity)   # type: ignore[return-value]
         return _Prefetcher(self._make, self.capacity)
 
     # -- iterable use ---------------------------------------------------------------------------

@@ -271,3 +271,34 @@ def test_reader_decorators():
     with pytest.raises(fluid.io.compose.__globals__["ComposeNotAligned"]):
         list(fluid.io.compose(r, fluid.io.firstn(r, 3))())
     assert not _reader_threads()
+
+
+def test_use_multiprocess_same_parameters_errors_and_no_process_left():
+    import multiprocessing
+    want, want_losses = _train(_by_exe_run)
+
+    def feeding(main, x, y, exe, scope, loss):
+        loader = fluid.io.DataLoader.from_generator([x, y], capacity=2, use_multiprocess=True)
+        loader.set_sample_generator(_sample_gen, BATCH)
+        return [float(exe.run(main, feed=d, fetch_list=[loss], scope=scope)[0][0])
+                for d in loader()]
+
+    got, losses = _train(feeding)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-6)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    main, start, x, y, loss = _net()
+
+    def broken():
+        yield from _sample_gen()
+        raise KeyError("bad record in a worker process")
+
+    loader = fluid.io.DataLoader.from_generator([x, y], capacity=2, use_multiprocess=True)
+    loader.set_sample_generator(broken, BATCH)
+    with pytest.raises(KeyError, match="bad record") as info:
+        list(loader())
+    assert "in broken" in "".join(getattr(info.value, "__notes__", []))
+    it = iter(loader.set_sample_generator(_sample_gen, 1)())
+    next(it)
+    it.close()                                   # leaving the loop early ends the process
+    assert not multiprocessing.active_children()
