@@ -8,10 +8,12 @@ baseline is the plain optimizer on the whole batch. Every process runs 1 BLAS th
 samples/s, the speed-up and the share of rank 0's step time spent inside the all-reduce calls
 (which includes waiting for the slower rank); medians of ``--rounds`` interleaved runs. Then
 it measures the all-reduce latency and
-bandwidth the README's scaling model uses.
+bandwidth the README's scaling model uses. First it measures the machine's parallel capacity
+(N independent NumPy processes vs one): on a machine shared with other work that, not the
+framework, bounds the speed-up.
 
     python bench/data_parallel.py                  # configs A D conv, 1 vs 2 processes
-    python bench/data_parallel.py -c D --nproc 2 --steps 30
+    python bench/data_parallel.py -c D --nproc 2 --rounds 5
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.abspath(__file__)
 CONFIGS = {"A": ((784, 512, 512, 10), 128), "D": ((784, 2048, 2048, 10), 256),
            "conv": (None, 64)}
+STEPS = {"A": 150, "D": 25, "conv": 60}        # ~2 s per run on one process
 
 
 def build(config: str, fleet_opt: bool):
@@ -117,6 +120,23 @@ def probe() -> None:
                           "t_23MB_s": out[big], "bandwidth_Bps": bw}))
 
 
+def capacity(nproc: int) -> float:
+    """Throughput of ``nproc`` independent single-threaded NumPy processes relative to one,
+    measured now: the speed-up ceiling this machine offers (below ``nproc`` when other work
+    shares the cores)."""
+    code = ("import numpy as np, time; a = np.random.rand(768, 768).astype(np.float32); "
+            "t = time.perf_counter(); [a @ a for _ in range(60)]; "
+            "print(time.perf_counter() - t)")
+
+    def run(k: int) -> float:
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                  text=True) for _ in range(k)]
+        return max(float(p.communicate()[0]) for p in procs)
+    one = min(run(1) for _ in range(2))
+    many = min(run(nproc) for _ in range(2))
+    return nproc * one / many
+
+
 def _run(cmd):
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -130,7 +150,7 @@ def main() -> None:
     ap.add_argument("-c", "--configs", nargs="+", default=["A", "D", "conv"],
                     choices=list(CONFIGS))
     ap.add_argument("--nproc", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=0, help="timed steps (0: per config)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved runs; medians reported")
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "FLEET"), help=argparse.SUPPRESS)
     ap.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
@@ -138,22 +158,30 @@ def main() -> None:
     if args.probe:
         return probe()
     if args.worker:
-        return worker(args.worker[0], args.steps, args.worker[1] == "1")
+        return worker(args.worker[0], args.steps or STEPS[args.worker[0]],
+                      args.worker[1] == "1")
     launch = [sys.executable, "-m", "fluidlite.distributed.launch", "--nproc_per_node",
               str(args.nproc), HERE]
+    print(f"machine capacity now: {args.nproc} independent processes run at "
+          f"{capacity(args.nproc):.2f}x the throughput of one (the speed-up ceiling)")
     print(f"{'config':>6} {'1 proc samples/s':>17} {args.nproc} procs samples/s"
-          f" {'speed-up':>9} {'all-reduce share':>17}")
+          f" {'speed-up':>9} {'all-reduce share':>17}   ms/step: 1 proc | {args.nproc} procs "
+          f"compute + all-reduce")
     for config in args.configs:
+        steps = str(args.steps or STEPS[config])
         ones, manys = [], []
         for _ in range(args.rounds):          # interleaved: machine load hits both alike
-            ones.append(_run([sys.executable, HERE, "--steps", str(args.steps), "--worker",
-                              config, "0"]))
-            manys.append(_run(launch + ["--steps", str(args.steps), "--worker", config, "1"]))
+            ones.append(_run([sys.executable, HERE, "--steps", steps, "--worker", config, "0"]))
+            manys.append(_run(launch + ["--steps", steps, "--worker", config, "1"]))
         one = sorted(ones, key=lambda r: r["samples_per_s"])[len(ones) // 2]      # median
         many = sorted(manys, key=lambda r: r["samples_per_s"])[len(manys) // 2]
         share = many["allreduce_s"] / many["seconds"]
+        ms = lambda r, t: 1e3 * t / r["steps"]
         print(f"{config:>6} {one['samples_per_s']:17.0f} {many['samples_per_s']:17.0f} "
-              f"{many['samples_per_s'] / one['samples_per_s']:8.2f}x {share:16.0%}")
+              f"{many['samples_per_s'] / one['samples_per_s']:8.2f}x {share:16.0%}   "
+              f"{ms(one, one['seconds']):16.1f} | "
+              f"{ms(many, many['seconds'] - many['allreduce_s']):7.1f} + "
+              f"{ms(many, many['allreduce_s']):.1f}")
     p = _run(launch + ["--probe"])
     print(f"all-reduce on {p['nproc']} processes: latency {p['latency_s'] * 1e6:.0f} us, "
           f"23 MB in {p['t_23MB_s'] * 1e3:.1f} ms, bus bandwidth "

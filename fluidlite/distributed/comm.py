@@ -179,6 +179,9 @@ def _watchdog() -> None:
         if cur is None or time.monotonic() < cur[0]:
             continue
         _, what, comm = cur
+        _log.critical("%s on ring %d timed out on rank %d; aborting all ranks", what,
+                      comm.ring_id, comm.rank)
+        # stderr as well: the job is about to die, whatever logging's setup
         sys.stderr.write(f"fluidlite.distributed: {what} on ring {comm.ring_id}: rank "
                          f"{comm.rank} of {comm.size} waited {timeout_seconds():.0f} s "
                          f"(FLUIDLITE_COLLECTIVE_TIMEOUT) for the other ranks; one of them "
@@ -194,6 +197,9 @@ def _abort_on_uncaught(rank: int, size: int) -> None:
 
     def hook(tp: Any, value: Any, tb: Any) -> None:
         previous(tp, value, tb)
+        # stderr, like the traceback above: the job is about to die, whatever logging's setup
+        _log.critical("rank %d of %d failed with %s; aborting all ranks", rank, size,
+                      tp.__name__)
         sys.stderr.write(f"fluidlite.distributed: rank {rank} of {size} failed with "
                          f"{tp.__name__}: {value}; aborting all ranks\n")
         sys.stderr.flush()

@@ -18,7 +18,6 @@ one process training on the whole batch when the shards have equal size.
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ....core import rewrite
@@ -28,8 +27,6 @@ from ....distributed import data_parallel
 from ..base import role_maker as _rm
 
 __all__ = ["fleet", "Fleet", "DistributedStrategy", "CollectiveOptimizer", "Collective"]
-
-_log = logging.getLogger("fluidlite")
 
 
 class DistributedStrategy:
