@@ -46,6 +46,12 @@ _LAZY_NAMES = {
     "create_random_int_lodtensor": ("lod_tensor", "create_random_int_lodtensor"),
     "DataFeedDesc": ("data_feed_desc", "DataFeedDesc"),    # issue 15: fluid.dataset's feed desc
     "ParallelExecutor": ("compiler", "ParallelExecutor"),
+    # dygraph mode switches (issue 12)
+    "enable_dygraph": ("dygraph", "enable_dygraph"),
+    "disable_dygraph": ("dygraph", "disable_dygraph"),
+    "enable_imperative": ("dygraph", "enable_imperative"),
+    "disable_imperative": ("dygraph", "disable_imperative"),
+    "seed": ("dygraph", "seed"),
 }
 
 

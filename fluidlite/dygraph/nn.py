@@ -18,7 +18,8 @@ from .layers import Layer
 from .tensor import VarBase
 
 __all__ = ["Linear", "Conv2D", "Conv2DTranspose", "Pool2D", "BatchNorm", "LayerNorm",
-           "Embedding", "Dropout", "PRelu", "Flatten"]
+           "Embedding", "Dropout", "PRelu", "Flatten", "GroupNorm", "InstanceNorm",
+           "BilinearTensorProduct"]
 
 
 class _Op(Layer):
@@ -333,3 +334,92 @@ class Flatten(Layer):
 
     def forward(self, input: VarBase) -> VarBase:
         return _layers.flatten(input, axis=self._axis)
+
+
+class GroupNorm(_Op):
+    """Group normalization of an NCHW input: the channels are split into ``groups``; each
+    (sample, group) is normalized over its channels and spatial positions, then the per-channel
+    scale ``w_0`` (1) and bias ``b_0`` (0) apply. Composed of ``reshape2`` + ``layer_norm``
+    (no affine) + ``elementwise_mul``/``add`` on axis 1 (fluidlite has no group_norm op)."""
+
+    def __init__(self, channels: int, groups: int, epsilon: float = 1e-05,
+                 param_attr: Any = None, bias_attr: Any = None, act: Any = None,
+                 data_layout: str = "NCHW", dtype: Any = "float32") -> None:
+        super().__init__("group_norm", dtype)
+        channels = check_int(channels, "channels", "GroupNorm", minimum=1)
+        groups = check_int(groups, "groups", "GroupNorm", minimum=1)
+        if channels % groups:
+            raise ValueError(f"GroupNorm: channels ({channels}) must be divisible by groups "
+                             f"({groups})")
+        if data_layout != "NCHW":
+            raise ValueError(f"GroupNorm: unsupported data_layout {data_layout!r} (NCHW only)")
+        check_act(act, "GroupNorm")
+        self._groups, self._epsilon, self._act = groups, float(epsilon), act
+        self.weight = self.create_parameter([channels], param_attr, dtype,
+                                            default_initializer=Constant(1.0))
+        self.bias = self.create_parameter([channels], bias_attr, dtype, is_bias=True)
+
+    def _normalize(self, input: VarBase, groups: int) -> VarBase:
+        shape = input.shape
+        grouped = self._run("reshape2", {"X": input}, {"shape": [shape[0], groups, -1]},
+                            extra_outputs=("XShape",))
+        normed = self._run("layer_norm", {"X": grouped},
+                           {"epsilon": self._epsilon, "begin_norm_axis": 2}, out_slot="Y",
+                           extra_outputs=("Mean", "Variance"))
+        return self._run("reshape2", {"X": normed}, {"shape": list(shape)},
+                         extra_outputs=("XShape",))
+
+    def forward(self, input: VarBase) -> VarBase:
+        out = self._normalize(input, self._groups)
+        if self.weight is not None:
+            out = self._run("elementwise_mul", {"X": out, "Y": self.weight}, {"axis": 1})
+        return self._bias_act(out, self.bias, 1, self._act)
+
+
+class InstanceNorm(GroupNorm):
+    """Instance normalization (NCHW): every (sample, channel) normalized over its spatial
+    positions, then per-channel scale (1) and bias (0) -- ``GroupNorm`` with one group per
+    channel."""
+
+    def __init__(self, num_channels: int, epsilon: float = 1e-05, param_attr: Any = None,
+                 bias_attr: Any = None, dtype: Any = "float32") -> None:
+        _Op.__init__(self, "instance_norm", dtype)
+        c = check_int(num_channels, "num_channels", "InstanceNorm", minimum=1)
+        self._groups, self._epsilon, self._act = c, float(epsilon), None
+        self.weight = self.create_parameter([c], param_attr, dtype,
+                                            default_initializer=Constant(1.0))
+        self.bias = self.create_parameter([c], bias_attr, dtype, is_bias=True)
+
+
+class BilinearTensorProduct(_Op):
+    """``out[:, i] = x @ W[i] @ y^T + b[i]``, ``W: [output_dim, input1_dim, input2_dim]``
+    (Xavier), ``b: [1, output_dim]``; then ``act``. Composed of ``matmul``, ``reshape2``,
+    ``elementwise_mul`` and ``reduce_sum``."""
+
+    def __init__(self, input1_dim: int, input2_dim: int, output_dim: int,
+                 name: Optional[str] = None, act: Any = None, param_attr: Any = None,
+                 bias_attr: Any = None, dtype: Any = "float32") -> None:
+        super().__init__("bilinear_tensor_product", dtype)
+        self._dims = (check_int(input1_dim, "input1_dim", "BilinearTensorProduct", minimum=1),
+                      check_int(input2_dim, "input2_dim", "BilinearTensorProduct", minimum=1),
+                      check_int(output_dim, "output_dim", "BilinearTensorProduct", minimum=1))
+        check_act(act, "BilinearTensorProduct")
+        self._act = act
+        m, n, k = self._dims
+        self.weight = self.create_parameter([k, m, n], param_attr, dtype)
+        self.bias = self.create_parameter([1, k], bias_attr, dtype, is_bias=True)
+
+    def forward(self, x: VarBase, y: VarBase) -> VarBase:
+        m, n, k = self._dims
+        # W as [m, k*n]: (x @ W)[b, i*n + q] = sum_p x[b, p] W[i, p, q]
+        w = self._run("transpose2", {"X": self.weight}, {"axis": [1, 0, 2]},
+                      extra_outputs=("XShape",))
+        w = self._run("reshape2", {"X": w}, {"shape": [m, k * n]}, extra_outputs=("XShape",))
+        xw = self._run("matmul", {"X": x, "Y": w}, {"transpose_X": False,
+                                                   "transpose_Y": False, "alpha": 1.0})
+        xw = self._run("reshape2", {"X": xw}, {"shape": [-1, k, n]}, extra_outputs=("XShape",))
+        y3 = self._run("reshape2", {"X": y}, {"shape": [-1, 1, n]}, extra_outputs=("XShape",))
+        prod = self._run("elementwise_mul", {"X": xw, "Y": y3}, {"axis": -1})
+        out = self._run("reduce_sum", {"X": prod}, {"dim": [2], "keep_dim": False,
+                                                    "reduce_all": False})
+        return self._bias_act(out, self.bias, -1, self._act)

@@ -194,3 +194,27 @@ def test_sample_runs():
     out = subprocess.run([sys.executable, "samples/dygraph_clip.py"], capture_output=True,
                          text=True, check=True, timeout=60).stdout
     assert "after clip 1.0000" in out and "every update was exactly" in out
+
+
+def test_group_instance_norm_and_bilinear_match_numpy():
+    x = f32(2, 4, 3, 3) * 5
+    gn = dygraph.GroupNorm(4, 2)
+    out = gn(dygraph.to_variable(x)).numpy()
+    g = x.reshape(2, 2, -1)
+    ref = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5))
+    np.testing.assert_allclose(out, ref.reshape(x.shape), rtol=1e-4, atol=1e-5)
+    inorm = dygraph.InstanceNorm(4)
+    i = x.reshape(2, 4, -1)
+    ref = (i - i.mean(-1, keepdims=True)) / np.sqrt(i.var(-1, keepdims=True) + 1e-5)
+    t = dygraph.to_variable(x)
+    t.stop_gradient = False
+    res = inorm(t)
+    np.testing.assert_allclose(res.numpy(), ref.reshape(x.shape), rtol=1e-4, atol=1e-5)
+    fluid.layers.reduce_sum(res * res).backward()
+    assert inorm.weight.gradient().shape == (4,) and t.gradient().shape == x.shape
+    btp = dygraph.BilinearTensorProduct(3, 2, 4)
+    a, b = f32(5, 3), f32(5, 2, seed=1)
+    w = btp.weight.numpy()
+    ref = np.einsum("bp,ipq,bq->bi", a, w, b) + btp.bias.numpy()
+    np.testing.assert_allclose(btp(dygraph.to_variable(a), dygraph.to_variable(b)).numpy(), ref,
+                               rtol=1e-5, atol=1e-6)
