@@ -640,3 +640,22 @@ def test_op_referring_to_undeclared_var():
     with pytest.raises(pf.PaddleFormatError, match=r"m.pdmodel: block 0 op #0 'relu': slot "
                                                    r"'Out' refers to variable 'y_typo'"):
         pf.program_from_bytes(data, "m.pdmodel")
+
+
+def test_attr_types_as_paddle_declares_them(trained):
+    main, startup, *_ = trained
+    types = {}
+    for program in (main, startup):
+        msg = pf.messages()["ProgramDesc"]()
+        msg.ParseFromString(pf.program_to_bytes(program))
+        for o in msg.blocks[0].ops:
+            for a in o.attrs:
+                types[(o.type, a.name)] = a.type
+    assert types[("lookup_table", "padding_idx")] == 9            # LONG
+    assert types[("fill_constant", "shape")] == 11                # LONGS
+    assert types[("uniform_random", "shape")] == 11
+    assert types[("mul", "x_num_col_dims")] == 0                  # INT
+    assert types[("dropout", "dropout_prob")] == 1                # FLOAT
+    assert types[("dropout", "is_test")] == 6                     # BOOLEAN
+    assert types[("fill_constant", "dtype")] == 0                 # VarType code as INT
+    assert types[("dropout", "dropout_implementation")] == 2      # STRING

@@ -43,6 +43,9 @@ INT, FLOAT, STRING, INTS, FLOATS, STRINGS, BOOLEAN, BOOLEANS, BLOCK, LONG, BLOCK
     range(12)
 FLOAT64S, VAR, VARS, FLOAT64, SCALAR, SCALARS = 12, 13, 14, 15, 16, 17
 _LONG_ATTRS = frozenset({"padding_idx"})
+# int lists Paddle declares int64 (2.6 writes them as LONGS; see docs/file_formats.md)
+_LONGS_ATTRS = {"fill_constant": {"shape"}, "uniform_random": {"shape"},
+                "gaussian_random": {"shape"}}
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_ARRAY)
 
@@ -63,7 +66,7 @@ def _f32(x: float) -> float:
     return float(np.float32(x))
 
 
-def _set_attr(attr: Any, name: str, value: Any, where: str) -> None:
+def _set_attr(attr: Any, name: str, value: Any, where: str, op_type: str = "") -> None:
     from ..ir import Block
     if isinstance(value, np.generic):
         value = value.item()
@@ -91,7 +94,8 @@ def _set_attr(attr: Any, name: str, value: Any, where: str) -> None:
             attr.bools.extend(items)
         elif all(isinstance(v, (int, VarType)) and not isinstance(v, bool) for v in items):
             ints = [int(v) for v in items]
-            if name in _LONG_ATTRS or any(not _I32[0] <= v <= _I32[1] for v in ints):
+            if name in _LONG_ATTRS or name in _LONGS_ATTRS.get(op_type, ()) or \
+                    any(not _I32[0] <= v <= _I32[1] for v in ints):
                 attr.type = LONGS
                 attr.longs.extend(ints)
             else:
@@ -160,7 +164,7 @@ def program_to_desc(program: Any) -> Any:
                 value = op.attrs[name]
                 if value is None:           # unset optional attr: restored from the default
                     continue
-                _set_attr(od.attrs.add(name=name, type=INT), name, value, where)
+                _set_attr(od.attrs.add(name=name, type=INT), name, value, where, op.type)
     msg.version.version = PROGRAM_VERSION
     return msg
 
