@@ -52,6 +52,8 @@ _LAZY_NAMES = {
     "enable_imperative": ("dygraph", "enable_imperative"),
     "disable_imperative": ("dygraph", "disable_imperative"),
     "seed": ("dygraph", "seed"),
+    "save_dygraph": ("dygraph", "save_dygraph"),
+    "load_dygraph": ("dygraph", "load_dygraph"),
 }
 
 
