@@ -191,6 +191,11 @@ def test_minimize_is_one_transaction():
             dist.minimize(loss)
     assert (len(main.global_block().ops), len(startup.global_block().ops), main.version) == \
         (n_main, n_start, v)
+    strategy = DistributedStrategy()
+    strategy.use_amp = True
+    with fluid.program_guard(main, startup), \
+            pytest.raises(ValueError, match="use_amp is not provided"):
+        fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), strategy).minimize(loss)
 
 
 def test_role_makers_check_the_launch(monkeypatch):

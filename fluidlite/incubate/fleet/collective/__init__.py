@@ -33,7 +33,10 @@ class DistributedStrategy:
     """fluid 1.8's collective ``DistributedStrategy``. Used here: ``nccl_comm_num`` (number of
     rings the gradients alternate between), ``fuse_all_reduce_ops`` (pack gradients smaller than
     1 MB into buckets of at most ``fuse_grad_size_in_MB`` for one all-reduce each; default on).
-    The others are accepted and have no effect on the CPU (docs/compatibility.md)."""
+    ``exec_strategy`` / ``build_strategy`` / ``mode`` / ``collective_mode`` are accepted and
+    have no effect on the CPU; turning on a feature fluidlite does not provide
+    (``use_local_sgd``, ``use_dist_fc``, ``forward_recompute``, ``use_amp``,
+    ``use_hierarchical_allreduce``) makes ``minimize`` raise (docs/compatibility.md)."""
 
     def __init__(self) -> None:
         self.fuse_all_reduce_ops = True
@@ -184,6 +187,13 @@ class CollectiveOptimizer:
                             f"{type(loss).__name__}")
         if fleet._role_maker is None:
             fleet.init()
+        unsupported = [k for k in ("use_local_sgd", "use_dist_fc", "forward_recompute",
+                                   "use_amp", "use_hierarchical_allreduce")
+                       if getattr(self._strategy, k, False)]
+        if unsupported:
+            raise ValueError(f"DistributedStrategy: {', '.join(unsupported)} is not provided "
+                             f"by fluidlite's collective mode (plain data parallel with "
+                             f"all-reduce); set it to False")
         opt = self._optimizer
         main = loss.block.program
         startup = startup_program if startup_program is not None else \
