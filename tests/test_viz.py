@@ -155,7 +155,7 @@ def test_node_link_json(tmp_path):
 def test_html_is_self_contained_with_inline_svg(tmp_path):
     main, startup, before, loss = build()
     path = tmp_path / "g.html"
-    viz.export(main, path, title="my <net>")
+    viz.export(main, path, format="html-static", title="my <net>")
     page = path.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "</svg>" in page
     assert "<script" not in page.lower()
@@ -165,6 +165,62 @@ def test_html_is_self_contained_with_inline_svg(tmp_path):
     assert "gradient_clip" in page and "regularization" in page and "sgd" in page
     assert "fc_0.w_0@GRAD" in page                        # the variable table
     assert page.count("<svg") == 1
+
+
+def _viewer_data(page):
+    m = re.search(r'<script id="fl-data" type="application/json">(.*?)</script>', page, re.S)
+    assert m, "no embedded data"
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("engine", ["auto", "layered"])
+def test_interactive_html_is_one_offline_file(tmp_path, engine):
+    main, startup, before, loss = build()
+    path = viz.export(main, tmp_path / "net.html", title="my </script> net", layout=engine)
+    page = open(path).read()
+    assert page.startswith("<!DOCTYPE html>") and page.count("<script") == 2
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)   # nothing to fetch
+    assert "fetch(" not in page and "XMLHttpRequest" not in page and "@import" not in page
+    data = _viewer_data(page)
+    assert data["title"] == "my </script> net" and "my &lt;/script&gt; net" in page
+    g = viz.to_networkx(main)
+    assert len(data["nodes"]) == g.number_of_nodes()
+    assert data["engine"] == ("dot" if engine == "auto" and shutil.which("dot") else "layered")
+    by_id = {n["id"]: n for n in data["nodes"]}
+    sgd = next(n for n in data["nodes"] if n["k"] == "o" and n["t"] == "sgd")
+    assert sgd["g"] == "optimize" and sgd["i"]["Param"] and sgd["o"]["ParamOut"]
+    mul = next(n for n in data["nodes"] if n["k"] == "o" and n["t"] == "mul")
+    assert "test_viz.py" in mul["cs"] and mul["rn"] == "forward"
+    clip = [n for n in data["nodes"] if n["k"] == "o" and n["g"] == "gradient_clip"]
+    assert clip and all(n["ns"].startswith("/gradient_clip") for n in clip)
+    w = by_id["var:fc_0.w_0"]
+    assert w["g"] == "parameter" and w["sh"] and w["dt"] == "float32" and w["nc"] == 1
+    for n in data["nodes"]:                            # every node has a finite place and size
+        assert all(isinstance(n[k], (int, float)) for k in ("x", "y", "w", "h"))
+    ids = [n["id"] for n in data["nodes"]]
+    pairs = {(ids[e[0]], ids[e[1]]) for e in data["edges"]}
+    assert pairs == {(u, v) for u, v in g.edges()}
+    assert {s["p"] for s in data["scopes"]} >= {"/gradient_clip/", "/regularization/"}
+
+
+def test_interactive_layout_options(tmp_path):
+    main, startup, before, loss = build()
+    with pytest.raises(ValueError, match="layout engine"):
+        viz.to_interactive_html(main, layout="spring")
+    with pytest.raises(ValueError, match="rankdir"):
+        viz.to_interactive_html(main, rankdir="XY")
+    lay = viz.layout(viz.to_networkx(main), "layered")
+    g = viz.to_networkx(main)
+    for op in (n for n, d in g.nodes(data=True) if d["fl_kind"] == "op"):
+        for v in g.successors(op):       # a new output sits below the op that first wrote it
+            if next(iter(g.predecessors(v))) == op and not g.has_edge(v, op):
+                assert lay.pos[v][1] > lay.pos[op][1]
+    rows = {}
+    for n, (x, y, w, h) in lay.pos.items():        # no two nodes overlap within a layer
+        rows.setdefault(y, []).append((x - w / 2, x + w / 2))
+    for spans in rows.values():
+        spans.sort()
+        assert all(a[1] <= b[0] + 1e-6 for a, b in zip(spans, spans[1:]))
 
 
 def test_html_without_graphviz_keeps_tables(monkeypatch):
@@ -184,6 +240,8 @@ def test_html_without_graphviz_keeps_tables(monkeypatch):
     assert "<svg" not in page and "Graphviz" in page and "elementwise_add" in page
     with pytest.raises(viz.GraphvizNotFoundError):
         viz.to_html(main, require_svg=True)
+    data = _viewer_data(viz.to_interactive_html(main))    # the viewer lays out in Python
+    assert data["engine"] == "layered" and data["nodes"]
 
 
 def test_render_rejects_unknown_format():

@@ -12,13 +12,14 @@ import networkx as nx
 from ..core.serialize import atomic_write
 from .dot import as_graph, render, to_dot
 from .html import to_html
+from .interactive import to_interactive_html
 
 __all__ = ["to_graphml", "to_node_link", "export", "FORMATS", "format_from_path"]
 
 #: format -> file extensions
 FORMATS: Dict[str, tuple] = {
     "dot": (".dot", ".gv"), "svg": (".svg",), "png": (".png",), "pdf": (".pdf",),
-    "html": (".html", ".htm"), "graphml": (".graphml",), "json": (".json",),
+    "html": (".html", ".htm"), "html-static": (), "graphml": (".graphml",), "json": (".json",),
     "txt": (".txt",),
 }
 
@@ -55,11 +56,13 @@ def format_from_path(path: str) -> str:
 def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None, *,
            title: Optional[str] = None, legend: bool = True, clusters: bool = True,
            edge_labels: bool = True, rankdir: str = "TB", dpi: Optional[float] = None,
-           **graph_opts: Any) -> str:
+           layout: str = "auto", **graph_opts: Any) -> str:
     """Write ``obj`` (Program, Block, or a graph from ``to_networkx``/``diff_graph``) to
     ``path`` in ``format`` (default: from the extension: dot/gv, svg, png, pdf, html,
-    graphml, json, txt). ``graph_opts``: ``block``, ``hide_backward``, ``hide_optimizer``,
-    ``highlight``; ``dpi`` sets the PNG resolution. Returns the path written."""
+    graphml, json, txt). ``html`` is the interactive viewer (``layout``: auto, dot or
+    layered); ``html-static`` the page of picture and tables (``to_html``). ``graph_opts``:
+    ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight``; ``dpi`` sets the PNG
+    resolution. Returns the path written."""
     path = os.fspath(path)
     fmt = (format or format_from_path(path)).lower()
     if fmt not in FORMATS:
@@ -80,6 +83,9 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
     elif fmt == "json":
         data = (json.dumps(to_node_link(obj, **graph_opts), indent=1) + "\n").encode("utf-8")
     elif fmt == "html":
+        data = to_interactive_html(obj, title=title, layout=layout, **style,
+                                   **graph_opts).encode("utf-8")
+    elif fmt == "html-static":
         data = to_html(obj, title=title, **style, **graph_opts).encode("utf-8")
     else:
         dot_text = to_dot(obj, title=title, dpi=dpi, **style, **graph_opts)
