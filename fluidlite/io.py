@@ -276,6 +276,7 @@ def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
                 f"Cannot load {what}: {source} holds {len(buf) - end} bytes after the tensor "
                 f"(a combined file? pass its name as filename=)")
         if var is not None:
+            arr = _fit_scalar(var, arr)
             _check_meta(var, arr.shape, arr.dtype, source)
         return arr
     meta = _npy_meta(_io.BytesIO(bytes(buf[:_MAX_NPY_HEADER + 12])), len(buf), what, source)
@@ -307,6 +308,7 @@ def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
         for name, arr in paddle_format.read_combined(raw, names, source):
             var = (variables or {}).get(name)
             if var is not None:
+                arr = _fit_scalar(var, arr)
                 _check_meta(var, arr.shape, arr.dtype, source)
             out[name] = arr
         return out
@@ -369,11 +371,21 @@ def _target(dirname: str, filename: str) -> Tuple[str, str]:
     return directory or ".", name
 
 
+def _fit_scalar(var: Variable, arr: np.ndarray) -> np.ndarray:
+    """Issue 18: Paddle 2.x saves one-element state such as ``learning_rate_0`` 0-D where
+    fluid 1.x programs declare ``[1]`` (and back); one element fits either way."""
+    want = tuple(var.shape)
+    if arr.shape == () and want == (1,) or arr.shape == (1,) and want == ():
+        return arr.reshape(want)
+    return arr
+
+
 def _check(var: Variable, arr: Any, source: str) -> np.ndarray:
     """Return ``arr`` as an ndarray if it fits ``var`` (shape, dtype), else raise."""
     if not isinstance(arr, np.ndarray):
         raise CheckpointError(f"Cannot load variable '{var.name}': {source} holds a "
                               f"{type(arr).__name__}, not an array")
+    arr = _fit_scalar(var, arr)
     _check_meta(var, arr.shape, arr.dtype, source)
     return arr
 

@@ -659,3 +659,28 @@ def test_attr_types_as_paddle_declares_them(trained):
     assert types[("dropout", "is_test")] == 6                     # BOOLEAN
     assert types[("fill_constant", "dtype")] == 0                 # VarType code as INT
     assert types[("dropout", "dropout_implementation")] == 2      # STRING
+
+
+def test_paddle2_zero_d_learning_rate_fits_fluid1_program(tmp_path, trained):
+    """Paddle 2.6 saves learning_rate_0 0-D; a fluid 1.x program declares [1]."""
+    import pickle
+    main, startup, pred, scope, exe, feed = trained
+    assert main.global_block().var("learning_rate_0").shape == (1,)
+    params = {p.name: np.array(scope.find_var(p.name).get_tensor())
+              for p in main.all_parameters()}
+    opt = {v.name: np.array(scope.find_var(v.name).get_tensor())
+           for v in fluid.io.get_program_persistable_vars(main) if v.name not in params}
+    opt["learning_rate_0"] = np.array(0.01, np.float32)                  # 0-D, as 2.6
+    for suffix, d in ((".pdparams", params), (".pdopt", opt)):
+        with open(tmp_path / ("ck" + suffix), "wb") as f:
+            pickle.dump(d, f, protocol=4)
+    (tmp_path / "vars").mkdir()
+    for name, arr in {**params, **opt}.items():
+        (tmp_path / "vars" / name).write_bytes(pf.tensor_to_bytes(arr))
+    for load in (lambda: fluid.load(main, str(tmp_path / "ck"), exe),
+                 lambda: fluid.io.load_persistables(exe, str(tmp_path / "vars"), main)):
+        s = fluid.Scope()
+        with fluid.scope_guard(s):
+            load()
+            lr = np.array(s.find_var("learning_rate_0").get_tensor())
+        assert lr.shape == (1,) and lr[0] == np.float32(0.01)
