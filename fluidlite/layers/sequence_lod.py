@@ -16,7 +16,8 @@ __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequen
            "sequence_expand", "sequence_expand_as", "sequence_pad", "sequence_unpad",
            "sequence_reshape", "sequence_conv", "sequence_concat", "sequence_slice",
            "sequence_reverse", "sequence_enumerate", "sequence_scatter", "sequence_mask",
-           "lod_reset", "lod_append", "row_conv", "ctc_greedy_decoder", "edit_distance"]
+           "lod_reset", "lod_append", "row_conv", "ctc_greedy_decoder", "edit_distance",
+           "chunk_eval"]
 
 
 def _var(x: Any, arg: str, layer: str) -> Variable:
@@ -298,3 +299,26 @@ def edit_distance(input: Variable, label: Variable, normalized: bool = True,
                      outputs={"Out": dist, "SequenceNum": num},
                      attrs={"normalized": bool(normalized)})
     return dist, num
+
+
+def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_types: int,
+               excluded_chunk_types: Optional[Sequence[int]] = None,
+               seq_length: Optional[Variable] = None) -> Tuple[Variable, ...]:
+    """Chunk precision, recall, F1 and the three chunk counts of tagged LoD sequences
+    (``chunk_scheme``: IOB, IOE, IOBES or plain)."""
+    _var(input, "input", "chunk_eval")
+    _var(label, "label", "chunk_eval")
+    if seq_length is not None:
+        raise ValueError("chunk_eval: fluidlite takes LoD input (no seq_length)")
+    helper = LayerHelper("chunk_eval")
+    outs = {k: helper.create_variable_for_type_inference(
+        VarType.FP32 if i < 3 else VarType.INT64, stop_gradient=True)
+        for i, k in enumerate(("Precision", "Recall", "F1-Score", "NumInferChunks",
+                               "NumLabelChunks", "NumCorrectChunks"))}
+    helper.append_op(type="chunk_eval", inputs={"Inference": input, "Label": label},
+                     outputs=outs,
+                     attrs={"num_chunk_types": check_int(num_chunk_types, "num_chunk_types",
+                                                         "chunk_eval", minimum=1),
+                            "chunk_scheme": chunk_scheme,
+                            "excluded_chunk_types": list(excluded_chunk_types or [])})
+    return tuple(outs.values())

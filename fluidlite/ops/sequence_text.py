@@ -116,3 +116,78 @@ class EditDistance(OpDef):
             dist = dist / np.maximum(rl, 1).astype(np.float32)
         return {"Out": dist.reshape(-1, 1), "SequenceNum": np.array([S], np.int64)}
 
+
+
+# -- chunk_eval -------------------------------------------------------------------------------
+_SCHEMES = {"plain": (1, -1, -1, -1, -1), "IOB": (2, 0, 1, -1, -1), "IOE": (2, -1, 0, 1, -1),
+            "IOBES": (4, 0, 1, 2, 3)}     # (tag types, begin, inside, end, single)
+
+
+def _chunks(labels: np.ndarray, off: np.ndarray, scheme: str, num_chunk_types: int,
+            excluded: Any) -> np.ndarray:
+    """The chunks of every sequence as int64 keys ``(start, end, type)`` packed in one array,
+    with fluid's ChunkBegin / ChunkEnd rules evaluated for all tokens at once."""
+    ntag, begin, inside, end, single = _SCHEMES[scheme]
+    other = num_chunk_types
+    lab = labels.reshape(-1).astype(np.int64)
+    tag = np.where(lab < other * ntag, lab % ntag, -1)
+    typ = np.minimum(lab // ntag, other)
+    n = lab.size
+    first = np.zeros(n, bool)
+    first[off[:-1][np.diff(off) > 0]] = True
+    ptag = np.where(first, -1, np.roll(tag, 1))
+    ptyp = np.where(first, other, np.roll(typ, 1))
+    diff, p_other, c_other = typ != ptyp, ptyp == other, typ == other
+    is_b, is_i, is_e, is_s = tag == begin, tag == inside, tag == end, tag == single
+    pb, pi, pe, ps = ptag == begin, ptag == inside, ptag == end, ptag == single
+    same = ~p_other & ~c_other & ~diff
+    starts_here = np.where(p_other, ~c_other, ~c_other & (diff | (
+        same & (is_b | is_s | ((is_i | is_e) & (pe | ps))))))
+    ends_before = ~first & ~p_other & (c_other | diff | (
+        same & (((pb | pi) & (is_b | is_s)) | pe | ps)))
+    last = np.zeros(n, bool)
+    last[off[1:][np.diff(off) > 0] - 1] = True
+    end_pos = np.sort(np.concatenate([np.nonzero(ends_before)[0] - 1,
+                                      np.nonzero(last & ~c_other)[0]]))
+    start_pos = np.nonzero(starts_here)[0]
+    stop = end_pos[np.searchsorted(end_pos, start_pos)] if start_pos.size else start_pos
+    ctype = typ[start_pos]
+    keep = ~np.isin(ctype, np.asarray(excluded or [], np.int64))
+    return (start_pos[keep] * n + stop[keep]) * (other + 1) + ctype[keep]
+
+
+@register
+class ChunkEval(OpDef):
+    """Chunk-level precision, recall and F1 of the tagged sequences Inference against Label
+    (schemes plain, IOB, IOE, IOBES; ``num_chunk_types`` types, larger labels are "other"); a
+    chunk counts as correct when its start, end and type all match."""
+    type, inputs = "chunk_eval", ("Inference", "Label", "SeqLength?")
+    outputs = ("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks",
+               "NumCorrectChunks")
+    no_grad = True
+    lod_aware = True
+
+    def infer(self, Inference, Label, SeqLength):
+        f, i = VarSpec((1,), VarType.FP32), VarSpec((1,), VarType.INT64)
+        return {"Precision": f, "Recall": f, "F1-Score": f, "NumInferChunks": i,
+                "NumLabelChunks": i, "NumCorrectChunks": i}
+
+    def forward(self, Inference, Label, SeqLength=None, lod=None, *, num_chunk_types=1,
+                chunk_scheme="IOB", excluded_chunk_types=[]):  # noqa: B006
+        if chunk_scheme not in _SCHEMES:
+            raise ValueError(f"chunk_eval: chunk_scheme must be one of {list(_SCHEMES)}, got "
+                             f"{chunk_scheme!r}")
+        if SeqLength is not None:
+            raise ValueError("chunk_eval: fluidlite takes LoD input (no SeqLength)")
+        off = _off(self.type, (lod or {}).get("Inference"), "Inference")
+        got = _chunks(Inference, off, chunk_scheme, num_chunk_types, excluded_chunk_types)
+        want = _chunks(Label, off, chunk_scheme, num_chunk_types, excluded_chunk_types)
+        correct = np.intersect1d(got, want).size
+        p = correct / got.size if got.size else 0.0
+        r = correct / want.size if want.size else 0.0
+        f1 = 2 * p * r / (p + r) if correct else 0.0
+        as_f = lambda v: np.array([v], np.float32)          # noqa: E731
+        as_i = lambda v: np.array([v], np.int64)            # noqa: E731
+        return {"Precision": as_f(p), "Recall": as_f(r), "F1-Score": as_f(f1),
+                "NumInferChunks": as_i(got.size), "NumLabelChunks": as_i(want.size),
+                "NumCorrectChunks": as_i(correct)}

@@ -429,3 +429,86 @@ def test_ctc_greedy_decoder_and_row_conv_layers():
     assert got.recursive_sequence_lengths() == [[2, 1]]
     assert np.array(d).ravel().tolist() == [0.0, 0.0]
     assert r.recursive_sequence_lengths() == [[4, 2]]
+
+
+# -- chunk_eval: the vectorised rules against fluid's token loop ------------------------------
+SCHEMES = {"plain": (1, -1, -1, -1, -1), "IOB": (2, 0, 1, -1, -1), "IOE": (2, -1, 0, 1, -1),
+           "IOBES": (4, 0, 1, 2, 3)}
+
+
+def _segments(labels, scheme, n_types):
+    """fluid's GetSegments, one token at a time."""
+    ntag, b, i_, e, s = SCHEMES[scheme]
+    other = n_types
+
+    def end(pt, pty, t, ty):
+        if pty == other:
+            return False
+        if ty == other or ty != pty:
+            return True
+        if pt in (b, i_):
+            return t in (b, s)
+        return pt in (e, s)
+
+    def begin(pt, pty, t, ty):
+        if pty == other:
+            return ty != other
+        if ty == other:
+            return False
+        if ty != pty or t in (b, s):
+            return True
+        if t in (i_, e):
+            return pt in (e, s)
+        return False
+
+    segs, tag, typ, start, inside = [], -1, other, 0, False
+    for k, lab in enumerate(labels):
+        pt, pty = tag, typ
+        tag, typ = (lab % ntag, lab // ntag) if lab < other * ntag else (-1, other)
+        if inside and end(pt, pty, tag, typ):
+            segs.append((start, k - 1, pty))
+            inside = False
+        if begin(pt, pty, tag, typ):
+            start, inside = k, True
+    if inside:
+        segs.append((start, len(labels) - 1, typ))
+    return segs
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_chunk_eval_matches_fluid_rules(scheme):
+    rng = np.random.default_rng(4)
+    n_types = 3
+    ntag = SCHEMES[scheme][0]
+    lens = [5, 0, 7, 1, 9]
+    inf = rng.integers(0, n_types * ntag + 1, (sum(lens), 1))
+    lab = inf.copy()
+    lab[rng.random(lab.shape) < 0.3] = n_types * ntag            # some tokens become "O"
+    outs = run("chunk_eval", {"Inference": (inf, lens), "Label": (lab, lens)},
+               {"num_chunk_types": n_types, "chunk_scheme": scheme},
+               outs=("Precision", "Recall", "F1-Score", "NumInferChunks", "NumLabelChunks",
+                     "NumCorrectChunks"))
+    p, r, f1, n_inf, n_lab, n_ok = (np.array(o).item() for o in outs)
+    want_inf, want_lab, at = set(), set(), 0
+    for n in lens:
+        want_inf |= {(at + a, at + b, t) for a, b, t in _segments(inf[at:at + n, 0], scheme,
+                                                                     n_types)}
+        want_lab |= {(at + a, at + b, t) for a, b, t in _segments(lab[at:at + n, 0], scheme,
+                                                                     n_types)}
+        at += n
+    ok = len(want_inf & want_lab)
+    assert (n_inf, n_lab, n_ok) == (len(want_inf), len(want_lab), ok)
+    assert p == pytest.approx(ok / len(want_inf)) and r == pytest.approx(ok / len(want_lab))
+    assert f1 == pytest.approx(2 * p * r / (p + r), rel=1e-5)
+
+
+def test_chunk_eval_perfect_and_excluded():
+    lab = np.array([[0], [1], [4], [2], [3], [3]])                # IOB, 2 types: B0 I0 O B1 I1 I1
+    outs = run("chunk_eval", {"Inference": (lab, [6]), "Label": (lab, [6])},
+               {"num_chunk_types": 2, "chunk_scheme": "IOB"},
+               outs=("F1-Score", "NumLabelChunks"))
+    assert np.array(outs[0]).item() == 1.0 and np.array(outs[1]).item() == 2
+    outs = run("chunk_eval", {"Inference": (lab, [6]), "Label": (lab, [6])},
+               {"num_chunk_types": 2, "chunk_scheme": "IOB", "excluded_chunk_types": [1]},
+               outs=("NumLabelChunks",))
+    assert np.array(outs[0]).item() == 1
