@@ -307,6 +307,19 @@ class GradientClipByGlobalNorm(GradientClipBase):
         counted = [(p, g) for p, g in params_grads if g is not None and self._needs(p)]
         if not counted:
             return list(params_grads)
+        scales = self._dygraph_scales(counted)
+        new = {p.name: VarBase(kernel("elementwise_mul", X=_dy_array(g),
+                                      Y=scales[_dy_array(g).dtype]), name=g.name)
+               for p, g in counted}
+        return [(p, new.get(p.name, g)) for p, g in params_grads if g is not None]
+
+    def _dygraph_scales(self, counted: PairList) -> Dict[Any, Any]:
+        """Dygraph: ``{grad dtype: clip_norm / max(G, clip_norm)}`` for the counted
+        ``(param, grad)`` pairs (the norm chain of ``_dygraph_clip``); a dygraph optimizer
+        with an in-place update multiplies each gradient by it inside the update, as the
+        static plan's fused update does."""
+        from .dygraph.tensor import VarBase
+        from .dygraph.tracer import kernel
         arrays = [_dy_array(g) for _, g in counted]
         squares = [kernel("squared_l2_norm", X=a) for a in arrays]
         total = kernel("sum", {"use_mkldnn": False}, X=squares)
@@ -321,14 +334,11 @@ class GradientClipByGlobalNorm(GradientClipBase):
         scale = kernel("elementwise_div", X=limit,
                        Y=kernel("elementwise_max", X=limit, Y=checked))
         scales = {scale.dtype: scale}
-        new = {}
-        for (p, g), a in zip(counted, arrays):
+        for a in arrays:
             if a.dtype not in scales:
                 scales[a.dtype] = kernel("cast", {"in_dtype": scale.dtype, "out_dtype": a.dtype},
                                          X=scale)
-            new[p.name] = VarBase(kernel("elementwise_mul", X=a, Y=scales[a.dtype]),
-                                  name=g.name)
-        return [(p, new.get(p.name, g)) for p, g in params_grads if g is not None]
+        return scales
 
 
 def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList

@@ -111,7 +111,7 @@ def _writable(a: Any, like: np.ndarray) -> bool:
             and a.shape == like.shape and a.dtype == like.dtype)
 
 
-def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
+def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) -> None:
     """One parameter's update op (``opt.type``). In place (the op's ``update_in_place``, the
     same operations as its kernel, as the static plan's fused update) when the parameter and
     accumulators own plain float buffers; else the kernel, whose outputs (``ParamOut``, the
@@ -142,7 +142,7 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
             attrs = cache[p.name] = opdef.kernel_attrs(opdef.check_attrs(
                 dict(opt._op_attrs(p))))
         try:
-            rest = opdef.update_in_place(inputs, None, attrs)
+            rest = opdef.update_in_place(inputs, scale, attrs)
         except NotImplementedError:
             rest = None
         if rest is not None:
@@ -151,12 +151,28 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float) -> None:
                 if slot not in done and rest.get(slot) is not None:
                     t._value = rest[slot]
             return
+    if scale is not None:               # the clip's elementwise_mul, unfused
+        inputs["Grad"] = kernel("elementwise_mul", X=ga, Y=scale)
     outs = tuple(targets)
     res = kernel(opt.type, opt._op_attrs(p), outputs=outs, **inputs)
     if len(outs) == 1:
         res = {outs[0]: res}
     for slot, t in targets.items():
         t._value = res[slot]
+
+
+def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
+    """Whether the global-norm clip can be folded into the updates: exactly
+    ``GradientClipByGlobalNorm``, an update op with an in-place form, no regularizer (it adds
+    to the clipped gradient) and no legacy per-parameter clip attrs."""
+    from ..clip import GradientClipByGlobalNorm
+    from ..core.registry import get_op_def
+    if type(grad_clip) is not GradientClipByGlobalNorm or opt.regularization is not None:
+        return False
+    if getattr(get_op_def(opt.type), "state_slots", None) is None:
+        return False
+    return all(getattr(p, "regularizer", None) is None and
+               getattr(p, "gradient_clip_attr", None) is None for p, _ in params_grads)
 
 
 def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
@@ -180,14 +196,22 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
         opt._dtype = loss.dtype
     with no_grad():
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
-        if grad_clip is not None:
+        scales: Dict[str, Any] = {}
+        if _fusable(opt, grad_clip, params_grads):
+            # global-norm clip fused into in-place updates (as the static plan fuses them):
+            # the same norm ops, then each update multiplies its gradient by the scale
+            counted = [(p, g) for p, g in params_grads if grad_clip._needs(p)]
+            if counted:
+                by_dtype = grad_clip._dygraph_scales(counted)
+                scales = {p.name: by_dtype[g._array().dtype] for p, g in counted}
+        elif grad_clip is not None:
             params_grads = grad_clip(params_grads)
         params_grads = _regularize(opt, params_grads)
         lr = _global_lr(opt)
         for p, g in params_grads:
             if g is None or not p.trainable:
                 continue
-            _update(opt, p, g, lr)
+            _update(opt, p, g, lr, scales.get(p.name))
         opt._finish_update(EAGER_BLOCK, params_grads)
     return [], params_grads
 
