@@ -119,8 +119,33 @@ def op_zoo():                                   # the remaining exportable infer
     return {"x": ("float32", [4, 6]), "ids": ("int64", [1])}, fluid.layers.softmax(both)
 
 
+def op_zoo2():                                  # elementwise, unary, reduce, index ops
+    L = fluid.layers
+    x = fluid.data("x", [None, 3, 6, 6], "float32")
+    dw = L.conv2d(x, num_filters=3, filter_size=3, padding=1, groups=3, use_cudnn=False)
+    a = L.reduce_max(dw, dim=[2, 3])                                        # [N, 3]
+    b = L.reduce_min(dw, dim=[2, 3])
+    p = L.abs(a) + 1.0
+    u = [L.elementwise_sub(a, b), L.elementwise_div(a, p), L.elementwise_max(a, b),
+         L.elementwise_min(a, b), L.elementwise_pow(p, L.scale(b, 0.1)), L.elu(a),
+         L.exp(L.scale(a, 0.1)), L.floor(a), L.ceil(b), L.hard_sigmoid(a), L.log(p),
+         L.pow(p, 1.5), L.reciprocal(p), L.round(a), L.rsqrt(p), L.sign(b), L.sin(a),
+         L.cos(b), L.softplus(a), L.softsign(b), L.square(a), L.swish(b), L.assign(a)]
+    st = L.stack(u, axis=1)                                                  # [N, 23, 3]
+    flat = L.reshape(st, [-1, 69])
+    idx = L.argmax(flat, axis=1)
+    top, top_i = L.topk(flat, k=4)
+    g = L.gather(L.transpose(flat, [1, 0]), L.cast(L.argmin(flat, axis=1), "int32"))
+    gsum = L.reduce_sum(g, dim=[0], keep_dim=True)                           # [1, N]
+    mask = L.cast(L.logical_not(L.cast(L.sign(L.abs(a)), "bool")), "float32")
+    cols = L.concat([top, L.cast(top_i, "float32"), L.cast(L.unsqueeze(idx, [1]), "float32"),
+                     mask, L.cast(L.reshape(L.shape(x), [1, 4]) * 0, "float32") +
+                     L.transpose(gsum, [1, 0])], axis=1)
+    return {"x": ("float32", [3, 6, 6])}, L.sigmoid(cols)
+
+
 MODELS = [fit_a_line, mlp, conv_net, vgg_bn_drop, resnet, word2vec, dcgan_generator,
-          dcgan_discriminator, op_zoo]
+          dcgan_discriminator, op_zoo, op_zoo2]
 
 
 def feed_for(spec, batch, rng):
