@@ -144,8 +144,24 @@ def op_zoo2():                                  # elementwise, unary, reduce, in
     return {"x": ("float32", [3, 6, 6])}, L.sigmoid(cols)
 
 
+def pools():                                    # pooling variants, sums, decreasing slice
+    L = fluid.layers
+    x = fluid.data("x", [None, 2, 7, 7], "float32")
+    parts = [L.pool2d(x, pool_size=3, pool_type="avg", pool_stride=2, pool_padding=1,
+                      exclusive=True),
+             L.pool2d(x, pool_size=3, pool_type="avg", pool_stride=2, pool_padding=1,
+                      exclusive=False),
+             L.pool2d(x, pool_size=2, pool_type="max", pool_stride=2, ceil_mode=True),
+             L.pool2d(x, pool_size=3, pool_type="max", pool_stride=1, pool_padding=1)]
+    flat = [L.flatten(p, axis=1) for p in parts]
+    row = L.slice(x, axes=[1, 2], starts=[0, 3], ends=[1, 4])              # [N, 1, 1, 7]
+    row = L.reshape(row, [-1, 7])
+    s = L.sums([L.reduce_mean(f, dim=[1], keep_dim=True) for f in flat])
+    return {"x": ("float32", [2, 7, 7])}, L.concat(flat + [row, s], axis=1)
+
+
 MODELS = [fit_a_line, mlp, conv_net, vgg_bn_drop, resnet, word2vec, dcgan_generator,
-          dcgan_discriminator, op_zoo, op_zoo2]
+          dcgan_discriminator, op_zoo, op_zoo2, pools]
 
 
 def feed_for(spec, batch, rng):
