@@ -151,3 +151,24 @@ def bag_static(ids):
 def test_embedding_model(opt_name):
     compare(Bag, bag_static, batches(STEPS, (6, 4), 3, ids=20), (6, 4), "int64", opt_name,
             "global", True)
+
+
+MORE_OPTIMIZERS = {
+    "adagrad": lambda **kw: fluid.optimizer.Adagrad(learning_rate=0.1, **kw),
+    "adamax": lambda **kw: fluid.optimizer.Adamax(learning_rate=0.01, **kw),
+    "rmsprop": lambda **kw: fluid.optimizer.RMSProp(learning_rate=0.01, **kw),
+    "adadelta": lambda **kw: fluid.optimizer.Adadelta(learning_rate=0.1, **kw),
+    "decayed_adagrad": lambda **kw: fluid.optimizer.DecayedAdagrad(learning_rate=0.1, **kw),
+    "ftrl": lambda **kw: fluid.optimizer.Ftrl(learning_rate=0.1, **kw),
+    "lamb": lambda **kw: fluid.optimizer.Lamb(learning_rate=0.01, **kw),
+    "lars": lambda **kw: fluid.optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9, **kw),
+    "nesterov": lambda **kw: fluid.optimizer.Momentum(learning_rate=0.1, momentum=0.9,
+                                                      use_nesterov=True, **kw),
+}
+
+
+@pytest.mark.parametrize("opt_name", sorted(MORE_OPTIMIZERS))
+def test_every_optimizer(opt_name, monkeypatch):
+    monkeypatch.setitem(OPTIMIZERS, opt_name, MORE_OPTIMIZERS[opt_name])
+    compare(MLP, mlp_static, batches(STEPS, (5, 6), 3), (5, 6), "float32", opt_name,
+            "global", False)
