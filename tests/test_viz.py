@@ -346,3 +346,50 @@ def test_visualize_sample_writes_its_views(tmp_path):
         for label in ("forward op", "backward op", "gradient clip op", "regularization op",
                       "optimizer update op", "LR schedule op"):
             assert label in page
+
+
+def _load_sample(name):
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "samples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"{name}_sample", path)
+    sample = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sample)
+    return sample
+
+
+def test_quick_start_trains_clips_and_writes_its_files(tmp_path, capsys):
+    sample = _load_sample("quick_start")
+    hist = sample.train(epochs=2, clip_norm=0.5, out_dir=str(tmp_path))
+    out = capsys.readouterr().out
+    assert "epoch 1/2 [" in out and "epoch 2/2 [" in out and "before clip" in out
+    assert "quick_start_program.html" in out
+    assert len(hist["loss"]) == 2 * 63 and len(hist["test_acc"]) == 2
+    assert np.mean(hist["loss"][-20:]) < np.mean(hist["loss"][:20])      # it learns
+    before, after = np.array(hist["norm_before"]), np.array(hist["norm_after"])
+    assert (before > 0.5).any()                                          # the clip acts ...
+    np.testing.assert_allclose(after, np.minimum(before, 0.5), rtol=1e-4)  # ... exactly so
+    page = (tmp_path / "quick_start_program.html").read_text()
+    types = {n["t"] for n in _viewer_data(page)["nodes"] if n["k"] == "o"}
+    assert {"squared_l2_norm", "momentum", "mul_grad"} <= types
+    png = tmp_path / "quick_start_curves.png"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not png.exists() and 'pip install "fluidlite[plot]"' in out
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "training curves:" in out
+
+
+def test_plot_curves_without_matplotlib_says_how(tmp_path, monkeypatch, capsys):
+    sample = _load_sample("training_curves")
+    real_import = builtins.__import__
+
+    def no_mpl(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("no matplotlib")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_mpl)
+    assert sample.plot_curves(str(tmp_path / "c.png"), {"loss": [1.0], "acc": [0.5]}, "t") is None
+    assert 'pip install "fluidlite[plot]"' in capsys.readouterr().out
+    assert not (tmp_path / "c.png").exists()

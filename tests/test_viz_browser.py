@@ -6,6 +6,7 @@ selenium, Chromium or chromedriver is missing; ``.ci/run`` installs them.
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -67,9 +68,10 @@ def build():
 
 def _open(drv, path):
     drv.get("file://" + os.path.abspath(path))
-    drv.execute_script("return 1")
-    ready = drv.execute_script("return !!(window.fluidliteViewer && fluidliteViewer.ready)")
-    assert ready, "the viewer did not become ready"
+    end = time.monotonic() + 20
+    while not drv.execute_script("return !!(window.fluidliteViewer && fluidliteViewer.ready)"):
+        assert time.monotonic() < end, f"the viewer did not become ready: {_errors(drv)}"
+        time.sleep(0.02)
 
 
 def _errors(drv):

@@ -1,0 +1,109 @@
+"""What the samples share: a dependency-free progress bar (tqdm when installed) and the PNG of
+the training curves (matplotlib, the ``plot`` extra: ``pip install "fluidlite[plot]"``).
+
+Not part of the library: samples import it from their own folder.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TypeVar
+
+T = TypeVar("T")
+
+PLOT_HINT = ('matplotlib is not installed, so no PNG of the training curves was written; '
+             'get it with: pip install "fluidlite[plot]"  (or: pip install matplotlib)')
+
+
+class Progress:
+    """``for batch in Progress(batches, total, "epoch 1/5"): ...; bar.set(loss=..)``.
+
+    Uses tqdm when it is importable; otherwise one line redrawn with ``\\r`` on a terminal,
+    or a single final line when the output is not a terminal (logs stay readable)."""
+
+    def __init__(self, items: Iterable[T], total: int, desc: str, width: int = 30) -> None:
+        self.items, self.total, self.desc, self.width = items, total, desc, width
+        self.stats: Dict[str, float] = {}
+        self._tqdm = None
+        try:
+            from tqdm import tqdm
+            self._tqdm = tqdm(total=total, desc=desc, leave=True, file=sys.stdout)
+        except ImportError:
+            pass
+
+    def set(self, **stats: float) -> None:
+        self.stats.update(stats)
+        if self._tqdm is not None:
+            self._tqdm.set_postfix({k: f"{v:.4f}" for k, v in self.stats.items()})
+
+    def __iter__(self) -> Iterator[T]:
+        start = time.perf_counter()
+        done = 0
+        for item in self.items:
+            yield item
+            done += 1
+            if self._tqdm is not None:
+                self._tqdm.update(1)
+            else:
+                self._draw(done, start)
+        if self._tqdm is not None:
+            self._tqdm.close()
+        elif done != self.total:          # stopped early: show where it stopped
+            self._draw(done, start, final=True)
+
+    def _draw(self, done: int, start: float, final: bool = False) -> None:
+        filled = int(self.width * done / max(self.total, 1))
+        rate = done / max(time.perf_counter() - start, 1e-9)
+        stats = "  ".join(f"{k} {v:.4f}" for k, v in self.stats.items())
+        line = (f"{self.desc} [{'=' * filled}{'.' * (self.width - filled)}] "
+                f"{done}/{self.total}  {stats}  {rate:.0f} it/s")
+        if sys.stdout.isatty():
+            sys.stdout.write("\r" + line + ("\n" if done == self.total else ""))
+            sys.stdout.flush()
+        elif final or done == self.total:
+            sys.stdout.write(line + "\n")
+
+
+def plot_curves(path: str, history: Dict[str, Sequence[float]], title: str,
+                clip_norm: Optional[float] = None) -> Optional[str]:
+    """Write ``path`` (PNG): loss, accuracy, and when ``history`` has ``norm_before`` /
+    ``norm_after``, the global gradient norm before and after clipping with the threshold
+    ``clip_norm`` as a dashed line. Returns the path, or None (with ``PLOT_HINT`` printed)
+    when matplotlib is missing. Keys: ``loss``, ``acc`` (per step), optional ``test_acc``
+    (per epoch), ``norm_before``, ``norm_after``."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(PLOT_HINT)
+        return None
+    panels: List[str] = ["loss", "acc"] + (["norm"] if history.get("norm_before") else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
+    steps = range(1, len(history["loss"]) + 1)
+    axes[0].plot(steps, history["loss"], color="#3B5B92", lw=1)
+    axes[0].set(title="training loss", xlabel="step", ylabel="loss")
+    axes[1].plot(steps, history["acc"], color="#1E8449", lw=1, label="train (batch)")
+    if history.get("test_acc"):
+        per_epoch = len(history["loss"]) / len(history["test_acc"])
+        xs = [per_epoch * (k + 1) for k in range(len(history["test_acc"]))]
+        axes[1].plot(xs, history["test_acc"], "o-", color="#7D3C98", label="test (epoch)")
+    axes[1].set(title="accuracy", xlabel="step", ylabel="accuracy", ylim=(0, 1.02))
+    axes[1].legend(loc="lower right", fontsize=8)
+    if "norm" in panels:
+        ax = axes[2]
+        ax.plot(steps, history["norm_before"], color="#B03A2E", lw=1, label="before clip")
+        ax.plot(steps, history["norm_after"], color="#D4AC0D", lw=1.5, label="after clip")
+        if clip_norm is not None:
+            ax.axhline(clip_norm, color="#17202A", ls="--", lw=1,
+                       label=f"clip_norm = {clip_norm:g}")
+        ax.set(title="global gradient norm", xlabel="step", ylabel="||g||")
+        ax.set_yscale("log")
+        ax.legend(loc="upper right", fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
