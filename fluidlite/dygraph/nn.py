@@ -19,7 +19,7 @@ from .tensor import VarBase
 
 __all__ = ["Linear", "Conv2D", "Conv2DTranspose", "Pool2D", "BatchNorm", "LayerNorm",
            "Embedding", "Dropout", "PRelu", "Flatten", "GroupNorm", "InstanceNorm",
-           "BilinearTensorProduct"]
+           "BilinearTensorProduct", "GRUUnit"]
 
 
 class _Op(Layer):
@@ -423,3 +423,58 @@ class BilinearTensorProduct(_Op):
         out = self._run("reduce_sum", {"X": prod}, {"dim": [2], "keep_dim": False,
                                                     "reduce_all": False})
         return self._bias_act(out, self.bias, -1, self._act)
+
+
+class GRUUnit(_Op):
+    """One GRU step as fluid 1.8's ``GRUUnit(size=3*D)``: ``forward(input [B, 3D], hidden
+    [B, D])`` returns ``(updated_hidden, reset_hidden_pre, gate)``. With ``g = input + b``:
+    ``u, r = gate_act(g[:, :2D] + hidden @ W[:, :2D])``, ``c = act(g[:, 2D:] + (r * hidden) @
+    W[:, 2D:])``, ``h = u * (c - hidden) + hidden`` (``origin_mode``: ``u * hidden + (1 - u) *
+    c``); ``gate = concat(u, r, c)``. ``W: [D, 3D]``, ``b: [1, 3D]``. Composed of ``slice``,
+    ``mul``, ``elementwise_*``, activations and ``concat``."""
+
+    def __init__(self, size: int, param_attr: Any = None, bias_attr: Any = None,
+                 activation: str = "tanh", gate_activation: str = "sigmoid",
+                 origin_mode: bool = False, dtype: Any = "float32") -> None:
+        super().__init__("gru_unit", dtype)
+        size = check_int(size, "size", "GRUUnit", minimum=3)
+        if size % 3:
+            raise ValueError(f"GRUUnit: size must be 3 * hidden size, got {size}")
+        check_act(activation, "GRUUnit")
+        check_act(gate_activation, "GRUUnit")
+        d = size // 3
+        self._d, self._act, self._gate_act = d, activation, gate_activation
+        self._origin_mode = bool(origin_mode)
+        self.weight = self.create_parameter([d, 3 * d], param_attr, dtype)
+        self.bias = self.create_parameter([1, 3 * d], bias_attr, dtype, is_bias=True)
+
+    def _slice(self, x: VarBase, start: int, end: int) -> VarBase:
+        return self._run("slice", {"Input": x}, {"axes": [1], "starts": [start],
+                                                  "ends": [end]})
+
+    def _mm(self, x: VarBase, w: VarBase) -> VarBase:
+        return self._run("mul", {"X": x, "Y": w}, {"x_num_col_dims": 1, "y_num_col_dims": 1})
+
+    def forward(self, input: VarBase, hidden: VarBase) -> Any:
+        d = self._d
+        g = input if self.bias is None else self._run(
+            "elementwise_add", {"X": input, "Y": self.bias}, {"axis": -1})
+        w_ur, w_c = self._slice(self.weight, 0, 2 * d), self._slice(self.weight, 2 * d, 3 * d)
+        ur = self._run("elementwise_add", {"X": self._slice(g, 0, 2 * d),
+                                           "Y": self._mm(hidden, w_ur)}, {"axis": -1})
+        ur = self._run(self._gate_act, {"X": ur})
+        u, r = self._slice(ur, 0, d), self._slice(ur, d, 2 * d)
+        r_h = self._run("elementwise_mul", {"X": r, "Y": hidden}, {"axis": -1})
+        c = self._run("elementwise_add", {"X": self._slice(g, 2 * d, 3 * d),
+                                          "Y": self._mm(r_h, w_c)}, {"axis": -1})
+        c = self._run(self._act, {"X": c})
+        if self._origin_mode:      # h = u * hidden + (1 - u) * c = c + u * (hidden - c)
+            diff = self._run("elementwise_sub", {"X": hidden, "Y": c}, {"axis": -1})
+            base = c
+        else:                      # h = u * (c - hidden) + hidden
+            diff = self._run("elementwise_sub", {"X": c, "Y": hidden}, {"axis": -1})
+            base = hidden
+        step = self._run("elementwise_mul", {"X": u, "Y": diff}, {"axis": -1})
+        h = self._run("elementwise_add", {"X": step, "Y": base}, {"axis": -1})
+        gate = self._run("concat", {"X": [u, r, c]}, {"axis": 1})
+        return h, r_h, gate

@@ -218,3 +218,27 @@ def test_group_instance_norm_and_bilinear_match_numpy():
     ref = np.einsum("bp,ipq,bq->bi", a, w, b) + btp.bias.numpy()
     np.testing.assert_allclose(btp(dygraph.to_variable(a), dygraph.to_variable(b)).numpy(), ref,
                                rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("origin_mode", [False, True])
+def test_gru_unit_matches_numpy(origin_mode):
+    d = 3
+    gru = dygraph.GRUUnit(3 * d, origin_mode=origin_mode,
+                          bias_attr=fluid.initializer.Uniform(-0.5, 0.5))
+    x, h = f32(4, 3 * d), f32(4, d, seed=1)
+    w, b = gru.weight.numpy(), gru.bias.numpy()
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    g = x + b
+    ur = sig(g[:, :2 * d] + h @ w[:, :2 * d])
+    u, r = ur[:, :d], ur[:, d:]
+    c = np.tanh(g[:, 2 * d:] + (r * h) @ w[:, 2 * d:])
+    ref = u * h + (1 - u) * c if origin_mode else u * (c - h) + h
+    ht = dygraph.to_variable(h)
+    ht.stop_gradient = False
+    new_h, r_h, gate = gru(dygraph.to_variable(x), ht)
+    np.testing.assert_allclose(new_h.numpy(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(r_h.numpy(), r * h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gate.numpy(), np.concatenate([u, r, c], 1), rtol=1e-5,
+                               atol=1e-6)
+    fluid.layers.reduce_sum(new_h).backward()
+    assert gru.weight.gradient().shape == (d, 3 * d) and ht.gradient().shape == (4, d)
