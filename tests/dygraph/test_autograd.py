@@ -195,3 +195,15 @@ def test_seeded_guards_are_bit_identical():
     finally:
         dygraph.base._seed = None
     np.testing.assert_array_equal(a[0], w1)             # the program seed wins in the guard
+
+
+def test_backward_after_in_place_update_is_refused():
+    lin = dygraph.Linear(3, 1)
+    opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+    loss = fluid.layers.reduce_sum(lin(dygraph.to_variable(np.ones((2, 3), "float32"))))
+    loss.backward(retain_graph=True)
+    w = lin.weight.numpy()
+    opt.minimize(loss)
+    assert not np.array_equal(w, lin.weight.numpy())     # numpy() was a copy
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -32,6 +32,9 @@ def test_trace_run_and_save_inference_model(tmp_path):
         (changed,) = traced([x])
         np.testing.assert_allclose(changed, net(dygraph.to_variable(x)).numpy(), rtol=1e-6)
         traced.save_inference_model(str(tmp_path / "model"))
+        import fluidlite.viz as viz
+        viz.export(traced.program, str(tmp_path / "net.json"))
+        assert "linear_1.w_0" in (tmp_path / "net.json").read_text()
     exe = fluid.Executor(fluid.CPUPlace())
     prog, feeds, fetches = fluid.io.load_inference_model(str(tmp_path / "model"), exe)
     (loaded,) = exe.run(prog, feed={feeds[0]: x}, fetch_list=fetches)
