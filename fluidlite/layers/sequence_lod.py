@@ -17,7 +17,7 @@ __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequen
            "sequence_reshape", "sequence_conv", "sequence_concat", "sequence_slice",
            "sequence_reverse", "sequence_enumerate", "sequence_scatter", "sequence_mask",
            "lod_reset", "lod_append", "row_conv", "ctc_greedy_decoder", "edit_distance",
-           "chunk_eval"]
+           "chunk_eval", "im2sequence"]
 
 
 def _var(x: Any, arg: str, layer: str) -> Variable:
@@ -322,3 +322,23 @@ def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_ty
                             "chunk_scheme": chunk_scheme,
                             "excluded_chunk_types": list(excluded_chunk_types or [])})
     return tuple(outs.values())
+
+
+def im2sequence(input: Variable, filter_size: Any = 1, stride: Any = 1, padding: Any = 0,
+                input_image_size: Optional[Variable] = None, out_stride: Any = 1,
+                name: Optional[str] = None) -> Variable:
+    """Each image of ``input`` [N, C, H, W] as a sequence of its ``filter_size`` patches
+    (``padding``: one int, [h, w] or [up, left, down, right])."""
+    _var(input, "input", "im2sequence")
+    if input_image_size is not None:
+        raise ValueError("im2sequence: input_image_size is not supported by fluidlite")
+    pair = lambda v: [int(v), int(v)] if isinstance(v, int) else [int(x) for x in v]  # noqa
+    pad = [int(padding)] * 4 if isinstance(padding, int) else [int(p) for p in padding]
+    if len(pad) == 2:
+        pad = pad * 2
+    helper = LayerHelper("im2sequence", name=name)
+    out = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type="im2sequence", inputs={"X": input}, outputs={"Out": out},
+                     attrs={"kernels": pair(filter_size), "strides": pair(stride),
+                            "paddings": pad, "out_stride": pair(out_stride)})
+    return out

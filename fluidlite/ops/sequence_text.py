@@ -191,3 +191,55 @@ class ChunkEval(OpDef):
         return {"Precision": as_f(p), "Recall": as_f(r), "F1-Score": as_f(f1),
                 "NumInferChunks": as_i(got.size), "NumLabelChunks": as_i(want.size),
                 "NumCorrectChunks": as_i(correct)}
+
+
+# -- im2sequence ------------------------------------------------------------------------------
+def _im2seq_index(shape: Any, kernels: Any, strides: Any, paddings: Any):
+    """Gather indices into the zero-padded image for every (output position, patch element)."""
+    _, c, h, w = shape
+    kh, kw = kernels
+    sh, sw = strides
+    up, left, down, right = paddings
+    oh = (h + up + down - kh) // sh + 1
+    ow = (w + left + right - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"im2sequence: kernel {list(kernels)} does not fit the padded image "
+                         f"{[h + up + down, w + left + right]}")
+    ys = (np.arange(oh) * sh)[:, None, None, None] + np.arange(kh)[None, None, :, None]
+    xs = (np.arange(ow) * sw)[None, :, None, None] + np.arange(kw)[None, None, None, :]
+    return oh, ow, np.broadcast_to(ys, (oh, ow, kh, kw)), np.broadcast_to(xs, (oh, ow, kh, kw))
+
+
+@register
+class Im2Sequence(OpDef):
+    """Each image of X [N, C, H, W] becomes a sequence of its kernel patches (row-major over
+    output positions), each row the patch's C * kh * kw values: Out [N * oh * ow, C*kh*kw] with
+    one sequence per image. dX adds every patch gradient back at its pixels."""
+    type, inputs, outputs = "im2sequence", ("X", "Y?"), ("Out",)
+    grad_uses = ("X",)
+    lod_aware = True
+
+    def infer(self, X, Y, *, kernels):
+        if X.ndim != 4:
+            raise ValueError(f"im2sequence: X must be [N, C, H, W], got {list(X.shape)}")
+        return {"Out": VarSpec((-1, X.shape[1] * kernels[0] * kernels[1]), X.dtype, 1)}
+
+    def forward(self, X, Y=None, lod=None, *, kernels=[1, 1], strides=[1, 1],  # noqa: B006
+                paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
+        oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
+        up, left, down, right = paddings
+        padded = np.pad(X, ((0, 0), (0, 0), (up, down), (left, right)))
+        patches = padded[:, :, ys, xs]                       # [N, C, oh, ow, kh, kw]
+        out = patches.transpose(0, 2, 3, 1, 4, 5).reshape(X.shape[0] * oh * ow, -1)
+        lens = np.full(X.shape[0], oh * ow)
+        return {"Out": out, "lod": {"Out": (_offsets(lens),)}}
+
+    def backward(self, X, dOut, lod=None, *, kernels=[1, 1], strides=[1, 1],  # noqa: B006
+                 paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
+        n, c, h, w = X.shape
+        oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
+        up, left, down, right = paddings
+        g = dOut.reshape(n, oh, ow, c, kernels[0], kernels[1]).transpose(0, 3, 1, 2, 4, 5)
+        dpad = np.zeros((n, c, h + up + down, w + left + right), dOut.dtype)
+        np.add.at(dpad, (slice(None), slice(None), ys, xs), g)
+        return {"X": dpad[:, :, up:up + h, left:left + w]}

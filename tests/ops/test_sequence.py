@@ -512,3 +512,15 @@ def test_chunk_eval_perfect_and_excluded():
                {"num_chunk_types": 2, "chunk_scheme": "IOB", "excluded_chunk_types": [1]},
                outs=("NumLabelChunks",))
     assert np.array(outs[0]).item() == 1
+
+
+def test_im2sequence():
+    x = RNG.uniform(-1, 1, (2, 2, 4, 5))
+    attrs = {"kernels": [2, 3], "strides": [2, 1], "paddings": [1, 0, 0, 1]}
+    out, = run("im2sequence", {"X": (x, None)}, attrs)
+    pad = np.pad(x, ((0, 0), (0, 0), (1, 0), (0, 1)))
+    want = [pad[n, :, i:i + 2, j:j + 3].reshape(-1)
+            for n in range(2) for i in range(0, 4, 2) for j in range(0, 4)]
+    np.testing.assert_allclose(np.array(out), np.array(want))
+    assert out.recursive_sequence_lengths() == [[8, 8]]
+    check_grad("im2sequence", {"X": (x, None)}, "X", attrs)
