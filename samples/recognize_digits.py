@@ -4,14 +4,17 @@ Data: scikit-learn's bundled 8x8 digit images (no download) scaled up to 28x28 w
 is installed; otherwise generated digit-like images (seven-segment strokes with random
 position, size, slant, thickness and noise). Trains with Adam, prints a progress bar and the
 test accuracy after every epoch, then saves an inference model and reloads it to classify a
-few test images.
+few test images. Writes the training curves (loss, train/test accuracy) to
+``recognize_digits_curves.png`` beside the saved model (needs matplotlib: ``pip install "fluidlite[plot]"``).
 
 Run: python samples/recognize_digits.py [--epochs 5] [--data auto|sklearn|generated]
                                         [--save-dir recognize_digits.inference.model]
+                                        [--curves recognize_digits_curves.png]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Iterator, Tuple
@@ -19,6 +22,9 @@ from typing import Iterator, Tuple
 import numpy as np
 
 import fluidlite as fluid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from training_curves import plot_curves  # noqa: E402
 
 Arrays = Tuple[np.ndarray, np.ndarray]
 
@@ -119,7 +125,13 @@ def main() -> None:
     ap.add_argument("--train-size", type=int, default=3000,
                     help="number of generated training images (generated data only)")
     ap.add_argument("--save-dir", default="recognize_digits.inference.model")
+    ap.add_argument("--curves", default=None,
+                    help="PNG of the training curves (default: recognize_digits_curves.png "
+                    "in the folder that holds --save-dir; '' to skip)")
     args = ap.parse_args()
+    if args.curves is None:
+        args.curves = os.path.join(os.path.dirname(os.path.abspath(args.save_dir)),
+                                   "recognize_digits_curves.png")
 
     source, train, test = load_data(args.data, args.train_size)
     print(f"data: {source}: {len(train[0])} train / {len(test[0])} test images")
@@ -139,18 +151,24 @@ def main() -> None:
     exe.run(startup)
     rng = np.random.default_rng(0)
     n_batches = -(-len(train[0]) // args.batch_size)
+    history = {"loss": [], "acc": [], "test_acc": []}
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         for i, (x, y) in enumerate(minibatches(train, args.batch_size, rng), 1):
             loss, a = exe.run(main_program, feed={"img": x, "label": y},
                               fetch_list=[avg_loss, acc])
             progress(epoch, args.epochs, i, n_batches, float(loss[0]), float(a[0]), start)
+            history["loss"].append(float(loss[0]))
+            history["acc"].append(float(a[0]))
         correct, seen = 0.0, 0
         for x, y in minibatches(test, 256, rng):
             a, = exe.run(test_program, feed={"img": x, "label": y}, fetch_list=[acc])
             correct += float(a[0]) * len(x)
             seen += len(x)
         print(f"  | test accuracy {correct / seen:.4f}  ({time.perf_counter() - start:.1f}s)")
+        history["test_acc"].append(correct / seen)
+    if args.curves and plot_curves(args.curves, history, f"recognize digits: {source}"):
+        print(f"training curves: {args.curves}")
 
     fluid.io.save_inference_model(args.save_dir, ["img"], [prediction], exe,
                                   main_program=main_program)

@@ -393,3 +393,18 @@ def test_plot_curves_without_matplotlib_says_how(tmp_path, monkeypatch, capsys):
     assert sample.plot_curves(str(tmp_path / "c.png"), {"loss": [1.0], "acc": [0.5]}, "t") is None
     assert 'pip install "fluidlite[plot]"' in capsys.readouterr().out
     assert not (tmp_path / "c.png").exists()
+
+
+def test_recognize_digits_writes_its_curves(tmp_path, monkeypatch, capsys):
+    import os
+    import runpy
+    import sys
+    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    path = os.path.join(os.path.dirname(__file__), "..", "samples", "recognize_digits.py")
+    monkeypatch.setattr(sys, "argv", [path, "--epochs", "1", "--data", "generated",
+                                      "--train-size", "64", "--batch-size", "32",
+                                      "--save-dir", str(tmp_path / "model")])
+    runpy.run_path(path, run_name="__main__")
+    png = tmp_path / "recognize_digits_curves.png"
+    assert f"training curves: {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
