@@ -329,8 +329,13 @@ class GradientClipByGlobalNorm(GradientClipBase):
         if self.error_if_nonfinite:
             checked = kernel("check_finite_norm", {"grad_names": [g.name for _, g in counted]},
                              X=norm, Norms=squares)
-        limit = kernel("fill_constant", {"shape": [1], "dtype": norm.dtype,
-                                         "value": self.clip_norm})
+        # fill_constant is pure: its [1] result is kept per (clip_norm, dtype)
+        key = (self.clip_norm, norm.dtype)
+        limit = self.__dict__.get("_dygraph_limit", {}).get(key)
+        if limit is None:
+            limit = kernel("fill_constant", {"shape": [1], "dtype": norm.dtype,
+                                             "value": self.clip_norm})
+            self.__dict__["_dygraph_limit"] = {key: limit}
         scale = kernel("elementwise_div", X=limit,
                        Y=kernel("elementwise_max", X=limit, Y=checked))
         scales = {scale.dtype: scale}

@@ -17,6 +17,7 @@ from ..core import mode as _mode
 from ..core import names
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
+from ..core.registry import get_op_def
 from .base import no_grad
 from .tensor import EAGER_BLOCK, ParamBase, VarBase
 from .tracer import kernel
@@ -117,7 +118,6 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
     accumulators own plain float buffers; else the kernel, whose outputs (``ParamOut``, the
     accumulators' ``*Out``) replace the tensors' values. The parameter's ``_version`` is
     bumped either way."""
-    from ..core.registry import get_op_def
     pa, ga = p._array(), g._array()
     inputs: Dict[str, Any] = {"Param": pa, "Grad": ga,
                               "LearningRate": _learning_rate(opt, p, lr)}
@@ -166,7 +166,6 @@ def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     ``GradientClipByGlobalNorm``, an update op with an in-place form, no regularizer (it adds
     to the clipped gradient) and no legacy per-parameter clip attrs."""
     from ..clip import GradientClipByGlobalNorm
-    from ..core.registry import get_op_def
     if type(grad_clip) is not GradientClipByGlobalNorm or opt.regularization is not None:
         return False
     if getattr(get_op_def(opt.type), "state_slots", None) is None:
