@@ -13,7 +13,7 @@ Tensor = VarBase
 from .layers import Layer, LayerList, ParameterList, Sequential  # noqa: F401,E402
 from .nn import (BatchNorm, BilinearTensorProduct, Conv2D, Conv2DTranspose,  # noqa: F401,E402
                  Dropout, Embedding, Flatten, GroupNorm, GRUUnit, InstanceNorm,
-                 LayerNorm, Linear, PRelu, Pool2D)
+                 LayerNorm, Linear, PRelu, Pool2D, SpectralNorm)
 from .checkpoint import load_dygraph, save_dygraph  # noqa: F401,E402
 from .learning_rate_scheduler import (CosineDecay, ExponentialDecay,  # noqa: F401,E402
                                       InverseTimeDecay, LearningRateDecay, LinearLrWarmup,

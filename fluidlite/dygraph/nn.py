@@ -19,7 +19,7 @@ from .tensor import VarBase
 
 __all__ = ["Linear", "Conv2D", "Conv2DTranspose", "Pool2D", "BatchNorm", "LayerNorm",
            "Embedding", "Dropout", "PRelu", "Flatten", "GroupNorm", "InstanceNorm",
-           "BilinearTensorProduct", "GRUUnit"]
+           "BilinearTensorProduct", "GRUUnit", "SpectralNorm"]
 
 
 class _Op(Layer):
@@ -478,3 +478,71 @@ class GRUUnit(_Op):
         h = self._run("elementwise_add", {"X": step, "Y": base}, {"axis": -1})
         gate = self._run("concat", {"X": [u, r, c]}, {"axis": 1})
         return h, r_h, gate
+
+
+class SpectralNorm(_Op):
+    """``weight / sigma``, sigma the largest singular value of ``weight`` viewed as a
+    ``[shape[dim], rest]`` matrix, estimated by ``power_iters`` power iterations on the
+    persistent vectors ``weight_u`` ``[h]`` / ``weight_v`` ``[w]`` (Normal init, not trainable,
+    updated every call) as fluid's spectral_norm op: ``v = W^T u / (||W^T u|| + eps)``,
+    ``u = W v / (||W v|| + eps)``, ``sigma = u^T W v``; the gradient treats u and v as constants
+    (as the op's grad kernel). Composed of ``transpose2``, ``reshape2``, ``matmul``, reductions
+    and ``elementwise_div``."""
+
+    def __init__(self, weight_shape: Sequence[int], dim: int = 0, power_iters: int = 1,
+                 eps: float = 1e-12, dtype: Any = "float32") -> None:
+        super().__init__("spectral_norm", dtype)
+        shape = [int(d) for d in weight_shape]
+        if not 0 <= dim < len(shape):
+            raise ValueError(f"SpectralNorm: dim must be in [0, {len(shape) - 1}], got {dim}")
+        self._shape, self._dim = shape, int(dim)
+        self._iters = check_int(power_iters, "power_iters", "SpectralNorm", minimum=0)
+        self._eps = float(eps)
+        h = shape[dim]
+        w = 1
+        for i, d in enumerate(shape):
+            if i != dim:
+                w *= d
+        self._hw = (h, w)
+        self.weight_u = self.create_parameter(
+            [h], ParamAttr(initializer=Normal(0.0, 1.0), trainable=False), dtype)
+        self.weight_v = self.create_parameter(
+            [w], ParamAttr(initializer=Normal(0.0, 1.0), trainable=False), dtype)
+        self.weight_u.stop_gradient = self.weight_v.stop_gradient = True
+
+    def _mat(self, weight: VarBase) -> VarBase:
+        x = weight
+        if self._dim != 0:
+            perm = [self._dim] + [i for i in range(len(self._shape)) if i != self._dim]
+            x = self._run("transpose2", {"X": x}, {"axis": perm}, extra_outputs=("XShape",))
+        return self._run("reshape2", {"X": x}, {"shape": list(self._hw)},
+                         extra_outputs=("XShape",))
+
+    def _normalized(self, x: VarBase) -> VarBase:
+        sq = self._run("reduce_sum", {"X": self._run("square", {"X": x})},
+                       {"dim": [0], "keep_dim": True, "reduce_all": False})
+        den = self._run("scale", {"X": self._run("sqrt", {"X": sq})},
+                        {"scale": 1.0, "bias": self._eps})
+        return self._run("elementwise_div", {"X": x, "Y": den}, {"axis": -1})
+
+    def forward(self, weight: VarBase) -> VarBase:
+        h, w = self._hw
+        mat = self._mat(weight)
+        mm = {"transpose_X": False, "transpose_Y": False, "alpha": 1.0}
+        from .base import no_grad
+        with no_grad():                       # u and v are constants of the gradient
+            u = self._run("reshape2", {"X": self.weight_u}, {"shape": [h, 1]},
+                          extra_outputs=("XShape",))
+            v = self._run("reshape2", {"X": self.weight_v}, {"shape": [w, 1]},
+                          extra_outputs=("XShape",))
+            for _ in range(self._iters):
+                v = self._normalized(self._run("matmul", {"X": mat, "Y": u},
+                                               dict(mm, transpose_X=True)))
+                u = self._normalized(self._run("matmul", {"X": mat, "Y": v}, mm))
+            self.weight_u.set_value(u.numpy().reshape(h))
+            self.weight_v.set_value(v.numpy().reshape(w))
+        wv = self._run("matmul", {"X": mat, "Y": v}, mm)
+        sigma = self._run("reduce_sum", {"X": self._run("elementwise_mul", {"X": u, "Y": wv},
+                                                        {"axis": -1})},
+                          {"dim": [0, 1], "keep_dim": False, "reduce_all": True})
+        return self._run("elementwise_div", {"X": weight, "Y": sigma}, {"axis": -1})

@@ -242,3 +242,15 @@ def test_gru_unit_matches_numpy(origin_mode):
                                atol=1e-6)
     fluid.layers.reduce_sum(new_h).backward()
     assert gru.weight.gradient().shape == (d, 3 * d) and ht.gradient().shape == (4, d)
+
+
+def test_spectral_norm_divides_by_the_top_singular_value():
+    w = f32(4, 3, 2) - 0.5
+    sn = dygraph.SpectralNorm([4, 3, 2], dim=1, power_iters=30)
+    wt = dygraph.to_variable(w)
+    wt.stop_gradient = False
+    out = sn(wt)
+    sigma = np.linalg.svd(np.moveaxis(w, 1, 0).reshape(3, -1), compute_uv=False)[0]
+    np.testing.assert_allclose(out.numpy(), w / sigma, rtol=1e-4, atol=1e-5)
+    fluid.layers.reduce_sum(out).backward()
+    assert wt.gradient().shape == w.shape and sn.weight_u.gradient() is None
