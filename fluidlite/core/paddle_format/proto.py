@@ -151,5 +151,8 @@ def messages() -> Dict[str, Any]:
     out = {}
     for m in fdp.message_type:
         desc = pool.FindMessageTypeByName(f"{fdp.package}.{m.name}")
-        out[m.name] = message_factory.GetMessageClass(desc)
+        if hasattr(message_factory, "GetMessageClass"):         # protobuf >= 4.21
+            out[m.name] = message_factory.GetMessageClass(desc)
+        else:                                                     # protobuf 3.20
+            out[m.name] = message_factory.MessageFactory(pool).GetPrototype(desc)
     return out
