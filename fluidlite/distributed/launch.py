@@ -14,11 +14,12 @@ algorithm. Each process runs one BLAS thread unless ``OMP_NUM_THREADS`` /
 Every process runs the script through ``fluidlite.distributed._run``, which aborts the whole
 job when the script raises on any rank (naming that rank), so no rank waits for a dead one.
 The launcher's exit code is ``mpirun``'s. Errors in the arguments (missing script, N < 1, no
-``mpirun``) are one line on stderr and exit code 2.
+``mpirun`` or mpi4py) are one line on stderr and exit code 2.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -57,6 +58,9 @@ def mpirun_command(nproc: int, script: str, args: Sequence[str], hostfile: Optio
         raise _Usage(f"training script not found: {script}")
     if hostfile is not None and not os.path.isfile(hostfile):
         raise _Usage(f"hostfile not found: {hostfile}")
+    if importlib.util.find_spec("mpi4py") is None:
+        raise _Usage("mpi4py is not installed: pip install 'fluidlite[dist]' (and Open MPI: "
+                     "apt-get install openmpi-bin libopenmpi-dev)")
     exe = mpirun or shutil.which("mpirun")
     if not exe:
         raise _Usage("mpirun not found: install Open MPI (apt-get install openmpi-bin "
