@@ -3,7 +3,11 @@
 
 File layout follows fluid: one file per variable named exactly after it (or one combined file),
 ``__model__`` for an inference program, ``<path>.pdparams`` / ``.pdopt`` / ``.pdmodel`` for
-``fluid.save``. The contents are fluidlite's own, safe formats:
+``fluid.save``. By default (issue 18) the contents are what fluid 1.8 writes: programs are
+Paddle's ``ProgramDesc`` protobuf and tensors Paddle's LoDTensor streams (a combined file: the
+streams in sorted name order), see ``core/paddle_format`` and ``docs/file_formats.md``; loaders
+recognise both families by their first bytes. With ``format="json"`` the savers write
+fluidlite's own formats instead:
 
 * a variable file is a NumPy ``.npy`` file; a combined file is a zip of ``<name>.npy`` members
   (an ``.npz``); both are read with ``allow_pickle=False``;
