@@ -17,7 +17,7 @@ __all__ = ["sequence_pool", "sequence_first_step", "sequence_last_step", "sequen
            "sequence_reshape", "sequence_conv", "sequence_concat", "sequence_slice",
            "sequence_reverse", "sequence_enumerate", "sequence_scatter", "sequence_mask",
            "lod_reset", "lod_append", "row_conv", "ctc_greedy_decoder", "edit_distance",
-           "chunk_eval", "im2sequence"]
+           "chunk_eval", "im2sequence", "warpctc"]
 
 
 def _var(x: Any, arg: str, layer: str) -> Variable:
@@ -342,3 +342,22 @@ def im2sequence(input: Variable, filter_size: Any = 1, stride: Any = 1, padding:
                      attrs={"kernels": pair(filter_size), "strides": pair(stride),
                             "paddings": pad, "out_stride": pair(out_stride)})
     return out
+
+
+def warpctc(input: Variable, label: Variable, blank: int = 0, norm_by_times: bool = False,
+            input_length: Optional[Variable] = None,
+            label_length: Optional[Variable] = None) -> Variable:
+    """CTC loss [num_seqs, 1] of the unnormalised per-step scores ``input`` ([N, classes + 1],
+    LoD) against the label sequences ``label`` (int, LoD)."""
+    _var(input, "input", "warpctc")
+    _var(label, "label", "warpctc")
+    if input_length is not None or label_length is not None:
+        raise ValueError("warpctc: fluidlite takes LoD input (no input_length/label_length)")
+    helper = LayerHelper("warpctc")
+    loss = helper.create_variable_for_type_inference(input.dtype)
+    grad = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
+    helper.append_op(type="warpctc", inputs={"Logits": input, "Label": label},
+                     outputs={"Loss": loss, "WarpCTCGrad": grad},
+                     attrs={"blank": check_int(blank, "blank", "warpctc", minimum=0),
+                            "norm_by_times": bool(norm_by_times)})
+    return loss
