@@ -14,9 +14,10 @@ preparing the next batch overlaps the current step.
 Failures: an exception raised by the user's generator is re-raised in the training loop (the
 same exception object, so its traceback shows the generator's line); a sample whose shape or
 dtype does not fit its variable raises ``ValueError`` naming the variable and the sample index.
-The worker (thread or process) stops when the epoch ends, on ``reset()``, when the loop is left early
-(``break``, an exception, Ctrl-C: the iterator's ``finally`` stops and joins it) and when the
-loader is collected; it never outlives the loader.
+The worker (thread or process) stops when the epoch ends, on ``reset()``, when the loop is
+left early (``break``, an exception, Ctrl-C: the iterator's ``finally`` stops and joins it) and
+when the loader is collected; it never outlives the loader. (From a worker process the
+exception arrives pickled, with the worker's traceback attached as a note.)
 """
 from __future__ import annotations
 
