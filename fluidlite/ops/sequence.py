@@ -385,6 +385,9 @@ class SequenceConv(OpDef):
 
     def forward(self, X, Filter, PaddingData=None, lod=None, *, contextLength=3,
                 contextStart=0, contextStride=1, paddingTrainable=False):
+        if paddingTrainable:
+            raise ValueError("sequence_conv: paddingTrainable=True (learned padding rows) is "
+                             "not supported; rows outside a sequence read zeros")
         cols, _, _ = self._cols(X, lod, contextLength, contextStart, contextStride)
         return {"Out": (cols @ Filter).astype(X.dtype, copy=False), "lod": {"Out": lod["X"]}}
 
