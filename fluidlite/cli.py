@@ -68,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("-o", "--output", help="output file (format from its extension); "
                    "default: text formats to stdout")
     v.add_argument("-f", "--format", choices=["dot", "svg", "png", "pdf", "html", "graphml",
-                                              "json", "txt"],
-                   help="output format (default: from --output's extension, else dot)")
+                                              "json", "txt",
+                                              "html-static"],   # issue 19: html = viewer
+                   help="output format (default: from --output's extension, else dot); html "
+                   "is the interactive viewer, html-static the picture-and-tables page")
     v.add_argument("--block", type=int, default=0, help="block index to draw (default 0)")
     v.add_argument("--hide-backward", action="store_true", help="leave out backward ops")
     v.add_argument("--hide-optimizer", action="store_true",
@@ -257,7 +259,9 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
         text = viz.to_graphml(obj, **opts)
     elif fmt == "json":
         text = json.dumps(viz.to_node_link(obj, **opts), indent=1) + "\n"
-    elif fmt == "html":
+    elif fmt == "html":        # issue 19: the interactive viewer, as `-o x.html` writes
+        text = viz.to_interactive_html(obj, **style, **opts)
+    elif fmt == "html-static":
         text = viz.to_html(obj, **style, **opts)
     elif fmt == "svg":
         text = viz.render(viz.to_dot(obj, **style, **opts), "svg").decode("utf-8")

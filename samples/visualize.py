@@ -4,17 +4,22 @@ Builds a small MLP classifier, clones the program, then lets ``Momentum.minimize
 backward pass, a ``GradientClipByGlobalNorm`` clip, L2 weight decay, an exponential LR schedule
 and the parameter updates. Writes:
 
-* ``mlp_program.html`` - one self-contained page: the picture (inline SVG, ops coloured by
+* ``mlp_program.html`` - the interactive viewer (one self-contained file: pan/zoom, regex
+  search, click an op or variable for its attributes, slots, shapes and the line of this
+  script that created it; show/hide each role; collapse name scopes; ``?`` lists the keys);
+* ``mlp_program_static.html`` - the static page: the picture (inline SVG, ops coloured by
   role: forward / loss / backward / gradient clip / regularization / update / LR schedule) plus
   tables of every operator and variable;
 * ``mlp_program.svg`` - the picture alone;
 * ``mlp_minimize_diff.html`` / ``.svg`` - the program against its clone from before
-  ``minimize``: everything ``minimize`` added has a thick green border and a ``+``;
+  ``minimize``: everything ``minimize`` added has a thick green border and a ``+`` (the
+  viewer also counts the changes by role and can show only what changed);
 * ``mlp_forward.dot`` - the forward part only (``hide_backward`` / ``hide_optimizer``),
   highlighting the first layer's parameters.
 
 Then it trains a few steps to show the program runs. Needs Graphviz's ``dot`` (or pygraphviz)
-for the pictures; without it the HTML pages keep their tables and the DOT source.
+for the pictures; without it the viewer lays the graph out itself and the static page keeps
+its tables and the DOT source.
 
 Run: python samples/visualize.py [--out DIR] [--png FILE]
 (the README picture: python samples/visualize.py --png docs/images/visualize_mlp.png)
@@ -55,6 +60,8 @@ def write_views(main_prog, before, out_dir, png=None):
     pictures = viz.graphviz_available()
     written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program.html"),
                               title=title))
+    written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program_static.html"),
+                              format="html-static", title=title))
     diff = viz.diff_graph(before, main_prog, title="what minimize() added")
     written.append(viz.export(diff, os.path.join(out_dir, "mlp_minimize_diff.html")))
     written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_forward.dot"),

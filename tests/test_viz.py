@@ -335,14 +335,19 @@ def test_visualize_sample_writes_its_views(tmp_path):
     main, startup, before, loss = sample.build()
     written = sample.write_views(main, before, str(tmp_path))
     names = {os.path.basename(p) for p in written}
-    assert {"mlp_program.html", "mlp_minimize_diff.html", "mlp_forward.dot"} <= names
+    assert {"mlp_program.html", "mlp_program_static.html", "mlp_minimize_diff.html",
+            "mlp_forward.dot"} <= names
+    data = _viewer_data((tmp_path / "mlp_program.html").read_text())
+    assert {n["g"] for n in data["nodes"] if n["k"] == "o"} >= {
+        "forward", "backward", "gradient_clip", "regularization", "optimize", "lr_schedule"}
     g = viz.diff_graph(before, main)
     added = {d["fl_group"] for _, d in g.nodes(data=True)
              if d["fl_kind"] == "op" and d["fl_diff"] == "added"}
     assert {"backward", "gradient_clip", "regularization", "lr_schedule", "optimize"} <= added
     if shutil.which("dot"):
         assert {"mlp_program.svg", "mlp_minimize_diff.svg"} <= names
-        page = (tmp_path / "mlp_program.html").read_text()
+        page = (tmp_path / "mlp_program_static.html").read_text()
+        assert "<svg" in page and "<script" not in page
         for label in ("forward op", "backward op", "gradient clip op", "regularization op",
                       "optimizer update op", "LR schedule op"):
             assert label in page
@@ -408,3 +413,20 @@ def test_recognize_digits_writes_its_curves(tmp_path, monkeypatch, capsys):
     png = tmp_path / "recognize_digits_curves.png"
     assert f"training curves: {png}" in capsys.readouterr().out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_writes_the_viewer_and_the_static_page(tmp_path, capsys):
+    from fluidlite import cli
+    from fluidlite.core import serialize
+    main, startup, before, loss = build()
+    serialize.save_program(main, tmp_path / "train.json")
+    serialize.save_program(before, tmp_path / "before.json")
+    assert cli.main(["viz", str(tmp_path / "train.json"), "-o", str(tmp_path / "v.html"),
+                     "--diff-against", str(tmp_path / "before.json")]) == 0
+    data = _viewer_data((tmp_path / "v.html").read_text())
+    assert data["diff"] and data["summary"]["added_ops"]
+    assert {n["d"] for n in data["nodes"]} >= {0, 1}                # same and added marks
+    assert cli.main(["viz", str(tmp_path / "train.json"), "-f", "html"]) == 0
+    assert _viewer_data(capsys.readouterr().out)["nodes"]
+    assert cli.main(["viz", str(tmp_path / "train.json"), "-f", "html-static"]) == 0
+    assert "<script" not in capsys.readouterr().out

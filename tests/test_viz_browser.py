@@ -149,6 +149,23 @@ def test_click_search_toggle_in_chromium(browser, tmp_path, engine):
     assert browser.find_element(By.ID, "help").is_displayed()
     assert "Keyboard shortcuts" in browser.find_element(By.ID, "help").text
     browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    assert not browser.find_element(By.ID, "help").is_displayed()
+
+    # wheel zooms in around the cursor, a drag pans, "f" fits everything back in the window
+    browser.find_element(By.TAG_NAME, "body").send_keys("f")
+    k0 = browser.execute_script("return fluidliteViewer.view.k")
+    browser.execute_script(
+        "var s=document.getElementById('stage');s.dispatchEvent(new WheelEvent('wheel',"
+        "{deltaY:-300,clientX:600,clientY:400,bubbles:true,cancelable:true}));")
+    k1 = browser.execute_script("return fluidliteViewer.view.k")
+    assert k1 > k0 * 1.5
+    x0 = browser.execute_script("return fluidliteViewer.view.x")
+    stage = browser.find_element(By.ID, "stage")
+    webdriver.ActionChains(browser).move_to_element(stage).click_and_hold() \
+        .move_by_offset(120, 0).release().perform()
+    assert abs(browser.execute_script("return fluidliteViewer.view.x") - x0 - 120) < 2
+    browser.find_element(By.TAG_NAME, "body").send_keys("f")
+    assert abs(browser.execute_script("return fluidliteViewer.view.k") - k0) < 1e-9
     assert _errors(browser) == []
 
 
