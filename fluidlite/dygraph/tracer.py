@@ -33,6 +33,17 @@ _KERNELS: Dict[Any, Tuple[Any, ...]] = {}
 _OPS = registry._REGISTRY
 
 
+_DIFF: Dict[str, bool] = {}
+_ENTRY_IDS = itertools.count()
+
+
+def _differentiable(opdef: registry.OpDef) -> bool:
+    d = _DIFF.get(opdef.type)
+    if d is None:
+        d = _DIFF[opdef.type] = opdef.differentiable
+    return d
+
+
 def _freeze(v: Any) -> Any:
     """A hashable stand-in for an attr value (lists become tuples)."""
     if isinstance(v, (list, tuple)):
@@ -135,6 +146,14 @@ class Tracer:
                 in_vars.append(vs)
                 in_arrays.append(arrs)
                 sig.append(tuple((a.shape, a.dtype.char) for a in arrs))
+            elif (v.__class__ is VarBase or v.__class__ is ParamBase) and \
+                    v._value is not None:       # the common case, without the checks below
+                a = v._value
+                if not v._stop_gradient:
+                    requires = True
+                in_vars.append(v)
+                in_arrays.append(a)
+                sig.append((a.shape, a.dtype.char))
             else:
                 if isinstance(v, (list, tuple)):
                     if len(v) != 1:
@@ -173,7 +192,7 @@ class Tracer:
                 if len(self._cache) >= _CACHE_LIMIT:
                     self._cache.clear()
                 self._cache[key] = entry
-            fn, single, result_keys, checked = entry
+            fn, single, result_keys, checked, eid = entry
             if opdef.uses_rng:
                 program_seed = default_main_program().random_seed
                 if program_seed != self._program_seed:   # `program.random_seed = n` in guard
@@ -195,7 +214,7 @@ class Tracer:
                        for s, v in zip(opdef.in_slots, in_vars) if v is not None},
                 {s.name: list(v) if isinstance(v, (list, tuple)) else [v]
                  for s, v in zip(opdef.out_slots, out_vars) if v is not None}, checked))
-        record = requires and self.has_grad and not stop_gradient and opdef.differentiable
+        record = requires and self.has_grad and not stop_gradient and _differentiable(opdef)
         out_arrays: List[Any] = []
         out_refs: List[Any] = [] if record else None  # type: ignore[assignment]
         for slot, v in zip(opdef.out_slots, out_vars):
@@ -219,7 +238,7 @@ class Tracer:
                 if record:
                     out_refs.append(weakref.ref(v))
         if record:
-            node = Node(opdef, checked, key, in_vars, in_arrays, out_refs, out_arrays,
+            node = Node(opdef, checked, eid, in_vars, in_arrays, out_refs, out_arrays,
                         next(self._seq))
             for v in out_vars:
                 for x in (v if isinstance(v, (list, tuple)) else (v,)):
@@ -254,7 +273,10 @@ class Tracer:
             pass
         binding = opdef.bind(specs, checked, frozenset(present))
         kernel_attrs = {k: v for k, v in checked.items() if k not in _SKIP_ATTRS}
-        return binding.fn, binding.single, dict(binding.result_keys), kernel_attrs
+        # eid: a small never-reused id of this (op, attrs, shapes) entry; autograd keys its
+        # own caches by it (hashing the full key again per backward op would cost more)
+        return (binding.fn, binding.single, dict(binding.result_keys), kernel_attrs,
+                next(_ENTRY_IDS))
 
     # -- tensors and parameters -------------------------------------------------------------
     def new_var(self, name: Optional[str] = None, dtype: Any = None,
@@ -320,7 +342,7 @@ def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
     if entry is None:
         entry = _DEFAULT._prepare(opdef, op_type, attrs, in_arrays, outputs)
         _KERNELS[key] = entry
-    fn, single, result_keys, _ = entry
+    fn, single, result_keys = entry[0], entry[1], entry[2]
     res = fn(*in_arrays)
     if single:
         return res
