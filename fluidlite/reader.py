@@ -376,7 +376,11 @@ class GeneratorLoader:
         """The next batch for ``Executor.run`` (``EOFException`` at the end of the epoch)."""
         if self._running is None:
             raise EOFException("DataLoader: not started (call start() before running)")
-        item = self._running.get()
+        try:
+            item = self._running.get()
+        except KeyboardInterrupt:
+            self.reset()                     # Ctrl-C: no worker outlives the interrupted loop
+            raise
         if item is _END:
             raise EOFException("There is no next data: the reader's epoch is over; call "
                                "reset() and start() for another epoch")

@@ -302,3 +302,24 @@ def test_use_multiprocess_same_parameters_errors_and_no_process_left():
     next(it)
     it.close()                                   # leaving the loop early ends the process
     assert not multiprocessing.active_children()
+
+
+def test_interrupt_while_waiting_in_exe_run_stops_a_non_iterable_loader():
+    from fluidlite.core import readers
+    main, start, x, y, loss = _net()
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(start, scope=scope)
+
+    def interrupted():
+        yield from _sample_gen()
+        raise KeyboardInterrupt               # what Ctrl-C delivers while the loop waits
+
+    loader = fluid.io.DataLoader.from_generator([x, y], capacity=2, iterable=False)
+    loader.set_sample_generator(interrupted, BATCH)
+    loader.start()
+    with pytest.raises(KeyboardInterrupt):
+        while True:
+            exe.run(main, fetch_list=[loss], scope=scope)
+    assert not _reader_threads() and not readers.ACTIVE
+    loader.start()                            # the loader is usable again
+    loader.reset()
