@@ -30,8 +30,8 @@ _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
                  "dygraph", "autograd", "nn",   # dygraph: imperative mode (fluidlite/dygraph/)
                  "dataset", "reader", "data_feed_desc"}   # issue 15: the data pipeline
-# issue 17: fleet collective mode (fluid.incubate.fleet) and data parallel on MPI
-_LAZY_MODULES |= {"incubate", "distributed"}
+# issue 17: fleet collective mode (fluid.incubate.fleet), data parallel on MPI, transpiler
+_LAZY_MODULES |= {"incubate", "distributed", "transpiler"}
 _NOT_PROVIDED = {
     "contrib": "fluid.contrib (mixed precision, slim, quantization, ...) is not provided by "
                "fluidlite.",

@@ -239,6 +239,29 @@ def test_insert_before_optimize_on_a_minimized_program():
         data_parallel.insert_before_optimize(fluid.Program())
 
 
+def test_transpiler_grad_allreduce_alone():
+    ref = train_single("momentum", "global_norm", "l2")
+    main, startup, loss, params = build(_optimizer("momentum", "global_norm", "l2"), seed=11)
+    t = fluid.transpiler.collective.GradAllReduce(nrings=2)
+    t.transpile(startup_program=startup, main_program=main, rank=0,
+                endpoints="127.0.0.1:6170", current_endpoint="127.0.0.1:6170", wait_port=False)
+    types = [o.type for o in main.global_block().ops]
+    rings = [o.attrs["ring_id"] for o in main.global_block().ops if o.type == "c_allreduce_sum"]
+    assert types.index("c_allreduce_sum") < types.index("squared_l2_norm")
+    assert sorted(set(rings)) == [0, 1] and len(rings) == len(params)
+    assert [o.type for o in startup.global_block().ops].count("c_comm_init") == 2
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    X, Y = _data()
+    for _ in range(STEPS):
+        exe.run(main, feed={"x": X, "y": Y}, fetch_list=[loss], scope=scope)
+    for p in params:
+        np.testing.assert_array_equal(np.array(scope.find_var(p).get_tensor()), ref[p])
+    with pytest.raises(ValueError, match="rank 0 of 2 endpoints, but this process is rank 0 "
+                                         "of 1"):
+        t.transpile(startup, main, 0, ["a:1", "b:2"], "a:1")
+
+
 # -- the launcher's argument errors (no MPI job starts) ---------------------------------------
 def _launch(*args, timeout=60):
     return subprocess.run([sys.executable, "-m", "fluidlite.distributed.launch", *args],

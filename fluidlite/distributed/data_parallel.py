@@ -220,7 +220,7 @@ def _role(op: Any) -> int:
 
 
 def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] = None,
-                           bucket_bytes: int = BUCKET_BYTES) -> Pairs:
+                           bucket_bytes: int = BUCKET_BYTES, nrings: int = 1) -> Pairs:
     """The all-reduce part of the pass on a program that already has its optimizer: every
     trainable parameter ``p`` whose gradient ``p@GRAD`` a Backward-role op writes is paired with
     it, and the ops are inserted right after the last Backward-role op (before clip,
@@ -241,5 +241,6 @@ def insert_before_optimize(main: Program, comm: Optional[comm_mod.Communicator] 
                          "optimizer.minimize(loss) before compiling it)")
     pairs.sort(key=lambda pg: pg[0].name)
     check_same_gradients(pairs, comm)
-    insert_allreduce(main, pairs, comm.size, index=last_backward + 1, bucket_bytes=bucket_bytes)
+    insert_allreduce(main, pairs, comm.size, nrings, index=last_backward + 1,
+                     bucket_bytes=bucket_bytes)
     return pairs
