@@ -170,7 +170,35 @@ def test_html_is_self_contained_with_inline_svg(tmp_path):
 def _viewer_data(page):
     m = re.search(r'<script id="fl-data" type="application/json">(.*?)</script>', page, re.S)
     assert m, "no embedded data"
-    return json.loads(m.group(1))
+    return json.loads(m.group(1))["views"][0]
+
+
+def sub_block_program():
+    prog = fluid.Program()
+    with fluid.program_guard(prog):
+        x = fluid.data(name="x", shape=[-1, 2], dtype="float32")
+        y = fluid.layers.relu(x)
+        sub = prog._create_block()
+        sub.create_var(name="inner", shape=[-1, 2], dtype="float32")
+        sub.append_op("relu", inputs={"X": y}, outputs={"Out": "inner"})
+        prog._rollback()
+    prog.global_block().ops[0].attrs["sub_block"] = sub
+    return prog
+
+
+def test_interactive_html_holds_every_block(tmp_path):
+    prog = sub_block_program()
+    page = viz.to_interactive_html(prog)
+    m = re.search(r'<script id="fl-data" type="application/json">(.*?)</script>', page, re.S)
+    doc = json.loads(m.group(1))
+    assert doc["multi"] and [v["block"] for v in doc["views"]] == [0, 1]
+    outer = next(n for n in doc["views"][0]["nodes"] if n["k"] == "o")
+    assert outer["sb"] == [1]                          # the panel links to block 1
+    inner = doc["views"][1]
+    assert inner["parent"] == 0 and {n["t"] for n in inner["nodes"]} >= {"relu", "inner"}
+    one = json.loads(re.search(r'type="application/json">(.*?)</script>',
+                               viz.to_interactive_html(prog, block=1), re.S).group(1))
+    assert not one["multi"] and one["views"][0]["block"] == 1
 
 
 @pytest.mark.parametrize("engine", ["auto", "layered"])

@@ -68,6 +68,10 @@ def build():
 
 def _open(drv, path):
     drv.get("file://" + os.path.abspath(path))
+    _open_wait(drv)
+
+
+def _open_wait(drv):
     end = time.monotonic() + 20
     while not drv.execute_script("return !!(window.fluidliteViewer && fluidliteViewer.ready)"):
         assert time.monotonic() < end, f"the viewer did not become ready: {_errors(drv)}"
@@ -195,4 +199,28 @@ def test_diff_view_and_scopes_in_chromium(browser, tmp_path):
     hidden = browser.execute_script("return fluidliteViewer.visible(arguments[0])", mul_i)
     assert hidden is False
     assert browser.find_elements(By.CSS_SELECTOR, "#gs g.sc.col")
+    assert _errors(browser) == []
+
+
+def test_sub_block_link_opens_the_block(browser, tmp_path):
+    prog = fluid.Program()
+    with fluid.program_guard(prog):
+        x = fluid.data(name="x", shape=[-1, 2], dtype="float32")
+        y = fluid.layers.relu(x)
+        sub = prog._create_block()
+        sub.create_var(name="inner", shape=[-1, 2], dtype="float32")
+        sub.append_op("scale", inputs={"X": y}, outputs={"Out": "inner"})
+        prog._rollback()
+    prog.global_block().ops[0].attrs["sub_block"] = sub
+    _open(browser, viz.export(prog, tmp_path / "blocks.html", layout="layered"))
+    i, el = _node(browser, "op:0:0")
+    el.click()
+    browser.find_element(By.CSS_SELECTOR, '#panel a.bl[data-b="1"]').click()
+    end = time.monotonic() + 20        # the link reloads the page with #block=1
+    while "#block=1" not in browser.current_url or not browser.execute_script(
+            "return !!(window.fluidliteViewer && fluidliteViewer.ready)"):
+        assert time.monotonic() < end, "block 1 did not open"
+        time.sleep(0.02)
+    assert "block 1 of 2" in browser.find_element(By.ID, "info").text
+    assert browser.execute_script("return fluidliteViewer.find('op:1:0')") >= 0
     assert _errors(browser) == []

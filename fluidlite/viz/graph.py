@@ -18,7 +18,8 @@ lr_schedule, io; for a variable the pass of its first producer, ``external`` whe
 Ops add ``fl_type``, ``fl_index``, ``fl_role`` (forward, loss, backward, optimize, lr_schedule,
 distributed), ``fl_op_role`` (the int), ``fl_group`` (the colour class: ``fl_role`` except for
 gradient_clip / regularization / io ops), ``fl_role_var``, ``fl_attrs`` (JSON of the op's own
-attrs) and ``fl_callsite``. Variables add ``fl_category`` (parameter, data, persistable,
+attrs), ``fl_callsite`` and ``fl_sub_blocks`` (comma-separated indices of the blocks its
+attributes refer to). Variables add ``fl_category`` (parameter, data, persistable,
 gradient, temporary), ``fl_type`` (LOD_TENSOR...), ``fl_shape``, ``fl_dtype``,
 ``fl_persistable``, ``fl_stop_gradient``, ``fl_lod_level`` and, for parameters, ``fl_trainable``,
 ``fl_need_clip``, ``fl_regularizer``. Edges carry ``fl_slot``, ``fl_arg_index``,
@@ -195,7 +196,18 @@ def _op_node(block: Block, idx: int, op: Operator, hl: bool) -> Dict[str, Any]:
         "fl_attrs": _attrs_json(op),
         "fl_callsite": creation_site(op.attrs.get("op_callstack"))
         if op.attrs.get("op_callstack") else "",
+        "fl_sub_blocks": ",".join(str(b) for b in _sub_blocks(op)),
         "fl_highlight": hl, "fl_diff": "same"}
+
+
+def _sub_blocks(op: Operator) -> List[int]:
+    """Indices of the blocks an op's attributes refer to (while / conditional_block bodies)."""
+    out: List[int] = []
+    for value in op.attrs.values():
+        for b in (value if isinstance(value, list) else [value]):
+            if isinstance(b, Block) and b.idx not in out:
+                out.append(b.idx)
+    return out
 
 
 def op_id(block_idx: int, idx: int, prefix: str = "op") -> str:
@@ -222,6 +234,7 @@ def to_networkx(obj: Union[Program, Block], block: Optional[int] = None, *,
     g = nx.MultiDiGraph()
     g.graph.update({"fl_format": GRAPH_FORMAT, "fl_block": blk.idx,
                     "fl_num_blocks": len(blk.program.blocks),
+                    "fl_parent": max(int(getattr(blk, "parent_idx", 0) or 0), 0),
                     "fl_title": title or f"block {blk.idx}", "fl_diff": False,
                     "fl_hide_backward": bool(hide_backward),
                     "fl_hide_optimizer": bool(hide_optimizer)})

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional
 import networkx as nx
 
 from .dot import OP_STYLES, VAR_STYLES, _cluster_of, as_graph
-from .graph import op_slots
+from ..core.ir import Program
+from .graph import op_slots, to_networkx
 from .layout import layout as compute_layout
 
 __all__ = ["to_interactive_html"]
@@ -58,6 +59,8 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
                        rn=d["fl_role"], p=d["fl_pass"], ix=d["fl_index"], b=d["fl_block"],
                        a=d["fl_attrs"], cs=d.get("fl_callsite", ""), rv=d.get("fl_role_var", ""),
                        i=ins, o=outs)
+            if d.get("fl_sub_blocks"):
+                rec["sb"] = [int(b) for b in str(d["fl_sub_blocks"]).split(",")]
         else:
             rec.update(k="v", t=d["fl_name"], g=d.get("fl_category", "temporary"),
                        sh=d.get("fl_shape", ""), dt=d.get("fl_dtype", ""),
@@ -84,6 +87,7 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
     return {"title": g.graph.get("fl_title", "program"), "engine": lay.engine,
             "diff": bool(g.graph.get("fl_diff")), "summary": summary, "legend": legend,
             "block": g.graph.get("fl_block", 0), "nblocks": g.graph.get("fl_num_blocks", 1),
+            "parent": g.graph.get("fl_parent", 0),
             "scopes": [{"p": "/" + "/".join(p) + "/", "bb": lay.scopes[p]} for p in scopes],
             "nodes": nodes, "edges": edges,
             "opStyles": {k: list(v) for k, v in OP_STYLES.items()},
@@ -100,13 +104,22 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
     of every edge is listed in the side panel instead."""
     if rankdir not in ("TB", "LR", "BT", "RL"):
         raise ValueError(f"rankdir must be one of TB, LR, BT, RL; got {rankdir!r}")
-    g = as_graph(obj, **graph_opts)
-    lay = compute_layout(g, layout, rankdir=rankdir, clusters=clusters)
-    data = _data(g, lay, legend)
-    if title:
-        data["title"] = title
+    views = []
+    if isinstance(obj, Program) and graph_opts.get("block") is None and len(obj.blocks) > 1:
+        graphs = [to_networkx(obj, k, **{k2: v for k2, v in graph_opts.items()
+                                         if k2 != "block"}) for k in range(len(obj.blocks))]
+    else:
+        graphs = [as_graph(obj, **graph_opts)]
+    for g in graphs:
+        lay = compute_layout(g, layout, rankdir=rankdir, clusters=clusters)
+        data = _data(g, lay, legend)
+        if title:
+            data["title"] = title
+        views.append(data)
     # "</" inside the JSON would end the script element early
-    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    doc = {"views": views, "multi": len(views) > 1}
+    blob = json.dumps(doc, separators=(",", ":")).replace("</", "<\\/")
+    data = views[0]
     return (_PAGE.replace("%TITLE%", html.escape(str(data["title"])))
             .replace("%CSS%", _CSS).replace("%JS%", _JS).replace("%DATA%", blob))
 
@@ -187,7 +200,11 @@ padding:14px 22px;border-radius:6px;max-width:620px}#help td{padding:2px 10px 2p
 _JS = r"""
 (function(){
 "use strict";
-var D=JSON.parse(document.getElementById("fl-data").textContent);
+var ALL=JSON.parse(document.getElementById("fl-data").textContent);
+var VI=+((location.hash.match(/block=(\d+)/)||[0,0])[1]);if(!ALL.views[VI])VI=0;
+var D=ALL.views[VI];
+function openBlock(b){for(var k=0;k<ALL.views.length;k++)if(ALL.views[k].block===b){
+ location.hash="block="+b;location.reload();return;}}
 var N=D.nodes,E=D.edges,S=D.scopes,SVGNS="http://www.w3.org/2000/svg";
 var $=function(id){return document.getElementById(id);};
 var svg=$("svg"),vp=$("vp"),stage=$("stage");
@@ -290,7 +307,12 @@ function buildSide(){var cnt={},h=[];N.forEach(function(n){if(n.k==="o")cnt[n.g]
   groupOn[g]=ev.target.checked;computeVis();});
  var nops=N.filter(function(n){return n.k==="o";}).length;
  $("info").innerHTML='<p>block '+D.block+' of '+D.nblocks+' &middot; '+nops+' ops &middot; '+
-  (N.length-nops)+' variables &middot; layout: '+D.engine+'</p>';
+  (N.length-nops)+' variables &middot; layout: '+D.engine+'</p>'+(ALL.multi?'<p>blocks: '+
+  ALL.views.map(function(v){return v.block===D.block?'<b>'+v.block+'</b>':'<a class="bl nl" '+
+  'data-b="'+v.block+'">'+v.block+'</a>';}).join(" ")+(D.block>0?' (parent: <a class="bl nl" '+
+  'data-b="'+D.parent+'">'+D.parent+'</a>)':"")+'</p>':"");
+ $("info").addEventListener("click",function(ev){var bl=ev.target.closest("a.bl");
+  if(bl)openBlock(+bl.getAttribute("data-b"));});
  h=[];S.forEach(function(s,i){h.push('<label><input type="checkbox" data-s="'+i+'"> collapse '+
   esc(s.p)+'</label>');});$("scopes").innerHTML=h.join("")||"<i>none</i>";
  $("scopes").addEventListener("change",function(ev){collapsed[ev.target.getAttribute("data-s")]=
@@ -330,7 +352,9 @@ function select(i,keep){var n=N[i];if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.
    " in block "+n.b)+row("op_role",esc(n.rn)+" ("+n.r+")")+row("group",esc(GROUP_LABEL[n.g]||n.g))+
    row("pass",esc(n.p))+row("name scope",'<code>'+esc(n.ns||"/")+'</code>')+
    row("created at",'<code id="pcall">'+esc(n.cs||"(unknown)")+'</code>')+
-   (n.rv?row("op_role_var",'<code>'+esc(n.rv)+'</code>'):"")+(st?row("diff",st):"")+'</table>');
+   (n.rv?row("op_role_var",'<code>'+esc(n.rv)+'</code>'):"")+(n.sb?row("sub-blocks",
+   n.sb.map(function(b){return ALL.multi?'<a class="bl" data-b="'+b+'">open block '+b+'</a>':
+   "block "+b;}).join(", ")):"")+(st?row("diff",st):"")+'</table>');
   h.push('<h3>Inputs</h3><table>'+slots(n.i)+'</table><h3>Outputs</h3><table>'+slots(n.o)+
    '</table><h3>Attributes</h3><table>');
   Object.keys(a).forEach(function(k){h.push(row(k,'<code>'+esc(JSON.stringify(a[k]))+'</code>'));});
@@ -349,7 +373,8 @@ function select(i,keep){var n=N[i];if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.
  $("pbody").innerHTML=h.join("");$("panel").hidden=false;if(!keep)centre(i);}
 function closePanel(){$("panel").hidden=true;if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.remove("sel");
  sel=-1;}
-$("pbody").addEventListener("click",function(ev){var t=ev.target.closest("a.nl");if(!t)return;
+$("pbody").addEventListener("click",function(ev){var bl=ev.target.closest("a.bl");
+ if(bl){openBlock(+bl.getAttribute("data-b"));return;}var t=ev.target.closest("a.nl");if(!t)return;
  var i=+t.getAttribute("data-i");if(!vis[i]||rep[i]>=0)reveal(i);select(i);});
 function reveal(i){var n=N[i];if(n.k==="o")groupOn[n.g]=true;diffOnly=false;
  if($("donly"))$("donly").checked=false;for(var c in collapsed)
