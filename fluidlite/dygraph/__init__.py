@@ -4,8 +4,9 @@ same gradient rules (``autograd.py``)."""
 from __future__ import annotations
 
 from .autograd import backward, grad  # noqa: F401
-from .base import (disable_dygraph, disable_imperative, enable_dygraph,  # noqa: F401
-                   enable_imperative, enabled, guard, no_grad, seed, to_tensor, to_variable)
+from .base import (BackwardStrategy, disable_dygraph, disable_imperative,  # noqa: F401
+                   enable_dygraph, enable_imperative, enabled, guard, no_grad, seed, to_tensor,
+                   to_variable)
 from .tensor import ParamBase, VarBase  # noqa: F401
 from .tracer import Tracer  # noqa: F401
 

@@ -14,7 +14,8 @@ from ..core.ir import Program, Variable, default_main_program, program_guard
 from .tensor import VarBase
 from .tracer import Tracer
 
-__all__ = ["guard", "enable_dygraph", "disable_dygraph", "enabled", "no_grad", "to_variable",
+__all__ = ["BackwardStrategy", "guard",
+           "enable_dygraph", "disable_dygraph", "enabled", "no_grad", "to_variable",
            "to_tensor", "seed", "enable_imperative", "disable_imperative"]
 
 _seed: Optional[int] = None
@@ -141,3 +142,12 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None,
         t = VarBase(t._array())
     t._stop_gradient = bool(stop_gradient)
     return t
+
+
+class BackwardStrategy:
+    """fluid 1.7/1.8's ``fluid.dygraph.BackwardStrategy`` (``loss.backward(strategy)``).
+    ``sort_sum_gradient``: fluidlite always sums a tensor's gradient contributions in a fixed
+    order (newest op first), so both settings give the same, deterministic result."""
+
+    def __init__(self) -> None:
+        self.sort_sum_gradient = False

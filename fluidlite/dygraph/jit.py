@@ -18,7 +18,7 @@ from ..core import mode as _mode
 from ..core import names
 from ..core.ir import Program, program_guard
 from ..core.scope import Scope
-from .base import guard, no_grad
+
 from .tensor import ParamBase, VarBase
 
 __all__ = ["TracedLayer"]

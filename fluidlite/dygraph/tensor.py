@@ -236,6 +236,8 @@ class VarBase(Variable):
         must be a scalar (one element) unless ``grad_tensor`` is given. The graph is released
         afterwards unless ``retain_graph=True``."""
         from .autograd import run_backward
+        if not isinstance(retain_graph, bool):      # fluid 1.8: backward(BackwardStrategy())
+            retain_graph = False
         run_backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     # -- conversions ------------------------------------------------------------------------

@@ -207,3 +207,11 @@ def test_backward_after_in_place_update_is_refused():
     assert not np.array_equal(w, lin.weight.numpy())     # numpy() was a copy
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         loss.backward()
+
+
+def test_fluid17_backward_strategy_is_accepted():
+    x = leaf(3.0)
+    strategy = dygraph.BackwardStrategy()
+    strategy.sort_sum_gradient = True
+    (x * x).backward(strategy)
+    assert x.gradient() == 6.0
