@@ -170,7 +170,12 @@ def test_html_is_self_contained_with_inline_svg(tmp_path):
 def _viewer_data(page):
     m = re.search(r'<script id="fl-data" type="application/json">(.*?)</script>', page, re.S)
     assert m, "no embedded data"
-    return json.loads(m.group(1))["views"][0]
+    view = json.loads(m.group(1))["views"][0]
+    for n in view["nodes"]:                 # the page resolves interned strings the same way
+        n["ns"] = view["strs"][n["ns"]]
+        if "cs" in n:
+            n["cs"] = view["strs"][n["cs"]]
+    return view
 
 
 def sub_block_program():

@@ -44,20 +44,25 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
     scopes = sorted(lay.scopes)
     scope_index = {p: i for i, p in enumerate(scopes)}
     nodes: List[Dict[str, Any]] = []
+    strs: Dict[str, int] = {}      # callsites and name scopes repeat: sent once, by index
+
+    def intern(text: str) -> int:
+        return strs.setdefault(text, len(strs))
     for n in ids:
         d = g.nodes[n]
         cx, cy, w, h = lay.pos[n]
         path = _cluster_of(d)
         rec: Dict[str, Any] = {"id": n, "x": cx, "y": cy, "w": w, "h": h,
                                "d": _DIFF.get(d.get("fl_diff", "same"), 0),
-                               "s": scope_index.get(path, -1), "ns": d.get("fl_namescope", "")}
+                               "s": scope_index.get(path, -1),
+                               "ns": intern(d.get("fl_namescope", ""))}
         if d.get("fl_highlight"):
             rec["hl"] = 1
         if d["fl_kind"] == "op":
             ins, outs = op_slots(g, n)
             rec.update(k="o", t=d["fl_type"], g=d["fl_group"], r=d["fl_op_role"],
                        rn=d["fl_role"], p=d["fl_pass"], ix=d["fl_index"], b=d["fl_block"],
-                       a=d["fl_attrs"], cs=d.get("fl_callsite", ""), rv=d.get("fl_role_var", ""),
+                       a=d["fl_attrs"], cs=intern(d.get("fl_callsite", "")), rv=d.get("fl_role_var", ""),
                        i=ins, o=outs)
             if d.get("fl_sub_blocks"):
                 rec["sb"] = [int(b) for b in str(d["fl_sub_blocks"]).split(",")]
@@ -89,7 +94,7 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
             "block": g.graph.get("fl_block", 0), "nblocks": g.graph.get("fl_num_blocks", 1),
             "parent": g.graph.get("fl_parent", 0),
             "scopes": [{"p": "/" + "/".join(p) + "/", "bb": lay.scopes[p]} for p in scopes],
-            "nodes": nodes, "edges": edges,
+            "nodes": nodes, "edges": edges, "strs": list(strs),
             "opStyles": {k: list(v) for k, v in OP_STYLES.items()},
             "varStyles": {k: list(v) for k, v in VAR_STYLES.items()}}
 
@@ -206,6 +211,7 @@ var D=ALL.views[VI];
 function openBlock(b){for(var k=0;k<ALL.views.length;k++)if(ALL.views[k].block===b){
  location.hash="block="+b;location.reload();return;}}
 var N=D.nodes,E=D.edges,S=D.scopes,SVGNS="http://www.w3.org/2000/svg";
+N.forEach(function(n){n.ns=D.strs[n.ns];if(n.cs!==undefined)n.cs=D.strs[n.cs];});
 var $=function(id){return document.getElementById(id);};
 var svg=$("svg"),vp=$("vp"),stage=$("stage");
 var view={x:0,y:0,k:1},groupOn={},diffOnly=false,collapsed={},hits=[],hitAt=-1,sel=-1;
