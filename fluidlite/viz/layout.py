@@ -146,6 +146,18 @@ def _layers(g: nx.MultiDiGraph) -> Dict[str, int]:
             layer.setdefault(v, lo + 1)
     for n in g:
         layer.setdefault(n, 0)
+    # an op with no inputs (fill_constant ...) sits just above its first reader, not at the top
+    for op in ops_in_order(g):
+        if g.in_degree(op):
+            continue
+        outs = list(g.successors(op))
+        readers = [r for v in outs for r in g.successors(v) if r != op]
+        if outs and readers:
+            new = min(layer[r] for r in readers) - 2
+            if new > layer[op] and all(layer[v] == layer[op] + 1 for v in outs):
+                layer[op] = new
+                for v in outs:
+                    layer[v] = new + 1
     return layer
 
 
