@@ -1,0 +1,74 @@
+"""``hierarchical_sigmoid`` (fluid.layers.hsigmoid) over fluid's default complete binary tree.
+
+Class c has code ``c + num_classes``; its path visits the internal nodes
+``(code >> (j + 1)) - 1`` for ``j < bit_length(code) - 1`` with the bits ``(code >> j) & 1``.
+With pre_j = W[node_j] . x + b[node_j] (clipped to [-40, 40] as in fluid), the loss is
+``sum_j softplus(pre_j) - bit_j * pre_j`` = -log p(class). All samples are handled at once
+through one [N, depth] node index and a mask.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+from ..core.registry import OpDef, VarSpec, register
+
+
+def _paths(label: np.ndarray, num_classes: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    code = label.reshape(-1).astype(np.int64) + num_classes
+    if code.size and (code.min() < num_classes or code.max() >= 2 * num_classes):
+        raise ValueError(f"hierarchical_sigmoid: labels must lie in [0, {num_classes})")
+    length = np.floor(np.log2(np.maximum(code, 1))).astype(np.int64)   # bit_length - 1
+    depth = int(length.max(initial=0))
+    j = np.arange(depth)[None, :]
+    mask = j < length[:, None]
+    node = np.where(mask, (code[:, None] >> (j + 1)) - 1, 0)
+    bit = ((code[:, None] >> j) & 1) * mask
+    return node, bit.astype(np.float64), mask
+
+
+@register
+class HierarchicalSigmoid(OpDef):
+    """Out[i] = sum_j softplus(pre_ij) - bit_ij * pre_ij over the path of Label[i] (see the
+    module docstring); PreOut holds the clipped pre-activations. dpre = (sigmoid(pre) - bit) *
+    dOut, then dX = dpre W[node], dW[node] += dpre x, dBias[node] += dpre."""
+    type = "hierarchical_sigmoid"
+    inputs = ("X", "W", "Label", "PathTable?", "PathCode?", "Bias?")
+    outputs = ("Out", "PreOut?", "W_Out?")
+    grad_uses = ("X", "W", "Label", "Bias")
+    extra_attrs = {"is_sparse": False, "remote_prefetch": False, "trainer_id": 0,
+                   "height_sections": [], "epmap": [], "table_names": []}
+
+    def infer(self, X, W, Label, PathTable, PathCode, Bias, *, num_classes):
+        if PathTable is not None or PathCode is not None:
+            raise ValueError("hierarchical_sigmoid: custom trees (PathTable/PathCode) are not "
+                             "supported; use the default tree")
+        return {"Out": VarSpec((X.shape[0], 1), X.dtype),
+                "PreOut": VarSpec((X.shape[0], -1), X.dtype), "W_Out": W}
+
+    def _pre(self, X, W, Label, Bias, num_classes):
+        node, bit, mask = _paths(Label, num_classes)
+        pre = np.einsum("nd,njd->nj", X, W[node])
+        if Bias is not None:
+            pre = pre + Bias.reshape(-1)[node]
+        return np.clip(pre, -40.0, 40.0) * mask, node, bit, mask
+
+    def forward(self, X, W, Label, PathTable=None, PathCode=None, Bias=None, *,
+                num_classes=2):
+        pre, node, bit, mask = self._pre(X, W, Label, Bias, num_classes)
+        out = ((np.logaddexp(0.0, pre) - bit * pre) * mask).sum(1, keepdims=True)
+        return {"Out": out.astype(X.dtype), "PreOut": pre.astype(X.dtype), "W_Out": W}
+
+    def backward(self, X, W, Label, Bias, dOut, dPreOut=None, dW_Out=None, *, num_classes=2):
+        pre, node, bit, mask = self._pre(X, W, Label, Bias, num_classes)
+        dpre = (1.0 / (1.0 + np.exp(-pre)) - bit) * mask * dOut.reshape(-1, 1)
+        dX = np.einsum("nj,njd->nd", dpre, W[node])
+        dW = np.zeros_like(W)
+        np.add.at(dW, node[mask], (dpre[..., None] * X[:, None, :])[mask])
+        res = {"X": dX.astype(X.dtype, copy=False), "W": dW}
+        if Bias is not None:
+            dB = np.zeros(Bias.size, Bias.dtype)
+            np.add.at(dB, node[mask], dpre[mask])
+            res["Bias"] = dB.reshape(Bias.shape)
+        return res
