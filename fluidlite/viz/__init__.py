@@ -17,7 +17,8 @@ from .html import to_html
 from .interactive import to_interactive_html
 from .layout import layout
 
-__all__ = ["to_networkx", "diff_graph", "to_dot", "to_graphml", "to_node_link", "to_html", "to_interactive_html", "layout",
+__all__ = ["to_networkx", "diff_graph", "to_dot", "to_graphml", "to_node_link", "to_html",
+           "to_interactive_html", "layout",
            "render", "export", "graphviz_available", "GraphvizNotFoundError", "FORMATS",
            "format_from_path", "role_name", "pass_name", "op_group", "var_category", "quote",
            "OP_STYLES", "VAR_STYLES", "ROLES", "GROUPS", "CATEGORIES"]

@@ -62,8 +62,8 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
             ins, outs = op_slots(g, n)
             rec.update(k="o", t=d["fl_type"], g=d["fl_group"], r=d["fl_op_role"],
                        rn=d["fl_role"], p=d["fl_pass"], ix=d["fl_index"], b=d["fl_block"],
-                       a=d["fl_attrs"], cs=intern(d.get("fl_callsite", "")), rv=d.get("fl_role_var", ""),
-                       i=ins, o=outs)
+                       a=d["fl_attrs"], cs=intern(d.get("fl_callsite", "")),
+                       rv=d.get("fl_role_var", ""), i=ins, o=outs)
             if d.get("fl_sub_blocks"):
                 rec["sb"] = [int(b) for b in str(d["fl_sub_blocks"]).split(",")]
         else:
@@ -210,7 +210,7 @@ var VI=+((location.hash.match(/block=(\d+)/)||[0,0])[1]);if(!ALL.views[VI])VI=0;
 var D=ALL.views[VI];
 function openBlock(b){for(var k=0;k<ALL.views.length;k++)if(ALL.views[k].block===b){
  location.hash="block="+b;location.reload();return;}}
-var N=D.nodes,E=D.edges,S=D.scopes,SVGNS="http://www.w3.org/2000/svg";
+var N=D.nodes,E=D.edges,S=D.scopes;
 N.forEach(function(n){n.ns=D.strs[n.ns];if(n.cs!==undefined)n.cs=D.strs[n.cs];});
 var $=function(id){return document.getElementById(id);};
 var svg=$("svg"),vp=$("vp"),stage=$("stage");
@@ -305,7 +305,8 @@ function pt(k){if(k[0]==="n"){var n=N[+k.slice(1)];return n.x+","+n.y;}
  var b=S[+k.slice(1)].bb;return (b[0]+60)+","+(b[1]+15);}
 // -- side bar
 function buildSide(){var cnt={},h=[];N.forEach(function(n){if(n.k==="o")cnt[n.g]=(cnt[n.g]||0)+1;});
- Object.keys(D.opStyles).forEach(function(g){if(!cnt[g])return;h.push('<label><input type="checkbox"'+
+ Object.keys(D.opStyles).forEach(function(g){if(!cnt[g])return;
+  h.push('<label><input type="checkbox"'+
   ' data-g="'+g+'" checked><span class="sw" style="background:'+D.opStyles[g][0]+'"></span>'+
   GROUP_LABEL[g]+' ops ('+cnt[g]+')</label>');});
  $("roles").innerHTML=h.join("");
@@ -332,13 +333,16 @@ function buildSide(){var cnt={},h=[];N.forEach(function(n){if(n.k==="o")cnt[n.g]
    '</td><td>'+rows[g][3]+'</td></tr>');});
   h.push('</table><label><input type="checkbox" id="donly"> show only what changed (d)</label>');
   $("diffbox").innerHTML=h.join("");
-  $("donly").addEventListener("change",function(ev){diffOnly=ev.target.checked;computeVis();fit();});}
+  $("donly").addEventListener("change",function(ev){diffOnly=ev.target.checked;computeVis();
+  fit();});}
  if(D.legend){h=['<h3>Legend</h3>'];Object.keys(D.opStyles).forEach(function(g){if(cnt[g])
   h.push('<label><span class="sw" style="background:'+D.opStyles[g][0]+'"></span>'+
-  esc(D.opStyles[g][3])+'</label>');});var cats={};N.forEach(function(n){if(n.k==="v")cats[n.g]=1;});
+  esc(D.opStyles[g][3])+'</label>');});
+  var cats={};N.forEach(function(n){if(n.k==="v")cats[n.g]=1;});
   Object.keys(D.varStyles).forEach(function(c){if(cats[c])h.push('<label><span class="sw" '+
   'style="background:'+D.varStyles[c][0]+'"></span>'+esc(D.varStyles[c][4])+'</label>');});
-  if(D.diff)h.push('<label><span class="sw" style="border:3px solid #00A651"></span>+ added</label>'+
+  if(D.diff)h.push(
+  '<label><span class="sw" style="border:3px solid #00A651"></span>+ added</label>'+
   '<label><span class="sw" style="border:3px solid #2E86C1"></span>~ changed</label>'+
   '<label><span class="sw" style="border:2px dashed #999"></span>&minus; removed</label>');
   $("legend").innerHTML=h.join("");}}
@@ -377,7 +381,8 @@ function select(i,keep){var n=N[i];if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.
    "<i>none (fed or persistable)</i>")+'</div><h3>Consumers ('+cons.length+')</h3><div id="cons">'+
    (cons.map(link).join("<br>")||"<i>none</i>")+'</div>');}
  $("pbody").innerHTML=h.join("");$("panel").hidden=false;if(!keep)centre(i);}
-function closePanel(){$("panel").hidden=true;if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.remove("sel");
+function closePanel(){$("panel").hidden=true;
+ if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.remove("sel");
  sel=-1;}
 $("pbody").addEventListener("click",function(ev){var bl=ev.target.closest("a.bl");
  if(bl){openBlock(+bl.getAttribute("data-b"));return;}var t=ev.target.closest("a.nl");if(!t)return;
@@ -386,7 +391,8 @@ function reveal(i){var n=N[i];if(n.k==="o")groupOn[n.g]=true;diffOnly=false;
  if($("donly"))$("donly").checked=false;for(var c in collapsed)
  if(collapsed[c]&&n.s>=0&&S[n.s].p.indexOf(S[c].p)===0){collapsed[c]=false;
  var cb=document.querySelector('#scopes input[data-s="'+c+'"]');if(cb)cb.checked=false;}
- var cb2=document.querySelector('#roles input[data-g="'+n.g+'"]');if(cb2)cb2.checked=true;computeVis();}
+ var cb2=document.querySelector('#roles input[data-g="'+n.g+'"]');if(cb2)cb2.checked=true;
+ computeVis();}
 $("close").onclick=closePanel;
 // -- search
 function updateHits(){var q=$("search").value,re=null;hits.forEach(function(i){
@@ -410,7 +416,8 @@ stage.addEventListener("pointerdown",function(ev){drag={x:ev.clientX,y:ev.client
 window.addEventListener("pointermove",function(ev){if(!drag)return;var dx=ev.clientX-drag.x,
  dy=ev.clientY-drag.y;if(Math.abs(dx)+Math.abs(dy)>3){drag.moved=true;stage.classList.add("drag");}
  if(drag.moved){view.x=drag.vx+dx;view.y=drag.vy+dy;apply();}});
-window.addEventListener("pointerup",function(ev){var d=drag;drag=null;stage.classList.remove("drag");
+window.addEventListener("pointerup",function(ev){var d=drag;drag=null;
+ stage.classList.remove("drag");
  if(!d||d.moved)return;var t=ev.target.closest?ev.target.closest(".n,.sc text"):null;if(!t)return;
  if(t.tagName==="text"){var s=+t.parentNode.getAttribute("data-s");collapsed[s]=!collapsed[s];
   var cb=document.querySelector('#scopes input[data-s="'+s+'"]');if(cb)cb.checked=!!collapsed[s];
@@ -418,7 +425,8 @@ window.addEventListener("pointerup",function(ev){var d=drag;drag=null;stage.clas
  select(+t.getAttribute("data-i"),true);});
 stage.addEventListener("wheel",function(ev){ev.preventDefault();var r=stage.getBoundingClientRect();
  zoom(Math.pow(1.0015,-ev.deltaY),ev.clientX-r.left,ev.clientY-r.top);},{passive:false});
-$("fit").onclick=fit;$("zin").onclick=function(){zoom(1.25);};$("zout").onclick=function(){zoom(0.8);};
+$("fit").onclick=fit;$("zin").onclick=function(){zoom(1.25);};
+$("zout").onclick=function(){zoom(0.8);};
 $("helpbtn").onclick=function(){$("help").hidden=!$("help").hidden;};
 $("help").onclick=function(){$("help").hidden=true;};
 function toggleGroups(gs){var on=gs.some(function(g){return groupOn[g]===false;});
