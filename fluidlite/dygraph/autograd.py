@@ -13,7 +13,8 @@ gradient rule:
   ``double_grad`` rules give every order the static backward supports).
 
 Gradients reaching a leaf tensor (no node, ``stop_gradient=False``) accumulate into its
-``gradient()`` (``backward``) or are returned (``grad``). Unless ``retain_graph``, the visited
+``gradient()`` (``backward``) or are returned (``grad``); ``backward`` also leaves every
+intermediate tensor that is still referenced its gradient of that pass (as fluid 1.8). Unless ``retain_graph``, the visited
 nodes are released afterwards (their saved arrays are dropped); a second backward through them
 raises an error saying to pass ``retain_graph=True``.
 """
@@ -331,6 +332,8 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                 if x is not None and x._node is not None and id(x._node) not in nodes:
                     stack.append(x._node)
     order = sorted(nodes.values(), key=lambda n: n.seq, reverse=True)
+    # backward() (not grad()) leaves each reached intermediate tensor its gradient of this pass
+    store = capture is None and not create_graph
     for n in order:
         douts = []
         reached = False
@@ -344,6 +347,8 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                     v = ref()
                     g = None if v is None else (grads.get(id(v)) if id(v) in keep
                                                 else grads.pop(id(v), None))
+                    if g is not None and store:
+                        v._grad = g
                     reached = reached or g is not None
                     gl.append(g if g is not None else np.zeros_like(a))
                 douts.append(gl)
@@ -351,6 +356,8 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                 v = refs()
                 g = None if v is None else (grads.get(id(v)) if id(v) in keep
                                             else grads.pop(id(v), None))
+                if g is not None and store:          # fluid 1.8: non-leaf gradient() too
+                    v._grad = g
                 reached = reached or g is not None
                 douts.append(g if g is not None else np.zeros_like(arr))
         if not reached:

@@ -215,3 +215,12 @@ def test_fluid17_backward_strategy_is_accepted():
     strategy.sort_sum_gradient = True
     (x * x).backward(strategy)
     assert x.gradient() == 6.0
+
+
+def test_intermediate_tensors_get_their_gradient():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    z = fluid.layers.reduce_sum(y * y)
+    z.backward()
+    np.testing.assert_allclose(y.gradient(), 2 * y.numpy())
+    np.testing.assert_allclose(x.gradient(), 8 * x.numpy())
