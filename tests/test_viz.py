@@ -236,8 +236,13 @@ def test_interactive_html_is_one_offline_file(tmp_path, engine):
     assert {s["p"] for s in data["scopes"]} >= {"/gradient_clip/", "/regularization/"}
 
 
-def test_interactive_layout_options(tmp_path):
+def test_interactive_layout_options(tmp_path, monkeypatch):
     main, startup, before, loss = build()
+    import importlib
+    layout_mod = importlib.import_module("fluidlite.viz.layout")   # viz.layout is the function
+    monkeypatch.setattr(layout_mod, "DOT_MAX_NODES", 10)     # big graphs skip dot
+    assert viz.layout(viz.to_networkx(main)).engine == "layered"
+    monkeypatch.undo()
     with pytest.raises(ValueError, match="layout engine"):
         viz.to_interactive_html(main, layout="spring")
     with pytest.raises(ValueError, match="rankdir"):
