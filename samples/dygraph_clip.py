@@ -5,13 +5,30 @@ to the training loop), SGD (lr 0.1) with ``GradientClipByValue(min=-1, max=1)``.
 scaled by 50 here so that some gradients exceed the clip range. Per step it prints the loss,
 the largest gradient before clipping, the largest clipped gradient (what the clip object returns
 for the same ``(param, grad)`` pairs) and checks that SGD moved each weight by exactly
-``-0.1 * clip(grad, -1, 1)``.
+``-0.1 * clip(grad, -1, 1)``. Writes the training curves (loss, global gradient norm before and
+after the clip) as a PNG through ``training_curves.plot_curves`` (needs matplotlib:
+``pip install "fluidlite[plot]"``); by default into the system's temporary folder.
 
-Run: python samples/dygraph_clip.py
+Run: python samples/dygraph_clip.py [--curves dygraph_clip_curves.png]
 """
+import argparse
+import os
+import sys
+import tempfile
+
 import numpy as np
 
 import fluidlite as fluid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from training_curves import plot_curves  # noqa: E402
+
+# parse_known_args: the sample is also run in-process by tests, whose argv is pytest's own
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+ap.add_argument("--curves", help="PNG of the training curves ('' for none)")
+ap.set_defaults(curves=os.path.join(tempfile.gettempdir(), "dygraph_clip_curves.png"))
+args, _ = ap.parse_known_args()
+history = {"loss": [], "norm_before": [], "norm_after": []}
 
 with fluid.dygraph.guard():
     fluid.default_main_program().random_seed = 1          # same numbers on every run
@@ -35,6 +52,16 @@ with fluid.dygraph.guard():
             expected = before[p.name] - np.float32(0.1) * np.clip(g.numpy(), -1, 1)
             assert np.array_equal(p.numpy(), expected), p.name
         linear.clear_gradients()
+        history["loss"].append(float(loss))
+        history["norm_before"].append(
+            float(np.sqrt(sum(float((g.numpy() ** 2).sum()) for _, g in grads))))
+        history["norm_after"].append(
+            float(np.sqrt(sum(float((g.numpy() ** 2).sum()) for _, g in clipped))))
         print(f"step {step}: loss {float(loss):10.4f}   max |grad| before clip {gmax:9.4f}"
               f"   after clip {cmax:.4f}")
     print("every update was exactly -0.1 * clip(grad, -1, 1)")
+
+# GradientClipByValue has no norm threshold, so the norm panel has no dashed line
+title = "dygraph Linear + GradientClipByValue(-1, 1)"
+if args.curves and plot_curves(args.curves, history, title):
+    print(f"training curves: {args.curves}")

@@ -3,13 +3,24 @@
 A softmax classifier (fc + cross entropy) on unscaled inputs in [-100, 100], trained with SGD
 whose gradients are clipped to [-1, 1] -- only for the weight ``fc_0.w_0`` (``need_clip``), the
 bias gradient passes untouched. Prints what the clip inserted into the program, then per step
-the loss and the global gradient norm before and after clipping.
+the loss and the global gradient norm before and after clipping. Writes those curves (and the
+batch accuracy) as a PNG through ``training_curves.plot_curves`` (needs matplotlib:
+``pip install "fluidlite[plot]"``); by default into the system's temporary folder.
 
-Run: python samples/grad_clip.py
+Run: python samples/grad_clip.py [--curves grad_clip_curves.png]
 """
+import argparse
+import os
+import sys
+import tempfile
+from typing import Optional
+
 import numpy as np
 
 import fluidlite as fluid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from training_curves import plot_curves  # noqa: E402
 
 
 def build():
@@ -27,7 +38,7 @@ def build():
         clip = fluid.clip.GradientClipByValue(min=-1, max=1, need_clip=fileter_func)
         sgd_optimizer = fluid.optimizer.SGDOptimizer(learning_rate=0.05, grad_clip=clip)
         _, params_grads = sgd_optimizer.minimize(loss)
-    return main_prog, startup_prog, loss, params_grads
+    return main_prog, startup_prog, loss, params_grads, logits
 
 
 def data(rng, n=32):
@@ -38,8 +49,9 @@ def data(rng, n=32):
     return x, y
 
 
-def main() -> None:
-    main_prog, startup_prog, loss, params_grads = build()
+def main(curves: Optional[str] = None) -> None:
+    """Train 15 steps; ``curves``: where to write the PNG (None or '' for none)."""
+    main_prog, startup_prog, loss, params_grads, logits = build()
     block = main_prog.global_block()
 
     print("ops the clip inserted (name_scope /gradient_clip/):")
@@ -59,14 +71,27 @@ def main() -> None:
     exe.run(startup_prog)
     rng = np.random.default_rng(0)
     print("\nstep   loss      |g| before clip   |g| after clip")
+    history = {"loss": [], "acc": [], "norm_before": [], "norm_after": []}
     for step in range(15):
         x, y = data(rng)
-        out = exe.run(main_prog, feed={"x": x, "label": y}, fetch_list=[loss] + raw + used)
-        loss_v, grads = out[0], out[1:]
+        out = exe.run(main_prog, feed={"x": x, "label": y},
+                      fetch_list=[loss, logits] + raw + used)
+        loss_v, logits_v, grads = out[0], out[1], out[2:]
         before = np.sqrt(sum(float((g ** 2).sum()) for g in grads[:len(raw)]))
         after = np.sqrt(sum(float((g ** 2).sum()) for g in grads[len(raw):]))
         print(f"{step:4d}  {loss_v[0]:8.4f}   {before:14.4f}   {after:14.4f}")
+        history["loss"].append(float(loss_v[0]))
+        history["acc"].append(float((logits_v.argmax(1) == y[:, 0]).mean()))
+        history["norm_before"].append(float(before))
+        history["norm_after"].append(float(after))
+    # clip by value has no norm threshold: the norm panel draws no dashed line
+    if curves and plot_curves(curves, history, "fc + GradientClipByValue(-1, 1) on fc_0.w_0"):
+        print(f"training curves: {curves}")
 
 
 if __name__ == "__main__":
-    main()
+    # parse_known_args: tests run this file in-process, with pytest's own argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    ap.add_argument("--curves", help="PNG of the training curves ('' for none)",
+                    default=os.path.join(tempfile.gettempdir(), "grad_clip_curves.png"))
+    main(ap.parse_known_args()[0].curves)

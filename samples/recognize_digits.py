@@ -5,7 +5,8 @@ is installed; otherwise generated digit-like images (seven-segment strokes with 
 position, size, slant, thickness and noise). Trains with Adam, prints a progress bar and the
 test accuracy after every epoch, then saves an inference model and reloads it to classify a
 few test images. Writes the training curves (loss, train/test accuracy) to
-``recognize_digits_curves.png`` beside the saved model (needs matplotlib: ``pip install "fluidlite[plot]"``).
+``recognize_digits_curves.png`` beside the saved model (needs matplotlib:
+``pip install "fluidlite[plot]"``).
 
 Run: python samples/recognize_digits.py [--epochs 5] [--data auto|sklearn|generated]
                                         [--save-dir recognize_digits.inference.model]

@@ -69,8 +69,9 @@ def plot_curves(path: str, history: Dict[str, Sequence[float]], title: str,
     """Write ``path`` (PNG): loss, accuracy, and when ``history`` has ``norm_before`` /
     ``norm_after``, the global gradient norm before and after clipping with the threshold
     ``clip_norm`` as a dashed line. Returns the path, or None (with ``PLOT_HINT`` printed)
-    when matplotlib is missing. Keys: ``loss``, ``acc`` (per step), optional ``test_acc``
-    (per epoch), ``norm_before``, ``norm_after``."""
+    when matplotlib is missing. Keys: ``loss`` (per step), optional ``acc`` (per step; a model
+    without accuracy, e.g. a regression, leaves it out and gets no accuracy panel),
+    ``test_acc`` (per epoch), ``norm_before``, ``norm_after``."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -78,20 +79,24 @@ def plot_curves(path: str, history: Dict[str, Sequence[float]], title: str,
     except ImportError:
         print(PLOT_HINT)
         return None
-    panels: List[str] = ["loss", "acc"] + (["norm"] if history.get("norm_before") else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4))
+    panels: List[str] = (["loss"] + (["acc"] if history.get("acc") else [])
+                         + (["norm"] if history.get("norm_before") else []))
+    fig, axes_ = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    axes = dict(zip(panels, axes_[0]))
     steps = range(1, len(history["loss"]) + 1)
-    axes[0].plot(steps, history["loss"], color="#3B5B92", lw=1)
-    axes[0].set(title="training loss", xlabel="step", ylabel="loss")
-    axes[1].plot(steps, history["acc"], color="#1E8449", lw=1, label="train (batch)")
-    if history.get("test_acc"):
-        per_epoch = len(history["loss"]) / len(history["test_acc"])
-        xs = [per_epoch * (k + 1) for k in range(len(history["test_acc"]))]
-        axes[1].plot(xs, history["test_acc"], "o-", color="#7D3C98", label="test (epoch)")
-    axes[1].set(title="accuracy", xlabel="step", ylabel="accuracy", ylim=(0, 1.02))
-    axes[1].legend(loc="lower right", fontsize=8)
+    axes["loss"].plot(steps, history["loss"], color="#3B5B92", lw=1)
+    axes["loss"].set(title="training loss", xlabel="step", ylabel="loss")
+    if "acc" in panels:
+        ax = axes["acc"]
+        ax.plot(steps, history["acc"], color="#1E8449", lw=1, label="train (batch)")
+        if history.get("test_acc"):
+            per_epoch = len(history["loss"]) / len(history["test_acc"])
+            xs = [per_epoch * (k + 1) for k in range(len(history["test_acc"]))]
+            ax.plot(xs, history["test_acc"], "o-", color="#7D3C98", label="test (epoch)")
+        ax.set(title="accuracy", xlabel="step", ylabel="accuracy", ylim=(0, 1.02))
+        ax.legend(loc="lower right", fontsize=8)
     if "norm" in panels:
-        ax = axes[2]
+        ax = axes["norm"]
         ax.plot(steps, history["norm_before"], color="#B03A2E", lw=1, label="before clip")
         ax.plot(steps, history["norm_after"], color="#D4AC0D", lw=1.5, label="after clip")
         if clip_norm is not None:
@@ -100,7 +105,7 @@ def plot_curves(path: str, history: Dict[str, Sequence[float]], title: str,
         ax.set(title="global gradient norm", xlabel="step", ylabel="||g||")
         ax.set_yscale("log")
         ax.legend(loc="upper right", fontsize=8)
-    for ax in axes:
+    for ax in axes.values():
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()

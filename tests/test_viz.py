@@ -468,3 +468,34 @@ def test_cli_writes_the_viewer_and_the_static_page(tmp_path, capsys):
     assert _viewer_data(capsys.readouterr().out)["nodes"]
     assert cli.main(["viz", str(tmp_path / "train.json"), "-f", "html-static"]) == 0
     assert "<script" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["dygraph_clip", "grad_clip"])
+def test_clip_samples_write_their_curves(name, tmp_path, monkeypatch, capsys):
+    """Both clip samples draw loss and the global norm before/after the clip through
+    ``plot_curves``; grad_clip (a classifier) also its batch accuracy."""
+    import os
+    import runpy
+    import sys
+    pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed")
+    import matplotlib.pyplot as plt
+    seen = {}
+    real_subplots = plt.subplots
+
+    def spy(*args, **kwargs):                 # record which panels were drawn
+        fig, axes = real_subplots(*args, **kwargs)
+        seen["axes"] = axes
+        return fig, axes
+    monkeypatch.setattr(plt, "subplots", spy)
+    png = tmp_path / f"{name}_curves.png"
+    path = os.path.join(os.path.dirname(__file__), "..", "samples", f"{name}.py")
+    monkeypatch.setattr(sys, "argv", [path, "--curves", str(png)])
+    runpy.run_path(path, run_name="__main__")
+    assert f"training curves: {png}" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    titles = [ax.get_title() for ax in seen["axes"][0]]
+    expected = ["training loss"] + (["accuracy"] if name == "grad_clip" else [])
+    assert titles == expected + ["global gradient norm"]
+    before, after = (line.get_ydata() for line in seen["axes"][0][-1].get_lines()[:2])
+    assert len(before) == (5 if name == "dygraph_clip" else 15)
+    assert (np.asarray(after) < np.asarray(before)).all()        # the clip shrank every step
