@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import ast
 import io as _io
+import json
 import logging
 import math
 import os
@@ -176,6 +177,46 @@ def _value(scope: scope_mod.Scope, name: str) -> np.ndarray:
     return np.asarray(v.get_tensor())
 
 
+# issue 15: LoD in checkpoints. Paddle's streams hold each tensor's LoD themselves; the
+# "json" format keeps the LoD of the variables that have one in a small JSON sidecar,
+# {"<name>": [[offsets of level 0], ...]}: the file LOD_SIDECAR next to the .npy files, or
+# the member LOD_SIDECAR of the .npz. Written only when some saved variable has a LoD.
+LOD_SIDECAR = "__lod__.json"
+
+
+def _scope_lods(scope: scope_mod.Scope, names: Sequence[str]) -> Dict[str, List[List[int]]]:
+    """{name: LoD} of the variables among ``names`` whose scope tensor has a LoD."""
+    out = {}
+    for name in names:
+        v = scope.find_var(name)
+        lod = v.get_tensor().lod() if v is not None else None
+        if lod:
+            out[name] = lod
+    return out
+
+
+def _lod_json(lods: Dict[str, List[List[int]]]) -> bytes:
+    return json.dumps({n: lods[n] for n in sorted(lods)}, sort_keys=True).encode()
+
+
+def _parse_lod_json(data: bytes, source: str) -> Dict[str, List[List[int]]]:
+    """The sidecar's {name: LoD}, every level checked to be non-decreasing ints from 0."""
+    try:
+        raw = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"the LoD sidecar {source} is not valid JSON ({e})") from None
+    ok = isinstance(raw, dict) and all(
+        isinstance(lod, list) and all(
+            isinstance(level, list) and level and level[0] == 0 and
+            all(isinstance(x, int) and not isinstance(x, bool) for x in level) and
+            all(a <= b for a, b in zip(level[:-1], level[1:])) for level in lod)
+        for lod in raw.values())
+    if not ok:
+        raise CheckpointError(f"the LoD sidecar {source} must map variable names to lists of "
+                              f"offset levels starting at 0, e.g. {{\"x\": [[0, 2, 5]]}}")
+    return raw
+
+
 def _npy_bytes(arr: np.ndarray) -> bytes:
     buf = _io.BytesIO()
     np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
@@ -259,7 +300,8 @@ def _npy_array(buf: bytearray, meta: _NpyMeta) -> np.ndarray:
 
 
 def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
-              var: Optional[Variable] = None) -> np.ndarray:
+              var: Optional[Variable] = None, lods: Optional[Dict[str, Any]] = None
+              ) -> np.ndarray:
     """Variable ``name`` from the ``.npy`` file ``fname``: size checked against the manifest
     and the header before reading, checksum after; shape/dtype checked against ``var``."""
     what = f"variable '{name}'"
@@ -274,7 +316,9 @@ def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
             _check_meta(var, meta.shape, meta.dtype, source)
     buf = reader.read_bytes(fname, what, inspect=inspect)
     if paddle_format.is_foreign(bytes(buf[:12])):       # issue 18: a Paddle stream
-        arr, _, end = paddle_format.read_tensor(buf, 0, source, name)
+        arr, lod, end = paddle_format.read_tensor(buf, 0, source, name)
+        if lod and lods is not None:        # issue 15: the stream's LoD
+            lods[name] = lod
         if end != len(buf):
             raise paddle_format.PaddleFormatError(
                 f"Cannot load {what}: {source} holds {len(buf) - end} bytes after the tensor "
@@ -289,18 +333,22 @@ def _load_npy(reader: checkpoint.Reader, fname: str, name: str,
     return _npy_array(buf, meta)
 
 
-def _combined_bytes(arrays: Dict[str, np.ndarray], format: str = "paddle") -> bytes:
+def _combined_bytes(arrays: Dict[str, np.ndarray], format: str = "paddle",
+                    lods: Optional[Dict[str, Any]] = None) -> bytes:
     if format == "paddle":      # issue 18: Paddle's streams, sorted by name
-        return paddle_format.combined_to_bytes(arrays)
+        return paddle_format.combined_to_bytes(arrays, lods)
     buf = _io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
             zf.writestr(name + ".npy", _npy_bytes(arrays[name]))
+        if lods:                # issue 15: the LoD sidecar member
+            zf.writestr(LOD_SIDECAR, _lod_json(lods))
     return buf.getvalue()
 
 
 def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
-                   variables: Optional[Dict[str, Variable]] = None) -> Dict[str, np.ndarray]:
+                   variables: Optional[Dict[str, Variable]] = None,
+                   lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
     """Arrays of ``names`` (all members when None) from the combined file ``f``. Each member's
     header is checked against its declared size (and its variable) before the data is read,
     so a compressed member cannot expand beyond what it declares (no decompression bomb)."""
@@ -309,7 +357,7 @@ def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
     if paddle_format.is_foreign(head):       # issue 18: Paddle's combined file
         raw = f.read()      # the reader already checked its size against memory
         out = {}
-        for name, arr in paddle_format.read_combined(raw, names, source):
+        for name, arr in paddle_format.read_combined(raw, names, source, lods):
             var = (variables or {}).get(name)
             if var is not None:
                 arr = _fit_scalar(var, arr)
@@ -326,6 +374,17 @@ def _read_combined(f: IO[bytes], names: Optional[Sequence[str]], source: str,
         members = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
         wanted = sorted(members) if names is None else list(names)
         total = 0
+        sidecar = next((i for i in zf.infolist() if i.filename == LOD_SIDECAR), None)
+        if sidecar is not None and lods is not None:        # issue 15
+            if sidecar.file_size > _MAX_NPY_HEADER * 64:
+                raise CheckpointError(f"the LoD sidecar of {source} claims "
+                                      f"{sidecar.file_size} bytes")
+            try:
+                data = zf.read(sidecar)
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as e:
+                raise CheckpointError(f"{source} is truncated or corrupted ({e})") from None
+            lods.update((n, lod) for n, lod in _parse_lod_json(data, f"in {source}").items()
+                        if n in wanted)
         for name in wanted:
             what = f"variable '{name}'"
             info = members.get(name)
@@ -419,10 +478,13 @@ def _check_meta(var: Variable, shape: Sequence[int], dtype: np.dtype, source: st
                 f"the variable's dtype.")
 
 
-def _assign(arrays: Dict[str, np.ndarray]) -> None:
+def _assign(arrays: Dict[str, np.ndarray], lods: Optional[Dict[str, Any]] = None) -> None:
     scope = _scope()
     for name, arr in arrays.items():
-        scope.var(name).get_tensor().set(arr, None)
+        tensor = scope.var(name).get_tensor()
+        tensor.set(arr, None)
+        if lods is not None:    # issue 15: the loaded tensor carries the file's LoD (or none)
+            tensor.set_lod(lods.get(name, []))
 
 
 # -- save / load vars -------------------------------------------------------------------------
@@ -444,23 +506,34 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
         return None
     scope = _scope()
     arrays = {v.name: _value(scope, v.name) for v in selected}
+    lods = _scope_lods(scope, list(arrays))     # issue 15
     if dirname is None and filename is None:
-        return _combined_bytes(arrays, format)
+        return _combined_bytes(arrays, format, lods)
     if dirname is None:
         raise ValueError("save_vars: dirname is required when filename is given")
-    directory, files = _var_files(os.fspath(dirname), arrays, filename, format)
+    directory, files = _var_files(os.fspath(dirname), arrays, filename, format, lods)
     _publish(directory, files)
     return None
 
 
 def _var_files(dirname: str, arrays: Dict[str, np.ndarray], filename: Optional[str],
-               format: str = "paddle") -> Tuple[str, Dict[str, bytes]]:
+               format: str = "paddle", lods: Optional[Dict[str, Any]] = None
+               ) -> Tuple[str, Dict[str, bytes]]:
     """(directory, {file name: content}) of a save_vars-style checkpoint."""
+    lods = lods or {}
     if filename is not None:
         directory, name = _target(dirname, filename)
-        return directory, {name: _combined_bytes(arrays, format)}
-    one = paddle_format.tensor_to_bytes if format == "paddle" else _npy_bytes
-    return dirname, {_file_name(name): one(arr) for name, arr in arrays.items()}
+        return directory, {name: _combined_bytes(arrays, format, lods)}
+    if format == "paddle":
+        return dirname, {_file_name(name): paddle_format.tensor_to_bytes(arr, lods.get(name))
+                         for name, arr in arrays.items()}
+    files = {_file_name(name): _npy_bytes(arr) for name, arr in arrays.items()}
+    if lods:                    # issue 15: the LoD sidecar file
+        if LOD_SIDECAR in files:
+            raise ValueError(f"a variable named {LOD_SIDECAR!r} clashes with the LoD sidecar "
+                             f"of the json format; save it with format='paddle'")
+        files[LOD_SIDECAR] = _lod_json(lods)
+    return dirname, files
 
 
 def _publish(directory: str, files: Dict[str, bytes]) -> None:
@@ -486,40 +559,51 @@ def save_persistables(executor: Any, dirname: Optional[str],
 
 
 def _read_vars(selected: Sequence[Variable], dirname: Optional[str],
-               filename: Union[None, str, bytes]) -> Dict[str, np.ndarray]:
+               filename: Union[None, str, bytes],
+               lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
+    """The checked arrays of ``selected``; their LoD goes into ``lods`` when given."""
     if dirname is None:
         if not isinstance(filename, (bytes, bytearray)):
             raise ValueError("The directory path and params cannot be None at the same time.")
-        return _checked(selected, _io.BytesIO(bytes(filename)), "the given bytes")
+        return _checked(selected, _io.BytesIO(bytes(filename)), "the given bytes", lods)
     dirname = os.fspath(dirname)
     if not os.path.isdir(dirname):
         raise FileNotFoundError(f"checkpoint directory '{dirname}' does not exist")
     if filename is not None:
         directory, name = _target(dirname, filename)
         with checkpoint.Reader(directory) as reader:
-            return _read_combined_file(reader, name, selected)
+            return _read_combined_file(reader, name, selected, lods)
     with checkpoint.Reader(dirname) as reader:
-        return _read_var_files(reader, selected)
+        return _read_var_files(reader, selected, lods)
 
 
-def _read_var_files(reader: checkpoint.Reader,
-                    selected: Sequence[Variable]) -> Dict[str, np.ndarray]:
-    return {v.name: _check(v, _load_npy(reader, _file_name(v.name), v.name, v),
-                           f"file '{reader.display(v.name)}'") for v in selected}
+def _read_var_files(reader: checkpoint.Reader, selected: Sequence[Variable],
+                    lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
+    out = {v.name: _check(v, _load_npy(reader, _file_name(v.name), v.name, v, lods),
+                          f"file '{reader.display(v.name)}'") for v in selected}
+    if lods is not None and reader.exists(LOD_SIDECAR) and \
+            not any(v.name == LOD_SIDECAR for v in selected):      # issue 15: json format
+        data = reader.read_bytes(LOD_SIDECAR, "the LoD sidecar")
+        lods.update((n, lod) for n, lod in
+                    _parse_lod_json(data, f"'{reader.display(LOD_SIDECAR)}'").items()
+                    if n in out and n not in lods)
+    return out
 
 
-def _read_combined_file(reader: checkpoint.Reader, name: str,
-                        selected: Sequence[Variable]) -> Dict[str, np.ndarray]:
+def _read_combined_file(reader: checkpoint.Reader, name: str, selected: Sequence[Variable],
+                        lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
     path = reader.display(name)
     if not reader.exists(name):
         raise FileNotFoundError(f"combined checkpoint file '{path}' does not exist")
     f, _ = reader.open_verified(name, "the combined checkpoint")
     with f:
-        return _checked(selected, f, f"combined file '{path}'")
+        return _checked(selected, f, f"combined file '{path}'", lods)
 
 
-def _checked(selected: Sequence[Variable], f: IO[bytes], source: str) -> Dict[str, np.ndarray]:
-    raw = _read_combined(f, [v.name for v in selected], source, {v.name: v for v in selected})
+def _checked(selected: Sequence[Variable], f: IO[bytes], source: str,
+             lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
+    raw = _read_combined(f, [v.name for v in selected], source, {v.name: v for v in selected},
+                         lods)
     return {v.name: _check(v, raw[v.name], source) for v in selected}
 
 
@@ -534,7 +618,8 @@ def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
     if not selected:
         _log.warning("no variable to load: the program has none matching the predicate")
         return
-    _assign(_read_vars(selected, dirname, filename))
+    lods: Dict[str, Any] = {}       # issue 15: LoD read with the values
+    _assign(_read_vars(selected, dirname, filename, lods), lods)
 
 
 def load_params(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,

@@ -68,9 +68,11 @@ def tensor_to_bytes(arr: np.ndarray, lod: Optional[Sequence[Sequence[int]]] = No
     return b"".join(parts)
 
 
-def combined_to_bytes(arrays: dict) -> bytes:
-    """A combined file: the streams of ``arrays`` in sorted name order."""
-    return b"".join(tensor_to_bytes(arrays[name]) for name in sorted(arrays))
+def combined_to_bytes(arrays: dict, lods: Optional[dict] = None) -> bytes:
+    """A combined file: the streams of ``arrays`` in sorted name order, each with its LoD
+    from ``lods`` (name -> offsets; issue 15) when given."""
+    lods = lods or {}
+    return b"".join(tensor_to_bytes(arrays[name], lods.get(name)) for name in sorted(arrays))
 
 
 def read_tensor(buf: bytes, offset: int, source: str, name: str
@@ -142,10 +144,11 @@ def read_tensor(buf: bytes, offset: int, source: str, name: str
     return arr, lod, offset + count * dtype.itemsize
 
 
-def read_combined(buf: bytes, names: Optional[Sequence[str]], source: str
-                  ) -> List[Tuple[str, np.ndarray]]:
+def read_combined(buf: bytes, names: Optional[Sequence[str]], source: str,
+                  lods: Optional[dict] = None) -> List[Tuple[str, np.ndarray]]:
     """The tensors of a combined file, paired with ``sorted(names)``; the file must hold
-    exactly that many streams and end with the last one."""
+    exactly that many streams and end with the last one. A non-empty LoD read for a
+    variable is stored in ``lods[name]`` when ``lods`` is given (issue 15)."""
     if names is None:
         raise PaddleFormatError(f"{source} is a Paddle combined parameter file, which holds no "
                                 f"variable names: pass the program or var_list to read it")
@@ -161,7 +164,9 @@ def read_combined(buf: bytes, names: Optional[Sequence[str]], source: str
             raise PaddleFormatError(f"Cannot load variable '{name}': {source} ends after "
                                     f"{len(out)} of the {len(order)} variables expected "
                                     f"(missing parameter)")
-        arr, _, offset = read_tensor(buf, offset, source, name)
+        arr, lod, offset = read_tensor(buf, offset, source, name)
+        if lod and lods is not None:
+            lods[name] = lod
         out.append((name, arr))
     if offset != len(buf):
         raise PaddleFormatError(f"{source} holds {len(buf) - offset} bytes after the "
