@@ -224,3 +224,19 @@ def test_sub_block_link_opens_the_block(browser, tmp_path):
     assert "block 1 of 2" in browser.find_element(By.ID, "info").text
     assert browser.execute_script("return fluidliteViewer.find('op:1:0')") >= 0
     assert _errors(browser) == []
+
+
+def test_make_screenshots_script_writes_both_pictures(browser, tmp_path):
+    """docs/make_screenshots.py regenerates the README's viewer pictures (1400x677 PNGs)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "docs", "make_screenshots.py")
+    spec = importlib.util.spec_from_file_location("make_screenshots", path)
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    written = shots.make(str(tmp_path), layout="layered")
+    assert [os.path.basename(p) for p in written] == ["viewer_quick_start.png", "viewer_diff.png"]
+    for p in written:
+        head = open(p, "rb").read(24)
+        assert head[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) \
+            == shots.WINDOW
