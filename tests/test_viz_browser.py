@@ -240,3 +240,61 @@ def test_make_screenshots_script_writes_both_pictures(browser, tmp_path):
         assert head[:8] == b"\x89PNG\r\n\x1a\n"
         assert (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")) \
             == shots.WINDOW
+
+
+def test_sub_block_expands_inline_and_collapses(browser, tmp_path):
+    """The op's [+] badge / "expand inline" draws the sub-block's ops beside the op in the same
+    view; collapsing removes them; the "open block" link stays in the panel."""
+    prog = fluid.Program()
+    with fluid.program_guard(prog):
+        x = fluid.data(name="x", shape=[-1, 2], dtype="float32")
+        y = fluid.layers.relu(x)
+        sub = prog._create_block()
+        sub.create_var(name="inner", shape=[-1, 2], dtype="float32")
+        sub.create_var(name="inner2", shape=[-1, 2], dtype="float32")
+        sub.append_op("scale", inputs={"X": y}, outputs={"Out": "inner"})
+        sub.append_op("tanh", inputs={"X": "inner"}, outputs={"Out": "inner2"})
+        prog._rollback()
+    prog.global_block().ops[0].attrs["sub_block"] = sub
+    _open(browser, viz.export(prog, tmp_path / "inline.html", layout="layered"))
+
+    def inline_ops():              # op types drawn in a shown inline cluster (by CSS display)
+        return browser.execute_script(
+            "var out=[];document.querySelectorAll('#gx g.sbx').forEach(function(c){"
+            "if(getComputedStyle(c).display==='none')return;c.querySelectorAll('g.sn.o')"
+            ".forEach(function(o){out.push(o.querySelector('text').textContent);});});"
+            "return out;")
+    assert inline_ops() == []
+    i, el = _node(browser, "op:0:0")
+    badge = el.find_element(By.CSS_SELECTOR, "text.sbt")
+    assert badge.text == "[+]"
+    browser.execute_script("fluidliteViewer.fit()")
+    badge.click()                                           # the badge expands ...
+    assert sorted(inline_ops()) == ["scale", "tanh"]
+    assert "block 1 of relu #0 (inline)" in browser.find_element(By.CSS_SELECTOR, "#gx g.sbx").text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#gx g.sbx path.e")) == 4
+    assert badge.text == "[\u2212]"
+    # ... the cluster lies beside the op, not over the main graph
+    box = browser.execute_script(
+        "var b=document.querySelector('#gx g.sbx').getBBox(),t=document.querySelector("
+        "'#gx g.sbx').transform.baseVal.consolidate().matrix;return [b.x+t.e,b.y+t.f];")
+    n = browser.execute_script("var n=JSON.parse(document.getElementById('fl-data').textContent)"
+                               ".views[0].nodes[arguments[0]];return [n.x+n.w/2,n.y];", i)
+    assert box[0] > n[0]
+    badge.click()                                           # ... and collapses
+    assert inline_ops() == [] and badge.text == "[+]"
+
+    # the panel: "expand inline" next to "open block 1"; hiding the op's role hides the cluster
+    el.click()
+    panel = browser.find_element(By.ID, "panel")
+    assert panel.find_element(By.CSS_SELECTOR, 'a.bl[data-b="1"]').text == "open block 1"
+    panel.find_element(By.CSS_SELECTOR, 'a.sx[data-b="1"]').click()
+    assert sorted(inline_ops()) == ["scale", "tanh"]
+    assert panel.find_element(By.CSS_SELECTOR, 'a.sx[data-b="1"]').text == "collapse inline"
+    browser.find_element(By.CSS_SELECTOR, '#roles input[data-g="forward"]').click()
+    assert inline_ops() == []
+    browser.find_element(By.CSS_SELECTOR, '#roles input[data-g="forward"]').click()
+    assert sorted(inline_ops()) == ["scale", "tanh"]
+    browser.execute_script("fluidliteViewer.toggleInline(arguments[0])", i)
+    assert inline_ops() == []
+    assert _errors(browser) == []

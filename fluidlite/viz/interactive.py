@@ -13,6 +13,9 @@ positions and every node's details as JSON; the inline script draws the SVG and 
 * a show/hide toggle per role group (forward, loss, backward, gradient clip, regularization,
   optimizer, LR schedule, feed/fetch); variables only hidden ops touch are hidden too;
 * collapse/expand name scopes (click the scope label or its box in the side bar);
+* expand/collapse an op's sub-block inline (the ``[+]`` badge on the op, or "expand inline" in
+  its panel): the sub-block's ops and variables are drawn, with its own layout, in a cluster
+  beside the op; "open block N" still opens the sub-block as its own view;
 * for ``diff_graph`` input: added/changed/removed marks, counts by role and "show only what
   changed";
 * keyboard shortcuts listed in a help overlay (``?``).
@@ -143,7 +146,7 @@ _PAGE = """<!DOCTYPE html>
 <main id="stage"><svg id="svg" xmlns="http://www.w3.org/2000/svg"><defs><marker id="arr"
  viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
 <path d="M0,0L10,5L0,10z" fill="#666"/></marker></defs><g id="vp"><g id="gs"></g><g id="ge"></g>
-<g id="gp"></g><g id="gn"></g></g></svg></main>
+<g id="gp"></g><g id="gn"></g><g id="gx"></g></g></svg></main>
 <aside id="panel" hidden><button id="close" title="close (Esc)">&times;</button>
 <div id="pbody"></div></aside>
 <div id="help" hidden><div><h2>Keyboard shortcuts</h2><table>
@@ -154,6 +157,7 @@ _PAGE = """<!DOCTYPE html>
 <tr><td>b</td><td>show / hide backward ops</td></tr>
 <tr><td>o</td><td>show / hide optimizer, clip, regularization and LR-schedule ops</td></tr>
 <tr><td>c</td><td>collapse / expand all name scopes</td></tr>
+<tr><td>[+] / [&minus;]</td><td>(click) draw / hide an op's sub-block beside it</td></tr>
 <tr><td>d</td><td>diff view: show only what changed</td></tr>
 <tr><td>Esc</td><td>close the panel, clear the search, close this help</td></tr>
 <tr><td>?</td><td>show / hide this help</td></tr></table>
@@ -185,7 +189,11 @@ font-size:12px;width:100%}#panel td{border-top:1px solid #EAECEE;padding:2px 4px
 vertical-align:top;word-break:break-all}#panel td:first-child{color:#566573;width:34%;
 word-break:normal}a.nl{color:#1F618D;cursor:pointer;text-decoration:underline}
 code{font-size:11px}.n{cursor:pointer}.n text{font-size:10px;pointer-events:none}
-.n .sh2{font-size:8.5px}.e{fill:none;stroke:#777;stroke-width:1}
+.n .sh2,.sn .sh2{font-size:8.5px}
+.sn text{font-size:10px;pointer-events:none}.n text.sbt{pointer-events:auto;cursor:pointer;
+font:bold 11px monospace;fill:#1F618D}.sbx>rect{fill:#F4F6F7;fill-opacity:.85;stroke:#1F618D;
+stroke-dasharray:6 3;rx:8}.sbx>text{font-size:11px;fill:#1F618D}.sbl{stroke:#1F618D;
+stroke-dasharray:3 3;fill:none}.e{fill:none;stroke:#777;stroke-width:1}
 .e.d1{stroke:#00A651;stroke-width:2}.e.d3{stroke:#999;stroke-dasharray:4 3}
 .fade .n.d0{opacity:.45}.fade .e.d0{opacity:.35}
 .n.d1 .bx{stroke:#00A651;stroke-width:4}.n.d2 .bx{stroke:#2E86C1;stroke-width:4}
@@ -238,7 +246,7 @@ function label(n){var st=style(n),fc=n.k==="o"?st[1]:st[2],pre=["","+ ","~ ","- 
   esc(pre+n.t)+'</text><text class="sh2" text-anchor="middle" y="10" fill="'+fc+'">'+
   esc((n.sh+" "+n.dt).trim())+'</text>';
  return '<text text-anchor="middle" y="3.5" fill="'+fc+'">'+esc(pre+n.t)+'</text>';}
-function edgePath(e){var p=e[3],a=N[e[0]],b=N[e[1]];
+function edgePath(e,nodes){var p=e[3],a=(nodes||N)[e[0]],b=(nodes||N)[e[1]];
  if(p&&p.length>=8){var s="M"+p[0]+","+p[1]+"C";for(var i=2;i<p.length;i++)s+=(i>2?",":"")+p[i];
   return s;}
  var x1=a.x,y1=a.y+a.h/2,x2=b.x,y2=b.y-b.h/2;
@@ -253,16 +261,52 @@ function draw(){
   '"/>');});
  $("ge").innerHTML=h.join("");h=[];
  N.forEach(function(n,i){h.push('<g class="n d'+n.d+(n.hl?" hl":"")+' '+n.k+'" data-i="'+i+
-  '" transform="translate('+n.x+','+n.y+')">'+shape(n)+label(n)+'</g>');});
+  '" transform="translate('+n.x+','+n.y+')">'+shape(n)+label(n)+badge(n)+'</g>');});
  $("gn").innerHTML=h.join("");
  nodeEl=Array.prototype.slice.call($("gn").children);
  edgeEl=Array.prototype.slice.call($("ge").children);
  scopeEl=Array.prototype.slice.call($("gs").children);
  if(D.diff)svg.classList.add("fade");}
+// -- sub-blocks drawn inline: expanded["<op index>:<block>"] = 1
+var expanded={},inlineBox=[];    // inlineBox: [op index, x0, y0, x1, y1] per drawn cluster
+function subView(b){for(var k=0;k<ALL.views.length;k++)if(ALL.views[k].block===b&&k!==VI)
+ return ALL.views[k];return null;}
+function inlineBlocks(n){return (n.sb||[]).filter(function(b){return !!subView(b);});}
+function badge(n){if(n.k!=="o"||!inlineBlocks(n).length)return "";
+ return '<text class="sbt" x="'+(n.w/2+3)+'" y="'+(-n.h/2+6)+'">[+]</text>';}
+function isExpanded(i){return inlineBlocks(N[i]).some(function(b){return expanded[i+":"+b];});}
+function toggleInline(i,b,on){var bs=b===undefined?inlineBlocks(N[i]):[b];
+ if(on===undefined)on=!bs.some(function(x){return expanded[i+":"+x];});
+ bs.forEach(function(x){if(on)expanded[i+":"+x]=1;else delete expanded[i+":"+x];});
+ var t=nodeEl[i]&&nodeEl[i].querySelector(".sbt");if(t)t.textContent=isExpanded(i)?"[−]":"[+]";
+ drawInline();computeVis();if(sel===i)select(i,true);}
+function drawInline(){var h=[],right={};inlineBox=[];Object.keys(expanded).forEach(function(key){
+ var i=+key.split(":")[0],b=+key.split(":")[1],n=N[i],V=subView(b);if(!V)return;
+ var x0=1e18,y0=1e18,x1=-1e18,y1=-1e18;V.nodes.forEach(function(m){x0=Math.min(x0,m.x-m.w/2);
+  x1=Math.max(x1,m.x+m.w/2);y0=Math.min(y0,m.y-m.h/2);y1=Math.max(y1,m.y+m.h/2);});
+ if(x0>x1){x0=y0=0;x1=120;y1=20;}
+ // beside the op, to the right of any cluster already drawn for it
+ var cap='block '+b+' of '+n.t+' #'+n.ix+' (inline)',bw=Math.max(x1-x0+28,cap.length*6.6+16);
+ var left=right[i]||n.x+n.w/2+60,dx=left+14-x0,dy=n.y-n.h/2+26-y0;right[i]=left+bw+40;
+ inlineBox.push([i,left,n.y-n.h/2,left+bw,n.y-n.h/2+y1-y0+40]);
+ h.push('<path class="sbl" data-i="'+i+'" d="M'+(n.x+n.w/2)+','+n.y+'L'+left+','+
+  (n.y-n.h/2+13)+'"/>');
+ h.push('<g class="sbx" data-i="'+i+'" data-b="'+b+'" transform="translate('+dx+','+dy+')">'+
+  '<rect x="'+(x0-14)+'" y="'+(y0-26)+'" width="'+bw+'" height="'+(y1-y0+40)+'"/>'+
+  '<text x="'+(x0-6)+'" y="'+(y0-10)+'">'+esc(cap)+'</text>');
+ V.edges.forEach(function(e){h.push('<path class="e" marker-end="url(#arr)" d="'+
+  edgePath(e,V.nodes)+'"/>');});
+ V.nodes.forEach(function(m){h.push('<g class="sn '+m.k+'" data-id="'+esc(m.id)+
+  '" transform="translate('+m.x+','+m.y+')"><title>'+esc(m.id)+'</title>'+shape(m)+label(m)+
+  '</g>');});
+ h.push('</g>');});
+ $("gx").innerHTML=h.join("");}
 function apply(){vp.setAttribute("transform","translate("+view.x+","+view.y+") scale("+view.k+")");}
 function bounds(only){var x0=1e18,y0=1e18,x1=-1e18,y1=-1e18;N.forEach(function(n,i){
  if(only&&!vis[i])return;x0=Math.min(x0,n.x-n.w/2);x1=Math.max(x1,n.x+n.w/2);
  y0=Math.min(y0,n.y-n.h/2);y1=Math.max(y1,n.y+n.h/2);});
+ inlineBox.forEach(function(c){if(only&&!(vis[c[0]]&&rep[c[0]]<0))return;
+  x0=Math.min(x0,c[1]);y0=Math.min(y0,c[2]);x1=Math.max(x1,c[3]);y1=Math.max(y1,c[4]);});
  if(x0>x1)return [0,0,100,100];return [x0,y0,x1,y1];}
 function fit(){var b=bounds(true),W=stage.clientWidth||800,H=stage.clientHeight||600;
  var k=Math.min(W/(b[2]-b[0]+40),H/(b[3]-b[1]+40),2);k=Math.max(k,0.02);
@@ -297,6 +341,9 @@ function computeVis(){
  var h=[];Object.keys(proxies).forEach(function(k){var pr=k.split(" ").map(pt);
   h.push('<path class="px" marker-end="url(#arr)" d="M'+pr[0]+"L"+pr[1]+'"/>');});
  $("gp").innerHTML=h.join("");
+ Array.prototype.forEach.call($("gx").children,function(el){
+  var i=+el.getAttribute("data-i");
+  el.style.display=vis[i]&&rep[i]<0?"":"none";});
  if(sel>=0&&(!vis[sel]||rep[sel]>=0))closePanel();
  updateHits();}
 function scopeOf2(s){var best=-1,p=S[s].p;for(var c in collapsed){if(collapsed[c]&&
@@ -363,8 +410,10 @@ function select(i,keep){var n=N[i];if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.
    row("pass",esc(n.p))+row("name scope",'<code>'+esc(n.ns||"/")+'</code>')+
    row("created at",'<code id="pcall">'+esc(n.cs||"(unknown)")+'</code>')+
    (n.rv?row("op_role_var",'<code>'+esc(n.rv)+'</code>'):"")+(n.sb?row("sub-blocks",
-   n.sb.map(function(b){return ALL.multi?'<a class="bl" data-b="'+b+'">open block '+b+'</a>':
-   "block "+b;}).join(", ")):"")+(st?row("diff",st):"")+'</table>');
+   n.sb.map(function(b){return (ALL.multi?'<a class="bl" data-b="'+b+'">open block '+b+'</a>':
+   "block "+b)+(subView(b)?' &middot; <a class="sx nl" data-b="'+b+'">'+
+   (expanded[i+":"+b]?"collapse inline":"expand inline")+'</a>':"");}).join("<br>")):"")+
+   (st?row("diff",st):"")+'</table>');
   h.push('<h3>Inputs</h3><table>'+slots(n.i)+'</table><h3>Outputs</h3><table>'+slots(n.o)+
    '</table><h3>Attributes</h3><table>');
   Object.keys(a).forEach(function(k){h.push(row(k,'<code>'+esc(JSON.stringify(a[k]))+'</code>'));});
@@ -384,7 +433,8 @@ function select(i,keep){var n=N[i];if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.
 function closePanel(){$("panel").hidden=true;
  if(sel>=0&&nodeEl[sel])nodeEl[sel].classList.remove("sel");
  sel=-1;}
-$("pbody").addEventListener("click",function(ev){var bl=ev.target.closest("a.bl");
+$("pbody").addEventListener("click",function(ev){var sx=ev.target.closest("a.sx");
+ if(sx){toggleInline(sel,+sx.getAttribute("data-b"));return;}var bl=ev.target.closest("a.bl");
  if(bl){openBlock(+bl.getAttribute("data-b"));return;}var t=ev.target.closest("a.nl");if(!t)return;
  var i=+t.getAttribute("data-i");if(!vis[i]||rep[i]>=0)reveal(i);select(i);});
 function reveal(i){var n=N[i];if(n.k==="o")groupOn[n.g]=true;diffOnly=false;
@@ -418,7 +468,9 @@ window.addEventListener("pointermove",function(ev){if(!drag)return;var dx=ev.cli
  if(drag.moved){view.x=drag.vx+dx;view.y=drag.vy+dy;apply();}});
 window.addEventListener("pointerup",function(ev){var d=drag;drag=null;
  stage.classList.remove("drag");
- if(!d||d.moved)return;var t=ev.target.closest?ev.target.closest(".n,.sc text"):null;if(!t)return;
+ if(!d||d.moved)return;var t=ev.target.closest?ev.target.closest(".sbt,.n,.sc text"):null;
+ if(!t)return;if(t.classList.contains("sbt")){toggleInline(+t.parentNode.getAttribute("data-i"));
+  return;}
  if(t.tagName==="text"){var s=+t.parentNode.getAttribute("data-s");collapsed[s]=!collapsed[s];
   var cb=document.querySelector('#scopes input[data-s="'+s+'"]');if(cb)cb.checked=!!collapsed[s];
   computeVis();return;}
@@ -448,7 +500,8 @@ document.addEventListener("keydown",function(ev){if(ev.target.tagName==="INPUT"|
  else if(k==="Escape"){$("help").hidden=true;closePanel();$("search").value="";updateHits();}});
 draw();buildSide();computeVis();fit();
 window.fluidliteViewer={ready:true,readyAt:performance.now(),nodes:N.length,edges:E.length,
- select:select,fit:fit,view:view,visible:function(i){return !!vis[i]&&rep[i]<0;},
+ select:select,fit:fit,view:view,toggleInline:toggleInline,expanded:expanded,
+ visible:function(i){return !!vis[i]&&rep[i]<0;},
  find:function(id){for(var i=0;i<N.length;i++)if(N[i].id===id)return i;return -1;}};
 document.body.setAttribute("data-ready","1");
 })();
