@@ -26,7 +26,7 @@ import multiprocessing
 import queue
 import threading
 import traceback
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from .core.ir import Variable
 from .core.readers import EOFException
 from .core.scope import LoDTensor
 from .data_feeder import DataFeeder
+from .reader_decorators import batch as _batch
 
 __all__ = ["DataLoader", "PyReader", "GeneratorLoader", "EOFException"]
 
@@ -251,20 +252,6 @@ class _Converter:
         return out
 
 
-def _batched(reader: Callable[[], Iterable[Any]], batch_size: int,
-             drop_last: bool) -> Callable[[], Iterator[List[Any]]]:
-    def batches() -> Iterator[List[Any]]:
-        buf: List[Any] = []
-        for sample in reader():
-            buf.append(sample)
-            if len(buf) == batch_size:
-                yield buf
-                buf = []
-        if buf and not drop_last:
-            yield buf
-    return batches
-
-
 # -- the loader -----------------------------------------------------------------------------
 class GeneratorLoader:
     """What ``DataLoader.from_generator`` returns (see the module docstring)."""
@@ -300,7 +287,7 @@ class GeneratorLoader:
         """``reader()`` yields one sample at a time (a tuple, one field per variable)."""
         if int(batch_size) < 1:
             raise ValueError(f"set_sample_generator: batch_size must be >= 1, got {batch_size}")
-        return self.set_sample_list_generator(_batched(reader, int(batch_size), drop_last),
+        return self.set_sample_list_generator(_batch(reader, int(batch_size), drop_last),
                                               places)
 
     def set_sample_list_generator(self, reader: Callable[[], Iterable[Any]],

@@ -184,23 +184,31 @@ def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: se
     return out
 
 
-def _make_plan(node: Node, douts: List[Any], need: List[bool], blocked: set) -> Any:
-    opdef = node.opdef
-    env: Dict[str, VarBase] = {}
-    ins: Dict[str, List[str]] = {}
-    outs: Dict[str, List[str]] = {}
-    no_grad = set()
-    for si, (s, v) in enumerate(zip(opdef.in_slots, node.in_vars)):
+def _bind_inputs(node: Node, need: List[bool], blocked: set, env: Dict[str, "VarBase"],
+                 ins: Dict[str, List[str]], no_grad: set, live: bool) -> None:
+    """Name a node's inputs ``x<slot>_<j>`` for its grad maker: ``env`` gets the tensors (the
+    recorded tensors themselves when ``live``, for a differentiable gradient graph; detached
+    copies otherwise), ``ins`` the names per slot, ``no_grad`` those needing no gradient."""
+    for si, (s, v) in enumerate(zip(node.opdef.in_slots, node.in_vars)):
         if v is None:
             continue
         slot_names = []
         for j, x in enumerate(_as_list(v)):
             n = f"x{si}_{j}"
             slot_names.append(n)
-            env[n] = VarBase(x._array())
+            env[n] = x if live else VarBase(x._array())
             if x._stop_gradient or id(x) in blocked or not need[si]:
                 no_grad.add(n)
         ins[s.name] = slot_names
+
+
+def _make_plan(node: Node, douts: List[Any], need: List[bool], blocked: set) -> Any:
+    opdef = node.opdef
+    env: Dict[str, VarBase] = {}
+    ins: Dict[str, List[str]] = {}
+    outs: Dict[str, List[str]] = {}
+    no_grad = set()
+    _bind_inputs(node, need, blocked, env, ins, no_grad, live=False)
     for si, s in enumerate(opdef.out_slots):
         arr = node.out_arrays[si]
         if arr is None:
@@ -230,17 +238,7 @@ def _composed_grads(node: Node, douts: List[Any], need: List[bool], create_graph
     ins: Dict[str, List[str]] = {}
     outs: Dict[str, List[str]] = {}
     no_grad = set()
-    for si, (s, v) in enumerate(zip(opdef.in_slots, node.in_vars)):
-        if v is None:
-            continue
-        slot_names = []
-        for j, x in enumerate(_as_list(v)):
-            n = f"x{si}_{j}"
-            slot_names.append(n)
-            env[n] = x if create_graph else VarBase(x._array())
-            if x._stop_gradient or id(x) in blocked or not need[si]:
-                no_grad.add(n)
-        ins[s.name] = slot_names
+    _bind_inputs(node, need, blocked, env, ins, no_grad, live=True)
     for si, s in enumerate(opdef.out_slots):
         arr = node.out_arrays[si]
         if arr is None:
