@@ -4,8 +4,9 @@ Part 1 builds ``--programs`` distinct programs (a small MLP with SGD and global-
 main + startup each), runs each once on ONE Executor in a fresh scope and drops it. A bounded
 executor keeps at most ``Executor.cache_size`` plans and frees every dropped program, so RSS
 stays flat. A baseline loop builds and drops the same programs without running them (graph
-building has its own small growth: fluid's global name-scope tree keeps every scope entered). Part 2 runs ``--steps`` training steps (Adam, global-norm clip, dropout) of one
-program and reports RSS along the way. Reports RSS (MiB) at checkpoints, the growth after the
+building has its own small growth: fluid's global name-scope tree keeps every scope entered).
+Part 2 runs ``--steps`` training steps (Adam, global-norm clip, dropout) of one program and reports
+RSS along the way. Reports RSS (MiB) at checkpoints, the growth after the
 warm-up, the live Program objects and the cached plans. A benchmark, not a timed test.
 
     python bench/memory.py [--programs 1000] [--steps 10000]

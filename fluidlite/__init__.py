@@ -5,6 +5,8 @@ import importlib as _importlib
 from typing import Any
 
 from . import _log  # noqa: F401
+from .core.memory import tune_malloc as _tune_malloc
+_tune_malloc()     # recycle large tensor buffers from the heap (core/memory.py says why)
 from . import ops as _ops  # noqa: F401  (registers every op)
 from . import core, framework, initializer, layers, unique_name  # noqa: F401
 # clips and regularizers register their serialized forms with core/serialize.py on import

@@ -39,8 +39,9 @@ Two engines give the same numbers:
   reading the parameters' current values. ``grad_fn.program(*args)`` returns that program (print
   it, or export it with ``fluidlite.viz.export``: the backward ops have op_role Backward),
   ``grad_fn.last_program`` the last one used, and ``grad_fn.save_inference_model(dirname,
-  *args)`` saves it with the parameters for ``fluid.io.load_inference_model``. As in any tracing compiler, Python control flow
-  on tensor values is fixed at trace time, and tensors ``fn`` reads from outside that are not
+  *args)`` saves it with the parameters for ``fluid.io.load_inference_model``. As in any
+    tracing compiler, Python control flow on tensor values is fixed at trace time, and tensors
+  ``fn`` reads from outside that are not
   Parameters (its closure) are captured as constants at trace time.
   Called inside another functional ``grad`` (nested), a compiled function runs eagerly so the
   outer one can differentiate through it.

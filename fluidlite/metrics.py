@@ -238,6 +238,6 @@ class Auc(MetricBase):
 
 
 # issue 16: fluid.metrics.DetectionMAP (in-program mAP accumulation; see metrics_detection.py)
-from .metrics_detection import DetectionMAP  # noqa: E402
+from .metrics_detection import DetectionMAP  # noqa: E402,F401  (re-exported)
 
 __all__.append("DetectionMAP")

@@ -374,7 +374,8 @@ def test_argument_validation():
 
 def test_str_and_aliases():
     C = fluid.clip
-    assert str(C.GradientClipByValue(1.0)) == "Gradient Clip By Value, min = -1.000000, max=1.000000"
+    assert str(C.GradientClipByValue(1.0)) == \
+        "Gradient Clip By Value, min = -1.000000, max=1.000000"
     assert str(C.GradientClipByNorm(2.0)) == "Gradient Clip By Norm, clip_norm=2.000000"
     assert str(C.GradientClipByGlobalNorm(3.0)) == \
         "Gradient Clip By GlobalNorm, global_norm=3.000000"

@@ -12,7 +12,7 @@ def test_feed_reshapes_samples_to_var_shape():
     main = fluid.Program()
     with fluid.program_guard(main):
         img = fluid.layers.data("img", [784])
-        label = fluid.layers.data("label", [1], dtype="int64")
+        fluid.layers.data("label", [1], dtype="int64")
     feeder = fluid.DataFeeder(feed_list=[img, "label"], place=fluid.CPUPlace(), program=main)
     batch = [(np.full((28, 28), i, np.float64), i) for i in range(3)]
     out = feeder.feed(batch)

@@ -329,3 +329,44 @@ def test_a_member_that_must_fail_runs_before_any_in_place_write():
     for col, ref in zip(arrays, before):
         for a, b in zip(col, ref):
             assert a.tobytes() == b.tobytes()
+
+
+# -- issue 17: the data-parallel averaging (c_allreduce_sum + scale) is one in-place kernel -------
+def _reduce_scale_program(fetch_sum: bool):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [4, 3], "float32")
+        y = fluid.layers.elementwise_mul(x, x)          # a temporary the all-reduce may own
+        block = main.global_block()
+        s = block.create_var(name="summed", shape=[4, 3], dtype="float32")
+        block.append_op("c_allreduce_sum", {"X": [y]}, {"Out": [s]}, {"ring_id": 0})
+        block.append_op("scale", {"X": [s]}, {"Out": [y]}, {"scale": 0.5})
+        # a fed name, reduced and scaled under its own name: fused, but never written in place
+        block.append_op("c_allreduce_sum", {"X": [x]}, {"Out": [x]}, {"ring_id": 0})
+        block.append_op("scale", {"X": [x]}, {"Out": [x]}, {"scale": 0.25})
+    return main, [y, x] + ([s] if fetch_sum else [])
+
+
+@pytest.mark.parametrize("fetch_sum", [False, True], ids=["private", "fetched"])
+def test_allreduce_then_scale_is_fused_and_never_writes_the_fed_array(fetch_sum):
+    feed = np.arange(12, dtype=np.float32).reshape(4, 3)
+    results = {}
+    for on in (True, False):
+        old, plan_mod.ENABLE_FUSION = plan_mod.ENABLE_FUSION, on
+        try:
+            main, fetch = _reduce_scale_program(fetch_sum)
+            exe = fluid.Executor()
+            fed = feed.copy()
+            results[on] = exe.run(main, feed={"x": fed}, fetch_list=fetch)
+            np.testing.assert_array_equal(fed, feed)      # the fed buffer is untouched
+            types = exe.cached_plans(main)[0].step_types
+        finally:
+            plan_mod.ENABLE_FUSION = old
+        # one process: the reduction is the identity, so Out = scale * X
+        # a fetched unscaled sum stays materialised: that pair is not fused
+        assert types.count("fused(c_allreduce_sum+scale)") == ((1 if fetch_sum else 2) if on
+                                                                else 0)
+    for got, ref in zip(results[True], results[False]):
+        assert got.tobytes() == ref.tobytes()
+    np.testing.assert_array_equal(results[True][0], 0.5 * feed * feed)
+    np.testing.assert_array_equal(results[True][1], 0.25 * feed)

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import names
 from fluidlite.core.dtypes import VarType, convert_dtype, convert_np_dtype_to_dtype_
 from fluidlite.core.ir import OpRole
 

@@ -537,7 +537,7 @@ def test_softplus_beta_threshold_of_paddle2(beta, threshold, warns, caplog):
     od.attrs.add(name="beta", type=1, f=beta)
     od.attrs.add(name="threshold", type=1, f=threshold)
     with caplog.at_level("WARNING", logger="fluidlite"):
-        prog = _read(desc)
+        _read(desc)
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert bool(warned) == warns, warned
     if warns:

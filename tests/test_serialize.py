@@ -92,7 +92,7 @@ def test_round_trip_gives_the_same_results():
 def test_special_attr_values_round_trip():
     prog = fluid.Program()
     with fluid.program_guard(prog):
-        x = fluid.data(name="x", shape=[2], dtype="float32")
+        fluid.data(name="x", shape=[2], dtype="float32")
     op = prog.global_block().append_op("fill_constant", outputs={"Out": "c"},
                                        attrs={"shape": [2], "dtype": VarType.INT64,
                                               "value": float("nan")})
@@ -191,7 +191,7 @@ def test_unserializable_attr_names_the_op():
     prog = fluid.Program()
     with fluid.program_guard(prog):
         x = fluid.data(name="x", shape=[2], dtype="float32")
-        y = fluid.layers.relu(x)
+        fluid.layers.relu(x)
     prog.global_block().ops[0].attrs["bad"] = object()
     with pytest.raises(ProgramFormatError, match="op #0 'relu' attr 'bad'"):
         prog.to_dict()

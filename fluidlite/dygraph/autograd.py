@@ -14,8 +14,9 @@ gradient rule:
 
 Gradients reaching a leaf tensor (no node, ``stop_gradient=False``) accumulate into its
 ``gradient()`` (``backward``) or are returned (``grad``); ``backward`` also leaves every
-intermediate tensor that is still referenced its gradient of that pass (as fluid 1.8). Unless ``retain_graph``, the visited
-nodes are released afterwards (their saved arrays are dropped); a second backward through them
+intermediate tensor that is still referenced its gradient of that pass (as fluid 1.8). Unless
+``retain_graph``, the visited nodes are released afterwards (their saved arrays are dropped); a
+second backward through them
 raises an error saying to pass ``retain_graph=True``.
 """
 from __future__ import annotations
@@ -132,7 +133,6 @@ _DESCS: Dict[Any, Any] = {}
 def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: set) -> List[Any]:
     """``_composed_grads`` without recording: the grad maker's op descs are built once per
     (op, attrs, shapes, which inputs need gradients) and then run as kernel calls on arrays."""
-    opdef = node.opdef
     flags = tuple(None if v is None else
                   tuple(not x._stop_gradient and id(x) not in blocked and need[i] for x in v)
                   if isinstance(v, list) else (not v._stop_gradient and id(v) not in blocked

@@ -19,8 +19,8 @@ replaced by ``FusedOp``s, each one kernel call with the inputs and outputs of th
   decayed_adagrad, adadelta, rmsprop, ftrl, lamb) with the same type, slots and clip scale
   becomes one ``fused(<type>)`` / ``fused(elementwise_mul+<type>)`` call for all parameters,
   which writes each parameter and its accumulators in their own buffers
-  (``update_in_place`` of each update op, ``ops/inplace.py``: the same operations as the unfused kernel,
-  chunked through per-thread scratch buffers). Only ``sgd`` with a folded clip scale rounds
+  (``update_in_place`` of each update op, ``ops/inplace.py``: the same operations as the unfused
+  kernel, chunked through per-thread scratch buffers). Only ``sgd`` with a folded clip scale rounds
   differently: it forms ``lr * scale`` first (two passes over G instead of three), which
   changes the update by at most one float32 rounding of ``lr * scale * G``.
 
@@ -201,6 +201,40 @@ class _GlobalNorm(_FusedDef):
         dtype = {"Norm": self.dtype, "Scale": self.dtype}.get(key, self.cast_to)
         pick = 0 if key == "Norm" else 1
         return lambda xs: np.array([self.values(xs)[pick]], dtype)
+
+
+# -- all-reduce + 1/nranks ----------------------------------------------------------------------
+class _ReduceScale(_FusedDef):
+    """Out = scale * allreduce_sum(X) (``c_allreduce_sum`` + ``scale``), or scale * the result
+    of a ``c_allreduce_wait`` Request: the data-parallel pass's averaging of a gradient. The
+    reduction's result is a fresh buffer of the communicator's, so it is scaled in place: one
+    pass over the gradient instead of a copy (the same float multiply as the ``scale`` op).
+    Alone (one process) the reduction returns X itself, which is then scaled out of place."""
+
+    def __init__(self, wait: bool, ring_id: int, scale: float) -> None:
+        super().__init__("fused(c_allreduce_%s+scale)" % ("wait" if wait else "sum"),
+                         ("Request",) if wait else ("X",), ("Out",))
+        self.wait, self.ring_id, self.scale = wait, ring_id, scale
+
+    def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
+        from ..distributed import comm        # run-time import: executor/ is below distributed/
+        ring, scale, wait = self.ring_id, self.scale, self.wait
+
+        def run(x: Any) -> np.ndarray:
+            if wait:
+                owned = not x.done                 # in flight: its result buffer is its own
+                y = x.wait()
+            else:
+                y = comm.get(ring).allreduce(x)
+                owned = y is not x
+            s = y.dtype.type(scale)
+            if scale == 1.0:
+                return y if owned else y.copy()
+            return np.multiply(y, s, out=y) if owned else y * s
+        return run
+
+    def forward(self, **ins: Any) -> Dict[str, np.ndarray]:
+        return {"Out": self.lower((), {})(ins["Request" if self.wait else "X"])}
 
 
 # -- update groups ------------------------------------------------------------------------------
@@ -386,6 +420,7 @@ def fuse(ops: Sequence[Operator], block: Block, fetch_names: Iterable[str] = (),
     fetch = set(fetch_names)
     feed = set(fetch) if feed_names is None else set(feed_names)
     f = _Fuser(list(ops), block, fetch, feed)
+    f.fuse_reduce_scale()
     f.fold_clip_scale()
     f.fuse_global_norm()
     f.fold_skip()                   # issue 13: updates committed by the guard's selects
@@ -428,6 +463,36 @@ class _Fuser:
                 and self.dtype(y) == x_dtype and self.dtype(op.inputs["X"][0]) == np.float64):
             return op.inputs["X"][0], True
         return y, False
+
+    # 0. (issue 17) the data-parallel averaging: all-reduce then scale, in place
+    def fuse_reduce_scale(self) -> None:
+        out: List[Any] = []
+        ops = self.ops
+        i = 0
+        while i < len(ops):
+            op, nxt = ops[i], ops[i + 1] if i + 1 < len(ops) else None
+            if (op.type in ("c_allreduce_sum", "c_allreduce_wait") and nxt is not None
+                    and nxt.type == "scale" and not nxt.inputs.get("ScaleTensor")
+                    and not nxt.attrs.get("bias", 0.0)):
+                r, o = op.outputs["Out"][0], nxt.outputs["Out"][0]
+                dt = self.dtype(r)
+                # the unscaled sum must be dead after the scale: overwritten by it, or a
+                # temporary nobody else reads
+                dead = o == r or (self.private(r) and
+                                  not any(r in later.input_arg_names for later in ops[i + 2:]))
+                if (nxt.inputs["X"] == [r] and dead and dt is not None and dt.kind == "f"
+                        and self.dtype(o) == dt):
+                    wait = op.type == "c_allreduce_wait"
+                    slot = "Request" if wait else "X"
+                    kernel = _ReduceScale(wait, op.attrs.get("ring_id", 0),
+                                          float(nxt.attrs.get("scale", 1.0)))
+                    out.append(FusedOp(kernel, [op, nxt], {slot: list(op.inputs[slot])},
+                                       {"Out": list(nxt.outputs["Out"])}))
+                    i += 2
+                    continue
+            out.append(op)
+            i += 1
+        self.ops = out
 
     # 1. clip multiplies folded into updates (or made ``fused(clip_scale)``)
     def fold_clip_scale(self) -> None:

@@ -10,7 +10,7 @@ grouping and its level 1 says how many of the selected candidates each prefix go
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 

@@ -474,7 +474,7 @@ class TargetAssign(OpDef):
         n, m = MatchIndices.shape
         _need(self.type, len(off) - 1 == n,
               f"X holds {len(off) - 1} instances (its LoD) but MatchIndices has {n} rows")
-        P, K = X.shape[1], X.shape[2]
+        P, _K = X.shape[1], X.shape[2]
         match = MatchIndices.astype(np.int64)
         hit = match > -1
         rows = np.where(hit, off[:-1, None] + np.maximum(match, 0), 0)

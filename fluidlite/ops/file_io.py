@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.paddle_format import tensor as _tensor
-from ..core.registry import OpDef, VarSpec, register
+from ..core.registry import OpDef, register
 
 
 @register

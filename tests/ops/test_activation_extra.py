@@ -150,7 +150,7 @@ def test_bad_attributes_are_refused():
 
 
 def test_layers_build_fluid_ops_and_run():
-    x_np = _away(OpTest.rand(2, 4, 3, 3, low=-3, high=3, dtype="float32"), 0.0)
+    _away(OpTest.rand(2, 4, 3, 3, low=-3, high=3, dtype="float32"), 0.0)
 
     def net(main):
         x = fluid.data("x", [-1, 4, 3, 3])

@@ -83,7 +83,7 @@ class TestRoiAlign(OpTest):
 
 
 def ref_roi_pool(x, rois, bid, scale, ph, pw):
-    R, (N, C, H, W) = len(rois), x.shape
+    R, (_N, C, H, W) = len(rois), x.shape
     out = np.zeros((R, C, ph, pw))
     arg = -np.ones((R, C, ph, pw), np.int64)
     for r, roi in enumerate(rois):

@@ -1,0 +1,76 @@
+"""Keep freed tensor buffers in the process heap: the CPU "caching allocator" of fluidlite.
+
+NumPy allocates every array with ``malloc``. glibc serves blocks above its *mmap threshold*
+(128 KiB at start, raised dynamically up to the size of the largest block freed so far) with a
+fresh ``mmap``, and returns heap memory above its *trim threshold* to the kernel on ``free``.
+A training step allocates and frees the same large buffers every step (activations, gradients),
+so by default many of them come back as fresh pages: the first write to each 4 KiB page is a
+page fault, and MPI's single-copy transfers into or out of fresh pages are slower still.
+Measured on a 2-core machine (``bench/data_parallel.py``, config D, 23 MB of gradients): one
+process 74 -> 68 ms per step, two MPI ranks 53 -> 44 ms per step, a 16 MB all-reduce inside a
+step 7 -> 2.5 ms.
+
+``tune_malloc()`` fixes the mmap threshold at its largest value (32 MiB on 64-bit glibc) and
+raises the trim threshold (default 256 MiB), so buffers up to 32 MiB are recycled from the heap
+instead of being unmapped and faulted in again — what PyTorch's and Paddle's caching allocators
+do for device memory. The cost is that up to the trim threshold of freed memory stays mapped
+(resident set size stays at the step's peak). It runs when fluidlite is imported, only on
+glibc; ``FLUIDLITE_MALLOC_TUNING=0`` turns it off, ``FLUIDLITE_MALLOC_TRIM_MB`` sets the trim
+threshold.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+from typing import Optional
+
+__all__ = ["tune_malloc", "MMAP_THRESHOLD_MAX"]
+
+_log = logging.getLogger("fluidlite.memory")
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3      # glibc's mallopt parameter numbers
+MMAP_THRESHOLD_MAX = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)   # glibc's upper bound
+_DEFAULT_TRIM_MB = 256
+_done: Optional[bool] = None
+
+
+def _glibc() -> Optional[ctypes.CDLL]:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        libc.gnu_get_libc_version       # raises AttributeError on musl, macOS, ...
+        libc.mallopt
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def tune_malloc(trim_mb: Optional[int] = None) -> bool:
+    """Fix glibc's mmap threshold at ``MMAP_THRESHOLD_MAX`` and set its trim threshold to
+    ``trim_mb`` MiB (default ``FLUIDLITE_MALLOC_TRIM_MB`` or 256). Returns whether the settings
+    were applied (False when turned off with ``FLUIDLITE_MALLOC_TUNING=0`` or not on glibc).
+    Idempotent: only the first call changes anything."""
+    global _done
+    if _done is not None:
+        return _done
+    _done = False
+    if os.environ.get("FLUIDLITE_MALLOC_TUNING", "1") == "0":
+        return False
+    libc = _glibc()
+    if libc is None:
+        _log.debug("malloc tuning skipped: not glibc")
+        return False
+    if trim_mb is None:
+        try:
+            trim_mb = int(os.environ.get("FLUIDLITE_MALLOC_TRIM_MB", _DEFAULT_TRIM_MB))
+        except ValueError:
+            trim_mb = _DEFAULT_TRIM_MB
+    ok = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX) == 1
+    ok = ok and libc.mallopt(_M_TRIM_THRESHOLD, max(trim_mb, 0) << 20) == 1
+    _done = ok
+    _log.debug("malloc tuning %s: mmap threshold %d B, trim threshold %d MiB",
+               "applied" if ok else "refused", MMAP_THRESHOLD_MAX, trim_mb)
+    return ok
