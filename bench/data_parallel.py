@@ -6,8 +6,9 @@ of ``bench/conv_step.py`` (Adam, batch 64). The global batch is fixed (strong sc
 processes each rank trains on batch/N through ``fleet.distributed_optimizer``, in the blocking
 mode (all-reduces after backward) and in the overlap mode (``c_allreduce_start`` after the
 backward op producing a bucket's last gradient, ``c_allreduce_wait`` before the clip; the
-default, with the MPI progress thread) — and, with ``--no-thread-too``, the overlap mode
-without the progress thread (``FLUIDLITE_PROGRESS_THREAD=0``); the 1-process baseline is the
+default, with the MPI progress thread when the machine has a core to spare for it, or as
+``--thread 1/0`` says) — and, with ``--no-thread-too``, the overlap mode without the progress
+thread (``FLUIDLITE_PROGRESS_THREAD=0``); the 1-process baseline is the
 plain optimizer on the whole batch. Every process runs 1 BLAS thread. Reports samples/s, the
 speed-up and the share of rank 0's step time spent inside the all-reduce calls (blocking: the
 whole collective, which includes waiting for the slower rank; overlap: starting plus waiting,
@@ -164,6 +165,9 @@ def main() -> None:
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--steps", type=int, default=0, help="timed steps (0: per config)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved runs; medians reported")
+    ap.add_argument("--thread", choices=["auto", "1", "0"], default=None,
+                    help="FLUIDLITE_PROGRESS_THREAD for the overlap mode (default: auto, the "
+                         "progress thread runs when the machine has more cores than ranks)")
     ap.add_argument("--no-thread-too", action="store_true",
                     help="also time the overlap mode without the MPI progress thread")
     ap.add_argument("--worker", nargs=2, metavar=("CONFIG", "MODE"), help=argparse.SUPPRESS)
@@ -187,7 +191,11 @@ def main() -> None:
             runs["0"].append(_run([sys.executable, HERE, "--steps", steps, "--worker", config,
                                    "0"]))
             for m in modes:
-                env = dict(os.environ, FLUIDLITE_PROGRESS_THREAD="0" if m == "3" else "1")
+                env = dict(os.environ)
+                if m == "3":
+                    env["FLUIDLITE_PROGRESS_THREAD"] = "0"
+                elif args.thread:
+                    env["FLUIDLITE_PROGRESS_THREAD"] = args.thread
                 runs[m].append(_run(launch + ["--steps", steps, "--worker", config, m],
                                     env=env))
         med = {m: sorted(rs, key=lambda r: r["samples_per_s"])[len(rs) // 2]

@@ -232,6 +232,22 @@ def test_local_sgd_errors():
 
 
 # -- the launcher with a hostfile, and the real 2-rank job -------------------------------------
+@pytest.mark.parametrize("cores,local,setting,on", [
+    (2, 2, "auto", False), (4, 2, "auto", True), (2, None, "auto", True),
+    (1, None, "auto", False), (2, 2, "1", True), (8, 2, "0", False)])
+def test_progress_thread_runs_only_with_a_spare_core_by_default(monkeypatch, cores, local,
+                                                                 setting, on):
+    from fluidlite.distributed import comm
+    monkeypatch.setattr(comm.os, "sched_getaffinity", lambda pid: set(range(cores)),
+                        raising=False)
+    for var in ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    if local is not None:
+        monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_SIZE", str(local))
+    monkeypatch.setenv("FLUIDLITE_PROGRESS_THREAD", setting)
+    assert comm._Progress().enabled is on
+
+
 def test_launcher_hostfile_command(tmp_path):
     from fluidlite.distributed import launch
     if _have_mpi() is not None:

@@ -10,7 +10,8 @@ added (``--allow-run-as-root``), and ``--oversubscribe`` allows more processes t
 busy-polling, measured with ``bench/data_parallel.py``). All-reduces use Open MPI's ring
 algorithm. Each process runs one BLAS thread unless ``OMP_NUM_THREADS`` /
 ``OPENBLAS_NUM_THREADS`` is set, and one MPI progress thread advancing the overlapped
-all-reduces unless ``FLUIDLITE_PROGRESS_THREAD=0`` (``fluidlite.distributed.comm``).
+all-reduces when the machine has a core to spare for it (``FLUIDLITE_PROGRESS_THREAD``: ``auto``,
+``1`` or ``0``; ``fluidlite.distributed.comm``).
 
 Every process runs the script through ``fluidlite.distributed._run``, which aborts the whole
 job when the script raises on any rank (naming that rank), so no rank waits for a dead one.
@@ -97,7 +98,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env.setdefault("FLUIDLITE_COLLECTIVE_TIMEOUT", "300")
-    env.setdefault("FLUIDLITE_PROGRESS_THREAD", "1")
+    env.setdefault("FLUIDLITE_PROGRESS_THREAD", "auto")
     env.setdefault("FLUIDLITE_PROGRESS_INTERVAL", "0.0005")
     env.setdefault("PYTHONPATH", "")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
