@@ -75,6 +75,21 @@ def _check_input(layer: str, input: Variable, data_format: str) -> int:
     return c
 
 
+def _filters_and_groups(layer: str, input: Variable, C: int, num_filters: Any,
+                        groups: Optional[int]) -> Tuple[int, int]:
+    """``num_filters`` and ``groups`` (default 1) checked: positive ints dividing the filters
+    and the input's ``C`` channels."""
+    num_filters = check_int(num_filters, "num_filters", layer, minimum=1)
+    groups = 1 if groups is None else check_int(groups, "groups", layer, minimum=1)
+    if C % groups:
+        raise ValueError(f"{layer}: the channel count of the input ({C}, shape "
+                         f"{list(input.shape)}) must be divisible by groups ({groups})")
+    if num_filters % groups:
+        raise ValueError(f"{layer}: num_filters ({num_filters}) must be divisible by groups "
+                         f"({groups})")
+    return num_filters, groups
+
+
 def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _IntOrPair = 1,
            padding: Any = 0, dilation: _IntOrPair = 1, groups: Optional[int] = None,
            param_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
@@ -83,14 +98,7 @@ def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _
     initialized Normal(0, sqrt(2 / (kh*kw*C))) unless ``param_attr`` says otherwise; the bias
     ``[num_filters]`` is added on the channel axis (``bias_attr=False``: no bias)."""
     C = _check_input("conv2d", input, data_format)
-    num_filters = check_int(num_filters, "num_filters", "conv2d", minimum=1)
-    groups = 1 if groups is None else check_int(groups, "groups", "conv2d", minimum=1)
-    if C % groups:
-        raise ValueError(f"conv2d: the channel count of the input ({C}, shape "
-                         f"{list(input.shape)}) must be divisible by groups ({groups})")
-    if num_filters % groups:
-        raise ValueError(f"conv2d: num_filters ({num_filters}) must be divisible by groups "
-                         f"({groups})")
+    num_filters, groups = _filters_and_groups("conv2d", input, C, num_filters, groups)
     l_type = "depthwise_conv2d" if (C == groups and num_filters % C == 0 and not use_cudnn) \
         else "conv2d"
     helper = LayerHelper(l_type, input=input, param_attr=param_attr, bias_attr=bias_attr,

@@ -12,7 +12,7 @@ from ..data_feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from ..layer_helper import LayerHelper, check_int, is_int, is_number
-from .conv import _to_list
+from .conv import _filters_and_groups, _to_list
 
 __all__ = ["image_resize", "interpolate", "resize_bilinear", "resize_nearest",
            "resize_trilinear", "image_resize_short", "conv3d", "conv3d_transpose", "pool3d",
@@ -247,14 +247,7 @@ def conv3d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
     axis (``bias_attr=False``: no bias)."""
     layer = "conv3d"
     C = _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
-    num_filters = check_int(num_filters, "num_filters", layer, minimum=1)
-    groups = 1 if groups is None else check_int(groups, "groups", layer, minimum=1)
-    if C % groups:
-        raise ValueError(f"{layer}: the channel count of the input ({C}, shape "
-                         f"{list(input.shape)}) must be divisible by groups ({groups})")
-    if num_filters % groups:
-        raise ValueError(f"{layer}: num_filters ({num_filters}) must be divisible by groups "
-                         f"({groups})")
+    num_filters, groups = _filters_and_groups(layer, input, C, num_filters, groups)
     helper = LayerHelper(layer, input=input, param_attr=param_attr, bias_attr=bias_attr,
                          act=act, name=name)
     filter_size = _to_list(filter_size, 3, "filter_size", layer)

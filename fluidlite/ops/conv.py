@@ -252,20 +252,25 @@ def _from_nchw(x: np.ndarray, last: bool) -> np.ndarray:
 
 
 def _check_conv_specs(op: str, Input: VarSpec, Filter: VarSpec, groups: int, last: bool,
-                      transpose: bool) -> Tuple[int, int]:
-    """Validate ranks and channel counts; return (N, C)."""
-    if Input.ndim != 4:
-        raise ValueError(f"{op}: Input must be 4-D ({'NHWC' if last else 'NCHW'}), got shape "
+                      transpose: bool, dims: int = 2) -> Tuple[int, int]:
+    """Validate ranks and channel counts of a ``dims``-D convolution (2: conv2d, 3: conv3d and
+    their transposes); return (N, C)."""
+    rank = dims + 2
+    layout = ("NHWC" if last else "NCHW") if dims == 2 else ("NDHWC" if last else "NCDHW")
+    kernel = ", ".join(("kd", "kh", "kw")[3 - dims:])
+    if Input.ndim != rank:
+        raise ValueError(f"{op}: Input must be {rank}-D ({layout}), got shape "
                          f"{list(Input.shape)}")
-    if Filter.ndim != 4:
-        raise ValueError(f"{op}: Filter must be 4-D, got shape {list(Filter.shape)}")
+    if Filter.ndim != rank:
+        raise ValueError(f"{op}: Filter must be {rank}-D, got shape {list(Filter.shape)}")
     if groups < 1:
         raise ValueError(f"{op}: groups must be >= 1, got {groups}")
-    C = Input.shape[3] if last else Input.shape[1]
+    C = Input.shape[rank - 1] if last else Input.shape[1]
     if transpose:
         if C >= 0 and C != Filter.shape[0]:
             raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} "
-                             f"expects {Filter.shape[0]} (Filter is [C_in, C_out/groups, kh, kw])")
+                             f"expects {Filter.shape[0]} (Filter is [C_in, C_out/groups, "
+                             f"{kernel}])")
         if Filter.shape[0] % groups:
             raise ValueError(f"{op}: input channels {Filter.shape[0]} not divisible by groups "
                              f"{groups}")
@@ -273,7 +278,7 @@ def _check_conv_specs(op: str, Input: VarSpec, Filter: VarSpec, groups: int, las
         if C >= 0 and C != Filter.shape[1] * groups:
             raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} with "
                              f"groups={groups} expects {Filter.shape[1] * groups} (Filter is "
-                             f"[C_out, C_in/groups, kh, kw])")
+                             f"[C_out, C_in/groups, {kernel}])")
         if Filter.shape[0] % groups:
             raise ValueError(f"{op}: number of filters {Filter.shape[0]} not divisible by groups "
                              f"{groups}")

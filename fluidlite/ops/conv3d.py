@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
-from .conv import LazyOutputs, _ConvBase
+from .conv import LazyOutputs, _check_conv_specs, _ConvBase
 
 __all__ = ["NdGeom", "nd_paddings", "conv_nd_fwd", "conv_nd_dx", "conv_nd_dw"]
 
@@ -176,35 +176,6 @@ def _triple(v: Sequence[int], name: str, op: str) -> List[int]:
     return v
 
 
-def _check_specs(op: str, Input: VarSpec, Filter: VarSpec, groups: int, last: bool,
-                 transpose: bool) -> int:
-    if Input.ndim != 5:
-        raise ValueError(f"{op}: Input must be 5-D ({'NDHWC' if last else 'NCDHW'}), got shape "
-                         f"{list(Input.shape)}")
-    if Filter.ndim != 5:
-        raise ValueError(f"{op}: Filter must be 5-D, got shape {list(Filter.shape)}")
-    if groups < 1:
-        raise ValueError(f"{op}: groups must be >= 1, got {groups}")
-    C = Input.shape[4] if last else Input.shape[1]
-    if transpose:
-        if C >= 0 and C != Filter.shape[0]:
-            raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} "
-                             f"expects {Filter.shape[0]} (Filter is [C_in, C_out/groups, kd, kh, "
-                             f"kw])")
-        if Filter.shape[0] % groups:
-            raise ValueError(f"{op}: input channels {Filter.shape[0]} not divisible by groups "
-                             f"{groups}")
-    else:
-        if C >= 0 and C != Filter.shape[1] * groups:
-            raise ValueError(f"{op}: Input has {C} channels but Filter {list(Filter.shape)} with "
-                             f"groups={groups} expects {Filter.shape[1] * groups} (Filter is "
-                             f"[C_out, C_in/groups, kd, kh, kw])")
-        if Filter.shape[0] % groups:
-            raise ValueError(f"{op}: number of filters {Filter.shape[0]} not divisible by groups "
-                             f"{groups}")
-    return C
-
-
 class _Conv3DBase(_ConvBase):
     """conv2d's slots and gradient op (``<type>_grad`` reading Input, Filter, Output@GRAD);
     the 3-D ops' own extra attributes."""
@@ -232,7 +203,7 @@ class Conv3D(_Conv3DBase):
               padding_algorithm="EXPLICIT", groups=1, dilations=(1, 1, 1),
               data_format="NCDHW"):
         last = _channels_last(self.type, data_format)
-        _check_specs(self.type, Input, Filter, groups, last, False)
+        _check_conv_specs(self.type, Input, Filter, groups, last, False, dims=3)
         strides = _triple(strides, "strides", self.type)
         dilations = _triple(dilations, "dilations", self.type)
         size = Input.shape[1:4] if last else Input.shape[2:]
@@ -328,7 +299,7 @@ class Conv3DTranspose(_Conv3DBase):
               padding_algorithm="EXPLICIT", groups=1, dilations=(1, 1, 1),
               data_format="NCDHW"):
         last = _channels_last(self.type, data_format)
-        _check_specs(self.type, Input, Filter, groups, last, True)
+        _check_conv_specs(self.type, Input, Filter, groups, last, True, dims=3)
         strides = _triple(strides, "strides", self.type)
         dilations = _triple(dilations, "dilations", self.type)
         size = list(Input.shape[1:4] if last else Input.shape[2:])
