@@ -236,7 +236,9 @@ class Ftrl(Update):
         else:
             pow_new, pow_old = n_new ** -lr_power, n ** -lr_power
         z = LinearAccumulator + Grad - (pow_new - pow_old) / LearningRate * Param
-        shrunk = (l1 * np.sign(z) - z) / (pow_new / LearningRate + 2.0 * l2)
+        # 0/0 where a coordinate has seen no gradient yet (l2 = 0): masked out just below
+        with np.errstate(invalid="ignore", divide="ignore"):
+            shrunk = (l1 * np.sign(z) - z) / (pow_new / LearningRate + 2.0 * l2)
         p = np.where(np.abs(z) > l1, shrunk, np.zeros((), dtype=Param.dtype)).astype(
             Param.dtype, copy=False)
         return {"ParamOut": p, "SquaredAccumOut": n_new, "LinearAccumOut": z}
@@ -269,7 +271,8 @@ class Ftrl(Update):
             np.subtract(t0, z, out=t0)
             np.divide(t1, lr, out=t1)
             np.add(t1, 2.0 * l2, out=t1)
-            np.divide(t0, t1, out=t0)                           # shrunk
+            with np.errstate(invalid="ignore", divide="ignore"):    # 0/0: masked below
+                np.divide(t0, t1, out=t0)                       # shrunk
             mask = np.greater(np.abs(z, out=t1), l1, out=keep[:p.size].reshape(p.shape))
             p[...] = 0
             np.copyto(p, t0, where=mask)
