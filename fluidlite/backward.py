@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
 from .core import control_flow as _cf
 from .core import names, rewrite
 from .core.dtypes import FLOATS, VarType
-from .core.ir import Block, OpRole, Operator, Program, Variable
+from .core.ir import Block, OpArgs, OpRole, Operator, Program, Variable
 from .core.registry import GradBuilder, OpDesc, get_op_def
 
 __all__ = ["append_backward", "gradients", "calc_gradient"]
@@ -715,7 +715,7 @@ def _is_array(block: Block, grad: str, fwd_of: Dict[str, str]) -> bool:
     return fwd is not None and fwd.type == VarType.LOD_TENSOR_ARRAY
 
 
-class _OpView:
+class _OpView(OpArgs):
     """A forward op of a sub-block seen with SSA-versioned names (``core/control_flow``); what
     the grad makers read of an op (type, slots, attrs)."""
 
@@ -724,14 +724,6 @@ class _OpView:
         self.type, self.block, self.attrs = op.type, op.block, op.attrs
         self.inputs, self.outputs = inputs, outputs
         self.orig = op                  # the op with its own (unversioned) names
-
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
-
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
 
     def attr(self, name: str) -> Any:
         return self.attrs.get(name)

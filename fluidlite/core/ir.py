@@ -33,7 +33,23 @@ class OpRole:
 
 
 # -- Operator ---------------------------------------------------------------------------------
-class Operator:
+class OpArgs:
+    """``input_arg_names`` / ``output_arg_names`` over ``inputs`` / ``outputs`` (slot -> names):
+    shared by ``Operator`` and every op-like view (backward's, the plan's fused ops, ONNX's)."""
+
+    inputs: Dict[str, List[str]]
+    outputs: Dict[str, List[str]]
+
+    @property
+    def input_arg_names(self) -> List[str]:
+        return [n for v in self.inputs.values() for n in v]
+
+    @property
+    def output_arg_names(self) -> List[str]:
+        return [n for v in self.outputs.values() for n in v]
+
+
+class Operator(OpArgs):
     """One op: ``type``, slot -> variable-name lists for inputs and outputs, and attrs."""
 
     def __init__(self, block: "Block", type: str, inputs: Dict[str, List[str]],
@@ -66,13 +82,6 @@ class Operator:
     def output_names(self) -> List[str]:
         return list(self.outputs)
 
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
-
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
 
     def attr(self, name: str) -> Any:
         return self.attrs.get(name)

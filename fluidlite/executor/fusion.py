@@ -44,7 +44,7 @@ import numpy as np
 
 from ..core import registry, rewrite
 from ..core.dtypes import to_numpy_dtype
-from ..core.ir import Block, Operator
+from ..core.ir import Block, OpArgs, Operator
 from ..core.registry import OpDef, Slot
 from ..ops import inplace
 
@@ -61,22 +61,7 @@ _SMALL = 1 << 20      # sgd: up to this size one temporary beats scratch chunks 
 _INPLACE_MIN = 1 << 14
 
 
-class _Args:
-    """``input_arg_names`` / ``output_arg_names`` over ``inputs`` / ``outputs``, as Operator."""
-
-    inputs: Dict[str, List[str]]
-    outputs: Dict[str, List[str]]
-
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
-
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
-
-
-class FusedOp(_Args):
+class FusedOp(OpArgs):
     """Stands in for the ops it covers inside a Plan (duck-types ``Operator`` for the plan)."""
 
     def __init__(self, opdef: "OpDef", ops: Sequence[Any], inputs: Dict[str, List[str]],
@@ -87,7 +72,7 @@ class FusedOp(_Args):
         self.attrs = dict(self.covered[-1].attrs)
 
 
-class _Member(_Args):
+class _Member(OpArgs):
     """An update op (or ``elementwise_mul`` + update) waiting to be grouped."""
 
     def __init__(self, op: Operator, covered: List[Any], inputs: Dict[str, List[str]],

@@ -39,6 +39,7 @@ import numpy as np
 from ..core import control_flow as cf
 from ..core import names
 from ..core.dtypes import VarType, to_numpy_dtype
+from ..core.ir import OpArgs
 from . import _ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _onnx, _out, _x
 
 BLOCK_OPS = ("while", "conditional_block")
@@ -159,7 +160,7 @@ class _BlockView:
         return self._c.var(name)
 
 
-class _OpView:
+class _OpView(OpArgs):
     """An op with its input names replaced by current versions and its output names by the
     names chosen for the values it writes."""
 
@@ -173,14 +174,6 @@ class _OpView:
 
     def output(self, slot: str) -> List[str]:
         return self.outputs.get(slot, [])
-
-    @property
-    def input_arg_names(self) -> List[str]:
-        return [n for v in self.inputs.values() for n in v]
-
-    @property
-    def output_arg_names(self) -> List[str]:
-        return [n for v in self.outputs.values() for n in v]
 
     def attr(self, name: str) -> Any:
         return self._op.attr(name)
