@@ -856,12 +856,10 @@ def roi_pool(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wid
     return out
 
 
-def psroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_scale: float,
-               pooled_height: int, pooled_width: int, name: Optional[str] = None) -> Variable:
-    """Position-sensitive RoI average pooling (R-FCN): ``input`` has
-    ``output_channels * pooled_height * pooled_width`` channels; the result is
-    ``[R, output_channels, pooled_height, pooled_width]``."""
-    layer = "psroi_pool"
+def _position_sensitive(layer: str, input: Variable, rois: Variable, output_channels: int,
+                        spatial_scale: float, pooled_height: int, pooled_width: int,
+                        name: Optional[str]) -> Variable:
+    """The op of ``psroi_pool`` / ``prroi_pool`` (same slots and attributes), arguments checked."""
     _roi_args(layer, input, rois, pooled_height, pooled_width)
     output_channels = check_int(output_channels, "output_channels", layer, minimum=1)
     if not is_number(spatial_scale):
@@ -871,6 +869,15 @@ def psroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
                    {"output_channels": output_channels, "spatial_scale": float(spatial_scale),
                     "pooled_height": int(pooled_height), "pooled_width": int(pooled_width)},
                    input.dtype, name)
+
+
+def psroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_scale: float,
+               pooled_height: int, pooled_width: int, name: Optional[str] = None) -> Variable:
+    """Position-sensitive RoI average pooling (R-FCN): ``input`` has
+    ``output_channels * pooled_height * pooled_width`` channels; the result is
+    ``[R, output_channels, pooled_height, pooled_width]``."""
+    return _position_sensitive("psroi_pool", input, rois, output_channels, spatial_scale,
+                               pooled_height, pooled_width, name)
 
 
 def inplace_abn(input: Variable, act: Optional[str] = None, is_test: bool = False,
@@ -982,16 +989,8 @@ def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
     pooled_height * pooled_width`` channels): each bin is the exact integral of the bilinear
     interpolant over the bin divided by its area; ``[R, output_channels, pooled_height,
     pooled_width]``."""
-    layer = "prroi_pool"
-    _roi_args(layer, input, rois, pooled_height, pooled_width)
-    output_channels = check_int(output_channels, "output_channels", layer, minimum=1)
-    if not is_number(spatial_scale):
-        raise TypeError(f"{layer}: spatial_scale must be a float, but received "
-                        f"{spatial_scale!r}")
-    return _simple(layer, layer, {"X": input, "ROIs": rois},
-                   {"output_channels": output_channels, "spatial_scale": float(spatial_scale),
-                    "pooled_height": int(pooled_height), "pooled_width": int(pooled_width)},
-                   input.dtype, name)
+    return _position_sensitive("prroi_pool", input, rois, output_channels, spatial_scale,
+                               pooled_height, pooled_width, name)
 
 
 def deformable_roi_pooling(input: Variable, rois: Variable, trans: Variable,
