@@ -17,7 +17,7 @@ from ..core import mode as _mode
 from ..core import names
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
-from ..core.registry import get_op_def
+from ..core.registry import VarSpec, get_op_def
 from .base import no_grad
 from .tensor import EAGER_BLOCK, ParamBase, VarBase
 from .tracer import kernel
@@ -165,6 +165,7 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
 
 
 _GLOBAL_NORM: Any = None       # fluidlite.clip.GradientClipByGlobalNorm (imported on first use)
+_BASE_OP_ATTRS: Any = None     # Optimizer._op_attrs (imported on first use)
 
 
 def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
@@ -181,6 +182,19 @@ def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
         return False
     return all(getattr(p, "regularizer", None) is None and
                getattr(p, "gradient_clip_attr", None) is None for p, _ in params_grads)
+
+
+def _groupable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
+    """Whether ``_apply_group`` may run the step: no clip or exactly the global-norm clip
+    (``_fusable``'s conditions otherwise: an in-place update op, no regularizer, no legacy
+    per-parameter clip attrs)."""
+    if grad_clip is None:
+        if opt.regularization is not None or \
+                getattr(get_op_def(opt.type), "state_slots", None) is None:
+            return False
+        return all(getattr(p, "regularizer", None) is None and
+                   getattr(p, "gradient_clip_attr", None) is None for p, _ in params_grads)
+    return _fusable(opt, grad_clip, params_grads)
 
 
 def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
@@ -269,6 +283,10 @@ def _apply(opt: Any, params_grads: List[Any], grad_clip: Any) -> List[Any]:
     ``apply_gradients``); returns the ``(param, grad)`` pairs used."""
     with no_grad():
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        if _groupable(opt, grad_clip, params_grads) and \
+                _apply_group(opt, params_grads, grad_clip):
+            opt._finish_update(EAGER_BLOCK, params_grads)
+            return params_grads
         scales: Dict[str, Any] = {}
         if _fusable(opt, grad_clip, params_grads):
             # global-norm clip fused into in-place updates (as the static plan fuses them):
@@ -287,6 +305,175 @@ def _apply(opt: Any, params_grads: List[Any], grad_clip: Any) -> List[Any]:
             _update(opt, p, g, lr, scales.get(p.name))
         opt._finish_update(EAGER_BLOCK, params_grads)
     return params_grads
+
+
+# -- one group kernel for every parameter ---------------------------------------------------------
+class _GroupPlan:
+    """What does not change between steps of ``_apply_group`` for one parameter set: the
+    static plan's fused kernels (``executor/fusion.py``: ``_GlobalNorm`` with the
+    ``squared_l2_norm`` kernels, ``_UpdateGroup`` of the update op), the input/output slots
+    and, per parameter, the accumulator tables to read. Built for one key (``_group_key``);
+    holds the parameters and the clip, so the ids in the key stay theirs."""
+
+    __slots__ = ("key", "params", "clip", "norm", "group", "in_slots", "acc_slots",
+                 "out_targets", "extra", "counted")
+
+    def __init__(self, key: Any, params: List[ParamBase], grads: List[np.ndarray],
+                 counted: List[bool], opt: Any, clip: Any, attrs: List[Dict[str, Any]]
+                 ) -> None:
+        from ..executor.fusion import _GlobalNorm, _UpdateGroup
+        self.key, self.params, self.clip, self.counted = key, params, clip, counted
+        self.norm = None
+        if clip is not None and any(counted):
+            sq = get_op_def("squared_l2_norm")
+            square = []
+            for g, c in zip(grads, counted):
+                if c:
+                    b = sq.bind([VarSpec(g.shape, g.dtype)], {}, frozenset({"Out"}))
+                    fn = b.fn
+                    square.append(fn if b.single else (lambda a, f=fn: f(a)["Out"]))
+            check = [p.name + names.GRAD_SUFFIX for p, c in zip(params, counted) if c] \
+                if clip.error_if_nonfinite else None
+            # the squares are float64 for every float gradient (squared_l2_norm): the chain
+            # is the unfused ops' double arithmetic, bit for bit
+            self.norm = _GlobalNorm(square, np.dtype(np.float64), float(clip.clip_norm), None,
+                                    check, ["Norm", "Scale"])
+        update = get_op_def(opt.type)
+        present = {"Param", "Grad", "LearningRate"} | {a.slot for a in opt._accs}
+        self.extra = tuple(k for k, v in opt._extra_inputs.items() if isinstance(v, VarBase))
+        present |= set(self.extra)
+        self.in_slots = [s.name for s in update.in_slots if s.name in present]
+        # per input slot after Param/Grad/LearningRate: the accumulator table's key
+        acc_key = {a.slot: (opt._name + "_" + a.name if opt._name is not None else a.name)
+                   for a in opt._accs}
+        self.acc_slots = tuple((s, acc_key.get(s)) for s in self.in_slots)
+        outs = {a.out: acc_key[a.slot] for a in opt._accs if a.out is not None}
+        self.out_targets = tuple((s.name, outs.get(s.name)) for s in update.out_slots
+                                 if s.name == "ParamOut" or s.name in outs)
+        # the clip's scale goes into the group kernel when every gradient is clipped (else
+        # the clipped ones are scaled first, see ``_apply_group``)
+        self.group = _UpdateGroup(opt.type, self.in_slots, [o for o, _ in self.out_targets],
+                                  attrs, [True] * len(params),
+                                  self.norm is not None and all(counted))
+
+
+def _op_attr_list(opt: Any, params: List[ParamBase]) -> List[Dict[str, Any]]:
+    """The update op's kernel attrs per parameter (checked once per distinct attrs)."""
+    opdef = get_op_def(opt.type)
+    cache = opt.__dict__.setdefault("_dygraph_kattrs", {})
+    out = []
+    for p in params:
+        raw = opt._op_attrs(p)
+        key = tuple(sorted((k, _freeze_attr(v)) for k, v in raw.items()))
+        attrs = cache.get(key)
+        if attrs is None:
+            if len(cache) > 64:
+                cache.clear()
+            attrs = cache[key] = opdef.kernel_attrs(opdef.check_attrs(dict(raw)))
+        out.append(attrs)
+    return out
+
+
+def _freeze_attr(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze_attr(x) for x in v)
+    if isinstance(v, Variable):
+        return ("var", id(v))
+    return v
+
+
+def _apply_group(opt: Any, params_grads: List[Any], grad_clip: Any) -> bool:
+    """Every parameter's update as one ``_UpdateGroup`` call, the global-norm clip's scale
+    from one ``_GlobalNorm`` (the static plan's fused kernels, so both modes compute the same
+    numbers). The plan is cached per (parameters, gradient shapes/dtypes, which are clipped,
+    update attrs, clip settings); False (nothing done) when the step does not fit: a
+    parameter listed twice or a gradient unlike its parameter -- the per-parameter path
+    then runs."""
+    params, grads, counted = [], [], []
+    clip = grad_clip
+    for p, g in params_grads:
+        if g is None or not p.trainable:
+            continue
+        params.append(p)
+        grads.append(g._array())
+        counted.append(clip is not None and clip._needs(p))
+    if not params:
+        return False
+    global _BASE_OP_ATTRS
+    if _BASE_OP_ATTRS is None:
+        from ..optimizer_base import Optimizer
+        _BASE_OP_ATTRS = Optimizer._op_attrs
+    if type(opt)._op_attrs is _BASE_OP_ATTRS:
+        attrs_key: Any = tuple((k, _freeze_attr(v)) for k, v in opt._attrs.items())
+        attrs = None
+    else:
+        attrs = _op_attr_list(opt, params)
+        attrs_key = tuple(id(a) for a in attrs)
+    key = (tuple(id(p) for p in params), tuple((g.shape, g.dtype.char) for g in grads),
+           tuple(counted), attrs_key, opt.type, tuple(opt._extra_inputs),
+           None if clip is None else (id(clip), clip.clip_norm, clip.error_if_nonfinite))
+    plan = opt.__dict__.get("_dygraph_group")
+    if plan is None or plan.key != key:
+        if len({id(p) for p in params}) != len(params) or any(
+                g.shape != tuple(p._array().shape) or g.dtype != p._array().dtype
+                for p, g in zip(params, grads)):
+            return False
+        if attrs is None:
+            attrs = _op_attr_list(opt, params)
+        plan = _GroupPlan(key, params, grads, counted, opt, clip, attrs)
+        opt.__dict__["_dygraph_group"] = plan
+    scale = None
+    if plan.norm is not None:
+        norm, s = plan.norm.values([g for g, c in zip(grads, counted) if c])
+        clip.global_norm = VarBase(np.array([norm]), name="global_norm")
+        s64 = np.array([s])
+        if plan.group.scaled:
+            scale = s64
+        else:                           # need_clip leaves some gradients unscaled
+            from ..executor.fusion import _scaled, grad_scale
+            grads = [_scaled(g, grad_scale(s64, g.dtype)) if c else g
+                     for g, c in zip(grads, counted)]
+    _run_group(opt, plan, params, grads, scale)
+    return True
+
+
+def _run_group(opt: Any, plan: _GroupPlan, params: List[ParamBase], grads: List[np.ndarray],
+               scale: Optional[np.ndarray]) -> None:
+    lr = _global_lr(opt)
+    cols: List[List[Any]] = []
+    accs: Dict[str, List[VarBase]] = {}
+    for slot, table in plan.acc_slots:
+        if slot == "Param":
+            cols.append([p._value for p in params])
+        elif slot == "Grad":
+            cols.append(grads)
+        elif slot == "LearningRate":
+            cols.append([_learning_rate(opt, p, lr) for p in params])
+        elif table is not None:
+            tab = opt._accumulators[table]
+            vs = []
+            for p in params:
+                v = tab.get(p.name)
+                if v is None:               # first update: created with the start values
+                    _accumulators(opt, p)
+                    v = tab[p.name]
+                vs.append(v)
+            accs[table] = vs
+            cols.append([v._value for v in vs])
+        else:                           # Beta1Tensor ...: one tensor for every parameter
+            a = opt._extra_inputs[slot]._array()
+            cols.append([a] * len(params))
+    if scale is not None:
+        cols.append(scale)
+    for p in params:
+        p._version += 1
+    res = plan.group.forward(*cols)
+    for slot, table in plan.out_targets:
+        vals = res[slot]
+        targets = params if table is None else accs[table]
+        for t, v in zip(targets, vals):
+            if v is not None:
+                t._value = v
 
 
 def state_dict(opt: Any) -> Dict[str, VarBase]:
