@@ -12,6 +12,7 @@ Python, arrays are Python lists).
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -215,7 +216,38 @@ def _unique(prefix: str) -> str:
     return names.generate(prefix)
 
 
-class _WhileGuard:
+class _BlockBuild(abc.ABC):
+    """``with ...block():`` as one build transaction: an error in the body (or in completing the
+    op that owns the block) leaves the programs as they were before it, without the new block.
+    Subclasses complete their op in ``_complete`` (called with the parent block current)."""
+
+    def _open(self, prog: Any) -> Any:
+        self.txn = _atomic.atomic(prog, default_startup_program())
+        self.txn.__enter__()
+        self.block = prog._create_block()
+        return self.block
+
+    @abc.abstractmethod
+    def _complete(self) -> None:
+        """Complete the op owning ``self.block`` (the parent block is current)."""
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+        prog = self.block.program
+        try:
+            if exc_type is None:
+                with _rolled_back(prog):
+                    self._complete()
+        except BaseException as e:
+            self.txn.__exit__(type(e), e, e.__traceback__)
+            raise
+        finally:
+            if prog.current_block_idx == self.block.idx:
+                prog._rollback()
+        self.txn.__exit__(exc_type, exc_val, exc_tb)
+        return False
+
+
+class _WhileGuard(_BlockBuild):
     def __init__(self, while_op: While) -> None:
         if not isinstance(while_op, While):
             raise TypeError("WhileGuard takes a while op")
@@ -227,28 +259,11 @@ class _WhileGuard:
         prog = self.while_op.helper.main_program
         self.before = _outer_specs(prog.current_block())
         self.while_op.status = While.IN_WHILE_BLOCK
-        # the whole `with` is one build transaction: an error in the body (or in completing
-        # the loop) leaves the programs as they were before it, without the new block
-        self.txn = _atomic.atomic(prog, default_startup_program())
-        self.txn.__enter__()
-        self.block = prog._create_block()
-        return self.block
+        return self._open(prog)
 
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        prog = self.block.program
-        try:
-            if exc_type is None:
-                self.while_op.status = While.AFTER_WHILE_BLOCK
-                with _rolled_back(prog):
-                    self.while_op._complete(self.block, self.before)
-        except BaseException as e:
-            self.txn.__exit__(type(e), e, e.__traceback__)
-            raise
-        finally:
-            if prog.current_block_idx == self.block.idx:
-                prog._rollback()
-        self.txn.__exit__(exc_type, exc_val, exc_tb)
-        return False
+    def _complete(self) -> None:
+        self.while_op.status = While.AFTER_WHILE_BLOCK
+        self.while_op._complete(self.block, self.before)
 
 
 @contextlib.contextmanager
@@ -457,33 +472,17 @@ class ConditionalBlock:
                                 "is_scalar_condition": self.is_scalar_condition})
 
 
-class _CondGuard:
+class _CondGuard(_BlockBuild):
     """``with cb.block():`` -- one build transaction, like ``While.block()``."""
 
     def __init__(self, cb: ConditionalBlock) -> None:
         self.cb = cb
 
     def __enter__(self) -> Any:
-        prog = self.cb.helper.main_program
-        self.txn = _atomic.atomic(prog, default_startup_program())
-        self.txn.__enter__()
-        self.block = prog._create_block()
-        return self.block
+        return self._open(self.cb.helper.main_program)
 
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        prog = self.block.program
-        try:
-            if exc_type is None:
-                with _rolled_back(prog):
-                    self.cb._complete(self.block)
-        except BaseException as e:
-            self.txn.__exit__(type(e), e, e.__traceback__)
-            raise
-        finally:
-            if prog.current_block_idx == self.block.idx:
-                prog._rollback()
-        self.txn.__exit__(exc_type, exc_val, exc_tb)
-        return False
+    def _complete(self) -> None:
+        self.cb._complete(self.block)
 
 
 def _flatten(x: Any) -> List[Any]:
