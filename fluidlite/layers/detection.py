@@ -235,18 +235,11 @@ def target_assign(input: Variable, matched_indices: Variable,
     return out, weight
 
 
-def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, nms_top_k: int,
-                   keep_top_k: int, nms_threshold: float = 0.3, normalized: bool = True,
-                   nms_eta: float = 1.0, background_label: int = 0,
-                   name: Optional[str] = None) -> Variable:
-    """Per-class NMS then ``keep_top_k`` per image: a LoD tensor ``[K, 6]`` of
-    ``(label, score, x1, y1, x2, y2)`` (see the ``multiclass_nms`` op)."""
-    layer = "multiclass_nms"
-    check_variable_and_dtype(bboxes, "BBoxes", _FLOATS, layer)
-    check_variable_and_dtype(scores, "Scores", _FLOATS, layer)
-    for arg, v in (("score_threshold", score_threshold), ("nms_threshold", nms_threshold),
-                   ("nms_eta", nms_eta)):
-        check_type(v, arg, (float, int), layer)
+def _nms_op(layer: str, bboxes: Variable, scores: Variable, score_threshold: float,
+            nms_top_k: int, keep_top_k: int, nms_threshold: float, normalized: bool,
+            nms_eta: float, background_label: int, name: Optional[str]) -> Variable:
+    """The ``multiclass_nms`` / ``locality_aware_nms`` op (same slots and attributes), its int
+    arguments checked; a LoD tensor ``[K, 6]`` that stops gradients."""
     for arg, v in (("nms_top_k", nms_top_k), ("keep_top_k", keep_top_k),
                    ("background_label", background_label)):
         if not is_int(v):
@@ -261,6 +254,22 @@ def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, n
                             "nms_eta": float(nms_eta), "keep_top_k": int(keep_top_k),
                             "normalized": normalized})
     return out
+
+
+def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, nms_top_k: int,
+                   keep_top_k: int, nms_threshold: float = 0.3, normalized: bool = True,
+                   nms_eta: float = 1.0, background_label: int = 0,
+                   name: Optional[str] = None) -> Variable:
+    """Per-class NMS then ``keep_top_k`` per image: a LoD tensor ``[K, 6]`` of
+    ``(label, score, x1, y1, x2, y2)`` (see the ``multiclass_nms`` op)."""
+    layer = "multiclass_nms"
+    check_variable_and_dtype(bboxes, "BBoxes", _FLOATS, layer)
+    check_variable_and_dtype(scores, "Scores", _FLOATS, layer)
+    for arg, v in (("score_threshold", score_threshold), ("nms_threshold", nms_threshold),
+                   ("nms_eta", nms_eta)):
+        check_type(v, arg, (float, int), layer)
+    return _nms_op(layer, bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_threshold,
+                   normalized, nms_eta, background_label, name)
 
 
 def yolo_box(x: Variable, img_size: Variable, anchors: Sequence[int], class_num: int,
@@ -661,20 +670,8 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
     layer = "locality_aware_nms"
     check_variable_and_dtype(bboxes, "bboxes", _FLOATS, layer)
     check_variable_and_dtype(scores, "scores", _FLOATS, layer)
-    for arg, v in (("nms_top_k", nms_top_k), ("keep_top_k", keep_top_k),
-                   ("background_label", background_label)):
-        if not is_int(v):
-            raise TypeError(f"{layer}: {arg} must be an int, but received {v!r}")
-    helper = LayerHelper(layer, name=name)
-    out = helper.create_variable_for_type_inference(bboxes.dtype, stop_gradient=True)
-    helper.append_op(type=layer, inputs={"BBoxes": bboxes, "Scores": scores},
-                     outputs={"Out": out},
-                     attrs={"background_label": int(background_label),
-                            "score_threshold": float(score_threshold),
-                            "nms_top_k": int(nms_top_k), "nms_threshold": float(nms_threshold),
-                            "nms_eta": float(nms_eta), "keep_top_k": int(keep_top_k),
-                            "normalized": normalized})
-    return out
+    return _nms_op(layer, bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_threshold,
+                   normalized, nms_eta, background_label, name)
 
 
 def retinanet_detection_output(bboxes: Sequence[Variable], scores: Sequence[Variable],
