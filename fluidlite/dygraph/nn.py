@@ -1,7 +1,10 @@
 """fluid 1.8's dygraph layer classes. Each creates its parameters once (fluid's names and
 shapes: ``linear_0.w_0`` ``[in, out]``, ``conv2d_0.w_0`` ``[out, in/groups, kh, kw]`` ...) and its
 ``forward`` runs the same ops as the static layer function (``mul``/``matmul``, ``conv2d``,
-``pool2d``, ``batch_norm``, ``lookup_table_v2``, ``dropout``, ``layer_norm``) through the tracer.
+``pool2d``, ``batch_norm``, ``lookup_table_v2``, ``dropout``, ``layer_norm``, ``prelu``,
+``group_norm``, ``instance_norm``, ``bilinear_tensor_product``, ``gru_unit``,
+``spectral_norm`` ...) through the tracer: one registered op per layer, so a model gives the
+same numbers in both modes.
 Layers without parameters call the ``fluid.layers`` function itself.
 """
 from __future__ import annotations
@@ -13,6 +16,7 @@ from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..initializer import Constant, Normal
 from ..layer_helper import check_act, check_int, check_number
 from ..layers.conv import _padding, _to_list
+from ..layers.rnn import _ACT_CODES as _GRU_ACT_CODES
 from ..param_attr import ParamAttr
 from .layers import Layer
 from .tensor import VarBase
@@ -291,12 +295,14 @@ class Dropout(Layer):
 
 
 class PRelu(_Op):
-    """``max(0, x) + alpha * min(0, x)`` with a learned ``alpha`` (``mode``: 'all' one value,
-    'channel' one per channel of an NCHW input, 'element' one per element), init 0.25.
-    Composed of ``relu``, ``scale`` and ``elementwise_mul`` ops (fluidlite has no prelu op)."""
+    """``Out = x if x > 0 else alpha * x`` (op ``prelu``) with a learned ``alpha``
+    (``prelu_N.w_0``, init 1.0 as fluid 1.8's dygraph class; the static ``fluid.layers.prelu``
+    starts at 0.25). Shapes as fluid 1.8: ``mode='all'`` ``[1]``, ``'channel'``
+    ``[1, channel, 1, 1]`` (one per channel of dim 1, any input rank), ``'element'``
+    ``[1] + input_shape[1:]`` (one per element of a sample)."""
 
-    def __init__(self, mode: str, input_shape: Optional[Sequence[int]] = None,
-                 channel: Optional[int] = None, param_attr: Any = None,
+    def __init__(self, mode: str, channel: Optional[int] = None,
+                 input_shape: Optional[Sequence[int]] = None, param_attr: Any = None,
                  dtype: Any = "float32") -> None:
         super().__init__("prelu", dtype)
         if mode == "all":
@@ -304,26 +310,21 @@ class PRelu(_Op):
         elif mode == "channel":
             if channel is None:
                 raise ValueError("PRelu: mode 'channel' needs channel=")
-            shape = [int(channel)]
+            # fluid 1.8 keeps the trailing 1s for models saved by older versions
+            shape = [1, int(channel), 1, 1]
         elif mode == "element":
             if input_shape is None:
                 raise ValueError("PRelu: mode 'element' needs input_shape=")
-            shape = [int(d) for d in input_shape[1:]]
+            shape = [1] + [int(d) for d in list(input_shape)[1:]]
         else:
             raise ValueError(f"PRelu: mode must be 'all', 'channel' or 'element', got {mode!r}")
         self._mode = mode
         self.weight = self.create_parameter(shape, param_attr, dtype,
-                                            default_initializer=Constant(0.25))
+                                            default_initializer=Constant(1.0))
 
     def forward(self, input: VarBase) -> VarBase:
-        pos = self._run("relu", {"X": input})
-        neg_in = self._run("scale", {"X": input}, {"scale": -1.0})
-        neg = self._run("relu", {"X": neg_in})
-        axis = 1 if self._mode != "all" else -1
-        if self._mode == "all":
-            axis = -1
-        scaled = self._run("elementwise_mul", {"X": neg, "Y": self.weight}, {"axis": axis})
-        return self._run("elementwise_sub", {"X": pos, "Y": scaled}, {"axis": -1})
+        return self._run("prelu", {"X": input, "Alpha": self.weight}, {"mode": self._mode},
+                         dtype=input.dtype)
 
 
 class Flatten(Layer):
@@ -338,10 +339,10 @@ class Flatten(Layer):
 
 
 class GroupNorm(_Op):
-    """Group normalization of an NCHW input: the channels are split into ``groups``; each
-    (sample, group) is normalized over its channels and spatial positions, then the per-channel
-    scale ``w_0`` (1) and bias ``b_0`` (0) apply. Composed of ``reshape2`` + ``layer_norm``
-    (no affine) + ``elementwise_mul``/``add`` on axis 1 (fluidlite has no group_norm op)."""
+    """Group normalization of an NCHW input (op ``group_norm``): the channels are split into
+    ``groups``; each (sample, group) is normalized over its channels and spatial positions,
+    ``y = (x - mean) / sqrt(var + epsilon) * w_0[c] + b_0[c]`` (scale init 1, bias init 0;
+    ``param_attr`` / ``bias_attr`` False: none), then ``act``."""
 
     def __init__(self, channels: int, groups: int, epsilon: float = 1e-05,
                  param_attr: Any = None, bias_attr: Any = None, act: Any = None,
@@ -356,46 +357,61 @@ class GroupNorm(_Op):
             raise ValueError(f"GroupNorm: unsupported data_layout {data_layout!r} (NCHW only)")
         check_act(act, "GroupNorm")
         self._groups, self._epsilon, self._act = groups, float(epsilon), act
+        self._layout = data_layout
         self.weight = self.create_parameter([channels], param_attr, dtype,
                                             default_initializer=Constant(1.0))
         self.bias = self.create_parameter([channels], bias_attr, dtype, is_bias=True)
 
-    def _normalize(self, input: VarBase, groups: int) -> VarBase:
-        shape = input.shape
-        grouped = self._run("reshape2", {"X": input}, {"shape": [shape[0], groups, -1]},
-                            extra_outputs=("XShape",))
-        normed = self._run("layer_norm", {"X": grouped},
-                           {"epsilon": self._epsilon, "begin_norm_axis": 2}, out_slot="Y",
-                           extra_outputs=("Mean", "Variance"))
-        return self._run("reshape2", {"X": normed}, {"shape": list(shape)},
-                         extra_outputs=("XShape",))
-
     def forward(self, input: VarBase) -> VarBase:
-        out = self._normalize(input, self._groups)
+        inputs = {"X": input}
         if self.weight is not None:
-            out = self._run("elementwise_mul", {"X": out, "Y": self.weight}, {"axis": 1})
-        return self._bias_act(out, self.bias, 1, self._act)
+            inputs["Scale"] = self.weight
+        if self.bias is not None:
+            inputs["Bias"] = self.bias
+        out = self._run("group_norm", inputs,
+                        {"epsilon": self._epsilon, "groups": self._groups,
+                         "data_layout": self._layout},
+                        out_slot="Y", dtype=input.dtype, extra_outputs=("Mean", "Variance"))
+        return self._bias_act(out, None, 1, self._act)
 
 
-class InstanceNorm(GroupNorm):
-    """Instance normalization (NCHW): every (sample, channel) normalized over its spatial
-    positions, then per-channel scale (1) and bias (0) -- ``GroupNorm`` with one group per
-    channel."""
+class InstanceNorm(_Op):
+    """Instance normalization of ``[N, C, ...]`` (op ``instance_norm``): every (sample,
+    channel) normalized over its positions, ``y = (x - mean) / sqrt(var + epsilon) *
+    scale[c] + bias[c]``. As fluid 1.8 the parameters are the attributes ``scale``
+    (``instance_norm_N.w_0``, init 1) and ``bias`` (``.b_0``, init 0); ``param_attr`` /
+    ``bias_attr`` False leaves that one out."""
 
     def __init__(self, num_channels: int, epsilon: float = 1e-05, param_attr: Any = None,
                  bias_attr: Any = None, dtype: Any = "float32") -> None:
-        _Op.__init__(self, "instance_norm", dtype)
+        super().__init__("instance_norm", dtype)
         c = check_int(num_channels, "num_channels", "InstanceNorm", minimum=1)
-        self._groups, self._epsilon, self._act = c, float(epsilon), None
-        self.weight = self.create_parameter([c], param_attr, dtype,
-                                            default_initializer=Constant(1.0))
-        self.bias = self.create_parameter([c], bias_attr, dtype, is_bias=True)
+        self._epsilon = float(epsilon)
+        self.scale = self.create_parameter([c], param_attr, dtype,
+                                           default_initializer=Constant(1.0))
+        self.bias = self.create_parameter([c], bias_attr, dtype, is_bias=True,
+                                          default_initializer=Constant(0.0))
+
+    @property
+    def weight(self) -> Optional[VarBase]:
+        """The scale parameter under the name the other normalization layers use (an alias of
+        ``scale``, not a second parameter)."""
+        return self.scale
+
+    def forward(self, input: VarBase) -> VarBase:
+        inputs = {"X": input}
+        if self.scale is not None:
+            inputs["Scale"] = self.scale
+        if self.bias is not None:
+            inputs["Bias"] = self.bias
+        return self._run("instance_norm", inputs, {"epsilon": self._epsilon}, out_slot="Y",
+                         dtype=input.dtype, extra_outputs=("SavedMean", "SavedVariance"))
 
 
 class BilinearTensorProduct(_Op):
-    """``out[:, i] = x @ W[i] @ y^T + b[i]``, ``W: [output_dim, input1_dim, input2_dim]``
-    (Xavier), ``b: [1, output_dim]``; then ``act``. Composed of ``matmul``, ``reshape2``,
-    ``elementwise_mul`` and ``reduce_sum``."""
+    """``out[:, i] = act(x @ W[i] @ y^T + b[i])`` (op ``bilinear_tensor_product``),
+    ``W: [output_dim, input1_dim, input2_dim]`` (Xavier), ``b: [1, output_dim]`` (zeros;
+    ``bias_attr=False``: none)."""
 
     def __init__(self, input1_dim: int, input2_dim: int, output_dim: int,
                  name: Optional[str] = None, act: Any = None, param_attr: Any = None,
@@ -411,28 +427,23 @@ class BilinearTensorProduct(_Op):
         self.bias = self.create_parameter([1, k], bias_attr, dtype, is_bias=True)
 
     def forward(self, x: VarBase, y: VarBase) -> VarBase:
-        m, n, k = self._dims
-        # W as [m, k*n]: (x @ W)[b, i*n + q] = sum_p x[b, p] W[i, p, q]
-        w = self._run("transpose2", {"X": self.weight}, {"axis": [1, 0, 2]},
-                      extra_outputs=("XShape",))
-        w = self._run("reshape2", {"X": w}, {"shape": [m, k * n]}, extra_outputs=("XShape",))
-        xw = self._run("matmul", {"X": x, "Y": w}, {"transpose_X": False,
-                                                   "transpose_Y": False, "alpha": 1.0})
-        xw = self._run("reshape2", {"X": xw}, {"shape": [-1, k, n]}, extra_outputs=("XShape",))
-        y3 = self._run("reshape2", {"X": y}, {"shape": [-1, 1, n]}, extra_outputs=("XShape",))
-        prod = self._run("elementwise_mul", {"X": xw, "Y": y3}, {"axis": -1})
-        out = self._run("reduce_sum", {"X": prod}, {"dim": [2], "keep_dim": False,
-                                                    "reduce_all": False})
-        return self._bias_act(out, self.bias, -1, self._act)
+        inputs = {"X": x, "Y": y, "Weight": self.weight}
+        if self.bias is not None:
+            inputs["Bias"] = self.bias
+        out = self._run("bilinear_tensor_product", inputs, dtype=x.dtype)
+        return self._bias_act(out, None, -1, self._act)
 
 
 class GRUUnit(_Op):
-    """One GRU step as fluid 1.8's ``GRUUnit(size=3*D)``: ``forward(input [B, 3D], hidden
-    [B, D])`` returns ``(updated_hidden, reset_hidden_pre, gate)``. With ``g = input + b``:
-    ``u, r = gate_act(g[:, :2D] + hidden @ W[:, :2D])``, ``c = act(g[:, 2D:] + (r * hidden) @
-    W[:, 2D:])``, ``h = u * (c - hidden) + hidden`` (``origin_mode``: ``u * hidden + (1 - u) *
-    c``); ``gate = concat(u, r, c)``. ``W: [D, 3D]``, ``b: [1, 3D]``. Composed of ``slice``,
-    ``mul``, ``elementwise_*``, activations and ``concat``."""
+    """One GRU step (op ``gru_unit``) as fluid 1.8's ``GRUUnit(size=3*D)``: ``forward(input
+    [B, 3D], hidden [B, D])`` returns ``(updated_hidden, reset_hidden_pre, gate)``. With
+    ``g = input + b``, ``W_ur`` the first ``2*D*D`` elements of ``W`` viewed as ``[D, 2D]``
+    and ``W_c`` the last ``D*D`` as ``[D, D]`` (the memory layout of the static
+    ``fluid.layers.gru_unit``): ``u, r = gate_act(g[:, :2D] + hidden @ W_ur)``,
+    ``c = act(g[:, 2D:] + (r * hidden) @ W_c)``, ``h = (1 - u) * hidden + u * c``
+    (``origin_mode``: ``u * hidden + (1 - u) * c``); ``gate = [u, r, c]``,
+    ``reset_hidden_pre = r * hidden``. ``W: [D, 3D]``, ``b: [1, 3D]`` (``bias_attr=False``:
+    none). ``activation`` / ``gate_activation``: 'identity', 'sigmoid', 'tanh' or 'relu'."""
 
     def __init__(self, size: int, param_attr: Any = None, bias_attr: Any = None,
                  activation: str = "tanh", gate_activation: str = "sigmoid",
@@ -441,54 +452,41 @@ class GRUUnit(_Op):
         size = check_int(size, "size", "GRUUnit", minimum=3)
         if size % 3:
             raise ValueError(f"GRUUnit: size must be 3 * hidden size, got {size}")
-        check_act(activation, "GRUUnit")
-        check_act(gate_activation, "GRUUnit")
+        for arg, value in (("activation", activation), ("gate_activation", gate_activation)):
+            if value not in _GRU_ACT_CODES:
+                raise ValueError(f"GRUUnit: {arg} must be one of {list(_GRU_ACT_CODES)}, but "
+                                 f"received {value!r}")
         d = size // 3
-        self._d, self._act, self._gate_act = d, activation, gate_activation
+        # the op's attributes are fluid's int codes, kept public as fluid 1.8's layer does
+        self.activation = _GRU_ACT_CODES[activation]
+        self.gate_activation = _GRU_ACT_CODES[gate_activation]
         self._origin_mode = bool(origin_mode)
         self.weight = self.create_parameter([d, 3 * d], param_attr, dtype)
         self.bias = self.create_parameter([1, 3 * d], bias_attr, dtype, is_bias=True)
 
-    def _slice(self, x: VarBase, start: int, end: int) -> VarBase:
-        return self._run("slice", {"Input": x}, {"axes": [1], "starts": [start],
-                                                  "ends": [end]})
-
-    def _mm(self, x: VarBase, w: VarBase) -> VarBase:
-        return self._run("mul", {"X": x, "Y": w}, {"x_num_col_dims": 1, "y_num_col_dims": 1})
-
     def forward(self, input: VarBase, hidden: VarBase) -> Any:
-        d = self._d
-        g = input if self.bias is None else self._run(
-            "elementwise_add", {"X": input, "Y": self.bias}, {"axis": -1})
-        w_ur, w_c = self._slice(self.weight, 0, 2 * d), self._slice(self.weight, 2 * d, 3 * d)
-        ur = self._run("elementwise_add", {"X": self._slice(g, 0, 2 * d),
-                                           "Y": self._mm(hidden, w_ur)}, {"axis": -1})
-        ur = self._run(self._gate_act, {"X": ur})
-        u, r = self._slice(ur, 0, d), self._slice(ur, d, 2 * d)
-        r_h = self._run("elementwise_mul", {"X": r, "Y": hidden}, {"axis": -1})
-        c = self._run("elementwise_add", {"X": self._slice(g, 2 * d, 3 * d),
-                                          "Y": self._mm(r_h, w_c)}, {"axis": -1})
-        c = self._run(self._act, {"X": c})
-        if self._origin_mode:      # h = u * hidden + (1 - u) * c = c + u * (hidden - c)
-            diff = self._run("elementwise_sub", {"X": hidden, "Y": c}, {"axis": -1})
-            base = c
-        else:                      # h = u * (c - hidden) + hidden
-            diff = self._run("elementwise_sub", {"X": c, "Y": hidden}, {"axis": -1})
-            base = hidden
-        step = self._run("elementwise_mul", {"X": u, "Y": diff}, {"axis": -1})
-        h = self._run("elementwise_add", {"X": step, "Y": base}, {"axis": -1})
-        gate = self._run("concat", {"X": [u, r, c]}, {"axis": 1})
-        return h, r_h, gate
+        helper = self._helper
+        inputs = {"Input": input, "HiddenPrev": hidden, "Weight": self.weight}
+        if self.bias is not None:
+            inputs["Bias"] = self.bias
+        outs = {slot: helper.create_variable_for_type_inference(input.dtype)
+                for slot in ("Gate", "ResetHiddenPrev", "Hidden")}
+        helper.append_op(type="gru_unit", inputs=inputs, outputs=outs,
+                         attrs={"activation": self.activation,
+                                "gate_activation": self.gate_activation,
+                                "origin_mode": self._origin_mode})
+        return outs["Hidden"], outs["ResetHiddenPrev"], outs["Gate"]
 
 
 class SpectralNorm(_Op):
-    """``weight / sigma``, sigma the largest singular value of ``weight`` viewed as a
-    ``[shape[dim], rest]`` matrix, estimated by ``power_iters`` power iterations on the
-    persistent vectors ``weight_u`` ``[h]`` / ``weight_v`` ``[w]`` (Normal init, not trainable,
-    updated every call) as fluid's spectral_norm op: ``v = W^T u / (||W^T u|| + eps)``,
-    ``u = W v / (||W v|| + eps)``, ``sigma = u^T W v``; the gradient treats u and v as constants
-    (as the op's grad kernel). Composed of ``transpose2``, ``reshape2``, ``matmul``, reductions
-    and ``elementwise_div``."""
+    """``weight / sigma`` (op ``spectral_norm``), sigma the largest singular value of
+    ``weight`` viewed as a ``[shape[dim], rest]`` matrix, estimated by ``power_iters`` power
+    iterations (``v = W^T u / (||W^T u|| + eps)``, ``u = W v / (||W v|| + eps)``,
+    ``sigma = u^T W v``) that start every call from the vectors ``weight_u`` ``[h]`` and
+    ``weight_v`` ``[w]`` (Normal(0, 1) init, not trainable, no gradient). As fluid's kernel
+    and the static ``fluid.layers.spectral_norm``, the op reads U and V and does not write
+    them back, so repeated calls give the same result; the gradient treats u and v as
+    constants."""
 
     def __init__(self, weight_shape: Sequence[int], dim: int = 0, power_iters: int = 1,
                  eps: float = 1e-12, name: Optional[str] = None,
@@ -505,49 +503,17 @@ class SpectralNorm(_Op):
         for i, d in enumerate(shape):
             if i != dim:
                 w *= d
-        self._hw = (h, w)
         self.weight_u = self.create_parameter(
             [h], ParamAttr(initializer=Normal(0.0, 1.0), trainable=False), dtype)
         self.weight_v = self.create_parameter(
             [w], ParamAttr(initializer=Normal(0.0, 1.0), trainable=False), dtype)
         self.weight_u.stop_gradient = self.weight_v.stop_gradient = True
 
-    def _mat(self, weight: VarBase) -> VarBase:
-        x = weight
-        if self._dim != 0:
-            perm = [self._dim] + [i for i in range(len(self._shape)) if i != self._dim]
-            x = self._run("transpose2", {"X": x}, {"axis": perm}, extra_outputs=("XShape",))
-        return self._run("reshape2", {"X": x}, {"shape": list(self._hw)},
-                         extra_outputs=("XShape",))
-
-    def _normalized(self, x: VarBase) -> VarBase:
-        sq = self._run("reduce_sum", {"X": self._run("square", {"X": x})},
-                       {"dim": [0], "keep_dim": True, "reduce_all": False})
-        den = self._run("scale", {"X": self._run("sqrt", {"X": sq})},
-                        {"scale": 1.0, "bias": self._eps})
-        return self._run("elementwise_div", {"X": x, "Y": den}, {"axis": -1})
-
     def forward(self, weight: VarBase) -> VarBase:
-        h, w = self._hw
-        mat = self._mat(weight)
-        mm = {"transpose_X": False, "transpose_Y": False, "alpha": 1.0}
-        from .base import no_grad
-        with no_grad():                       # u and v are constants of the gradient
-            u = self._run("reshape2", {"X": self.weight_u}, {"shape": [h, 1]},
-                          extra_outputs=("XShape",))
-            v = self._run("reshape2", {"X": self.weight_v}, {"shape": [w, 1]},
-                          extra_outputs=("XShape",))
-            for _ in range(self._iters):
-                v = self._normalized(self._run("matmul", {"X": mat, "Y": u},
-                                               dict(mm, transpose_X=True)))
-                u = self._normalized(self._run("matmul", {"X": mat, "Y": v}, mm))
-            self.weight_u.set_value(u.numpy().reshape(h))
-            self.weight_v.set_value(v.numpy().reshape(w))
-        wv = self._run("matmul", {"X": mat, "Y": v}, mm)
-        sigma = self._run("reduce_sum", {"X": self._run("elementwise_mul", {"X": u, "Y": wv},
-                                                        {"axis": -1})},
-                          {"dim": [0, 1], "keep_dim": False, "reduce_all": True})
-        return self._run("elementwise_div", {"X": weight, "Y": sigma}, {"axis": -1})
+        return self._run("spectral_norm",
+                         {"Weight": weight, "U": self.weight_u, "V": self.weight_v},
+                         {"dim": self._dim, "power_iters": self._iters, "eps": self._eps},
+                         dtype=weight.dtype)
 
 
 # -- issue 12: the remaining classes of fluid 1.8's fluid.dygraph ---------------------------

@@ -155,7 +155,10 @@ def test_conv_pool_bn_dropout_embedding_layernorm():
     out = ln(e)
     fluid.layers.reduce_sum(out * out).backward()
     assert emb.weight.gradient()[0].sum() == 0 and emb.weight.gradient()[2].any()
-    pr = dygraph.PRelu("all")
+    pr = dygraph.PRelu("all")      # fluid 1.8's dygraph PRelu starts alpha at 1.0
+    assert pr.weight.shape == [1] and pr.weight.numpy()[0] == 1.0
+    pr = dygraph.PRelu("all", param_attr=fluid.ParamAttr(
+        initializer=fluid.initializer.Constant(0.25)))
     np.testing.assert_allclose(pr(dygraph.to_variable(np.array([-2.0, 3.0], "float32"))).numpy(),
                                [-0.5, 3.0])
 
@@ -229,9 +232,11 @@ def test_gru_unit_matches_numpy(origin_mode):
     w, b = gru.weight.numpy(), gru.bias.numpy()
     sig = lambda v: 1 / (1 + np.exp(-v))
     g = x + b
-    ur = sig(g[:, :2 * d] + h @ w[:, :2 * d])
+    # the gru_unit op's weight layout: the first 2*d*d elements are W_ur [d, 2d], the rest W_c
+    w_ur, w_c = w.reshape(-1)[:2 * d * d].reshape(d, 2 * d), w.reshape(-1)[2 * d * d:].reshape(d, d)
+    ur = sig(g[:, :2 * d] + h @ w_ur)
     u, r = ur[:, :d], ur[:, d:]
-    c = np.tanh(g[:, 2 * d:] + (r * h) @ w[:, 2 * d:])
+    c = np.tanh(g[:, 2 * d:] + (r * h) @ w_c)
     ref = u * h + (1 - u) * c if origin_mode else u * (c - h) + h
     ht = dygraph.to_variable(h)
     ht.stop_gradient = False
