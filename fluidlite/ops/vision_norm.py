@@ -198,10 +198,12 @@ class SpectralNorm(OpDef):
         _need(self.type, power_iters >= 0, f"power_iters must be >= 0, got {power_iters}")
         _need(self.type, eps > 0, f"eps must be > 0, got {eps}")
         h = Weight.shape[dim]
-        w = int(np.prod([d for i, d in enumerate(Weight.shape) if i != dim]))
-        _need(self.type, U.ndim == 1 and U.shape[0] in (h, -1),
+        rest = [d for i, d in enumerate(Weight.shape) if i != dim]
+        # an unknown dim (-1, e.g. the batch dim of a traced program's feed) can't be checked
+        w = int(np.prod(rest)) if all(d >= 0 for d in rest) else -1
+        _need(self.type, U.ndim == 1 and (h < 0 or U.shape[0] in (h, -1)),
               f"U must be [{h}] (the size of Weight's dim {dim}), got {list(U.shape)}")
-        _need(self.type, V.ndim == 1 and V.shape[0] in (w, -1),
+        _need(self.type, V.ndim == 1 and (w < 0 or V.shape[0] in (w, -1)),
               f"V must be [{w}], got {list(V.shape)}")
         return {"Out": Weight}
 
