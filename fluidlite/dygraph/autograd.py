@@ -96,7 +96,7 @@ def _node_grads(node: Node, douts: List[Any], create_graph: bool, blocked: set) 
     return _composed_grads(node, douts, need, create_graph, blocked)
 
 
-def _fast_grads(node: Node, douts: List[Any], need: List[bool]) -> List[Any]:
+def _fast_grads(node: Node, douts: Any, need: List[bool], bind_only: bool = False) -> Any:
     opdef = node.opdef
     bkey = (node.key, tuple(need))
     entry = _GRAD_BINDINGS.get(bkey)
@@ -121,6 +121,8 @@ def _fast_grads(node: Node, douts: List[Any], need: List[bool]) -> List[Any]:
         if len(_GRAD_BINDINGS) > 8192:
             _GRAD_BINDINGS.clear()
         _GRAD_BINDINGS[bkey] = entry
+    if bind_only:
+        return None
     fn, keys, plan = entry
     srcs = (node.in_arrays, node.out_arrays, douts)
     res = fn(*[srcs[k][i] for k, i in plan])
@@ -314,6 +316,61 @@ def _composed_grads(node: Node, douts: List[Any], need: List[bool], create_graph
     return out
 
 
+def _fill_zeros(node: Node, douts: List[Any]) -> None:
+    """Zeros (as the static backward's ``fill_zeros_like``) for the outputs nobody
+    differentiated, in place of their None."""
+    for i, (g, arr) in enumerate(zip(douts, node.out_arrays)):
+        if arr is None:
+            continue
+        if arr.__class__ is list:
+            douts[i] = [np.zeros_like(a) if x is None else x for x, a in zip(g, arr)]
+        elif g is None:
+            douts[i] = np.zeros_like(arr)
+
+
+# (node.key, which inputs need a gradient) -> (kernel, result keys, argument plan, dout slots
+# the kernel reads), or None when the op has no plain backward kernel (composed gradients)
+_PLAIN: Dict[Any, Any] = {}
+
+
+def _plain_grads(node: Node, douts: List[Any]) -> Optional[List[Any]]:
+    """``_fast_grads`` for ``backward()`` (no create_graph, nothing blocked), with the
+    per-node bookkeeping cached: None when the op needs the general path. Zeros are made only
+    for the unreached outputs whose gradient the kernel reads."""
+    need = tuple(False if v is None else
+                 (any(not x._stop_gradient for x in v) if v.__class__ is list
+                  else not v._stop_gradient) for v in node.in_vars)
+    key = (node.key, need)
+    entry = _PLAIN.get(key, _MISSING)
+    if entry is _MISSING:
+        opdef = node.opdef
+        entry = None
+        if opdef.has_backward() and not opdef.has_make_grad():
+            _fast_grads(node, None, list(need), bind_only=True)
+            fn, keys, plan = _GRAD_BINDINGS[(node.key, need)]
+            entry = (fn, keys, plan, tuple(sorted({i for k, i in plan if k == 2})),
+                     opdef)
+        if len(_PLAIN) > 8192:
+            _PLAIN.clear()
+        _PLAIN[key] = entry
+    if entry is None or entry[4] is not node.opdef:
+        return None
+    fn, keys, plan, used, _ = entry
+    for i in used:
+        g = douts[i]
+        if g is None:
+            douts[i] = np.zeros_like(node.out_arrays[i])
+        elif g.__class__ is list and any(x is None for x in g):
+            douts[i] = [np.zeros_like(a) if x is None else x
+                        for x, a in zip(g, node.out_arrays[i])]
+    srcs = (node.in_arrays, node.out_arrays, douts)
+    res = fn(*[srcs[k][i] for k, i in plan])
+    return [None if k is None else res.get(k) for k in keys]
+
+
+_MISSING = object()
+
+
 def _add(a: Any, b: Any) -> Any:
     if a is None:
         return b
@@ -328,7 +385,7 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
     leaves: Dict[int, VarBase] = {}
     blocked_ids = {id(v) for v in blocked}
     keep = {id(v) for v in capture} if capture is not None else set()
-    nodes: Dict[int, Node] = {}
+    nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
     stack = []
     for r, g in zip(roots, root_grads):
         grads[id(r)] = _add(grads.get(id(r)), g)
@@ -338,31 +395,39 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
             stack.append(r._node)
     while stack:
         n = stack.pop()
-        if id(n) in nodes:
+        if n.seq in nodes:
             continue
         if n.released:
             raise RuntimeError(
                 "Trying to backward through the graph a second time, but its saved tensors "
                 "have already been freed: the first backward()/grad() released it. Pass "
                 "retain_graph=True to the first call if you need to backward twice.")
-        nodes[id(n)] = n
+        nodes[n.seq] = n
         for v in n.in_vars:
-            for x in (v if isinstance(v, list) else (v,)):
-                if x is not None and x._node is not None and id(x._node) not in nodes:
-                    stack.append(x._node)
-    order = sorted(nodes.values(), key=lambda n: n.seq, reverse=True)
+            if v is None:
+                continue
+            if v.__class__ is list:
+                for x in v:
+                    if x is not None and x._node is not None and x._node.seq not in nodes:
+                        stack.append(x._node)
+            else:
+                x = v._node
+                if x is not None and x.seq not in nodes:
+                    stack.append(x)
+    order = [nodes[k] for k in sorted(nodes, reverse=True)]
     # backward() (not grad()) leaves each reached intermediate tensor its gradient of this pass
     store = capture is None and not create_graph
+    plain = not create_graph and not blocked_ids
     for n in order:
-        douts = []
+        douts: List[Any] = []
         reached = False
-        for refs, arr in zip(n.out_refs, n.out_arrays):
+        for refs in n.out_refs:
             if refs is None:
                 douts.append(None)
                 continue
             if refs.__class__ is list:
-                gl = []
-                for ref, a in zip(refs, arr):
+                gl: List[Any] = []
+                for ref in refs:
                     v = ref()
                     g = None
                     if v is not None:
@@ -372,9 +437,7 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                         reached = True
                         if store:
                             v._grad = g
-                        gl.append(g)
-                    else:
-                        gl.append(np.zeros_like(a))
+                    gl.append(g)
                 douts.append(gl)
             else:
                 v = refs()
@@ -386,9 +449,7 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                     reached = True
                     if store:                   # fluid 1.8: non-leaf gradient() too
                         v._grad = g
-                    douts.append(g)
-                else:
-                    douts.append(np.zeros_like(arr))
+                douts.append(g)
         if not reached:
             continue
         for p, version in n.versions:
@@ -398,11 +459,21 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                     f"'{p.name}', has been modified by an inplace operation (the optimizer "
                     f"updated it after this graph was built): call backward() before "
                     f"minimize(), or rebuild the graph")
-        in_grads = _node_grads(n, douts, create_graph, blocked_ids)
+        in_grads = None
+        if plain and n.__class__ is Node:
+            in_grads = _plain_grads(n, douts)
+        if in_grads is None:
+            _fill_zeros(n, douts)
+            in_grads = _node_grads(n, douts, create_graph, blocked_ids)
         for v, g in zip(n.in_vars, in_grads):
             if v is None or g is None:
                 continue
-            pairs = zip(v, g) if v.__class__ is list else ((v, g),)
+            if v.__class__ is list:
+                pairs: Any = zip(v, g)
+            else:
+                if v._stop_gradient:
+                    continue
+                pairs = ((v, g),)
             for x, gx in pairs:
                 if gx is None or x._stop_gradient:
                     continue

@@ -139,11 +139,7 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
     if state_slots is not None and pa.dtype.kind == "f" and ga.shape == pa.shape and \
             ga.dtype == pa.dtype and _writable(pa, pa) and \
             all(_writable(inputs[i], pa) for i, _ in state_slots if inputs.get(i) is not None):
-        cache = opt.__dict__.setdefault("_dygraph_attrs", {})
-        attrs = cache.get(p.name)
-        if attrs is None:
-            attrs = cache[p.name] = opdef.kernel_attrs(opdef.check_attrs(
-                dict(opt._op_attrs(p))))
+        attrs = _op_attr_list(opt, [p])[0]
         try:
             rest = opdef.update_in_place(inputs, scale, attrs)
         except NotImplementedError:
