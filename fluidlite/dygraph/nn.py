@@ -298,20 +298,23 @@ class PRelu(_Op):
     """``Out = x if x > 0 else alpha * x`` (op ``prelu``) with a learned ``alpha``
     (``prelu_N.w_0``, init 1.0 as fluid 1.8's dygraph class; the static ``fluid.layers.prelu``
     starts at 0.25). Shapes as fluid 1.8: ``mode='all'`` ``[1]``, ``'channel'``
-    ``[1, channel, 1, 1]`` (one per channel of dim 1, any input rank), ``'element'``
+    ``[1, C, 1, 1]`` with C = ``input_shape[1]`` (fluid 1.8) or ``channel=`` (the later
+    keyword), one per channel of dim 1 for any input rank, ``'element'``
     ``[1] + input_shape[1:]`` (one per element of a sample)."""
 
-    def __init__(self, mode: str, channel: Optional[int] = None,
-                 input_shape: Optional[Sequence[int]] = None, param_attr: Any = None,
-                 dtype: Any = "float32") -> None:
+    def __init__(self, mode: str, input_shape: Optional[Sequence[int]] = None,
+                 param_attr: Any = None, dtype: Any = "float32",
+                 channel: Optional[int] = None) -> None:
         super().__init__("prelu", dtype)
         if mode == "all":
             shape: List[int] = [1]
         elif mode == "channel":
-            if channel is None:
-                raise ValueError("PRelu: mode 'channel' needs channel=")
+            if channel is None and (input_shape is None or len(input_shape) < 2):
+                raise ValueError("PRelu: mode 'channel' needs input_shape= (its dim 1 is the "
+                                 "channel count) or channel=")
+            c = int(channel) if channel is not None else int(input_shape[1])
             # fluid 1.8 keeps the trailing 1s for models saved by older versions
-            shape = [1, int(channel), 1, 1]
+            shape = [1, c, 1, 1]
         elif mode == "element":
             if input_shape is None:
                 raise ValueError("PRelu: mode 'element' needs input_shape=")

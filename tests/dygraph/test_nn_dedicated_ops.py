@@ -127,10 +127,12 @@ def test_prelu_matches_static(mode, shape):
 
 def test_prelu_fluid18_defaults_and_trace():
     with dygraph.guard():
-        layer = dygraph.PRelu("channel", 5)            # positional order: mode, channel
+        # fluid 1.8's positional order: mode, input_shape (dim 1 = the channels)
+        layer = dygraph.PRelu("channel", [2, 5, 3, 3])
         assert layer.weight.shape == [1, 5, 1, 1]
         np.testing.assert_array_equal(layer.weight.numpy(), np.ones([1, 5, 1, 1], "float32"))
-        with pytest.raises(ValueError, match="needs channel="):
+        assert dygraph.PRelu("channel", channel=4).weight.shape == [1, 4, 1, 1]   # later keyword
+        with pytest.raises(ValueError, match="needs input_shape="):
             dygraph.PRelu("channel")
         with pytest.raises(ValueError, match="needs input_shape="):
             dygraph.PRelu("element")
