@@ -7,7 +7,7 @@ fluid's ``core.VarDesc.VarType``.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Dict
 
 import numpy as np
 
@@ -99,9 +99,24 @@ def to_numpy_dtype(dtype: Any) -> np.dtype:
     return _NP[vt]
 
 
+_NAMES: Dict[Any, str] = {}
+
+
 def convert_dtype(dtype: Any) -> str:
-    """``VarType`` or any spelling -> canonical string (``'float32'``), like fluid's data_feeder."""
-    return to_numpy_dtype(dtype).name
+    """``VarType`` or any spelling -> canonical string (``'float32'``), like fluid's data_feeder.
+    Memoised per hashable spelling: layer argument checks call it on every dygraph op, and
+    ``np.dtype.name`` is slow."""
+    try:
+        return _NAMES[dtype]
+    except (KeyError, TypeError):
+        pass
+    name = to_numpy_dtype(dtype).name
+    try:
+        if len(_NAMES) < 256:
+            _NAMES[dtype] = name
+    except TypeError:           # unhashable spelling
+        pass
+    return name
 
 
 def is_float(dtype: Any) -> bool:
