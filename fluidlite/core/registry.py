@@ -123,6 +123,16 @@ class OpDef:
     no_grad: ClassVar[bool] = False
     uses_rng: ClassVar[bool] = False
     extra_attrs: ClassVar[Dict[str, Any]] = {}
+    # output slots whose arrays are always fresh: C-contiguous buffers shared with no input and
+    # no other output, so the plan may hand them to a consumer that writes in place (the
+    # data-parallel all-reduce); ``fresh_grads``: the same for the generated ``<type>_grad``'s
+    # ``<slot>@GRAD`` outputs. tests/test_fresh_outputs.py checks every declaration.
+    fresh_outputs: ClassVar[Tuple[str, ...]] = ()
+    fresh_grads: ClassVar[Tuple[str, ...]] = ()
+    # output slot -> input slot whose arrays it returns unchanged (the same objects, in order):
+    # ownership passes through such an op (c_sync_calc_stream between a gradient and its
+    # all-reduce)
+    passes_through: ClassVar[Dict[str, str]] = {}
     # filled in by @register
     in_slots: ClassVar[Tuple[Slot, ...]] = ()
     out_slots: ClassVar[Tuple[Slot, ...]] = ()
@@ -352,6 +362,7 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
         inputs, outputs = ins, outs
         forward_def = fwd_def
         extra_attrs = dict(fwd.extra_attrs)
+        fresh_outputs = tuple(s + names.GRAD_SUFFIX for s in fwd.fresh_grads)
 
         def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
             # <X>@GRAD is shaped like X: read X's spec from the grad op's own inputs (the backward

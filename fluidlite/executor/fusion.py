@@ -194,24 +194,26 @@ class _ReduceScale(_FusedDef):
     of a ``c_allreduce_wait`` Request: the data-parallel pass's averaging of a gradient. The
     reduction's result is a fresh buffer of the communicator's, so it is scaled in place: one
     pass over the gradient instead of a copy (the same float multiply as the ``scale`` op).
-    Alone (one process) the reduction returns X itself, which is then scaled out of place."""
+    ``inplace`` (``c_allreduce_sum`` only; the plan proved X a fresh buffer nothing else reads:
+    ``_Fuser._owned``): the reduction itself runs in X's buffer (``MPI_IN_PLACE``). Otherwise,
+    alone (one process) the reduction returns X itself, which is then scaled out of place."""
 
-    def __init__(self, wait: bool, ring_id: int, scale: float) -> None:
+    def __init__(self, wait: bool, ring_id: int, scale: float, inplace: bool = False) -> None:
         super().__init__("fused(c_allreduce_%s+scale)" % ("wait" if wait else "sum"),
                          ("Request",) if wait else ("X",), ("Out",))
-        self.wait, self.ring_id, self.scale = wait, ring_id, scale
+        self.wait, self.ring_id, self.scale, self.inplace = wait, ring_id, scale, inplace
 
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
         from ..distributed import comm        # run-time import: executor/ is below distributed/
-        ring, scale, wait = self.ring_id, self.scale, self.wait
+        ring, scale, wait, inplace = self.ring_id, self.scale, self.wait, self.inplace
 
         def run(x: Any) -> np.ndarray:
             if wait:
                 owned = not x.done                 # in flight: its result buffer is its own
                 y = x.wait()
             else:
-                y = comm.get(ring).allreduce(x)
-                owned = y is not x
+                y = comm.get(ring).allreduce(x, inplace=inplace)
+                owned = inplace or y is not x
             s = y.dtype.type(scale)
             if scale == 1.0:
                 return y if owned else y.copy()
@@ -450,6 +452,37 @@ class _Fuser:
         return y, False
 
     # 0. (issue 17) the data-parallel averaging: all-reduce then scale, in place
+    def _owned(self, x: str, i: int, last: int, allowed: Set[int]) -> bool:
+        """Whether op ``i`` may reduce ``x`` in its own buffer: ``x`` is a private temporary
+        whose last writer before ``i`` declares that output fresh (``OpDef.fresh_outputs``: a
+        new buffer aliasing nothing), and no op from that writer to ``last`` reads it except
+        the ops in ``allowed``."""
+        if not self.private(x):
+            return False
+        ops = self.ops
+        allowed = set(allowed)
+        j = i
+        while True:
+            j = next((k for k in range(j - 1, -1, -1) if x in ops[k].output_arg_names), None)
+            if j is None or isinstance(ops[j], (FusedOp, _Member)):
+                return False
+            try:
+                opdef = registry.get_op_def(ops[j].type)
+            except (KeyError, ValueError):
+                return False
+            slots = [s for s, names_ in ops[j].outputs.items() if x in names_]
+            through = [opdef.passes_through.get(s) for s in slots]
+            if not slots or not all(t is not None and ops[j].outputs[s] == ops[j].inputs.get(t)
+                                    for s, t in zip(slots, through)):
+                break
+            allowed.add(j)          # returns x's own array under the same name: look further
+        fresh = opdef.fresh_outputs
+        if not slots or any(s not in fresh for s in slots) or \
+                sum(n == x for n in ops[j].output_arg_names) != 1:
+            return False
+        return not any(x in ops[k].input_arg_names
+                       for k in range(j + 1, last + 1) if k not in allowed)
+
     def fuse_reduce_scale(self) -> None:
         out: List[Any] = []
         ops = self.ops
@@ -469,8 +502,13 @@ class _Fuser:
                         and self.dtype(o) == dt):
                     wait = op.type == "c_allreduce_wait"
                     slot = "Request" if wait else "X"
+                    x = op.inputs[slot][0]
+                    # MPI_IN_PLACE for the blocking all-reduce only: measured on config D
+                    # (bench/data_parallel.py), Open MPI's non-blocking in-place all-reduce is
+                    # slower than into a new buffer (6 ms vs 4 ms), the blocking one faster
+                    inplace = not wait and r == x and self._owned(x, i, i, {i})
                     kernel = _ReduceScale(wait, op.attrs.get("ring_id", 0),
-                                          float(nxt.attrs.get("scale", 1.0)))
+                                          float(nxt.attrs.get("scale", 1.0)), inplace)
                     out.append(FusedOp(kernel, [op, nxt], {slot: list(op.inputs[slot])},
                                        {"Out": list(nxt.outputs["Out"])}))
                     i += 2

@@ -163,6 +163,7 @@ class CSyncCalcStream(OpDef):
     """Out = X (orders the compute stream before communication in Paddle; nothing on CPU)."""
     type, inputs, outputs = "c_sync_calc_stream", ("X",), ("Out",)
     no_grad = True
+    passes_through = {"Out": "X"}
 
     def infer(self, X):
         return {"Out": X}
@@ -177,6 +178,7 @@ class CSyncCommStream(OpDef):
     completed when their op returns)."""
     type, inputs, outputs = "c_sync_comm_stream", ("X*",), ("Out*",)
     no_grad = True
+    passes_through = {"Out": "X"}
 
     def infer(self, X):
         return {"Out": list(X)}

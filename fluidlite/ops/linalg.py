@@ -79,6 +79,7 @@ class Mul(OpDef):
     """Out = flatten(X, x_num_col_dims) @ flatten(Y, y_num_col_dims), reshaped to
     ``X.shape[:xk] + Y.shape[yk:]``;  dX = dOut @ Y^T, dY = X^T @ dOut (in the 2-D views)."""
     type, inputs, outputs = "mul", ("X", "Y"), ("Out",)
+    fresh_grads = ("X", "Y")        # each a new GEMM result (reshaped): see OpDef.fresh_grads
     extra_attrs = {"use_mkldnn": False, "scale_x": 1.0, "scale_y": [1.0], "scale_out": 1.0,
                    "force_fp32_output": False}
 

@@ -231,6 +231,7 @@ class Concat(OpDef):
     """Out = concatenate(X, axis) (an int ``AxisTensor`` overrides axis);  dX[i] = slab i."""
     type, inputs, outputs = "concat", ("X*", "AxisTensor?"), ("Out",)
     grad_uses = ("X", "AxisTensor")
+    fresh_outputs = ("Out",)        # np.concatenate always allocates (also for one input)
     extra_attrs = {"use_mkldnn": False, "use_quantizer": False}
 
     def infer(self, X, AxisTensor=None, *, axis=0):
