@@ -3,6 +3,11 @@
 ``fuse(ops, block, fetch_names, feed_names)`` returns the plan's op list with fusable sequences
 replaced by ``FusedOp``s, each one kernel call with the inputs and outputs of the ops it covers:
 
+* **All-reduce + scale** (the data-parallel averaging): ``c_allreduce_sum`` or
+  ``c_allreduce_wait`` followed by ``scale(1/nranks)`` of the same gradient becomes
+  ``fused(c_allreduce_*+scale)``, scaling the reduction's own result buffer in place. The
+  blocking sum reduces in the gradient's buffer itself (``MPI_IN_PLACE``) when the plan proves
+  that buffer fresh and unread by anything else (``OpDef.fresh_outputs`` / ``passes_through``).
 * **Global norm** (``GradientClipByGlobalNorm``): the N ``squared_l2_norm`` + ``sum`` + ``sqrt``
   [+ ``check_finite_norm``] + ``fill_constant`` + ``elementwise_max`` + ``elementwise_div``
   [+ ``cast``] chain becomes ``fused(global_norm)``. Each squared norm is the
