@@ -117,7 +117,10 @@ def test_gradient_flows_into_inputs_and_through_following_dygraph_ops():
         x.stop_gradient = False
         y.stop_gradient = False
         h = x * 2.0                              # a dygraph op before the static part
-        z = fluid.layers.reduce_sum(f(h, y) * 2.0)
+        out = f(h, y)
+        # one autograd node for the whole static part, named as fluid 1.8's op
+        assert out._node.opdef.type == "run_program"
+        z = fluid.layers.reduce_sum(out * 2.0)
         z.backward()
         # z = 2 * sum((2x)^2 + 3y): dz/dx = 16x, dz/dy = 6
         np.testing.assert_allclose(x.gradient(), [16.0, 32.0])
