@@ -44,20 +44,7 @@ from fluidlite import dygraph  # noqa: E402
 OPT, LR = ARGS.optimizer, LRS[ARGS.optimizer]
 
 
-def init_weights(sizes, seed=0):
-    rng = np.random.default_rng(seed)
-    ws, bs = [], []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        ws.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
-        bs.append(np.zeros(fan_out, np.float32))
-    return ws, bs
-
-
-def make_data(sizes, batch, n=4, seed=1):
-    rng = np.random.default_rng(seed)
-    return [(rng.normal(size=(batch, sizes[0])).astype(np.float32),
-             rng.integers(0, sizes[-1], (batch, 1)).astype(np.int64)) for _ in range(n)]
+from _mlp_common import init_weights, make_data  # noqa: E402,F401
 
 
 def make_opt(**kw):

@@ -60,20 +60,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 
-def init_weights(sizes, seed=0):
-    rng = np.random.default_rng(seed)
-    ws, bs = [], []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        limit = np.sqrt(6.0 / (fan_in + fan_out))
-        ws.append(rng.uniform(-limit, limit, (fan_in, fan_out)).astype(np.float32))
-        bs.append(np.zeros(fan_out, np.float32))
-    return ws, bs
-
-
-def make_data(sizes, batch, n=4, seed=1):
-    rng = np.random.default_rng(seed)
-    return [(rng.normal(size=(batch, sizes[0])).astype(np.float32),
-             rng.integers(0, sizes[-1], (batch, 1)).astype(np.int64)) for _ in range(n)]
+from _mlp_common import init_weights, make_data  # noqa: E402,F401
 
 
 # -- (b) hand-written NumPy: preallocated buffers, in-place updates ---------------------------
