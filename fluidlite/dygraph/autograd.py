@@ -21,6 +21,7 @@ raises an error saying to pass ``retain_graph=True``.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -29,7 +30,7 @@ from ..core import mode as _mode
 from ..core import names, registry
 from ..core.registry import GradBuilder
 from .tensor import VarBase
-from .tracer import Node, Tracer, kernel
+from .tracer import Node, Tracer, kernel_entry
 
 __all__ = ["run_backward", "grad", "backward"]
 
@@ -132,9 +133,11 @@ def _fast_grads(node: Node, douts: Any, need: List[bool], bind_only: bool = Fals
 _DESCS: Dict[Any, Any] = {}
 
 
-def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: set) -> List[Any]:
+def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: Any,
+                     fill: bool = False) -> List[Any]:
     """``_composed_grads`` without recording: the grad maker's op descs are built once per
-    (op, attrs, shapes, which inputs need gradients) and then run as kernel calls on arrays."""
+    (op, attrs, shapes, which inputs need gradients) and then run as kernel calls on arrays.
+    ``fill``: ``douts`` still has None for unreached outputs (zeros are made for those read)."""
     flags = tuple(None if v is None else
                   tuple(not x._stop_gradient and id(x) not in blocked and need[i] for x in v)
                   if isinstance(v, list) else (not v._stop_gradient and id(v) not in blocked
@@ -146,7 +149,14 @@ def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: se
         plan = _DESCS[key] = _make_plan(node, douts, need, blocked)
         if len(_DESCS) > 4096:
             _DESCS.clear()
-    x_names, o_names, steps, results = plan
+    x_names, o_names, steps, results, reads = plan
+    if fill:                            # zeros for the unreached outputs the steps read
+        for i in reads:
+            g, arr = douts[i], node.out_arrays[i]
+            if arr.__class__ is list:
+                douts[i] = [np.zeros_like(a) if x is None else x for x, a in zip(g, arr)]
+            elif g is None:
+                douts[i] = np.zeros_like(arr)
     env: Dict[str, Any] = {}
     for ns, v in zip(x_names, node.in_arrays):
         if ns is not None:
@@ -159,19 +169,35 @@ def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: se
             continue
         if arr.__class__ is list:
             env.update(zip(ns, arr))
-            env.update(zip(gns, [x._array() if isinstance(x, VarBase) else x for x in g]))
+            env.update((n, x._array() if isinstance(x, VarBase) else x)
+                       for n, x in zip(gns, g) if x is not None)
         else:
             env[ns[0]] = arr
-            env[gns[0]] = g._array() if isinstance(g, VarBase) else g
-    for op_type, attrs, out_slots, in_spec, out_spec in steps:
-        ins = {}
-        for slot, ns, dup in in_spec:
+            if g is not None:
+                env[gns[0]] = g._array() if isinstance(g, VarBase) else g
+    for op_type, attrs, out_slots, in_spec, out_spec, bound in steps:
+        ins = []
+        for ns, dup in in_spec:
+            if ns is None:              # a slot of the grad op the maker left empty
+                ins.append(None)
+                continue
             vals = [env[n] for n in ns if n in env]
-            if vals:
-                ins[slot] = vals if dup else vals[0]
-        res = kernel(op_type, attrs, outputs=out_slots, **ins)
-        if len(out_slots) == 1:
+            ins.append((vals if dup else vals[0]) if vals else None)
+        # the bound kernel of this grad op per input signature (what ``kernel`` looks up)
+        sig = tuple(None if a is None else
+                    tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
+                    (a.shape, a.dtype.char) for a in ins)
+        entry = bound.get(sig)
+        if entry is None:
+            entry = bound[sig] = kernel_entry(op_type, attrs, ins, out_slots)
+        fn, single, result_keys = entry
+        res = fn(*ins)
+        if single:
             res = {out_slots[0]: res}
+        elif len(out_slots) == 1:
+            res = {out_slots[0]: res[result_keys.get(out_slots[0], out_slots[0])]}
+        else:
+            res = {o: res.get(result_keys.get(o, o)) for o in out_slots}
         for slot, ns in out_spec:
             val = res.get(slot)
             if val is None:
@@ -232,12 +258,13 @@ def _make_plan(node: Node, douts: List[Any], need: List[bool], blocked: set) -> 
     steps = []
     for d in opdef.grad_op_descs(g):
         ddef = registry.get_op_def(d.type)
-        dup_in = {sl.name: sl.duplicable for sl in ddef.in_slots}
-        in_spec = tuple((slot, tuple(ns), bool(dup_in.get(slot)))
-                        for slot, ns in d.inputs.items())
+        # per input slot of the grad op's definition (the kernel's argument order): the
+        # names the desc gives it (None: not given) and whether the slot is duplicable
+        in_spec = tuple((tuple(d.inputs[sl.name]) if sl.name in d.inputs else None,
+                         bool(sl.duplicable)) for sl in ddef.in_slots)
         out_spec = tuple((slot, tuple(n if n != names.EMPTY_VAR_NAME else "\0" for n in ns))
                          for slot, ns in d.outputs.items())
-        steps.append((d.type, d.attrs, tuple(d.outputs), in_spec, out_spec))
+        steps.append((d.type, d.attrs, tuple(d.outputs), in_spec, out_spec, {}))
     x_names = [tuple(ins[s.name]) if s.name in ins else None for s in opdef.in_slots]
     o_names = [(tuple(outs[s.name]), tuple(n + _GRAD for n in outs[s.name]))
                if s.name in outs else (None, None) for s in opdef.out_slots]
@@ -249,7 +276,13 @@ def _make_plan(node: Node, douts: List[Any], need: List[bool], blocked: set) -> 
             continue
         results.append((tuple(None if n in no_grad else n + _GRAD for n in ns),
                         isinstance(node.in_vars[si], list)))
-    return x_names, o_names, tuple(steps), tuple(results)
+    # the output slots whose gradient the steps (or the results) read: only those need the
+    # zeros of an unreached output (``_composed_step``)
+    read = {n for _, _, _, in_spec, _, _ in steps for ns, _ in in_spec if ns for n in ns}
+    read.update(n for r in results if r is not None for n in r[0] if n is not None)
+    reads = frozenset(si for si, (_, gns) in enumerate(o_names)
+                      if gns is not None and read.intersection(gns))
+    return x_names, o_names, tuple(steps), tuple(results), reads
 
 
 def _composed_grads(node: Node, douts: List[Any], need: List[bool], create_graph: bool,
@@ -381,6 +414,8 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
             create_graph: bool, capture: Optional[Sequence[VarBase]] = None,
             blocked: Sequence[VarBase] = ()) -> Dict[int, Any]:
     """Propagate; returns {id(tensor): gradient} for the leaves reached (and for ``capture``)."""
+    if capture is None and not create_graph and not blocked:
+        return _engine_plain(roots, root_grads, retain_graph)
     grads: Dict[int, Any] = {}
     leaves: Dict[int, VarBase] = {}
     blocked_ids = {id(v) for v in blocked}
@@ -493,6 +528,205 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
     for k in keep:
         if k in grads:
             out[k] = grads[k]
+    out["_leaves"] = leaves  # type: ignore[index]
+    return out
+
+
+# -- backward(): the plain engine ------------------------------------------------------------
+# ``backward()`` (no create_graph, no capture, nothing blocked) runs each reached node through
+# a *step*: a function generated once per (node.key, its inputs' stop_gradient flags) that
+# fills the zeros its kernel reads, calls the op's bound ``<type>_grad`` kernel on the node's
+# arrays and accumulates the wanted input gradients -- the work ``_plain_grads`` and the
+# accumulation loop of ``_engine`` do per node, with every slot decision taken at generation
+# time. Same kernels, same arguments, same accumulation order: bit-identical results.
+
+_sg = operator.attrgetter("_stop_gradient")
+# (node.key, stop flags) -> (opdef, step); the opdef guards against a re-registered op
+_STEPS: Dict[Any, Any] = {}
+
+
+def _stop_flags(in_vars: List[Any]) -> Any:
+    """Per input slot: None (absent), its tensor's stop_gradient, or the tuple of them."""
+    try:
+        return tuple(map(_sg, in_vars))     # the common case: one tensor in every slot
+    except AttributeError:
+        return tuple(None if v is None else tuple(map(_sg, v)) if v.__class__ is list
+                     else v._stop_gradient for v in in_vars)
+
+
+def _accumulate(n: Node, in_grads: List[Any], grads: Dict[int, Any],
+                leaves: Dict[int, VarBase]) -> None:
+    """Add the per-slot ``in_grads`` of ``n`` into ``grads`` (the ``_engine`` loop)."""
+    for v, g in zip(n.in_vars, in_grads):
+        if v is None or g is None:
+            continue
+        if v.__class__ is list:
+            pairs: Any = zip(v, g)
+        else:
+            if v._stop_gradient:
+                continue
+            pairs = ((v, g),)
+        for x, gx in pairs:
+            if gx is None or x._stop_gradient:
+                continue
+            k = id(x)
+            if isinstance(gx, VarBase):
+                gx = gx._array()
+            old = grads.get(k)
+            grads[k] = gx if old is None else old + gx
+            if x._node is None:
+                leaves[k] = x
+
+
+def _composed_step(n: Node, douts: List[Any], grads: Dict[int, Any],
+                   leaves: Dict[int, VarBase]) -> None:
+    need = [False if v is None else
+            (any(not x._stop_gradient for x in v) if v.__class__ is list
+             else not v._stop_gradient) for v in n.in_vars]
+    _accumulate(n, _composed_arrays(n, douts, need, _NOTHING, fill=True), grads, leaves)
+
+
+_NOTHING: frozenset = frozenset()
+
+_ACC = """\
+    old = grads.get(k)
+    grads[k] = g if old is None else old + g
+    if x._node is None:
+        leaves[k] = x
+"""
+
+
+def _make_step(n: Node, stops: Any) -> Any:
+    """The step of ``n`` (see above): a generated function for ops with a plain backward
+    kernel, else ``_composed_step`` (the grad maker's ops, run as kernels)."""
+    opdef = n.opdef
+    if not (opdef.has_backward() and not opdef.has_make_grad()):
+        return _composed_step
+    need = tuple(False if s is None else (not all(s) if s.__class__ is tuple else not s)
+                 for s in stops)
+    _fast_grads(n, None, list(need), bind_only=True)
+    fn, keys, plan = _GRAD_BINDINGS[(n.key, need)]
+    src = ["def step(n, d, grads, leaves):",
+           "    ia = n.in_arrays", "    oa = n.out_arrays", "    iv = n.in_vars"]
+    for i in sorted({i for k, i in plan if k == 2}):
+        if n.out_arrays[i].__class__ is list:
+            src += [f"    d{i} = d[{i}]",
+                    f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])",
+                    f"    elif any(x is None for x in d{i}):",
+                    f"        d{i} = [zeros_like(a) if x is None else x "
+                    f"for x, a in zip(d{i}, oa[{i}])]"]
+        else:
+            src += [f"    d{i} = d[{i}]",
+                    f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
+    args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
+                     for k, i in plan)
+    src.append(f"    res = fn({args})")
+    for i, k in enumerate(keys):
+        if k is None:
+            continue
+        src.append(f"    g = res.get({k!r})")
+        if n.in_vars[i].__class__ is list:
+            src += ["    if g is not None:",
+                    f"        for x, g in zip(iv[{i}], g):",
+                    "            if g is None or x._stop_gradient:", "                continue",
+                    "            k = id(x)"]
+            src += ["        " + line for line in _ACC.splitlines()]
+        else:
+            src += ["    if g is not None:", f"        x = iv[{i}]", "        k = id(x)"]
+            src += ["    " + line for line in _ACC.splitlines()]
+    ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like}
+    exec(compile("\n".join(src) + "\n", f"<backward step of {opdef.type}>", "exec"), ns)
+    return ns["step"]
+
+
+_RELEASED = ("Trying to backward through the graph a second time, but its saved tensors "
+             "have already been freed: the first backward()/grad() released it. Pass "
+             "retain_graph=True to the first call if you need to backward twice.")
+
+
+def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
+                  retain_graph: bool) -> Dict[int, Any]:
+    """``_engine`` for ``backward()``: no create_graph, no capture, nothing blocked; every
+    reached intermediate tensor keeps its gradient of this pass."""
+    grads: Dict[int, Any] = {}
+    leaves: Dict[int, VarBase] = {}
+    nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
+    stack = []
+    for r, g in zip(roots, root_grads):
+        grads[id(r)] = _add(grads.get(id(r)), g)
+        if r._node is None:
+            leaves[id(r)] = r
+        else:
+            stack.append(r._node)
+    push = stack.append
+    while stack:
+        n = stack.pop()
+        if n.seq in nodes:
+            continue
+        if n.released:
+            raise RuntimeError(_RELEASED)
+        nodes[n.seq] = n
+        for v in n.in_vars:
+            if v is None:
+                continue
+            if v.__class__ is list:
+                for x in v:
+                    if x is not None and x._node is not None and x._node.seq not in nodes:
+                        push(x._node)
+            else:
+                x = v._node
+                if x is not None and x.seq not in nodes:
+                    push(x)
+    order = [nodes[k] for k in sorted(nodes, reverse=True)]
+    pop = grads.pop
+    steps = _STEPS
+    for n in order:
+        douts: List[Any] = []
+        reached = False
+        for refs in n.out_refs:
+            if refs is None:
+                douts.append(None)
+            elif refs.__class__ is list:
+                gl: List[Any] = []
+                for ref in refs:
+                    v = ref()
+                    g = None if v is None else pop(id(v), None)
+                    if g is not None:
+                        reached = True
+                        v._grad = g             # fluid 1.8: non-leaf gradient() too
+                    gl.append(g)
+                douts.append(gl)
+            else:
+                v = refs()
+                g = None if v is None else pop(id(v), None)
+                if g is not None:
+                    reached = True
+                    v._grad = g
+                douts.append(g)
+        if not reached:
+            continue
+        for p, version in n.versions:
+            if p._version != version:
+                raise RuntimeError(
+                    f"one of the tensors needed for gradient computation, parameter "
+                    f"'{p.name}', has been modified by an inplace operation (the optimizer "
+                    f"updated it after this graph was built): call backward() before "
+                    f"minimize(), or rebuild the graph")
+        if n.__class__ is not Node:     # a @declarative call: its static backward
+            _fill_zeros(n, douts)
+            _accumulate(n, _node_grads(n, douts, False, set()), grads, leaves)
+            continue
+        skey = (n.key, _stop_flags(n.in_vars))
+        entry = steps.get(skey)
+        if entry is None or entry[0] is not n.opdef:
+            if len(steps) > 8192:
+                steps.clear()
+            entry = steps[skey] = (n.opdef, _make_step(n, skey[1]))
+        entry[1](n, douts, grads, leaves)
+    if not retain_graph:
+        for n in order:
+            n.release()
+    out = {k: grads[k] for k in leaves if k in grads}
     out["_leaves"] = leaves  # type: ignore[index]
     return out
 

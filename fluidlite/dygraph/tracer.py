@@ -345,6 +345,31 @@ class Tracer:
         return var
 
 
+def kernel_entry(op_type: str, attrs: Optional[Dict[str, Any]], in_arrays: Sequence[Any],
+                 outputs: Sequence[str]) -> Tuple[Any, bool, Dict[str, str]]:
+    """``(fn, single, result_keys)``: op ``op_type``'s bound kernel for these input arrays (one
+    per input slot of its definition, in order; None for an absent slot) -- the binding
+    ``kernel`` calls, from the shared cache. Autograd keeps it per grad step."""
+    meta = _META.get(op_type)
+    if meta is None or meta[0] is not _OPS.get(op_type):
+        meta = _meta(op_type)
+    attrs = attrs or _EMPTY
+    sig = [None if a is None else
+           tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
+           (a.shape, a.dtype.char) for a in in_arrays]
+    try:
+        key = (op_type, tuple(attrs.items()), tuple(sig), tuple(outputs))
+        entry = _KERNELS.get(key)
+    except TypeError:                   # list-valued attrs: a hashable stand-in
+        key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), tuple(sig),
+               tuple(outputs))
+        entry = _KERNELS.get(key)
+    if entry is None:
+        entry = _DEFAULT._prepare(meta[0], op_type, attrs, list(in_arrays), outputs)
+        _KERNELS[key] = entry
+    return entry[0], entry[1], entry[2]
+
+
 def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
            outputs: Sequence[str] = ("Out",), **inputs: Any) -> Any:
     """Call op ``op_type``'s bound kernel (the one ``trace_op`` and the static plan use) on
@@ -357,6 +382,7 @@ def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
     opdef = meta[0]
     attrs = attrs or _EMPTY
     in_arrays = [inputs.get(name) for name, _ in meta[1]]
+    # (kernel_entry inlined: the dygraph optimizer calls this once per parameter and step)
     sig = [None if a is None else
            tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
            (a.shape, a.dtype.char) for a in in_arrays]
