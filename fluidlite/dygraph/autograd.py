@@ -547,11 +547,8 @@ _STEPS: Dict[Any, Any] = {}
 
 def _stop_flags(in_vars: List[Any]) -> Any:
     """Per input slot: None (absent), its tensor's stop_gradient, or the tuple of them."""
-    try:
-        return tuple(map(_sg, in_vars))     # the common case: one tensor in every slot
-    except AttributeError:
-        return tuple(None if v is None else tuple(map(_sg, v)) if v.__class__ is list
-                     else v._stop_gradient for v in in_vars)
+    return tuple(None if v is None else tuple(map(_sg, v)) if v.__class__ is list
+                 else v._stop_gradient for v in in_vars)
 
 
 def _accumulate(n: Node, in_grads: List[Any], grads: Dict[int, Any],
@@ -578,12 +575,64 @@ def _accumulate(n: Node, in_grads: List[Any], grads: Dict[int, Any],
                 leaves[k] = x
 
 
-def _composed_step(n: Node, douts: List[Any], grads: Dict[int, Any],
-                   leaves: Dict[int, VarBase]) -> None:
+def _collect(n: Node, pop: Any) -> Optional[List[Any]]:
+    """The output gradients of ``n`` (per output slot; taken out of the pass's gradients and
+    left as the tensors' ``gradient()``), or None when no output was reached."""
+    douts: List[Any] = []
+    reached = False
+    for refs in n.out_refs:
+        if refs is None:
+            douts.append(None)
+        elif refs.__class__ is list:
+            gl: List[Any] = []
+            for ref in refs:
+                v = ref()
+                g = None if v is None else pop(id(v), None)
+                if g is not None:
+                    reached = True
+                    v._grad = g             # fluid 1.8: non-leaf gradient() too
+                gl.append(g)
+            douts.append(gl)
+        else:
+            v = refs()
+            g = None if v is None else pop(id(v), None)
+            if g is not None:
+                reached = True
+                v._grad = g
+            douts.append(g)
+    return douts if reached else None
+
+
+def _check_versions(n: Node) -> None:
+    for p, version in n.versions:
+        if p._version != version:
+            raise RuntimeError(
+                f"one of the tensors needed for gradient computation, parameter "
+                f"'{p.name}', has been modified by an inplace operation (the optimizer "
+                f"updated it after this graph was built): call backward() before "
+                f"minimize(), or rebuild the graph")
+
+
+def _composed_step(n: Node, grads: Dict[int, Any], leaves: Dict[int, VarBase],
+                   pop: Any) -> None:
+    douts = _collect(n, pop)
+    if douts is None:
+        return
+    _check_versions(n)
     need = [False if v is None else
             (any(not x._stop_gradient for x in v) if v.__class__ is list
              else not v._stop_gradient) for v in n.in_vars]
     _accumulate(n, _composed_arrays(n, douts, need, _NOTHING, fill=True), grads, leaves)
+
+
+def _declarative_step(n: Node, grads: Dict[int, Any], leaves: Dict[int, VarBase],
+                      pop: Any) -> None:
+    douts = _collect(n, pop)
+    if douts is None:
+        return
+    _check_versions(n)
+    _fill_zeros(n, douts)
+    _accumulate(n, _node_grads(n, douts, False, set()), grads, leaves)
 
 
 _NOTHING: frozenset = frozenset()
@@ -606,18 +655,35 @@ def _make_step(n: Node, stops: Any) -> Any:
                  for s in stops)
     _fast_grads(n, None, list(need), bind_only=True)
     fn, keys, plan = _GRAD_BINDINGS[(n.key, need)]
-    src = ["def step(n, d, grads, leaves):",
-           "    ia = n.in_arrays", "    oa = n.out_arrays", "    iv = n.in_vars"]
+    src = ["def step(n, grads, leaves, pop):", "    r = n.out_refs"]
+    # the output gradients, as _collect (slot presence is part of node.key)
+    lists = [i for i, refs in enumerate(n.out_refs) if refs.__class__ is list]
+    outs = [i for i, refs in enumerate(n.out_refs) if refs is not None and i not in lists]
+    for i in outs:
+        src += [f"    v = r[{i}]()", f"    d{i} = None if v is None else pop(id(v), None)",
+                f"    if d{i} is not None:", f"        v._grad = d{i}"]
+    if lists:
+        src.append("    reached = " + " or ".join(
+            [f"d{i} is not None" for i in outs] + ["False"]))
+        for i in lists:
+            src += [f"    d{i} = []",
+                    f"    for ref in r[{i}]:", "        v = ref()",
+                    "        g = None if v is None else pop(id(v), None)",
+                    "        if g is not None:", "            reached = True",
+                    "            v._grad = g", f"        d{i}.append(g)"]
+        src += ["    if not reached:", "        return"]
+    else:
+        src += ["    if " + (" and ".join(f"d{i} is None" for i in outs) or "True") + ":",
+                "        return"]
+    src += ["    if n.versions:", "        check_versions(n)",
+            "    ia = n.in_arrays", "    oa = n.out_arrays", "    iv = n.in_vars"]
     for i in sorted({i for k, i in plan if k == 2}):
-        if n.out_arrays[i].__class__ is list:
-            src += [f"    d{i} = d[{i}]",
-                    f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])",
-                    f"    elif any(x is None for x in d{i}):",
+        if i in lists:
+            src += [f"    if any(x is None for x in d{i}):",
                     f"        d{i} = [zeros_like(a) if x is None else x "
                     f"for x, a in zip(d{i}, oa[{i}])]"]
         else:
-            src += [f"    d{i} = d[{i}]",
-                    f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
+            src += [f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
     args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
                      for k, i in plan)
     src.append(f"    res = fn({args})")
@@ -634,7 +700,8 @@ def _make_step(n: Node, stops: Any) -> Any:
         else:
             src += ["    if g is not None:", f"        x = iv[{i}]", "        k = id(x)"]
             src += ["    " + line for line in _ACC.splitlines()]
-    ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like}
+    ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like,
+                          "check_versions": _check_versions}
     exec(compile("\n".join(src) + "\n", f"<backward step of {opdef.type}>", "exec"), ns)
     return ns["step"]
 
@@ -681,51 +748,26 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
     pop = grads.pop
     steps = _STEPS
     for n in order:
-        douts: List[Any] = []
-        reached = False
-        for refs in n.out_refs:
-            if refs is None:
-                douts.append(None)
-            elif refs.__class__ is list:
-                gl: List[Any] = []
-                for ref in refs:
-                    v = ref()
-                    g = None if v is None else pop(id(v), None)
-                    if g is not None:
-                        reached = True
-                        v._grad = g             # fluid 1.8: non-leaf gradient() too
-                    gl.append(g)
-                douts.append(gl)
-            else:
-                v = refs()
-                g = None if v is None else pop(id(v), None)
-                if g is not None:
-                    reached = True
-                    v._grad = g
-                douts.append(g)
-        if not reached:
-            continue
-        for p, version in n.versions:
-            if p._version != version:
-                raise RuntimeError(
-                    f"one of the tensors needed for gradient computation, parameter "
-                    f"'{p.name}', has been modified by an inplace operation (the optimizer "
-                    f"updated it after this graph was built): call backward() before "
-                    f"minimize(), or rebuild the graph")
         if n.__class__ is not Node:     # a @declarative call: its static backward
-            _fill_zeros(n, douts)
-            _accumulate(n, _node_grads(n, douts, False, set()), grads, leaves)
+            _declarative_step(n, grads, leaves, pop)
             continue
-        skey = (n.key, _stop_flags(n.in_vars))
-        entry = steps.get(skey)
+        try:
+            stops = tuple(map(_sg, n.in_vars))  # the common case: one tensor in every slot
+        except AttributeError:
+            stops = _stop_flags(n.in_vars)
+        entry = steps.get((n.key, stops))
         if entry is None or entry[0] is not n.opdef:
             if len(steps) > 8192:
                 steps.clear()
-            entry = steps[skey] = (n.opdef, _make_step(n, skey[1]))
-        entry[1](n, douts, grads, leaves)
+            entry = steps[(n.key, stops)] = (n.opdef, _make_step(n, stops))
+        entry[1](n, grads, leaves, pop)
     if not retain_graph:
         for n in order:
-            n.release()
+            if n.__class__ is Node:     # Node.release, inlined
+                n.released = True
+                n.in_vars = n.in_arrays = n.out_arrays = n.out_refs = None
+            else:
+                n.release()
     out = {k: grads[k] for k in leaves if k in grads}
     out["_leaves"] = leaves  # type: ignore[index]
     return out
