@@ -164,13 +164,16 @@ class _GlobalNorm(_FusedDef):
         """(global norm, scale) as Python floats (exact in the chain's float64)."""
         if self.square is not None:
             squares = [f(x) for f, x in zip(self.square, X)]
-        else:
-            squares = [np.array([inplace.sum_squares(x)]) for x in X]
-        total = squares[0].item()
-        for sq in squares[1:]:
-            total += sq.item()
+            terms = [sq.item() for sq in squares]
+        else:       # Python floats; arrays only for check_finite_norm's message
+            terms = [inplace.sum_squares(x) for x in X]
+        total = terms[0]
+        for sq in terms[1:]:        # left to right, as the unfused sum op
+            total += sq
         norm = math.sqrt(total)
         if self.check is not None and not math.isfinite(norm):
+            if self.square is None:
+                squares = [np.array([t]) for t in terms]
             registry.get_op_def("check_finite_norm").forward(
                 np.array([norm], self.dtype), squares, grad_names=self.check)
         limit = self.limit
@@ -305,25 +308,35 @@ class _UpdateGroup(_FusedDef):
         """All-in-place sgd without the generic machinery (small models pay per call):
         p -= c * g with c = lr, or lr * scale rounded once (see ``_lr_times_scale``).
         ``None`` (nothing written) when some parameter cannot be updated in place."""
+        # one pass of checks (this kernel runs every step of small models: its Python
+        # overhead is most of its cost there)
+        big = False
+        ids = set()
         for p, g, ok in zip(params, grads, self.inplace):
             flags = p.flags
             if not (ok and p.base is None and flags.c_contiguous and flags.writeable
                     and g.shape == p.shape and g.dtype == p.dtype and p.dtype.kind == "f"):
                 return None
-        if len({id(p) for p in params}) != len(params):
+            ids.add(id(p))
+            big = big or p.size > _SMALL
+        if len(ids) != len(params):
             return None
-        if any(p.size > _SMALL for p in params):
+        if big:
             self._reserve({p.dtype for p in params})
         coef: Dict[Any, Any] = {}
+        last_lr = last_dt = c = None    # usually one lr and one dtype: skip the dict lookup
         for p, lr, g in zip(params, lrs, grads):
-            key = (id(lr), p.dtype)
-            c = coef.get(key)
-            if c is None:
-                if scale is None:
-                    c = lr.reshape(())
-                else:            # a 0-d array: cheaper per ufunc call than a scalar
-                    c = np.asarray(_lr_times_scale(lr, grad_scale(scale, p.dtype), p.dtype))
-                coef[key] = c
+            dt = p.dtype
+            if lr is not last_lr or dt is not last_dt:
+                key = (id(lr), dt)
+                c = coef.get(key)
+                if c is None:
+                    if scale is None:
+                        c = lr.reshape(())
+                    else:            # a 0-d array: cheaper per ufunc call than a scalar
+                        c = np.asarray(_lr_times_scale(lr, grad_scale(scale, dt), dt))
+                    coef[key] = c
+                last_lr, last_dt = lr, dt
             if p.size <= _SMALL:        # a fresh temporary is hot in cache: cheaper than scratch
                 np.subtract(p, np.multiply(g, c), out=p)
             else:
