@@ -44,6 +44,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import mode as _mode
+from ..core.dtypes import VarType
 from ..core.ir import Program, Variable, program_guard
 from .tensor import ParamBase, VarBase
 from .tracer import Node
@@ -57,14 +58,27 @@ _SEED = "@SEED"          # suffix of the variables feeding the outputs' gradient
 class _Recorder(list):
     """The tracer's op record during a trace. Also remembers the value each pre-existing
     tensor had before an op first wrote it (restored after the trace, so tracing does not
-    move e.g. batch norm statistics) and whether Python read a traced value."""
+    move e.g. batch norm statistics) and whether Python read a traced value.
 
-    def __init__(self, feeds: Sequence[VarBase]) -> None:
+    A converted tensor ``if`` / ``while`` (dy2static.py) records its branches / its condition
+    and body into nested recorders sharing the root's bookkeeping (``root``); the record then
+    holds a ``_CondEntry`` / ``_WhileEntry`` that ``_build_traced`` turns into
+    ``fluid.layers.cond`` / ``fluid.layers.while_loop``."""
+
+    def __init__(self, feeds: Sequence[VarBase] = (), root: Optional["_Recorder"] = None
+                 ) -> None:
         super().__init__()
-        self.saved: Dict[int, Tuple[VarBase, Any]] = {}
-        self.produced: set = set()
-        self.watched = {id(t) for t in feeds}
-        self.value_read: Optional[str] = None
+        if root is None:
+            self.root = self
+            self.saved: Dict[int, Tuple[VarBase, Any]] = {}
+            self.produced: set = set()
+            self.watched = {id(t) for t in feeds}
+            self.value_read: Optional[str] = None
+            self.keep: List[Any] = []       # tensors whose ids the sets above hold
+        else:
+            self.root = root
+            self.saved, self.produced, self.watched = root.saved, root.produced, root.watched
+            self.keep = root.keep
 
     def append(self, entry: Any) -> None:
         for vs in entry[2].values():
@@ -75,15 +89,236 @@ class _Recorder(list):
                 self.produced.add(id(t))
         super().append(entry)
 
+    def is_traced(self, t: VarBase) -> bool:
+        """Whether the traced program computes ``t`` (an input, a parameter, an op result)."""
+        return isinstance(t, ParamBase) or id(t) in self.produced or id(t) in self.watched
+
     def on_read(self, t: VarBase) -> None:
         """Called by ``VarBase`` when Python reads its value (bool/float/numpy) in a trace."""
-        if self.value_read is None and (isinstance(t, ParamBase) or id(t) in self.produced
-                                        or id(t) in self.watched):
-            self.value_read = t.name
+        root = self.root
+        if root.value_read is None and self.is_traced(t):
+            root.value_read = t.name
 
     def restore(self) -> None:
         for t, value in self.saved.values():
             t._value = value
+
+    # -- converted control flow (dy2static.py) --------------------------------------------------
+    def _nested(self, fn: Callable[[], Any]) -> Tuple["_Recorder", Any]:
+        """Run ``fn`` recording into a new nested recorder; ``(recorder, fn())``."""
+        tracer = _mode.tracer
+        sub = _Recorder(root=self.root)
+        saved, tracer.recorder = tracer.recorder, sub
+        try:
+            return sub, fn()
+        finally:
+            tracer.recorder = saved
+
+    def _produce(self, like: Sequence[VarBase]) -> List[VarBase]:
+        outs = [VarBase(np.array(t._array())) for t in like]
+        self.produced.update(id(o) for o in outs)
+        self.keep.extend(outs)
+        return outs
+
+    def trace_cond(self, pred: VarBase, true_fn: Callable[[], List[VarBase]],
+                   false_fn: Callable[[], List[VarBase]], check: Callable[[], Any]
+                   ) -> List[VarBase]:
+        """Record both branches of a tensor ``if``; returns its output tensors (holding the
+        taken branch's trace values). ``check`` validates the branches' full results."""
+        from .dy2static import Dy2StaticError
+        arr = pred._array()
+        if arr.size != 1:
+            raise Dy2StaticError(f"the condition '{pred.name}' of a tensor if has shape "
+                                 f"{list(arr.shape)}; it must hold one element")
+        t_rec, t_outs = self._nested(true_fn)
+        f_rec, f_outs = self._nested(false_fn)
+        check()
+        for k, (a, b) in enumerate(zip(t_outs, f_outs)):
+            if a._array().shape != b._array().shape or a._array().dtype != b._array().dtype:
+                raise Dy2StaticError(
+                    f"output {k} of a tensor if is {list(a.shape)} {a._array().dtype} in the "
+                    f"true branch but {list(b.shape)} {b._array().dtype} in the false branch")
+        taken = bool(arr.reshape(-1)[0])
+        outs = self._produce(t_outs if taken else f_outs)
+        list.append(self, _CondEntry(pred, t_rec, t_outs, f_rec, f_outs, outs))
+        return outs
+
+    def trace_while_probe(self, cond_fn: Callable[..., Any], vals: Sequence[Any]) -> bool:
+        """Whether ``cond_fn(*vals)`` is a traced tensor (its ops are not kept)."""
+        _, pred = self._nested(lambda: cond_fn(*vals))
+        self.keep.append(pred)
+        return isinstance(pred, VarBase) and self.is_traced(pred)
+
+    def trace_while(self, cond_fn: Callable[..., VarBase], body_fn: Callable[..., List[Any]],
+                    loop_vars: Sequence[VarBase]) -> List[VarBase]:
+        """Record the condition and one body of a tensor ``while`` on placeholders of
+        ``loop_vars``; returns the loop's output tensors (trace values: the initial ones)."""
+        from .dy2static import Dy2StaticError
+        ph = [VarBase(np.array(t._array()), stop_gradient=t._stop_gradient)
+              for t in loop_vars]
+        self.watched.update(id(p) for p in ph)
+        self.keep.extend(ph)
+        c_rec, pred = self._nested(lambda: cond_fn(*ph))
+        if not isinstance(pred, VarBase) or pred._array().size != 1:
+            raise Dy2StaticError("the condition of a tensor while loop must stay a tensor of "
+                                 "one element")
+        b_rec, new = self._nested(lambda: body_fn(*ph))
+        new = list(new)
+        for k, (p, n) in enumerate(zip(ph, new)):
+            if not isinstance(n, VarBase) or n._array().shape != p._array().shape or \
+                    n._array().dtype != p._array().dtype:
+                raise Dy2StaticError(f"loop variable {k} of a tensor while loop changes its "
+                                     f"shape or dtype in the body")
+        outs = self._produce(loop_vars)
+        list.append(self, _WhileEntry(ph, c_rec, pred, b_rec, new, list(loop_vars), outs))
+        return outs
+
+
+class _CondEntry:
+    """A converted tensor ``if`` in a record (see ``_Recorder.trace_cond``)."""
+
+    def __init__(self, pred: VarBase, t_rec: _Recorder, t_outs: List[VarBase],
+                 f_rec: _Recorder, f_outs: List[VarBase], outs: List[VarBase]) -> None:
+        self.pred, self.t_rec, self.t_outs = pred, t_rec, t_outs
+        self.f_rec, self.f_outs, self.outs = f_rec, f_outs, outs
+
+
+class _WhileEntry:
+    """A converted tensor ``while`` in a record (see ``_Recorder.trace_while``)."""
+
+    def __init__(self, ph: List[VarBase], c_rec: _Recorder, pred: VarBase, b_rec: _Recorder,
+                 new: List[VarBase], inits: List[VarBase], outs: List[VarBase]) -> None:
+        self.ph, self.c_rec, self.pred, self.b_rec = ph, c_rec, pred, b_rec
+        self.new, self.inits, self.outs = new, inits, outs
+
+
+def _produced_ids(record: Sequence[Any], into: set) -> set:
+    for e in record:
+        if isinstance(e, _CondEntry):
+            _produced_ids(e.t_rec, into)
+            _produced_ids(e.f_rec, into)
+            into.update(id(o) for o in e.outs)
+        elif isinstance(e, _WhileEntry):
+            _produced_ids(e.c_rec, into)
+            _produced_ids(e.b_rec, into)
+            into.update(id(o) for o in e.outs)
+        else:
+            into.update(id(v) for vs in e[2].values() for v in vs)
+    return into
+
+
+def _build_traced(record: Sequence[Any], inputs: List[VarBase], outputs: List[Any]) -> Any:
+    """``jit._build`` for records holding converted control flow: a static ``Program`` (in a
+    ``TracedLayer``) replaying ``record``; a ``_CondEntry`` becomes ``fluid.layers.cond`` and a
+    ``_WhileEntry`` ``fluid.layers.while_loop`` whose sub-blocks replay the nested records."""
+    from ..core import names
+    from ..layers import assign, cast, reshape
+    from ..layers import control_flow as cf
+    from .jit import TracedLayer, _build
+    if not any(isinstance(e, (_CondEntry, _WhileEntry)) for e in record):
+        return _build(list(record), inputs, outputs)
+    program, startup = Program(), Program()
+    gblock = program.global_block()
+    params: Dict[str, ParamBase] = {}
+    constants: Dict[str, np.ndarray] = {}
+    produced = _produced_ids(record, set())
+    feed_names = []
+    top: Dict[int, Any] = {}
+
+    def static(t: VarBase, scopes: List[Dict[int, Any]]) -> Any:
+        for sc in reversed(scopes):
+            got = sc.get(id(t))
+            if got is not None:
+                return got
+        if isinstance(t, ParamBase):
+            got = gblock.create_parameter(name=t.name, shape=t.shape, dtype=t.dtype,
+                                          trainable=t.trainable)
+            params[t.name] = t
+            top[id(t)] = got
+        elif id(t) in produced:
+            # nested records are replayed more than once (a loop condition): fresh names
+            name = t._name if len(scopes) == 1 and t._name else names.generate("traced.tmp")
+            got = program.current_block().create_var(name=name, dtype=t.dtype, shape=t.shape)
+            scopes[-1][id(t)] = got
+        else:
+            got = gblock.create_var(name=t._name or names.generate("traced.const"),
+                                    dtype=t.dtype, shape=t.shape, persistable=True)
+            constants[got.name] = np.array(t._array())
+            top[id(t)] = got
+        return got
+
+    def as_bool(v: Any) -> Any:
+        # fluid's cond / while_loop take a bool scalar; a condition computed from a feed has
+        # an unknown static first dimension although it holds one element (checked while
+        # tracing)
+        if v.dtype != VarType.BOOL:
+            v = cast(v, "bool")
+        if list(v.shape) not in ([1], []):
+            v = reshape(v, [1])
+        return v
+
+    def replay(rec: Sequence[Any], scopes: List[Dict[int, Any]]) -> None:
+        for e in rec:
+            if isinstance(e, _CondEntry):
+                replay_cond(e, scopes)
+            elif isinstance(e, _WhileEntry):
+                replay_while(e, scopes)
+            else:
+                op_type, ins, outs, attrs = e
+                program.current_block().append_op(
+                    type=op_type, inputs={k: [static(t, scopes) for t in vs]
+                                          for k, vs in ins.items()},
+                    outputs={k: [static(t, scopes) for t in vs] for k, vs in outs.items()},
+                    attrs=dict(attrs))
+
+    def branch(rec: Sequence[Any], outs: List[VarBase], scopes: List[Dict[int, Any]]
+               ) -> Callable[[], List[Any]]:
+        def build() -> List[Any]:
+            sc = scopes + [{}]
+            replay(rec, sc)
+            return [static(o, sc) for o in outs]
+        return build
+
+    def replay_cond(e: _CondEntry, scopes: List[Dict[int, Any]]) -> None:
+        pred = as_bool(static(e.pred, scopes))
+        res = cf.cond(pred, branch(e.t_rec, e.t_outs, scopes),
+                      branch(e.f_rec, e.f_outs, scopes))
+        for o, r in zip(e.outs, res or []):
+            scopes[-1][id(o)] = r
+
+    def replay_while(e: _WhileEntry, scopes: List[Dict[int, Any]]) -> None:
+        def cond_fn(*vs: Any) -> Any:
+            sc = scopes + [{id(p): v for p, v in zip(e.ph, vs)}]
+            replay(e.c_rec, sc)
+            return as_bool(static(e.pred, sc))
+
+        def body_fn(*vs: Any) -> List[Any]:
+            sc = scopes + [{id(p): v for p, v in zip(e.ph, vs)}]
+            replay(e.b_rec, sc)
+            return [static(n, sc) for n in e.new]
+
+        # the loop updates its variables in place: start from copies (the initial values may
+        # be feeds or read again later)
+        init = [assign(static(t, scopes)) for t in e.inits]
+        res = cf.while_loop(cond_fn, body_fn, init)
+        for o, r in zip(e.outs, res):
+            scopes[-1][id(o)] = r
+
+    saved, _mode.tracer = _mode.tracer, None
+    try:
+        with program_guard(program, startup):
+            for i, x in enumerate(inputs):
+                name = f"feed_{i}" if x._name is None else x._name
+                v = gblock.create_var(name=name, shape=[-1] + x.shape[1:] if x.shape else [],
+                                      dtype=x.dtype, is_data=True, need_check_feed=True,
+                                      stop_gradient=True)
+                top[id(x)] = v
+                feed_names.append(name)
+            replay(record, [top])
+            fetch = [static(o, [top]) for o in outputs]
+    finally:
+        _mode.tracer = saved
+    return TracedLayer(program, params, feed_names, fetch, constants)
 
 
 def _arg_array(a: Any) -> Optional[np.ndarray]:
@@ -327,6 +562,7 @@ class StaticFunction:
         self._instance = instance
         self._cache: Dict[Any, _Entry] = {}
         self._last: Optional[_Entry] = None
+        self._conv: Optional[Tuple[Any]] = None     # (dy2static conversion or None,)
         functools.update_wrapper(self, fn)
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
 
@@ -386,10 +622,29 @@ class StaticFunction:
         self._last = entry
         return entry, leaves
 
+    def _converted(self) -> Optional[Callable]:
+        """The dy2static conversion of the function (None: nothing to convert); cached."""
+        if self._conv is None:
+            from .dy2static import convert_function
+            self._conv = (convert_function(self._fn),)
+        got = self._conv[0]
+        return None if got is None else got.function
+
     def _trace(self, args: Sequence[Any], kwargs: Dict[str, Any], leaves: List[Any]
                ) -> _Entry:
+        conv = self._converted()
+        if conv is not None:
+            try:
+                return self._trace_fn(conv, args, kwargs, leaves)
+            except Exception as e:      # noqa: BLE001 -- the original function decides
+                _log.info("@declarative '%s': the converted control flow cannot be traced "
+                          "for this input signature (%s: %s); tracing the original function",
+                          self.__name__, type(e).__name__, e)
+        return self._trace_fn(self._fn, args, kwargs, leaves)
+
+    def _trace_fn(self, fn: Callable, args: Sequence[Any], kwargs: Dict[str, Any],
+                  leaves: List[Any]) -> _Entry:
         from ..backward import gradients
-        from .jit import _build
         tracer = _mode.tracer
         entry = _Entry()
         feeds: List[VarBase] = []
@@ -404,7 +659,7 @@ class StaticFunction:
         saved = tracer.recorder, tracer.has_grad
         tracer.recorder, tracer.has_grad = rec, False
         try:
-            out = self._fn(*self._args(ins), **kw)
+            out = fn(*self._args(ins), **kw)
         finally:
             tracer.recorder, tracer.has_grad = saved
             rec.restore()
@@ -424,7 +679,7 @@ class StaticFunction:
             if o._value is None:
                 raise ValueError(f"@declarative '{self.__name__}': an output tensor has no "
                                  f"value")
-        traced = _build(list(rec), feeds, tensor_outs)
+        traced = _build_traced(rec, feeds, tensor_outs)
         entry.traced = traced
         entry.feed_names = list(traced._feed_names)
         entry.outs = list(traced._fetch_vars)
@@ -433,10 +688,11 @@ class StaticFunction:
         entry.forward = program.clone()
         n_fwd = len(block.ops)
         written = {}
-        for op in block.ops:
-            for n in op.output_arg_names:
-                if n in traced._params:
-                    written[n] = traced._params[n]
+        for b in program.blocks:        # (also inside converted cond / while blocks)
+            for op in b.ops:
+                for n in op.output_arg_names:
+                    if n in traced._params:
+                        written[n] = traced._params[n]
         entry.written = list(written.values())
         # the backward part: gradients of sum(out_i * seed_i) w.r.t. params and feeds
         entry.diff_outs = [i for i, o in enumerate(tensor_outs)
@@ -469,8 +725,10 @@ class StaticFunction:
             for op in block.ops[n_fwd:]:
                 for n in op.input_arg_names:
                     v = block._find_var_recursive(n)
+                    # (a step-scopes variable cannot be fetched: the backward run recomputes
+                    # the forward sub-block that fills it)
                     if n in produced and n not in need and v is not None and \
-                            not v.persistable:
+                            not v.persistable and v.type == VarType.LOD_TENSOR:
                         need.append(n)
             entry.saved_names = need
         return entry

@@ -1,0 +1,540 @@
+"""Dygraph to static source conversion (fluid 1.8's ``dygraph_to_static``, the common cases).
+
+``convert_function(fn)`` parses ``fn``'s source (``inspect.getsource`` + ``ast``) and rewrites
+
+* ``if <test>: A [else: B]`` into ::
+
+      def __dy2s_true_0(v1, v2): A; return (v1, v2)
+      def __dy2s_false_0(v1, v2): B; return (v1, v2)
+      v1, v2 = __dy2s.convert_ifelse(<test>, __dy2s_true_0, __dy2s_false_0,
+                                     (__dy2s.ld(lambda: v1), __dy2s.ld(lambda: v2)), names)
+
+  where ``v1, v2`` are the names either branch assigns (a name with no value before the
+  statement is passed as ``UNDEFINED`` and deleted again afterwards if it is still undefined,
+  so Python's own semantics are kept);
+* ``while <test>: body`` into ``v1, v2 = __dy2s.convert_while(cond_fn, body_fn, (v1, v2),
+  names)`` (``v1, v2``: the names the body assigns);
+* ``and`` / ``or`` / ``not`` in those tests into ``convert_logical_and/or/not`` (lazy, so a
+  Python operand short-circuits as before).
+
+At run time the ``convert_*`` functions use Python control flow unless the condition is a
+tensor being traced by ``@declarative`` (then the tracer records both branches / one loop
+body, which become ``fluid.layers.cond`` / ``fluid.layers.while_loop`` in the traced program)
+or a static ``Variable`` (then they call ``fluid.layers.cond`` / ``while_loop`` directly).
+
+Conservative: a statement is left as it is when its blocks contain ``return``, ``break`` /
+``continue`` (of the converted loop), ``yield``, ``await``, ``global`` / ``nonlocal``,
+``del``, function or class definitions, ``try``, imports, assignment expressions, or stores to
+attributes / subscripts (``self.x = ...``, ``a[i] = ...``: both branches of a tensor ``if``
+run once while tracing, so such side effects would happen twice). Generators, coroutines,
+lambdas and functions without source are not converted at all (``convert_function`` returns
+None). A tensor ``if`` whose branches leave a name with different kinds of values (a tensor in
+one, a Python value or nothing in the other), or a tensor loop whose body changes a Python
+value, raises ``Dy2StaticError`` while tracing; ``@declarative`` then traces the original
+function (whose value reads make it run eagerly), so nothing is lost.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+import sys
+import textwrap
+import types
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..core import mode as _mode
+from ..core.ir import Variable
+from .tensor import VarBase
+
+__all__ = ["convert_function", "convert_ifelse", "convert_while", "convert_logical_and",
+           "convert_logical_or", "convert_logical_not", "UNDEFINED", "Dy2StaticError",
+           "ConvertedFunction"]
+
+_log = logging.getLogger("fluidlite")
+_PREFIX = "__dy2s_"
+_HELPER = "__dy2s"
+
+
+class Dy2StaticError(Exception):
+    """A converted statement cannot become static control flow for these values."""
+
+
+class _Undefined:
+    """The value of a name that had none before a converted statement."""
+
+    _inst: Optional["_Undefined"] = None
+
+    def __new__(cls) -> "_Undefined":
+        if cls._inst is None:
+            cls._inst = super().__new__(cls)
+        return cls._inst
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        raise Dy2StaticError("a variable defined in only one branch of a converted if was "
+                             "used after it")
+
+
+UNDEFINED = _Undefined()
+
+
+def ld(getter: Callable[[], Any]) -> Any:
+    """``getter()`` (a ``lambda: name``), or ``UNDEFINED`` when the name has no value yet."""
+    try:
+        return getter()
+    except NameError:           # includes UnboundLocalError
+        return UNDEFINED
+
+
+# -- run time ------------------------------------------------------------------------------------
+def _recorder() -> Any:
+    """The ``@declarative`` trace recorder in progress (None outside a trace)."""
+    tracer = _mode.tracer
+    rec = getattr(tracer, "recorder", None) if tracer is not None else None
+    return rec if hasattr(rec, "trace_cond") else None
+
+
+def _kind(x: Any) -> str:
+    """``"traced"``: a tensor whose value the ``@declarative`` trace depends on (an input, a
+    parameter or an op result); ``"static"``: a static-mode Variable; else ``"python"``."""
+    if isinstance(x, VarBase):
+        rec = _recorder()
+        return "traced" if rec is not None and rec.is_traced(x) else "python"
+    if isinstance(x, Variable) and _mode.tracer is None:
+        return "static"
+    return "python"
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, Variable)
+
+
+def _same_python(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:       # noqa: BLE001 -- arbitrary user objects: not the same
+        return False
+
+
+def convert_ifelse(pred: Any, true_fn: Callable[..., Tuple[Any, ...]],
+                   false_fn: Callable[..., Tuple[Any, ...]], args: Tuple[Any, ...],
+                   names: Sequence[str]) -> Tuple[Any, ...]:
+    """``true_fn(*args)`` if ``pred`` else ``false_fn(*args)``; both return the new values of
+    ``names``. A traced tensor / static Variable ``pred`` builds ``fluid.layers.cond``."""
+    kind = _kind(pred)
+    if kind == "python":
+        return true_fn(*args) if pred else false_fn(*args)
+    got: Dict[str, Tuple[Any, ...]] = {}
+
+    def branch(key: str, fn: Callable[..., Tuple[Any, ...]]) -> Callable[[], List[Any]]:
+        def run() -> List[Any]:
+            res = tuple(fn(*args))
+            got[key] = res
+            return [v for v in res if _is_tensor(v)]
+        return run
+
+    def check() -> List[bool]:
+        t, f = got["t"], got["f"]
+        mask = []
+        for n, a, b in zip(names, t, f):
+            if _is_tensor(a) != _is_tensor(b):
+                raise Dy2StaticError(
+                    f"the tensor if sets '{n}' to {_what(a)} in the true branch but to "
+                    f"{_what(b)} in the false branch; give it a tensor value in both")
+            if not _is_tensor(a) and not _same_python(a, b):
+                raise Dy2StaticError(
+                    f"the tensor if sets the Python value '{n}' differently in its branches "
+                    f"({a!r} / {b!r}); a static cond can only select tensors")
+            mask.append(_is_tensor(a))
+        return mask
+
+    if kind == "traced":
+        outs = _recorder().trace_cond(pred, branch("t", true_fn), branch("f", false_fn),
+                                      check)
+    else:
+        from ..layers import control_flow
+        tf, ff = branch("t", true_fn), branch("f", false_fn)
+        outs = control_flow.cond(pred, tf, ff)
+        check()
+    it = iter(outs or [])
+    return tuple(next(it) if _is_tensor(v) else v for v in got["t"])
+
+
+def _what(v: Any) -> str:
+    if v is UNDEFINED:
+        return "nothing"
+    return "a tensor" if _is_tensor(v) else f"the Python value {v!r}"
+
+
+def convert_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any, ...]],
+                  loop_vars: Tuple[Any, ...], names: Sequence[str]) -> Tuple[Any, ...]:
+    """``while cond_fn(*v): v = body_fn(*v)``; returns the final ``v``. A condition that is a
+    traced tensor / static Variable builds ``fluid.layers.while_loop`` over the tensor loop
+    variables (names the body assigns that had no value before are body temporaries)."""
+    vals = tuple(loop_vars)
+    rec = _recorder()
+    if rec is not None:
+        traced = rec.trace_while_probe(cond_fn, vals)
+        if traced:
+            return _tensor_while(cond_fn, body_fn, vals, names, rec)
+    elif _mode.tracer is None:
+        first = cond_fn(*vals)
+        if _kind(first) == "static":
+            return _tensor_while(cond_fn, body_fn, vals, names, None)
+        if not first:
+            return vals
+        vals = tuple(body_fn(*vals))
+    while cond_fn(*vals):
+        vals = tuple(body_fn(*vals))
+    return vals
+
+
+def _tensor_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any, ...]],
+                  vals: Tuple[Any, ...], names: Sequence[str], rec: Any) -> Tuple[Any, ...]:
+    pos = [k for k, v in enumerate(vals) if _is_tensor(v)]
+
+    def merge(tensors: Sequence[Any]) -> List[Any]:
+        full = list(vals)
+        for k, t in zip(pos, tensors):
+            full[k] = t
+        return full
+
+    def cond_w(*tensors: Any) -> Any:
+        return cond_fn(*merge(tensors))
+
+    def body_w(*tensors: Any) -> List[Any]:
+        res = tuple(body_fn(*merge(tensors)))
+        for k, (n, old, new) in enumerate(zip(names, vals, res)):
+            if k in pos:
+                if not _is_tensor(new):
+                    raise Dy2StaticError(f"the tensor while loop turns the tensor '{n}' into "
+                                         f"{_what(new)}")
+            elif old is not UNDEFINED and not _same_python(old, new):
+                raise Dy2StaticError(
+                    f"the tensor while loop changes the Python value '{n}' ({old!r} -> "
+                    f"{new!r}); make it a tensor (fluid.layers.fill_constant) to carry it")
+        return [res[k] for k in pos]
+
+    if rec is not None:
+        outs = rec.trace_while(cond_w, body_w, [vals[k] for k in pos])
+    else:
+        from ..layers import control_flow
+        outs = control_flow.while_loop(cond_w, body_w, [vals[k] for k in pos])
+    full = list(vals)
+    for k, t in zip(pos, outs):
+        full[k] = t
+    # a body temporary has no defined value after a static loop
+    return tuple(full)
+
+
+def convert_logical_and(lhs_fn: Callable[[], Any], rhs_fn: Callable[[], Any]) -> Any:
+    """``lhs and rhs`` (``rhs`` evaluated lazily); ``fluid.layers.logical_and`` when both are
+    traced tensors / static Variables."""
+    lhs = lhs_fn()
+    if _kind(lhs) == "python":
+        return lhs and rhs_fn()
+    rhs = rhs_fn()
+    if _kind(rhs) == "python":        # tensor and Python value: the truth is one of them
+        return lhs if rhs else rhs
+    from ..layers import logical_and
+    return logical_and(lhs, rhs)
+
+
+def convert_logical_or(lhs_fn: Callable[[], Any], rhs_fn: Callable[[], Any]) -> Any:
+    """``lhs or rhs`` (``rhs`` evaluated lazily); ``fluid.layers.logical_or`` when both are
+    traced tensors / static Variables."""
+    lhs = lhs_fn()
+    if _kind(lhs) == "python":
+        return lhs or rhs_fn()
+    rhs = rhs_fn()
+    if _kind(rhs) == "python":
+        return rhs if rhs else lhs
+    from ..layers import logical_or
+    return logical_or(lhs, rhs)
+
+
+def convert_logical_not(x: Any) -> Any:
+    """``not x``; ``fluid.layers.logical_not`` for a traced tensor / static Variable."""
+    if _kind(x) == "python":
+        return not x
+    from ..layers import logical_not
+    return logical_not(x)
+
+
+# -- source conversion ---------------------------------------------------------------------------
+class _Unsupported(Exception):
+    pass
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_BANNED = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Global, ast.Nonlocal,
+           ast.Delete, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try,
+           ast.Import, ast.ImportFrom, ast.NamedExpr, ast.AsyncFor, ast.AsyncWith)
+
+
+def _generated(node: ast.AST) -> bool:
+    return getattr(node, "_dy2s", False)
+
+
+def _check_block(stmts: Sequence[ast.stmt]) -> None:
+    """Raise ``_Unsupported`` if ``stmts`` (a branch or loop body) hold something the
+    conversion does not handle (see the module docstring); ``break``/``continue`` are fine
+    only inside a loop nested in ``stmts``."""
+
+    def visit(node: ast.AST, in_loop: bool) -> None:
+        if _generated(node):
+            return
+        if isinstance(node, _BANNED) or isinstance(node, (ast.Break, ast.Continue)) \
+                and not in_loop:
+            raise _Unsupported(type(node).__name__)
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and \
+                isinstance(node.ctx, (ast.Store, ast.Del)):
+            raise _Unsupported("store to an attribute or subscript")
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            for sub in ast.walk(node):
+                if isinstance(sub, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)):
+                    raise _Unsupported(type(sub).__name__)
+            return
+        inner = in_loop or isinstance(node, (ast.For, ast.While))
+        for child in ast.iter_child_nodes(node):
+            # a nested loop's else clause is not inside that loop
+            is_else = isinstance(node, (ast.For, ast.While)) and child in node.orelse
+            visit(child, in_loop if is_else else inner)
+
+    for s in stmts:
+        visit(s, False)
+
+
+def _assigned(stmts: Sequence[ast.stmt]) -> List[str]:
+    """Names bound by ``stmts`` in the enclosing function's scope, in order of appearance."""
+    out: List[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if node.id not in out and not node.id.startswith(_PREFIX):
+                out.append(node.id)
+        if isinstance(node, _SCOPES):
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+def _mark(node: ast.AST) -> ast.AST:
+    for sub in ast.walk(node):
+        sub._dy2s = True         # type: ignore[attr-defined]
+    return node
+
+
+def _helper(attr: str) -> ast.expr:
+    return ast.Attribute(value=ast.Name(id=_HELPER, ctx=ast.Load()), attr=attr, ctx=ast.Load())
+
+
+def _call(attr: str, *args: ast.expr) -> ast.expr:
+    return ast.Call(func=_helper(attr), args=list(args), keywords=[])
+
+
+def _lazy(e: ast.expr) -> ast.expr:
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
+                                         kw_defaults=[], kwarg=None, defaults=[]), body=e)
+
+
+def _names_tuple(names: Sequence[str], ctx: ast.expr_context) -> ast.expr:
+    return ast.Tuple(elts=[ast.Name(id=n, ctx=ctx) for n in names], ctx=ctx)
+
+
+def _fn(name: str, params: Sequence[str], body: List[ast.stmt], ret: ast.expr
+        ) -> ast.FunctionDef:
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    return ast.FunctionDef(name=name, args=args, body=list(body) + [ast.Return(value=ret)],
+                           decorator_list=[], returns=None, type_params=[])
+
+
+class _Transformer(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _test(self, e: ast.expr) -> ast.expr:
+        """Rewrite ``and``/``or``/``not`` of a condition into the lazy converters."""
+        if isinstance(e, ast.BoolOp):
+            attr = "convert_logical_and" if isinstance(e.op, ast.And) else "convert_logical_or"
+            values = [self._test(v) for v in e.values]
+            acc = values[0]
+            for v in values[1:]:
+                acc = _call(attr, _lazy(acc), _lazy(v))
+            return acc
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            return _call("convert_logical_not", self._test(e.operand))
+        return e
+
+    def _tail(self, names: Sequence[str], value: ast.expr) -> List[ast.stmt]:
+        assign = ast.Assign(targets=[_names_tuple(names, ast.Store())], value=value)
+        dels = [ast.If(test=ast.Compare(left=ast.Name(id=n, ctx=ast.Load()), ops=[ast.Is()],
+                                        comparators=[_helper("UNDEFINED")]),
+                       body=[ast.Delete(targets=[ast.Name(id=n, ctx=ast.Del())])], orelse=[])
+                for n in names]
+        return [assign] + [_mark(d) for d in dels]     # type: ignore[misc]
+
+    def _args(self, names: Sequence[str]) -> ast.expr:
+        return ast.Tuple(elts=[_call("ld", _lazy(ast.Name(id=n, ctx=ast.Load())))
+                               for n in names], ctx=ast.Load())
+
+    def visit_If(self, node: ast.If) -> Any:
+        self.generic_visit(node)
+        try:
+            _check_block(node.body)
+            _check_block(node.orelse)
+        except _Unsupported:
+            return node
+        names = _assigned(node.body + node.orelse)
+        k = self.count
+        self.count += 1
+        ret = _names_tuple(names, ast.Load())
+        tfn = _fn(f"{_PREFIX}true_{k}", names, node.body, ret)
+        ffn = _fn(f"{_PREFIX}false_{k}", names, node.orelse or [ast.Pass()], ret)
+        call = _call("convert_ifelse", self._test(node.test),
+                     ast.Name(id=tfn.name, ctx=ast.Load()),
+                     ast.Name(id=ffn.name, ctx=ast.Load()), self._args(names),
+                     ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))
+        for f in (tfn, ffn):
+            f._dy2s = True          # type: ignore[attr-defined]
+        out = [tfn, ffn] + self._tail(names, call)
+        for s in out[2:]:
+            _mark(s)
+        return out
+
+    def visit_While(self, node: ast.While) -> Any:
+        self.generic_visit(node)
+        if node.orelse:
+            return node
+        try:
+            _check_block(node.body)
+        except _Unsupported:
+            return node
+        names = _assigned(node.body)
+        if not names:
+            return node
+        k = self.count
+        self.count += 1
+        cfn = _fn(f"{_PREFIX}cond_{k}", names, [], self._test(node.test))
+        bfn = _fn(f"{_PREFIX}body_{k}", names, node.body, _names_tuple(names, ast.Load()))
+        call = _call("convert_while", ast.Name(id=cfn.name, ctx=ast.Load()),
+                     ast.Name(id=bfn.name, ctx=ast.Load()), self._args(names),
+                     ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))
+        for f in (cfn, bfn):
+            f._dy2s = True          # type: ignore[attr-defined]
+        out = [cfn, bfn] + self._tail(names, call)
+        for s in out[2:]:
+            _mark(s)
+        return out
+
+
+class ConvertedFunction:
+    """The result of ``convert_function``: ``function`` (same globals, closure cells and
+    defaults as the original) and its ``source``."""
+
+    def __init__(self, function: Callable, source: str) -> None:
+        self.function = function
+        self.source = source
+
+
+_CACHE: "weakref.WeakKeyDictionary[Any, Optional[ConvertedFunction]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def convert_function(fn: Callable) -> Optional[ConvertedFunction]:
+    """``fn`` with its tensor-convertible ``if`` / ``while`` statements rewritten (see the
+    module docstring); None when nothing was converted or ``fn`` cannot be (no source, a
+    lambda, a generator, a syntax the rewriter does not know). Cached per function."""
+    try:
+        return _CACHE[fn]
+    except (KeyError, TypeError):
+        pass
+    try:
+        got: Optional[ConvertedFunction] = _convert(fn)
+    except Exception as e:      # noqa: BLE001 -- any failure: the function is used as-is
+        _log.debug("dy2static: '%s' is not converted: %s", getattr(fn, "__name__", fn), e)
+        got = None
+    try:
+        _CACHE[fn] = got
+    except TypeError:
+        pass
+    return got
+
+
+def _convert(fn: Callable) -> Optional[ConvertedFunction]:
+    if not isinstance(fn, types.FunctionType):
+        return None
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                        inspect.CO_ASYNC_GENERATOR):
+        return None
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(src)
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or \
+            tree.body[0].name != fn.__name__:
+        return None
+    fdef = tree.body[0]
+    for sub in ast.walk(fdef):
+        if isinstance(sub, (ast.Global, ast.Nonlocal)):
+            return None          # rebinding rules the nested branch functions would break
+    fdef.decorator_list = []
+    # defaults and annotations were evaluated once already: reuse the original's values
+    fdef.args.defaults = []
+    fdef.args.kw_defaults = [None] * len(fdef.args.kwonlyargs)
+    for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs + \
+            [fdef.args.vararg, fdef.args.kwarg]:
+        if a is not None:
+            a.annotation = None
+    fdef.returns = None
+    tr = _Transformer()
+    tr.visit(fdef)
+    if tr.count == 0:
+        return None
+    # a factory whose parameters are the original free variables and the helper module, so
+    # they are closure cells of the converted function (rebound to the original cells below)
+    free = list(code.co_freevars)
+    factory = ast.FunctionDef(
+        name=f"{_PREFIX}factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=n) for n in free + [_HELPER]],
+                           vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                           defaults=[]),
+        body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_params=[])
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    source = ast.unparse(fdef)
+    filename = code.co_filename
+    ast.increment_lineno(module, code.co_firstlineno - 1)
+    compiled = compile(module, filename, "exec")
+    fcode = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    new_code = next(c for c in fcode.co_consts if isinstance(c, types.CodeType)
+                    and c.co_name == fn.__name__)
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    cells[_HELPER] = types.CellType(sys.modules[__name__])
+    missing = [n for n in new_code.co_freevars if n not in cells]
+    if missing:
+        return None
+    new = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             tuple(cells[n] for n in new_code.co_freevars))
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__
+    new.__doc__ = fn.__doc__
+    new.__dict__.update(fn.__dict__)
+    return ConvertedFunction(new, source)
