@@ -23,12 +23,21 @@ Persistable state an op writes (``batch_norm``'s moving mean/variance) is writte
 dygraph parameters after each forward; the tracing run itself leaves no trace (the state it
 changed is restored).
 
-Differences from fluid 1.8 (tracing, not source conversion): Python control flow is fixed per
-signature. A function whose Python code reads a tensor *value* while being traced (``if
-mean(x) > 0``, ``float(t)``, ``t.numpy()`` on a tensor computed from the inputs or the
-parameters) cannot be expressed as one traced program: it is run eagerly (dygraph) for that
-signature instead -- correct numbers, no static program -- and this is logged once. Use
-``fluid.layers.cond`` / ``while_loop`` for data-dependent control flow that should compile.
+Control flow (fluid 1.8's source conversion for the common cases, dy2static.py): before the
+first trace the function's source is converted once, so that a Python ``if`` / ``while`` whose
+condition is a tensor computed from the inputs or parameters (``if mean(x) > 0:``, ``while i <
+n:``, also with ``and`` / ``or`` / ``not``) becomes ``fluid.layers.cond`` /
+``fluid.layers.while_loop`` in the traced program: both branches (one loop body) are traced,
+and the branch taken (the number of iterations) is decided each time the program runs.
+Gradients flow through them (``conditional_block_grad`` / ``while_grad``). Python-valued
+conditions stay Python (fixed per signature). Differences from fluid 1.8: code that still
+reads a tensor *value* while being traced -- a statement the conversion leaves alone (e.g.
+``return`` / ``break`` inside a tensor ``if``, see dy2static.py), ``float(t)``, ``t.numpy()``,
+or ``fluid.layers.cond`` / ``while_loop`` called directly (their dygraph form reads the
+condition) -- cannot be one traced program: that signature runs eagerly (dygraph) instead --
+correct numbers, no static program -- and this is logged once. A converted statement whose
+branches disagree (a tensor in one, a Python value in the other; shapes that differ) makes the
+trace retry the original function (logged at INFO), with the same eager result.
 Tensor and numpy arguments -- positional or keyword, also inside lists, tuples and dicts --
 become feeds (the function receives dygraph tensors for numpy arrays); other arguments are part
 of the signature by value (a new value traces again).
@@ -38,6 +47,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import textwrap
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -120,20 +130,26 @@ class _Recorder(list):
         self.keep.extend(outs)
         return outs
 
-    def trace_cond(self, pred: VarBase, true_fn: Callable[[], List[VarBase]],
-                   false_fn: Callable[[], List[VarBase]], check: Callable[[], Any]
-                   ) -> List[VarBase]:
-        """Record both branches of a tensor ``if``; returns its output tensors (holding the
-        taken branch's trace values). ``check`` validates the branches' full results."""
+    def trace_cond(self, pred: VarBase, true_fn: Callable[[], Tuple[Any, ...]],
+                   false_fn: Callable[[], Tuple[Any, ...]],
+                   select: Callable[[Tuple[Any, ...], Tuple[Any, ...]], List[int]]
+                   ) -> Tuple[List[VarBase], List[int], Tuple[Any, ...]]:
+        """Record both branches of a tensor ``if``. ``select(true_result, false_result)``
+        gives the positions of the tensor outputs (and validates the rest). Returns the output
+        tensors (holding the taken branch's trace values), those positions and the true
+        branch's result."""
         from .dy2static import Dy2StaticError
         arr = pred._array()
         if arr.size != 1:
             raise Dy2StaticError(f"the condition '{pred.name}' of a tensor if has shape "
                                  f"{list(arr.shape)}; it must hold one element")
-        t_rec, t_outs = self._nested(true_fn)
-        f_rec, f_outs = self._nested(false_fn)
-        check()
-        for k, (a, b) in enumerate(zip(t_outs, f_outs)):
+        t_rec, t_res = self._nested(true_fn)
+        f_rec, f_res = self._nested(false_fn)
+        pos = select(t_res, f_res)
+        t_outs, f_outs = [t_res[k] for k in pos], [f_res[k] for k in pos]
+        for k, a, b in zip(pos, t_outs, f_outs):
+            if not isinstance(a, VarBase) or not isinstance(b, VarBase):
+                raise Dy2StaticError(f"output {k} of a tensor if is not a dygraph tensor")
             if a._array().shape != b._array().shape or a._array().dtype != b._array().dtype:
                 raise Dy2StaticError(
                     f"output {k} of a tensor if is {list(a.shape)} {a._array().dtype} in the "
@@ -141,13 +157,16 @@ class _Recorder(list):
         taken = bool(arr.reshape(-1)[0])
         outs = self._produce(t_outs if taken else f_outs)
         list.append(self, _CondEntry(pred, t_rec, t_outs, f_rec, f_outs, outs))
-        return outs
+        return outs, pos, t_res
 
-    def trace_while_probe(self, cond_fn: Callable[..., Any], vals: Sequence[Any]) -> bool:
-        """Whether ``cond_fn(*vals)`` is a traced tensor (its ops are not kept)."""
+    def trace_while_probe(self, cond_fn: Callable[..., Any], vals: Sequence[Any]) -> Any:
+        """``cond_fn(*vals)``, its ops not kept: a traced tensor makes the loop a
+        ``while_loop`` (its condition is traced again on placeholders); any other value
+        (computed without recording ops unless Python read a traced value, which makes the
+        trace run eagerly anyway) is the Python loop's first condition."""
         _, pred = self._nested(lambda: cond_fn(*vals))
         self.keep.append(pred)
-        return isinstance(pred, VarBase) and self.is_traced(pred)
+        return pred
 
     def trace_while(self, cond_fn: Callable[..., VarBase], body_fn: Callable[..., List[Any]],
                     loop_vars: Sequence[VarBase]) -> List[VarBase]:
@@ -483,15 +502,17 @@ class ProgramTranslator:
         return _static(dygraph_func)(*args, **kwargs)
 
     def get_func(self, dygraph_func: Callable) -> Callable:
-        """A function building ``dygraph_func``'s ops into the current static program. fluid's
-        layer functions already build static ops outside dygraph mode, so this is the original
-        Python function (fluid 1.8 returned the AST-converted one)."""
+        """A function building ``dygraph_func``'s ops into the current static program: its
+        dy2static conversion (a tensor ``if`` / ``while`` builds ``fluid.layers.cond`` /
+        ``while_loop``; see dy2static.py), or the original function when there is nothing to
+        convert (fluid's layer functions already build static ops outside dygraph mode)."""
         if not callable(dygraph_func):
             raise TypeError(f"ProgramTranslator.get_func: dygraph_func must be callable, but "
                             f"received {type(dygraph_func).__name__}")
-        fn = dygraph_func._fn if isinstance(dygraph_func, StaticFunction) else dygraph_func
-        if isinstance(dygraph_func, StaticFunction) and dygraph_func._instance is not None:
-            return functools.partial(fn, dygraph_func._instance)
+        sf = _static(dygraph_func)
+        fn = sf._converted() or sf._fn
+        if sf._instance is not None:
+            return functools.partial(fn, sf._instance)
         return fn
 
     def get_program(self, dygraph_func: Callable, *args: Any, **kwargs: Any
@@ -512,26 +533,30 @@ class ProgramTranslator:
         if entry.eager:
             raise ValueError(f"ProgramTranslator.get_program: '{sf.__name__}' reads a tensor "
                              f"value in Python ({entry.value_read!r}), so it has no single "
-                             f"traced program; use fluid.layers.cond / while_loop for "
-                             f"data-dependent control flow")
+                             f"traced program; write data-dependent control flow as a Python "
+                             f"if / while on tensors (without return / break / continue "
+                             f"inside) so that it converts")
         block = entry.forward.global_block()
         return (entry.forward, Program(), [block.var(n) for n in entry.feed_names],
                 [entry.forward.global_block().var(v.name) for v in entry.outs])
 
     def get_code(self, dygraph_func: Callable) -> str:
-        """The static code of ``dygraph_func``: the text of its most recently traced program
-        (fluidlite traces instead of converting source); the Python source before any trace."""
+        """The converted source of ``dygraph_func`` (fluid 1.8): its Python source with the
+        tensor-convertible ``if`` / ``while`` statements rewritten into ``convert_ifelse`` /
+        ``convert_while`` calls (see dy2static.py); the original source when nothing is
+        converted."""
         if not callable(dygraph_func):
             raise TypeError(f"ProgramTranslator.get_code: dygraph_func must be callable, but "
                             f"received {type(dygraph_func).__name__}")
-        sf = dygraph_func if isinstance(dygraph_func, StaticFunction) else None
-        if sf is not None and sf._last is not None and sf._last.forward is not None:
-            return str(sf._last.forward)
-        fn = sf._fn if sf is not None else dygraph_func
+        from .dy2static import convert_function
+        sf = _static(dygraph_func)
+        conv = convert_function(sf._fn)
+        if conv is not None:
+            return conv.source
         try:
-            return inspect.getsource(fn)
+            return textwrap.dedent(inspect.getsource(sf._fn))
         except (OSError, TypeError):
-            return repr(fn)
+            return repr(sf._fn)
 
 
 _PLAIN: "weakref.WeakKeyDictionary[Any, StaticFunction]" = weakref.WeakKeyDictionary()
@@ -594,11 +619,14 @@ class StaticFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tracer = _mode.tracer
-        if tracer is None or not ProgramTranslator().enable_declarative or \
-                tracer.recorder is not None:
-            # static mode: the layer functions build static ops; inside another trace: the
-            # outer record takes the ops; disabled: plain dygraph
-            return self._eager(args, kwargs)
+        if not ProgramTranslator().enable_declarative:
+            return self._eager(args, kwargs)                    # disabled: plain dygraph
+        if tracer is None or tracer.recorder is not None:
+            # static mode: the layer functions build static ops (and the converted tensor
+            # if / while build cond / while_loop); inside another trace: the outer record takes
+            # the ops (and the converted control flow)
+            fn = self._converted() or self._fn
+            return fn(*self._args(args), **kwargs)
         for i, a in enumerate(args):
             if isinstance(a, Variable) and not isinstance(a, VarBase):
                 raise TypeError(f"@declarative '{self.__name__}': argument {i} is the static "
@@ -666,9 +694,10 @@ class StaticFunction:
         entry.value_read = rec.value_read
         if rec.value_read is not None:
             _log.warning("@declarative '%s': Python reads the value of tensor '%s' while "
-                         "tracing (data-dependent control flow?), so this input signature "
-                         "runs eagerly in dygraph mode; use fluid.layers.cond / while_loop "
-                         "to compile it", self.__name__, rec.value_read)
+                         "tracing (data-dependent control flow the conversion leaves alone?), "
+                         "so this input signature runs eagerly in dygraph mode; write it as "
+                         "a Python if / while on tensors without return / break / continue "
+                         "inside to compile it", self.__name__, rec.value_read)
             entry.eager = True
             return entry
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -719,16 +748,22 @@ class StaticFunction:
             finally:
                 _mode.tracer = saved_tracer
             produced = set(entry.feed_names)
+            # what a converted cond / while op writes is not saved: the backward run reruns
+            # those ops (and the ops feeding them), since their gradient ops read the step
+            # scopes the forward sub-blocks fill (not fetchable), and a while loop updates
+            # its variables in place (their fetched values are the final ones)
+            rerun: set = set()
             for op in block.ops[:n_fwd]:
                 produced.update(op.output_arg_names)
+                if op.type in ("while", "conditional_block"):
+                    rerun.update(op.output_arg_names)
             need = []
             for op in block.ops[n_fwd:]:
                 for n in op.input_arg_names:
                     v = block._find_var_recursive(n)
-                    # (a step-scopes variable cannot be fetched: the backward run recomputes
-                    # the forward sub-block that fills it)
-                    if n in produced and n not in need and v is not None and \
-                            not v.persistable and v.type == VarType.LOD_TENSOR:
+                    if n in produced and n not in need and n not in rerun and \
+                            v is not None and not v.persistable and \
+                            v.type == VarType.LOD_TENSOR:
                         need.append(n)
             entry.saved_names = need
         return entry

@@ -130,19 +130,15 @@ def convert_ifelse(pred: Any, true_fn: Callable[..., Tuple[Any, ...]],
     kind = _kind(pred)
     if kind == "python":
         return true_fn(*args) if pred else false_fn(*args)
-    got: Dict[str, Tuple[Any, ...]] = {}
-
-    def branch(key: str, fn: Callable[..., Tuple[Any, ...]]) -> Callable[[], List[Any]]:
-        def run() -> List[Any]:
-            res = tuple(fn(*args))
-            got[key] = res
-            return [v for v in res if _is_tensor(v)]
-        return run
-
-    def check() -> List[bool]:
-        t, f = got["t"], got["f"]
-        mask = []
-        for n, a, b in zip(names, t, f):
+    def select(t: Tuple[Any, ...], f: Tuple[Any, ...]) -> List[int]:
+        """Positions of the tensor outputs; raises if the branches disagree otherwise. A name
+        one branch leaves undefined (and that had no value before) is a branch temporary: it
+        is no output and stays undefined after the statement (a later use fails the trace,
+        which then retries the original function)."""
+        pos = []
+        for k, (n, a, b) in enumerate(zip(names, t, f)):
+            if args[k] is UNDEFINED and (a is UNDEFINED or b is UNDEFINED):
+                continue
             if _is_tensor(a) != _is_tensor(b):
                 raise Dy2StaticError(
                     f"the tensor if sets '{n}' to {_what(a)} in the true branch but to "
@@ -151,19 +147,33 @@ def convert_ifelse(pred: Any, true_fn: Callable[..., Tuple[Any, ...]],
                 raise Dy2StaticError(
                     f"the tensor if sets the Python value '{n}' differently in its branches "
                     f"({a!r} / {b!r}); a static cond can only select tensors")
-            mask.append(_is_tensor(a))
-        return mask
+            if _is_tensor(a):
+                pos.append(k)
+        return pos
 
     if kind == "traced":
-        outs = _recorder().trace_cond(pred, branch("t", true_fn), branch("f", false_fn),
-                                      check)
+        outs, pos, t = _recorder().trace_cond(pred, lambda: tuple(true_fn(*args)),
+                                              lambda: tuple(false_fn(*args)), select)
     else:
         from ..layers import control_flow
-        tf, ff = branch("t", true_fn), branch("f", false_fn)
-        outs = control_flow.cond(pred, tf, ff)
-        check()
-    it = iter(outs or [])
-    return tuple(next(it) if _is_tensor(v) else v for v in got["t"])
+        got: Dict[str, Tuple[Any, ...]] = {}
+
+        def branch(key: str, fn: Callable[..., Tuple[Any, ...]]) -> Callable[[], List[Any]]:
+            def run() -> List[Any]:
+                res = got[key] = tuple(fn(*args))
+                return [v for v in res if _is_tensor(v)]
+            return run
+        outs = control_flow.cond(pred, branch("t", true_fn), branch("f", false_fn)) or []
+        t = got["t"]
+        pos = select(t, got["f"])
+        if len(pos) != len(outs):
+            raise Dy2StaticError("a variable of a static if is a tensor in only one branch")
+    # Python values agree in both branches (checked); branch temporaries stay undefined
+    result = [UNDEFINED if args[k] is UNDEFINED and k not in pos else v
+              for k, v in enumerate(t)]
+    for k, o in zip(pos, outs):
+        result[k] = o
+    return tuple(result)
 
 
 def _what(v: Any) -> str:
@@ -180,18 +190,18 @@ def convert_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any,
     vals = tuple(loop_vars)
     rec = _recorder()
     if rec is not None:
-        traced = rec.trace_while_probe(cond_fn, vals)
-        if traced:
+        first = rec.trace_while_probe(cond_fn, vals)
+        if _kind(first) == "traced":
             return _tensor_while(cond_fn, body_fn, vals, names, rec)
-    elif _mode.tracer is None:
+    else:
         first = cond_fn(*vals)
         if _kind(first) == "static":
             return _tensor_while(cond_fn, body_fn, vals, names, None)
-        if not first:
-            return vals
+    # Python loop (the first condition is already evaluated)
+    go = first
+    while go:
         vals = tuple(body_fn(*vals))
-    while cond_fn(*vals):
-        vals = tuple(body_fn(*vals))
+        go = cond_fn(*vals)
     return vals
 
 
@@ -401,7 +411,8 @@ class _Transformer(ast.NodeTransformer):
         names = _assigned(node.body + node.orelse)
         k = self.count
         self.count += 1
-        ret = _names_tuple(names, ast.Load())
+        # (a nested converted statement may have deleted a name the branch left undefined)
+        ret = self._args(names)
         tfn = _fn(f"{_PREFIX}true_{k}", names, node.body, ret)
         ffn = _fn(f"{_PREFIX}false_{k}", names, node.orelse or [ast.Pass()], ret)
         call = _call("convert_ifelse", self._test(node.test),
@@ -429,7 +440,7 @@ class _Transformer(ast.NodeTransformer):
         k = self.count
         self.count += 1
         cfn = _fn(f"{_PREFIX}cond_{k}", names, [], self._test(node.test))
-        bfn = _fn(f"{_PREFIX}body_{k}", names, node.body, _names_tuple(names, ast.Load()))
+        bfn = _fn(f"{_PREFIX}body_{k}", names, node.body, self._args(names))
         call = _call("convert_while", ast.Name(id=cfn.name, ctx=ast.Load()),
                      ast.Name(id=bfn.name, ctx=ast.Load()), self._args(names),
                      ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))

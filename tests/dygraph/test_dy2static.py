@@ -1,0 +1,343 @@
+"""dy2static: a tensor ``if`` / ``while`` in a ``@declarative`` function becomes
+``fluid.layers.cond`` / ``while_loop`` in its traced program (fluidlite/dygraph/dy2static.py)."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite import dygraph
+from fluidlite.dygraph import ProgramTranslator, declarative
+from fluidlite.dygraph.dy2static import UNDEFINED, convert_function
+
+L = fluid.layers
+
+
+def _ops(program):
+    return [op.type for b in program.blocks for op in b.ops]
+
+
+def _var(a, stop_gradient=True):
+    v = dygraph.to_variable(np.asarray(a))
+    v.stop_gradient = stop_gradient
+    return v
+
+
+def _plain(fn, *args):
+    """``fn`` run as plain dygraph (translation disabled)."""
+    pt = ProgramTranslator()
+    pt.enable(False)
+    try:
+        return fn(*args)
+    finally:
+        pt.enable(True)
+
+
+def _compiled(caplog, sf, *args, call=None):
+    """``sf(*args)`` (or ``call(*args)``, which runs ``sf``), asserting that it ran its traced
+    program (no eager fallback)."""
+    with caplog.at_level("INFO", logger="fluidlite"):
+        out = (call or sf)(*args)
+    assert "reads the value" not in caplog.text
+    assert "cannot be traced" not in caplog.text
+    assert not sf._last.eager
+    return out
+
+
+def test_tensor_if_else_several_variables_both_branches(caplog):
+    @declarative
+    def f(x):
+        y = x * 2.0
+        if L.mean(x) > 0:
+            y = y + 1.0
+            z = y * 3.0
+        else:
+            y = y - 1.0
+            z = L.exp(y)
+        return y, z
+
+    with dygraph.guard():
+        for sign in (1.0, -1.0, 1.0):
+            xv = sign * np.arange(1, 7, dtype="float32").reshape(2, 3)
+            y, z = _compiled(caplog, f, _var(xv))
+            ey, ez = _plain(f, _var(xv))
+            np.testing.assert_allclose(y.numpy(), ey.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(z.numpy(), ez.numpy(), rtol=1e-6)
+        assert sign * xv.mean() > 0 and np.allclose(y.numpy(), 2 * xv + 1)
+        assert f.cache_size == 1            # one program takes either branch
+        ops = _ops(f.program)
+        assert ops.count("conditional_block") == 2 and "logical_not" in ops
+
+
+def test_if_without_else_and_branch_temporary(caplog):
+    @declarative
+    def f(x):
+        y = x
+        if L.reduce_sum(x) > 1.0:
+            t = x * x              # a temporary of the true branch only
+            y = t + 1.0
+        return y * 2.0
+
+    with dygraph.guard():
+        for v in (np.full((2, 2), 1.0, "float32"), np.full((2, 2), 0.1, "float32")):
+            out = _compiled(caplog, f, _var(v))
+            np.testing.assert_allclose(out.numpy(), _plain(f, _var(v)).numpy(), rtol=1e-6)
+        assert "conditional_block" in _ops(f.program)
+
+
+def test_nested_if_and_boolean_operators(caplog):
+    @declarative
+    def f(x, y):
+        s = L.reduce_sum(x)
+        if s > 0 and not (L.reduce_sum(y) > 0):
+            if s > 10.0:
+                out = x * 10.0
+            else:
+                out = x + y
+        elif s < -5.0 or L.reduce_max(y) > 100.0:
+            out = x - y
+        else:
+            out = y * 0.5
+        return out
+
+    cases = [(3.0, -1.0), (30.0, -1.0), (-10.0, 1.0), (-1.0, 1.0), (-1.0, 1000.0), (1.0, 1.0)]
+    with dygraph.guard():
+        for a, b in cases:
+            xv, yv = np.full((2,), a, "float32"), np.full((2,), b, "float32")
+            out = _compiled(caplog, f, _var(xv), _var(yv))
+            np.testing.assert_allclose(out.numpy(), _plain(f, _var(xv), _var(yv)).numpy(),
+                                       rtol=1e-6, err_msg=str((a, b)))
+        assert f.cache_size == 1
+        ops = _ops(f.program)
+        assert ops.count("conditional_block") == 6     # three ifs, two blocks each
+        assert "logical_and" in ops and "logical_or" in ops
+
+
+def test_tensor_while_loop_sums_until_a_tensor_limit(caplog):
+    @declarative
+    def f(x, n):
+        i = L.fill_constant([1], "int64", 0)
+        s = L.zeros_like(x)
+        while i < n:
+            s = s + x
+            i = i + 1
+        return s, i
+
+    def plain(x, n):            # the same loop with Python numbers
+        return x * n, n
+
+    with dygraph.guard():
+        xv = np.arange(1, 5, dtype="float32").reshape(2, 2)
+        for k in (3, 0, 5):
+            s, i = _compiled(caplog, f, _var(xv), _var(np.array([k], "int64")))
+            es, ei = plain(xv, k)
+            np.testing.assert_allclose(s.numpy(), es, rtol=1e-6)
+            assert i.numpy().tolist() == [ei]
+            ps, pi = _plain(f, _var(xv), _var(np.array([k], "int64")))
+            np.testing.assert_allclose(s.numpy(), ps.numpy(), rtol=1e-6)
+        assert f.cache_size == 1
+        assert "while" in _ops(f.program)
+
+
+def test_while_with_python_loop_variable_inside_tensor_if(caplog):
+    @declarative
+    def f(x):
+        y = x
+        while L.reduce_sum(y) < 100.0:      # doubles until the sum reaches 100
+            y = y * 2.0
+        if L.reduce_max(y) > 50.0:
+            y = y - 50.0
+        return y
+
+    with dygraph.guard():
+        for v in (0.5, 3.0, 200.0):
+            xv = np.full((3,), v, "float32")
+            out = _compiled(caplog, f, _var(xv))
+            np.testing.assert_allclose(out.numpy(), _plain(f, _var(xv)).numpy(), rtol=1e-6)
+
+
+class _Net(dygraph.Layer):
+    def __init__(self):
+        super().__init__()
+        self.fc = dygraph.Linear(3, 3)
+
+    @declarative
+    def forward(self, x):
+        h = self.fc(x)
+        if L.reduce_sum(h) > 0:
+            h = L.relu(h) * 2.0
+        else:
+            h = h * h
+        return L.reduce_mean(h)
+
+
+def test_gradients_through_a_converted_if_match_dygraph(caplog):
+    with dygraph.guard():
+        net = _Net()
+        w = net.fc.weight.numpy()
+        net.fc.weight.set_value(np.abs(w))
+        for sign in (1.0, -1.0):
+            xv = sign * (np.arange(6, dtype="float64").reshape(2, 3) + 1.0).astype("float32")
+            x = _var(xv, stop_gradient=False)
+            loss = _compiled(caplog, net.forward, x, call=net)
+            loss.backward()
+            gw, gb, gx = (net.fc.weight.gradient().copy(), net.fc.bias.gradient().copy(),
+                          x.gradient().copy())
+            net.clear_gradients()
+            x2 = _var(xv, stop_gradient=False)
+            loss2 = _plain(net, x2)
+            loss2.backward()
+            np.testing.assert_allclose(loss.numpy(), loss2.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(gw, net.fc.weight.gradient(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(gb, net.fc.bias.gradient(), rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(gx, x2.gradient(), rtol=1e-5, atol=1e-7)
+            net.clear_gradients()
+        assert net.forward.cache_size == 1
+        assert "conditional_block_grad" in _ops(net.forward._last.traced.program)
+
+
+def test_gradient_through_a_converted_while(caplog):
+    @declarative
+    def f(x, n):
+        i = L.fill_constant([1], "int64", 0)
+        y = x
+        while i < n:
+            y = y * x
+            i = i + 1
+        return L.reduce_sum(y)
+
+    with dygraph.guard():
+        xv = np.array([1.5, -0.5, 2.0], "float32")
+        for k in (2, 0):
+            x = _var(xv, stop_gradient=False)
+            loss = _compiled(caplog, f, x, _var(np.array([k], "int64")))
+            loss.backward()
+            np.testing.assert_allclose(loss.numpy(), [np.sum(xv ** (k + 1))], rtol=1e-5)
+            np.testing.assert_allclose(x.gradient(), (k + 1) * xv ** k, rtol=1e-5)
+
+
+def test_python_conditions_stay_python(caplog):
+    @declarative
+    def f(x, scale, flag):
+        if flag and x.shape[0] > 1:
+            x = x * scale
+        n = 0
+        while n < 3:
+            x = x + 1.0
+            n += 1
+        return x
+
+    with dygraph.guard():
+        xv = np.ones((2, 2), "float32")
+        a = _compiled(caplog, f, _var(xv), 2.0, True)
+        b = _compiled(caplog, f, _var(xv), 2.0, False)
+        np.testing.assert_allclose(a.numpy(), xv * 2 + 3)
+        np.testing.assert_allclose(b.numpy(), xv + 3)
+        assert f.cache_size == 2
+        ops = _ops(f.program)
+        assert "conditional_block" not in ops and "while" not in ops
+
+
+def test_unconvertible_code_still_runs_eagerly(caplog):
+    @declarative
+    def f(x):
+        if L.mean(x) > 0:       # return inside: left unconverted
+            return x - 1.0
+        return x + 1.0
+
+    assert "convert_ifelse" not in ProgramTranslator().get_code(f)
+    with dygraph.guard():
+        with caplog.at_level("WARNING", logger="fluidlite"):
+            pos = f(_var(np.ones((1, 2), "float32")))
+        assert "reads the value" in caplog.text
+        neg = f(_var(-np.ones((1, 2), "float32")))
+        np.testing.assert_allclose(pos.numpy(), [[0.0, 0.0]])
+        np.testing.assert_allclose(neg.numpy(), [[0.0, 0.0]])
+
+
+def test_branches_that_disagree_fall_back_to_the_original(caplog):
+    @declarative
+    def f(x):
+        if L.mean(x) > 0:
+            y = x * 2.0
+            k = 1
+        else:
+            y = x * 3.0
+            k = 2               # a Python value differing per branch: not a static cond
+        return y + k
+
+    @declarative
+    def g(x):
+        if L.mean(x) > 0:
+            y = x * 2.0         # defined in one branch only, used after
+        return y
+
+    with dygraph.guard():
+        for v in (1.0, -1.0):
+            xv = np.full((2,), v, "float32")
+            with caplog.at_level("INFO", logger="fluidlite"):
+                out = f(_var(xv))
+            np.testing.assert_allclose(out.numpy(), _plain(f, _var(xv)).numpy())
+        assert "cannot be traced" in caplog.text and f._last.eager
+        out = g(_var(np.ones((2,), "float32")))
+        np.testing.assert_allclose(out.numpy(), [2.0, 2.0])
+        assert g._last.eager
+
+
+def test_get_code_and_get_func_in_static_mode():
+    def f(x):
+        if L.mean(x) > 0:
+            x = x * 2.0
+        else:
+            x = x - 1.0
+        return x
+
+    pt = ProgramTranslator()
+    code = pt.get_code(declarative(f))
+    assert "convert_ifelse" in code and "def f(x)" in code
+    static_f = pt.get_func(declarative(f))
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        v = fluid.data("v", [2], "float32")
+        o = static_f(v)
+    assert "conditional_block" in _ops(prog)
+    exe = fluid.Executor(fluid.CPUPlace())
+    for xv, want in (([1.0, 2.0], [2.0, 4.0]), ([-1.0, -2.0], [-2.0, -3.0])):
+        (res,) = exe.run(prog, feed={"v": np.array(xv, "float32")}, fetch_list=[o])
+        np.testing.assert_allclose(res, want)
+
+
+def test_converted_function_keeps_python_semantics_outside_a_trace():
+    scale = 3.0
+
+    def f(x, n=2):
+        total = 0
+        while n > 0:
+            if n % 2 == 0:
+                total = total + x * scale      # a closure variable
+            else:
+                extra = 1                       # defined in one branch only
+                total = total + extra
+            n = n - 1
+        return total
+
+    conv = convert_function(f)
+    assert conv is not None and conv.function is not f
+    assert conv.function(1.0) == f(1.0) == 4.0
+    assert conv.function(2.0, n=4) == f(2.0, n=4)
+    with dygraph.guard():       # eager dygraph: tensor conditions are read as in Python
+        x = _var(np.array([2.0], "float32"))
+        np.testing.assert_allclose(conv.function(x).numpy(), f(x).numpy())
+    assert convert_function(lambda v: v) is None
+    assert convert_function(len) is None
+    assert repr(UNDEFINED) == "UNDEFINED"
+
+
+def test_undefined_python_name_after_if_raises_like_python():
+    def f(flag):
+        if flag:
+            y = 1
+        return y
+
+    conv = convert_function(f).function
+    assert conv(True) == 1
+    with pytest.raises(NameError):
+        conv(False)
