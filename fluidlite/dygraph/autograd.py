@@ -700,10 +700,21 @@ def _make_step(n: Node, stops: Any) -> Any:
         else:
             src += ["    if g is not None:", f"        x = iv[{i}]", "        k = id(x)"]
             src += ["    " + line for line in _ACC.splitlines()]
+    # the source depends on the op's slots and plan only, not on shapes: compiled once per
+    # op type and shape of plan, so a graph whose shapes change every step compiles nothing
+    text = "\n".join(src) + "\n"
+    code = _STEP_CODE.get(text)
+    if code is None:
+        if len(_STEP_CODE) > 1024:
+            _STEP_CODE.clear()
+        code = _STEP_CODE[text] = compile(text, f"<backward step of {opdef.type}>", "exec")
     ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like,
                           "check_versions": _check_versions}
-    exec(compile("\n".join(src) + "\n", f"<backward step of {opdef.type}>", "exec"), ns)
+    exec(code, ns)
     return ns["step"]
+
+
+_STEP_CODE: Dict[str, Any] = {}
 
 
 _RELEASED = ("Trying to backward through the graph a second time, but its saved tensors "
