@@ -6,7 +6,9 @@ nobody differentiated, as the static backward's ``fill_zeros_like``) go through 
 gradient rule:
 
 * fast path (``create_graph=False`` and the op has a ``backward`` kernel): the generated
-  ``<type>_grad`` def's ``bind`` -- the callable the static executor calls -- on the arrays;
+  ``<type>_grad`` def's ``bind`` -- the callable the static executor calls -- on the arrays
+  (for ``backward()``, through a step function generated once per op entry and stop_gradient
+  flags: see ``_engine_plain``);
 * otherwise the op's grad maker (``grad_op_descs``: its ``make_grad`` composition or the
   ``<type>_grad`` op) emits op descs, which the tracer runs one by one. With
   ``create_graph=True`` those runs are recorded, so the gradients are differentiable (the
