@@ -226,6 +226,35 @@ def _produced_ids(record: Sequence[Any], into: set) -> set:
     return into
 
 
+def _param_guards(program: Program, params: Dict[str, Any]) -> Dict[str, List[List[str]]]:
+    """For each parameter whose every use (in the forward ``program``) is inside a converted
+    cond branch: the guard chain of each use, i.e. the global-block bool variables that must
+    all hold for the branch to run. A parameter used only in branches that did not run has no
+    gradient in dygraph (None, not zeros -- an optimizer skips it), so the ``run_program``
+    node drops its gradient too. A condition computed inside a branch (not fetchable) or a
+    loop body (may run zero times) adds no guard: conservatively, such a use may happen."""
+    from ..core import control_flow as _cf
+    gblock = program.global_block()
+    uses: Dict[str, List[List[str]]] = {}
+
+    def walk(block: Any, chain: List[str]) -> None:
+        for op in block.ops:
+            subs = _cf.sub_blocks(op)
+            for n in () if subs else op.input_arg_names:   # (a sub-block op lists the
+                if n in params:                             # reads of its block)
+                    uses.setdefault(n, []).append(chain)
+            for sub in subs:
+                inner = chain
+                if op.type == "conditional_block":
+                    cond = op.input("Cond")[0]
+                    if gblock.has_var(cond):
+                        inner = chain + [cond]
+                walk(sub, inner)
+
+    walk(gblock, [])
+    return {n: chains for n, chains in uses.items() if all(chains)}
+
+
 def _build_traced(record: Sequence[Any], inputs: List[VarBase], outputs: List[Any]) -> Any:
     """``jit._build`` for records holding converted control flow: a static ``Program`` (in a
     ``TracedLayer``) replaying ``record``; a ``_CondEntry`` becomes ``fluid.layers.cond`` and a
@@ -403,6 +432,10 @@ class _Entry:
         self.wrt_params: List[ParamBase] = []
         self.grad_vars: List[Optional[Variable]] = []
         self.saved_names: List[str] = []    # forward values the backward ops read
+        # parameter -> guard chains of its uses, when every use is inside a converted cond
+        # branch (see _param_guards); the bool variables those chains name
+        self.guards: Dict[str, List[List[str]]] = {}
+        self.guard_conds: List[str] = []
         self.written: List[ParamBase] = []  # parameters the forward writes (BN statistics)
         self.exe: Any = None
 
@@ -434,6 +467,11 @@ class _ProgramOp:
         shapes = [x._array().shape for x in node.in_vars[0]] + \
             [p._array().shape for p in node.in_vars[1]]
         grads = [None if g is None else np.asarray(g).reshape(s) for g, s in zip(grads, shapes)]
+        conds = node.attrs["conds"]
+        for k, p in enumerate(e.wrt_params):
+            chains = e.guards.get(p.name)
+            if chains and not any(all(conds[c] for c in ch) for ch in chains):
+                grads[n + k] = None     # used only in branches not taken: no gradient
         return [grads[:n], grads[n:]]
 
 
@@ -723,6 +761,9 @@ class StaticFunction:
                     if n in traced._params:
                         written[n] = traced._params[n]
         entry.written = list(written.values())
+        entry.guards = _param_guards(program, traced._params)
+        entry.guard_conds = sorted({c for chains in entry.guards.values() for ch in chains
+                                    for c in ch})
         # the backward part: gradients of sum(out_i * seed_i) w.r.t. params and feeds
         entry.diff_outs = [i for i, o in enumerate(tensor_outs)
                            if o._array().dtype.kind == "f"]
@@ -781,18 +822,22 @@ class StaticFunction:
             (any(p.trainable for p in entry.wrt_params) or
              any(not x._stop_gradient for x in grad_inputs))
         n_out = len(entry.outs)
-        fetch = list(entry.outs) + (entry.saved_names if record else [])
+        fetch = list(entry.outs) + (entry.saved_names + entry.guard_conds if record else [])
         values = _run(entry, feed, fetch)
         for p in entry.written:         # e.g. batch norm's moving statistics
             p._value = np.array(entry.traced._scope.find_var(p.name).get_tensor())
         tensors = [VarBase(np.asarray(v)) for v in values[:n_out]]
         if record:
-            saved = dict(zip(entry.saved_names, values[n_out:]))
+            n_saved = n_out + len(entry.saved_names)
+            saved = dict(zip(entry.saved_names, values[n_out:n_saved]))
+            conds = {c: bool(np.asarray(v).reshape(-1)[0])
+                     for c, v in zip(entry.guard_conds, values[n_saved:])}
             diff = [tensors[i] for i in entry.diff_outs]
             in_vars = [[args[entry.feed_pos[i]] if isinstance(args[entry.feed_pos[i]], VarBase)
                         else VarBase(feed[entry.feed_names[i]]) for i in entry.wrt_feeds],
                        list(entry.wrt_params)]
-            node = _ProgramNode(_ProgramOp(self, entry), {"saved": saved}, None, in_vars,
+            node = _ProgramNode(_ProgramOp(self, entry), {"saved": saved, "conds": conds},
+                                None, in_vars,
                                 [None, None], [[weakref.ref(t) for t in diff]],
                                 [[t._value for t in diff]], next(tracer._seq))
             node.versions = [(p, p._version) for p in entry.wrt_params]

@@ -341,3 +341,59 @@ def test_undefined_python_name_after_if_raises_like_python():
     assert conv(True) == 1
     with pytest.raises(NameError):
         conv(False)
+
+
+class _BranchNet(dygraph.Layer):
+    """Each branch has its own parameters (and a batch norm in one): a parameter of the branch
+    not taken gets no gradient, as in dygraph, so Adam leaves it alone."""
+
+    def __init__(self, static):
+        super().__init__()
+        self.a = dygraph.Linear(3, 3)
+        self.b = dygraph.Linear(3, 3)
+        self.bn = dygraph.BatchNorm(3)
+        self.static = static
+
+    def body(self, x):
+        if L.mean(x) > 0:
+            h = self.a(x)
+        else:
+            h = self.bn(self.b(x))
+        return L.reduce_mean(h * h)
+
+    @declarative
+    def traced(self, x):
+        return self.body(x)
+
+    def forward(self, x):
+        return self.traced(x) if self.static else _plain(self.body, x)
+
+
+def _train_branch_net(static, xs):
+    with dygraph.guard():
+        fluid.default_main_program().random_seed = 3
+        net = _BranchNet(static)
+        opt = fluid.optimizer.Adam(learning_rate=0.1, parameter_list=net.parameters())
+        losses, grads = [], []
+        for x in xs:
+            loss = net(_var(x))
+            loss.backward()
+            grads.append(net.a.weight.gradient() is None)
+            opt.minimize(loss)
+            net.clear_gradients()
+            losses.append(loss.numpy())
+        if static:
+            assert net.traced.cache_size == 1 and not net.traced._last.eager
+        return losses, grads, {k: v.numpy() for k, v in net.state_dict().items()}
+
+
+def test_branch_parameters_train_like_dygraph_with_adam():
+    rng = np.random.RandomState(1)
+    xs = [np.abs(rng.randn(4, 3)).astype("float32") * s for s in (1, -1, -1, 1, -1)]
+    l_static, g_static, p_static = _train_branch_net(True, xs)
+    l_eager, g_eager, p_eager = _train_branch_net(False, xs)
+    assert g_static == g_eager == [False, True, True, False, True]
+    np.testing.assert_allclose(np.ravel(l_static), np.ravel(l_eager), rtol=1e-5, atol=1e-6)
+    assert p_static.keys() == p_eager.keys()
+    for k in p_eager:       # includes batch norm's moving mean / variance
+        np.testing.assert_allclose(p_static[k], p_eager[k], rtol=1e-5, atol=1e-6, err_msg=k)
