@@ -354,19 +354,16 @@ class _BranchNet(dygraph.Layer):
         self.bn = dygraph.BatchNorm(3)
         self.static = static
 
-    def body(self, x):
+    @declarative
+    def traced(self, x):
         if L.mean(x) > 0:
             h = self.a(x)
         else:
             h = self.bn(self.b(x))
         return L.reduce_mean(h * h)
 
-    @declarative
-    def traced(self, x):
-        return self.body(x)
-
     def forward(self, x):
-        return self.traced(x) if self.static else _plain(self.body, x)
+        return self.traced(x) if self.static else _plain(self.traced, x)
 
 
 def _train_branch_net(static, xs):
