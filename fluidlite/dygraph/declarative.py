@@ -26,18 +26,22 @@ changed is restored).
 Control flow (fluid 1.8's source conversion for the common cases, dy2static.py): before the
 first trace the function's source is converted once, so that a Python ``if`` / ``while`` whose
 condition is a tensor computed from the inputs or parameters (``if mean(x) > 0:``, ``while i <
-n:``, also with ``and`` / ``or`` / ``not``) becomes ``fluid.layers.cond`` /
-``fluid.layers.while_loop`` in the traced program: both branches (one loop body) are traced,
-and the branch taken (the number of iterations) is decided each time the program runs.
-Gradients flow through them (``conditional_block_grad`` / ``while_grad``). Python-valued
-conditions stay Python (fixed per signature). Differences from fluid 1.8: code that still
-reads a tensor *value* while being traced -- a statement the conversion leaves alone (e.g.
-``return`` / ``break`` inside a tensor ``if``, see dy2static.py), ``float(t)``, ``t.numpy()``,
-or ``fluid.layers.cond`` / ``while_loop`` called directly (their dygraph form reads the
-condition) -- cannot be one traced program: that signature runs eagerly (dygraph) instead --
-correct numbers, no static program -- and this is logged once. A converted statement whose
-branches disagree (a tensor in one, a Python value in the other; shapes that differ) makes the
-trace retry the original function (logged at INFO), with the same eager result.
+n:``, also with ``and`` / ``or`` / ``not``; also in the user functions and sub-layers it
+calls) becomes ``fluid.layers.cond`` / ``fluid.layers.while_loop`` in the traced program:
+both branches (one loop body) are traced, and the branch taken (the number of iterations) is
+decided each time the program runs; ``fluid.layers.cond`` / ``while_loop`` called in that
+code compile the same way. Gradients flow through them (``conditional_block_grad`` /
+``while_grad``); a parameter used only in branches that did not run gets no gradient, as in
+dygraph. Python-valued conditions stay Python (fixed per signature).
+
+Differences from fluid 1.8: code that still reads a tensor *value* while being traced -- a
+statement the conversion leaves alone (e.g. ``return`` / ``break`` inside a tensor ``if``, see
+dy2static.py), ``float(t)``, ``t.numpy()`` -- cannot be one traced program: that signature
+runs eagerly (dygraph) instead -- correct numbers, no static program -- and this is logged
+once. A converted statement whose branches disagree (a tensor in one, a Python value in the
+other; shapes that differ) makes the trace retry the original function (logged at INFO), with
+the same eager result. While tracing, both branches of a tensor ``if`` run once in Python (so
+their Python side effects happen twice), as fluid 1.8's static ``cond`` did.
 Tensor and numpy arguments -- positional or keyword, also inside lists, tuples and dicts --
 become feeds (the function receives dygraph tensors for numpy arrays); other arguments are part
 of the signature by value (a new value traces again).

@@ -15,7 +15,11 @@
 * ``while <test>: body`` into ``v1, v2 = __dy2s.convert_while(cond_fn, body_fn, (v1, v2),
   names)`` (``v1, v2``: the names the body assigns);
 * ``and`` / ``or`` / ``not`` in those tests into ``convert_logical_and/or/not`` (lazy, so a
-  Python operand short-circuits as before).
+  Python operand short-circuits as before);
+* every call ``f(...)`` into ``__dy2s.convert_call(f)(...)``, which converts user functions,
+  methods and user ``Layer``s' ``forward`` the same way (recursively, cached per function);
+  fluidlite's own layers and functions, builtins and ``@declarative`` functions are called
+  unchanged.
 
 At run time the ``convert_*`` functions use Python control flow unless the condition is a
 tensor being traced by ``@declarative`` (then the tracer records both branches / one loop
@@ -48,7 +52,8 @@ from ..core import mode as _mode
 from ..core.ir import Variable
 from .tensor import VarBase
 
-__all__ = ["convert_function", "convert_ifelse", "convert_while", "convert_logical_and",
+__all__ = ["convert_function", "convert_ifelse", "convert_while", "convert_call",
+           "convert_logical_and",
            "convert_logical_or", "convert_logical_not", "UNDEFINED", "Dy2StaticError",
            "ConvertedFunction"]
 
@@ -243,6 +248,113 @@ def _tensor_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any,
     return tuple(full)
 
 
+_SKIP_MODULES = ("fluidlite", "numpy", "builtins", "functools", "typing", "collections")
+
+
+def _user_function(fn: Any) -> bool:
+    mod = getattr(fn, "__module__", None) or ""
+    return isinstance(fn, types.FunctionType) and \
+        not any(mod == m or mod.startswith(m + ".") for m in _SKIP_MODULES)
+
+
+def convert_call(fn: Any) -> Any:
+    """What a call in converted code calls (fluid 1.8's ``convert_call``): a user function or
+    method -- converted (its own tensor ``if`` / ``while`` convert too) -- or a user ``Layer``
+    whose ``forward`` is converted for this call; anything else (fluidlite's layers and
+    functions, builtins, classes, ``@declarative`` functions) unchanged."""
+    from ..layers import control_flow as cf
+    from .layers import Layer
+    if fn is cf.cond:
+        return _cond
+    if fn is cf.while_loop:
+        return _while_loop
+    if isinstance(fn, types.MethodType) and _user_function(fn.__func__):
+        conv = convert_function(fn.__func__)
+        return fn if conv is None else types.MethodType(conv.function, fn.__self__)
+    if _user_function(fn):
+        conv = convert_function(fn)
+        return fn if conv is None else conv.function
+    if isinstance(fn, Layer) and "forward" not in fn.__dict__:
+        fwd = getattr(type(fn), "forward", None)
+        if _user_function(fwd):
+            conv = convert_function(fwd)
+            if conv is not None:
+                return _LayerCall(fn, types.MethodType(conv.function, fn))
+    return fn
+
+
+def _cond(pred: Any, true_fn: Optional[Callable[[], Any]] = None,
+          false_fn: Optional[Callable[[], Any]] = None, name: Optional[str] = None) -> Any:
+    """``fluid.layers.cond`` called in converted code: on a traced tensor both branches are
+    traced into a cond of the program (the dygraph ``cond`` would read the condition's value
+    and make the trace run eagerly); otherwise ``fluid.layers.cond`` itself."""
+    from ..layers import control_flow as cf
+    if _kind(pred) != "traced":
+        return cf.cond(pred, true_fn, false_fn, name)
+    res: Dict[str, Any] = {}
+
+    def wrap(key: str, fn: Optional[Callable[[], Any]]) -> Callable[[], Tuple[Any, ...]]:
+        def run() -> Tuple[Any, ...]:
+            r = res[key] = fn() if fn is not None else None
+            return () if r is None else tuple(cf._flatten(r))
+        return run
+
+    def select(t: Tuple[Any, ...], f: Tuple[Any, ...]) -> List[int]:
+        if (res["t"] is None) != (res["f"] is None) or \
+                cf._structure(res["t"]) != cf._structure(res["f"]):
+            raise Dy2StaticError(
+                f"Incompatible return values of true_fn and false_fn in cond: true_fn returns "
+                f"{cf._describe(res['t'])} while false_fn returns {cf._describe(res['f'])}")
+        for k, v in enumerate(t + f):
+            if not _is_tensor(v):
+                raise Dy2StaticError(f"fluid.layers.cond: the branches must return tensors, "
+                                     f"but output {k % max(len(t), 1)} is {type(v).__name__}")
+        return list(range(len(t)))
+
+    outs, _, _ = _recorder().trace_cond(pred, wrap("t", true_fn), wrap("f", false_fn), select)
+    return None if res["t"] is None else cf._pack(res["t"], list(outs))
+
+
+def _while_loop(cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any],
+                is_test: bool = False, name: Optional[str] = None) -> List[Any]:
+    """``fluid.layers.while_loop`` called in converted code: a condition that is a traced
+    tensor traces the loop into a while_loop of the program; otherwise
+    ``fluid.layers.while_loop`` itself."""
+    from ..layers import control_flow as cf
+    rec = _recorder()
+    vals = list(loop_vars) if isinstance(loop_vars, (list, tuple)) else loop_vars
+    if rec is None or not callable(cond) or not callable(body) or \
+            not isinstance(vals, list) or not vals or \
+            not all(isinstance(v, VarBase) for v in vals) or \
+            _kind(rec.trace_while_probe(cond, vals)) != "traced":
+        return cf.while_loop(cond, body, loop_vars, is_test, name)
+
+    def body_w(*vs: Any) -> List[Any]:
+        out = body(*vs)
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(out) != len(vals):
+            raise ValueError(f"while_loop: body should return the same arity as loop_vars "
+                             f"({len(vals)}), but returned {len(out)} value(s)")
+        return out
+
+    return list(rec.trace_while(cond, body_w, vals))
+
+
+class _LayerCall:
+    """``layer(*args)`` (its hooks included) with ``forward`` replaced for the call."""
+
+    def __init__(self, layer: Any, forward: Callable) -> None:
+        self.layer, self.forward = layer, forward
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.layer.__dict__
+        d["forward"] = self.forward       # an instance attribute shadows the class method
+        try:
+            return self.layer(*args, **kwargs)
+        finally:
+            d.pop("forward", None)
+
+
 def convert_logical_and(lhs_fn: Callable[[], Any], rhs_fn: Callable[[], Any]) -> Any:
     """``lhs and rhs`` (``rhs`` evaluated lazily); ``fluid.layers.logical_and`` when both are
     traced tensors / static Variables."""
@@ -374,7 +486,20 @@ def _fn(name: str, params: Sequence[str], body: List[ast.stmt], ret: ast.expr
 
 class _Transformer(ast.NodeTransformer):
     def __init__(self) -> None:
-        self.count = 0
+        self.count = 0          # converted if / while statements
+        self.calls = 0          # calls routed through convert_call
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        f = node.func
+        helper = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+            f.value.id == _HELPER
+        named = isinstance(f, ast.Name) and f.id != "super" and not f.id.startswith(_PREFIX)
+        if _generated(node) or helper or not (named or isinstance(f, ast.Attribute)):
+            return node
+        self.calls += 1
+        node.func = _call("convert_call", f)
+        return node
 
     def _test(self, e: ast.expr) -> ast.expr:
         """Rewrite ``and``/``or``/``not`` of a condition into the lazy converters."""
@@ -515,7 +640,7 @@ def _convert(fn: Callable) -> Optional[ConvertedFunction]:
     fdef.returns = None
     tr = _Transformer()
     tr.visit(fdef)
-    if tr.count == 0:
+    if tr.count == 0 and tr.calls == 0:
         return None
     # a factory whose parameters are the original free variables and the helper module, so
     # they are closure cells of the converted function (rebound to the original cells below)

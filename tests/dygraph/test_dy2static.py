@@ -394,3 +394,73 @@ def test_branch_parameters_train_like_dygraph_with_adam():
     assert p_static.keys() == p_eager.keys()
     for k in p_eager:       # includes batch norm's moving mean / variance
         np.testing.assert_allclose(p_static[k], p_eager[k], rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+def _clip_positive(v):          # a helper with its own tensor if (converted via convert_call)
+    if L.reduce_sum(v) > 0:
+        v = L.clip(v, 0.0, 1.0)
+    return v
+
+
+class _Gate(dygraph.Layer):
+    """A sub-layer whose plain ``forward`` has a tensor if."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = dygraph.Linear(2, 2)
+
+    def forward(self, x):
+        h = self.fc(x)
+        if L.mean(h) > L.mean(x):
+            h = h - x
+        else:
+            h = h + x
+        return h
+
+
+class _Outer(dygraph.Layer):
+    def __init__(self):
+        super().__init__()
+        self.gate = _Gate()
+        self.calls = []
+        self.gate.register_forward_post_hook(lambda layer, ins, outs: self.calls.append(1))
+
+    @declarative
+    def forward(self, x):
+        return _clip_positive(self.gate(x)) * 2.0
+
+
+def test_called_functions_and_sublayers_convert_too(caplog):
+    with dygraph.guard():
+        net = _Outer()
+        for v in ([[3.0, 4.0]], [[-3.0, -4.0]], [[0.5, -0.25]]):
+            xv = np.array(v, "float32")
+            out = _compiled(caplog, net.forward, _var(xv), call=net)
+            np.testing.assert_allclose(out.numpy(), _plain(net, _var(xv)).numpy(), rtol=1e-6)
+        assert net.forward.cache_size == 1
+        assert _ops(net.forward.program).count("conditional_block") == 4
+        assert net.calls             # the sub-layer's hooks still run (when tracing)
+        assert "forward" not in net.gate.__dict__
+        assert "convert_call" in ProgramTranslator().get_code(net.forward)
+
+
+def test_layers_cond_and_while_loop_called_directly_compile(caplog):
+    @declarative
+    def f(x, n):
+        pred = L.mean(x) > 0
+        y = L.cond(pred, lambda: x * 2.0, lambda: x - 1.0)
+        i = L.fill_constant([1], "int64", 0)
+        i, y = L.while_loop(lambda i, y: i < n, lambda i, y: [i + 1, y + x], [i, y])
+        return y
+
+    with dygraph.guard():
+        for v, k in ((1.0, 2), (-1.0, 3), (2.0, 0)):
+            xv = np.full((2,), v, "float32")
+            nv = np.array([k], "int64")
+            out = _compiled(caplog, f, _var(xv), _var(nv))
+            want = (xv * 2.0 if v > 0 else xv - 1.0) + k * xv
+            np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+            np.testing.assert_allclose(_plain(f, _var(xv), _var(nv)).numpy(), want, rtol=1e-6)
+        assert f.cache_size == 1
+        ops = _ops(f.program)
+        assert "conditional_block" in ops and "while" in ops
