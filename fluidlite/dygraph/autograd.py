@@ -621,6 +621,11 @@ def _composed_step(n: Node, grads: Dict[int, Any], leaves: Dict[int, VarBase],
     if douts is None:
         return
     _check_versions(n)
+    _composed_rest(n, douts, grads, leaves)
+
+
+def _composed_rest(n: Node, douts: List[Any], grads: Dict[int, Any],
+                   leaves: Dict[int, VarBase]) -> None:
     need = [False if v is None else
             (any(not x._stop_gradient for x in v) if v.__class__ is list
              else not v._stop_gradient) for v in n.in_vars]
@@ -649,15 +654,23 @@ _ACC = """\
 
 def _make_step(n: Node, stops: Any) -> Any:
     """The step of ``n`` (see above): a generated function for ops with a plain backward
-    kernel, else ``_composed_step`` (the grad maker's ops, run as kernels)."""
+    kernel or a grad maker of one kernel call, else ``_composed_step`` (the grad maker's
+    ops, run as kernels)."""
     opdef = n.opdef
-    if not (opdef.has_backward() and not opdef.has_make_grad()):
-        return _composed_step
     need = tuple(False if s is None else (not all(s) if s.__class__ is tuple else not s)
                  for s in stops)
-    _fast_grads(n, None, list(need), bind_only=True)
-    fn, keys, plan = _GRAD_BINDINGS[(n.key, need)]
-    src = ["def step(n, grads, leaves, pop):", "    r = n.out_refs"]
+    plain = opdef.has_backward() and not opdef.has_make_grad()
+    if plain:
+        _fast_grads(n, None, list(need), bind_only=True)
+        fn, keys, plan = _GRAD_BINDINGS[(n.key, need)]
+        reads = {i for k, i in plan if k == 2}
+    else:
+        one = _one_kernel_plan(n, stops, need)
+        if one is None:
+            return _composed_step
+        fn, sig, args, reads, result_exprs = one
+    src = [f"# backward step of {opdef.type}",     # (names it in tracebacks and profiles)
+           "def step(n, grads, leaves, pop):", "    r = n.out_refs"]
     # the output gradients, as _collect (slot presence is part of node.key)
     lists = [i for i, refs in enumerate(n.out_refs) if refs.__class__ is list]
     outs = [i for i, refs in enumerate(n.out_refs) if refs is not None and i not in lists]
@@ -679,29 +692,51 @@ def _make_step(n: Node, stops: Any) -> Any:
                 "        return"]
     src += ["    if n.versions:", "        check_versions(n)",
             "    ia = n.in_arrays", "    oa = n.out_arrays", "    iv = n.in_vars"]
-    for i in sorted({i for k, i in plan if k == 2}):
+    for i in sorted(reads):
         if i in lists:
             src += [f"    if any(x is None for x in d{i}):",
                     f"        d{i} = [zeros_like(a) if x is None else x "
                     f"for x, a in zip(d{i}, oa[{i}])]"]
         else:
             src += [f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
-    args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
-                     for k, i in plan)
-    src.append(f"    res = fn({args})")
-    for i, k in enumerate(keys):
-        if k is None:
-            continue
-        src.append(f"    g = res.get({k!r})")
-        if n.in_vars[i].__class__ is list:
+    if plain:
+        args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
+                         for k, i in plan)
+        src.append(f"    res = fn({args})")
+        result_exprs = []
+        for i, k in enumerate(keys):
+            if k is not None:
+                result_exprs.append((i, None, f"res.get({k!r})"))
+    else:
+        # the kernel was bound for the signature of the arrays seen when this step was made;
+        # other shapes or dtypes (data-dependent outputs, a user's grad_tensors) take the
+        # general path, which looks the kernel up per signature
+        for j, arg in enumerate(args):
+            src.append(f"    a{j} = {arg}")
+        src.append("    if (" + "".join(
+            "None, " if s is None else
+            f"tuple((x.shape, x.dtype.char) for x in a{j}), " if s and isinstance(s[0], tuple)
+            and isinstance(s[0][0], tuple) else f"(a{j}.shape, a{j}.dtype.char), "
+            for j, s in enumerate(sig)) + ") != SIG:")
+        src += ["        return composed_rest(n, [" + ", ".join(
+            "None" if refs is None else f"d{i}" for i, refs in enumerate(n.out_refs))
+            + "], grads, leaves)"]
+        src.append("    res = fn(" + ", ".join(f"a{j}" for j in range(len(args))) + ")")
+    for i, j, expr in result_exprs:
+        src.append(f"    g = {expr}")
+        if j is None and n.in_vars[i].__class__ is list:
             src += ["    if g is not None:",
                     f"        for x, g in zip(iv[{i}], g):",
                     "            if g is None or x._stop_gradient:", "                continue",
                     "            k = id(x)"]
             src += ["        " + line for line in _ACC.splitlines()]
-        else:
+        elif j is None:
             src += ["    if g is not None:", f"        x = iv[{i}]", "        k = id(x)"]
             src += ["    " + line for line in _ACC.splitlines()]
+        else:                           # element j of list slot i (composed results)
+            src += ["    if g is not None:", f"        x = iv[{i}][{j}]",
+                    "        if not x._stop_gradient:", "            k = id(x)"]
+            src += ["        " + line for line in _ACC.splitlines()]
     # the source depends on the op's slots and plan only, not on shapes: compiled once per
     # op type and shape of plan, so a graph whose shapes change every step compiles nothing
     text = "\n".join(src) + "\n"
@@ -711,9 +746,91 @@ def _make_step(n: Node, stops: Any) -> Any:
             _STEP_CODE.clear()
         code = _STEP_CODE[text] = compile(text, f"<backward step of {opdef.type}>", "exec")
     ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like,
-                          "check_versions": _check_versions}
+                          "check_versions": _check_versions, "composed_rest": _composed_rest,
+                          "SIG": None if plain else sig}
     exec(code, ns)
     return ns["step"]
+
+
+def _one_kernel_plan(n: Node, stops: Any, need: Any) -> Any:
+    """For a grad maker that emits one op reading only the node's inputs, outputs and output
+    gradients, and whose results are the input gradients: (bound kernel, the argument
+    signature it was bound for, argument expressions, output slots read, result expressions
+    per input gradient) for ``_make_step``; None otherwise (``_composed_step`` runs it)."""
+    flags = tuple(None if s is None else
+                  tuple(not x and need[i] for x in s) if s.__class__ is tuple
+                  else (not s and need[i]) for i, s in enumerate(stops))
+    key = (n.key, flags)
+    plan = _DESCS.get(key)
+    if plan is None:
+        plan = _DESCS[key] = _make_plan(n, None, list(need), _NOTHING)
+        if len(_DESCS) > 4096:
+            _DESCS.clear()
+    x_names, o_names, steps, results, reads = plan
+    if len(steps) != 1:
+        return None
+    op_type, attrs, out_slots, in_spec, out_spec, _ = steps[0]
+    ddef = registry.get_op_def(op_type)
+    if any(s.duplicable for s in ddef.out_slots) or any(len(ns) != 1 for _, ns in out_spec):
+        return None
+    exprs: Dict[str, str] = {}
+    arrays: Dict[str, Any] = {}       # name -> an array of its shape and dtype (for binding)
+    for si, ns in enumerate(x_names):
+        for j, name in enumerate(ns or ()):
+            lst = n.in_arrays[si].__class__ is list
+            exprs[name] = f"ia[{si}][{j}]" if lst else f"ia[{si}]"
+            arrays[name] = n.in_arrays[si][j] if lst else n.in_arrays[si]
+    for si, (ns, gns) in enumerate(o_names):
+        for j, (name, gname) in enumerate(zip(ns or (), gns or ())):
+            lst = n.out_arrays[si].__class__ is list
+            arr = n.out_arrays[si][j] if lst else n.out_arrays[si]
+            exprs[name] = f"oa[{si}][{j}]" if lst else f"oa[{si}]"
+            arrays[name] = arr
+            if si in reads:
+                exprs[gname] = f"d{si}[{j}]" if lst else f"d{si}"
+                arrays[gname] = arr
+    args, specimen = [], []
+    for ns, dup in in_spec:
+        if ns is None:
+            args.append("None")
+            specimen.append(None)
+            continue
+        if any(name not in exprs for name in ns):
+            return None
+        if dup:
+            args.append("[" + ", ".join(exprs[name] for name in ns) + "]")
+            specimen.append([arrays[name] for name in ns])
+        else:
+            args.append(exprs[ns[0]])
+            specimen.append(arrays[ns[0]])
+    sig = tuple(None if a is None else
+                tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
+                (a.shape, a.dtype.char) for a in specimen)
+    fn, single, result_keys = kernel_entry(op_type, attrs, specimen, out_slots)
+    produced: Dict[str, str] = {}
+    for slot, ns in out_spec:
+        if ns[0] == "\0":
+            continue
+        if single:
+            produced[ns[0]] = "res"
+        elif len(out_slots) == 1:
+            produced[ns[0]] = f"res[{result_keys.get(out_slots[0], out_slots[0])!r}]"
+        else:
+            produced[ns[0]] = f"res.get({result_keys.get(slot, slot)!r})"
+    result_exprs = []
+    for si, spec in enumerate(results):
+        if spec is None:
+            continue
+        gnames, is_list = spec
+        for j, name in enumerate(gnames):
+            if name is None:
+                continue
+            if name not in produced:
+                if name in exprs or name in arrays:
+                    return None         # a gradient passed through: the general path
+                continue
+            result_exprs.append((si, j if is_list else None, produced[name]))
+    return fn, sig, args, reads, result_exprs
 
 
 _STEP_CODE: Dict[str, Any] = {}

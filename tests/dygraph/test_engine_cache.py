@@ -146,3 +146,40 @@ def test_steps_are_keyed_by_stop_flags():
         keys = [k for k in autograd._STEPS if isinstance(k[1], tuple) and len(k[1]) == 2]
         assert any(k[1] == (True, False) for k in keys)
         assert any(k[1] == (False, False) for k in keys)
+
+
+def test_one_kernel_grad_maker_with_data_dependent_shapes():
+    """masked_select's grad maker is one kernel call bound for the first step's output shape;
+    later steps select other counts (same node signature) and must take the general path."""
+    rng = np.random.default_rng(5)
+    with dygraph.guard():
+        for _ in range(4):
+            a = _var(rng.standard_normal((4, 6)))
+            mask_np = rng.random((4, 6)) > 0.5
+            mask = _var(mask_np, trainable=False)
+            got, ref = _both(lambda a, m: L.reduce_sum(L.masked_select(a, m) ** 2), [a, mask])
+            _assert_same(got, ref)
+            np.testing.assert_array_equal(got[0], np.where(mask_np, 2 * a.numpy(), 0.0))
+
+
+def test_one_kernel_grad_maker_with_other_gradient_dtype():
+    """A float64 grad_tensor for a float32 softmax_with_cross_entropy: the step bound for
+    float32 gradients is not used (the general path binds the kernel for float64)."""
+    rng = np.random.default_rng(6)
+    with dygraph.guard():
+        logits = rng.standard_normal((4, 3)).astype("float32")
+        lab = np.array([[0], [2], [1], [2]], "int64")
+        for dt in ("float32", "float64", "float32"):
+            x = _var(logits)
+            loss = L.softmax_with_cross_entropy(x, _var(lab, trainable=False))
+            gt = rng.random((4, 1)).astype(dt)
+            (ref,) = dygraph.grad(loss, [x], grad_outputs=[gt])
+            loss = L.softmax_with_cross_entropy(x, _var(lab, trainable=False))
+            loss.backward(grad_tensor=gt)
+            # (backward() stores a leaf's gradient in the leaf's dtype; grad() returns it as
+            # computed)
+            assert x.gradient().dtype == np.float32
+            np.testing.assert_array_equal(x.gradient(), ref.numpy().astype(np.float32))
+            p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+            np.testing.assert_allclose(x.gradient(), (p - np.eye(3)[lab[:, 0]]) * gt,
+                                       rtol=1e-5)
