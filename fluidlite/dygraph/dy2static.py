@@ -617,11 +617,20 @@ def _convert(fn: Callable) -> Optional[ConvertedFunction]:
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
                         inspect.CO_ASYNC_GENERATOR):
         return None
+    if hasattr(fn, "__wrapped__"):
+        return None         # a decorator's wrapper: getsource would give the wrapped function
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
+        lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError):
         return None
-    tree = ast.parse(src)
+    if first != code.co_firstlineno:
+        return None         # the source found is not this code object's
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    for sub in ast.walk(tree):
+        ident = getattr(sub, "id", None) or getattr(sub, "attr", None) or \
+            getattr(sub, "arg", None)
+        if isinstance(ident, str) and ident.startswith("__") and not ident.endswith("__"):
+            return None     # a private name: compiled outside its class it would not mangle
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or \
             tree.body[0].name != fn.__name__:
         return None

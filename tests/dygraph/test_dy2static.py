@@ -1,5 +1,7 @@
 """dy2static: a tensor ``if`` / ``while`` in a ``@declarative`` function becomes
 ``fluid.layers.cond`` / ``while_loop`` in its traced program (fluidlite/dygraph/dy2static.py)."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -464,3 +466,72 @@ def test_layers_cond_and_while_loop_called_directly_compile(caplog):
         assert f.cache_size == 1
         ops = _ops(f.program)
         assert "conditional_block" in ops and "while" in ops
+
+
+class _DoubledLinear(dygraph.Linear):
+    """A user subclass of a fluidlite layer: ``super().forward`` in a converted forward."""
+
+    def forward(self, x):
+        h = super().forward(x)
+        if L.mean(h) > 0:
+            h = h * 2.0
+        return h
+
+
+class _Private(dygraph.Layer):
+    def __init__(self):
+        super().__init__()
+        self.__k = 2.0
+
+    def forward(self, x):
+        return x * self.__k
+
+
+def _twice(f):
+    @functools.wraps(f)
+    def wrapper(*a, **k):
+        return f(*a, **k) * 2.0
+    return wrapper
+
+
+@_twice
+def _wrapped(x):
+    if L.mean(x) > 0:
+        x = x + 1.0
+    return x
+
+
+def _star(*args, scale=1.0, **kw):
+    y = args[0]
+    if L.mean(y) > 0:
+        y = y * scale
+    return y
+
+
+def test_conversion_corner_cases(caplog):
+    # private (mangled) names and decorator wrappers are left alone (still run correctly)
+    assert convert_function(_Private.forward) is None
+    assert convert_function(_wrapped) is None
+    assert convert_function(_DoubledLinear.forward) is not None
+
+    @declarative
+    def f(x):
+        return _star(_DoubledLinear(2, 2)(x), scale=3.0)
+
+    with dygraph.guard():
+        fluid.default_main_program().random_seed = 5
+        lin = _DoubledLinear(2, 2)
+        priv = _Private()
+
+        @declarative
+        def g(x):
+            return _star(lin(priv(x)), scale=3.0)
+
+        for v in (1.0, -1.0):
+            xv = np.full((1, 2), v, "float32")
+            out = _compiled(caplog, g, _var(xv))
+            np.testing.assert_allclose(out.numpy(), _plain(g, _var(xv)).numpy(), rtol=1e-6)
+            np.testing.assert_allclose(_wrapped(_var(xv)).numpy(),
+                                       (xv + (v > 0)) * 2.0)
+        assert _ops(g.program).count("conditional_block") == 4
+        assert "convert_call" in ProgramTranslator().get_code(f)
