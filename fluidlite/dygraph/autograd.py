@@ -417,7 +417,10 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
             blocked: Sequence[VarBase] = ()) -> Dict[int, Any]:
     """Propagate; returns {id(tensor): gradient} for the leaves reached (and for ``capture``)."""
     if capture is None and not create_graph and not blocked:
-        return _engine_plain(roots, root_grads, retain_graph)
+        grads, leaves = _engine_plain(roots, root_grads, retain_graph)
+        res = {k: grads[k] for k in leaves if k in grads}
+        res["_leaves"] = leaves  # type: ignore[index]
+        return res
     grads: Dict[int, Any] = {}
     leaves: Dict[int, VarBase] = {}
     blocked_ids = {id(v) for v in blocked}
@@ -842,9 +845,10 @@ _RELEASED = ("Trying to backward through the graph a second time, but its saved 
 
 
 def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
-                  retain_graph: bool) -> Dict[int, Any]:
+                  retain_graph: bool) -> Any:
     """``_engine`` for ``backward()``: no create_graph, no capture, nothing blocked; every
-    reached intermediate tensor keeps its gradient of this pass."""
+    reached intermediate tensor keeps its gradient of this pass. Returns ({id(tensor):
+    gradient}, {id(leaf): leaf}) -- the leaves' gradients are read from the first."""
     grads: Dict[int, Any] = {}
     leaves: Dict[int, VarBase] = {}
     nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
@@ -898,9 +902,7 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
                 n.in_vars = n.in_arrays = n.out_arrays = n.out_refs = None
             else:
                 n.release()
-    out = {k: grads[k] for k in leaves if k in grads}
-    out["_leaves"] = leaves  # type: ignore[index]
-    return out
+    return grads, leaves
 
 
 def _root_grads(roots: Sequence[VarBase], grad_tensors: Optional[Sequence[Any]],
@@ -941,8 +943,7 @@ def run_backward(tensors: Sequence[VarBase], grad_tensors: Optional[Sequence[Any
                                f"history: nothing to differentiate (set stop_gradient=False on "
                                f"the inputs that need gradients)")
     roots = _root_grads(tensors, None if grad_tensors is None else _as_list(grad_tensors), False)
-    res = _engine(tensors, roots, retain_graph, False)
-    leaves = res.pop("_leaves")
+    res, leaves = _engine_plain(tensors, roots, retain_graph)
     for k, x in leaves.items():
         g = res.get(k)
         if g is None or x._stop_gradient:
