@@ -30,12 +30,16 @@ Conservative: a statement is left as it is when its blocks contain ``return``, `
 ``continue`` (of the converted loop), ``yield``, ``await``, ``global`` / ``nonlocal``,
 ``del``, function or class definitions, ``try``, imports, assignment expressions, or stores to
 attributes / subscripts (``self.x = ...``, ``a[i] = ...``: both branches of a tensor ``if``
-run once while tracing, so such side effects would happen twice). Generators, coroutines,
-lambdas and functions without source are not converted at all (``convert_function`` returns
-None). A tensor ``if`` whose branches leave a name with different kinds of values (a tensor in
-one, a Python value or nothing in the other), or a tensor loop whose body changes a Python
-value, raises ``Dy2StaticError`` while tracing; ``@declarative`` then traces the original
-function (whose value reads make it run eagerly), so nothing is lost.
+run once while tracing, so such side effects would happen twice), when it assigns no name
+(only side effects), or for a ``while`` with an ``else``. ``for`` loops are not converted.
+Generators, coroutines, lambdas, decorator wrappers (``__wrapped__``), functions without
+source and functions using private (name-mangled) names are not converted at all
+(``convert_function`` returns None). A tensor ``if`` whose branches leave a name with different
+kinds of values (a tensor in one, a Python value in the other; a tensor in one and nothing in
+the other for a name defined before), or a tensor loop whose body changes a Python value,
+raises ``Dy2StaticError`` while tracing; ``@declarative`` then traces the original function
+(whose value reads make it run eagerly), so nothing is lost. A name assigned in only one
+branch and undefined before is a branch temporary: it is undefined after a tensor ``if``.
 """
 from __future__ import annotations
 
@@ -80,8 +84,9 @@ class _Undefined:
         return "UNDEFINED"
 
     def __bool__(self) -> bool:
-        raise Dy2StaticError("a variable defined in only one branch of a converted if was "
-                             "used after it")
+        raise Dy2StaticError("a variable with no value (defined in only one branch of a "
+                             "converted if, or first assigned in a converted loop body) was "
+                             "used as a condition")
 
 
 UNDEFINED = _Undefined()
@@ -135,6 +140,7 @@ def convert_ifelse(pred: Any, true_fn: Callable[..., Tuple[Any, ...]],
     kind = _kind(pred)
     if kind == "python":
         return true_fn(*args) if pred else false_fn(*args)
+
     def select(t: Tuple[Any, ...], f: Tuple[Any, ...]) -> List[int]:
         """Positions of the tensor outputs; raises if the branches disagree otherwise. A name
         one branch leaves undefined (and that had no value before) is a branch temporary: it
@@ -534,6 +540,8 @@ class _Transformer(ast.NodeTransformer):
         except _Unsupported:
             return node
         names = _assigned(node.body + node.orelse)
+        if not names:
+            return node         # only side effects: nothing a cond could select
         k = self.count
         self.count += 1
         # (a nested converted statement may have deleted a name the branch left undefined)
@@ -546,10 +554,7 @@ class _Transformer(ast.NodeTransformer):
                      ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))
         for f in (tfn, ffn):
             f._dy2s = True          # type: ignore[attr-defined]
-        out = [tfn, ffn] + self._tail(names, call)
-        for s in out[2:]:
-            _mark(s)
-        return out
+        return [tfn, ffn] + self._tail(names, call)
 
     def visit_While(self, node: ast.While) -> Any:
         self.generic_visit(node)
@@ -571,10 +576,7 @@ class _Transformer(ast.NodeTransformer):
                      ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))
         for f in (cfn, bfn):
             f._dy2s = True          # type: ignore[attr-defined]
-        out = [cfn, bfn] + self._tail(names, call)
-        for s in out[2:]:
-            _mark(s)
-        return out
+        return [cfn, bfn] + self._tail(names, call)
 
 
 class ConvertedFunction:

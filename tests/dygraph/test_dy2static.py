@@ -535,3 +535,34 @@ def test_conversion_corner_cases(caplog):
                                        (xv + (v > 0)) * 2.0)
         assert _ops(g.program).count("conditional_block") == 4
         assert "convert_call" in ProgramTranslator().get_code(f)
+
+
+def test_statements_left_unconverted():
+    def side_effects_only(x, log):
+        if L.mean(x) > 0:
+            log.append(1)       # nothing a cond could select: stays a Python if
+        return x
+
+    def loop_with_break(x):
+        while L.mean(x) < 10.0:
+            x = x * 2.0
+            if L.mean(x) > 5.0:
+                break
+        return x
+
+    def attribute_store(obj, x):
+        if L.mean(x) > 0:
+            obj.last = x
+        return x
+
+    for fn in (side_effects_only, loop_with_break, attribute_store):
+        code = ProgramTranslator().get_code(fn)
+        assert "convert_ifelse" not in code and "convert_while" not in code, fn.__name__
+    # the inner `if` of loop_with_break holds the break: neither statement converts, but the
+    # calls do, so the function is still rewritten (convert_call)
+    assert "convert_call" in ProgramTranslator().get_code(loop_with_break)
+    with dygraph.guard():
+        f = declarative(loop_with_break)
+        out = f(_var(np.array([1.0], "float32")))
+        np.testing.assert_allclose(out.numpy(), [8.0])
+        assert f._last.eager
