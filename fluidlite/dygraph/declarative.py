@@ -1,7 +1,8 @@
 """Dygraph to static by tracing: ``fluid.dygraph.declarative`` and ``ProgramTranslator``.
 
 fluid 1.8 converted the Python source of a ``@declarative`` function (AST rewriting) into a
-static program. fluidlite traces instead, reusing ``TracedLayer``'s record-and-replay
+static program. fluidlite converts only the control flow that depends on tensors (see "Control
+flow" below) and otherwise traces, reusing ``TracedLayer``'s record-and-replay
 (``jit._build``): per *input signature* (each tensor/array argument's shape, dtype and
 ``stop_gradient``; other arguments by value; a Layer's ``training`` flag) the function runs
 once on dygraph tensors while the tracer records every op, and the record becomes a static
