@@ -492,40 +492,14 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
                 douts.append(g)
         if not reached:
             continue
-        for p, version in n.versions:
-            if p._version != version:
-                raise RuntimeError(
-                    f"one of the tensors needed for gradient computation, parameter "
-                    f"'{p.name}', has been modified by an inplace operation (the optimizer "
-                    f"updated it after this graph was built): call backward() before "
-                    f"minimize(), or rebuild the graph")
+        _check_versions(n)
         in_grads = None
         if plain and n.__class__ is Node:
             in_grads = _plain_grads(n, douts)
         if in_grads is None:
             _fill_zeros(n, douts)
             in_grads = _node_grads(n, douts, create_graph, blocked_ids)
-        for v, g in zip(n.in_vars, in_grads):
-            if v is None or g is None:
-                continue
-            if v.__class__ is list:
-                pairs: Any = zip(v, g)
-            else:
-                if v._stop_gradient:
-                    continue
-                pairs = ((v, g),)
-            for x, gx in pairs:
-                if gx is None or x._stop_gradient:
-                    continue
-                k = id(x)
-                if k in blocked_ids:
-                    continue
-                if not create_graph and isinstance(gx, VarBase):
-                    gx = gx._array()
-                old = grads.get(k)
-                grads[k] = gx if old is None else old + gx
-                if x._node is None:
-                    leaves[k] = x
+        _accumulate(n, in_grads, grads, leaves, blocked_ids, create_graph)
     if not retain_graph:
         for n in order:
             n.release()
@@ -557,8 +531,10 @@ def _stop_flags(in_vars: List[Any]) -> Any:
 
 
 def _accumulate(n: Node, in_grads: List[Any], grads: Dict[int, Any],
-                leaves: Dict[int, VarBase]) -> None:
-    """Add the per-slot ``in_grads`` of ``n`` into ``grads`` (the ``_engine`` loop)."""
+                leaves: Dict[int, VarBase], blocked: Any = (), create_graph: bool = False
+                ) -> None:
+    """Add the per-slot ``in_grads`` of ``n`` into ``grads`` (skipping ``blocked`` tensor ids;
+    with ``create_graph`` tensor gradients stay tensors) and record the leaves reached."""
     for v, g in zip(n.in_vars, in_grads):
         if v is None or g is None:
             continue
@@ -572,7 +548,9 @@ def _accumulate(n: Node, in_grads: List[Any], grads: Dict[int, Any],
             if gx is None or x._stop_gradient:
                 continue
             k = id(x)
-            if isinstance(gx, VarBase):
+            if k in blocked:
+                continue
+            if not create_graph and isinstance(gx, VarBase):
                 gx = gx._array()
             old = grads.get(k)
             grads[k] = gx if old is None else old + gx
