@@ -379,24 +379,8 @@ def kernel(op_type: str, attrs: Optional[Dict[str, Any]] = None,
     meta = _META.get(op_type)
     if meta is None or meta[0] is not _OPS.get(op_type):
         meta = _meta(op_type)
-    opdef = meta[0]
-    attrs = attrs or _EMPTY
     in_arrays = [inputs.get(name) for name, _ in meta[1]]
-    # (kernel_entry inlined: the dygraph optimizer calls this once per parameter and step)
-    sig = [None if a is None else
-           tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
-           (a.shape, a.dtype.char) for a in in_arrays]
-    try:
-        key = (op_type, tuple(attrs.items()), tuple(sig), tuple(outputs))
-        entry = _KERNELS.get(key)
-    except TypeError:                   # list-valued attrs: a hashable stand-in
-        key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), tuple(sig),
-               tuple(outputs))
-        entry = _KERNELS.get(key)
-    if entry is None:
-        entry = _DEFAULT._prepare(opdef, op_type, attrs, in_arrays, outputs)
-        _KERNELS[key] = entry
-    fn, single, result_keys = entry[0], entry[1], entry[2]
+    fn, single, result_keys = kernel_entry(op_type, attrs, in_arrays, outputs)
     res = fn(*in_arrays)
     if single:
         return res
