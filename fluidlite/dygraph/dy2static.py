@@ -46,6 +46,7 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import math
 import sys
 import textwrap
 import types
@@ -56,7 +57,8 @@ from ..core import mode as _mode
 from ..core.ir import Variable
 from .tensor import VarBase
 
-__all__ = ["convert_function", "convert_ifelse", "convert_while", "convert_call",
+__all__ = ["convert_function", "convert_ifelse", "convert_while", "convert_for_range",
+           "convert_call",
            "convert_logical_and",
            "convert_logical_or", "convert_logical_not", "UNDEFINED", "Dy2StaticError",
            "ConvertedFunction"]
@@ -240,7 +242,13 @@ def _tensor_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any,
                 raise Dy2StaticError(
                     f"the tensor while loop changes the Python value '{n}' ({old!r} -> "
                     f"{new!r}); make it a tensor (fluid.layers.fill_constant) to carry it")
-        return [res[k] for k in pos]
+        outs = [res[k] for k in pos]
+        # a loop variable set to another one's incoming value (``a, b = b, a``) gets a copy:
+        # the while loop writes its variables back one after the other, so the original
+        # would already hold its new value
+        ins = {id(t): j for j, t in enumerate(tensors)}
+        from ..layers.tensor import assign
+        return [assign(o) if ins.get(id(o), j) != j else o for j, o in enumerate(outs)]
 
     if rec is not None:
         outs = rec.trace_while(cond_w, body_w, [vals[k] for k in pos])
@@ -252,6 +260,72 @@ def _tensor_while(cond_fn: Callable[..., Any], body_fn: Callable[..., Tuple[Any,
         full[k] = t
     # a body temporary has no defined value after a static loop
     return tuple(full)
+
+
+
+def convert_for_range(rng: Any, args: Tuple[Any, ...],
+                      body_fn: Callable[..., Tuple[Any, ...]], loop_vars: Tuple[Any, ...],
+                      names: Sequence[str]) -> Tuple[Any, ...]:
+    """``for v[0] in rng(*args): v = body_fn(*v)``; returns the final ``v`` (``v[0]``: the
+    loop variable, ``names[0]`` its name).
+
+    When ``rng`` is the builtin ``range`` and an argument is a traced tensor / static
+    Variable, the loop becomes ``c = start; t = start; while c < stop (c > stop for a
+    negative step): t = c; body; c = c + step`` through ``convert_while`` (a
+    ``fluid.layers.while_loop``): the loop variable ``t`` ends as the last index taken, as in
+    Python (``start`` when no iteration ran). The step must then be a Python int (its sign
+    chooses the comparison). Otherwise this is exactly the Python ``for`` loop."""
+    import builtins
+    if rng is not builtins.range or all(_kind(a) == "python" for a in args):
+        vals = tuple(loop_vars)
+        for v in rng(*args):
+            vals = tuple(body_fn(v, *vals[1:]))
+        return vals
+    return _tensor_range(args, body_fn, tuple(loop_vars), names)
+
+
+def _tensor_range(args: Tuple[Any, ...], body_fn: Callable[..., Tuple[Any, ...]],
+                  vals: Tuple[Any, ...], names: Sequence[str]) -> Tuple[Any, ...]:
+    import operator
+
+    from ..core.dtypes import INTS
+    from ..layers import tensor as _lt
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"range expected 1 to 3 arguments, got {len(args)}")
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else \
+        (args[0], args[1], 1) if len(args) == 2 else args
+    # Python arguments must be ints as for range() itself (same TypeError)
+    start, stop, step = (a if _is_tensor(a) else operator.index(a)
+                         for a in (start, stop, step))
+    if _is_tensor(step):
+        raise Dy2StaticError(f"the step of 'for {names[0]} in range(...)' is a tensor; its "
+                             f"sign chooses the loop condition, so it must be a Python int")
+    if step == 0:
+        raise ValueError("range() arg 3 must not be zero")
+    bound = [a for a in (start, stop) if _is_tensor(a)]
+    for a in bound:
+        if a.dtype not in INTS or math.prod(d for d in a.shape if d > 0) != 1:
+            raise Dy2StaticError(
+                f"'for {names[0]} in range(...)' has a tensor bound of dtype {a.dtype} and "
+                f"shape {list(a.shape)}; a tensor range bound must be an integer tensor of "
+                f"one element")
+    if _is_tensor(start):
+        counter, target = _lt.assign(start), _lt.assign(start)
+    else:
+        dtype = stop.dtype
+        counter = _lt.fill_constant([1], dtype, start)
+        target = _lt.fill_constant([1], dtype, start)
+
+    def cond_fn(c: Any, *rest: Any) -> Any:
+        return c < stop if step > 0 else c > stop
+
+    def body(c: Any, t: Any, *rest: Any) -> Tuple[Any, ...]:
+        # the body sees the index as its loop variable; rebinding it does not move the counter
+        return (c + step,) + tuple(body_fn(c, *rest))
+
+    out = convert_while(cond_fn, body, (counter, target) + vals[1:],
+                        (f"range counter of '{names[0]}'",) + tuple(names))
+    return tuple(out[1:])
 
 
 _SKIP_MODULES = ("fluidlite", "numpy", "builtins", "functools", "typing", "collections")
@@ -492,7 +566,7 @@ def _fn(name: str, params: Sequence[str], body: List[ast.stmt], ret: ast.expr
 
 class _Transformer(ast.NodeTransformer):
     def __init__(self) -> None:
-        self.count = 0          # converted if / while statements
+        self.count = 0          # converted if / while / for statements
         self.calls = 0          # calls routed through convert_call
 
     def visit_Call(self, node: ast.Call) -> Any:
@@ -577,6 +651,38 @@ class _Transformer(ast.NodeTransformer):
         for f in (cfn, bfn):
             f._dy2s = True          # type: ignore[attr-defined]
         return [cfn, bfn] + self._tail(names, call)
+
+
+    def visit_For(self, node: ast.For) -> Any:
+        # `for <name> in range(<1 to 3 plain arguments>): body` (no else), checked before the
+        # children are visited (which routes the range call through convert_call)
+        it = node.iter
+        is_range = isinstance(node.target, ast.Name) and \
+            not node.target.id.startswith(_PREFIX) and not node.orelse and \
+            isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+            it.func.id == "range" and 1 <= len(it.args) <= 3 and not it.keywords and \
+            not any(isinstance(a, ast.Starred) for a in it.args)
+        self.generic_visit(node)
+        if not is_range:
+            return node
+        try:
+            _check_block(node.body)
+        except _Unsupported:
+            return node
+        target = node.target.id
+        rest = [n for n in _assigned(node.body) if n != target]
+        if not rest:
+            return node         # only side effects (or only the index): a Python loop
+        names = [target] + rest
+        k = self.count
+        self.count += 1
+        bfn = _fn(f"{_PREFIX}for_{k}", names, node.body, self._args(names))
+        bfn._dy2s = True            # type: ignore[attr-defined]
+        call = _call("convert_for_range", ast.Name(id="range", ctx=ast.Load()),
+                     ast.Tuple(elts=list(it.args), ctx=ast.Load()),
+                     ast.Name(id=bfn.name, ctx=ast.Load()), self._args(names),
+                     ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load()))
+        return [bfn] + self._tail(names, call)
 
 
 class ConvertedFunction:
