@@ -14,6 +14,12 @@
   so Python's own semantics are kept);
 * ``while <test>: body`` into ``v1, v2 = __dy2s.convert_while(cond_fn, body_fn, (v1, v2),
   names)`` (``v1, v2``: the names the body assigns);
+* ``for i in range(<1 to 3 arguments>): body`` into ``i, v1, v2 = __dy2s.convert_for_range(
+  range, (<arguments>), body_fn, (i, v1, v2), names)``: a Python loop unless ``range`` is the
+  builtin and an argument is a tensor (traced / static); then ``c = start; while c < stop
+  (c > stop for a negative step): i = c; body; c += step`` through ``convert_while``, the step
+  being a Python int. ``i`` ends as the last index taken, as in Python (``start``, a tensor,
+  when no iteration ran, where Python would leave ``i`` as it was);
 * ``and`` / ``or`` / ``not`` in those tests into ``convert_logical_and/or/not`` (lazy, so a
   Python operand short-circuits as before);
 * every call ``f(...)`` into ``__dy2s.convert_call(f)(...)``, which converts user functions,
@@ -31,12 +37,16 @@ Conservative: a statement is left as it is when its blocks contain ``return``, `
 ``del``, function or class definitions, ``try``, imports, assignment expressions, or stores to
 attributes / subscripts (``self.x = ...``, ``a[i] = ...``: both branches of a tensor ``if``
 run once while tracing, so such side effects would happen twice), when it assigns no name
-(only side effects), or for a ``while`` with an ``else``. ``for`` loops are not converted.
+(only side effects; for a ``for``: none but its loop variable), or for a ``while`` /
+``for`` with an ``else``. Only a ``for`` over a direct ``range(...)`` call (no ``*args``)
+with a name as its target converts; other ``for`` loops (over a tensor, a list,
+``enumerate``...) stay Python loops.
 Generators, coroutines, lambdas, decorator wrappers (``__wrapped__``), functions without
 source and functions using private (name-mangled) names are not converted at all
 (``convert_function`` returns None). A tensor ``if`` whose branches leave a name with different
 kinds of values (a tensor in one, a Python value in the other; a tensor in one and nothing in
-the other for a name defined before), or a tensor loop whose body changes a Python value,
+the other for a name defined before), a tensor loop whose body changes a Python value, or a
+tensor ``range`` with a tensor step or a bound that is not a one-element integer tensor,
 raises ``Dy2StaticError`` while tracing; ``@declarative`` then traces the original function
 (whose value reads make it run eagerly), so nothing is lost. A name assigned in only one
 branch and undefined before is a branch temporary: it is undefined after a tensor ``if``.

@@ -566,3 +566,237 @@ def test_statements_left_unconverted():
         out = f(_var(np.array([1.0], "float32")))
         np.testing.assert_allclose(out.numpy(), [8.0])
         assert f._last.eager
+
+
+def _n(k):
+    return _var(np.array([k], "int64"))
+
+
+def test_tensor_for_range_becomes_a_while_loop(caplog):
+    @declarative
+    def f(x, n):
+        s = L.zeros_like(x)
+        for i in range(n):
+            s = s * 0.5 + x     # (the plain dygraph run's i is a Python int)
+        return s, i
+
+    assert "convert_for_range" in ProgramTranslator().get_code(f)
+    with dygraph.guard():
+        xv = np.array([1.0, -2.0, 0.5], "float32")
+        for k in (3, 1, 5, 0):
+            s, i = _compiled(caplog, f, _var(xv), _n(k))
+            np.testing.assert_allclose(s.numpy(), xv * (2.0 - 2.0 ** (1 - k)), rtol=1e-6)
+            if k:       # Python's loop variable: the last index taken
+                ps, pi = _plain(f, _var(xv), _n(k))
+                np.testing.assert_allclose(s.numpy(), ps.numpy(), rtol=1e-6)
+                assert i.numpy().tolist() == [k - 1] == [pi]
+            else:       # no iteration: start (Python would leave i unbound)
+                assert i.numpy().tolist() == [0]
+        assert f.cache_size == 1
+        assert "while" in _ops(f.program)
+
+
+def test_gradient_through_a_tensor_for_range(caplog):
+    @declarative
+    def f(x, n):
+        y = x
+        for _ in range(n):
+            y = y * x
+        return L.reduce_sum(y)
+
+    with dygraph.guard():
+        xv = np.array([1.5, -0.5, 2.0], "float32")
+        for k in (2, 0, 3):
+            x = _var(xv, stop_gradient=False)
+            loss = _compiled(caplog, f, x, _n(k))
+            loss.backward()
+            x2 = _var(xv, stop_gradient=False)
+            loss2 = _plain(f, x2, _n(k))
+            loss2.backward()
+            np.testing.assert_allclose(loss.numpy(), loss2.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(x.gradient(), x2.gradient(), rtol=1e-5)
+            np.testing.assert_allclose(x.gradient(), (k + 1) * xv ** k, rtol=1e-5)
+        assert f.cache_size == 1
+        assert "while_grad" in _ops(f._last.traced.program)
+
+
+def test_tensor_range_with_start_stop_and_step(caplog):
+    @declarative
+    def up(x, n):
+        s = L.zeros_like(x)
+        for j in range(2, n, 3):
+            s = s + x * L.cast(j, "float32")
+        return s
+
+    @declarative
+    def down(x, n):
+        s = L.zeros_like(x)
+        for j in range(10, n, -3):
+            s = s + x * L.cast(j, "float32")
+        return s, j
+
+    @declarative
+    def from_tensor(x, a):
+        s = x
+        for j in range(a, 6):
+            s = s * 2.0
+        return s
+
+    with dygraph.guard():
+        xv = np.array([1.0, 2.0], "float32")
+        for k in (0, 2, 3, 6, 9, 12):
+            out = _compiled(caplog, up, _var(xv), _n(k))
+            np.testing.assert_allclose(out.numpy(), xv * sum(range(2, k, 3)), rtol=1e-6)
+            out, j = _compiled(caplog, down, _var(xv), _n(k))
+            np.testing.assert_allclose(out.numpy(), xv * sum(range(10, k, -3)), rtol=1e-6)
+            if range(10, k, -3):
+                assert j.numpy().tolist() == [list(range(10, k, -3))[-1]]
+            out = _compiled(caplog, from_tensor, _var(xv), _n(k))
+            np.testing.assert_allclose(out.numpy(), xv * 2.0 ** len(range(k, 6)), rtol=1e-6)
+        for sf in (up, down, from_tensor):
+            assert sf.cache_size == 1 and "while" in _ops(sf.program)
+
+
+def test_python_ranges_keep_python_semantics(caplog):
+    def f(start, stop, step):
+        total = 0
+        for i in range(start, stop, step):
+            total = total + i
+        return total, i
+
+    def rebind():
+        seen = []
+        for i in range(3):
+            seen = seen + [i]
+            i = i * 10          # does not change the next index, but is i after the loop
+        return seen, i
+
+    def kept(n):
+        i = "before"
+        for i in range(n):
+            i = i + 1
+        return i
+
+    conv = convert_function(f).function
+    for args in ((0, 5, 1), (5, 0, -2), (1, 10, 4), (-3, 3, 2)):
+        assert conv(*args) == f(*args), args
+    assert conv(0, 3, 1) == (3, 2)          # i is the last index, not the stop
+    for args in ((3, 3, 1), (0, 5, -1)):    # no iteration: i stays unbound, as in Python
+        with pytest.raises(NameError):
+            f(*args)
+        with pytest.raises(NameError):
+            conv(*args)
+    with pytest.raises(ValueError):
+        conv(0, 5, 0)
+    with pytest.raises(TypeError):
+        conv(0, 2.5, 1)
+    assert convert_function(rebind).function() == rebind() == ([0, 1, 2], 20)
+    kept_c = convert_function(kept).function
+    assert kept_c(0) == kept(0) == "before" and kept_c(4) == kept(4) == 4
+
+    @declarative
+    def g(x, n):
+        for i in range(n):
+            x = x + 1.0
+        return x, i
+
+    with dygraph.guard():
+        for k in (3, 1):
+            out, i = _compiled(caplog, g, _var(np.zeros(2, "float32")), k)
+            np.testing.assert_allclose(out.numpy(), [k, k])
+            assert i == k - 1 and isinstance(i, int)
+        assert g.cache_size == 2 and "while" not in _ops(g.program)
+
+
+def test_tensor_for_range_in_static_mode():
+    def f(x, n):
+        for i in range(1, n):
+            x = x * 2.0
+        return x
+
+    static_f = ProgramTranslator().get_func(declarative(f))
+    prog = fluid.Program()
+    with fluid.program_guard(prog, fluid.Program()):
+        v = fluid.data("v", [2], "float32")
+        n = fluid.data("n", [1], "int64")
+        o = static_f(v, n)
+    assert "while" in _ops(prog)
+    exe = fluid.Executor(fluid.CPUPlace())
+    for k in (0, 1, 4):
+        (res,) = exe.run(prog, feed={"v": np.array([1.0, 3.0], "float32"),
+                                     "n": np.array([k], "int64")}, fetch_list=[o])
+        np.testing.assert_allclose(res, np.array([1.0, 3.0]) * 2.0 ** len(range(1, k)))
+
+
+def test_for_range_left_unconverted_or_falling_back(caplog):
+    def with_break(x, n):
+        for i in range(n):
+            x = x * 2.0
+            if i >= 2:
+                break
+        return x
+
+    def with_else(x, n):
+        for i in range(n):
+            x = x + 1.0
+        else:
+            x = x * 10.0
+        return x
+
+    def over_a_list(x, vals):
+        for v in vals:
+            x = x + v
+        return x
+
+    def index_only(log, n):
+        for i in range(n):
+            log.append(i)       # no name assigned but the index: a Python loop
+        return log
+
+    for fn in (with_break, with_else, over_a_list, index_only):
+        assert "convert_for_range" not in ProgramTranslator().get_code(fn), fn.__name__
+
+    @declarative
+    def tensor_step(x, n, s):
+        for i in range(0, n, s):
+            x = x + 1.0
+        return x
+
+    with dygraph.guard():
+        xv = np.ones(2, "float32")
+        f = declarative(with_break)
+        with caplog.at_level("WARNING", logger="fluidlite"):
+            out = f(_var(xv), _n(5))
+        assert f._last.eager and "reads the value" in caplog.text
+        np.testing.assert_allclose(out.numpy(), xv * 8.0)
+        g = declarative(with_else)
+        np.testing.assert_allclose(g(_var(xv), _n(2)).numpy(), (xv + 2.0) * 10.0)
+        # a tensor step: its sign would choose the condition -- the original runs eagerly
+        out = tensor_step(_var(xv), _n(5), _n(2))
+        np.testing.assert_allclose(out.numpy(), xv + 3.0)
+        assert tensor_step._last.eager
+
+
+def test_tensor_while_swapping_loop_variables(caplog):
+    @declarative
+    def fib(n):
+        a = L.fill_constant([1], "int64", 1)
+        b = L.fill_constant([1], "int64", 0)
+        for _ in range(n):
+            a, b = a + b, a     # b takes a's incoming value, not its new one
+        return b
+
+    @declarative
+    def fib_while(n):
+        a = L.fill_constant([1], "int64", 1)
+        b = L.fill_constant([1], "int64", 0)
+        while n > 0:
+            a, b = a + b, a
+            n = n - 1
+        return b
+
+    with dygraph.guard():
+        for sf in (fib, fib_while):
+            got = [_compiled(caplog, sf, _n(k)).numpy().tolist() for k in range(8)]
+            assert got == [[0], [1], [1], [2], [3], [5], [8], [13]]
+            assert sf.cache_size == 1 and "while" in _ops(sf.program)
