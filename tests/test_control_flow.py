@@ -323,6 +323,43 @@ def test_while_loop_layer():
         L.while_loop(lambda i, s: L.less_than(i, ten), lambda i, s: [i], [i, s])
 
 
+def test_while_loop_body_may_return_another_loop_variable():
+    """``(a, b) = (a + b, a)``: every output reads the loop variables' values from before the
+    step (1.8 assigned the outputs in order, so ``b`` got the new ``a``)."""
+    def fib(a, b, n):
+        i = L.fill_constant([1], "int64", 0)
+        return L.while_loop(lambda i, a, b: L.less_than(i, n),
+                            lambda i, a, b: [L.increment(i, in_place=False),
+                                             L.elementwise_add(a, b), a], [i, a, b])
+
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [1], "float32")
+        x.stop_gradient = False
+        n = fluid.data("n", [1], "int64")
+        zero = L.fill_constant([1], "float32", 0.0)
+        zero.stop_gradient = False      # a loop variable: gradients flow through it (as fluid)
+        _, a, b = fib(x, zero, n)
+        loss = L.reduce_sum(a * 2.0 + b)
+        (dx,) = fluid.gradients([loss], [x])
+    exe = fluid.Executor()
+    exe.run(startup)
+    for steps in range(7):
+        got = exe.run(main, feed={"x": np.array([1.0], "float32"),
+                                  "n": np.array([steps], "int64")}, fetch_list=[a, b, dx])
+        f = [1.0, 0.0]          # (a, b) after k steps: (F(k+1), F(k)), linear in x
+        for _ in range(steps):
+            f = [f[0] + f[1], f[0]]
+        assert got[0].tolist() == [f[0]] and got[1].tolist() == [f[1]]
+        assert got[2].tolist() == [2.0 * f[0] + f[1]]
+    with fluid.dygraph.guard():
+        x = fluid.dygraph.to_variable(np.array([1.0], "float32"))
+        zero = fluid.dygraph.to_variable(np.array([0.0], "float32"))
+        n = fluid.dygraph.to_variable(np.array([6], "int64"))
+        _, a, b = fib(x, zero, n)
+        assert (a.numpy().tolist(), b.numpy().tolist()) == ([13.0], [8.0])
+
+
 def test_dygraph_control_flow_runs_in_python():
     with fluid.dygraph.guard():
         x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))

@@ -778,6 +778,13 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any],
                              f"(length and structure) as loop_vars: {len(loop_vars)} loop "
                              f"variable(s), but body returned {len(out)}")
         now_cond = cond(*out)
+        # an output that is itself another loop variable (``lambda a, b: [a + 1, a]``) is read
+        # before any loop variable is written: copied first (1.8 assigned in order, so ``b``
+        # got the new ``a``)
+        names = {v.name for v in loop_vars if isinstance(v, Variable)}
+        out = [assign(new) if isinstance(new, Variable) and new is not var and new.name in names
+               and getattr(var, "type", None) != VarType.LOD_TENSOR_ARRAY else new
+               for new, var in zip(out, loop_vars)]
         for k, (new, var) in enumerate(zip(out, loop_vars)):
             if not isinstance(var, Variable):
                 raise TypeError(f"while_loop: loop_vars[{k}] must be a Variable, but received "
