@@ -24,7 +24,7 @@ raises an error saying to pass ``retain_graph=True``.
 from __future__ import annotations
 
 import operator
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -412,6 +412,42 @@ def _add(a: Any, b: Any) -> Any:
     return a + b          # arrays, or tensors (create_graph: a recorded elementwise_add)
 
 
+def _discover(roots: Sequence[VarBase], root_grads: Sequence[Any]
+              ) -> Tuple[Dict[int, Any], Dict[int, VarBase], List[Node]]:
+    """The pass's start: ``({id(root): its gradient}, {id(leaf root): root}, the nodes reached
+    from the roots in reverse creation order)``; raises when a reached node was released."""
+    grads: Dict[int, Any] = {}
+    leaves: Dict[int, VarBase] = {}
+    nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
+    stack = []
+    for r, g in zip(roots, root_grads):
+        grads[id(r)] = _add(grads.get(id(r)), g)
+        if r._node is None:
+            leaves[id(r)] = r
+        else:
+            stack.append(r._node)
+    push = stack.append
+    while stack:
+        n = stack.pop()
+        if n.seq in nodes:
+            continue
+        if n.released:
+            raise RuntimeError(_RELEASED)
+        nodes[n.seq] = n
+        for v in n.in_vars:
+            if v is None:
+                continue
+            if v.__class__ is list:
+                for x in v:
+                    if x is not None and x._node is not None and x._node.seq not in nodes:
+                        push(x._node)
+            else:
+                x = v._node
+                if x is not None and x.seq not in nodes:
+                    push(x)
+    return grads, leaves, [nodes[k] for k in sorted(nodes, reverse=True)]
+
+
 def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: bool,
             create_graph: bool, capture: Optional[Sequence[VarBase]] = None,
             blocked: Sequence[VarBase] = ()) -> Dict[int, Any]:
@@ -421,40 +457,9 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
         res = {k: grads[k] for k in leaves if k in grads}
         res["_leaves"] = leaves  # type: ignore[index]
         return res
-    grads: Dict[int, Any] = {}
-    leaves: Dict[int, VarBase] = {}
     blocked_ids = {id(v) for v in blocked}
     keep = {id(v) for v in capture} if capture is not None else set()
-    nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
-    stack = []
-    for r, g in zip(roots, root_grads):
-        grads[id(r)] = _add(grads.get(id(r)), g)
-        if r._node is None:
-            leaves[id(r)] = r
-        else:
-            stack.append(r._node)
-    while stack:
-        n = stack.pop()
-        if n.seq in nodes:
-            continue
-        if n.released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time, but its saved tensors "
-                "have already been freed: the first backward()/grad() released it. Pass "
-                "retain_graph=True to the first call if you need to backward twice.")
-        nodes[n.seq] = n
-        for v in n.in_vars:
-            if v is None:
-                continue
-            if v.__class__ is list:
-                for x in v:
-                    if x is not None and x._node is not None and x._node.seq not in nodes:
-                        stack.append(x._node)
-            else:
-                x = v._node
-                if x is not None and x.seq not in nodes:
-                    stack.append(x)
-    order = [nodes[k] for k in sorted(nodes, reverse=True)]
+    grads, leaves, order = _discover(roots, root_grads)
     # backward() (not grad()) leaves each reached intermediate tensor its gradient of this pass
     store = capture is None and not create_graph
     plain = not create_graph and not blocked_ids
@@ -827,36 +832,7 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
     """``_engine`` for ``backward()``: no create_graph, no capture, nothing blocked; every
     reached intermediate tensor keeps its gradient of this pass. Returns ({id(tensor):
     gradient}, {id(leaf): leaf}) -- the leaves' gradients are read from the first."""
-    grads: Dict[int, Any] = {}
-    leaves: Dict[int, VarBase] = {}
-    nodes: Dict[int, Node] = {}         # seq -> node (seqs are unique and creation-ordered)
-    stack = []
-    for r, g in zip(roots, root_grads):
-        grads[id(r)] = _add(grads.get(id(r)), g)
-        if r._node is None:
-            leaves[id(r)] = r
-        else:
-            stack.append(r._node)
-    push = stack.append
-    while stack:
-        n = stack.pop()
-        if n.seq in nodes:
-            continue
-        if n.released:
-            raise RuntimeError(_RELEASED)
-        nodes[n.seq] = n
-        for v in n.in_vars:
-            if v is None:
-                continue
-            if v.__class__ is list:
-                for x in v:
-                    if x is not None and x._node is not None and x._node.seq not in nodes:
-                        push(x._node)
-            else:
-                x = v._node
-                if x is not None and x.seq not in nodes:
-                    push(x)
-    order = [nodes[k] for k in sorted(nodes, reverse=True)]
+    grads, leaves, order = _discover(roots, root_grads)
     pop = grads.pop
     steps = _STEPS
     for n in order:
