@@ -665,6 +665,21 @@ def mean_iou(input: Variable, label: Variable, num_classes: int) -> Any:
 
 
 # -- normalizations (ops/vision_norm.py) ----------------------------------------------------------
+def _scale_bias_inputs(helper: LayerHelper, input: Variable, c: int) -> Dict[str, Any]:
+    """``{"X", "Scale", "Bias"}`` of a normalization op: per-channel scale (init 1) and bias
+    (init 0) parameters of ``[c]``, each left out when its attr is False."""
+    inputs: Dict[str, Any] = {"X": input}
+    scale = helper.create_parameter(attr=helper.param_attr, shape=[c], dtype=input.dtype,
+                                    default_initializer=Constant(1.0))
+    if scale is not None:
+        inputs["Scale"] = scale
+    bias = helper.create_parameter(attr=helper.bias_attr, shape=[c], dtype=input.dtype,
+                                   is_bias=True, default_initializer=Constant(0.0))
+    if bias is not None:
+        inputs["Bias"] = bias
+    return inputs
+
+
 def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr: Any = None,
                bias_attr: Any = None, act: Any = None, data_layout: str = "NCHW",
                name: Optional[str] = None) -> Variable:
@@ -687,15 +702,7 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
         raise ValueError(f"group_norm: the channel count {c} of '{input.name}' must be "
                          f"divisible by groups {groups}")
     helper = LayerHelper(layer, param_attr=param_attr, bias_attr=bias_attr, act=act, name=name)
-    inputs: Dict[str, Any] = {"X": input}
-    scale = helper.create_parameter(attr=helper.param_attr, shape=[c], dtype=input.dtype,
-                                    default_initializer=Constant(1.0))
-    if scale is not None:
-        inputs["Scale"] = scale
-    bias = helper.create_parameter(attr=helper.bias_attr, shape=[c], dtype=input.dtype,
-                                   is_bias=True)
-    if bias is not None:
-        inputs["Bias"] = bias
+    inputs = _scale_bias_inputs(helper, input, c)
     mean = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     var = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     out = helper.create_variable_for_type_inference(input.dtype)
@@ -720,15 +727,7 @@ def instance_norm(input: Variable, epsilon: float = 1e-05, param_attr: Any = Non
         raise ValueError(f"instance_norm: the channel dimension of '{input.name}' must be "
                          f"known, got shape {list(input.shape)}")
     helper = LayerHelper(layer, param_attr=param_attr, bias_attr=bias_attr, name=name)
-    inputs: Dict[str, Any] = {"X": input}
-    scale = helper.create_parameter(attr=helper.param_attr, shape=[c], dtype=input.dtype,
-                                    default_initializer=Constant(1.0))
-    bias = helper.create_parameter(attr=helper.bias_attr, shape=[c], dtype=input.dtype,
-                                   is_bias=True, default_initializer=Constant(0.0))
-    if scale is not None:
-        inputs["Scale"] = scale
-    if bias is not None:
-        inputs["Bias"] = bias
+    inputs = _scale_bias_inputs(helper, input, c)
     mean = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     var = helper.create_variable_for_type_inference(input.dtype, stop_gradient=True)
     out = helper.create_variable_for_type_inference(input.dtype)
