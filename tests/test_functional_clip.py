@@ -141,7 +141,7 @@ def test_clip_by_global_norm_dygraph_and_static_match_numpy(clip_norm):
     norm_var = fluid.clip.get_global_norm(main)
     (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"a": a, "b": b},
                                                   fetch_list=[norm_var])
-    np.testing.assert_allclose(got, [norm], rtol=1e-12)
+    np.testing.assert_allclose(got, [norm], rtol=1e-7)      # float32 dots, float64 sum
 
 
 def test_clip_by_global_norm_same_numbers_as_the_gradient_clip_class():

@@ -60,12 +60,19 @@ def ref_swce(x, label, ignore_index=-100, axis=-1):
 
 
 def ref_sum_squares(x):
-    """The chunked loop of ``sum_squares`` (float64 through the scratch buffer)."""
+    """The chunked loop of ``sum_squares``: a float32 piece by a float32 dot unless that is not
+    finite or below ``_TINY``, anything else in float64 through the scratch buffer."""
     flat = x.reshape(-1)
     buf = inplace.scratch(np.float64, 1, "sum_squares")[0]
     total = 0.0
     for a in range(0, flat.size, inplace.CHUNK):
         b = min(a + inplace.CHUNK, flat.size)
+        if flat.dtype == np.float32:
+            with np.errstate(over="ignore", invalid="ignore"):
+                s = float(np.dot(flat[a:b], flat[a:b]))
+            if inplace._TINY <= s < math.inf:
+                total += s
+                continue
         v = buf[:b - a]
         np.copyto(v, flat[a:b])
         total += float(np.dot(v, v))

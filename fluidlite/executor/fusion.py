@@ -166,7 +166,7 @@ class _GlobalNorm(_FusedDef):
             squares = [f(x) for f, x in zip(self.square, X)]
             terms = [sq.item() for sq in squares]
         else:       # Python floats; arrays only for check_finite_norm's message
-            terms = [inplace.sum_squares(x) for x in X]
+            terms = inplace.sum_squares_many(X)
         total = terms[0]
         for sq in terms[1:]:        # left to right, as the unfused sum op
             total += sq

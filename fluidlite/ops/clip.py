@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.dtypes import FLOATS, VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .inplace import CHUNK, sum_squares
+from .inplace import sum_squares
 
 
 @register
@@ -50,11 +50,9 @@ class Clip(OpDef):
 
 
 def _sumsq64(x: np.ndarray) -> float:
-    """sum(x**2) accumulated in float64 (``inplace.sum_squares``: the one implementation, through
-    a reused per-thread float64 buffer, never a float64 copy of a large ``x``); the squares of
-    any finite float16/float32 value, summed over any realistic size, cannot overflow. A float32
-    ``np.vdot`` is ~4x faster but overflows above a norm of ~1.8e19 and errs by ~2e-5 on 4M
-    elements."""
+    """sum(x**2) accumulated in float64 (``inplace.sum_squares``, the one implementation: float32
+    dots over pieces of 2^17 elements, redone in float64 where one overflows, so a finite
+    tensor's norm is finite; one float32 ``np.vdot`` over 4M elements would err by ~4e-5)."""
     return sum_squares(x)
 
 
@@ -146,9 +144,6 @@ class SquaredL2Norm(OpDef):
 def _squared_l2_norm(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind != "f":
         return np.vdot(x, x).reshape(1)
-    if x.size <= CHUNK:           # one chunk: skip the Python float round trip (~1 us)
-        b = x.astype(np.float64, copy=False)
-        return np.vdot(b, b).reshape(1)
     return np.array([_sumsq64(x)])
 
 

@@ -7,8 +7,8 @@ and dtypes, as ``forward`` on the gradient ``Grad * scale`` (``scale`` = the glo
 factor, or ``None``), so the two agree bit for bit. Large arrays are processed in chunks of
 ``CHUNK`` elements through per-thread scratch buffers (``scratch``): no parameter-sized
 temporary, no allocation per step, and nothing shared between threads. ``sum_squares`` is the
-one float64 sum of squares (norms of ``squared_l2_norm``, ``clip_by_norm``, ``lars_momentum``,
-``lamb``): a finite float32 tensor never overflows to an infinite norm.
+one sum of squares (norms of ``squared_l2_norm``, ``clip_by_norm``, ``lars_momentum``, ``lamb``),
+accumulated in float64: a finite float32 tensor never overflows to an infinite norm.
 """
 from __future__ import annotations
 
@@ -57,16 +57,36 @@ def scratch(dtype: Any, count: int, tag: str = "") -> List[np.ndarray]:
 
 
 def sum_squares(x: np.ndarray, scale: Any = None) -> float:
-    """sum((x * scale)^2) accumulated in float64 over ``CHUNK``-element pieces (so it is the same
-    number whether ``x`` is passed whole or scaled on the fly), as a Python float."""
+    """sum((x * scale)^2) over ``CHUNK``-element pieces, the pieces' sums added in float64 (so it
+    is the same number whether ``x`` is passed whole or scaled on the fly), as a Python float.
+
+    A float32 piece is summed by a float32 BLAS dot (relative error ~1e-7 on a piece; ~5x faster
+    than a float64 copy) and again in float64 when that sum overflows, is NaN or is below
+    ``_TINY`` (where squares may underflow), so a finite tensor never gets an infinite norm nor
+    a tiny one a zero norm; other dtypes are summed in float64."""
+    with np.errstate(over="ignore", invalid="ignore"):     # an overflow is redone in float64
+        return _sum_squares(x, scale)
+
+
+def sum_squares_many(xs: Sequence[np.ndarray]) -> List[float]:
+    """``[sum_squares(x) for x in xs]`` (under one ``np.errstate``: small tensors pay per call)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return [_sum_squares(x, None) for x in xs]
+
+
+def _sum_squares(x: np.ndarray, scale: Any) -> float:
     flat = x.reshape(-1)
     n = flat.size
-    # always through the same (aligned) buffer: BLAS may round differently at other offsets
-    buf64 = scratch(np.float64, 1, "sum_squares")[0]
+    f32 = flat.dtype == np.float32
     if n <= CHUNK and scale is None:
         # one piece (what the loop below does for it, minus its per-call overhead: small
         # gradients pay mostly for that); ``v.dot`` is ``np.dot`` without the dispatch layer
-        v = buf64[:n]
+        if f32:
+            s = float(flat.dot(flat))
+            if _TINY <= s < _INF:
+                return s
+        # always through the same (aligned) buffer: BLAS may round differently at other offsets
+        v = scratch(np.float64, 1, "sum_squares")[0][:n]
         v[...] = flat
         return float(v.dot(v))
     tmp = scratch(x.dtype, 2, "sum_squares")[1] if scale is not None else None
@@ -76,10 +96,21 @@ def sum_squares(x: np.ndarray, scale: Any = None) -> float:
         piece = flat[a:b]
         if scale is not None:
             piece = np.multiply(piece, scale, out=tmp[:b - a])
-        v = buf64[:b - a]
+        if f32:
+            s = float(piece.dot(piece))
+            if _TINY <= s < _INF:
+                total += s
+                continue
+        v = scratch(np.float64, 1, "sum_squares")[0][:b - a]
         np.copyto(v, piece)
-        total += float(np.dot(v, v))
+        total += float(v.dot(v))
     return total
+
+
+_INF = float("inf")
+# below this a float32 piece's squares may have lost bits to underflow (squares of |x| < 1.1e-19
+# are subnormal): it is summed again in float64
+_TINY = 2.0 ** -60
 
 
 def consts(dtype: np.dtype, *values: Any) -> List[np.ndarray]:
