@@ -430,6 +430,45 @@ def _check_collectives(comm_mod):
                                   k("c_allreduce_sum", x, ring_id=0))
 
 
+def _check_shm_allreduce(comm_mod):
+    """All-reduces of 64 KB and more go through the shared-memory window: per element the
+    rank-order fold ``v0 op v1 op ...`` (bit for bit, on every rank), in place or not, times a
+    scale, over several rounds of the window and a short last one; the deferred non-blocking
+    form and the data-parallel pass's fused all-reduce+scale kernel give the same bits."""
+    from fluidlite.executor.fusion import _ReduceScale
+    world = comm_mod.world()
+    r, n = world.rank, world.size
+    assert isinstance(world._window(np.empty(1 << 16, np.uint8)), comm_mod._NodeWindow)
+    rng = np.random.default_rng(100 + r)
+    size = 3 * comm_mod._SHM_CHUNK // 4 // n * n + 1001         # 3 rounds, a short last one
+    cases = [(np.float32, "sum"), (np.float64, "max"), (np.float64, "min"),
+             (np.float32, "prod"), (np.int64, "sum")]
+    for dtype, op in cases:
+        x = (rng.standard_normal(size) * 3).astype(dtype)
+        xs = world.allgather_object(x)
+        want = xs[0].copy()
+        fold = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}[op]
+        for other in xs[1:]:
+            want = fold(want, other)
+        got = world.allreduce(x, op)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(x, xs[r])                # the input is untouched
+        y = x.copy()
+        same = world.allreduce(y, op, inplace=True)
+        assert same is y
+        np.testing.assert_array_equal(same.reshape(-1), want)
+        req = world.iallreduce(x, op)
+        np.testing.assert_array_equal(req.wait(), want)
+    x = rng.standard_normal((size // 5, 5)).astype(np.float32)
+    xs = world.allgather_object(x)
+    want = sum(xs[1:], xs[0])
+    half = np.float32(1.0 / n)
+    np.testing.assert_array_equal(world.allreduce(x, scale=half), want * half)
+    fused = _ReduceScale(wait=False, ring_id=0, scale=1.0 / n).lower((), {})
+    np.testing.assert_array_equal(fused(x), want * half)
+    np.testing.assert_array_equal(world.allreduce(np.asfortranarray(x)), want)
+
+
 class _DyMLP:
     """Built lazily (dygraph imports): Linear 6-10 tanh, Linear 10-3."""
 
@@ -525,6 +564,7 @@ def worker(mode, out):
             with fluid.scope_guard(scope):
                 fleet.save_persistables(exe, os.path.join(out, "ckpt"), main)
     if mode in ("equiv", "equiv4"):
+        _check_shm_allreduce(comm_mod)
         start, end = dygraph_train(X[r::n], Y[r::n], parallel=True)
         np.savez(os.path.join(out, f"dygraph-rank{r}.npz"),
                  **{f"start{i}": v for i, v in enumerate(start)},

@@ -84,38 +84,81 @@ class Communicator:
         self.mpi_comm = mpi_comm
         self.rank = 0 if mpi_comm is None else mpi_comm.Get_rank()
         self.size = 1 if mpi_comm is None else mpi_comm.Get_size()
+        # the shared-memory window of ``allreduce``: None until the first large all-reduce
+        # decides, then a ``_NodeWindow`` or False (ranks on several machines, or turned off)
+        self._shm: Any = None
 
     def __repr__(self) -> str:
         return f"Communicator(ring_id={self.ring_id}, rank={self.rank}, size={self.size})"
 
     # -- hot path: buffers, no pickling ----------------------------------------------------
-    def allreduce(self, x: np.ndarray, op: str = "sum", inplace: bool = False) -> np.ndarray:
-        """Element-wise reduction (sum/max/min/prod) of ``x`` over every rank: into a new
-        array, or with ``inplace`` (``MPI_IN_PLACE``; the caller owns ``x`` exclusively) into
-        ``x`` itself -- half the memory traffic (a 16 MB sum on 2 ranks: 3.6 -> 2.1 ms)."""
+    def allreduce(self, x: np.ndarray, op: str = "sum", inplace: bool = False,
+                  scale: Any = None) -> np.ndarray:
+        """Element-wise reduction (sum/max/min/prod) of ``x`` over every rank, times ``scale``
+        when given (a scalar of ``x``'s dtype: one multiply of the reduced value): into a new
+        array, or with ``inplace`` (the caller owns ``x`` exclusively) into ``x`` itself.
+
+        When every rank of the ring is on this machine and ``x`` has at least
+        ``_SHM_MIN_BYTES``, the reduction runs through an MPI-3 shared-memory window
+        (``_NodeWindow``; ``FLUIDLITE_SHM_ALLREDUCE=0`` turns it off): measured 30-40% faster
+        than Open MPI's shared-memory all-reduce on 6-23 MB. Otherwise Open MPI's ``Allreduce``
+        (``MPI_IN_PLACE`` when ``inplace``). Alone, ``x`` itself (times ``scale``)."""
         if self.mpi_comm is None:
-            return x
+            if scale is None:
+                return x
+            return np.multiply(x, scale, out=x) if inplace else x * scale
+        own = inplace and x.flags.c_contiguous and x.flags.writeable
+        win = self._window(x)
+        if win is not None:
+            src = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+            out = x if own else np.empty_like(src)
+            self._wait(lambda: win.allreduce(src, out, op, scale), f"c_allreduce_{op}", x)
+            return out
         from mpi4py import MPI
         mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
-        if inplace and x.flags.c_contiguous and x.flags.writeable:
+        if own:
             self._wait(lambda: self.mpi_comm.Allreduce(MPI.IN_PLACE, x, mpi_op),
                        f"c_allreduce_{op}", x)
-            return x
-        x = np.ascontiguousarray(x)
-        out = np.empty_like(x)
-        self._wait(lambda: self.mpi_comm.Allreduce(x, out, mpi_op), f"c_allreduce_{op}", x)
-        return out
+            out = x
+        else:
+            x = np.ascontiguousarray(x)
+            out = np.empty_like(x)
+            self._wait(lambda: self.mpi_comm.Allreduce(x, out, mpi_op), f"c_allreduce_{op}", x)
+        return out if scale is None else np.multiply(out, scale, out=out)
+
+    def _window(self, x: np.ndarray) -> Optional["_NodeWindow"]:
+        """This ring's shared-memory window when ``x`` should go through it (created on the
+        first such call: every rank makes that call with the same size, so the collective
+        creation matches), else None."""
+        if x.nbytes < _SHM_MIN_BYTES or self._shm is False:
+            return None
+        if self._shm is None:
+            self._shm = False
+            if os.environ.get("FLUIDLITE_SHM_ALLREDUCE", "1") != "0":
+                holder: List[Any] = []
+                self._wait(lambda: holder.append(_NodeWindow.create(self.mpi_comm)),
+                           "shared-memory window setup", None)
+                self._shm = holder[0] or False
+        return self._shm or None
 
     def iallreduce(self, x: np.ndarray, op: str = "sum") -> "AllReduceRequest":
         """Start a non-blocking reduction of ``x`` over every rank (``MPI_Iallreduce`` into a
-        fresh buffer) and return its request; ``request.wait()`` gives the result. ``x`` must
+        fresh buffer; where ``allreduce`` would use the shared-memory window and no progress
+        thread runs, that reduction, deferred to the wait) and return its request;
+        ``request.wait()`` gives the result. ``x`` must
         not be written until then (the request keeps a reference to it). Alone, the request
         is already complete and its result is ``x``."""
         if self.mpi_comm is None:
             return AllReduceRequest(self, op, x, x, None)
-        from mpi4py import MPI
+        win = self._window(x)       # (first: every rank decides on the window at one call)
         x = np.ascontiguousarray(x)
         out = np.empty_like(x)
+        if win is not None and not _progress.enabled:
+            # no core to advance an MPI_Iallreduce: it would run in its Wait anyway, so the
+            # (faster) shared-memory reduction runs there instead
+            _stats["bytes"] += x.nbytes
+            return AllReduceRequest(self, op, x, out, _Deferred(win, x, out, op))
+        from mpi4py import MPI
         mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
         t0 = time.perf_counter()
         req = self.mpi_comm.Iallreduce(x, out, mpi_op)
@@ -190,6 +233,97 @@ class Communicator:
         _stats["calls"] += 1
         _stats["seconds"] += time.perf_counter() - t0
         _stats["bytes"] += 0 if x is None else x.nbytes
+
+
+_SHM_MIN_BYTES = 1 << 16     # below: Open MPI's algorithms (latency-bound sizes)
+_SHM_CHUNK = 1 << 20         # bytes per rank per round (measured: 256 KB..4 MB alike; L2-sized)
+_UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum, "prod": np.multiply}
+
+
+class _NodeWindow:
+    """All-reduce through one MPI-3 shared-memory window (``MPI_Win_allocate_shared``) of
+    ``_SHM_CHUNK`` bytes per rank, for a ring whose ranks share one machine.
+
+    ``x`` goes through in rounds of one chunk. In a round each of the N ranks owns a 1/N part
+    of the chunk (the same slot region every round). A rank writes the parts it does not own
+    into its slot; barrier; it reduces its own part -- its values and the other slots' in rank
+    order (``v0 op v1 op ...``), times ``scale`` -- into the output and publishes the result in
+    its slot; barrier; it copies the other parts' results from their owners' slots.
+
+    Every element is reduced by exactly one rank, so all ranks get the same bits. The two
+    barriers make reusing the slots safe: a rank's own region is read by the others until the
+    next round's first barrier and rewritten after it; its other regions are read before the
+    round's second barrier and rewritten after it.
+    """
+
+    def __init__(self, mpi_comm: Any, win: Any) -> None:
+        self.comm, self.win = mpi_comm, win
+        self.rank, self.size = mpi_comm.Get_rank(), mpi_comm.Get_size()
+        self.slots = [np.frombuffer(win.Shared_query(k)[0], np.uint8, count=_SHM_CHUNK)
+                      for k in range(self.size)]
+
+    @classmethod
+    def create(cls, mpi_comm: Any) -> Optional["_NodeWindow"]:
+        """Collective over ``mpi_comm``: a window when all its ranks share this machine."""
+        from mpi4py import MPI
+        node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            one_machine = node.Get_size() == mpi_comm.Get_size()
+        finally:
+            node.Free()
+        if not one_machine:
+            return None
+        return cls(mpi_comm, MPI.Win.Allocate_shared(_SHM_CHUNK, 1, comm=mpi_comm))
+
+    def allreduce(self, x: np.ndarray, out: np.ndarray, op: str, scale: Any) -> None:
+        """``out = scale * reduce(x)`` over the ranks (``out`` may be ``x``; both C-contiguous,
+        same shape and dtype on every rank)."""
+        fn = _UFUNCS[op]
+        r, n_ranks, barrier = self.rank, self.size, self.comm.Barrier
+        src, dst = x.reshape(-1), out.reshape(-1)
+        in_place = out is x
+        # every round gives rank k the same slot region [k * part, (k + 1) * part) (cut short
+        # in the last round): a region another rank may still be reading is never rewritten
+        part = min(_SHM_CHUNK // x.itemsize // n_ranks, -(-src.size // n_ranks))
+        step = part * n_ranks
+        slots = [sl[:step * x.itemsize].view(x.dtype) for sl in self.slots]
+        for a in range(0, src.size, step):
+            piece, res = src[a:a + step], dst[a:a + step]
+            m = piece.size
+            bounds = [min(k * part, m) for k in range(n_ranks + 1)]
+            mine = slots[r]
+            for k in range(n_ranks):
+                if k != r:
+                    mine[bounds[k]:bounds[k + 1]] = piece[bounds[k]:bounds[k + 1]]
+            barrier()
+            lo, hi = bounds[r], bounds[r + 1]
+            target = res[lo:hi]
+            own = piece[lo:hi]
+            if in_place and r >= 2:         # the fold writes target before own's turn
+                own = own.copy()
+            vals = [own if k == r else slots[k][lo:hi] for k in range(n_ranks)]
+            fn(vals[0], vals[1], out=target)
+            for k in range(2, n_ranks):
+                fn(target, vals[k], out=target)
+            if scale is not None:
+                np.multiply(target, scale, out=target)
+            mine[lo:hi] = target
+            barrier()
+            for k in range(n_ranks):
+                if k != r:
+                    res[bounds[k]:bounds[k + 1]] = slots[k][bounds[k]:bounds[k + 1]]
+
+
+class _Deferred:
+    """The request of a deferred shared-memory all-reduce (``Communicator.iallreduce``)."""
+
+    __slots__ = ("win", "x", "out", "op")
+
+    def __init__(self, win: _NodeWindow, x: np.ndarray, out: np.ndarray, op: str) -> None:
+        self.win, self.x, self.out, self.op = win, x, out, op
+
+    def Wait(self) -> None:             # noqa: N802 (mpi4py's Request spelling)
+        self.win.allreduce(self.x, self.out, self.op, None)
 
 
 class AllReduceRequest:

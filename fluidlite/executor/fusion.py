@@ -219,6 +219,8 @@ class _ReduceScale(_FusedDef):
             if wait:
                 owned = not x.done                 # in flight: its result buffer is its own
                 y = x.wait()
+            elif scale != 1.0:              # the reduction scales its own result buffer
+                return comm.get(ring).allreduce(x, inplace=inplace, scale=x.dtype.type(scale))
             else:
                 y = comm.get(ring).allreduce(x, inplace=inplace)
                 owned = inplace or y is not x
