@@ -273,7 +273,12 @@ class _NodeWindow:
             node.Free()
         if not one_machine:
             return None
-        return cls(mpi_comm, MPI.Win.Allocate_shared(_SHM_CHUNK, 1, comm=mpi_comm))
+        try:
+            win = MPI.Win.Allocate_shared(_SHM_CHUNK, 1, comm=mpi_comm)
+        except MPI.Exception as e:      # e.g. no room in /dev/shm: MPI's Allreduce still works
+            _log.warning("shared-memory all-reduce unavailable (%s); using MPI_Allreduce", e)
+            return None
+        return cls(mpi_comm, win)
 
     def allreduce(self, x: np.ndarray, out: np.ndarray, op: str, scale: Any) -> None:
         """``out = scale * reduce(x)`` over the ranks (``out`` may be ``x``; both C-contiguous,
