@@ -466,6 +466,10 @@ def _check_shm_allreduce(comm_mod):
     np.testing.assert_array_equal(world.allreduce(x, scale=half), want * half)
     fused = _ReduceScale(wait=False, ring_id=0, scale=1.0 / n).lower((), {})
     np.testing.assert_array_equal(fused(x), want * half)
+    waited = _ReduceScale(wait=True, ring_id=0, scale=1.0 / n).lower((), {})
+    req = world.iallreduce(x)
+    np.testing.assert_array_equal(waited(req), want * half)
+    np.testing.assert_array_equal(req.wait(), want * half)          # waiting twice: same
     np.testing.assert_array_equal(world.allreduce(np.asfortranarray(x)), want)
 
 

@@ -322,13 +322,13 @@ class _NodeWindow:
 class _Deferred:
     """The request of a deferred shared-memory all-reduce (``Communicator.iallreduce``)."""
 
-    __slots__ = ("win", "x", "out", "op")
+    __slots__ = ("win", "x", "out", "op", "scale")
 
     def __init__(self, win: _NodeWindow, x: np.ndarray, out: np.ndarray, op: str) -> None:
-        self.win, self.x, self.out, self.op = win, x, out, op
+        self.win, self.x, self.out, self.op, self.scale = win, x, out, op, None
 
     def Wait(self) -> None:             # noqa: N802 (mpi4py's Request spelling)
-        self.win.allreduce(self.x, self.out, self.op, None)
+        self.win.allreduce(self.x, self.out, self.op, self.scale)
 
 
 class AllReduceRequest:
@@ -347,14 +347,20 @@ class AllReduceRequest:
         return (f"AllReduceRequest({self.op}, ring {self.comm.ring_id}, "
                 f"{list(self.out.shape)} {self.out.dtype}, {state})")
 
-    def wait(self) -> np.ndarray:
+    def wait(self, scale: Any = None) -> np.ndarray:
         """Block until the reduction is complete (under the collective timeout, as the
-        blocking collectives) and return the reduced array. Waiting twice returns the same
-        array."""
+        blocking collectives) and return the reduced array, times ``scale`` when given (a
+        scalar of its dtype; ignored when the request is already complete). Waiting twice
+        returns the same array."""
         if not self.done:
             req = self.req
             _progress.discard(req)       # the progress thread no longer touches it
+            deferred = isinstance(req, _Deferred)
+            if deferred:
+                req.scale = scale           # one pass: scaled as it is reduced
             self.comm._wait(req.Wait, f"c_allreduce_{self.op} (c_allreduce_wait)", None)
+            if scale is not None and not deferred:
+                np.multiply(self.out, scale, out=self.out)
             self.done, self.x = True, None
         return self.out
 

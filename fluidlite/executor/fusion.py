@@ -218,6 +218,8 @@ class _ReduceScale(_FusedDef):
         def run(x: Any) -> np.ndarray:
             if wait:
                 owned = not x.done                 # in flight: its result buffer is its own
+                if owned and scale != 1.0:
+                    return x.wait(scale=x.out.dtype.type(scale))
                 y = x.wait()
             elif scale != 1.0:              # the reduction scales its own result buffer
                 return comm.get(ring).allreduce(x, inplace=inplace, scale=x.dtype.type(scale))
