@@ -70,6 +70,19 @@ _log = logging.getLogger("fluidlite")
 _SEED = "@SEED"          # suffix of the variables feeding the outputs' gradients
 
 
+
+def feed_vars(block: Any, inputs: Sequence[VarBase], vars_: Dict[int, Any]) -> List[str]:
+    """One data variable per traced input tensor (its name, else ``feed_i``; batch dim -1),
+    recorded in ``vars_`` under the tensor's id; returns the feed names in order."""
+    names_ = []
+    for i, x in enumerate(inputs):
+        name = f"feed_{i}" if x._name is None else x._name
+        vars_[id(x)] = block.create_var(name=name, shape=[-1] + x.shape[1:] if x.shape else [],
+                                        dtype=x.dtype, is_data=True, need_check_feed=True,
+                                        stop_gradient=True)
+        names_.append(name)
+    return names_
+
 class _Recorder(list):
     """The tracer's op record during a trace. Also remembers the value each pre-existing
     tensor had before an op first wrote it (restored after the trace, so tracing does not
@@ -360,13 +373,7 @@ def _build_traced(record: Sequence[Any], inputs: List[VarBase], outputs: List[An
     saved, _mode.tracer = _mode.tracer, None
     try:
         with program_guard(program, startup):
-            for i, x in enumerate(inputs):
-                name = f"feed_{i}" if x._name is None else x._name
-                v = gblock.create_var(name=name, shape=[-1] + x.shape[1:] if x.shape else [],
-                                      dtype=x.dtype, is_data=True, need_check_feed=True,
-                                      stop_gradient=True)
-                top[id(x)] = v
-                feed_names.append(name)
+            feed_names.extend(feed_vars(gblock, inputs, top))
             replay(record, [top])
             fetch = [static(o, [top]) for o in outputs]
     finally:

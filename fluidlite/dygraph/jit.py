@@ -141,13 +141,8 @@ def _build(record: List[Any], inputs: List[VarBase], outputs: List[Any]) -> Trac
     saved, _mode.tracer = _mode.tracer, None
     try:
         with program_guard(program, startup):
-            for i, x in enumerate(inputs):
-                name = f"feed_{i}" if x._name is None else x._name
-                v = block.create_var(name=name, shape=[-1] + x.shape[1:] if x.shape else [],
-                                     dtype=x.dtype, is_data=True, need_check_feed=True,
-                                     stop_gradient=True)
-                vars_[id(x)] = v
-                feed_names.append(name)
+            from .declarative import feed_vars
+            feed_names.extend(feed_vars(block, inputs, vars_))
 
             def static(t: VarBase) -> Any:
                 got = vars_.get(id(t))
