@@ -156,6 +156,9 @@ class _GlobalNorm(_FusedDef):
                  cast_to: Optional[np.dtype], check: Optional[List[str]],
                  outputs: Sequence[str]) -> None:
         super().__init__("fused(global_norm)", ("X*",), outputs)
+        from ..ops.clip import _squared_l2_norm
+        if square is not None and all(f is _squared_l2_norm for f in square):
+            square = None       # that kernel is sum_squares: the same floats, one errstate
         self.square, self.dtype, self.cast_to, self.check = square, dtype, cast_to, check
         self.limit = float(dtype.type(clip_norm))
         self.emit = tuple(outputs)
