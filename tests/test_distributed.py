@@ -470,6 +470,13 @@ def _check_shm_allreduce(comm_mod):
     req = world.iallreduce(x)
     np.testing.assert_array_equal(waited(req), want * half)
     np.testing.assert_array_equal(req.wait(), want * half)          # waiting twice: same
+    owned = _ReduceScale(wait=True, ring_id=0, scale=1.0 / n, inplace=True).lower((), {})
+    y = x.copy()
+    req = world.iallreduce(y)
+    assert "in flight" in repr(req)
+    got = owned(req)
+    np.testing.assert_array_equal(got, want * half)
+    assert got is y or not isinstance(req.req, comm_mod._Deferred)  # reduced in y's buffer
     np.testing.assert_array_equal(world.allreduce(np.asfortranarray(x)), want)
 
 

@@ -112,3 +112,34 @@ def test_a_fetched_or_fed_gradient_is_never_reduced_in_place():
         [False]
     fed = fusion.fuse(block.ops, block, [loss.name], ["x", g.name])
     assert [op.opdef.inplace for op in fed if op.type.startswith("fused(c_allreduce")] == [False]
+
+
+@pytest.mark.parametrize("read_between", [False, True], ids=["owned", "read-in-between"])
+def test_an_overlapped_allreduce_is_reduced_in_place_at_its_wait_only_when_owned(read_between):
+    """c_allreduce_start -> (backward ops) -> c_allreduce_wait + scale, as the overlap pass
+    writes them: the wait may reduce in the start's input buffer when that buffer is fresh and
+    nothing but the start reads it (what the shared-memory window does at the wait)."""
+    from fluidlite.core.dtypes import VarType
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4], "float32")
+        loss = fluid.layers.mean(fluid.layers.fc(x, 3, bias_attr=False))
+        (_, g), = fluid.backward.append_backward(loss)
+        block = main.global_block()
+        req = block.create_var(name="req", type=VarType.RAW)
+        block.append_op("c_allreduce_start", {"X": [g]}, {"Request": [req]}, {"ring_id": 0})
+        peek = fluid.layers.reduce_sum(g) if read_between else None
+        block.append_op("c_allreduce_wait", {"Request": [req]}, {"Out": [g]}, {"ring_id": 0})
+        block.append_op("scale", {"X": [g]}, {"Out": [g]}, {"scale": 0.5})
+    ops = fusion.fuse(block.ops, block, [loss.name], ["x"])
+    (red,) = [op for op in ops if op.type == "fused(c_allreduce_wait+scale)"]
+    assert red.opdef.inplace is (not read_between)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    feed = {"x": _r(5, 4)}
+    got = exe.run(main, feed=feed, fetch_list=[g] + ([peek] if peek is not None else []),
+                  scope=scope)
+    dw = feed["x"].T @ np.full((5, 3), 1 / 15, np.float32)
+    np.testing.assert_allclose(got[0], 0.5 * dw, rtol=1e-6)
+    if peek is not None:
+        np.testing.assert_allclose(got[1], dw.sum(), rtol=1e-5)

@@ -152,12 +152,13 @@ class Communicator:
             return AllReduceRequest(self, op, x, x, None)
         win = self._window(x)       # (first: every rank decides on the window at one call)
         x = np.ascontiguousarray(x)
-        out = np.empty_like(x)
         if win is not None and not _progress.enabled:
             # no core to advance an MPI_Iallreduce: it would run in its Wait anyway, so the
-            # (faster) shared-memory reduction runs there instead
+            # (faster) shared-memory reduction runs there instead (its output buffer is
+            # chosen then: see ``AllReduceRequest.wait``)
             _stats["bytes"] += x.nbytes
-            return AllReduceRequest(self, op, x, out, _Deferred(win, x, out, op))
+            return AllReduceRequest(self, op, x, None, _Deferred(win, x, op))
+        out = np.empty_like(x)
         from mpi4py import MPI
         mpi_op = {"sum": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
         t0 = time.perf_counter()
@@ -324,10 +325,14 @@ class _Deferred:
 
     __slots__ = ("win", "x", "out", "op", "scale")
 
-    def __init__(self, win: _NodeWindow, x: np.ndarray, out: np.ndarray, op: str) -> None:
-        self.win, self.x, self.out, self.op, self.scale = win, x, out, op, None
+    def __init__(self, win: _NodeWindow, x: np.ndarray, op: str) -> None:
+        self.win, self.x, self.op = win, x, op
+        self.out: Optional[np.ndarray] = None       # None: a new buffer; else x itself
+        self.scale: Any = None
 
     def Wait(self) -> None:             # noqa: N802 (mpi4py's Request spelling)
+        if self.out is None:
+            self.out = np.empty_like(self.x)
         self.win.allreduce(self.x, self.out, self.op, self.scale)
 
 
@@ -344,22 +349,28 @@ class AllReduceRequest:
 
     def __repr__(self) -> str:
         state = "done" if self.done else "in flight"
+        a = self.out if self.out is not None else self.x
         return (f"AllReduceRequest({self.op}, ring {self.comm.ring_id}, "
-                f"{list(self.out.shape)} {self.out.dtype}, {state})")
+                f"{list(a.shape)} {a.dtype}, {state})")
 
-    def wait(self, scale: Any = None) -> np.ndarray:
+    def wait(self, scale: Any = None, inplace: bool = False) -> np.ndarray:
         """Block until the reduction is complete (under the collective timeout, as the
         blocking collectives) and return the reduced array, times ``scale`` when given (a
-        scalar of its dtype; ignored when the request is already complete). Waiting twice
-        returns the same array."""
+        scalar of its dtype; ignored when the request is already complete). ``inplace``: the
+        caller owns the input array exclusively, so a reduction still to run (the deferred
+        shared-memory one) may write into it. Waiting twice returns the same array."""
         if not self.done:
             req = self.req
             _progress.discard(req)       # the progress thread no longer touches it
             deferred = isinstance(req, _Deferred)
             if deferred:
                 req.scale = scale           # one pass: scaled as it is reduced
+                if inplace and req.x.flags.writeable:
+                    req.out = req.x
             self.comm._wait(req.Wait, f"c_allreduce_{self.op} (c_allreduce_wait)", None)
-            if scale is not None and not deferred:
+            if deferred:
+                self.out, req.x, req.out = req.out, None, None
+            elif scale is not None:
                 np.multiply(self.out, scale, out=self.out)
             self.done, self.x = True, None
         return self.out

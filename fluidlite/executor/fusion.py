@@ -205,8 +205,10 @@ class _ReduceScale(_FusedDef):
     of a ``c_allreduce_wait`` Request: the data-parallel pass's averaging of a gradient. The
     reduction's result is a fresh buffer of the communicator's, so it is scaled in place: one
     pass over the gradient instead of a copy (the same float multiply as the ``scale`` op).
-    ``inplace`` (``c_allreduce_sum`` only; the plan proved X a fresh buffer nothing else reads:
-    ``_Fuser._owned``): the reduction itself runs in X's buffer (``MPI_IN_PLACE``). Otherwise,
+    ``inplace`` (the plan proved X -- for the wait, the X its ``c_allreduce_start`` took -- a
+    fresh buffer nothing else reads: ``_Fuser._owned``): the reduction itself runs in X's
+    buffer (``MPI_IN_PLACE``; for a request, when the shared-memory window reduces it at the
+    wait). Otherwise,
     alone (one process) the reduction returns X itself, which is then scaled out of place."""
 
     def __init__(self, wait: bool, ring_id: int, scale: float, inplace: bool = False) -> None:
@@ -222,8 +224,8 @@ class _ReduceScale(_FusedDef):
             if wait:
                 owned = not x.done                 # in flight: its result buffer is its own
                 if owned and scale != 1.0:
-                    return x.wait(scale=x.out.dtype.type(scale))
-                y = x.wait()
+                    return x.wait(scale=x.x.dtype.type(scale), inplace=inplace)
+                y = x.wait(inplace=inplace)
             elif scale != 1.0:              # the reduction scales its own result buffer
                 return comm.get(ring).allreduce(x, inplace=inplace, scale=x.dtype.type(scale))
             else:
@@ -528,10 +530,20 @@ class _Fuser:
                     wait = op.type == "c_allreduce_wait"
                     slot = "Request" if wait else "X"
                     x = op.inputs[slot][0]
-                    # MPI_IN_PLACE for the blocking all-reduce only: measured on config D
-                    # (bench/data_parallel.py), Open MPI's non-blocking in-place all-reduce is
-                    # slower than into a new buffer (6 ms vs 4 ms), the blocking one faster
-                    inplace = not wait and r == x and self._owned(x, i, i, {i})
+                    # in place: the blocking all-reduce (MPI_IN_PLACE or the shared-memory
+                    # window), and a request the shared-memory window reduces at its wait
+                    # (``AllReduceRequest.wait``); never Open MPI's non-blocking in-place
+                    # all-reduce (measured on config D: slower than into a new buffer)
+                    if wait:
+                        k = next((j for j in range(i - 1, -1, -1)
+                                  if x in ops[j].output_arg_names), None)
+                        start = ops[k] if k is not None else None
+                        inplace = (start is not None and start.type == "c_allreduce_start"
+                                   and start.outputs["Request"] == [x]
+                                   and start.inputs["X"] == [r]
+                                   and self._owned(r, k, i, {k}))
+                    else:
+                        inplace = r == x and self._owned(x, i, i, {i})
                     kernel = _ReduceScale(wait, op.attrs.get("ring_id", 0),
                                           float(nxt.attrs.get("scale", 1.0)), inplace)
                     out.append(FusedOp(kernel, [op, nxt], {slot: list(op.inputs[slot])},
