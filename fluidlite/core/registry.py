@@ -160,6 +160,16 @@ class OpDef:
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
         return None
 
+    def lower_grad(self, in_specs: Sequence[Any], attrs: Dict[str, Any],
+                   wanted: AbstractSet[str]) -> Optional[Callable]:
+        """A fast path for this op's generated ``<type>_grad`` op, as ``lower`` is for
+        ``forward``: given the grad op's input specs (``grad_uses`` then the output gradients;
+        an entry may be None when unknown) and the kernel attrs, a callable taking those
+        inputs positionally and returning ``{input slot: gradient}`` for the slots in
+        ``wanted`` -- the same arrays ``backward`` returns, bit for bit -- or None (the
+        backward rule runs)."""
+        return None
+
     def kernel_attrs(self, attrs: Mapping[str, Any]) -> Dict[str, Any]:
         """The attrs ``forward`` takes (framework and extra attrs removed)."""
         return {k: v for k, v in attrs.items() if k in self.attr_defaults and k not in COMMON_ATTRS}
@@ -378,8 +388,12 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
             taking ``wanted`` is told which input gradients are written (the others are
             skipped)."""
             kw = self.kernel_attrs(attrs)
+            wanted = frozenset(s[:-len(names.GRAD_SUFFIX)] for s in outputs_present)
+            fast = fwd_def.lower_grad(in_specs, kw, wanted)
+            if fast is not None:
+                return Binding(fast, False, result_keys)
             if takes_wanted:
-                kw["wanted"] = frozenset(s[:-len(names.GRAD_SUFFIX)] for s in outputs_present)
+                kw["wanted"] = wanted
             return Binding(functools.partial(rule, **kw) if kw else rule, False, result_keys)
 
         def forward(self, *arrays: Any, wanted: Any = None, **attrs: Any) -> Dict[str, Any]:

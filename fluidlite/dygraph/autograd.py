@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core import mode as _mode
 from ..core import names, registry
-from ..core.registry import GradBuilder
+from ..core.registry import GradBuilder, VarSpec
 from .tensor import VarBase
 from .tracer import Node, Tracer, kernel_entry
 
@@ -99,6 +99,14 @@ def _node_grads(node: Node, douts: List[Any], create_graph: bool, blocked: set) 
     return _composed_grads(node, douts, need, create_graph, blocked)
 
 
+def _spec(a: Any) -> Any:
+    if a is None:
+        return None
+    if a.__class__ is list:
+        return [None if x is None else VarSpec(x.shape, x.dtype) for x in a]
+    return VarSpec(a.shape, a.dtype)
+
+
 def _fast_grads(node: Node, douts: Any, need: List[bool], bind_only: bool = False) -> Any:
     opdef = node.opdef
     bkey = (node.key, tuple(need))
@@ -116,7 +124,10 @@ def _fast_grads(node: Node, douts: Any, need: List[bool], bind_only: bool = Fals
                 plan.append((0, in_pos[s.name]))
             else:
                 plan.append((1, out_pos[s.name]))
-        binding = gdef.bind([None] * len(gdef.in_slots), node.attrs, present)
+        # specs from this node's arrays (an output's gradient is shaped like the output): the
+        # key is per (op, attrs, shapes), so they hold for every node sharing it
+        arrs = (node.in_arrays, node.out_arrays, node.out_arrays)
+        binding = gdef.bind([_spec(arrs[k][i]) for k, i in plan], node.attrs, present)
         # per input slot: the key of its gradient in the kernel's result (None: not wanted)
         keys = tuple(binding.result_keys.get(s.name + _GRAD, s.name + _GRAD) if n else None
                      for s, n in zip(opdef.in_slots, need))

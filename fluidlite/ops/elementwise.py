@@ -98,6 +98,20 @@ class ElementwiseAdd(_Linear):
             out["Y"] = reduce_to(dOut, Y.shape, ay)
         return out
 
+    def lower_grad(self, in_specs, attrs, wanted):
+        """A bias ``[C]`` added to ``[N, C]`` on its last axis: dX is dOut itself and dY its
+        column sums, as ``backward`` computes them (without the shape bookkeeping)."""
+        x, y = in_specs[0], in_specs[1]
+        if (x is None or y is None or len(x.shape) != 2 or len(y.shape) != 1
+                or attrs.get("axis", -1) not in (-1, 1) or x.shape[1] != y.shape[0]
+                or x.shape[1] < 0):
+            return None
+        if wanted == {"X", "Y"}:
+            return lambda X, Y, dOut: {"X": dOut, "Y": dOut.sum(axis=(0,))}
+        if wanted == {"Y"}:
+            return lambda X, Y, dOut: {"Y": dOut.sum(axis=(0,))}
+        return None
+
 
 @register
 class ElementwiseSub(_Linear):

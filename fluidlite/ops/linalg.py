@@ -119,6 +119,23 @@ class Mul(OpDef):
             out["Y"] = _mm(x2.T, d2).reshape(Y.shape)
         return out
 
+    def lower_grad(self, in_specs, attrs, wanted):
+        """2-D X and Y (num_col_dims 1, no float16): ``backward``'s GEMMs without its
+        reshapes (an fc layer's gradient on every step of a small model)."""
+        x, y = in_specs[0], in_specs[1]
+        if (x is None or y is None or len(x.shape) != 2 or len(y.shape) != 2
+                or attrs.get("x_num_col_dims", 1) != 1 or attrs.get("y_num_col_dims", 1) != 1
+                or _product(in_specs[:2]) is not np.matmul):
+            return None
+        mm = np.matmul
+        if wanted == {"X", "Y"}:
+            return lambda X, Y, dOut: {"X": mm(dOut, Y.T), "Y": mm(X.T, dOut)}
+        if wanted == {"Y"}:
+            return lambda X, Y, dOut: {"Y": mm(X.T, dOut)}
+        if wanted == {"X"}:
+            return lambda X, Y, dOut: {"X": mm(dOut, Y.T)}
+        return None
+
     def double_grad(self, g, **attrs):
         _bilinear_double_grad(g, "mul", attrs)
 

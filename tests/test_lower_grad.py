@@ -1,0 +1,112 @@
+"""``OpDef.lower_grad``: fast paths of generated grad ops (``mul_grad`` for 2-D operands,
+``elementwise_add_grad`` for a bias) return exactly what the backward rule returns, are bound
+by ``<type>_grad``'s ``bind`` only where they apply, and are what the static plan and the
+dygraph engine call."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite import dygraph
+from fluidlite.core.registry import VarSpec, get_op_def
+
+RNG = np.random.default_rng(0)
+
+
+def _r(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def _same(got, want):
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k].dtype == want[k].dtype and got[k].shape == want[k].shape
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+@pytest.mark.parametrize("wanted", [{"X", "Y"}, {"Y"}, {"X"}])
+def test_mul_grad_fast_path_is_the_backward_rule(wanted):
+    mul = get_op_def("mul")
+    X, Y, dO = _r(5, 4), _r(4, 3), _r(5, 3)
+    specs = [VarSpec((-1, 4), X.dtype), VarSpec(Y.shape, Y.dtype), VarSpec((-1, 3), X.dtype)]
+    fast = mul.lower_grad(specs, {"x_num_col_dims": 1, "y_num_col_dims": 1}, frozenset(wanted))
+    assert fast is not None
+    _same(fast(X, Y, dO), mul.backward(X, Y, dO, wanted=frozenset(wanted)))
+
+
+def test_mul_grad_fast_path_only_where_it_applies():
+    mul = get_op_def("mul")
+    f32, f16 = np.dtype(np.float32), np.dtype(np.float16)
+    both = frozenset({"X", "Y"})
+    two = [VarSpec((5, 4), f32), VarSpec((4, 3), f32), VarSpec((5, 3), f32)]
+    assert mul.lower_grad([VarSpec((5, 2, 2), f32)] + two[1:], {}, both) is None   # 3-D X
+    assert mul.lower_grad(two, {"x_num_col_dims": 1, "y_num_col_dims": 2}, both) is None
+    assert mul.lower_grad([VarSpec((5, 4), f16)] + two[1:], {}, both) is None      # float16
+    assert mul.lower_grad([None] + two[1:], {}, both) is None                      # unknown
+    grad = get_op_def("mul_grad")
+    fast = grad.bind(two, {}, frozenset({"X@GRAD", "Y@GRAD"}))
+    generic = grad.bind([None] * 3, {}, frozenset({"X@GRAD", "Y@GRAD"}))
+    assert getattr(fast.fn, "__name__", "") == "<lambda>"
+    assert getattr(generic.fn, "__name__", "") != "<lambda>"     # the backward rule
+    X, Y, dO = _r(5, 4), _r(4, 3), _r(5, 3)
+    _same(fast.fn(X, Y, dO), generic.fn(X, Y, dO))
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+@pytest.mark.parametrize("wanted", [{"X", "Y"}, {"Y"}])
+def test_bias_add_grad_fast_path_is_the_backward_rule(axis, wanted):
+    add = get_op_def("elementwise_add")
+    X, b, dO = _r(6, 3), _r(3), _r(6, 3)
+    specs = [VarSpec((-1, 3), X.dtype), VarSpec((3,), X.dtype), VarSpec((-1, 3), X.dtype)]
+    fast = add.lower_grad(specs, {"axis": axis}, frozenset(wanted))
+    assert fast is not None
+    got, want = fast(X, b, dO), add.backward(X, b, dO, wanted=frozenset(wanted), axis=axis)
+    _same(got, want)
+    if "X" in wanted:
+        assert got["X"] is dO and want["X"] is dO           # dX is dOut itself in both
+
+
+def test_bias_add_grad_fast_path_only_where_it_applies():
+    add = get_op_def("elementwise_add")
+    f = np.dtype(np.float32)
+    both = frozenset({"X", "Y"})
+    assert add.lower_grad([VarSpec((6, 3), f), VarSpec((1,), f), None], {}, both) is None
+    assert add.lower_grad([VarSpec((6, 3), f), VarSpec((6,), f), None], {"axis": 0},
+                          both) is None
+    assert add.lower_grad([VarSpec((2, 6, 3), f), VarSpec((3,), f), None], {}, both) is None
+    assert add.lower_grad([VarSpec((6, -1), f), VarSpec((-1,), f), None], {}, both) is None
+    assert add.lower_grad([VarSpec((6, 3), f), VarSpec((3,), f), None], {},
+                          frozenset({"X"})) is None
+
+
+def _mlp_grads_static(x, w, b):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        xv = fluid.data("x", [-1, 4], "float32")
+        h = fluid.layers.fc(xv, 3, param_attr=fluid.ParamAttr(name="w"),
+                            bias_attr=fluid.ParamAttr(name="b"))
+        loss = fluid.layers.mean(h * h)
+        fluid.backward.append_backward(loss)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    scope.var("w").get_tensor().set(w, fluid.CPUPlace())
+    scope.var("b").get_tensor().set(b, fluid.CPUPlace())
+    types = [op.type for op in main.global_block().ops]
+    assert "mul_grad" in types and "elementwise_add_grad" in types
+    return exe.run(main, feed={"x": x}, fetch_list=["w@GRAD", "b@GRAD"], scope=scope)
+
+
+def test_static_and_dygraph_fc_gradients_through_the_fast_paths():
+    x, w, b = _r(5, 4), _r(4, 3), _r(3)
+    gw, gb = _mlp_grads_static(x, w, b)
+    h = x @ w + b
+    dh = 2 * h / h.size
+    np.testing.assert_allclose(gw, x.T @ dh, rtol=1e-5)
+    np.testing.assert_allclose(gb, dh.sum(0), rtol=1e-5)
+    with dygraph.guard():
+        fc = dygraph.Linear(4, 3)
+        fc.weight.set_value(w)
+        fc.bias.set_value(b)
+        out = fc(dygraph.to_variable(x))
+        fluid.layers.mean(out * out).backward()
+        np.testing.assert_array_equal(fc.weight.gradient(), gw)
+        np.testing.assert_array_equal(fc.bias.gradient(), gb)
