@@ -201,6 +201,17 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
     params = parameter_list if parameter_list else opt._parameter_list
     if params is None:
         raise AttributeError(NO_PARAMETER_LIST)
+    replay = _mode.tracer._replay if _mode.tracer is not None else None
+    step = replay.active if replay is not None else None
+    if step is not None:                # a replayed step (replay.py): run its plan
+        if (getattr(loss, "__dict__", {}).get("_pending") is step and no_grad_set is None
+                and grad_clip is opt._grad_clip and list(params) == step.c.param_list):
+            pairs = step.commit(opt)
+            if pairs is not None:
+                replay.start_step()
+                return [], pairs
+        else:
+            step.materialize()
     blocked = _no_grad_names(no_grad_set)
     params_grads = []
     for p in params:
@@ -212,7 +223,11 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
         params_grads.append((p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)))
     if isinstance(loss, VarBase) and loss._value is not None and opt._dtype is None:
         opt._dtype = loss.dtype
-    return [], _apply(opt, params_grads, grad_clip)
+    used = _apply(opt, params_grads, grad_clip)
+    if replay is not None:
+        replay.eager_minimize(opt, loss, params, grad_clip is opt._grad_clip and
+                              no_grad_set is None)
+    return [], used
 
 
 def backward(opt: Any, parameter_list: Optional[Sequence[Any]] = None,

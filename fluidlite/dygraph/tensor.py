@@ -90,6 +90,13 @@ EAGER_BLOCK = _EagerBlock()
 _VARTYPES: dict = {}     # numpy dtype -> VarType (VarBase.dtype)
 
 
+def _settle() -> None:
+    """Materialize the step being replayed, if any (before something it must not see)."""
+    tracer = _mode.tracer
+    if tracer is not None and tracer._replay.active is not None:
+        tracer._replay.active.materialize()
+
+
 def _note_read(t: Any) -> None:
     """Python reads ``t``'s value: a ``@declarative`` trace in progress must know (its
     control flow may depend on the value; see declarative.py)."""
@@ -124,6 +131,15 @@ class VarBase(Variable):
         d["_persistable"] = persistable
         d["_decl"] = (shape, dtype)
 
+    def __getattr__(self, name: str) -> Any:
+        # only reached for attributes missing from the instance: the value of a tensor a
+        # replayed step has not computed yet, or a gradient it has not (replay.py)
+        d = self.__dict__
+        if name in ("_value", "_grad") and "_pending" in d:
+            d["_pending"].materialize()
+            return d[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     # -- identity and metadata ------------------------------------------------------------
     @property
     def block(self) -> _EagerBlock:
@@ -146,8 +162,9 @@ class VarBase(Variable):
 
     @property
     def shape(self) -> list:
-        if self._value is not None:
-            return list(self._value.shape)
+        v = self.__dict__.get("_value")         # (a pending tensor knows its shape: _decl)
+        if v is not None:
+            return list(v.shape)
         shape = self._decl[0]
         return [int(s) for s in shape] if shape is not None else []
 
@@ -157,13 +174,19 @@ class VarBase(Variable):
 
     @property
     def dtype(self) -> Optional[VarType]:
-        if self._value is not None:
-            dt = self._value.dtype
+        v = self.__dict__.get("_value")
+        if v is not None:
+            dt = v.dtype
             vt = _VARTYPES.get(dt)
             if vt is None:          # a dict hit is ~30x cheaper than the conversion
                 vt = _VARTYPES[dt] = convert_np_dtype_to_dtype_(dt)
             return vt
         dt = self._decl[1]
+        if isinstance(dt, np.dtype):        # a pending tensor's (replay.py)
+            vt = _VARTYPES.get(dt)
+            if vt is None:
+                vt = _VARTYPES[dt] = convert_np_dtype_to_dtype_(dt)
+            return vt
         return convert_np_dtype_to_dtype_(dt) if dt is not None else None
 
     @property
@@ -225,6 +248,7 @@ class VarBase(Variable):
         arr = np.asarray(value.numpy() if isinstance(value, VarBase) else value)
         if arr.dtype == object:
             raise TypeError(f"set_value of '{self.name}': cannot use an object array")
+        _settle()           # a replayed step read the old value: it runs before the change
         if self._value is not None and tuple(arr.shape) != tuple(self._value.shape):
             raise ValueError(f"set_value of '{self.name}': the shape {list(arr.shape)} differs "
                              f"from the tensor's shape {list(self._value.shape)}")
@@ -244,6 +268,8 @@ class VarBase(Variable):
 
     def clear_gradient(self) -> None:
         """Forget the accumulated gradient (the next backward starts from zero)."""
+        if "_pending" in self.__dict__:     # a deferred backward: it happened before this
+            self.__dict__["_pending"].materialize()
         self._grad = None
 
     def detach(self) -> "VarBase":
@@ -257,6 +283,11 @@ class VarBase(Variable):
         from .autograd import run_backward
         if not isinstance(retain_graph, bool):      # fluid 1.8: backward(BackwardStrategy())
             retain_graph = False
+        step = self.__dict__.get("_pending")
+        if step is not None:                # a replayed step's loss: minimize runs it
+            if not retain_graph and grad_tensor is None and step.defer_backward(self):
+                return
+            step.materialize()
         run_backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     # -- conversions ------------------------------------------------------------------------

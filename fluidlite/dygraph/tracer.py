@@ -21,6 +21,7 @@ from ..core import registry
 from ..core.ir import Variable, default_main_program
 from ..core.callstack import creation_site, user_callstack
 from ..core.registry import VarSpec
+from .replay import _Call
 from .tensor import ParamBase, VarBase
 
 __all__ = ["Tracer", "Node"]
@@ -117,6 +118,8 @@ class Tracer:
         self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
         self.seed(seed)
+        from .replay import REPLAYER
+        self._replay = REPLAYER             # step replay (replay.py)
 
     def seed(self, seed: Optional[int]) -> None:
         """Reseed the generator random ops (``seed=0`` attrs) draw from."""
@@ -135,6 +138,12 @@ class Tracer:
                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> None:
         """Run op ``type`` on the tensors of ``inputs`` and write the results into the tensors
         of ``outputs`` (slot -> tensor or list of tensors, fluid's ``append_op`` arguments)."""
+        rp = self._replay
+        if rp.active is not None and self.recorder is None:      # a replayed step (replay.py)
+            call = _Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad)
+            if rp.active.take(call):
+                return
+            rp.active.materialize()
         meta = _META.get(type)
         if meta is None or meta[0] is not _OPS.get(type):    # (re-registered op: refresh)
             meta = _meta(type)
@@ -234,6 +243,12 @@ class Tracer:
             # like a static op's op_callstack: say which user line ran the op
             raise e.__class__(f"{e}\n  (dygraph op '{type}' run at "
                           f"{creation_site(user_callstack())})") from None
+        if rp.tape is not None:             # an eager step replay.py may compile
+            if self.recorder is None:
+                rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad),
+                          uses_rng)
+            else:
+                rp.tape = None
         if self.recorder is not None:
             self.recorder.append((
                 type, {s: list(v) if isinstance(v, list) else [v]

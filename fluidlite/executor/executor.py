@@ -5,7 +5,7 @@ import collections
 import logging
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -215,6 +215,42 @@ class Executor:
             while len(self._pruned_programs) > self.cache_size:
                 self._pruned_programs.popitem(last=False)
         return pruned
+
+    def _runner(self, program: Program, feed_names: Sequence[str],
+                fetch_names: Sequence[str], scope: Scope) -> Callable[[Sequence[Any]], List[Any]]:
+        """``run`` reduced to its core, for a caller that runs one program every step with the
+        same feeds, fetches and scope (dygraph step replay): the plan and the scope's holders
+        are resolved once; each call checks the feeds (arrays in ``feed_names`` order), runs
+        the plan, writes the persistables back and returns the fetched arrays (copied where
+        ``run`` copies them). A failed call leaves the persistables and the random streams as
+        they were. Programs using LoD are not supported (ValueError)."""
+        plan = self._plan(program, tuple(feed_names), tuple(fetch_names))
+        if plan.uses_lod:
+            raise ValueError("Executor._runner: the program uses LoD; use run()")
+        bound = self._resolve(plan, scope)
+        if any(a is None for a in Scope.get_arrays(bound.reads)):
+            raise _uninitialized([n for n, h in zip(plan.persist_reads, bound.reads)
+                                  if h.get_array() is None])
+        reads, streams = bound.reads, bound.streams
+        writes = [scope.find_var(n) or scope.var(n) for n in plan.write_names]
+        copies = list(plan.fetch_copies)
+        any_copy = any(copies)
+
+        def run(feeds: Sequence[Any]) -> List[Any]:
+            arrays, _ = plan.check_feeds(feeds)
+            saved = [g.bit_generator.state for g in streams] if streams else None
+            try:
+                fetched, written = plan.run(arrays, Scope.get_arrays(reads), streams)
+            except BaseException:
+                for g, state in zip(streams, saved or ()):
+                    g.bit_generator.state = state
+                raise
+            Scope.set_arrays(writes, written)
+            if any_copy:
+                return [a.copy() if c and isinstance(a, np.ndarray) else a
+                        for a, c in zip(fetched, copies)]
+            return list(fetched)
+        return run
 
     # -- plan cache --------------------------------------------------------------------------
     def cached_plans(self, program: Optional[Program] = None) -> List[Plan]:

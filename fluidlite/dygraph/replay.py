@@ -1,0 +1,556 @@
+"""Step replay: a dygraph training step that repeats runs as one cached static plan.
+
+The fluid 1.8 idiom -- forward through layers, ``loss.backward()``, ``opt.minimize(loss)`` --
+runs the same ops on same-shaped tensors every step. After two eager steps whose op sequences
+(op type, attrs, input shapes and dtypes, where every input comes from) are identical, the
+step is compiled once: its ops become a static ``Program`` (as ``TracedLayer`` builds one; the
+step's outside tensors are its feeds), the optimizer's static ``minimize`` appends backward,
+clip, regularization and update to it, and the ``Executor`` plans it. From then on a step is
+*replayed*:
+
+* each op the layers call is matched against the compiled sequence and not run; its output
+  tensors become *pending* (their shape and dtype are known, their value is not);
+* ``loss.backward()`` on the step's loss is deferred;
+* ``opt.minimize(loss)`` runs the plan once -- forward, backward, clip and update in the
+  static plan's fused kernels -- and fills every pending tensor, every parameter's gradient
+  and the optimizer's accumulators (shared with the eager path, so the two can alternate).
+
+Nothing else changes: reading a pending value (``numpy()``, ``float(loss)``, a kernel reading
+it, ``x._value`` anywhere), a parameter's gradient before ``minimize``, an op that does not
+match, ``backward`` with arguments, another optimizer, ``set_value`` ... first *materializes*
+the step: its recorded ops run eagerly in order (values, autograd nodes, the deferred backward)
+exactly as if replay had never started, and the step continues eagerly. Steps with random ops,
+ops writing parameters or persistable tensors, gradients already accumulated in a parameter,
+learning-rate schedulers or non-tensor optimizer inputs are never replayed.
+``FLUIDLITE_STEP_REPLAY=0`` turns replay off.
+
+Numbers: a replayed step computes what static training computes for the same program, which
+is what the eager step computes, bit for bit (tested for SGD, Momentum, Adam, RMSProp and
+Adagrad, with each clip and with L2 decay); the same script replays from the same step.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from collections import defaultdict
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import mode as _mode
+from .tensor import ParamBase, VarBase
+
+__all__ = ["Replayer"]
+
+_log = logging.getLogger("fluidlite")
+_MAX_TAPE = 4096            # ops recorded between two minimize calls before recording stops
+_NO_ATTRS: Dict[str, Any] = {}
+_MAX_FAILS = 3              # materialized replays of one compiled step before giving up on it
+
+
+def enabled() -> bool:
+    return os.environ.get("FLUIDLITE_STEP_REPLAY", "1") != "0"
+
+
+class _Call:
+    """One op as a layer called it (the arguments ``trace_op`` received)."""
+
+    __slots__ = ("type", "inputs", "outputs", "attrs", "stop_gradient", "has_grad")
+
+    def __init__(self, type: str, inputs: Any, outputs: Any, attrs: Any, stop_gradient: bool,
+                 has_grad: bool) -> None:
+        self.type, self.inputs, self.outputs, self.attrs = type, inputs, outputs, attrs
+        self.stop_gradient, self.has_grad = stop_gradient, has_grad
+
+
+def _tensors(v: Any) -> List[Any]:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    return [v]
+
+
+class _Compiled:
+    """A step compiled from its eager record: the op sequence to match, the static program and
+    its executor, and what is shared with the eager optimizer."""
+
+    def __init__(self, tape: List[_Call], sig: Any, opt: Any, loss: VarBase,
+                 params: List[ParamBase]) -> None:
+        from .. import unique_name
+        from ..core.ir import Program, program_guard
+        from ..core.scope import Scope
+        from ..executor import Executor
+        self.sig, self.opt, self.fails = sig, opt, 0
+        self.opt_key = _opt_key(opt)
+        self.param_list = list(params)
+        program, startup = Program(), Program()
+        block = program.global_block()
+        produced: Dict[int, Tuple[int, int]] = {}      # id(tensor) -> (op index, position)
+        static: Dict[int, Any] = {}
+        feed_of: Dict[int, int] = {}
+        self.feeds: List[str] = []
+        self.out_names: List[List[str]] = []            # per op: per output position
+        self.out_specs: List[List[Any]] = []            # per op: (shape, dtype, stop_gradient)
+        # per op, per input position: (0, op, pos) produced | (1, param) | (2, feed index,
+        # shape, dtype) an outside tensor
+        self.sources: List[List[Any]] = []
+        self.params: Dict[str, ParamBase] = {}
+        saved, _mode.tracer = _mode.tracer, None
+        try:
+            with unique_name.guard(), program_guard(program, startup):
+                for i, call in enumerate(tape):
+                    srcs, ins = [], {}
+                    for slot, v in (call.inputs or {}).items():
+                        vs = []
+                        for t in _tensors(v):
+                            if id(t) in produced:
+                                srcs.append((0,) + produced[id(t)])
+                            elif isinstance(t, ParamBase):
+                                srcs.append((1, t))
+                                if id(t) not in static:
+                                    static[id(t)] = self._parameter(block, t)
+                            else:
+                                if id(t) not in feed_of:
+                                    a = t.__dict__["_value"]
+                                    feed_of[id(t)] = len(self.feeds)
+                                    name = f"replay_feed_{len(self.feeds)}"
+                                    static[id(t)] = block.create_var(
+                                        name=name, shape=list(a.shape), dtype=a.dtype,
+                                        is_data=True, stop_gradient=True)
+                                    self.feeds.append(name)
+                                a = t.__dict__["_value"]
+                                srcs.append((2, feed_of[id(t)], a.shape, a.dtype))
+                            vs.append(static[id(t)])
+                        ins[slot] = vs
+                    outs, names_, specs = {}, [], []
+                    for slot, v in (call.outputs or {}).items():
+                        vs = []
+                        for t in _tensors(v):
+                            a = t.__dict__["_value"]
+                            var = block.create_var(name=f"replay_tmp_{i}_{len(names_)}",
+                                                   shape=list(a.shape), dtype=a.dtype,
+                                                   stop_gradient=t._stop_gradient)
+                            produced[id(t)] = (i, len(names_))
+                            static[id(t)] = var
+                            names_.append(var.name)
+                            specs.append((a.shape, a.dtype, t._stop_gradient))
+                            vs.append(var)
+                        outs[slot] = vs
+                    self.sources.append(srcs)
+                    self.out_names.append(names_)
+                    self.out_specs.append(specs)
+                    block.append_op(type=call.type, inputs=ins, outputs=outs,
+                                    attrs=dict(call.attrs or {}))
+                self.loss_at = produced[id(loss)]
+                so = _static_clone(opt)
+                names_used = [p.name for p in params if p.name in self.params and p.trainable]
+                so.minimize(static[id(loss)], parameter_list=names_used)
+        finally:
+            _mode.tracer = saved
+        self.program = program
+        self.scope = Scope()
+        self.exe = Executor()
+        self.exe.run(startup, scope=self.scope)
+        # what the plan shares with the eager side, as (tensor, scope holder): parameters and
+        # the optimizer's accumulators (the eager optimizer's tensors)
+        self.shared: List[Tuple[VarBase, Any]] = [
+            (p, self.scope.var(n)) for n, p in self.params.items()]
+        from .optim import _accumulators
+        for n in names_used:
+            _accumulators(opt, self.params[n])      # created with their start values if new
+        for table, by_param in so._accumulators.items():
+            for pname, var in by_param.items():
+                mine = opt._accumulators.get(table, {}).get(pname)
+                if mine is None:
+                    raise _Unsupported(f"no eager accumulator {table} for {pname}")
+                self.shared.append((mine, self.scope.var(var.name)))
+        lr_var = so._global_learning_rate(program)
+        self.lr_holder = self.scope.var(lr_var.name) if lr_var is not None else None
+        self.lr_value = opt._learning_rate
+        self.updated = [self.params[n] for n in names_used]
+        gblock = program.global_block()
+        self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
+                           if gblock.has_var(n + "@GRAD")]
+        self.match = [_match_entry(call, srcs, specs) for call, srcs, specs in
+                      zip(tape, self.sources, self.out_specs)]
+        # the global norm, for ``clip.global_norm`` (as the eager clip leaves it)
+        norm = getattr(so._grad_clip, "global_norm", None)
+        self.norm_name = norm.name if norm is not None and hasattr(norm, "name") else None
+        self.fetch = [n for names_ in self.out_names for n in names_] + \
+            [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
+        for t, h in self.shared:
+            h.set_array(t._value)
+        self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope)
+
+    def _parameter(self, block: Any, t: ParamBase) -> Any:
+        if t.regularizer is not None or t.gradient_clip_attr is not None or \
+                t.optimize_attr.get("learning_rate", 1.0) != 1.0:
+            raise _Unsupported(f"parameter {t.name} has its own regularizer, clip or rate")
+        self.params[t.name] = t
+        return block.create_parameter(name=t.name, shape=t.shape, dtype=t.dtype,
+                                      trainable=t.trainable, need_clip=t.need_clip)
+
+    def run(self, feeds: List[np.ndarray]) -> List[np.ndarray]:
+        for t, h in self.shared:
+            a = t._value
+            if h.get_array() is not a:
+                h.set_array(a)
+        lr = self.opt._learning_rate
+        if lr != self.lr_value and self.lr_holder is not None:
+            self.lr_holder.set_array(np.array([lr], self.lr_holder.get_array().dtype))
+            self.lr_value = lr
+        saved, _mode.tracer = _mode.tracer, None
+        try:
+            res = self.runner(feeds)
+        finally:
+            _mode.tracer = saved
+        for t, h in self.shared:
+            a = h.get_array()
+            if a is not t._value:
+                t._value = a
+        return res
+
+
+def _match_entry(call: _Call, srcs: List[Any], specs: List[Any]) -> Tuple[Any, ...]:
+    """What ``_Step.take`` compares a call with: its type, attrs, flags, per input slot
+    (name, given as a list?, the sources of its tensors) and per output slot (name, given as
+    a list?, tensor count), and the outputs' (shape, dtype, stop_gradient)."""
+    it = iter(srcs)
+    ins = []
+    for slot, v in (call.inputs or {}).items():
+        ts = _tensors(v)
+        ins.append((slot, isinstance(v, (list, tuple)), tuple(next(it) for _ in ts)))
+    outs = [(slot, isinstance(v, (list, tuple)), len(_tensors(v)))
+            for slot, v in (call.outputs or {}).items()]
+    return (call.type, dict(call.attrs or {}), call.stop_gradient, call.has_grad, tuple(ins),
+            tuple(outs), tuple(specs))
+
+
+_MISSING = object()
+
+
+class _Unsupported(Exception):
+    """This step cannot be replayed (the reason is logged at debug level)."""
+
+
+def _static_clone(opt: Any) -> Any:
+    """``opt`` without its eager state, for one static ``minimize``."""
+    so = copy.copy(opt)
+    so.__dict__ = {k: v for k, v in opt.__dict__.items() if not k.startswith("_dygraph")}
+    so._accumulators = defaultdict(dict)
+    so._learning_rate_map = {}
+    so._opti_name_list = []
+    so._parameter_list = None
+    so._attrs = dict(opt._attrs)
+    if opt._grad_clip is not None:      # the static clip records its norm Variable on itself
+        so._grad_clip = copy.deepcopy(opt._grad_clip)
+    return so
+
+
+def _opt_key(opt: Any) -> Any:
+    """What the compiled update depends on besides the learning rate, compared before each
+    replay: the update op's attrs (the optimizer's hyper-parameters), the clip's settings and
+    the regularizer."""
+    clip = opt._grad_clip
+    clip_key = None if clip is None else (
+        id(clip), getattr(clip, "clip_norm", None), getattr(clip, "max", None),
+        getattr(clip, "min", None), getattr(clip, "error_if_nonfinite", None),
+        getattr(clip, "need_clip", None))
+    return (tuple(opt._attrs.items()), clip_key, id(opt.regularization))
+
+
+class _Step:
+    """A step being replayed: the calls matched so far and their pending outputs."""
+
+    def __init__(self, owner: "Replayer", compiled: _Compiled, tracer: Any) -> None:
+        self.owner, self.c, self.tracer = owner, compiled, tracer
+        self.calls: List[_Call] = []
+        self.outs: List[List[VarBase]] = []
+        self.feeds: List[Any] = [None] * len(compiled.feeds)
+        self.loss: Optional[VarBase] = None
+        self.grads: List[ParamBase] = []        # parameters whose gradient is deferred
+        self.backward = False
+        self.done = False
+
+    # -- matching ---------------------------------------------------------------------------
+    def take(self, call: _Call) -> bool:
+        """Match ``call`` against the next compiled op; on a match mark its outputs pending.
+        (Runs for every op of a replayed step: written for speed.)"""
+        c, i = self.c, len(self.calls)
+        if i >= len(c.match) or self.backward:
+            return False
+        typ, attrs, sg, hg, ins_plan, outs_plan, specs = c.match[i]
+        if call.type != typ or call.stop_gradient != sg or call.has_grad != hg or \
+                (call.attrs or _NO_ATTRS) != attrs:
+            return False
+        inputs = call.inputs or _NO_ATTRS
+        if len(inputs) != len(ins_plan):
+            return False
+        outs_, feeds = self.outs, self.feeds
+        new_feeds = None
+        for slot, seq, srcs in ins_plan:
+            v = inputs.get(slot, _MISSING)
+            cls = v.__class__
+            if seq:
+                if (cls is not list and cls is not tuple) or len(v) != len(srcs):
+                    return False
+                ts = v
+            elif not srcs:
+                if v is not None:
+                    return False
+                continue
+            elif cls is list or cls is tuple or v is _MISSING:
+                return False
+            else:
+                ts = (v,)
+            for t, src in zip(ts, srcs):
+                kind = src[0]
+                if kind == 0:
+                    if t is not outs_[src[1]][src[2]]:
+                        return False
+                elif kind == 1:
+                    if t is not src[1]:
+                        return False
+                else:
+                    if t.__class__ is not VarBase:
+                        return False
+                    d = t.__dict__
+                    a = d.get("_value")
+                    if a is None or a.shape != src[2] or a.dtype != src[3] or \
+                            not d["_stop_gradient"]:
+                        return False
+                    f = feeds[src[1]]
+                    if f is None:
+                        if new_feeds is None:
+                            new_feeds = []
+                        new_feeds.append((src[1], a))
+                    elif f is not a:
+                        return False
+        outputs = call.outputs or _NO_ATTRS
+        if len(outputs) != len(outs_plan):
+            return False
+        got: List[VarBase] = []
+        for slot, seq, n in outs_plan:
+            v = outputs.get(slot, _MISSING)
+            cls = v.__class__
+            if seq:
+                if (cls is not list and cls is not tuple) or len(v) != n:
+                    return False
+                ts = v
+            elif cls is list or cls is tuple or v is _MISSING:
+                return False
+            else:
+                ts = (v,)
+            for t in ts:        # a new tensor for the op to fill, as eager ops get
+                if t.__class__ is not VarBase or t.__dict__.get("_value", 0) is not None:
+                    return False
+                got.append(t)
+        if new_feeds is not None:
+            for j, a in new_feeds:
+                feeds[j] = a
+        for t, (shape, dtype, stop) in zip(got, specs):
+            d = t.__dict__
+            del d["_value"]
+            d["_pending"] = self
+            d["_decl"] = (shape, dtype)
+            d["_node"] = None
+            d["_stop_gradient"] = stop
+        self.calls.append(call)
+        outs_.append(got)
+        return True
+
+    def defer_backward(self, loss: VarBase) -> bool:
+        """``loss.backward()`` with no arguments: deferred when ``loss`` is the compiled
+        step's loss, every op has been matched and no parameter holds a gradient yet."""
+        c = self.c
+        if self.backward or len(self.calls) != len(c.sources) or \
+                loss is not self.outs[c.loss_at[0]][c.loss_at[1]]:
+            return False
+        for p, _ in c.grad_names:
+            if "_grad" not in p.__dict__ or p.__dict__["_grad"] is not None:
+                return False
+        for p, _ in c.grad_names:
+            del p.__dict__["_grad"]
+            p.__dict__["_pending"] = self
+            self.grads.append(p)
+        self.backward = True
+        self.loss = loss
+        return True
+
+    # -- ending ------------------------------------------------------------------------------
+    def _release(self, values: bool = True) -> None:
+        """End the step: no tensor is pending any more (``values``: unmark the outputs too;
+        ``commit`` does that as it fills them)."""
+        self.done = True
+        if self.owner.active is self:
+            self.owner.active = None
+        if values:
+            for outs in self.outs:
+                for t in outs:
+                    t.__dict__.pop("_pending", None)
+        for p in self.grads:
+            p.__dict__.pop("_pending", None)
+            p.__dict__.setdefault("_grad", None)
+
+    def materialize(self) -> None:
+        """Run the matched calls eagerly (the step continues eagerly)."""
+        if self.done:
+            return
+        self._release()
+        self.c.fails += 1
+        # the current tracer: autograd orders nodes by its counter (a loop may enter dygraph
+        # mode with a new tracer every step)
+        tracer = _mode.tracer if _mode.tracer is not None else self.tracer
+        saved = tracer.has_grad
+        try:
+            for call in self.calls:
+                tracer.has_grad = call.has_grad
+                tracer.trace_op(call.type, call.inputs, call.outputs, call.attrs,
+                                call.stop_gradient)
+        finally:
+            tracer.has_grad = saved
+        if self.backward:
+            from .autograd import run_backward
+            run_backward([self.loss])
+
+    def commit(self, opt: Any) -> Optional[List[Tuple[ParamBase, VarBase]]]:
+        """``opt.minimize(loss)`` of a fully matched step: run the plan; None when this step
+        cannot be committed (it was materialized instead)."""
+        c = self.c
+        if not self.backward or opt is not c.opt or _opt_key(opt) != c.opt_key or \
+                any(f is None for f in self.feeds):
+            self.materialize()
+            return None
+        try:
+            res = c.run(self.feeds)
+        except Exception:               # the eager run says where, in the user's terms
+            self.materialize()
+            raise
+        self._release(values=False)
+        it = iter(res)
+        for outs in self.outs:
+            for t in outs:
+                d = t.__dict__
+                d["_value"] = next(it)
+                del d["_pending"]
+        pairs = []
+        for p, gname in c.grad_names:
+            g = next(it)
+            p.__dict__["_grad"] = g
+            pairs.append((p, VarBase(g, name=gname)))
+        if c.norm_name is not None:
+            opt._grad_clip.global_norm = VarBase(next(it), name="global_norm")
+        for p in c.updated:
+            p._version += 1
+        c.fails = 0
+        return pairs
+
+
+class Replayer:
+    """Records eager steps, compiles a repeating one, replays it. One for the process (a
+    training loop may enter and leave dygraph mode every step); the tracer a step runs on is
+    the one current when it was armed."""
+
+    def __init__(self) -> None:
+        self.tape: Optional[List[_Call]] = None
+        self.prev: Any = None               # the previous eager step's signature
+        self.refused: Any = None            # a signature that failed to compile
+        self.compiled: Optional[_Compiled] = None
+        self.active: Optional[_Step] = None
+        self.off = not enabled()
+
+    # -- called by the tracer ---------------------------------------------------------------
+    def record(self, call: _Call, uses_rng: bool) -> None:
+        tape = self.tape
+        if uses_rng or len(tape) >= _MAX_TAPE:
+            self.tape = None
+            return
+        tape.append(call)
+
+    def start_step(self) -> None:
+        """After a step's ``minimize``: arm the compiled step, or record the next one."""
+        c = self.compiled
+        if c is not None and c.fails < _MAX_FAILS and _mode.tracer is not None:
+            self.active = _Step(self, c, _mode.tracer)
+            self.tape = None
+        else:
+            self.tape = []
+
+    def eager_minimize(self, opt: Any, loss: Any, params: Sequence[ParamBase],
+                       plain: bool) -> None:
+        """An eager ``minimize`` ended a step: compare it with the previous one; on the
+        second identical step, compile. ``plain``: minimize had no per-call arguments
+        (``no_grad_set``, another clip) -- the only kind replayed."""
+        if self.off:
+            return
+        tape, self.tape = self.tape, None
+        if tape is not None and tape and plain and isinstance(loss, VarBase):
+            sig = _signature(tape, loss, opt)
+            if sig is not None:
+                if (self.compiled is not None and self.compiled.sig == sig) or \
+                        sig == self.refused:
+                    pass
+                elif sig == self.prev:
+                    try:
+                        self.compiled = _Compiled(tape, sig, opt, loss, list(params))
+                    except Exception as e:  # _Unsupported, or a bug: never break the step
+                        _log.debug("step replay: not compiled (%r)", e)
+                        self.compiled, self.refused = None, sig
+                self.prev = sig
+        self.start_step()
+
+
+def _signature(tape: List[_Call], loss: VarBase, opt: Any) -> Any:
+    """The step's identity for replay (None: not replayable): per op its type, attrs, stop
+    flags, where each input comes from and the outputs' shapes, dtypes and stop flags."""
+    produced: Dict[int, Tuple[int, int]] = {}
+    ext: Dict[int, int] = {}
+    out = []
+    for i, call in enumerate(tape):
+        srcs = []
+        for slot, v in (call.inputs or {}).items():
+            for t in _tensors(v):
+                if not isinstance(t, VarBase):
+                    return None
+                if id(t) in produced:
+                    srcs.append((slot, "o") + produced[id(t)])
+                elif isinstance(t, ParamBase):
+                    srcs.append((slot, "p", id(t)))
+                else:
+                    if t._persistable or not t._stop_gradient:
+                        return None         # a leaf that wants a gradient: eager only
+                    a = t.__dict__.get("_value")
+                    if a is None:
+                        return None
+                    srcs.append((slot, "e", ext.setdefault(id(t), len(ext)), a.shape,
+                                 a.dtype.str))
+        outs = []
+        n = 0
+        for slot, v in (call.outputs or {}).items():
+            for t in _tensors(v):
+                if t.__class__ is not VarBase or t._persistable or id(t) in produced or \
+                        id(t) in ext:
+                    return None             # writes a parameter, persistable or input
+                a = t.__dict__.get("_value")
+                if not isinstance(a, np.ndarray):
+                    return None
+                produced[id(t)] = (i, n)
+                n += 1
+                outs.append((slot, a.shape, a.dtype.str, t._stop_gradient))
+        try:
+            attrs = tuple(sorted((call.attrs or {}).items()))
+            hash(attrs)
+        except TypeError:
+            attrs = repr(sorted((call.attrs or {}).items()))
+        out.append((call.type, attrs, call.stop_gradient, call.has_grad, tuple(srcs),
+                    tuple(outs)))
+    if id(loss) not in produced:
+        return None
+    if opt._extra_inputs or not isinstance(opt._learning_rate, float):
+        return None                 # tensor inputs or a learning-rate schedule: eager only
+    return (tuple(out), produced[id(loss)], id(opt))
+
+
+REPLAYER = Replayer()
