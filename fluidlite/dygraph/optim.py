@@ -223,8 +223,11 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
         params_grads.append((p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)))
     if isinstance(loss, VarBase) and loss._value is not None and opt._dtype is None:
         opt._dtype = loss.dtype
+    if replay is not None:              # the update's own ops are not part of the step
+        tape, replay.tape = replay.tape, None
     used = _apply(opt, params_grads, grad_clip)
     if replay is not None:
+        replay.tape = tape
         replay.eager_minimize(opt, loss, params, grad_clip is opt._grad_clip and
                               no_grad_set is None)
     return [], used

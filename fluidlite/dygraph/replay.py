@@ -445,6 +445,7 @@ class _Step:
         for p in c.updated:
             p._version += 1
         c.fails = 0
+        self.owner.replayed += 1
         return pairs
 
 
@@ -460,6 +461,13 @@ class Replayer:
         self.compiled: Optional[_Compiled] = None
         self.active: Optional[_Step] = None
         self.off = not enabled()
+        self.replayed = 0                   # steps committed (for tests and curious users)
+
+    def reset(self) -> None:
+        """Forget the compiled step and any step in progress (materialized first)."""
+        if self.active is not None:
+            self.active.materialize()
+        self.tape = self.prev = self.refused = self.compiled = None
 
     # -- called by the tracer ---------------------------------------------------------------
     def record(self, call: _Call, uses_rng: bool) -> None:
@@ -489,9 +497,10 @@ class Replayer:
         if tape is not None and tape and plain and isinstance(loss, VarBase):
             sig = _signature(tape, loss, opt)
             if sig is not None:
-                if (self.compiled is not None and self.compiled.sig == sig) or \
-                        sig == self.refused:
-                    pass
+                c = self.compiled
+                if sig == self.refused or (c is not None and c.sig == sig and (
+                        c.fails < _MAX_FAILS or _opt_key(opt) == c.opt_key)):
+                    pass                    # (a step failing for changed settings recompiles)
                 elif sig == self.prev:
                     try:
                         self.compiled = _Compiled(tape, sig, opt, loss, list(params))

@@ -1,0 +1,195 @@
+"""Dygraph step replay (``fluidlite/dygraph/replay.py``): a repeating training step is compiled
+once and replayed, giving exactly the eager numbers; every use the replay cannot serve
+(reading a pending value, a gradient before ``minimize``, a mismatching op, ``set_value``,
+``retain_graph`` ...) materializes the step, which then continues eagerly -- and the whole run
+still gives the eager numbers, bit for bit."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite import dygraph
+from fluidlite.dygraph import replay
+
+R = replay.REPLAYER
+RNG = np.random.default_rng(0)
+X = RNG.standard_normal((16, 8)).astype("float32")
+Y = RNG.integers(0, 3, (16, 1)).astype("int64")
+STEPS = 7
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    off = R.off
+    R.reset()
+    yield
+    R.reset()
+    R.off = off
+
+
+def _make_opt(name, params, clip, decay):
+    clip = {"gn": fluid.clip.GradientClipByGlobalNorm(0.5),
+            "value": fluid.clip.GradientClipByValue(0.05),
+            "norm": fluid.clip.GradientClipByNorm(0.1), None: None}[clip]
+    kw = dict(parameter_list=params, grad_clip=clip,
+              regularization=fluid.regularizer.L2Decay(0.01) if decay else None)
+    return {"sgd": lambda: fluid.optimizer.SGD(0.1, **kw),
+            "momentum": lambda: fluid.optimizer.Momentum(0.1, 0.9, **kw),
+            "adam": lambda: fluid.optimizer.Adam(0.01, **kw)}[name]()
+
+
+def train(replayed, opt_name="sgd", clip="gn", decay=False, hook=None, steps=STEPS):
+    """Train a 2-layer MLP ``steps`` steps (``hook(step, stage, state)`` may interfere);
+    returns (losses, parameters, steps replayed)."""
+    R.reset()
+    R.off = not replayed
+    before = R.replayed
+    with dygraph.guard():
+        l1, l2 = dygraph.Linear(8, 10, act="tanh"), dygraph.Linear(10, 3)
+        params = l1.parameters() + l2.parameters()
+        for i, p in enumerate(params):                     # the same start every run
+            p.set_value(np.random.default_rng(i).uniform(-0.5, 0.5, p.shape))
+        opt = _make_opt(opt_name, params, clip, decay)
+        losses = []
+        for s in range(steps):
+            st = {"opt": opt, "params": params, "x": X, "y": Y}
+            if hook:
+                hook(s, "start", st)
+            h = l1(dygraph.to_variable(st["x"]))
+            st["h"] = h
+            if hook:
+                hook(s, "hidden", st)
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
+                l2(h), dygraph.to_variable(st["y"])))
+            st["loss"] = loss
+            if hook:
+                hook(s, "loss", st)
+            if not st.get("retain"):
+                loss.backward()
+            else:
+                loss.backward(retain_graph=True)
+            if hook:
+                hook(s, "backward", st)
+            opt.minimize(loss)
+            opt.clear_gradients()
+            losses.append(float(loss))
+        return losses, [p.numpy() for p in params], R.replayed - before
+
+
+def same_as_eager(hook=None, **kw):
+    want = train(False, hook=hook, **kw)
+    got = train(True, hook=hook, **kw)
+    assert got[0] == want[0]
+    for a, b in zip(got[1], want[1]):
+        np.testing.assert_array_equal(a, b)
+    return got[2]
+
+
+@pytest.mark.parametrize("opt_name", ["sgd", "momentum", "adam"])
+@pytest.mark.parametrize("clip,decay", [("gn", False), ("value", True), (None, True),
+                                        ("norm", False)])
+def test_replayed_training_is_the_eager_training_bit_for_bit(opt_name, clip, decay):
+    assert same_as_eager(opt_name=opt_name, clip=clip, decay=decay) == STEPS - 3
+
+
+def test_off_switch(monkeypatch):
+    monkeypatch.setenv("FLUIDLITE_STEP_REPLAY", "0")
+    assert replay.Replayer().off
+    monkeypatch.setenv("FLUIDLITE_STEP_REPLAY", "1")
+    assert not replay.Replayer().off
+    assert train(False)[2] == 0
+
+
+def _at(step, stage, fn):
+    def hook(s, st, state):
+        if s == step and st == stage:
+            fn(state)
+    return hook
+
+
+@pytest.mark.parametrize("stage,action", [
+    ("hidden", lambda st: st["h"].numpy()),                      # a pending value read
+    ("loss", lambda st: float(st["loss"])),
+    ("backward", lambda st: st["params"][0].gradient()),          # a deferred gradient
+    ("backward", lambda st: st["params"][1].clear_gradient()),    # ... cleared: no update
+    ("hidden", lambda st: st["params"][3].set_value(np.ones(3))),  # changed mid-step
+    ("start", lambda st: st.update(x=X[:8], y=Y[:8])),            # another batch shape
+    ("start", lambda st: st.update(retain=True)),                 # backward(retain_graph)
+    ("backward", lambda st: fluid.layers.reduce_sum(st["h"]).numpy()),  # an extra op
+])
+def test_every_interference_materializes_and_keeps_the_eager_numbers(stage, action):
+    replayed = same_as_eager(hook=_at(4, stage, action))
+    assert replayed == STEPS - 4            # step 4 ran eagerly; the others replayed
+
+
+def test_pending_tensors_know_shape_and_dtype_without_running():
+    seen = {}
+
+    def hook(s, stage, st):
+        if s == 4 and stage == "hidden":
+            h = st["h"]
+            seen["pending"] = "_pending" in h.__dict__
+            seen["meta"] = (h.shape, h.dtype, h.stop_gradient)
+            seen["still"] = R.active is not None and "_pending" in h.__dict__
+    train(True, hook=hook)
+    assert seen == {"pending": True, "meta": ([16, 10], fluid.VarType.FP32, False),
+                    "still": True}
+
+
+def test_clip_global_norm_and_gradients_are_left_as_eager_leaves_them():
+    got = {}
+
+    def hook(s, stage, st):
+        if stage == "start" and s == 5:
+            got["norm"] = st["opt"]._grad_clip.global_norm.numpy().copy()
+    eager_norm = {}
+
+    def ehook(s, stage, st):
+        if stage == "start" and s == 5:
+            eager_norm["norm"] = st["opt"]._grad_clip.global_norm.numpy().copy()
+    train(True, hook=hook)
+    train(False, hook=ehook)
+    np.testing.assert_array_equal(got["norm"], eager_norm["norm"])
+
+
+def test_a_kernel_error_in_a_replayed_step_raises_and_changes_nothing():
+    seen = {}
+
+    def hook(s, stage, st):
+        if s == 4 and stage == "start":
+            st["y"] = np.full_like(Y, 7)            # labels out of range for 3 classes
+            seen["params"] = st["params"]
+            seen["before"] = [p.numpy() for p in st["params"]]
+            seen["replaying"] = R.active is not None
+    with pytest.raises(ValueError, match="label 7 is out of range"):
+        train(True, hook=hook)
+    assert seen["replaying"]
+    for p, b in zip(seen["params"], seen["before"]):
+        np.testing.assert_array_equal(p.numpy(), b)
+
+
+def test_random_ops_are_never_replayed():
+    R.reset()
+    R.off = False
+    before = R.replayed
+    with dygraph.guard():
+        lin = dygraph.Linear(8, 3)
+        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+        for _ in range(5):
+            out = fluid.layers.dropout(lin(dygraph.to_variable(X)), 0.5)
+            loss = fluid.layers.mean(out)
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+    assert R.compiled is None and R.replayed == before
+
+
+def test_a_replayed_step_keeps_no_graph():
+    kept = {}
+
+    def hook(s, stage, st):
+        if stage == "loss" and s == 5:
+            kept["loss"] = st["loss"]
+    train(True, hook=hook)
+    loss = kept["loss"]
+    assert "_pending" not in loss.__dict__ and loss._node is None
+    assert np.isfinite(loss.numpy()).all()
