@@ -182,7 +182,9 @@ class _Compiled:
             [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
         for t, h in self.shared:
             h.set_array(t._value)
-        self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope)
+        # (take() checked every feed's shape and dtype; a C-contiguous copy is made there)
+        self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope,
+                                       trusted=True)
 
     def _parameter(self, block: Any, t: ParamBase) -> Any:
         if t.regularizer is not None or t.gradient_clip_attr is not None or \
@@ -321,6 +323,8 @@ class _Step:
                     if a is None or a.shape != src[2] or a.dtype != src[3] or \
                             not d["_stop_gradient"]:
                         return False
+                    if not a.flags.c_contiguous:
+                        a = np.ascontiguousarray(a)
                     f = feeds[src[1]]
                     if f is None:
                         if new_feeds is None:
