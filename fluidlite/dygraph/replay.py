@@ -146,6 +146,10 @@ class _Compiled:
                 self.loss_at = produced[id(loss)]
                 so = _static_clone(opt)
                 names_used = [p.name for p in params if p.name in self.params and p.trainable]
+                others = [n for n, p in self.params.items()
+                          if n not in names_used and not p._stop_gradient]
+                if others:      # eager backward gives them gradients the plan would not
+                    raise _Unsupported(f"parameters outside parameter_list: {others}")
                 so.minimize(static[id(loss)], parameter_list=names_used)
         finally:
             _mode.tracer = saved

@@ -193,3 +193,17 @@ def test_a_replayed_step_keeps_no_graph():
     loss = kept["loss"]
     assert "_pending" not in loss.__dict__ and loss._node is None
     assert np.isfinite(loss.numpy()).all()
+
+
+def test_a_parameter_outside_parameter_list_keeps_its_eager_gradient():
+    R.reset()
+    R.off = False
+    with dygraph.guard():
+        l1, l2 = dygraph.Linear(8, 10), dygraph.Linear(10, 3)
+        opt = fluid.optimizer.SGD(0.1, parameter_list=l2.parameters())     # l1 not trained
+        for _ in range(5):
+            loss = fluid.layers.mean(l2(l1(dygraph.to_variable(X))))
+            loss.backward()
+            opt.minimize(loss)
+        assert l1.weight.gradient() is not None     # accumulated, as eager backward does
+    assert R.compiled is None
