@@ -7,7 +7,8 @@ dygraph step is the fluid 1.8 idiom: ``Linear`` layers, ``loss.backward()``,
 trajectories are checked against each other before timing; timings are interleaved, medians of
 wall and thread-CPU ms/step are reported with the dygraph/torch and dygraph/static ratios.
 ``--rss-steps N`` also runs N dygraph steps and reports RSS at the start and end (flat = no
-graph retained after backward).
+graph retained after backward). From the third step on the dygraph steps are replayed
+(``fluidlite/dygraph/replay.py``); ``FLUIDLITE_STEP_REPLAY=0`` measures every op eagerly.
 
     python bench/dygraph_step.py -c A B C
     python bench/dygraph_step.py -c C --optimizer adam --rss-steps 10000

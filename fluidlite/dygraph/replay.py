@@ -231,7 +231,7 @@ def _match_entry(call: _Call, srcs: List[Any], specs: List[Any]) -> Tuple[Any, .
     outs = [(slot, isinstance(v, (list, tuple)), len(_tensors(v)))
             for slot, v in (call.outputs or {}).items()]
     return (call.type, dict(call.attrs or {}), call.stop_gradient, call.has_grad, tuple(ins),
-            tuple(outs), tuple(specs))
+            tuple(outs), tuple(((shape, dtype), bool(stop)) for shape, dtype, stop in specs))
 
 
 _MISSING = object()
@@ -352,19 +352,20 @@ class _Step:
             else:
                 ts = (v,)
             for t in ts:        # a new tensor for the op to fill, as eager ops get
-                if t.__class__ is not VarBase or t.__dict__.get("_value", 0) is not None:
+                if t.__class__ is not VarBase or t.__dict__.get("_value", 0) is not None or \
+                        t.__dict__["_node"] is not None:
                     return False
                 got.append(t)
         if new_feeds is not None:
             for j, a in new_feeds:
                 feeds[j] = a
-        for t, (shape, dtype, stop) in zip(got, specs):
+        for t, (decl, stop) in zip(got, specs):    # (a fresh tensor: _node is None)
             d = t.__dict__
             del d["_value"]
             d["_pending"] = self
-            d["_decl"] = (shape, dtype)
-            d["_node"] = None
-            d["_stop_gradient"] = stop
+            d["_decl"] = decl
+            if d["_stop_gradient"] is not stop:
+                d["_stop_gradient"] = stop
         self.calls.append(call)
         outs_.append(got)
         return True
