@@ -46,6 +46,7 @@ __all__ = ["Replayer"]
 _log = logging.getLogger("fluidlite")
 _MAX_TAPE = 4096            # ops recorded between two minimize calls before recording stops
 _NO_ATTRS: Dict[str, Any] = {}
+_REST = 100                 # steps a repeatedly materialized compiled step waits
 _MAX_FAILS = 3              # materialized replays of one compiled step before giving up on it
 
 
@@ -82,7 +83,7 @@ class _Compiled:
         from ..core.ir import Program, program_guard
         from ..core.scope import Scope
         from ..executor import Executor
-        self.sig, self.opt, self.fails = sig, opt, 0
+        self.sig, self.opt, self.fails, self.rest = sig, opt, 0, _REST
         self.opt_key = _opt_key(opt)
         self.param_list = list(params)
         program, startup = Program(), Program()
@@ -487,11 +488,21 @@ class Replayer:
         tape.append(call)
 
     def start_step(self) -> None:
-        """After a step's ``minimize``: arm the compiled step, or record the next one."""
+        """After a step's ``minimize``: arm the compiled step, or record the next one. A
+        compiled step materialized ``_MAX_FAILS`` times in a row (e.g. the loss is printed
+        before ``minimize`` every step) rests ``_REST`` steps -- no arming, no recording --
+        then one step is recorded: the same step with the same optimizer settings gets one
+        more try, changed settings are compiled anew."""
         c = self.compiled
-        if c is not None and c.fails < _MAX_FAILS and _mode.tracer is not None:
+        self.tape = None
+        if c is not None and c.fails >= _MAX_FAILS:
+            c.rest -= 1
+            if c.rest <= 0:             # record this step: eager_minimize decides what next
+                c.rest = _REST
+                self.tape = []
+            return
+        if c is not None and _mode.tracer is not None:
             self.active = _Step(self, c, _mode.tracer)
-            self.tape = None
         else:
             self.tape = []
 
@@ -507,10 +518,13 @@ class Replayer:
             sig = _signature(tape, loss, opt)
             if sig is not None:
                 c = self.compiled
-                if sig == self.refused or (c is not None and c.sig == sig and (
-                        c.fails < _MAX_FAILS or _opt_key(opt) == c.opt_key)):
-                    pass                    # (a step failing for changed settings recompiles)
-                elif sig == self.prev:
+                if c is not None and c.sig == sig and c.fails >= _MAX_FAILS and \
+                        _opt_key(opt) == c.opt_key:
+                    c.fails = _MAX_FAILS - 1        # rested: one more try
+                elif sig == self.refused or (c is not None and c.sig == sig and
+                                             c.fails < _MAX_FAILS):
+                    pass
+                elif sig == self.prev:      # (also: changed optimizer settings recompile)
                     try:
                         self.compiled = _Compiled(tape, sig, opt, loss, list(params))
                     except Exception as e:  # _Unsupported, or a bug: never break the step

@@ -207,3 +207,22 @@ def test_a_parameter_outside_parameter_list_keeps_its_eager_gradient():
             opt.minimize(loss)
         assert l1.weight.gradient() is not None     # accumulated, as eager backward does
     assert R.compiled is None
+
+
+def test_a_step_that_keeps_materializing_rests_and_changed_settings_recompile(monkeypatch):
+    monkeypatch.setattr(replay, "_REST", 3)
+    log = []
+
+    def hook(s, stage, st):
+        if stage == "loss" and s < 8:
+            float(st["loss"])                       # read before minimize: materializes
+        if stage == "start" and s == 12:
+            st["opt"]._grad_clip.clip_norm = 0.25   # a changed setting
+        if stage == "start":
+            log.append(R.active is not None)
+    same_as_eager(hook=hook, steps=20)
+    armed = log[20:]                                # (the first 20: the eager run)
+    # armed from step 3; materialized 3 times, rests, step 8 recorded, replayed from 9; the
+    # changed clip materializes steps 12-14, rests, step 17 recorded and recompiled: 18, 19
+    assert armed == [False] * 3 + [True] * 3 + [False] * 3 + [True] * 6 + [False] * 3 + \
+        [True] * 2
