@@ -65,21 +65,31 @@ def test_declared_outputs_are_fresh_or_passed_through(op_type):
         assert all(o is i for o, i in pairs)
 
 
-def _dp_program(read_between: bool):
-    """fc -> loss; backward; c_sync_calc_stream + c_allreduce_sum + scale on W@GRAD, as the
-    data-parallel pass writes them (optionally another op reading W@GRAD in between)."""
+def _dp_program(read_between: bool, overlapped: bool = False):
+    """fc -> loss; backward; the data-parallel pass's averaging of W@GRAD: blocking
+    (c_sync_calc_stream + c_allreduce_sum + scale) or ``overlapped`` (c_allreduce_start ...
+    c_allreduce_wait + scale); optionally another op reading W@GRAD in between."""
+    from fluidlite.core.dtypes import VarType
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = fluid.data("x", [-1, 4], "float32")
         loss = fluid.layers.mean(fluid.layers.fc(x, 3, bias_attr=False))
         (_, g), = fluid.backward.append_backward(loss)
         block = main.global_block()
-        block.append_op("c_sync_calc_stream", {"X": [g]}, {"Out": [g]})
-        if read_between:
-            peek = fluid.layers.reduce_sum(g)
-        block.append_op("c_allreduce_sum", {"X": [g]}, {"Out": [g]}, {"ring_id": 0})
+        if overlapped:
+            req = block.create_var(name="req", type=VarType.RAW)
+            block.append_op("c_allreduce_start", {"X": [g]}, {"Request": [req]},
+                            {"ring_id": 0})
+        else:
+            block.append_op("c_sync_calc_stream", {"X": [g]}, {"Out": [g]})
+        peek = fluid.layers.reduce_sum(g) if read_between else None
+        if overlapped:
+            block.append_op("c_allreduce_wait", {"Request": [req]}, {"Out": [g]},
+                            {"ring_id": 0})
+        else:
+            block.append_op("c_allreduce_sum", {"X": [g]}, {"Out": [g]}, {"ring_id": 0})
         block.append_op("scale", {"X": [g]}, {"Out": [g]}, {"scale": 0.5})
-    return main, startup, loss, g, (peek if read_between else None)
+    return main, startup, loss, g, peek
 
 
 @pytest.mark.parametrize("read_between", [False, True], ids=["owned", "read-in-between"])
@@ -90,18 +100,21 @@ def test_allreduce_of_a_fresh_gradient_runs_in_place_only_when_nothing_else_read
     ops = fusion.fuse(block.ops, block, [loss.name], ["x"])
     (red,) = [op for op in ops if op.type == "fused(c_allreduce_sum+scale)"]
     assert red.opdef.inplace is (not read_between)
-    # and the numbers: one process, the sum is the identity, then * 0.5
+    _check_numbers(main, startup, g, peek)
+
+
+def _check_numbers(main, startup, g, peek):
+    """One process: the sum is the identity, then * 0.5; ``peek`` (read before the
+    reduction) is the unscaled gradient's sum."""
     exe, scope = fluid.Executor(), fluid.Scope()
     exe.run(startup, scope=scope)
     feed = {"x": _r(5, 4)}
-    w = np.array(scope.find_var(block.all_parameters()[0].name).get_tensor())
-    fetch = [g] + ([peek] if peek is not None else [])
-    got = exe.run(main, feed=feed, fetch_list=fetch, scope=scope)
+    got = exe.run(main, feed=feed, fetch_list=[g] + ([peek] if peek is not None else []),
+                  scope=scope)
     dw = feed["x"].T @ np.full((5, 3), 1 / 15, np.float32)
     np.testing.assert_allclose(got[0], 0.5 * dw, rtol=1e-6)
-    if peek is not None:      # read before the reduction: the unscaled gradient's sum
+    if peek is not None:
         np.testing.assert_allclose(got[1], dw.sum(), rtol=1e-5)
-    assert w.shape == (4, 3)
 
 
 def test_a_fetched_or_fed_gradient_is_never_reduced_in_place():
@@ -119,27 +132,9 @@ def test_an_overlapped_allreduce_is_reduced_in_place_at_its_wait_only_when_owned
     """c_allreduce_start -> (backward ops) -> c_allreduce_wait + scale, as the overlap pass
     writes them: the wait may reduce in the start's input buffer when that buffer is fresh and
     nothing but the start reads it (what the shared-memory window does at the wait)."""
-    from fluidlite.core.dtypes import VarType
-    main, startup = fluid.Program(), fluid.Program()
-    with fluid.program_guard(main, startup):
-        x = fluid.data("x", [-1, 4], "float32")
-        loss = fluid.layers.mean(fluid.layers.fc(x, 3, bias_attr=False))
-        (_, g), = fluid.backward.append_backward(loss)
-        block = main.global_block()
-        req = block.create_var(name="req", type=VarType.RAW)
-        block.append_op("c_allreduce_start", {"X": [g]}, {"Request": [req]}, {"ring_id": 0})
-        peek = fluid.layers.reduce_sum(g) if read_between else None
-        block.append_op("c_allreduce_wait", {"Request": [req]}, {"Out": [g]}, {"ring_id": 0})
-        block.append_op("scale", {"X": [g]}, {"Out": [g]}, {"scale": 0.5})
+    main, startup, loss, g, peek = _dp_program(read_between, overlapped=True)
+    block = main.global_block()
     ops = fusion.fuse(block.ops, block, [loss.name], ["x"])
     (red,) = [op for op in ops if op.type == "fused(c_allreduce_wait+scale)"]
     assert red.opdef.inplace is (not read_between)
-    exe, scope = fluid.Executor(), fluid.Scope()
-    exe.run(startup, scope=scope)
-    feed = {"x": _r(5, 4)}
-    got = exe.run(main, feed=feed, fetch_list=[g] + ([peek] if peek is not None else []),
-                  scope=scope)
-    dw = feed["x"].T @ np.full((5, 3), 1 / 15, np.float32)
-    np.testing.assert_allclose(got[0], 0.5 * dw, rtol=1e-6)
-    if peek is not None:
-        np.testing.assert_allclose(got[1], dw.sum(), rtol=1e-5)
+    _check_numbers(main, startup, g, peek)
