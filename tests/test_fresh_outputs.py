@@ -109,6 +109,8 @@ def _check_numbers(main, startup, g, peek):
     exe, scope = fluid.Executor(), fluid.Scope()
     exe.run(startup, scope=scope)
     feed = {"x": _r(5, 4)}
+    w = np.array(scope.find_var(main.global_block().all_parameters()[0].name).get_tensor())
+    assert w.shape == (4, 3)
     got = exe.run(main, feed=feed, fetch_list=[g] + ([peek] if peek is not None else []),
                   scope=scope)
     dw = feed["x"].T @ np.full((5, 3), 1 / 15, np.float32)
