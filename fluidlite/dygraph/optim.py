@@ -205,7 +205,8 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
     step = replay.active if replay is not None else None
     if step is not None:                # a replayed step (replay.py): run its plan
         if (getattr(loss, "__dict__", {}).get("_pending") is step and no_grad_set is None
-                and grad_clip is opt._grad_clip and list(params) == step.c.param_list):
+                and grad_clip is opt._grad_clip and len(params) == len(step.c.param_list)
+                and all(a is b for a, b in zip(params, step.c.param_list))):
             pairs = step.commit(opt)
             if pairs is not None:
                 replay.start_step()
