@@ -21,6 +21,8 @@ __all__ = ["LayerHelper", "is_int", "is_number", "check_int", "check_number", "c
 # -- argument checks ----------------------------------------------------------------------------
 def is_int(value: Any) -> bool:
     """A Python or numpy integer (``np.int64(3)``); bools are not ints here."""
+    if value.__class__ is int:          # the common case, without the ABC check
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
@@ -99,16 +101,19 @@ class LayerHelper:
     def __init__(self, layer_type: str, **kwargs: Any) -> None:
         self.kwargs = kwargs
         self.layer_type = layer_type
-        # checked here, before the layer changes anything, so errors come first
-        check_act(kwargs.get("act"), layer_type)
-        for key in ("param_attr", "bias_attr"):
-            if kwargs.get(key) is not None:
-                ParamAttr._to_attr(kwargs[key], f"{layer_type}: {key}")
-        name = kwargs.get("name")
-        if name is not None and (not isinstance(name, str) or not name):
-            raise TypeError(f"{layer_type}: name must be a non-empty str or None, but received "
-                            f"{_received(name)}")
+        name = None
+        if kwargs:
+            # checked here, before the layer changes anything, so errors come first
+            check_act(kwargs.get("act"), layer_type)
+            for key in ("param_attr", "bias_attr"):
+                if kwargs.get(key) is not None:
+                    ParamAttr._to_attr(kwargs[key], f"{layer_type}: {key}")
+            name = kwargs.get("name")
+            if name is not None and (not isinstance(name, str) or not name):
+                raise TypeError(f"{layer_type}: name must be a non-empty str or None, but "
+                                f"received {_received(name)}")
         self.name = name if name is not None else names.generate(layer_type)
+        self._tmp_hint: Optional[str] = None
 
     @property
     def main_program(self) -> Program:
@@ -244,8 +249,11 @@ class LayerHelper:
                                            stop_gradient: bool = False) -> Variable:
         """A fresh non-persistable ``<name>.tmp_N``; the op that writes it sets its shape."""
         if _mode.tracer is not None:        # dygraph: an empty tensor the traced op fills
+            hint = self._tmp_hint
+            if hint is None:
+                hint = self._tmp_hint = self.name + ".tmp"
             return _mode.tracer.new_var(None, dtype, stop_gradient=stop_gradient,
-                                        hint=self.name + ".tmp")   # named on first use
+                                        hint=hint)   # named on first use
         return self.main_program.current_block().create_var(
             name=names.generate(".".join([self.name, "tmp"])), dtype=dtype,
             type=VarType.LOD_TENSOR, persistable=False, stop_gradient=stop_gradient)

@@ -10,11 +10,15 @@ RENAME_SUFFIX = "@RENAME@"
 EMPTY_VAR_NAME = "@EMPTY@"
 
 # undo log of this thread's active build transaction (fluidlite.core.atomic), else None
-_tls = threading.local()
+class _Local(threading.local):
+    journal: Optional[List[Callable[[], Any]]] = None     # (a class default: no failed lookup)
+
+
+_tls = _Local()
 
 
 def _journal(undo: Callable[[], Any]) -> None:
-    j: Optional[List[Callable[[], Any]]] = getattr(_tls, "journal", None)
+    j = _tls.journal
     if j is not None:
         j.append(undo)
 
@@ -38,7 +42,7 @@ class UniqueNameGenerator:
     def __call__(self, key: str) -> str:
         ids = self.ids
         n = ids.get(key, 0)
-        if getattr(_tls, "journal", None) is not None:
+        if _tls.journal is not None:
             _journal(lambda: _uncount(ids, key, n))
         ids[key] = n + 1
         return f"{self.prefix}{key}_{n}"

@@ -120,15 +120,16 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
     if not _mode.tracer:
         raise RuntimeError("to_variable must be called in dygraph mode: inside "
                            "`with fluid.dygraph.guard():`")
-    arr = np.array(value, copy=not zero_copy) if isinstance(value, np.ndarray) else \
-        np.asarray(value)
-    if arr.dtype == object:
+    is_array = isinstance(value, np.ndarray)
+    arr = np.array(value, copy=not zero_copy) if is_array else np.asarray(value)
+    kind = arr.dtype.kind
+    if kind == "O":
         raise TypeError(f"to_variable: the value{' ' + repr(name) if name else ''} is an object "
                         f"array (ragged lists or non-numeric items?); pass a numeric ndarray")
     if dtype is not None:
         from ..core.dtypes import to_numpy_dtype
         arr = arr.astype(to_numpy_dtype(dtype))
-    elif arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+    elif kind == "f" and not is_array and arr.dtype == np.float64:
         arr = arr.astype(np.float32)          # Python floats: fluid's default float32
     return VarBase(arr, name=name if name is not None else names.generate("generated_tensor"),
                    stop_gradient=True)

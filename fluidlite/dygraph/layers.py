@@ -243,7 +243,10 @@ class Layer:
             self._sub_layers[name] = value
             d.pop(name, None)
             return
-        if "_parameters" in d and name in self._parameters and value is None:
+        if "_parameters" in d and name in self._parameters:
+            if value is not None:       # fluid's check: a parameter stays a parameter
+                raise TypeError(f"assignment to parameter '{name}' should be of type Parameter "
+                                f"or None, but got '{type(value).__name__}'")
             self._parameters[name] = None
             return
         object.__setattr__(self, name, value)

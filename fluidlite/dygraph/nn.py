@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Sequence
 
 from .. import layers as _layers
+from ..core import mode as _mode
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..initializer import Constant, Normal
 from ..layer_helper import check_act, check_int, check_number
@@ -33,6 +34,12 @@ class _Op(Layer):
     def _run(self, op_type: str, inputs: dict, attrs: Optional[dict] = None,
              out_slot: str = "Out", dtype: Any = None, extra_outputs: Sequence[str] = ()
              ) -> VarBase:
+        tracer = _mode.tracer
+        if tracer is not None and not extra_outputs:    # the common case, called per op
+            out = VarBase(None, None, False, False, None, dtype)
+            out._hint = self._tmp_hint
+            tracer.trace_op(op_type, inputs, {out_slot: out}, attrs)
+            return out
         helper = self._helper
         out = helper.create_variable_for_type_inference(dtype)
         outputs = {out_slot: out}
@@ -41,14 +48,27 @@ class _Op(Layer):
         helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs or {})
         return out
 
+    @property
+    def _tmp_hint(self) -> str:
+        """What this layer's temporaries are named after (``<full_name>.tmp``)."""
+        hint = self.__dict__.get("_tmp_hint_")
+        if hint is None:
+            hint = self.__dict__["_tmp_hint_"] = self._helper.name + ".tmp"
+        return hint
+
     def _bias_act(self, x: VarBase, bias: Optional[VarBase], axis: int, act: Any) -> VarBase:
         if bias is not None:
             x = self._run("elementwise_add", {"X": x, "Y": bias}, {"axis": axis})
         if act is None:
             return x
-        act = {"type": act} if isinstance(act, str) else dict(act)
+        if act.__class__ is str:
+            return self._run(act, {"X": x})
+        act = dict(act)
         act_type = act.pop("type")
         return self._run(act_type, {"X": x}, act)
+
+
+_MUL_ATTRS = {"x_num_col_dims": 1, "y_num_col_dims": 1}     # (never changed by a caller)
 
 
 class Linear(_Op):
@@ -67,13 +87,14 @@ class Linear(_Op):
         self.bias = self.create_parameter([output_dim], bias_attr, dtype, is_bias=True)
 
     def forward(self, input: VarBase) -> VarBase:
-        if len(input.shape) == 2:
-            out = self._run("mul", {"X": input, "Y": self.weight},
-                            {"x_num_col_dims": 1, "y_num_col_dims": 1})
+        params = self._parameters      # (what self.weight reads, without __getattr__)
+        rank = len(input.shape)
+        if rank == 2:
+            out = self._run("mul", {"X": input, "Y": params["weight"]}, _MUL_ATTRS)
         else:
-            out = self._run("matmul", {"X": input, "Y": self.weight},
+            out = self._run("matmul", {"X": input, "Y": params["weight"]},
                             {"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
-        return self._bias_act(out, self.bias, len(input.shape) - 1, self._act)
+        return self._bias_act(out, params.get("bias"), rank - 1, self._act)
 
 
 class Conv2D(_Op):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import operator
 import os
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -84,7 +85,7 @@ class _Compiled:
         from ..core.scope import Scope
         from ..executor import Executor
         self.sig, self.opt, self.fails, self.rest = sig, opt, 0, _REST
-        self.opt_key = _opt_key(opt)
+        self.settings = _Settings(opt)
         self.param_list = list(params)
         program, startup = Program(), Program()
         block = program.global_block()
@@ -178,8 +179,8 @@ class _Compiled:
         gblock = program.global_block()
         self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
                            if gblock.has_var(n + "@GRAD")]
-        self.match = [_match_entry(call, srcs, specs) for call, srcs, specs in
-                      zip(tape, self.sources, self.out_specs)]
+        self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
+                      enumerate(zip(tape, self.sources, self.out_specs))]
         # the global norm, for ``clip.global_norm`` (as the eager clip leaves it)
         norm = getattr(so._grad_clip, "global_norm", None)
         self.norm_name = norm.name if norm is not None and hasattr(norm, "name") else None
@@ -220,19 +221,100 @@ class _Compiled:
         return res
 
 
-def _match_entry(call: _Call, srcs: List[Any], specs: List[Any]) -> Tuple[Any, ...]:
-    """What ``_Step.take`` compares a call with: its type, attrs, flags, per input slot
-    (name, given as a list?, the sources of its tensors) and per output slot (name, given as
-    a list?, tensor count), and the outputs' (shape, dtype, stop_gradient)."""
+def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
+    """``_Step.take``'s test for op ``i`` of the compiled step, generated once per op as
+    straight-line code (it runs for every op of every replayed step): the call must have the
+    recorded type, attrs and flags, the same input slots holding the same tensors -- an
+    earlier op's output, the same parameter, or an outside tensor of the recorded shape and
+    dtype with ``stop_gradient`` (a feed; one tensor per feed within a step) -- and output
+    slots holding new empty tensors, which it then marks pending. Returns whether it
+    matched; nothing changes when it did not."""
+    env: Dict[str, Any] = {"VarBase": VarBase, "NO": _NO_ATTRS, "MISSING": _MISSING,
+                           "np": np, "A": dict(call.attrs or {})}
+    ins = call.inputs or {}
+    outs = call.outputs or {}
+    code = [f"def take_{i}(step, type, inputs, outputs, attrs, sg, hg):",
+            f"    if type != {call.type!r} or sg != {bool(call.stop_gradient)} or "
+            f"hg != {bool(call.has_grad)} or (attrs or NO) != A:",
+            "        return False",
+            "    if inputs is None: inputs = NO",
+            "    if outputs is None: outputs = NO",
+            f"    if len(inputs) != {len(ins)} or len(outputs) != {len(outs)}:",
+            "        return False",
+            "    outs, feeds = step.outs, step.feeds"]
     it = iter(srcs)
-    ins = []
-    for slot, v in (call.inputs or {}).items():
+    feeds: List[Tuple[str, int]] = []
+    seen: Dict[int, str] = {}       # feed index -> the local holding its tensor
+    n = 0
+
+    def fail(cond: str) -> None:
+        code.extend([f"    if {cond}:", "        return False"])
+
+    def tensors(slot: str, v: Any) -> List[str]:
+        nonlocal n
+        n += 1
+        code.append(f"    v{n} = inputs.get({slot!r}, MISSING)")
+        if isinstance(v, (list, tuple)):
+            fail(f"(v{n}.__class__ is not list and v{n}.__class__ is not tuple) or "
+                 f"len(v{n}) != {len(v)}")
+            return [f"v{n}[{j}]" for j in range(len(v))]
+        return [f"v{n}"]
+
+    for slot, v in ins.items():
         ts = _tensors(v)
-        ins.append((slot, isinstance(v, (list, tuple)), tuple(next(it) for _ in ts)))
-    outs = [(slot, isinstance(v, (list, tuple)), len(_tensors(v)))
-            for slot, v in (call.outputs or {}).items()]
-    return (call.type, dict(call.attrs or {}), call.stop_gradient, call.has_grad, tuple(ins),
-            tuple(outs), tuple(((shape, dtype), bool(stop)) for shape, dtype, stop in specs))
+        if not ts and not isinstance(v, (list, tuple)):
+            fail(f"inputs.get({slot!r}, MISSING) is not None")
+            continue
+        for expr, src in zip(tensors(slot, v), (next(it) for _ in ts)):
+            if src[0] == 0:
+                fail(f"{expr} is not outs[{src[1]}][{src[2]}]")
+            elif src[0] == 1:
+                env[f"P{n}_{len(env)}"] = src[1]
+                fail(f"{expr} is not P{n}_{len(env) - 1}")
+            elif src[1] in seen:     # one outside tensor given twice when recorded
+                fail(f"{expr} is not {seen[src[1]]}")
+            else:
+                f = f"f{len(feeds)}"
+                env[f"S{f}"], env[f"D{f}"] = src[2], src[3]
+                seen[src[1]] = f"t{f}"
+                code.append(f"    t{f} = t = {expr}")
+                fail("t.__class__ is not VarBase")
+                code.append(f"    d = t.__dict__; {f} = d.get('_value')")
+                fail(f"{f} is None or {f}.shape != S{f} or {f}.dtype != D{f} or "
+                     f"not d['_stop_gradient']")
+                code.extend([f"    if not {f}.flags.c_contiguous:",
+                             f"        {f} = np.ascontiguousarray({f})",
+                             f"    g = feeds[{src[1]}]"])
+                fail(f"g is not None and g is not {f}")
+                feeds.append((f, src[1]))
+    got: List[str] = []
+    for slot, v in outs.items():
+        code.append(f"    v = outputs.get({slot!r}, MISSING)")
+        if isinstance(v, (list, tuple)):
+            fail(f"(v.__class__ is not list and v.__class__ is not tuple) or "
+                 f"len(v) != {len(_tensors(v))}")
+            exprs = [f"v[{j}]" for j in range(len(_tensors(v)))]
+        else:
+            exprs = ["v"]
+        for expr in exprs:      # a new tensor for the op to fill, as eager ops get
+            o = f"o{len(got)}"
+            code.append(f"    {o} = {expr}")
+            fail(f"{o}.__class__ is not VarBase")
+            code.append(f"    d{o} = {o}.__dict__")
+            fail(f"d{o}.get('_value', 0) is not None or d{o}['_node'] is not None")
+            got.append(o)
+    if len(got) > 1:            # one tensor given twice would be filled twice
+        fail(f"len({{{', '.join(f'id({o})' for o in got)}}}) != {len(got)}")
+    for f, j in feeds:
+        code.append(f"    feeds[{j}] = {f}")
+    for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
+        env[f"DECL{k}"] = (shape, dtype)
+        code.extend([f"    del d{o}['_value']", f"    d{o}['_pending'] = step",
+                     f"    d{o}['_decl'] = DECL{k}", f"    d{o}['_stop_gradient'] = {bool(stop)}"])
+    code.extend(["    step.calls.append((type, inputs, outputs, attrs, sg, hg))",
+                 f"    outs.append([{', '.join(got)}])", "    return True"])
+    exec(compile("\n".join(code), f"<fluidlite-replay-take-{i}>", "exec"), env)
+    return env[f"take_{i}"]
 
 
 _MISSING = object()
@@ -256,16 +338,27 @@ def _static_clone(opt: Any) -> Any:
     return so
 
 
-def _opt_key(opt: Any) -> Any:
-    """What the compiled update depends on besides the learning rate, compared before each
-    replay: the update op's attrs (the optimizer's hyper-parameters), the clip's settings and
-    the regularizer."""
-    clip = opt._grad_clip
-    clip_key = None if clip is None else (
-        id(clip), getattr(clip, "clip_norm", None), getattr(clip, "max", None),
-        getattr(clip, "min", None), getattr(clip, "error_if_nonfinite", None),
-        getattr(clip, "need_clip", None))
-    return (tuple(opt._attrs.items()), clip_key, id(opt.regularization))
+_CLIP_SETTINGS = ("clip_norm", "max", "min", "error_if_nonfinite", "need_clip")
+
+
+class _Settings:
+    """What the compiled update depends on besides the learning rate, as it was when the step
+    was compiled, compared before each replay: the update op's attrs (the optimizer's
+    hyper-parameters), the clip object and its settings, and the regularizer."""
+
+    __slots__ = ("attrs", "clip", "get", "values", "reg")
+
+    def __init__(self, opt: Any) -> None:
+        clip = opt._grad_clip
+        self.attrs, self.clip, self.reg = dict(opt._attrs), clip, opt.regularization
+        present = [n for n in _CLIP_SETTINGS if hasattr(clip, n)] if clip is not None else []
+        self.get = operator.attrgetter(*present) if present else None
+        self.values = self.get(clip) if self.get is not None else None
+
+    def same(self, opt: Any) -> bool:
+        clip = opt._grad_clip
+        return (clip is self.clip and opt.regularization is self.reg and
+                opt._attrs == self.attrs and (self.get is None or self.get(clip) == self.values))
 
 
 class _Step:
@@ -273,7 +366,7 @@ class _Step:
 
     def __init__(self, owner: "Replayer", compiled: _Compiled, tracer: Any) -> None:
         self.owner, self.c, self.tracer = owner, compiled, tracer
-        self.calls: List[_Call] = []
+        self.calls: List[Tuple[Any, ...]] = []    # trace_op's arguments, as matched
         self.outs: List[List[VarBase]] = []
         self.feeds: List[Any] = [None] * len(compiled.feeds)
         self.loss: Optional[VarBase] = None
@@ -282,94 +375,14 @@ class _Step:
         self.done = False
 
     # -- matching ---------------------------------------------------------------------------
-    def take(self, call: _Call) -> bool:
-        """Match ``call`` against the next compiled op; on a match mark its outputs pending.
-        (Runs for every op of a replayed step: written for speed.)"""
-        c, i = self.c, len(self.calls)
-        if i >= len(c.match) or self.backward:
+    def take(self, type: str, inputs: Any, outputs: Any, attrs: Any, stop_gradient: bool,
+             has_grad: bool) -> bool:
+        """Match an op call (``trace_op``'s arguments) against the next compiled op; on a
+        match its outputs become pending (see ``_matcher``)."""
+        match, i = self.c.match, len(self.calls)
+        if i >= len(match) or self.backward:
             return False
-        typ, attrs, sg, hg, ins_plan, outs_plan, specs = c.match[i]
-        if call.type != typ or call.stop_gradient != sg or call.has_grad != hg or \
-                (call.attrs or _NO_ATTRS) != attrs:
-            return False
-        inputs = call.inputs or _NO_ATTRS
-        if len(inputs) != len(ins_plan):
-            return False
-        outs_, feeds = self.outs, self.feeds
-        new_feeds = None
-        for slot, seq, srcs in ins_plan:
-            v = inputs.get(slot, _MISSING)
-            cls = v.__class__
-            if seq:
-                if (cls is not list and cls is not tuple) or len(v) != len(srcs):
-                    return False
-                ts = v
-            elif not srcs:
-                if v is not None:
-                    return False
-                continue
-            elif cls is list or cls is tuple or v is _MISSING:
-                return False
-            else:
-                ts = (v,)
-            for t, src in zip(ts, srcs):
-                kind = src[0]
-                if kind == 0:
-                    if t is not outs_[src[1]][src[2]]:
-                        return False
-                elif kind == 1:
-                    if t is not src[1]:
-                        return False
-                else:
-                    if t.__class__ is not VarBase:
-                        return False
-                    d = t.__dict__
-                    a = d.get("_value")
-                    if a is None or a.shape != src[2] or a.dtype != src[3] or \
-                            not d["_stop_gradient"]:
-                        return False
-                    if not a.flags.c_contiguous:
-                        a = np.ascontiguousarray(a)
-                    f = feeds[src[1]]
-                    if f is None:
-                        if new_feeds is None:
-                            new_feeds = []
-                        new_feeds.append((src[1], a))
-                    elif f is not a:
-                        return False
-        outputs = call.outputs or _NO_ATTRS
-        if len(outputs) != len(outs_plan):
-            return False
-        got: List[VarBase] = []
-        for slot, seq, n in outs_plan:
-            v = outputs.get(slot, _MISSING)
-            cls = v.__class__
-            if seq:
-                if (cls is not list and cls is not tuple) or len(v) != n:
-                    return False
-                ts = v
-            elif cls is list or cls is tuple or v is _MISSING:
-                return False
-            else:
-                ts = (v,)
-            for t in ts:        # a new tensor for the op to fill, as eager ops get
-                if t.__class__ is not VarBase or t.__dict__.get("_value", 0) is not None or \
-                        t.__dict__["_node"] is not None:
-                    return False
-                got.append(t)
-        if new_feeds is not None:
-            for j, a in new_feeds:
-                feeds[j] = a
-        for t, (decl, stop) in zip(got, specs):    # (a fresh tensor: _node is None)
-            d = t.__dict__
-            del d["_value"]
-            d["_pending"] = self
-            d["_decl"] = decl
-            if d["_stop_gradient"] is not stop:
-                d["_stop_gradient"] = stop
-        self.calls.append(call)
-        outs_.append(got)
-        return True
+        return match[i](self, type, inputs, outputs, attrs, stop_gradient, has_grad)
 
     def defer_backward(self, loss: VarBase) -> bool:
         """``loss.backward()`` with no arguments: deferred when ``loss`` is the compiled
@@ -415,10 +428,9 @@ class _Step:
         tracer = _mode.tracer if _mode.tracer is not None else self.tracer
         saved = tracer.has_grad
         try:
-            for call in self.calls:
-                tracer.has_grad = call.has_grad
-                tracer.trace_op(call.type, call.inputs, call.outputs, call.attrs,
-                                call.stop_gradient)
+            for type_, inputs, outputs, attrs, stop_gradient, has_grad in self.calls:
+                tracer.has_grad = has_grad
+                tracer.trace_op(type_, inputs, outputs, attrs, stop_gradient)
         finally:
             tracer.has_grad = saved
         if self.backward:
@@ -429,8 +441,8 @@ class _Step:
         """``opt.minimize(loss)`` of a fully matched step: run the plan; None when this step
         cannot be committed (it was materialized instead)."""
         c = self.c
-        if not self.backward or opt is not c.opt or _opt_key(opt) != c.opt_key or \
-                any(f is None for f in self.feeds):
+        # (every op matched, so every feed is set)
+        if not self.backward or opt is not c.opt or not c.settings.same(opt):
             self.materialize()
             return None
         try:
@@ -519,7 +531,7 @@ class Replayer:
             if sig is not None:
                 c = self.compiled
                 if c is not None and c.sig == sig and c.fails >= _MAX_FAILS and \
-                        _opt_key(opt) == c.opt_key:
+                        c.settings.same(opt):
                     c.fails = _MAX_FAILS - 1        # rested: one more try
                 elif sig == self.refused or (c is not None and c.sig == sig and
                                              c.fails < _MAX_FAILS):

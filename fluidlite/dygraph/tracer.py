@@ -21,7 +21,7 @@ from ..core import registry
 from ..core.ir import Variable, default_main_program
 from ..core.callstack import creation_site, user_callstack
 from ..core.registry import VarSpec
-from .replay import _Call
+from .replay import REPLAYER, _Call
 from .tensor import ParamBase, VarBase
 
 __all__ = ["Tracer", "Node"]
@@ -117,8 +117,8 @@ class Tracer:
         self._seq = itertools.count()
         self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
-        self.seed(seed)
-        from .replay import REPLAYER
+        self._rng_seed = None if not seed else int(seed)
+        self._rng: Optional[np.random.Generator] = None
         self._replay = REPLAYER             # step replay (replay.py)
 
     def seed(self, seed: Optional[int]) -> None:
@@ -140,8 +140,7 @@ class Tracer:
         of ``outputs`` (slot -> tensor or list of tensors, fluid's ``append_op`` arguments)."""
         rp = self._replay
         if rp.active is not None and self.recorder is None:      # a replayed step (replay.py)
-            call = _Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad)
-            if rp.active.take(call):
+            if rp.active.take(type, inputs, outputs, attrs, stop_gradient, self.has_grad):
                 return
             rp.active.materialize()
         meta = _META.get(type)

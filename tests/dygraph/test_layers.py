@@ -118,6 +118,12 @@ def test_layer_bookkeeping_and_state_dict():
     assert other.fc1.weight.gradient() is not None
     other.clear_gradients()
     assert all(p.gradient() is None for p in other.parameters())
+    with pytest.raises(TypeError, match="assignment to parameter 'weight' should be of type "
+                                        "Parameter or None, but got 'VarBase'"):
+        other.fc1.weight = dygraph.to_variable(f32(4, 8))     # fluid's check
+    assert other.fc1.weight is other.fc1.parameters()[0]
+    other.fc2.bias = None                                     # None is allowed: no bias
+    assert other.fc2(dygraph.to_variable(f32(3, 8))).shape == [3, 2]
 
 
 def test_containers():

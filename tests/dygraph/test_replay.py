@@ -226,3 +226,26 @@ def test_a_step_that_keeps_materializing_rests_and_changed_settings_recompile(mo
     # changed clip materializes steps 12-14, rests, step 17 recorded and recompiled: 18, 19
     assert armed == [False] * 3 + [True] * 3 + [False] * 3 + [True] * 6 + [False] * 3 + \
         [True] * 2
+
+
+def test_one_outside_tensor_recorded_twice_must_stay_one_tensor():
+    R.reset()
+    R.off = False
+    a = RNG.standard_normal((16, 8)).astype("float32")
+    b = RNG.standard_normal((16, 8)).astype("float32")
+    with dygraph.guard():
+        lin = dygraph.Linear(8, 3)
+        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+        outs = []
+        for s in range(6):
+            x = dygraph.to_variable(a)
+            y = x if s < 5 else dygraph.to_variable(b)      # x * x, then at last x * y
+            prod = fluid.layers.elementwise_mul(x, y)
+            loss = fluid.layers.mean(lin(prod))
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+            outs.append(prod)
+        assert R.compiled is not None and R.active is not None
+    np.testing.assert_array_equal(outs[-1].numpy(), a * b)
+    np.testing.assert_array_equal(outs[-2].numpy(), a * a)
