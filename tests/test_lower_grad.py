@@ -110,3 +110,51 @@ def test_static_and_dygraph_fc_gradients_through_the_fast_paths():
         fluid.layers.mean(out * out).backward()
         np.testing.assert_array_equal(fc.weight.gradient(), gw)
         np.testing.assert_array_equal(fc.bias.gradient(), gb)
+
+
+_SWCE_ATTRS = {"soft_label": False, "ignore_index": -100, "numeric_stable_mode": True,
+               "axis": -1}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", ["plain", "ignored", "in-range ignore", "inf logit"])
+def test_softmax_cross_entropy_fast_paths_are_forward_and_backward(dtype, case):
+    op = get_op_def("softmax_with_cross_entropy")
+    x, lab = _r(7, 5, dtype=dtype), RNG.integers(0, 5, (7, 1)).astype(np.int64)
+    attrs = dict(_SWCE_ATTRS)
+    if case == "ignored":
+        lab[2, 0] = -100                            # an ignored row: the general path
+    elif case == "in-range ignore":
+        attrs["ignore_index"] = 3
+    elif case == "inf logit":
+        x[1, lab[1, 0]] = -np.inf                   # loss +inf -> fluid's 1e20
+    specs = [VarSpec((-1, 5), x.dtype), VarSpec((-1, 1), lab.dtype)]
+    fast = op.lower(specs, attrs)
+    assert fast is not None
+    with np.errstate(invalid="ignore"):
+        want = op.forward(x, lab, **attrs)
+        _same(fast(x, lab), want)
+    dl = _r(7, 1, dtype=dtype)
+    gfast = op.lower_grad([specs[1], specs[0], None, VarSpec((-1, 1), x.dtype)], attrs,
+                          frozenset({"Logits"}))
+    _same(gfast(lab, want["Softmax"], None, dl),
+          op.backward(lab, want["Softmax"], dl, **attrs))
+
+
+def test_softmax_cross_entropy_fast_paths_only_where_they_apply():
+    op = get_op_def("softmax_with_cross_entropy")
+    f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
+    two = [VarSpec((4, 5), f32), VarSpec((4, 1), i64)]
+    assert op.lower(two, dict(_SWCE_ATTRS, soft_label=True)) is None
+    assert op.lower([VarSpec((2, 4, 5), f32), VarSpec((2, 4, 1), i64)], _SWCE_ATTRS) is None
+    assert op.lower([two[0], VarSpec((4, 1), np.dtype(np.int32))], _SWCE_ATTRS) is None
+    assert op.lower([VarSpec((4, 5), np.dtype(np.float16)), two[1]], _SWCE_ATTRS) is None
+    assert op.lower_grad([two[1], two[0], None, VarSpec((4, 1), f32)], _SWCE_ATTRS,
+                         frozenset({"Logits", "Label"})) is None
+    fast = op.lower(two, _SWCE_ATTRS)
+    with pytest.raises(ValueError, match="label 9 is out of range"):
+        fast(_r(4, 5), np.array([[0], [9], [1], [2]], np.int64))     # named as forward does
+    grad = get_op_def("softmax_with_cross_entropy_grad")
+    bound = grad.bind([two[1], two[0], None, VarSpec((4, 1), f32)], _SWCE_ATTRS,
+                      frozenset({"Logits@GRAD"}))
+    assert bound.fn.__name__ == "fast"

@@ -23,15 +23,17 @@ Writing an op (see README "Writing an op")::
   a pure function of its inputs (never mutates them, no global RNG). Ops with ``uses_rng = True``
   also receive ``rng`` (a ``numpy.random.Generator`` supplied by the executor).
 * ``lower(self, in_specs, attrs) -> callable | None`` (optional) returns a positional fast path
-  ``f(*arrays) -> ndarray`` for single-output ops; the executor calls it instead of ``forward``.
+  the executor calls instead of ``forward``: ``f(*arrays) -> ndarray`` for a single-output op,
+  ``f(*arrays) -> {slot: ndarray}`` (what ``forward`` returns, bit for bit) for an op with
+  several output slots.
 * ``bind(self, in_specs, attrs, outputs_present) -> Binding(fn, single, result_keys)`` is the one
   method the compiled plan asks for the callable it calls (``in_specs``: a ``VarSpec``, list or
   ``None`` per input slot; ``attrs``: the op's attrs, unfiltered; ``outputs_present``: the output
   slots that name at least one variable). ``fn(*arrays in slot order)`` returns the one output
   array when ``single``, else a dict; output slot ``s`` is read from key ``result_keys.get(s, s)``
   (a list for duplicable slots). Ops with ``uses_rng`` are also called with ``rng=`` (the plan
-  supplies the generator, see ``executor/plan.py``). The default uses ``lower`` for a
-  single-output op and ``functools.partial(forward, **kernel attrs)`` otherwise; generated
+  supplies the generator, see ``executor/plan.py``). The default uses ``lower`` when it gives
+  a fast path and ``functools.partial(forward, **kernel attrs)`` otherwise; generated
   ``<type>_grad`` defs override it to call the backward rule directly. Override it only when an
   op needs a different calling convention (plan-time fused ops implement ``lower``/``forward``).
 * **Gradient**, one of:
@@ -178,16 +180,17 @@ class OpDef:
              outputs_present: AbstractSet[str]) -> Binding:
         """The callable the plan calls for this op (see the module docstring).
 
-        A single-output op uses ``lower``'s fast path when it gives one (never for random ops:
-        they take ``rng``); otherwise ``forward`` with the kernel attrs bound.
+        ``lower``'s fast path when it gives one (never for random ops: they take ``rng``; for
+        a single-output op only when that output is wanted); otherwise ``forward`` with the
+        kernel attrs bound.
         """
         kw = self.kernel_attrs(attrs)
         single = (len(self.out_slots) == 1 and not self.out_slots[0].duplicable
                   and self.out_slots[0].name in outputs_present)
-        if single and not self.uses_rng:
+        if (single or len(self.out_slots) > 1) and not self.uses_rng:
             fast = self.lower(in_specs, kw)
             if fast is not None:
-                return Binding(fast, True)
+                return Binding(fast, single)
         return Binding(functools.partial(self.forward, **kw) if kw else self.forward, False)
 
     # -- gradient ---------------------------------------------------------------------------

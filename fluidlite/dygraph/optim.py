@@ -9,6 +9,7 @@ held as tensors per parameter, created at the first step with the static start v
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -193,6 +194,9 @@ def _groupable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     return _fusable(opt, grad_clip, params_grads)
 
 
+_NO_DICT: Dict[str, Any] = {}
+
+
 def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
              no_grad_set: Any = None, grad_clip: Any = None) -> Tuple[List[Any], List[Any]]:
     """``opt.minimize(loss)`` in dygraph mode (see the module docstring). Reads the
@@ -204,9 +208,10 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
     replay = _mode.tracer._replay if _mode.tracer is not None else None
     step = replay.active if replay is not None else None
     if step is not None:                # a replayed step (replay.py): run its plan
-        if (getattr(loss, "__dict__", {}).get("_pending") is step and no_grad_set is None
-                and grad_clip is opt._grad_clip and len(params) == len(step.c.param_list)
-                and all(a is b for a, b in zip(params, step.c.param_list))):
+        listed = step.c.param_list
+        if (getattr(loss, "__dict__", _NO_DICT).get("_pending") is step and no_grad_set is None
+                and grad_clip is opt._grad_clip and len(params) == len(listed)
+                and all(map(operator.is_, params, listed))):
             pairs = step.commit(opt)
             if pairs is not None:
                 replay.start_step()

@@ -159,10 +159,10 @@ class _Compiled:
         self.scope = Scope()
         self.exe = Executor()
         self.exe.run(startup, scope=self.scope)
-        # what the plan shares with the eager side, as (tensor, scope holder): parameters and
-        # the optimizer's accumulators (the eager optimizer's tensors)
-        self.shared: List[Tuple[VarBase, Any]] = [
-            (p, self.scope.var(n)) for n, p in self.params.items()]
+        # what the plan shares with the eager side, by static name: parameters and the
+        # optimizer's accumulators (the eager optimizer's tensors); the plan reads and writes
+        # their ``_value`` directly (``Executor._runner``'s cells)
+        self.shared: Dict[str, VarBase] = dict(self.params)
         from .optim import _accumulators
         for n in names_used:
             _accumulators(opt, self.params[n])      # created with their start values if new
@@ -171,7 +171,7 @@ class _Compiled:
                 mine = opt._accumulators.get(table, {}).get(pname)
                 if mine is None:
                     raise _Unsupported(f"no eager accumulator {table} for {pname}")
-                self.shared.append((mine, self.scope.var(var.name)))
+                self.shared[var.name] = mine
         lr_var = so._global_learning_rate(program)
         self.lr_holder = self.scope.var(lr_var.name) if lr_var is not None else None
         self.lr_value = opt._learning_rate
@@ -179,6 +179,8 @@ class _Compiled:
         gblock = program.global_block()
         self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
                            if gblock.has_var(n + "@GRAD")]
+        with_grad = {id(p) for p, _ in self.grad_names}
+        self.updated_only = [p for p in self.updated if id(p) not in with_grad]
         self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
                       enumerate(zip(tape, self.sources, self.out_specs))]
         # the global norm, for ``clip.global_norm`` (as the eager clip leaves it)
@@ -186,11 +188,13 @@ class _Compiled:
         self.norm_name = norm.name if norm is not None and hasattr(norm, "name") else None
         self.fetch = [n for names_ in self.out_names for n in names_] + \
             [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
-        for t, h in self.shared:
-            h.set_array(t._value)
+        for n, t in self.shared.items():            # (the scope must know them too)
+            self.scope.var(n).set_array(t._value)
         # (take() checked every feed's shape and dtype; a C-contiguous copy is made there)
         self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope,
-                                       trusted=True)
+                                       trusted=True, cells=self.shared)
+        for n in self.shared:                       # (not kept alive by the scope)
+            self.scope.var(n).set_array(None)
 
     def _parameter(self, block: Any, t: ParamBase) -> Any:
         if t.regularizer is not None or t.gradient_clip_attr is not None or \
@@ -201,24 +205,15 @@ class _Compiled:
                                       trainable=t.trainable, need_clip=t.need_clip)
 
     def run(self, feeds: List[np.ndarray]) -> List[np.ndarray]:
-        for t, h in self.shared:
-            a = t._value
-            if h.get_array() is not a:
-                h.set_array(a)
         lr = self.opt._learning_rate
         if lr != self.lr_value and self.lr_holder is not None:
             self.lr_holder.set_array(np.array([lr], self.lr_holder.get_array().dtype))
             self.lr_value = lr
         saved, _mode.tracer = _mode.tracer, None
         try:
-            res = self.runner(feeds)
+            return self.runner(feeds)
         finally:
             _mode.tracer = saved
-        for t, h in self.shared:
-            a = h.get_array()
-            if a is not t._value:
-                t._value = a
-        return res
 
 
 def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
@@ -450,7 +445,8 @@ class _Step:
         except Exception:               # the eager run says where, in the user's terms
             self.materialize()
             raise
-        self._release(values=False)
+        self.done = True                # (_release, with the loops below doing its work)
+        self.owner.active = None
         it = iter(res)
         for outs in self.outs:
             for t in outs:
@@ -458,14 +454,17 @@ class _Step:
                 d["_value"] = next(it)
                 del d["_pending"]
         pairs = []
-        for p, gname in c.grad_names:
+        for p, gname in c.grad_names:   # (defer_backward made exactly these pending)
             g = next(it)
-            p.__dict__["_grad"] = g
+            d = p.__dict__
+            del d["_pending"]
+            d["_grad"] = g
+            d["_version"] += 1
             pairs.append((p, VarBase(g, name=gname)))
+        for p in c.updated_only:        # updated without a gradient (none in practice)
+            p._version += 1
         if c.norm_name is not None:
             opt._grad_clip.global_norm = VarBase(next(it), name="global_norm")
-        for p in c.updated:
-            p._version += 1
         c.fails = 0
         self.owner.replayed += 1
         return pairs

@@ -31,6 +31,23 @@ class _Bound:
         self.writes: Optional[List[Any]] = None     # resolved after the first successful run
 
 
+class _ScopeCell:
+    """A scope holder seen as a cell (``_value``), for ``Executor._runner``."""
+
+    __slots__ = ("holder",)
+
+    def __init__(self, holder: Any) -> None:
+        self.holder = holder
+
+    @property
+    def _value(self) -> Optional[np.ndarray]:
+        return self.holder.get_array()
+
+    @_value.setter
+    def _value(self, array: np.ndarray) -> None:
+        self.holder.set_array(array)
+
+
 class Executor:
     """Runs Programs on a place (always the CPU).
 
@@ -217,8 +234,8 @@ class Executor:
         return pruned
 
     def _runner(self, program: Program, feed_names: Sequence[str],
-                fetch_names: Sequence[str], scope: Scope,
-                trusted: bool = False) -> Callable[[Sequence[Any]], List[Any]]:
+                fetch_names: Sequence[str], scope: Scope, trusted: bool = False,
+                cells: Optional[Dict[str, Any]] = None) -> Callable[[Sequence[Any]], List[Any]]:
         """``run`` reduced to its core, for a caller that runs one program every step with the
         same feeds, fetches and scope (dygraph step replay): the plan and the scope's holders
         are resolved once; each call checks the feeds (arrays in ``feed_names`` order), runs
@@ -226,29 +243,39 @@ class Executor:
         ``run`` copies them). A failed call leaves the persistables and the random streams as
         they were. Programs using LoD are not supported (ValueError). ``trusted``: the caller
         passes C-contiguous arrays of exactly the fed variables' shapes and dtypes, so the
-        feed checks are skipped."""
+        feed checks are skipped. ``cells``: persistables held outside the scope, by name: the
+        plan reads each from ``cell._value`` and stores its new array there (the dygraph
+        tensors a replayed step shares with the eager side); the others live in ``scope``."""
         plan = self._plan(program, tuple(feed_names), tuple(fetch_names))
         if plan.uses_lod:
             raise ValueError("Executor._runner: the program uses LoD; use run()")
         bound = self._resolve(plan, scope)
-        if any(a is None for a in Scope.get_arrays(bound.reads)):
-            raise _uninitialized([n for n, h in zip(plan.persist_reads, bound.reads)
-                                  if h.get_array() is None])
-        reads, streams = bound.reads, bound.streams
-        writes = [scope.find_var(n) or scope.var(n) for n in plan.write_names]
+        cells = cells or {}
+
+        def cell(name: str, holder: Any) -> Any:
+            c = cells.get(name)
+            return c if c is not None else _ScopeCell(holder)
+        reads = [cell(n, h) for n, h in zip(plan.persist_reads, bound.reads)]
+        if any(c._value is None for c in reads):
+            raise _uninitialized([n for n, c in zip(plan.persist_reads, reads)
+                                  if c._value is None])
+        writes = [cell(n, scope.find_var(n) or scope.var(n)) for n in plan.write_names]
+        streams = bound.streams
         copies = list(plan.fetch_copies)
         any_copy = any(copies)
+        check = None if trusted else plan.check_feeds
 
         def run(feeds: Sequence[Any]) -> List[Any]:
-            arrays = feeds if trusted else plan.check_feeds(feeds)[0]
+            arrays = feeds if check is None else check(feeds)[0]
             saved = [g.bit_generator.state for g in streams] if streams else None
             try:
-                fetched, written = plan.run(arrays, Scope.get_arrays(reads), streams)
+                fetched, written = plan.run(arrays, [c._value for c in reads], streams)
             except BaseException:
                 for g, state in zip(streams, saved or ()):
                     g.bit_generator.state = state
                 raise
-            Scope.set_arrays(writes, written)
+            for c, a in zip(writes, written):
+                c._value = a
             if any_copy:
                 return [a.copy() if c and isinstance(a, np.ndarray) else a
                         for a, c in zip(fetched, copies)]

@@ -192,7 +192,9 @@ class _GlobalNorm(_FusedDef):
         norm, scale = self.values(X)
         return {k: self._array(k, norm, scale) for k in self.emit}
 
-    def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Callable:
+    def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
+        if len(self.emit) != 1:         # both outputs: forward's dict
+            return None
         key = self.emit[0]
         dtype = {"Norm": self.dtype, "Scale": self.dtype}.get(key, self.cast_to)
         pick = 0 if key == "Norm" else 1

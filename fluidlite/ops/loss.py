@@ -11,12 +11,13 @@ replaced.
 """
 from __future__ import annotations
 
+import functools
 from typing import Dict, Tuple
 
 import numpy as np
 
 from ..core import shape as S
-from ..core.dtypes import INTS
+from ..core.dtypes import INTS, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
 from .tensor import emit_grad_op, norm_axis
 
@@ -98,6 +99,15 @@ def _flat_index(idx: np.ndarray, n_class: int) -> np.ndarray:
     if flat.dtype != np.int64:      # int64 + uint64 would promote to float64
         flat = flat.astype(np.int64)
     return off + flat
+
+
+def _hard_2d(x: VarSpec, label: VarSpec, attrs: Dict[str, object]) -> bool:
+    """Hard int64 labels ``[N, 1]`` for 2-D float32/float64 ``x`` on its last axis: the case
+    the loss ops' fast paths take."""
+    return (x is not None and label is not None and len(x.shape) == 2 and
+            len(label.shape) == 2 and not attrs.get("soft_label", False) and
+            attrs.get("axis", -1) in (-1, 1) and to_numpy_dtype(label.dtype) == np.int64 and
+            to_numpy_dtype(x.dtype) in (np.float32, np.float64))
 
 
 def _check_label(op_type: str, X: VarSpec, Label: VarSpec, soft: bool, axis: int = -1) -> None:
@@ -233,6 +243,48 @@ class SoftmaxWithCrossEntropy(OpDef):
         if not last:
             softmax, loss = np.moveaxis(softmax, -1, axis), np.moveaxis(loss, -1, axis)
         return {"Softmax": softmax, "Loss": loss}
+
+    def lower(self, in_specs, attrs):
+        """Hard labels on the last axis of 2-D logits (a classifier's loss): ``forward``'s
+        operations without its dispatch; other labels take ``forward``."""
+        logits, label = in_specs[0], in_specs[1]
+        if not _hard_2d(logits, label, attrs):
+            return None
+        general = functools.partial(self.forward, **attrs)
+        ignore_index = attrs.get("ignore_index", -100)
+        max_, sum_, exp, log = np.maximum.reduce, np.add.reduce, np.exp, np.log
+
+        def fast(Logits, Label):
+            c = Logits.shape[1]
+            if not _all_valid(Label, c, ignore_index) or Logits.ndim != 2:
+                return general(Logits, Label)
+            z = Logits - max_(Logits, 1, None, None, True)
+            softmax = exp(z)
+            s = sum_(softmax, 1, None, None, True)
+            softmax /= s
+            loss = _tolerable(log(s) - z.reshape(-1)[_flat_index(Label, c)].reshape(s.shape))
+            return {"Softmax": softmax, "Loss": loss}
+        return fast
+
+    def lower_grad(self, in_specs, attrs, wanted):
+        """Hard labels on the last axis of 2-D logits: ``backward``'s operations without its
+        dispatch."""
+        label, softmax = in_specs[0], in_specs[1]
+        if wanted != {"Logits"} or not _hard_2d(softmax, label, attrs):
+            return None
+        general = functools.partial(self.backward, **attrs)
+        ignore_index = attrs.get("ignore_index", -100)
+
+        def fast(Label, Softmax, dSoftmax, dLoss):     # (the grad op's slot order)
+            c = Softmax.shape[-1]
+            if (not _all_valid(Label, c, ignore_index) or Softmax.ndim != 2 or
+                    dSoftmax is not None or not Softmax.flags.c_contiguous):
+                return general(Label, Softmax, dLoss, dSoftmax)
+            dx = Softmax * dLoss
+            flat = dx.reshape(-1)
+            flat[_flat_index(Label, c)] -= dLoss.reshape(-1)     # p * dl - dl at the label
+            return {"Logits": dx.astype(dLoss.dtype, copy=False)}
+        return fast
 
     def backward(self, Label, Softmax, dLoss, dSoftmax=None, *, soft_label=False,
                  ignore_index=-100, numeric_stable_mode=True, axis=-1):
