@@ -269,8 +269,7 @@ class Optimizer:
         """append_backward for ``loss`` (non-trainable parameters get no gradient; the error
         clip callback is always included). Returns ``[(param, param@GRAD)]``."""
         if _mode.tracer is not None:    # issue 12: dygraph, the gradients loss.backward() left
-            from .dygraph.optim import backward as _dygraph_backward
-            return _dygraph_backward(self, parameter_list, no_grad_set)
+            return _dygraph("backward")(self, parameter_list, no_grad_set)
         if not isinstance(loss, Variable):
             raise TypeError(f"The loss should be an Variable, but received "
                             f"{type(loss).__name__}")
@@ -302,8 +301,7 @@ class Optimizer:
     def _apply_gradients(self, params_grads: Pairs,
                          grad_clip: Optional[GradientClipBase]) -> List[Operator]:
         if _mode.tracer is not None:    # issue 12: dygraph, externally computed gradients
-            from .dygraph.optim import apply_gradients as _dygraph_apply
-            return _dygraph_apply(self, params_grads, grad_clip)
+            return _dygraph("apply_gradients")(self, params_grads, grad_clip)
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
         if grad_clip is not None:
             params_grads = grad_clip(params_grads)
@@ -378,9 +376,8 @@ class Optimizer:
         optimizer's own ``grad_clip`` wins when both are given. One transaction: if anything
         fails, the main and startup programs are left exactly as they were."""
         if _mode.tracer is not None:    # dygraph: clip, regularize and update now
-            from .dygraph.optim import minimize as _dygraph_minimize
-            return _dygraph_minimize(self, loss, parameter_list, no_grad_set,
-                                     _resolve_clip(self._grad_clip, grad_clip))
+            return _dygraph("minimize")(self, loss, parameter_list, no_grad_set,
+                                        _resolve_clip(self._grad_clip, grad_clip))
         if not isinstance(loss, Variable):
             raise TypeError(f"The loss should be an Variable, but received "
                             f"{type(loss).__name__}")
@@ -392,6 +389,19 @@ class Optimizer:
                                          parameter_list=parameter_list, no_grad_set=no_grad_set)
             optimize_ops = self._apply_optimize(loss, startup_program, params_grads, clip)
         return optimize_ops, params_grads
+
+
+_DYGRAPH: Dict[str, Any] = {}
+
+
+def _dygraph(name: str) -> Any:
+    """``fluidlite.dygraph.optim.<name>`` (imported on first use: dygraph sits above this
+    module; a per-call import statement would cost a training step ~1 us)."""
+    fn = _DYGRAPH.get(name)
+    if fn is None:
+        from .dygraph import optim
+        fn = _DYGRAPH[name] = getattr(optim, name)
+    return fn
 
 
 def _resolve_clip(own: Optional[GradientClipBase], given: Any) -> Optional[GradientClipBase]:

@@ -5,6 +5,7 @@ out): one-reduction label validation, flat gather/scatter of the labelled logits
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -198,6 +199,34 @@ def test_sum_squares_one_piece_equals_chunked_loop(n, dtype):
         assert inplace.sum_squares(x) == math.inf
         x[0] = np.nan
         assert math.isnan(inplace.sum_squares(x))
+
+
+@pytest.mark.parametrize("case", ["plain", "overflow", "tiny", "nan", "float64", "many",
+                                  "big", "strided"])
+def test_sum_squares_many_is_sum_squares_of_each(case):
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal(s).astype(np.float32) for s in [(64, 64), (64,), (10,), (1,)]]
+    if case == "overflow":
+        xs[1][3] = 3e38                 # a float32 dot overflows: redone in float64
+    elif case == "tiny":
+        xs[2][:] = 1e-25                # squares underflow in float32: redone in float64
+    elif case == "nan":
+        xs[0][1, 1] = np.nan
+    elif case == "float64":
+        xs[3] = xs[3].astype(np.float64)
+    elif case == "many":
+        xs = xs * 3                     # more than a few: one errstate for all
+    elif case == "big":
+        xs.append(rng.standard_normal(inplace.CHUNK + 3).astype(np.float32))
+    elif case == "strided":
+        xs[0] = xs[0][:, ::2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # no floating-point warning escapes
+        got = inplace.sum_squares_many(xs)
+    want = [inplace.sum_squares(x) for x in xs]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == w or (math.isnan(g) and math.isnan(w))
 
 
 def test_global_norm_values_on_floats():

@@ -131,8 +131,7 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
         arr = arr.astype(to_numpy_dtype(dtype))
     elif kind == "f" and not is_array and arr.dtype == np.float64:
         arr = arr.astype(np.float32)          # Python floats: fluid's default float32
-    return VarBase(arr, name=name if name is not None else names.generate("generated_tensor"),
-                   stop_gradient=True)
+    return VarBase(arr, name=name, stop_gradient=True)     # unnamed: generated_tensor_N on use
 
 
 def to_tensor(data: Any, dtype: Any = None, place: Any = None,

@@ -361,6 +361,7 @@ class _Step:
 
     def __init__(self, owner: "Replayer", compiled: _Compiled, tracer: Any) -> None:
         self.owner, self.c, self.tracer = owner, compiled, tracer
+        self.match, self.n = compiled.match, len(compiled.match)
         self.calls: List[Tuple[Any, ...]] = []    # trace_op's arguments, as matched
         self.outs: List[List[VarBase]] = []
         self.feeds: List[Any] = [None] * len(compiled.feeds)
@@ -374,10 +375,10 @@ class _Step:
              has_grad: bool) -> bool:
         """Match an op call (``trace_op``'s arguments) against the next compiled op; on a
         match its outputs become pending (see ``_matcher``)."""
-        match, i = self.c.match, len(self.calls)
-        if i >= len(match) or self.backward:
+        i = len(self.calls)             # (Tracer.trace_op inlines this)
+        if i >= self.n or self.backward:
             return False
-        return match[i](self, type, inputs, outputs, attrs, stop_gradient, has_grad)
+        return self.match[i](self, type, inputs, outputs, attrs, stop_gradient, has_grad)
 
     def defer_backward(self, loss: VarBase) -> bool:
         """``loss.backward()`` with no arguments: deferred when ``loss`` is the compiled

@@ -280,14 +280,14 @@ class VarBase(Variable):
         """Accumulate d(self)/d(leaf) into every leaf tensor that needs a gradient. ``self``
         must be a scalar (one element) unless ``grad_tensor`` is given. The graph is released
         afterwards unless ``retain_graph=True``."""
-        from .autograd import run_backward
-        if not isinstance(retain_graph, bool):      # fluid 1.8: backward(BackwardStrategy())
+        if retain_graph.__class__ is not bool:      # fluid 1.8: backward(BackwardStrategy())
             retain_graph = False
         step = self.__dict__.get("_pending")
         if step is not None:                # a replayed step's loss: minimize runs it
             if not retain_graph and grad_tensor is None and step.defer_backward(self):
                 return
             step.materialize()
+        from .autograd import run_backward
         run_backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     # -- conversions ------------------------------------------------------------------------

@@ -265,6 +265,7 @@ class _UpdateGroup(_FusedDef):
         if op_type == "rmsprop" and "MeanGrad" not in in_slots:   # forward raises: let it
             self.inplace = [ok and not a.get("centered", False)
                             for ok, a in zip(self.inplace, self.attrs_list)]
+        self.all_inplace = all(self.inplace)
         self.scaled = scaled
         self.fold_lr = self.sgd = op_type == "sgd"
         states = self.update.state_slots
@@ -321,16 +322,18 @@ class _UpdateGroup(_FusedDef):
         ``None`` (nothing written) when some parameter cannot be updated in place."""
         # one pass of checks (this kernel runs every step of small models: its Python
         # overhead is most of its cost there)
+        if not self.all_inplace:
+            return None
         big = False
-        ids = set()
-        for p, g, ok in zip(params, grads, self.inplace):
+        for p, g in zip(params, grads):
             flags = p.flags
-            if not (ok and p.base is None and flags.c_contiguous and flags.writeable
-                    and g.shape == p.shape and g.dtype == p.dtype and p.dtype.kind == "f"):
+            dt = p.dtype
+            if (p.base is not None or not flags.c_contiguous or not flags.writeable
+                    or g.shape != p.shape or g.dtype != dt or dt.kind != "f"):
                 return None
-            ids.add(id(p))
-            big = big or p.size > _SMALL
-        if len(ids) != len(params):
+            if p.size > _SMALL:
+                big = True
+        if len(set(map(id, params))) != len(params):
             return None
         if big:
             self._reserve({p.dtype for p in params})

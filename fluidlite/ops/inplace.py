@@ -69,9 +69,30 @@ def sum_squares(x: np.ndarray, scale: Any = None) -> float:
 
 
 def sum_squares_many(xs: Sequence[np.ndarray]) -> List[float]:
-    """``[sum_squares(x) for x in xs]`` (under one ``np.errstate``: small tensors pay per call)."""
+    """``[sum_squares(x) for x in xs]`` (under one ``np.errstate``: small tensors pay per call).
+    A few small float32 tensors (a small model's gradients) are summed by ``np.vdot``, the
+    same BLAS dot as ``_sum_squares``'s but raising no floating-point warnings, so no
+    ``np.errstate`` is needed (which costs as much as three dots); any other case, or a sum
+    that must be redone in float64, takes the general path."""
+    if len(xs) <= _FEW:
+        out = []
+        for x in xs:
+            if x.dtype != _F32 or x.size > CHUNK:
+                break
+            flat = x.reshape(-1)
+            s = float(_vdot(flat, flat))
+            if not _TINY <= s < _INF:
+                break
+            out.append(s)
+        else:
+            return out
     with np.errstate(over="ignore", invalid="ignore"):
         return [_sum_squares(x, None) for x in xs]
+
+
+_FEW = 8
+_F32 = np.dtype(np.float32)
+_vdot = np.vdot
 
 
 def _sum_squares(x: np.ndarray, scale: Any) -> float:
