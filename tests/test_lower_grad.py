@@ -158,3 +158,23 @@ def test_softmax_cross_entropy_fast_paths_only_where_they_apply():
     bound = grad.bind([two[1], two[0], None, VarSpec((4, 1), f32)], _SWCE_ATTRS,
                       frozenset({"Logits@GRAD"}))
     assert bound.fn.__name__ == "fast"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_fast_paths_are_forward_and_backward(dtype):
+    relu = get_op_def("relu")
+    x = np.array([[-1.5, -0.0, 0.0, np.nan], [2.0, np.inf, -np.inf, 1e-30]], dtype)
+    spec = [VarSpec((-1, 4), np.dtype(dtype))]
+    fast = relu.lower(spec, {})
+    out = relu.forward(x)["Out"]
+    got = fast(x)
+    assert got.dtype == out.dtype
+    np.testing.assert_array_equal(got, out)
+    assert np.signbit(got).tolist() == np.signbit(out).tolist()
+    d = _r(2, 4, dtype=dtype)
+    gfast = relu.lower_grad(spec * 2, {}, frozenset({"X"}))
+    _same(gfast(out, d), relu.backward(out, d))
+    # integer tensors keep the generic kernels
+    assert relu.lower_grad([VarSpec((3,), np.dtype(np.int32))] * 2, {}, frozenset({"X"})) is None
+    ints = relu.lower([VarSpec((3,), np.dtype(np.int32))], {})
+    assert ints(np.array([-2, 0, 3], np.int32)).dtype == np.int32

@@ -88,7 +88,7 @@ class Linear(_Op):
 
     def forward(self, input: VarBase) -> VarBase:
         params = self._parameters      # (what self.weight reads, without __getattr__)
-        rank = len(input.shape)
+        rank = input.ndim
         if rank == 2:
             out = self._run("mul", {"X": input, "Y": params["weight"]}, _MUL_ATTRS)
         else:

@@ -199,7 +199,11 @@ class VarBase(Variable):
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        v = self.__dict__.get("_value")         # (without building the shape list)
+        if v is not None:
+            return v.ndim
+        shape = self._decl[0]
+        return len(shape) if shape is not None else 0
 
     @property
     def size(self) -> int:

@@ -301,6 +301,19 @@ class Tracer:
                     x._node = None
                     x._stop_gradient = True
 
+    def layer_op(self, op_type: str, inputs: Dict[str, Any], out_slots: Sequence[str],
+                 attrs: Optional[Dict[str, Any]], hint: str) -> List[VarBase]:
+        """A ``fluid.layers`` function's one op, without the ``LayerHelper`` (fluid 1.8's
+        ``core.ops`` path in dygraph mode): a new tensor per slot of ``out_slots`` (named
+        ``<hint>_N`` on first use), filled by ``trace_op``; returns them in that order."""
+        outs = []
+        for _ in out_slots:
+            t = VarBase(None, None, False)
+            t._hint = hint
+            outs.append(t)
+        self.trace_op(op_type, inputs, dict(zip(out_slots, outs)), attrs)
+        return outs
+
     @staticmethod
     def _write(var: Any, value: Any, op_type: str, slot: str) -> None:
         if not isinstance(var, VarBase):

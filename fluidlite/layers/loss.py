@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional, Tuple, Union
 
+from ..core import mode as _mode
 from ..core.ir import Variable
 from ..data_feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int
@@ -58,14 +59,19 @@ def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bo
     _check_label(label, soft_label, "softmax_with_cross_entropy")
     axis = check_int(axis, "axis", "softmax_with_cross_entropy")
     ignore_index = check_int(ignore_index, "ignore_index", "softmax_with_cross_entropy")
-    helper = LayerHelper("softmax_with_cross_entropy")
-    softmax = helper.create_variable_for_type_inference(dtype=logits.dtype)
-    loss = helper.create_variable_for_type_inference(dtype=logits.dtype)
-    helper.append_op(type="softmax_with_cross_entropy",
-                     inputs={"Logits": logits, "Label": label},
-                     outputs={"Softmax": softmax, "Loss": loss},
-                     attrs={"soft_label": soft_label, "ignore_index": ignore_index,
-                            "numeric_stable_mode": numeric_stable_mode, "axis": axis})
+    attrs = {"soft_label": soft_label, "ignore_index": ignore_index,
+             "numeric_stable_mode": numeric_stable_mode, "axis": axis}
+    if _mode.tracer is not None:        # dygraph (fluid 1.8's core.ops path)
+        softmax, loss = _mode.tracer.layer_op(
+            "softmax_with_cross_entropy", {"Logits": logits, "Label": label},
+            ("Softmax", "Loss"), attrs, "softmax_with_cross_entropy.tmp")
+    else:
+        helper = LayerHelper("softmax_with_cross_entropy")
+        softmax = helper.create_variable_for_type_inference(dtype=logits.dtype)
+        loss = helper.create_variable_for_type_inference(dtype=logits.dtype)
+        helper.append_op(type="softmax_with_cross_entropy",
+                         inputs={"Logits": logits, "Label": label},
+                         outputs={"Softmax": softmax, "Loss": loss}, attrs=attrs)
     if return_softmax:
         return loss, softmax
     return loss

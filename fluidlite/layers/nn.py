@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from ..core import mode as _mode
 from ..core.ir import Variable
 from ..data_feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int, check_number, is_int
@@ -60,8 +61,13 @@ def _fc_width(x: Variable, num_flatten_dims: int) -> int:
     return width
 
 
+_OUT = ("Out",)
+
+
 def mean(x: Variable, name: Optional[str] = None) -> Variable:
     """Mean of all elements, shape [1]."""
+    if _mode.tracer is not None and name is None:     # dygraph (fluid 1.8's core.ops.mean)
+        return _mode.tracer.layer_op("mean", {"X": x}, _OUT, None, "mean.tmp")[0]
     helper = LayerHelper("mean", x=x, name=name)
     if not isinstance(x, Variable):
         raise TypeError(f"mean: x must be a Variable, got {type(x).__name__}")

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..core.dtypes import FLOATS, convert_dtype
+from ..core.dtypes import FLOATS, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, register
 from .compose import Compose, Sym, live
 
@@ -136,6 +136,32 @@ class Relu(_Act):
 
     def backward(self, Out, dOut):
         return {"X": dOut * (Out > 0)}
+
+    def lower(self, in_specs, attrs):
+        """``max(x, 0)`` with a 0-d zero of the float input's dtype (NumPy dispatches a 0-d
+        array faster than a Python scalar; the same values)."""
+        zero = _float_zero(in_specs[0])
+        if zero is None:
+            return super().lower(in_specs, attrs)
+        maximum = np.maximum
+        return lambda x: maximum(x, zero)
+
+    def lower_grad(self, in_specs, attrs, wanted):
+        """``backward`` with the same 0-d zero (a float ``Out``)."""
+        zero = _float_zero(in_specs[0])
+        if zero is None or wanted != {"X"}:
+            return None
+        greater = np.greater
+        return lambda Out, dOut: {"X": dOut * greater(Out, zero)}
+
+
+def _float_zero(spec: Any) -> Optional[np.ndarray]:
+    """A read-only 0-d zero of ``spec``'s float dtype (None when unknown or not float)."""
+    if spec is None or spec.dtype not in FLOATS:
+        return None
+    zero = np.zeros((), to_numpy_dtype(spec.dtype))
+    zero.flags.writeable = False
+    return zero
 
 
 @register
