@@ -178,3 +178,39 @@ def test_relu_fast_paths_are_forward_and_backward(dtype):
     assert relu.lower_grad([VarSpec((3,), np.dtype(np.int32))] * 2, {}, frozenset({"X"})) is None
     ints = relu.lower([VarSpec((3,), np.dtype(np.int32))], {})
     assert ints(np.array([-2, 0, 3], np.int32)).dtype == np.int32
+
+
+_ADAM_ATTRS = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": False,
+               "min_row_size_to_use_multithread": 1000}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adam_fast_path_is_forward_bit_for_bit(dtype):
+    adam = get_op_def("adam")
+    fast = adam.lower([VarSpec((8, 5), np.dtype(dtype))] + [None] * 8, _ADAM_ATTRS)
+    assert fast is not None
+    rng = np.random.default_rng(5)
+    for _ in range(30):                     # gradients from tiny to large, many step counts
+        P = rng.standard_normal((8, 5)).astype(dtype)
+        G = (rng.standard_normal((8, 5)) * 10 ** rng.uniform(-8, 3)).astype(dtype)
+        M1 = (rng.standard_normal((8, 5)) * 0.1).astype(dtype)
+        M2 = (np.abs(rng.standard_normal((8, 5))) * 0.01).astype(dtype)
+        lr = np.array([10 ** rng.uniform(-5, -1)], dtype)
+        b1p = np.array([0.9 ** rng.integers(1, 50)], dtype)
+        b2p = np.array([0.999 ** rng.integers(1, 5000)], dtype)
+        _same(fast(P, G, lr, M1, M2, b1p, b2p, None, None),
+              adam.forward(P, G, lr, M1, M2, b1p, b2p, **_ADAM_ATTRS))
+
+
+def test_adam_fast_path_only_where_it_applies():
+    adam = get_op_def("adam")
+    f32 = np.dtype(np.float32)
+    p = VarSpec((4,), f32)
+    assert adam.lower([p] + [None] * 6 + [VarSpec((1,), f32), None], _ADAM_ATTRS) is None
+    assert adam.lower([VarSpec((4,), np.dtype(np.int64))] + [None] * 8, _ADAM_ATTRS) is None
+    fast = adam.lower([p] + [None] * 8, _ADAM_ATTRS)
+    args = [_r(4), _r(4), np.array([0.01], np.float32), _r(4), np.abs(_r(4)),
+            np.array([0.9], np.float64), np.array([0.999], np.float32)]   # a float64 pow
+    _same(fast(*args, None, None), adam.forward(*args, **_ADAM_ATTRS))
+    args[5] = np.array([0.9, 0.9], np.float32)[:1].reshape(1, 1)           # not [1]
+    _same(fast(*args, None, None), adam.forward(*args, **_ADAM_ATTRS))

@@ -2,11 +2,13 @@
 conventions in ``optim.py``)."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from ..core.dtypes import FLOATS, to_numpy_dtype
 from ..core.registry import register
 from .inplace import Update, check_like, check_scalar, chunked, consts, sum_squares
 
@@ -46,6 +48,41 @@ class Adam(Update):
                 "Beta1PowOut": Beta1Pow * b1, "Beta2PowOut": Beta2Pow * b2}
 
     state_slots = (("Moment1", "Moment1Out"), ("Moment2", "Moment2Out"))
+
+    def lower(self, in_specs, attrs):
+        """``forward`` for float parameters with [1] learning rate and beta powers of their
+        dtype and no beta tensors (every Adam update fluid's optimizer builds): the [1]-array
+        arithmetic on scalars of that dtype (as ``update_in_place``), the elementwise
+        arithmetic with 0-d constants -- the same operations in the same order, so the same
+        bits, in fewer and cheaper NumPy calls (a small model pays per call)."""
+        p, b1t, b2t = in_specs[0], in_specs[7], in_specs[8]
+        if p is None or b1t is not None or b2t is not None or p.dtype not in FLOATS:
+            return None
+        dtype = to_numpy_dtype(p.dtype)
+        general = functools.partial(self.forward, **attrs)
+        b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
+        eps = attrs.get("epsilon", 1.0e-8)
+        k1, k2, one_b1, one_b2 = consts(dtype, b1, b2, 1.0 - b1, 1.0 - b2)
+        sqrt, asarray, array, t = np.sqrt, np.asarray, np.array, dtype.type
+
+        def fast(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
+                 Beta1Tensor=None, Beta2Tensor=None):
+            if (Param.dtype != dtype or Beta1Tensor is not None or Beta2Tensor is not None
+                    or LearningRate.shape != (1,) or Beta1Pow.shape != (1,)
+                    or Beta2Pow.shape != (1,) or LearningRate.dtype != dtype
+                    or Beta1Pow.dtype != dtype or Beta2Pow.dtype != dtype):
+                return general(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow,
+                               Beta2Pow, Beta1Tensor, Beta2Tensor)
+            s1, s2, lr = Beta1Pow[0], Beta2Pow[0], LearningRate[0]
+            # (a correctly rounded double sqrt rounds to the correctly rounded float sqrt)
+            c2 = t(math.sqrt(1.0 - s2))
+            lr_t, eps_t = asarray(lr * c2 / (1.0 - s1)), asarray(eps * c2)
+            m1 = k1 * Moment1 + one_b1 * Grad
+            m2 = k2 * Moment2 + one_b2 * (Grad * Grad)
+            out = Param - lr_t * (m1 / (sqrt(m2) + eps_t))
+            return {"ParamOut": out, "Moment1Out": m1, "Moment2Out": m2,
+                    "Beta1PowOut": array([s1 * b1]), "Beta2PowOut": array([s2 * b2])}
+        return fast
 
     def update_in_place(self, ins, scale, attrs):
         b1t, b2t = ins.get("Beta1Tensor"), ins.get("Beta2Tensor")
