@@ -214,3 +214,17 @@ def test_adam_fast_path_only_where_it_applies():
     _same(fast(*args, None, None), adam.forward(*args, **_ADAM_ATTRS))
     args[5] = np.array([0.9, 0.9], np.float32)[:1].reshape(1, 1)           # not [1]
     _same(fast(*args, None, None), adam.forward(*args, **_ADAM_ATTRS))
+
+
+def test_products_two_d_by_dot_batched_by_matmul():
+    mul, matmul = get_op_def("mul"), get_op_def("matmul")
+    f32 = np.dtype(np.float32)
+    two = [VarSpec((5, 4), f32), VarSpec((4, 3), f32)]
+    X, Y = _r(5, 4), _r(4, 3)
+    np.testing.assert_array_equal(mul.lower(two, {})(X, Y), mul.forward(X, Y)["Out"])
+    np.testing.assert_array_equal(matmul.lower(two, {})(X, Y), np.matmul(X, Y))
+    batched = [VarSpec((2, 5, 4), f32), VarSpec((2, 4, 3), f32)]
+    A, B = _r(2, 5, 4), _r(2, 4, 3)
+    got = matmul.lower(batched, {})(A, B)
+    assert got.shape == (2, 5, 3)
+    np.testing.assert_array_equal(got, matmul.forward(A, B)["Out"])
