@@ -38,8 +38,10 @@ class Mean(OpDef):
 
     def backward(self, X, dOut):
         # np.full's own two steps (empty + an unsafe-casting fill) without its Python wrapper
+        # (a scalar of dOut's dtype divided by a Python int: the 0-d array division's value,
+        # without a ufunc call)
         dx = np.empty(X.shape, X.dtype)
-        dx.fill(dOut.reshape(()) / max(X.size, 1))
+        dx.fill(dOut.reshape(-1)[0] / max(X.size, 1))
         return {"X": dx}
 
     def double_grad(self, g, **attrs):
