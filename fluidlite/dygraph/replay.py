@@ -190,7 +190,7 @@ class _Compiled:
             [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
         for n, t in self.shared.items():            # (the scope must know them too)
             self.scope.var(n).set_array(t._value)
-        # (take() checked every feed's shape and dtype; a C-contiguous copy is made there)
+        # (the matchers check every feed's shape and dtype and make it C-contiguous)
         self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope,
                                        trusted=True, cells=self.shared)
         for n in self.shared:                       # (not kept alive by the scope)
@@ -217,8 +217,9 @@ class _Compiled:
 
 
 def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
-    """``_Step.take``'s test for op ``i`` of the compiled step, generated once per op as
-    straight-line code (it runs for every op of every replayed step): the call must have the
+    """The test ``Tracer.trace_op`` applies to op ``i`` of a replayed step (``_Step.match``),
+    generated once per op as straight-line code (it runs for every op of every replayed
+    step), called with ``trace_op``'s arguments and the step: the call must have the
     recorded type, attrs and flags, the same input slots holding the same tensors -- an
     earlier op's output, the same parameter, or an outside tensor of the recorded shape and
     dtype with ``stop_gradient`` (a feed; one tensor per feed within a step) -- and output
@@ -228,7 +229,7 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
                            "np": np, "A": dict(call.attrs or {})}
     ins = call.inputs or {}
     outs = call.outputs or {}
-    code = [f"def take_{i}(step, type, inputs, outputs, attrs, sg, hg):",
+    code = [f"def match_{i}(step, type, inputs, outputs, attrs, sg, hg):",
             f"    if type != {call.type!r} or sg != {bool(call.stop_gradient)} or "
             f"hg != {bool(call.has_grad)} or (attrs or NO) != A:",
             "        return False",
@@ -264,8 +265,9 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
             if src[0] == 0:
                 fail(f"{expr} is not outs[{src[1]}][{src[2]}]")
             elif src[0] == 1:
-                env[f"P{n}_{len(env)}"] = src[1]
-                fail(f"{expr} is not P{n}_{len(env) - 1}")
+                name = f"P{len(env)}"       # (a new name per parameter input)
+                env[name] = src[1]
+                fail(f"{expr} is not {name}")
             elif src[1] in seen:     # one outside tensor given twice when recorded
                 fail(f"{expr} is not {seen[src[1]]}")
             else:
@@ -308,8 +310,8 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
                      f"    d{o}['_decl'] = DECL{k}", f"    d{o}['_stop_gradient'] = {bool(stop)}"])
     code.extend(["    step.calls.append((type, inputs, outputs, attrs, sg, hg))",
                  f"    outs.append([{', '.join(got)}])", "    return True"])
-    exec(compile("\n".join(code), f"<fluidlite-replay-take-{i}>", "exec"), env)
-    return env[f"take_{i}"]
+    exec(compile("\n".join(code), f"<fluidlite-replay-match-{i}>", "exec"), env)
+    return env[f"match_{i}"]
 
 
 _MISSING = object()
@@ -361,6 +363,7 @@ class _Step:
 
     def __init__(self, owner: "Replayer", compiled: _Compiled, tracer: Any) -> None:
         self.owner, self.c, self.tracer = owner, compiled, tracer
+        # per op, its matcher (``_matcher``; Tracer.trace_op calls the next one)
         self.match, self.n = compiled.match, len(compiled.match)
         self.calls: List[Tuple[Any, ...]] = []    # trace_op's arguments, as matched
         self.outs: List[List[VarBase]] = []
@@ -371,15 +374,6 @@ class _Step:
         self.done = False
 
     # -- matching ---------------------------------------------------------------------------
-    def take(self, type: str, inputs: Any, outputs: Any, attrs: Any, stop_gradient: bool,
-             has_grad: bool) -> bool:
-        """Match an op call (``trace_op``'s arguments) against the next compiled op; on a
-        match its outputs become pending (see ``_matcher``)."""
-        i = len(self.calls)             # (Tracer.trace_op inlines this)
-        if i >= self.n or self.backward:
-            return False
-        return self.match[i](self, type, inputs, outputs, attrs, stop_gradient, has_grad)
-
     def defer_backward(self, loss: VarBase) -> bool:
         """``loss.backward()`` with no arguments: deferred when ``loss`` is the compiled
         step's loss, every op has been matched and no parameter holds a gradient yet."""

@@ -117,8 +117,7 @@ class Tracer:
         self._seq = itertools.count()
         self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
-        self._rng_seed = None if not seed else int(seed)
-        self._rng: Optional[np.random.Generator] = None
+        self.seed(seed)
         self._replay = REPLAYER             # step replay (replay.py)
 
     def seed(self, seed: Optional[int]) -> None:
@@ -141,7 +140,7 @@ class Tracer:
         rp = self._replay
         step = rp.active
         if step is not None and self.recorder is None:      # a replayed step (replay.py)
-            # (_Step.take, inlined: this runs for every op of every replayed step)
+            # the next op's matcher marks the outputs pending (replay._matcher)
             i = len(step.calls)
             if i < step.n and not step.backward and \
                     step.match[i](step, type, inputs, outputs, attrs, stop_gradient,
