@@ -113,7 +113,7 @@ class LayerHelper:
                 raise TypeError(f"{layer_type}: name must be a non-empty str or None, but "
                                 f"received {_received(name)}")
         self.name = name if name is not None else names.generate(layer_type)
-        self._tmp_hint: Optional[str] = None
+        self.tmp_hint = self.name + ".tmp"     # what dygraph temporaries are named after
 
     @property
     def main_program(self) -> Program:
@@ -249,11 +249,8 @@ class LayerHelper:
                                            stop_gradient: bool = False) -> Variable:
         """A fresh non-persistable ``<name>.tmp_N``; the op that writes it sets its shape."""
         if _mode.tracer is not None:        # dygraph: an empty tensor the traced op fills
-            hint = self._tmp_hint
-            if hint is None:
-                hint = self._tmp_hint = self.name + ".tmp"
             return _mode.tracer.new_var(None, dtype, stop_gradient=stop_gradient,
-                                        hint=hint)   # named on first use
+                                        hint=self.tmp_hint)   # named on first use
         return self.main_program.current_block().create_var(
             name=names.generate(".".join([self.name, "tmp"])), dtype=dtype,
             type=VarType.LOD_TENSOR, persistable=False, stop_gradient=stop_gradient)

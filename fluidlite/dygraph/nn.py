@@ -36,10 +36,8 @@ class _Op(Layer):
              ) -> VarBase:
         tracer = _mode.tracer
         if tracer is not None and not extra_outputs:    # the common case, called per op
-            out = VarBase(None, None, False, False, None, dtype)
-            out._hint = self._tmp_hint
-            tracer.trace_op(op_type, inputs, {out_slot: out}, attrs)
-            return out
+            return tracer.layer_op(op_type, inputs, (out_slot,), attrs,
+                                   self._helper.tmp_hint)[0]
         helper = self._helper
         out = helper.create_variable_for_type_inference(dtype)
         outputs = {out_slot: out}
@@ -47,14 +45,6 @@ class _Op(Layer):
             outputs[slot] = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
         helper.append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs or {})
         return out
-
-    @property
-    def _tmp_hint(self) -> str:
-        """What this layer's temporaries are named after (``<full_name>.tmp``)."""
-        hint = self.__dict__.get("_tmp_hint_")
-        if hint is None:
-            hint = self.__dict__["_tmp_hint_"] = self._helper.name + ".tmp"
-        return hint
 
     def _bias_act(self, x: VarBase, bias: Optional[VarBase], axis: int, act: Any) -> VarBase:
         if bias is not None:

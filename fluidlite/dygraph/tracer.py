@@ -305,13 +305,12 @@ class Tracer:
         """A ``fluid.layers`` function's one op, without the ``LayerHelper`` (fluid 1.8's
         ``core.ops`` path in dygraph mode): a new tensor per slot of ``out_slots`` (named
         ``<hint>_N`` on first use), filled by ``trace_op``; returns them in that order."""
-        outs = []
-        for _ in out_slots:
-            t = VarBase(None, None, False)
+        outputs = {}
+        for slot in out_slots:
+            t = outputs[slot] = VarBase(None, None, False)
             t._hint = hint
-            outs.append(t)
-        self.trace_op(op_type, inputs, dict(zip(out_slots, outs)), attrs)
-        return outs
+        self.trace_op(op_type, inputs, outputs, attrs)
+        return list(outputs.values())
 
     @staticmethod
     def _write(var: Any, value: Any, op_type: str, slot: str) -> None:

@@ -63,7 +63,7 @@ class Adam(Update):
         b1, b2 = attrs.get("beta1", 0.9), attrs.get("beta2", 0.999)
         eps = attrs.get("epsilon", 1.0e-8)
         k1, k2, one_b1, one_b2 = consts(dtype, b1, b2, 1.0 - b1, 1.0 - b2)
-        sqrt, asarray, array, t = np.sqrt, np.asarray, np.array, dtype.type
+        sqrt, array = np.sqrt, np.array
 
         def fast(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
                  Beta1Tensor=None, Beta2Tensor=None):
@@ -73,10 +73,8 @@ class Adam(Update):
                     or Beta1Pow.dtype != dtype or Beta2Pow.dtype != dtype):
                 return general(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow,
                                Beta2Pow, Beta1Tensor, Beta2Tensor)
-            s1, s2, lr = Beta1Pow[0], Beta2Pow[0], LearningRate[0]
-            # (a correctly rounded double sqrt rounds to the correctly rounded float sqrt)
-            c2 = t(math.sqrt(1.0 - s2))
-            lr_t, eps_t = asarray(lr * c2 / (1.0 - s1)), asarray(eps * c2)
+            s1, s2 = Beta1Pow[0], Beta2Pow[0]
+            lr_t, eps_t = _corrected(LearningRate[0], s1, s2, eps)
             m1 = k1 * Moment1 + one_b1 * Grad
             m2 = k2 * Moment2 + one_b2 * (Grad * Grad)
             out = Param - lr_t * (m1 / (sqrt(m2) + eps_t))
@@ -92,11 +90,8 @@ class Adam(Update):
         eps = attrs.get("epsilon", 1.0e-8)
         if b1p.shape == b2p.shape == ins["LearningRate"].shape == (1,) \
                 and b1p.dtype == b2p.dtype == ins["LearningRate"].dtype:
-            # the [1]-array arithmetic of ``forward`` on scalars of the same dtype (a
-            # correctly rounded double sqrt rounds to the same float32 as a float32 sqrt)
-            s1, s2, lr = b1p[0], b2p[0], ins["LearningRate"][0]
-            c2 = s2.dtype.type(math.sqrt(1.0 - s2))
-            lr_t, eps_t = np.asarray(lr * c2 / (1.0 - s1)), np.asarray(eps * c2)
+            s1, s2 = b1p[0], b2p[0]
+            lr_t, eps_t = _corrected(ins["LearningRate"][0], s1, s2, eps)
             pows = {"Beta1PowOut": np.array([s1 * b1]), "Beta2PowOut": np.array([s2 * b2])}
         else:
             c2 = np.sqrt(1.0 - b2p)
@@ -119,6 +114,14 @@ class Adam(Update):
             np.subtract(p, np.multiply(t0, lr_t, out=t0), out=p)
         chunked(ins, ("Moment1", "Moment2"), scale, 1, body)
         return pows
+
+
+def _corrected(lr: Any, s1: Any, s2: Any, eps: float) -> Any:
+    """Adam's bias-corrected rate and epsilon, ``lr * c2 / (1 - s1)`` and ``eps * c2`` with
+    ``c2 = sqrt(1 - s2)``, as 0-d arrays: ``forward``'s [1]-array arithmetic done on scalars of
+    the same dtype (a correctly rounded double sqrt rounds to the same float as a float sqrt)."""
+    c2 = s2.dtype.type(math.sqrt(1.0 - s2))
+    return np.asarray(lr * c2 / (1.0 - s1)), np.asarray(eps * c2)
 
 
 @register
