@@ -22,6 +22,13 @@ from .executor import Executor
 __all__ = ["OpTest", "check_grad", "check_double_grad", "numeric_grad", "assert_grads_close"]
 
 
+def _dtype_of(expected: Any) -> Any:
+    """The dtype of an expected output (an array, or an (array, lod) pair), else None."""
+    if isinstance(expected, tuple) and expected:
+        expected = expected[0]
+    return expected.dtype if isinstance(expected, np.ndarray) else None
+
+
 def _entries(value: Any, slot: str) -> List[Tuple[str, np.ndarray]]:
     if isinstance(value, list):
         return [(n, np.asarray(a)) for n, a in value]
@@ -70,10 +77,14 @@ class OpTest:
         out_vars: Dict[str, Any] = {}
         for s in opdef.out_slots:
             ref = self.outputs.get(s.name)
+            # declared with the expected dtype, as a user declares an op's outputs; an op
+            # with shape inference overrides it, one without (py_func) keeps it
             if isinstance(ref, list):
-                out_vars[s.name] = [block.create_var(name=n) for n, _ in ref]
+                out_vars[s.name] = [block.create_var(name=n, dtype=_dtype_of(a))
+                                    for n, a in ref]
             else:
-                out_vars[s.name] = block.create_var(name=s.name.lower() + "_out")
+                out_vars[s.name] = block.create_var(name=s.name.lower() + "_out",
+                                                    dtype=_dtype_of(ref))
         with program_guard(prog, Program()):
             block.append_op(self.op_type, in_vars, out_vars, dict(self.attrs))
         return prog, feed, out_vars, in_vars

@@ -1,5 +1,11 @@
 """Every test starts from fresh default programs, a fresh global scope and fresh name counters."""
+import os
+
 import pytest
+
+# every plan compiled under test checks each kernel output against its declared dtype
+# (executor/plan.py CHECK_DTYPES): a kernel drifting on NumPy 1.x or 2.x fails loudly
+os.environ.setdefault("FLUIDLITE_CHECK_DTYPES", "1")
 
 import fluidlite as fluid
 from fluidlite.core import ir, names, scope

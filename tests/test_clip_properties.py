@@ -14,7 +14,8 @@ F32 = np.finfo(np.float32)
 ELEMS = st.one_of(
     st.floats(-1e3, 1e3, width=32),
     st.floats(-float(F32.max), float(F32.max), width=32),
-    st.sampled_from([float(F32.max), -float(F32.max), 1e38, -3e38, 1e-30, 0.0]))
+    st.sampled_from([float(F32.max), -float(F32.max), float(np.float32(1e38)),
+                     float(np.float32(-3e38)), float(np.float32(1e-30)), 0.0]))
 GRADS = st.lists(hnp.arrays(np.float32, st.integers(1, 6), elements=ELEMS), min_size=1,
                  max_size=3)
 NORMS = st.sampled_from([1e-3, 0.5, 1.0, 5.0, 1e6])

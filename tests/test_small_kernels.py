@@ -168,7 +168,7 @@ def test_all_valid_one_reduction_agrees_with_min_max(ldt):
                 lab = rng.integers(max(info.min, -3), min(info.max, n_class + 2), (7, 1),
                                    dtype=ldt)
                 lo, hi = lab.min(), lab.max()
-                want = bool(lo >= 0 and hi < n_class and not (lab == ignore).any())
+                want = bool(lo >= 0 and hi < n_class and not (lab.astype(np.int64) == ignore).any())
                 if L._all_valid(lab, n_class, ignore):
                     assert want
                 elif not (0 <= ignore < n_class):

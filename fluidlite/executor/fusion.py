@@ -127,7 +127,7 @@ def _tiny(dtype: np.dtype) -> float:
 def _scaled(g: np.ndarray, s: Any) -> np.ndarray:
     if s.dtype == g.dtype:
         return g * s
-    return np.multiply(g, s, dtype=np.result_type(g.dtype, s)).astype(g.dtype, copy=False)
+    return np.multiply(g, s, dtype=np.promote_types(g.dtype, s.dtype)).astype(g.dtype, copy=False)
 
 
 class _ClipScale(_FusedDef):
@@ -352,7 +352,7 @@ class _UpdateGroup(_FusedDef):
                     coef[key] = c
                 last_lr, last_dt = lr, dt
             if p.size <= _SMALL:        # a fresh temporary is hot in cache: cheaper than scratch
-                np.subtract(p, np.multiply(g, c), out=p)
+                np.subtract(p, np.multiply(g, c, dtype=inplace.wide(g, c)), out=p)
             else:
                 self.update.update_in_place({"Param": p, "Grad": g, "LearningRate": c}, None,
                                             {})

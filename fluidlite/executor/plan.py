@@ -32,6 +32,7 @@ import difflib
 import itertools
 import linecache
 import logging
+import os
 import threading
 import time
 import weakref
@@ -56,9 +57,31 @@ _LOOSE_WARNED: Set[Tuple[str, str, Tuple[int, ...]]] = set()  # unchecked feeds 
 _SKIP_OPS = frozenset({"feed", "fetch"})
 _FOLDABLE = frozenset({"fill_constant", "assign_value"})
 ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
+# Debug mode: every kernel output is checked against the dtype its variable declares (plans
+# compiled while this is on carry one check line per output). The test suite turns it on
+# (``FLUIDLITE_CHECK_DTYPES=1``), so an op whose kernel drifts from its shape inference -- for
+# instance through NumPy 1.x's value-based scalar promotion -- fails on every NumPy line.
+CHECK_DTYPES = os.environ.get("FLUIDLITE_CHECK_DTYPES", "0") not in ("", "0")
 _plan_ids = itertools.count()
 _free_plan_ids: List[int] = []      # ids of collected plans, reused (see _take_filename)
-_PLAN_GLOBALS = {"np": np, "_acc": _blocks.add_up, "_shape_changed": _blocks.shape_changed}
+
+
+class DtypeDriftError(TypeError):
+    """A kernel returned an array whose dtype is not the one its variable declares."""
+
+
+def _check_dtype(value: Any, want: np.dtype, name: str) -> None:
+    """``CHECK_DTYPES``: ``value`` (an op output bound to ``name``) must have dtype ``want``."""
+    got = getattr(value, "dtype", None)
+    if got is not None and got != want and isinstance(value, np.ndarray):
+        raise DtypeDriftError(
+            f"output '{name}' was computed as {got.name} but the program declares it "
+            f"{want.name}: the op's kernel and its shape inference disagree (a kernel must "
+            f"return exactly the declared dtype on NumPy 1.x and 2.x alike)")
+
+
+_PLAN_GLOBALS = {"np": np, "_acc": _blocks.add_up, "_shape_changed": _blocks.shape_changed,
+                 "_ckd": _check_dtype}
 _KEEP_ERROR_TYPES = (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
                      FloatingPointError, IndexError, OverflowError)
 
@@ -475,6 +498,8 @@ class _CodeGen:
             fn, extra = self._random(op, opdef, binding.fn)
             call = f"{self._kernel(fn)}({', '.join(args + extra)})"
             outs = self._assign(idx, op, opdef, binding, present, call)
+        if CHECK_DTYPES:
+            self._dtype_checks(idx, outs)
         last = len(self.body) - 1
         for _, loc in used:
             self.last_use[loc] = last
@@ -483,6 +508,15 @@ class _CodeGen:
             self.last_use.setdefault(loc, last)
         if self.vlocal is not None:          # inside a block body: name the SSA versions
             self.vlocal.update(_blocks.versions_of(self, op, outs))
+
+    def _dtype_checks(self, idx: int, outs: List[Tuple[str, str]]) -> None:
+        """``CHECK_DTYPES``: one check per dense-tensor output with a declared dtype."""
+        for n, loc in outs:
+            var = self._var(n)
+            if var is None or var.dtype is None or var.type != VarType.LOD_TENSOR:
+                continue
+            want = np.dtype(to_numpy_dtype(var.dtype))
+            self._emit(idx, f"_ckd({loc}, {self._kernel(want)}, {n!r})")
 
     def _foldable(self, op: Any, args: List[str]) -> bool:
         """No inputs, not writing a persistable: a compile-time constant."""

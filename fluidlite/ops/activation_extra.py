@@ -240,9 +240,10 @@ class HardSwish(_Unary):
         return {"Out": self.f(X, threshold, scale, offset)}
 
     def backward(self, X, dOut, *, threshold=6.0, scale=6.0, offset=3.0):
-        u = X + offset
-        d = np.where(u <= 0, 0.0, np.where(u < threshold, (2 * X + offset) / scale,
-                                           threshold / scale))
+        t = X.dtype.type
+        u = X + t(offset)
+        d = np.where(u <= 0, t(0), np.where(u < t(threshold), (X + X + t(offset)) / t(scale),
+                                            t(threshold / scale)))
         return {"X": dOut * d.astype(X.dtype, copy=False)}
 
 
@@ -293,7 +294,8 @@ class Prelu(OpDef):
         a = _prelu_alpha(X, Alpha, mode)
         neg = X <= 0
         dx = np.where(neg, dOut * a, dOut).astype(X.dtype, copy=False)
-        contrib = np.where(neg, dOut * X, 0)
+        contrib = dOut * X
+        contrib = np.where(neg, contrib, contrib.dtype.type(0))
         if mode == "all":
             da = contrib.sum().reshape(Alpha.shape)
         elif mode == "channel":
@@ -347,6 +349,7 @@ class Maxout(OpDef):
         v = _maxout_view(X, groups, a)
         first = np.expand_dims(v.argmax(axis=a + 1), a + 1)
         mask = np.arange(groups).reshape((1,) * (a + 1) + (groups,) + (1,) * (X.ndim - a - 1))
-        dx = np.where(mask == first, np.expand_dims(dOut, a + 1), 0).astype(X.dtype)
+        dx = np.where(mask == first, np.expand_dims(dOut, a + 1), dOut.dtype.type(0))
+        dx = dx.astype(X.dtype, copy=False)
         return {"X": dx.reshape(X.shape)}
 

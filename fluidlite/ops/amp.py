@@ -69,7 +69,7 @@ class CheckFiniteAndUnscale(OpDef):
             out = [np.zeros_like(x) for x in X]
         else:
             # X * (1 / Scale) as Paddle's kernel does, in X's dtype
-            out = [x * np.asarray(1.0 / s).astype(x.dtype) for x in X]
+            out = [x * x.dtype.type(1.0 / float(s)) for x in X]
         return {"Out": out, "FoundInfinite": np.array([found])}
 
 

@@ -43,7 +43,18 @@ class Clip(OpDef):
         if lo > hi:
             raise ValueError(f"clip: max should be greater than or equal to min, but received "
                              f"min = {lo}, max = {hi}")
-        return lambda x: np.clip(x, lo, hi)
+        bounds: dict = {}
+
+        def clip(x: np.ndarray) -> np.ndarray:
+            # the bounds as scalars of x's dtype (a bound beyond a float dtype's range is its
+            # infinity), so NumPy 1 and 2 clip alike and the result keeps x's dtype
+            b = bounds.get(x.dtype)
+            if b is None:
+                with np.errstate(over="ignore"):
+                    b = bounds[x.dtype] = tuple(np.array([lo, hi]).astype(x.dtype)) \
+                        if x.dtype.kind == "f" else (lo, hi)
+            return np.clip(x, *b)
+        return clip
 
     def backward(self, X, dOut, *, min=0.0, max=0.0):
         return {"X": dOut * ((X > min) & (X < max))}

@@ -132,7 +132,8 @@ class LinearChainCrf(OpDef):
         alpha = _forward(P, mask, T[0], T[2:])
         last = np.maximum(lens - 1, 0)
         log_z = _lse(alpha[np.arange(P.shape[0]), last] + T[1], axis=1)
-        nll = np.where(lens > 0, log_z - self._gold(P, mask, lens, y, T), 0.0)
+        nll = log_z - self._gold(P, mask, lens, y, T)
+        nll = np.where(lens > 0, nll, nll.dtype.type(0))
         flat_alpha = alpha.reshape(-1, P.shape[2])[idx]
         exps = np.exp(Emission - Emission.max(-1, keepdims=True))
         if scatter is not None:

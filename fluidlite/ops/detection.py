@@ -334,7 +334,8 @@ def iou_matrix(a: np.ndarray, b: np.ndarray, normalized: bool = True) -> np.ndar
     inter = np.maximum(iw + extra, 0) * np.maximum(ih + extra, 0)
     union = (aw * ah)[:, None] + (bw * bh)[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+        one, zero = union.dtype.type(1), union.dtype.type(0)
+        out = np.where(union > 0, inter / np.where(union > 0, union, one), zero)
     return out
 
 
@@ -383,8 +384,9 @@ class BoxClip(OpDef):
             h = np.round(ImInfo[i, 0] / ImInfo[i, 2])
             w = np.round(ImInfo[i, 1] / ImInfo[i, 2])
             part = out[sl]
-            part[..., 0::2] = np.clip(part[..., 0::2], 0, w - 1)
-            part[..., 1::2] = np.clip(part[..., 1::2], 0, h - 1)
+            zero, one = part.dtype.type(0), part.dtype.type(1)
+            part[..., 0::2] = np.clip(part[..., 0::2], zero, part.dtype.type(w) - one)
+            part[..., 1::2] = np.clip(part[..., 1::2], zero, part.dtype.type(h) - one)
         res: Dict[str, Any] = {"Output": out}
         if lod_in:
             res["lod"] = {"Output": lod_in}
@@ -413,7 +415,7 @@ def _bipartite(dist: np.ndarray, match_type: str, threshold: float) -> Tuple[np.
             col = dist[:, c]
             ok = (col >= 1e-6) & (col >= threshold)
             if ok.any():
-                r = int(np.argmax(np.where(ok, col, -np.inf)))
+                r = int(np.argmax(np.where(ok, col, col.dtype.type(-np.inf))))
                 idx[c], best[c] = r, col[r]
     return idx, best
 

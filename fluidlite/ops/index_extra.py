@@ -385,4 +385,5 @@ class ShardIndex(OpDef):
                              f"{X.max()}]")
         size = (index_num + nshards - 1) // nshards
         mine = X // size == shard_id
-        return {"Out": np.where(mine, X - shard_id * size, ignore_value).astype(X.dtype)}
+        t = X.dtype.type
+        return {"Out": np.where(mine, X - t(shard_id * size), t(ignore_value))}

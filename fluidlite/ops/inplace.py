@@ -116,7 +116,7 @@ def _sum_squares(x: np.ndarray, scale: Any) -> float:
         b = min(a + CHUNK, n)
         piece = flat[a:b]
         if scale is not None:
-            piece = np.multiply(piece, scale, out=tmp[:b - a])
+            piece = np.multiply(piece, scale, out=tmp[:b - a], dtype=wide(piece, scale))
         if f32:
             s = float(piece.dot(piece))
             if _TINY <= s < _INF:
@@ -140,6 +140,13 @@ def consts(dtype: np.dtype, *values: Any) -> List[np.ndarray]:
     return [np.asarray(v, dtype) for v in values]
 
 
+def wide(x: np.ndarray, s: Any) -> np.dtype:
+    """The dtype ``x * s`` is formed in when ``s`` is a 0-d array or NumPy scalar: the wider of
+    the two (NumPy 2's rule). Passed as ``dtype=`` so NumPy 1's value-based promotion, which
+    would round ``s`` to ``x``'s dtype first, computes the same bits."""
+    return np.promote_types(x.dtype, s.dtype)
+
+
 def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp: int,
              body: Callable[..., None]) -> None:
     """Call ``body(p, g, states, tmps)`` on aligned flat chunks of Param, Grad (times
@@ -152,7 +159,7 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
     if n <= CHUNK:                      # one piece, in the arrays' own shape
         shape = p.shape
         if scale is not None:
-            g = np.multiply(g, scale, out=bufs[0][:n].reshape(shape))
+            g = np.multiply(g, scale, out=bufs[0][:n].reshape(shape), dtype=wide(g, scale))
         body(p, g, [ins[s] for s in states],
              [t[:n].reshape(shape) for t in bufs[1:ntmp + 1]])
         return
@@ -163,7 +170,7 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
         m = b - a
         gc = g[a:b]
         if scale is not None:
-            gc = np.multiply(gc, scale, out=bufs[0][:m])
+            gc = np.multiply(gc, scale, out=bufs[0][:m], dtype=wide(gc, scale))
         body(p[a:b], gc, [s[a:b] for s in st], [t[:m] for t in bufs[1:ntmp + 1]])
 
 

@@ -60,7 +60,7 @@ def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: in
         raise ValueError(f"{op_type}: label {v} is out of range [0, {n_class}) (ignore_index="
                          f"{ignore_index}); labels must be class indices")
     if any_ign:
-        return np.where(ign, 0, label), ign
+        return np.where(ign, label.dtype.type(0), label), ign
     return label, None
 
 
@@ -354,7 +354,7 @@ class SigmoidCrossEntropyWithLogits(OpDef):
         dx, dlab = (sig - Label) * dOut, -X * dOut
         keep, norm = self._mask_norm(Label, ignore_index, normalize, X.dtype)
         if keep is not None:
-            dx, dlab = np.where(keep, dx, 0), np.where(keep, dlab, 0)
+            dx, dlab = np.where(keep, dx, dx.dtype.type(0)), np.where(keep, dlab, dlab.dtype.type(0))
         if norm is not None:
             dx, dlab = dx / norm, dlab / norm
         return {"X": dx.astype(dOut.dtype, copy=False), "Label": dlab.astype(dOut.dtype,

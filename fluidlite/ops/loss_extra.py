@@ -56,7 +56,8 @@ class HuberLoss(OpDef):
         r = Y - X
         a = np.abs(r)
         d = X.dtype.type(delta)
-        out = np.where(a <= d, 0.5 * r * r, d * (a - 0.5 * d))
+        half = X.dtype.type(0.5)
+        out = np.where(a <= d, half * r * r, d * (a - half * d))
         return {"Out": out.astype(X.dtype, copy=False), "Residual": r}
 
     def backward(self, Residual, dOut, dResidual=None, *, delta=1.0):
@@ -94,7 +95,8 @@ class SmoothL1Loss(OpDef):
             diff = diff * InsideWeight
         s2 = X.dtype.type(sigma * sigma)
         a = np.abs(diff)
-        e = np.where(a < 1 / s2, 0.5 * diff * diff * s2, a - 0.5 / s2)
+        one, half = X.dtype.type(1), X.dtype.type(0.5)
+        e = np.where(a < one / s2, half * diff * diff * s2, a - half / s2)
         if OutsideWeight is not None:
             e = e * OutsideWeight
         out = e.reshape(X.shape[0], -1).sum(axis=1, keepdims=True)
@@ -166,20 +168,22 @@ class KldivLoss(OpDef):
     def forward(self, X, Target, *, reduction="mean"):
         pos = Target > 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            l = np.where(pos, Target * (np.log(np.where(pos, Target, 1)) - X), 0)
+            t = Target.dtype.type
+            l = np.where(pos, Target * (np.log(np.where(pos, Target, t(1))) - X), t(0))
         l = l.astype(X.dtype, copy=False)
         if reduction == "none":
             return {"Loss": l}
         total = l.sum(dtype=X.dtype)
+        t = X.dtype.type                 # divisors of the sum's dtype: NumPy 1 and 2 agree
         if reduction == "mean":
-            total = total / max(l.size, 1)
+            total = total / t(max(l.size, 1))
         elif reduction == "batchmean":
-            total = total / max(X.shape[0], 1) if X.ndim else total
+            total = total / t(max(X.shape[0], 1)) if X.ndim else total
         return {"Loss": np.array([total], dtype=X.dtype)}
 
     def backward(self, X, Target, dLoss, *, reduction="mean"):
-        g = np.where(Target > 0, -Target, 0) * (dLoss if reduction == "none"
-                                                else dLoss.reshape(()))
+        g = np.where(Target > 0, -Target, Target.dtype.type(0)) * (
+            dLoss if reduction == "none" else dLoss.reshape(()))
         if reduction == "mean":
             g = g / max(X.size, 1)
         elif reduction == "batchmean" and X.ndim:
@@ -286,13 +290,15 @@ class BprLoss(OpDef):
 
     def forward(self, X, Label):
         x, lab, pos, other, c = self._parts(X, Label)
-        terms = np.where(other, _softplus(x - pos), 0)     # -log(sigmoid(pos - x))
+        terms = _softplus(x - pos)                          # -log(sigmoid(pos - x))
+        terms = np.where(other, terms, terms.dtype.type(0))
         y = terms.sum(axis=1) / max(c - 1, 1)
         return {"Y": y.reshape(X.shape[:-1] + (1,)).astype(X.dtype, copy=False)}
 
     def backward(self, X, Label, dY):
         x, lab, pos, other, c = self._parts(X, Label)
-        g = np.where(other, _sigmoid(x - pos), 0) * (dY.reshape(-1, 1) / max(c - 1, 1))
+        sg = _sigmoid(x - pos)
+        g = np.where(other, sg, sg.dtype.type(0)) * (dY.reshape(-1, 1) / max(c - 1, 1))
         g[np.arange(x.shape[0]), lab] = -g.sum(axis=1)
         return {"X": g.reshape(X.shape).astype(X.dtype, copy=False)}
 
@@ -378,7 +384,7 @@ class TeacherStudentSigmoidLoss(OpDef):
         p = _sigmoid(s)
         z = Label
         d = np.where(z < -1, p, np.where(z < 0, p - 1, 2 * p - z))
-        d = np.where((s >= soft_max_up_bound) | (s <= soft_max_lower_bound), 0, d)
+        d = np.where((s >= soft_max_up_bound) | (s <= soft_max_lower_bound), d.dtype.type(0), d)
         return {"X": (d * dY).astype(X.dtype, copy=False)}
 
     def make_grad(self, g, **attrs):

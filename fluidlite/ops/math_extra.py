@@ -109,7 +109,7 @@ class Logsumexp(OpDef):
     def forward(self, X, *, axis=[0], keepdim=False, reduce_all=False):
         axes = _axes("logsumexp", X.ndim, axis, reduce_all)
         m = np.max(X, axis=axes, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0)         # all -inf (or inf) rows: no shift
+        m = np.where(np.isfinite(m), m, m.dtype.type(0))   # all -inf (or inf) rows: no shift
         with np.errstate(divide="ignore"):
             out = np.log(np.sum(np.exp(X - m), axis=axes, keepdims=True)) + m
         out = out.astype(X.dtype, copy=False)
@@ -463,7 +463,8 @@ class Dist(OpDef):
         elif np.isinf(p):
             r = z.max() if p > 0 else z.min()
         else:
-            r = np.sum(z ** p) ** (1.0 / p)
+            t = z.dtype.type
+            r = np.sum(z ** t(p)) ** (t(1) / t(p))
         return {"Out": np.array([r], dtype=X.dtype)}
 
     def backward(self, X, Y, Out, dOut, *, p=2.0):

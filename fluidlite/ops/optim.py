@@ -17,7 +17,7 @@ from typing import Dict
 import numpy as np
 
 from ..core.registry import register
-from .inplace import Update, check_like, check_scalar, chunked, consts, sum_squares
+from .inplace import Update, check_like, check_scalar, chunked, consts, sum_squares, wide
 
 
 @register
@@ -38,9 +38,10 @@ class Sgd(Update):
 
     def update_in_place(self, ins, scale, attrs):
         lr = ins["LearningRate"].reshape(())
+        dt = wide(ins["Param"], lr)     # a float64 rate (a fused tiny clip scale) stays float64
 
         def body(p, g, st, t):
-            np.subtract(p, np.multiply(g, lr, out=t[0]), out=p)
+            np.subtract(p, np.multiply(g, lr, out=t[0], dtype=dt), out=p)
         chunked(ins, (), scale, 1, body)
         return {}
 

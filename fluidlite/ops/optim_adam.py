@@ -37,10 +37,14 @@ class Adam(Update):
     def forward(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
                 Beta1Tensor=None, Beta2Tensor=None, *, beta1=0.9, beta2=0.999, epsilon=1.0e-8,
                 lazy_mode=False, min_row_size_to_use_multithread=1000):
+        # a Python float beta: 1 - beta in double, rounded once by the product (NumPy 1 and 2
+        # alike); a beta tensor: 1 - beta in its own dtype
         b1 = Beta1Tensor.reshape(()) if Beta1Tensor is not None else beta1
         b2 = Beta2Tensor.reshape(()) if Beta2Tensor is not None else beta2
-        m1 = b1 * Moment1 + (1.0 - b1) * Grad
-        m2 = b2 * Moment2 + (1.0 - b2) * (Grad * Grad)
+        one1 = b1.dtype.type(1) if Beta1Tensor is not None else 1.0
+        one2 = b2.dtype.type(1) if Beta2Tensor is not None else 1.0
+        m1 = b1 * Moment1 + (one1 - b1) * Grad
+        m2 = b2 * Moment2 + (one2 - b2) * (Grad * Grad)
         c2 = np.sqrt(1.0 - Beta2Pow)
         lr_t = LearningRate * c2 / (1.0 - Beta1Pow)
         p = Param - lr_t * (m1 / (np.sqrt(m2) + epsilon * c2))
@@ -79,7 +83,7 @@ class Adam(Update):
             m2 = k2 * Moment2 + one_b2 * (Grad * Grad)
             out = Param - lr_t * (m1 / (sqrt(m2) + eps_t))
             return {"ParamOut": out, "Moment1Out": m1, "Moment2Out": m2,
-                    "Beta1PowOut": array([s1 * b1]), "Beta2PowOut": array([s2 * b2])}
+                    "Beta1PowOut": array([s1 * k1]), "Beta2PowOut": array([s2 * k2])}
         return fast
 
     def update_in_place(self, ins, scale, attrs):
@@ -92,7 +96,8 @@ class Adam(Update):
                 and b1p.dtype == b2p.dtype == ins["LearningRate"].dtype:
             s1, s2 = b1p[0], b2p[0]
             lr_t, eps_t = _corrected(ins["LearningRate"][0], s1, s2, eps)
-            pows = {"Beta1PowOut": np.array([s1 * b1]), "Beta2PowOut": np.array([s2 * b2])}
+            t = s1.dtype.type               # [1]-array * beta == scalar * beta of its dtype
+            pows = {"Beta1PowOut": np.array([s1 * t(b1)]), "Beta2PowOut": np.array([s2 * t(b2)])}
         else:
             c2 = np.sqrt(1.0 - b2p)
             lr_t = (ins["LearningRate"] * c2 / (1.0 - b1p)).reshape(())
@@ -120,8 +125,9 @@ def _corrected(lr: Any, s1: Any, s2: Any, eps: float) -> Any:
     """Adam's bias-corrected rate and epsilon, ``lr * c2 / (1 - s1)`` and ``eps * c2`` with
     ``c2 = sqrt(1 - s2)``, as 0-d arrays: ``forward``'s [1]-array arithmetic done on scalars of
     the same dtype (a correctly rounded double sqrt rounds to the same float as a float sqrt)."""
-    c2 = s2.dtype.type(math.sqrt(1.0 - s2))
-    return np.asarray(lr * c2 / (1.0 - s1)), np.asarray(eps * c2)
+    t = s2.dtype.type                # every operand a scalar of one dtype: NumPy 1 and 2 agree
+    c2 = t(math.sqrt(t(1) - s2))
+    return np.asarray(lr * c2 / (t(1) - s1)), np.asarray(t(eps) * c2)
 
 
 @register

@@ -119,7 +119,8 @@ def _levels(rois: np.ndarray, min_level: int, max_level: int, refer_level: int,
             refer_scale: int) -> np.ndarray:
     w = rois[:, 2] - rois[:, 0]
     h = rois[:, 3] - rois[:, 1]
-    area = np.where((w < 0) | (h < 0), 0.0, (w + 1) * (h + 1))
+    t = rois.dtype.type
+    area = np.where((w < 0) | (h < 0), t(0), (w + t(1)) * (h + t(1)))
     with np.errstate(divide="ignore"):
         lvl = np.floor(np.log2(np.sqrt(area) / refer_scale + 1e-6) + refer_level)
     return np.clip(lvl, min_level, max_level).astype(np.int64)

@@ -18,8 +18,12 @@ from .tensor import norm_axis
 
 def _mean(x: np.ndarray) -> np.ndarray:
     """np.mean(x, dtype=x.dtype) as a [1] array: the same pairwise sum and division, without
-    np.mean's Python-level wrapper (4x cheaper on small tensors)."""
-    return np.array([np.add.reduce(x, axis=None) / max(x.size, 1)], dtype=x.dtype)
+    np.mean's Python-level wrapper (4x cheaper on small tensors). The divisor is a scalar of the
+    sum's dtype, so NumPy 1 and 2 divide alike. The mean of an empty tensor is NaN (as fluid)."""
+    if x.size == 0:
+        return np.full((1,), np.nan, dtype=x.dtype)
+    s = np.add.reduce(x, axis=None)
+    return np.array([s / s.dtype.type(x.size)], dtype=x.dtype)
 
 
 @register
@@ -41,7 +45,8 @@ class Mean(OpDef):
         # (a scalar of dOut's dtype divided by a Python int: the 0-d array division's value,
         # without a ufunc call)
         dx = np.empty(X.shape, X.dtype)
-        dx.fill(dOut.reshape(-1)[0] / max(X.size, 1))
+        g = dOut.reshape(-1)[0]
+        dx.fill(g / g.dtype.type(max(X.size, 1)))
         return {"X": dx}
 
     def double_grad(self, g, **attrs):

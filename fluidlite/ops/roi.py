@@ -43,7 +43,7 @@ def roi_batch_ids(op: str, n_rois: int, lod: Any, rois_lod: Optional[np.ndarray]
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
     """C's ``round``: halves go away from zero (numpy rounds them to even)."""
-    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+    return np.sign(v) * np.floor(np.abs(v) + v.dtype.type(0.5))
 
 
 # -- roi_align ------------------------------------------------------------------------------------
@@ -128,10 +128,14 @@ class RoiAlign(_RoiBase):
 
 # -- roi_pool -------------------------------------------------------------------------------------
 def _pool_bins(roi: np.ndarray, spatial_scale: float, ph: int, pw: int, H: int, W: int):
-    x1, y1, x2, y2 = (_round_half_away(np.asarray(v * spatial_scale)) for v in roi)
+    x1, y1, x2, y2 = (_round_half_away(np.asarray(v * v.dtype.type(spatial_scale)))
+                      for v in roi)
+    # fluid's integer corners and float bins, in the ROIs' dtype (roi_pool_op.h)
+    t = roi.dtype.type
+    x1, y1, x2, y2 = int(x1), int(y1), int(x2), int(y2)
     rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
-    bh, bw = rh / ph, rw / pw
-    i, j = np.arange(ph), np.arange(pw)
+    bh, bw = t(rh) / t(ph), t(rw) / t(pw)
+    i, j = np.arange(ph, dtype=roi.dtype), np.arange(pw, dtype=roi.dtype)
     hs = np.clip(np.floor(i * bh) + y1, 0, H).astype(np.int64)
     he = np.clip(np.ceil((i + 1) * bh) + y1, 0, H).astype(np.int64)
     ws = np.clip(np.floor(j * bw) + x1, 0, W).astype(np.int64)
@@ -241,7 +245,7 @@ class PsroiPool(_RoiBase):
                     if area <= 0:
                         continue
                     win = xs[bid[r], :, i, j, hs[i]:he[i], ws[j]:we[j]]
-                    out[r, :, i, j] = win.sum(axis=(1, 2)) / area
+                    out[r, :, i, j] = win.sum(axis=(1, 2)) / X.dtype.type(area)  # T / int
         return {"Out": out}
 
     def backward(self, X, ROIs, dOut, lod=None, *, output_channels=1, spatial_scale=1.0,
@@ -257,7 +261,7 @@ class PsroiPool(_RoiBase):
                     if area <= 0:
                         continue
                     dx[bid[r], :, i, j, hs[i]:he[i], ws[j]:we[j]] += \
-                        (dOut[r, :, i, j] / area)[:, None, None]
+                        (dOut[r, :, i, j] / dOut.dtype.type(area))[:, None, None]
         return {"X": dx.reshape(X.shape)}
 
 
@@ -411,8 +415,9 @@ class DeformablePsroiPooling(_RoiBase):
                     if no_trans:
                         tx = ty = np.zeros(output_dim)
                     else:
-                        tx = Trans[r, cls * 2, part_h, part_w] * trans_std
-                        ty = Trans[r, cls * 2 + 1, part_h, part_w] * trans_std
+                        # the geometry is in float64 (the scalars below are)
+                        tx = Trans[r, cls * 2, part_h, part_w].astype(np.float64) * trans_std
+                        ty = Trans[r, cls * 2 + 1, part_h, part_w].astype(np.float64) * trans_std
                     ws = j * g.bw + g.x0 + tx * g.rw                       # [D]
                     hs = i * g.bh + g.y0 + ty * g.rh
                     w = ws[:, None] + t[1][None, :] * (g.bw / spp)         # [D, S]
@@ -583,7 +588,11 @@ class RoiPerspectiveTransform(_RoiBase):
         r, th, tw = ROIs.shape[0], transformed_height, transformed_width
         return {"Out": VarSpec([r, X.shape[1], th, tw], X.dtype, ROIs.lod_level),
                 "Mask": VarSpec([r, 1, th, tw], "int32", ROIs.lod_level),
-                "TransformMatrix": VarSpec([r, 9], X.dtype, ROIs.lod_level)}
+                "TransformMatrix": VarSpec([r, 9], X.dtype, ROIs.lod_level),
+                "Out2InIdx": VarSpec([r * X.shape[1] * th * tw if r >= 0 and X.shape[1] >= 0
+                                      else -1, 4], "int32"),
+                "Out2InWeights": VarSpec([r * X.shape[1] * th * tw if r >= 0 and X.shape[1] >= 0
+                                          else -1, 4], X.dtype)}
 
     def forward(self, X, ROIs, lod=None, *, spatial_scale=1.0, transformed_height=1,
                 transformed_width=1):

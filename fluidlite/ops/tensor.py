@@ -105,7 +105,8 @@ class FillZerosLike(OpDef):
         return {"Out": X}
 
     def forward(self, X):
-        return {"Out": np.zeros_like(X)}
+        # an unwritten X (an output select_output did not select) has an absent zero gradient
+        return {"Out": None if X is None else np.zeros_like(X)}
 
 
 @register

@@ -176,9 +176,9 @@ def _power_iteration(mat: np.ndarray, u: np.ndarray, v: np.ndarray, iters: int,
                      eps: float) -> Tuple[np.ndarray, np.ndarray, float]:
     for _ in range(iters):
         v = mat.T @ u
-        v = v / (np.linalg.norm(v) + eps)
+        v = v / (np.linalg.norm(v) + v.dtype.type(eps))
         u = mat @ v
-        u = u / (np.linalg.norm(u) + eps)
+        u = u / (np.linalg.norm(u) + u.dtype.type(eps))
     return u, v, float(u @ mat @ v)
 
 
@@ -222,7 +222,8 @@ class SpectralNorm(OpDef):
         uv = np.outer(u, v)
         perm = [dim] + [i for i in range(Weight.ndim) if i != dim]
         shaped = uv.reshape([Weight.shape[i] for i in perm]).transpose(np.argsort(perm))
-        dw = dOut / sigma - (np.sum(dOut * Weight) / sigma ** 2) * shaped
+        t = Weight.dtype.type            # the float sigma as a scalar of Weight's dtype
+        dw = dOut / t(sigma) - (np.sum(dOut * Weight) / t(sigma ** 2)) * shaped
         return {"Weight": dw.astype(Weight.dtype, copy=False)}
 
 
@@ -364,10 +365,11 @@ class InplaceABNGrad(OpDef):
                 epsilon=1e-5, is_test=False, data_layout="NCHW", use_global_stats=False,
                 trainable_statistics=False, activation="identity", alpha=1.0):
         act = _abn_act(self.type, activation)
-        if act == "leaky_relu":
-            dY = dY * np.where(Y > 0, 1.0, alpha)
+        t = dY.dtype.type                # the slopes in dY's dtype (Python floats would be
+        if act == "leaky_relu":          # float64 arrays: the gradients would drift)
+            dY = dY * np.where(Y > 0, t(1), t(alpha))
         elif act == "elu":
-            dY = dY * np.where(Y > 0, 1.0, Y + alpha)
+            dY = dY * np.where(Y > 0, t(1), Y + t(alpha))
         return get_op_def("batch_norm_grad").forward(
             X, Scale, SavedMean, SavedVariance, dY, momentum=momentum, epsilon=epsilon,
             is_test=is_test, data_layout=data_layout, use_global_stats=use_global_stats,

@@ -112,7 +112,7 @@ class _Plan:
                 self.pos.append((i, m, gj, gi, int(GTLabel[i, t]), tx, ty, tw, th, sc,
                                  (2.0 - g[2] * g[3]) * sc))
                 self.obj_mask[i, m, gj, gi] = sc
-        self.match = np.where(valid, self.match, -1).astype(np.int32)
+        self.match = np.where(valid, self.match, self.match.dtype.type(-1)).astype(np.int32)
 
     def loss(self) -> np.ndarray:
         x, mask = self.x, self.obj_mask
