@@ -200,6 +200,35 @@ def test_every_differentiable_op_has_a_gradient_check():
         f"check_grad):\n  " + "\n  ".join(_where(t) for t in missing))
 
 
+# ops whose outputs are no dense tensors of a declared dtype (the plan's dtype check has nothing
+# to compare), and layer names that differ from their op type
+_NO_DENSE_OUTPUT = {"sum_tensor_array"}       # a tensor array, run by backward on array reads
+_LAYER_NAMES = {"Assert": "assert"}
+
+
+def _run_under_the_dtype_check() -> Set[str]:
+    """Op types named (a literal, or a called layer name) in a test definition that runs a
+    program: ``check_output`` / ``check_grad`` (OpTest) or ``run`` (an Executor)."""
+    seen: Set[str] = set()
+    for path in _test_files():
+        if os.path.abspath(path) == os.path.abspath(__file__):
+            continue
+        fs = FileScan(path)
+        seen |= fs.literals_of(fs._closure({"check_output", "check_grad", "run"}), called=True)
+    return seen | {op for layer, op in _LAYER_NAMES.items() if layer in seen}
+
+
+def test_every_op_runs_under_the_plans_dtype_check():
+    """The suite compiles its plans with ``CHECK_DTYPES`` (tests/conftest.py): every kernel
+    output is compared with its declared dtype. Each forward op must run that way somewhere,
+    so a kernel that drifts (e.g. NumPy 1's scalar promotion) fails on every NumPy line."""
+    seen = _run_under_the_dtype_check()
+    missing = [t for t in forward_ops() if t not in seen and t not in _NO_DENSE_OUTPUT]
+    assert not missing, (
+        f"{len(missing)} op(s) never run through an Executor or OpTest in tests/ (add a test "
+        f"that runs a program using them):\n  " + "\n  ".join(_where(t) for t in missing))
+
+
 def test_every_op_states_its_gradient_rule():
     silent = [t for t in forward_ops() if not registry.get_op_def(t).no_grad
               and not registry.get_op_def(t).differentiable]

@@ -1,6 +1,7 @@
 """Detection ops (fluidlite/ops/detection.py): forward against loop references written from
 fluid's kernels, LoD handling, and argument errors. None is differentiable in fluid."""
 import numpy as np
+import fluidlite as fluid
 import pytest
 
 from fluidlite.core.registry import VarSpec, get_op_def
@@ -672,6 +673,29 @@ def test_box_decoder_and_assign():
                 best, best_j = score[i, j], j
         exp = dec[best_j] if best_j > 0 else prior[i]
         np.testing.assert_allclose(got["OutputAssignBox"][i], exp, rtol=1e-6)
+
+
+def test_box_decoder_and_assign_layer_runs_float32_through_the_executor():
+    """The layer's program keeps float32 end to end (the plan checks every output's dtype)."""
+    rng = np.random.default_rng(5)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        prior = fluid.data("prior", [4, 4], "float32")
+        pvar = fluid.data("pvar", [4], "float32")
+        target = fluid.data("target", [4, 12], "float32")
+        score = fluid.data("score", [4, 3], "float32")
+        dec, assign = fluid.layers.box_decoder_and_assign(prior, pvar, target, score, 1.0)
+    feed = {"prior": boxes(4, 0, 50.0).astype("float32"),
+            "pvar": np.array([0.1, 0.1, 0.2, 0.2], "float32"),
+            "target": (rng.uniform(-1, 1, (4, 12)) * 3).astype("float32"),
+            "score": rng.uniform(0, 1, (4, 3)).astype("float32")}
+    got_dec, got_assign = fluid.Executor().run(main, feed=feed, fetch_list=[dec, assign])
+    want = op("box_decoder_and_assign").forward(*[feed[k].astype(np.float64) for k in
+                                                  ("prior", "pvar", "target", "score")],
+                                                box_clip=1.0)
+    assert got_dec.dtype == got_assign.dtype == np.float32
+    np.testing.assert_allclose(got_dec, want["DecodeBox"], rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got_assign, want["OutputAssignBox"], rtol=1e-5, atol=1e-4)
 
 
 def test_polygon_box_transform():
