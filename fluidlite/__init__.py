@@ -8,8 +8,9 @@ from . import _log  # noqa: F401
 from .core.memory import tune_malloc as _tune_malloc
 _tune_malloc()     # recycle large tensor buffers from the heap (core/memory.py says why)
 from . import ops as _ops  # noqa: F401  (registers every op)
-from . import core, framework, initializer, layers, unique_name  # noqa: F401
-# clips and regularizers register their serialized forms with core/serialize.py on import
+from . import core, formats  # noqa: F401  (formats registers the Program codecs)
+from . import framework, initializer, layers, unique_name  # noqa: F401
+# clips and regularizers register their serialized forms with formats/serialize.py on import
 from . import clip, regularizer  # noqa: F401
 from .compiler import BuildStrategy, CompiledProgram, ExecutionStrategy  # noqa: F401
 from .core.dtypes import VarType  # noqa: F401

@@ -37,7 +37,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core import mode as _mode, rewrite, serialize
+from .core import mode as _mode, rewrite
+from .formats import serialize
 from .core.ir import Block, OpRole, Parameter, Program, Variable, default_main_program
 from .core.names import name_scope
 

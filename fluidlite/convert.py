@@ -20,7 +20,7 @@ import os
 from typing import Any, List, Optional, Tuple
 
 from . import io as fio
-from .core import checkpoint
+from .formats import checkpoint
 from .core import scope as scope_mod
 
 __all__ = ["convert", "load_model_dir", "export_onnx"]
@@ -67,19 +67,19 @@ def load_model_dir(src: str, scope: Any) -> Tuple[Any, List[str], List[Any], Opt
 def convert(src: str, dst: str, to: str) -> str:
     """Write the model (or program file) ``src`` to ``dst`` in format ``to``; returns what
     was written ("model" or "program")."""
-    fio._check_format(to)
+    fio.files._check_format(to)
     if os.path.isfile(src) and not os.path.isfile(src + ".pdmodel"):
         program = fio.read_program(src)
-        checkpoint.write_file(dst, fio._program_bytes(program, to))
+        checkpoint.write_file(dst, fio.files._program_bytes(program, to))
         return "program"
     scope = scope_mod.Scope()
     program, _, _, params = load_model_dir(src, scope)
-    arrays = {v.name: fio._value(scope, v.name)
-              for v in fio._select(program, None, fio.is_persistable)}
-    files = fio._var_files(dst, arrays, "__params__" if params else None, to)[1] \
+    arrays = {v.name: fio.files._value(scope, v.name)
+              for v in fio.files._select(program, None, fio.is_persistable)}
+    files = fio.variables._var_files(dst, arrays, "__params__" if params else None, to)[1] \
         if arrays else {}
-    files["__model__"] = fio._program_bytes(program, to)
-    fio._publish(dst, files)
+    files["__model__"] = fio.files._program_bytes(program, to)
+    fio.variables._publish(dst, files)
     return "model"
 
 

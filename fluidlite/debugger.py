@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 from .core.ir import Block, Operator, Program, Variable
 from .core.dtypes import VarType, convert_dtype
 from .core.registry import COMMON_ATTRS
-from .core.serialize import atomic_write
+from .formats.serialize import atomic_write
 
 __all__ = ["draw_block_graphviz", "pprint_program_codes", "pprint_block_codes", "repr_var",
            "repr_op"]

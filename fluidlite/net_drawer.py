@@ -14,7 +14,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from .core.ir import Program
-from .core.serialize import atomic_write
+from .formats.serialize import atomic_write
 
 __all__ = ["draw_graph", "DrawnGraph", "GRAPH_STYLE", "OP_STYLE", "VAR_STYLE"]
 

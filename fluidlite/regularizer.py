@@ -23,7 +23,7 @@ import numpy as np
 from .core import names, rewrite
 from .core.ir import Block, OpRole, Parameter, Variable
 from .core.names import name_scope
-from .core.serialize import config_type
+from .formats.serialize import config_type
 
 __all__ = ["L1Decay", "L2Decay", "L1DecayRegularizer", "L2DecayRegularizer",
            "WeightDecayRegularizer", "append_regularization_ops"]

@@ -283,7 +283,7 @@ def test_other_errors_and_atomicity():
 def test_saved_and_reloaded_program_trains_the_same():
     """The rewritten program (casts, the three new ops) survives serialization (JSON and
     Paddle's ProgramDesc) and trains bit-identically, overflow skip included."""
-    from fluidlite.core import serialize
+    from fluidlite.formats import serialize
     main, scope, exe, loss, opt, _ = build(lambda lr: fluid.optimizer.Adam(lr),
                                            init_loss_scaling=64.0, decr_every_n_nan_or_inf=1)
     copies = [serialize.loads_program(serialize.dumps_program(main)),

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import checkpoint, serialize
+from fluidlite.formats import checkpoint, serialize
 from fluidlite.io import CheckpointError
 
 MANIFEST = ".fluidlite-manifest.json"
@@ -175,7 +175,7 @@ def test_concurrent_saves_from_threads_never_interleave(scratch, model):
     names = persistables(main)
     shapes = {n: np.array(fluid.global_scope().find_var(n).get_tensor()).shape for n in names}
     d = scratch
-    from fluidlite.io import _npy_bytes
+    from fluidlite.io.files import _npy_bytes
 
     def files(value):
         return {n: _npy_bytes(np.full(shapes[n], value, np.float32)) for n in names}
@@ -505,7 +505,7 @@ def test_a_lock_file_where_directories_cannot_be_flocked(scratch, model, monkeyp
     def save(value):
         try:
             for _ in range(5):
-                checkpoint.publish(scratch, {n: fluid.io._npy_bytes(
+                checkpoint.publish(scratch, {n: fluid.io.files._npy_bytes(
                     np.full(np.array(fluid.global_scope().find_var(n).get_tensor()).shape,
                             value, np.float32)) for n in names})
         except BaseException as e:      # noqa: B036

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core.checkpoint import CheckpointError
+from fluidlite.formats.checkpoint import CheckpointError
 
 
 def _program():

@@ -123,7 +123,7 @@ def test_while_clone_and_serialize_round_trip():
 
 
 def test_while_paddle_format_round_trip():
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main, startup, v = _rnn_program()
     back = pf.program_from_bytes(pf.program_to_bytes(main))
     assert back.num_blocks == 2 and back.block(1).parent_idx == 0
@@ -475,7 +475,7 @@ def test_failed_loop_body_leaves_program_unchanged():
 
 
 def test_backward_program_round_trips_and_prunes():
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main, startup, v = _rnn_program()
     with fluid.program_guard(main, startup):
         loss = L.mean(v["h"])

@@ -523,7 +523,7 @@ def test_tril_diag_embed_errors():
 
 def test_paddle_format_attr_types_of_new_ops(tmp_path):
     """Saved as Paddle declares the attrs (int64 where fluid's ops use int64) and reloaded."""
-    from fluidlite.core import paddle_format as pf
+    from fluidlite.formats import paddle as pf
     x = fluid.data("x", [2, 3, 4, 4], "float32")
     y = L.crop_tensor(L.flip(L.roll(L.pad2d(x, [1, 1, 2, 0], mode="reflect"), [1, -2], [2, 3]),
                              [1]), shape=[-1, 2, 3, 3], offsets=[0, 1, 1, 1])

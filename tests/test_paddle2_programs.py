@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import paddle_format as pf
+from fluidlite.formats import paddle as pf
 
 INT, FLOAT, STRING, INTS, FLOATS, STRINGS, BOOLEAN, LONG, LONGS = 0, 1, 2, 3, 4, 5, 6, 9, 11
 DTYPES = {np.dtype("float32"): 5, np.dtype("float64"): 6, np.dtype("int64"): 3,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import paddle_format as pf
+from fluidlite.formats import paddle as pf
 
 from test_paddle2_programs import Long, Longs, add_op, add_var, new_program
 

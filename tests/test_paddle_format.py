@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import paddle_format as pf
+from fluidlite.formats import paddle as pf
 from fluidlite.io import CheckpointError
 
 MANIFEST = ".fluidlite-manifest.json"
@@ -622,7 +622,7 @@ def test_scalar_attr_and_unknown_attr_type():
 
 def test_protobuf_missing_names_install_command(monkeypatch):
     import sys
-    from fluidlite.core.paddle_format import proto
+    from fluidlite.formats.paddle import proto
     proto.messages.cache_clear()
     monkeypatch.setitem(sys.modules, "google.protobuf", None)
     try:

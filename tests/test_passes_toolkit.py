@@ -45,16 +45,16 @@ def test_core_imports_nothing_above_it():
 
 
 def test_optimizer_modules_form_no_cycle():
-    base = set(_imports(PKG / "optimizer_base.py", "fluidlite"))
-    wrappers = set(_imports(PKG / "optimizer_wrappers.py", "fluidlite"))
-    assert not {"fluidlite.optimizer", "fluidlite.optimizer_wrappers"} & base
+    base = set(_imports(PKG / "optimizer" / "base.py", "fluidlite"))
+    wrappers = set(_imports(PKG / "optimizer" / "wrappers.py", "fluidlite"))
+    assert not {"fluidlite.optimizer", "fluidlite.optimizer.wrappers"} & base
     assert "fluidlite.optimizer" not in wrappers
-    assert fluid.optimizer.ModelAverage is fluid.optimizer_wrappers.ModelAverage
+    assert fluid.optimizer.ModelAverage is fluid.optimizer.wrappers.ModelAverage
 
 
 def test_serialize_names_no_pass():
-    """core/serialize.py's code (docstrings aside) names no clip or regularizer class."""
-    tree = ast.parse((PKG / "core" / "serialize.py").read_text())
+    """formats/serialize.py's code (docstrings aside) names no clip or regularizer class."""
+    tree = ast.parse((PKG / "formats" / "serialize.py").read_text())
     docs = {id(n.body[0].value) for n in ast.walk(tree)
             if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
             and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
@@ -288,7 +288,7 @@ def test_numpy_scalars_are_accepted_like_python_numbers():
 
 
 def test_clip_and_regularizer_config_round_trip_through_their_registry():
-    from fluidlite.core import serialize
+    from fluidlite.formats import serialize
     for obj in (fluid.clip.GradientClipByValue(2.0, -1.0), fluid.clip.ClipGradByNorm(3.0),
                 fluid.clip.GradientClipByGlobalNorm(4.0, "g", error_if_nonfinite=True),
                 fluid.clip.ErrorClipByValue(5.0), fluid.regularizer.L1Decay(0.25)):

@@ -437,7 +437,7 @@ def test_fluidlite_checkpoint_trains_on_in_paddle(fluidlite_checkpoints, model, 
 
 # -- what the writer adds for Paddle 2.6 (no Paddle needed) ---------------------------------
 def _training_desc(build):
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         build(np.random.RandomState(0))
@@ -457,7 +457,7 @@ def _slots(od, inputs=True):
 
 
 def test_writer_adds_batch_norm_reserve_space_for_paddle():
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main, desc = _training_desc(_conv_momentum)
     (bn,) = _ops(desc, "batch_norm")
     (reserve,) = _slots(bn, inputs=False)["ReserveSpace"]
@@ -492,7 +492,7 @@ def test_writer_adds_grad_attrs_and_inputs_paddle_reads():
 def test_paddle_additions_vanish_on_reading(model, caplog):
     """fluidlite -> Paddle format -> fluidlite stays identical: the ReserveSpace var, the grad
     attributes and layer_norm_grad's Bias are dropped again, without warnings."""
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main, _ = _training_desc(TRAINERS[model])
     with caplog.at_level("WARNING", logger="fluidlite"):
         back = pf.program_from_bytes(pf.program_to_bytes(main))
@@ -503,7 +503,7 @@ def test_paddle_additions_vanish_on_reading(model, caplog):
 
 # -- Paddle 2.6 spellings found with real files (no Paddle needed) --------------------------
 def _desc_of(build):
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
         build()
@@ -511,7 +511,7 @@ def _desc_of(build):
 
 
 def _read(desc):
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     return pf.program_from_bytes(desc.SerializeToString(), source="test")
 
 
@@ -553,7 +553,7 @@ def test_dims_below_minus_one_read_as_unknown():
 
 
 def test_writer_gives_flip_paddle2_axis_and_reads_it_back(caplog):
-    from fluidlite.core.paddle_format import program as pf
+    from fluidlite.formats.paddle import program as pf
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
         L.flip(L.data("x", [2, 3], dtype="float32"), [1, 2])

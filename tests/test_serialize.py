@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core import serialize
+from fluidlite.formats import serialize
 from fluidlite.core.dtypes import VarType
-from fluidlite.core.serialize import ProgramFormatError
+from fluidlite.formats.serialize import ProgramFormatError
 
 
 def build(with_optimizer=True):

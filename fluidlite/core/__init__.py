@@ -4,6 +4,7 @@ from __future__ import annotations
 import types as _types
 
 from . import dtypes, names, registry  # noqa: F401
+from . import lint, prune  # noqa: F401  (they register Program.lint / _prune with the IR)
 from .dtypes import VarType
 from .errors import EnforceNotMet
 from .ir import OpRole

@@ -17,6 +17,25 @@ from .callstack import creation_site, user_callstack  # noqa: F401  (re-exported
 from .registry import VarSpec
 from .variable import Parameter, Variable, _journal, _restore_dict  # noqa: F401  (re-exported)
 
+# Program methods whose implementation lives above the IR: serialization (fluidlite/formats) and
+# pruning / linting (core/prune.py, core/lint.py). Each provider registers itself when imported
+# (``fluidlite`` imports them all), so the IR imports none of them.
+_SERVICES: Dict[str, Callable[..., Any]] = {}
+
+
+def provide(name: str, fn: Callable[..., Any]) -> None:
+    """Register ``fn`` as the implementation of the Program service ``name`` (e.g. ``"to_dict"``,
+    ``"prune"``); a later registration replaces an earlier one."""
+    _SERVICES[name] = fn
+
+
+def _service(name: str) -> Callable[..., Any]:
+    fn = _SERVICES.get(name)
+    if fn is None:
+        raise RuntimeError(f"Program service '{name}' is not available: import fluidlite (it "
+                           f"registers the file formats, pruning and lint) before using it")
+    return fn
+
 
 class OpRole:
     """fluid's ``core.op_proto_and_checker_maker.OpRole`` bit values."""
@@ -633,8 +652,7 @@ class Program:
     def lint(self) -> "Program":
         """Check invariants; raise ValueError listing every problem found, else return self.
         See ``fluidlite.core.lint.lint_program`` for the checks."""
-        from .lint import lint_program
-        lint_program(self)
+        _service("lint")(self)
         return self
 
     def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
@@ -643,37 +661,30 @@ class Program:
     def _to_readable_code(self, skip_op_callstack: bool = True) -> str:
         return self.to_string()
 
-    # -- serialization and pruning: thin delegates to core/serialize.py and core/prune.py ---
+    # -- serialization and pruning: provided by fluidlite/formats and core/prune.py -----------
     def to_dict(self) -> Dict[str, Any]:
-        from .serialize import program_to_dict
-        return program_to_dict(self)
+        return _service("to_dict")(self)
 
     @staticmethod
     def from_dict(data: Dict[str, Any]) -> "Program":
-        from .serialize import program_from_dict
-        return program_from_dict(data)
+        return _service("from_dict")(data)
 
     @staticmethod
     def parse_from_string(binary_str: Union[bytes, str]) -> "Program":
-        from .serialize import parse_from_string
-        return parse_from_string(binary_str)
+        return _service("parse_from_string")(binary_str)
 
     @property
     def desc(self) -> Any:
-        from .serialize import ProgramDescShim
-        return ProgramDescShim(self)
+        return _service("desc")(self)
 
     def _prune(self, targets: Any) -> "Program":
-        from .prune import prune
-        return prune(self, targets)
+        return _service("prune")(self, targets)
 
     def _prune_with_input(self, feeded_var_names: Sequence[str], targets: Any) -> "Program":
-        from .prune import prune_with_input
-        return prune_with_input(self, feeded_var_names, targets)
+        return _service("prune_with_input")(self, feeded_var_names, targets)
 
     def _inference_optimize(self, prune_read_op: bool = True) -> "Program":
-        from .prune import inference_optimize
-        return inference_optimize(self, prune_read_op)
+        return _service("inference_optimize")(self, prune_read_op)
 
     def __str__(self) -> str:
         return self.to_string()

@@ -13,6 +13,7 @@ from typing import List, Set
 
 from . import control_flow as _cf, names, registry
 from .dtypes import VarType
+from .ir import provide
 
 
 def lint_program(program) -> None:
@@ -84,3 +85,6 @@ def _lint_block(b, produced: Set[str], problems: List[str], linted: Set[int]) ->
             if n != names.EMPTY_VAR_NAME and b._find_var_recursive(n) is None:
                 problems.append(f"{where}: output '{n}' is not declared")
             produced.add(n)
+
+
+provide("lint", lint_program)

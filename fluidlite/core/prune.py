@@ -14,6 +14,7 @@ from typing import Any, List, Sequence, Set
 
 from . import names
 from .dtypes import VarType
+from .ir import Block, Operator, Variable, provide
 
 __all__ = ["prune", "prune_with_input", "inference_optimize"]
 
@@ -21,7 +22,6 @@ _READER_OPS = frozenset({"read", "create_py_reader", "create_double_buffer_reade
 
 
 def _target_names(targets: Any) -> "tuple[List[str], List[Any]]":
-    from .ir import Operator, Variable
     if not isinstance(targets, (list, tuple)):
         targets = [targets]
     var_names, ops = [], []
@@ -40,7 +40,6 @@ def _target_names(targets: Any) -> "tuple[List[str], List[Any]]":
 
 def _sub_block_inputs(program: Any, op: Any, seen: Set[int]) -> Set[str]:
     """Every variable name read or written inside the sub-blocks an op refers to."""
-    from .ir import Block
     out: Set[str] = set()
     for value in op.attrs.values():
         blocks = value if isinstance(value, list) else [value]
@@ -130,3 +129,6 @@ def inference_optimize(program: Any, prune_read_op: bool = True) -> Any:
     return p
 
 
+provide("prune", prune)
+provide("prune_with_input", prune_with_input)
+provide("inference_optimize", inference_optimize)

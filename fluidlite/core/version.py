@@ -1,2 +1,2 @@
-"""The fluidlite version (a leaf module: core/serialize.py stamps it into saved programs)."""
+"""The fluidlite version (a leaf module: formats/serialize.py stamps it into saved programs)."""
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import io as _io
+from ..io import program_state as _io, variables as _io_vars
 from .tensor import ParamBase, VarBase
 
 __all__ = ["save_dygraph", "load_dygraph"]
@@ -46,7 +46,7 @@ def save_dygraph(state_dict: Dict[str, Any], model_path: str) -> None:
     import pickle
     data = pickle.dumps({k: np.ascontiguousarray(v) if isinstance(v, np.ndarray) else v
                          for k, v in payload.items()}, protocol=2)
-    _io._publish(os.path.dirname(os.fspath(model_path)) or ".", {base + suffix: data})
+    _io_vars._publish(os.path.dirname(os.fspath(model_path)) or ".", {base + suffix: data})
 
 
 def load_dygraph(model_path: str, keep_name_table: bool = False

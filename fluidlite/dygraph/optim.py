@@ -421,7 +421,7 @@ def _apply_group(opt: Any, params_grads: List[Any], grad_clip: Any) -> bool:
         return False
     global _BASE_OP_ATTRS
     if _BASE_OP_ATTRS is None:
-        from ..optimizer_base import Optimizer
+        from ..optimizer.base import Optimizer
         _BASE_OP_ATTRS = Optimizer._op_attrs
     if type(opt)._op_attrs is _BASE_OP_ATTRS:
         attrs_key: Any = tuple((k, _freeze_attr(v)) for k, v in opt._attrs.items())

@@ -11,7 +11,7 @@ moving statistics and ``dropout`` is its test-mode form (``downgrade_in_infer`` 
 Before anything is written every needed op is checked: a program with ops that cannot be
 exported raises ``OnnxExportError`` listing all of them (type and output), and no file is
 created. The model passes ``onnx.checker`` before it is written (atomically, through
-``core/checkpoint.write_file``). Needs the ``onnx`` extra: ``pip install fluidlite[onnx]``.
+``formats/checkpoint.write_file``). Needs the ``onnx`` extra: ``pip install fluidlite[onnx]``.
 
 Control flow (``fluidlite/onnx/control.py``): ``cond`` / ``case`` / ``switch_case`` / ``Switch``
 become ``If`` (nested blocks nested subgraphs), ``while`` / ``while_loop`` become ``Loop``;
@@ -720,7 +720,7 @@ def export(program: Any, path: str, feed_names: Sequence[str], fetch_names: Sequ
            opset_version: int = 17, scope: Any = None) -> Any:
     """Write ``program`` as an ONNX model to ``path`` (atomically) and return the model.
     Raises ``OnnxExportError`` (listing every op that cannot be exported) before writing."""
-    from ..core.checkpoint import write_file
+    from ..formats.checkpoint import write_file
     model = to_model(program, feed_names, fetch_names, opset_version, scope)
     write_file(path, model.SerializeToString())
     return model

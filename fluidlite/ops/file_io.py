@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.paddle_format import tensor as _tensor
+from ..formats.paddle import tensor as _tensor
 from ..core.registry import OpDef, register
 
 

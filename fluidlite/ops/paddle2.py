@@ -1,5 +1,5 @@
 """Ops Paddle 2.x programs use whose semantics no fluid 1.x op expresses (issue 18): loaded from
-``.pdmodel`` files (``core/paddle_format/program.py``) and usable like any other op.
+``.pdmodel`` files (``formats/paddle/program.py``) and usable like any other op.
 
 * ``flatten_contiguous_range``: dims ``start_axis..stop_axis`` merged into one.
 * ``expand_v2``: X broadcast (numpy rule, X right-aligned) to ``shape``; -1 keeps X's dim.

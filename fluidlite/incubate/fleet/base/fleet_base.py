@@ -55,7 +55,7 @@ class DistributedOptimizer(abc.ABC):
     ``strategy``; a mode implements ``backward``, ``apply_gradients`` and ``minimize``."""
 
     def __init__(self, optimizer: Any, strategy: Optional[Any] = None) -> None:
-        from ....optimizer_base import Optimizer
+        from ....optimizer.base import Optimizer
         if not isinstance(optimizer, Optimizer):
             raise ValueError(f"optimizer must be an instance of Optimizer, but received "
                              f"{type(optimizer).__name__}")

@@ -33,10 +33,12 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import registry
+from ..core import registry
 from .checkpoint import read_file, write_file as _write_file
-from .version import __version__
-from .dtypes import VarType
+from ..core.version import __version__
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
+from ..core.ir import Block, Operator, Parameter, Program, Variable, provide
+from .paddle import PaddleFormatError, program_from_bytes
 
 FORMAT_NAME = "fluidlite.program"
 FORMAT_VERSION = 1
@@ -56,7 +58,7 @@ def atomic_write(path: Union[str, "os.PathLike[str]"], data: bytes) -> None:
     new one, never a partial write. A temp file in the same directory is fsynced and moved into
     place with ``os.replace`` under the directory's ``flock``; in a fluidlite checkpoint
     directory the write goes through ``checkpoint.publish`` so the manifest stays true. Temp
-    files of crashed writes to ``path`` are removed by the next one (``core/checkpoint.py``)."""
+    files of crashed writes to ``path`` are removed by the next one (``formats/checkpoint.py``)."""
     _write_file(path, data)
 
 
@@ -67,7 +69,6 @@ def _fluidlite_version() -> str:
 
 def _enc_value(v: Any, where: str) -> Any:
     """Attr value -> JSON value (tagged objects for what JSON cannot hold)."""
-    from .ir import Block, Variable
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, VarType):
@@ -222,7 +223,6 @@ _VAR_FLAGS = ("persistable", "stop_gradient", "is_data", "need_check_feed",
 
 def program_to_dict(program: Any) -> Dict[str, Any]:
     """The JSON-ready document of ``program`` (see the module docstring)."""
-    from .ir import Parameter
     blocks = []
     for b in program.blocks:
         vars_ = []
@@ -350,8 +350,6 @@ def check_header(data: Any) -> None:
 
 def program_from_dict(data: Dict[str, Any]) -> Any:
     """Rebuild a Program from ``program_to_dict`` output (validating every field)."""
-    from .dtypes import convert_np_dtype_to_dtype_
-    from .ir import Block, Operator, Parameter, Program, Variable
     check_header(data)
     blocks = data.get("blocks")
     _expect(isinstance(blocks, list) and blocks, "blocks", "must be a non-empty list")
@@ -502,7 +500,6 @@ def parse_from_string(binary_str: Union[str, bytes, bytearray]) -> Any:
     Unlike fluid's protobuf, Parameter attributes survive. Also reads (issue 18) Paddle's
     ProgramDesc protobuf, e.g. a fluid 1.8 ``__model__``."""
     if isinstance(binary_str, (bytes, bytearray)) and binary_str.lstrip()[:1] != b"{":
-        from .paddle_format import program_from_bytes
         return program_from_bytes(bytes(binary_str), source="the given bytes")
     return loads_program(binary_str)
 
@@ -520,7 +517,6 @@ def load_program(path: Union[str, "os.PathLike[str]"]) -> Any:
         raise FileNotFoundError(f"program file '{path}' does not exist")
     data = bytes(read_file(path, "program"))
     if data.lstrip()[:1] != b"{":      # issue 18: a ProgramDesc protobuf
-        from .paddle_format import PaddleFormatError, program_from_bytes
         try:
             return program_from_bytes(data, source=f"program file '{path}'")
         except PaddleFormatError:
@@ -549,3 +545,9 @@ class ProgramDescShim:
 
     def flush(self) -> None:
         """No-op (fluid syncs the C++ desc here)."""
+
+
+provide("to_dict", program_to_dict)
+provide("from_dict", program_from_dict)
+provide("parse_from_string", parse_from_string)
+provide("desc", ProgramDescShim)

@@ -21,13 +21,13 @@ import math
 import numbers
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from .clip import GradientClipBase, GradientClipByNorm
-from .core import mode as _mode, rewrite
-from .core.ir import Block, Operator, OpRole, Parameter, Program, Variable
-from .core.dtypes import VarType
-from .optimizer import MomentumOptimizer
-from .optimizer_base import Acc, Optimizer, Pairs, _check_set, _hyper, _positive
-from .regularizer import append_regularization_ops
+from ..clip import GradientClipBase, GradientClipByNorm
+from ..core import mode as _mode, rewrite
+from ..core.ir import Block, Operator, OpRole, Parameter, Program, Variable
+from ..core.dtypes import VarType
+from .optimizers import MomentumOptimizer
+from .base import Acc, Optimizer, Pairs, _check_set, _hyper, _positive
+from ..regularizer import append_regularization_ops
 
 __all__ = ["DpsgdOptimizer", "Dpsgd", "DGCMomentumOptimizer", "PipelineOptimizer"]
 
@@ -68,10 +68,10 @@ class DpsgdOptimizer(Optimizer):
         # the shared dygraph helpers (learning rate per parameter, regularizers); the update
         # itself is the dpsgd kernel called with the tracer's generator, which the dygraph
         # optimizer path does not hand to kernels
-        from .core.registry import get_op_def
-        from .dygraph import optim as dy
-        from .dygraph.base import no_grad
-        from .dygraph.tensor import ParamBase, VarBase
+        from ..core.registry import get_op_def
+        from ..dygraph import optim as dy
+        from ..dygraph.base import no_grad
+        from ..dygraph.tensor import ParamBase, VarBase
         params = parameter_list if parameter_list else self._parameter_list
         if params is None:
             raise AttributeError(dy.NO_PARAMETER_LIST)
@@ -158,7 +158,7 @@ class DGCMomentumOptimizer(MomentumOptimizer):
         return grad is not None and numel >= DGC_MIN_NUMEL and param.dtype == VarType.FP32
 
     def _counter(self) -> Variable:
-        from .layers.control_flow import autoincreased_step_counter
+        from ..layers.control_flow import autoincreased_step_counter
         if self._global_step_var is None:
             self._global_step_var = autoincreased_step_counter(counter_name=DGC_COUNTER_NAME,
                                                                begin=0)

@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..dtypes import VarType
+from ...core.dtypes import VarType
 from .proto import messages
 from .program import PaddleFormatError
 

@@ -1,32 +1,23 @@
-"""Optimizers (``fluid.optimizer``), fluid 1.8 semantics.
+"""The table of fluid 1.8's update-rule optimizers (SGD, Momentum, Adam, ...).
 
-Each optimizer is a table on top of ``optimizer_base.Optimizer`` (the pass: backward, clip,
+Each optimizer is a table on top of ``base.Optimizer`` (the pass: backward, clip,
 regularization, update ops; see that module): its update op ``type``, its accumulators ``_accs``
 and the op attrs ``_attrs`` set by its constructor, whose hyper-parameters are range-checked.
-ModelAverage, ExponentialMovingAverage, LookaheadOptimizer and RecomputeOptimizer live in
-``optimizer_wrappers.py`` and are re-exported here.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
 
-from .clip import GradientClipBase
-from .core import rewrite
-from .core.ir import OpRole, Parameter, Variable
-from .optimizer_base import (Acc, Optimizer, _check_set, _hyper, _positive,  # noqa: F401
-                             _unit, Pairs)
-from .optimizer_wrappers import (ExponentialMovingAverage, LookaheadOptimizer,  # noqa: F401
-                                 ModelAverage, RecomputeOptimizer)
-# issue 13: gradient accumulation (its own module: a pass over the inner optimizer)
-from .optimizer_gradient_merge import GradientMergeOptimizer  # noqa: F401
+from ..clip import GradientClipBase
+from ..core import rewrite
+from ..core.ir import OpRole, Parameter, Variable
+from .base import Acc, Optimizer, _check_set, _hyper, _positive, _unit, Pairs
 
 __all__ = ["SGD", "Momentum", "Adagrad", "Adam", "Adamax", "DecayedAdagrad", "Adadelta",
            "RMSProp", "Ftrl", "Lamb", "LarsMomentum", "SGDOptimizer", "MomentumOptimizer",
            "AdagradOptimizer", "AdamOptimizer", "AdamaxOptimizer", "DecayedAdagradOptimizer",
            "AdadeltaOptimizer", "RMSPropOptimizer", "FtrlOptimizer", "LambOptimizer",
-           "LarsMomentumOptimizer", "ModelAverage", "ExponentialMovingAverage",
-           "LookaheadOptimizer", "RecomputeOptimizer", "Optimizer"]
-__all__ += ["GradientMergeOptimizer"]     # issue 13
+           "LarsMomentumOptimizer"]
 
 
 # -- the optimizers ---------------------------------------------------------------------------
@@ -255,8 +246,3 @@ Ftrl = FtrlOptimizer
 Lamb = LambOptimizer
 LarsMomentum = LarsMomentumOptimizer
 
-# issue 16: fluid 1.8's remaining optimizers (optimizer_extra.py), re-exported here (additive)
-from .optimizer_extra import (DGCMomentumOptimizer, Dpsgd, DpsgdOptimizer,  # noqa: E402,F401
-                              PipelineOptimizer)
-
-__all__ += ["DpsgdOptimizer", "Dpsgd", "DGCMomentumOptimizer", "PipelineOptimizer"]

@@ -30,9 +30,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .. import registry
+from ...core import registry
 from ..checkpoint import CheckpointError
-from ..dtypes import VarType
+from ...core.dtypes import VarType, convert_np_dtype_to_dtype_
+from ...core.ir import Block, Operator, Parameter, Program, Variable
 from .proto import messages
 
 __all__ = ["PaddleFormatError", "program_to_bytes", "program_from_bytes", "is_json_program",
@@ -123,7 +124,6 @@ def _f32(x: float) -> float:
 
 
 def _set_attr(attr: Any, name: str, value: Any, where: str, op_type: str = "") -> None:
-    from ..ir import Block
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool):
@@ -183,7 +183,6 @@ def _tensor_desc(desc: Any, var: Any) -> None:
 
 def program_to_desc(program: Any) -> Any:
     """The ``ProgramDesc`` message of ``program``."""
-    from ..ir import Parameter
     msg = messages()["ProgramDesc"]()
     for b in program.blocks:
         bd = msg.blocks.add(idx=b.idx, parent_idx=b.parent_idx)
@@ -353,7 +352,6 @@ class _Rewriter:
         return None
 
     def tmp(self, base: str, like: str, dtype: Any = None, shape: Any = None) -> str:
-        from ..ir import Variable
         src = self.var(like)
         n = 0
         while f"{base}.paddle2_tmp_{n}" in self.block.vars:
@@ -695,8 +693,6 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     """Rebuild a Program from a serialized ``ProgramDesc``; ``PaddleFormatError`` names
     ``source`` (and the block/var/op) on any problem."""
     from google.protobuf.message import DecodeError
-    from ..dtypes import convert_np_dtype_to_dtype_
-    from ..ir import Block, Parameter, Program, Variable
     msg = messages()["ProgramDesc"]()
     try:
         msg.ParseFromString(bytes(data))
@@ -794,7 +790,6 @@ def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],
              file_type: str, bi: int, oi: int) -> Any:
     """One fluidlite Operator from a (mapped) OpDesc: slots and attrs fluidlite's op does not
     declare are dropped (they must be empty for forward inputs and grad outputs)."""
-    from ..ir import Operator
     if not registry.has_op(op_type):
         raise PaddleFormatError(f"{source}: op type '{file_type}' (block {bi} op #{oi}) "
                                 f"is not supported by fluidlite")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .backward import append_backward
-from .clip import GradientClipBase, error_clip_callback
-from .core import names, rewrite
-from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
+from ..backward import append_backward
+from ..clip import GradientClipBase, error_clip_callback
+from ..core import names, rewrite
+from ..core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
                       default_main_program, default_startup_program, program_guard)
-from .optimizer_base import Optimizer, Pairs, _create_global_var, _resolve_clip
+from .base import Optimizer, Pairs, _create_global_var, _resolve_clip
 
 __all__ = ["ModelAverage", "ExponentialMovingAverage", "LookaheadOptimizer",
            "RecomputeOptimizer"]
@@ -211,7 +211,7 @@ class ExponentialMovingAverage(_SwapIn):
 
     def update(self) -> None:
         """Append the EMA update ops to the main program (call once, after minimize)."""
-        from .layers.control_flow import autoincreased_step_counter
+        from ..layers.control_flow import autoincreased_step_counter
         autoincreased_step_counter(counter_name=self._step_counter_name)
         main = default_main_program()
         block = main.global_block()
@@ -261,7 +261,7 @@ class LookaheadOptimizer:
                                               dtype=fast.dtype, persistable=True)
             rewrite.append(startup_block, "assign", {"X": s_fast}, {"Out": s_slow})
         # the sync ops update state: Optimize role, so clone(for_test) drops them
-        from .layers.control_flow import Switch
+        from ..layers.control_flow import Switch
         program = main_block.program
         with program_guard(program, startup), rewrite.role(program, OpRole.Optimize):
             k = _create_global_var("lookahead_k", [1], self.k, "int32")

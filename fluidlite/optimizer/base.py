@@ -33,13 +33,13 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Se
 
 import numpy as np
 
-from .backward import _no_grad_names, append_backward
-from .clip import GradientClipBase, append_gradient_clip_ops, error_clip_callback
-from .core import mode as _mode, names, rewrite
-from .core.dtypes import VarType
-from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
+from ..backward import _no_grad_names, append_backward
+from ..clip import GradientClipBase, append_gradient_clip_ops, error_clip_callback
+from ..core import mode as _mode, names, rewrite
+from ..core.dtypes import VarType
+from ..core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
                       default_main_program, default_startup_program, program_guard)
-from .regularizer import append_regularization_ops, check_regularizer
+from ..regularizer import append_regularization_ops, check_regularizer
 
 __all__ = ["Optimizer", "Acc"]
 
@@ -326,12 +326,12 @@ class Optimizer:
     # -- dygraph state (issue 12; fluidlite/dygraph/optim.py) --------------------------------
     def state_dict(self) -> Dict[str, Any]:
         """Dygraph: ``{accumulator name: tensor}`` (save it with ``save_dygraph``)."""
-        from .dygraph.optim import state_dict
+        from ..dygraph.optim import state_dict
         return state_dict(self)
 
     def set_dict(self, state_dict: Dict[str, Any]) -> None:
         """Dygraph: load accumulator values saved by ``state_dict``."""
-        from .dygraph.optim import set_dict
+        from ..dygraph.optim import set_dict
         set_dict(self, state_dict)
 
     set_state_dict = load_state_dict = set_dict
@@ -399,7 +399,7 @@ def _dygraph(name: str) -> Any:
     module; a per-call import statement would cost a training step ~1 us)."""
     fn = _DYGRAPH.get(name)
     if fn is None:
-        from .dygraph import optim
+        from ..dygraph import optim
         fn = _DYGRAPH[name] = getattr(optim, name)
     return fn
 

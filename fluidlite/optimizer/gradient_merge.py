@@ -31,10 +31,10 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .amp.guard import skip_state_updates
-from .core import mode as _mode, names, rewrite
-from .core.dtypes import VarType
-from .core.ir import (Operator, OpRole, Parameter, Program, Variable, default_main_program,
+from ..amp.guard import skip_state_updates
+from ..core import mode as _mode, names, rewrite
+from ..core.dtypes import VarType
+from ..core.ir import (Operator, OpRole, Parameter, Program, Variable, default_main_program,
                       default_startup_program, program_guard)
 
 __all__ = ["GradientMergeOptimizer"]
