@@ -2,11 +2,12 @@
 
     fluidlite viz PROGRAM [-o OUT] [--format F] [--block N] [--hide-backward] [--hide-optimizer]
                   [--highlight REGEX ...] [--diff-against OLD] [--title T] [--rankdir LR]
+                  [--renderer auto|graphviz|builtin]
     fluidlite info PROGRAM [--json]
     fluidlite ops [PATTERN] [--with-grad-ops] [--json]
 
 PROGRAM is a program JSON file (``fluidlite.io``'s ``__model__`` / ``.pdmodel``, or
-``fluidlite.core.serialize.save_program`` output), a saved inference-model directory, or a
+``fluidlite.formats.serialize.save_program`` output), a saved inference-model directory, or a
 ``fluid.save`` prefix / ``.pdparams`` path; it is read like ``fluidlite.io`` reads it (through
 the checkpoint manifest, so a file that changed after it was saved is refused).
 
@@ -62,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "GraphML, JSON, text)",
                        description="Export a saved program as DOT, SVG, PNG, PDF, a "
                        "self-contained HTML page, GraphML, node-link JSON or readable text. "
-                       "SVG/PNG/PDF/HTML pictures need Graphviz's `dot` (or pygraphviz).")
+                       "Only PNG and PDF need Graphviz (the `dot` program, e.g. `apt-get "
+                       "install graphviz`, or pip install \"fluidlite[viz]\" for pygraphviz). "
+                       "SVG is drawn by Graphviz when it is installed and by fluidlite's own "
+                       "layered layout otherwise (--renderer chooses). The HTML pages work "
+                       "without Graphviz too (laid out by Graphviz when installed, else by "
+                       "fluidlite). DOT, GraphML, JSON and text need nothing.")
     v.add_argument("input", metavar="PROGRAM", help="program JSON file, inference-model "
                    "directory, or fluid.save prefix")
     v.add_argument("-o", "--output", help="output file (format from its extension); "
@@ -86,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-legend", action="store_true", help="omit the legend")
     v.add_argument("--no-clusters", action="store_true", help="do not group name scopes")
     v.add_argument("--no-edge-labels", action="store_true", help="omit slot names on edges")
+    v.add_argument("--renderer", choices=["auto", "graphviz", "builtin"], default="auto",
+                   help="who draws SVG and the html-static picture: auto (default: Graphviz "
+                   "when installed, else fluidlite), graphviz (fail without it) or builtin "
+                   "(fluidlite, no Graphviz needed)")
 
     i = sub.add_parser("info", help="summarize a program: ops by role, parameters, feeds and "
                        "fetches", description="Print ops by role, parameters with shapes, the "
@@ -180,7 +190,7 @@ def load_input(path: str) -> Any:
 def _files(directory: str) -> Any:
     """The file names a checkpoint reader sees in ``directory`` (including published ones
     still in a staging directory after an interrupted save)."""
-    from .core import checkpoint
+    from .formats import checkpoint
     try:
         with checkpoint.Reader(directory) as reader:
             return reader.names()
@@ -249,7 +259,7 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
                  edge_labels=not args.no_edge_labels, rankdir=args.rankdir)
     if args.output:
         try:
-            viz.export(obj, args.output, fmt, **style, **opts)
+            viz.export(obj, args.output, fmt, renderer=args.renderer, **style, **opts)
         except OSError as e:
             raise _InputError(f"cannot write '{args.output}': {e.strerror or e}") from None
         return 0
@@ -262,9 +272,10 @@ def _cmd_viz(args: argparse.Namespace, out: TextIO) -> int:
     elif fmt == "html":        # issue 19: the interactive viewer, as `-o x.html` writes
         text = viz.to_interactive_html(obj, **style, **opts)
     elif fmt == "html-static":
-        text = viz.to_html(obj, **style, **opts)
+        text = viz.to_html(obj, renderer=args.renderer, **style, **opts)
     elif fmt == "svg":
-        text = viz.render(viz.to_dot(obj, **style, **opts), "svg").decode("utf-8")
+        from .viz.svg import svg_text
+        text = svg_text(obj, renderer=args.renderer, **style, **opts)
     else:
         text = viz.to_dot(obj, **style, **opts)
     out.write(text)

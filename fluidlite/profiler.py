@@ -3,20 +3,22 @@
     with fluid.profiler.profiler("CPU", sorted_key="total") as prof:
         for _ in range(10):
             exe.run(main, feed=..., fetch_list=[loss])
-    print(prof.report())          # also logged to the "fluidlite.profiler" logger on exit
+    # on leaving the block the report is printed to stdout, as fluid's profiler printed it;
+    # prof.report() gives the same text again
 
-or ``exe.run(..., profile=True)`` and then ``exe.last_profile.report()``. Times are wall-clock
+``stop_profiler`` (which the context manager calls) prints the report. One profiled run
+without a context: ``exe.run(..., profile=True)`` keeps its timings in ``exe.last_profile``
+and prints nothing; ``print(exe.last_profile.report())`` shows them. Times are wall-clock
 seconds measured around each op's kernel call inside the compiled plan.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 import threading
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .core.serialize import atomic_write
+from .formats.serialize import atomic_write
 
 __all__ = ["Profile", "profiler", "start_profiler", "stop_profiler", "reset_profiler"]
 
@@ -67,7 +69,8 @@ class Profile:
         key = sorted_key or "total"
         with self._lock:
             by_type, by_op, runs = list(self.by_type.items()), list(self.by_op.items()), self.runs
-        grand = sum(s.total for _, s in by_type) or 1.0
+        spent = sum(s.total for _, s in by_type)
+        grand = spent or 1.0          # the ratios' denominator; the header shows what was spent
 
         def table(title: str, rows: List[Tuple[str, _Stat]]) -> List[str]:
             rows = sorted(rows, key=lambda r: getattr(r[1], key), reverse=True)
@@ -80,7 +83,7 @@ class Profile:
             return out
 
         lines = [f"------------------------->  Profiling Report  <------------------------- "
-                 f"({runs} run(s), total {grand * 1e3:.3f} ms)"]
+                 f"({runs} run(s), total {spent * 1e3:.3f} ms)"]
         lines += table("By op type:", by_type)
         lines.append("")
         ops = [(f"#{i} {t}", s) for (i, t), s in by_op]
@@ -108,7 +111,23 @@ def reset_profiler() -> None:
 
 def stop_profiler(sorted_key: Optional[str] = None,
                   profile_path: Optional[str] = None) -> Optional[Profile]:
-    """Stop collecting; log the report (and write it to ``profile_path`` when given)."""
+    """Stop collecting, print the report to stdout (as fluid's profiler did) and write it to
+    ``profile_path`` when given.
+
+    Args:
+        sorted_key: row order of the report: ``calls``, ``total`` (default), ``max``, ``min``
+            or ``ave``.
+        profile_path: also write the report (text) to this file.
+
+    Returns:
+        The ``Profile`` collected since ``start_profiler``, or None when none was running.
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> fluid.profiler.start_profiler("CPU")
+        >>> prof = fluid.profiler.stop_profiler()    # doctest: +ELLIPSIS
+        ------------------------->  Profiling Report  <------------------------- (0 run(s), ...
+    """
     global _active
     prof, _active = _active, None
     if prof is None:
@@ -116,12 +135,10 @@ def stop_profiler(sorted_key: Optional[str] = None,
     text = prof.report(sorted_key)
     if profile_path:
         atomic_write(profile_path, (text + "\n").encode("utf-8"))
-    if not _log.handlers and not logging.getLogger().handlers:
-        # nobody configured logging: show the report on stdout, as fluid's profiler did
-        _log.addHandler(logging.StreamHandler(sys.stdout))
-        _log.setLevel(logging.INFO)
-        _log.propagate = False
-    _log.info("%s", text)
+    # printing is the documented behaviour (fluid printed its table when profiling ended); the
+    # logger gets it too, for applications that collect logs instead of stdout
+    print(text, flush=True)
+    _log.debug("%s", text)
     return prof
 
 
@@ -129,7 +146,20 @@ def stop_profiler(sorted_key: Optional[str] = None,
 def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
              profile_path: Optional[str] = None,
              tracer_option: str = "Default") -> Iterator[Profile]:
-    """Context manager: profile every run inside the block; report on exit."""
+    """Context manager: profile every ``Executor.run`` inside the block; on leaving it, print
+    the report to stdout (and write it to ``profile_path`` when given), as fluid did.
+
+    Args:
+        state: ``CPU``, ``GPU`` or ``All`` (all profile the CPU kernels here).
+        sorted_key: row order of the report: ``calls``, ``total``, ``max``, ``min``, ``ave``.
+        profile_path: also write the report to this file.
+        tracer_option: accepted for fluid's signature.
+
+    Example:
+        >>> with fluid.profiler.profiler("CPU", sorted_key="total") as prof:  # doctest: +SKIP
+        ...     exe.run(main, feed=feed, fetch_list=[loss])
+        # the report is printed here; prof.report() returns it
+    """
     if sorted_key not in _SORT_KEYS:
         raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")
     start_profiler(state, tracer_option)

@@ -17,9 +17,9 @@ and the parameter updates. Writes:
 * ``mlp_forward.dot`` - the forward part only (``hide_backward`` / ``hide_optimizer``),
   highlighting the first layer's parameters.
 
-Then it trains a few steps to show the program runs. Needs Graphviz's ``dot`` (or pygraphviz)
-for the pictures; without it the viewer lays the graph out itself and the static page keeps
-its tables and the DOT source.
+Then it trains a few steps to show the program runs. Nothing here needs Graphviz: with it
+(``dot`` on PATH, or pygraphviz) Graphviz lays out the pictures, without it fluidlite draws
+them with its own layered layout. Only ``--png`` needs Graphviz.
 
 Run: python samples/visualize.py [--out DIR] [--png FILE]
 (the README picture: python samples/visualize.py --png docs/images/visualize_mlp.png)
@@ -57,7 +57,6 @@ def write_views(main_prog, before, out_dir, png=None):
     os.makedirs(out_dir, exist_ok=True)
     written = []
     title = "MLP + GradientClipByGlobalNorm + L2Decay + Momentum"
-    pictures = viz.graphviz_available()
     written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program.html"),
                               title=title))
     written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program_static.html"),
@@ -66,15 +65,16 @@ def write_views(main_prog, before, out_dir, png=None):
     written.append(viz.export(diff, os.path.join(out_dir, "mlp_minimize_diff.html")))
     written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_forward.dot"),
                               hide_backward=True, hide_optimizer=True, highlight=r"^fc_0\."))
-    if pictures:
-        written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program.svg"),
-                                  title=title))
-        written.append(viz.export(diff, os.path.join(out_dir, "mlp_minimize_diff.svg")))
-        if png:
+    # SVG: Graphviz's drawing when it is installed, fluidlite's own otherwise
+    written.append(viz.export(main_prog, os.path.join(out_dir, "mlp_program.svg"),
+                              title=title))
+    written.append(viz.export(diff, os.path.join(out_dir, "mlp_minimize_diff.svg")))
+    if png:
+        if viz.graphviz_available():
             written.append(viz.export(main_prog, png, title=title, dpi=72))
-    else:
-        print("note: Graphviz is not installed, so no SVG/PNG was drawn "
-              "(apt-get install graphviz, or pip install pygraphviz)")
+        else:
+            print("note: PNG needs Graphviz (apt-get install graphviz, or pip install "
+                  "\"fluidlite[viz]\"); the SVG files were drawn without it")
     return written
 
 

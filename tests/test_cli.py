@@ -12,7 +12,7 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite import cli
-from fluidlite.core import checkpoint, serialize
+from fluidlite.formats import checkpoint, serialize
 
 
 class Result:
@@ -130,6 +130,59 @@ def test_viz_exports(saved, tmp_path):
     assert doc["multigraph"] and doc["nodes"]
     txt = run("viz", saved / "model", "-f", "txt", check_rc=0).stdout
     assert txt.startswith("{ // block 0") and "feed(" in txt
+
+
+@pytest.fixture
+def no_graphviz(monkeypatch):
+    """A machine without Graphviz: no `dot` on PATH and no pygraphviz."""
+    import builtins
+    from fluidlite.viz import dot as dot_mod
+    real_which, real_import = shutil.which, builtins.__import__
+    monkeypatch.setattr(dot_mod.shutil, "which",
+                        lambda name, *a, **k: None if name == "dot" else real_which(name, *a, **k))
+
+    def no_pygraphviz(name, *args, **kwargs):
+        if name == "pygraphviz":
+            raise ImportError("no pygraphviz")
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_pygraphviz)
+
+
+def test_viz_help_says_what_needs_graphviz():
+    text = " ".join(run("viz", "--help", check_rc=0).stdout.split())
+    assert "Only PNG and PDF need Graphviz" in text and "apt-get install graphviz" in text
+    assert "SVG is drawn by Graphviz when it is installed and by fluidlite's own" in text
+    assert "DOT, GraphML, JSON and text need nothing" in text and "--renderer" in text
+
+
+def test_viz_without_graphviz(saved, tmp_path, no_graphviz):
+    import xml.etree.ElementTree as ET
+    from fluidlite.viz.svg import GENERATOR
+    run("viz", saved / "train.json", "-o", tmp_path / "g.svg", "--highlight", "fc_0",
+        check_rc=0)
+    text = (tmp_path / "g.svg").read_text()
+    assert text.startswith("<?xml") and GENERATOR in text
+    ET.fromstring(text.encode())
+    out = run("viz", saved / "train.json", "-f", "svg", "--rankdir", "LR", check_rc=0).stdout
+    assert GENERATOR in out and "op:0:0" in ET.fromstring(out.encode()).findtext(
+        ".//{http://www.w3.org/2000/svg}g/{http://www.w3.org/2000/svg}title")
+    page = run("viz", saved / "train.json", "-f", "html-static", check_rc=0).stdout
+    assert "<svg" in page and "(Graphviz was not used)" in page
+    for fmt in ("png", "pdf"):
+        proc = run("viz", saved / "train.json", "-o", tmp_path / f"g.{fmt}", check_rc=1)
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert f"Rendering {fmt.upper()} needs Graphviz" in proc.stderr
+        assert "apt-get install graphviz" in proc.stderr and "fluidlite[viz]" in proc.stderr
+        assert not (tmp_path / f"g.{fmt}").exists()
+    proc = run("viz", saved / "train.json", "-f", "svg", "--renderer", "graphviz", check_rc=1)
+    assert "needs Graphviz" in proc.stderr and proc.stdout == ""
+
+
+def test_viz_builtin_renderer_and_diff(saved, tmp_path):
+    run("viz", saved / "train.json", "--diff-against", saved / "before.json", "-o",
+        tmp_path / "d.svg", "--renderer", "builtin", "--title", "after minimize", check_rc=0)
+    text = (tmp_path / "d.svg").read_text()
+    assert "after minimize" in text and "+ sgd" in text
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not installed")

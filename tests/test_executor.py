@@ -359,9 +359,10 @@ def test_initializer_aliases_and_param_attr():
 
 
 # -- profiling --------------------------------------------------------------------------------
-def test_run_with_profile_reports_per_op_times():
+def test_run_with_profile_reports_per_op_times(capsys):
     exe, x, y = ready()
     exe.run(feed={"x": X}, fetch_list=[y], profile=True)
+    assert capsys.readouterr().out == ""            # README: kept in last_profile, not printed
     prof = exe.last_profile
     assert set(prof.by_type) == {"mul", "elementwise_add", "softmax"}
     assert all(s.calls == 1 and s.total >= 0 for s in prof.by_type.values())
@@ -369,7 +370,7 @@ def test_run_with_profile_reports_per_op_times():
     assert "By op type:" in text and "#0 mul" in text
 
 
-def test_profiler_context_manager_accumulates_and_writes(tmp_path):
+def test_profiler_context_manager_accumulates_and_writes(tmp_path, capsys):
     exe, x, y = ready()
     path = tmp_path / "prof.txt"
     with fluid.profiler.profiler("CPU", sorted_key="calls", profile_path=str(path)) as prof:
@@ -377,6 +378,12 @@ def test_profiler_context_manager_accumulates_and_writes(tmp_path):
             exe.run(feed={"x": X}, fetch_list=[y])
     assert prof.runs == 3 and prof.by_type["mul"].calls == 3
     assert "Profiling Report" in path.read_text()
+    # README: the profiler prints the time per op type and per op when the block ends, on
+    # stdout as fluid's profiler did, whether or not logging is configured
+    out = capsys.readouterr().out
+    assert out.startswith("------------------------->  Profiling Report")
+    assert "(3 run(s), total" in out and "By op type:" in out and "#0 mul" in out
+    assert out.strip() == path.read_text().strip()
     with pytest.raises(ValueError, match="state must be"):
         fluid.profiler.start_profiler("TPU")
     with pytest.raises(ValueError, match="sorted_key"):

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -89,6 +90,9 @@ def test_every_python_block_of_the_readme_runs(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.rstrip().endswith("README OK")
     assert (tmp_path / "net.html").exists() and (tmp_path / "minimize.html").exists()
+    # the SVG the README exports: Graphviz's when installed, else fluidlite's; XML either way
+    svg = ET.parse(tmp_path / "net.svg").getroot()
+    assert svg.tag == "{http://www.w3.org/2000/svg}svg"
 
 
 @pytest.mark.parametrize("first", sorted(PRELUDES))

@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 
 import networkx as nx
 import numpy as np
@@ -261,10 +262,12 @@ def test_interactive_layout_options(tmp_path, monkeypatch):
         assert all(a[1] <= b[0] + 1e-6 for a, b in zip(spans, spans[1:]))
 
 
-def test_html_without_graphviz_keeps_tables(monkeypatch):
-    main, startup, before, loss = build()
-    monkeypatch.setattr(dot_mod.shutil, "which", lambda name: None)
-    real_import = builtins.__import__
+@pytest.fixture
+def no_graphviz(monkeypatch):
+    """A machine without Graphviz: no `dot` on PATH and no pygraphviz."""
+    real_which, real_import = shutil.which, builtins.__import__
+    monkeypatch.setattr(dot_mod.shutil, "which",
+                        lambda name, *a, **k: None if name == "dot" else real_which(name, *a, **k))
 
     def no_pygraphviz(name, *args, **kwargs):
         if name == "pygraphviz":
@@ -272,14 +275,114 @@ def test_html_without_graphviz_keeps_tables(monkeypatch):
         return real_import(name, *args, **kwargs)
     monkeypatch.setattr(builtins, "__import__", no_pygraphviz)
     assert not viz.graphviz_available()
-    with pytest.raises(viz.GraphvizNotFoundError, match="apt-get install graphviz.*pygraphviz"):
-        viz.render("digraph {}", "png")
+
+
+def _svg_doc(text):
+    """The parsed SVG (ElementTree raises on anything that is not well-formed XML)."""
+    root = ET.fromstring(text.encode("utf-8") if isinstance(text, str) else text)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    return root
+
+
+def _titles(root):
+    return [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+
+
+def test_without_graphviz_svg_is_drawn_by_fluidlite(no_graphviz, tmp_path):
+    main, startup, before, loss = build()
+    # PNG and PDF need Graphviz: the error says what to install and what works without it
+    with pytest.raises(viz.GraphvizNotFoundError,
+                       match=r"apt-get install graphviz.*fluidlite\[viz\].*pygraphviz.*SVG"):
+        viz.export(main, tmp_path / "g.png")
+    assert not (tmp_path / "g.png").exists()
+    with pytest.raises(viz.GraphvizNotFoundError):
+        viz.export(main, tmp_path / "g.svg", renderer="graphviz")
+    # SVG: fluidlite draws it, and says so in the file
+    path = viz.export(main, tmp_path / "g.svg", title="my <net> & co")
+    text = open(path, encoding="utf-8").read()
+    assert text.startswith("<?xml") and viz.svg.GENERATOR in text
+    root = _svg_doc(text)
+    titles = _titles(root)
+    assert titles[0] == "my <net> & co"
+    g = viz.to_networkx(main, sub_blocks=True)
+    assert set(g.nodes) <= set(titles)              # every node drawn, named by its id
+    for label in ("gradient clip op", "regularization op", "parameter", "backward op"):
+        assert label in text                        # the legend of the classes present
+    assert "/gradient_clip/" in text                # name scopes
+    # the static page gets the same picture; the interactive page needs no Graphviz either
     page = viz.to_html(main)
-    assert "<svg" not in page and "Graphviz" in page and "elementwise_add" in page
+    assert page.count("<svg") == 1 and "(Graphviz was not used)" in page
+    assert "elementwise_add" in page
+    assert "<?xml" not in page
     with pytest.raises(viz.GraphvizNotFoundError):
         viz.to_html(main, require_svg=True)
+    with pytest.raises(viz.GraphvizNotFoundError):
+        viz.to_html(main, renderer="graphviz")
     data = _viewer_data(viz.to_interactive_html(main))    # the viewer lays out in Python
     assert data["engine"] == "layered" and data["nodes"]
+
+
+@pytest.mark.parametrize("renderer", ["builtin", "graphviz"])
+def test_svg_is_well_formed_xml_whatever_the_names(renderer, tmp_path):
+    if renderer == "graphviz" and not viz.graphviz_available():
+        pytest.skip("graphviz not installed")
+    weird = ["ctl\x00\x01\x1b\x7f\x85end", 'q"uo\'te<&>', "tab\there", "new\nline\rcr",
+             "sur\udc80rogate", "non\ufffechar", "émoji😀", "]]>--", "back\\x00slash"]
+    prog = fluid.Program()
+    block = prog.global_block()
+    for name in weird:
+        block.create_var(name=name, shape=[2], dtype="float32")
+    block.create_var(name="out", shape=[2], dtype="float32")
+    block.append_op("sum", inputs={"X": weird}, outputs={"Out": "out"})
+    prog.global_block().ops[0].attrs["op_namescope"] = "/scope\x02</"
+    text = viz.svg.svg_text(prog, renderer=renderer, title="t\x00<&>")
+    root = _svg_doc(text)
+    titles = _titles(root)
+    nodes = [e.find("{http://www.w3.org/2000/svg}title").text
+             for e in root.iter("{http://www.w3.org/2000/svg}g")
+             if "node" in (e.get("class") or "").split()]
+    nodes = [n for n in nodes if n != "legend:table"]      # Graphviz's legend is a node
+    assert len(nodes) == len(weird) + 2             # every var and the op: nothing dropped
+    assert len(set(nodes)) == len(nodes)            # two names, two ids
+    if renderer == "builtin":
+        assert "var:ctl\\x00\\x01\\x1b\\x7f\\x85end" in titles
+        assert "var:q\"uo'te<&>" in titles and "var:sur\\udc80rogate" in titles
+        assert "var:émoji😀" in titles and "var:new\\nline\\rcr" in titles
+    viz.export(prog, tmp_path / "w.svg", renderer=renderer)
+    _svg_doc((tmp_path / "w.svg").read_bytes())
+    page = viz.to_html(prog, renderer=renderer)
+    svg = page[page.index("<svg"):page.index("</svg>") + 6]
+    _svg_doc(svg)
+
+
+def test_builtin_svg_options_diff_and_sub_blocks():
+    main, startup, before, loss = build()
+    diff = viz.to_svg(viz.diff_graph(before, main), rankdir="LR", edge_labels=False,
+                      legend=False)
+    root = _svg_doc(diff)
+    assert "+ sgd" in diff and "Legend" not in diff and 'class="slot"' not in diff
+    assert "#00A651" in diff                        # the added ops' green border
+    hl = viz.to_svg(main, highlight=r"^fc_0\.w_0$")
+    assert "#FF8C00" in hl and "highlighted" in hl
+    with pytest.raises(ValueError, match="rankdir"):
+        viz.to_svg(main, rankdir="XY")
+    with pytest.raises(ValueError, match="renderer"):
+        viz.export(main, "never.svg", renderer="cairo")
+    # sub-blocks: drawn in a box of their own beside the op owning them, as Graphviz clusters
+    prog = sub_block_program()
+    text = viz.to_svg(prog)
+    _svg_doc(text)
+    assert "block 1 (relu op:0:0)" in text and "var:inner" in text
+    lay = viz.layout(viz.to_networkx(prog, sub_blocks=True), "layered")
+    x0, y0, x1, y1 = lay.blocks[1]
+    inner = lay.pos["op:1:0"]
+    assert x0 < inner[0] < x1 and y0 < inner[1] < y1
+    for n in ("op:0:0", "var:x"):                   # the outer block's nodes stay outside
+        assert not x0 <= lay.pos[n][0] <= x1
+    # BT mirrors TB
+    g = viz.to_networkx(main)
+    tb, bt = viz.layout(g, "layered", "TB"), viz.layout(g, "layered", "BT")
+    assert tb.pos["var:x"][1] < tb.pos["op:0:0"][1] and bt.pos["var:x"][1] > bt.pos["op:0:0"][1]
 
 
 def test_render_rejects_unknown_format():
@@ -374,7 +477,13 @@ def test_visualize_sample_writes_its_views(tmp_path):
     written = sample.write_views(main, before, str(tmp_path))
     names = {os.path.basename(p) for p in written}
     assert {"mlp_program.html", "mlp_program_static.html", "mlp_minimize_diff.html",
-            "mlp_forward.dot"} <= names
+            "mlp_forward.dot", "mlp_program.svg", "mlp_minimize_diff.svg"} <= names
+    _svg_doc((tmp_path / "mlp_minimize_diff.svg").read_bytes())      # with or without Graphviz
+    page = (tmp_path / "mlp_program_static.html").read_text()
+    assert "<svg" in page and "<script" not in page
+    for label in ("forward op", "backward op", "gradient clip op", "regularization op",
+                  "optimizer update op", "LR schedule op"):
+        assert label in page
     data = _viewer_data((tmp_path / "mlp_program.html").read_text())
     assert {n["g"] for n in data["nodes"] if n["k"] == "o"} >= {
         "forward", "backward", "gradient_clip", "regularization", "optimize", "lr_schedule"}
@@ -382,13 +491,6 @@ def test_visualize_sample_writes_its_views(tmp_path):
     added = {d["fl_group"] for _, d in g.nodes(data=True)
              if d["fl_kind"] == "op" and d["fl_diff"] == "added"}
     assert {"backward", "gradient_clip", "regularization", "lr_schedule", "optimize"} <= added
-    if shutil.which("dot"):
-        assert {"mlp_program.svg", "mlp_minimize_diff.svg"} <= names
-        page = (tmp_path / "mlp_program_static.html").read_text()
-        assert "<svg" in page and "<script" not in page
-        for label in ("forward op", "backward op", "gradient clip op", "regularization op",
-                      "optimizer update op", "LR schedule op"):
-            assert label in page
 
 
 def _load_sample(name):
@@ -455,7 +557,7 @@ def test_recognize_digits_writes_its_curves(tmp_path, monkeypatch, capsys):
 
 def test_cli_writes_the_viewer_and_the_static_page(tmp_path, capsys):
     from fluidlite import cli
-    from fluidlite.core import serialize
+    from fluidlite.formats import serialize
     main, startup, before, loss = build()
     serialize.save_program(main, tmp_path / "train.json")
     serialize.save_program(before, tmp_path / "before.json")

@@ -104,8 +104,10 @@ class Executor:
         Feeds are validated and parameters checked before any op runs; persistables are written
         to ``scope`` only after the whole step succeeded. Feeding a persistable (e.g. a
         parameter) overrides it with a copy of the fed array: the caller's array is never
-        written. ``profile=True`` times every op; the result is in ``self.last_profile`` (see
-        ``fluidlite.profiler``).
+        written. ``profile=True`` times every op of this run into ``self.last_profile`` (a
+        ``fluidlite.profiler.Profile``: ``print(exe.last_profile.report())`` shows the table)
+        and prints nothing; ``with fluid.profiler.profiler("CPU"):`` prints the report of the
+        runs inside it when the block ends.
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")

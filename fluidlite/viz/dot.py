@@ -8,15 +8,17 @@ ellipses and gradients pink ellipses. Name scopes become nested clusters; a lege
 the classes present. In a diff, added nodes get a thick green border and a ``+`` prefix,
 removed ones are dashed and grey with a ``-`` prefix, unchanged ones are faded.
 
-Every id is quoted, so names such as ``fc_0.w_0@GRAD@RENAME@0`` or ``a:b`` are safe. Rendering
-runs ``dot`` with an argument list (no shell), else pygraphviz, else raises
-``GraphvizNotFoundError`` with install instructions.
+Every id is quoted, so names such as ``fc_0.w_0@GRAD@RENAME@0`` or ``a:b`` are safe; control
+characters are written as escapes (labels show ``\\x07``), so the SVG Graphviz makes of any
+name is well-formed XML. Rendering runs ``dot`` with an argument list (no
+shell), else pygraphviz, else raises ``GraphvizNotFoundError`` with install instructions (an
+SVG can be had without Graphviz: ``svg.to_svg`` / ``export``).
 """
 from __future__ import annotations
 
-import json
-
 import html
+import json
+import re
 import shutil
 import subprocess
 from typing import Any, Dict, List, Optional, Tuple
@@ -59,14 +61,43 @@ class GraphvizNotFoundError(RuntimeError):
     """Neither the ``dot`` program nor pygraphviz is available to render an image."""
 
 
-def quote(s: Any) -> str:
-    """A DOT double-quoted string: backslashes and quotes escaped, newlines as ``\\n``."""
-    s = str(s).replace("\\", "\\\\").replace('"', '\\"')
+# control characters other than newline (a line break in DOT) and CR (dropped), lone surrogates
+# and U+FFFE/U+FFFF: Graphviz copies them into its SVG, where XML 1.0 forbids them (and a
+# surrogate cannot even be encoded), so they become escapes
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def quote(s: Any, text: bool = False) -> str:
+    """A DOT double-quoted string: backslashes and quotes escaped, newlines as ``\\n``, other
+    control characters as escapes, so any SVG Graphviz makes of it is well-formed XML.
+
+    Args:
+        s: any object; ``str(s)`` is quoted.
+        text: ``s`` is shown (a label): a control character is drawn as its Python escape
+            (``\\x00``). Otherwise ``s`` is an id: the escape is written after the backslashes
+            are doubled, so that two different names stay two different ids.
+
+    Example:
+        >>> quote('a"b')
+        '"a\\\\"b"'
+    """
+    s = str(s)
+    if text:
+        s = _CONTROL.sub(lambda m: repr(m.group())[1:-1], s)
+    s = s.replace("\\", "\\\\").replace('"', '\\"')
+    if not text:
+        s = _CONTROL.sub(lambda m: repr(m.group())[1:-1], s)
     return '"' + s.replace("\r", "").replace("\n", "\\n") + '"'
 
 
+def unquoted_id(s: Any) -> str:
+    """The name Graphviz gives the node ``quote(s)`` (its JSON output and SVG ``<title>``):
+    Graphviz's lexer turns ``\\"`` into ``"`` and keeps every other backslash."""
+    return quote(s)[1:-1].replace('\\"', '"')
+
+
 def _attrs(d: Dict[str, Any]) -> str:
-    return "[" + ", ".join(f"{k}={quote(v)}" for k, v in d.items()) + "]"
+    return "[" + ", ".join(f"{k}={quote(v, text=True)}" for k, v in d.items()) + "]"
 
 
 def as_graph(obj: Any, **opts: Any) -> nx.MultiDiGraph:
@@ -333,7 +364,13 @@ def _edge_order(g: nx.MultiDiGraph, e: Tuple[str, str, Dict[str, Any]]) -> Tuple
 
 # -- rendering --------------------------------------------------------------------------------
 def graphviz_available() -> bool:
-    """True when SVG/PNG rendering is possible (``dot`` on PATH or pygraphviz importable)."""
+    """True when Graphviz can render (``dot`` on PATH or pygraphviz importable). PNG and PDF
+    need it; SVG does not (``export`` then draws it with ``to_svg``).
+
+    Example:
+        >>> isinstance(graphviz_available(), bool)
+        True
+    """
     if shutil.which("dot"):
         return True
     try:
@@ -343,11 +380,13 @@ def graphviz_available() -> bool:
     return True
 
 
-_INSTALL_HINT = ("Rendering {fmt} needs Graphviz. Install the `dot` program (Debian/Ubuntu: "
-                 "`sudo apt-get install graphviz`; macOS: `brew install graphviz`; conda: "
-                 "`conda install graphviz`; Windows: https://graphviz.org/download/) or the "
-                 "Python binding (`pip install pygraphviz`). DOT, GraphML and JSON exports "
-                 "work without it.")
+_INSTALL_HINT = ("Rendering {fmt} needs Graphviz, which is not installed. Install the `dot` "
+                 "program (Debian/Ubuntu: `sudo apt-get install graphviz`; macOS: `brew "
+                 "install graphviz`; conda: `conda install graphviz`; Windows: "
+                 "https://graphviz.org/download/) or the Python binding (`pip install "
+                 "\"fluidlite[viz]\"`, i.e. pygraphviz, which builds against Graphviz's C "
+                 "library). Without Graphviz, export SVG (drawn by fluidlite), HTML, DOT, "
+                 "GraphML or JSON.")
 
 
 def render(dot_source: str, fmt: str = "svg", timeout: float = 120.0) -> bytes:

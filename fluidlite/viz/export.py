@@ -1,5 +1,9 @@
 """Thin writers over the graph (GraphML, node-link JSON) and ``export(obj, path)`` which picks
-the writer from the file extension and writes atomically."""
+the writer from the file extension and writes atomically.
+
+What needs Graphviz: PNG and PDF (rendered by Graphviz's ``dot`` program or pygraphviz). SVG
+is drawn by Graphviz when it is installed and by fluidlite's own layered layout otherwise
+(``renderer=`` chooses); DOT, HTML (both pages), GraphML, JSON and text need nothing."""
 from __future__ import annotations
 
 import io
@@ -9,12 +13,13 @@ from typing import Any, Dict, Optional, Union
 
 import networkx as nx
 
-from ..core.serialize import atomic_write
+from ..formats.serialize import atomic_write
 from .dot import as_graph, render, to_dot
 from .html import to_html
 from .interactive import to_interactive_html
+from .svg import RENDERERS, svg_text
 
-__all__ = ["to_graphml", "to_node_link", "export", "FORMATS", "format_from_path"]
+__all__ = ["to_graphml", "to_node_link", "export", "FORMATS", "RENDERERS", "format_from_path"]
 
 #: format -> file extensions
 FORMATS: Dict[str, tuple] = {
@@ -45,6 +50,15 @@ def to_node_link(obj: Any, **graph_opts: Any) -> Dict[str, Any]:
 
 
 def format_from_path(path: str) -> str:
+    """The export format named by ``path``'s extension (see ``FORMATS``); ValueError if none.
+
+    Args:
+        path: a file name such as ``net.svg``.
+
+    Example:
+        >>> format_from_path("net.gv")
+        'dot'
+    """
     ext = os.path.splitext(str(path))[1].lower()
     for fmt, exts in FORMATS.items():
         if ext in exts:
@@ -56,17 +70,45 @@ def format_from_path(path: str) -> str:
 def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None, *,
            title: Optional[str] = None, legend: bool = True, clusters: bool = True,
            edge_labels: bool = True, rankdir: str = "TB", dpi: Optional[float] = None,
-           layout: str = "auto", **graph_opts: Any) -> str:
-    """Write ``obj`` (Program, Block, or a graph from ``to_networkx``/``diff_graph``) to
-    ``path`` in ``format`` (default: from the extension: dot/gv, svg, png, pdf, html,
-    graphml, json, txt). ``html`` is the interactive viewer (``layout``: auto, dot or
-    layered); ``html-static`` the page of picture and tables (``to_html``). ``graph_opts``:
-    ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight``; ``dpi`` sets the PNG
-    resolution. Returns the path written."""
+           layout: str = "auto", renderer: str = "auto", **graph_opts: Any) -> str:
+    """Write ``obj`` to ``path`` in ``format``, atomically, and return the path written.
+
+    Args:
+        obj: a Program, a Block, or a graph from ``to_networkx`` / ``diff_graph``.
+        path: the file to write.
+        format: dot, svg, png, pdf, html, html-static, graphml, json or txt; default: from
+            the extension (``.dot``/``.gv``, ``.svg``, ``.png``, ``.pdf``, ``.html``/``.htm``,
+            ``.graphml``, ``.json``, ``.txt``). ``html`` is the interactive viewer,
+            ``html-static`` the page of picture and tables (``to_html``).
+        title, legend, clusters, edge_labels, rankdir: how the picture looks.
+        dpi: resolution of a PNG.
+        layout: the interactive viewer's layout: ``auto`` (Graphviz when installed and the
+            graph is small enough), ``dot`` or ``layered``.
+        renderer: who draws an SVG (``svg``, and the picture of ``html-static``): ``auto``
+            (default) -- Graphviz when installed (``dot`` on PATH, or pygraphviz), else
+            fluidlite's own drawing (``to_svg``, no Graphviz needed); ``graphviz``; or
+            ``builtin``. PNG and PDF always need Graphviz: without it they raise
+            ``GraphvizNotFoundError`` saying what to install.
+        **graph_opts: ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight`` (passed
+            to ``to_networkx``).
+
+    Returns:
+        ``path`` (as a string).
+
+    Example:
+        >>> import fluidlite as fluid, fluidlite.viz as viz
+        >>> prog = fluid.Program()
+        >>> with fluid.program_guard(prog):
+        ...     y = fluid.layers.relu(fluid.data("x", [-1, 3]))
+        >>> viz.export(prog, "relu.svg")       # with or without Graphviz: an SVG
+        'relu.svg'
+    """
     path = os.fspath(path)
     fmt = (format or format_from_path(path)).lower()
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {sorted(FORMATS)}")
+    if renderer not in RENDERERS:
+        raise ValueError(f"renderer must be one of {list(RENDERERS)}; got {renderer!r}")
     style = dict(legend=legend, clusters=clusters, edge_labels=edge_labels, rankdir=rankdir)
     if fmt == "txt":
         from ..core.ir import Block, Program
@@ -86,7 +128,11 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
         data = to_interactive_html(obj, title=title, layout=layout, **style,
                                    **graph_opts).encode("utf-8")
     elif fmt == "html-static":
-        data = to_html(obj, title=title, **style, **graph_opts).encode("utf-8")
+        data = to_html(obj, title=title, renderer=renderer, **style,
+                       **graph_opts).encode("utf-8")
+    elif fmt == "svg":
+        data = svg_text(obj, renderer=renderer, title=title, **style,
+                        **graph_opts).encode("utf-8")
     else:
         dot_text = to_dot(obj, title=title, dpi=dpi, **style, **graph_opts)
         data = dot_text.encode("utf-8") if fmt == "dot" else render(dot_text, fmt)

@@ -116,7 +116,7 @@ def _matcher(highlight: Highlight) -> Callable[[str], bool]:
 
 
 def _attrs_json(op: Operator) -> str:
-    from ..core.serialize import ProgramFormatError, _enc_value
+    from ..formats.serialize import ProgramFormatError, _enc_value
     out = {}
     for k in sorted(op.attrs):
         if k in COMMON_ATTRS:

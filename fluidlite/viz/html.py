@@ -1,26 +1,25 @@
 """A single self-contained HTML page: summary, the inline SVG picture, variable and op tables.
 
 No JavaScript, no external stylesheet, font or image: the page is one file that opens offline.
-When Graphviz is not installed the picture is replaced by a note and the DOT source (the
-tables are still complete); pass ``require_svg=True`` to get ``GraphvizNotFoundError`` instead.
+The picture is Graphviz's when Graphviz is installed and fluidlite's own drawing (``to_svg``)
+otherwise; ``renderer="graphviz"`` (or ``require_svg=True``) insists on Graphviz and raises
+``GraphvizNotFoundError`` without it.
 """
 from __future__ import annotations
 
 import html
 import json
-import logging
 import re
 from collections import Counter
 from typing import Any, Dict, List, Optional
 
 import networkx as nx
 
-from .dot import OP_STYLES, VAR_STYLES, GraphvizNotFoundError, as_graph, render, to_dot
+from .dot import OP_STYLES, VAR_STYLES, as_graph
 from .graph import GROUPS, ops_in_order, op_slots
+from .svg import svg_text
 
 __all__ = ["to_html", "svg_for_inline"]
-
-_log = logging.getLogger("fluidlite")
 
 _CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:1.5em;color:#1B2631;background:#FFF}
@@ -39,7 +38,16 @@ border:1px solid #F4D03F}
 
 
 def svg_for_inline(svg: bytes) -> str:
-    """Graphviz SVG without the XML prolog, DOCTYPE and comments, ready to inline in HTML."""
+    """An SVG document (Graphviz's or ``to_svg``'s) without the XML prolog, DOCTYPE and
+    comments, ready to inline in HTML.
+
+    Args:
+        svg: the SVG file's bytes (UTF-8).
+
+    Example:
+        >>> svg_for_inline(b'<?xml version="1.0"?><!-- x --><svg></svg>')
+        '<svg></svg>'
+    """
     text = svg.decode("utf-8")
     text = re.sub(r"<\?xml[^>]*\?>", "", text)
     text = re.sub(r"<!DOCTYPE[^>]*>", "", text, flags=re.S)
@@ -157,23 +165,34 @@ def _op_table(g: nx.MultiDiGraph, diff: bool) -> str:
 
 
 def to_html(obj: Any, *, title: Optional[str] = None, require_svg: bool = False,
-            legend: bool = True, clusters: bool = True, edge_labels: bool = True,
-            rankdir: str = "TB", **graph_opts: Any) -> str:
-    """The HTML page for a Program/Block (``graph_opts`` go to ``to_networkx``) or a graph
-    from ``to_networkx`` / ``diff_graph``."""
+            renderer: str = "auto", legend: bool = True, clusters: bool = True,
+            edge_labels: bool = True, rankdir: str = "TB", **graph_opts: Any) -> str:
+    """The static HTML page (summary, picture, op and variable tables) of a Program/Block or of
+    a graph from ``to_networkx`` / ``diff_graph``.
+
+    Args:
+        obj: a Program, a Block, or a graph (then ``graph_opts`` must be empty).
+        title: the page heading (default: the graph's title).
+        require_svg: the same as ``renderer="graphviz"`` (kept for older callers).
+        renderer: who draws the picture: ``auto`` (Graphviz when installed, else fluidlite's
+            ``to_svg``), ``graphviz`` (``GraphvizNotFoundError`` without it) or ``builtin``.
+        legend, clusters, edge_labels, rankdir: how the picture looks.
+        **graph_opts: passed to ``to_networkx`` (``block``, ``hide_backward`` ...).
+
+    Returns:
+        The page, one self-contained HTML document.
+
+    Example:
+        >>> import fluidlite as fluid, fluidlite.viz as viz
+        >>> "<svg" in viz.to_html(fluid.Program(), renderer="builtin")
+        True
+    """
     g = as_graph(obj, **graph_opts)
     diff = bool(g.graph.get("fl_diff"))
     heading = title or g.graph.get("fl_title") or "fluidlite program"
-    dot_text = to_dot(g, legend=legend, clusters=clusters, edge_labels=edge_labels,
-                      rankdir=rankdir, title=heading)
-    try:
-        picture = svg_for_inline(render(dot_text, "svg"))
-    except GraphvizNotFoundError as e:
-        if require_svg:
-            raise
-        _log.warning("HTML export without a picture: %s", e)
-        picture = (f'<p class="note">{_e(e)}</p><details><summary>DOT source</summary>'
-                   f"<pre><code>{_e(dot_text)}</code></pre></details>")
+    picture = svg_for_inline(svg_text(
+        g, renderer="graphviz" if require_svg else renderer, legend=legend, clusters=clusters,
+        edge_labels=edge_labels, rankdir=rankdir, title=heading).encode("utf-8"))
     hidden = [w for w, k in (("backward", "fl_hide_backward"), ("optimizer", "fl_hide_optimizer"))
               if g.graph.get(k)]
     sub = f"block {g.graph.get('fl_block', 0)} of {g.graph.get('fl_num_blocks', 1)}"

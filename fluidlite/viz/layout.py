@@ -3,7 +3,9 @@
 
 ``layout(g)`` returns a :class:`Layout`: per node ``(x, y, w, h)`` (centre, size; y grows
 downwards), per edge the Bezier control points from ``dot`` (empty for the layered layout:
-the viewer draws a vertical S-curve), name-scope boxes, and which engine ran.
+the viewer draws a vertical S-curve), name-scope boxes, and which engine ran. For a graph with
+sub-blocks (``to_networkx(..., sub_blocks=True)``) the layered layout draws each sub-block with
+its own layers in a box beside the op that owns it (``Layout.blocks``), as Graphviz's clusters.
 
 ``dot`` is run with bounded network-simplex iterations (``nslimit``/``mclimit``): unbounded,
 a 300-node training program takes a minute, bounded it takes a fraction of a second. Graphs
@@ -17,11 +19,11 @@ import logging
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import networkx as nx
 
-from .dot import _cluster_of, to_dot
+from .dot import _cluster_of, to_dot, unquoted_id
 from .graph import ops_in_order
 
 __all__ = ["Layout", "layout", "node_size", "DOT_MAX_NODES", "DOT_TIMEOUT"]
@@ -41,6 +43,8 @@ class Layout:
     edges: Dict[Tuple[str, str], List[Tuple[float, float]]] = field(default_factory=dict)
     scopes: Dict[Tuple[str, ...], Tuple[float, float, float, float]] = field(
         default_factory=dict)                             # path -> (x0, y0, x1, y1)
+    blocks: Dict[int, Tuple[float, float, float, float]] = field(
+        default_factory=dict)                             # sub-block -> (x0, y0, x1, y1)
 
 
 def node_size(d: Dict[str, Any]) -> Tuple[float, float]:
@@ -103,6 +107,7 @@ def _dot_layout(g: nx.MultiDiGraph, rankdir: str, clusters: bool) -> Layout:
     flip = lambda x, y: (round(x, 1), round(height - y, 1))
     pos: Dict[str, Tuple[float, float, float, float]] = {}
     names: Dict[int, str] = {}
+    ids = {unquoted_id(n): n for n in g}      # Graphviz's name of each node -> its id
     scopes: Dict[Tuple[str, ...], Tuple[float, float, float, float]] = {}
     for obj in doc.get("objects", []):
         if "nodes" in obj or str(obj.get("name", "")).startswith("cluster"):
@@ -112,11 +117,12 @@ def _dot_layout(g: nx.MultiDiGraph, rankdir: str, clusters: bool) -> Layout:
                 a, b = flip(x0, y1), flip(x1, y0)
                 scopes[path] = (a[0], a[1], b[0], b[1])
             continue
-        names[obj["_gvid"]] = obj["name"]
-        if obj["name"] in g and "pos" in obj:
+        name = ids.get(obj["name"], obj["name"])
+        names[obj["_gvid"]] = name
+        if name in g and "pos" in obj:
             x, y = (float(v) for v in obj["pos"].split(","))
             cx, cy = flip(x, y)
-            pos[obj["name"]] = (cx, cy, round(float(obj["width"]) * 72, 1),
+            pos[name] = (cx, cy, round(float(obj["width"]) * 72, 1),
                                 round(float(obj["height"]) * 72, 1))
     edges: Dict[Tuple[str, str], List[Tuple[float, float]]] = {}
     for e in doc.get("edges", []):
@@ -164,6 +170,76 @@ def _layers(g: nx.MultiDiGraph) -> Dict[str, int]:
 
 
 def _layered_layout(g: nx.MultiDiGraph, rankdir: str, clusters: bool) -> Layout:
+    """The layered layout of ``g``; each block an op owns gets a layout of its own, placed in a
+    box beside (TB/BT: right of, LR/RL: below) everything drawn so far, level with its owner."""
+    owners = json.loads(g.graph.get("fl_sub_block_owners") or "{}")
+    owned = {int(b) for b in owners}
+    members: Dict[int, List[str]] = {}
+    for n, d in g.nodes(data=True):
+        b = d.get("fl_block", 0)
+        members.setdefault(b if b in owned else -1, []).append(n)
+    lay = _layered_block(g.subgraph(members.get(-1, [])) if owned else g, rankdir, clusters)
+    across = 0 if rankdir in ("TB", "BT") else 1      # the axis sub-blocks are stacked along
+    pending = sorted(owned)
+    while pending:        # a nested block goes after the block holding its owner
+        ready = [b for b in pending if owners[str(b)] in lay.pos or owners[str(b)] not in g]
+        b = (ready or pending)[0]
+        pending.remove(b)
+        if members.get(b):
+            sub = _layered_block(g.subgraph(members[b]), rankdir, False)
+            _place_block(lay, sub, b, lay.pos.get(owners[str(b)]), across)
+    _flip(lay, rankdir)
+    return lay
+
+
+def _place_block(lay: Layout, sub: Layout, b: int,
+                 owner: Optional[Tuple[float, float, float, float]], across: int) -> None:
+    """Move ``sub`` (the layout of block ``b``) into ``lay``: a box past the far edge of what
+    ``lay`` holds along axis ``across``, its top level with the ``owner`` op's (when drawn)."""
+    pad, head = 14.0, 26.0
+    x0 = min(x - w / 2 for x, y, w, h in sub.pos.values())
+    y0 = min(y - h / 2 for x, y, w, h in sub.pos.values())
+    x1 = max(x + w / 2 for x, y, w, h in sub.pos.values())
+    y1 = max(y + h / 2 for x, y, w, h in sub.pos.values())
+    boxes = [(x - w / 2, y - h / 2, x + w / 2, y + h / 2) for x, y, w, h in lay.pos.values()]
+    boxes += list(lay.scopes.values()) + list(lay.blocks.values())
+    if across == 0:
+        left = max((bx[2] for bx in boxes), default=0.0) + 40.0
+        top = owner[1] - owner[3] / 2 if owner else min((bx[1] for bx in boxes), default=0.0)
+    else:
+        top = max((bx[3] for bx in boxes), default=0.0) + 40.0
+        left = owner[0] - owner[2] / 2 if owner else min((bx[0] for bx in boxes), default=0.0)
+    dx, dy = left + pad - x0, top + head - y0
+    for n, (x, y, w, h) in sub.pos.items():
+        lay.pos[n] = (round(x + dx, 1), round(y + dy, 1), w, h)
+    lay.blocks[b] = (round(left, 1), round(top, 1), round(x1 + dx + pad, 1),
+                     round(y1 + dy + pad, 1))
+
+
+def _flip(lay: Layout, rankdir: str) -> None:
+    """Mirror a top-down (left-right) layout for BT (RL), as Graphviz does."""
+    if rankdir not in ("BT", "RL") or not lay.pos:
+        return
+    axis = 1 if rankdir == "BT" else 0
+    lo = min(p[axis] - p[axis + 2] / 2 for p in lay.pos.values())
+    hi = max(p[axis] + p[axis + 2] / 2 for p in lay.pos.values())
+    for bx in list(lay.scopes.values()) + list(lay.blocks.values()):
+        lo, hi = min(lo, bx[axis]), max(hi, bx[axis + 2])
+
+    def f(v: float) -> float:
+        return round(lo + hi - v, 1)
+    for n, p in lay.pos.items():
+        q = list(p)
+        q[axis] = f(p[axis])
+        lay.pos[n] = (q[0], q[1], q[2], q[3])
+    for table in (lay.scopes, lay.blocks):
+        for k, bx in table.items():
+            q = list(bx)
+            q[axis], q[axis + 2] = f(bx[axis + 2]), f(bx[axis])
+            table[k] = (q[0], q[1], q[2], q[3])
+
+
+def _layered_block(g: nx.MultiDiGraph, rankdir: str, clusters: bool) -> Layout:
     layer = _layers(g)
     rows: Dict[int, List[str]] = {}
     for n in g:                           # insertion order: ops in program order, then vars
