@@ -28,7 +28,7 @@ def _wait_no_threads(timeout=2.0):
 
 # -- ComposeNotAligned ------------------------------------------------------------------------
 def test_compose_not_aligned_is_exported_and_raised():
-    assert fluid.io.ComposeNotAligned is fluid.reader_decorators.ComposeNotAligned
+    assert fluid.io.ComposeNotAligned is fluid.pipeline.decorators.ComposeNotAligned
     assert issubclass(fluid.io.ComposeNotAligned, ValueError)      # as fluid 1.8's class
     composed = fluid.io.compose(_reader(3), _reader(2, 10))
     got = []

@@ -13,11 +13,17 @@ forever for a rank that stopped, a watchdog thread logs the collective and the w
 aborts the job. Any uncaught exception on a rank
 aborts the whole job (``MPI_Abort``) after logging which rank failed, so the other ranks exit
 promptly instead of hanging in their next collective; ``mpirun`` names the aborting rank too.
+Both messages name the rank's host (``host_name``).
+
+Large all-reduces go through a shared-memory window when every rank of the ring is on one node
+(``_NodeWindow.create``: MPI and ``node_identity`` must agree); ``Communicator.shm_allreduce``
+and ``shm_reason`` tell the decision, also logged at INFO on logger ``fluidlite``.
 """
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -26,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 
 __all__ = ["Communicator", "AllReduceRequest", "get", "init_ring", "world", "in_mpi_launch",
-           "stats", "reset_stats"]
+           "stats", "reset_stats", "host_name", "node_identity", "describe_hosts"]
 
 _log = logging.getLogger("fluidlite")
 _ENV_SIZE = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE")
@@ -66,6 +72,64 @@ def timeout_seconds() -> float:
         return 300.0
 
 
+def host_name() -> str:
+    """This machine's host name (what error messages and ``Communicator.shm_reason`` call the
+    host of a rank; Open MPI's ``MPI_Get_processor_name`` is the same name)."""
+    return socket.gethostname() or "?"
+
+
+def node_identity() -> str:
+    """A string equal on two processes exactly when they are on one node for the
+    shared-memory all-reduce: the running kernel (``/proc/sys/kernel/random/boot_id``: new on
+    every machine and every boot, unlike host names, which clones and containers repeat), the
+    mount namespace (the ``/dev/shm`` and ``/tmp`` a window's file lives in: a container has its
+    own; ranks of one launch on one machine share theirs) and
+    the network namespace (a container, or a namespace standing in for another machine as in
+    tests/test_multihost.py, has its own: treating it as a machine keeps the decision the one
+    real machines get). Without ``/proc`` (not Linux): the host name."""
+    parts = []
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            parts.append(f.read().strip())
+        for ns in ("mnt", "net"):
+            parts.append(os.readlink(f"/proc/self/ns/{ns}"))     # e.g. "net:[4026531833]"
+    except OSError:
+        return "host:" + host_name()
+    return " ".join(parts)
+
+
+def describe_hosts(names: List[str], identities: List[str]) -> str:
+    """Where the ranks run, from every rank's host name and ``node_identity`` (in rank order):
+    ``"one host, n1"`` or ``"2 hosts: n1 (ranks 0-1), n2 (ranks 2-3)"`` (at most 8 hosts
+    named; a host name two nodes share gets ``#k``)."""
+    nodes: Dict[str, List[int]] = {}
+    for r, ident in enumerate(identities):
+        nodes.setdefault(ident, []).append(r)
+    if len(nodes) == 1:
+        return f"one host, {names[0]}"
+    seen: Dict[str, int] = {}
+    parts = []
+    for ident, ranks in nodes.items():
+        name = names[ranks[0]]
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name}#{seen[name]}"
+        parts.append(f"{name} (rank{'s' if len(ranks) > 1 else ''} {_ranges(ranks)})")
+    more = f", and {len(parts) - 8} more" if len(parts) > 8 else ""
+    return f"{len(nodes)} hosts: " + ", ".join(parts[:8]) + more
+
+
+def _ranges(ranks: List[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2, 5" (sorted input)."""
+    runs: List[List[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def stats() -> Dict[str, float]:
     """A copy of the hot-path collective counters: calls, seconds, bytes."""
     return dict(_stats)
@@ -87,6 +151,13 @@ class Communicator:
         # the shared-memory window of ``allreduce``: None until the first large all-reduce
         # decides, then a ``_NodeWindow`` or False (ranks on several machines, or turned off)
         self._shm: Any = None
+        #: whether large all-reduces go through the shared-memory window: None until the first
+        #: one (at least ``_SHM_MIN_BYTES``) decides, collectively, then True or False
+        self.shm_allreduce: Optional[bool] = None
+        #: why: "" until decided, then e.g. "on: the 2 ranks run on one host, n1" or "off: the 4
+        #: ranks run on 2 hosts: n1 (ranks 0-1), n2 (ranks 2-3)" (``_NodeWindow.create``; also
+        #: logged at INFO on logger "fluidlite")
+        self.shm_reason = ""
 
     def __repr__(self) -> str:
         return f"Communicator(ring_id={self.ring_id}, rank={self.rank}, size={self.size})"
@@ -134,11 +205,17 @@ class Communicator:
             return None
         if self._shm is None:
             self._shm = False
-            if os.environ.get("FLUIDLITE_SHM_ALLREDUCE", "1") != "0":
+            if os.environ.get("FLUIDLITE_SHM_ALLREDUCE", "1") == "0":
+                reason = "off: FLUIDLITE_SHM_ALLREDUCE=0"
+            else:
                 holder: List[Any] = []
                 self._wait(lambda: holder.append(_NodeWindow.create(self.mpi_comm)),
                            "shared-memory window setup", None)
-                self._shm = holder[0] or False
+                win, reason = holder[0]
+                self._shm = win or False
+            self.shm_allreduce, self.shm_reason = bool(self._shm), reason
+            _log.info("ring %d, rank %d: shared-memory all-reduce %s", self.ring_id, self.rank,
+                      reason)
         return self._shm or None
 
     def iallreduce(self, x: np.ndarray, op: str = "sum") -> "AllReduceRequest":
@@ -264,22 +341,35 @@ class _NodeWindow:
                       for k in range(self.size)]
 
     @classmethod
-    def create(cls, mpi_comm: Any) -> Optional["_NodeWindow"]:
-        """Collective over ``mpi_comm``: a window when all its ranks share this machine."""
+    def create(cls, mpi_comm: Any) -> "tuple[Optional[_NodeWindow], str]":
+        """Collective over ``mpi_comm``: (a window, "on: ...") when all its ranks share this
+        machine, else (None, "off: <why>").
+
+        Both must agree that they do: MPI (``MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)``: Open
+        MPI's view, one node per daemon) and the ranks' node identities (``node_identity``:
+        boot id, network and mount namespaces), so a rank never maps memory it cannot share
+        -- another kernel, another ``/dev/shm`` -- nor treats a container or network
+        namespace that stands for another machine as this one."""
         from mpi4py import MPI
+        ids = mpi_comm.allgather((node_identity(), host_name()))
         node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
         try:
-            one_machine = node.Get_size() == mpi_comm.Get_size()
+            mpi_one_node = node.Get_size() == mpi_comm.Get_size()
         finally:
             node.Free()
-        if not one_machine:
-            return None
+        hosts = describe_hosts([h for _, h in ids], [i for i, _ in ids])
+        n = mpi_comm.Get_size()
+        if len({i for i, _ in ids}) > 1:
+            return None, f"off: the {n} ranks run on {hosts}"
+        if not mpi_one_node:
+            return None, (f"off: MPI places the {n} ranks on more than one node "
+                          f"(MPI_COMM_TYPE_SHARED), though all run on {hosts}")
         try:
             win = MPI.Win.Allocate_shared(_SHM_CHUNK, 1, comm=mpi_comm)
         except MPI.Exception as e:      # e.g. no room in /dev/shm: MPI's Allreduce still works
             _log.warning("shared-memory all-reduce unavailable (%s); using MPI_Allreduce", e)
-            return None
-        return cls(mpi_comm, win)
+            return None, f"off: MPI_Win_allocate_shared failed ({e})"
+        return cls(mpi_comm, win), f"on: the {n} ranks run on {hosts}"
 
     def allreduce(self, x: np.ndarray, out: np.ndarray, op: str, scale: Any) -> None:
         """``out = scale * reduce(x)`` over the ranks (``out`` may be ``x``; both C-contiguous,
@@ -455,29 +545,33 @@ def _watchdog() -> None:
         if cur is None or time.monotonic() < cur[0]:
             continue
         _, what, comm = cur
-        _log.critical("%s on ring %d timed out on rank %d; aborting all ranks", what,
-                      comm.ring_id, comm.rank)
+        host = host_name()
+        _log.critical("%s on ring %d timed out on rank %d (host %s); aborting all ranks", what,
+                      comm.ring_id, comm.rank, host)
         # stderr as well: the job is about to die, whatever logging's setup
         sys.stderr.write(f"fluidlite.distributed: {what} on ring {comm.ring_id}: rank "
                          f"{comm.rank} of {comm.size} waited {timeout_seconds():.0f} s "
                          f"(FLUIDLITE_COLLECTIVE_TIMEOUT) for the other ranks; one of them "
-                         f"stopped or runs a different program; aborting all ranks\n")
+                         f"stopped or runs a different program; aborting all ranks (rank "
+                         f"{comm.rank} runs on host {host})\n")
         sys.stderr.flush()
         from mpi4py import MPI
         MPI.COMM_WORLD.Abort(1)
 
 
 def _abort_on_uncaught(rank: int, size: int) -> None:
-    """Install a ``sys.excepthook`` that logs the failing rank and aborts every rank."""
+    """Install a ``sys.excepthook`` that logs the failing rank and its host and aborts every
+    rank."""
     previous = sys.excepthook
+    host = host_name()
 
     def hook(tp: Any, value: Any, tb: Any) -> None:
         previous(tp, value, tb)
         # stderr, like the traceback above: the job is about to die, whatever logging's setup
-        _log.critical("rank %d of %d failed with %s; aborting all ranks", rank, size,
-                      tp.__name__)
+        _log.critical("rank %d of %d (host %s) failed with %s; aborting all ranks", rank, size,
+                      host, tp.__name__)
         sys.stderr.write(f"fluidlite.distributed: rank {rank} of {size} failed with "
-                         f"{tp.__name__}: {value}; aborting all ranks\n")
+                         f"{tp.__name__}: {value} (on host {host}); aborting all ranks\n")
         sys.stderr.flush()
         from mpi4py import MPI
         MPI.COMM_WORLD.Abort(1)

@@ -196,18 +196,16 @@ class Executor:
                            print_period: int = 100, fetch_handler: Any = None) -> None:
         """Run ``program`` once per batch of ``dataset`` (``fluid.dataset``); every
         ``print_period`` batches the ``fetch_list`` values are written as fluid's trainer did."""
-        from ..dataset import run_from_dataset
-        run_from_dataset(self, program, dataset, scope, fetch_list, fetch_info, print_period,
-                         fetch_handler, train=True)
+        _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
+                                  fetch_handler, train=True)
 
     def infer_from_dataset(self, program: Any = None, dataset: Any = None,
                            scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
                            fetch_list: Any = None, fetch_info: Any = None,
                            print_period: int = 100, fetch_handler: Any = None) -> None:
         """Like ``train_from_dataset`` on ``program.clone(for_test=True)``: no update."""
-        from ..dataset import run_from_dataset
-        run_from_dataset(self, program, dataset, scope, fetch_list, fetch_info, print_period,
-                         fetch_handler, train=False)
+        _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
+                                  fetch_handler, train=False)
 
     # -- use_prune ---------------------------------------------------------------------------
     def _pruned(self, program: Program, feed_names: Tuple[str, ...],
@@ -453,3 +451,15 @@ def _fetch_var(name: str, scope: Optional[Scope] = None, return_numpy: bool = Tr
         f"using var.persistable = True in your program.")
     t = var.get_tensor()
     return np.array(t) if return_numpy else t
+
+
+def _dataset_of(dataset: Any) -> Any:
+    """``dataset`` checked for the interface ``train_from_dataset`` uses (a ``fluid.dataset``
+    dataset runs its own loop through ``_run``; the executor knows no dataset class)."""
+    if dataset is None:
+        raise RuntimeError("dataset is needed and should be initialized")
+    if not callable(getattr(dataset, "_run", None)):
+        raise TypeError(f"train_from_dataset: expected a fluid.dataset dataset (from "
+                        f"fluid.DatasetFactory().create_dataset(...)), received "
+                        f"{type(dataset).__name__}")
+    return dataset

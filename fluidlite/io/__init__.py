@@ -54,10 +54,10 @@ from .variables import (get_parameter_value, get_parameter_value_by_name, get_pr
                         is_persistable, load_params, load_persistables, load_vars, save_params,
                         save_persistables, save_vars)
 # the data pipeline: fluid.io.DataLoader / PyReader and the reader decorators
-from ..reader import DataLoader, PyReader
-from .. import reader_decorators as _decorators
-from ..reader_decorators import (ComposeNotAligned, batch, buffered, cache, chain, compose,
-                                 firstn, map_readers, multiprocess_reader, xmap_readers)
+from ..pipeline import decorators as _decorators
+from ..pipeline.decorators import (ComposeNotAligned, batch, buffered, cache, chain, compose,
+                               firstn, map_readers, multiprocess_reader, xmap_readers)
+from ..pipeline.reader import DataLoader, PyReader
 
 __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_program_parameter",
            "get_program_persistable_vars", "save_vars", "save_params", "save_persistables",

@@ -23,7 +23,7 @@ from ..core import mode as _mode
 from ..core.dtypes import VarType
 from ..core import atomic as _atomic
 from ..core.ir import Variable, default_startup_program
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int, check_number
 

@@ -16,7 +16,7 @@ from ..core import mode as _mode
 from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Variable
 from ..core.registry import VarSpec
-from ..data_feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
+from ..pipeline.feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int, check_number, is_int, is_number
 from ..ops.creation_extra import range_size

@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from ..core.dtypes import VarType
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper
 
 __all__ = ["continuous_value_model", "filter_by_instag", "merge_selected_rows",

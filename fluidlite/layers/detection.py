@@ -8,7 +8,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, is_int, is_number
 
 __all__ = ["prior_box", "density_prior_box", "anchor_generator", "box_coder", "box_clip",

@@ -6,7 +6,7 @@ from typing import Optional, Tuple, Union
 
 from ..core import mode as _mode
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int
 
 __all__ = ["cross_entropy", "softmax_with_cross_entropy", "square_error_cost",

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core.dtypes import VarType
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int
 from .math_extra import _float as _number

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence, Union
 import numpy as np
 
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int, is_number
 from .layer_function_generator import generate_activation_fn

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from ..core.ir import Variable
-from ..data_feeder import check_variable_and_dtype
+from ..pipeline.feeder import check_variable_and_dtype
 from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int
 

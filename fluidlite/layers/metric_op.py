@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..core.ir import Variable
-from ..data_feeder import check_variable_and_dtype
+from ..pipeline.feeder import check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int
 from .nn import topk
 

@@ -5,7 +5,7 @@ from typing import Any, Optional, Sequence, Tuple, Union
 
 from ..core import mode as _mode
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int, check_number, is_int
 
 __all__ = ["fc", "mean", "mul", "matmul", "reduce_sum", "reduce_mean", "reduce_max",

@@ -10,7 +10,7 @@ from ..core import shape as S
 from ..core.dtypes import FLOATS, INTS, VarType, convert_dtype, convert_np_dtype_to_dtype_
 from ..core.ir import Variable
 from ..core.registry import get_op_def
-from ..data_feeder import check_variable_and_dtype
+from ..pipeline.feeder import check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int, is_int, is_number
 from .layer_function_generator import generate_activation_fn
 

@@ -20,7 +20,7 @@ def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[A
               lod_levels: Optional[Sequence[int]] = None, name: Optional[str] = None,
               use_double_buffer: bool = True) -> Any:
     """A non-iterable reader of ``len(shapes)`` variables (shape, dtype, lod level each)."""
-    from ..reader import PyReader
+    from ..pipeline.reader import PyReader
     if not isinstance(shapes, (list, tuple)) or not isinstance(dtypes, (list, tuple)) or \
             len(shapes) != len(dtypes):
         raise ValueError("py_reader: shapes and dtypes must be lists of the same length")
@@ -40,7 +40,7 @@ def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[A
 def create_py_reader_by_data(capacity: int, feed_list: Sequence[Variable],
                              name: Optional[str] = None, use_double_buffer: bool = True) -> Any:
     """A non-iterable reader feeding existing data variables ``feed_list``."""
-    from ..reader import PyReader
+    from ..pipeline.reader import PyReader
     return PyReader(list(feed_list), capacity, use_double_buffer, iterable=False)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Variable
-from ..data_feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
+from ..pipeline.feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..initializer import Constant
 from ..ops.tensor import assign_value_attrs
 from ..layer_helper import LayerHelper, check_int, check_number, is_int

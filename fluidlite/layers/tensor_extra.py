@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Variable
-from ..data_feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
+from ..pipeline.feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..layer_helper import LayerHelper, check_int, check_number, is_int
 from .tensor import _ints_or_tensors, zeros
 

@@ -8,7 +8,7 @@ import logging
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..core.ir import Variable
-from ..data_feeder import check_type, check_variable_and_dtype
+from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from ..layer_helper import LayerHelper, check_int, is_int, is_number

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from . import unique_name
-from .core.ir import Program, Variable, program_guard
+from .. import unique_name
+from ..core.ir import Program, Variable, program_guard
 
 __all__ = ["DetectionMAP"]
 
@@ -20,9 +20,9 @@ class DetectionMAP:
                  gt_difficult: Optional[Variable] = None, class_num: Optional[int] = None,
                  background_label: int = 0, overlap_threshold: float = 0.5,
                  evaluate_difficult: bool = True, ap_version: str = "integral") -> None:
-        from . import layers
-        from .initializer import Constant
-        from .layer_helper import LayerHelper
+        from .. import layers
+        from ..initializer import Constant
+        from ..layer_helper import LayerHelper
         self.helper = LayerHelper("map_eval")
         gt_label = layers.cast(x=gt_label, dtype=gt_box.dtype)
         if gt_difficult is not None:
@@ -73,7 +73,7 @@ class DetectionMAP:
 
     def reset(self, executor: Any, reset_program: Optional[Program] = None) -> None:
         """Zero ``has_state`` so that the next run starts a new accumulation."""
-        from . import layers
+        from .. import layers
         if reset_program is None:
             reset_program = Program()
         with program_guard(main_program=reset_program):

@@ -237,7 +237,7 @@ class Auc(MetricBase):
         return float(area / (tot_pos * tot_neg))
 
 
-# issue 16: fluid.metrics.DetectionMAP (in-program mAP accumulation; see metrics_detection.py)
-from .metrics_detection import DetectionMAP  # noqa: E402,F401  (re-exported)
+# fluid.metrics.DetectionMAP (in-program mAP accumulation; see detection.py)
+from .detection import DetectionMAP  # noqa: E402,F401  (re-exported)
 
 __all__.append("DetectionMAP")

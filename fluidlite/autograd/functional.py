@@ -54,8 +54,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .core import mode as _mode
-from .core.ir import Parameter, Program, Variable, program_guard
+from ..core import mode as _mode
+from ..core.ir import Parameter, Program, Variable, program_guard
 
 __all__ = ["grad", "value_and_grad", "GradFunction"]
 
@@ -135,7 +135,7 @@ def _describe(x: Any) -> str:
 def _as_array(x: Any) -> Optional[np.ndarray]:
     """The array an argument stands for (as ``to_variable`` converts it: Python floats become
     float32), or None for an argument that is not numeric (passed to ``fn`` unchanged)."""
-    from .dygraph.tensor import VarBase
+    from ..dygraph.tensor import VarBase
     if isinstance(x, VarBase):
         return x._array()
     if isinstance(x, np.ndarray):
@@ -206,7 +206,7 @@ class GradFunction:
         if self._jit and _depth() == 0:
             return self._compiled(args)
         if _mode.tracer is None:
-            from .dygraph.base import guard
+            from ..dygraph.base import guard
             with guard():
                 return self._eager(args)
         return self._eager(args)
@@ -229,7 +229,7 @@ class GradFunction:
         return [v.name for v in entry.traced._fetch_vars]
 
     def _check_args(self, args: Sequence[Any]) -> None:
-        from .dygraph.tensor import VarBase
+        from ..dygraph.tensor import VarBase
         for i, a in enumerate(args):
             if isinstance(a, Variable) and not isinstance(a, VarBase):
                 raise TypeError(f"{self._api}: input {i} is the static Variable '{a.name}': the "
@@ -256,7 +256,7 @@ class GradFunction:
                              f"(the first is differentiated, the others are returned as aux), "
                              f"but it returned {len(outs)}")
         targets = outs[:1] if self._has_aux else outs
-        from .dygraph.tensor import VarBase
+        from ..dygraph.tensor import VarBase
         for i, t in enumerate(targets):
             if not isinstance(t, VarBase):
                 raise TypeError(f"{self._api}: output {i} of fn must be a tensor to be "
@@ -283,8 +283,8 @@ class GradFunction:
 
     # -- eager ------------------------------------------------------------------------------
     def _eager(self, args: Sequence[Any]) -> Any:
-        from .dygraph.autograd import grad as tensor_grad
-        from .dygraph.tensor import VarBase
+        from ..dygraph.autograd import grad as tensor_grad
+        from ..dygraph.tensor import VarBase
         nested = _depth() > 0
         positions = set(self._positions or ())
         ins = []
@@ -338,7 +338,7 @@ class GradFunction:
         entry = self._cache.get(key)
         if entry is None:
             if _mode.tracer is None:
-                from .dygraph.base import guard
+                from ..dygraph.base import guard
                 with guard():
                     entry = self._trace(args)
             else:
@@ -347,8 +347,8 @@ class GradFunction:
         return entry, key
 
     def _trace(self, args: Sequence[Any]) -> "_Compiled":
-        from .dygraph.jit import _build
-        from .dygraph.tensor import VarBase
+        from ..dygraph.jit import _build
+        from ..dygraph.tensor import VarBase
         positions = set(self._positions or ())
         ins: List[Any] = []
         for i, a in enumerate(args):
@@ -379,7 +379,7 @@ class GradFunction:
         present = [v for v in wrt_vars if v is not None]
         by_id = {id(o): v for o, v in zip(tensor_outs, fetch)}
         target_vars = [by_id[id(t)] for t in targets]
-        from .backward import gradients
+        from ..backward import gradients
         saved_tracer, _mode.tracer = _mode.tracer, None
         try:
             with program_guard(program):
@@ -393,7 +393,7 @@ class GradFunction:
         return _Compiled(traced, fetch, grad_vars, out_shapes, out, outs)
 
     def _compiled(self, args: Sequence[Any]) -> Any:
-        from .dygraph.tensor import VarBase
+        from ..dygraph.tensor import VarBase
         entry, _ = self._entry(args)
         self.last_program = entry.program
         feed = {}
@@ -432,8 +432,8 @@ class _Compiled:
     def run(self, feed: Dict[str, np.ndarray]) -> Tuple[List[np.ndarray], List[Any]]:
         """(output values, gradient values or None) for ``feed``, with the parameters' current
         values."""
-        from .executor import Executor
-        from .core.scope import CPUPlace
+        from ..executor import Executor
+        from ..core.scope import CPUPlace
         if self._exe is None:
             self._exe = Executor(CPUPlace())
         self.traced._sync()

@@ -1,0 +1,420 @@
+"""``fluid.dataset``: ``DatasetFactory``, ``InMemoryDataset``, ``QueueDataset`` and the loop of
+``Executor.train_from_dataset`` / ``infer_from_dataset``.
+
+Files are in fluid's **MultiSlot** text format: one sample per line, for each variable of
+``set_use_var`` (in order) a count ``n`` followed by ``n`` values. A variable with
+``lod_level >= 1`` (a sparse slot) gets a sequence of ``n`` ids; a dense variable gets its ``n``
+values reshaped to its per-sample shape. Each file goes through ``set_pipe_command`` (a shell
+command reading the file on stdin; ``cat`` by default) before parsing.
+
+``InMemoryDataset`` parses every file on ``load_into_memory()`` (``set_thread`` files at a
+time) and can ``local_shuffle`` / ``global_shuffle`` (one process: the same as a local
+shuffle); ``QueueDataset`` streams the files on every pass. Batches are converted to feed
+dicts in a background thread while the executor runs the previous batch.
+
+**Slots shuffle** (feature-importance evaluation): after ``set_fea_eval(record_candidate_size)``,
+``slots_shuffle(["slot", ...])`` replaces, in every sample, the values of those integer (sparse
+id) slots with the values of a random earlier-or-same sample: a reservoir of at most
+``record_candidate_size`` samples is filled as the samples go by, and each sample takes the
+slot values of a random member (fluid's ``RecordCandidateList``). The other slots are left
+alone, so comparing a metric (AUC) with and without the shuffle measures how much the model
+relies on those slots. Every call starts again from the loaded data (shuffles do not compound),
+as fluid's. Float slots are never replaced (fluid shuffles only its uint64 feasigns).
+"""
+from __future__ import annotations
+
+import logging
+import random
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from ..core.dtypes import to_numpy_dtype
+from ..core.ir import Program, Variable, default_main_program
+from .feed_desc import DataFeedDesc
+from .feeder import DataFeeder
+from .prefetch import _END, _Prefetcher
+
+__all__ = ["DatasetFactory", "DatasetBase", "InMemoryDataset", "QueueDataset",
+           "FileInstantDataset", "DatasetLoader"]
+
+_log = logging.getLogger("fluidlite")
+
+
+class DatasetFactory:
+    """``DatasetFactory().create_dataset("InMemoryDataset" | "QueueDataset")``."""
+
+    def create_dataset(self, datafeed_class: str = "QueueDataset") -> "DatasetBase":
+        kinds = {"InMemoryDataset": InMemoryDataset, "QueueDataset": QueueDataset,
+                 "FileInstantDataset": FileInstantDataset}
+        if datafeed_class not in kinds:
+            raise ValueError(f"datafeed class {datafeed_class!r} does not exist; choose one of "
+                             f"{sorted(kinds)}")
+        return kinds[datafeed_class]()
+
+
+class DatasetBase:
+    """What every dataset shares: files, pipe command, variables, batch size, threads."""
+
+    def __init__(self) -> None:
+        self.proto_desc = DataFeedDesc()
+        self.filelist: List[str] = []
+        self.use_vars: List[Variable] = []
+        self.thread_num = 1
+        self.drop_last = False
+        self.fea_eval = False
+        self._record_candidate_size = 0
+        self._slots_shuffle_seed: Optional[int] = None   # tests fix the reservoir's draws
+
+    # -- configuration --------------------------------------------------------------------
+    def set_pipe_command(self, pipe_command: str) -> None:
+        self.proto_desc.pipe_command = str(pipe_command)
+
+    def set_batch_size(self, batch_size: int) -> None:
+        if int(batch_size) < 1:
+            raise ValueError(f"set_batch_size: batch_size must be >= 1, got {batch_size}")
+        self.proto_desc.batch_size = int(batch_size)
+
+    def set_thread(self, thread_num: int) -> None:
+        self.thread_num = max(1, int(thread_num))
+
+    def set_filelist(self, filelist: Sequence[str]) -> None:
+        self.filelist = [str(f) for f in filelist]
+
+    def set_use_var(self, var_list: Sequence[Variable]) -> None:
+        self.use_vars = list(var_list)
+        self.proto_desc.slots = [
+            {"name": v.name, "type": "float" if np.dtype(to_numpy_dtype(v.dtype)).kind == "f"
+             else "uint64", "is_dense": v.lod_level == 0, "is_used": True} for v in var_list]
+
+    def set_hdfs_config(self, fs_name: str, fs_ugi: str) -> None:
+        """Accepted for compatibility: files are read from the local file system."""
+        _log.info("dataset: set_hdfs_config is ignored (files are local)")
+
+    def set_download_cmd(self, download_cmd: str) -> None:
+        self.set_pipe_command(download_cmd)
+
+    def desc(self) -> str:
+        return self.proto_desc.desc()
+
+    # -- slots shuffle (feature-importance evaluation) ------------------------------------------
+    def set_fea_eval(self, record_candidate_size: int, fea_eval: bool = True) -> None:
+        """Enable (``fea_eval=True``) the feature-evaluation mode ``slots_shuffle`` needs, with a
+        reservoir of ``record_candidate_size`` candidate samples to draw slot values from."""
+        if not isinstance(fea_eval, bool):
+            raise TypeError(f"set_fea_eval: fea_eval must be a bool, got "
+                            f"{type(fea_eval).__name__}")
+        if fea_eval:
+            if isinstance(record_candidate_size, bool) or not isinstance(
+                    record_candidate_size, (int, np.integer)) or record_candidate_size < 1:
+                raise ValueError(f"set_fea_eval: record_candidate_size must be a positive int "
+                                 f"(the number of candidate samples), got "
+                                 f"{record_candidate_size!r}")
+            self._record_candidate_size = int(record_candidate_size)
+        self.fea_eval = fea_eval
+
+    def slots_shuffle(self, slots: Sequence[str]) -> None:
+        """Replace the values of the integer slots named in ``slots`` (variables of
+        ``set_use_var``) in every sample with those of a random candidate sample (see the module
+        docstring). Without ``set_fea_eval`` first this does nothing (as fluid, with a
+        warning in the log)."""
+        idx = self._shuffle_slot_indices(slots)
+        if not self.fea_eval:
+            _log.warning("dataset: slots_shuffle ignored: fea eval mode is off; call "
+                         "set_fea_eval(record_candidate_size, True) first")
+            return
+        self._apply_slots_shuffle(idx)
+
+    def _shuffle_slot_indices(self, slots: Sequence[str]) -> List[int]:
+        if isinstance(slots, str) or not isinstance(slots, (list, tuple, set, frozenset)) \
+                or not all(isinstance(x, str) for x in slots):
+            raise TypeError(f"slots_shuffle: slots must be a list of slot (variable) names, "
+                            f"got {slots!r}")
+        self._check_ready()
+        names = [v.name for v in self.use_vars]
+        unknown = sorted(set(slots) - set(names))
+        if unknown:
+            raise ValueError(f"slots_shuffle: {unknown} are not slots of this dataset; "
+                             f"set_use_var gave {names}")
+        idx = []
+        for i, v in enumerate(self.use_vars):
+            if v.name not in slots:
+                continue
+            if np.dtype(to_numpy_dtype(v.dtype)).kind == "f":
+                _log.warning("dataset: slots_shuffle leaves float slot '%s' alone (only "
+                             "integer id slots are shuffled, as in fluid)", v.name)
+                continue
+            idx.append(i)
+        return idx
+
+    def _apply_slots_shuffle(self, idx: List[int]) -> None:     # overridden per dataset kind
+        raise TypeError(f"{type(self).__name__} does not hold samples to shuffle")
+
+    def _slots_shuffled(self, samples: Iterable[tuple], idx: List[int]) -> Iterator[tuple]:
+        """``samples`` with the slots ``idx`` taken from reservoir candidates (fluid's
+        RecordCandidateList.AddAndGet: the sample joins the reservoir -- always while it is not
+        full, then with probability capacity / seen, replacing a random member -- and a
+        random member gives its slot values)."""
+        rng = random.Random(self._slots_shuffle_seed)
+        cap = self._record_candidate_size
+        pool: List[tuple] = []
+        seen = 0
+        for sample in samples:
+            seen += 1
+            if len(pool) < cap:
+                pool.append(sample)
+            elif rng.random() < cap / seen:
+                pool[rng.randrange(cap)] = sample
+            cand = pool[rng.randrange(len(pool))]
+            if idx:
+                fields = list(sample)
+                for i in idx:
+                    fields[i] = cand[i]
+                sample = tuple(fields)
+            yield sample
+
+    # -- reading ----------------------------------------------------------------------------
+    def _check_ready(self) -> None:
+        if not self.use_vars:
+            raise ValueError("dataset: call set_use_var([...]) with the program's data "
+                             "variables first")
+
+    def _read_file(self, path: str) -> List[tuple]:
+        cmd = self.proto_desc.pipe_command
+        with open(path, "rb") as f:
+            if cmd.strip() == "cat":
+                text = f.read().decode("utf-8")
+            else:
+                done = subprocess.run(cmd, shell=True, stdin=f, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, check=False)
+                if done.returncode != 0:
+                    raise RuntimeError(f"dataset: pipe command {cmd!r} failed on {path} (exit "
+                                       f"{done.returncode}): {done.stderr.decode()[-500:]}")
+                text = done.stdout.decode("utf-8")
+        return [self._parse_line(line, path, i) for i, line in enumerate(text.splitlines())
+                if line.strip()]
+
+    def _parse_line(self, line: str, path: str, lineno: int) -> tuple:
+        tokens = line.split()
+        pos, fields = 0, []
+        for var in self.use_vars:
+            where = f"{path}:{lineno + 1}"
+            if pos >= len(tokens):
+                raise ValueError(f"dataset: {where}: the line ends before slot '{var.name}'")
+            n = int(tokens[pos])
+            vals = tokens[pos + 1:pos + 1 + n]
+            if len(vals) != n:
+                raise ValueError(f"dataset: {where}: slot '{var.name}' announces {n} values, "
+                                 f"the line has {len(vals)}")
+            pos += 1 + n
+            dtype = np.dtype(to_numpy_dtype(var.dtype))
+            arr = np.array(vals, dtype=np.float64 if dtype.kind == "f" else np.int64)
+            arr = arr.astype(dtype)
+            if var.lod_level:
+                fields.append(arr.reshape(-1, 1) if len(var.shape) > 1 else arr)
+            else:
+                shape = [d for d in var.shape[1:]] if var.shape and var.shape[0] < 0 \
+                    else list(var.shape)
+                if all(d >= 0 for d in shape) and int(np.prod(shape)) != n:
+                    raise ValueError(f"dataset: {where}: slot '{var.name}' has {n} values, the "
+                                     f"variable expects {shape} per sample")
+                fields.append(arr.reshape(shape) if all(d >= 0 for d in shape) else arr)
+        if pos != len(tokens):
+            raise ValueError(f"dataset: {path}:{lineno + 1}: {len(tokens) - pos} values left "
+                             f"after the {len(self.use_vars)} slots of set_use_var")
+        return tuple(fields)
+
+    def _samples(self) -> Iterator[tuple]:
+        for path in self.filelist:
+            yield from self._read_file(path)
+
+    def _run(self, exe: Any, program: Optional[Program], scope: Any,
+             fetch_list: Optional[Sequence[Any]], fetch_info: Optional[Sequence[str]],
+             print_period: int, fetch_handler: Any, train: bool) -> None:
+        """``Executor.train_from_dataset`` / ``infer_from_dataset`` on this dataset."""
+        run_from_dataset(exe, program, self, scope, fetch_list, fetch_info, print_period,
+                         fetch_handler, train)
+
+    def _loader(self, drop_last: bool = True) -> "DatasetLoader":
+        """``DataLoader.from_dataset``'s iterable over this dataset's batches."""
+        return DatasetLoader(self, drop_last)
+
+    def _batches(self) -> Iterator[Dict[str, Any]]:
+        self._check_ready()
+        feeder = DataFeeder(self.use_vars, None, program=self.use_vars[0].block.program)
+        size = self.proto_desc.batch_size
+        buf: List[tuple] = []
+        for sample in self._samples():
+            buf.append(sample)
+            if len(buf) == size:
+                yield feeder.feed(buf)
+                buf = []
+        if buf and not self.drop_last:
+            yield feeder.feed(buf)
+
+
+class InMemoryDataset(DatasetBase):
+    """Samples parsed once into memory (``load_into_memory``), shuffled in memory."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._memory: Optional[List[tuple]] = None
+        self._shuffled = 0
+        self._original: Optional[List[tuple]] = None    # the data before any slots_shuffle
+
+    def load_into_memory(self) -> None:
+        """Parse every file (``set_thread`` files in parallel)."""
+        self._check_ready()
+        with ThreadPoolExecutor(max_workers=self.thread_num) as pool:
+            parts = list(pool.map(self._read_file, self.filelist))
+        self._memory = [s for part in parts for s in part]
+        self._original = None
+
+    def preload_into_memory(self, thread_num: Optional[int] = None) -> None:
+        if thread_num:
+            self.set_thread(thread_num)
+        self.load_into_memory()
+
+    def wait_preload_done(self) -> None:
+        """Loading is synchronous: nothing to wait for."""
+
+    def local_shuffle(self, seed: Optional[int] = None) -> None:
+        self._require_memory("local_shuffle")
+        random.Random(seed).shuffle(self._memory)     # type: ignore[arg-type]
+        self._shuffled = len(self._memory or [])
+
+    def global_shuffle(self, fleet: Any = None, thread_num: int = 12,
+                       seed: Optional[int] = None) -> None:
+        """One process holds all the data: the same as ``local_shuffle``."""
+        self.local_shuffle(seed)
+
+    def release_memory(self) -> None:
+        self._memory = None
+        self._original = None
+        self._shuffled = 0
+
+    def _apply_slots_shuffle(self, idx: List[int]) -> None:
+        self._require_memory("slots_shuffle")
+        if self._original is None:
+            self._original = list(self._memory or [])
+        self._memory = list(self._slots_shuffled(self._original, idx))
+
+    def get_memory_data_size(self, fleet: Any = None) -> int:
+        return len(self._memory or [])
+
+    def get_shuffle_data_size(self, fleet: Any = None) -> int:
+        return self._shuffled
+
+    def set_queue_num(self, queue_num: int) -> None:
+        """Accepted for compatibility (one in-process queue)."""
+
+    def set_fleet_send_batch_size(self, fleet_send_batch_size: int = 1024) -> None:
+        """Accepted for compatibility (no fleet)."""
+
+    def set_merge_by_lineid(self, merge_size: int = 2) -> None:
+        """Accepted for compatibility (lines are not merged)."""
+
+    def _require_memory(self, what: str) -> None:
+        if self._memory is None:
+            raise RuntimeError(f"InMemoryDataset.{what}: call load_into_memory() first")
+
+    def _samples(self) -> Iterator[tuple]:
+        self._require_memory("reading")
+        return iter(list(self._memory or []))
+
+
+class QueueDataset(DatasetBase):
+    """Samples streamed from the files on every pass (no shuffling, as in fluid).
+    ``slots_shuffle`` applies to the stream: every pass replaces the slots as the samples go
+    by (a fresh reservoir per pass)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stream_slots: Optional[List[int]] = None
+
+    def _apply_slots_shuffle(self, idx: List[int]) -> None:
+        self._stream_slots = idx
+
+    def _samples(self) -> Iterator[tuple]:
+        samples = super()._samples()
+        if self._stream_slots is not None and self.fea_eval:
+            return self._slots_shuffled(samples, self._stream_slots)
+        return samples
+
+    def local_shuffle(self) -> None:
+        raise NotImplementedError("QueueDataset does not support local shuffle, please use "
+                                  "InMemoryDataset for local_shuffle")
+
+    def global_shuffle(self, fleet: Any = None) -> None:
+        raise NotImplementedError("QueueDataset does not support global shuffle, please use "
+                                  "InMemoryDataset for global_shuffle")
+
+
+class FileInstantDataset(QueueDataset):
+    """fluid's FileInstantDataset: a streaming dataset (as QueueDataset here)."""
+
+
+class DatasetLoader:
+    """``DataLoader.from_dataset``: iterate ``[feed_dict]`` batches of a dataset, prefetched."""
+
+    def __init__(self, dataset: DatasetBase, drop_last: bool = True) -> None:
+        self.dataset, self.drop_last = dataset, drop_last
+
+    def __call__(self) -> Iterator[List[Dict[str, Any]]]:
+        return iter(self)
+
+    def __iter__(self) -> Iterator[List[Dict[str, Any]]]:
+        self.dataset.drop_last = self.drop_last
+        worker = _Prefetcher(self.dataset._batches, max(2, self.dataset.thread_num))
+        try:
+            while True:
+                item = worker.get()
+                if item is _END:
+                    return
+                yield [item]
+        finally:
+            worker.stop()
+
+
+def run_from_dataset(exe: Any, program: Optional[Program], dataset: DatasetBase, scope: Any,
+                     fetch_list: Optional[Sequence[Any]], fetch_info: Optional[Sequence[str]],
+                     print_period: int, fetch_handler: Any, train: bool) -> None:
+    """The loop of ``Executor.train_from_dataset`` / ``infer_from_dataset``: one run per batch;
+    every ``print_period`` batches writes ``batch: N, <info>: <values>`` lines to stdout as
+    fluid's trainer did (``fetch_info`` names the fetched variables)."""
+    if dataset is None:
+        raise RuntimeError("dataset is needed and should be initialized")
+    program = program if program is not None else default_main_program()
+    program = getattr(program, "_program", program)
+    if not train:
+        program = program.clone(for_test=True)
+    fetch_list = list(fetch_list or [])
+    infos = list(fetch_info or [getattr(v, "name", str(v)) for v in fetch_list])
+    if len(infos) != len(fetch_list):
+        raise ValueError("fetch_info must name each variable of fetch_list")
+    worker = _Prefetcher(dataset._batches, max(2, dataset.thread_num))
+    n = 0
+    try:
+        while True:
+            feed = worker.get()
+            if feed is _END:
+                break
+            values = exe.run(program, feed=feed, fetch_list=fetch_list, scope=scope)
+            n += 1
+            if fetch_list and print_period and n % print_period == 0:
+                _report(n, infos, values, fetch_handler)
+    finally:
+        worker.stop()
+
+
+def _report(n: int, infos: List[str], values: List[Any], handler: Any) -> None:
+    if handler is not None and callable(getattr(handler, "handler", None)):
+        handler.handler(dict(zip(infos, values)))
+        return
+    parts = [f"{info}: {' '.join(str(v) for v in np.asarray(val).reshape(-1)[:10])}"
+             for info, val in zip(infos, values)]
+    sys.stdout.write(f"batch: {n}, " + ", ".join(parts) + "\n")   # fluid's trainer output
+

@@ -1,0 +1,183 @@
+"""``fluid.DataFeeder``: turn a minibatch of Python samples into a feed dict of LoDTensors, plus
+fluid's argument checkers (``check_type``, ``check_dtype``, ``check_variable_and_dtype``) used by
+the layer functions.
+
+``DataFeeder(feed_list, place).feed(minibatch)``: ``minibatch`` is an iterable of samples, each
+a tuple with one field per variable of ``feed_list``. Every field is converted with its
+variable's dtype; fields of a ``lod_level > 0`` variable are nested sequences whose lengths
+become the tensor's LoD. When the stacked batch has a different rank than the variable it is
+reshaped to the variable's shape (e.g. 28x28 images fed to a ``[-1, 784]`` variable).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..core.dtypes import convert_dtype
+from ..core.ir import Program, Variable, default_main_program
+from ..core.scope import LoDTensor
+
+__all__ = ["DataFeeder", "convert_dtype", "check_type", "check_dtype",
+           "check_variable_and_dtype", "check_type_and_dtype"]
+
+
+# -- argument checkers (fluid 1.8 data_feeder helpers) ----------------------------------------
+def check_type(input: Any, input_name: str, expected_type: Any, op_name: str,
+               extra_message: str = "") -> None:
+    """TypeError naming the layer and argument when ``input`` is not ``expected_type``."""
+    if not isinstance(input, expected_type):
+        raise TypeError(f"The type of '{input_name}' in {op_name} must be "
+                        f"{_type_names(expected_type)}, but received {type(input).__name__}. "
+                        f"{extra_message}".rstrip())
+
+
+def check_dtype(input_dtype: Any, input_name: str, expected_dtype: Sequence[str], op_name: str,
+                extra_message: str = "") -> None:
+    """TypeError naming the layer and argument when the data type is not one of
+    ``expected_dtype`` (strings such as ``'float32'``)."""
+    got = convert_dtype(input_dtype) if input_dtype is not None else "unknown"
+    if got not in expected_dtype:
+        raise TypeError(f"The data type of '{input_name}' in {op_name} must be "
+                        f"{list(expected_dtype)}, but received {got}. {extra_message}".rstrip())
+
+
+def check_variable_and_dtype(input: Any, input_name: str, expected_dtype: Sequence[str],
+                             op_name: str, extra_message: str = "") -> None:
+    check_type(input, input_name, Variable, op_name, extra_message)
+    check_dtype(input.dtype, input_name, expected_dtype, op_name, extra_message)
+
+
+def check_type_and_dtype(input: Any, input_name: str, expected_type: Any,
+                         expected_dtype: Sequence[str], op_name: str,
+                         extra_message: str = "") -> None:
+    check_type(input, input_name, expected_type, op_name, extra_message)
+    check_dtype(input.dtype, input_name, expected_dtype, op_name, extra_message)
+
+
+def _type_names(t: Any) -> str:
+    if isinstance(t, tuple):
+        return " or ".join(x.__name__ for x in t)
+    return t.__name__
+
+
+# -- DataFeeder ---------------------------------------------------------------------------------
+class DataToLoDTensorConverter:
+    """Collects one variable's fields over a minibatch, then builds its LoDTensor."""
+
+    def __init__(self, place: Any, lod_level: int, shape: Sequence[int], dtype: Any,
+                 name: str = "") -> None:
+        self.place = place
+        self.lod_level = lod_level
+        self.name = name
+        # fluid: with more than one unknown dim the shape cannot guide a reshape
+        self.shape: Optional[List[int]] = list(shape) if sum(d < 0 for d in shape) <= 1 \
+            else None
+        self.dtype = convert_dtype(dtype)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.data: List[Any] = []
+        self.lod: List[List[int]] = [[] for _ in range(self.lod_level)]
+
+    def feed(self, data: Any) -> None:
+        self._feed_impl(data, self.lod, self.lod_level)
+
+    def _feed_impl(self, data: Any, lod: List[List[int]], lod_level: int) -> None:
+        if lod_level == 0:
+            self.data.append(data)
+        else:
+            lod[0].append(len(data))
+            for each in data:
+                self._feed_impl(each, lod[1:], lod_level - 1)
+
+    def _check_shape(self, shape: Sequence[int]) -> None:
+        for s1, s2 in zip(self.shape, shape):
+            if s1 != s2 and s1 >= 0 and s2 >= 0:
+                raise ValueError(f"Shape not match. What is defined in data layer is "
+                                 f"{self.shape}, but receive {list(shape)}")
+
+    def done(self) -> LoDTensor:
+        try:
+            arr = np.array(self.data, dtype=self.dtype)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"DataFeeder: cannot convert the fields of '{self.name}' to a "
+                             f"{self.dtype} array ({e}); every sample must have the same "
+                             f"shape") from None
+        if self.shape:
+            if arr.ndim != len(self.shape):
+                try:
+                    arr = arr.reshape(self.shape)
+                except ValueError:
+                    raise ValueError(f"Reshape error. What is defined in data layer is "
+                                     f"{self.shape}, but receive {list(arr.shape)}") from None
+            else:
+                self._check_shape(arr.shape)
+        t = LoDTensor()
+        t.set(arr, self.place)
+        if self.lod_level > 0:
+            t.set_recursive_sequence_lengths(self.lod)
+        self._reset()
+        return t
+
+
+class DataFeeder:
+    """Convert minibatches (lists of samples) into ``{name: LoDTensor}`` feed dicts.
+
+    ``feed_list`` holds the data Variables (or their names, looked up in ``program``'s global
+    block, default the default main program)."""
+
+    def __init__(self, feed_list: Sequence[Union[Variable, str]], place: Any,
+                 program: Optional[Program] = None) -> None:
+        if isinstance(feed_list, (Variable, str)) or not isinstance(feed_list, (list, tuple)):
+            raise TypeError(f"DataFeeder: feed_list should be a list of Variables or names, but "
+                            f"received {type(feed_list).__name__}")
+        program = program if program is not None else default_main_program()
+        self.feed_dtypes: List[Any] = []
+        self.feed_names: List[str] = []
+        self.feed_shapes: List[Tuple[int, ...]] = []
+        self.feed_lod_level: List[int] = []
+        for var in feed_list:
+            if isinstance(var, str):
+                var = program.global_block().var(var)
+            if not isinstance(var, Variable):
+                raise TypeError(f"Feed list should contain a list of variable, but received "
+                                f"{type(var).__name__}")
+            self.feed_dtypes.append(var.dtype)
+            self.feed_names.append(var.name)
+            self.feed_lod_level.append(var.lod_level)
+            self.feed_shapes.append(tuple(var.shape))
+        self.place = place
+
+    def _converters(self) -> List[DataToLoDTensorConverter]:
+        return [DataToLoDTensorConverter(self.place, lod, shape, dtype, name)
+                for name, lod, shape, dtype in zip(self.feed_names, self.feed_lod_level,
+                                                   self.feed_shapes, self.feed_dtypes)]
+
+    def feed(self, iterable: Iterable[Sequence[Any]]) -> Dict[str, LoDTensor]:
+        """One minibatch -> ``{name: LoDTensor}``."""
+        converters = self._converters()
+        for i, sample in enumerate(iterable):
+            if not isinstance(sample, (list, tuple)) or len(sample) != len(converters):
+                n = len(sample) if isinstance(sample, (list, tuple)) else 1
+                raise ValueError(f"The number of fields in data ({n}) does not match "
+                                 f"len(feed_list) ({len(converters)}) (sample {i}); each sample "
+                                 f"must be a tuple with one field per fed variable "
+                                 f"{self.feed_names}")
+            for conv, field in zip(converters, sample):
+                conv.feed(field)
+        return {name: conv.done() for name, conv in zip(self.feed_names, converters)}
+
+    def feed_parallel(self, iterable: Iterable[Iterable[Sequence[Any]]],
+                      num_places: Optional[int] = None) -> Iterator[Dict[str, LoDTensor]]:
+        """One feed dict per device minibatch (fluidlite runs on one CPU device)."""
+        for batch in iterable:
+            yield self.feed(batch)
+
+    def decorate_reader(self, reader: Any, multi_devices: bool, num_places: Optional[int] = None,
+                        drop_last: bool = True) -> Any:
+        """Wrap a batch reader so that it yields feed dicts."""
+        def decorated() -> Iterator[Dict[str, LoDTensor]]:
+            for batch in reader():
+                yield self.feed(batch)
+        return decorated

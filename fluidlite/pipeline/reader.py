@@ -1,0 +1,396 @@
+"""fluid's data pipeline: ``DataLoader.from_generator``, ``PyReader`` and ``py_reader``'s reader.
+
+A loader turns a user generator into feed dicts in a **background thread** (a forked worker
+process with ``use_multiprocess=True``) that fills a bounded queue (``capacity`` batches), so
+preparing the next batch overlaps the current step.
+
+* **Iterable** (``iterable=True``): ``for data in loader(): exe.run(main, feed=data, ...)``;
+  ``data`` is ``[feed_dict]`` (one dict per place, fluid's form) or, with ``return_list=True``,
+  the list of arrays in ``feed_list`` order.
+* **Non-iterable**: ``loader.start()``; then ``exe.run(main, fetch_list=...)`` without a feed
+  takes the next batch (``core/readers.py``) and raises ``fluid.core.EOFException`` when the
+  epoch is over; ``loader.reset()`` before the next ``start()``.
+
+Failures: an exception raised by the user's generator is re-raised in the training loop (the
+same exception object, so its traceback shows the generator's line); a sample whose shape or
+dtype does not fit its variable raises ``ValueError`` naming the variable and the sample index.
+The worker (thread or process) stops when the epoch ends, on ``reset()``, when the loop is
+left early (``break``, an exception, Ctrl-C: the iterator's ``finally`` stops and joins it) and
+when the loader is collected; it never outlives the loader. (From a worker process the
+exception arrives pickled, with the worker's traceback attached as a note.)
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+import traceback
+import weakref
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from ..core import readers as _readers
+from ..core.dtypes import to_numpy_dtype
+from ..core.ir import Variable
+from ..core.readers import EOFException
+from ..core.scope import LoDTensor
+from .feeder import DataFeeder
+from .decorators import batch as _batch
+from .prefetch import _END, _Failure, _Prefetcher
+
+__all__ = ["DataLoader", "PyReader", "GeneratorLoader", "EOFException"]
+
+_log = logging.getLogger("fluidlite")
+def _child(make: Callable[[], Iterable[Any]], out: Any, stop: Any) -> None:
+    """Body of a ``use_multiprocess`` worker process: batches (or the error) into ``out``."""
+    try:
+        for item in make():
+            if stop.is_set():
+                return
+            out.put(("item", item))
+        out.put(("end", None))
+    except BaseException as e:          # noqa: BLE001 -- handed to the parent
+        text = traceback.format_exc()
+        try:
+            out.put(("error", (e, text)))
+        except Exception:               # an unpicklable exception: send its text
+            out.put(("error", (RuntimeError(f"{type(e).__name__}: {e}"), text)))
+
+
+class _ProcessPrefetcher:
+    """``_Prefetcher``'s interface over one worker **process** (``use_multiprocess=True``):
+    batches are prepared in a forked process and sent back through a bounded queue. The
+    generator's exception is re-raised in the parent with the worker's traceback attached as
+    a note; ``stop()`` ends and joins the process."""
+
+    def __init__(self, make: Callable[[], Iterable[Any]], capacity: int) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self._queue = ctx.Queue(maxsize=max(1, capacity))
+        self._stop = ctx.Event()
+        self._done = False
+        self._proc = ctx.Process(target=_child, args=(make, self._queue, self._stop),
+                                 daemon=True, name="fluidlite-reader-process")
+        self._proc.start()
+
+    def get(self) -> Any:
+        if self._done:
+            return _END
+        while True:
+            try:
+                kind, payload = self._queue.get(timeout=0.1)
+                break
+            except queue.Empty:
+                if not self._proc.is_alive() and self._queue.empty():
+                    self._done = True
+                    self.stop()
+                    raise RuntimeError(f"DataLoader worker process died (exit code "
+                                       f"{self._proc.exitcode})") from None
+        if kind == "item":
+            return payload
+        self._done = True
+        self.stop()
+        if kind == "error":
+            error, text = payload
+            error.add_note("Traceback in the DataLoader worker process:\n" + text.rstrip())
+            raise error
+        return _END
+
+    def stop(self) -> None:
+        self._stop.set()
+        while True:                          # unblock a worker waiting on a full queue
+            try:
+                self._queue.get_nowait()
+            except (queue.Empty, OSError, ValueError):
+                break
+        self._proc.join(timeout=2.0)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join()
+        self._queue.close()
+        self._queue.join_thread()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc.is_alive()
+
+
+# -- conversion -----------------------------------------------------------------------------
+class _Converter:
+    """Samples / sample lists / batches -> feed dicts, checked against the feed variables."""
+
+    def __init__(self, feed_list: Sequence[Variable]) -> None:
+        self.vars = list(feed_list)
+        self.names = [v.name for v in self.vars]
+        self.feeder = DataFeeder(self.vars, None, program=self.vars[0].block.program)
+        self._count = 0
+
+    def _check_sample(self, sample: Any, index: int) -> None:
+        if not isinstance(sample, (list, tuple)) or len(sample) != len(self.vars):
+            n = len(sample) if isinstance(sample, (list, tuple)) else 1
+            raise ValueError(f"DataLoader: sample {index} has {n} field(s), but feed_list has "
+                             f"{len(self.vars)} variables {self.names}")
+        for var, field in zip(self.vars, sample):
+            if var.lod_level:
+                continue
+            dtype = np.dtype(to_numpy_dtype(var.dtype))
+            try:
+                arr = np.asarray(field)
+                ok = arr.dtype.kind in "biuf" and np.can_cast(arr.dtype, dtype, "same_kind") \
+                    or (arr.dtype.kind in "iub" and dtype.kind == "f")
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ValueError(f"DataLoader: sample {index}: the field for '{var.name}' has "
+                                 f"dtype {np.asarray(field).dtype}, which does not convert to "
+                                 f"the variable's {dtype.name}")
+            want = [d for d in var.shape[1:]] if var.shape and var.shape[0] < 0 else None
+            if want is not None and all(d >= 0 for d in want) and \
+                    arr.size != int(np.prod(want)):
+                raise ValueError(f"DataLoader: sample {index}: the field for '{var.name}' has "
+                                 f"shape {list(arr.shape)}, but the variable expects "
+                                 f"{want} per sample (shape {list(var.shape)})")
+
+    def samples(self, batch: Sequence[Any]) -> Dict[str, LoDTensor]:
+        for sample in batch:
+            self._check_sample(sample, self._count)
+            self._count += 1
+        return self.feeder.feed(batch)
+
+    def batch(self, fields: Any, index: int) -> Dict[str, Any]:
+        if isinstance(fields, dict):
+            fields = [fields[n] for n in self.names]
+        if not isinstance(fields, (list, tuple)) or len(fields) != len(self.vars):
+            raise ValueError(f"DataLoader: batch {index} must have one array per variable of "
+                             f"feed_list {self.names}")
+        out = {}
+        for var, value in zip(self.vars, fields):
+            if not isinstance(value, LoDTensor):
+                value = np.asarray(value)
+                want = np.dtype(to_numpy_dtype(var.dtype))
+                if value.dtype != want:
+                    if value.dtype.kind == want.kind or value.dtype.kind in "iub" and \
+                            want.kind == "f":
+                        value = value.astype(want)
+                    else:
+                        raise ValueError(f"DataLoader: batch {index}: the array for "
+                                         f"'{var.name}' has dtype {value.dtype}, the variable "
+                                         f"is {want.name}")
+                shape = list(var.shape)
+                if len(shape) != value.ndim or any(
+                        w >= 0 and w != g for w, g in zip(shape, value.shape)):
+                    raise ValueError(f"DataLoader: batch {index}: the array for '{var.name}' "
+                                     f"has shape {list(value.shape)}, the variable expects "
+                                     f"{shape} (-1 matches any size)")
+            out[var.name] = value
+        return out
+
+
+# -- the loader -----------------------------------------------------------------------------
+class GeneratorLoader:
+    """What ``DataLoader.from_generator`` returns (see the module docstring)."""
+
+    def __init__(self, feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                 use_double_buffer: bool = True, iterable: bool = True,
+                 return_list: bool = False, use_multiprocess: bool = False,
+                 drop_last: bool = True) -> None:
+        if not feed_list:
+            raise ValueError("DataLoader.from_generator: feed_list must name the variables the "
+                             "loader feeds (the fluid.data variables of the program)")
+        if not all(isinstance(v, Variable) for v in feed_list):
+            raise TypeError("DataLoader.from_generator: feed_list must hold Variables")
+        if capacity is None or int(capacity) < 1:
+            raise ValueError(f"DataLoader.from_generator: capacity must be >= 1, got "
+                             f"{capacity!r}")
+        self.feed_list = list(feed_list)
+        self.feed_names = [v.name for v in self.feed_list]
+        self.capacity = int(capacity)
+        self.iterable = bool(iterable)
+        self.return_list = bool(return_list)
+        self.drop_last = bool(drop_last)
+        # use_multiprocess: batches are prepared in a forked worker process (not on Windows)
+        self.use_multiprocess = bool(use_multiprocess) and \
+            "fork" in multiprocessing.get_all_start_methods()
+        self._program = self.feed_list[0].block.program
+        self._make: Optional[Callable[[], Iterator[Dict[str, Any]]]] = None
+        self._running: Optional[_Prefetcher] = None
+        self._current: Optional["weakref.ReferenceType[Any]"] = None   # iter()'s epoch
+        self._owned: Optional[Iterator[Any]] = None      # an epoch next() started itself
+
+    # -- sources ------------------------------------------------------------------------------
+    def set_sample_generator(self, reader: Callable[[], Iterable[Any]], batch_size: int,
+                             drop_last: bool = True, places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields one sample at a time (a tuple, one field per variable)."""
+        if int(batch_size) < 1:
+            raise ValueError(f"set_sample_generator: batch_size must be >= 1, got {batch_size}")
+        return self.set_sample_list_generator(_batch(reader, int(batch_size), drop_last),
+                                              places)
+
+    def set_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
+                                  places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields lists of samples (one list per batch)."""
+        def make() -> Iterator[Dict[str, Any]]:
+            conv = _Converter(self.feed_list)
+            for batch in reader():
+                yield conv.samples(batch)
+        self._make = make
+        return self
+
+    def set_batch_generator(self, reader: Callable[[], Iterable[Any]],
+                            places: Any = None) -> "GeneratorLoader":
+        """``reader()`` yields batches: one array (or LoDTensor) per variable."""
+        def make() -> Iterator[Dict[str, Any]]:
+            conv = _Converter(self.feed_list)
+            for i, fields in enumerate(reader()):
+                yield conv.batch(fields, i)
+        self._make = make
+        return self
+
+    def _start_worker(self) -> _Prefetcher:
+        if self._make is None:
+            raise RuntimeError("DataLoader: set a data source first (set_sample_generator, "
+                               "set_sample_list_generator or set_batch_generator)")
+        if self.use_multiprocess:
+            return _ProcessPrefetcher(self._make, self.capacity)   # type: ignore[return-value]
+        return _Prefetcher(self._make, self.capacity)
+
+    # -- iterable use ---------------------------------------------------------------------------
+    def __call__(self) -> Iterator[Any]:
+        return iter(self)
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.iterable:
+            raise RuntimeError("DataLoader: this loader is not iterable (iterable=False): call "
+                               "start(), run the program until fluid.core.EOFException, then "
+                               "reset()")
+        epoch = self._epoch()
+        # fluid 1.8's next(loader) reads the epoch iter(loader) started: remember it weakly (a
+        # ``for`` loop left early must still drop its iterator, which stops the worker) and
+        # close one that next() itself started
+        self._close_owned()
+        self._current = weakref.ref(epoch)
+        return epoch
+
+    def __next__(self) -> Any:
+        """The next batch of the current epoch (fluid 1.8's iterator protocol: ``iter(loader)``
+        starts an epoch, ``next(loader)`` / ``loader.next()`` read it, ``StopIteration`` ends
+        it). Without a current epoch, one is started (and held until it ends)."""
+        current = getattr(self, "_current", None)
+        epoch = current() if current is not None else None
+        if epoch is None:
+            epoch = iter(self)
+            self._owned = epoch
+        try:
+            return next(epoch)
+        except StopIteration:
+            self._current = self._owned = None
+            raise
+
+    def next(self) -> Any:
+        """fluid 1.8's Python-2 spelling of ``__next__``: the next batch of an iterable loader
+        (``StopIteration`` at the end of the epoch)."""
+        return self.__next__()
+
+    def _close_owned(self) -> None:
+        owned, self._owned = getattr(self, "_owned", None), None
+        if owned is not None:
+            owned.close()                # runs the epoch's finally: its worker stops
+
+    def _epoch(self) -> Iterator[Any]:
+        worker = self._start_worker()
+        try:
+            while True:
+                item = worker.get()
+                if item is _END:
+                    return
+                if self.return_list:
+                    yield [np.asarray(item[n]) for n in self.feed_names]
+                else:
+                    yield [item]
+        finally:
+            worker.stop()
+
+    # -- non-iterable use ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Start prefetching; ``Executor.run`` on the program then takes one batch per run."""
+        if self.iterable:
+            raise RuntimeError("DataLoader: start() is for non-iterable loaders "
+                               "(iterable=False); iterate over an iterable loader instead")
+        if self._running is not None:
+            raise RuntimeError("DataLoader: already started; call reset() after "
+                               "fluid.core.EOFException before starting again")
+        self._running = self._start_worker()
+        _readers.register(self._program, self)
+
+    def reset(self) -> None:
+        """Stop the worker (if any) and forget the epoch; ``start()`` may follow."""
+        _readers.unregister(self)
+        running, self._running = self._running, None
+        if running is not None:
+            running.stop()
+
+    def next_feed(self) -> Dict[str, Any]:
+        """The next batch for ``Executor.run`` (``EOFException`` at the end of the epoch)."""
+        if self._running is None:
+            raise EOFException("DataLoader: not started (call start() before running)")
+        try:
+            item = self._running.get()
+        except KeyboardInterrupt:
+            self.reset()                     # Ctrl-C: no worker outlives the interrupted loop
+            raise
+        if item is _END:
+            raise EOFException("There is no next data: the reader's epoch is over; call "
+                               "reset() and start() for another epoch")
+        return item
+
+    def __del__(self) -> None:
+        self._close_owned()
+        running = getattr(self, "_running", None)
+        if running is not None:
+            running.stop()
+
+
+class DataLoader:
+    """``fluid.io.DataLoader``."""
+
+    @staticmethod
+    def from_generator(feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                       use_double_buffer: bool = True, iterable: bool = True,
+                       return_list: bool = False, use_multiprocess: bool = False,
+                       drop_last: bool = True) -> GeneratorLoader:
+        """A loader fed by a Python generator (see the module docstring)."""
+        return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
+                               use_multiprocess, drop_last)
+
+    @staticmethod
+    def from_dataset(dataset: Any, places: Any = None, drop_last: bool = True) -> Any:
+        """An iterable over the batches of a ``fluid.dataset`` dataset (after
+        ``load_into_memory`` for an InMemoryDataset)."""
+        return dataset._loader(drop_last)
+
+
+class PyReader(GeneratorLoader):
+    """``fluid.io.PyReader``: the older spelling of ``DataLoader.from_generator``."""
+
+    def __init__(self, feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
+                 use_double_buffer: bool = True, iterable: bool = True,
+                 return_list: bool = False) -> None:
+        super().__init__(feed_list, capacity, use_double_buffer, iterable, return_list)
+
+    def decorate_sample_generator(self, sample_generator: Callable[[], Iterable[Any]],
+                                  batch_size: int, drop_last: bool = True,
+                                  places: Any = None) -> None:
+        self.set_sample_generator(sample_generator, batch_size, drop_last, places)
+
+    def decorate_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
+                                       places: Any = None) -> None:
+        self.set_sample_list_generator(reader, places)
+
+    def decorate_batch_generator(self, reader: Callable[[], Iterable[Any]],
+                                 places: Any = None) -> None:
+        self.set_batch_generator(reader, places)
+
+    # py_reader's spellings
+    decorate_paddle_reader = decorate_sample_list_generator
+    decorate_tensor_provider = decorate_batch_generator
