@@ -5,9 +5,10 @@ import importlib as _importlib
 from typing import Any
 
 from . import _log  # noqa: F401
-from .core.memory import tune_malloc as _tune_malloc
-_tune_malloc()     # recycle large tensor buffers from the heap (core/memory.py says why)
 from . import ops as _ops  # noqa: F401  (registers every op)
+# the collective ops' communicators (distributed/comm.py), imported when a collective first runs
+_ops.collective.set_backend_loader(
+    lambda: _importlib.import_module(".distributed.comm", __name__))
 from . import core, formats  # noqa: F401  (formats registers the Program codecs)
 from . import framework, initializer, layers, unique_name  # noqa: F401
 # clips and regularizers register their serialized forms with formats/serialize.py on import

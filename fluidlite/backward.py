@@ -31,6 +31,7 @@ from .core import names, rewrite
 from .core.dtypes import FLOATS, VarType
 from .core.ir import Block, OpArgs, OpRole, Operator, Program, Variable
 from .core.registry import GradBuilder, OpDesc, get_op_def
+from .ops import control_flow as _cf_ops
 
 __all__ = ["append_backward", "gradients", "calc_gradient"]
 
@@ -845,3 +846,6 @@ def _control_flow_grad(g: GradBuilder) -> None:
         g.append("conditional_block_grad",
                  {"Cond": op.inputs.get("Cond", []), "Input": xs_outer, "Out": outs_outer,
                   "Out@GRAD": douts, "Scope": scope}, {"Input@GRAD": dxs}, attrs)
+
+
+_cf_ops.provide_grad_builder(_control_flow_grad)      # sub-block ops' gradients (ops/control_flow)

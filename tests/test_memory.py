@@ -1,24 +1,34 @@
-"""core/memory.py: glibc malloc tuning applied on import, idempotent, and switchable off."""
+"""core/memory.py: glibc malloc tuning applied by the first Executor (never by the import),
+idempotent, and switchable off."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-import fluidlite  # noqa: F401  (applies the tuning)
+import fluidlite
 from fluidlite.core import memory
 
 glibc = memory._glibc() is not None
 
 
 @pytest.mark.skipif(not glibc, reason="malloc tuning is glibc-only")
-def test_tuning_is_applied_on_import_and_idempotent():
+def test_tuning_is_applied_by_the_first_executor_and_idempotent():
+    fluidlite.Executor()
     assert memory._done is True
     assert memory.tune_malloc() is True and memory.tune_malloc(trim_mb=1) is True
 
 
-def _done_in_child(env):
+def test_importing_fluidlite_changes_nothing_in_the_process():
     code = "import fluidlite.core.memory as m, fluidlite; print(m._done)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "None"
+
+
+def _done_in_child(env):
+    code = ("import fluidlite.core.memory as m, fluidlite; fluidlite.Executor(); "
+            "print(m._done)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, **env), check=True)
     return out.stdout.strip()

@@ -14,8 +14,9 @@ step 7 -> 2.5 ms.
 raises the trim threshold (default 256 MiB), so buffers up to 32 MiB are recycled from the heap
 instead of being unmapped and faulted in again — what PyTorch's and Paddle's caching allocators
 do for device memory. The cost is that up to the trim threshold of freed memory stays mapped
-(resident set size stays at the step's peak). It runs when fluidlite is imported, only on
-glibc; ``FLUIDLITE_MALLOC_TUNING=0`` turns it off, ``FLUIDLITE_MALLOC_TRIM_MB`` sets the trim
+(resident set size stays at the step's peak). It runs once per process, when the first
+``Executor`` is created or the first dygraph guard is entered (importing fluidlite changes
+nothing in the process), only on glibc; ``FLUIDLITE_MALLOC_TUNING=0`` turns it off, ``FLUIDLITE_MALLOC_TRIM_MB`` sets the trim
 threshold.
 """
 from __future__ import annotations

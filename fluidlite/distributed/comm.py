@@ -31,6 +31,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from ..ops import collective
+
 __all__ = ["Communicator", "AllReduceRequest", "get", "init_ring", "world", "in_mpi_launch",
            "stats", "reset_stats", "host_name", "node_identity", "describe_hosts"]
 
@@ -628,3 +630,6 @@ def get(ring_id: int = 0) -> Communicator:
         raise RuntimeError(f"ring_id {ring_id} has no communicator: run the startup program "
                            f"(its c_comm_init creates ring {ring_id}) before the main program")
     return comm
+
+
+collective.provide_backend(get, init_ring, AllReduceRequest)   # the c_* ops' communicators

@@ -13,6 +13,7 @@ from ..core import lod as _lod      # LoD of feeds and fetches (core/lod.py)
 from ..core import readers as _readers  # started non-iterable DataLoaders (core/readers.py)
 from ..core import scope as scope_mod
 from ..core.ir import Operator, OpRole, Program, Variable, default_main_program
+from ..core.memory import tune_malloc
 from ..core.scope import CUDAPlace, LoDTensor, Scope
 from .. import profiler
 from .plan import Plan
@@ -69,6 +70,7 @@ class Executor:
     cache_size: int = 64
 
     def __init__(self, place: Any = None) -> None:
+        tune_malloc()       # once per process: recycle large buffers (core/memory.py says why)
         self.place = place if place is not None else scope_mod.CPUPlace()
         self._closed = False
         self.last_profile: Optional[profiler.Profile] = None

@@ -9,14 +9,44 @@ streams in Paddle; on the CPU they pass their inputs through.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Dict, Optional
+
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
 
+# The communicators live above the ops (fluidlite/distributed/comm.py), which registers them
+# with ``provide_backend`` when imported. The package root names how to import it on first use
+# (``set_backend_loader``), so a program with collectives runs without importing it by hand.
+_BACKEND: Dict[str, Any] = {}
+_LOADER: Dict[str, Callable[[], Any]] = {}
 
-def _comm(ring_id: int):
-    from ..distributed import comm       # imported at run time: ops/ is below distributed/
-    return comm.get(ring_id)
+
+def provide_backend(get: Callable[[int], Any], init_ring: Callable[..., Any],
+                    request_type: type) -> None:
+    """Register the communicators: ``get(ring_id)`` returns ring ``ring_id``'s communicator,
+    ``init_ring(ring_id, nranks, rank)`` creates it, ``request_type`` is what
+    ``c_allreduce_start`` returns."""
+    _BACKEND.update(get=get, init_ring=init_ring, request_type=request_type)
+
+
+def set_backend_loader(load: Callable[[], Any]) -> None:
+    """``load()`` imports the module that calls ``provide_backend``."""
+    _LOADER["load"] = load
+
+
+def backend(name: str) -> Any:
+    """The registered ``get`` / ``init_ring`` / ``request_type``, loading the backend first."""
+    if not _BACKEND and "load" in _LOADER:
+        _LOADER["load"]()
+    if not _BACKEND:
+        raise RuntimeError("collective ops need the communicators of fluidlite.distributed; "
+                           "import fluidlite (or fluidlite.distributed) before running them")
+    return _BACKEND[name]
+
+
+def _comm(ring_id: int) -> Any:
+    return backend("get")(ring_id)
 
 
 class _AllReduce(OpDef):
@@ -96,8 +126,7 @@ class CAllReduceWait(OpDef):
         return {"Out": Request}
 
     def forward(self, Request, *, ring_id=0):
-        from ..distributed.comm import AllReduceRequest
-        if not isinstance(Request, AllReduceRequest):
+        if not isinstance(Request, backend("request_type")):
             raise TypeError(f"c_allreduce_wait: input Request must be the request written by "
                             f"c_allreduce_start, got {type(Request).__name__}")
         return {"Out": Request.wait()}
@@ -212,8 +241,7 @@ class CCommInit(OpDef):
         return {}
 
     def forward(self, X=None, *, nranks=0, rank=-1, ring_id=0, device_id=-1):
-        from ..distributed import comm
-        comm.init_ring(ring_id, nranks, rank)
+        backend("init_ring")(ring_id, nranks, rank)
         return {}
 
 

@@ -35,9 +35,22 @@ class _BlockOp(OpDef):
         return {}
 
 
+# The gradient of a sub-block op is a grad sub-block: built by the backward pass, which sits
+# above the ops and registers its builder here when imported (``provide_grad_builder``).
+_GRAD_BUILDER: List[Any] = []
+
+
+def provide_grad_builder(build: Any) -> None:
+    """Register ``build(grad_builder)``: appends the grad op of a sub-block op (``while``,
+    ``conditional_block``, ...) with its grad sub-block. ``fluidlite.backward`` calls this."""
+    _GRAD_BUILDER[:] = [build]
+
+
 def _grad_through_blocks(g, **attrs):
-    from ..backward import _control_flow_grad
-    _control_flow_grad(g)
+    if not _GRAD_BUILDER:
+        raise RuntimeError("the gradient of a control-flow op is built by fluidlite.backward; "
+                           "call append_backward / gradients (import fluidlite) to build it")
+    _GRAD_BUILDER[0](g)
 
 
 @register
