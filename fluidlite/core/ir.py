@@ -68,13 +68,152 @@ class OpArgs:
         return [n for v in self.outputs.values() for n in v]
 
 
+class _TrackedList(list):
+    """A slot's variable names: any change is a change of the op's program (see ``_Tracked``)."""
+
+    __slots__ = ("_op",)
+
+    def __init__(self, op: "Operator", items: Any = ()) -> None:
+        super().__init__(items)
+        self._op = op
+
+    def _changed(self) -> None:
+        self._op._will_change(self, list(self))
+
+    def __setitem__(self, i: Any, v: Any) -> None:
+        self._changed()
+        super().__setitem__(i, v)
+
+    def __delitem__(self, i: Any) -> None:
+        self._changed()
+        super().__delitem__(i)
+
+    def __iadd__(self, other: Any) -> "_TrackedList":
+        self._changed()
+        return super().__iadd__(other)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:     # copies are plain lists
+        return (list, (list(self),))
+
+
+def _tracked_mutator(name: str) -> Callable[..., Any]:
+    base = getattr(list, name)
+
+    def mutate(self: _TrackedList, *args: Any) -> Any:
+        self._changed()
+        return base(self, *args)
+    mutate.__name__ = name
+    return mutate
+
+
+for _m in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse"):
+    setattr(_TrackedList, _m, _tracked_mutator(_m))
+
+
+class _Tracked(dict):
+    """An op's ``inputs`` / ``outputs`` / ``attrs``: a dict whose every change (``op.attrs[k] =
+    v``, ``del``, ``update``, ..., and the slot lists' own changes) bumps the program's
+    ``version`` -- so a cached plan never runs a stale op -- and is journaled inside a
+    transaction, so a failed build undoes it (torch.fx keeps its records current the same
+    way). ``slots``: values are slot lists, kept as ``_TrackedList``."""
+
+    __slots__ = ("_op", "_slots")
+
+    def __init__(self, op: "Operator", items: Dict[str, Any], slots: bool) -> None:
+        super().__init__()
+        self._op, self._slots = op, slots
+        for k, v in items.items():
+            dict.__setitem__(self, k, self._wrap(v))
+
+    def _wrap(self, v: Any) -> Any:
+        return _TrackedList(self._op, v) if self._slots else v
+
+    def __setitem__(self, k: str, v: Any) -> None:
+        self._op._will_change(self, dict(self))
+        dict.__setitem__(self, k, self._wrap(v))
+
+    def __delitem__(self, k: str) -> None:
+        self._op._will_change(self, dict(self))
+        dict.__delitem__(self, k)
+
+    def pop(self, *args: Any) -> Any:
+        self._op._will_change(self, dict(self))
+        return dict.pop(self, *args)
+
+    def popitem(self) -> Any:
+        self._op._will_change(self, dict(self))
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        self._op._will_change(self, dict(self))
+        dict.clear(self)
+
+    def update(self, *args: Any, **kw: Any) -> None:
+        self._op._will_change(self, dict(self))
+        for k, v in dict(*args, **kw).items():
+            dict.__setitem__(self, k, self._wrap(v))
+
+    def setdefault(self, k: str, default: Any = None) -> Any:
+        if k not in self:
+            self[k] = default
+        return dict.__getitem__(self, k)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:     # copies are plain dicts
+        return (dict, (dict(self),))
+
+
 class Operator(OpArgs):
-    """One op: ``type``, slot -> variable-name lists for inputs and outputs, and attrs."""
+    """One op: ``type``, slot -> variable-name lists for inputs and outputs, and attrs.
+
+    ``inputs``, ``outputs`` and ``attrs`` report every change to the program (its ``version``
+    moves, so executors recompile; inside a transaction the change is undone on failure),
+    however it is made: ``_set_attr``, ``op.attrs[k] = v``, or editing a slot's list."""
 
     def __init__(self, block: "Block", type: str, inputs: Dict[str, List[str]],
                  outputs: Dict[str, List[str]], attrs: Dict[str, Any]) -> None:
         self.block, self.type = block, type
-        self.inputs, self.outputs, self.attrs = inputs, outputs, attrs
+        self._inputs = _Tracked(self, inputs, slots=True)
+        self._outputs = _Tracked(self, outputs, slots=True)
+        self._attrs = _Tracked(self, attrs, slots=False)
+
+    @property
+    def inputs(self) -> Dict[str, List[str]]:
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, value: Dict[str, List[str]]) -> None:
+        self._inputs.clear()
+        self._inputs.update(value)
+
+    @property
+    def outputs(self) -> Dict[str, List[str]]:
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, value: Dict[str, List[str]]) -> None:
+        self._outputs.clear()
+        self._outputs.update(value)
+
+    @property
+    def attrs(self) -> Dict[str, Any]:
+        return self._attrs
+
+    @attrs.setter
+    def attrs(self, value: Dict[str, Any]) -> None:
+        self._attrs.clear()
+        self._attrs.update(value)
+
+    def _will_change(self, container: Any, before: Any) -> None:
+        """``container`` (one of this op's dicts or slot lists, now holding ``before``) is
+        about to change: journal how to put it back, and bump the program's version."""
+        program = self.block.program
+        if program._journal is not None:
+            if isinstance(container, dict):
+                _journal(program, lambda: (dict.clear(container),
+                                           dict.update(container, before)))
+            else:
+                _journal(program, lambda: list.__setitem__(container, slice(None), before))
+        program._bump()
 
     @property
     def idx(self) -> int:
@@ -119,40 +258,21 @@ class Operator(OpArgs):
         return type(self.attrs[name])
 
     def _set_attr(self, name: str, value: Any) -> None:
-        self._journal_attrs()
         self.attrs[name] = value
-        self.block.program._bump()
 
     def _remove_attr(self, name: str) -> None:
-        self._journal_attrs()
-        self.attrs.pop(name, None)
-        self.block.program._bump()
+        if name in self.attrs:
+            del self.attrs[name]
 
     def _rename_input(self, old: str, new: str) -> None:
-        self._journal_slots(self.inputs)
         for v in self.inputs.values():
-            v[:] = [new if n == old else n for n in v]
-        self.block.program._bump()
+            if old in v:
+                v[:] = [new if n == old else n for n in v]
 
     def _rename_output(self, old: str, new: str) -> None:
-        self._journal_slots(self.outputs)
         for v in self.outputs.values():
-            v[:] = [new if n == old else n for n in v]
-        self.block.program._bump()
-
-    def _journal_attrs(self) -> None:
-        if self.block.program._journal is not None:
-            attrs, saved = self.attrs, list(self.attrs.items())
-            _journal(self.block.program, lambda: _restore_dict(attrs, saved))
-
-    def _journal_slots(self, slots: Dict[str, List[str]]) -> None:
-        if self.block.program._journal is not None:
-            saved = [(v, list(v)) for v in slots.values()]
-
-            def undo() -> None:
-                for v, names_ in saved:
-                    v[:] = names_
-            _journal(self.block.program, undo)
+            if old in v:
+                v[:] = [new if n == old else n for n in v]
 
     def to_string(self, throw_on_error: bool = False) -> str:
         fmt = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
