@@ -304,6 +304,85 @@ def test_use_multiprocess_same_parameters_errors_and_no_process_left():
     assert not multiprocessing.active_children()
 
 
+def _drain_in_thread(loader, timeout=20.0):
+    """Iterate ``loader`` in a thread: (finished, the exception it raised, batches seen)."""
+    import threading
+    out = {"error": None, "n": 0}
+
+    def run():
+        try:
+            for _ in loader():
+                out["n"] += 1
+        except BaseException as e:          # noqa: BLE001 -- inspected by the test
+            out["error"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout)
+    return not t.is_alive(), out["error"], out["n"]
+
+
+@pytest.mark.parametrize("where", ["between_batches", "in_a_large_batch"])
+def test_a_killed_multiprocess_worker_is_noticed_and_named(where):
+    """The out-of-memory killer ends a worker with SIGKILL, maybe while it writes a batch:
+    the loop raises within seconds, naming the worker and the signal (it used to hang)."""
+    import multiprocessing
+    import os
+    import signal
+    import threading
+    import time
+    main, start, x, y, loss = _net()
+    big = where == "in_a_large_batch"
+
+    def doomed_samples():
+        yield from _sample_gen()
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(60)
+
+    def doomed_batches():
+        yield from _batch_gen()
+        # die while one of these large batches is being written into the pipe
+        threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGKILL)).start()
+        for _ in range(50):
+            yield [np.zeros((1 << 16, 4), "float32"), np.zeros((1 << 16, 1), "int64")]
+        time.sleep(60)
+
+    loader = fluid.io.DataLoader.from_generator([x, y], capacity=2, use_multiprocess=True)
+    if big:
+        loader.set_batch_generator(doomed_batches)
+    else:
+        loader.set_sample_generator(doomed_samples, BATCH)
+    t0 = time.perf_counter()
+    finished, error, n = _drain_in_thread(loader)
+    assert finished, "the training loop hangs on a killed DataLoader worker"
+    assert time.perf_counter() - t0 < 15
+    assert isinstance(error, RuntimeError), error
+    assert "DataLoader worker process (pid" in str(error) and "SIGKILL" in str(error)
+    assert not multiprocessing.active_children()
+
+
+def test_an_unpicklable_worker_exception_keeps_its_type_name_and_message():
+    import multiprocessing
+    main, start, x, y, loss = _net()
+
+    class Unpicklable(Exception):
+        def __init__(self, msg):
+            super().__init__(msg)
+            self.callback = lambda: None        # lambdas do not pickle
+
+    def broken():
+        yield from _sample_gen()
+        raise Unpicklable("record 17 is corrupt")
+
+    loader = fluid.io.DataLoader.from_generator([x, y], capacity=2, use_multiprocess=True)
+    loader.set_sample_generator(broken, BATCH)
+    finished, error, n = _drain_in_thread(loader)
+    assert finished and n > 0
+    assert isinstance(error, RuntimeError)
+    assert "Unpicklable: record 17 is corrupt" in str(error)
+    assert "exit code" not in str(error)
+    assert not multiprocessing.active_children()
+
+
 def test_interrupt_while_waiting_in_exe_run_stops_a_non_iterable_loader():
     from fluidlite.core import readers
     main, start, x, y, loss = _net()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue
+import signal
 import threading
 import traceback
 import weakref
@@ -43,54 +44,100 @@ from .prefetch import _END, _Failure, _Prefetcher
 __all__ = ["DataLoader", "PyReader", "GeneratorLoader", "EOFException"]
 
 _log = logging.getLogger("fluidlite")
-def _child(make: Callable[[], Iterable[Any]], out: Any, stop: Any) -> None:
-    """Body of a ``use_multiprocess`` worker process: batches (or the error) into ``out``."""
+
+
+def _child(make: Callable[[], Iterable[Any]], conn: Any, stop: Any) -> None:
+    """Body of a ``use_multiprocess`` worker process: batches, then the end or the error, sent
+    through ``conn`` (pickled here, synchronously: an item or an exception that does not
+    pickle becomes an error the parent can read)."""
     try:
         for item in make():
             if stop.is_set():
                 return
-            out.put(("item", item))
-        out.put(("end", None))
+            conn.send(("item", item))
+        conn.send(("end", None))
     except BaseException as e:          # noqa: BLE001 -- handed to the parent
         text = traceback.format_exc()
         try:
-            out.put(("error", (e, text)))
+            conn.send(("error", (e, text)))
         except Exception:               # an unpicklable exception: send its text
-            out.put(("error", (RuntimeError(f"{type(e).__name__}: {e}"), text)))
+            conn.send(("error", (RuntimeError(f"{type(e).__name__}: {e}"), text)))
+    finally:
+        conn.close()
+
+
+def _death(pid: int, exitcode: Optional[int]) -> str:
+    """How worker ``pid`` ended, for the error message."""
+    if exitcode is None:
+        return f"DataLoader worker process (pid {pid}) stopped sending without exiting"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if -exitcode == 9 else ""
+        return f"DataLoader worker process (pid {pid}) was killed by {name}{hint}"
+    return f"DataLoader worker process (pid {pid}) exited with code {exitcode}"
 
 
 class _ProcessPrefetcher:
-    """``_Prefetcher``'s interface over one worker **process** (``use_multiprocess=True``):
-    batches are prepared in a forked process and sent back through a bounded queue. The
-    generator's exception is re-raised in the parent with the worker's traceback attached as
-    a note; ``stop()`` ends and joins the process."""
+    """``_Prefetcher``'s interface over one worker **process** (``use_multiprocess=True``).
+
+    Batches are prepared in a forked process and sent back through a pipe whose only write end
+    is the worker's: a pump thread in the parent reads it into a bounded queue (``capacity``
+    batches). When the worker dies -- killed by a signal, even in the middle of a batch, or
+    exiting -- the read ends at once (end of file), and ``get`` raises a RuntimeError naming
+    the worker and how it ended. The generator's own exception is re-raised in the parent
+    with the worker's traceback attached as a note; ``stop()`` ends and joins the process."""
 
     def __init__(self, make: Callable[[], Iterable[Any]], capacity: int) -> None:
         ctx = multiprocessing.get_context("fork")
-        self._queue = ctx.Queue(maxsize=max(1, capacity))
+        reader, writer = ctx.Pipe(duplex=False)
         self._stop = ctx.Event()
         self._done = False
-        self._proc = ctx.Process(target=_child, args=(make, self._queue, self._stop),
+        self._proc = ctx.Process(target=_child, args=(make, writer, self._stop),
                                  daemon=True, name="fluidlite-reader-process")
         self._proc.start()
+        writer.close()                  # the worker holds the only write end now
+        self._items: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, capacity))
+        self._pump_stop = threading.Event()
+        self._pump = threading.Thread(target=self._read, args=(reader,), daemon=True,
+                                      name="fluidlite-reader-pump")
+        self._pump.start()
+
+    def _put(self, message: Any) -> bool:
+        while not self._pump_stop.is_set():
+            try:
+                self._items.put(message, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self, reader: Any) -> None:
+        try:
+            while True:
+                message = reader.recv()
+                if not self._put(message) or message[0] != "item":
+                    return
+        except (EOFError, OSError):     # the worker is gone (maybe in mid-message)
+            self._put(("died", None))
+        except Exception as e:          # noqa: BLE001 -- a message that does not unpickle
+            self._put(("error", (e, traceback.format_exc())))
+        finally:
+            reader.close()
 
     def get(self) -> Any:
         if self._done:
             return _END
-        while True:
-            try:
-                kind, payload = self._queue.get(timeout=0.1)
-                break
-            except queue.Empty:
-                if not self._proc.is_alive() and self._queue.empty():
-                    self._done = True
-                    self.stop()
-                    raise RuntimeError(f"DataLoader worker process died (exit code "
-                                       f"{self._proc.exitcode})") from None
+        kind, payload = self._items.get()
         if kind == "item":
             return payload
         self._done = True
         self.stop()
+        if kind == "died":
+            raise RuntimeError(_death(self._proc.pid, self._proc.exitcode) + "; the batch it was "
+                               "preparing is lost") from None
         if kind == "error":
             error, text = payload
             error.add_note("Traceback in the DataLoader worker process:\n" + text.rstrip())
@@ -99,17 +146,12 @@ class _ProcessPrefetcher:
 
     def stop(self) -> None:
         self._stop.set()
-        while True:                          # unblock a worker waiting on a full queue
-            try:
-                self._queue.get_nowait()
-            except (queue.Empty, OSError, ValueError):
-                break
+        self._pump_stop.set()           # the pump stops waiting for room in the queue
         self._proc.join(timeout=2.0)
-        if self._proc.is_alive():
+        if self._proc.is_alive():       # blocked sending into the full pipe
             self._proc.terminate()
             self._proc.join()
-        self._queue.close()
-        self._queue.join_thread()
+        self._pump.join(timeout=2.0)
 
     @property
     def alive(self) -> bool:
