@@ -128,12 +128,18 @@ class OpTest:
 
     def check_grad(self, inputs_to_check: Sequence[str], output_names: Union[str, Sequence[str]],
                    max_relative_error: float = 0.005, no_grad_set: Optional[Sequence[str]] = None,
-                   delta: float = 1e-3, weighted: bool = False) -> None:
-        """Analytic gradients of ``mean(output)`` (via append_backward and the Executor) vs
-        central differences, both in float64. ``inputs_to_check`` are slot names (or var names
-        of duplicable entries). ``weighted=True`` differentiates ``mean(flatten(output) @ r)``
-        for a fixed random ``r`` instead: the upstream gradient is then not uniform, which
-        catches rules (normalizations, ...) whose error cancels under a plain mean."""
+                   delta: float = 1e-3, weighted: bool = True,
+                   allow_zero_grad: bool = False) -> None:
+        """Analytic gradients (via append_backward and the Executor) vs central differences,
+        both in float64. ``inputs_to_check`` are slot names (or var names of duplicable
+        entries). By default (``weighted=True``) the checked scalar is ``sum(output * R)`` for
+        a fixed random ``R`` of the output's run-time shape: the upstream gradient is random
+        and of order one per element, so a rule whose error cancels under a uniform one -- a
+        zero gradient where the mean of the output does not depend on the input (softmax),
+        normalizations -- fails. ``weighted=False`` checks ``mean(output)``, Paddle's own
+        contract. Either way the check refuses to pass vacuously: when the numeric gradient is
+        so small that an all-zero analytic gradient would pass too, it fails unless
+        ``allow_zero_grad`` (an op whose gradient is zero, e.g. ``sign``)."""
         from . import backward, layers
         output_names = [output_names] if isinstance(output_names, str) else list(output_names)
         var_names = self._check_var_names(inputs_to_check)
@@ -144,9 +150,12 @@ class OpTest:
             for s in output_names:
                 v = out_vars[s]
                 outs += v if isinstance(v, list) else [v]
-            if weighted:
-                outs = [self._project(block, o, i, feed) for i, o in enumerate(outs)]
-            means = [layers.mean(o) for o in outs]
+            if weighted:        # R of each output's run-time shape (an OutSize may win)
+                shapes = [a.shape for a in Executor(CPUPlace()).run(
+                    prog, feed=feed, fetch_list=[o.name for o in outs], scope=Scope())]
+                outs = [self._project(block, o, i, feed, s)
+                        for i, (o, s) in enumerate(zip(outs, shapes))]
+            means = [layers.reduce_sum(o) if weighted else layers.mean(o) for o in outs]
             loss = means[0]
             if len(means) > 1:
                 loss = block.create_var(name="check_grad_loss")
@@ -166,14 +175,27 @@ class OpTest:
         for name, a in zip(var_names, analytic):
             n = numeric_grad(f, feed, name, delta)
             assert_grads_close(a, n, max_relative_error, f"{self.op_type}: d{name}")
+            if not allow_zero_grad:
+                _assert_not_vacuous(n, max_relative_error, f"{self.op_type}: d{name}")
 
     @staticmethod
-    def _project(block: Any, out: Variable, k: int, feed: Dict[str, np.ndarray]) -> Variable:
-        """``flatten(out) @ r_k`` with a fixed random ``r_k`` fed as data."""
+    def _project(block: Any, out: Variable, k: int, feed: Dict[str, np.ndarray],
+                 shape: Optional[Sequence[int]] = None) -> Variable:
+        """``out * R_k`` with a fixed random ``R_k`` of ``out``'s run-time ``shape`` fed as
+        data, or ``flatten(out) @ r_k`` when the shape is not known."""
         from . import layers
+        rng = np.random.default_rng(7 + k)
+        if shape is not None and len(shape) > 0:
+            name = f"check_grad_w{k}"
+            feed[name] = rng.uniform(-1, 1, tuple(shape))
+            static = list(out.shape) if len(out.shape) == len(shape) else list(shape)
+            declared = [d if d == r else -1 for d, r in zip(static, shape)]   # as out's
+            w = block.create_var(name=name, shape=tuple(declared), dtype="float64",
+                                 is_data=True, stop_gradient=True)
+            return layers.elementwise_mul(out, w)
         width = int(np.prod(out.shape[1:])) if len(out.shape) > 1 else 1
         name = f"check_grad_r{k}"
-        feed[name] = np.random.default_rng(7 + k).uniform(-1, 1, (width, 1))
+        feed[name] = rng.uniform(-1, 1, (width, 1))
         r = block.create_var(name=name, shape=(width, 1), dtype="float64", is_data=True,
                              stop_gradient=True)
         flat = out if len(out.shape) > 1 else layers.unsqueeze(out, [1])
@@ -261,6 +283,17 @@ def numeric_grad(f: Any, feed: Dict[str, np.ndarray], name: str, delta: float = 
         flat[i] = orig
         gflat[i] = (hi - lo) / (2 * delta)
     return grad
+
+
+def _assert_not_vacuous(numeric: np.ndarray, max_relative_error: float, what: str) -> None:
+    """A gradient check must be able to fail: an all-zero analytic gradient has to be
+    rejected by ``assert_grads_close`` against ``numeric``."""
+    if numeric.size and float(np.abs(numeric).max()) <= max_relative_error:
+        raise AssertionError(
+            f"{what}: the numeric gradient is at most {float(np.abs(numeric).max()):.3g} "
+            f"everywhere, so an all-zero gradient rule would pass this check too; choose "
+            f"inputs where the gradient is not ~0, or pass allow_zero_grad=True for an op "
+            f"whose gradient is zero")
 
 
 def assert_grads_close(analytic: np.ndarray, numeric: np.ndarray, max_relative_error: float,

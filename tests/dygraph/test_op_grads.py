@@ -113,7 +113,7 @@ def test_dygraph_gradient_equals_static(cls, method, kwargs, monkeypatch):
     checked = []
 
     def check_grad(self, inputs_to_check, output_names, max_relative_error=0.005,
-                   no_grad_set=None, delta=1e-3, weighted=False):
+                   no_grad_set=None, delta=1e-3, weighted=True, allow_zero_grad=False):
         output_names = [output_names] if isinstance(output_names, str) else list(output_names)
         var_names = self._check_var_names(inputs_to_check)
         feed, static = _static_grads(self, var_names, output_names, no_grad_set)

@@ -92,8 +92,9 @@ def test_activation_op(op_type, attrs, x, ref, diff):
     t.op_type, t.inputs, t.attrs, t.outputs = op_type, {"X": x}, attrs, {"Out": ref(x)}
     t.check_infer()
     t.check_output(atol=1e-7, rtol=1e-6)
-    if diff:
-        t.check_grad(["X"], "Out", max_relative_error=0.005)
+    if diff:        # floor/ceil/round: a gradient of zero (fluid's rule) is the right answer
+        t.check_grad(["X"], "Out", max_relative_error=0.005,
+                     allow_zero_grad=op_type in ("floor", "ceil", "round"))
     else:
         assert get_op_def(op_type).no_grad
 
