@@ -101,6 +101,14 @@ def test_in_memory_shuffle_pipe_command_and_infer(tmp_path):
     before = list(ds._memory)
     ds.local_shuffle(seed=1)
     assert sorted(map(repr, ds._memory)) == sorted(map(repr, before))
+    orders = set()
+    for seed in range(20):                  # shuffling reorders, and the seed decides how
+        ds._memory = list(before)
+        ds.local_shuffle(seed=seed)
+        orders.add(tuple(map(repr, ds._memory)))
+    assert len(orders) > 10
+    ds._memory = list(before)
+    ds.local_shuffle(seed=1)
     ds.global_shuffle(seed=2)
     assert ds.get_shuffle_data_size() == 6
     exe, scope = fluid.Executor(), fluid.Scope()

@@ -273,6 +273,24 @@ def test_reader_decorators():
     assert not _reader_threads()
 
 
+def test_shuffle_permutes_within_its_windows_and_is_seeded():
+    """fluid.io.shuffle reorders: the output is a permutation, not the input order, each
+    window of buf_size samples stays within itself, a seed repeats the order, and over seeds
+    every sample of a window reaches every position of it."""
+    r = lambda: iter(range(40))
+    got = list(fluid.io.shuffle(r, 8, seed=3)())
+    assert sorted(got) == list(range(40)) and got != list(range(40))
+    for w in range(0, 40, 8):
+        assert sorted(got[w:w + 8]) == list(range(w, w + 8))
+    assert got == list(fluid.io.shuffle(r, 8, seed=3)())
+    assert got != list(fluid.io.shuffle(r, 8, seed=4)())
+    seen = {pos: set() for pos in range(8)}
+    for seed in range(200):
+        for pos, v in enumerate(list(fluid.io.shuffle(lambda: iter(range(8)), 8, seed=seed)())):
+            seen[pos].add(v)
+    assert all(vs == set(range(8)) for vs in seen.values())
+
+
 def test_use_multiprocess_same_parameters_errors_and_no_process_left():
     import multiprocessing
     want, want_losses = _train(_by_exe_run)
