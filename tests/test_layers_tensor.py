@@ -176,3 +176,16 @@ def test_matmul_mul_topk_onehot_layers():
     np.testing.assert_array_equal(got[5], [1, 2])
     np.testing.assert_array_equal(got[6], [0, 1])
     assert got[0].dtype == np.float32 and got[5].dtype == np.int64
+
+
+def test_concat_of_different_dtypes_is_refused_at_build():
+    """fluid: all inputs of concat share one dtype; float32 + int64 used to build, declare
+    float32 and return float64."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        a = fluid.data("a", [2, 3], "float32")
+        b = fluid.data("b", [2, 3], "int64")
+        with pytest.raises(ValueError, match="concat: all inputs must have the same dtype, "
+                                             "but X\\[0\\] is float32 and X\\[1\\] is int64"):
+            fluid.layers.concat([a, b])
+    assert not main.global_block().ops

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
+import time
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -453,9 +455,9 @@ class MergeLodTensor(OpDef):
 # -- Print / Assert ---------------------------------------------------------------------------
 @register
 class Print(OpDef):
-    """``Out = In``, logging the tensor (name, shape, dtype, LoD, the first ``summarize``
-    values) on the ``fluidlite`` logger at INFO each time the op runs (fluid's ``Print``);
-    ``dIn = dOut`` (``print_phase`` 'backward'/'both' also logs the gradient)."""
+    """``Out = In``, printing the tensor (name, shape, dtype, LoD, the first ``summarize``
+    values) to standard output each time the op runs, as fluid's ``Print``; ``dIn = dOut``
+    (``print_phase`` 'backward'/'both' also prints the gradient)."""
     type, inputs, outputs = "print", ("In",), ("Out",)
     grad_uses = ()
 
@@ -494,23 +496,31 @@ class Print(OpDef):
         return {"In": dOut}
 
 
+_DTYPE_CODES = {"float32": "float", "float64": "double", "float16": "float16", "int32": "int",
+                "int64": "int64_t", "bool": "bool", "uint8": "uint8_t", "int8": "int8_t"}
+
+
 def _log_tensor(x: Any, message: str, summarize: int, name: str, show_type: bool,
                 show_shape: bool, show_lod: bool) -> None:
+    """Write the tensor to standard output as fluid 1.8's ``Print`` did (its C++ kernel wrote
+    to stdout): the message, then ``Tensor[name]`` with shape, dtype, LoD and the first
+    ``summarize`` values (all with -1), one field per indented line."""
     arr = np.asarray(x)
-    parts = [message] if message else []
-    if name:
-        parts.append(f"Variable: {name}")
-    if show_type:
-        parts.append(f"dtype: {arr.dtype}")
+    lines = [f"{time.time():.0f}\t{message}" if message else f"{time.time():.0f}"]
+    lines.append(f"Tensor[{name}]" if name else "Tensor")
     if show_shape:
-        parts.append(f"shape: {list(arr.shape)}")
+        lines.append("    shape: [" + "".join(f"{d}," for d in arr.shape) + "]")
+    if show_type:
+        lines.append(f"    dtype: {_DTYPE_CODES.get(arr.dtype.name, arr.dtype.name)}")
     lod = getattr(x, "lod", None)
     if show_lod and lod:
-        parts.append(f"LoD: {lod}")
+        lines.append("    LoD: [" + "".join("[" + "".join(f"{o}," for o in level) + "]"
+                                            for level in lod) + "]")
     flat = arr.reshape(-1)
     shown = flat if summarize < 0 else flat[:summarize]
-    parts.append("data: " + " ".join(repr(v.item()) for v in shown))
-    _log.info("  ".join(parts))
+    lines.append("    data: " + "".join(f"{v.item()}," for v in shown))
+    sys.stdout.write("\n".join(lines) + "\n")     # the op's purpose: fluid printed to stdout
+    sys.stdout.flush()
 
 
 @register

@@ -207,6 +207,17 @@ class StridedSlice(_SliceBase):
 
 
 # -- gathering and tiling -------------------------------------------------------------------
+def _rows(op: str, n: int, index: np.ndarray) -> np.ndarray:
+    """``index`` flattened, every entry checked to lie in ``[0, n)``: fluid's kernels read rows
+    by index, so a negative index is an error there, never NumPy's wrap-around."""
+    idx = index.reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx[(idx < 0) | (idx >= n)][0])
+        raise IndexError(f"{op}: Index holds {bad}, outside [0, {n}) (the rows of X); "
+                         f"indices are row numbers and do not wrap around")
+    return idx
+
+
 @register
 class Gather(OpDef):
     """Out = X[Index] along dim 0 (Index int, 1-D or [N, 1]);  dX = scatter of dOut into zeros
@@ -223,17 +234,18 @@ class Gather(OpDef):
         return {"Out": VarSpec((Index.shape[0],) + tuple(X.shape[1:]), X.dtype)}
 
     def forward(self, X, Index, *, overwrite=True):
-        return {"Out": np.take(X, Index.reshape(-1), axis=0)}
+        return {"Out": np.take(X, _rows("gather", X.shape[0], Index), axis=0)}
 
     def lower(self, in_specs, attrs):
-        return lambda x, i: np.take(x, i.reshape(-1), axis=0)
+        return lambda x, i: np.take(x, _rows("gather", x.shape[0], i), axis=0)
 
     def backward(self, X, Index, dOut, *, overwrite=True):
         dx = np.zeros(X.shape, dtype=dOut.dtype)
+        idx = _rows("gather", X.shape[0], Index)
         if overwrite:
-            dx[Index.reshape(-1)] = dOut
+            dx[idx] = dOut
         else:
-            np.add.at(dx, Index.reshape(-1), dOut)
+            np.add.at(dx, idx, dOut)
         return {"X": dx}
 
     def make_grad(self, g, **attrs):

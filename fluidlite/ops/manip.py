@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.dtypes import to_numpy_dtype
+
 from ..core import shape as S
 from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
@@ -238,6 +240,12 @@ class Concat(OpDef):
         if not X:
             raise ValueError("concat: X is empty; pass at least one Variable")
         rank = len(X[0].shape)
+        for i, x in enumerate(X[1:], 1):     # fluid: "All Inputs of Concat OP should have
+            if x.dtype != X[0].dtype:        # same data type" -- no silent promotion
+                raise ValueError(f"concat: all inputs must have the same dtype, but X[0] is "
+                                f"{_dtype_name(X[0].dtype)} and X[{i}] is "
+                                f"{_dtype_name(x.dtype)}; cast them first "
+                                f"(fluid.layers.cast)")
         if AxisTensor is not None:       # the axis is known only at run time
             return {"Out": VarSpec((-1,) * rank, X[0].dtype, X[0].lod_level)}
         a = norm_axis("concat", axis, rank)
@@ -407,3 +415,10 @@ def _zero_fill_stack(g, dds, target, attrs):
             d = z
         parts.append(d)
     g.append("stack", {"X": parts}, {"Y": target}, attrs)
+
+
+def _dtype_name(dtype) -> str:
+    try:
+        return np.dtype(to_numpy_dtype(dtype)).name
+    except (TypeError, ValueError, KeyError):
+        return str(dtype)

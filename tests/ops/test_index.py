@@ -105,3 +105,20 @@ def test_one_hot_out_of_range_error():
     t.outputs = {"Out": np.zeros((1, 4), np.float32)}
     with pytest.raises(ValueError, match="one_hot.*7.*allow_out_of_range"):
         t.check_output()
+
+
+def test_gather_refuses_indices_outside_the_rows_instead_of_wrapping():
+    """fluid reads rows by number: -1 is an error naming the index, not the last row."""
+    import fluidlite as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [4, 2], "float32")
+        i = fluid.data("i", [2], "int64")
+        out = fluid.layers.gather(x, i)
+    exe = fluid.Executor()
+    feed = {"x": np.arange(8, dtype="float32").reshape(4, 2)}
+    got, = exe.run(main, feed=dict(feed, i=np.array([3, 0])), fetch_list=[out])
+    np.testing.assert_array_equal(got, [[6, 7], [0, 1]])
+    for bad in (-1, 4):
+        with pytest.raises(IndexError, match=rf"gather: Index holds {bad}, outside \[0, 4\)"):
+            exe.run(main, feed=dict(feed, i=np.array([0, bad])), fetch_list=[out])
