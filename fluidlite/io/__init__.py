@@ -44,10 +44,10 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from ..formats.checkpoint import CheckpointError
-from .files import LOD_SIDECAR, SAVE_FORMATS
-from .inference import (feed_fetch_targets, load_inference_model, read_program,
-                        save_inference_model)
+from ..formats.checkpoint import CheckpointError  # noqa: F401  (fluid.io names below)
+from .files import LOD_SIDECAR, SAVE_FORMATS  # noqa: F401
+from .inference import (feed_fetch_targets, load_inference_model,  # noqa: F401
+                        read_program, save_inference_model)
 from .program_state import load, load_program_state, save, set_program_state
 from .variables import (get_parameter_value, get_parameter_value_by_name, get_program_parameter,
                         get_program_persistable_vars, is_belong_to_optimizer, is_parameter,
@@ -55,9 +55,10 @@ from .variables import (get_parameter_value, get_parameter_value_by_name, get_pr
                         save_persistables, save_vars)
 # the data pipeline: fluid.io.DataLoader / PyReader and the reader decorators
 from ..pipeline import decorators as _decorators
-from ..pipeline.decorators import (ComposeNotAligned, batch, buffered, cache, chain, compose,
-                               firstn, map_readers, multiprocess_reader, xmap_readers)
-from ..pipeline.reader import DataLoader, PyReader
+from ..pipeline.decorators import (ComposeNotAligned, batch, buffered, cache,  # noqa: F401
+                                   chain, compose, firstn, map_readers, multiprocess_reader,
+                                   xmap_readers)
+from ..pipeline.reader import DataLoader, PyReader  # noqa: F401
 
 __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_program_parameter",
            "get_program_persistable_vars", "save_vars", "save_params", "save_persistables",

@@ -3,6 +3,7 @@ ops and its persistables, one all-or-nothing publish) and ``load_inference_model
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ..formats import checkpoint
 from ..core.dtypes import VarType
@@ -11,7 +12,7 @@ from ..core.ir import OpRole, Program, Variable
 from ..core.prune import inference_optimize, prune_with_input
 from ..formats.serialize import loads_program
 from ..formats import paddle as paddle_format
-from .files import (_MODEL, _assign, _check_format, _log, _program, _program_bytes, _scope,
+from .files import (_MODEL, _assign, _check_format, _program, _program_bytes, _scope,
                     _select, _value)
 from .variables import _publish, _read_combined_file, _read_var_files, _var_files, is_persistable
 
@@ -102,13 +103,13 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
         model_basename += ".main_program"
     files: Dict[str, bytes] = {}
     if program_only:
-        _log.warning("save_inference_model specified the param `program_only` to True, It "
-                     "will not save params of Program.")
+        warnings.warn("save_inference_model specified the param `program_only` to True, It "
+                      "will not save params of Program.", stacklevel=2)
     else:
         selected = _select(pruned, None, is_persistable)
         if not selected:
-            _log.warning("no variable in your model, please ensure there are any variables in "
-                         "your model to save")
+            warnings.warn("no variable in your model, please ensure there are any variables "
+                          "in your model to save", stacklevel=2)
         scope = _scope()
         arrays = {v.name: _value(scope, v.name) for v in selected}
         params_basename = os.path.basename(params_filename) if params_filename else None

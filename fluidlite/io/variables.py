@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io as _io
 import os
+import warnings
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 from ..formats import checkpoint
@@ -11,7 +12,7 @@ from ..core.dtypes import VarType
 from ..core.ir import Parameter, Program, Variable, default_main_program
 from ..formats import paddle as paddle_format
 from .files import (LOD_SIDECAR, _assign, _check, _check_format, _combined_bytes, _file_name,
-                    _load_npy, _lod_json, _log, _npy_bytes, _parse_lod_json, _program,
+                    _load_npy, _lod_json, _npy_bytes, _parse_lod_json, _program,
                     _read_combined, _scope, _scope_lods, _select, _target, _value)
 
 
@@ -55,8 +56,8 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
     program = _program(main_program)
     selected = _select(program, vars, predicate)
     if not selected:
-        _log.warning("no variable in your model, please ensure there are any variables in your "
-                     "model to save")
+        warnings.warn("no variable in your model, please ensure there are any variables in "
+                      "your model to save", stacklevel=3)
         return None
     scope = _scope()
     arrays = {v.name: _value(scope, v.name) for v in selected}
@@ -170,7 +171,8 @@ def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
     program = _program(main_program)
     selected = _select(program, vars, predicate)
     if not selected:
-        _log.warning("no variable to load: the program has none matching the predicate")
+        warnings.warn("no variable to load: the program has none matching the predicate",
+                      stacklevel=3)
         return
     lods: Dict[str, Any] = {}       # issue 15: LoD read with the values
     _assign(_read_vars(selected, dirname, filename, lods), lods)

@@ -7,23 +7,23 @@ plan drops its last reference, so there is nothing to rewrite.
 """
 from __future__ import annotations
 
-import logging
+import warnings
 from typing import Any, Optional
 
 __all__ = ["memory_optimize", "release_memory"]
 
-_log = logging.getLogger("fluidlite")
-
-
 def memory_optimize(input_program: Any, skip_opt_set: Optional[Any] = None,
                     print_log: bool = False, level: int = 0, skip_grads: bool = True) -> None:
-    """Deprecated since fluid 1.6: logs a warning and leaves ``input_program`` unchanged."""
-    _log.warning("fluid.memory_optimize() is deprecated and does nothing: it does not change "
-                 "the Program. Memory is managed for you (fluidlite releases every "
-                 "intermediate as soon as the plan no longer needs it); remove the call.")
+    """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
+    unchanged."""
+    warnings.warn("fluid.memory_optimize() is deprecated and does nothing: it does not change "
+                  "the Program. Memory is managed for you (fluidlite releases every "
+                  "intermediate as soon as the plan no longer needs it); remove the call.",
+                  DeprecationWarning, stacklevel=2)
 
 
 def release_memory(input_program: Any, skip_opt_set: Optional[Any] = None) -> None:
-    """Deprecated since fluid 1.6: logs a warning and leaves ``input_program`` unchanged."""
-    _log.warning("fluid.release_memory() is deprecated and does nothing: it does not change "
-                 "the Program; remove the call.")
+    """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
+    unchanged."""
+    warnings.warn("fluid.release_memory() is deprecated and does nothing: it does not change "
+                  "the Program; remove the call.", DeprecationWarning, stacklevel=2)
