@@ -13,7 +13,7 @@ from .core.dtypes import VarType, convert_np_dtype_to_dtype_, is_float
 from .core.ir import (Operator, Parameter, Program, Variable, default_main_program,
                       default_startup_program)
 from . import initializer as _initializer
-from .param_attr import ParamAttr
+from .param_attr import ParamAttr, WeightNormParamAttr
 
 __all__ = ["LayerHelper", "is_int", "is_number", "check_int", "check_number", "check_act"]
 
@@ -219,6 +219,8 @@ class LayerHelper:
             attr._set_default_initializer(default_initializer)
         if attr.name is None:
             attr.name = names.generate(".".join([self.name, "b" if is_bias else "w"]))
+        if isinstance(attr, WeightNormParamAttr):
+            return self._create_weight_normalize(attr, shape, dtype)
         if _mode.tracer is not None:        # dygraph: a ParamBase, initialised now
             return _mode.tracer.create_parameter(attr, shape, dtype, type, stop_gradient)
         main_block = self.main_program.global_block()
@@ -238,6 +240,43 @@ class LayerHelper:
         if stop_gradient:
             param.stop_gradient = True
         return param
+
+    def _create_weight_normalize(self, attr: "WeightNormParamAttr", shape: List[int],
+                                 dtype: VarType) -> Variable:
+        """fluid 1.8's weight normalization (Salimans & Kingma): parameters ``<name>_v`` (the
+        shape asked for, initialised by the attr's initializer) and ``<name>_g`` (1 on every
+        dim but ``attr.dim``, initialised in the startup program to ``||v||``), and in the
+        main program ``w = v * (g / ||v||)`` with the norm over every dim except ``dim`` (all
+        dims when None) -- so training updates g and v, and w has the initializer's values
+        at step 0. Returns w (a variable of the main program, not a parameter)."""
+        if _mode.tracer is not None:
+            raise TypeError(f"WeightNormParamAttr ('{attr.name}') works in static graph mode, "
+                            f"as in fluid 1.8: in dygraph the weight would be computed once, "
+                            f"at creation; declare the layer in a Program instead")
+        dim = attr.dim
+        if dim is not None and not -len(shape) <= dim < len(shape):
+            raise ValueError(f"WeightNormParamAttr: dim={dim} is out of range for a parameter "
+                             f"of shape {shape}")
+        dim = dim % len(shape) if dim is not None else None
+        g_shape = [shape[i] if i == dim else 1 for i in range(len(shape))]
+        g_attr, v_attr = copy.deepcopy(attr), copy.deepcopy(attr)
+        g_attr.name, v_attr.name = attr.name + "_g", attr.name + "_v"
+        startup = self.startup_program.global_block()
+        g0 = startup.create_parameter(shape=g_shape, dtype=dtype, **g_attr._to_kwargs())
+        v0 = startup.create_parameter(shape=shape, dtype=dtype,
+                                      **v_attr._to_kwargs(with_initializer=True))
+        _norm_except_dim(startup, v0, dim, out=g0)
+        main = self.main_program.global_block()
+        g = main.create_parameter(shape=g_shape, dtype=dtype, **g_attr._to_kwargs())
+        v = main.create_parameter(shape=shape, dtype=dtype, **v_attr._to_kwargs())
+        block = self.main_program.current_block()
+        scale = _tmp(block, "weight_norm", dtype)
+        block.append_op("elementwise_div", {"X": [g], "Y": [_norm_except_dim(block, v, dim)]},
+                        {"Out": [scale]}, {"axis": -1})
+        w = _tmp(block, "weight_norm", dtype)
+        block.append_op("elementwise_mul", {"X": [v], "Y": [scale]}, {"Out": [w]},
+                        {"axis": -1})
+        return w
 
     def get_parameter(self, name: str) -> Parameter:
         param = self.main_program.global_block().var(name)
@@ -318,3 +357,23 @@ class LayerHelper:
         if not isinstance(param, cls):
             raise TypeError(f"The input {param_name} parameter of method {self.layer_type} "
                             f"must be {cls.__name__}")
+
+
+def _tmp(block: Any, hint: str, dtype: VarType) -> Variable:
+    return block.create_var(name=names.generate(f"{hint}.tmp"), dtype=dtype,
+                            type=VarType.LOD_TENSOR, persistable=False)
+
+
+def _norm_except_dim(block: Any, v: Variable, dim: Optional[int],
+                     out: Optional[Variable] = None) -> Variable:
+    """``(sum |v|^2 over every dim but dim) ^ 0.5``, dims kept (fluid's abs/pow/reduce_sum/pow
+    sequence), written to ``out`` or a new temporary."""
+    axes = [i for i in range(len(v.shape)) if i != dim]
+    a, sq, total = (_tmp(block, "weight_norm", v.dtype) for _ in range(3))
+    out = out if out is not None else _tmp(block, "weight_norm", v.dtype)
+    block.append_op("abs", {"X": [v]}, {"Out": [a]})
+    block.append_op("pow", {"X": [a]}, {"Out": [sq]}, {"factor": 2.0})
+    block.append_op("reduce_sum", {"X": [sq]}, {"Out": [total]},
+                    {"dim": axes, "keep_dim": True, "reduce_all": False})
+    block.append_op("pow", {"X": [total]}, {"Out": [out]}, {"factor": 0.5})
+    return out

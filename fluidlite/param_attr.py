@@ -110,7 +110,18 @@ class ParamAttr:
 
 
 class WeightNormParamAttr(ParamAttr):
-    """Accepted for compatibility: ``w = g * v / ||v||`` along ``dim`` (created as plain weight)."""
+    """Weight normalization: the weight is ``w = g * v / ||v||``, trained through the
+    parameters ``<name>_g`` and ``<name>_v`` (see ``LayerHelper._create_weight_normalize``).
+
+    Args:
+        dim (int|None): the dim that keeps its own scale ``g``; None: one scale for the whole
+            weight. The other arguments are ``ParamAttr``'s, applied to g and v.
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> x = fluid.data("x", [-1, 4], "float32")
+        >>> y = fluid.layers.fc(x, 3, param_attr=fluid.WeightNormParamAttr(dim=1, name="w"))
+    """
 
     def __init__(self, dim: Optional[int] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
