@@ -28,7 +28,17 @@ class _GradientScaleStrategy(enum.IntEnum):
 
 
 class BuildStrategy:
-    """Accepted for compatibility; attributes may be set freely and are ignored."""
+    """How ``with_data_parallel`` builds the data-parallel program.
+
+    Honoured: ``fuse_all_reduce_ops`` (default True) and ``fuse_grad_size_in_MB`` (32) pack
+    small gradients into all-reduce buckets; ``overlap_allreduce`` (fluidlite's; default on)
+    overlaps them with backward; ``reduce_strategy`` ``Reduce`` gives the same numbers as
+    ``AllReduce`` here (one CPU per process); ``gradient_scale_strategy`` must be the default
+    ``CoeffNumDevice`` (gradients averaged over the processes) -- ``One`` and ``Customized``
+    are refused at ``with_data_parallel``. fluid's graph-optimisation switches
+    (``fuse_elewise_add_act_ops``, ``enable_inplace``, ``memory_optimize``, ...) concern
+    GPU kernels and memory reuse that fluidlite's executor always does its own way; they may
+    be set and do not change results (docs/compatibility.md)."""
     # issue 16: fluid 1.8's nested enums and their defaults (additive)
     ReduceStrategy = _ReduceStrategy
     GradientScaleStrategy = _GradientScaleStrategy
@@ -37,7 +47,10 @@ class BuildStrategy:
 
 
 class ExecutionStrategy:
-    """Accepted for compatibility; attributes may be set freely and are ignored."""
+    """fluid's executor threading and scope-dropping knobs (``num_threads``,
+    ``num_iteration_per_drop_scope``, ...): fluidlite runs one compiled plan per step and keeps
+    no per-iteration scopes, so they may be set and do not change results
+    (docs/compatibility.md)."""
 
 
 class CompiledProgram:
@@ -77,6 +90,22 @@ class CompiledProgram:
         place or one dict to split, averages the places' gradients and merges fetched values
         along dim 0 (``fluidlite.executor.places``)."""
         from .distributed import comm, data_parallel
+        bs = build_strategy or self._build_strategy
+        scale_strategy = getattr(bs, "gradient_scale_strategy",
+                                 _GradientScaleStrategy.CoeffNumDevice)
+        if scale_strategy != _GradientScaleStrategy.CoeffNumDevice:
+            raise ValueError(f"with_data_parallel: build_strategy.gradient_scale_strategy="
+                             f"{_GradientScaleStrategy(scale_strategy).name} is not supported; "
+                             f"fluidlite averages the gradients over the processes "
+                             f"(CoeffNumDevice) -- scale the loss yourself for another "
+                             f"strategy")
+        if share_vars_from is not None:
+            if not isinstance(share_vars_from, CompiledProgram) or \
+                    not share_vars_from._data_parallel:
+                raise TypeError(f"with_data_parallel: share_vars_from must be a CompiledProgram "
+                                f"compiled with with_data_parallel, received "
+                                f"{type(share_vars_from).__name__}")
+            self._place_scopes = share_vars_from._place_scopes   # the same per-place scopes
         world = comm.world()
         if world.size == 1 or self._data_parallel:
             if not self._data_parallel:
@@ -85,7 +114,6 @@ class CompiledProgram:
             self._loss_name = loss_name
             return self
         program = self._program.clone()
-        bs = build_strategy or self._build_strategy
         fuse = getattr(bs, "fuse_all_reduce_ops", True) is not False
         bucket = int(getattr(bs, "fuse_grad_size_in_MB", 32) * (1 << 20)) if fuse else 0
         # issue 17: build_strategy.overlap_allreduce = False keeps the blocking all-reduce
@@ -149,8 +177,20 @@ def _broadcast_parameters(params: Any, world: Any) -> None:
 
 
 class ParallelExecutor:
-    """fluid's ParallelExecutor, run on one CPU device: ``run(fetch_list, feed=None,
-    feed_dict=None, return_numpy=True)`` runs ``main_program`` with an ``Executor``."""
+    """fluid's ParallelExecutor: ``CompiledProgram(main_program, build_strategy)
+    .with_data_parallel(loss_name, exec_strategy=..., share_vars_from=...)`` run by one CPU
+    ``Executor`` on ``scope`` (default: the global scope, or ``share_vars_from``'s).
+
+    Args:
+        use_cuda (bool): must be False (fluidlite runs on the CPU).
+        loss_name (str): the loss, as fluid.
+        main_program (Program): default the default main program.
+        share_vars_from (ParallelExecutor): run on that executor's scope (its parameters).
+        exec_strategy, build_strategy: see ``ExecutionStrategy`` / ``BuildStrategy``.
+        num_trainers (int), trainer_id (int): the processes of the launch; they must agree
+            with it (``mpirun -n num_trainers``; this process is rank ``trainer_id``).
+        scope (Scope): where the variables live.
+    """
 
     def __init__(self, use_cuda: bool = False, loss_name: Optional[str] = None,
                  main_program: Optional[Program] = None, share_vars_from: Any = None,
@@ -159,12 +199,33 @@ class ParallelExecutor:
                  trainer_id: int = 0, scope: Any = None) -> None:
         from .core.ir import default_main_program
         from .core.scope import CPUPlace, global_scope
+        from .distributed import comm
         from .executor import Executor
-        self._program = main_program if main_program is not None else default_main_program()
-        if not isinstance(self._program, Program):
+        if use_cuda:
+            raise ValueError("ParallelExecutor(use_cuda=True): fluidlite runs on the CPU; pass "
+                             "use_cuda=False")
+        program = main_program if main_program is not None else default_main_program()
+        if not isinstance(program, Program):
             raise TypeError(f"ParallelExecutor expects main_program to be a Program, got "
-                            f"{type(self._program)}")
-        self._scope = scope if scope is not None else global_scope()
+                            f"{type(program)}")
+        if share_vars_from is not None and not isinstance(share_vars_from, ParallelExecutor):
+            raise TypeError(f"ParallelExecutor: share_vars_from must be a ParallelExecutor, "
+                            f"received {type(share_vars_from).__name__}")
+        world = comm.world()
+        if (num_trainers, trainer_id) != (1, 0) and \
+                (num_trainers != world.size or trainer_id != world.rank):
+            raise ValueError(f"ParallelExecutor: num_trainers={num_trainers}, "
+                             f"trainer_id={trainer_id}, but this process is rank {world.rank} "
+                             f"of a launch of {world.size}; start the trainers with "
+                             f"python -m fluidlite.distributed.launch --nproc_per_node "
+                             f"{num_trainers} (or mpirun -n {num_trainers})")
+        if scope is None:
+            scope = share_vars_from._scope if share_vars_from is not None else global_scope()
+        self._scope = scope
+        self._program = program
+        self._compiled = CompiledProgram(program, build_strategy).with_data_parallel(
+            loss_name=loss_name, exec_strategy=exec_strategy,
+            share_vars_from=share_vars_from._compiled if share_vars_from is not None else None)
         self._exe = Executor(CPUPlace())
         self.loss_name = loss_name
 
@@ -172,8 +233,8 @@ class ParallelExecutor:
             return_numpy: bool = True) -> Any:
         if feed is None and feed_dict is not None:
             feed = feed_dict
-        return self._exe.run(self._program, feed=feed, fetch_list=fetch_list, scope=self._scope,
-                             return_numpy=return_numpy)
+        return self._exe.run(self._compiled, feed=feed, fetch_list=fetch_list,
+                             scope=self._scope, return_numpy=return_numpy)
 
     @property
     def device_count(self) -> int:

@@ -68,6 +68,32 @@ def test_parallel_executor_runs_on_one_cpu_device():
     assert l1.shape == (1,) and l2[0] < l1[0] and pe.device_count == 1
 
 
+def test_parallel_executor_arguments_take_effect_or_are_refused():
+    x = fluid.data("x", [-1, 3])
+    loss = fluid.layers.mean(fluid.layers.fc(x, 2))
+    fluid.optimizer.SGD(0.1).minimize(loss)
+    scope = fluid.Scope()
+    fluid.Executor().run(fluid.default_startup_program(), scope=scope)
+    first = fluid.ParallelExecutor(loss_name=loss.name, scope=scope)
+    second = fluid.ParallelExecutor(loss_name=loss.name, share_vars_from=first)
+    assert second._scope is scope                     # runs on the shared parameters
+    feed = {"x": np.ones((4, 3), "float32")}
+    (a,) = first.run(fetch_list=[loss.name], feed=feed)
+    (b,) = second.run(fetch_list=[loss.name], feed=feed)
+    assert b[0] < a[0]                                 # second saw first's update
+    with pytest.raises(ValueError, match="num_trainers=2, trainer_id=1, but this process is "
+                                         "rank 0 of a launch of 1"):
+        fluid.ParallelExecutor(loss_name=loss.name, num_trainers=2, trainer_id=1)
+    with pytest.raises(TypeError, match="share_vars_from must be a ParallelExecutor"):
+        fluid.ParallelExecutor(loss_name=loss.name, share_vars_from=object())
+    with pytest.raises(ValueError, match="use_cuda=False"):
+        fluid.ParallelExecutor(use_cuda=True, loss_name=loss.name)
+    bs = fluid.BuildStrategy()
+    bs.gradient_scale_strategy = fluid.BuildStrategy.GradientScaleStrategy.One
+    with pytest.raises(ValueError, match="gradient_scale_strategy=One is not supported"):
+        fluid.ParallelExecutor(loss_name=loss.name, build_strategy=bs)
+
+
 @pytest.mark.parametrize("name", ["slim", "quantize"])   # issue 13: contrib.mixed_precision exists
 def test_unprovided_parts_say_so(name):
     with pytest.raises(AttributeError, match="not provided"):
