@@ -40,3 +40,14 @@ def test_bad_arguments_leave_the_program_untouched():
     with pytest.raises((TypeError, ValueError)):
         fluid.embedding(x, [5, 3])
     assert len(fluid.default_main_program().global_block().vars) == before
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fluid.data("x", [-2, 3], "float32"),
+    lambda: fluid.layers.data("x", [3, -5], "float32"),
+    lambda: fluid.layers.fill_constant([2, -1], "float32", 1.0),
+])
+def test_dims_below_minus_one_are_refused(make):
+    """A dim is a size or -1 ('any'): -2 is a typo fluid refused, not an unknown size."""
+    with pytest.raises(ValueError, match=r"shape\[\d\] = -\d|every dim of shape must be >= 0"):
+        make()

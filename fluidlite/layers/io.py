@@ -22,6 +22,7 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
     is already None/-1. The variable is not gradient-tracked (``stop_gradient=True``)."""
     _check_name(name, "data")
     shape = [-1 if d is None else int(d) for d in shape]
+    _check_dims(shape, f"fluid.layers.data '{name}'")
     if any(d < 0 for d in shape):
         append_batch_size = False
     if append_batch_size:
@@ -31,11 +32,21 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
         lod_level=lod_level, is_data=True, need_check_feed=False)
 
 
+def _check_dims(shape: Sequence[int], what: str) -> None:
+    """Every dim is a size (>= 0) or -1 (any size); anything below -1 is a mistake."""
+    for i, d in enumerate(shape):
+        if d < -1:
+            raise ValueError(f"{what}: shape[{i}] = {d}, but a dim is a size >= 0, or -1 "
+                             f"(or None) for a size given by the feed; received shape "
+                             f"{list(shape)}")
+
+
 def fluid_data(name: str, shape: Sequence[Optional[int]], dtype: Any = "float32",
                lod_level: int = 0) -> Variable:
     """``fluid.data``: shape used verbatim (None -> -1); feeds are checked against it."""
     _check_name(name, "data")
     shape = [-1 if d is None else int(d) for d in shape]
+    _check_dims(shape, f"fluid.data '{name}'")
     return default_main_program().global_block().create_var(
         name=name, shape=shape, dtype=dtype, type=VarType.LOD_TENSOR, stop_gradient=True,
         lod_level=lod_level, is_data=True, need_check_feed=True)

@@ -26,6 +26,10 @@ class FillConstant(OpDef):
             shape = (-1,) * max(ShapeTensor.shape[0], 0) if ShapeTensor.shape else shape
         elif ShapeTensorList and len(shape) != len(ShapeTensorList):
             shape = (-1,) * len(ShapeTensorList)
+        elif not ShapeTensorList and any(d < 0 for d in shape):
+            raise ValueError(f"fill_constant: every dim of shape must be >= 0, but received "
+                             f"shape {list(shape)}; pass a size tensor for a size known "
+                             f"only at run time")
         return {"Out": VarSpec(shape, dtype)}
 
     def forward(self, ValueTensor=None, ShapeTensor=None, ShapeTensorList=(), *, shape=[],
