@@ -60,7 +60,8 @@ def test_table_lists_exactly_the_names_of_the_list():
 
 
 def test_table_counts_match_its_rows():
-    text = open(ac.TABLE_FILE, encoding="utf-8").read()
+    with open(ac.TABLE_FILE, encoding="utf-8") as f:
+        text = f.read()
     for module, c in ac.counts([_as_row(r) for r in RECORDED]).items():
         line = f"| `{module}` | " + " | ".join(str(c[s]) for s in ac.STATUSES)
         assert line in text, line
