@@ -36,7 +36,8 @@ _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "net_drawer", "data_feeder", "testing", "metrics", "viz", "average", "profiler",
                  "cli", "lod_tensor", "compiler", "param_attr", "layer_helper",
                  "dygraph", "autograd", "nn",   # dygraph: imperative mode (fluidlite/dygraph/)
-                 "dataset", "reader", "data_feed_desc", "pipeline"}   # the data pipeline (pipeline/)
+                 "dataset", "reader", "data_feed_desc", "pipeline",   # the data pipeline
+                 "install_check"}
 # issue 17: fleet collective mode (fluid.incubate.fleet), data parallel on MPI, transpiler
 _LAZY_MODULES |= {"incubate", "distributed", "transpiler"}
 # issue 13: loss scaling (fluidlite.amp) and fluid.contrib.mixed_precision (fluidlite/contrib/

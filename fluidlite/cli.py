@@ -128,6 +128,11 @@ def _add_format_commands(sub: Any) -> None:
     c.add_argument("output", metavar="DST", help="output directory (a file for a program "
                    "file)")
     c.add_argument("--to", required=True, choices=["json", "paddle"], help="target format")
+    r = sub.add_parser("run", help="run an unchanged fluid 1.x script: in that process "
+                       "`import paddle` / `import paddle.fluid` resolve to fluidlite "
+                       "(paddle.batch, paddle.reader, paddle.dataset included)")
+    r.add_argument("script", help="the script, e.g. train.py")
+    r.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     e = sub.add_parser("export-onnx", help="export a saved inference model to ONNX",
                        description="Export an inference-model directory (or Paddle path "
                        "prefix) to an ONNX model with a dynamic batch dimension. Needs "
@@ -434,6 +439,10 @@ _COMMANDS = {"viz": _cmd_viz, "info": _cmd_info, "ops": _cmd_ops,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``fluidlite`` console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:          # the script's own arguments are its business, not argparse's
+        from .paddle_compat import run
+        return run.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"fluidlite {args.command}"
