@@ -242,3 +242,48 @@ def test_outside_fluidlite_run_paddle_is_not_fluidlite(tmp_path):
     out = subprocess.run([sys.executable, "-c", "import fluidlite; " + code],
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+def _tar(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members:
+            raw = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+
+
+def test_imdb_tokenizes_counts_and_labels_as_paddle_did(home, monkeypatch):
+    from fluidlite.paddle_compat.dataset import imdb
+    d = home / "imdb"
+    d.mkdir()
+    good = "A great, great movie!\n"
+    bad = "Bad. Bad acting; a bad plot.\n\r"
+    members = [(f"aclImdb/train/pos/{i}_9.txt", good) for i in range(3)]
+    members += [(f"aclImdb/train/neg/{i}_1.txt", bad) for i in range(2)]
+    members += [("aclImdb/test/pos/0_8.txt", good), ("aclImdb/README", "not a review")]
+    _tar(d / "imdb%2FaclImdb_v1.tar.gz", members)
+    monkeypatch.setattr(imdb, "MD5", _md5(d / "imdb%2FaclImdb_v1.tar.gz"))
+    words = imdb.build_dict(__import__("re").compile(r"aclImdb/train/.*\.txt$"), 2)
+    # counts: great 6, bad 6, a 5, movie 3, acting 2, plot 2 -> kept (> 2), ties by the word
+    assert words == {b"bad": 0, b"great": 1, b"a": 2, b"movie": 3, "<unk>": 4}
+    samples = list(imdb.train(words)())
+    assert samples[0] == ([2, 1, 1, 3], 0)
+    assert samples[-1] == ([0, 0, 4, 2, 0, 4], 1) and len(samples) == 5
+
+
+def test_imikolov_ngrams_and_sequences_as_paddle_did(home, monkeypatch):
+    from fluidlite.paddle_compat.dataset import imikolov
+    d = home / "imikolov"
+    d.mkdir()
+    _tar(d / "imikolov%2Fsimple-examples.tgz", [
+        ("./simple-examples/data/ptb.train.txt", " the cat sat \n the dog sat \n"),
+        ("./simple-examples/data/ptb.valid.txt", " the cat <unk> \n")])
+    monkeypatch.setattr(imikolov, "MD5", _md5(d / "imikolov%2Fsimple-examples.tgz"))
+    words = imikolov.build_dict(min_word_freq=1)
+    # <s> 3, <e> 3, the 3, cat 2, sat 2 (dog 1 and <unk> 1 are cut)
+    assert words == {"<e>": 0, "<s>": 1, b"the": 2, b"cat": 3, b"sat": 4, "<unk>": 5}
+    grams = list(imikolov.train(words, 3)())
+    assert grams[:3] == [(1, 2, 3), (2, 3, 4), (3, 4, 0)]
+    seqs = list(imikolov.test(words, 0, imikolov.DataType.SEQ)())
+    assert seqs == [([1, 2, 3, 5], [2, 3, 5, 0])]

@@ -7,6 +7,6 @@ to fetch and where to put it.
 """
 from __future__ import annotations
 
-from . import cifar, common, mnist, uci_housing
+from . import cifar, common, imdb, imikolov, mnist, uci_housing
 
-__all__ = ["cifar", "common", "mnist", "uci_housing"]
+__all__ = ["cifar", "common", "imdb", "imikolov", "mnist", "uci_housing"]
