@@ -625,28 +625,7 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
             raise ValueError("all targets must be in the same block")
     for i, v in enumerate(inputs):
         _check_same_program(v, program, f"inputs[{i}]", api)
-    if target_gradients is None:
-        tgs: List[Optional[Variable]] = [None] * len(targets)
-    else:
-        tgs = [target_gradients] if isinstance(target_gradients, Variable) else \
-            list(target_gradients) if isinstance(target_gradients, (list, tuple)) else None
-        if tgs is None:
-            raise _type_error("target_gradients", api, "(Variable, list, tuple, None)",
-                              target_gradients)
-        if not tgs:
-            tgs = [None] * len(targets)
-    if len(tgs) != len(targets):
-        raise ValueError("Should have the same number of target_gradients as targets")
-    for t, tg in zip(targets, tgs):
-        if tg is None:
-            continue
-        if not isinstance(tg, Variable):
-            raise _type_error("target_gradients", api, "Variable or None", tg)
-        if tg.block.program is not program or tg.block is not block:
-            raise ValueError("all targets must be in the same block")
-        if tuple(tg.shape) != tuple(t.shape):
-            raise ValueError(f"The shapes of target and grad are different: {t.name} {tg.name} "
-                             f"(target shape {list(t.shape)}, grad shape {list(tg.shape)})")
+    tgs = _target_gradients(target_gradients, targets, block, api)
     user_no_grad = _no_grad_names(no_grad_set)
     no_grad = _pass_no_grad(program, user_no_grad)
     for v in inputs:
@@ -667,13 +646,11 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
     path, tracked = _op_path(block.ops[:last + 1], {v.name for v in inputs}, target_names,
                              no_grad)
     tracked |= target_names - no_grad
-    seeds = []
-    for t, tg in zip(targets, tgs):
-        g = grad_name(t.name)
-        if tg is None:
-            seeds.append(OpDesc("fill_any_like", {"X": [t.name]}, {"Out": [g]}, {"value": 1.0}))
-        else:
-            seeds.append(OpDesc("assign", {"X": [tg.name]}, {"Out": [g]}, {}))
+    # each target's gradient starts as its target_gradient, or ones of its shape
+    seeds = [OpDesc("fill_any_like", {"X": [t.name]}, {"Out": [grad_name(t.name)]},
+                    {"value": 1.0}) if tg is None else
+             OpDesc("assign", {"X": [tg.name]}, {"Out": [grad_name(t.name)]}, {})
+             for t, tg in zip(targets, tgs)]
     body = _grad_descs(path, tracked, no_grad, grad_name)
 
     # phase 2
@@ -687,6 +664,35 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
         return out
 
     return _run_pass(block, seeds, OpRole.Backward, body, grad_name, after=grads)
+
+
+def _target_gradients(target_gradients: Any, targets: List[Variable], block: Block,
+                      api: str) -> List[Optional[Variable]]:
+    """``target_gradients`` as a list aligned with ``targets`` (None: seed with ones), each
+    one a Variable of its target's block and shape."""
+    if target_gradients is None:
+        tgs: List[Optional[Variable]] = [None] * len(targets)
+    else:
+        tgs = [target_gradients] if isinstance(target_gradients, Variable) else \
+            list(target_gradients) if isinstance(target_gradients, (list, tuple)) else None
+        if tgs is None:
+            raise _type_error("target_gradients", api, "(Variable, list, tuple, None)",
+                              target_gradients)
+        if not tgs:
+            tgs = [None] * len(targets)
+    if len(tgs) != len(targets):
+        raise ValueError("Should have the same number of target_gradients as targets")
+    for t, tg in zip(targets, tgs):
+        if tg is None:
+            continue
+        if not isinstance(tg, Variable):
+            raise _type_error("target_gradients", api, "Variable or None", tg)
+        if tg.block.program is not block.program or tg.block is not block:
+            raise ValueError("all targets must be in the same block")
+        if tuple(tg.shape) != tuple(t.shape):
+            raise ValueError(f"The shapes of target and grad are different: {t.name} {tg.name} "
+                             f"(target shape {list(t.shape)}, grad shape {list(tg.shape)})")
+    return tgs
 
 
 def _as_var_list(x: Any, what: str, api: str) -> List[Variable]:

@@ -60,7 +60,10 @@ def _q(s: Any) -> str:
 
 
 def _attr_list(d: Dict[str, Any]) -> str:
-    return "[" + ", ".join(f"{k}={_q(v)}" for k, v in d.items()) + "]"
+    """``viz.dot.attr_list`` with the values quoted as ids (``text=False``), as this module
+    always wrote them."""
+    from .viz.dot import attr_list
+    return attr_list(d, text=False)
 
 
 def draw_graph(startup_program: Program, main_program: Program, **kwargs: Any) -> DrawnGraph:

@@ -389,11 +389,6 @@ class Reader:
         assert self._lock is not None
         self._lock.__exit__(*exc)
 
-    @property
-    def verified(self) -> bool:
-        """True when the directory holds a fluidlite manifest."""
-        return self._manifest is not None
-
     def display(self, name: str) -> str:
         return os.path.join(self.directory, name)
 

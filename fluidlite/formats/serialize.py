@@ -263,9 +263,11 @@ def program_to_dict(program: Any) -> Dict[str, Any]:
 
 # -- dict -> program --------------------------------------------------------------------------
 class _DecodeCtx:
+    """What decoding a value needs of the program being built: its block count (to check
+    ``@block`` indices) and placeholders for blocks and variables not built yet."""
+
     def __init__(self, program: Any, num_blocks: int) -> None:
         self.program, self.num_blocks = program, num_blocks
-        self.pending_vars: List[Callable[[], None]] = []
 
     def block_ref(self, idx: int) -> Any:
         return _LazyBlock(self.program, idx)
@@ -365,87 +367,9 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
     p._is_distributed = _bool(data, "is_distributed", "program", default=False)
     ctx = _DecodeCtx(p, len(blocks))
     for bi, bd in enumerate(blocks):
-        where = f"blocks[{bi}]"
-        _expect(isinstance(bd, dict), where, "must be an object")
-        _expect(bd.get("idx") == bi, where, f"'idx' must be {bi}, got {bd.get('idx')!r}")
-        parent = _int(bd, "parent_idx", where)
-        _expect(-1 <= parent < len(blocks) and parent != bi, where,
-                f"parent_idx {parent} out of range")
-        b = Block(p, bi, parent)
-        b.forward_block_idx = _int(bd, "forward_block_idx", where) if \
-            "forward_block_idx" in bd else -1
-        _expect(isinstance(bd.get("vars"), list), where, "'vars' must be a list")
-        _expect(isinstance(bd.get("ops"), list), where, "'ops' must be a list")
-        for vi, vd in enumerate(bd["vars"]):
-            vwhere = f"{where}.vars[{vi}]"
-            _expect(isinstance(vd, dict), vwhere, "must be an object")
-            name = vd.get("name")
-            _expect(isinstance(name, str) and name != "", vwhere, "'name' must be a non-empty "
-                    "string")
-            vwhere = f"{vwhere} ('{name}')"
-            _expect(name not in b.vars, vwhere, "duplicate variable name")
-            vtype = vd.get("type")
-            _expect(isinstance(vtype, str) and vtype in VarType.__members__, vwhere,
-                    f"unknown var type {vtype!r}")
-            shape = vd.get("shape")
-            _expect(isinstance(shape, list) and all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= -1 for s in shape),
-                vwhere, f"'shape' must be a list of ints >= -1, got {shape!r}")
-            dtype = vd.get("dtype")
-            _expect(dtype is None or (isinstance(dtype, str) and dtype in VarType.__members__),
-                    vwhere, f"unknown dtype {dtype!r}")
-            kw: Dict[str, Any] = dict(
-                type=VarType[vtype], name=name, shape=shape,
-                dtype=convert_np_dtype_to_dtype_(VarType[dtype]) if dtype else None,
-                lod_level=_int(vd, "lod_level", vwhere),
-                error_clip=_dec_config(vd.get("error_clip"), "clip", vwhere + " error_clip"))
-            for f in _VAR_FLAGS:
-                kw[f] = _bool(vd, f, vwhere, default=False)
-            kind = vd.get("kind", "var")
-            if kind == "parameter":
-                _expect(bool(shape) and all(s > 0 for s in shape) and dtype is not None,
-                        vwhere, "a parameter needs a dtype and a fully known positive shape")
-                opt = _dec_value(vd.get("optimize_attr", {"@dict": {"learning_rate": 1.0}}),
-                                 vwhere, ctx)
-                _expect(isinstance(opt, dict), vwhere, "'optimize_attr' must be a @dict")
-                dma = vd.get("do_model_average")
-                _expect(dma is None or isinstance(dma, bool), vwhere,
-                        "'do_model_average' must be true/false/null")
-                kw.pop("persistable")
-                v = Parameter(b, kw.pop("shape"), kw.pop("dtype"),
-                              trainable=_bool(vd, "trainable", vwhere, default=True),
-                              optimize_attr=opt,
-                              regularizer=_dec_config(vd.get("regularizer"), "regularizer",
-                                                      vwhere),
-                              gradient_clip_attr=_dec_config(vd.get("gradient_clip_attr"),
-                                                             "clip", vwhere),
-                              do_model_average=dma,
-                              need_clip=_bool(vd, "need_clip", vwhere, default=True),
-                              is_distributed=_bool(vd, "is_distributed", vwhere,
-                                                   default=False),
-                              **kw)
-            elif kind == "var":
-                v = Variable(b, **kw)
-            else:
-                raise ProgramFormatError(f"malformed program: {vwhere}: unknown kind {kind!r}")
-            b.vars[name] = v
-        for oi, od in enumerate(bd["ops"]):
-            owhere = f"{where}.ops[{oi}]"
-            _expect(isinstance(od, dict), owhere, "must be an object")
-            op_type = od.get("type")
-            _expect(isinstance(op_type, str), owhere, "'type' must be a string")
-            if not registry.has_op(op_type):
-                raise ProgramFormatError(
-                    f"{owhere}: op type '{op_type}' is not registered in this fluidlite "
-                    f"({_fluidlite_version()}); the program needs a version that provides it")
-            attrs = od.get("attrs", {})
-            _expect(isinstance(attrs, dict), owhere, "'attrs' must be an object")
-            op = Operator(b, op_type, _slots(od.get("inputs", {}), owhere + ".inputs"),
-                          _slots(od.get("outputs", {}), owhere + ".outputs"),
-                          {k: _dec_value(a, f"{owhere}.attrs.{k}", ctx)
-                           for k, a in attrs.items()})
-            b.ops.append(op)
-        p.blocks.append(b)
+        p.blocks.append(_dec_block(p, bi, bd, len(blocks), ctx))
+    # block and variable references were decoded as placeholders (a block may name a later
+    # block or a variable declared further on): swap in the real objects
     for b in p.blocks:
         for v in b.vars.values():
             if getattr(v, "optimize_attr", None):
@@ -456,6 +380,103 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _dec_block(p: Any, bi: int, bd: Any, num_blocks: int, ctx: "_DecodeCtx") -> Any:
+    """Block ``bi`` of the document (its vars, then its ops), checked field by field."""
+    where = f"blocks[{bi}]"
+    _expect(isinstance(bd, dict), where, "must be an object")
+    _expect(bd.get("idx") == bi, where, f"'idx' must be {bi}, got {bd.get('idx')!r}")
+    parent = _int(bd, "parent_idx", where)
+    _expect(-1 <= parent < num_blocks and parent != bi, where,
+            f"parent_idx {parent} out of range")
+    b = Block(p, bi, parent)
+    b.forward_block_idx = _int(bd, "forward_block_idx", where) if \
+        "forward_block_idx" in bd else -1
+    _expect(isinstance(bd.get("vars"), list), where, "'vars' must be a list")
+    _expect(isinstance(bd.get("ops"), list), where, "'ops' must be a list")
+    for vi, vd in enumerate(bd["vars"]):
+        v = _dec_var(b, vd, f"{where}.vars[{vi}]", ctx)
+        b.vars[v.name] = v
+    for oi, od in enumerate(bd["ops"]):
+        b.ops.append(_dec_op(b, od, f"{where}.ops[{oi}]", ctx))
+    return b
+
+
+def _dec_var(b: Any, vd: Any, vwhere: str, ctx: "_DecodeCtx") -> Any:
+    """The Variable or Parameter (``kind``) a var entry of block ``b`` describes; its name
+    must be new in ``b``."""
+    _expect(isinstance(vd, dict), vwhere, "must be an object")
+    name = vd.get("name")
+    _expect(isinstance(name, str) and name != "", vwhere, "'name' must be a non-empty "
+            "string")
+    vwhere = f"{vwhere} ('{name}')"
+    _expect(name not in b.vars, vwhere, "duplicate variable name")
+    vtype = vd.get("type")
+    _expect(isinstance(vtype, str) and vtype in VarType.__members__, vwhere,
+            f"unknown var type {vtype!r}")
+    shape = vd.get("shape")
+    _expect(isinstance(shape, list) and all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= -1 for s in shape),
+        vwhere, f"'shape' must be a list of ints >= -1, got {shape!r}")
+    dtype = vd.get("dtype")
+    _expect(dtype is None or (isinstance(dtype, str) and dtype in VarType.__members__),
+            vwhere, f"unknown dtype {dtype!r}")
+    kw: Dict[str, Any] = dict(
+        type=VarType[vtype], name=name, shape=shape,
+        dtype=convert_np_dtype_to_dtype_(VarType[dtype]) if dtype else None,
+        lod_level=_int(vd, "lod_level", vwhere),
+        error_clip=_dec_config(vd.get("error_clip"), "clip", vwhere + " error_clip"))
+    for f in _VAR_FLAGS:
+        kw[f] = _bool(vd, f, vwhere, default=False)
+    kind = vd.get("kind", "var")
+    if kind == "parameter":
+        return _dec_parameter(b, vd, vwhere, ctx, kw)
+    if kind == "var":
+        return Variable(b, **kw)
+    raise ProgramFormatError(f"malformed program: {vwhere}: unknown kind {kind!r}")
+
+
+def _dec_parameter(b: Any, vd: Dict[str, Any], vwhere: str, ctx: "_DecodeCtx",
+                   kw: Dict[str, Any]) -> Any:
+    """The Parameter of a ``kind: parameter`` var entry, ``kw`` holding the fields every var
+    has (a parameter needs a dtype and a fully known shape)."""
+    shape = kw["shape"]
+    _expect(bool(shape) and all(s > 0 for s in shape) and vd.get("dtype") is not None,
+            vwhere, "a parameter needs a dtype and a fully known positive shape")
+    opt = _dec_value(vd.get("optimize_attr", {"@dict": {"learning_rate": 1.0}}),
+                     vwhere, ctx)
+    _expect(isinstance(opt, dict), vwhere, "'optimize_attr' must be a @dict")
+    dma = vd.get("do_model_average")
+    _expect(dma is None or isinstance(dma, bool), vwhere,
+            "'do_model_average' must be true/false/null")
+    kw.pop("persistable")
+    return Parameter(b, kw.pop("shape"), kw.pop("dtype"),
+                     trainable=_bool(vd, "trainable", vwhere, default=True),
+                     optimize_attr=opt,
+                     regularizer=_dec_config(vd.get("regularizer"), "regularizer", vwhere),
+                     gradient_clip_attr=_dec_config(vd.get("gradient_clip_attr"), "clip",
+                                                    vwhere),
+                     do_model_average=dma,
+                     need_clip=_bool(vd, "need_clip", vwhere, default=True),
+                     is_distributed=_bool(vd, "is_distributed", vwhere, default=False),
+                     **kw)
+
+
+def _dec_op(b: Any, od: Any, owhere: str, ctx: "_DecodeCtx") -> Any:
+    """The Operator an op entry of block ``b`` describes; its type must be registered."""
+    _expect(isinstance(od, dict), owhere, "must be an object")
+    op_type = od.get("type")
+    _expect(isinstance(op_type, str), owhere, "'type' must be a string")
+    if not registry.has_op(op_type):
+        raise ProgramFormatError(
+            f"{owhere}: op type '{op_type}' is not registered in this fluidlite "
+            f"({_fluidlite_version()}); the program needs a version that provides it")
+    attrs = od.get("attrs", {})
+    _expect(isinstance(attrs, dict), owhere, "'attrs' must be an object")
+    return Operator(b, op_type, _slots(od.get("inputs", {}), owhere + ".inputs"),
+                    _slots(od.get("outputs", {}), owhere + ".outputs"),
+                    {k: _dec_value(a, f"{owhere}.attrs.{k}", ctx) for k, a in attrs.items()})
 
 
 # -- text / bytes / files ---------------------------------------------------------------------

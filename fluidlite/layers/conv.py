@@ -1,13 +1,12 @@
 """Image layers: ``conv2d``, ``conv2d_transpose`` and ``pool2d`` (fluid 1.8 signatures)."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..core.dtypes import is_float
 from ..core.ir import Variable
 from ..initializer import Normal
 from ..layer_helper import LayerHelper, check_int, is_int, is_number
-from ..ops.conv import normalize_paddings
 
 __all__ = ["conv2d", "conv2d_transpose", "pool2d"]
 
@@ -29,32 +28,39 @@ def _to_list(value: Any, n: int, name: str, layer: str) -> List[int]:
     return out
 
 
-def _padding(padding: Any, data_format: str, layer: str) -> Tuple[List[int], str]:
-    """fluid's padding forms -> (paddings attr, padding_algorithm).
-
-    Accepts an int, [ph, pw], [top, bottom, left, right], the 4-pair form
-    [[0,0],[0,0],[t,b],[l,r]] (NCHW) / [[0,0],[t,b],[l,r],[0,0]] (NHWC), or 'SAME' / 'VALID'.
-    """
+def _padding_nd(padding: Any, data_format: str, n: int, layer: str
+                ) -> Tuple[List[int], str]:
+    """fluid's padding forms for ``n`` spatial axes -> (paddings attr, padding_algorithm):
+    an int, ``n`` ints, ``2n`` ints (before/after per axis), ``n + 2`` pairs including the zero
+    batch/channel pairs (``[[0,0],[0,0],[t,b],[l,r]]`` for NCHW / NCDHW, the channel pair last
+    otherwise), or 'SAME' / 'VALID'. Symmetric ``2n`` paddings come back as ``n`` values."""
     if isinstance(padding, str):
         algo = padding.upper()
         if algo not in ("SAME", "VALID"):
             raise ValueError(f"{layer}: unknown padding {padding!r}; it can only be 'SAME' or "
                              f"'VALID' (or ints)")
-        return [0, 0], algo
-    if isinstance(padding, (list, tuple)) and len(padding) == 4 and \
+        return [0] * n, algo
+    if isinstance(padding, (list, tuple)) and len(padding) == n + 2 and \
             isinstance(padding[0], (list, tuple)):
-        spatial = padding[2:4] if data_format == "NCHW" else padding[1:3]
-        other = [padding[0], padding[1]] if data_format == "NCHW" else [padding[0], padding[3]]
+        channel_first = data_format in ("NCHW", "NCDHW")
+        spatial = padding[2:] if channel_first else padding[1:n + 1]
+        other = padding[:2] if channel_first else [padding[0], padding[-1]]
         if any(list(p) != [0, 0] for p in other):
             raise ValueError(f"{layer}: non-zero padding {padding} in the batch or channel "
                              f"dimensions is not supported")
         padding = [int(v) for pair in spatial for v in pair]
-    if isinstance(padding, (list, tuple)) and len(padding) == 4:
+    if isinstance(padding, (list, tuple)) and len(padding) == 2 * n:
         pads = [int(v) for v in padding]
-        if pads[0] == pads[1] and pads[2] == pads[3]:
-            return [pads[0], pads[2]], "EXPLICIT"
+        if all(pads[2 * i] == pads[2 * i + 1] for i in range(n)):
+            return pads[::2], "EXPLICIT"
         return pads, "EXPLICIT"
-    return _to_list(padding, 2, "padding", layer), "EXPLICIT"
+    return _to_list(padding, n, "padding", layer), "EXPLICIT"
+
+
+def _padding(padding: Any, data_format: str, layer: str) -> Tuple[List[int], str]:
+    """``_padding_nd`` for 2-D layers (NCHW / NHWC): an int, [ph, pw], [top, bottom, left,
+    right], the 4-pair form or 'SAME' / 'VALID'."""
+    return _padding_nd(padding, data_format, 2, layer)
 
 
 def _check_input(layer: str, input: Variable, data_format: str) -> int:
@@ -90,6 +96,58 @@ def _filters_and_groups(layer: str, input: Variable, C: int, num_filters: Any,
     return num_filters, groups
 
 
+def _transpose_filters_and_groups(layer: str, C: int, num_filters: Any, groups: Optional[int]
+                                  ) -> Tuple[int, int]:
+    """A transposed convolution's ``num_filters`` and ``groups`` (default 1) checked: positive
+    ints, both the input's ``C`` channels and the filters divisible by ``groups``."""
+    num_filters = check_int(num_filters, "num_filters", layer, minimum=1)
+    groups = 1 if groups is None else check_int(groups, "groups", layer, minimum=1)
+    if C % groups or num_filters % groups:
+        raise ValueError(f"{layer}: input channels ({C}) and num_filters ({num_filters}) must "
+                         f"be divisible by groups ({groups})")
+    return num_filters, groups
+
+
+def _transpose_sizes(layer: str, n: int, output_size: Any, filter_size: Any,
+                     spatial: Sequence[int], stride: List[int], paddings: List[int],
+                     dilation: List[int]) -> Tuple[List[int], List[int]]:
+    """A transposed convolution's ``output_size`` attr (``[]`` when not given, else ``n`` ints)
+    and its filter size: ``filter_size`` as ``n`` ints, or, when it is None, the size that
+    makes ``output_size`` from the input's ``spatial`` dims (``paddings`` as ``_padding_nd``
+    returns them)."""
+    if output_size is None:
+        output_size = []
+    elif is_int(output_size) or isinstance(output_size, (list, tuple)):
+        output_size = _to_list(output_size, n, "output_size", layer)
+    else:
+        raise ValueError(f"{layer}: output_size should be an int or a list, got "
+                         f"{output_size!r}")
+    if filter_size is not None:
+        return output_size, _to_list(filter_size, n, "filter_size", layer)
+    if not output_size:
+        raise ValueError(f"{layer}: output_size must be set when filter_size is None")
+    # before/after per axis (symmetric paddings come as one value per axis)
+    pads = paddings if len(paddings) == 2 * n else [v for p in paddings for v in (p, p)]
+    return output_size, [(output_size[i] - (spatial[i] - 1) * stride[i] + pads[2 * i]
+                          + pads[2 * i + 1] - 1) // dilation[i] + 1 for i in range(n)]
+
+
+def _append_conv(helper: LayerHelper, op_type: str, input: Variable, filter_shape: List[int],
+                 attrs: Dict[str, Any], channel_axis: int, initializer: Any = None
+                 ) -> Variable:
+    """``act(conv(input, W) + b)`` appended through ``helper``: the filter parameter W of
+    ``filter_shape`` (``initializer`` unless ``param_attr`` names one; None: the helper's
+    default), the ``op_type`` op (``Input``, ``Filter`` -> ``Output``) with ``attrs``, the bias
+    on ``channel_axis`` (none with ``bias_attr=False``), then the activation."""
+    w = helper.create_parameter(attr=helper.param_attr, shape=filter_shape, dtype=input.dtype,
+                                default_initializer=initializer)
+    pre_bias = helper.create_variable_for_type_inference(input.dtype)
+    helper.append_op(type=op_type, inputs={"Input": input, "Filter": w},
+                     outputs={"Output": pre_bias}, attrs=attrs)
+    pre_act = helper.append_bias_op(pre_bias, dim_start=channel_axis, dim_end=channel_axis + 1)
+    return helper.append_activation(pre_act)
+
+
 def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _IntOrPair = 1,
            padding: Any = 0, dilation: _IntOrPair = 1, groups: Optional[int] = None,
            param_attr: Any = None, bias_attr: Any = None, use_cudnn: bool = True,
@@ -108,19 +166,13 @@ def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _
     dilation = _to_list(dilation, 2, "dilation", "conv2d")
     paddings, algorithm = _padding(padding, data_format, "conv2d")
     std = (2.0 / (filter_size[0] * filter_size[1] * C)) ** 0.5
-    w = helper.create_parameter(attr=helper.param_attr,
-                                shape=[num_filters, C // groups] + filter_size,
-                                dtype=input.dtype, default_initializer=Normal(0.0, std, 0))
-    pre_bias = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type=l_type, inputs={"Input": input, "Filter": w},
-                     outputs={"Output": pre_bias},
-                     attrs={"strides": stride, "paddings": paddings, "dilations": dilation,
-                            "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
-                            "fuse_relu_before_depthwise_conv": False,
-                            "padding_algorithm": algorithm, "data_format": data_format})
     ch = 1 if data_format == "NCHW" else 3
-    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
-    return helper.append_activation(pre_act)
+    return _append_conv(helper, l_type, input, [num_filters, C // groups] + filter_size,
+                        {"strides": stride, "paddings": paddings, "dilations": dilation,
+                         "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
+                         "fuse_relu_before_depthwise_conv": False,
+                         "padding_algorithm": algorithm, "data_format": data_format},
+                        ch, initializer=Normal(0.0, std, 0))
 
 
 def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
@@ -136,46 +188,23 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     if param_attr is False:
         raise ValueError("conv2d_transpose: param_attr should not be False")
     C = _check_input("conv2d_transpose", input, data_format)
-    num_filters = check_int(num_filters, "num_filters", "conv2d_transpose", minimum=1)
-    groups = 1 if groups is None else check_int(groups, "groups", "conv2d_transpose", minimum=1)
-    if C % groups or num_filters % groups:
-        raise ValueError(f"conv2d_transpose: input channels ({C}) and num_filters "
-                         f"({num_filters}) must be divisible by groups ({groups})")
+    num_filters, groups = _transpose_filters_and_groups("conv2d_transpose", C, num_filters,
+                                                        groups)
     helper = LayerHelper("conv2d_transpose", input=input, param_attr=param_attr,
                          bias_attr=bias_attr, act=act, name=name)
     stride = _to_list(stride, 2, "stride", "conv2d_transpose")
     dilation = _to_list(dilation, 2, "dilation", "conv2d_transpose")
     paddings, algorithm = _padding(padding, data_format, "conv2d_transpose")
-    if output_size is None:
-        output_size = []
-    elif is_int(output_size) or isinstance(output_size, (list, tuple)):
-        output_size = _to_list(output_size, 2, "output_size", "conv2d_transpose")
-    else:
-        raise ValueError(f"conv2d_transpose: output_size should be an int or a list, got "
-                         f"{output_size!r}")
-    if filter_size is None:
-        if not output_size:
-            raise ValueError("conv2d_transpose: output_size must be set when filter_size is "
-                             "None")
-        hw = input.shape[2:] if data_format == "NCHW" else input.shape[1:3]
-        pads = normalize_paddings(paddings)
-        filter_size = [(output_size[i] - (hw[i] - 1) * stride[i] + pads[2 * i]
-                        + pads[2 * i + 1] - 1) // dilation[i] + 1 for i in range(2)]
-    else:
-        filter_size = _to_list(filter_size, 2, "filter_size", "conv2d_transpose")
-    w = helper.create_parameter(attr=helper.param_attr,
-                                shape=[C, num_filters // groups] + filter_size,
-                                dtype=input.dtype)
-    pre_bias = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type="conv2d_transpose", inputs={"Input": input, "Filter": w},
-                     outputs={"Output": pre_bias},
-                     attrs={"output_size": output_size, "strides": stride,
-                            "paddings": paddings, "padding_algorithm": algorithm,
-                            "dilations": dilation, "groups": groups, "use_cudnn": use_cudnn,
-                            "data_format": data_format})
+    hw = input.shape[2:] if data_format == "NCHW" else input.shape[1:3]
+    output_size, filter_size = _transpose_sizes("conv2d_transpose", 2, output_size, filter_size,
+                                                hw, stride, paddings, dilation)
     ch = 1 if data_format == "NCHW" else 3
-    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
-    return helper.append_activation(pre_act)
+    return _append_conv(helper, "conv2d_transpose", input,
+                        [C, num_filters // groups] + filter_size,
+                        {"output_size": output_size, "strides": stride,
+                         "paddings": paddings, "padding_algorithm": algorithm,
+                         "dilations": dilation, "groups": groups, "use_cudnn": use_cudnn,
+                         "data_format": data_format}, ch)
 
 
 def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
@@ -184,23 +213,40 @@ def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
            exclusive: bool = True, data_format: str = "NCHW") -> Variable:
     """Max or average pooling over ``pool_size`` windows (``global_pooling``: the whole map;
     ``ceil_mode``: round the output size up; ``exclusive``: averages ignore padding)."""
-    if pool_type not in ("max", "avg"):
-        raise ValueError(f"pool2d: unknown pool_type {pool_type!r}; it can only be 'max' or "
-                         f"'avg'")
-    if not global_pooling and (pool_size == -1 or pool_size is None):
-        raise ValueError(f"pool2d: when global_pooling is False, pool_size must be passed and "
-                         f"be a valid value; received pool_size: {pool_size}")
-    if not isinstance(use_cudnn, bool):
-        raise TypeError(f"pool2d: use_cudnn should be True or False, got {use_cudnn!r}")
+    _check_pool_args("pool2d", pool_type, pool_size, global_pooling, use_cudnn)
     _check_input("pool2d", input, data_format)
     pool_size = _to_list(pool_size, 2, "pool_size", "pool2d")
-    pool_stride = _to_list(pool_stride, 2, "pool_stride", "pool2d")
-    paddings, algorithm = _padding(pool_padding, data_format, "pool2d")
+    return _append_pool("pool2d", 2, input, pool_size, pool_type, pool_stride, pool_padding,
+                        global_pooling, use_cudnn, ceil_mode, name, exclusive, data_format)
+
+
+def _check_pool_args(layer: str, pool_type: str, pool_size: Any, global_pooling: bool,
+                     use_cudnn: Any) -> None:
+    """The checks of pool2d / pool3d's arguments that come before the input's: ``pool_type``
+    'max' or 'avg', a ``pool_size`` unless ``global_pooling``, a bool ``use_cudnn``."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"{layer}: unknown pool_type {pool_type!r}; it can only be 'max' or "
+                         f"'avg'")
+    if not global_pooling and (pool_size == -1 or pool_size is None):
+        raise ValueError(f"{layer}: when global_pooling is False, pool_size must be passed and "
+                         f"be a valid value; received pool_size: {pool_size}")
+    if not isinstance(use_cudnn, bool):
+        raise TypeError(f"{layer}: use_cudnn should be True or False, got {use_cudnn!r}")
+
+
+def _append_pool(layer: str, n: int, input: Variable, pool_size: List[int], pool_type: str,
+                 pool_stride: Any, pool_padding: Any, global_pooling: bool, use_cudnn: bool,
+                 ceil_mode: bool, name: Optional[str], exclusive: bool,
+                 data_format: str) -> Variable:
+    """The ``layer`` op (pool2d / pool3d, ``n`` spatial axes) appended, its stride and padding
+    normalized first ('SAME' padding refuses ``ceil_mode``); returns its output."""
+    pool_stride = _to_list(pool_stride, n, "pool_stride", layer)
+    paddings, algorithm = _padding_nd(pool_padding, data_format, n, layer)
     if algorithm == "SAME" and ceil_mode:
-        raise ValueError("pool2d: when pool_padding is 'SAME', ceil_mode must be False")
-    helper = LayerHelper("pool2d", input=input, name=name)
+        raise ValueError(f"{layer}: when pool_padding is 'SAME', ceil_mode must be False")
+    helper = LayerHelper(layer, input=input, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type="pool2d", inputs={"X": input}, outputs={"Out": out},
+    helper.append_op(type=layer, inputs={"X": input}, outputs={"Out": out},
                      attrs={"pooling_type": pool_type, "ksize": pool_size,
                             "global_pooling": global_pooling, "strides": pool_stride,
                             "paddings": paddings, "padding_algorithm": algorithm,

@@ -14,7 +14,7 @@ cycle, replaces ``ceil(t / decay_steps)`` by 1 at ``t = 0``.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from ..core.dtypes import VarType
 from ..core.ir import Variable, default_main_program
@@ -74,31 +74,36 @@ def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
 def exponential_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
     """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase)."""
-    lr = _number("exponential_decay", "learning_rate", learning_rate)
-    rate = _number("exponential_decay", "decay_rate", decay_rate)
-    with default_main_program()._lr_schedule_guard():
-        div = _div_res("exponential_decay", decay_steps, staircase)
-        return _scale(_op("elementwise_pow", {"X": _const(rate), "Y": div}), lr)
+    return _rate_decay("exponential_decay", learning_rate, decay_steps, decay_rate, staircase,
+                       lambda lr, rate, div: _scale(
+                           _op("elementwise_pow", {"X": _const(rate), "Y": div}), lr))
 
 
 def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
     """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase)."""
-    lr = _number("natural_exp_decay", "learning_rate", learning_rate)
-    rate = _number("natural_exp_decay", "decay_rate", decay_rate)
-    with default_main_program()._lr_schedule_guard():
-        div = _div_res("natural_exp_decay", decay_steps, staircase)
-        return _scale(_op("exp", {"X": _scale(div, -rate)}), lr)
+    return _rate_decay("natural_exp_decay", learning_rate, decay_steps, decay_rate, staircase,
+                       lambda lr, rate, div: _scale(_op("exp", {"X": _scale(div, -rate)}), lr))
 
 
 def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                        staircase: bool = False) -> Variable:
     """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase)."""
-    lr = _number("inverse_time_decay", "learning_rate", learning_rate)
-    rate = _number("inverse_time_decay", "decay_rate", decay_rate)
+    return _rate_decay("inverse_time_decay", learning_rate, decay_steps, decay_rate, staircase,
+                       lambda lr, rate, div: _op("elementwise_div",
+                                                 {"X": _const(lr), "Y": _scale(div, rate, 1.0)}))
+
+
+def _rate_decay(fn: str, learning_rate: Any, decay_steps: Any, decay_rate: Any,
+                staircase: bool, formula: Callable[[float, float, Variable], Variable]
+                ) -> Variable:
+    """What the ``decay_rate`` schedules share: ``learning_rate`` and ``decay_rate`` checked
+    (as numbers, named after ``fn``), then ``formula(lr, rate, div)`` built in the LR-schedule
+    guard, ``div`` being ``t / decay_steps`` (floored if ``staircase``)."""
+    lr = _number(fn, "learning_rate", learning_rate)
+    rate = _number(fn, "decay_rate", decay_rate)
     with default_main_program()._lr_schedule_guard():
-        div = _div_res("inverse_time_decay", decay_steps, staircase)
-        return _op("elementwise_div", {"X": _const(lr), "Y": _scale(div, rate, 1.0)})
+        return formula(lr, rate, _div_res(fn, decay_steps, staircase))
 
 
 def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],

@@ -27,6 +27,15 @@ def _var(x: Any, arg: str, layer: str) -> Variable:
     return x
 
 
+def _check_lengths(layer: str, input_length: Optional[Variable],
+                   label_length: Optional[Variable]) -> None:
+    """The padded form takes both ``input_length`` and ``label_length``, or neither."""
+    if (input_length is None) != (label_length is None):
+        raise ValueError(f"{layer}: input_length and label_length must be given together "
+                         f"(got input_length={input_length is not None}, "
+                         f"label_length={label_length is not None})")
+
+
 def sequence_pool(input: Variable, pool_type: str, is_test: bool = False,
                   pad_value: float = 0.0) -> Variable:
     """Pool each sequence of ``input`` to one row: ``pool_type`` is sum, average, sqrt (sum /
@@ -327,10 +336,7 @@ def edit_distance(input: Variable, label: Variable, normalized: bool = True,
     id tensors of which only the first length ids count."""
     _var(input, "input", "edit_distance")
     _var(label, "label", "edit_distance")
-    if (input_length is None) != (label_length is None):
-        raise ValueError("edit_distance: input_length and label_length must be given together "
-                         f"(got input_length={input_length is not None}, "
-                         f"label_length={label_length is not None})")
+    _check_lengths("edit_distance", input_length, label_length)
     if ignored_tokens:
         if input_length is not None:
             raise ValueError("edit_distance: ignored_tokens works on LoD input only (fluid's "
@@ -418,10 +424,7 @@ def warpctc(input: Variable, label: Variable, blank: int = 0, norm_by_times: boo
     [max_logit_length, B, classes + 1] and ``label`` [B, max_label_length]."""
     _var(input, "input", "warpctc")
     _var(label, "label", "warpctc")
-    if (input_length is None) != (label_length is None):
-        raise ValueError("warpctc: input_length and label_length must be given together "
-                         f"(got input_length={input_length is not None}, "
-                         f"label_length={label_length is not None})")
+    _check_lengths("warpctc", input_length, label_length)
     inputs = {"Logits": input, "Label": label}
     if input_length is not None:
         if len(input.shape) != 3:

@@ -374,33 +374,29 @@ def _slice_inputs(layer: str, inputs: dict, attrs: dict, key: str, value: Any, s
 def slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any) -> Variable:
     """``input[starts:ends]`` along ``axes`` with fluid clamping (op ``slice``). ``starts`` and
     ``ends`` may hold ints and/or int Variables, or be one int Variable."""
-    check_variable_and_dtype(input, "input", _ALL, "slice")
-    axes = _int_list(axes, "axes", "slice")
-    helper = LayerHelper("slice")
-    inputs: dict = {"Input": input}
-    attrs: dict = {"axes": axes}
-    _slice_inputs("slice", inputs, attrs, "starts", starts, "Starts")
-    _slice_inputs("slice", inputs, attrs, "ends", ends, "Ends")
-    attrs["infer_flags"] = [1] * len(axes)
-    out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
-    return out
+    return _slice_op("slice", input, axes, starts=starts, ends=ends)
 
 
 def strided_slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any,
                   strides: Any) -> Variable:
     """``input[starts:ends:strides]`` along ``axes`` (op ``strided_slice``)."""
-    check_variable_and_dtype(input, "input", _ALL, "strided_slice")
-    axes = _int_list(axes, "axes", "strided_slice")
-    helper = LayerHelper("strided_slice")
+    return _slice_op("strided_slice", input, axes, starts=starts, ends=ends, strides=strides)
+
+
+def _slice_op(op_type: str, input: Variable, axes: Sequence[int], **bounds: Any) -> Variable:
+    """The ``op_type`` op (slice / strided_slice) over ``axes``; each of ``bounds`` (``starts``,
+    ``ends``, ``strides``, in that order) becomes its attr or its ``Starts``/``Ends``/``Strides``
+    tensor input(s), as ``_slice_inputs`` decides."""
+    check_variable_and_dtype(input, "input", _ALL, op_type)
+    axes = _int_list(axes, "axes", op_type)
+    helper = LayerHelper(op_type)
     inputs: dict = {"Input": input}
     attrs: dict = {"axes": axes}
-    _slice_inputs("strided_slice", inputs, attrs, "starts", starts, "Starts")
-    _slice_inputs("strided_slice", inputs, attrs, "ends", ends, "Ends")
-    _slice_inputs("strided_slice", inputs, attrs, "strides", strides, "Strides")
+    for key, value in bounds.items():
+        _slice_inputs(op_type, inputs, attrs, key, value, key.capitalize())
     attrs["infer_flags"] = [1] * len(axes)
     out = helper.create_variable_for_type_inference(dtype=input.dtype)
-    helper.append_op(type="strided_slice", inputs=inputs, outputs={"Out": out}, attrs=attrs)
+    helper.append_op(type=op_type, inputs=inputs, outputs={"Out": out}, attrs=attrs)
     return out
 
 

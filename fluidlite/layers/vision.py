@@ -12,7 +12,9 @@ from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from ..layer_helper import LayerHelper, check_int, is_int, is_number
-from .conv import _filters_and_groups, _to_list
+from .conv import (_append_conv, _append_pool, _check_pool_args, _filters_and_groups,
+                   _padding_nd, _to_list, _transpose_filters_and_groups,
+                   _transpose_sizes)
 
 __all__ = ["image_resize", "interpolate", "resize_bilinear", "resize_nearest",
            "resize_trilinear", "image_resize_short", "conv3d", "conv3d_transpose", "pool3d",
@@ -194,33 +196,6 @@ def image_resize_short(input: Variable, out_short_len: int,
 
 
 # -- 3-D convolution and pooling ------------------------------------------------------------------
-def _padding_nd(padding: Any, data_format: str, n: int, layer: str):
-    """fluid's padding forms for ``n`` spatial axes -> (paddings attr, padding_algorithm):
-    an int, ``n`` ints, ``2n`` ints (before/after per axis), ``n + 2`` pairs including the zero
-    batch/channel pairs, or 'SAME' / 'VALID'."""
-    if isinstance(padding, str):
-        algo = padding.upper()
-        if algo not in ("SAME", "VALID"):
-            raise ValueError(f"{layer}: unknown padding {padding!r}; it can only be 'SAME' or "
-                             f"'VALID' (or ints)")
-        return [0] * n, algo
-    if isinstance(padding, (list, tuple)) and len(padding) == n + 2 and \
-            isinstance(padding[0], (list, tuple)):
-        channel_first = data_format in ("NCHW", "NCDHW")
-        spatial = padding[2:] if channel_first else padding[1:n + 1]
-        other = padding[:2] if channel_first else [padding[0], padding[-1]]
-        if any(list(p) != [0, 0] for p in other):
-            raise ValueError(f"{layer}: non-zero padding {padding} in the batch or channel "
-                             f"dimensions is not supported")
-        padding = [int(v) for pair in spatial for v in pair]
-    if isinstance(padding, (list, tuple)) and len(padding) == 2 * n:
-        pads = [int(v) for v in padding]
-        if all(pads[2 * i] == pads[2 * i + 1] for i in range(n)):
-            return pads[::2], "EXPLICIT"
-        return pads, "EXPLICIT"
-    return _to_list(padding, n, "padding", layer), "EXPLICIT"
-
-
 def _check_nd_input(layer: str, input: Any, data_format: str, formats: Sequence[str],
                     rank: int) -> int:
     check_variable_and_dtype(input, "input", ["float16", "float32", "float64"], layer)
@@ -255,18 +230,12 @@ def conv3d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
     dilation = _to_list(dilation, 3, "dilation", layer)
     paddings, algorithm = _padding_nd(padding, data_format, 3, layer)
     std = (2.0 / (filter_size[0] * filter_size[1] * filter_size[2] * C)) ** 0.5
-    w = helper.create_parameter(attr=helper.param_attr,
-                                shape=[num_filters, C // groups] + filter_size,
-                                dtype=input.dtype, default_initializer=Normal(0.0, std, 0))
-    pre_bias = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type=layer, inputs={"Input": input, "Filter": w},
-                     outputs={"Output": pre_bias},
-                     attrs={"strides": stride, "paddings": paddings, "dilations": dilation,
-                            "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
-                            "padding_algorithm": algorithm, "data_format": data_format})
     ch = 1 if data_format == "NCDHW" else 4
-    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
-    return helper.append_activation(pre_act)
+    return _append_conv(helper, layer, input, [num_filters, C // groups] + filter_size,
+                        {"strides": stride, "paddings": paddings, "dilations": dilation,
+                         "groups": groups, "use_cudnn": use_cudnn, "use_mkldnn": False,
+                         "padding_algorithm": algorithm, "data_format": data_format},
+                        ch, initializer=Normal(0.0, std, 0))
 
 
 def conv3d_transpose(input: Variable, num_filters: int, output_size: Any = None,
@@ -282,45 +251,21 @@ def conv3d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     if param_attr is False:
         raise ValueError(f"{layer}: param_attr should not be False")
     C = _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
-    num_filters = check_int(num_filters, "num_filters", layer, minimum=1)
-    groups = 1 if groups is None else check_int(groups, "groups", layer, minimum=1)
-    if C % groups or num_filters % groups:
-        raise ValueError(f"{layer}: input channels ({C}) and num_filters ({num_filters}) must "
-                         f"be divisible by groups ({groups})")
+    num_filters, groups = _transpose_filters_and_groups(layer, C, num_filters, groups)
     helper = LayerHelper(layer, input=input, param_attr=param_attr, bias_attr=bias_attr,
                          act=act, name=name)
     stride = _to_list(stride, 3, "stride", layer)
     dilation = _to_list(dilation, 3, "dilation", layer)
     paddings, algorithm = _padding_nd(padding, data_format, 3, layer)
-    if output_size is None:
-        output_size = []
-    elif is_int(output_size) or isinstance(output_size, (list, tuple)):
-        output_size = _to_list(output_size, 3, "output_size", layer)
-    else:
-        raise ValueError(f"{layer}: output_size should be an int or a list, got "
-                         f"{output_size!r}")
-    if filter_size is None:
-        if not output_size:
-            raise ValueError(f"{layer}: output_size must be set when filter_size is None")
-        size = input.shape[2:] if data_format == "NCDHW" else input.shape[1:4]
-        pads = paddings if len(paddings) == 6 else [v for p in paddings for v in (p, p)]
-        filter_size = [(output_size[i] - (size[i] - 1) * stride[i] + pads[2 * i]
-                        + pads[2 * i + 1] - 1) // dilation[i] + 1 for i in range(3)]
-    else:
-        filter_size = _to_list(filter_size, 3, "filter_size", layer)
-    w = helper.create_parameter(attr=helper.param_attr,
-                                shape=[C, num_filters // groups] + filter_size,
-                                dtype=input.dtype)
-    pre_bias = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type=layer, inputs={"Input": input, "Filter": w},
-                     outputs={"Output": pre_bias},
-                     attrs={"output_size": output_size, "strides": stride,
-                            "paddings": paddings, "padding_algorithm": algorithm,
-                            "dilations": dilation, "groups": groups, "use_cudnn": use_cudnn,
-                            "data_format": data_format})
+    size = input.shape[2:] if data_format == "NCDHW" else input.shape[1:4]
+    output_size, filter_size = _transpose_sizes(layer, 3, output_size, filter_size, size, stride,
+                                                paddings, dilation)
     ch = 1 if data_format == "NCDHW" else 4
-    pre_act = helper.append_bias_op(pre_bias, dim_start=ch, dim_end=ch + 1)
-    return helper.append_activation(pre_act)
+    return _append_conv(helper, layer, input, [C, num_filters // groups] + filter_size,
+                        {"output_size": output_size, "strides": stride,
+                         "paddings": paddings, "padding_algorithm": algorithm,
+                         "dilations": dilation, "groups": groups, "use_cudnn": use_cudnn,
+                         "data_format": data_format}, ch)
 
 
 def pool3d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
@@ -331,30 +276,12 @@ def pool3d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_st
     the whole volume; ``ceil_mode``: round the output size up; ``exclusive``: averages ignore
     padding)."""
     layer = "pool3d"
-    if pool_type not in ("max", "avg"):
-        raise ValueError(f"{layer}: unknown pool_type {pool_type!r}; it can only be 'max' or "
-                         f"'avg'")
-    if not global_pooling and (pool_size == -1 or pool_size is None):
-        raise ValueError(f"{layer}: when global_pooling is False, pool_size must be passed and "
-                         f"be a valid value; received pool_size: {pool_size}")
-    if not isinstance(use_cudnn, bool):
-        raise TypeError(f"{layer}: use_cudnn should be True or False, got {use_cudnn!r}")
+    _check_pool_args(layer, pool_type, pool_size, global_pooling, use_cudnn)
     _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
     pool_size = [1, 1, 1] if global_pooling and pool_size in (-1, None) else \
         _to_list(pool_size, 3, "pool_size", layer)
-    pool_stride = _to_list(pool_stride, 3, "pool_stride", layer)
-    paddings, algorithm = _padding_nd(pool_padding, data_format, 3, layer)
-    if algorithm == "SAME" and ceil_mode:
-        raise ValueError(f"{layer}: when pool_padding is 'SAME', ceil_mode must be False")
-    helper = LayerHelper(layer, input=input, name=name)
-    out = helper.create_variable_for_type_inference(input.dtype)
-    helper.append_op(type=layer, inputs={"X": input}, outputs={"Out": out},
-                     attrs={"pooling_type": pool_type, "ksize": pool_size,
-                            "global_pooling": global_pooling, "strides": pool_stride,
-                            "paddings": paddings, "padding_algorithm": algorithm,
-                            "use_cudnn": use_cudnn, "ceil_mode": ceil_mode, "use_mkldnn": False,
-                            "exclusive": exclusive, "data_format": data_format})
-    return out
+    return _append_pool(layer, 3, input, pool_size, pool_type, pool_stride, pool_padding,
+                        global_pooling, use_cudnn, ceil_mode, name, exclusive, data_format)
 
 
 def _adaptive_pool(layer: str, n: int, input: Variable, pool_size: Any, pool_type: str,

@@ -40,7 +40,7 @@ from ..core import control_flow as cf
 from ..core import names
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.ir import OpArgs
-from . import _ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _onnx, _out, _x
+from .common import _ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _onnx, _out, _x
 
 BLOCK_OPS = ("while", "conditional_block")
 # tensor arrays become ONNX sequences (converted by convert_ops: they need the renaming state)

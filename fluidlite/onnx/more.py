@@ -9,8 +9,8 @@ from typing import Any, List
 import numpy as np
 
 from ..core.dtypes import VarType
-from . import _ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _out, _reduce_node, _x
-from . import _to_declared
+from .common import (_ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _onnx, _out,
+                     _reduce_node, _to_declared, _x)
 
 _SIMPLE = {"acos": "Acos", "asin": "Asin", "atan": "Atan", "erf": "Erf"}
 
@@ -356,7 +356,7 @@ def _fill_like(c: _Ctx, op: Any) -> None:
 
 
 def _onnx_scalar(arr: np.ndarray) -> Any:
-    from . import _onnx
+    """``arr`` as an ONNX TensorProto (a node attribute value)."""
     return _onnx().numpy_helper.from_array(arr)
 
 

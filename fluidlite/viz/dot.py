@@ -28,7 +28,7 @@ import networkx as nx
 from .graph import CATEGORIES, GROUPS, ops_in_order, to_networkx
 
 __all__ = ["to_dot", "render", "graphviz_available", "GraphvizNotFoundError", "OP_STYLES",
-           "VAR_STYLES", "quote", "as_graph"]
+           "VAR_STYLES", "quote", "attr_list", "as_graph"]
 
 #: group -> (fill colour, font colour, shape, legend label)
 OP_STYLES: Dict[str, Tuple[str, str, str, str]] = {
@@ -96,8 +96,10 @@ def unquoted_id(s: Any) -> str:
     return quote(s)[1:-1].replace('\\"', '"')
 
 
-def _attrs(d: Dict[str, Any]) -> str:
-    return "[" + ", ".join(f"{k}={quote(v, text=True)}" for k, v in d.items()) + "]"
+def attr_list(d: Dict[str, Any], text: bool = True) -> str:
+    """A DOT attribute list ``[k="v", ...]`` of ``d`` (keys written as they are, values
+    quoted by ``quote(v, text=text)``: shown text by default)."""
+    return "[" + ", ".join(f"{k}={quote(v, text=text)}" for k, v in d.items()) + "]"
 
 
 def as_graph(obj: Any, **opts: Any) -> nx.MultiDiGraph:
@@ -226,20 +228,44 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
     g = as_graph(obj, **graph_opts)
     diff_mode = bool(g.graph.get("fl_diff"))
     label = title if title is not None else g.graph.get("fl_title", "")
-    out = ["digraph " + quote(g.graph.get("fl_title", "program")) + " {",
-           "  graph " + _attrs({"rankdir": rankdir, "fontname": _FONT, "fontsize": "12",
-                                "label": label, "labelloc": "t", "newrank": "true",
-                                "nodesep": "0.25", "ranksep": "0.35", "compound": "true",
-                                **({"dpi": str(float(dpi))} if dpi else {})}) + ";",
-           "  node " + _attrs({"fontname": _FONT, "fontsize": "10", "height": "0.3",
-                               "margin": "0.08,0.03"}) + ";",
-           "  edge " + _attrs({"fontname": _FONT, "fontsize": "8", "fontcolor": "#555555",
-                               "color": "#555555", "arrowsize": "0.6"}) + ";"]
+    out = _dot_header(g, rankdir, label, dpi)
     # nodes: ops in program order, then vars in insertion order, grouped by name scope; the
     # nodes of a sub-block go to a cluster of their own, nested in its owner's block
     owners = json.loads(g.graph.get("fl_sub_block_owners") or "{}")
-    main_block = g.graph.get("fl_block", 0)
     op_ids = ops_in_order(g)
+    tree, blocks = _partition(g, op_ids, owners, clusters)
+    out += _scope_clusters(g, tree, diff_mode)
+    out += _block_clusters(g, blocks, owners, diff_mode)
+    for u, v, d in sorted(g.edges(data=True), key=lambda e: _edge_order(g, e)):
+        in_place = d["fl_direction"] == "out" and g.has_edge(v, u)
+        out.append(f"  {quote(u)} -> {quote(v)} "
+                   + attr_list(_edge_attrs(d, diff_mode, edge_labels, in_place)) + ";")
+    out += _layout_edges(g, op_ids)
+    if legend:
+        out.append(_legend(g, diff_mode))
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+def _dot_header(g: nx.MultiDiGraph, rankdir: str, label: str,
+                dpi: Optional[float]) -> List[str]:
+    """The ``digraph`` line and the graph/node/edge defaults."""
+    return ["digraph " + quote(g.graph.get("fl_title", "program")) + " {",
+            "  graph " + attr_list({"rankdir": rankdir, "fontname": _FONT, "fontsize": "12",
+                                    "label": label, "labelloc": "t", "newrank": "true",
+                                    "nodesep": "0.25", "ranksep": "0.35", "compound": "true",
+                                    **({"dpi": str(float(dpi))} if dpi else {})}) + ";",
+            "  node " + attr_list({"fontname": _FONT, "fontsize": "10", "height": "0.3",
+                                   "margin": "0.08,0.03"}) + ";",
+            "  edge " + attr_list({"fontname": _FONT, "fontsize": "8", "fontcolor": "#555555",
+                                   "color": "#555555", "arrowsize": "0.6"}) + ";"]
+
+
+def _partition(g: nx.MultiDiGraph, op_ids: List[str], owners: Dict[str, str], clusters: bool
+               ) -> Tuple[Dict[Tuple[str, ...], List[str]], Dict[int, List[str]]]:
+    """The nodes (ops in program order, then vars) split into those of the drawn block, by
+    name-scope path (all under ``()`` without ``clusters``), and those of each sub-block."""
+    main_block = g.graph.get("fl_block", 0)
     var_ids = [n for n, d in g.nodes(data=True) if d["fl_kind"] == "var"]
     tree: Dict[Tuple[str, ...], List[str]] = {}
     blocks: Dict[int, List[str]] = {}
@@ -250,19 +276,26 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
             continue
         path = _cluster_of(g.nodes[n]) if clusters else ()
         tree.setdefault(path, []).append(n)
+    return tree, blocks
+
+
+def _scope_clusters(g: nx.MultiDiGraph, tree: Dict[Tuple[str, ...], List[str]],
+                    diff_mode: bool) -> List[str]:
+    """The drawn block's nodes, each name scope a dashed cluster nested in its parent's."""
     paths = set()
     for path in tree:
         for k in range(1, len(path) + 1):
             paths.add(path[:k])
     counter = iter(range(10 ** 9))
+    out: List[str] = []
 
     def emit(path: Tuple[str, ...], indent: str) -> None:
         for n in tree.get(path, []):
-            out.append(indent + quote(n) + " " + _attrs(_node_attrs(g.nodes[n], diff_mode))
+            out.append(indent + quote(n) + " " + attr_list(_node_attrs(g.nodes[n], diff_mode))
                        + ";")
         for child in sorted(p for p in paths if len(p) == len(path) + 1 and p[:-1] == path):
             out.append(f"{indent}subgraph {quote(f'cluster_{next(counter)}')} {{")
-            out.append(indent + "  graph " + _attrs({
+            out.append(indent + "  graph " + attr_list({
                 "label": "/" + "/".join(child) + "/", "style": "rounded,dashed",
                 "color": "#7F8C8D", "fontcolor": "#566573", "fontsize": "10",
                 "labeljust": "l"}) + ";")
@@ -270,18 +303,26 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
             out.append(indent + "}")
 
     emit((), "  ")
+    return out
+
+
+def _block_clusters(g: nx.MultiDiGraph, blocks: Dict[int, List[str]], owners: Dict[str, str],
+                    diff_mode: bool) -> List[str]:
+    """Each sub-block as a cluster (nested in its owner's block), then a dashed edge from each
+    owner op to the first op of its block."""
+    out: List[str] = []
 
     def emit_block(b: int, indent: str) -> None:
         owner = owners[str(b)]
         kind = g.nodes[owner].get("fl_type", "") if owner in g else ""
         out.append(f"{indent}subgraph {quote(f'cluster_block_{b}')} {{")
-        out.append(indent + "  graph " + _attrs({
+        out.append(indent + "  graph " + attr_list({
             "label": f"block {b} ({kind} {owner})", "style": "rounded", "color": "#2E86C1",
             "fontcolor": "#1B4F72", "fontsize": "10", "labeljust": "l",
             "bgcolor": "#F4F9FD"}) + ";")
         for n in blocks.get(b, []):
-            out.append(indent + "  " + quote(n) + " " + _attrs(_node_attrs(g.nodes[n],
-                                                                           diff_mode)) + ";")
+            out.append(indent + "  " + quote(n) + " " + attr_list(_node_attrs(g.nodes[n],
+                                                                              diff_mode)) + ";")
         for child in sorted(int(c) for c, o in owners.items()
                             if o in g and g.nodes[o].get("fl_block") == b):
             emit_block(child, indent + "  ")
@@ -293,18 +334,10 @@ def to_dot(obj: Any, *, legend: bool = True, clusters: bool = True, edge_labels:
     for b_str, owner in sorted(owners.items()):       # the owner points at its block
         members = [n for n in blocks.get(int(b_str), []) if g.nodes[n]["fl_kind"] == "op"]
         if owner in g and members:
-            out.append(f"  {quote(owner)} -> {quote(members[0])} " + _attrs({
+            out.append(f"  {quote(owner)} -> {quote(members[0])} " + attr_list({
                 "lhead": f"cluster_block_{b_str}", "style": "dashed", "color": "#2E86C1",
                 "label": "sub_block", "arrowhead": "odot"}) + ";")
-    for u, v, d in sorted(g.edges(data=True), key=lambda e: _edge_order(g, e)):
-        in_place = d["fl_direction"] == "out" and g.has_edge(v, u)
-        out.append(f"  {quote(u)} -> {quote(v)} "
-                   + _attrs(_edge_attrs(d, diff_mode, edge_labels, in_place)) + ";")
-    out += _layout_edges(g, op_ids)
-    if legend:
-        out.append(_legend(g, diff_mode))
-    out.append("}")
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _layout_edges(g: nx.MultiDiGraph, op_ids: List[str]) -> List[str]:

@@ -111,6 +111,20 @@ def _summary(g: nx.MultiDiGraph) -> str:
     return '<table class="summary">' + "".join(rows) + "</table>"
 
 
+def _row(cells: List[str], d: Dict[str, Any], diff: bool) -> str:
+    """A table row of a node's ``cells`` (plus its diff status in a diff), classed by that
+    status so the page's style colours it."""
+    if diff:
+        cells = cells + [f"<td>{_e(d['fl_diff'])}</td>"]
+    return f'<tr class="{_e(d["fl_diff"])}">' + "".join(cells) + "</tr>"
+
+
+def _table(head: List[str], rows: List[str]) -> str:
+    """A ``<table>`` of the ``head`` titles and the ready ``rows``."""
+    return ("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
+            + "".join(rows) + "</table>")
+
+
 def _var_table(g: nx.MultiDiGraph, diff: bool) -> str:
     head = ["", "name", "category", "type", "shape", "dtype", "persistable", "stop_gradient",
             "created by", "name scope"] + (["diff"] if diff else [])
@@ -133,11 +147,8 @@ def _var_table(g: nx.MultiDiGraph, diff: bool) -> str:
                  f"<td>{_e(d.get('fl_stop_gradient', ''))}</td>",
                  f"<td>{_e(d.get('fl_pass', ''))}</td>",
                  f"<td>{_e(d.get('fl_namescope', ''))}</td>"]
-        if diff:
-            cells.append(f"<td>{_e(d['fl_diff'])}</td>")
-        rows.append(f'<tr class="{_e(d["fl_diff"])}">' + "".join(cells) + "</tr>")
-    return ("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
-            + "".join(rows) + "</table>")
+        rows.append(_row(cells, d, diff))
+    return _table(head, rows)
 
 
 def _op_table(g: nx.MultiDiGraph, diff: bool) -> str:
@@ -157,11 +168,8 @@ def _op_table(g: nx.MultiDiGraph, diff: bool) -> str:
                  f"<td><code>{_fmt_slots(outs)}</code></td>",
                  f"<td><code>{_fmt_attrs(d['fl_attrs'])}</code></td>",
                  f"<td><code>{_e(d.get('fl_callsite', ''))}</code></td>"]
-        if diff:
-            cells.append(f"<td>{_e(d['fl_diff'])}</td>")
-        rows.append(f'<tr class="{_e(d["fl_diff"])}">' + "".join(cells) + "</tr>")
-    return ("<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr>"
-            + "".join(rows) + "</table>")
+        rows.append(_row(cells, d, diff))
+    return _table(head, rows)
 
 
 def to_html(obj: Any, *, title: Optional[str] = None, require_svg: bool = False,

@@ -133,22 +133,21 @@ def _node_svg(i: int, n: str, d: Dict[str, Any], pos: Tuple[float, float, float,
 def _edge_path(a: Tuple[float, float, float, float], b: Tuple[float, float, float, float],
                horizontal: bool) -> Tuple[str, Tuple[float, float]]:
     """An S-curve from node ``a``'s side facing ``b`` to ``b``'s side facing ``a``, and its
-    midpoint (for the label)."""
-    if horizontal:
-        x1, x2 = a[0] + a[2] / 2, b[0] - b[2] / 2
-        if x2 < x1:
-            x1, x2 = a[0] - a[2] / 2, b[0] + b[2] / 2
-        y1, y2, m = a[1], b[1], (x1 + x2) / 2
-        d = f"M{_num(x1)},{_num(y1)}C{_num(m)},{_num(y1)} {_num(m)},{_num(y2)} " \
-            f"{_num(x2)},{_num(y2)}"
-        return d, (m, (y1 + y2) / 2)
-    y1, y2 = a[1] + a[3] / 2, b[1] - b[3] / 2
-    if y2 < y1:
-        y1, y2 = a[1] - a[3] / 2, b[1] + b[3] / 2
-    x1, x2, m = a[0], b[0], (y1 + y2) / 2
-    d = f"M{_num(x1)},{_num(y1)}C{_num(x1)},{_num(m)} {_num(x2)},{_num(m)} " \
-        f"{_num(x2)},{_num(y2)}"
-    return d, ((x1 + x2) / 2, m)
+    midpoint (for the label). Nodes are (centre x, centre y, width, height); the curve runs
+    along x when ``horizontal``, else along y."""
+    i = 0 if horizontal else 1          # the main axis: the index of its centre, +2 its size
+    s1, s2 = a[i] + a[i + 2] / 2, b[i] - b[i + 2] / 2
+    if s2 < s1:
+        s1, s2 = a[i] - a[i + 2] / 2, b[i] + b[i + 2] / 2
+    t1, t2, m = a[1 - i], b[1 - i], (s1 + s2) / 2
+
+    def pt(s: float, t: float) -> Tuple[float, float]:      # (main, cross) -> (x, y)
+        return (s, t) if horizontal else (t, s)
+
+    (ax, ay), (c1x, c1y), (c2x, c2y), (bx, by) = pt(s1, t1), pt(m, t1), pt(m, t2), pt(s2, t2)
+    d = f"M{_num(ax)},{_num(ay)}C{_num(c1x)},{_num(c1y)} {_num(c2x)},{_num(c2y)} " \
+        f"{_num(bx)},{_num(by)}"
+    return d, pt(m, (t1 + t2) / 2)
 
 
 def _legend_rows(g: nx.MultiDiGraph, diff_mode: bool) -> List[Tuple[str, str, str]]:
@@ -214,8 +213,26 @@ def to_svg(obj: Any, *, title: Optional[str] = None, legend: bool = True,
     caption = title if title is not None else str(g.graph.get("fl_title", ""))
     lay = compute_layout(g, "layered", rankdir, clusters)
     horizontal = rankdir in ("LR", "RL")
-    owners = json.loads(g.graph.get("fl_sub_block_owners") or "{}")
+    # drawn in this order, each layer above the previous: boxes, edges, slot labels, nodes
+    body = _boxes_svg(g, lay, clusters, horizontal)
+    markers: Dict[str, str] = {}
+    labels: List[Tuple[float, float, str]] = []
+    body += _edges_svg(g, lay, diff_mode, horizontal, edge_labels, markers, labels)
+    for mx, my, text in labels:
+        body.append(f'<text class="slot" x="{_num(mx + 3)}" y="{_num(my + 3)}" font-size="8" '
+                    f'fill="#555555">{_esc(text)}</text>')
+    for i, n in enumerate(g.nodes):
+        body.append(_node_svg(i, n, g.nodes[n], lay.pos[n], diff_mode))
+    x0, y0, x1, y1 = _bounds(lay, [(mx, my, mx + 3 + _CHAR_W * 0.8 * len(t), my + 3)
+                                   for mx, my, t in labels])
+    rows = _legend_rows(g, diff_mode) if legend else []
+    return _document(body, markers, caption, rows, (x0, y0, x1, y1))
 
+
+def _boxes_svg(g: nx.MultiDiGraph, lay: Layout, clusters: bool, horizontal: bool) -> List[str]:
+    """The name-scope boxes (outer first; only with ``clusters``), then each sub-block's box
+    with a dashed line from its owner op."""
+    owners = json.loads(g.graph.get("fl_sub_block_owners") or "{}")
     body: List[str] = []
     if clusters:
         for path in sorted(lay.scopes, key=len):      # outer scopes first, inner on top
@@ -240,12 +257,18 @@ def to_svg(obj: Any, *, title: Optional[str] = None, legend: bool = True,
             body.append(f'<path class="sub_block" d="M{_num(sx)},{_num(sy)}L{_num(x0)},'
                         f'{_num(y0 + 8)}" fill="none" stroke="#2E86C1" '
                         f'stroke-dasharray="5,3"/>')
+    return body
 
-    markers: Dict[str, str] = {}
+
+def _edges_svg(g: nx.MultiDiGraph, lay: Layout, diff_mode: bool, horizontal: bool,
+               edge_labels: bool, markers: Dict[str, str],
+               labels: List[Tuple[float, float, str]]) -> List[str]:
+    """One drawn edge per (u, v) pair, styled as in the DOT export. Fills ``markers`` (colour
+    -> arrow-head marker id) and, with ``edge_labels``, ``labels`` (midpoint and slot names)."""
     edges: Dict[Tuple[str, str], List[Dict[str, Any]]] = {}
-    for u, v, d in g.edges(data=True):                  # one drawn edge per (u, v) pair
+    for u, v, d in g.edges(data=True):
         edges.setdefault((u, v), []).append(d)
-    labels: List[Tuple[float, float, str]] = []
+    body: List[str] = []
     for k, ((u, v), ds) in enumerate(edges.items()):
         d = ds[0]
         in_place = d["fl_direction"] == "out" and g.has_edge(v, u)
@@ -260,16 +283,17 @@ def to_svg(obj: Any, *, title: Optional[str] = None, legend: bool = True,
         if edge_labels:
             slots = sorted({str(x["fl_slot"]) for x in ds})
             labels.append((mx, my, ", ".join(slots)))
-    for mx, my, text in labels:                          # above every edge, below nodes
-        body.append(f'<text class="slot" x="{_num(mx + 3)}" y="{_num(my + 3)}" font-size="8" '
-                    f'fill="#555555">{_esc(text)}</text>')
-    for i, n in enumerate(g.nodes):
-        body.append(_node_svg(i, n, g.nodes[n], lay.pos[n], diff_mode))
+    return body
 
-    x0, y0, x1, y1 = _bounds(lay, [(mx, my, mx + 3 + _CHAR_W * 0.8 * len(t), my + 3)
-                                   for mx, my, t in labels])
+
+def _document(body: List[str], markers: Dict[str, str], caption: str,
+              rows: List[Tuple[str, str, str]],
+              bounds: Tuple[float, float, float, float]) -> str:
+    """The SVG document: ``body`` (drawn in layout coordinates, ``bounds`` its extent) moved
+    inside the margins under the caption, the arrow-head markers, and the legend ``rows`` on
+    the right."""
+    x0, y0, x1, y1 = bounds
     top = 30.0 if caption else 0.0
-    rows = _legend_rows(g, diff_mode) if legend else []
     legend_w = (max([len(t) for _, _, t in rows] + [6]) * _CHAR_W + 44) if rows else 0.0
     legend_h = 18.0 * (len(rows) + 1) + 8 if rows else 0.0
     dx, dy = _MARGIN - x0, _MARGIN + top - y0
@@ -297,19 +321,25 @@ def to_svg(obj: Any, *, title: Optional[str] = None, legend: bool = True,
     out += body
     out.append("</g>")
     if rows:
-        lx, ly = x1 - x0 + 2 * _MARGIN, _MARGIN + top
-        out.append(f'<g class="legend" transform="translate({_num(lx)},{_num(ly)})">'
-                   f'<rect width="{_num(legend_w)}" height="{_num(legend_h)}" fill="#FFFFFF" '
-                   f'stroke="#999999"/><text x="8" y="15" font-size="10" '
-                   f'font-weight="bold">Legend</text>')
-        for r, (fill, border, text) in enumerate(rows):
-            y = 22.0 + 18.0 * r
-            out.append(f'<rect x="8" y="{_num(y)}" width="24" height="13" fill="{fill}" '
-                       f'stroke="{border}"/><text x="38" y="{_num(y + 10)}" font-size="9">'
-                       f'{_esc(text)}</text>')
-        out.append("</g>")
+        out += _legend_svg(rows, x1 - x0 + 2 * _MARGIN, _MARGIN + top, legend_w, legend_h)
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _legend_svg(rows: List[Tuple[str, str, str]], lx: float, ly: float, legend_w: float,
+                legend_h: float) -> List[str]:
+    """The legend box at (``lx``, ``ly``): a swatch (fill, border) and the text per row."""
+    out = [f'<g class="legend" transform="translate({_num(lx)},{_num(ly)})">'
+           f'<rect width="{_num(legend_w)}" height="{_num(legend_h)}" fill="#FFFFFF" '
+           f'stroke="#999999"/><text x="8" y="15" font-size="10" '
+           f'font-weight="bold">Legend</text>']
+    for r, (fill, border, text) in enumerate(rows):
+        y = 22.0 + 18.0 * r
+        out.append(f'<rect x="8" y="{_num(y)}" width="24" height="13" fill="{fill}" '
+                   f'stroke="{border}"/><text x="38" y="{_num(y + 10)}" font-size="9">'
+                   f'{_esc(text)}</text>')
+    out.append("</g>")
+    return out
 
 
 def svg_text(obj: Any, *, renderer: str = "auto", title: Optional[str] = None,

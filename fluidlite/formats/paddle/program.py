@@ -405,23 +405,26 @@ def _map_op(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[
 
 def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
              attrs: Dict[str, Any], rw: Optional[_Rewriter] = None) -> List[_OpTuple]:
-    """The op mapping proper (see ``_map_op``)."""
+    """The op mapping proper (see ``_map_op``): the first of ``_MAPPINGS`` that knows the op
+    decides; an op none of them knows is kept as it is."""
     grad = op_type.endswith("_grad")
     base = op_type[:-len("_grad")] if grad else op_type
+    for mapping in _MAPPINGS:
+        mapped = mapping(op_type, base, grad, inputs, outputs, attrs, rw)
+        if mapped is not None:
+            return mapped
+    return [(op_type, inputs, outputs, attrs)]
+
+
+def _map_paddle2_attrs(op_type: str, base: str, grad: bool, inputs: Dict[str, List[str]],
+                       outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                       rw: Optional[_Rewriter]) -> Optional[List[_OpTuple]]:
+    """fluid ops that Paddle 2.x spells with other attributes (``matmul_v2``'s ``trans_x``,
+    ``str_value``, ``output_padding``, ``target_shape``, ``start_axis``/``stop_axis``, flip's
+    ``axis``, softplus's ``beta``/``threshold``), or None when the op is not one of them."""
     sfx = "_grad" if grad else ""
     if base == "matmul_v2":
-        x, y, out = _one(inputs, "X"), _one(inputs, "Y"), _one(outputs, "Out")
-        xv, yv, ov = (rw.var(n) if rw is not None and n else None for n in (x, y, out))
-        if not grad and xv is not None and yv is not None and ov is not None and \
-                len(xv.shape) == len(yv.shape) == 1 and ov.shape == ():
-            # 1-D . 1-D is 0-D in Paddle 2.5+ (fluid's matmul gives [1]): reshape it to []
-            assert rw is not None
-            t, xshape = rw.tmp(out, x, shape=(1,)), rw.tmp(out, x, shape=(0, 1))
-            common = {k: v for k, v in attrs.items() if k in registry.COMMON_ATTRS}
-            return [("matmul", inputs, {"Out": [t]}, _matmul_v2_attrs(attrs)),
-                    ("reshape2", {"X": [t]}, {"Out": [out], "XShape": [xshape]},
-                     dict(common, shape=[]))]
-        return [("matmul" + sfx, inputs, outputs, _matmul_v2_attrs(attrs))]
+        return _map_matmul_v2(grad, inputs, outputs, attrs, rw)
     if op_type == "fill_constant" and attrs.get("str_value"):
         attrs = dict(attrs)
         try:
@@ -430,22 +433,7 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
             raise ValueError(f"str_value {attrs['str_value']!r} is not a number") from None
         return [(op_type, inputs, outputs, attrs)]
     if base in ("conv2d_transpose", "depthwise_conv2d_transpose"):
-        # depthwise is conv2d_transpose with groups = channels; 2.x's output_padding extends
-        # the output at the bottom/right, which fluid expresses as a larger output_size
-        attrs = dict(attrs)
-        extra = [int(v) for v in attrs.pop("output_padding", []) or []]
-        if any(extra) and not attrs.get("output_size"):
-            out = _one(inputs, "Output@GRAD") if grad else _one(outputs, "Output")
-            ov = rw.var(out) if rw is not None and out else None
-            layout = str(attrs.get("data_format", "NCHW")).upper()
-            dims = tuple(ov.shape[2:4] if layout != "NHWC" else ov.shape[1:3]) \
-                if ov is not None and len(ov.shape) == 4 else ()
-            if len(dims) != 2 or any(d <= 0 for d in dims):
-                raise ValueError(f"output_padding {extra} needs the output's spatial size, "
-                                 f"which the program does not declare (got "
-                                 f"{list(ov.shape) if ov is not None else None})")
-            attrs["output_size"] = [int(d) for d in dims]
-        return [("conv2d_transpose" + sfx, inputs, outputs, attrs)]
+        return _map_conv2d_transpose(grad, inputs, outputs, attrs, rw)
     if base == "expand_as_v2" and attrs.get("target_shape"):
         attrs = dict(attrs)
         attrs["shape"] = [int(d) for d in attrs.pop("target_shape")]
@@ -480,6 +468,56 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
         # with a warning
         attrs = {k: v for k, v in attrs.items() if k not in ("beta", "threshold")}
         return [(op_type, inputs, outputs, attrs)]
+    return None
+
+
+def _map_matmul_v2(grad: bool, inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
+                   attrs: Dict[str, Any], rw: Optional[_Rewriter]) -> List[_OpTuple]:
+    """``matmul_v2`` (and its grad) -> fluid's ``matmul``; a 1-D . 1-D product the file
+    declares 0-D gets a ``reshape2`` to ``[]`` after it."""
+    x, y, out = _one(inputs, "X"), _one(inputs, "Y"), _one(outputs, "Out")
+    xv, yv, ov = (rw.var(n) if rw is not None and n else None for n in (x, y, out))
+    if not grad and xv is not None and yv is not None and ov is not None and \
+            len(xv.shape) == len(yv.shape) == 1 and ov.shape == ():
+        # 1-D . 1-D is 0-D in Paddle 2.5+ (fluid's matmul gives [1]): reshape it to []
+        assert rw is not None
+        t, xshape = rw.tmp(out, x, shape=(1,)), rw.tmp(out, x, shape=(0, 1))
+        common = {k: v for k, v in attrs.items() if k in registry.COMMON_ATTRS}
+        return [("matmul", inputs, {"Out": [t]}, _matmul_v2_attrs(attrs)),
+                ("reshape2", {"X": [t]}, {"Out": [out], "XShape": [xshape]},
+                 dict(common, shape=[]))]
+    return [("matmul" + ("_grad" if grad else ""), inputs, outputs, _matmul_v2_attrs(attrs))]
+
+
+def _map_conv2d_transpose(grad: bool, inputs: Dict[str, List[str]],
+                          outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                          rw: Optional[_Rewriter]) -> List[_OpTuple]:
+    """``conv2d_transpose`` / ``depthwise_conv2d_transpose`` (and grads) -> fluid's
+    ``conv2d_transpose``. Depthwise is conv2d_transpose with groups = channels; 2.x's
+    ``output_padding`` extends the output at the bottom/right, which fluid expresses as a
+    larger ``output_size`` (read from the output's declared spatial dims)."""
+    attrs = dict(attrs)
+    extra = [int(v) for v in attrs.pop("output_padding", []) or []]
+    if any(extra) and not attrs.get("output_size"):
+        out = _one(inputs, "Output@GRAD") if grad else _one(outputs, "Output")
+        ov = rw.var(out) if rw is not None and out else None
+        layout = str(attrs.get("data_format", "NCHW")).upper()
+        dims = tuple(ov.shape[2:4] if layout != "NHWC" else ov.shape[1:3]) \
+            if ov is not None and len(ov.shape) == 4 else ()
+        if len(dims) != 2 or any(d <= 0 for d in dims):
+            raise ValueError(f"output_padding {extra} needs the output's spatial size, "
+                             f"which the program does not declare (got "
+                             f"{list(ov.shape) if ov is not None else None})")
+        attrs["output_size"] = [int(d) for d in dims]
+    return [("conv2d_transpose" + ("_grad" if grad else ""), inputs, outputs, attrs)]
+
+
+def _map_renamed_ops(op_type: str, base: str, grad: bool, inputs: Dict[str, List[str]],
+                     outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                     rw: Optional[_Rewriter]) -> Optional[List[_OpTuple]]:
+    """Paddle 2.x ops that are a fluid op under another name (``sync_batch_norm``, ``empty``,
+    ``silu``, ``unbind``, ``*_interp_v2``, ``gather`` with ``axis``), or None."""
+    sfx = "_grad" if grad else ""
     if base == "sync_batch_norm":   # one process: the statistics of the whole batch
         return [("batch_norm" + sfx, inputs, outputs, attrs)]
     if op_type == "empty":          # uninitialized memory in Paddle; zeros here
@@ -502,6 +540,15 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
         attrs["dim"] = int(attrs.pop("axis"))
         attrs.pop("overwrite", None)
         return [("index_select" + sfx, inputs, outputs, attrs)]
+    return None
+
+
+def _map_composites(op_type: str, base: str, grad: bool, inputs: Dict[str, List[str]],
+                    outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                    rw: Optional[_Rewriter]) -> Optional[List[_OpTuple]]:
+    """Paddle 2.x ops that become several fluid ops (softmax_with_cross_entropy without
+    softmax, clip with tensors, ``reduce_*`` with ``out_dtype``, 2.x ``momentum`` / ``adamw``)
+    or that fluidlite refuses (adam with ``use_global_beta_pow``), or None."""
     if base == "softmax_with_cross_entropy" and attrs.get("use_softmax", True) is False:
         return _cross_entropy_without_softmax(grad, inputs, outputs, attrs, rw)
     if base == "clip" and (_one(inputs, "Min") or _one(inputs, "Max")):
@@ -509,27 +556,10 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
             raise ValueError("clip_grad with Min/Max tensors is not supported by fluidlite "
                              "(only the forward op maps, onto elementwise_max/min)")
         return _clip_tensors(inputs, outputs, attrs, rw)
-    if not grad and base.startswith("reduce_") and attrs.get("out_dtype", -1) not in (-1, None):
-        x, out = _one(inputs, "X"), _one(outputs, "Out")
-        xv = rw.var(x) if rw is not None and x else None
-        want = VarType(int(attrs["out_dtype"]))
-        if xv is not None and xv.dtype is not None and xv.dtype != want:
-            cast = rw.tmp(out, x, dtype=want)
-            attrs = dict(attrs, in_dtype=-1, out_dtype=-1)
-            return [("cast", {"X": [x]}, {"Out": [cast]},
-                     {"in_dtype": xv.dtype, "out_dtype": want}),
-                    (op_type, dict(inputs, X=[cast]), outputs, attrs)]
-    if grad and base.startswith("reduce_") and attrs.get("out_dtype", -1) not in (-1, None):
-        # the gradient arrives in out_dtype; X@GRAD has X's dtype
-        x, dx = _one(inputs, "X"), _one(outputs, "X@GRAD")
-        xv = rw.var(x) if rw is not None and x else None
-        want = VarType(int(attrs["out_dtype"]))
-        if xv is not None and dx is not None and xv.dtype is not None and xv.dtype != want:
-            t = rw.tmp(dx, x, dtype=want)
-            attrs = dict(attrs, in_dtype=-1, out_dtype=-1)
-            return [(op_type, inputs, {"X@GRAD": [t]}, attrs),
-                    ("cast", {"X": [t]}, {"Out": [dx]},
-                     {"in_dtype": want, "out_dtype": xv.dtype})]
+    if base.startswith("reduce_") and attrs.get("out_dtype", -1) not in (-1, None):
+        mapped = _reduce_out_dtype(op_type, grad, inputs, outputs, attrs, rw)
+        if mapped is not None:
+            return mapped
     if op_type == "momentum":
         return _momentum(inputs, outputs, attrs, rw)
     if op_type == "adam" and attrs.get("use_global_beta_pow"):
@@ -537,7 +567,35 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
                          "op) is not supported by fluidlite")
     if op_type == "adamw":
         return _adamw(inputs, outputs, attrs, rw)
-    return [(op_type, inputs, outputs, attrs)]
+    return None
+
+
+def _reduce_out_dtype(op_type: str, grad: bool, inputs: Dict[str, List[str]],
+                      outputs: Dict[str, List[str]], attrs: Dict[str, Any],
+                      rw: Optional[_Rewriter]) -> Optional[List[_OpTuple]]:
+    """A ``reduce_*`` (grad) op with an ``out_dtype`` other than X's: a ``cast`` to it before
+    the reduction (the grad: the gradient arrives in ``out_dtype``, so X@GRAD is cast back to
+    X's dtype after it). None when the dtypes agree or are not declared."""
+    x = _one(inputs, "X")
+    xv = rw.var(x) if rw is not None and x else None
+    want = VarType(int(attrs["out_dtype"]))
+    if xv is None or xv.dtype is None or xv.dtype == want:
+        return None
+    attrs = dict(attrs, in_dtype=-1, out_dtype=-1)
+    if not grad:
+        cast = rw.tmp(_one(outputs, "Out"), x, dtype=want)
+        return [("cast", {"X": [x]}, {"Out": [cast]}, {"in_dtype": xv.dtype, "out_dtype": want}),
+                (op_type, dict(inputs, X=[cast]), outputs, attrs)]
+    dx = _one(outputs, "X@GRAD")
+    if dx is None:
+        return None
+    t = rw.tmp(dx, x, dtype=want)
+    return [(op_type, inputs, {"X@GRAD": [t]}, attrs),
+            ("cast", {"X": [t]}, {"Out": [dx]}, {"in_dtype": want, "out_dtype": xv.dtype})]
+
+
+# the Paddle 2.x -> fluid op mappings, tried in this order by ``_map_one``
+_MAPPINGS = (_map_paddle2_attrs, _map_renamed_ops, _map_composites)
 
 
 def _interp_v2_attrs(attrs: Dict[str, Any], x_shape: Optional[Tuple[int, ...]],
@@ -692,26 +750,19 @@ def _adamw(inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
 def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     """Rebuild a Program from a serialized ``ProgramDesc``; ``PaddleFormatError`` names
     ``source`` (and the block/var/op) on any problem."""
-    from google.protobuf.message import DecodeError
-    msg = messages()["ProgramDesc"]()
-    try:
-        msg.ParseFromString(bytes(data))
-    except (DecodeError, RuntimeError, ValueError) as e:
-        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc (truncated or "
-                                f"corrupted protobuf: {e})") from None
-    if not msg.blocks:
-        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc: it has no blocks")
+    msg = _parse_program_desc(data, source)
     p = Program()
     p.blocks = []
     nblocks = len(msg.blocks)
-    pending_blocks: List[Tuple[Any, str, Any]] = []
 
     def block_ref(i: int) -> Any:
+        # a placeholder: the block may not be built yet; _resolve_blocks swaps it in at the end
         if not 0 <= i < nblocks:
             raise PaddleFormatError(f"{source}: a block attribute refers to block {i}, but "
                                     f"the program has {nblocks}")
         return ("@block", i)
 
+    ops: List[Any] = []
     for bi, bd in enumerate(msg.blocks):
         where = f"{source}: block {bi}"
         if bd.idx != bi or not -1 <= bd.parent_idx < nblocks or bd.parent_idx == bi:
@@ -721,68 +772,94 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
         for vd in bd.vars:
             if vd.name.endswith(_RESERVE_SUFFIX):
                 continue        # batch_norm's ReserveSpace that the writer added for Paddle
-            vwhere = f"{where} variable '{vd.name}'"
-            try:
-                vtype = VarType(vd.type.type)
-            except ValueError:
-                raise PaddleFormatError(f"{vwhere}: var type {vd.type.type} is not supported "
-                                        f"by fluidlite") from None
-            shape: Tuple[int, ...] = ()
-            dtype = None
-            lod_level = 0
-            tdesc = None
-            if vtype == VarType.LOD_TENSOR and vd.type.HasField("lod_tensor"):
-                tdesc, lod_level = vd.type.lod_tensor.tensor, vd.type.lod_tensor.lod_level
-            elif vtype == VarType.SELECTED_ROWS and vd.type.HasField("selected_rows"):
-                tdesc = vd.type.selected_rows
-            elif vtype == VarType.LOD_TENSOR_ARRAY and vd.type.HasField("tensor_array"):
-                tdesc, lod_level = vd.type.tensor_array.tensor, vd.type.tensor_array.lod_level
-            if tdesc is not None:
-                try:
-                    dtype = convert_np_dtype_to_dtype_(VarType(tdesc.data_type))
-                except ValueError:
-                    raise PaddleFormatError(f"{vwhere}: data type {tdesc.data_type} is not "
-                                            f"supported by fluidlite") from None
-                # Paddle 2.6 declares some outputs with dims below -1 (instance_norm's
-                # SavedMean is [-2]): every negative dim is an unknown one
-                shape = tuple(max(int(d), -1) for d in tdesc.dims)
-            if vd.name in b.vars:
-                raise PaddleFormatError(f"{vwhere}: declared twice")
-            kw: Dict[str, Any] = dict(type=vtype, name=vd.name, shape=shape, dtype=dtype,
-                                      lod_level=lod_level,
-                                      need_check_feed=bool(vd.need_check_feed))
-            if vd.is_parameter and tdesc is not None and shape and all(d > 0 for d in shape):
-                v = Parameter(b, kw.pop("shape"), kw.pop("dtype"),
-                              trainable=not vd.stop_gradient, **kw)
-            else:
-                v = Variable(b, persistable=bool(vd.persistable),
-                             stop_gradient=bool(vd.stop_gradient), **kw)
-            b.vars[vd.name] = v
+            _read_var(b, vd, f"{where} variable '{vd.name}'")
         for oi, od in enumerate(bd.ops):
-            owhere = f"{where} op #{oi} '{od.type}'"
-            try:
-                raw = {a.name: _attr_value(a, block_ref) for a in od.attrs}
-            except ValueError as e:
-                raise PaddleFormatError(f"{owhere}: {e}") from None
-            inputs = {v.parameter: list(v.arguments) for v in od.inputs}
-            outputs = {v.parameter: list(v.arguments) for v in od.outputs}
-            try:
-                mapped = _map_op(od.type, inputs, outputs, raw, _Rewriter(p, b))
-            except ValueError as e:
-                raise PaddleFormatError(f"{owhere}: {e}") from None
-            for op_type, inputs, outputs, raw in mapped:
-                op = _make_op(p, b, op_type, inputs, outputs, raw, source, owhere,
-                              od.type, bi, oi)
-                pending_blocks.append((op, owhere, None))
+            for op in _read_op(p, b, od, block_ref, source, bi, oi):
+                ops.append(op)
                 b.ops.append(op)
         p.blocks.append(b)
-    for op, _, _ in pending_blocks:
+    for op in ops:
         for k, a in list(op.attrs.items()):
             op.attrs[k] = _resolve_blocks(p, a)
     p._relink()
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _parse_program_desc(data: bytes, source: str) -> Any:
+    """The ``ProgramDesc`` message in ``data``; PaddleFormatError when it does not parse or
+    has no blocks."""
+    from google.protobuf.message import DecodeError
+    msg = messages()["ProgramDesc"]()
+    try:
+        msg.ParseFromString(bytes(data))
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc (truncated or "
+                                f"corrupted protobuf: {e})") from None
+    if not msg.blocks:
+        raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc: it has no blocks")
+    return msg
+
+
+def _read_var(b: Any, vd: Any, vwhere: str) -> None:
+    """Declare the VarDesc ``vd`` in block ``b``: a Parameter when the file marks it one and
+    its shape is fully known, else a Variable. PaddleFormatError (naming ``vwhere``) for a var
+    type or dtype fluidlite cannot hold, or a name declared twice."""
+    try:
+        vtype = VarType(vd.type.type)
+    except ValueError:
+        raise PaddleFormatError(f"{vwhere}: var type {vd.type.type} is not supported "
+                                f"by fluidlite") from None
+    shape: Tuple[int, ...] = ()
+    dtype = None
+    lod_level = 0
+    tdesc = None
+    if vtype == VarType.LOD_TENSOR and vd.type.HasField("lod_tensor"):
+        tdesc, lod_level = vd.type.lod_tensor.tensor, vd.type.lod_tensor.lod_level
+    elif vtype == VarType.SELECTED_ROWS and vd.type.HasField("selected_rows"):
+        tdesc = vd.type.selected_rows
+    elif vtype == VarType.LOD_TENSOR_ARRAY and vd.type.HasField("tensor_array"):
+        tdesc, lod_level = vd.type.tensor_array.tensor, vd.type.tensor_array.lod_level
+    if tdesc is not None:
+        try:
+            dtype = convert_np_dtype_to_dtype_(VarType(tdesc.data_type))
+        except ValueError:
+            raise PaddleFormatError(f"{vwhere}: data type {tdesc.data_type} is not "
+                                    f"supported by fluidlite") from None
+        # Paddle 2.6 declares some outputs with dims below -1 (instance_norm's
+        # SavedMean is [-2]): every negative dim is an unknown one
+        shape = tuple(max(int(d), -1) for d in tdesc.dims)
+    if vd.name in b.vars:
+        raise PaddleFormatError(f"{vwhere}: declared twice")
+    kw: Dict[str, Any] = dict(type=vtype, name=vd.name, shape=shape, dtype=dtype,
+                              lod_level=lod_level, need_check_feed=bool(vd.need_check_feed))
+    if vd.is_parameter and tdesc is not None and shape and all(d > 0 for d in shape):
+        v = Parameter(b, kw.pop("shape"), kw.pop("dtype"), trainable=not vd.stop_gradient,
+                      **kw)
+    else:
+        v = Variable(b, persistable=bool(vd.persistable), stop_gradient=bool(vd.stop_gradient),
+                     **kw)
+    b.vars[vd.name] = v
+
+
+def _read_op(p: Any, b: Any, od: Any, block_ref: Any, source: str, bi: int,
+             oi: int) -> List[Any]:
+    """The fluidlite Operator(s) of the OpDesc ``od`` (op ``oi`` of block ``bi``): its attrs
+    decoded (block attrs as ``block_ref`` placeholders), then mapped by ``_map_op``."""
+    owhere = f"{source}: block {bi} op #{oi} '{od.type}'"
+    try:
+        raw = {a.name: _attr_value(a, block_ref) for a in od.attrs}
+    except ValueError as e:     # PaddleFormatError from block_ref included: it names the op
+        raise PaddleFormatError(f"{owhere}: {e}") from None
+    inputs = {v.parameter: list(v.arguments) for v in od.inputs}
+    outputs = {v.parameter: list(v.arguments) for v in od.outputs}
+    try:
+        mapped = _map_op(od.type, inputs, outputs, raw, _Rewriter(p, b))
+    except ValueError as e:
+        raise PaddleFormatError(f"{owhere}: {e}") from None
+    return [_make_op(p, b, op_type, ins, outs, attrs, source, owhere, od.type, bi, oi)
+            for op_type, ins, outs, attrs in mapped]
 
 
 def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],

@@ -45,94 +45,118 @@ def _tokens(text: str) -> List[str]:
 
 def _parse(text: str) -> Any:
     """``FileDescriptorProto`` of the proto2 subset used by ``framework.proto``."""
-    from google.protobuf import descriptor_pb2
-    toks = _tokens(text)
-    pos = 0
+    return _ProtoParser(text).file()
 
-    def take(expected: str = "") -> str:
-        nonlocal pos
-        tok = toks[pos]
+
+class _ProtoParser:
+    """A recursive-descent reader of the proto2 subset ``framework.proto`` uses, filling one
+    ``FileDescriptorProto``. Field types that name a message or enum are resolved once the
+    whole file is read (a field may name a type declared after it)."""
+
+    def __init__(self, text: str) -> None:
+        from google.protobuf import descriptor_pb2
+        self.toks = _tokens(text)
+        self.pos = 0
+        self.fdp = descriptor_pb2.FileDescriptorProto(name="fluidlite_paddle_framework.proto",
+                                                      syntax="proto2")
+        self.unresolved: List[Tuple[Any, str, str]] = []     # (field, type name, scope)
+        self.kinds: Dict[str, str] = {}                       # full name -> "message" | "enum"
+
+    def take(self, expected: str = "") -> str:
+        """The next token (ValueError unless it is ``expected``, when given)."""
+        tok = self.toks[self.pos]
         if expected and tok != expected:
             raise ValueError(f"framework.proto: expected {expected!r}, got {tok!r}")
-        pos += 1
+        self.pos += 1
         return tok
 
-    fdp = descriptor_pb2.FileDescriptorProto(name="fluidlite_paddle_framework.proto",
-                                             syntax="proto2")
-    unresolved: List[Tuple[Any, str, str]] = []     # (field, type name, scope)
-    kinds: Dict[str, str] = {}                       # full name -> "message" | "enum"
-
-    def enum(container: Any, scope: str) -> None:
-        e = container.add(name=take())
-        kinds[f"{scope}.{e.name}"] = "enum"
-        take("{")
-        while toks[pos] != "}":
-            name = take()
-            take("=")
-            e.value.add(name=name, number=int(take()))
-            take(";")
-        take("}")
-
-    def message(container: Any, scope: str) -> None:
-        m = container.add(name=take())
-        full = f"{scope}.{m.name}"
-        kinds[full] = "message"
-        take("{")
-        while toks[pos] != "}":
-            tok = take()
-            if tok == "message":
-                message(m.nested_type, full)
+    def file(self) -> Any:
+        """Read the top-level statements (syntax, package, messages, enums), then resolve."""
+        toks, fdp = self.toks, self.fdp
+        while self.pos < len(toks):
+            tok = self.take()
+            if tok == "syntax":
+                self.take("=")
+                self.take()
+                self.take(";")
+            elif tok == "package":
+                fdp.package = self.take()
+                self.take(";")
+            elif tok == "message":
+                self.message(fdp.message_type, "." + fdp.package)
             elif tok == "enum":
-                enum(m.enum_type, full)
+                self.enum(fdp.enum_type, "." + fdp.package)
             else:
-                f = m.field.add(label=_LABELS[tok])
-                type_name = take()
-                f.name = take()
-                take("=")
-                f.number = int(take())
-                if toks[pos] == "[":
-                    take("[")
-                    take("default")
-                    take("=")
-                    f.default_value = take()
-                    take("]")
-                take(";")
-                if type_name in _SCALARS:
-                    f.type = _SCALARS[type_name]
-                else:
-                    unresolved.append((f, type_name, full))
-            if toks[pos] == ";":
-                take(";")
-        take("}")
-        if pos < len(toks) and toks[pos] == ";":
-            take(";")
+                raise ValueError(f"framework.proto: unexpected {tok!r}")
+        self.resolve()
+        return fdp
 
-    while pos < len(toks):
-        tok = take()
-        if tok == "syntax":
-            take("=")
-            take()
-            take(";")
-        elif tok == "package":
-            fdp.package = take()
-            take(";")
-        elif tok == "message":
-            message(fdp.message_type, "." + fdp.package)
-        elif tok == "enum":
-            enum(fdp.enum_type, "." + fdp.package)
+    def enum(self, container: Any, scope: str) -> None:
+        """``enum Name { A = 0; ... }`` (after the ``enum`` keyword) into ``container``."""
+        e = container.add(name=self.take())
+        self.kinds[f"{scope}.{e.name}"] = "enum"
+        self.take("{")
+        while self.toks[self.pos] != "}":
+            name = self.take()
+            self.take("=")
+            e.value.add(name=name, number=int(self.take()))
+            self.take(";")
+        self.take("}")
+
+    def message(self, container: Any, scope: str) -> None:
+        """``message Name { ... }`` (after the ``message`` keyword) into ``container``: nested
+        messages and enums, and labelled fields."""
+        m = container.add(name=self.take())
+        full = f"{scope}.{m.name}"
+        self.kinds[full] = "message"
+        self.take("{")
+        while self.toks[self.pos] != "}":
+            tok = self.take()
+            if tok == "message":
+                self.message(m.nested_type, full)
+            elif tok == "enum":
+                self.enum(m.enum_type, full)
+            else:
+                self.field(m, tok, full)
+            if self.toks[self.pos] == ";":
+                self.take(";")
+        self.take("}")
+        if self.pos < len(self.toks) and self.toks[self.pos] == ";":
+            self.take(";")
+
+    def field(self, m: Any, label: str, scope: str) -> None:
+        """``<label> <type> name = N [default = v];`` (after the label) into message ``m``;
+        a non-scalar type waits in ``unresolved``."""
+        f = m.field.add(label=_LABELS[label])
+        type_name = self.take()
+        f.name = self.take()
+        self.take("=")
+        f.number = int(self.take())
+        if self.toks[self.pos] == "[":
+            self.take("[")
+            self.take("default")
+            self.take("=")
+            f.default_value = self.take()
+            self.take("]")
+        self.take(";")
+        if type_name in _SCALARS:
+            f.type = _SCALARS[type_name]
         else:
-            raise ValueError(f"framework.proto: unexpected {tok!r}")
-    for f, type_name, scope in unresolved:      # innermost scope first, as protoc does
-        parts = scope.split(".")
-        for i in range(len(parts), 0, -1):
-            cand = ".".join(parts[:i]) + "." + type_name
-            if cand in kinds:
-                f.type_name = cand
-                f.type = 11 if kinds[cand] == "message" else 14
-                break
-        else:
-            raise ValueError(f"framework.proto: unknown type {type_name!r}")
-    return fdp
+            self.unresolved.append((f, type_name, scope))
+
+    def resolve(self) -> None:
+        """Give each message/enum field its full type name, innermost scope first (as protoc
+        does); ValueError for a type the file does not declare."""
+        for f, type_name, scope in self.unresolved:
+            parts = scope.split(".")
+            for i in range(len(parts), 0, -1):
+                cand = ".".join(parts[:i]) + "." + type_name
+                if cand in self.kinds:
+                    f.type_name = cand
+                    f.type = 11 if self.kinds[cand] == "message" else 14
+                    break
+            else:
+                raise ValueError(f"framework.proto: unknown type {type_name!r}")
 
 
 @functools.lru_cache(maxsize=None)
