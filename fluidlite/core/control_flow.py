@@ -16,7 +16,7 @@ position-wise too).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Set, Tuple
 
 from . import names
 from .dtypes import VarType
@@ -132,11 +132,3 @@ def base_name(name: str) -> str:
     return name if pos < 0 else name[:pos]
 
 
-def owner_op(block: Any) -> Optional[Any]:
-    """The op (in the parent block) whose attribute names ``block``, if any."""
-    if block.parent_idx < 0:
-        return None
-    for op in block.program.blocks[block.parent_idx].ops:
-        if block in sub_blocks(op):
-            return op
-    return None

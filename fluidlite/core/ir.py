@@ -254,8 +254,6 @@ class Operator(OpArgs):
     def all_attrs(self) -> Dict[str, Any]:
         return dict(self.attrs)
 
-    def attr_type(self, name: str) -> type:
-        return type(self.attrs[name])
 
     def _set_attr(self, name: str, value: Any) -> None:
         self.attrs[name] = value
@@ -393,8 +391,6 @@ class Block:
     def all_parameters(self) -> List[Parameter]:
         return [v for v in self.vars.values() if isinstance(v, Parameter)]
 
-    def iter_parameters(self) -> Iterator[Parameter]:
-        return iter(self.all_parameters())
 
     def _remove_var(self, name: str) -> None:
         self._journal_vars()
@@ -465,8 +461,6 @@ class Block:
         del self.ops[span]
         self.program._bump()
 
-    def _slice_ops(self, start: int, end: int) -> List[Operator]:
-        return self.ops[start:end]
 
     def _make_op(self, type: str, inputs: Optional[Dict[str, _Arg]],
                  outputs: Optional[Dict[str, _Arg]], attrs: Optional[Dict[str, Any]]) -> Operator:

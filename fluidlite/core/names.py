@@ -91,11 +91,6 @@ def grad_var_name(name: str) -> str:
     return name + GRAD_SUFFIX
 
 
-def strip_grad_suffix(name: str) -> str:
-    """``'x@GRAD@RENAME@0'`` -> ``'x'``; ``'x@GRAD_1'`` -> ``'x'``."""
-    pos = name.find(GRAD_SUFFIX)
-    return name[:pos] if pos != -1 else name
-
 
 # -- name_scope -------------------------------------------------------------------------------
 class _NameScope:

@@ -88,8 +88,6 @@ class LoDTensor:
     def _dtype(self) -> VarType:
         return convert_np_dtype_to_dtype_(self._array.dtype)
 
-    def _is_initialized(self) -> bool:
-        return self._array is not None
 
     def lod(self) -> List[List[int]]:
         """The offsets of each level, e.g. ``[[0, 2, 5]]`` for two sequences of 2 and 3 rows."""
@@ -202,8 +200,6 @@ class Scope:
             scope = scope.parent
         return None
 
-    def find_local_var(self, name: str) -> Optional[_ScopeVar]:
-        return self._vars.get(name)
 
     def new_scope(self) -> "Scope":
         kid = Scope(self)
