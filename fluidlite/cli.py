@@ -386,7 +386,8 @@ def _op_entry(op_type: str) -> Dict[str, Any]:
             "outputs": [slot(s) for s in d.out_slots],
             "attrs": {k: _jsonable(v) for k, v in d.attr_defaults.items()},
             "has_gradient": d.differentiable and not grad.startswith("gradient op of"),
-            "gradient": grad, "doc": doc[0] if doc else ""}
+            "gradient": grad, "doc": doc[0] if doc else "",
+            "defined_in": f"{type(d).__module__.replace('.', '/')}.py ({type(d).__qualname__})"}
 
 
 def _jsonable(v: Any) -> Any:
@@ -428,6 +429,7 @@ def _cmd_ops(args: argparse.Namespace, out: TextIO) -> int:
         lines.append(f"    outputs:  {', '.join(e['outputs']) or '-'}")
         lines.append(f"    attrs:    {attrs}")
         lines.append(f"    gradient: {e['gradient']}")
+        lines.append(f"    defined in: {e['defined_in']}")
     lines.append(f"{len(entries)} op(s)")
     out.write("\n".join(lines) + "\n")
     return 0

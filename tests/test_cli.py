@@ -315,3 +315,9 @@ def test_reads_a_checkpoint_whose_publish_was_interrupted(saved, tmp_path, monke
     monkeypatch.setattr(os, "replace", real_replace)
     assert not (tmp_path / "ck" / "__model__").exists()
     assert "feeds: x" in run("info", tmp_path / "ck", check_rc=0).stdout
+
+
+def test_ops_says_where_each_op_is_defined(capsys):
+    from fluidlite.cli import main
+    assert main(["ops", "^relu$"]) == 0
+    assert "    defined in: fluidlite/ops/activation.py (Relu)" in capsys.readouterr().out
