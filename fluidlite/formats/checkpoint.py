@@ -197,10 +197,48 @@ def _check_name(name: str) -> None:
                          f"'{_RESERVED_PREFIX}' hold fluidlite's own bookkeeping")
 
 
+# -- paths a manifest leads to ----------------------------------------------------------------
+def _plain_file(path: str) -> bool:
+    """``path`` is a regular file itself: not a symlink, FIFO, device or directory."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _staging_dir(directory: str, staging: Optional[str]) -> Optional[str]:
+    """The staging directory a manifest names, if it is a real directory directly inside
+    ``directory`` (never a symlink: a manifest from elsewhere must not lead outside)."""
+    if not staging:
+        return None
+    path = os.path.join(directory, staging)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or \
+            os.path.realpath(os.path.dirname(path)) != os.path.realpath(directory):
+        return None
+    return path
+
+
+def _sha256_of(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for piece in iter(lambda: f.read(1 << 20), b""):
+            h.update(piece)
+    return h.hexdigest()
+
+
 # -- manifest ---------------------------------------------------------------------------------
 def _read_manifest(directory: str) -> Optional[Dict[str, Any]]:
-    """The directory's manifest, None without one; CheckpointError if it is malformed."""
+    """The directory's manifest, None without one; CheckpointError if it is malformed or not a
+    regular file (a FIFO would block the reader forever, a symlink could lead anywhere)."""
     path = os.path.join(directory, MANIFEST_NAME)
+    if os.path.lexists(path) and not _plain_file(path):
+        raise CheckpointError(f"checkpoint manifest '{path}' is not a regular file (a symlink, "
+                              f"FIFO or device); refusing to read it. Remove it to load the "
+                              f"files without verification.")
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -265,18 +303,21 @@ def _write_manifest(directory: str, files: Dict[str, Dict[str, Any]],
 def _recover(directory: str, manifest: Optional[Dict[str, Any]], names: Set[str]) -> None:
     """Finish the publish ``manifest`` records (if a crash interrupted it), then delete every
     staging dir, manifest temp file and stale temp file of ``names``. Holds the exclusive lock."""
-    if manifest is not None and manifest["staging"]:
-        sdir = os.path.join(directory, manifest["staging"])
+    sdir = _staging_dir(directory, manifest["staging"]) if manifest is not None else None
+    if manifest is not None and manifest["staging"] and sdir is None:
+        _log.warning("checkpoint manifest in '%s' names staging '%s', which is not a directory "
+                     "inside it; not finishing that publish", directory, manifest["staging"])
+    if manifest is not None and sdir is not None:
         moved = False
         for name, entry in manifest["files"].items():
             src = os.path.join(sdir, name)
-            try:
-                size = os.stat(src).st_size
-            except FileNotFoundError:
+            # only a regular file in the real staging dir whose size *and* checksum are the
+            # manifest's (staged files were fsynced before the commit)
+            if not _plain_file(src) or os.lstat(src).st_size != entry["size"] or \
+                    _sha256_of(src) != entry["sha256"]:
                 continue
-            if size == entry["size"]:       # staged files were fsynced before the commit
-                os.replace(src, os.path.join(directory, name))
-                moved = True
+            os.replace(src, os.path.join(directory, name))
+            moved = True
         if moved:
             _fsync_dir(directory)
             _log.info("finished publishing the checkpoint in '%s' that an interrupted save had "
@@ -334,12 +375,39 @@ def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, mem
             listed.update(entries)
             _write_manifest(directory, listed, staging)         # the commit point
         except BaseException:
-            shutil.rmtree(sdir, ignore_errors=True)
+            # whatever failed -- an I/O error, Ctrl-C -- the manifest on disk decides: once it
+            # names this staging dir the new checkpoint is committed and cleanup only rolls
+            # forward (loaders already read the staged files); before, the old one stands
+            if _committed(directory, staging):
+                _finish(directory, sdir, files)
+            else:
+                shutil.rmtree(sdir, ignore_errors=True)
             raise
+        _finish(directory, sdir, files)
+
+
+def _committed(directory: str, staging: str) -> bool:
+    try:
+        m = _read_manifest(directory)
+    except CheckpointError:
+        return False
+    return m is not None and m["staging"] == staging
+
+
+def _finish(directory: str, sdir: str, files: Mapping[str, Any]) -> None:
+    """Move the staged files of a committed publish into place (idempotent: what a crash or
+    an error leaves undone, the next save's recovery finishes)."""
+    try:
         for name in files:
-            os.replace(os.path.join(sdir, name), os.path.join(directory, name))
+            src = os.path.join(sdir, name)
+            if os.path.lexists(src):
+                os.replace(src, os.path.join(directory, name))
         _fsync_dir(directory)
         os.rmdir(sdir)
+    except BaseException:
+        _log.warning("publishing into '%s' was interrupted after its commit; loaders see the "
+                     "new checkpoint and the next save finishes it", directory)
+        raise
 
 
 def write_file(path: PathLike, data: Union[bytes, bytearray]) -> None:
@@ -400,8 +468,9 @@ class Reader:
         is unfinished, else the file itself."""
         m = self._manifest
         if m is not None and m["staging"] and name in m["files"]:
-            staged = os.path.join(self.directory, m["staging"], name)
-            if os.path.isfile(staged):
+            sdir = _staging_dir(self.directory, m["staging"])
+            staged = os.path.join(sdir, name) if sdir is not None else None
+            if staged is not None and _plain_file(staged):
                 return staged
         return os.path.join(self.directory, name)
 

@@ -39,6 +39,7 @@ from ..core.version import __version__
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..core.ir import Block, Operator, Parameter, Program, Variable, provide
 from .paddle import PaddleFormatError, program_from_bytes
+from .tree import check_parent, check_tree
 
 FORMAT_NAME = "fluidlite.program"
 FORMAT_VERSION = 1
@@ -376,6 +377,7 @@ def program_from_dict(data: Dict[str, Any]) -> Any:
                 v.optimize_attr = _resolve(v.optimize_attr)
         for op in b.ops:
             op.attrs = {k: _resolve(a) for k, a in op.attrs.items()}
+    check_tree(p, lambda why: ProgramFormatError(f"blocks: {why}"))
     p._relink()
     p.current_block_idx = 0
     p._version = 0
@@ -388,8 +390,7 @@ def _dec_block(p: Any, bi: int, bd: Any, num_blocks: int, ctx: "_DecodeCtx") -> 
     _expect(isinstance(bd, dict), where, "must be an object")
     _expect(bd.get("idx") == bi, where, f"'idx' must be {bi}, got {bd.get('idx')!r}")
     parent = _int(bd, "parent_idx", where)
-    _expect(-1 <= parent < num_blocks and parent != bi, where,
-            f"parent_idx {parent} out of range")
+    check_parent(bi, parent, lambda why: ProgramFormatError(f"{where}: {why}"))
     b = Block(p, bi, parent)
     b.forward_block_idx = _int(bd, "forward_block_idx", where) if \
         "forward_block_idx" in bd else -1

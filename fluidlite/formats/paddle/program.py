@@ -34,6 +34,7 @@ from ...core import registry
 from ..checkpoint import CheckpointError
 from ...core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ...core.ir import Block, Operator, Parameter, Program, Variable
+from ..tree import check_parent, check_tree
 from .proto import messages
 
 __all__ = ["PaddleFormatError", "program_to_bytes", "program_from_bytes", "is_json_program",
@@ -765,8 +766,9 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     ops: List[Any] = []
     for bi, bd in enumerate(msg.blocks):
         where = f"{source}: block {bi}"
-        if bd.idx != bi or not -1 <= bd.parent_idx < nblocks or bd.parent_idx == bi:
-            raise PaddleFormatError(f"{where}: bad idx {bd.idx} / parent_idx {bd.parent_idx}")
+        if bd.idx != bi:
+            raise PaddleFormatError(f"{where}: bad idx {bd.idx}")
+        check_parent(bi, bd.parent_idx, lambda why: PaddleFormatError(f"{source}: {why}"))
         b = Block(p, bi, bd.parent_idx)
         b.forward_block_idx = bd.forward_block_idx if bd.HasField("forward_block_idx") else -1
         for vd in bd.vars:
@@ -781,6 +783,7 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
     for op in ops:
         for k, a in list(op.attrs.items()):
             op.attrs[k] = _resolve_blocks(p, a)
+    check_tree(p, lambda why: PaddleFormatError(f"{source}: {why}"))
     p._relink()
     p.current_block_idx = 0
     p._version = 0

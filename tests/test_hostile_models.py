@@ -1,0 +1,148 @@
+"""Model files and directories from strangers: block trees that would hang or recurse, manifests
+that lead outside their directory, FIFOs, and saves interrupted after their commit."""
+import copy
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.formats import checkpoint
+from fluidlite.formats.paddle import PaddleFormatError, program_from_bytes, program_to_bytes
+from fluidlite.formats.serialize import ProgramFormatError, loads_program
+
+
+def _loop_program():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        i = fluid.layers.fill_constant([1], "int64", 0)
+        n = fluid.layers.fill_constant([1], "int64", 3)
+        cond = fluid.layers.less_than(i, n)
+        w = fluid.layers.While(cond)
+        with w.block():
+            fluid.layers.increment(i, in_place=True)
+            fluid.layers.less_than(i, n, cond=cond)
+    return main
+
+
+def _finishes(fn, seconds=5.0):
+    """Run fn in a thread: (finished in time, its exception)."""
+    out = {}
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:          # noqa: BLE001 -- inspected by the test
+            out["e"] = e
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return not t.is_alive(), out.get("e")
+
+
+def _json_variants():
+    doc = _loop_program().to_dict()
+    cyclic = copy.deepcopy(doc)
+    cyclic["blocks"].append(dict(copy.deepcopy(doc["blocks"][1]), idx=2, parent_idx=1))
+    cyclic["blocks"][1]["parent_idx"] = 2                       # 1 -> 2 -> 1
+    own = copy.deepcopy(doc)
+    for op in own["blocks"][0]["ops"]:
+        if op["type"] == "while":
+            op["attrs"]["sub_block"] = {"@block": 0}              # the while runs its own block
+    deep = copy.deepcopy(doc)
+    for k in range(2, 102):                                       # 100 nested levels
+        deep["blocks"].append({"idx": k, "parent_idx": k - 1, "forward_block_idx": -1,
+                               "vars": [], "ops": []})
+    return {"cyclic parents": cyclic, "sub-block is its own block": own, "100 deep": deep}
+
+
+@pytest.mark.parametrize("case", sorted(_json_variants()))
+def test_json_programs_with_a_bad_block_tree_are_refused_at_once(case):
+    text = json.dumps(_json_variants()[case])
+    done, error = _finishes(lambda: loads_program(text, "m.json"))
+    assert done, f"{case}: loading hangs"
+    assert isinstance(error, ProgramFormatError), error
+    assert "block" in str(error)
+
+
+@pytest.mark.parametrize("case", ["cyclic parents", "sub-block is its own block"])
+def test_protobuf_programs_with_a_bad_block_tree_are_refused_at_once(case):
+    from fluidlite.formats.paddle.proto import messages
+    msg = messages()["ProgramDesc"]()
+    msg.ParseFromString(bytes(program_to_bytes(_loop_program())))
+    if case == "cyclic parents":
+        extra = msg.blocks.add()
+        extra.CopyFrom(msg.blocks[1])
+        extra.idx, extra.parent_idx = 2, 1
+        msg.blocks[1].parent_idx = 2
+    else:
+        for op in msg.blocks[0].ops:
+            if op.type == "while":
+                for a in op.attrs:
+                    if a.name == "sub_block":
+                        a.block_idx = 0
+    done, error = _finishes(lambda: program_from_bytes(msg.SerializeToString(), "__model__"))
+    assert done, f"{case}: loading hangs"
+    assert isinstance(error, PaddleFormatError), error
+
+
+def test_a_well_formed_loop_still_loads_and_runs():
+    main = _loop_program()
+    for back in (loads_program(json.dumps(main.to_dict())),
+                 program_from_bytes(bytes(program_to_bytes(main)), "m")):
+        assert len(back.blocks) == 2
+
+
+def _save(tmp_path, value):
+    checkpoint.publish(tmp_path, {"w": np.full(4, value, "float32").tobytes()})
+
+
+def test_a_staging_symlink_never_moves_a_file_from_outside_into_the_directory(tmp_path):
+    d, outside = tmp_path / "model", tmp_path / "secret"
+    d.mkdir()
+    outside.mkdir()
+    _save(d, 1.0)
+    (outside / "w").write_bytes(b"S" * 16)                     # same size as the real "w"
+    staging = ".fluidlite-staging-0123456789abcdef"
+    os.symlink(outside, d / staging)
+    manifest = json.loads((d / checkpoint.MANIFEST_NAME).read_text())
+    manifest["staging"] = staging
+    (d / checkpoint.MANIFEST_NAME).write_text(json.dumps(manifest))
+    with checkpoint.Reader(d) as r:                             # loaders do not follow it
+        assert r.read_bytes("w") == np.full(4, 1.0, "float32").tobytes()
+    _save(d, 2.0)                                               # nor does the next save
+    assert (outside / "w").read_bytes() == b"S" * 16
+    assert (d / "w").read_bytes() == np.full(4, 2.0, "float32").tobytes()
+    assert os.path.exists(outside)
+
+
+def test_an_error_after_the_commit_keeps_the_new_checkpoint(tmp_path, monkeypatch):
+    _save(tmp_path, 1.0)
+    real = checkpoint._fsync_dir
+    calls = {"n": 0}
+
+    def flaky(directory):
+        calls["n"] += 1
+        if calls["n"] == 2:             # the fsync right after the manifest's rename
+            raise KeyboardInterrupt
+        real(directory)
+    monkeypatch.setattr(checkpoint, "_fsync_dir", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        _save(tmp_path, 2.0)
+    monkeypatch.setattr(checkpoint, "_fsync_dir", real)
+    with checkpoint.Reader(tmp_path) as r:
+        assert r.read_bytes("w") == np.full(4, 2.0, "float32").tobytes()
+
+
+def test_a_fifo_manifest_or_file_is_refused_not_read(tmp_path):
+    _save(tmp_path, 1.0)
+    os.mkfifo(tmp_path / "fifo")
+    done, error = _finishes(lambda: checkpoint.Reader(tmp_path).__enter__().read_bytes("fifo"))
+    assert done and isinstance(error, checkpoint.CheckpointError)
+    os.unlink(tmp_path / checkpoint.MANIFEST_NAME)
+    os.mkfifo(tmp_path / checkpoint.MANIFEST_NAME)
+    done, error = _finishes(lambda: checkpoint.Reader(tmp_path).__enter__())
+    assert done, "a FIFO manifest hangs the loader"
+    assert isinstance(error, checkpoint.CheckpointError) and "not a regular file" in str(error)
