@@ -355,8 +355,18 @@ def _cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     if info["feeds"] or info["fetches"]:
         lines.append("feeds: " + ", ".join(map(_var_text, info["feeds"])))
         lines.append("fetches: " + ", ".join(map(_var_text, info["fetches"])))
-    out.write("\n".join(lines) + "\n")
+    out.write(_printable("\n".join(lines)) + "\n")
     return 0
+
+
+# a model's names are data: escape sequences in them must not drive the user's terminal
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (ESC, BEL, ...; not newline or tab) shown as
+    ``\\x1b``-style escapes."""
+    return _CONTROLS.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _var_text(v: Dict[str, Any]) -> str:

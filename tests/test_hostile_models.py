@@ -146,3 +146,42 @@ def test_a_fifo_manifest_or_file_is_refused_not_read(tmp_path):
     done, error = _finishes(lambda: checkpoint.Reader(tmp_path).__enter__())
     assert done, "a FIFO manifest hangs the loader"
     assert isinstance(error, checkpoint.CheckpointError) and "not a regular file" in str(error)
+
+
+def _hostile_program():
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("<!--<script>\x01x\x1b[31m", [2], "float32")
+        fluid.layers.scale(x, 2.0, name="</script><b>&")
+    return main
+
+
+def test_the_html_viewer_carries_hostile_names_as_data():
+    from fluidlite.viz.interactive import to_interactive_html
+    page = to_interactive_html(_hostile_program())
+    script = page[page.index("<script"):]
+    # only the page's own tags: no name can open or close an element or a comment
+    assert "<!--" not in page and "</script><b>" not in page
+    assert script.count("</script>") == page.count("<script")
+
+
+def test_graphml_with_control_characters_is_well_formed_xml():
+    import xml.dom.minidom
+    from fluidlite import viz
+    doc = viz.to_graphml(_hostile_program())
+    xml.dom.minidom.parseString(doc.encode("utf-8"))
+    assert "\\x01x" in doc
+
+
+def test_info_never_writes_a_models_escape_sequences_to_the_terminal(tmp_path):
+    import subprocess
+    import sys
+    main = _hostile_program()
+    x = main.global_block().var("<!--<script>\x01x\x1b[31m")
+    y = main.global_block().ops[-1].output("Out")[0]
+    with pytest.warns(UserWarning):
+        fluid.io.save_inference_model(str(tmp_path), [x.name], [main.global_block().var(y)],
+                                      fluid.Executor(), main_program=main)
+    out = subprocess.run([sys.executable, "-m", "fluidlite", "info", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "\x1b" not in out and "\x01" not in out and "\\x1b[31m" in out

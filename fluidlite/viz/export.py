@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from typing import Any, Dict, Optional, Union
 
 import networkx as nx
@@ -31,10 +32,28 @@ FORMATS: Dict[str, tuple] = {
 
 def to_graphml(obj: Any, **graph_opts: Any) -> str:
     """GraphML text (readable with ``networkx.read_graphml``; node ids and keys kept)."""
-    g = as_graph(obj, **graph_opts)
+    g = _xml_clean(as_graph(obj, **graph_opts))
     buf = io.BytesIO()
     nx.write_graphml(g, buf, encoding="utf-8", prettyprint=True)
     return buf.getvalue().decode("utf-8")
+
+
+# characters XML 1.0 cannot carry at all (a variable name may hold any of them)
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_clean(g: "nx.MultiDiGraph") -> "nx.MultiDiGraph":
+    """``g`` with every string (node ids, attribute values) that holds a character XML 1.0
+    cannot carry rewritten with its Python escape (``\\x00``), so the document is
+    well-formed; ``g`` itself is not changed."""
+    def clean(v: Any) -> Any:
+        return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], v) if isinstance(v, str) else v
+    out = nx.MultiDiGraph(**{k: clean(v) for k, v in g.graph.items()})
+    for n, d in g.nodes(data=True):
+        out.add_node(clean(n), **{k: clean(v) for k, v in d.items()})
+    for u, v, k, d in g.edges(keys=True, data=True):
+        out.add_edge(clean(u), clean(v), key=clean(k), **{a: clean(b) for a, b in d.items()})
+    return out
 
 
 def to_node_link(obj: Any, **graph_opts: Any) -> Dict[str, Any]:

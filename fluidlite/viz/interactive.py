@@ -125,13 +125,18 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
         if title:
             data["title"] = title
         views.append(data)
-    # "</" inside the JSON would end the script element early
+    # names are data: inside the <script> element no "<", ">" or "&" may appear as such
+    # ("</script>" would end it, "<!--" switch the parser's state), nor U+2028/9 (line ends
+    # for older JavaScript); JSON's \u escapes say the same string
     doc = {"views": views, "multi": len(views) > 1}
-    blob = json.dumps(doc, separators=(",", ":")).replace("</", "<\\/")
+    blob = json.dumps(doc, separators=(",", ":")).translate(_SCRIPT_SAFE)
     data = views[0]
     return (_PAGE.replace("%TITLE%", html.escape(str(data["title"])))
             .replace("%CSS%", _CSS).replace("%JS%", _JS).replace("%DATA%", blob))
 
+
+_SCRIPT_SAFE = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026",
+                0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>%TITLE%</title>
