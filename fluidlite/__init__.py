@@ -10,6 +10,19 @@ from . import ops as _ops  # noqa: F401  (registers every op)
 _ops.collective.set_backend_loader(
     lambda: _importlib.import_module(".distributed.comm", __name__))
 from . import core, formats  # noqa: F401  (formats registers the Program codecs)
+# fluid.core's inference API (fluidlite/inference, the tools layer), imported on first use:
+# core itself may not import upward, so the package root wires the names into its namespace
+_CORE_INFERENCE = frozenset({"AnalysisConfig", "AnalysisPredictor", "create_paddle_predictor",
+                             "PaddleTensor", "PaddleBuf", "PaddleDType", "ZeroCopyTensor"})
+
+
+def _core_getattr(name: str) -> Any:
+    if name in _CORE_INFERENCE:
+        return getattr(_importlib.import_module(f"{__name__}.inference"), name)
+    raise AttributeError(f"module 'fluidlite.core' has no attribute '{name}'")
+
+
+core.__getattr__ = _core_getattr  # type: ignore[attr-defined]
 from . import framework, initializer, layers, unique_name  # noqa: F401
 # clips and regularizers register their serialized forms with formats/serialize.py on import
 from . import clip, regularizer  # noqa: F401

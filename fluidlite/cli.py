@@ -128,6 +128,11 @@ def _add_format_commands(sub: Any) -> None:
     c.add_argument("output", metavar="DST", help="output directory (a file for a program "
                    "file)")
     c.add_argument("--to", required=True, choices=["json", "paddle"], help="target format")
+    b = sub.add_parser("bench", add_help=False,
+                       help="inference latency (median, p90) and throughput per engine and "
+                       "batch size: fluidlite bench MODEL_DIR [--batch 1 8 32] (see "
+                       "'fluidlite bench --help')")
+    b.add_argument("args", nargs=argparse.REMAINDER)
     r = sub.add_parser("run", help="run an unchanged fluid 1.x script: in that process "
                        "`import paddle` / `import paddle.fluid` resolve to fluidlite "
                        "(paddle.batch, paddle.reader, paddle.dataset included)")
@@ -455,6 +460,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv[:1] == ["run"]:          # the script's own arguments are its business, not argparse's
         from .paddle_compat import run
         return run.main(argv[1:])
+    if argv[:1] == ["bench"]:        # its options are fluidlite.inference.bench's
+        from .inference import bench
+        return bench.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"fluidlite {args.command}"

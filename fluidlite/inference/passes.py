@@ -1,0 +1,449 @@
+"""The inference optimisation passes a predictor runs when ``ir_optim`` is on.
+
+Every pass is a function ``pass(ctx) -> int`` (how many rewrites it made) registered in
+``PASSES`` under Paddle Inference's name for the same rewrite, and runs in its own
+``rewrite.transaction`` on the predictor's private copy of the program: if a pass raises, the
+program is as before it. Passes rewrite with the verbs of ``fluidlite/core/rewrite.py``
+(``replace_op``, ``remove_ops``, ``Uses``); they compute no numbers themselves -- folding a
+``batch_norm`` into a weight builds a small program of ``scale``/``sqrt``/``elementwise_*``
+ops and runs it through the ``Executor`` on the predictor's scope, which writes the folded
+weights as new persistables there (never into the model files or the caller's scope).
+
+``describe()`` lists the passes with what they do; ``config.delete_pass(name)`` drops one;
+``config.switch_ir_optim(False)`` runs none.
+
+Scope of the patterns: block 0 only, and a variable read in a sub-block is never rewired; a
+fusion needs the intermediate results to have exactly one reader and the weights/biases to be
+persistables of the expected rank (anything else is left as it is).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..core import rewrite
+from ..core.ir import Block, Operator, OpRole, Program
+from .ops import ACTIVATIONS
+
+__all__ = ["PASSES", "DEFAULT_PASSES", "PassContext", "describe", "run_passes"]
+
+
+@dataclasses.dataclass
+class PassContext:
+    """What a pass works on.
+
+    Attributes:
+        program: the predictor's own copy of the inference program (rewritten in place).
+        scope: the predictor's scope holding the parameters (folded weights go here).
+        fold: ``fold(build)`` runs a constant-folding program built by ``build(block)``
+            through the executor on ``scope``.
+        protected: names that must keep their producer (feeds and fetch targets).
+    """
+    program: Program
+    scope: Any
+    fold: Callable[[Callable[[Block], None]], None]
+    protected: Set[str]
+
+    @property
+    def block(self) -> Block:
+        return self.program.global_block()
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _slots(op: Operator, outputs: bool = False) -> Dict[str, List[str]]:
+    names = op.output_names if outputs else op.input_names
+    return {s: list(op.output(s) if outputs else op.input(s)) for s in names}
+
+
+def _attrs(op: Operator, **changes: Any) -> Dict[str, Any]:
+    out = dict(op.attrs)
+    out.update(changes)
+    return out
+
+
+def _sub_block_names(program: Program) -> Set[str]:
+    """Names any op of a sub-block reads or writes: never rewired by a pass."""
+    names: Set[str] = set()
+    for blk in program.blocks[1:]:
+        for o in blk.ops:
+            names.update(o.input_arg_names)
+            names.update(o.output_arg_names)
+    return names
+
+
+def _replace(block: Block, op: Operator, type: Optional[str] = None,
+             inputs: Optional[Dict[str, Any]] = None, outputs: Optional[Dict[str, Any]] = None,
+             attrs: Optional[Dict[str, Any]] = None) -> Operator:
+    """``rewrite.replace_op`` keeping whatever of ``op`` is not overridden."""
+    return rewrite.replace_op(block, op, type or op.type,
+                              inputs if inputs is not None else _slots(op),
+                              outputs if outputs is not None else _slots(op, True),
+                              attrs if attrs is not None else dict(op.attrs))
+
+
+def _rename_in(slots: Dict[str, List[str]], old: str, new: str) -> Dict[str, List[str]]:
+    return {s: [new if n == old else n for n in ns] for s, ns in slots.items()}
+
+
+def _persistable(block: Block, name: str, ndim: Optional[int] = None) -> bool:
+    v = block.vars.get(name)
+    return v is not None and v.persistable and (ndim is None or len(v.shape) == ndim)
+
+
+def _only_reader(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]) -> bool:
+    """``name`` is an intermediate the fusion may swallow: one writer, one reader, not a
+    feed/fetch, not persistable, not touched by a sub-block."""
+    return (uses.reader_count(name) == 1 and len(uses.producers.get(name, ())) == 1
+            and name not in ctx.protected and name not in skip
+            and not _persistable(ctx.block, name))
+
+
+def _fresh(block: Block, base: str) -> str:
+    """``base``, or ``base_1``, ``base_2``... : a name no variable of the program has (a
+    weight shared by two folded layers gets two folded copies)."""
+    name, k = base, 0
+    while any(name in b.vars for b in block.program.blocks):
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
+def _next(uses: rewrite.Uses, name: str) -> Optional[Operator]:
+    readers = uses.readers.get(name, ())
+    return uses.ops[readers[0]] if len(readers) == 1 else None
+
+
+# -- the passes -------------------------------------------------------------------------------
+def is_test_pass(ctx: PassContext) -> int:
+    """Set ``is_test`` on every op that has it (dropout, batch_norm, ...): inference mode."""
+    count = 0
+    for op in list(ctx.block.ops):
+        if op.has_attr("is_test") and op.attr("is_test") is not True:
+            _replace(ctx.block, op, attrs=_attrs(op, is_test=True))
+            count += 1
+    return count
+
+
+def simplify_with_basic_ops_pass(ctx: PassContext) -> int:
+    """Test-mode ``dropout``: ``upscale_in_train`` is the identity (an ``assign``, removed by
+    ``identity_op_clean_pass``), ``downgrade_in_infer`` is ``scale`` by ``1 - p``."""
+    count = 0
+    for op in list(ctx.block.ops):
+        if op.type != "dropout" or not op.attrs.get("is_test", False):
+            continue
+        x, out = op.input("X")[0], op.output("Out")[0]
+        if op.attrs.get("dropout_implementation", "downgrade_in_infer") == "upscale_in_train":
+            _replace(ctx.block, op, "assign", {"X": [x]}, {"Out": [out]}, {})
+        else:
+            p = float(op.attrs.get("dropout_prob", 0.5))
+            _replace(ctx.block, op, "scale", {"X": [x]}, {"Out": [out]},
+                     {"scale": 1.0 - p, "bias": 0.0, "bias_after_scale": True})
+        count += 1
+    return count
+
+
+def _is_identity(op: Operator) -> bool:
+    if op.type == "assign":
+        return len(op.input("X")) == 1
+    if op.type == "scale":
+        return (not op.input("ScaleTensor") if "ScaleTensor" in op.input_names else True) and \
+            float(op.attrs.get("scale", 1.0)) == 1.0 and float(op.attrs.get("bias", 0.0)) == 0.0
+    return False
+
+
+def identity_op_clean_pass(ctx: PassContext) -> int:
+    """Remove ``assign`` and ``scale`` by 1 + 0: readers of the output read the input instead;
+    when the output is fetched, the input's producer writes the output name directly."""
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    changed = True
+    while changed:          # each removal invalidates the index: rebuild and look again
+        changed = False
+        uses = rewrite.Uses(block)
+        for i, op in enumerate(uses.ops):
+            if not _is_identity(op):
+                continue
+            x, y = op.input("X")[0], op.output("Out")[0]
+            if x == y or x in skip or y in skip or len(uses.producers.get(y, ())) != 1 \
+                    or len(uses.producers.get(x, ())) > 1 or _persistable(block, y):
+                continue
+            if y not in ctx.protected:
+                # readers of y read x (x is never rewritten: at most one producer, before op)
+                for r in list(uses.readers.get(y, ())):
+                    reader = uses.ops[r]
+                    _replace(block, reader, inputs=_rename_in(_slots(reader), y, x))
+                rewrite.remove_ops(block, op.idx)
+            elif (x not in ctx.protected and not _persistable(block, x)
+                  and uses.reader_count(x) == 1 and uses.producer(x) is not None
+                  and uses.ops[uses.producer(x)].type != "feed"):
+                prod = uses.ops[uses.producer(x)]
+                _replace(block, prod, outputs=_rename_in(_slots(prod, True), x, y))
+                rewrite.remove_ops(block, op.idx)
+            else:
+                continue
+            count += 1
+            changed = True
+            break
+    return count
+
+
+def _bias_add(uses: rewrite.Uses, block: Block, out: str, axes: Sequence[int]
+              ) -> Optional[Operator]:
+    """The ``elementwise_add(X=out, Y=<1-D persistable>)`` reading ``out``, if that is what
+    reads it (``axis`` among ``axes``)."""
+    add = _next(uses, out)
+    if add is None or add.type != "elementwise_add" or add.input("X") != [out]:
+        return None
+    if not _persistable(block, add.input("Y")[0], 1) or add.attrs.get("axis", -1) not in axes:
+        return None
+    return add
+
+
+def _bn_fuse(ctx: PassContext, producer_types: Tuple[str, ...]) -> int:
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    uses = rewrite.Uses(block)
+    plans = []
+    for op in uses.ops:
+        if op.type not in producer_types:
+            continue
+        if op.type == "mul":
+            w, out = op.input("Y")[0], op.output("Out")[0]
+            ok = (_persistable(block, w, 2) and op.attrs.get("x_num_col_dims", 1) == 1
+                  and op.attrs.get("y_num_col_dims", 1) == 1)
+            w_axis, add_axes = 1, (1, -1)
+        else:
+            w, out = op.input("Filter")[0], op.output("Output")[0]
+            ok = (_persistable(block, w, 4)
+                  and op.attrs.get("data_format", "NCHW") in ("NCHW", "AnyLayout"))
+            w_axis, add_axes = 0, (1,)
+        if not ok or not _only_reader(uses, out, ctx, skip):
+            continue
+        add = _bias_add(uses, block, out, add_axes)
+        bn_in = out
+        if add is not None:
+            bn_in = add.output("Out")[0]
+            if not _only_reader(uses, bn_in, ctx, skip):
+                continue
+        bn = _next(uses, bn_in)
+        if bn is None or bn.type != "batch_norm" or bn.input("X") != [bn_in] or \
+                bn.attrs.get("data_layout", "NCHW") not in ("NCHW", "AnyLayout") or \
+                not (bn.attrs.get("is_test") or bn.attrs.get("use_global_stats")) or \
+                len(block.var(out).shape) not in ((2,) if op.type == "mul" else (4,)):
+            continue
+        if any(uses.reader_count(n) for s in ("SavedMean", "SavedVariance")
+               for n in bn.output(s)):
+            continue
+        if any(not _persistable(block, bn.input(s)[0], 1)
+               for s in ("Scale", "Bias", "Mean", "Variance")):
+            continue
+        plans.append((op, w, w_axis, add, bn))
+    for op, w, w_axis, add, bn in plans:
+        wvar = block.var(w)
+        stat = block.var(bn.input("Scale")[0])
+        new_w = _fresh(block, w + "@bn_fold")
+        new_b = _fresh(block, bn.input("Bias")[0] + "@bn_fold")
+        block.create_var(name=new_w, shape=wvar.shape, dtype=wvar.dtype, persistable=True)
+        block.create_var(name=new_b, shape=stat.shape, dtype=stat.dtype, persistable=True)
+        old_b = add.input("Y")[0] if add is not None else None
+        eps = float(bn.attrs.get("epsilon", 1e-5))
+
+        def build(fb: Block, bn: Operator = bn, w: str = w, w_axis: int = w_axis,
+                  old_b: Optional[str] = old_b, new_w: str = new_w, new_b: str = new_b,
+                  eps: float = eps) -> None:
+            # alpha = Scale / sqrt(Variance + eps); W' = W * alpha (per output channel);
+            # b' = (b - Mean) * alpha + Bias  (b = 0 without a preceding bias add)
+            src = {n: fb.create_var(name=n, shape=block.var(n).shape,
+                                    dtype=block.var(n).dtype, persistable=True)
+                   for n in [w, old_b] + [bn.input(s)[0] for s in
+                                          ("Scale", "Bias", "Mean", "Variance")] if n}
+            dst_w = fb.create_var(name=new_w, shape=block.var(new_w).shape,
+                                  dtype=block.var(new_w).dtype, persistable=True)
+            dst_b = fb.create_var(name=new_b, shape=block.var(new_b).shape,
+                                  dtype=block.var(new_b).dtype, persistable=True)
+            std = rewrite.op(fb, "sqrt", X=rewrite.op(
+                fb, "scale", X=src[bn.input("Variance")[0]],
+                attrs={"scale": 1.0, "bias": eps, "bias_after_scale": True}))
+            alpha = rewrite.op(fb, "elementwise_div", X=src[bn.input("Scale")[0]], Y=std)
+            rewrite.op(fb, "elementwise_mul", out=dst_w, X=src[w], Y=alpha,
+                       attrs={"axis": w_axis})
+            mean = src[bn.input("Mean")[0]]
+            if old_b is not None:
+                shifted = rewrite.op(fb, "elementwise_sub", X=src[old_b], Y=mean)
+                scaled = rewrite.op(fb, "elementwise_mul", X=shifted, Y=alpha)
+                rewrite.op(fb, "elementwise_add", out=dst_b, X=scaled,
+                           Y=src[bn.input("Bias")[0]])
+            else:
+                scaled = rewrite.op(fb, "elementwise_mul", X=mean, Y=alpha)
+                rewrite.op(fb, "elementwise_sub", out=dst_b, X=src[bn.input("Bias")[0]],
+                           Y=scaled)
+
+        ctx.fold(build)
+        slot = "Y" if op.type == "mul" else "Filter"
+        _replace(block, op, inputs={**_slots(op), slot: [new_w]})
+        y = bn.output("Y")[0]
+        out = op.output("Out" if op.type == "mul" else "Output")[0]
+        axis = 1
+        if add is not None:
+            _replace(block, add, inputs={"X": [out], "Y": [new_b]}, outputs={"Out": [y]},
+                     attrs=_attrs(add, axis=axis))
+            rewrite.remove_ops(block, bn.idx)
+        else:
+            _replace(block, bn, "elementwise_add", {"X": [out], "Y": [new_b]}, {"Out": [y]},
+                     {"axis": axis})
+        count += 1
+    return count
+
+
+def conv_bn_fuse_pass(ctx: PassContext) -> int:
+    """Fold an inference ``batch_norm`` (and a bias add before it) into the preceding
+    ``conv2d``'s filter and a bias add: W' = W * s, b' = (b - mean) * s + beta with
+    s = scale / sqrt(var + eps), folded through the executor into new persistables."""
+    return _bn_fuse(ctx, ("conv2d",))
+
+
+def depthwise_conv_bn_fuse_pass(ctx: PassContext) -> int:
+    """``conv_bn_fuse_pass`` for ``depthwise_conv2d``."""
+    return _bn_fuse(ctx, ("depthwise_conv2d",))
+
+
+def fc_bn_fuse_pass(ctx: PassContext) -> int:
+    """``conv_bn_fuse_pass`` for ``mul`` (an fc layer) on a 2-D input: the weight's columns
+    are scaled."""
+    return _bn_fuse(ctx, ("mul",))
+
+
+def _act_after(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]
+               ) -> Optional[Operator]:
+    if not _only_reader(uses, name, ctx, skip):
+        return None
+    act = _next(uses, name)
+    if act is None or act.type not in ACTIVATIONS or not act.type or act.input("X") != [name]:
+        return None
+    return act
+
+
+def fc_fuse_pass(ctx: PassContext) -> int:
+    """``mul`` + ``elementwise_add`` (a 1-D persistable bias) + optional relu / sigmoid /
+    tanh -> one ``fc`` op."""
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    changed = True
+    while changed:
+        changed = False
+        uses = rewrite.Uses(block)
+        for op in uses.ops:
+            if op.type != "mul" or op.attrs.get("y_num_col_dims", 1) != 1 or \
+                    not _persistable(block, op.input("Y")[0], 2):
+                continue
+            out, k = op.output("Out")[0], op.attrs.get("x_num_col_dims", 1)
+            if not _only_reader(uses, out, ctx, skip):
+                continue
+            add = _bias_add(uses, block, out, (k, -1))
+            if add is None:
+                continue
+            act = _act_after(uses, add.output("Out")[0], ctx, skip)
+            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+            inputs = {"Input": op.input("X"), "W": op.input("Y"), "Bias": add.input("Y")}
+            attrs = {"in_num_col_dims": k, "activation_type": act.type if act else ""}
+            if act is not None:
+                rewrite.remove_ops(block, act.idx)
+            rewrite.remove_ops(block, add.idx)
+            _replace(block, op, "fc", inputs, {"Out": [final]}, attrs)
+            count += 1
+            changed = True
+            break
+    return count
+
+
+_CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations",
+               "data_format")
+
+
+def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
+    """``conv2d`` / ``depthwise_conv2d`` + bias ``elementwise_add`` (axis 1) + optional
+    relu / sigmoid / tanh -> one ``conv2d_fusion`` op (NCHW)."""
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    changed = True
+    while changed:
+        changed = False
+        uses = rewrite.Uses(block)
+        for op in uses.ops:
+            if op.type not in ("conv2d", "depthwise_conv2d") or \
+                    op.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout"):
+                continue
+            out = op.output("Output")[0]
+            if not _only_reader(uses, out, ctx, skip):
+                continue
+            add = _bias_add(uses, block, out, (1,))
+            if add is None:
+                continue
+            act = _act_after(uses, add.output("Out")[0], ctx, skip)
+            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+            attrs = {k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs}
+            attrs["data_format"] = "NCHW"
+            attrs["activation"] = act.type if act is not None else "identity"
+            inputs = {"Input": op.input("Input"), "Filter": op.input("Filter"),
+                      "Bias": add.input("Y")}
+            if act is not None:
+                rewrite.remove_ops(block, act.idx)
+            rewrite.remove_ops(block, add.idx)
+            _replace(block, op, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
+            count += 1
+            changed = True
+            break
+    return count
+
+
+# name -> pass, in the default order
+PASSES: Dict[str, Callable[[PassContext], int]] = {
+    "is_test_pass": is_test_pass,
+    "simplify_with_basic_ops_pass": simplify_with_basic_ops_pass,
+    "identity_op_clean_pass": identity_op_clean_pass,
+    "conv_bn_fuse_pass": conv_bn_fuse_pass,
+    "depthwise_conv_bn_fuse_pass": depthwise_conv_bn_fuse_pass,
+    "fc_bn_fuse_pass": fc_bn_fuse_pass,
+    "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
+    "fc_fuse_pass": fc_fuse_pass,
+}
+DEFAULT_PASSES: List[str] = list(PASSES)
+
+
+def describe(names: Optional[Sequence[str]] = None) -> str:
+    """One line per pass: its name and what it does (the first line of its docstring).
+
+    Args:
+        names: the passes to list (default: all, in the default order).
+
+    Example:
+        >>> print(describe())
+    """
+    lines = []
+    for n in (DEFAULT_PASSES if names is None else names):
+        doc = (PASSES[n].__doc__ or "").strip().split("\n\n")[0]
+        lines.append(f"{n}: {' '.join(doc.split())}")
+    return "\n".join(lines)
+
+
+def run_passes(ctx: PassContext, names: Sequence[str]) -> List[Tuple[str, int]]:
+    """Run the passes ``names`` in order on ``ctx.program``, each in its own transaction
+    (a failing pass leaves the program as it was and the error propagates); returns
+    ``[(name, rewrites made)]``.
+
+    Args:
+        ctx: the program, scope and folding hook (see ``PassContext``).
+        names: pass names from ``PASSES``.
+
+    Example:
+        >>> run_passes(ctx, ["is_test_pass", "fc_fuse_pass"])
+        [('is_test_pass', 0), ('fc_fuse_pass', 2)]
+    """
+    done = []
+    for n in names:
+        if n not in PASSES:
+            raise ValueError(f"unknown inference pass '{n}' (known: {', '.join(PASSES)})")
+        with rewrite.transaction(ctx.program), \
+                rewrite.role(ctx.program, OpRole.Forward, name_scope="inference_" + n):
+            done.append((n, PASSES[n](ctx)))
+    return done

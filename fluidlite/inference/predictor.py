@@ -1,0 +1,289 @@
+"""fluid 1.8's inference predictor: ``create_paddle_predictor(config)``.
+
+A predictor loads the model named by an ``AnalysisConfig`` into its own scope (the caller's
+global scope is never touched), copies the program and, with ``ir_optim`` on, runs the passes
+of ``fluidlite.inference.passes`` on the copy (folded weights go into the predictor's scope,
+never into the model files). It runs with the NumPy ``Executor``, or with onnxruntime when the
+config says ``enable_onnxruntime()`` (the *loaded* program is exported with
+``fluidlite.onnx``: onnxruntime does its own graph optimisation, and the fused ops the passes
+create have no ONNX converter).
+
+Two APIs, as in fluid 1.8: ``run([PaddleTensor]) -> [PaddleTensor]``, and the zero-copy one
+(``get_input_tensor(name).copy_from_cpu(a)``, ``zero_copy_run()``,
+``get_output_tensor(name).copy_to_cpu()``).
+
+Threads: one predictor per thread. ``clone()`` gives a predictor that shares the program, the
+loaded (and folded) weights and the onnxruntime session, all read-only, and has its own scope
+for intermediate values, its own executor and its own input/output slots.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..core import names
+from ..core import scope as scope_mod
+from ..core.dtypes import to_numpy_dtype
+from ..core.ir import Program
+from ..executor import Executor
+from ..io.inference import load_inference_model
+from . import ops as _ops  # noqa: F401  (registers fc / conv2d_fusion)
+from .config import AnalysisConfig
+from .passes import PassContext, run_passes
+from .tensor import PaddleTensor, ZeroCopyTensor
+
+__all__ = ["AnalysisPredictor", "create_paddle_predictor"]
+
+# scope_guard is process-global: loading predictors from two threads at once must not mix
+# the scopes their parameters land in
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(config: AnalysisConfig, scope: scope_mod.Scope) -> Tuple[Program, List[str], List[str]]:
+    if config.model_dir():
+        dirname, model, params = config.model_dir(), None, config.params_file() or None
+    elif config.prog_file():
+        dirname = os.path.dirname(config.prog_file()) or "."
+        model = os.path.basename(config.prog_file())
+        params = None
+        if config.params_file():
+            pdir = os.path.dirname(config.params_file()) or "."
+            if os.path.abspath(pdir) != os.path.abspath(dirname):
+                raise ValueError(f"AnalysisConfig: the params file '{config.params_file()}' "
+                                 f"must be in the directory of the program file "
+                                 f"'{config.prog_file()}' (one model directory, read "
+                                 f"through its checkpoint manifest)")
+            params = os.path.basename(config.params_file())
+    else:
+        raise ValueError("AnalysisConfig names no model: pass a model directory, or a "
+                         "program file and a params file (AnalysisConfig(dir) / "
+                         "config.set_model(prog_file, params_file))")
+    with _LOAD_LOCK, scope_mod.scope_guard(scope):
+        program, feeds, fetches = load_inference_model(dirname, None, model, params)
+    return program, list(feeds), [v.name for v in fetches]
+
+
+class _Shared:
+    """What clones share (read-only after creation)."""
+
+    def __init__(self, config: AnalysisConfig) -> None:
+        self.config = config
+        self.params = scope_mod.Scope()
+        self.loaded, self.feeds, self.fetches = _load(config, self.params)
+        self.program = self.loaded
+        self.applied: List[Tuple[str, int]] = []
+        if config.ir_optim():
+            self.program = self.loaded.clone()
+            fold_exe = Executor(scope_mod.CPUPlace())
+            protected = set(self.feeds) | set(self.fetches)
+
+            def fold(build: Any) -> None:
+                fold_prog = Program()
+                build(fold_prog.global_block())
+                fold_exe.run(fold_prog, scope=self.params)
+
+            # a private name generator: the passes' temporaries neither advance the caller's
+            # unique-name counters nor collide with the model's names
+            with names.guard("inference_pass_"):
+                self.applied = run_passes(
+                    PassContext(self.program, self.params, fold, protected),
+                    config.pass_builder().all_passes())
+        self.session: Any = None
+        self.engine = "numpy"
+        if config.use_onnxruntime():
+            self.session = self._onnx_session(config)
+            self.engine = "onnxruntime" if self.session is not None else "numpy"
+
+    def _onnx_session(self, config: AnalysisConfig) -> Any:
+        """An onnxruntime session of the loaded program, or None (warned: the NumPy engine
+        runs the model)."""
+        try:
+            import onnxruntime as ort
+            from ..onnx import OnnxExportError, to_model
+        except ImportError as e:
+            warnings.warn(f"enable_onnxruntime: onnxruntime / onnx is not importable ({e}); "
+                          f"running with the NumPy engine. Install them with "
+                          f"pip install 'fluidlite[onnx]'", RuntimeWarning, stacklevel=4)
+            return None
+        try:
+            model = to_model(self.loaded, self.feeds, self.fetches, scope=self.params)
+        except OnnxExportError as e:
+            warnings.warn(f"enable_onnxruntime: the model cannot be exported to ONNX, running "
+                          f"with the NumPy engine instead: {e}", RuntimeWarning, stacklevel=4)
+            return None
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = config.cpu_math_library_num_threads()
+        options.inter_op_num_threads = 1
+        return ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"])
+
+
+class AnalysisPredictor:
+    """A loaded, optimised model ready to run (fluid 1.8's ``AnalysisPredictor``); made by
+    ``create_paddle_predictor(config)``.
+
+    Example:
+        >>> predictor = create_paddle_predictor(AnalysisConfig("./infer_model"))
+        >>> out = predictor.run([PaddleTensor(np.ones((2, 4), "float32"))])
+        >>> out[0].as_ndarray().shape
+        (2, 3)
+    """
+
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+        self._scope = shared.params.new_scope()     # intermediates; weights found in parent
+        self._exe = Executor(scope_mod.CPUPlace())
+        self._inputs: Dict[str, Tuple[Optional[np.ndarray], List[List[int]]]] = {}
+        self._outputs: Dict[str, Tuple[Optional[np.ndarray], List[List[int]]]] = {}
+        self._times: List[float] = []
+
+    # -- names ----------------------------------------------------------------------------
+    def get_input_names(self) -> List[str]:
+        """The feed variable names, in the order ``run`` takes its inputs."""
+        return list(self._shared.feeds)
+
+    def get_output_names(self) -> List[str]:
+        """The fetch variable names, in the order ``run`` returns its outputs."""
+        return list(self._shared.fetches)
+
+    def get_input_tensor_shape(self) -> Dict[str, List[int]]:
+        """{feed name: declared shape} (-1 for a free dim, e.g. the batch)."""
+        block = self._shared.loaded.global_block()
+        return {n: list(block.var(n).shape) for n in self._shared.feeds}
+
+    # -- the PaddleTensor API -------------------------------------------------------------
+    def run(self, inputs: Sequence[PaddleTensor]) -> List[PaddleTensor]:
+        """Run the model on ``inputs`` (one ``PaddleTensor`` per feed: by position, or by
+        ``name`` when the config's ``switch_specify_input_names`` is on) and return one
+        ``PaddleTensor`` per output, named after the fetched variable.
+
+        Args:
+            inputs: the input tensors.
+        """
+        feeds = self._shared.feeds
+        if len(inputs) != len(feeds):
+            raise ValueError(f"predictor.run: the model has {len(feeds)} input(s) {feeds}, "
+                             f"got {len(inputs)} PaddleTensor(s)")
+        if self._shared.config.specify_input_name():
+            by_name = {t.name: t for t in inputs}
+            missing = [n for n in feeds if n not in by_name]
+            if missing:
+                raise ValueError(f"predictor.run: no PaddleTensor named {missing} (inputs are "
+                                 f"matched by name: switch_specify_input_names is on)")
+            ordered = [by_name[n] for n in feeds]
+        else:
+            ordered = list(inputs)
+        values = {n: (t.as_ndarray(), t.lod) for n, t in zip(feeds, ordered)}
+        out = self._execute(values)
+        result = []
+        for n in self._shared.fetches:
+            arr, lod = out[n]
+            t = PaddleTensor(np.asarray(arr), name=n, lod=lod)
+            result.append(t)
+        return result
+
+    # -- the zero-copy API ----------------------------------------------------------------
+    def get_input_tensor(self, name: str) -> ZeroCopyTensor:
+        """The input slot ``name`` (a feed name)."""
+        if name not in self._shared.feeds:
+            raise ValueError(f"get_input_tensor: '{name}' is not an input of the model "
+                             f"(inputs: {self._shared.feeds})")
+        return ZeroCopyTensor(name, self._inputs, True)
+
+    def get_output_tensor(self, name: str) -> ZeroCopyTensor:
+        """The output slot ``name`` (a fetch name), filled by ``zero_copy_run``."""
+        if name not in self._shared.fetches:
+            raise ValueError(f"get_output_tensor: '{name}' is not an output of the model "
+                             f"(outputs: {self._shared.fetches})")
+        return ZeroCopyTensor(name, self._outputs, False)
+
+    def zero_copy_run(self) -> None:
+        """Run on the values set through ``get_input_tensor``; results go to the output
+        tensors."""
+        missing = [n for n in self._shared.feeds
+                   if self._inputs.get(n, (None, []))[0] is None]
+        if missing:
+            raise RuntimeError(f"zero_copy_run: input(s) {missing} have no value: call "
+                               f"get_input_tensor(name).copy_from_cpu(array) first")
+        out = self._execute({n: self._inputs[n] for n in self._shared.feeds})
+        self._outputs.clear()
+        self._outputs.update(out)
+
+    # -- threads --------------------------------------------------------------------------
+    def clone(self) -> "AnalysisPredictor":
+        """A predictor for another thread: shares the program, the weights and the
+        onnxruntime session (read-only), owns its scope, executor and tensors."""
+        return AnalysisPredictor(self._shared)
+
+    # -- introspection (fluidlite additions) ----------------------------------------------
+    def program(self) -> Program:
+        """The program the NumPy engine runs (after the passes; print it to see them)."""
+        return self._shared.program
+
+    def get_serialized_program(self) -> bytes:
+        """The program as a Paddle ProgramDesc protobuf (what ``__model__`` holds)."""
+        from ..formats import paddle as paddle_format
+        return paddle_format.program_to_bytes(self._shared.program)
+
+    def applied_passes(self) -> List[Tuple[str, int]]:
+        """``[(pass name, rewrites made)]`` from creation (empty with ``ir_optim`` off)."""
+        return list(self._shared.applied)
+
+    def engine(self) -> str:
+        """``"numpy"`` or ``"onnxruntime"`` (after any fallback)."""
+        return self._shared.engine
+
+    def profile(self) -> List[float]:
+        """Seconds per ``run`` / ``zero_copy_run`` (recorded with ``enable_profile()``)."""
+        return list(self._times)
+
+    # -- engines --------------------------------------------------------------------------
+    def _execute(self, values: Dict[str, Tuple[np.ndarray, List[List[int]]]]
+                 ) -> Dict[str, Tuple[np.ndarray, List[List[int]]]]:
+        start = time.perf_counter()
+        shared = self._shared
+        # LoD inputs have no ONNX form: such a call runs on the NumPy engine
+        if shared.session is not None and not any(lod for _, lod in values.values()):
+            block = shared.loaded.global_block()
+            # onnxruntime checks input types exactly; the NumPy engine casts as fluid does
+            feed = {n: np.asarray(a, dtype=to_numpy_dtype(block.var(n).dtype))
+                    for n, (a, _) in values.items()}
+            arrays = shared.session.run(shared.fetches, feed)
+            out = {n: (a, []) for n, a in zip(shared.fetches, arrays)}
+        else:
+            feed = {n: (scope_mod.LoDTensor(np.asarray(a), lod) if lod else a)
+                    for n, (a, lod) in values.items()}
+            got = self._exe.run(shared.program, feed=feed, fetch_list=list(shared.fetches),
+                                scope=self._scope, return_numpy=False)
+            out = {}
+            for n, t in zip(shared.fetches, got):
+                lod = t.lod() if hasattr(t, "lod") else []
+                out[n] = (np.asarray(t), [list(l) for l in (lod or [])])
+        if shared.config.profile_enabled():
+            self._times.append(time.perf_counter() - start)
+        return out
+
+
+def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
+    """Load the model ``config`` names and prepare it to run (fluid 1.8's
+    ``fluid.core.create_paddle_predictor``).
+
+    Args:
+        config: where the model is and how to run it. The predictor keeps a copy: changing
+            ``config`` afterwards does not change it.
+
+    Example:
+        >>> config = AnalysisConfig("./infer_model")
+        >>> predictor = create_paddle_predictor(config)
+        >>> predictor.get_input_names()
+        ['x']
+    """
+    if not isinstance(config, AnalysisConfig):
+        raise TypeError(f"create_paddle_predictor expects an AnalysisConfig, got "
+                        f"{type(config).__name__}")
+    return AnalysisPredictor(_Shared(config._copy()))
