@@ -802,7 +802,27 @@ def _parse_program_desc(data: bytes, source: str) -> Any:
                                 f"corrupted protobuf: {e})") from None
     if not msg.blocks:
         raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc: it has no blocks")
+    _check_text(msg, source)
     return msg
+
+
+def _check_text(msg: Any, source: str) -> None:
+    """Every string field of ``msg`` is text: protobuf hands proto2 strings that are not
+    UTF-8 back as bytes, which no name may be."""
+    stack = [msg]
+    while stack:
+        m = stack.pop()
+        for fd, value in m.ListFields():
+            repeated = getattr(fd, "is_repeated", None)     # protobuf >= 6; older: label
+            if repeated is None:
+                repeated = fd.label == fd.LABEL_REPEATED
+            values = value if repeated else [value]
+            if fd.type == fd.TYPE_MESSAGE:
+                stack.extend(values)
+            elif fd.type == fd.TYPE_STRING and any(not isinstance(v, str) for v in values):
+                raise PaddleFormatError(f"{source} is not a valid Paddle ProgramDesc: field "
+                                        f"'{fd.full_name}' holds bytes that are not UTF-8 "
+                                        f"text")
 
 
 def _read_var(b: Any, vd: Any, vwhere: str) -> None:
