@@ -358,6 +358,8 @@ class _Rewriter:
         while f"{base}.paddle2_tmp_{n}" in self.block.vars:
             n += 1
         name = f"{base}.paddle2_tmp_{n}"
+        # its dtype is the mapping's choice, not the file's (_adopt_kernel_dtypes keeps it)
+        self.program.__dict__.setdefault("_loader_mapped", set()).add(name)
         self.block.vars[name] = Variable(
             self.block, name=name,
             shape=shape if shape is not None else (src.shape if src is not None else ()),
@@ -784,10 +786,54 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
         for k, a in list(op.attrs.items()):
             op.attrs[k] = _resolve_blocks(p, a)
     check_tree(p, lambda why: PaddleFormatError(f"{source}: {why}"))
+    _adopt_kernel_dtypes(p)
     p._relink()
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _adopt_kernel_dtypes(p: Any) -> None:
+    """Give each op's non-persistable outputs the dtype fluidlite's inference declares, where
+    Paddle's file says otherwise. Paddle leaves some intermediate outputs declared with a dtype
+    its kernels never write (``sequence_pool``'s MaxIndex is declared like the input but is
+    int32; the ``rnn`` op's Reserve is declared uint8 but holds what the kernel saves for the
+    backward): the declaration follows what the kernel produces, so the plan's dtype contract
+    holds for loaded programs too. An op whose inference needs what the file does not say
+    keeps the file's dtypes."""
+    mapped = p.__dict__.pop("_loader_mapped", set())
+    for b in p.blocks:
+        for op in b.ops:
+            if not registry.has_op(op.type):
+                continue
+            opdef = registry.get_op_def(op.type)
+            if getattr(opdef, "sub_block_op", False):
+                continue
+            try:
+                specs = [_in_spec(b, op, s) for s in opdef.in_slots]
+                result = opdef.run_infer(specs, {k: v for k, v in op.attrs.items()
+                                                 if k not in registry.COMMON_ATTRS}) or {}
+            except Exception:        # noqa: BLE001 -- best effort: the file's dtypes stay
+                continue
+            for slot, spec in result.items():
+                specs_out = spec if isinstance(spec, list) else [spec]
+                for n, sp in zip(op.outputs.get(slot, []), specs_out):
+                    var = b._find_var_recursive(n)
+                    dtype = getattr(sp, "dtype", None)
+                    if var is None or var.persistable or dtype is None or var.dtype is None \
+                            or n in mapped:
+                        continue
+                    dtype = convert_np_dtype_to_dtype_(dtype)
+                    if var.dtype != dtype:
+                        var._dtype = dtype
+
+
+def _in_spec(b: Any, op: Any, slot: Any) -> Any:
+    names_ = op.inputs.get(slot.name) or []
+    specs = [None if n == "@EMPTY@" else b._spec_of(op, n) for n in names_]
+    if slot.duplicable:
+        return specs
+    return specs[0] if specs else None
 
 
 def _parse_program_desc(data: bytes, source: str) -> Any:
