@@ -501,8 +501,8 @@ def loads_program(text: Union[str, bytes, bytearray], source: str = "<string>") 
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        raise ProgramFormatError(f"{source} is not a valid fluidlite program: its JSON is "
-                                 f"nested deeper than Python can parse") from None
+        raise ProgramFormatError(f"{source} is not a valid fluidlite program: it is nested "
+                                 f"deeper than Python can parse") from None
     except json.JSONDecodeError as e:
         stripped = text.rstrip()
         truncated = e.pos >= len(stripped) or "Unterminated" in e.msg or \
