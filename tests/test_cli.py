@@ -256,7 +256,7 @@ def _setup_inputs(saved, tmp):
     (["viz", "model", "--block", "7"], 2, "out of range"),
     (["viz", "model", "--highlight", "("], 2, "not a valid regex"),
     (["info", "garbage.json"], 1, "not UTF-8 JSON"),
-    (["info", "deep.json"], 1, "'deep.json' is not a valid fluidlite program: it is nested"),
+    (["info", "deep.json"], 1, "deep.json' is not a valid fluidlite program: it is nested"),
     (["info", "trunc.json"], 1, "looks truncated"),
     (["info", "newer.json"], 1, "version 99"),
     (["info", "unknown_op.json"], 1, "'no_such_op' is not registered"),
