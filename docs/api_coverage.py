@@ -20,6 +20,12 @@ The names come from ``docs/fluid18_api.txt`` (module, name, kind, signature: fac
 ``missing``
     not provided; ``reason()`` says why (another open issue owns it, GPU-only, out of scope).
 
+A last section, "Sub-module paths", covers ``docs/fluid18_modules.txt``: the public names of
+fluid 1.8's sub-modules (``fluid.layers.nn``, ``fluid.evaluator``, ...), which scripts import
+from the module that defined them. Each (module, name) pair is looked up at the same path under
+``fluidlite``; the table lists the pairs that do not resolve, with ``module_path_reason()``
+(``tests/test_fluid18_module_paths.py`` requires every other pair to resolve).
+
 **How CI uses it** (``tests/test_api_coverage.py``): the checked-in table is a ratchet. Every
 row it records as ``provided`` / ``deviation`` must still resolve with all of fluid's parameters,
 and a ``partial`` row may not lose more parameters, so removing or breaking a name fails CI.
@@ -42,6 +48,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIST_FILE = os.path.join(HERE, "fluid18_api.txt")
 TABLE_FILE = os.path.join(HERE, "api_coverage.md")
+MODULES_FILE = os.path.join(HERE, "fluid18_modules.txt")
+PATHS_HEADING = "## Sub-module paths"
 STATUSES = ("provided", "deviation", "partial", "missing")
 
 # -- documented deviations: (module, name) -> (what differs, docs/compatibility.md section) ----
@@ -280,6 +288,149 @@ def evaluate_all(entries: Optional[Sequence[Entry]] = None) -> List[Row]:
     return [evaluate(e) for e in (read_list() if entries is None else entries)]
 
 
+# -- sub-module paths (docs/fluid18_modules.txt) ------------------------------------------------
+_CONTRIB = "fluid.contrib (slim, quantization, CTR layers, ...) is outside fluidlite's scope"
+_TRAINERS = ("configures fluid's C++ multi-thread trainers behind `train_from_dataset`; "
+             "fluidlite's `train_from_dataset` runs the program in Python")
+_PATCH_RELEASE = ("in the `__all__` of a fluid 1.8 patch release but not in its API reference; "
+                  "not yet provided (issue 16)")
+# a module's reason, or a (module, name) pair's (which wins)
+MODULE_PATH_REASONS: Dict[Any, str] = {
+    ("fluid.data", "data"): "`fluidlite.data` is the function `fluid.data` (as `paddle.fluid."
+                            "data` was once fluid's `__init__` ran `from .data import *`); a "
+                            "module of that name would replace the function when imported",
+    "fluid.annotations": "Paddle's internal deprecation decorator; fluidlite has no "
+                         "`fluidlite.annotations` module",
+    "fluid.communicator": "the parameter-server communicator; parameter-server training is not "
+                          "provided (collective mode is)",
+    "fluid.contrib.layers": _CONTRIB,
+    "fluid.contrib.layers.nn": _CONTRIB,
+    "fluid.contrib.layers.metric_op": _CONTRIB,
+    ("fluid.debugger", "prepare_fast_nan_inf_debug"): "fluid's remote NaN/Inf debugging of a "
+                                                      "running C++ executor is not provided",
+    ("fluid.debugger", "run_fast_nan_inf_debug"): "fluid's remote NaN/Inf debugging of a "
+                                                  "running C++ executor is not provided",
+    "fluid.debugger": "a helper formatting fluid's protobuf descs for `pprint_program_codes`; "
+                      "fluidlite's debugger formats its own IR (`repr_var`, `repr_op`)",
+    "fluid.default_scope_funcs": "fluid's thread-local stack of C++ scopes (a legacy test "
+                                 "helper); use `fluid.Scope` with `fluid.scope_guard`",
+    "fluid.device_worker": _TRAINERS,
+    "fluid.trainer_desc": _TRAINERS,
+    "fluid.trainer_factory": _TRAINERS,
+    ("fluid.layers.detection", "matrix_nms"): _PATCH_RELEASE,
+    ("fluid.layers.nn", "mish"): _PATCH_RELEASE,
+    "fluid.layers.layer_function_generator": "Paddle's docstring generators for its C++ op "
+                                             "protos (and its own layers' deprecation "
+                                             "marker); fluidlite's layers document themselves",
+    "fluid.log_helper": "fluidlite has no `fluidlite.log_helper` module yet (it logs through "
+                        "the standard `logging` module)",
+    "fluid.net_drawer": "a helper of fluid's pydot-based drawing; fluidlite's "
+                        "`net_drawer.draw_graph` writes its DOT text itself",
+    "fluid.parallel_executor": "provided as `fluid.ParallelExecutor` (`fluidlite.compiler`); "
+                               "the `fluidlite.parallel_executor` module path is not",
+}
+
+
+def read_module_list(path: str = MODULES_FILE) -> List[Tuple[str, str]]:
+    """The (fluid module, name) pairs of ``docs/fluid18_modules.txt``."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip() or line.startswith("#"):
+                continue
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 2:
+                raise ValueError(f"{path}:{lineno}: expected 2 tab-separated columns "
+                                 f"(module, name), got {len(cols)}")
+            out.append((cols[0], cols[1]))
+    return out
+
+
+def resolve_path(module: str, name: str) -> Any:
+    """``fluidlite.<module without 'fluid.'>.<name>`` the way a script imports it (import the
+    module, then take the name), or ``_MISSING``."""
+    try:
+        mod = importlib.import_module("fluidlite" + module[len("fluid"):])
+        return getattr(mod, name)
+    except Exception:          # ImportError, AttributeError, or a module failing to import
+        return _MISSING
+
+
+def module_path_reason(module: str, name: str) -> str:
+    """Why fluid 1.8's ``module.name`` has no fluidlite twin at that path."""
+    if (module, name) in MODULE_PATH_REASONS:
+        return MODULE_PATH_REASONS[(module, name)]
+    if module in MODULE_PATH_REASONS:
+        return MODULE_PATH_REASONS[module]
+    if ("fluid", name) in SPECIFIC:                  # fluid.framework's top-level names
+        return SPECIFIC[("fluid", name)]
+    return "not yet provided"
+
+
+class PathRow(NamedTuple):
+    module: str
+    name: str
+    status: str              # 'provided' or 'missing'
+    note: str
+
+
+def evaluate_module_paths(pairs: Optional[Sequence[Tuple[str, str]]] = None) -> List[PathRow]:
+    rows = []
+    for module, name in (read_module_list() if pairs is None else pairs):
+        if resolve_path(module, name) is _MISSING:
+            rows.append(PathRow(module, name, "missing", module_path_reason(module, name)))
+        else:
+            rows.append(PathRow(module, name, "provided", ""))
+    return rows
+
+
+def render_module_paths(rows: Sequence[PathRow]) -> List[str]:
+    """The "Sub-module paths" section: counts per module, then every missing pair."""
+    lines = [
+        "", PATHS_HEADING, "",
+        "`docs/fluid18_modules.txt` lists the public names of fluid 1.8's sub-modules (their "
+        "`__all__`), which scripts import from the module that defined them (`from "
+        "paddle.fluid.layers.control_flow import StaticRNN`, `fluid.layers.nn.cos_sim`). Each "
+        "resolves at the same path under `fluidlite` (the object `fluid.layers.<name>` is, for "
+        "a `fluid.layers` module) except the pairs listed below. CI "
+        "(`tests/test_fluid18_module_paths.py`) fails if any other pair stops resolving.",
+        "",
+        "| module | provided | missing | total |",
+        "|---|---:|---:|---:|",
+    ]
+    per: "OrderedDict[str, Dict[str, int]]" = OrderedDict()
+    for r in sorted(rows, key=lambda r: r.module):
+        c = per.setdefault(r.module, {"provided": 0, "missing": 0})
+        c[r.status] += 1
+    for module, c in per.items():
+        lines.append(f"| `{module}` | {c['provided']} | {c['missing']} | "
+                     f"{c['provided'] + c['missing']} |")
+    n_ok = sum(c["provided"] for c in per.values())
+    n_missing = sum(c["missing"] for c in per.values())
+    lines.append(f"| **all** | {n_ok} | {n_missing} | {n_ok + n_missing} |")
+    lines += ["", "| name | status | note |", "|---|---|---|"]
+    for r in sorted((r for r in rows if r.status == "missing"),
+                    key=lambda r: (r.module, r.name.lower())):
+        lines.append(f"| `{r.module}.{r.name}` | missing | {_cell(r.note)} |")
+    return lines
+
+
+def read_module_path_table(path: str = TABLE_FILE) -> List[Tuple[str, str, str]]:
+    """(module, name, reason) of every pair the checked-in "Sub-module paths" section lists as
+    missing."""
+    out = []
+    inside = False
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("## "):
+                inside = line.strip() == PATHS_HEADING
+                continue
+            m = re.match(r"^\| `(fluid(?:\.\w+)+)\.(\w+)` \| missing \| (.*) \|$", line)
+            if inside and m:
+                out.append((m.group(1), m.group(2), m.group(3)))
+    return out
+
+
 # -- the table ---------------------------------------------------------------------------------
 def anchor(section: str) -> str:
     """GitHub's anchor for a markdown heading."""
@@ -299,7 +450,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render(rows: Sequence[Row]) -> str:
+def render(rows: Sequence[Row], paths: Optional[Sequence[PathRow]] = None) -> str:
     lines = [
         "# fluid 1.8 API coverage",
         "",
@@ -337,6 +488,8 @@ def render(rows: Sequence[Row]) -> str:
                     f"`{p}`" for p in r.lacking)
             sig = f"`{e.signature}`" if e.signature else ""
             lines.append(f"| `{e.name}` | {r.status} | {_cell(sig)} | {_cell(note)} |")
+    if paths is not None:
+        lines += render_module_paths(paths)
     return "\n".join(lines) + "\n"
 
 
@@ -382,10 +535,13 @@ def main(argv: Sequence[str]) -> int:
         return _main_at_rev(args.rev, [a for a in argv if not a.startswith("--rev")
                                        and a != args.rev])
     rows = evaluate_all()
-    text = render(rows)
+    paths = evaluate_module_paths()
+    text = render(rows, paths)
     if args.summary:
         for module, c in counts(rows).items():
             print(f"{module:60s} " + " ".join(f"{s}={c[s]}" for s in STATUSES))
+        n_missing = sum(r.status == "missing" for r in paths)
+        print(f"{'sub-module paths':60s} provided={len(paths) - n_missing} missing={n_missing}")
         return 0
     if args.check:
         try:

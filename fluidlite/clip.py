@@ -155,21 +155,11 @@ class GradientClipBase:
                               "ineffective, because 'grad_clip' is set in the optimizer; remove "
                               "the redundant legacy setting.")
                 break
-        if _mode.tracer is not None:        # dygraph: clip the gradient tensors now
-            return self._dygraph_clip(list(params_grads))
+        if _mode.tracer is not None:        # dygraph: clip the gradient tensors now, with the
+            # op kernels of the static ops below (fluidlite/dygraph/clip.py)
+            return _mode.implementation("clip")(self, list(params_grads))
         with name_scope("gradient_clip"):
             return self._clip_pairs(list(params_grads))
-
-    # -- dygraph (issue 12): the same kernels as the static ops, run now on the arrays --------
-    def _dygraph_clip(self, params_grads: PairList) -> PairList:
-        """Dygraph: the new ``(param, grad tensor)`` pairs, computed by the same op kernels the
-        static ``_clip_pairs`` appends (``_op_for_one`` per needed gradient); None grads
-        dropped."""
-        from .dygraph.tensor import VarBase
-        from .dygraph.tracer import kernel
-        op_type, attrs = self._op_for_one()
-        return [(p, VarBase(kernel(op_type, attrs, X=_dy_array(g)), name=g.name)
-                 if self._needs(p) else g) for p, g in params_grads if g is not None]
 
     def _needs(self, param: Parameter) -> bool:
         """Whether ``param``'s gradient is clipped (and, for the global norm, counted)."""
@@ -299,54 +289,6 @@ class GradientClipByGlobalNorm(GradientClipBase):
         clipped = _scale_by_global_norm(self, counted)
         return [(p, clipped.get(p.name, g)) for p, g in params_grads if g is not None]
 
-    def _dygraph_clip(self, params_grads: PairList) -> PairList:
-        """Dygraph: the ops of ``_scale_by_global_norm`` (float64 ``squared_l2_norm`` per
-        gradient, ``sum``, ``sqrt``, [``check_finite_norm``], ``elementwise_max`` with
-        ``clip_norm``, ``elementwise_div``, ``cast``, ``elementwise_mul``) as kernels on the
-        arrays, in the same order; ``global_norm`` is left holding G as a tensor."""
-        from .dygraph.tensor import VarBase
-        from .dygraph.tracer import kernel
-        counted = [(p, g) for p, g in params_grads if g is not None and self._needs(p)]
-        if not counted:
-            return list(params_grads)
-        scales = self._dygraph_scales(counted)
-        new = {p.name: VarBase(kernel("elementwise_mul", X=_dy_array(g),
-                                      Y=scales[_dy_array(g).dtype]), name=g.name)
-               for p, g in counted}
-        return [(p, new.get(p.name, g)) for p, g in params_grads if g is not None]
-
-    def _dygraph_scales(self, counted: PairList) -> Dict[Any, Any]:
-        """Dygraph: ``{grad dtype: clip_norm / max(G, clip_norm)}`` for the counted
-        ``(param, grad)`` pairs (the norm chain of ``_dygraph_clip``); a dygraph optimizer
-        with an in-place update multiplies each gradient by it inside the update, as the
-        static plan's fused update does."""
-        from .dygraph.tensor import VarBase
-        from .dygraph.tracer import kernel
-        arrays = [_dy_array(g) for _, g in counted]
-        squares = [kernel("squared_l2_norm", X=a) for a in arrays]
-        total = kernel("sum", {"use_mkldnn": False}, X=squares)
-        norm = kernel("sqrt", X=total)
-        self.global_norm = VarBase(norm, name="global_norm")
-        checked = norm
-        if self.error_if_nonfinite:
-            checked = kernel("check_finite_norm", {"grad_names": [g.name for _, g in counted]},
-                             X=norm, Norms=squares)
-        # fill_constant is pure: its [1] result is kept per (clip_norm, dtype)
-        key = (self.clip_norm, norm.dtype)
-        limit = self.__dict__.get("_dygraph_limit", {}).get(key)
-        if limit is None:
-            limit = kernel("fill_constant", {"shape": [1], "dtype": norm.dtype,
-                                             "value": self.clip_norm})
-            self.__dict__["_dygraph_limit"] = {key: limit}
-        scale = kernel("elementwise_div", X=limit,
-                       Y=kernel("elementwise_max", X=limit, Y=checked))
-        scales = {scale.dtype: scale}
-        for a in arrays:
-            if a.dtype not in scales:
-                scales[a.dtype] = kernel("cast", {"in_dtype": scale.dtype, "out_dtype": a.dtype},
-                                         X=scale)
-        return scales
-
 
 def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList
                           ) -> Dict[str, Variable]:
@@ -404,11 +346,6 @@ def _apply_scales(block: Block, pairs: PairList, out_names: Dict[str, str],
             new[key.name] = rewrite.op(block, "elementwise_mul", out=out, X=g,
                                        Y=scales[g.dtype])
     return new
-
-
-def _dy_array(grad: Any) -> Any:
-    """The NumPy array of a dygraph gradient (a tensor, or an array already)."""
-    return grad._array() if hasattr(grad, "_array") else grad
 
 
 # 1.8 short aliases and 2.x names
@@ -533,8 +470,7 @@ def _clip_leaves(api: str, x: Any) -> Tuple[List[Any], Callable[[List[Any]], Any
             parts = [walk(v, f"{path}[{i}]") for i, v in enumerate(item)]
             return lambda it: type(item)(p(it) for p in parts)
         if isinstance(item, np.ndarray) and _mode.tracer is not None:
-            from .dygraph.base import to_variable
-            item = to_variable(item)
+            item = _mode.implementation("to_variable")(item)
         if item is not None and not isinstance(item, Variable):
             raise TypeError(f"{api}: x{path} must be a tensor, a static Variable, None or a "
                             f"tuple/list of them, but received {type(item).__name__}"
@@ -544,23 +480,17 @@ def _clip_leaves(api: str, x: Any) -> Tuple[List[Any], Callable[[List[Any]], Any
         return lambda it: next(it)
 
     build = walk(x, "")
-    kinds = {_is_dygraph(v) for v in leaves if v is not None}
+    kinds = {_mode.is_tensor(v) for v in leaves if v is not None}
     if len(kinds) > 1:
         raise TypeError(f"{api}: x mixes dygraph tensors and static Variables")
     return leaves, lambda new: build(iter(new))
 
 
-def _is_dygraph(v: Variable) -> bool:
-    from .dygraph.tensor import VarBase
-    return isinstance(v, VarBase)
-
-
 def _run_functional(fn: Callable[[], Any], leaves: List[Any]) -> Any:
     """Run ``fn`` in dygraph mode when the leaves are dygraph tensors and no guard is open (a
     temporary guard, as the functional ``grad`` does), else as is."""
-    if _mode.tracer is None and any(v is not None and _is_dygraph(v) for v in leaves):
-        from .dygraph.base import guard
-        with guard():
+    if _mode.tracer is None and any(v is not None and _mode.is_tensor(v) for v in leaves):
+        with _mode.implementation("guard")():
             return fn()
     return fn()
 
@@ -616,7 +546,7 @@ def clip_by_global_norm(x: Any, clip_norm: float = 1.0, use_norm: Any = None) ->
     present = [v for v in leaves if v is not None]
     if not present:
         return rebuild(leaves)
-    if len({v.block.program for v in present if not _is_dygraph(v)}) > 1:
+    if len({v.block.program for v in present if not _mode.is_tensor(v)}) > 1:
         raise ValueError(f"{api}: the Variables of x belong to different Programs")
 
     def run() -> Any:
@@ -626,9 +556,8 @@ def clip_by_global_norm(x: Any, clip_norm: float = 1.0, use_norm: Any = None) ->
         keys: Dict[int, Any] = {}
         for v in present:
             if id(v) not in keys:
-                if _is_dygraph(v):
-                    from .dygraph.tensor import VarBase
-                    keys[id(v)] = VarBase(None, name=rewrite.tmp_name(api))
+                if _mode.is_tensor(v):
+                    keys[id(v)] = _mode.tracer.new_var(name=rewrite.tmp_name(api))
                 else:
                     keys[id(v)] = v
         pairs = [(keys[i], v) for i, v in {id(v): v for v in present}.items()]

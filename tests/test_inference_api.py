@@ -25,7 +25,9 @@ needs_ort = pytest.mark.skipif(not HAVE_ORT, reason="onnx / onnxruntime not inst
 def _save(dirname, build, feeds, **kw):
     main, startup = fluid.Program(), fluid.Program()
     scope = fluid.Scope()
-    with fluid.program_guard(main, startup), fluid.scope_guard(scope):
+    # module-scoped fixtures run outside the per-test name guard: keep the global counters
+    with fluid.program_guard(main, startup), fluid.scope_guard(scope), \
+            fluid.unique_name.guard():
         out = build()
         exe = fluid.Executor(fluid.CPUPlace())
         exe.run(startup)

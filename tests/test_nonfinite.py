@@ -119,7 +119,9 @@ def test_softmax_with_cross_entropy_hard():
     assert np.isnan(loss[0]) and np.isnan(r["Softmax"][0]).all()   # NaN logit: NaN row
     assert np.isnan(loss[1])                                       # +inf - max(+inf): NaN
     assert loss[2] == pytest.approx(np.log(1 + np.e))              # -inf off the label: exact
-    assert loss[3] == np.float32(1e20)                             # -inf at the label
+    # -inf at the label: fluid clips the shifted logit at -64 (ValueClip), so the loss is
+    # 64 + log(sum), finite (it was 1e20 before issue 29)
+    assert loss[3] == pytest.approx(64 + np.log(1 + np.exp(-1.0)), rel=1e-6)
     assert np.isnan(r["dLogits"][0]).all() and np.isfinite(r["dLogits"][2]).all()
 
 
@@ -132,7 +134,10 @@ def test_softmax_with_cross_entropy_soft():
     assert np.isnan(loss[0]) and np.isnan(r["dLogits"][0]).all()
     ls = np.log(1 + np.e)
     assert loss[1] == pytest.approx(0.5 * ls + 0.5 * (ls - 1))     # 0 label on a -inf logit
-    assert loss[2] == pytest.approx(0.25 * 1e20, rel=1e-6)
+    # a 0.25 label on a -inf logit: -log(e^-64 / sum) = 64 + log(sum) (fluid's ValueClip)
+    s2 = 1 + np.exp(-1.0) + np.exp(-65.0)
+    assert loss[2] == pytest.approx(0.5 * (1 + np.log(s2)) + 0.25 * (64 + np.log(s2))
+                                    + 0.25 * np.log(s2), rel=1e-6)
     lab2 = lab.copy()
     lab2[1, 0] = NAN
     r = run_op("softmax_with_cross_entropy", {"Logits": logits, "Label": lab2},
@@ -259,12 +264,13 @@ def test_masked_gradients_keep_a_nan_upstream_gradient(op_type):
 
 
 def test_softmax_nan_row_and_infinite_logits():
-    """NaN poisons its row only; -inf gives probability 0 (exact; fluid floors shifted logits
-    at -64 with ValueClip, see docs/compatibility.md); +inf gives a NaN row (inf - inf)."""
+    """NaN poisons its row only; -inf gives probability e^-64 / sum (fluid floors the shifted
+    logits at -64 with ValueClip, as fluidlite since issue 29); +inf gives a NaN row."""
     x = f32([NAN, 0, 1], [0, -INF, 0], [INF, 0, 0], [1, 2, 3])
     out = run_op("softmax", {"X": x}, {"axis": -1}, grads=("X",))["Out"]
     assert np.isnan(out[0]).all() and np.isnan(out[2]).all()
-    np.testing.assert_allclose(out[1], [0.5, 0.0, 0.5])
+    e64 = np.exp(-64.0) / (2 + np.exp(-64.0))
+    np.testing.assert_allclose(out[1], [0.5, e64, 0.5], rtol=1e-6)
     assert np.isfinite(out[3]).all()
 
 

@@ -189,7 +189,10 @@ def lamb_ref(lr, wd, b1, b2, eps, excluded):
 
 
 O = fluid.optimizer
-CASES = {
+def _cases():
+    # built afresh for each test: the reference update rules keep their state (accumulators) in
+    # closures, and a test may run more than once in one process (mutation testing, docs/mutation.md)
+    return {
     "sgd": (lambda: O.SGD(0.1), sgd_ref(0.1)),
     "momentum": (lambda: O.Momentum(0.1, 0.9), momentum_ref(0.1, 0.9)),
     "nesterov": (lambda: O.MomentumOptimizer(0.1, momentum=0.9, use_nesterov=True),
@@ -216,9 +219,12 @@ CASES = {
 }
 
 
+CASES = _cases()
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_optimizer_matches_closed_form(case):
-    make_opt, upd = CASES[case]
+    make_opt, upd = _cases()[case]
     hist, main, _, _ = train(make_opt)
     assert_same(hist, reference(upd))
     assert all(h.dtype == np.float32 for step in hist for h in step)

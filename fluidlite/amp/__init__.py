@@ -27,15 +27,13 @@ from typing import Any, Callable, List
 
 import numpy as np
 
-from ..core.dtypes import VarType
-from ..core.ir import Variable
+from ..core import mode as _mode, rewrite
+from ..core.dtypes import FLOATS, INTS, VarType, convert_dtype
+from ..core.ir import Variable, default_main_program
 
 __all__ = ["LossScaler", "StaticLossScaler", "DynamicLossScaler", "all_finite"]
 
-
-def _is_eager(x: Any) -> bool:
-    from ..dygraph.tensor import VarBase
-    return isinstance(x, VarBase)
+_is_eager = _mode.is_tensor     # a dygraph tensor (static Variables are not)
 
 
 def _map(fn: Callable[[Any], Any], x: Any) -> Any:
@@ -62,8 +60,7 @@ def _real(owner: str, arg: str, value: Any) -> float:
 def _multiply(x: Any, factor: float, what: str) -> Any:
     """``x * factor`` for one leaf (a tensor, a Variable, an array or a number)."""
     if isinstance(x, Variable):          # dygraph tensors are Variables too: one code path
-        from .. import layers
-        return layers.scale(x, scale=factor)
+        return _scale(x, factor)
     if isinstance(x, np.ndarray):
         if x.dtype.kind != "f":
             raise TypeError(f"{what}: expected floating-point values, but received an array "
@@ -75,6 +72,20 @@ def _multiply(x: Any, factor: float, what: str) -> Any:
         return x * factor
     raise TypeError(f"{what}: expected a tensor, a Variable, a NumPy array, a number or a "
                     f"(nested) tuple/list of them, but received {type(x).__name__}")
+
+
+def _scale(x: Variable, factor: float) -> Variable:
+    """``x * factor``: the ``scale`` op ``fluid.layers.scale(x, factor)`` appends, into a new
+    ``scale_N.tmp_0`` -- run now for a dygraph tensor (its eager block), else appended to the
+    current block of the default main program."""
+    if x.dtype is not None and x.dtype not in FLOATS | INTS:
+        raise TypeError(f"The data type of 'x' in scale must be one of "
+                        f"{sorted(convert_dtype(t) for t in FLOATS | INTS)}, but received "
+                        f"{convert_dtype(x.dtype)}. Cast it first, e.g. "
+                        f"fluid.layers.cast(x, 'float32').")
+    block = x.block if _is_eager(x) else default_main_program().current_block()
+    return rewrite.op(block, "scale", X=x, attrs={"bias": 0.0, "bias_after_scale": True,
+                                                   "scale": float(factor)})
 
 
 class LossScaler:
@@ -115,11 +126,10 @@ class LossScaler:
         place, so that a fluid optimizer's ``minimize`` then applies the true gradients;
         returns ``all_finite`` of them. With ``False``, skip ``minimize``, call
         ``clear_gradients()`` and ``adjust(False)`` (see the README recipe)."""
-        from ..dygraph.tensor import VarBase
         inv = 1.0 / self._scale_value
         grads = []
         for p in parameters:
-            if not isinstance(p, VarBase):
+            if not _is_eager(p):
                 raise TypeError(f"{type(self).__name__}.unscale_gradients: expected dygraph "
                                 f"parameters (e.g. layer.parameters()), but received "
                                 f"{type(p).__name__}")
@@ -232,7 +242,6 @@ def all_finite(inputs: Any) -> Any:
 
 
 def _static_all_finite(variables: List[Variable]) -> Variable:
-    from ..core import rewrite
     block = variables[0].block
     one = rewrite.op(block, "fill_constant", dtype=VarType.FP32,
                      attrs={"shape": [1], "dtype": VarType.FP32, "value": 1.0})

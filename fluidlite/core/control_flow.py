@@ -16,9 +16,11 @@ position-wise too).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Set, Tuple
+import abc
+import contextlib
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from . import names
+from . import atomic, names
 from .dtypes import VarType
 
 SSA_TAG = "@SSA@"
@@ -132,3 +134,102 @@ def base_name(name: str) -> str:
     return name if pos < 0 else name[:pos]
 
 
+# -- building a sub-block: fluid.layers' While / ConditionalBlock, and passes ---------------------
+def has_value(block: Any, name: str) -> bool:
+    """Whether an outer variable holds a value before the op owning ``block`` runs (written
+    by an earlier op, fed, persistable, or an array)."""
+    var = block._find_var_recursive(name)
+    if var is None:
+        return False
+    if var.is_data or var.persistable or var.type == VarType.LOD_TENSOR_ARRAY:
+        return True
+    prog = block.program
+    b = prog.blocks[block.parent_idx] if block.parent_idx >= 0 else None
+    while b is not None:            # an op of an enclosing block wrote it before
+        if any(name in op.output_arg_names for op in b.ops):
+            return True
+        b = prog.blocks[b.parent_idx] if b.parent_idx >= 0 else None
+    return False
+
+
+@contextlib.contextmanager
+def in_parent(prog: Any) -> Iterator[None]:
+    """Run with the parent of the current block as the current block (ops appended to the
+    parent carry its role/name-scope context as usual)."""
+    cur = prog.current_block_idx
+    prog._rollback()
+    try:
+        yield
+    finally:
+        prog.current_block_idx = cur
+
+
+class BlockBuild(abc.ABC):
+    """``with ...:`` building a new sub-block as one build transaction: an error in the body (or
+    in completing the op that owns the block) leaves the programs as they were before it,
+    without the new block. Subclasses enter with ``_open(program)`` and complete their op in
+    ``_complete`` (called with the parent block current)."""
+
+    def _open(self, prog: Any) -> Any:
+        from .ir import default_startup_program
+        self.txn = atomic.atomic(prog, default_startup_program())
+        self.txn.__enter__()
+        self.block = prog._create_block()
+        return self.block
+
+    @abc.abstractmethod
+    def _complete(self) -> None:
+        """Complete the op owning ``self.block`` (the parent block is current)."""
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
+        prog = self.block.program
+        try:
+            if exc_type is None:
+                with in_parent(prog):
+                    self._complete()
+        except BaseException as e:
+            self.txn.__exit__(type(e), e, e.__traceback__)
+            raise
+        finally:
+            if prog.current_block_idx == self.block.idx:
+                prog._rollback()
+        self.txn.__exit__(exc_type, exc_val, exc_tb)
+        return False
+
+
+class Conditional(BlockBuild):
+    """``with Conditional(conds):`` -- the ops appended inside (to the new current block) run
+    only when ``conds[0]`` (a bool scalar) holds (``is_scalar_condition``), or else when every
+    variable of ``conds`` is non-empty: a ``conditional_block`` op owning the block is appended
+    to the enclosing block when the body ends, its ``Input`` / ``Out`` the outer variables the
+    body reads / writes (a written variable that already had a value is an input too: it keeps
+    that value when the block does not run). ``name`` (default: a fresh
+    ``conditional_block_N``, generated here) names its ``<name>.scope_N`` variable;
+    ``program``: the default main program when entered, unless given. This is what
+    ``fluid.layers.ConditionalBlock`` builds; passes use it through ``rewrite.conditional``."""
+
+    def __init__(self, conds: Sequence[Any], is_scalar_condition: bool = True,
+                 name: Optional[str] = None, program: Any = None) -> None:
+        self.conds = list(conds)
+        self.is_scalar_condition = is_scalar_condition
+        self.name = name if name is not None else names.generate("conditional_block")
+        self.program = program
+
+    def __enter__(self) -> Any:
+        from .ir import default_main_program
+        return self._open(self.program if self.program is not None else default_main_program())
+
+    def _complete(self) -> None:
+        block = self.block
+        parent = block.program.block(block.parent_idx)
+        reads, writes = outer_reads_writes(block)
+        cond_names = [v.name for v in self.conds]
+        ins = [n for n in reads + [w for w in writes if w not in reads and has_value(block, w)]
+               if n not in cond_names]
+        scope = parent.create_var(type=VarType.STEP_SCOPES,
+                                  name=names.generate(f"{self.name}.scope"))
+        parent.append_op(type="conditional_block",
+                         inputs={"Cond": self.conds, "Input": ins},
+                         outputs={"Out": writes, "Scope": [scope]},
+                         attrs={"sub_block": block,
+                                "is_scalar_condition": self.is_scalar_condition})

@@ -135,6 +135,20 @@ class OpDef:
     # ownership passes through such an op (c_sync_calc_stream between a gradient and its
     # all-reduce)
     passes_through: ClassVar[Dict[str, str]] = {}
+    # -- what the executor reads instead of knowing op types (README "Writing an op") --------
+    # the plan generates nothing for the op: the executor binds feeds and fetches itself
+    plan_skip: ClassVar[bool] = False
+    # without inputs and writing no persistable, the op's value is a compile-time constant:
+    # the plan calls the kernel once when compiling and binds the result
+    foldable: ClassVar[bool] = False
+    # the kernel cannot raise on inputs of their declared shapes and dtypes, so the op may run
+    # after fused in-place updates (the plan's commit tail, executor/fusion/matcher.py)
+    infallible: ClassVar[bool] = False
+    # the op owns ``attrs['sub_block']`` and has no kernel: the plan generates the block inline
+    # (executor/blocks.py; the op class declares how, see ops/control_flow.py's ``_BlockOp``)
+    sub_block_op: ClassVar[bool] = False
+    # output slots whose previous value the kernel receives after its inputs (write_to_array)
+    reads_outputs: ClassVar[Tuple[str, ...]] = ()
     # filled in by @register
     in_slots: ClassVar[Tuple[Slot, ...]] = ()
     out_slots: ClassVar[Tuple[Slot, ...]] = ()

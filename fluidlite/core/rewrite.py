@@ -14,6 +14,8 @@ result passes ``Program.lint()``):
 * ``tmp`` / ``tmp_name`` (a fresh temporary named as above), ``var_like`` (a variable shaped
   like another);
 * ``global_var``: a persistable variable of the main program initialised in the startup program;
+  ``step_counter``: one counting the main program's runs;
+* ``conditional``: a sub-block whose ops run only when a bool scalar holds;
 * ``Uses``: the producers and readers of every variable of a block (one index, built once);
 * ``remove_ops`` / ``replace_op`` / ``set_role``;
 * ``transaction``: a build transaction — the programs are restored exactly if the body raises.
@@ -25,11 +27,13 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import names
 from .atomic import atomic as transaction
+from .control_flow import Conditional
 from .dtypes import VarType
 from .ir import Block, Operator, OpRole, Program, Variable
 
-__all__ = ["role", "append", "insert", "op", "tmp", "tmp_name", "var_like", "global_var", "Uses",
-           "remove_ops", "replace_op", "set_role", "add_role_var", "transaction", "OpRole"]
+__all__ = ["role", "append", "insert", "op", "tmp", "tmp_name", "var_like", "global_var",
+           "step_counter", "conditional", "Uses", "remove_ops", "replace_op", "set_role",
+           "add_role_var", "transaction", "OpRole"]
 
 _VarOrName = Union[Variable, str]
 
@@ -122,6 +126,32 @@ def global_var(main: Program, startup: Program, name: str, shape: Sequence[int],
                            attrs={"shape": list(shape), "dtype": svar.dtype,
                                   "value": float(value), "force_cpu": True})
     return var
+
+
+def step_counter(main: Program, startup: Program, name: str, begin: int = 1,
+                 step: int = 1) -> Variable:
+    """A persistable int64 [1] counter of ``main``'s runs (fluid's
+    ``layers.autoincreased_step_counter``): initialised to ``begin - 1`` in ``startup``, with an
+    ``increment`` by ``step`` *prepended* to ``main``'s block 0 (in the caller's role context),
+    so the first run sees ``begin - 1 + step`` (``begin`` with the default step 1). When
+    ``main`` already has a variable ``name`` it is returned and nothing is added (one counter,
+    one increment per name and program)."""
+    block = main.global_block()
+    if block.has_var(name):
+        return block.var(name)
+    counter = global_var(main, startup, name, [1], begin - 1, "int64")
+    insert(block, 0, "increment", {"X": [counter]}, {"Out": [counter]}, {"step": float(step)})
+    return counter
+
+
+def conditional(cond: Variable, program: Optional[Program] = None) -> Conditional:
+    """``with rewrite.conditional(cond):`` -- the ops appended inside, to the new current block
+    of ``program`` (default: the default main program when entered), run only when ``cond`` (a
+    bool scalar) holds; the ``conditional_block`` op owning them is appended to the enclosing
+    block at the end of the body, listing the outer variables they read and write. One build
+    transaction. The op's ``conditional_block_N`` name is taken when this is called: create it
+    where fluid's ``ConditionalBlock`` would be (``core/control_flow.py``, ``Conditional``)."""
+    return Conditional([cond], True, None, program)
 
 
 class Uses:

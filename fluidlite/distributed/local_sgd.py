@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from ..core import rewrite
-from ..core.ir import OpRole, Parameter, Program, Variable
+from ..core.dtypes import VarType
+from ..core.ir import Block, OpRole, Parameter, Program, Variable, program_guard
 from . import data_parallel
 
 __all__ = ["apply", "SNAPSHOT_SUFFIX", "STEP_VAR"]
@@ -41,6 +42,34 @@ def _check(k_steps: int, begin_step: int) -> None:
     if isinstance(begin_step, bool) or not isinstance(begin_step, int) or begin_step < 0:
         raise ValueError(f"LocalSGD: local_sgd_is_warm_steps (begin_step) must be an int >= 0, "
                          f"got {begin_step!r}")
+
+
+def _int64(block: Block, value: int) -> Variable:
+    """A [1] int64 constant (``fill_constant``, as ``layers.fill_constant`` appends it)."""
+    out = rewrite.op(block, "fill_constant", dtype="int64", attrs={
+        "shape": [1], "dtype": VarType.INT64, "value": float(value), "force_cpu": False})
+    out.stop_gradient = True
+    return out
+
+
+def _compare(block: Block, op_type: str, x: Variable, y: Variable) -> Variable:
+    """A bool comparison (``equal`` / ``less_equal``, as the layers append it)."""
+    out = rewrite.tmp(block, op_type, VarType.BOOL)
+    out.stop_gradient = True
+    return rewrite.op(block, op_type, out=out, X=x, Y=y)
+
+
+def _averaging_step(block: Block, step: Variable, k_steps: int, begin_step: int) -> Variable:
+    """The bool [1] condition of an averaging step: ``step % k_steps == 0``, or
+    ``step <= begin_step`` while warming up (``begin_step > 0``)."""
+    k = _int64(block, k_steps)
+    zero = _int64(block, 0)
+    pred = _compare(block, "equal", rewrite.op(block, "elementwise_mod", X=step, Y=k,
+                                               attrs={"axis": -1}), zero)
+    if begin_step > 0:
+        warm = _compare(block, "less_equal", step, _int64(block, begin_step))
+        pred = rewrite.op(block, "logical_or", X=pred, Y=warm)
+    return pred
 
 
 def apply(main: Program, startup: Program, params: Sequence[Parameter], rank: int,
@@ -82,20 +111,14 @@ def apply(main: Program, startup: Program, params: Sequence[Parameter], rank: in
                 rewrite.append(cur, "elementwise_sub", {"X": snap, "Y": p}, {"Out": p})
                 rewrite.append(cur, "assign", {"X": p}, {"Out": snap})
 
-    from .. import layers
-    from ..core.ir import program_guard
     with rewrite.role(main, OpRole.Optimize, name_scope=_SCOPE):
         if k_steps == 1:
             average()
             return snaps
         step = rewrite.global_var(main, startup, STEP_VAR, [1], 0, "int64")
-        with program_guard(main, startup):
-            rewrite.append(block, "increment", {"X": step}, {"Out": step}, {"step": 1.0})
-            k = layers.fill_constant([1], "int64", k_steps)
-            zero = layers.fill_constant([1], "int64", 0)
-            pred = layers.equal(layers.elementwise_mod(step, k), zero)
-            if begin_step > 0:
-                warm = layers.less_equal(step, layers.fill_constant([1], "int64", begin_step))
-                pred = layers.logical_or(pred, warm)
-            layers.cond(pred, average)
+        rewrite.append(block, "increment", {"X": step}, {"Out": step}, {"step": 1.0})
+        # (the block's build transaction covers the default startup program: this one)
+        with program_guard(main, startup), \
+                rewrite.conditional(_averaging_step(block, step, k_steps, begin_step), main):
+            average()
     return snaps

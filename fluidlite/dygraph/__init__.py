@@ -9,6 +9,9 @@ from .base import (BackwardStrategy, disable_dygraph, disable_imperative,  # noq
                    to_variable)
 from .tensor import ParamBase, VarBase  # noqa: F401
 from .tracer import Tracer  # noqa: F401
+# what the passes below call in dygraph mode registers itself with core.mode on import: the
+# dygraph branch of clipping and of the optimizers; step replay installs its replayer
+from . import clip, optim, replay  # noqa: F401
 
 Tensor = VarBase
 from .layers import Layer, LayerList, ParameterList, Sequential  # noqa: F401,E402
@@ -23,11 +26,12 @@ from .learning_rate_scheduler import (CosineDecay, ExponentialDecay,  # noqa: F4
 # issue 17: data-parallel dygraph on MPI (fluid.dygraph.parallel / fluid.dygraph.DataParallel)
 from . import parallel  # noqa: F401,E402
 from .parallel import DataParallel, ParallelEnv, prepare_context  # noqa: F401,E402
-from .jit import TracedLayer  # noqa: F401,E402
+from .traced import TracedLayer  # noqa: F401,E402
 # issue 16: the 3-D convolution layers of fluid 1.8
 from .nn3d import Conv3D, Conv3DTranspose  # noqa: F401,E402
 # issue 12: dygraph to static by tracing (fluid.dygraph.declarative / ProgramTranslator)
 from . import declarative as dygraph_to_static  # noqa: F401,E402
 from .declarative import ProgramTranslator, declarative, to_static  # noqa: F401,E402
+from . import jit  # noqa: F401,E402  (fluid.dygraph.jit: both of the above)
 # issue 12: the remaining fluid 1.8 dygraph classes
 from .nn import BCELoss, L1Loss, MSELoss, NCE, NLLLoss, TreeConv  # noqa: F401,E402

@@ -31,7 +31,7 @@ import numpy as np
 from ..core import mode as _mode
 from ..core import names, registry
 from ..core.registry import GradBuilder, VarSpec
-from .tensor import VarBase
+from .tensor import VarBase, install_backward
 from .tracer import Node, Tracer, kernel_entry
 
 __all__ = ["run_backward", "grad", "backward"]
@@ -170,6 +170,23 @@ def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: An
                 douts[i] = [np.zeros_like(a) if x is None else x for x, a in zip(g, arr)]
             elif g is None:
                 douts[i] = np.zeros_like(arr)
+    env = _plan_env(node, douts, x_names, o_names)
+    for step in steps:
+        _run_plan_step(step, env)
+    out = []
+    for spec in results:
+        if spec is None:
+            out.append(None)
+            continue
+        gnames, is_list = spec
+        gs = [None if n is None else env.get(n) for n in gnames]
+        out.append(gs if is_list else gs[0])
+    return out
+
+
+def _plan_env(node: Node, douts: List[Any], x_names: Any, o_names: Any) -> Dict[str, Any]:
+    """The arrays a composed-gradient plan starts from, by the names its op descs use: the
+    node's inputs, its outputs and their gradients ``douts``."""
     env: Dict[str, Any] = {}
     for ns, v in zip(x_names, node.in_arrays):
         if ns is not None:
@@ -188,46 +205,43 @@ def _composed_arrays(node: Node, douts: List[Any], need: List[bool], blocked: An
             env[ns[0]] = arr
             if g is not None:
                 env[gns[0]] = g._array() if isinstance(g, VarBase) else g
-    for op_type, attrs, out_slots, in_spec, out_spec, bound in steps:
-        ins = []
-        for ns, dup in in_spec:
-            if ns is None:              # a slot of the grad op the maker left empty
-                ins.append(None)
-                continue
-            vals = [env[n] for n in ns if n in env]
-            ins.append((vals if dup else vals[0]) if vals else None)
-        # the bound kernel of this grad op per input signature (what ``kernel`` looks up)
-        sig = tuple(None if a is None else
-                    tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
-                    (a.shape, a.dtype.char) for a in ins)
-        entry = bound.get(sig)
-        if entry is None:
-            entry = bound[sig] = kernel_entry(op_type, attrs, ins, out_slots)
-        fn, single, result_keys = entry
-        res = fn(*ins)
-        if single:
-            res = {out_slots[0]: res}
-        elif len(out_slots) == 1:
-            res = {out_slots[0]: res[result_keys.get(out_slots[0], out_slots[0])]}
-        else:
-            res = {o: res.get(result_keys.get(o, o)) for o in out_slots}
-        for slot, ns in out_spec:
-            val = res.get(slot)
-            if val is None:
-                continue
-            if val.__class__ is list:
-                env.update(zip(ns, val))
-            else:
-                env[ns[0]] = val
-    out = []
-    for spec in results:
-        if spec is None:
-            out.append(None)
+    return env
+
+
+def _run_plan_step(step: Any, env: Dict[str, Any]) -> None:
+    """Run one op desc of a composed-gradient plan on the arrays of ``env`` (by name) and put
+    its results there."""
+    op_type, attrs, out_slots, in_spec, out_spec, bound = step
+    ins = []
+    for ns, dup in in_spec:
+        if ns is None:              # a slot of the grad op the maker left empty
+            ins.append(None)
             continue
-        gnames, is_list = spec
-        gs = [None if n is None else env.get(n) for n in gnames]
-        out.append(gs if is_list else gs[0])
-    return out
+        vals = [env[n] for n in ns if n in env]
+        ins.append((vals if dup else vals[0]) if vals else None)
+    # the bound kernel of this grad op per input signature (what ``kernel`` looks up)
+    sig = tuple(None if a is None else
+                tuple((x.shape, x.dtype.char) for x in a) if a.__class__ is list else
+                (a.shape, a.dtype.char) for a in ins)
+    entry = bound.get(sig)
+    if entry is None:
+        entry = bound[sig] = kernel_entry(op_type, attrs, ins, out_slots)
+    fn, single, result_keys = entry
+    res = fn(*ins)
+    if single:
+        res = {out_slots[0]: res}
+    elif len(out_slots) == 1:
+        res = {out_slots[0]: res[result_keys.get(out_slots[0], out_slots[0])]}
+    else:
+        res = {o: res.get(result_keys.get(o, o)) for o in out_slots}
+    for slot, ns in out_spec:
+        val = res.get(slot)
+        if val is None:
+            continue
+        if val.__class__ is list:
+            env.update(zip(ns, val))
+        else:
+            env[ns[0]] = val
 
 
 def _bind_inputs(node: Node, need: List[bool], blocked: set, env: Dict[str, "VarBase"],
@@ -657,6 +671,7 @@ def _make_step(n: Node, stops: Any) -> Any:
     need = tuple(False if s is None else (not all(s) if s.__class__ is tuple else not s)
                  for s in stops)
     plain = opdef.has_backward() and not opdef.has_make_grad()
+    sig = None
     if plain:
         _fast_grads(n, None, list(need), bind_only=True)
         fn, keys, plan = _GRAD_BINDINGS[(n.key, need)]
@@ -668,7 +683,42 @@ def _make_step(n: Node, stops: Any) -> Any:
         fn, sig, args, reads, result_exprs = one
     src = [f"# backward step of {opdef.type}",     # (names it in tracebacks and profiles)
            "def step(n, grads, leaves, pop):", "    r = n.out_refs"]
-    # the output gradients, as _collect (slot presence is part of node.key)
+    lists = _step_collect_src(n, src)
+    for i in sorted(reads):
+        if i in lists:
+            src += [f"    if any(x is None for x in d{i}):",
+                    f"        d{i} = [zeros_like(a) if x is None else x "
+                    f"for x, a in zip(d{i}, oa[{i}])]"]
+        else:
+            src += [f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
+    if plain:
+        args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
+                         for k, i in plan)
+        src.append(f"    res = fn({args})")
+        result_exprs = [(i, None, f"res.get({k!r})") for i, k in enumerate(keys)
+                        if k is not None]
+    else:
+        _step_one_kernel_src(n, sig, args, src)
+    _step_accumulate_src(n, result_exprs, src)
+    # the source depends on the op's slots and plan only, not on shapes: compiled once per
+    # op type and shape of plan, so a graph whose shapes change every step compiles nothing
+    text = "\n".join(src) + "\n"
+    code = _STEP_CODE.get(text)
+    if code is None:
+        if len(_STEP_CODE) > 1024:
+            _STEP_CODE.clear()
+        code = _STEP_CODE[text] = compile(text, f"<backward step of {opdef.type}>", "exec")
+    ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like,
+                          "check_versions": _check_versions, "composed_rest": _composed_rest,
+                          "SIG": sig}
+    exec(code, ns)
+    return ns["step"]
+
+
+def _step_collect_src(n: Node, src: List[str]) -> List[int]:
+    """A step's lines collecting the output gradients ``d<i>`` (as ``_collect``: slot
+    presence is part of ``node.key``), returning early when none was reached; then the node's
+    arrays. Returns the output slots that are lists."""
     lists = [i for i, refs in enumerate(n.out_refs) if refs.__class__ is list]
     outs = [i for i, refs in enumerate(n.out_refs) if refs is not None and i not in lists]
     for i in outs:
@@ -689,36 +739,29 @@ def _make_step(n: Node, stops: Any) -> Any:
                 "        return"]
     src += ["    if n.versions:", "        check_versions(n)",
             "    ia = n.in_arrays", "    oa = n.out_arrays", "    iv = n.in_vars"]
-    for i in sorted(reads):
-        if i in lists:
-            src += [f"    if any(x is None for x in d{i}):",
-                    f"        d{i} = [zeros_like(a) if x is None else x "
-                    f"for x, a in zip(d{i}, oa[{i}])]"]
-        else:
-            src += [f"    if d{i} is None:", f"        d{i} = zeros_like(oa[{i}])"]
-    if plain:
-        args = ", ".join(f"ia[{i}]" if k == 0 else f"oa[{i}]" if k == 1 else f"d{i}"
-                         for k, i in plan)
-        src.append(f"    res = fn({args})")
-        result_exprs = []
-        for i, k in enumerate(keys):
-            if k is not None:
-                result_exprs.append((i, None, f"res.get({k!r})"))
-    else:
-        # the kernel was bound for the signature of the arrays seen when this step was made;
-        # other shapes or dtypes (data-dependent outputs, a user's grad_tensors) take the
-        # general path, which looks the kernel up per signature
-        for j, arg in enumerate(args):
-            src.append(f"    a{j} = {arg}")
-        src.append("    if (" + "".join(
-            "None, " if s is None else
-            f"tuple((x.shape, x.dtype.char) for x in a{j}), " if s and isinstance(s[0], tuple)
-            and isinstance(s[0][0], tuple) else f"(a{j}.shape, a{j}.dtype.char), "
-            for j, s in enumerate(sig)) + ") != SIG:")
-        src += ["        return composed_rest(n, [" + ", ".join(
-            "None" if refs is None else f"d{i}" for i, refs in enumerate(n.out_refs))
-            + "], grads, leaves)"]
-        src.append("    res = fn(" + ", ".join(f"a{j}" for j in range(len(args))) + ")")
+    return lists
+
+
+def _step_one_kernel_src(n: Node, sig: Any, args: List[str], src: List[str]) -> None:
+    """A step's lines calling a grad maker's one kernel. It was bound for the signature of
+    the arrays seen when this step was made; other shapes or dtypes (data-dependent outputs,
+    a user's grad_tensors) take the general path, which looks the kernel up per signature."""
+    for j, arg in enumerate(args):
+        src.append(f"    a{j} = {arg}")
+    src.append("    if (" + "".join(
+        "None, " if s is None else
+        f"tuple((x.shape, x.dtype.char) for x in a{j}), " if s and isinstance(s[0], tuple)
+        and isinstance(s[0][0], tuple) else f"(a{j}.shape, a{j}.dtype.char), "
+        for j, s in enumerate(sig)) + ") != SIG:")
+    src += ["        return composed_rest(n, [" + ", ".join(
+        "None" if refs is None else f"d{i}" for i, refs in enumerate(n.out_refs))
+        + "], grads, leaves)"]
+    src.append("    res = fn(" + ", ".join(f"a{j}" for j in range(len(args))) + ")")
+
+
+def _step_accumulate_src(n: Node, result_exprs: List[Any], src: List[str]) -> None:
+    """A step's lines adding each input gradient (``(input slot, element or None,
+    expression)``) into ``grads`` (``_ACC``), noting the leaves reached."""
     for i, j, expr in result_exprs:
         src.append(f"    g = {expr}")
         if j is None and n.in_vars[i].__class__ is list:
@@ -734,19 +777,6 @@ def _make_step(n: Node, stops: Any) -> Any:
             src += ["    if g is not None:", f"        x = iv[{i}][{j}]",
                     "        if not x._stop_gradient:", "            k = id(x)"]
             src += ["        " + line for line in _ACC.splitlines()]
-    # the source depends on the op's slots and plan only, not on shapes: compiled once per
-    # op type and shape of plan, so a graph whose shapes change every step compiles nothing
-    text = "\n".join(src) + "\n"
-    code = _STEP_CODE.get(text)
-    if code is None:
-        if len(_STEP_CODE) > 1024:
-            _STEP_CODE.clear()
-        code = _STEP_CODE[text] = compile(text, f"<backward step of {opdef.type}>", "exec")
-    ns: Dict[str, Any] = {"fn": fn, "zeros_like": np.zeros_like,
-                          "check_versions": _check_versions, "composed_rest": _composed_rest,
-                          "SIG": None if plain else sig}
-    exec(code, ns)
-    return ns["step"]
 
 
 def _one_kernel_plan(n: Node, stops: Any, need: Any) -> Any:
@@ -919,6 +949,9 @@ def run_backward(tensors: Sequence[VarBase], grad_tensors: Optional[Sequence[Any
             x._grad = g if getattr(g, "dtype", None) == dt else np.asarray(g, dtype=dt)
         else:
             x._grad = x._grad + g
+
+
+install_backward(run_backward)          # VarBase.backward runs it (tensor.py)
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:

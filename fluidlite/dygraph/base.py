@@ -151,3 +151,8 @@ class BackwardStrategy:
 
     def __init__(self) -> None:
         self.sort_sum_gradient = False
+
+
+# what the modules below dygraph (clips, fluid.layers' control flow) use in dygraph mode
+_mode.register("to_variable", to_variable)
+_mode.register("guard", guard)

@@ -3,7 +3,7 @@
 fluid 1.8 converted the Python source of a ``@declarative`` function (AST rewriting) into a
 static program. fluidlite converts only the control flow that depends on tensors (see "Control
 flow" below) and otherwise traces, reusing ``TracedLayer``'s record-and-replay
-(``jit._build``): per *input signature* (each tensor/array argument's shape, dtype and
+(``traced._build``): per *input signature* (each tensor/array argument's shape, dtype and
 ``stop_gradient``; other arguments by value; a Layer's ``training`` flag) the function runs
 once on dygraph tensors while the tracer records every op, and the record becomes a static
 ``Program`` whose feeds are the tensor arguments (``feed_<i>``) and whose parameters are the
@@ -58,10 +58,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import layers as _layers
+from ..backward import gradients
+from ..core import control_flow as _cf
 from ..core import mode as _mode
+from ..core import names as _names
 from ..core.dtypes import VarType
 from ..core.ir import Program, Variable, program_guard
 from .tensor import ParamBase, VarBase
+from .traced import TracedLayer, _build, feed_vars
 from .tracer import Node
 
 __all__ = ["declarative", "to_static", "ProgramTranslator", "StaticFunction"]
@@ -69,19 +74,6 @@ __all__ = ["declarative", "to_static", "ProgramTranslator", "StaticFunction"]
 _log = logging.getLogger("fluidlite")
 _SEED = "@SEED"          # suffix of the variables feeding the outputs' gradients
 
-
-
-def feed_vars(block: Any, inputs: Sequence[VarBase], vars_: Dict[int, Any]) -> List[str]:
-    """One data variable per traced input tensor (its name, else ``feed_i``; batch dim -1),
-    recorded in ``vars_`` under the tensor's id; returns the feed names in order."""
-    names_ = []
-    for i, x in enumerate(inputs):
-        name = f"feed_{i}" if x._name is None else x._name
-        vars_[id(x)] = block.create_var(name=name, shape=[-1] + x.shape[1:] if x.shape else [],
-                                        dtype=x.dtype, is_data=True, need_check_feed=True,
-                                        stop_gradient=True)
-        names_.append(name)
-    return names_
 
 class _Recorder(list):
     """The tracer's op record during a trace. Also remembers the value each pre-existing
@@ -251,7 +243,6 @@ def _param_guards(program: Program, params: Dict[str, Any]) -> Dict[str, List[Li
     gradient in dygraph (None, not zeros -- an optimizer skips it), so the ``run_program``
     node drops its gradient too. A condition computed inside a branch (not fetchable) or a
     loop body (may run zero times) adds no guard: conservatively, such a use may happen."""
-    from ..core import control_flow as _cf
     gblock = program.global_block()
     uses: Dict[str, List[List[str]]] = {}
 
@@ -274,111 +265,171 @@ def _param_guards(program: Program, params: Dict[str, Any]) -> Dict[str, List[Li
 
 
 def _build_traced(record: Sequence[Any], inputs: List[VarBase], outputs: List[Any]) -> Any:
-    """``jit._build`` for records holding converted control flow: a static ``Program`` (in a
+    """``traced._build`` for records holding converted control flow: a static ``Program`` (in a
     ``TracedLayer``) replaying ``record``; a ``_CondEntry`` becomes ``fluid.layers.cond`` and a
     ``_WhileEntry`` ``fluid.layers.while_loop`` whose sub-blocks replay the nested records."""
-    from ..core import names
-    from ..layers import assign, cast, reshape
-    from ..layers import control_flow as cf
-    from .jit import TracedLayer, _build
     if not any(isinstance(e, (_CondEntry, _WhileEntry)) for e in record):
         return _build(list(record), inputs, outputs)
-    program, startup = Program(), Program()
-    gblock = program.global_block()
-    params: Dict[str, ParamBase] = {}
-    constants: Dict[str, np.ndarray] = {}
-    produced = _produced_ids(record, set())
-    feed_names = []
-    top: Dict[int, Any] = {}
+    return _TracedBuild(record).build(record, inputs, outputs)
 
-    def static(t: VarBase, scopes: List[Dict[int, Any]]) -> Any:
+
+class _TracedBuild:
+    """One ``_build_traced``: the program being built and what it maps tensors to. A *scope*
+    maps tensor ids to variables; nested records (branches, loop condition and body) replay
+    in a new scope on top of their caller's, so that a tensor a nested record produced is a
+    variable of that sub-block."""
+
+    def __init__(self, record: Sequence[Any]) -> None:
+        self.program, self.startup = Program(), Program()
+        self.gblock = self.program.global_block()
+        self.params: Dict[str, ParamBase] = {}
+        self.constants: Dict[str, np.ndarray] = {}
+        self.produced = _produced_ids(record, set())
+        self.top: Dict[int, Any] = {}
+
+    def build(self, record: Sequence[Any], inputs: List[VarBase], outputs: List[Any]) -> Any:
+        saved, _mode.tracer = _mode.tracer, None
+        try:
+            with program_guard(self.program, self.startup):
+                feed_names = feed_vars(self.gblock, inputs, self.top)
+                self.replay(record, [self.top])
+                fetch = [self.static(o, [self.top]) for o in outputs]
+        finally:
+            _mode.tracer = saved
+        return TracedLayer(self.program, self.params, feed_names, fetch, self.constants)
+
+    def static(self, t: VarBase, scopes: List[Dict[int, Any]]) -> Any:
+        """The variable of tensor ``t``: from the innermost scope that has it, else a new
+        parameter, temporary (in the current block) or persistable constant."""
         for sc in reversed(scopes):
             got = sc.get(id(t))
             if got is not None:
                 return got
         if isinstance(t, ParamBase):
-            got = gblock.create_parameter(name=t.name, shape=t.shape, dtype=t.dtype,
-                                          trainable=t.trainable)
-            params[t.name] = t
-            top[id(t)] = got
-        elif id(t) in produced:
+            got = self.gblock.create_parameter(name=t.name, shape=t.shape, dtype=t.dtype,
+                                               trainable=t.trainable)
+            self.params[t.name] = t
+            self.top[id(t)] = got
+        elif id(t) in self.produced:
             # nested records are replayed more than once (a loop condition): fresh names
-            name = t._name if len(scopes) == 1 and t._name else names.generate("traced.tmp")
-            got = program.current_block().create_var(name=name, dtype=t.dtype, shape=t.shape)
+            name = t._name if len(scopes) == 1 and t._name else _names.generate("traced.tmp")
+            got = self.program.current_block().create_var(name=name, dtype=t.dtype,
+                                                          shape=t.shape)
             scopes[-1][id(t)] = got
         else:
-            got = gblock.create_var(name=t._name or names.generate("traced.const"),
-                                    dtype=t.dtype, shape=t.shape, persistable=True)
-            constants[got.name] = np.array(t._array())
-            top[id(t)] = got
+            got = self.gblock.create_var(name=t._name or _names.generate("traced.const"),
+                                         dtype=t.dtype, shape=t.shape, persistable=True)
+            self.constants[got.name] = np.array(t._array())
+            self.top[id(t)] = got
         return got
 
+    @staticmethod
     def as_bool(v: Any) -> Any:
-        # fluid's cond / while_loop take a bool scalar; a condition computed from a feed has
-        # an unknown static first dimension although it holds one element (checked while
-        # tracing)
+        """``v`` as the bool scalar fluid's cond / while_loop take: a condition computed from
+        a feed has an unknown static first dimension although it holds one element (checked
+        while tracing)."""
         if v.dtype != VarType.BOOL:
-            v = cast(v, "bool")
+            v = _layers.cast(v, "bool")
         if list(v.shape) not in ([1], []):
-            v = reshape(v, [1])
+            v = _layers.reshape(v, [1])
         return v
 
-    def replay(rec: Sequence[Any], scopes: List[Dict[int, Any]]) -> None:
+    def replay(self, rec: Sequence[Any], scopes: List[Dict[int, Any]]) -> None:
+        """Append the ops of ``rec`` to the current block."""
         for e in rec:
             if isinstance(e, _CondEntry):
-                replay_cond(e, scopes)
+                self.replay_cond(e, scopes)
             elif isinstance(e, _WhileEntry):
-                replay_while(e, scopes)
+                self.replay_while(e, scopes)
             else:
                 op_type, ins, outs, attrs = e
-                program.current_block().append_op(
-                    type=op_type, inputs={k: [static(t, scopes) for t in vs]
+                self.program.current_block().append_op(
+                    type=op_type, inputs={k: [self.static(t, scopes) for t in vs]
                                           for k, vs in ins.items()},
-                    outputs={k: [static(t, scopes) for t in vs] for k, vs in outs.items()},
+                    outputs={k: [self.static(t, scopes) for t in vs] for k, vs in outs.items()},
                     attrs=dict(attrs))
 
-    def branch(rec: Sequence[Any], outs: List[VarBase], scopes: List[Dict[int, Any]]
+    def branch(self, rec: Sequence[Any], outs: List[VarBase], scopes: List[Dict[int, Any]]
                ) -> Callable[[], List[Any]]:
+        """A ``cond`` branch function replaying ``rec`` and returning ``outs``' variables."""
         def build() -> List[Any]:
             sc = scopes + [{}]
-            replay(rec, sc)
-            return [static(o, sc) for o in outs]
+            self.replay(rec, sc)
+            return [self.static(o, sc) for o in outs]
         return build
 
-    def replay_cond(e: _CondEntry, scopes: List[Dict[int, Any]]) -> None:
-        pred = as_bool(static(e.pred, scopes))
-        res = cf.cond(pred, branch(e.t_rec, e.t_outs, scopes),
-                      branch(e.f_rec, e.f_outs, scopes))
+    def replay_cond(self, e: "_CondEntry", scopes: List[Dict[int, Any]]) -> None:
+        pred = self.as_bool(self.static(e.pred, scopes))
+        res = _layers.cond(pred, self.branch(e.t_rec, e.t_outs, scopes),
+                       self.branch(e.f_rec, e.f_outs, scopes))
         for o, r in zip(e.outs, res or []):
             scopes[-1][id(o)] = r
 
-    def replay_while(e: _WhileEntry, scopes: List[Dict[int, Any]]) -> None:
+    def replay_while(self, e: "_WhileEntry", scopes: List[Dict[int, Any]]) -> None:
         def cond_fn(*vs: Any) -> Any:
             sc = scopes + [{id(p): v for p, v in zip(e.ph, vs)}]
-            replay(e.c_rec, sc)
-            return as_bool(static(e.pred, sc))
+            self.replay(e.c_rec, sc)
+            return self.as_bool(self.static(e.pred, sc))
 
         def body_fn(*vs: Any) -> List[Any]:
             sc = scopes + [{id(p): v for p, v in zip(e.ph, vs)}]
-            replay(e.b_rec, sc)
-            return [static(n, sc) for n in e.new]
+            self.replay(e.b_rec, sc)
+            return [self.static(n, sc) for n in e.new]
 
         # the loop updates its variables in place: start from copies (the initial values may
         # be feeds or read again later)
-        init = [assign(static(t, scopes)) for t in e.inits]
-        res = cf.while_loop(cond_fn, body_fn, init)
+        init = [_layers.assign(self.static(t, scopes)) for t in e.inits]
+        res = _layers.while_loop(cond_fn, body_fn, init)
         for o, r in zip(e.outs, res):
             scopes[-1][id(o)] = r
 
-    saved, _mode.tracer = _mode.tracer, None
+
+def _append_backward(entry: _Entry, program: Program) -> None:
+    """Append to ``program`` the gradients of ``sum(out_i * seed_i)`` over the entry's
+    differentiable outputs w.r.t. its trainable parameters and the feeds that need gradients
+    (``fluid.gradients``; one ``<out>@SEED`` variable per output); sets ``entry.seeds`` and
+    ``entry.grad_vars``."""
+    block = program.global_block()
+    wrt_vars = [block.var(entry.feed_names[i]) for i in entry.wrt_feeds] + \
+        [block.var(p.name) for p in entry.wrt_params]
+    for v in wrt_vars:
+        v.stop_gradient = False
+    saved_tracer, _mode.tracer = _mode.tracer, None
     try:
-        with program_guard(program, startup):
-            feed_names.extend(feed_vars(gblock, inputs, top))
-            replay(record, [top])
-            fetch = [static(o, [top]) for o in outputs]
+        with program_guard(program):
+            seed_vars = []
+            for i in entry.diff_outs:
+                o = entry.outs[i]
+                s = block.create_var(name=o.name + _SEED, shape=list(o.shape),
+                                     dtype=o.dtype, stop_gradient=True)
+                seed_vars.append(s)
+            entry.seeds = [s.name for s in seed_vars]
+            entry.grad_vars = list(gradients([entry.outs[i] for i in entry.diff_outs],
+                                             wrt_vars, target_gradients=seed_vars))
     finally:
-        _mode.tracer = saved
-    return TracedLayer(program, params, feed_names, fetch, constants)
+        _mode.tracer = saved_tracer
+
+
+def _saved_names(block: Any, n_fwd: int, feed_names: List[str]) -> List[str]:
+    """The forward values (of ``block.ops[:n_fwd]``) the backward ops after them read: what a
+    forward run keeps for the backward run. What a converted cond / while op writes is not
+    saved: the backward run reruns those ops (and the ops feeding them), since their gradient
+    ops read the step scopes the forward sub-blocks fill (not fetchable), and a while loop
+    updates its variables in place (their fetched values are the final ones)."""
+    produced = set(feed_names)
+    rerun: set = set()
+    for op in block.ops[:n_fwd]:
+        produced.update(op.output_arg_names)
+        if op.type in ("while", "conditional_block"):
+            rerun.update(op.output_arg_names)
+    need = []
+    for op in block.ops[n_fwd:]:
+        for n in op.input_arg_names:
+            v = block._find_var_recursive(n)
+            if n in produced and n not in need and n not in rerun and \
+                    v is not None and not v.persistable and v.type == VarType.LOD_TENSOR:
+                need.append(n)
+    return need
 
 
 def _arg_array(a: Any) -> Optional[np.ndarray]:
@@ -722,25 +773,16 @@ class StaticFunction:
 
     def _trace_fn(self, fn: Callable, args: Sequence[Any], kwargs: Dict[str, Any],
                   leaves: List[Any]) -> _Entry:
-        from ..backward import gradients
-        tracer = _mode.tracer
+        """Trace ``fn`` once for the signature of ``leaves`` (the tensor/array arguments):
+        the entry holding its static program, forward and backward (see the module
+        docstring); an ``eager`` entry when Python read a traced value."""
         entry = _Entry()
         feeds: List[VarBase] = []
         for i, a in enumerate(leaves):
             sg = a._stop_gradient if isinstance(a, VarBase) else True
             feeds.append(VarBase(np.array(_arg_array(a)), name=f"feed_{i}", stop_gradient=sg))
             entry.feed_pos.append(i)
-        it = iter(feeds)
-        ins = _rebuild(tuple(args), it)
-        kw = _rebuild(kwargs, it)
-        rec = _Recorder(feeds)
-        saved = tracer.recorder, tracer.has_grad
-        tracer.recorder, tracer.has_grad = rec, False
-        try:
-            out = fn(*self._args(ins), **kw)
-        finally:
-            tracer.recorder, tracer.has_grad = saved
-            rec.restore()
+        rec, out = self._record(fn, args, kwargs, feeds)
         entry.value_read = rec.value_read
         if rec.value_read is not None:
             _log.warning("@declarative '%s': Python reads the value of tensor '%s' while "
@@ -763,9 +805,8 @@ class StaticFunction:
         entry.feed_names = list(traced._feed_names)
         entry.outs = list(traced._fetch_vars)
         program = traced.program
-        block = program.global_block()
         entry.forward = program.clone()
-        n_fwd = len(block.ops)
+        n_fwd = len(program.global_block().ops)
         written = {}
         for b in program.blocks:        # (also inside converted cond / while blocks)
             for op in b.ops:
@@ -781,45 +822,29 @@ class StaticFunction:
                            if o._array().dtype.kind == "f"]
         entry.wrt_params = [p for p in traced._params.values() if p.trainable]
         entry.wrt_feeds = [i for i, t in enumerate(feeds) if not t._stop_gradient]
-        wrt_vars = [block.var(entry.feed_names[i]) for i in entry.wrt_feeds] + \
-            [block.var(p.name) for p in entry.wrt_params]
-        if entry.diff_outs and wrt_vars:
-            for v in wrt_vars:
-                v.stop_gradient = False
-            saved_tracer, _mode.tracer = _mode.tracer, None
-            try:
-                with program_guard(program):
-                    seed_vars = []
-                    for i in entry.diff_outs:
-                        o = entry.outs[i]
-                        s = block.create_var(name=o.name + _SEED, shape=list(o.shape),
-                                             dtype=o.dtype, stop_gradient=True)
-                        seed_vars.append(s)
-                    entry.seeds = [s.name for s in seed_vars]
-                    entry.grad_vars = list(gradients([entry.outs[i] for i in entry.diff_outs],
-                                                     wrt_vars, target_gradients=seed_vars))
-            finally:
-                _mode.tracer = saved_tracer
-            produced = set(entry.feed_names)
-            # what a converted cond / while op writes is not saved: the backward run reruns
-            # those ops (and the ops feeding them), since their gradient ops read the step
-            # scopes the forward sub-blocks fill (not fetchable), and a while loop updates
-            # its variables in place (their fetched values are the final ones)
-            rerun: set = set()
-            for op in block.ops[:n_fwd]:
-                produced.update(op.output_arg_names)
-                if op.type in ("while", "conditional_block"):
-                    rerun.update(op.output_arg_names)
-            need = []
-            for op in block.ops[n_fwd:]:
-                for n in op.input_arg_names:
-                    v = block._find_var_recursive(n)
-                    if n in produced and n not in need and n not in rerun and \
-                            v is not None and not v.persistable and \
-                            v.type == VarType.LOD_TENSOR:
-                        need.append(n)
-            entry.saved_names = need
+        if entry.diff_outs and (entry.wrt_feeds or entry.wrt_params):
+            _append_backward(entry, program)
+            entry.saved_names = _saved_names(program.global_block(), n_fwd, entry.feed_names)
         return entry
+
+    def _record(self, fn: Callable, args: Sequence[Any], kwargs: Dict[str, Any],
+                feeds: List[VarBase]) -> Tuple["_Recorder", Any]:
+        """Run ``fn`` on ``feeds`` (in place of the tensor arguments) while the tracer records
+        its ops without autograd; returns the record and ``fn``'s result. The tensors it
+        changed get their values back."""
+        tracer = _mode.tracer
+        it = iter(feeds)
+        ins = _rebuild(tuple(args), it)
+        kw = _rebuild(kwargs, it)
+        rec = _Recorder(feeds)
+        saved = tracer.recorder, tracer.has_grad
+        tracer.recorder, tracer.has_grad = rec, False
+        try:
+            out = fn(*self._args(ins), **kw)
+        finally:
+            tracer.recorder, tracer.has_grad = saved
+            rec.restore()
+        return rec, out
 
     # -- running ----------------------------------------------------------------------------
     def _call(self, entry: _Entry, args: Sequence[Any]) -> Any:

@@ -7,7 +7,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from ..core import mode as _mode
 from ..core import names
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -354,9 +353,3 @@ class ParameterList(Layer):
     def append(self, parameter: ParamBase) -> "ParameterList":
         self.add_parameter(str(len(self)), parameter)
         return self
-
-
-def _require_dygraph(what: str) -> None:
-    if _mode.tracer is None:
-        raise RuntimeError(f"{what} must be created and called in dygraph mode: inside "
-                           f"`with fluid.dygraph.guard():`")

@@ -1,11 +1,16 @@
-"""The dygraph branch of ``Optimizer.minimize``: clip, regularize and update now.
+"""The dygraph branch of ``fluid.optimizer``'s methods: clip, regularize and update now.
 
-The same objects do the work as in static mode: the optimizer's ``grad_clip`` (its static code
-runs on the eager block, so every clip computes exactly the static ops: ``clip``,
-``clip_by_norm``, the float64 ``squared_l2_norm`` global norm ...), the parameters' or the
-optimizer's regularizer (its ``scale``/``sign`` ops and the ``sum`` into the gradient), and the
-optimizer's update op (``sgd``, ``momentum``, ``adam`` ...) with its accumulators (``_accs``)
-held as tensors per parameter, created at the first step with the static start values.
+The same objects do the work as in static mode: the optimizer's ``grad_clip`` (``clip.py`` runs
+the kernels of the ops its static pass appends: ``clip``, ``clip_by_norm``, the float64
+``squared_l2_norm`` global norm ...), the parameters' or the optimizer's regularizer (its
+``scale``/``sign`` ops and the ``sum`` into the gradient), and the optimizer's update op
+(``sgd``, ``momentum``, ``adam`` ...) with its accumulators (``_accs``) held as tensors per
+parameter, created at the first step with the static start values.
+
+``Optimizer`` (``optimizer/base.py``) sits below dygraph and does not import this module: the
+functions here register with ``core.mode`` as ``optimizer.<method>`` (bottom of the file), and
+its ``minimize`` / ``backward`` / ``apply_gradients`` / ``state_dict`` / ``set_dict`` (and
+``Dpsgd.minimize``) call them in dygraph mode.
 """
 from __future__ import annotations
 
@@ -14,16 +19,22 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..clip import GradientClipByGlobalNorm
 from ..core import mode as _mode
 from ..core import names
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
 from ..core.registry import VarSpec, get_op_def
+from ..executor.fusion import _GlobalNorm, _scaled, _UpdateGroup, grad_scale
+from ..optimizer.base import Optimizer
+from ..regularizer import check_regularizer
 from .base import no_grad
+from .clip import global_norm_scales
 from .tensor import EAGER_BLOCK, ParamBase, VarBase
 from .tracer import kernel
 
-__all__ = ["minimize", "backward", "apply_gradients", "state_dict", "set_dict", "NO_PARAMETER_LIST"]
+__all__ = ["minimize", "backward", "apply_gradients", "state_dict", "set_dict",
+           "dpsgd_minimize", "NO_PARAMETER_LIST"]
 
 NO_PARAMETER_LIST = ("parameter_list argument given to the Optimizer should not be None in "
                      "dygraph mode.")
@@ -96,7 +107,6 @@ def _regularize(opt: Any, params_grads: List[Tuple[ParamBase, VarBase]]
     if opt.regularization is None and \
             all(getattr(p, "regularizer", None) is None for p, _ in params_grads):
         return params_grads             # the common case: nothing to add
-    from ..regularizer import check_regularizer
     out = []
     for p, g in params_grads:
         reg = check_regularizer(getattr(p, "regularizer", None),
@@ -161,19 +171,11 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
         t._value = res[slot]
 
 
-_GLOBAL_NORM: Any = None       # fluidlite.clip.GradientClipByGlobalNorm (imported on first use)
-_BASE_OP_ATTRS: Any = None     # Optimizer._op_attrs (imported on first use)
-
-
 def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     """Whether the global-norm clip can be folded into the updates: exactly
     ``GradientClipByGlobalNorm``, an update op with an in-place form, no regularizer (it adds
     to the clipped gradient) and no legacy per-parameter clip attrs."""
-    global _GLOBAL_NORM
-    if _GLOBAL_NORM is None:
-        from ..clip import GradientClipByGlobalNorm
-        _GLOBAL_NORM = GradientClipByGlobalNorm
-    if type(grad_clip) is not _GLOBAL_NORM or opt.regularization is not None:
+    if type(grad_clip) is not GradientClipByGlobalNorm or opt.regularization is not None:
         return False
     if getattr(get_op_def(opt.type), "state_slots", None) is None:
         return False
@@ -195,6 +197,7 @@ def _groupable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
 
 
 _NO_DICT: Dict[str, Any] = {}
+_BASE_OP_ATTRS = Optimizer._op_attrs      # (an optimizer whose update attrs are its _attrs)
 
 
 def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None,
@@ -202,9 +205,7 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
     """``opt.minimize(loss)`` in dygraph mode (see the module docstring). Reads the
     gradients accumulated by ``loss.backward()``; returns ``([], params_grads)`` (no ops are
     kept in dygraph mode)."""
-    params = parameter_list if parameter_list else opt._parameter_list
-    if params is None:
-        raise AttributeError(NO_PARAMETER_LIST)
+    params = _listed(opt, parameter_list)
     replay = _mode.tracer._replay if _mode.tracer is not None else None
     step = replay.active if replay is not None else None
     if step is not None:                # a replayed step (replay.py): run its plan
@@ -218,15 +219,7 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
                 return [], pairs
         else:
             step.materialize()
-    blocked = _no_grad_names(no_grad_set)
-    params_grads = []
-    for p in params:
-        if not isinstance(p, ParamBase):
-            raise TypeError(f"{type(opt).__name__}: parameter_list must hold dygraph parameters "
-                            f"(e.g. layer.parameters()), but received {type(p).__name__}")
-        if not p.trainable or p.name in blocked or p._grad is None:
-            continue
-        params_grads.append((p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)))
+    params_grads = _accumulated(opt, params, no_grad_set)
     if isinstance(loss, VarBase) and loss._value is not None and opt._dtype is None:
         opt._dtype = loss.dtype
     if replay is not None:              # the update's own ops are not part of the step
@@ -244,13 +237,55 @@ def backward(opt: Any, parameter_list: Optional[Sequence[Any]] = None,
     """``opt.backward(loss)`` in dygraph mode (fluid 1.8): the ``(param, grad)`` pairs of the
     trainable parameters whose gradient ``loss.backward()`` accumulated (no backward pass is
     run here), for ``apply_gradients`` / ``apply_optimize``."""
-    params = parameter_list if parameter_list else opt._parameter_list
-    if params is None:
-        raise AttributeError(NO_PARAMETER_LIST)
+    params = _listed(opt, parameter_list)
     blocked = _no_grad_names(no_grad_set)
     return [(p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)) for p in params
             if isinstance(p, ParamBase) and p.trainable and p.name not in blocked
             and p._grad is not None]
+
+
+def _listed(opt: Any, parameter_list: Optional[Sequence[Any]]) -> Sequence[Any]:
+    """The parameters a dygraph step updates: ``parameter_list`` or the optimizer's."""
+    params = parameter_list if parameter_list else opt._parameter_list
+    if params is None:
+        raise AttributeError(NO_PARAMETER_LIST)
+    return params
+
+
+def _accumulated(opt: Any, params: Sequence[Any], no_grad_set: Any
+                 ) -> List[Tuple[ParamBase, VarBase]]:
+    """``(param, its accumulated gradient)`` for the trainable ``params`` that have one and are
+    not in ``no_grad_set``; TypeError for anything that is not a dygraph parameter."""
+    blocked = _no_grad_names(no_grad_set)
+    params_grads = []
+    for p in params:
+        if not isinstance(p, ParamBase):
+            raise TypeError(f"{type(opt).__name__}: parameter_list must hold dygraph parameters "
+                            f"(e.g. layer.parameters()), but received {type(p).__name__}")
+        if not p.trainable or p.name in blocked or p._grad is None:
+            continue
+        params_grads.append((p, VarBase(p._grad, name=p.name + names.GRAD_SUFFIX)))
+    return params_grads
+
+
+def dpsgd_minimize(opt: Any, parameter_list: Optional[Sequence[Any]] = None,
+                   no_grad_set: Any = None) -> Tuple[List[Any], List[Any]]:
+    """``DpsgdOptimizer.minimize`` in dygraph mode: update the parameters now from the
+    gradients of ``loss.backward()`` (regularized as ``minimize`` does), drawing the noise
+    from the tracer's generator (``fluid.dygraph.guard`` / ``program.random_seed`` seed it):
+    the ``dpsgd`` kernel is called with it, which ``_update`` does not hand to kernels.
+    Returns ``([], params_grads)``."""
+    pairs = _accumulated(opt, _listed(opt, parameter_list), no_grad_set)
+    forward = get_op_def("dpsgd").forward
+    with no_grad():
+        pairs = _regularize(opt, sorted(pairs, key=lambda pg: pg[0].name))
+        lr = _global_lr(opt)
+        for p, g in pairs:
+            out = forward(p._array(), g._array(), _learning_rate(opt, p, lr),
+                          rng=_mode.tracer.rng, **opt._attrs)
+            p._version += 1
+            p._value = out["ParamOut"]
+    return [], pairs
 
 
 def apply_gradients(opt: Any, params_grads: Sequence[Any], grad_clip: Any = None
@@ -313,7 +348,7 @@ def _apply(opt: Any, params_grads: List[Any], grad_clip: Any) -> List[Any]:
             # the same norm ops, then each update multiplies its gradient by the scale
             counted = [(p, g) for p, g in params_grads if grad_clip._needs(p)]
             if counted:
-                by_dtype = grad_clip._dygraph_scales(counted)
+                by_dtype = global_norm_scales(grad_clip, counted)
                 scales = {p.name: by_dtype[g._array().dtype] for p, g in counted}
         elif grad_clip is not None:
             params_grads = grad_clip(params_grads)
@@ -341,7 +376,6 @@ class _GroupPlan:
     def __init__(self, key: Any, params: List[ParamBase], grads: List[np.ndarray],
                  counted: List[bool], opt: Any, clip: Any, attrs: List[Dict[str, Any]]
                  ) -> None:
-        from ..executor.fusion import _GlobalNorm, _UpdateGroup
         self.key, self.params, self.clip, self.counted = key, params, clip, counted
         self.norm = None
         if clip is not None and any(counted):
@@ -419,10 +453,6 @@ def _apply_group(opt: Any, params_grads: List[Any], grad_clip: Any) -> bool:
         counted.append(clip is not None and clip._needs(p))
     if not params:
         return False
-    global _BASE_OP_ATTRS
-    if _BASE_OP_ATTRS is None:
-        from ..optimizer.base import Optimizer
-        _BASE_OP_ATTRS = Optimizer._op_attrs
     if type(opt)._op_attrs is _BASE_OP_ATTRS:
         attrs_key: Any = tuple((k, _freeze_attr(v)) for k, v in opt._attrs.items())
         attrs = None
@@ -450,7 +480,6 @@ def _apply_group(opt: Any, params_grads: List[Any], grad_clip: Any) -> bool:
         if plan.group.scaled:
             scale = s64
         else:                           # need_clip leaves some gradients unscaled
-            from ..executor.fusion import _scaled, grad_scale
             grads = [_scaled(g, grad_scale(s64, g.dtype)) if c else g
                      for g, c in zip(grads, counted)]
     _run_group(opt, plan, params, grads, scale)
@@ -529,3 +558,10 @@ def set_dict(opt: Any, state: Dict[str, Any]) -> None:
     lr = opt._learning_rate
     if lr_state and hasattr(lr, "set_dict"):
         lr.set_dict(lr_state)
+
+
+# the dygraph branch of fluid.optimizer's methods (optimizer/base.py, special.py call them)
+for _name, _fn in (("minimize", minimize), ("backward", backward),
+                   ("apply_gradients", apply_gradients), ("state_dict", state_dict),
+                   ("set_dict", set_dict), ("dpsgd_minimize", dpsgd_minimize)):
+    _mode.register("optimizer." + _name, _fn)

@@ -39,8 +39,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import unique_name
 from ..core import mode as _mode
+from ..core.ir import Program, program_guard
+from ..core.scope import Scope
+from ..executor import Executor
+from .autograd import run_backward
+from .optim import _accumulators
 from .tensor import ParamBase, VarBase
+from .tracer import _Call, install_replayer
 
 __all__ = ["Replayer"]
 
@@ -53,17 +60,6 @@ _MAX_FAILS = 3              # materialized replays of one compiled step before g
 
 def enabled() -> bool:
     return os.environ.get("FLUIDLITE_STEP_REPLAY", "1") != "0"
-
-
-class _Call:
-    """One op as a layer called it (the arguments ``trace_op`` received)."""
-
-    __slots__ = ("type", "inputs", "outputs", "attrs", "stop_gradient", "has_grad")
-
-    def __init__(self, type: str, inputs: Any, outputs: Any, attrs: Any, stop_gradient: bool,
-                 has_grad: bool) -> None:
-        self.type, self.inputs, self.outputs, self.attrs = type, inputs, outputs, attrs
-        self.stop_gradient, self.has_grad = stop_gradient, has_grad
 
 
 def _tensors(v: Any) -> List[Any]:
@@ -80,18 +76,9 @@ class _Compiled:
 
     def __init__(self, tape: List[_Call], sig: Any, opt: Any, loss: VarBase,
                  params: List[ParamBase]) -> None:
-        from .. import unique_name
-        from ..core.ir import Program, program_guard
-        from ..core.scope import Scope
-        from ..executor import Executor
         self.sig, self.opt, self.fails, self.rest = sig, opt, 0, _REST
         self.settings = _Settings(opt)
         self.param_list = list(params)
-        program, startup = Program(), Program()
-        block = program.global_block()
-        produced: Dict[int, Tuple[int, int]] = {}      # id(tensor) -> (op index, position)
-        static: Dict[int, Any] = {}
-        feed_of: Dict[int, int] = {}
         self.feeds: List[str] = []
         self.out_names: List[List[str]] = []            # per op: per output position
         self.out_specs: List[List[Any]] = []            # per op: (shape, dtype, stop_gradient)
@@ -99,102 +86,77 @@ class _Compiled:
         # shape, dtype) an outside tensor
         self.sources: List[List[Any]] = []
         self.params: Dict[str, ParamBase] = {}
-        saved, _mode.tracer = _mode.tracer, None
+        self.program, startup = Program(), Program()
+        saved, _mode.tracer = _mode.tracer, None        # (built, not run eagerly)
         try:
-            with unique_name.guard(), program_guard(program, startup):
-                for i, call in enumerate(tape):
-                    srcs, ins = [], {}
-                    for slot, v in (call.inputs or {}).items():
-                        vs = []
-                        for t in _tensors(v):
-                            if id(t) in produced:
-                                srcs.append((0,) + produced[id(t)])
-                            elif isinstance(t, ParamBase):
-                                srcs.append((1, t))
-                                if id(t) not in static:
-                                    static[id(t)] = self._parameter(block, t)
-                            else:
-                                if id(t) not in feed_of:
-                                    a = t.__dict__["_value"]
-                                    feed_of[id(t)] = len(self.feeds)
-                                    name = f"replay_feed_{len(self.feeds)}"
-                                    static[id(t)] = block.create_var(
-                                        name=name, shape=list(a.shape), dtype=a.dtype,
-                                        is_data=True, stop_gradient=True)
-                                    self.feeds.append(name)
-                                a = t.__dict__["_value"]
-                                srcs.append((2, feed_of[id(t)], a.shape, a.dtype))
-                            vs.append(static[id(t)])
-                        ins[slot] = vs
-                    outs, names_, specs = {}, [], []
-                    for slot, v in (call.outputs or {}).items():
-                        vs = []
-                        for t in _tensors(v):
-                            a = t.__dict__["_value"]
-                            var = block.create_var(name=f"replay_tmp_{i}_{len(names_)}",
-                                                   shape=list(a.shape), dtype=a.dtype,
-                                                   stop_gradient=t._stop_gradient)
-                            produced[id(t)] = (i, len(names_))
-                            static[id(t)] = var
-                            names_.append(var.name)
-                            specs.append((a.shape, a.dtype, t._stop_gradient))
-                            vs.append(var)
-                        outs[slot] = vs
-                    self.sources.append(srcs)
-                    self.out_names.append(names_)
-                    self.out_specs.append(specs)
-                    block.append_op(type=call.type, inputs=ins, outputs=outs,
-                                    attrs=dict(call.attrs or {}))
+            with unique_name.guard(), program_guard(self.program, startup):
+                static, produced = self._add_ops(tape)
                 self.loss_at = produced[id(loss)]
-                so = _static_clone(opt)
-                names_used = [p.name for p in params if p.name in self.params and p.trainable]
-                others = [n for n, p in self.params.items()
-                          if n not in names_used and not p._stop_gradient]
-                if others:      # eager backward gives them gradients the plan would not
-                    raise _Unsupported(f"parameters outside parameter_list: {others}")
-                so.minimize(static[id(loss)], parameter_list=names_used)
+                so, names_used = self._add_update(opt, static[id(loss)], params)
         finally:
             _mode.tracer = saved
-        self.program = program
         self.scope = Scope()
         self.exe = Executor()
         self.exe.run(startup, scope=self.scope)
-        # what the plan shares with the eager side, by static name: parameters and the
-        # optimizer's accumulators (the eager optimizer's tensors); the plan reads and writes
-        # their ``_value`` directly (``Executor._runner``'s cells)
-        self.shared: Dict[str, VarBase] = dict(self.params)
-        from .optim import _accumulators
-        for n in names_used:
-            _accumulators(opt, self.params[n])      # created with their start values if new
-        for table, by_param in so._accumulators.items():
-            for pname, var in by_param.items():
-                mine = opt._accumulators.get(table, {}).get(pname)
-                if mine is None:
-                    raise _Unsupported(f"no eager accumulator {table} for {pname}")
-                self.shared[var.name] = mine
-        lr_var = so._global_learning_rate(program)
-        self.lr_holder = self.scope.var(lr_var.name) if lr_var is not None else None
-        self.lr_value = opt._learning_rate
-        self.updated = [self.params[n] for n in names_used]
-        gblock = program.global_block()
-        self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
-                           if gblock.has_var(n + "@GRAD")]
-        with_grad = {id(p) for p, _ in self.grad_names}
-        self.updated_only = [p for p in self.updated if id(p) not in with_grad]
+        self._share(opt, so, names_used)
         self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
                       enumerate(zip(tape, self.sources, self.out_specs))]
-        # the global norm, for ``clip.global_norm`` (as the eager clip leaves it)
-        norm = getattr(so._grad_clip, "global_norm", None)
-        self.norm_name = norm.name if norm is not None and hasattr(norm, "name") else None
-        self.fetch = [n for names_ in self.out_names for n in names_] + \
-            [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
-        for n, t in self.shared.items():            # (the scope must know them too)
-            self.scope.var(n).set_array(t._value)
-        # (the matchers check every feed's shape and dtype and make it C-contiguous)
-        self.runner = self.exe._runner(program, self.feeds, self.fetch, self.scope,
-                                       trusted=True, cells=self.shared)
-        for n in self.shared:                       # (not kept alive by the scope)
-            self.scope.var(n).set_array(None)
+        self._plan(so)
+
+    # -- building the program ---------------------------------------------------------------
+    def _add_ops(self, tape: List[_Call]) -> Tuple[Dict[int, Any], Dict[int, Tuple[int, int]]]:
+        """Append the taped ops to the program, filling ``sources``, ``out_names``,
+        ``out_specs``, ``feeds`` and ``params``. Returns ``{id(tensor): its variable}`` and
+        ``{id(tensor): (op index, output position)}`` of the tensors the ops produced."""
+        block = self.program.global_block()
+        produced: Dict[int, Tuple[int, int]] = {}      # id(tensor) -> (op index, position)
+        static: Dict[int, Any] = {}
+        feed_of: Dict[int, int] = {}
+        for i, call in enumerate(tape):
+            srcs: List[Any] = []
+            ins = {slot: [self._input(block, t, produced, static, feed_of, srcs)
+                          for t in _tensors(v)] for slot, v in (call.inputs or {}).items()}
+            outs, names_, specs = {}, [], []
+            for slot, v in (call.outputs or {}).items():
+                vs = []
+                for t in _tensors(v):
+                    a = t.__dict__["_value"]
+                    var = block.create_var(name=f"replay_tmp_{i}_{len(names_)}",
+                                           shape=list(a.shape), dtype=a.dtype,
+                                           stop_gradient=t._stop_gradient)
+                    produced[id(t)] = (i, len(names_))
+                    static[id(t)] = var
+                    names_.append(var.name)
+                    specs.append((a.shape, a.dtype, t._stop_gradient))
+                    vs.append(var)
+                outs[slot] = vs
+            self.sources.append(srcs)
+            self.out_names.append(names_)
+            self.out_specs.append(specs)
+            block.append_op(type=call.type, inputs=ins, outputs=outs,
+                            attrs=dict(call.attrs or {}))
+        return static, produced
+
+    def _input(self, block: Any, t: Any, produced: Dict[int, Tuple[int, int]],
+               static: Dict[int, Any], feed_of: Dict[int, int], srcs: List[Any]) -> Any:
+        """The variable of input tensor ``t`` (an earlier op's output, a parameter, or an
+        outside tensor: a feed, one per tensor); appends its source to ``srcs``."""
+        if id(t) in produced:
+            srcs.append((0,) + produced[id(t)])
+        elif isinstance(t, ParamBase):
+            srcs.append((1, t))
+            if id(t) not in static:
+                static[id(t)] = self._parameter(block, t)
+        else:
+            a = t.__dict__["_value"]
+            if id(t) not in feed_of:
+                feed_of[id(t)] = len(self.feeds)
+                name = f"replay_feed_{len(self.feeds)}"
+                static[id(t)] = block.create_var(name=name, shape=list(a.shape), dtype=a.dtype,
+                                                 is_data=True, stop_gradient=True)
+                self.feeds.append(name)
+            srcs.append((2, feed_of[id(t)], a.shape, a.dtype))
+        return static[id(t)]
 
     def _parameter(self, block: Any, t: ParamBase) -> Any:
         if t.regularizer is not None or t.gradient_clip_attr is not None or \
@@ -203,6 +165,59 @@ class _Compiled:
         self.params[t.name] = t
         return block.create_parameter(name=t.name, shape=t.shape, dtype=t.dtype,
                                       trainable=t.trainable, need_clip=t.need_clip)
+
+    def _add_update(self, opt: Any, loss: Any, params: List[ParamBase]
+                    ) -> Tuple[Any, List[str]]:
+        """The optimizer's static ``minimize`` of ``loss`` (backward, clip, regularization,
+        update) on a clone of ``opt``; returns the clone and the parameters it updates."""
+        so = _static_clone(opt)
+        names_used = [p.name for p in params if p.name in self.params and p.trainable]
+        others = [n for n, p in self.params.items()
+                  if n not in names_used and not p._stop_gradient]
+        if others:      # eager backward gives them gradients the plan would not
+            raise _Unsupported(f"parameters outside parameter_list: {others}")
+        so.minimize(loss, parameter_list=names_used)
+        return so, names_used
+
+    # -- what the plan shares with the eager side -------------------------------------------
+    def _share(self, opt: Any, so: Any, names_used: List[str]) -> None:
+        """``shared``, by static name: the parameters and the optimizer's accumulators (the
+        eager optimizer's tensors: the plan reads and writes their ``_value`` directly,
+        ``Executor._runner``'s cells); the learning rate's holder; the parameters updated,
+        with and without a gradient."""
+        self.shared: Dict[str, VarBase] = dict(self.params)
+        for n in names_used:
+            _accumulators(opt, self.params[n])      # created with their start values if new
+        for table, by_param in so._accumulators.items():
+            for pname, var in by_param.items():
+                mine = opt._accumulators.get(table, {}).get(pname)
+                if mine is None:
+                    raise _Unsupported(f"no eager accumulator {table} for {pname}")
+                self.shared[var.name] = mine
+        lr_var = so._global_learning_rate(self.program)
+        self.lr_holder = self.scope.var(lr_var.name) if lr_var is not None else None
+        self.lr_value = opt._learning_rate
+        self.updated = [self.params[n] for n in names_used]
+        gblock = self.program.global_block()
+        self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
+                           if gblock.has_var(n + "@GRAD")]
+        with_grad = {id(p) for p, _ in self.grad_names}
+        self.updated_only = [p for p in self.updated if id(p) not in with_grad]
+
+    def _plan(self, so: Any) -> None:
+        """The executor's runner of the program: feeds in, every op output, the gradients and
+        the global norm (as the eager clip leaves it on ``clip.global_norm``) out."""
+        norm = getattr(so._grad_clip, "global_norm", None)
+        self.norm_name = norm.name if norm is not None and hasattr(norm, "name") else None
+        self.fetch = [n for names_ in self.out_names for n in names_] + \
+            [g for _, g in self.grad_names] + ([self.norm_name] if self.norm_name else [])
+        for n, t in self.shared.items():            # (the scope must know them too)
+            self.scope.var(n).set_array(t._value)
+        # (the matchers check every feed's shape and dtype and make it C-contiguous)
+        self.runner = self.exe._runner(self.program, self.feeds, self.fetch, self.scope,
+                                       trusted=True, cells=self.shared)
+        for n in self.shared:                       # (not kept alive by the scope)
+            self.scope.var(n).set_array(None)
 
     def run(self, feeds: List[np.ndarray]) -> List[np.ndarray]:
         lr = self.opt._learning_rate
@@ -225,93 +240,126 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
     dtype with ``stop_gradient`` (a feed; one tensor per feed within a step) -- and output
     slots holding new empty tensors, which it then marks pending. Returns whether it
     matched; nothing changes when it did not."""
-    env: Dict[str, Any] = {"VarBase": VarBase, "NO": _NO_ATTRS, "MISSING": _MISSING,
-                           "np": np, "A": dict(call.attrs or {})}
-    ins = call.inputs or {}
-    outs = call.outputs or {}
-    code = [f"def match_{i}(step, type, inputs, outputs, attrs, sg, hg):",
-            f"    if type != {call.type!r} or sg != {bool(call.stop_gradient)} or "
-            f"hg != {bool(call.has_grad)} or (attrs or NO) != A:",
-            "        return False",
-            "    if inputs is None: inputs = NO",
-            "    if outputs is None: outputs = NO",
-            f"    if len(inputs) != {len(ins)} or len(outputs) != {len(outs)}:",
-            "        return False",
-            "    outs, feeds = step.outs, step.feeds"]
+    code = _MatchCode(i, call)
     it = iter(srcs)
-    feeds: List[Tuple[str, int]] = []
-    seen: Dict[int, str] = {}       # feed index -> the local holding its tensor
-    n = 0
+    for slot, v in (call.inputs or {}).items():
+        ts = _tensors(v)
+        if not ts and not isinstance(v, (list, tuple)):
+            code.fail(f"inputs.get({slot!r}, MISSING) is not None")
+            continue
+        for expr, src in zip(code.slot(slot, v), (next(it) for _ in ts)):
+            code.check_input(expr, src)
+    got = code.check_outputs(call.outputs or {})
+    return code.compile(got, specs)
 
-    def fail(cond: str) -> None:
-        code.extend([f"    if {cond}:", "        return False"])
 
-    def tensors(slot: str, v: Any) -> List[str]:
-        nonlocal n
-        n += 1
-        code.append(f"    v{n} = inputs.get({slot!r}, MISSING)")
+class _MatchCode:
+    """The source of one matcher (``_matcher``) being generated: its lines, the names they
+    refer to (``env``) and the feeds seen so far."""
+
+    def __init__(self, i: int, call: _Call) -> None:
+        self.i = i
+        self.env: Dict[str, Any] = {"VarBase": VarBase, "NO": _NO_ATTRS, "MISSING": _MISSING,
+                                    "np": np, "A": dict(call.attrs or {})}
+        ins = call.inputs or {}
+        outs = call.outputs or {}
+        self.lines = [f"def match_{i}(step, type, inputs, outputs, attrs, sg, hg):",
+                      f"    if type != {call.type!r} or sg != {bool(call.stop_gradient)} or "
+                      f"hg != {bool(call.has_grad)} or (attrs or NO) != A:",
+                      "        return False",
+                      "    if inputs is None: inputs = NO",
+                      "    if outputs is None: outputs = NO",
+                      f"    if len(inputs) != {len(ins)} or len(outputs) != {len(outs)}:",
+                      "        return False",
+                      "    outs, feeds = step.outs, step.feeds"]
+        self.feeds: List[Tuple[str, int]] = []
+        self.seen: Dict[int, str] = {}      # feed index -> the local holding its tensor
+        self.n = 0
+
+    def fail(self, cond: str) -> None:
+        """The match fails when ``cond`` holds."""
+        self.lines.extend([f"    if {cond}:", "        return False"])
+
+    def slot(self, slot: str, v: Any) -> List[str]:
+        """Read input ``slot`` (recorded as ``v``: a tensor or a list); returns the
+        expressions of its tensors."""
+        self.n += 1
+        n = self.n
+        self.lines.append(f"    v{n} = inputs.get({slot!r}, MISSING)")
         if isinstance(v, (list, tuple)):
-            fail(f"(v{n}.__class__ is not list and v{n}.__class__ is not tuple) or "
-                 f"len(v{n}) != {len(v)}")
+            self.fail(f"(v{n}.__class__ is not list and v{n}.__class__ is not tuple) or "
+                      f"len(v{n}) != {len(v)}")
             return [f"v{n}[{j}]" for j in range(len(v))]
         return [f"v{n}"]
 
-    for slot, v in ins.items():
-        ts = _tensors(v)
-        if not ts and not isinstance(v, (list, tuple)):
-            fail(f"inputs.get({slot!r}, MISSING) is not None")
-            continue
-        for expr, src in zip(tensors(slot, v), (next(it) for _ in ts)):
-            if src[0] == 0:
-                fail(f"{expr} is not outs[{src[1]}][{src[2]}]")
-            elif src[0] == 1:
-                name = f"P{len(env)}"       # (a new name per parameter input)
-                env[name] = src[1]
-                fail(f"{expr} is not {name}")
-            elif src[1] in seen:     # one outside tensor given twice when recorded
-                fail(f"{expr} is not {seen[src[1]]}")
-            else:
-                f = f"f{len(feeds)}"
-                env[f"S{f}"], env[f"D{f}"] = src[2], src[3]
-                seen[src[1]] = f"t{f}"
-                code.append(f"    t{f} = t = {expr}")
-                fail("t.__class__ is not VarBase")
-                code.append(f"    d = t.__dict__; {f} = d.get('_value')")
-                fail(f"{f} is None or {f}.shape != S{f} or {f}.dtype != D{f} or "
-                     f"not d['_stop_gradient']")
-                code.extend([f"    if not {f}.flags.c_contiguous:",
-                             f"        {f} = np.ascontiguousarray({f})",
-                             f"    g = feeds[{src[1]}]"])
-                fail(f"g is not None and g is not {f}")
-                feeds.append((f, src[1]))
-    got: List[str] = []
-    for slot, v in outs.items():
-        code.append(f"    v = outputs.get({slot!r}, MISSING)")
-        if isinstance(v, (list, tuple)):
-            fail(f"(v.__class__ is not list and v.__class__ is not tuple) or "
-                 f"len(v) != {len(_tensors(v))}")
-            exprs = [f"v[{j}]" for j in range(len(_tensors(v)))]
+    def check_input(self, expr: str, src: Any) -> None:
+        """The input tensor ``expr`` must come from ``src`` (see ``_Compiled.sources``)."""
+        if src[0] == 0:
+            self.fail(f"{expr} is not outs[{src[1]}][{src[2]}]")
+        elif src[0] == 1:
+            name = f"P{len(self.env)}"       # (a new name per parameter input)
+            self.env[name] = src[1]
+            self.fail(f"{expr} is not {name}")
+        elif src[1] in self.seen:     # one outside tensor given twice when recorded
+            self.fail(f"{expr} is not {self.seen[src[1]]}")
         else:
-            exprs = ["v"]
-        for expr in exprs:      # a new tensor for the op to fill, as eager ops get
-            o = f"o{len(got)}"
-            code.append(f"    {o} = {expr}")
-            fail(f"{o}.__class__ is not VarBase")
-            code.append(f"    d{o} = {o}.__dict__")
-            fail(f"d{o}.get('_value', 0) is not None or d{o}['_node'] is not None")
-            got.append(o)
-    if len(got) > 1:            # one tensor given twice would be filled twice
-        fail(f"len({{{', '.join(f'id({o})' for o in got)}}}) != {len(got)}")
-    for f, j in feeds:
-        code.append(f"    feeds[{j}] = {f}")
-    for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
-        env[f"DECL{k}"] = (shape, dtype)
-        code.extend([f"    del d{o}['_value']", f"    d{o}['_pending'] = step",
-                     f"    d{o}['_decl'] = DECL{k}", f"    d{o}['_stop_gradient'] = {bool(stop)}"])
-    code.extend(["    step.calls.append((type, inputs, outputs, attrs, sg, hg))",
-                 f"    outs.append([{', '.join(got)}])", "    return True"])
-    exec(compile("\n".join(code), f"<fluidlite-replay-match-{i}>", "exec"), env)
-    return env[f"match_{i}"]
+            self._check_feed(expr, src)
+
+    def _check_feed(self, expr: str, src: Any) -> None:
+        """An outside tensor: a stop_gradient ``VarBase`` of the recorded shape and dtype, the
+        same as any other use of this feed in the step (made C-contiguous)."""
+        f = f"f{len(self.feeds)}"
+        self.env[f"S{f}"], self.env[f"D{f}"] = src[2], src[3]
+        self.seen[src[1]] = f"t{f}"
+        self.lines.append(f"    t{f} = t = {expr}")
+        self.fail("t.__class__ is not VarBase")
+        self.lines.append(f"    d = t.__dict__; {f} = d.get('_value')")
+        self.fail(f"{f} is None or {f}.shape != S{f} or {f}.dtype != D{f} or "
+                  f"not d['_stop_gradient']")
+        self.lines.extend([f"    if not {f}.flags.c_contiguous:",
+                           f"        {f} = np.ascontiguousarray({f})",
+                           f"    g = feeds[{src[1]}]"])
+        self.fail(f"g is not None and g is not {f}")
+        self.feeds.append((f, src[1]))
+
+    def check_outputs(self, outs: Dict[str, Any]) -> List[str]:
+        """Every output slot must hold new empty tensors, as eager ops get (each once);
+        returns the locals holding them."""
+        got: List[str] = []
+        for slot, v in outs.items():
+            self.lines.append(f"    v = outputs.get({slot!r}, MISSING)")
+            if isinstance(v, (list, tuple)):
+                self.fail(f"(v.__class__ is not list and v.__class__ is not tuple) or "
+                          f"len(v) != {len(_tensors(v))}")
+                exprs = [f"v[{j}]" for j in range(len(_tensors(v)))]
+            else:
+                exprs = ["v"]
+            for expr in exprs:
+                o = f"o{len(got)}"
+                self.lines.append(f"    {o} = {expr}")
+                self.fail(f"{o}.__class__ is not VarBase")
+                self.lines.append(f"    d{o} = {o}.__dict__")
+                self.fail(f"d{o}.get('_value', 0) is not None or d{o}['_node'] is not None")
+                got.append(o)
+        if len(got) > 1:            # one tensor given twice would be filled twice
+            self.fail(f"len({{{', '.join(f'id({o})' for o in got)}}}) != {len(got)}")
+        return got
+
+    def compile(self, got: List[str], specs: List[Any]) -> Any:
+        """The matcher: on a match it records the feeds, marks the outputs ``got`` pending
+        with their recorded ``specs`` and records the call."""
+        for f, j in self.feeds:
+            self.lines.append(f"    feeds[{j}] = {f}")
+        for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
+            self.env[f"DECL{k}"] = (shape, dtype)
+            self.lines.extend([f"    del d{o}['_value']", f"    d{o}['_pending'] = step",
+                               f"    d{o}['_decl'] = DECL{k}",
+                               f"    d{o}['_stop_gradient'] = {bool(stop)}"])
+        self.lines.extend(["    step.calls.append((type, inputs, outputs, attrs, sg, hg))",
+                           f"    outs.append([{', '.join(got)}])", "    return True"])
+        exec(compile("\n".join(self.lines), f"<fluidlite-replay-match-{self.i}>", "exec"),
+             self.env)
+        return self.env[f"match_{self.i}"]
 
 
 _MISSING = object()
@@ -424,7 +472,6 @@ class _Step:
         finally:
             tracer.has_grad = saved
         if self.backward:
-            from .autograd import run_backward
             run_backward([self.loss])
 
     def commit(self, opt: Any) -> Optional[List[Tuple[ParamBase, VarBase]]]:
@@ -592,3 +639,4 @@ def _signature(tape: List[_Call], loss: VarBase, opt: Any) -> Any:
 
 
 REPLAYER = Replayer()
+install_replayer(REPLAYER)

@@ -13,7 +13,7 @@ whose inputs needs a gradient, False for parameters.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -90,6 +90,22 @@ EAGER_BLOCK = _EagerBlock()
 _VARTYPES: dict = {}     # numpy dtype -> VarType (VarBase.dtype)
 
 
+def _no_autograd(*args: Any, **kwargs: Any) -> None:
+    raise RuntimeError("fluidlite.dygraph.autograd is not loaded (import fluidlite.dygraph)")
+
+
+# ``VarBase.backward``'s reverse pass, ``autograd.run_backward``: autograd builds on the
+# tracer's nodes, which build on this module, so it installs itself here when imported (the
+# dygraph package imports it) instead of being imported from here
+_run_backward: Callable[..., None] = _no_autograd
+
+
+def install_backward(run_backward: Callable[..., None]) -> None:
+    """Set the function ``VarBase.backward`` runs: ``(tensors, grad_tensors, retain_graph)``."""
+    global _run_backward
+    _run_backward = run_backward
+
+
 def _settle() -> None:
     """Materialize the step being replayed, if any (before something it must not see)."""
     tracer = _mode.tracer
@@ -112,6 +128,7 @@ class VarBase(Variable):
 
     # plain attribute stores: there is no program to journal (Variable journals its writes)
     __setattr__ = object.__setattr__
+    _dygraph_tensor = True           # what core.mode.is_tensor reads (passes cannot import this)
     type = VarType.LOD_TENSOR
     lod_level = 0
     op = None
@@ -209,21 +226,10 @@ class VarBase(Variable):
     def size(self) -> int:
         return int(np.prod(self.shape))
 
-    @property
-    def persistable(self) -> bool:
-        return self._persistable
-
-    @persistable.setter
-    def persistable(self, value: bool) -> None:
-        self._persistable = bool(value)
-
-    @property
-    def stop_gradient(self) -> bool:
-        return self._stop_gradient
-
-    @stop_gradient.setter
-    def stop_gradient(self, value: bool) -> None:
-        self._stop_gradient = bool(value)
+    # ``persistable`` and ``stop_gradient`` are Variable's properties: their setters call
+    # ``_touch``, which bumps a program's version -- a tensor has no program to recompile
+    def _touch(self) -> None:
+        pass
 
     @property
     def is_leaf(self) -> bool:
@@ -291,8 +297,7 @@ class VarBase(Variable):
             if not retain_graph and grad_tensor is None and step.defer_backward(self):
                 return
             step.materialize()
-        from .autograd import run_backward
-        run_backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
+        _run_backward([self], None if grad_tensor is None else [grad_tensor], retain_graph)
 
     # -- conversions ------------------------------------------------------------------------
     def __float__(self) -> float:

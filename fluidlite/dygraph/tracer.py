@@ -21,7 +21,6 @@ from ..core import registry
 from ..core.ir import Variable, default_main_program
 from ..core.callstack import creation_site, user_callstack
 from ..core.registry import VarSpec
-from .replay import REPLAYER, _Call
 from .tensor import ParamBase, VarBase
 
 __all__ = ["Tracer", "Node"]
@@ -82,6 +81,115 @@ def _bad_input(op_type: str, slot: str, value: Any) -> TypeError:
                      f"received {type(value).__name__}")
 
 
+def _gather(op_type: str, slot: str, duplicable: bool, v: Any, in_vars: List[Any],
+            in_arrays: List[Any], sig: List[Any], versions: List[Any]) -> bool:
+    """``trace_op``'s input slot ``slot`` when it is not one tensor with a value: absent
+    (None), a list of tensors (duplicable), a one-tensor list, or something to refuse. Appends
+    its entries to the lists; returns whether one of its tensors needs a gradient."""
+    if v is None or (isinstance(v, (list, tuple)) and not v):
+        in_vars.append(None)
+        in_arrays.append(None)
+        sig.append(None)
+        return False
+    requires = False
+    if duplicable:
+        vs = list(v) if isinstance(v, (list, tuple)) else [v]
+        arrs = []
+        for x in vs:
+            if not isinstance(x, VarBase):
+                raise _bad_input(op_type, slot, x)
+            arrs.append(x._array())
+            requires = requires or not x._stop_gradient
+        in_vars.append(vs)
+        in_arrays.append(arrs)
+        sig.append(tuple((a.shape, a.dtype.char) for a in arrs))
+        return requires
+    if isinstance(v, (list, tuple)):
+        if len(v) != 1:
+            raise ValueError(f"op '{op_type}': input {slot} takes one tensor, but received "
+                             f"{len(v)}")
+        v = v[0]
+    if not isinstance(v, VarBase):
+        raise _bad_input(op_type, slot, v)
+    a = v._array()
+    if not v._stop_gradient:
+        requires = True
+        if v.__class__ is ParamBase:
+            versions.append((v, v._version))
+    in_vars.append(v)
+    in_arrays.append(a)
+    sig.append((a.shape, a.dtype.char))
+    return requires
+
+
+def _given_outputs(out_slots: Sequence[Tuple[str, bool]], outputs: Dict[str, Any]
+                   ) -> Tuple[List[Any], List[str]]:
+    """``trace_op``'s output tensors per output slot (None: not asked for; one tensor for a
+    slot that is not duplicable) and the names of the slots asked for."""
+    out_vars: List[Any] = []
+    present = []
+    for name, duplicable in out_slots:
+        v = outputs.get(name)
+        if v is None or (v.__class__ is list or v.__class__ is tuple) and not v:
+            out_vars.append(None)
+            continue
+        if not duplicable and (v.__class__ is list or v.__class__ is tuple):
+            v = v[0]
+        out_vars.append(v)
+        present.append(name)
+    return out_vars, present
+
+
+def _frozen_key(op_type: str, attrs: Dict[str, Any], sig: Sequence[Any],
+                outputs: Sequence[str], skip: Any = frozenset()) -> Tuple[Any, ...]:
+    """The kernel cache key when ``attrs`` holds unhashable values (lists): ``_freeze``'s
+    stand-ins for them, the attrs in ``skip`` left out."""
+    return (op_type, tuple((k, _freeze(x)) for k, x in attrs.items() if k not in skip),
+            tuple(sig), tuple(outputs))
+
+
+def _at_user_line(e: Exception, op_type: str) -> Exception:
+    """``e`` again, saying which user line ran the op (like a static op's op_callstack)."""
+    return e.__class__(f"{e}\n  (dygraph op '{op_type}' run at "
+                       f"{creation_site(user_callstack())})")
+
+
+class _Call:
+    """One op as a layer called it (the arguments ``trace_op`` received): what step replay
+    records (replay.py)."""
+
+    __slots__ = ("type", "inputs", "outputs", "attrs", "stop_gradient", "has_grad")
+
+    def __init__(self, type: str, inputs: Any, outputs: Any, attrs: Any, stop_gradient: bool,
+                 has_grad: bool) -> None:
+        self.type, self.inputs, self.outputs, self.attrs = type, inputs, outputs, attrs
+        self.stop_gradient, self.has_grad = stop_gradient, has_grad
+
+
+class _NoReplay:
+    """The replayer before replay.py installs its own (``install_replayer``): no step is being
+    replayed (``active``) or recorded (``tape``)."""
+
+    active = None
+    tape = None
+
+
+# step replay (replay.py) builds on the tracer -- it compiles and re-runs traced ops -- so it
+# is not imported here: it installs its replayer on import (the dygraph package imports it)
+_replayer: Any = _NoReplay()
+
+
+def install_replayer(replayer: Any) -> None:
+    """Make ``replayer`` every tracer's step replayer (``Tracer._replay``: read per op, with
+    ``active``, ``tape`` and ``record(call, uses_rng)``), existing tracers included."""
+    global _replayer
+    _replayer = replayer
+    _DEFAULT._replay = replayer
+    from ..core import mode
+    if mode.tracer is not None:
+        mode.tracer._replay = replayer
+
+
 class Node:
     """One recorded op: what its gradient rule needs (see the module docstring)."""
 
@@ -118,7 +226,7 @@ class Tracer:
         self._cache = _KERNELS
         self._program_seed = default_main_program().random_seed
         self.seed(seed)
-        self._replay = REPLAYER             # step replay (replay.py)
+        self._replay = _replayer            # step replay (replay.py)
 
     def seed(self, seed: Optional[int]) -> None:
         """Reseed the generator random ops (``seed=0`` attrs) draw from."""
@@ -137,6 +245,7 @@ class Tracer:
                  attrs: Optional[Dict[str, Any]] = None, stop_gradient: bool = False) -> None:
         """Run op ``type`` on the tensors of ``inputs`` and write the results into the tensors
         of ``outputs`` (slot -> tensor or list of tensors, fluid's ``append_op`` arguments)."""
+        # the hot path of dygraph: the common cases are inline, the rare ones in helpers
         rp = self._replay
         step = rp.active
         if step is not None and self.recorder is None:      # a replayed step (replay.py)
@@ -164,7 +273,7 @@ class Tracer:
             cls = v.__class__
             if cls is VarBase or cls is ParamBase:
                 a = v._value
-                if a is not None:       # the common case, without the checks below
+                if a is not None:       # the common case, without the checks of _gather
                     if not v._stop_gradient:
                         requires = True
                         if cls is ParamBase:
@@ -174,78 +283,22 @@ class Tracer:
                     sig.append(((a.shape, a.dtype.char),) if duplicable
                                else (a.shape, a.dtype.char))
                     continue
-            if v is None or (isinstance(v, (list, tuple)) and not v):
-                in_vars.append(None)
-                in_arrays.append(None)
-                sig.append(None)
-                continue
-            if duplicable:
-                vs = list(v) if isinstance(v, (list, tuple)) else [v]
-                arrs = []
-                for x in vs:
-                    if not isinstance(x, VarBase):
-                        raise _bad_input(type, name, x)
-                    arrs.append(x._array())
-                    requires = requires or not x._stop_gradient
-                in_vars.append(vs)
-                in_arrays.append(arrs)
-                sig.append(tuple((a.shape, a.dtype.char) for a in arrs))
-            else:
-                if isinstance(v, (list, tuple)):
-                    if len(v) != 1:
-                        raise ValueError(f"op '{type}': input {name} takes one tensor, but "
-                                         f"received {len(v)}")
-                    v = v[0]
-                if not isinstance(v, VarBase):
-                    raise _bad_input(type, name, v)
-                a = v._array()
-                if not v._stop_gradient:
-                    requires = True
-                    if v.__class__ is ParamBase:
-                        versions.append((v, v._version))
-                in_vars.append(v)
-                in_arrays.append(a)
-                sig.append((a.shape, a.dtype.char))
-        out_vars: List[Any] = []
-        present = []
-        for name, duplicable in out_slots:
-            v = outputs.get(name)
-            if v is None or (v.__class__ is list or v.__class__ is tuple) and not v:
-                out_vars.append(None)
-                continue
-            if not duplicable and (v.__class__ is list or v.__class__ is tuple):
-                v = v[0]
-            out_vars.append(v)
-            present.append(name)
+            if _gather(type, name, duplicable, v, in_vars, in_arrays, sig, versions):
+                requires = True
+        out_vars, present = _given_outputs(out_slots, outputs)
         try:
             key = (type, tuple(attrs.items()), tuple(sig), tuple(present))
             entry = self._cache.get(key)
         except TypeError:               # list-valued attrs: a hashable stand-in
-            key = (type, tuple((k, _freeze(x)) for k, x in attrs.items() if k not in _SKIP_ATTRS),
-                   tuple(sig), tuple(present))
+            key = _frozen_key(type, attrs, sig, present, _SKIP_ATTRS)
             entry = self._cache.get(key)
         try:
             if entry is None:
-                entry = self._prepare(opdef, type, attrs, in_arrays, present)
-                if len(self._cache) >= _CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache[key] = entry
+                entry = self._cached_entry(key, opdef, type, attrs, in_arrays, present)
             fn, single, result_keys, checked, eid = entry
-            if uses_rng:
-                program_seed = default_main_program().random_seed
-                if program_seed != self._program_seed:   # `program.random_seed = n` in guard
-                    self._program_seed = program_seed
-                    self.seed(program_seed)
-                seed = int(checked.get("seed", 0) or 0)
-                rng = (np.random.default_rng(seed) if seed and checked.get("fix_seed", True)
-                       else self.rng)
-                res = fn(*in_arrays, rng=rng)
-            else:
-                res = fn(*in_arrays)
+            res = fn(*in_arrays, rng=self._rng_for(checked)) if uses_rng else fn(*in_arrays)
         except (TypeError, ValueError, IndexError, FloatingPointError) as e:
-            # like a static op's op_callstack: say which user line ran the op
-            raise e.__class__(f"{e}\n  (dygraph op '{type}' run at "
-                          f"{creation_site(user_callstack())})") from None
+            raise _at_user_line(e, type) from None
         if rp.tape is not None:             # an eager step replay.py may compile
             if self.recorder is None:
                 rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad),
@@ -253,52 +306,92 @@ class Tracer:
             else:
                 rp.tape = None
         if self.recorder is not None:
-            self.recorder.append((
-                type, {s: list(v) if isinstance(v, list) else [v]
-                       for (s, _), v in zip(in_slots, in_vars) if v is not None},
-                {s: list(v) if isinstance(v, (list, tuple)) else [v]
-                 for (s, _), v in zip(out_slots, out_vars) if v is not None}, checked))
+            self._record(type, in_slots, in_vars, out_slots, out_vars, checked)
         record = requires and diff and self.has_grad and not stop_gradient
+        out_arrays, out_refs, written = self._write_outputs(
+            type, out_slots, out_vars, res, None if single else res, result_keys, record)
+        node = Node(opdef, checked, eid, in_vars, in_arrays, out_refs, out_arrays,
+                    next(self._seq), versions) if record else None
+        for x in written:               # (a parameter keeps its own flags)
+            if x.__class__ is not ParamBase:
+                x._node = node
+                x._stop_gradient = not record
+
+    def _write_outputs(self, op_type: str, out_slots: Sequence[Tuple[str, bool]],
+                       out_vars: List[Any], value: Any, results: Optional[Dict[str, Any]],
+                       result_keys: Dict[str, str], record: bool
+                       ) -> Tuple[List[Any], Optional[List[Any]], List[Any]]:
+        """Write the kernel's result into the output tensors: ``value`` (the array of a
+        single-output kernel) when ``results`` is None, else ``results`` by key. Returns the
+        arrays per output slot, weak references to the tensors when ``record`` (for the
+        autograd node) and the tensors written."""
         out_arrays: List[Any] = []
-        out_refs: List[Any] = [] if record else None  # type: ignore[assignment]
+        out_refs: Optional[List[Any]] = [] if record else None
         written: List[Any] = []
         for (name, duplicable), v in zip(out_slots, out_vars):
             if v is None:
                 out_arrays.append(None)
-                if record:
+                if out_refs is not None:
                     out_refs.append(None)
                 continue
-            val = res if single else res.get(result_keys.get(name, name))
+            val = value if results is None else results.get(result_keys.get(name, name))
             if duplicable:
-                vs = list(v) if isinstance(v, (list, tuple)) else [v]
-                vals = list(val) if val is not None else [None] * len(vs)
-                for x, a in zip(vs, vals):
-                    self._write(x, a, type, name)
-                    written.append(x)
-                out_arrays.append(vals)
-                if record:
-                    out_refs.append([weakref.ref(x) for x in vs])
+                out_arrays.append(self._write_list(v, val, op_type, name, written, out_refs))
+                continue
+            if v.__class__ is VarBase and val.__class__ is np.ndarray:
+                v._value = val          # the common case of _write
             else:
-                if v.__class__ is VarBase and val.__class__ is np.ndarray:
-                    v._value = val          # the common case of _write
-                else:
-                    self._write(v, val, type, name)
-                written.append(v)
-                out_arrays.append(val)
-                if record:
-                    out_refs.append(weakref.ref(v))
-        if record:
-            node = Node(opdef, checked, eid, in_vars, in_arrays, out_refs, out_arrays,
-                        next(self._seq), versions)
-            for x in written:
-                if x.__class__ is not ParamBase:
-                    x._node = node
-                    x._stop_gradient = False
-        else:
-            for x in written:
-                if x.__class__ is not ParamBase:
-                    x._node = None
-                    x._stop_gradient = True
+                self._write(v, val, op_type, name)
+            written.append(v)
+            out_arrays.append(val)
+            if out_refs is not None:
+                out_refs.append(weakref.ref(v))
+        return out_arrays, out_refs, written
+
+    # -- trace_op's rare cases ----------------------------------------------------------------
+    def _cached_entry(self, key: Any, opdef: registry.OpDef, op_type: str,
+                      attrs: Dict[str, Any], in_arrays: Sequence[Any],
+                      present: Sequence[str]) -> Tuple[Any, ...]:
+        """A cache miss: ``_prepare`` the entry and keep it under ``key``."""
+        entry = self._prepare(opdef, op_type, attrs, in_arrays, present)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = entry
+        return entry
+
+    def _rng_for(self, checked: Dict[str, Any]) -> np.random.Generator:
+        """The generator a random op draws from: its own for a fixed nonzero ``seed`` attr,
+        else the tracer's (reseeded when ``program.random_seed`` changed inside the guard)."""
+        program_seed = default_main_program().random_seed
+        if program_seed != self._program_seed:   # `program.random_seed = n` in guard
+            self._program_seed = program_seed
+            self.seed(program_seed)
+        seed = int(checked.get("seed", 0) or 0)
+        return (np.random.default_rng(seed) if seed and checked.get("fix_seed", True)
+                else self.rng)
+
+    def _record(self, op_type: str, in_slots: Sequence[Tuple[str, bool]], in_vars: List[Any],
+                out_slots: Sequence[Tuple[str, bool]], out_vars: List[Any],
+                checked: Dict[str, Any]) -> None:
+        """Append the op to ``recorder`` (``TracedLayer.trace``): type, slot -> tensors, attrs."""
+        self.recorder.append((
+            op_type, {s: list(v) if isinstance(v, list) else [v]
+                      for (s, _), v in zip(in_slots, in_vars) if v is not None},
+            {s: list(v) if isinstance(v, (list, tuple)) else [v]
+             for (s, _), v in zip(out_slots, out_vars) if v is not None}, checked))
+
+    def _write_list(self, v: Any, val: Any, op_type: str, slot: str, written: List[Any],
+                    out_refs: Optional[List[Any]]) -> List[Any]:
+        """Write a duplicable output slot's values into its tensors (``out_refs``: also keep
+        weak references to them for the autograd node); returns the values."""
+        vs = list(v) if isinstance(v, (list, tuple)) else [v]
+        vals = list(val) if val is not None else [None] * len(vs)
+        for x, a in zip(vs, vals):
+            self._write(x, a, op_type, slot)
+            written.append(x)
+        if out_refs is not None:
+            out_refs.append([weakref.ref(x) for x in vs])
+        return vals
 
     def layer_op(self, op_type: str, inputs: Dict[str, Any], out_slots: Sequence[str],
                  attrs: Optional[Dict[str, Any]], hint: str) -> List[VarBase]:
@@ -391,8 +484,7 @@ def kernel_entry(op_type: str, attrs: Optional[Dict[str, Any]], in_arrays: Seque
         key = (op_type, tuple(attrs.items()), tuple(sig), tuple(outputs))
         entry = _KERNELS.get(key)
     except TypeError:                   # list-valued attrs: a hashable stand-in
-        key = (op_type, tuple((k, _freeze(x)) for k, x in attrs.items()), tuple(sig),
-               tuple(outputs))
+        key = _frozen_key(op_type, attrs, sig, outputs)
         entry = _KERNELS.get(key)
     if entry is None:
         entry = _DEFAULT._prepare(meta[0], op_type, attrs, list(in_arrays), outputs)

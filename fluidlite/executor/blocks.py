@@ -1,24 +1,25 @@
 """Code generation for ops that own a sub-block (the plan's part of control flow).
 
-``emit(gen, op)`` writes the lines of one ``while`` / ``conditional_block`` /
-``while_grad`` / ``conditional_block_grad`` op into the plan being generated (``gen``: the
-plan's ``_CodeGen``), inline:
+``emit(gen, op, opdef)`` writes the lines of one op whose definition declares ``sub_block_op``
+into the plan being generated (``gen``: the plan's ``_CodeGen``), inline, from what the op
+class declares (``ops/control_flow.py``'s ``_BlockOp``: ``block_loops``, ``block_backward``,
+``condition_slot``, ``block_inputs_slot``, ``records_slot``) -- this module knows no op type:
 
-* ``while``: the loop-carried variables (outer variables the body writes) get a local of
-  their own (a *phi*) before the loop; the body is generated one level deeper under
+* a loop (``while``): the loop-carried variables (outer variables the body writes) get a local
+  of their own (a *phi*) before the loop; the body is generated one level deeper under
   ``while <condition phi>:``; at the end of each iteration the phis take the body's new
   values. An iteration counter names the iteration in error messages.
-* ``conditional_block``: the same under ``if <condition>:``; variables it writes keep their
-  old value when it does not run.
+* a branch (``conditional_block``): the same under ``if <condition>:``; variables it writes keep
+  their old value when it does not run.
 * When the program holds the op's gradient, each iteration (each run of the block) appends
   the values its grad block reads -- the SSA versions (``core/control_flow.Versions``) -- to a
-  list bound to the ``StepScopes`` / ``Scope`` variable: fluid's step scopes, reduced to the
-  values backward needs.
-* ``while_grad`` / ``conditional_block_grad``: ``for`` over the recorded iterations in reverse,
-  binding each iteration's values, then the grad block. The gradient of a loop-carried
-  variable flows from one iteration to the one before (zero when an iteration overwrote the
-  variable without reading it); the gradient of a variable only read in the block is summed
-  over iterations.
+  list bound to the ``records_slot`` variable (``StepScopes`` / ``Scope``): fluid's step
+  scopes, reduced to the values backward needs.
+* a gradient op (``while_grad`` / ``conditional_block_grad``): ``for`` over the recorded
+  iterations in reverse, binding each iteration's values, then the grad block. The gradient of
+  a loop-carried variable flows from one iteration to the one before (zero when an iteration
+  overwrote the variable without reading it); the gradient of a variable only read in the
+  block is summed over iterations.
 
 Locals bound inside a block body are dropped from the plan's name table when the body ends;
 locals read inside a loop but bound before it live until the loop ends (eager deletion never
@@ -26,14 +27,16 @@ frees what a later iteration still reads).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 
 from ..core import control_flow as cf
-from ..core import names
+from ..core import names, registry
 from ..core.dtypes import VarType
+from ..core.registry import OpDef
 from ..ops.control_flow import add_arrays
+from .records import StepInfo
 
 
 def add_up(acc: Any, g: Any) -> Any:
@@ -72,11 +75,12 @@ class _VersionTable:
         self.pos = {id(op): k for k, op in enumerate(block.ops)}
 
 
-def emit(gen: Any, op: Any) -> None:
-    if op.type in ("while", "conditional_block"):
-        _emit_forward(gen, op)
+def emit(gen: Any, op: Any, opdef: OpDef) -> None:
+    """Generate the lines of ``op``, whose definition ``opdef`` declares ``sub_block_op``."""
+    if opdef.block_backward:
+        _GradBlock(gen, op, opdef).emit()
     else:
-        _emit_grad(gen, op)
+        _ForwardBlock(gen, op, opdef).emit()
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -127,7 +131,6 @@ def _declared_in(block: Any, name: str) -> bool:
 
 
 def _step_info(gen: Any, op: Any) -> int:
-    from .plan import StepInfo
     gen.steps.append(StepInfo(op.type, ((op.type, gen.block_pos.get(id(op), -1)),),
                               op.attrs.get("op_callstack"), (), gen.cur_block.idx,
                               tuple(gen.loops)))
@@ -139,258 +142,331 @@ def _gen_body(gen: Any, block: Any) -> None:
     gen.cur_block = block
     try:
         for sub_op in block.ops:
-            if sub_op.type in ("feed", "fetch"):
+            if registry.get_op_def(sub_op.type).plan_skip:
                 continue
             gen.step(sub_op)
     finally:
         gen.cur_block = saved
 
 
-# -- forward ------------------------------------------------------------------------------------
-def _emit_forward(gen: Any, op: Any) -> None:
-    block = op.attrs.get("sub_block")
-    is_while = op.type == "while"
-    where = f"op #{gen.block_pos.get(id(op), -1)} of block {gen.cur_block.idx}"
-    if block is None:
-        raise ValueError(f"{op.type} ({where}) has no sub_block attribute")
-    idx = _step_info(gen, op)
-    _hoist_persistables(gen, block)
-    _, writes = cf.outer_reads_writes(block)
-    carried = list(dict.fromkeys(list(op.outputs.get("Out", [])) + writes))
-    carried = [n for n in carried if n != names.EMPTY_VAR_NAME]
-    # the condition is read before the body runs
-    if is_while:
-        cond_names = op.inputs.get("Condition", [])
-        if len(cond_names) != 1:
-            raise ValueError(f"while ({where}) needs exactly one Condition variable, got "
-                             f"{cond_names}")
-        cond = cond_names[0]
-        if cond not in gen.local and gen._var(cond) is not None and \
-                not gen._var(cond).persistable:
-            raise ValueError(f"while ({where}): the condition '{cond}' has no value before the "
-                             f"loop; compute it (e.g. fluid.layers.less_than(i, n)) before "
-                             f"creating the While")
-        if cond not in carried:
-            raise ValueError(f"while ({where}): the loop body never updates the condition "
-                             f"'{cond}', so the loop would never end; recompute it inside the "
-                             f"body, e.g. fluid.layers.less_than(i, n, cond={cond})")
-    phis: Dict[str, str] = {}
-    for n in carried:
-        src = _bind_outer(gen, n, op)
-        phi = gen._new_local()
-        gen._emit(idx, f"{phi} = {src}")
-        if src != "None":
-            _use(gen, src)
-        phis[n] = phi
-    gen.local.update(phis)
-    # records for the gradient (fluid's step scopes)
-    scope_names = op.outputs.get("StepScopes" if is_while else "Scope", [])
-    scope_name = scope_names[0] if scope_names else None
-    grad_ops = gen.grad_of_scope.get(scope_name) if scope_name else None
-    rec_loc = None
-    if grad_ops:
-        rec_loc = gen._new_local()
-        gen._emit(idx, f"{rec_loc} = []")
-    header_at = len(gen.body)
-    counter = None
-    if is_while:
-        counter = gen._new_local()
-        gen._emit(idx, f"{counter} = -1")
-        gen._emit(idx, f"while {phis[cond]}:")
-    else:
-        conds = [gen._read(n, op) for n in op.inputs.get("Cond", [])]
-        if op.attrs.get("is_scalar_condition", False):
-            if len(conds) != 1:
-                raise ValueError(f"conditional_block ({where}) with is_scalar_condition needs "
-                                 f"exactly one Cond variable, got {len(conds)}")
-            test = f"{conds[0]}.reshape(-1)[0]"
-        else:   # fluid: the block runs when every tensor it reads is non-empty
-            ins = []
-            for n in op.inputs.get("Input", []):
-                var = gen._var(n)
-                if var is not None and var.type == VarType.LOD_TENSOR and n in gen.local:
-                    ins.append(gen.local[n])
-            test = " and ".join(f"({t} is not None and {t}.size > 0)" for t in ins) or "True"
-            conds += ins
-        gen._emit(idx, f"if {test}:")
-        for c in conds:
-            _use(gen, c)
-    gen.depth += 1
-    saved_vlocal = gen.vlocal
-    saved_table = getattr(gen, "version_table", None)
-    gen.vlocal = dict(phis)
-    gen.version_table = _VersionTable(block)
-    if counter is not None:
-        gen._emit(idx, f"{counter} += 1")
-        gen.loops.append((counter, where))
-        # errors of the loop's own lines (the phi updates) name the iteration too
-        gen.steps[idx] = gen.steps[idx]._replace(loops=tuple(gen.loops))
-    try:
-        _gen_body(gen, block)
-        vlocal = gen.vlocal
-        if rec_loc is not None:
-            wanted = set().union(*(_grad_reads(g) for g in grad_ops))
-            rec = [v for v in vlocal if v in wanted]
-            gen.records[scope_name] = rec
-            locs = [vlocal[v] for v in rec]
-            gen._emit(idx, f"{rec_loc}.append(({''.join(x + ', ' for x in locs)}))")
-            for x in locs:
-                _use(gen, x)
-            _use(gen, rec_loc)
-        for n in carried:
-            inner = gen.local.get(n, phis[n])
-            if inner != phis[n]:
-                var = gen._var(n)
-                if is_while and var is not None and var.type == VarType.LOD_TENSOR and \
-                        any(d < 0 for d in var.shape) and n != cond:
-                    # a shape the build could not check: the loop variable keeps it
-                    gen._emit(idx, f"if {phis[n]} is not None and {inner}.shape != "
-                                   f"{phis[n]}.shape: _shape_changed({n!r}, {phis[n]}, "
-                                   f"{inner})")
-                    _use(gen, phis[n])
-                gen._emit(idx, f"{phis[n]} = {inner}")
-                _use(gen, inner)
-        if counter is None and not block.ops:
-            gen._emit(idx, "pass")
-        elif len(gen.body) == header_at + 1 + (counter is not None):
-            gen._emit(idx, "pass")
-    finally:
-        gen.depth -= 1
-        gen.vlocal, gen.version_table = saved_vlocal, saved_table
-        if counter is not None:
-            gen.loops.pop()
-    end = gen._emit(None, "")
-    for loc in list(phis.values()) + ([counter] if counter else []) + \
-            ([rec_loc] if rec_loc else []):
-        _use(gen, loc)
-    _close_scope(gen, header_at, end, block)
-    gen.local.update(phis)
-    if rec_loc is not None:
-        gen.local[scope_name] = rec_loc
-        gen.last_use[rec_loc] = end
-    if gen.vlocal is not None:       # the loop itself is an op of an enclosing body
-        gen.vlocal.update(versions_of(gen, op, list(phis.items())))
-        if rec_loc is not None:      # its records are a value of the enclosing iteration
-            gen.vlocal[scope_name] = rec_loc
-
-
-def _grad_reads(grad_op: Any) -> set:
+def _grad_reads(grad_op: Any) -> Set[str]:
     block = grad_op.attrs.get("sub_block")
-    out = set()
+    out: Set[str] = set()
     if block is not None:
         for sub_op in cf.walk_ops(block):
             out.update(sub_op.input_arg_names)
     return out
 
 
-# -- backward -----------------------------------------------------------------------------------
-def _emit_grad(gen: Any, op: Any) -> None:
-    block = op.attrs.get("sub_block")
-    where = f"op #{gen.block_pos.get(id(op), -1)} of block {gen.cur_block.idx}"
-    is_while = op.type == "while_grad"
-    xs = op.inputs.get("X" if is_while else "Input", [])
-    outs = op.inputs.get("Out", [])
-    dxs = op.outputs.get(("X" if is_while else "Input") + names.GRAD_SUFFIX, [])
-    douts = op.inputs.get("Out" + names.GRAD_SUFFIX, [])
-    in_grads = list(op.attrs.get("block_in_grads", [])) + [""] * len(outs)   # per Out
-    out_grads = list(op.attrs.get("block_out_grads", [])) + [""] * len(xs)   # per X
-    carried_from = list(op.attrs.get("carried_from", [])) + [-1] * len(xs)   # X -> Out
-    scope_names = op.inputs.get("StepScopes" if is_while else "Scope", [])
-    scope_name = scope_names[0] if scope_names else None
-    if block is None or scope_name is None or scope_name not in gen.records:
-        raise ValueError(f"{op.type} ({where}): its forward op's recorded iterations are "
-                         f"missing (the forward op must run earlier in the same program)")
-    idx = _step_info(gen, op)
-    rec = gen.records[scope_name]
-    rec_loc = gen.local[scope_name]
-    _hoist_persistables(gen, block)
-    # gradients of loop-carried variables: start from Out@GRAD (zeros when absent)
-    carry: Dict[int, str] = {}          # Out position -> local holding its current gradient
-    zeros: Dict[int, str] = {}
-    for j, (o, dname) in enumerate(zip(outs, douts)):
-        if dname == names.EMPTY_VAR_NAME and not in_grads[j]:
-            continue                    # no gradient flows through it (a counter, a flag)
-        var = gen._var(o)
-        is_arr = var is not None and var.type == VarType.LOD_TENSOR_ARRAY
-        src = gen.local.get(dname) if dname != names.EMPTY_VAR_NAME else None
-        loc = gen._new_local()
-        if is_arr:
-            gen._emit(idx, f"{loc} = {src or 'None'}")
+def _first(op: Any, slot: str, outputs: bool = False) -> Optional[str]:
+    found = (op.outputs if outputs else op.inputs).get(slot, []) if slot else []
+    return found[0] if found else None
+
+
+# -- forward ------------------------------------------------------------------------------------
+class _ForwardBlock:
+    """The lines of a loop or branch op (module docstring), generated by ``emit``."""
+
+    def __init__(self, gen: Any, op: Any, opdef: OpDef) -> None:
+        self.gen, self.op, self.opdef = gen, op, opdef
+        self.block = op.attrs.get("sub_block")
+        self.loops = opdef.block_loops
+        self.where = f"op #{gen.block_pos.get(id(op), -1)} of block {gen.cur_block.idx}"
+        if self.block is None:
+            raise ValueError(f"{op.type} ({self.where}) has no sub_block attribute")
+        self.cond: Optional[str] = None           # a loop's condition variable
+        self.counter: Optional[str] = None        # a loop's iteration counter local
+        self.rec_loc: Optional[str] = None        # the list of recorded iterations
+        self.scope_name = _first(op, opdef.records_slot, outputs=True)
+        self.grad_ops = gen.grad_of_scope.get(self.scope_name) if self.scope_name else None
+
+    def emit(self) -> None:
+        gen = self.gen
+        self.idx = _step_info(gen, self.op)
+        _hoist_persistables(gen, self.block)
+        _, writes = cf.outer_reads_writes(self.block)
+        carried = list(dict.fromkeys(list(self.op.outputs.get("Out", [])) + writes))
+        self.carried = [n for n in carried if n != names.EMPTY_VAR_NAME]
+        if self.loops:      # the condition is read before the body runs
+            self.cond = self._loop_condition()
+        self.phis = self._bind_phis()
+        if self.grad_ops:
+            self.rec_loc = gen._new_local()
+            gen._emit(self.idx, f"{self.rec_loc} = []")
+        self.header_at = len(gen.body)
+        if self.loops:
+            self.counter = gen._new_local()
+            gen._emit(self.idx, f"{self.counter} = -1")
+            gen._emit(self.idx, f"while {self.phis[self.cond]}:")
         else:
-            zeros[j] = z = gen._new_local()
-            fwd = _bind_outer(gen, o, op)
-            gen._emit(idx, f"{z} = np.zeros_like({fwd})")
-            if fwd != "None":
-                _use(gen, fwd)
-            gen._emit(idx, f"{loc} = {src or z}")
-        if src:
-            _use(gen, src)
-        carry[j] = loc
-    acc: Dict[int, str] = {}            # X position (read only) -> its summed gradient
-    for i in range(len(xs)):
-        if carried_from[i] not in carry:
-            acc[i] = gen._new_local()
-            gen._emit(idx, f"{acc[i]} = None")
-    header_at = len(gen.body)
-    step_loc = gen._new_local()
-    gen._emit(idx, f"for {step_loc} in reversed({rec_loc}):")
-    gen.depth += 1
-    outer_local = dict(gen.local)
-    try:
-        rec_locs = [gen._new_local() for _ in rec]
+            self._branch_header()
+        self._body()
+        self._close()
+
+    def _loop_condition(self) -> str:
+        gen, where = self.gen, self.where
+        cond_names = self.op.inputs.get(self.opdef.condition_slot, [])
+        if len(cond_names) != 1:
+            raise ValueError(f"{self.op.type} ({where}) needs exactly one "
+                             f"{self.opdef.condition_slot} variable, got {cond_names}")
+        cond = cond_names[0]
+        if cond not in gen.local and gen._var(cond) is not None and \
+                not gen._var(cond).persistable:
+            raise ValueError(f"{self.op.type} ({where}): the condition '{cond}' has no value "
+                             f"before the loop; compute it (e.g. fluid.layers.less_than(i, n)) "
+                             f"before creating the While")
+        if cond not in self.carried:
+            raise ValueError(f"{self.op.type} ({where}): the loop body never updates the "
+                             f"condition '{cond}', so the loop would never end; recompute it "
+                             f"inside the body, e.g. fluid.layers.less_than(i, n, cond={cond})")
+        return cond
+
+    def _bind_phis(self) -> Dict[str, str]:
+        """One local per loop-carried variable, bound to its value before the block."""
+        gen = self.gen
+        phis: Dict[str, str] = {}
+        for n in self.carried:
+            src = _bind_outer(gen, n, self.op)
+            phi = gen._new_local()
+            gen._emit(self.idx, f"{phi} = {src}")
+            if src != "None":
+                _use(gen, src)
+            phis[n] = phi
+        gen.local.update(phis)
+        return phis
+
+    def _branch_header(self) -> None:
+        """``if <condition>:`` -- the one element of the condition slot when the op's
+        ``is_scalar_condition`` attr is set, else: every tensor the block reads is non-empty
+        (fluid 1.8)."""
+        gen, op = self.gen, self.op
+        conds = [gen._read(n, op) for n in op.inputs.get(self.opdef.condition_slot, [])]
+        if op.attrs.get("is_scalar_condition", False):
+            if len(conds) != 1:
+                raise ValueError(f"{op.type} ({self.where}) with is_scalar_condition needs "
+                                 f"exactly one {self.opdef.condition_slot} variable, got "
+                                 f"{len(conds)}")
+            test = f"{conds[0]}.reshape(-1)[0]"
+        else:
+            ins = []
+            for n in op.inputs.get(self.opdef.block_inputs_slot, []):
+                var = gen._var(n)
+                if var is not None and var.type == VarType.LOD_TENSOR and n in gen.local:
+                    ins.append(gen.local[n])
+            test = " and ".join(f"({t} is not None and {t}.size > 0)" for t in ins) or "True"
+            conds += ins
+        gen._emit(self.idx, f"if {test}:")
+        for c in conds:
+            _use(gen, c)
+
+    def _body(self) -> None:
+        """The block's lines one level deeper, then the records and the phi updates."""
+        gen, idx = self.gen, self.idx
+        gen.depth += 1
+        saved_vlocal, saved_table = gen.vlocal, gen.version_table
+        gen.vlocal = dict(self.phis)
+        gen.version_table = _VersionTable(self.block)
+        if self.counter is not None:
+            gen._emit(idx, f"{self.counter} += 1")
+            gen.loops.append((self.counter, self.where))
+            # errors of the loop's own lines (the phi updates) name the iteration too
+            gen.steps[idx] = gen.steps[idx]._replace(loops=tuple(gen.loops))
+        try:
+            _gen_body(gen, self.block)
+            if self.rec_loc is not None:
+                self._record()
+            self._update_phis()
+            if self.counter is None and not self.block.ops:
+                gen._emit(idx, "pass")
+            elif len(gen.body) == self.header_at + 1 + (self.counter is not None):
+                gen._emit(idx, "pass")
+        finally:
+            gen.depth -= 1
+            gen.vlocal, gen.version_table = saved_vlocal, saved_table
+            if self.counter is not None:
+                gen.loops.pop()
+
+    def _record(self) -> None:
+        """Append this run's values the grad block reads to the records list."""
+        gen, vlocal = self.gen, self.gen.vlocal
+        wanted = set().union(*(_grad_reads(g) for g in self.grad_ops))
+        rec = [v for v in vlocal if v in wanted]
+        gen.records[self.scope_name] = rec
+        locs = [vlocal[v] for v in rec]
+        gen._emit(self.idx, f"{self.rec_loc}.append(({''.join(x + ', ' for x in locs)}))")
+        for x in locs:
+            _use(gen, x)
+        _use(gen, self.rec_loc)
+
+    def _update_phis(self) -> None:
+        gen, phis = self.gen, self.phis
+        for n in self.carried:
+            inner = gen.local.get(n, phis[n])
+            if inner == phis[n]:
+                continue
+            var = gen._var(n)
+            if self.loops and var is not None and var.type == VarType.LOD_TENSOR and \
+                    any(d < 0 for d in var.shape) and n != self.cond:
+                # a shape the build could not check: the loop variable keeps it
+                gen._emit(self.idx, f"if {phis[n]} is not None and {inner}.shape != "
+                                    f"{phis[n]}.shape: _shape_changed({n!r}, {phis[n]}, "
+                                    f"{inner})")
+                _use(gen, phis[n])
+            gen._emit(self.idx, f"{phis[n]} = {inner}")
+            _use(gen, inner)
+
+    def _close(self) -> None:
+        """After the block: what lives until its end, what the enclosing code sees."""
+        gen, rec_loc = self.gen, self.rec_loc
+        end = gen._emit(None, "")
+        for loc in list(self.phis.values()) + ([self.counter] if self.counter else []) + \
+                ([rec_loc] if rec_loc else []):
+            _use(gen, loc)
+        _close_scope(gen, self.header_at, end, self.block)
+        gen.local.update(self.phis)
+        if rec_loc is not None:
+            gen.local[self.scope_name] = rec_loc
+            gen.last_use[rec_loc] = end
+        if gen.vlocal is not None:       # the loop itself is an op of an enclosing body
+            gen.vlocal.update(versions_of(gen, self.op, list(self.phis.items())))
+            if rec_loc is not None:      # its records are a value of the enclosing iteration
+                gen.vlocal[self.scope_name] = rec_loc
+
+
+# -- backward -----------------------------------------------------------------------------------
+class _GradBlock:
+    """The lines of a gradient op of a loop or branch (module docstring)."""
+
+    def __init__(self, gen: Any, op: Any, opdef: OpDef) -> None:
+        self.gen, self.op = gen, op
+        self.block = op.attrs.get("sub_block")
+        self.where = f"op #{gen.block_pos.get(id(op), -1)} of block {gen.cur_block.idx}"
+        slot = opdef.block_inputs_slot
+        self.xs = op.inputs.get(slot, [])
+        self.outs = op.inputs.get("Out", [])
+        self.dxs = op.outputs.get(slot + names.GRAD_SUFFIX, [])
+        self.douts = op.inputs.get("Out" + names.GRAD_SUFFIX, [])
+        n_x, n_out = len(self.xs), len(self.outs)
+        self.in_grads = list(op.attrs.get("block_in_grads", [])) + [""] * n_out    # per Out
+        self.out_grads = list(op.attrs.get("block_out_grads", [])) + [""] * n_x    # per X
+        self.carried_from = list(op.attrs.get("carried_from", [])) + [-1] * n_x    # X -> Out
+        self.scope_name = _first(op, opdef.records_slot)
+        if self.block is None or self.scope_name is None or \
+                self.scope_name not in gen.records:
+            raise ValueError(f"{op.type} ({self.where}): its forward op's recorded iterations "
+                             f"are missing (the forward op must run earlier in the same "
+                             f"program)")
+        self.carry: Dict[int, str] = {}    # Out position -> local holding its current gradient
+        self.zeros: Dict[int, str] = {}
+        self.acc: Dict[int, str] = {}      # X position (read only) -> its summed gradient
+
+    def emit(self) -> None:
+        gen = self.gen
+        self.idx = _step_info(gen, self.op)
+        self.rec = gen.records[self.scope_name]
+        self.rec_loc = gen.local[self.scope_name]
+        _hoist_persistables(gen, self.block)
+        self._start_carries()
+        for i in range(len(self.xs)):
+            if self.carried_from[i] not in self.carry:
+                self.acc[i] = gen._new_local()
+                gen._emit(self.idx, f"{self.acc[i]} = None")
+        self.header_at = len(gen.body)
+        step_loc = gen._new_local()
+        gen._emit(self.idx, f"for {step_loc} in reversed({self.rec_loc}):")
+        gen.depth += 1
+        outer_local = dict(gen.local)
+        try:
+            self._iteration(step_loc, outer_local)
+        finally:
+            gen.depth -= 1
+        end = gen._emit(None, "")
+        for loc in list(self.carry.values()) + list(self.acc.values()) + \
+                list(self.zeros.values()) + [self.rec_loc]:
+            _use(gen, loc)
+        _close_scope(gen, self.header_at, end, self.block)
+        gen.local = dict(outer_local)
+        self._outputs()
+
+    def _start_carries(self) -> None:
+        """Gradients of loop-carried variables start from Out@GRAD (zeros when absent)."""
+        gen, idx = self.gen, self.idx
+        for j, (o, dname) in enumerate(zip(self.outs, self.douts)):
+            if dname == names.EMPTY_VAR_NAME and not self.in_grads[j]:
+                continue                # no gradient flows through it (a counter, a flag)
+            var = gen._var(o)
+            is_arr = var is not None and var.type == VarType.LOD_TENSOR_ARRAY
+            src = gen.local.get(dname) if dname != names.EMPTY_VAR_NAME else None
+            loc = gen._new_local()
+            if is_arr:
+                gen._emit(idx, f"{loc} = {src or 'None'}")
+            else:
+                self.zeros[j] = z = gen._new_local()
+                fwd = _bind_outer(gen, o, self.op)
+                gen._emit(idx, f"{z} = np.zeros_like({fwd})")
+                if fwd != "None":
+                    _use(gen, fwd)
+                gen._emit(idx, f"{loc} = {src or z}")
+            if src:
+                _use(gen, src)
+            self.carry[j] = loc
+
+    def _iteration(self, step_loc: str, outer_local: Dict[str, str]) -> None:
+        """One recorded iteration: bind its values, run the grad block, pass the gradients
+        on to the iteration before."""
+        gen, idx = self.gen, self.idx
+        rec_locs = [gen._new_local() for _ in self.rec]
         if rec_locs:
             gen._emit(idx, f"{''.join(x + ', ' for x in rec_locs)}= {step_loc}")
-        for v, loc in zip(rec, rec_locs):
+        for v, loc in zip(self.rec, rec_locs):
             gen.local[v] = loc
-        for j, name in enumerate(in_grads[:len(outs)]):
-            if name and j in carry:
-                gen.local[name] = carry[j]
+        for j, name in enumerate(self.in_grads[:len(self.outs)]):
+            if name and j in self.carry:
+                gen.local[name] = self.carry[j]
 
         def computed(name: str) -> Optional[str]:
             got = gen.local.get(name) if name else None
             return got if got is not None and got != outer_local.get(name) else None
 
-        _gen_body(gen, block)
-        x_of_out = {carried_from[i]: i for i in range(len(xs)) if carried_from[i] >= 0}
-        for j in carry:                  # the gradient of the value before this iteration
+        _gen_body(gen, self.block)
+        x_of_out = {self.carried_from[i]: i for i in range(len(self.xs))
+                    if self.carried_from[i] >= 0}
+        for j in self.carry:             # the gradient of the value before this iteration
             i = x_of_out.get(j)
-            got = computed(out_grads[i]) if i is not None else None
-            new = got or zeros.get(j, "None")   # not read by the body: zero gradient
-            if new != carry[j]:
-                gen._emit(idx, f"{carry[j]} = {new}")
+            got = computed(self.out_grads[i]) if i is not None else None
+            new = got or self.zeros.get(j, "None")   # not read by the body: zero gradient
+            if new != self.carry[j]:
+                gen._emit(idx, f"{self.carry[j]} = {new}")
                 if new != "None":
                     _use(gen, new)
-        for i in acc:
-            got = computed(out_grads[i])
+        for i in self.acc:
+            got = computed(self.out_grads[i])
             if got is not None:
-                gen._emit(idx, f"{acc[i]} = _acc({acc[i]}, {got})")
+                gen._emit(idx, f"{self.acc[i]} = _acc({self.acc[i]}, {got})")
                 _use(gen, got)
-                _use(gen, acc[i])
+                _use(gen, self.acc[i])
         gen._emit(idx, "pass")
-    finally:
-        gen.depth -= 1
-    end = gen._emit(None, "")
-    for loc in list(carry.values()) + list(acc.values()) + list(zeros.values()) + [rec_loc]:
-        _use(gen, loc)
-    _close_scope(gen, header_at, end, block)
-    gen.local = dict(outer_local)
-    # outputs
-    for i, (x, dname) in enumerate(zip(xs, dxs)):
-        if dname == names.EMPTY_VAR_NAME:
-            continue
-        if i not in acc:
-            gen.local[dname] = carry[carried_from[i]]
-        else:
-            var = gen._var(x)
-            loc = gen._new_local()
-            if var is not None and var.type == VarType.LOD_TENSOR_ARRAY:
-                gen._emit(idx, f"{loc} = {acc[i]} if {acc[i]} is not None else []")
+
+    def _outputs(self) -> None:
+        """Bind X@GRAD: the carried gradient, or the summed one (zeros when none)."""
+        gen, idx = self.gen, self.idx
+        for i, (x, dname) in enumerate(zip(self.xs, self.dxs)):
+            if dname == names.EMPTY_VAR_NAME:
+                continue
+            if i not in self.acc:
+                gen.local[dname] = self.carry[self.carried_from[i]]
             else:
-                fwd = _bind_outer(gen, x, op)
-                gen._emit(idx, f"{loc} = {acc[i]} if {acc[i]} is not None else "
-                               f"np.zeros_like({fwd})")
-                if fwd != "None":
-                    _use(gen, fwd)
-            _use(gen, acc[i])
-            gen.local[dname] = loc
-        gen.last_use.setdefault(gen.local[dname], len(gen.body) - 1)
+                acc = self.acc[i]
+                var = gen._var(x)
+                loc = gen._new_local()
+                if var is not None and var.type == VarType.LOD_TENSOR_ARRAY:
+                    gen._emit(idx, f"{loc} = {acc} if {acc} is not None else []")
+                else:
+                    fwd = _bind_outer(gen, x, self.op)
+                    gen._emit(idx, f"{loc} = {acc} if {acc} is not None else "
+                                   f"np.zeros_like({fwd})")
+                    if fwd != "None":
+                        _use(gen, fwd)
+                _use(gen, acc)
+                gen.local[dname] = loc
+            gen.last_use.setdefault(gen.local[dname], len(gen.body) - 1)

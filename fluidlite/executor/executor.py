@@ -168,6 +168,12 @@ class Executor:
             for g, state in zip(bound.streams, saved or ()):
                 g.bit_generator.state = state
             raise
+        return self._commit(plan, scope, bound, fetched, written, lods, return_numpy)
+
+    def _commit(self, plan: Plan, scope: Scope, bound: _Bound, fetched: Sequence[Any],
+                written: Sequence[Any], lods: Dict[str, Any], return_numpy: bool) -> List[Any]:
+        """After a successful step: write the persistables to ``scope`` and return the fetched
+        values as ``run`` documents them."""
         fetch_lods = None
         written_lods = None
         if plan.uses_lod:               # plain arrays out, their LoD kept apart (core/lod.py)

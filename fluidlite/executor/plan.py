@@ -19,11 +19,15 @@ and a dropped program is freed. Random ops get their generator as the keyword ``
 * any other random op (dropout, noise) continues one stream across runs. The stream is state of
   the run, not of the plan: the executor keeps one per (plan, scope) (``Plan.new_streams``).
 
-Control flow: an op owning a sub-block (``while``, ``conditional_block`` and their grad ops) is
-generated inline by ``executor/blocks.py`` -- a ``while`` becomes a Python ``while`` loop over
-the body's lines, a ``conditional_block`` an ``if``, a grad op a ``for`` over the iterations the
-forward loop recorded (only when the program holds that grad op). Errors inside a body name
-the op, its block and the iteration (``StepInfo.block`` / ``StepInfo.loops``).
+The plan reads what it must know of an op from the op's definition, never from its type:
+``plan_skip`` (generate nothing: the executor feeds and fetches itself), ``foldable`` (a
+compile-time constant when it has no input and writes no persistable), ``reads_outputs``,
+``uses_rng`` and ``sub_block_op``. Control flow: an op owning a sub-block (``while``,
+``conditional_block`` and their grad ops) is generated inline by ``executor/blocks.py`` from
+what its class declares -- a loop becomes a Python ``while`` over the body's lines, a branch an
+``if``, a grad op a ``for`` over the iterations the forward loop recorded (only when the program
+holds that grad op). Errors inside a body name the op, its block and the iteration
+(``StepInfo.block`` / ``StepInfo.loops``).
 """
 from __future__ import annotations
 
@@ -48,15 +52,13 @@ from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.errors import EnforceNotMet
 from ..core.ir import Block, Operator, Program
 from ..core.scope import LoDTensor
-from ..core import control_flow as _cf
 from .fusion import fuse
 from . import blocks as _blocks
+from .records import StepInfo
 
 _log = logging.getLogger("fluidlite")
 _LOOSE_WARNED: Set[Tuple[str, str, Tuple[int, ...]]] = set()  # unchecked feeds already logged
-_SKIP_OPS = frozenset({"feed", "fetch"})
-_FOLDABLE = frozenset({"fill_constant", "assign_value"})
-ENABLE_FUSION = True     # plan-time fusion (executor/fusion.py); off only to debug or compare
+ENABLE_FUSION = True     # plan-time fusion (executor/fusion/); off only to debug or compare
 # Debug mode: every kernel output is checked against the dtype its variable declares (plans
 # compiled while this is on carry one check line per output). The test suite turns it on
 # (``FLUIDLITE_CHECK_DTYPES=1``), so an op whose kernel drifts from its shape inference -- for
@@ -84,18 +86,6 @@ _PLAN_GLOBALS = {"np": np, "_acc": _blocks.add_up, "_shape_changed": _blocks.sha
                  "_ckd": _check_dtype}
 _KEEP_ERROR_TYPES = (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
                      FloatingPointError, IndexError, OverflowError)
-
-
-class StepInfo(NamedTuple):
-    """What a plan remembers of one step (an op, or a fused group) for reports and errors."""
-
-    type: str                                # op type, or the fused kernel's name
-    ops: Tuple[Tuple[str, int], ...]         # (type, block position) of each op it covers
-    callstack: Optional[Sequence[str]]       # ``op_callstack`` of the first covered op
-    inputs: Tuple[Tuple[str, str], ...]      # (variable name, local) of each input read
-    block: int = 0                           # the block holding the op(s)
-    # enclosing loops, outermost first: (iteration-counter local, "op #i of block b")
-    loops: Tuple[Tuple[str, str], ...] = ()
 
 
 class FeedSpec(NamedTuple):
@@ -196,7 +186,7 @@ class Plan:
         self.feed_names = tuple(feed_names)
         self.fetch_names = tuple(fetch_names)
         self.feed_specs = tuple(_feed_spec(block, n) for n in self.feed_names)
-        ops = [op for op in block.ops if op.type not in _SKIP_OPS]
+        ops = [op for op in block.ops if not registry.get_op_def(op.type).plan_skip]
         if ENABLE_FUSION:
             ops = _fuse(ops, block, self.fetch_names, self.feed_names)
         gen = _CodeGen(block, program.random_seed, program)
@@ -374,9 +364,10 @@ class _CodeGen:
             for b in program.blocks:
                 if b is not block:
                     self.block_pos.update((id(op), i) for i, op in enumerate(b.ops))
-                for op in b.ops:
-                    if op.type in _cf.GRAD_BLOCK_OPS:
-                        for n in op.inputs.get("StepScopes", []) + op.inputs.get("Scope", []):
+                for op in b.ops:        # (an unknown op type fails when generated)
+                    opdef = registry.get_op_def(op.type) if registry.has_op(op.type) else None
+                    if opdef is not None and opdef.sub_block_op and opdef.block_backward:
+                        for n in op.inputs.get(opdef.records_slot, []):
                             self.grad_of_scope.setdefault(n, []).append(op)
         self.last_use: Dict[str, int] = {}        # local -> body index after which it dies
         self.persist_reads: List[str] = []
@@ -468,12 +459,12 @@ class _CodeGen:
     def step(self, op: Any) -> None:
         """Generate the lines of one op (or fused group)."""
         opdef = getattr(op, "opdef", None) or registry.get_op_def(op.type)
-        if getattr(opdef, "sub_block_op", False):
-            return _blocks.emit(self, op)
+        if opdef.sub_block_op:
+            return _blocks.emit(self, op, opdef)
         covered = getattr(op, "covered", None) or [op]
         idx = len(self.steps)
         args, used = self._args(op, opdef)
-        for slot in getattr(opdef, "reads_outputs", ()):   # the kernel gets the old value
+        for slot in opdef.reads_outputs:                   # the kernel gets the old value
             prev = [n for n in op.outputs.get(slot, []) if n != names.EMPTY_VAR_NAME]
             loc = self.local.get(prev[0]) if prev else None
             if loc is None and prev and getattr(self._var(prev[0]), "persistable", False):
@@ -492,7 +483,7 @@ class _CodeGen:
         self.steps.append(StepInfo(op.type, tuple([(o.type, pos.get(id(o), -1)) for o in covered]),
                                    covered[0].attrs.get("op_callstack"), tuple(used),
                                    self.cur_block.idx, tuple(self.loops)))
-        if self._foldable(op, args):
+        if self._foldable(op, opdef, args):
             outs = self._fold(idx, op, opdef, binding)
         else:
             fn, extra = self._random(op, opdef, binding.fn)
@@ -518,9 +509,10 @@ class _CodeGen:
             want = np.dtype(to_numpy_dtype(var.dtype))
             self._emit(idx, f"_ckd({loc}, {self._kernel(want)}, {n!r})")
 
-    def _foldable(self, op: Any, args: List[str]) -> bool:
-        """No inputs, not writing a persistable: a compile-time constant."""
-        return (op.type in _FOLDABLE and all(a == "None" or a == "[]" for a in args)
+    def _foldable(self, op: Any, opdef: registry.OpDef, args: List[str]) -> bool:
+        """A ``foldable`` op without inputs, not writing a persistable: a compile-time
+        constant."""
+        return (opdef.foldable and all(a == "None" or a == "[]" for a in args)
                 and not any(getattr(self._var(n), "persistable", True)
                             for n in op.output_arg_names))
 

@@ -15,9 +15,9 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..core.registry import OpDef, get_op_def, register
 
-__all__ = ["ACTIVATIONS", "Fc", "Conv2DFusion"]
+__all__ = ["ACTIVATIONS", "Conv2DFusion"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -48,32 +48,6 @@ def _activate(out: np.ndarray, activation: str, op_type: str) -> np.ndarray:
                          f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
     fn = ACTIVATIONS[activation]
     return out if fn is None else fn(out)
-
-
-@register
-class Fc(OpDef):
-    """Out = act(flatten(Input, in_num_col_dims) @ W + Bias) (Paddle's ``fc`` op: ``mul`` +
-    ``elementwise_add`` + an optional activation; ``activation_type`` '' or relu, and here
-    also sigmoid / tanh)."""
-    type, inputs, outputs = "fc", ("Input", "W", "Bias?"), ("Out",)
-    no_grad = True
-    extra_attrs = {"use_mkldnn": False, "padding_weights": False}
-
-    def infer(self, Input: Any, W: Any, Bias: Any = None, *, in_num_col_dims: int = 1,
-              activation_type: str = "") -> Dict[str, Any]:
-        spec = get_op_def("mul").run_infer([Input, W], {"x_num_col_dims": in_num_col_dims,
-                                                         "y_num_col_dims": 1})["Out"]
-        return {"Out": VarSpec(spec.shape, Input.dtype)}
-
-    def forward(self, Input: np.ndarray, W: np.ndarray, Bias: Any = None, *,
-                in_num_col_dims: int = 1, activation_type: str = "") -> Dict[str, np.ndarray]:
-        out = get_op_def("mul").forward(Input, W, x_num_col_dims=in_num_col_dims,
-                                        y_num_col_dims=1)["Out"]
-        if not out.flags.writeable:     # mul's product is fresh; guard a read-only view
-            out = out.copy()
-        if Bias is not None:
-            out += Bias.reshape(-1)
-        return {"Out": _activate(out, activation_type, self.type)}
 
 
 @register

@@ -324,8 +324,8 @@ def _act_after(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]
 
 
 def fc_fuse_pass(ctx: PassContext) -> int:
-    """``mul`` + ``elementwise_add`` (a 1-D persistable bias) + optional relu / sigmoid /
-    tanh -> one ``fc`` op."""
+    """``mul`` + ``elementwise_add`` (a 1-D persistable bias) + an optional relu -> one ``fc``
+    op (fluid's, ``ops/math_more.py``: its activation is '' or relu)."""
     count, block = 0, ctx.block
     skip = _sub_block_names(ctx.program)
     changed = True
@@ -343,6 +343,8 @@ def fc_fuse_pass(ctx: PassContext) -> int:
             if add is None:
                 continue
             act = _act_after(uses, add.output("Out")[0], ctx, skip)
+            if act is not None and act.type != "relu":      # fluid's fc: '' or relu
+                act = None
             final = act.output("Out")[0] if act is not None else add.output("Out")[0]
             inputs = {"Input": op.input("X"), "W": op.input("Y"), "Bias": add.input("Y")}
             attrs = {"in_num_col_dims": k, "activation_type": act.type if act else ""}

@@ -12,19 +12,18 @@ Python, arrays are Python lists).
 """
 from __future__ import annotations
 
-import abc
 import contextlib
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..core import control_flow as _cf
 from ..core import mode as _mode
+from ..core import names as _names
+from ..core import rewrite
 from ..core.dtypes import VarType
-from ..core import atomic as _atomic
-from ..core.ir import Variable, default_startup_program
+from ..core.ir import Variable, default_main_program, default_startup_program
 from ..pipeline.feeder import check_type, check_variable_and_dtype
-from ..initializer import Constant
 from ..layer_helper import LayerHelper, check_int, check_number
 
 __all__ = ["increment", "autoincreased_step_counter", "While", "create_array", "array_write",
@@ -48,23 +47,19 @@ def autoincreased_step_counter(counter_name: Optional[str] = None, begin: int = 
                                step: int = 1) -> Variable:
     """A persistable int64 [1] counter (default name ``@STEP_COUNTER@``) that counts runs of the
     main program: initialised to ``begin - 1`` in the startup program, with an ``increment`` op
-    *prepended* to block 0, so the first run sees ``begin``. Calling it again with the same
-    name returns the existing counter (one increment per program)."""
+    *prepended* to block 0, so the first run sees ``begin - 1 + step`` (``begin`` with the
+    default step 1). Calling it again with the same name returns the existing counter (one
+    increment per program). The optimizers' passes build theirs with the same verb
+    (``rewrite.step_counter``)."""
     begin = check_int(begin, "begin", "autoincreased_step_counter")
     step = check_int(step, "step", "autoincreased_step_counter")
-    helper = LayerHelper("global_step_counter")
-    if counter_name is None:
-        counter_name = "@STEP_COUNTER@"
-    counter, is_new = helper.create_or_get_global_variable(
-        name=counter_name, dtype="int64", shape=[1], persistable=True)
-    if is_new:
-        helper.set_variable_initializer(counter, initializer=Constant(value=begin - 1,
-                                                                      force_cpu=True))
-        helper.main_program.global_block()._prepend_op(
-            type="increment", inputs={"X": [counter]}, outputs={"Out": [counter]},
-            attrs={"step": float(step)})
-        counter.stop_gradient = True
-    return counter
+    if _mode.tracer is not None:
+        raise RuntimeError("fluid.layers.autoincreased_step_counter counts the runs of a static "
+                           "Program and cannot be used in dygraph mode; count the steps in "
+                           "Python instead")
+    return rewrite.step_counter(default_main_program(), default_startup_program(),
+                                "@STEP_COUNTER@" if counter_name is None else counter_name,
+                                begin, step)
 
 
 # -- sub-blocks -------------------------------------------------------------------------------
@@ -181,28 +176,11 @@ class While:
         step_scope = parent.create_var(type=VarType.STEP_SCOPES,
                                        name=_unique(f"{self.helper.name}.step_scopes"))
         # a loop-carried variable is an input too: after zero iterations it is unchanged
-        x = [n for n in reads + [w for w in writes if w not in reads and _has_value(block, w)]
+        x = [n for n in reads + [w for w in writes if w not in reads and _cf.has_value(block, w)]
              if n != self.cond_var.name]
         parent.append_op(type="while", inputs={"X": x, "Condition": [self.cond_var]},
                          outputs={"Out": writes, "StepScopes": [step_scope]},
                          attrs={"sub_block": block, "is_test": self.is_test})
-
-
-def _has_value(block: Any, name: str) -> bool:
-    """Whether an outer variable holds a value before the op owning ``block`` runs (written
-    by an earlier op, fed, persistable, or an array)."""
-    var = block._find_var_recursive(name)
-    if var is None:
-        return False
-    if var.is_data or var.persistable or var.type == VarType.LOD_TENSOR_ARRAY:
-        return True
-    prog = block.program
-    b = prog.blocks[block.parent_idx] if block.parent_idx >= 0 else None
-    while b is not None:            # an op of an enclosing block wrote it before
-        if any(name in op.output_arg_names for op in b.ops):
-            return True
-        b = prog.blocks[b.parent_idx] if b.parent_idx >= 0 else None
-    return False
 
 
 def _static_only(api: str, instead: str) -> None:
@@ -212,42 +190,10 @@ def _static_only(api: str, instead: str) -> None:
 
 
 def _unique(prefix: str) -> str:
-    from ..core import names
-    return names.generate(prefix)
+    return _names.generate(prefix)
 
 
-class _BlockBuild(abc.ABC):
-    """``with ...block():`` as one build transaction: an error in the body (or in completing the
-    op that owns the block) leaves the programs as they were before it, without the new block.
-    Subclasses complete their op in ``_complete`` (called with the parent block current)."""
-
-    def _open(self, prog: Any) -> Any:
-        self.txn = _atomic.atomic(prog, default_startup_program())
-        self.txn.__enter__()
-        self.block = prog._create_block()
-        return self.block
-
-    @abc.abstractmethod
-    def _complete(self) -> None:
-        """Complete the op owning ``self.block`` (the parent block is current)."""
-
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> bool:
-        prog = self.block.program
-        try:
-            if exc_type is None:
-                with _rolled_back(prog):
-                    self._complete()
-        except BaseException as e:
-            self.txn.__exit__(type(e), e, e.__traceback__)
-            raise
-        finally:
-            if prog.current_block_idx == self.block.idx:
-                prog._rollback()
-        self.txn.__exit__(exc_type, exc_val, exc_tb)
-        return False
-
-
-class _WhileGuard(_BlockBuild):
+class _WhileGuard(_cf.BlockBuild):
     def __init__(self, while_op: While) -> None:
         if not isinstance(while_op, While):
             raise TypeError("WhileGuard takes a while op")
@@ -264,18 +210,6 @@ class _WhileGuard(_BlockBuild):
     def _complete(self) -> None:
         self.while_op.status = While.AFTER_WHILE_BLOCK
         self.while_op._complete(self.block, self.before)
-
-
-@contextlib.contextmanager
-def _rolled_back(prog: Any) -> Iterator[None]:
-    """Run with the parent of the current block as the current block (ops appended to the
-    parent carry its role/name-scope context as usual)."""
-    cur = prog.current_block_idx
-    prog._rollback()
-    try:
-        yield
-    finally:
-        prog.current_block_idx = cur
 
 
 # -- tensor arrays ----------------------------------------------------------------------------
@@ -358,8 +292,7 @@ def array_length(array: Variable) -> Variable:
     """The number of entries of ``array`` (int64, shape [1]; op ``lod_array_length``)."""
     if _mode.tracer is not None:
         check_type(array, "array", list, "array_length")
-        from ..dygraph.base import to_variable
-        return to_variable(np.array([len(array)], np.int64))
+        return _mode.implementation("to_variable")(np.array([len(array)], np.int64))
     if not (isinstance(array, Variable) and array.type == VarType.LOD_TENSOR_ARRAY):
         raise TypeError(f"array_length: array must be a tensor array Variable "
                         f"(fluid.layers.create_array), but received {_what(array)}")
@@ -382,9 +315,8 @@ def tensor_array_to_tensor(input: Variable, axis: int = 1, name: Optional[str] =
             out = _tensor.stack(input, axis=axis) if hasattr(_tensor, "stack") else None
         else:
             out = _tensor.concat(input, axis=axis)
-        from ..dygraph.base import to_variable
         sizes = [1 if use_stack else x.shape[axis] for x in input]
-        return out, to_variable(np.array(sizes, np.int32))
+        return out, _mode.implementation("to_variable")(np.array(sizes, np.int32))
     if not (isinstance(input, Variable) and input.type == VarType.LOD_TENSOR_ARRAY):
         raise TypeError(f"tensor_array_to_tensor: input must be a tensor array Variable, but "
                         f"received {_what(input)}")
@@ -452,37 +384,9 @@ class ConditionalBlock:
         self.is_scalar_condition = is_scalar_condition
         self.helper = LayerHelper("conditional_block", name=name)
 
-    def block(self) -> "_CondGuard":
-        return _CondGuard(self)
-
-    def _complete(self, block: Any) -> None:
-        prog = block.program
-        parent = prog.block(block.parent_idx)
-        reads, writes = _cf.outer_reads_writes(block)
-        cond_names = [v.name for v in self.inputs]
-        # a written variable that had a value keeps it when the block does not run: an input
-        ins = [n for n in reads + [w for w in writes if w not in reads and _has_value(block, w)]
-               if n not in cond_names]
-        scope = parent.create_var(type=VarType.STEP_SCOPES,
-                                  name=_unique(f"{self.helper.name}.scope"))
-        parent.append_op(type="conditional_block",
-                         inputs={"Cond": self.inputs, "Input": ins},
-                         outputs={"Out": writes, "Scope": [scope]},
-                         attrs={"sub_block": block,
-                                "is_scalar_condition": self.is_scalar_condition})
-
-
-class _CondGuard(_BlockBuild):
-    """``with cb.block():`` -- one build transaction, like ``While.block()``."""
-
-    def __init__(self, cb: ConditionalBlock) -> None:
-        self.cb = cb
-
-    def __enter__(self) -> Any:
-        return self._open(self.cb.helper.main_program)
-
-    def _complete(self) -> None:
-        self.cb._complete(self.block)
+    def block(self) -> _cf.Conditional:
+        """``with cb.block():`` -- one build transaction, like ``While.block()``."""
+        return _cf.Conditional(self.inputs, self.is_scalar_condition, self.helper.name)
 
 
 def _flatten(x: Any) -> List[Any]:
@@ -711,7 +615,7 @@ class Switch:
         self.inside_scope = False
         self.pre_not_conditions: List[Variable] = []
 
-    def case(self, condition: Variable) -> "_CondGuard":
+    def case(self, condition: Variable) -> _cf.Conditional:
         if not self.inside_scope:
             raise ValueError("Switch.case should be called inside `with Switch() as switch:`")
         _check_bool_scalar(condition, "condition", "Switch.case")
@@ -725,7 +629,7 @@ class Switch:
                                      is_scalar_condition=True)
         return block.block()
 
-    def default(self) -> "_CondGuard":
+    def default(self) -> _cf.Conditional:
         if not self.pre_not_conditions:
             raise ValueError("Switch.default: there should be at least one condition (a "
                              "case) before the default")

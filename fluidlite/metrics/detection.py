@@ -42,6 +42,7 @@ class DetectionMAP:
         # has_state is 1, i.e. after they have been written)
         for var, shape in zip(states, ([class_num or 1, 1], [1, 2], [1, 2])):
             self._zero_init(var, shape)
+        self.states = states          # the accumulators (fluid.evaluator.DetectionMAP's states)
         has_state = self._create_state("has_state", "int32", [1])
         self.helper.set_variable_initializer(has_state, initializer=Constant(value=0))
         self.has_state = has_state

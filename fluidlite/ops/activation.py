@@ -72,6 +72,21 @@ def erf_numpy(x: np.ndarray) -> np.ndarray:
 _erf = erf_numpy
 
 
+_SOFTMAX_CLIP = -64.0      # fluid's ValueClip: shifted logits below -64 count as -64
+
+
+def fluid_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """fluid 1.8's SoftmaxFunctor along ``axis`` (a fresh array): the logits shifted by their
+    max are clipped at -64 (``ValueClip``: no probability below e^-64 of the largest, so
+    -log(p) stays below ~64 + log(classes) and gradients stay finite), exponentiated, and
+    multiplied by the reciprocal of their sum."""
+    e = x - x.max(axis=axis, keepdims=True)
+    np.maximum(e, e.dtype.type(_SOFTMAX_CLIP), out=e)
+    np.exp(e, out=e)
+    e *= np.reciprocal(e.sum(axis=axis, keepdims=True))
+    return e
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     t = np.negative(x)
     with np.errstate(over="ignore"):     # exp(-x) = inf for x << 0 gives the right limit 0
@@ -166,15 +181,19 @@ def _float_zero(spec: Any) -> Optional[np.ndarray]:
 
 @register
 class LeakyRelu(_Act):
-    """Out = X if X > 0 else alpha * X;  dX = dOut * (1 if X > 0 else alpha)."""
+    """Out = max(X, alpha * X) (fluid 1.8's functor; X where X > 0 else alpha X for alpha <=
+    1);  dX = dOut * (1 if X >= 0 else alpha) (fluid's: the kink at 0 passes dOut)."""
     type = "leaky_relu"
-    f = staticmethod(lambda x, alpha=0.02: np.where(x > 0, x, x * alpha))
+
+    @staticmethod
+    def f(x, alpha=0.02):
+        return np.maximum(x, x * x.dtype.type(alpha))
 
     def forward(self, X, *, alpha=0.02):
         return {"Out": self.f(X, alpha)}
 
     def backward(self, X, dOut, *, alpha=0.02):
-        return {"X": np.where(X > 0, dOut, dOut * alpha)}
+        return {"X": np.where(X >= 0, dOut, dOut * dOut.dtype.type(alpha))}
 
 
 @register
@@ -371,18 +390,13 @@ class Swish(_Act):
 
 @register
 class Softmax(_Act):
-    """Out = exp(X - max) / sum(exp(X - max)) along ``axis``;
-    dX = Out * (dOut - sum(dOut * Out, axis))."""
+    """Out = exp(max(X - max, -64)) / sum(...) along ``axis`` (fluid's SoftmaxFunctor with its
+    ``ValueClip`` at -64); dX = (dOut - sum(dOut * Out, axis)) * Out."""
     type, grad_uses = "softmax", ("Out",)
     extra_attrs = {"use_mkldnn": False, "use_cudnn": False, "data_format": "AnyLayout",
                    "is_test": False}
 
-    @staticmethod
-    def f(x, axis=-1):
-        e = x - x.max(axis=axis, keepdims=True)
-        np.exp(e, out=e)
-        e /= e.sum(axis=axis, keepdims=True)
-        return e
+    f = staticmethod(fluid_softmax)
 
     def infer(self, X, *, axis=-1):
         if not -len(X.shape) <= axis < max(len(X.shape), 1):
@@ -396,9 +410,8 @@ class Softmax(_Act):
         return {"Out": self.f(X, axis)}
 
     def backward(self, Out, dOut, *, axis=-1):
-        dx = dOut * Out
-        s = dx.sum(axis=axis, keepdims=True)
-        dx -= Out * s
+        dx = dOut - (dOut * Out).sum(axis=axis, keepdims=True)
+        dx *= Out
         return {"X": dx}
 
     def second(self, c, out, p, axis=-1):

@@ -133,12 +133,13 @@ get_op_def("softshrink_grad").attr_defaults = {"lambda": 0.5}
 
 @register
 class ThresholdedRelu(_Unary):
-    """Out = X where X > threshold, else 0;  dX = dOut * (X > threshold)."""
+    """Out = X * (X > threshold) (fluid's functor: -0.0 below a positive threshold for
+    negative X);  dX = dOut * (X > threshold)."""
     type = "thresholded_relu"
 
     @staticmethod
     def f(x, threshold=1.0):
-        return np.where(x > threshold, x, x.dtype.type(0))
+        return x * (x > threshold)
 
     def forward(self, X, *, threshold=1.0):
         return {"Out": self.f(X, threshold)}

@@ -131,6 +131,8 @@ class SelectInput(OpDef):
     unchanged (no copy)."""
     type, inputs, outputs = "select_input", ("X*", "Mask"), ("Out",)
     no_grad = True
+    # issue 13: the guard's commits (a 0/1 mask, validated shapes) may follow in-place updates
+    infallible = True
 
     def infer(self, X, Mask):
         if not X:

@@ -10,6 +10,7 @@ class Increment(OpDef):
     """Out = X + step (X holds one element; dtype kept, e.g. an int64 step counter)."""
     type, inputs, outputs = "increment", ("X",), ("Out",)
     no_grad = True
+    infallible = True       # one element plus a number: may follow in-place updates
 
     def infer(self, X):
         if S.numel(X.shape) not in (1, -1):

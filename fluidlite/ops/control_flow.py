@@ -30,8 +30,20 @@ _log = logging.getLogger("fluidlite")
 
 
 class _BlockOp(OpDef):
-    """Base of the ops owning a sub-block (compiled by the executor, no kernel)."""
+    """Base of the ops owning a sub-block (compiled by the executor, no kernel). What the plan
+    generates for one (``executor/blocks.py``) follows from these declarations alone."""
     sub_block_op = True
+    # a loop (``while <the one bool of condition_slot>:`` over the block) or, when False, a
+    # branch run at most once (``if``: the one element of condition_slot when the op's
+    # ``is_scalar_condition`` attr is set, else every tensor of block_inputs_slot non-empty)
+    block_loops: bool = False
+    # the gradient op: runs the grad block once per recorded run of its forward op, last first
+    block_backward: bool = False
+    condition_slot: str = ""        # forward ops: the input slot holding the condition
+    block_inputs_slot: str = ""     # the outer variables the block reads (grad ops: X of dX)
+    # the slot naming the recorded runs (fluid's step scopes): an output of the forward op,
+    # an input of its gradient op
+    records_slot: str = ""
 
     def infer(self, *specs, **attrs):
         return {}
@@ -62,6 +74,8 @@ class While(_BlockOp):
     loop-carried variables); ``StepScopes``: the values of each iteration the gradient needs.
     Gradient: ``while_grad`` runs the grad block over the recorded iterations in reverse."""
     type, inputs, outputs = "while", ("X*", "Condition*"), ("Out*", "StepScopes?")
+    block_loops, condition_slot, block_inputs_slot, records_slot = \
+        True, "Condition", "X", "StepScopes"
     attr_defaults = {"sub_block": None, "is_test": False, "skip_eager_deletion_vars": []}
 
     def make_grad(self, g, **attrs):
@@ -75,6 +89,7 @@ class ConditionalBlock(_BlockOp):
     the block reads; ``Out``: those it writes (unchanged when the block does not run).
     Gradient: ``conditional_block_grad`` runs the grad block under the same condition."""
     type, inputs, outputs = "conditional_block", ("Cond*", "Input*?"), ("Out*?", "Scope?")
+    condition_slot, block_inputs_slot, records_slot = "Cond", "Input", "Scope"
     attr_defaults = {"sub_block": None, "is_scalar_condition": False,
                      "skip_eager_deletion_vars": []}
 
@@ -90,6 +105,7 @@ class WhileGrad(_BlockOp):
     type = "while_grad"
     inputs = ("X*", "Out*", "Out@GRAD*", "StepScopes?")
     outputs = ("X@GRAD*",)
+    block_loops, block_backward, block_inputs_slot, records_slot = True, True, "X", "StepScopes"
     # block_in_grads[j]: the grad block's name for the incoming gradient of Out[j];
     # block_out_grads[i]: its name for X[i]'s gradient ("" where it computes none);
     # carried_from[i]: the position in Out of the loop-carried variable X[i] is (or -1)
@@ -109,6 +125,7 @@ class ConditionalBlockGrad(_BlockOp):
     type = "conditional_block_grad"
     inputs = ("Cond*", "Input*", "Out*", "Out@GRAD*", "Scope?")
     outputs = ("Input@GRAD*",)
+    block_backward, block_inputs_slot, records_slot = True, "Input", "Scope"
     attr_defaults = {"sub_block": None, "is_scalar_condition": False,
                      "skip_eager_deletion_vars": [], "block_in_grads": [],
                      "block_out_grads": [], "carried_from": []}

@@ -1,4 +1,5 @@
-"""2-D convolution: ``conv2d``, ``depthwise_conv2d`` and ``conv2d_transpose`` (NCHW or NHWC).
+"""2-D convolution: ``conv2d``, ``depthwise_conv2d``, ``conv2d_transpose`` and
+``depthwise_conv2d_transpose`` (NCHW or NHWC).
 
 All three are built from three routines over one ``_Geom``etry (kernel, strides, paddings,
 dilations, groups):
@@ -28,7 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
-__all__ = ["LazyOutputs", "conv_out_size", "normalize_paddings"]
+__all__ = ["LazyOutputs", "c_div", "conv_out_size", "normalize_paddings"]
 
 _EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "fuse_relu": False,
           "fuse_residual_connection": False, "fuse_relu_before_depthwise_conv": False,
@@ -65,11 +66,20 @@ def normalize_paddings(paddings: Sequence[int], what: str = "paddings") -> List[
                      f"values, got {list(paddings)}")
 
 
+def c_div(a: int, b: int) -> int:
+    """``a / b`` as C++ divides ints: truncated toward zero (Python's ``//`` floors). Paddle's
+    output-size arithmetic is C++ int division, so ``(1 - 2) / 2 + 1`` is 1 there, not 0."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
 def conv_out_size(size: int, k: int, pad_total: int, stride: int, dilation: int) -> int:
-    """Output length of a convolution along one axis (-1 stays unknown)."""
+    """Output length of a convolution along one axis, fluid's ``ConvOutputSize``:
+    ``(size + pad_total - (dilation * (k - 1) + 1)) / stride + 1`` in C++ int arithmetic
+    (truncated toward zero; -1 stays unknown)."""
     if size < 0:
         return -1
-    return (size + pad_total - (dilation * (k - 1) + 1)) // stride + 1
+    return c_div(size + pad_total - (dilation * (k - 1) + 1), stride) + 1
 
 
 def resolve_padding(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
@@ -131,6 +141,12 @@ def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
         raise ValueError(f"the output of the convolution would be empty: input {H}x{W}, kernel "
                          f"{k_hw[0]}x{k_hw[1]}, paddings {pads}, strides {list(strides)}, "
                          f"dilations {dil}")
+    # with C++'s truncating division the last window may reach past the bottom/right padding
+    # (input 2, kernel 3, stride 2: one output); fluid's im2col reads zeros there, so the
+    # canvas grows by that many zero rows/cols (sliced away again by the input gradient)
+    for i, (n, o) in enumerate(((H, oh), (W, ow))):
+        reach = (o - 1) * strides[i] + dil[i] * (k_hw[i] - 1) + 1
+        pads[2 * i + 1] += max(reach - (n + pads[2 * i] + pads[2 * i + 1]), 0)
     return _Geom(k_hw[0], k_hw[1], strides[0], strides[1], dil[0], dil[1], *pads, H, W, oh, ow,
                  groups)
 
@@ -487,3 +503,19 @@ class Conv2DTransposeGrad(_ConvGradBase):
 
 
 Conv2DTransposeGrad.forward_def = get_op_def("conv2d_transpose")
+
+
+@register
+class DepthwiseConv2DTranspose(Conv2DTranspose):
+    """conv2d_transpose with groups == input channels (fluid 1.8's depthwise kernel, the op
+    of ``conv2d_transpose`` layers whose groups equal the channels; same maths and attrs)."""
+    type = "depthwise_conv2d_transpose"
+
+
+@register
+class DepthwiseConv2DTransposeGrad(Conv2DTransposeGrad):
+    """Gradient of depthwise_conv2d_transpose (same as conv2d_transpose_grad)."""
+    type = "depthwise_conv2d_transpose_grad"
+
+
+DepthwiseConv2DTransposeGrad.forward_def = get_op_def("depthwise_conv2d_transpose")

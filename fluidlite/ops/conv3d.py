@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
-from .conv import LazyOutputs, _check_conv_specs, _ConvBase
+from .conv import LazyOutputs, _check_conv_specs, _ConvBase, c_div
 
 __all__ = ["NdGeom", "nd_paddings", "conv_nd_fwd", "conv_nd_dx", "conv_nd_dw"]
 
@@ -74,9 +74,10 @@ def _resolve(size: Sequence[int], k: Sequence[int], strides: Sequence[int],
 
 
 def _out_size(size: int, k: int, pad: Tuple[int, int], s: int, d: int) -> int:
+    """fluid's ``ConvOutputSize`` (C++ int division: truncated toward zero)."""
     if size < 0:
         return -1
-    return (size + pad[0] + pad[1] - (d * (k - 1) + 1)) // s + 1
+    return c_div(size + pad[0] + pad[1] - (d * (k - 1) + 1), s) + 1
 
 
 def _geom(size, k, strides, paddings, dilations, algorithm, groups, op) -> NdGeom:
@@ -86,6 +87,10 @@ def _geom(size, k, strides, paddings, dilations, algorithm, groups, op) -> NdGeo
         raise ValueError(f"{op}: the output of the convolution would be empty: input "
                          f"{list(size)}, kernel {list(k)}, paddings {pads}, strides "
                          f"{list(strides)}, dilations {dil}")
+    # truncation may let the last window reach past the end padding: zeros there, as fluid's
+    # im2col reads (the input gradient crops them away)
+    pads = [(b, a + max((out[i] - 1) * int(strides[i]) + dil[i] * (k[i] - 1) + 1
+                        - (size[i] + b + a), 0)) for i, (b, a) in enumerate(pads)]
     return NdGeom(tuple(k), tuple(int(v) for v in strides), tuple(dil), tuple(pads),
                   tuple(size), out, groups)
 

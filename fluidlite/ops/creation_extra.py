@@ -17,8 +17,10 @@ def _scalar(op_type: str, slot: str, t) -> float:
     return a[0].item()
 
 
-def range_size(start, end, step) -> int:
-    """fluid's element count of ``range``; ValueError for a zero or wrong-signed step."""
+def range_size(start, end, step, dtype=None) -> int:
+    """fluid's element count of ``range``; ValueError for a zero or wrong-signed step. With a
+    float ``dtype`` the count is fluid's ``ceil(|(end - start) / step|)`` in that type (float32
+    arithmetic for a float32 range), else in Python's."""
     if step == 0:
         raise ValueError("range: step must not be 0")
     if (start < end and step < 0) or (start > end and step > 0):
@@ -26,6 +28,9 @@ def range_size(start, end, step) -> int:
                          f"and < 0 when start > end")
     if all(isinstance(v, int) for v in (start, end, step)):
         return (abs(end - start) + abs(step) - 1) // abs(step)
+    if dtype is not None and np.dtype(dtype).kind == "f":
+        t = np.dtype(dtype).type
+        return int(np.ceil(np.abs((t(end) - t(start)) / t(step))))
     return int(math.ceil(abs((end - start) / step)))
 
 
@@ -46,10 +51,15 @@ class Range(OpDef):
     def forward(self, Start, End, Step):
         start, end, step = (_scalar("range", s, t) for s, t in
                             (("Start", Start), ("End", End), ("Step", Step)))
-        n = range_size(start, end, step)
-        out = start + step * np.arange(n, dtype=np.float64 if isinstance(step, float)
-                                       else np.int64)
-        return {"Out": out.astype(np.asarray(Start).dtype)}
+        dtype = np.asarray(Start).dtype
+        n = range_size(start, end, step, dtype)
+        if dtype.kind != "f":
+            return {"Out": (start + step * np.arange(n, dtype=np.int64)).astype(dtype)}
+        # fluid's kernel accumulates in the output type: ``out[i] = value; value += step``
+        out = np.full(n, dtype.type(step), dtype)
+        if n:
+            out[0] = dtype.type(start)
+        return {"Out": np.add.accumulate(out, dtype=dtype)}
 
 
 @register

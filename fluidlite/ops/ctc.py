@@ -5,6 +5,10 @@ that collapses (merge repeats, drop ``blank``) to the label. The alpha / beta re
 log space over time steps for all sequences at once (padded to [S, T, ...]); the gradient is
 softmax - occupancy (Graves 2006), divided by the sequence length with ``norm_by_times``.
 
+An infeasible sequence -- a label needing more steps than the input has, ``U + repeats > T``
+(each repeated label needs a blank between its copies) -- gets loss 0 and a zero gradient, as
+warp-ctc's ``cost_and_grad_kernel`` returns early for it (fluid 1.8 and Paddle 2.6).
+
 Padded form (fluid 1.8, ``LogitsLength`` and ``LabelLength`` given): Logits is time-major
 [max_T, B, C], Label [B, max_U] (or [B, max_U, 1]); the valid steps are gathered into the LoD
 layout and dLogits scattered back (zero past each length).
@@ -73,7 +77,11 @@ def _setup(Logits: np.ndarray, Label: np.ndarray, lod: Any, blank: int) -> Tuple
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
     valid = pos[None] < L[:, None]
     emit = np.take_along_axis(lp, np.broadcast_to(ext[:, None, :], (S, tmax, ext.shape[1])), 2)
-    return T, L, lp, ext, skip, valid, emit, tidx
+    # warp-ctc skips a sequence whose U labels plus repeats do not fit in its T steps
+    repeats = ((lab[:, 1:] == lab[:, :-1]) &
+               (np.arange(1, max(umax, 1))[None, :] < U[:, None])).sum(axis=1)
+    feasible = U + repeats <= T
+    return T, L, lp, ext, skip, valid, emit, tidx, feasible
 
 
 def _shift(a: np.ndarray, k: int) -> np.ndarray:
@@ -111,7 +119,8 @@ def _log_p(T, L, alpha):
 @register
 class Warpctc(OpDef):
     """Loss[s] = -log p(Label_s | softmax(Logits_s)) under CTC with ``blank``; dLogits =
-    softmax - occupancy per class (divided by the sequence length with ``norm_by_times``)."""
+    softmax - occupancy per class (divided by the sequence length with ``norm_by_times``);
+    loss 0 and no gradient for a label the input cannot represent (warp-ctc's rule)."""
     type, inputs, outputs = "warpctc", ("Logits", "Label", "LogitsLength?", "LabelLength?"), \
         ("WarpCTCGrad?", "Loss")
     grad_uses = ("Logits", "Label", "LogitsLength", "LabelLength")
@@ -128,8 +137,8 @@ class Warpctc(OpDef):
     def forward(self, Logits, Label, LogitsLength=None, LabelLength=None, lod=None, *,
                 blank=0, norm_by_times=False):
         flat, labels, lod, _ = _unpad(Logits, Label, LogitsLength, LabelLength, lod)
-        T, L, lp, ext, skip, valid, emit, tidx = _setup(flat, labels, lod, blank)
-        loss = -_log_p(T, L, _alpha(T, L, emit, skip, valid))
+        T, L, lp, ext, skip, valid, emit, tidx, feasible = _setup(flat, labels, lod, blank)
+        loss = np.where(feasible, -_log_p(T, L, _alpha(T, L, emit, skip, valid)), 0.0)
         return {"Loss": loss.reshape(-1, 1).astype(Logits.dtype),
                 "WarpCTCGrad": np.zeros_like(Logits)}
 
@@ -146,7 +155,7 @@ class Warpctc(OpDef):
 
     @staticmethod
     def _grad(Logits, Label, lod, dLoss, blank, norm_by_times):
-        T, L, lp, ext, skip, valid, emit, tidx = _setup(Logits, Label, lod, blank)
+        T, L, lp, ext, skip, valid, emit, tidx, feasible = _setup(Logits, Label, lod, blank)
         S, tmax, P = emit.shape
         alpha = _alpha(T, L, emit, skip, valid)
         logp = _log_p(T, L, alpha)
@@ -172,5 +181,6 @@ class Warpctc(OpDef):
                          np.broadcast_to(ext[:, None, :], occ.shape)), -occ)
         g = np.ones(S) if dLoss is None else dLoss.reshape(-1)
         scale = g / T if norm_by_times else g
+        scale = np.where(feasible, scale, 0.0)          # warp-ctc: no gradient for those
         grad *= scale[:, None, None]
         return grad.reshape(S * tmax, -1)[tidx].astype(Logits.dtype, copy=False)

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, NamedTuple, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
-from .conv import LazyOutputs
+from .conv import LazyOutputs, c_div
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -37,8 +37,9 @@ class _Samples(NamedTuple):
 
 
 def _out_size(op: str, H: int, W: int, kh: int, kw: int, strides, paddings, dilations):
-    oh = (H + 2 * paddings[0] - (dilations[0] * (kh - 1) + 1)) // strides[0] + 1
-    ow = (W + 2 * paddings[1] - (dilations[1] * (kw - 1) + 1)) // strides[1] + 1
+    # fluid's ConvOutputSize: C++ int division (truncated toward zero)
+    oh = c_div(H + 2 * paddings[0] - (dilations[0] * (kh - 1) + 1), strides[0]) + 1
+    ow = c_div(W + 2 * paddings[1] - (dilations[1] * (kw - 1) + 1), strides[1]) + 1
     _need(op, oh > 0 and ow > 0, f"the output would be empty (input {H}x{W}, kernel "
                                  f"{kh}x{kw}, paddings {list(paddings)}, strides "
                                  f"{list(strides)}, dilations {list(dilations)})")

@@ -518,24 +518,40 @@ def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float, nms_thres
     return kept
 
 
+def multiclass_nms_pick(boxes: np.ndarray, scores: np.ndarray, background_label: int,
+                        score_threshold: float, nms_top_k: int, nms_threshold: float,
+                        nms_eta: float, keep_top_k: int, normalized: bool
+                        ) -> List[Tuple[int, int]]:
+    """fluid's MultiClassNMS for one image: the kept (label, box index) pairs in its output
+    order -- labels ascending; within a label by descending score, or (LoD form: ``boxes``
+    [M, C, 4]) by ascending box index, as fluid's stable_sort of the indices."""
+    lod_form = boxes.ndim == 3
+    picked: List[Tuple[int, int]] = []              # (label, box index)
+    for c in range(scores.shape[0]):
+        if c == background_label:
+            continue
+        b = boxes[:, c] if lod_form else boxes
+        kept = nms(b, scores[c], score_threshold, nms_threshold, nms_eta, nms_top_k,
+                   normalized)
+        picked += [(c, i) for i in (sorted(kept) if lod_form else kept)]
+    if keep_top_k > -1 and len(picked) > keep_top_k:
+        sc = np.array([scores[c, i] for c, i in picked])
+        keep = np.sort(np.argsort(-sc, kind="stable")[:keep_top_k])
+        chosen = [picked[k] for k in keep]
+        # within a label fluid lists the survivors in descending score order (3-D form) or
+        # by box index (LoD form)
+        picked = sorted(chosen, key=lambda ci: (ci[0], ci[1] if lod_form
+                                                else -scores[ci[0], ci[1]]))
+    return picked
+
+
 def multiclass_nms_one(boxes: np.ndarray, scores: np.ndarray, background_label: int,
                        score_threshold: float, nms_top_k: int, nms_threshold: float,
                        nms_eta: float, keep_top_k: int, normalized: bool) -> np.ndarray:
     """Detections [K, 6] = (label, score, x1, y1, x2, y2) of one image: ``boxes`` [M, 4] (or
     [M, C, 4], one box per class) and ``scores`` [C, M]."""
-    picked: List[Tuple[int, int]] = []              # (label, box index)
-    for c in range(scores.shape[0]):
-        if c == background_label:
-            continue
-        b = boxes[:, c] if boxes.ndim == 3 else boxes
-        picked += [(c, i) for i in nms(b, scores[c], score_threshold, nms_threshold, nms_eta,
-                                       nms_top_k, normalized)]
-    if keep_top_k > -1 and len(picked) > keep_top_k:
-        sc = np.array([scores[c, i] for c, i in picked])
-        keep = np.sort(np.argsort(-sc, kind="stable")[:keep_top_k])
-        chosen = [picked[k] for k in keep]
-        # within a label fluid lists the survivors in descending score order
-        picked = sorted(chosen, key=lambda ci: (ci[0], -scores[ci[0], ci[1]]))
+    picked = multiclass_nms_pick(boxes, scores, background_label, score_threshold,
+                                 nms_top_k, nms_threshold, nms_eta, keep_top_k, normalized)
     rows = []
     for c, i in picked:
         b = boxes[i, c] if boxes.ndim == 3 else boxes[i]

@@ -342,6 +342,7 @@ class Scale(OpDef):
     1-element ScaleTensor when given;  dX = scale * dOut (itself a ``scale`` op, so every order
     works). Integer X: scale and bias are cast to X's type, as fluid."""
     type, inputs, outputs = "scale", ("X", "ScaleTensor?"), ("Out",)
+    infallible = True       # elementwise on validated shapes: may follow in-place updates
 
     def infer(self, X, ScaleTensor):
         return {"Out": X}

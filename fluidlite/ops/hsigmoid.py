@@ -5,7 +5,12 @@ Class c has code ``c + num_classes``; its path visits the internal nodes
 ``(code >> (j + 1)) - 1`` for ``j < bit_length(code) - 1`` with the bits ``(code >> j) & 1``.
 With pre_j = W[node_j] . x + b[node_j] (clipped to [-40, 40] as in fluid), the loss is
 ``sum_j softplus(pre_j) - bit_j * pre_j`` = -log p(class). All samples are handled at once
-through one [N, depth] node index and a mask.
+through one [N, code_length] node index and a mask.
+
+As fluid's kernel, PreOut is ``log(1 + exp(pre))`` over all ``code_length`` columns
+(``(num_classes - 1).bit_length()``, or PathTable's width), the columns past a sample's path
+holding pre = 0, and Out adds every column of PreOut: a path shorter than ``code_length``
+costs ``log 2`` per missing node (fluid's loss, Paddle 2.6's too).
 
 Custom tree (fluid's ``PathTable`` / ``PathCode`` inputs, ``is_custom=True``): row i of
 PathTable [N, L] lists the internal nodes (rows of W) on sample i's path, ended by the first
@@ -25,7 +30,7 @@ def _paths(label: np.ndarray, num_classes: int) -> Tuple[np.ndarray, np.ndarray,
     if code.size and (code.min() < num_classes or code.max() >= 2 * num_classes):
         raise ValueError(f"hierarchical_sigmoid: labels must lie in [0, {num_classes})")
     length = np.floor(np.log2(np.maximum(code, 1))).astype(np.int64)   # bit_length - 1
-    depth = int(length.max(initial=0))
+    depth = max(int(num_classes) - 1, 0).bit_length()    # fluid's code_length: FindLastSet
     j = np.arange(depth)[None, :]
     mask = j < length[:, None]
     node = np.where(mask, (code[:, None] >> (j + 1)) - 1, 0)
@@ -53,9 +58,10 @@ def _custom_paths(PathTable: np.ndarray, PathCode: np.ndarray, n: int, num_nodes
 
 @register
 class HierarchicalSigmoid(OpDef):
-    """Out[i] = sum_j softplus(pre_ij) - bit_ij * pre_ij over the path of Label[i] (see the
-    module docstring); PreOut holds the clipped pre-activations. dpre = (sigmoid(pre) - bit) *
-    dOut, then dX = dpre W[node], dW[node] += dpre x, dBias[node] += dpre."""
+    """Out[i] = sum_j softplus(pre_ij) - bit_ij * pre_ij over the path of Label[i], plus log 2
+    per column past the path (fluid's kernel, module docstring); PreOut = softplus(pre).
+    dpre = (1 - 1 / exp(PreOut) - bit) * dOut (= sigmoid(pre) - bit), then dX = dpre W[node],
+    dW[node] += dpre x, dBias[node] += dpre."""
     type = "hierarchical_sigmoid"
     inputs = ("X", "W", "Label", "PathTable?", "PathCode?", "Bias?")
     outputs = ("Out", "PreOut?", "W_Out?")
@@ -84,13 +90,19 @@ class HierarchicalSigmoid(OpDef):
     def forward(self, X, W, Label, PathTable=None, PathCode=None, Bias=None, *,
                 num_classes=2):
         pre, node, bit, mask = self._pre(X, W, Label, Bias, num_classes, PathTable, PathCode)
-        out = ((np.logaddexp(0.0, pre) - bit * pre) * mask).sum(1, keepdims=True)
-        return {"Out": out.astype(X.dtype), "PreOut": pre.astype(X.dtype), "W_Out": W}
+        pre = pre.astype(X.dtype, copy=False)
+        one = pre.dtype.type(1)
+        soft = np.log(one + np.exp(pre))         # fluid's softrelu of every column (|pre| <= 40)
+        out = -(bit * pre).sum(1, keepdims=True) + soft.sum(1, keepdims=True)
+        return {"Out": out.astype(X.dtype), "PreOut": soft, "W_Out": W}
 
     def backward(self, X, W, Label, Bias, dOut, dPreOut=None, dW_Out=None, PathTable=None,
                  PathCode=None, *, num_classes=2):
         pre, node, bit, mask = self._pre(X, W, Label, Bias, num_classes, PathTable, PathCode)
-        dpre = (1.0 / (1.0 + np.exp(-pre)) - bit) * mask * dOut.reshape(-1, 1)
+        pre = pre.astype(X.dtype, copy=False)
+        one = pre.dtype.type(1)
+        soft = np.log(one + np.exp(pre))         # PreOut, then fluid's 1 - 1 / exp(PreOut)
+        dpre = (one - one / np.exp(soft) - bit) * mask * dOut.reshape(-1, 1)
         dX = np.einsum("nj,njd->nd", dpre, W[node])
         dW = np.zeros_like(W)
         np.add.at(dW, node[mask], (dpre[..., None] * X[:, None, :])[mask])

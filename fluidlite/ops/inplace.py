@@ -178,6 +178,16 @@ class Update(OpDef):
     no_grad = True
     # (input slot, output slot) pairs updated elementwise in place by ``update_in_place``
     state_slots: Tuple[Tuple[str, str], ...] = ()
+    # the per-thread scratch ``update_in_place`` takes, as ``scratch`` arguments (dtype None:
+    # the parameter's): reserved by a fused update group before its first in-place write, so
+    # running out of memory changes nothing
+    in_place_scratch: Tuple[Tuple[Any, int, str], ...] = ((None, 3, ""),)
+    # (attr, input slot): with the attr set, ``forward`` raises without that input, so such a
+    # member of a fused group runs out of place (its error before any in-place write)
+    in_place_needs: Tuple[Tuple[str, str], ...] = ()
+    # ParamOut = Param - LearningRate * Grad and nothing else: a fused group folds the clip
+    # scale into the rate and updates every parameter, however small, in the group
+    plain_descent: bool = False
 
     def update_in_place(self, ins: Dict[str, np.ndarray], scale: Any,
                         attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:

@@ -1,5 +1,5 @@
-"""Image resizing: ``bilinear_interp``, ``nearest_interp`` and ``trilinear_interp`` (fluid 1.8's
-interpolate ops, NCHW/NHWC and NCDHW/NDHWC).
+"""Image resizing: ``bilinear_interp``, ``nearest_interp``, ``bicubic_interp`` and
+``trilinear_interp`` (fluid 1.8's interpolate ops, NCHW/NHWC and NCDHW/NDHWC).
 
 Every method fluid implements is separable: along each spatial axis an output index ``k`` reads
 one or two input indices with fixed weights. So the op builds one small ``[out, in]`` weight
@@ -19,9 +19,11 @@ fluid's index rule per axis (``in`` input size, ``out`` output size)::
                  = ratio * k - lo                         otherwise
               out[k] = (1 - d) * x[lo] + d * x[hi]
 
-The output size comes, highest priority first, from ``SizeTensor`` (a list of 1-element int
-tensors), ``OutSize`` (a 1-D int tensor), a positive scale (the ``Scale`` tensor, else the
-``scale`` attr: ``out = int(in * scale)``), then the ``out_d`` / ``out_h`` / ``out_w`` attrs.
+Bicubic reads 4 taps per axis (``_bicubic_matrix``: fluid's cubic convolution, A = -0.75,
+taps clamped to the input). The output size comes, highest priority first, from
+``SizeTensor`` (a list of 1-element int tensors), ``OutSize`` (a 1-D int tensor), a positive
+scale (the ``Scale`` tensor, else the ``scale`` attr: ``out = int(in * scale)`` with a float32
+product), then the ``out_d`` / ``out_h`` / ``out_w`` attrs.
 """
 from __future__ import annotations
 
@@ -34,27 +36,67 @@ from ..core.registry import OpDef, VarSpec, register
 __all__ = ["interp_matrix", "resize", "resize_taps"]
 
 
+def _scaled(size: int, scale: float) -> int:
+    """fluid's ``static_cast<int>(in * scale)``: a float32 product (``scale`` is a float attr
+    or a float tensor), truncated."""
+    return int(np.float32(size) * np.float32(scale))
+
+
+_CUBIC_A = -0.75          # fluid's cubic convolution coefficient (Keys, as OpenCV)
+
+
+def _bicubic_matrix(n_in: int, n_out: int, ratio: Any, rk: np.ndarray,
+                    align_corners: bool) -> np.ndarray:
+    """fluid's BicubicInterpolation along one axis: source position ``ratio * k``
+    (align_corners) or ``ratio * (k + 0.5) - 0.5``, the 4 taps floor(pos) - 1 .. + 2 clamped
+    to the input, weighted by the cubic convolution kernel with A = -0.75."""
+    k = np.arange(n_out)
+    pos = rk.astype(np.float64) if align_corners else np.float64(ratio) * (k + 0.5) - 0.5
+    base = np.floor(pos).astype(np.int64)
+    t = pos - base
+    a = _CUBIC_A
+
+    def conv1(x):           # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def conv2(x):           # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (conv2(t + 1.0), conv1(t), conv1(1.0 - t), conv2(2.0 - t))
+    m = np.zeros((n_out, n_in))
+    for i, w in enumerate(weights):
+        np.add.at(m, (k, np.clip(base - 1 + i, 0, n_in - 1)), w)
+    return m
+
+
 def interp_matrix(n_in: int, n_out: int, method: str, align_corners: bool,
                   align_mode: int) -> np.ndarray:
-    """The ``[n_out, n_in]`` weights of one axis (see the module docstring)."""
-    ratio = 0.0
+    """The ``[n_out, n_in]`` weights of one axis (see the module docstring), with fluid's C++
+    number types: ``ratio`` and ``ratio * k`` are float32, ``ratio * (k + 0.5) - 0.5`` is a
+    double (0.5 is a double literal) and the weights ``d``, ``1 - d`` are float32, so the
+    indices and weights are fluid's bit for bit (weights like 1.4 -> 1.39999998)."""
+    f32 = np.float32
+    ratio = f32(0)
     if n_out > 1:
-        ratio = (n_in - 1) / (n_out - 1) if align_corners else n_in / n_out
-    k = np.arange(n_out, dtype=np.float64)
+        ratio = f32(n_in - 1) / f32(n_out - 1) if align_corners else f32(n_in) / f32(n_out)
+    k = np.arange(n_out)
+    rk = ratio * k.astype(f32)                                   # float * int: float
     m = np.zeros((n_out, n_in))
     rows = np.arange(n_out)
     if method == "nearest":
-        src = (ratio * k + 0.5 if align_corners else ratio * k).astype(np.int64)
+        src = (rk.astype(np.float64) + 0.5 if align_corners else rk).astype(np.int64)
         m[rows, np.minimum(src, n_in - 1)] = 1.0
         return m
+    if method == "bicubic":
+        return _bicubic_matrix(n_in, n_out, ratio, rk, align_corners)
     flag = align_mode == 0 and not align_corners
-    centre = ratio * (k + 0.5) - 0.5
-    lo = np.maximum((centre if flag else ratio * k).astype(np.int64), 0)   # int() truncates
+    centre = np.float64(ratio) * (k + 0.5) - 0.5                 # double
+    lo = np.maximum((centre if flag else rk).astype(np.int64), 0)   # int() truncates
     lo = np.minimum(lo, n_in - 1)
     hi = lo + (lo < n_in - 1)
-    d = (np.maximum(centre, 0.0) - lo) if flag else ratio * k - lo
-    np.add.at(m, (rows, lo), 1.0 - d)
-    np.add.at(m, (rows, hi), d)
+    d = (np.maximum(centre.astype(f32), f32(0)) if flag else rk) - lo.astype(f32)
+    np.add.at(m, (rows, lo), (f32(1) - d).astype(np.float64))
+    np.add.at(m, (rows, hi), d.astype(np.float64))
     return m
 
 
@@ -135,7 +177,7 @@ class _Interp(OpDef):
         elif Scale is not None:
             sizes = [-1] * len(axes)
         elif scale > 0:
-            sizes = [int(shape[a] * scale) if shape[a] > 0 else -1 for a in axes]
+            sizes = [_scaled(shape[a], scale) if shape[a] > 0 else -1 for a in axes]
         else:
             sizes = self._attr_sizes(out_d, out_h, out_w)
             if OutSize is None and any(s <= 0 for s in sizes):
@@ -151,7 +193,7 @@ class _Interp(OpDef):
             scale = float(np.asarray(Scale).reshape(-1)[0])
         sizes = self._attr_sizes(out_d, out_h, out_w)
         if scale > 0:
-            sizes = [int(X.shape[a] * scale) for a in axes]
+            sizes = [_scaled(X.shape[a], scale) for a in axes]
         if OutSize is not None:
             sizes = [int(v) for v in np.asarray(OutSize).reshape(-1)]
         if SizeTensor:
@@ -182,7 +224,10 @@ class _Interp(OpDef):
                 out = np.take(out, m.argmax(axis=1), axis=a)
             return {"Out": np.ascontiguousarray(out)}
         work = X if X.dtype.kind == "f" else X.astype(np.float64)
-        out = resize_taps(work, mats, axes)
+        if self.method == "bicubic":        # 4 taps per output: the dense per-axis product
+            out = resize(work, [m.astype(work.dtype) for m in mats], axes)
+        else:
+            out = resize_taps(work, mats, axes)
         return {"Out": np.ascontiguousarray(out.astype(X.dtype, copy=False))}
 
     def backward(self, X, OutSize, SizeTensor, Scale, dOut, *, data_layout="NCHW", out_d=0,
@@ -207,6 +252,14 @@ class NearestInterp(_Interp):
     """Nearest-neighbour resize of H and W (``align_corners`` rounds, else truncates);
     dX scatters dOut back to the source pixels."""
     type, method = "nearest_interp", "nearest"
+
+
+@register
+class BicubicInterp(_Interp):
+    """Bicubic resize of H and W (fluid 1.8's ``bicubic_interp``: 4 x 4 taps clamped to the
+    map, cubic convolution with A = -0.75; ``align_corners`` maps corners to corners, else
+    half-pixel centres; ``align_mode`` is not used); dX = the transposed resize of dOut."""
+    type, method = "bicubic_interp", "bicubic"
 
 
 @register

@@ -19,6 +19,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.dtypes import INTS, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
+from .activation import _SOFTMAX_CLIP, fluid_softmax
 from .tensor import emit_grad_op, norm_axis
 
 _BIG = 1e20   # fluid's TolerableValue bound (kApproInf) for -log(0)
@@ -110,10 +111,30 @@ def _hard_2d(x: VarSpec, label: VarSpec, attrs: Dict[str, object]) -> bool:
             to_numpy_dtype(x.dtype) in (np.float32, np.float64))
 
 
-def _check_label(op_type: str, X: VarSpec, Label: VarSpec, soft: bool, axis: int = -1) -> None:
+def _squeezed_label(X: VarSpec, Label: VarSpec, soft: bool) -> bool:
+    """fluid's CrossEntropyOpBase also takes hard labels of rank N-1 (X [N, C], Label [N]):
+    Y then has the label's shape."""
+    return not soft and len(Label.shape) == len(X.shape) - 1 >= 1 and all(
+        S.dims_match(a, b) for a, b in zip(X.shape[:-1], Label.shape))
+
+
+def _with_class_dim(Label: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """A rank N-1 hard label as [..., 1] (a view)."""
+    return Label[..., None] if Label.ndim == X.ndim - 1 else Label
+
+
+def _check_label(op_type: str, X: VarSpec, Label: VarSpec, soft: bool, axis: int = -1,
+                 squeezed_ok: bool = False) -> None:
+    if squeezed_ok and _squeezed_label(X, Label, soft):
+        if Label.dtype not in INTS:
+            raise ValueError(f"{op_type}: hard labels must be an integer tensor (int64), got "
+                             f"{Label.dtype}")
+        return
     if len(Label.shape) != len(X.shape):
+        hint = (" or, for hard labels, the input's shape without its last dim"
+                if squeezed_ok and not soft else "")
         raise ValueError(f"{op_type}: Label {list(Label.shape)} must have the rank of the input "
-                         f"{list(X.shape)}")
+                         f"{list(X.shape)}{hint}")
     a = norm_axis(op_type, axis, len(X.shape))
     for i, (d, e) in enumerate(zip(X.shape, Label.shape)):
         want = d if (soft or i != a) else 1
@@ -134,24 +155,29 @@ class CrossEntropy2(OpDef):
     grad_uses = ("XShape", "Label", "MatchX")
 
     def infer(self, X, Label, *, ignore_index=-100):
-        _check_label(self.type, X, Label, soft=False)
+        _check_label(self.type, X, Label, soft=False, squeezed_ok=True)
         y = VarSpec(tuple(X.shape[:-1]) + (1,), X.dtype, X.lod_level)
-        return {"Y": y, "MatchX": y, "XShape": VarSpec((0,) + tuple(X.shape), X.dtype)}
+        out = VarSpec(Label.shape, X.dtype, X.lod_level) if _squeezed_label(X, Label, False) \
+            else y
+        return {"Y": out, "MatchX": y, "XShape": VarSpec((0,) + tuple(X.shape), X.dtype)}
 
     def forward(self, X, Label, *, ignore_index=-100):
-        lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
+        lab, ign = _hard_labels(self.type, _with_class_dim(Label, X), X.shape[-1], ignore_index)
         match = np.take_along_axis(X, lab, axis=-1)
         if ign is not None:
             match = np.where(ign, X.dtype.type(0), match)
         y = _neg_log(match)
         if ign is not None:
             y[ign] = 0
-        return {"Y": y, "XShape": np.empty((0,) + X.shape, X.dtype), "MatchX": match}
+        return {"Y": y.reshape(Label.shape) if Label.ndim < X.ndim else y,
+                "XShape": np.empty((0,) + X.shape, X.dtype), "MatchX": match}
 
     def backward(self, XShape, Label, MatchX, dY, dXShape=None, dMatchX=None, *,
                  ignore_index=-100):
         shape = XShape.shape[1:]
         dx = np.zeros(shape, dtype=dY.dtype)
+        if Label.ndim == len(shape) - 1:            # a rank N-1 label: Y, dY have its shape
+            Label, dY = Label[..., None], dY.reshape(Label.shape + (1,))
         lab, ign = _hard_labels(self.type, Label, shape[-1], ignore_index)
         with np.errstate(divide="ignore", invalid="ignore"):
             g = -dY / MatchX
@@ -172,23 +198,27 @@ class CrossEntropy(OpDef):
     type, inputs, outputs = "cross_entropy", ("X", "Label"), ("Y",)
 
     def infer(self, X, Label, *, soft_label=False, ignore_index=-100):
-        _check_label(self.type, X, Label, soft=soft_label)
+        _check_label(self.type, X, Label, soft=soft_label, squeezed_ok=True)
+        if _squeezed_label(X, Label, soft_label):          # fluid: Y has the label's shape
+            return {"Y": VarSpec(Label.shape, X.dtype, X.lod_level)}
         return {"Y": VarSpec(tuple(X.shape[:-1]) + (1,), X.dtype, X.lod_level)}
 
     def forward(self, X, Label, *, soft_label=False, ignore_index=-100):
         if soft_label:
             return {"Y": np.sum(Label * _neg_log(X), axis=-1, keepdims=True, dtype=X.dtype)}
-        lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
+        lab, ign = _hard_labels(self.type, _with_class_dim(Label, X), X.shape[-1], ignore_index)
         y = _neg_log(np.take_along_axis(X, lab, axis=-1))
         if ign is not None:
             y[ign] = 0
-        return {"Y": y}
+        return {"Y": y.reshape(Label.shape) if Label.ndim < X.ndim else y}
 
     def backward(self, X, Label, dY, *, soft_label=False, ignore_index=-100):
         with np.errstate(divide="ignore", invalid="ignore"):
             if soft_label:
                 return {"X": (-dY * Label / X).astype(dY.dtype, copy=False),
                         "Label": (dY * _neg_log(X)).astype(dY.dtype, copy=False)}
+            if Label.ndim == X.ndim - 1:            # a rank N-1 label: Y, dY have its shape
+                Label, dY = Label[..., None], dY.reshape(Label.shape + (1,))
             lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
             g = -dY / np.take_along_axis(X, lab, axis=-1)
         if ign is not None:
@@ -205,8 +235,9 @@ class CrossEntropy(OpDef):
 
 @register
 class SoftmaxWithCrossEntropy(OpDef):
-    """Softmax = softmax(Logits, axis); Loss = -log(Softmax[label]) (hard; ignored rows 0) or
-    -sum(Label * log(Softmax)) (soft), computed stably as logsumexp - logit;
+    """Softmax = softmax(Logits, axis) (fluid's, shifted logits clipped at -64); Loss =
+    -log(Softmax[label]) (hard; ignored rows 0) or -sum(Label * log(Softmax)) (soft), the logs
+    through TolerableValue as fluid's CrossEntropyFunctor;
     dLogits = (Softmax - onehot(label)) * dLoss (soft: Softmax - Label), and for soft labels
     dLabel = -log(Softmax) * dLoss."""
     type, inputs, outputs = "softmax_with_cross_entropy", ("Logits", "Label"), ("Softmax", "Loss")
@@ -220,24 +251,20 @@ class SoftmaxWithCrossEntropy(OpDef):
 
     def forward(self, Logits, Label, *, soft_label=False, ignore_index=-100,
                 numeric_stable_mode=True, axis=-1):
+        # fluid 1.8's CPU kernel: SoftmaxFunctor (shifted logits clipped at -64), then
+        # CrossEntropyFunctor on those probabilities: -TolerableValue(log(p)), so the loss of a
+        # badly wrong class is at most ~64 + log(classes) and its gradient finite
         last = axis in (-1, Logits.ndim - 1)
         x = Logits if last else np.moveaxis(Logits, axis, -1)
         lab = Label if last else np.moveaxis(Label, axis, -1)
-        z = x - x.max(axis=-1, keepdims=True)
-        softmax = np.exp(z)
-        s = softmax.sum(axis=-1, keepdims=True)
-        softmax /= s
-        log_s = np.log(s)
+        softmax = fluid_softmax(x)
         if soft_label:
-            # -log(softmax) = log_s - z is +inf for a -inf logit: TolerableValue as fluid's
-            # CrossEntropyFunctor, so a 0 label there adds 0, not NaN
-            loss = np.sum(lab * _tolerable(log_s - z), axis=-1, keepdims=True, dtype=x.dtype)
+            loss = np.sum(lab * _neg_log(softmax), axis=-1, keepdims=True, dtype=x.dtype)
         else:
             idx, ign = _hard_labels(self.type, lab, x.shape[-1], ignore_index)
-            # gather z[..., idx] with one flat take (z is fresh; reshape copies it only when
-            # the class axis was moved last, so the flat positions are C order either way)
-            loss = log_s - z.reshape(-1)[_flat_index(idx, z.shape[-1])].reshape(idx.shape)
-            loss = _tolerable(loss)
+            # gather softmax[..., idx] with one flat take (softmax is fresh and C-ordered)
+            loss = _neg_log(softmax.reshape(-1)[_flat_index(idx, softmax.shape[-1])]
+                            .reshape(idx.shape))
             if ign is not None:
                 loss[ign] = 0
         if not last:
@@ -253,17 +280,21 @@ class SoftmaxWithCrossEntropy(OpDef):
         general = functools.partial(self.forward, **attrs)
         ignore_index = attrs.get("ignore_index", -100)
         max_, sum_, exp, log = np.maximum.reduce, np.add.reduce, np.exp, np.log
+        maximum, recip = np.maximum, np.reciprocal
 
         def fast(Logits, Label):
             c = Logits.shape[1]
             if not _all_valid(Label, c, ignore_index) or Logits.ndim != 2:
                 return general(Logits, Label)
-            z = Logits - max_(Logits, 1, None, None, True)
-            softmax = exp(z)
-            s = sum_(softmax, 1, None, None, True)
-            softmax /= s
-            loss = _tolerable(log(s) - z.reshape(-1)[_flat_index(Label, c)].reshape(s.shape))
-            return {"Softmax": softmax, "Loss": loss}
+            softmax = Logits - max_(Logits, 1, None, None, True)
+            lo = softmax.dtype.type(_SOFTMAX_CLIP)
+            maximum(softmax, lo, out=softmax)
+            exp(softmax, out=softmax)
+            softmax *= recip(sum_(softmax, 1, None, None, True))
+            p = softmax.reshape(-1)[_flat_index(Label, c)].reshape(Label.shape)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                loss = -log(p)
+            return {"Softmax": softmax, "Loss": _tolerable(loss)}
         return fast
 
     def lower_grad(self, in_specs, attrs, wanted):
@@ -341,7 +372,9 @@ class SigmoidCrossEntropyWithLogits(OpDef):
         return (None if all_kept else keep), norm
 
     def forward(self, X, Label, *, ignore_index=-100, normalize=False):
-        out = np.maximum(X, 0) - X * Label + np.log1p(np.exp(-np.abs(X)))
+        # fluid's functor, literally: max(x, 0) - x * label + log(1 + exp(-|x|))
+        one = X.dtype.type(1)
+        out = np.maximum(X, 0) - X * Label + np.log(one + np.exp(-np.abs(X)))
         keep, norm = self._mask_norm(Label, ignore_index, normalize, X.dtype)
         if keep is not None:
             out = np.where(keep, out, X.dtype.type(0))
@@ -350,7 +383,9 @@ class SigmoidCrossEntropyWithLogits(OpDef):
         return {"Out": out.astype(X.dtype, copy=False)}
 
     def backward(self, X, Label, dOut, *, ignore_index=-100, normalize=False):
-        sig = 0.5 * (1.0 + np.tanh(0.5 * X))
+        one = X.dtype.type(1)
+        with np.errstate(over="ignore"):             # fluid's 1 / (1 + exp(-x))
+            sig = one / (one + np.exp(-X))
         dx, dlab = (sig - Label) * dOut, -X * dOut
         keep, norm = self._mask_norm(Label, ignore_index, normalize, X.dtype)
         if keep is not None:

@@ -12,6 +12,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.dtypes import FLOATS, INTS, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
+from .loss import _tolerable
 from .tensor import emit_grad_op
 
 _FLT_MIN = np.finfo(np.float32).tiny      # fluid's FLT_MIN guard inside log(p)
@@ -224,24 +225,43 @@ class MarginRankLoss(OpDef):
 
 @register
 class RankLoss(OpDef):
-    """o = Left - Right;  Out = log(1 + exp(o)) - Label o (RankNet);
-    dLeft = dOut (sigmoid(o) - Label), dRight = -dLeft."""
+    """o = Left - Right;  Out = log(1 + exp(o)) - Label o (RankNet, fluid's formula: +inf
+    once exp(o) overflows, as fluid);  dLeft = dOut (sigmoid(o) - Label), dRight = -dLeft."""
     type, inputs, outputs = "rank_loss", ("Label", "Left", "Right"), ("Out",)
 
     def infer(self, Label, Left, Right):
-        _same_shape("rank_loss", "Left", Left, "Right", Right)
-        _same_shape("rank_loss", "Label", Label, "Left", Left)
+        # fluid's RankLossOp: each of Label, Left, Right is [N] or [N, 1] (the kernel works on
+        # them flattened), their first dims agree, and Out has Label's shape
+        for slot, spec in (("Label", Label), ("Left", Left), ("Right", Right)):
+            if spec.ndim not in (1, 2) or (spec.ndim == 2 and spec.shape[1] not in (1, -1)):
+                raise ValueError(f"rank_loss: {slot} must be [N] or [N, 1], but received "
+                                 f"{slot} {list(spec.shape)}")
+        for slot, spec in (("Left", Left), ("Right", Right)):
+            if not S.dims_match(Label.shape[0], spec.shape[0]):
+                raise ValueError(f"rank_loss: Label and {slot} must have the same first dim, "
+                                 f"but received Label {list(Label.shape)} and {slot} "
+                                 f"{list(spec.shape)}")
         _float("rank_loss", "Left", Left)
-        return {"Out": Left}
+        return {"Out": VarSpec(Label.shape, Left.dtype, Left.lod_level)}
 
     def forward(self, Label, Left, Right):
-        o = Left - Right
-        return {"Out": (_softplus(o) - Label * o).astype(Left.dtype, copy=False)}
+        # fluid's kernel, literally, on the flattened inputs: log(1 + exp(o)) (no guard: +inf
+        # once exp(o) overflows, as fluid) - Label * o
+        o = Left.reshape(-1) - Right.reshape(-1)
+        one = o.dtype.type(1)
+        with np.errstate(over="ignore"):
+            sp = np.log(one + np.exp(o))
+        out = sp - Label.reshape(-1) * o
+        return {"Out": out.reshape(Label.shape).astype(Left.dtype, copy=False)}
 
     def backward(self, Label, Left, Right, dOut):
-        g = dOut * (_sigmoid(Left - Right) - Label)
-        return {"Left": g.astype(Left.dtype, copy=False),
-                "Right": (-g).astype(Left.dtype, copy=False)}
+        # fluid: dLeft = dOut * (1 / (1 + exp(Right - Left)) - Label), dRight = -dLeft
+        one = Left.dtype.type(1)
+        with np.errstate(over="ignore"):
+            sig = one / (one + np.exp(Right.reshape(-1) - Left.reshape(-1)))
+        g = dOut.reshape(-1) * (sig - Label.reshape(-1))
+        return {"Left": g.reshape(Left.shape).astype(Left.dtype, copy=False),
+                "Right": (-g).reshape(Right.shape).astype(Left.dtype, copy=False)}
 
     def make_grad(self, g, **attrs):
         emit_grad_op(g, self.type, attrs, uses=("Label", "Left", "Right"), out_grads=("Out",),
@@ -268,8 +288,9 @@ def _check_range(op_type: str, label: np.ndarray, n: int) -> None:
 @register
 class BprLoss(OpDef):
     """Y[i] = -1/(C-1) sum_{j != l_i} log(sigmoid(X[i, l_i] - X[i, j])) (Bayesian
-    personalised ranking, l_i = Label[i]);  dX[i, j] = dY sigmoid(X[i,j] - X[i,l]) / (C-1)
-    for j != l, dX[i, l] = minus their sum."""
+    personalised ranking, l_i = Label[i]), as fluid computes it: log(1 + exp(.)) with
+    TolerableValue on the exp (1e20 for an overflow);  dX[i, j] = dY sigmoid(X[i,j] -
+    X[i,l]) / (C-1) for j != l, dX[i, l] = minus their sum."""
     type, inputs, outputs = "bpr_loss", ("X", "Label"), ("Y",)
 
     def infer(self, X, Label):
@@ -289,16 +310,25 @@ class BprLoss(OpDef):
         return x, lab, pos, other, c
 
     def forward(self, X, Label):
+        # fluid's kernel: Y = -sum_j TV(-log(1 + TV(exp(x_j - x_l)))) / (C - 1), TolerableValue
+        # turning an overflowing exp into 1e20 (so a term is at most log(1 + 1e20) = 46.05)
         x, lab, pos, other, c = self._parts(X, Label)
-        terms = _softplus(x - pos)                          # -log(sigmoid(pos - x))
+        one = x.dtype.type(1)
+        with np.errstate(over="ignore"):
+            e = _tolerable(np.exp(x - pos))
+        terms = _tolerable(-np.log(one + e))
         terms = np.where(other, terms, terms.dtype.type(0))
-        y = terms.sum(axis=1) / max(c - 1, 1)
+        y = -terms.sum(axis=1) / x.dtype.type(c - 1)
         return {"Y": y.reshape(X.shape[:-1] + (1,)).astype(X.dtype, copy=False)}
 
     def backward(self, X, Label, dY):
+        # fluid: g_j = -dY / ((C - 1) (1 + TV(exp(x_l - x_j)))); dX_l += g_j, dX_j -= g_j
         x, lab, pos, other, c = self._parts(X, Label)
-        sg = _sigmoid(x - pos)
-        g = np.where(other, sg, sg.dtype.type(0)) * (dY.reshape(-1, 1) / max(c - 1, 1))
+        one = x.dtype.type(1)
+        with np.errstate(over="ignore"):
+            den = x.dtype.type(c - 1) * (one + _tolerable(np.exp(pos - x)))
+        g = dY.reshape(-1, 1).astype(x.dtype, copy=False) / den
+        g = np.where(other, g, g.dtype.type(0))
         g[np.arange(x.shape[0]), lab] = -g.sum(axis=1)
         return {"X": g.reshape(X.shape).astype(X.dtype, copy=False)}
 

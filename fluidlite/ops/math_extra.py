@@ -125,7 +125,9 @@ class Logsumexp(OpDef):
 
 @register
 class LogSoftmax(OpDef):
-    """Out = X - logsumexp(X, axis) (keeping dims);  dX = dOut - exp(Out) * sum(dOut, axis)."""
+    """Out = z - log(sum(exp(z), axis)) with z = max(X - max(X, axis), -64) (fluid's
+    LogSoftmaxFunctor and its ValueClip: Out >= -64 - log(n));
+    dX = dOut - exp(Out) * sum(dOut, axis)."""
     type, inputs, outputs = "log_softmax", ("X",), ("Out",)
     grad_uses = ("Out",)
     grad_like = {"X": "Out"}
@@ -136,8 +138,8 @@ class LogSoftmax(OpDef):
         return {"Out": X}
 
     def forward(self, X, *, axis=-1):
-        m = np.max(X, axis=axis, keepdims=True)
-        z = X - m
+        z = X - np.max(X, axis=axis, keepdims=True)
+        np.maximum(z, z.dtype.type(-64), out=z)         # fluid's ValueClip
         return {"Out": z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))}
 
     def backward(self, Out, dOut, *, axis=-1):

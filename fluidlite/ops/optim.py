@@ -24,6 +24,7 @@ from .inplace import Update, check_like, check_scalar, chunked, consts, sum_squa
 class Sgd(Update):
     """ParamOut = Param - LearningRate * Grad."""
     type, inputs, outputs = "sgd", ("Param", "LearningRate", "Grad"), ("ParamOut",)
+    plain_descent = True
 
     def infer(self, Param, LearningRate, Grad):
         check_like("sgd", "Param", Param, Grad=Grad)
@@ -97,6 +98,7 @@ class LarsMomentum(Update):
     type = "lars_momentum"
     inputs = ("Param", "Grad", "Velocity", "LearningRate")
     outputs = ("ParamOut", "VelocityOut")
+    in_place_scratch = ((None, 3, ""), (np.float64, 2, "sum_squares"), (None, 2, "sum_squares"))
 
     def infer(self, Param, Grad, Velocity, LearningRate):
         check_like("lars_momentum", "Param", Param, Grad=Grad, Velocity=Velocity)

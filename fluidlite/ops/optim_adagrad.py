@@ -149,6 +149,7 @@ class Rmsprop(Update):
     type = "rmsprop"
     inputs = ("Param", "MeanSquare", "MeanGrad?", "LearningRate", "Grad", "Moment")
     outputs = ("ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut?")
+    in_place_needs = (("centered", "MeanGrad"),)
 
     def infer(self, Param, MeanSquare, MeanGrad, LearningRate, Grad, Moment):
         check_like("rmsprop", "Param", Param, Grad=Grad, MeanSquare=MeanSquare, Moment=Moment,
@@ -219,6 +220,7 @@ class Ftrl(Update):
     type = "ftrl"
     inputs = ("Param", "SquaredAccumulator", "LinearAccumulator", "Grad", "LearningRate")
     outputs = ("ParamOut", "SquaredAccumOut", "LinearAccumOut")
+    in_place_scratch = ((None, 3, ""), (np.bool_, 1, ""))
 
     def infer(self, Param, SquaredAccumulator, LinearAccumulator, Grad, LearningRate):
         check_like("ftrl", "Param", Param, Grad=Grad, SquaredAccumulator=SquaredAccumulator,

@@ -181,6 +181,7 @@ class Lamb(Update):
     type = "lamb"
     inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow")
     outputs = ("ParamOut", "Moment1Out", "Moment2Out")
+    in_place_scratch = ((None, 3, ""), (np.float64, 2, "sum_squares"), (None, 2, "sum_squares"))
 
     def infer(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow):
         check_like("lamb", "Param", Param, Grad=Grad, Moment1=Moment1, Moment2=Moment2)

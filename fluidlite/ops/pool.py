@@ -5,6 +5,12 @@ Vectorized over kernel offsets: the output is a max (or sum) of kh*kw strided vi
 Window bounds follow fluid: a window starts at ``o*stride - pad_before`` and is clipped to the
 input; ``exclusive`` averages divide by the number of input cells in the window, otherwise by
 kh*kw. Max-pool gradients go to the first maximum of each window (row-major), as in fluid.
+
+Output sizes are fluid's ``PoolOutputSize`` in C++ int arithmetic (division truncates toward
+zero): a 2x2 / stride-2 pool of a 1-row map has 1 row. A window holding no input cell (one in
+the padding, or past the input with ``ceil_mode``) gives what fluid 1.8's kernel gives: max
+pooling its initial value ``-FLT_MAX``, exclusive averaging ``0 / cells`` with fluid's signed
+cell count ``(hend - hstart) * (wend - wstart)`` (NaN for 0 cells, -0 for a negative count).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from typing import List, NamedTuple, Sequence, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
-from .conv import normalize_paddings
+from .conv import c_div, normalize_paddings
 
 _EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "is_test": False}
 
@@ -46,10 +52,14 @@ class _PoolGeom(NamedTuple):
         return self.sh >= self.kh and self.sw >= self.kw
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)   # MaxPool's initial value: -FLT_MAX for every dtype
+
+
 def _out_size(size: int, k: int, pad_total: int, stride: int, ceil_mode: bool) -> int:
+    """fluid's ``PoolOutputSize`` (C++ int division: truncated toward zero)."""
     if size < 0:
         return -1
-    return (size + pad_total - k + (stride - 1 if ceil_mode else 0)) // stride + 1
+    return c_div(size + pad_total - k + (stride - 1 if ceil_mode else 0), stride) + 1
 
 
 def _resolve(op: str, hw: Sequence[int], ksize: Sequence[int], strides: Sequence[int],
@@ -116,7 +126,8 @@ def _pad(x: np.ndarray, g: _PoolGeom, fill: float) -> np.ndarray:
 
 
 def _counts(g: _PoolGeom, exclusive: bool, dtype: np.dtype) -> np.ndarray:
-    """Divisor of each window: [oh, ow]."""
+    """Divisor of each window: [oh, ow]; exclusive: fluid's ``(hend - hstart) * (wend -
+    wstart)``, signed (0 or negative for a window without input cells, as fluid)."""
     if not exclusive:
         return np.full((g.oh, g.ow), g.kh * g.kw, dtype)
 
@@ -124,8 +135,8 @@ def _counts(g: _PoolGeom, exclusive: bool, dtype: np.dtype) -> np.ndarray:
         start = np.arange(o) * s - p
         return np.minimum(start + k, n) - np.maximum(start, 0)
 
-    c = np.outer(one(g.oh, g.kh, g.sh, g.pt, g.H), one(g.ow, g.kw, g.sw, g.pl, g.W))
-    return np.maximum(c, 1).astype(dtype)
+    return np.outer(one(g.oh, g.kh, g.sh, g.pt, g.H),
+                    one(g.ow, g.kw, g.sw, g.pl, g.W)).astype(dtype)
 
 
 def _pool_fwd(x: np.ndarray, g: _PoolGeom, pooling_type: str, exclusive: bool) -> np.ndarray:
@@ -136,14 +147,16 @@ def _pool_fwd(x: np.ndarray, g: _PoolGeom, pooling_type: str, exclusive: bool) -
             for j in range(g.kw):
                 if i or j:
                     np.maximum(out, g.view(xp, i, j), out=out)
-        return out
+        # fluid's MaxPool starts from -FLT_MAX: an empty window (or one of -inf) gives that
+        return np.maximum(out, x.dtype.type(-_FLT_MAX), out=out)
     xp = _pad(x, g, 0.0)
     out = g.view(xp, 0, 0).copy()
     for i in range(g.kh):
         for j in range(g.kw):
             if i or j:
                 out += g.view(xp, i, j)
-    out /= _counts(g, exclusive, x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):    # 0 cells: 0 / 0 as fluid
+        out /= _counts(g, exclusive, x.dtype)
     return out
 
 
@@ -170,7 +183,11 @@ def _pool_bwd(x: np.ndarray, out: np.ndarray, dout: np.ndarray, g: _PoolGeom,
             else:       # disjoint windows: every input cell is written at most once
                 np.multiply(dout, hit, out=target)
     else:
-        share = dout / _counts(g, exclusive, dout.dtype)
+        counts = _counts(g, exclusive, dout.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = dout / counts
+        if exclusive and not counts.all():      # a window without cells reaches no cell
+            share = np.where(counts == 0, share.dtype.type(0), share)
         for i in range(g.kh):
             for j in range(g.kw):
                 if add:

@@ -12,6 +12,11 @@ Averages are separable: one ``[out, in]`` window-sum matrix per axis (``tensordo
 the window's cell count (``exclusive`` or adaptive) or by ``prod(ksize)``. Max pooling visits the
 ``prod(max window)`` kernel offsets, each a whole-tensor gather; its gradient goes to the first
 maximum of each window in row-major order, as fluid's kernel does.
+
+Output sizes are fluid's C++ int arithmetic (division truncates toward zero). A fixed window
+without input cells gives fluid 1.8's values: ``-FLT_MAX`` (max pooling's initial value; Mask
+-1) and, for exclusive averages, ``0 / count`` with fluid's signed per-axis product
+``count = prod(end - start)`` (NaN for 0 cells, -0 for a negative count).
 """
 from __future__ import annotations
 
@@ -21,18 +26,22 @@ from typing import List, NamedTuple, Sequence, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
+from .conv import c_div
 from .conv3d import nd_paddings
 from .interp import resize
 
 __all__ = ["pool_nd", "pool_nd_grad", "pool_out_size", "resolve_pool"]
 
+_NEG_FLT_MAX = -float(np.finfo(np.float32).max)     # fluid's MaxPool initial value
+
 _EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "is_test": False}
 
 
 def pool_out_size(size: int, k: int, pad: Tuple[int, int], stride: int, ceil_mode: bool) -> int:
+    """fluid's ``PoolOutputSize`` (C++ int division: truncated toward zero)."""
     if size < 0:
         return -1
-    return (size + pad[0] + pad[1] - k + (stride - 1 if ceil_mode else 0)) // stride + 1
+    return c_div(size + pad[0] + pad[1] - k + (stride - 1 if ceil_mode else 0), stride) + 1
 
 
 def resolve_pool(op: str, size: Sequence[int], ksize: Sequence[int], strides: Sequence[int],
@@ -63,9 +72,8 @@ def resolve_pool(op: str, size: Sequence[int], ksize: Sequence[int], strides: Se
             out = (size[i] + strides[i] - 1) // strides[i]
             total = max((out - 1) * strides[i] + ksize[i] - size[i], 0)
             pads[i] = (total // 2, total - total // 2)
-    elif algorithm == "VALID":
+    elif algorithm == "VALID":        # fluid's UpdatePadding zeroes the paddings only
         pads = [(0, 0)] * n
-        ceil_mode = False
     elif algorithm != "EXPLICIT":
         raise ValueError(f"{op}: padding_algorithm must be 'EXPLICIT', 'SAME' or 'VALID', got "
                          f"{algorithm!r}")
@@ -133,11 +141,7 @@ def _geometry(x: np.ndarray, ksize, strides, paddings, global_pooling, algorithm
     if any(o < 1 for o in out):
         raise ValueError(f"{op}: output size {out} is not positive for input {list(x.shape)}, "
                          f"ksize {k}, strides {s}, paddings {p}")
-    win = _windows(size, k, s, p, out, adaptive and not global_pooling)
-    if any(((e - st) <= 0).any() for st, e in zip(win.start, win.end)):
-        raise ValueError(f"{op}: a pooling window lies entirely in the padding (input "
-                         f"{list(x.shape)}, ksize {k}, strides {s}, paddings {p})")
-    return k, win
+    return k, _windows(size, k, s, p, out, adaptive and not global_pooling)
 
 
 def pool_nd(x: np.ndarray, pooling_type: str, ksize, strides, paddings, global_pooling,
@@ -149,13 +153,15 @@ def pool_nd(x: np.ndarray, pooling_type: str, ksize, strides, paddings, global_p
     if pooling_type == "avg":
         work = x if x.dtype.kind == "f" else x.astype(np.float64)
         mats, count = _avg_parts(x.shape[2:], win, k, exclusive, adaptive, work.dtype)
-        return (resize(work, mats, axes) / count).astype(x.dtype, copy=False)
-    out = None
+        with np.errstate(divide="ignore", invalid="ignore"):     # 0 cells: 0 / 0 as fluid
+            return (resize(work, mats, axes) / count).astype(x.dtype, copy=False)
+    lo = x.dtype.type(_NEG_FLT_MAX)
+    out = np.full(x.shape[:2] + tuple(len(st) for st in win.start), lo, x.dtype)
     for grid, valid in _offsets(win):
         g = x[(slice(None), slice(None)) + grid]
         g = np.where(valid, g, -np.inf) if not valid.all() else g
-        out = g if out is None else np.maximum(out, g)
-    return out.astype(x.dtype, copy=False)
+        np.maximum(out, g, out=out)
+    return out
 
 
 def pool_nd_grad(x: np.ndarray, out: np.ndarray, dout: np.ndarray, pooling_type: str, ksize,
@@ -168,7 +174,11 @@ def pool_nd_grad(x: np.ndarray, out: np.ndarray, dout: np.ndarray, pooling_type:
     axes = list(range(2, x.ndim))
     if pooling_type == "avg":
         mats, count = _avg_parts(x.shape[2:], win, k, exclusive, adaptive, dout.dtype)
-        return np.ascontiguousarray(resize(dout / count, [m.T for m in mats], axes))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = dout / count
+        if (count == 0).any():              # a window without cells reaches no cell (no NaN)
+            share = np.where(count == 0, share.dtype.type(0), share)
+        return np.ascontiguousarray(resize(share, [m.T for m in mats], axes))
     dx = np.zeros(x.shape, dout.dtype)
     taken = np.zeros(out.shape, bool)
     N, C = x.shape[:2]
@@ -247,7 +257,9 @@ def _argmax_first(x: np.ndarray, out: np.ndarray, win: _Windows) -> np.ndarray:
     size = x.shape[2:]
     mask = np.full(out.shape, -1, np.int64)
     for grid, valid in _offsets(win):
-        hit = (x[(slice(None), slice(None)) + grid] == out) & valid & (mask < 0)
+        # fluid updates on ``max < x`` from -FLT_MAX: a window of cells <= -FLT_MAX keeps -1
+        xg = x[(slice(None), slice(None)) + grid]
+        hit = (xg == out) & (xg > _NEG_FLT_MAX) & valid & (mask < 0)
         if hit.any():
             flat = np.ravel_multi_index(tuple(np.broadcast_to(g, out.shape[2:]) for g in grid),
                                         size)
@@ -287,7 +299,9 @@ class _MaxPoolWithIndex(OpDef):
         plane = int(np.prod(X.shape[2:]))
         dx = np.zeros((N * C, plane), dOut.dtype)
         rows = np.repeat(np.arange(N * C), Mask[0, 0].size)
-        np.add.at(dx, (rows, Mask.reshape(-1)), dOut.reshape(-1))
+        cols = Mask.reshape(-1)
+        keep = cols >= 0                    # -1: a window without a maximum gets no gradient
+        np.add.at(dx, (rows[keep], cols[keep]), dOut.reshape(-1)[keep])
         return {"X": dx.reshape(X.shape)}
 
 

@@ -53,7 +53,8 @@ class LSTM(OpDef):
     def _setup(self, Input, H0, C0, Weight, Bias, lod, attrs):
         D = Weight.shape[0]
         cfg = _LSTMCfg(self.type, D, Bias, attrs["use_peepholes"], attrs["gate_activation"],
-                       attrs["cell_activation"], attrs["candidate_activation"])
+                       attrs["cell_activation"], attrs["candidate_activation"],
+                       clipped=True)     # fluid's activation_functions.h (clipped)
         sch = _Schedule(self.type, (lod or {}).get("Input"), Input.shape[0], attrs["is_reverse"])
         _check_init(self.type, "H0", H0, sch.n_seq, D)
         _check_init(self.type, "C0", C0, sch.n_seq, D)
@@ -120,7 +121,8 @@ class LSTMP(OpDef):
         D, P = ProjWeight.shape
         cfg = _LSTMCfg(self.type, D, Bias, attrs["use_peepholes"], attrs["gate_activation"],
                        attrs["cell_activation"], attrs["candidate_activation"],
-                       attrs["proj_activation"], attrs["cell_clip"], attrs["proj_clip"])
+                       attrs["proj_activation"], attrs["cell_clip"], attrs["proj_clip"],
+                       clipped=True)     # the cell's, as lstm; the projection's: Eigen's
         sch = _Schedule(self.type, (lod or {}).get("Input"), Input.shape[0], attrs["is_reverse"])
         _check_init(self.type, "H0", H0, sch.n_seq, P)
         _check_init(self.type, "C0", C0, sch.n_seq, D)
@@ -183,9 +185,9 @@ class GRU(OpDef):
         sch = _Schedule(self.type, (lod or {}).get("Input"), Input.shape[0], is_reverse)
         _check_init(self.type, "H0", H0, sch.n_seq, D)
         X = Input + Bias.reshape(1, -1) if Bias is not None else Input
-        return (Wg, Wc, sch, X, sch.sort(H0, D, Input.dtype),
-                _act(self.type, activation, "activation"),
-                _act(self.type, gate_activation, "gate_activation"))
+        return (Wg, Wc, sch, X, sch.sort(H0, D, Input.dtype),     # fluid's clipped acts
+                _act(self.type, activation, "activation", clipped=True),
+                _act(self.type, gate_activation, "gate_activation", clipped=True))
 
     def forward(self, Input, H0, Weight, Bias, lod=None, *, activation="tanh",
                 gate_activation="sigmoid", is_reverse=False, origin_mode=False):

@@ -10,8 +10,34 @@ import numpy as np
 # -- activations: f(x) and f'(x) expressed through y = f(x) -----------------------------------
 
 
+def _one(x: np.ndarray) -> Any:
+    return x.dtype.type(1) if x.dtype.kind == "f" else 1.0
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (np.tanh(0.5 * x) + 1.0)        # stable for large |x|
+    """fluid's Eigen sigmoid, 1 / (1 + exp(-x)) (an overflowing exp gives the limit 0)."""
+    one = _one(x)
+    with np.errstate(over="ignore"):
+        return one / (one + np.exp(-x))
+
+
+# fluid's math/detail/activation_functions.h, the activations of its lstm / lstmp / gru
+# kernels: sigmoid of x clipped to [SIGMOID_THRESHOLD_MIN, MAX] = [-40, 13], and tanh as
+# 2 / (1 + exp(-2x)) - 1 with -2x clipped at EXP_MAX_INPUT = 40 (so a saturated gate is
+# 0.99999774, not 1, and tanh(x) bottoms out at 2 / (1 + e^40) - 1)
+_SIGMOID_MIN, _SIGMOID_MAX, _EXP_MAX_INPUT = -40.0, 13.0, 40.0
+
+
+def _sigmoid_clipped(x: np.ndarray) -> np.ndarray:
+    one, t = _one(x), x.dtype.type if x.dtype.kind == "f" else float
+    return one / (one + np.exp(-np.clip(x, t(_SIGMOID_MIN), t(_SIGMOID_MAX))))
+
+
+def _tanh_clipped(x: np.ndarray) -> np.ndarray:
+    t = x.dtype.type if x.dtype.kind == "f" else float
+    e = np.exp(np.minimum(x * t(-2), t(_EXP_MAX_INPUT)))
+    # ``(2.0 / (1.0 + exp(tmp))) - 1.0``: double literals, so the rest is double arithmetic
+    return (2.0 / (1.0 + e.astype(np.float64)) - 1.0).astype(x.dtype, copy=False)
 
 
 _ACTS: Dict[str, Tuple[Callable, Callable]] = {
@@ -21,17 +47,21 @@ _ACTS: Dict[str, Tuple[Callable, Callable]] = {
     "identity": (lambda x: x, lambda y: np.ones_like(y)),
 }
 _ACTS["linear"] = _ACTS[""] = _ACTS["identity"]
+_CLIPPED_ACTS = dict(_ACTS, sigmoid=(_sigmoid_clipped, _ACTS["sigmoid"][1]),
+                     tanh=(_tanh_clipped, _ACTS["tanh"][1]))
 # gru_unit stores its activations as ints (fluid's enum)
 _ACT_CODES = {0: "identity", 1: "sigmoid", 2: "tanh", 3: "relu"}
 
 
-def _act(op: str, name: Any, attr: str) -> Tuple[Callable, Callable]:
+def _act(op: str, name: Any, attr: str, clipped: bool = False) -> Tuple[Callable, Callable]:
+    """(f, f' through y = f(x)); ``clipped``: fluid's activation_functions.h versions (the
+    lstm, lstmp and gru kernels), else the Eigen ones (gru_unit, projections, cudnn_lstm)."""
     if isinstance(name, (int, np.integer)) and not isinstance(name, bool):
         name = _ACT_CODES.get(int(name), name)
     if name not in _ACTS:
         raise ValueError(f"{op}: attribute {attr} must be one of "
                          f"['sigmoid', 'tanh', 'relu', 'identity'], got {name!r}")
-    return _ACTS[name]
+    return (_CLIPPED_ACTS if clipped else _ACTS)[name]
 
 
 # -- LoD schedule -------------------------------------------------------------------------------
@@ -97,11 +127,11 @@ class _LSTMCfg:
     def __init__(self, op: str, D: int, Bias: Optional[np.ndarray], use_peepholes: bool,
                  gate_activation: Any, cell_activation: Any, candidate_activation: Any,
                  proj_activation: Any = "identity", cell_clip: float = 0.0,
-                 proj_clip: float = 0.0) -> None:
+                 proj_clip: float = 0.0, clipped: bool = False) -> None:
         self.D = D
-        self.gate = _act(op, gate_activation, "gate_activation")
-        self.cell = _act(op, cell_activation, "cell_activation")
-        self.cand = _act(op, candidate_activation, "candidate_activation")
+        self.gate = _act(op, gate_activation, "gate_activation", clipped)
+        self.cell = _act(op, cell_activation, "cell_activation", clipped)
+        self.cand = _act(op, candidate_activation, "candidate_activation", clipped)
         self.proj = _act(op, proj_activation, "proj_activation")
         self.cell_clip, self.proj_clip = float(cell_clip or 0.0), float(proj_clip or 0.0)
         self.peep = None

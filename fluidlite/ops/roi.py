@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
+from .tensor import emit_grad_op
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -99,6 +100,11 @@ class RoiAlign(_RoiBase):
     type, inputs, outputs = "roi_align", ("X", "ROIs", "RoisLod?"), ("Out",)
     grad_uses = ("X", "ROIs", "RoisLod")
 
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: X@GRAD only (the boxes get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
+                     in_grads=("X",))
+
     def infer(self, X, ROIs, RoisLod=None, *, spatial_scale=1.0, pooled_height=1,
               pooled_width=1, sampling_ratio=-1):
         return {"Out": self._spec(X, ROIs, X.shape[1], pooled_height, pooled_width)}
@@ -150,6 +156,11 @@ class RoiPool(_RoiBase):
     Argmax the flat index h*W + w of the first maximum (-1 when empty); dX routes dOut there."""
     type, inputs, outputs = "roi_pool", ("X", "ROIs", "RoisLod?"), ("Out", "Argmax")
     grad_uses = ("X", "ROIs", "RoisLod", "Argmax")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: X@GRAD only (the boxes get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
+                     in_grads=("X",))
 
     def infer(self, X, ROIs, RoisLod=None, *, spatial_scale=1.0, pooled_height=1,
               pooled_width=1):
@@ -214,6 +225,11 @@ class PsroiPool(_RoiBase):
     dX spreads dOut evenly over each bin."""
     type, inputs, outputs = "psroi_pool", ("X", "ROIs"), ("Out",)
     grad_uses = ("X", "ROIs")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: X@GRAD only (the boxes get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
+                     in_grads=("X",))
 
     def infer(self, X, ROIs, *, output_channels=1, spatial_scale=1.0, pooled_height=1,
               pooled_width=1):
@@ -281,13 +297,28 @@ def _integral_weights(start: float, size: float, pooled: int, n: int) -> np.ndar
     return _tent_cdf(hi[:, None] - px) - _tent_cdf(lo[:, None] - px)
 
 
+def _integral_weight_grads(start: float, size: float, pooled: int, n: int):
+    """d(``_integral_weights``)/d(roi start) and /d(roi end), ``[pooled, n]`` each: bin k
+    spans [start + k size, start + (k+1) size] with size = (end - start) / pooled, and the
+    derivative of the integral w.r.t. a bin edge is the tent at that edge."""
+    k = np.arange(pooled)[:, None]
+    px = np.arange(n)
+    lo = start + k * size
+    at_lo = np.maximum(1.0 - np.abs(lo - px), 0.0)
+    at_hi = np.maximum(1.0 - np.abs(lo + size - px), 0.0)
+    d_start = at_hi * (1.0 - (k + 1) / pooled) - at_lo * (1.0 - k / pooled)
+    d_end = at_hi * ((k + 1) / pooled) - at_lo * (k / pooled)
+    return d_start, d_end
+
+
 @register
 class PrroiPool(_RoiBase):
     """Precise RoI pooling (position-sensitive as psroi_pool's channel layout): Out[r, c, i, j]
     = (integral of the bilinear interpolant of X[b(r), (c*ph + i)*pw + j] over bin (i, j)) /
     bin area, with the ROI scaled by ``spatial_scale`` (not rounded) and empty bins giving 0;
     the integral factorises per axis, so each ROI costs two small matrices. dX spreads dOut
-    with the same weights."""
+    with the same weights; dROIs is the exact derivative w.r.t. the box corners (the bins'
+    edges move with them), as fluid's PrRoIPoolingCoorBackward."""
     type, inputs, outputs = "prroi_pool", ("X", "ROIs", "BatchRoINums?"), ("Out",)
     grad_uses = ("X", "ROIs", "BatchRoINums")
 
@@ -331,17 +362,48 @@ class PrroiPool(_RoiBase):
         return {"Out": out}
 
     def backward(self, X, ROIs, BatchRoINums, dOut, lod=None, *, output_channels=1,
-                 spatial_scale=1.0, pooled_height=1, pooled_width=1):
+                 spatial_scale=1.0, pooled_height=1, pooled_width=1, wanted=None):
         ph, pw = pooled_height, pooled_width
         bid, mats = self._mats(X, ROIs, BatchRoINums, lod, output_channels, spatial_scale,
                                ph, pw)
-        dx = np.zeros((X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3]),
-                      dOut.dtype)
+        res = {}
+        if wanted is None or "X" in wanted:
+            dx = np.zeros((X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3]),
+                          dOut.dtype)
+            for r, (wy, wx, area) in enumerate(mats):
+                if area > 0:
+                    dx[bid[r]] += np.einsum("ih,cij,jw->cijhw", wy, dOut[r], wx,
+                                            optimize=True) / area
+            res["X"] = dx.reshape(X.shape)
+        if wanted is None or "ROIs" in wanted:
+            res["ROIs"] = self._roi_grad(X, ROIs, dOut, bid, mats, output_channels,
+                                         spatial_scale, ph, pw)
+        return res
+
+    @staticmethod
+    def _roi_grad(X, ROIs, dOut, bid, mats, output_channels, spatial_scale, ph, pw):
+        """Out = S / area with S = wy X wx^T per bin and area = bw * bh, so
+        dOut/dcorner = (dS/dcorner - Out * darea/dcorner) / area, times spatial_scale."""
+        H, W = X.shape[2:]
+        xs = X.reshape(X.shape[0], output_channels, ph, pw, H, W).astype(np.float64)
+        g = np.zeros(ROIs.shape, np.float64)
         for r, (wy, wx, area) in enumerate(mats):
-            if area > 0:
-                dx[bid[r]] += np.einsum("ih,cij,jw->cijhw", wy, dOut[r], wx,
-                                        optimize=True) / area
-        return {"X": dx.reshape(X.shape)}
+            if area <= 0:
+                continue
+            x1, y1, x2, y2 = ROIs[r].astype(np.float64) * spatial_scale
+            bw, bh = (x2 - x1) / pw, (y2 - y1) / ph
+            dy1, dy2 = _integral_weight_grads(y1, bh, ph, H)
+            dx1, dx2 = _integral_weight_grads(x1, bw, pw, W)
+            xr, d = xs[bid[r]], dOut[r].astype(np.float64)
+            out = np.einsum("ih,cijhw,jw->cij", wy, xr, wx, optimize=True) / area
+
+            def along(dwy, dwx, d_area):
+                ds = np.einsum("ih,cijhw,jw->cij", dwy, xr, dwx, optimize=True)
+                return float(np.sum(d * (ds - out * d_area))) / area
+
+            g[r] = [along(wy, dx1, -bh / pw), along(dy1, wx, -bw / ph),
+                    along(wy, dx2, bh / pw), along(dy2, wx, bw / ph)]
+        return (g * spatial_scale).astype(ROIs.dtype, copy=False)
 
 
 # -- deformable_psroi_pooling ---------------------------------------------------------------------
@@ -368,6 +430,11 @@ class DeformablePsroiPooling(_RoiBase):
     type = "deformable_psroi_pooling"
     inputs, outputs = ("Input", "ROIs", "Trans"), ("Output", "TopCount")
     grad_uses = ("Input", "ROIs", "Trans", "TopCount")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: Input@GRAD and Trans@GRAD (the boxes get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Output",),
+                     in_grads=("Input", "Trans"))
 
     def _check(self, in_shape, trans_shape, no_trans, output_dim, group_size, ph, pw,
                part_size, sample_per_part):
@@ -576,6 +643,11 @@ class RoiPerspectiveTransform(_RoiBase):
     inputs = ("X", "ROIs")
     outputs = ("Out", "Mask", "TransformMatrix", "Out2InIdx?", "Out2InWeights?")
     grad_uses = ("X", "ROIs")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: X@GRAD only (the quadrilaterals get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
+                     in_grads=("X",))
 
     def infer(self, X, ROIs, *, spatial_scale=1.0, transformed_height=1,
               transformed_width=1):

@@ -180,8 +180,9 @@ class SequencePool(OpDef):
 # -- sequence_softmax -------------------------------------------------------------------------
 @register
 class SequenceSoftmax(OpDef):
-    """Softmax over the rows of each sequence (X is [N] or [N, 1]); keeps X's LoD.
-    dX = Out * (dOut - segsum(dOut * Out))."""
+    """Softmax over the rows of each sequence (X is [N] or [N, 1]); keeps X's LoD. As fluid's
+    CPU kernel, exp(x) / sum(exp(x)) without a max shift: a logit beyond exp's range gives
+    inf / inf = NaN there, as in fluid. dX = Out * (dOut - segsum(dOut * Out))."""
     type, inputs, outputs = "sequence_softmax", ("X",), ("Out",)
     grad_uses = ("X", "Out")
     lod_aware = True
@@ -197,10 +198,11 @@ class SequenceSoftmax(OpDef):
         off = _off(self.type, full)
         lens = np.diff(off)
         x = X.reshape(-1)
-        mx = _seg_reduce(np.maximum, x, off, 0.0)
-        e = np.exp(x - np.repeat(mx, lens))
-        s = _seg_reduce(np.add, e, off, 1.0)
-        return {"Out": (e / np.repeat(s, lens)).reshape(X.shape).astype(X.dtype, copy=False),
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            e = np.exp(x)
+            s = _seg_reduce(np.add, e, off, 1.0)
+            out = e / np.repeat(s, lens)
+        return {"Out": out.reshape(X.shape).astype(X.dtype, copy=False),
                 "lod": {"Out": full}}
 
     def backward(self, X, Out, dOut, lod=None):

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.dtypes import VarType
 from ..core.registry import OpDef, VarSpec, register
+from .conv import c_div
 from .sequence import _context, _off, _offsets, _pad_index, _seg_reduce, _unpad_rows
 
 
@@ -266,14 +267,22 @@ def _im2seq_index(shape: Any, kernels: Any, strides: Any, paddings: Any):
     kh, kw = kernels
     sh, sw = strides
     up, left, down, right = paddings
-    oh = (h + up + down - kh) // sh + 1
-    ow = (w + left + right - kw) // sw + 1
+    oh = c_div(h + up + down - kh, sh) + 1          # fluid's Im2SeqOutputSize (C++ int division)
+    ow = c_div(w + left + right - kw, sw) + 1
     if oh < 1 or ow < 1:
         raise ValueError(f"im2sequence: kernel {list(kernels)} does not fit the padded image "
                          f"{[h + up + down, w + left + right]}")
     ys = (np.arange(oh) * sh)[:, None, None, None] + np.arange(kh)[None, None, :, None]
     xs = (np.arange(ow) * sw)[None, :, None, None] + np.arange(kw)[None, None, None, :]
     return oh, ow, np.broadcast_to(ys, (oh, ow, kh, kw)), np.broadcast_to(xs, (oh, ow, kh, kw))
+
+
+def _im2seq_pads(shape: Any, paddings: Any, ys: np.ndarray, xs: np.ndarray):
+    """(up, left, down, right) of the zero canvas: down/right grow when the truncating output
+    size lets the last patch reach past the padding (fluid's im2col reads zeros there)."""
+    up, left, down, right = paddings
+    return (up, left, max(down, int(ys.max()) + 1 - shape[2] - up),
+            max(right, int(xs.max()) + 1 - shape[3] - left))
 
 
 def _im2seq_keep(Y: Any, n: int, oh: int, ow: int, kernels: Any, strides: Any, paddings: Any,
@@ -288,8 +297,9 @@ def _im2seq_keep(Y: Any, n: int, oh: int, ow: int, kernels: Any, strides: Any, p
     real = real.reshape(n, 2).astype(np.int64)
     size = -(-real // np.asarray(out_stride, np.int64))              # ceil division
     up, left, down, right = paddings
-    ohs = (size[:, 0] + up + down - kernels[0]) // strides[0] + 1
-    ows = (size[:, 1] + left + right - kernels[1]) // strides[1] + 1
+    # C++ int division (truncated toward zero), as fluid's Im2SeqOutputSize
+    ohs = np.trunc((size[:, 0] + up + down - kernels[0]) / strides[0]).astype(np.int64) + 1
+    ows = np.trunc((size[:, 1] + left + right - kernels[1]) / strides[1]).astype(np.int64) + 1
     if (ohs < 1).any() or (ows < 1).any() or (ohs > oh).any() or (ows > ow).any():
         raise ValueError(f"im2sequence: each image's real size (Y {real.tolist()}, divided by "
                          f"out_stride {list(out_stride)}) must give between 1 x 1 and "
@@ -319,7 +329,7 @@ class Im2Sequence(OpDef):
     def forward(self, X, Y=None, lod=None, *, kernels=[1, 1], strides=[1, 1],  # noqa: B006
                 paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
         oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
-        up, left, down, right = paddings
+        up, left, down, right = _im2seq_pads(X.shape, paddings, ys, xs)
         padded = np.pad(X, ((0, 0), (0, 0), (up, down), (left, right)))
         patches = padded[:, :, ys, xs]                       # [N, C, oh, ow, kh, kw]
         grid = patches.transpose(0, 2, 3, 1, 4, 5).reshape(X.shape[0], oh, ow, -1)
@@ -334,7 +344,7 @@ class Im2Sequence(OpDef):
                  strides=[1, 1], paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
         n, c, h, w = X.shape
         oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
-        up, left, down, right = paddings
+        up, left, down, right = _im2seq_pads(X.shape, paddings, ys, xs)
         if Y is not None:            # the dropped positions get no gradient
             keep = _im2seq_keep(Y, n, oh, ow, kernels, strides, paddings, out_stride)
             full = np.zeros((n, oh, ow, dOut.shape[1]), dOut.dtype)

@@ -18,6 +18,7 @@ class FillConstant(OpDef):
     type = "fill_constant"
     inputs, outputs = ("ValueTensor?", "ShapeTensor?", "ShapeTensorList*?"), ("Out",)
     no_grad = True
+    foldable = True         # without tensor inputs: a constant the plan computes once
     extra_attrs = {"str_value": "", "force_cpu": False}
 
     def infer(self, ValueTensor=None, ShapeTensor=None, ShapeTensorList=(), *, shape=(),
@@ -69,6 +70,7 @@ class AssignValue(OpDef):
     earlier fluidlite versions."""
     type, inputs, outputs = "assign_value", (), ("Out",)
     no_grad = True
+    foldable = True         # a constant the plan computes once
 
     def infer(self, *, shape=(), dtype=VarType.FP32):
         return {"Out": VarSpec(shape, dtype)}
@@ -161,6 +163,7 @@ class Feed(OpDef):
     """Marks a fed variable (in saved inference programs); the executor binds feeds itself."""
     type, inputs, outputs = "feed", ("X?",), ("Out",)
     no_grad = True
+    plan_skip = True        # the executor binds feeds itself
 
     def infer(self, X, *, col=0):
         return {}
@@ -174,6 +177,7 @@ class Fetch(OpDef):
     """Marks a fetch target (in saved inference programs); the executor returns it itself."""
     type, inputs, outputs = "fetch", ("X",), ("Out?",)
     no_grad = True
+    plan_skip = True        # the executor returns fetches itself
 
     def infer(self, X, *, col=0):
         return {}

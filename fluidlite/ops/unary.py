@@ -221,7 +221,12 @@ class Round(_Round):
 
 @register
 class Sign(_Act):
-    """Out = sign(X) (-1, 0 or 1). Not differentiable (its derivative is 0 almost everywhere;
-    regularizers use it as a constant)."""
-    type, int_ok, no_grad = "sign", True, True
+    """Out = sign(X) (-1, 0 or 1);  dX = 0 * dOut: fluid's SignGradMaker emits ``scale`` of
+    Out@GRAD by 0.0 (so a NaN / inf upstream gradient gives NaN, as in fluid)."""
+    type, int_ok = "sign", True
     f = staticmethod(np.sign)
+
+    def make_grad(self, g, **_):
+        if g.input_grad("X"):
+            g.append("scale", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")},
+                     scale=0.0)

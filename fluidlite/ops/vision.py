@@ -15,6 +15,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core.registry import OpDef, VarSpec, register
+from .conv import c_div
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -200,15 +201,25 @@ def _unfold_geom(op: str, shape, kernel_sizes, strides, paddings, dilations):
           f"paddings must be 4 non-negative ints [top, left, bottom, right], got "
           f"{list(paddings)}")
     H, W = shape[2:]
-    oh = (H + paddings[0] + paddings[2] - (dilations[0] * (kernel_sizes[0] - 1) + 1)) \
-        // strides[0] + 1 if H >= 0 else -1
-    ow = (W + paddings[1] + paddings[3] - (dilations[1] * (kernel_sizes[1] - 1) + 1)) \
-        // strides[1] + 1 if W >= 0 else -1
+    # fluid's CalcOutputSize: C++ int division (truncated toward zero)
+    oh = c_div(H + paddings[0] + paddings[2] - (dilations[0] * (kernel_sizes[0] - 1) + 1),
+               strides[0]) + 1 if H >= 0 else -1
+    ow = c_div(W + paddings[1] + paddings[3] - (dilations[1] * (kernel_sizes[1] - 1) + 1),
+               strides[1]) + 1 if W >= 0 else -1
     _need(op, (H < 0 or oh > 0) and (W < 0 or ow > 0),
           f"the sliding blocks would be empty (input {list(shape)}, kernel "
           f"{list(kernel_sizes)}, paddings {list(paddings)}, strides {list(strides)}, "
           f"dilations {list(dilations)})")
     return oh, ow
+
+
+def _unfold_ends(shape, oh: int, ow: int, kernel_sizes, strides, paddings, dilations):
+    """Bottom/right padding of the canvas: the attrs', or more when the truncating output
+    size lets the last block reach past it (fluid's im2col reads zeros there)."""
+    reach = [(o - 1) * s + d * (k - 1) + 1
+             for o, s, d, k in zip((oh, ow), strides, dilations, kernel_sizes)]
+    return (max(paddings[2], reach[0] - shape[2] - paddings[0]),
+            max(paddings[3], reach[1] - shape[3] - paddings[1]))
 
 
 @register
@@ -229,7 +240,8 @@ class Unfold(OpDef):
     def forward(self, X, *, kernel_sizes=[], strides=[1, 1], paddings=[0, 0, 0, 0],
                 dilations=[1, 1]):
         oh, ow = _unfold_geom(self.type, X.shape, kernel_sizes, strides, paddings, dilations)
-        xp = np.pad(X, [(0, 0), (0, 0), (paddings[0], paddings[2]), (paddings[1], paddings[3])])
+        bottom, right = _unfold_ends(X.shape, oh, ow, kernel_sizes, strides, paddings, dilations)
+        xp = np.pad(X, [(0, 0), (0, 0), (paddings[0], bottom), (paddings[1], right)])
         N, C = X.shape[:2]
         kh, kw = kernel_sizes
         s = xp.strides
@@ -244,8 +256,8 @@ class Unfold(OpDef):
         N, C, H, W = X.shape
         kh, kw = kernel_sizes
         cols = dY.reshape(N, C, kh, kw, oh, ow)
-        buf = np.zeros((N, C, H + paddings[0] + paddings[2], W + paddings[1] + paddings[3]),
-                       dY.dtype)
+        bottom, right = _unfold_ends(X.shape, oh, ow, kernel_sizes, strides, paddings, dilations)
+        buf = np.zeros((N, C, H + paddings[0] + bottom, W + paddings[1] + right), dY.dtype)
         for i in range(kh):
             for j in range(kw):
                 hs, ws = i * dilations[0], j * dilations[1]

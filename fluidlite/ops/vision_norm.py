@@ -17,6 +17,7 @@ from typing import Any, Dict, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
+from .tensor import emit_grad_op
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -190,6 +191,11 @@ class SpectralNorm(OpDef):
     dWeight = dOut / sigma - (sum(dOut * Weight) / sigma^2) * (u v^T) (u, v held constant)."""
     type, inputs, outputs = "spectral_norm", ("Weight", "U", "V"), ("Out",)
     grad_uses = ("Weight", "U", "V")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: Weight@GRAD only (U and V get none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
+                     in_grads=("Weight",))
 
     def infer(self, Weight, U, V, *, dim=0, power_iters=1, eps=1e-12):
         r = Weight.ndim

@@ -27,6 +27,7 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
+from .tensor import emit_grad_op
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -154,6 +155,11 @@ class Yolov3Loss(OpDef):
     inputs = ("X", "GTBox", "GTLabel", "GTScore?")
     outputs = ("Loss", "ObjectnessMask", "GTMatchMask")
     grad_uses = ("X", "GTBox", "GTLabel", "GTScore")
+
+    def make_grad(self, g, **attrs):
+        """fluid's grad maker: X@GRAD only (the ground truth gets none)."""
+        emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Loss",),
+                     in_grads=("X",))
 
     def _check(self, X_shape, GTBox_shape, GTLabel_shape, anchors, anchor_mask,
                class_num) -> None:

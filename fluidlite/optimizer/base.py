@@ -326,13 +326,11 @@ class Optimizer:
     # -- dygraph state (issue 12; fluidlite/dygraph/optim.py) --------------------------------
     def state_dict(self) -> Dict[str, Any]:
         """Dygraph: ``{accumulator name: tensor}`` (save it with ``save_dygraph``)."""
-        from ..dygraph.optim import state_dict
-        return state_dict(self)
+        return _dygraph("state_dict")(self)
 
     def set_dict(self, state_dict: Dict[str, Any]) -> None:
         """Dygraph: load accumulator values saved by ``state_dict``."""
-        from ..dygraph.optim import set_dict
-        set_dict(self, state_dict)
+        _dygraph("set_dict")(self, state_dict)
 
     set_state_dict = load_state_dict = set_dict
 
@@ -391,17 +389,11 @@ class Optimizer:
         return optimize_ops, params_grads
 
 
-_DYGRAPH: Dict[str, Any] = {}
-
-
-def _dygraph(name: str) -> Any:
-    """``fluidlite.dygraph.optim.<name>`` (imported on first use: dygraph sits above this
-    module; a per-call import statement would cost a training step ~1 us)."""
-    fn = _DYGRAPH.get(name)
-    if fn is None:
-        from ..dygraph import optim
-        fn = _DYGRAPH[name] = getattr(optim, name)
-    return fn
+def _dygraph(name: str) -> Callable[..., Any]:
+    """The dygraph branch of ``Optimizer.<name>``: ``fluidlite.dygraph.optim.<name>``, which
+    registers itself with ``core.mode`` as ``optimizer.<name>`` (dygraph sits above this
+    module)."""
+    return _mode.implementation("optimizer." + name)
 
 
 def _resolve_clip(own: Optional[GradientClipBase], given: Any) -> Optional[GradientClipBase]:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 from ..clip import GradientClipBase
 from ..core import rewrite
 from ..core.ir import OpRole, Parameter, Variable
-from .base import Acc, Optimizer, _check_set, _hyper, _positive, _unit, Pairs
+from .base import Acc, Optimizer, _check_set, _hyper, _positive, _unit
 
 __all__ = ["SGD", "Momentum", "Adagrad", "Adam", "Adamax", "DecayedAdagrad", "Adadelta",
            "RMSProp", "Ftrl", "Lamb", "LarsMomentum", "SGDOptimizer", "MomentumOptimizer",

@@ -23,7 +23,8 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..clip import GradientClipBase, GradientClipByNorm
 from ..core import mode as _mode, rewrite
-from ..core.ir import Block, Operator, OpRole, Parameter, Program, Variable
+from ..core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
+                      default_main_program, default_startup_program)
 from ..core.dtypes import VarType
 from .optimizers import MomentumOptimizer
 from .base import Acc, Optimizer, Pairs, _check_set, _hyper, _positive
@@ -61,38 +62,8 @@ class DpsgdOptimizer(Optimizer):
         if _mode.tracer is None:
             return super().minimize(loss, startup_program, parameter_list, no_grad_set,
                                     grad_clip)
-        return self._dygraph_minimize(parameter_list, no_grad_set)
-
-    def _dygraph_minimize(self, parameter_list: Optional[Sequence[Any]],
-                          no_grad_set: Any) -> Tuple[List[Operator], Pairs]:
-        # the shared dygraph helpers (learning rate per parameter, regularizers); the update
-        # itself is the dpsgd kernel called with the tracer's generator, which the dygraph
-        # optimizer path does not hand to kernels
-        from ..core.registry import get_op_def
-        from ..dygraph import optim as dy
-        from ..dygraph.base import no_grad
-        from ..dygraph.tensor import ParamBase, VarBase
-        params = parameter_list if parameter_list else self._parameter_list
-        if params is None:
-            raise AttributeError(dy.NO_PARAMETER_LIST)
-        blocked = dy._no_grad_names(no_grad_set)
-        pairs = []
-        for p in params:
-            if not isinstance(p, ParamBase):
-                raise TypeError(f"DpsgdOptimizer: parameter_list must hold dygraph parameters "
-                                f"(e.g. layer.parameters()), but received {type(p).__name__}")
-            if p.trainable and p.name not in blocked and p._grad is not None:
-                pairs.append((p, VarBase(p._grad, name=p.name + "@GRAD")))
-        forward = get_op_def("dpsgd").forward
-        with no_grad():
-            pairs = dy._regularize(self, sorted(pairs, key=lambda pg: pg[0].name))
-            lr = dy._global_lr(self)
-            for p, g in pairs:
-                out = forward(p._array(), g._array(), dy._learning_rate(self, p, lr),
-                              rng=_mode.tracer.rng, **self._attrs)
-                p._version += 1
-                p._value = out["ParamOut"]
-        return [], pairs
+        return _mode.implementation("optimizer.dpsgd_minimize")(self, parameter_list,
+                                                                no_grad_set)
 
 
 Dpsgd = DpsgdOptimizer
@@ -158,10 +129,9 @@ class DGCMomentumOptimizer(MomentumOptimizer):
         return grad is not None and numel >= DGC_MIN_NUMEL and param.dtype == VarType.FP32
 
     def _counter(self) -> Variable:
-        from ..layers.control_flow import autoincreased_step_counter
         if self._global_step_var is None:
-            self._global_step_var = autoincreased_step_counter(counter_name=DGC_COUNTER_NAME,
-                                                               begin=0)
+            self._global_step_var = rewrite.step_counter(
+                default_main_program(), default_startup_program(), DGC_COUNTER_NAME, begin=0)
         return self._global_step_var
 
     def _apply_gradients(self, params_grads: Pairs,

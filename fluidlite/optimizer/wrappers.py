@@ -211,9 +211,8 @@ class ExponentialMovingAverage(_SwapIn):
 
     def update(self) -> None:
         """Append the EMA update ops to the main program (call once, after minimize)."""
-        from ..layers.control_flow import autoincreased_step_counter
-        autoincreased_step_counter(counter_name=self._step_counter_name)
         main = default_main_program()
+        rewrite.step_counter(main, default_startup_program(), self._step_counter_name)
         block = main.global_block()
         for param, tmp in self._params_tmps:
             with rewrite.role(main, OpRole.Optimize, [param, tmp], name_scope="moving_average"):
@@ -261,7 +260,6 @@ class LookaheadOptimizer:
                                               dtype=fast.dtype, persistable=True)
             rewrite.append(startup_block, "assign", {"X": s_fast}, {"Out": s_slow})
         # the sync ops update state: Optimize role, so clone(for_test) drops them
-        from ..layers.control_flow import Switch
         program = main_block.program
         with program_guard(program, startup), rewrite.role(program, OpRole.Optimize):
             k = _create_global_var("lookahead_k", [1], self.k, "int32")
@@ -274,25 +272,39 @@ class LookaheadOptimizer:
                 "shape": [1], "dtype": "int32", "value": 0.0})
             mod = rewrite.op(main_block, "elementwise_mod", X=step, Y=k)
             # fluid 1.8: every k-th step (step % k == 0) both weights become
-            # alpha * fast + (1 - alpha) * slow; the other steps run nothing (a Switch)
+            # alpha * fast + (1 - alpha) * slow; the other steps run nothing
             sync = rewrite.op(main_block, "equal", dtype="bool", X=mod, Y=zero)
-            with Switch() as switch:
-                with switch.case(sync):
-                    block = program.current_block()
-                    one_minus_alpha = rewrite.op(block, "elementwise_sub", X=one, Y=alpha)
-                    for name in params:
-                        fast, slow = main_block.var(name), slow_vars[name]
-                        mixed = rewrite.op(
-                            block, "elementwise_add",
-                            X=rewrite.op(block, "elementwise_mul", X=fast,
-                                         Y=_cast(block, alpha, fast.dtype)),
-                            Y=rewrite.op(block, "elementwise_mul", X=slow,
-                                         Y=_cast(block, one_minus_alpha, fast.dtype)))
-                        rewrite.append(block, "assign", {"X": mixed}, {"Out": slow})
-                        rewrite.append(block, "assign", {"X": mixed}, {"Out": fast})
-                with switch.default():
-                    pass
+            _switch(main_block, sync, lambda block: self._sync(block, main_block, params,
+                                                               slow_vars, one, alpha))
         return mini_out
+
+    @staticmethod
+    def _sync(block: Block, main_block: Block, params: List[str], slow_vars: Dict[str, Variable],
+              one: Variable, alpha: Variable) -> None:
+        """Append to ``block`` the sync of every parameter: both weights become
+        ``alpha * fast + (1 - alpha) * slow``."""
+        one_minus_alpha = rewrite.op(block, "elementwise_sub", X=one, Y=alpha)
+        for name in params:
+            fast, slow = main_block.var(name), slow_vars[name]
+            mixed = rewrite.op(
+                block, "elementwise_add",
+                X=rewrite.op(block, "elementwise_mul", X=fast, Y=_cast(block, alpha, fast.dtype)),
+                Y=rewrite.op(block, "elementwise_mul", X=slow,
+                             Y=_cast(block, one_minus_alpha, fast.dtype)))
+            rewrite.append(block, "assign", {"X": mixed}, {"Out": slow})
+            rewrite.append(block, "assign", {"X": mixed}, {"Out": fast})
+
+
+def _switch(block: Block, cond: Variable, body: Callable[[Block], None]) -> None:
+    """``body(sub_block)`` run when ``cond`` holds, as fluid 1.8's ``layers.Switch`` with that
+    one case and an empty default built it (so programs keep fluid's ops): ``logical_not`` of
+    ``cond``, the case's ``conditional_block`` and the default's, which owns an empty block."""
+    case = rewrite.conditional(cond, block.program)
+    otherwise = rewrite.op(block, "logical_not", X=cond)
+    with case as sub:
+        body(sub)
+    with rewrite.conditional(otherwise, block.program):
+        pass
 
 
 class RecomputeLoadError(Exception):

@@ -50,7 +50,7 @@ CASES = [
     ("rsqrt", {}, POS, lambda x: 1 / np.sqrt(x), True),
     ("square", {}, X, np.square, True),
     ("abs", {}, OpTest.rand(3, 5, avoid=0.0), np.abs, True),
-    ("sign", {}, OpTest.rand(3, 5, avoid=0.0), np.sign, False),
+    ("sign", {}, OpTest.rand(3, 5, avoid=0.0), np.sign, True),    # dX = 0 (fluid's scale 0)
     ("reciprocal", {}, POS, lambda x: 1 / x, True),
     ("pow", {"factor": 3.0}, X, lambda x: x ** 3, True),
     ("pow", {"factor": 0.5}, POS, np.sqrt, True),
@@ -94,7 +94,7 @@ def test_activation_op(op_type, attrs, x, ref, diff):
     t.check_output(atol=1e-7, rtol=1e-6)
     if diff:        # floor/ceil/round: a gradient of zero (fluid's rule) is the right answer
         t.check_grad(["X"], "Out", max_relative_error=0.005,
-                     allow_zero_grad=op_type in ("floor", "ceil", "round"))
+                     allow_zero_grad=op_type in ("floor", "ceil", "round", "sign"))
     else:
         assert get_op_def(op_type).no_grad
 
@@ -125,7 +125,8 @@ def test_extreme_inputs_stay_finite():
         assert out.dtype == np.float32
         np.testing.assert_allclose(out, ref, rtol=1e-6, atol=1e-6, err_msg=op_type)
     s = get_op_def("softmax").forward(np.array([[1000.0, 0.0, -1000.0]]))["Out"]
-    np.testing.assert_allclose(s, [[1, 0, 0]])
+    e64 = np.exp(-64.0) / (1 + 2 * np.exp(-64.0))     # fluid's ValueClip at -64
+    np.testing.assert_allclose(s, [[1, e64, e64]])
 
 
 @pytest.mark.parametrize("op_type,attrs,x,ref,diff", CASES, ids=IDS)
@@ -210,3 +211,64 @@ def test_op_rejects_integer_input_naming_the_op():
     with pytest.raises(ValueError, match=r"op 'exp' shape inference failed: X must be a float "
                                          r"tensor, but it is int64"):
         block.append_op("exp", {"X": i}, {"Out": out})
+
+
+# -- fluid's functors at their guards and kinks (issue 29): Paddle 2.6 CPU values ----------------
+def test_softmax_value_clip_and_gradient():
+    """No probability below e^-64 of the row's largest (fluid's ValueClip), also for -inf
+    logits; the gradient (dOut - sum(dOut * Out)) * Out stays finite."""
+    x = np.array([[0.0, 100.0, -50.0, 3.0], [-np.inf, 0.0, 1.0, -1e30]], np.float32)
+    out = get_op_def("softmax").forward(x)["Out"]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out[0], [1.6038109e-28, 1.0, 1.6038109e-28, 1.6038109e-28],
+                               rtol=1e-6)                                     # Paddle 2.6
+    assert out[1, 0] == out[1, 3] > 0
+    d = get_op_def("softmax").backward(out, np.ones_like(out))["X"]
+    assert np.isfinite(d).all()
+    t = OpTest()
+    t.op_type, t.attrs = "softmax", {"axis": 0}
+    x = OpTest.rand(3, 4, seed=2) * 3
+    x[0, 1] = 80.0          # column 1: the other entries sit at the clip
+    t.inputs = {"X": x}
+    z = np.maximum(x - x.max(0, keepdims=True), -64)
+    t.outputs = {"Out": np.exp(z) / np.exp(z).sum(0, keepdims=True)}
+    t.check_output(atol=0, rtol=1e-12)
+
+
+def test_leaky_relu_is_fluids_max_and_kink():
+    """fluid 1.8: Out = max(X, alpha X); dX = dOut where X >= 0 (the kink at 0 passes dOut,
+    as Paddle 2.6), alpha * dOut below."""
+    d = get_op_def("leaky_relu")
+    x = np.array([-2.0, -0.0, 0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(d.backward(x, np.ones(5), alpha=0.1)["X"],
+                                  [0.1, 1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(d.forward(x, alpha=0.1)["Out"], [-0.2, 0.0, 0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(d.forward(x, alpha=2.0)["Out"], [-2.0, 0.0, 0.0, 2.0, 6.0])
+    t = OpTest()
+    t.op_type, t.attrs = "leaky_relu", {"alpha": 0.3}
+    t.inputs = {"X": OpTest.rand(3, 4, avoid=0.0)}
+    t.outputs = {"Out": np.maximum(t.inputs["X"], 0.3 * t.inputs["X"])}
+    t.check_output()
+    t.check_grad(["X"], "Out")
+
+
+def test_sign_gradient_is_fluids_scale_by_zero():
+    """fluid's SignGradMaker: X@GRAD = scale(Out@GRAD, scale=0.0); a network through sign
+    trains the other branch and gives sign's input a zero gradient (not a missing one)."""
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [2, 3], "float32")
+        x.stop_gradient = False
+        y = fluid.layers.reduce_sum(fluid.layers.sign(x) * x)
+        gx, = fluid.gradients([y], [x])
+    grad_ops = [op.type for op in main.global_block().ops if op.type == "scale"]
+    assert grad_ops and any(op.attr("scale") == 0.0 for op in main.global_block().ops
+                            if op.type == "scale")
+    xv = np.array([[-2.0, 0.5, 0.0], [3.0, -0.1, 1.0]], np.float32)
+    g, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv}, fetch_list=[gx])
+    np.testing.assert_array_equal(g, np.sign(xv))         # only the x factor's gradient
+    with fluid.dygraph.guard():
+        v = fluid.dygraph.to_variable(xv)
+        v.stop_gradient = False
+        fluid.layers.reduce_sum(fluid.layers.sign(v)).backward()
+        np.testing.assert_array_equal(v.gradient(), np.zeros_like(xv))

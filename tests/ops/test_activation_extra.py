@@ -230,3 +230,13 @@ def test_new_activations_work_as_act_of_fc():
     np.testing.assert_allclose(ss, np.where(z > 0.2, z - 0.2, np.where(z < -0.2, z + 0.2, 0)),
                                rtol=1e-6)
     assert [op.type for op in main.global_block().ops].count("softshrink") == 1
+
+
+def test_thresholded_relu_is_x_times_mask():
+    """fluid's functor: Out = (X > threshold) * X, so negative X below the threshold gives
+    -0.0 (Paddle 2.6: [-0, -0, 0, 0, 3])."""
+    from fluidlite.core.registry import get_op_def
+    out = get_op_def("thresholded_relu").forward(np.array([-2.0, -0.0, 0.0, 1.0, 3.0]),
+                                                 threshold=1.0)["Out"]
+    np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, 0.0, 3.0])
+    assert np.signbit(out[:2]).all() and not np.signbit(out[2:]).any()

@@ -369,3 +369,62 @@ def test_window_larger_than_input_is_a_build_error():
         with pytest.raises(ValueError, match=r"pool2d: output size .* is not positive"):
             fluid.layers.pool2d(x, pool_size=9)
         assert (main.version, str(main), str(startup)) == before
+
+
+# -- fluid's C++ integer arithmetic (issue 29) ----------------------------------------------------
+class TestConvTruncatedOutputSize(OpTest):
+    """ConvOutputSize in C++: (2 - 3) / 2 + 1 = 1, not 0 (Python's floor): the window hangs
+    past the input and fluid's im2col reads zeros there (Paddle 2.6: same values)."""
+
+    @pytest.mark.parametrize("op_type,shape,f,strides,pads,dil,groups", [
+        ("conv2d", (1, 2, 2, 2), (3, 2, 3, 3), (2, 2), (0, 0), (1, 1), 1),
+        ("conv2d", (2, 2, 1, 5), (3, 2, 2, 2), (2, 2), (0, 0), (1, 1), 1),
+        ("conv2d", (1, 2, 5, 5), (2, 2, 3, 3), (3, 3), (1, 1), (2, 2), 1),
+        ("conv2d", (1, 2, 4, 3), (2, 2, 3, 3), (4, 4), (0, 1, 0, 0), (1, 1), 1),
+        ("depthwise_conv2d", (1, 2, 2, 2), (2, 1, 3, 3), (2, 2), (0, 0), (1, 1), 2)])
+    def test_conv(self, op_type, shape, f, strides, pads, dil, groups):
+        self.op_type = op_type
+        x, w = self.rand(*shape), self.rand(*f, seed=1)
+        p4 = list(pads) if len(pads) == 4 else [pads[0], pads[0], pads[1], pads[1]]
+        oh, ow = (int((n + p4[2 * i] + p4[2 * i + 1] - dil[i] * (f[2 + i] - 1) - 1) / strides[i])
+                  + 1 for i, n in enumerate(shape[2:]))
+        assert min(oh, ow) == 1
+        # the reference: enough zero rows/cols after the input for the last window
+        extra = [max((o - 1) * strides[i] + dil[i] * (f[2 + i] - 1) + 1
+                     - (shape[2 + i] + p4[2 * i] + p4[2 * i + 1]), 0)
+                 for i, o in enumerate((oh, ow))]
+        ref = ref_conv(x, w, strides, (p4[0], p4[1] + extra[0], p4[2], p4[3] + extra[1]), dil,
+                       groups)
+        assert ref.shape[2:] == (oh, ow)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": list(strides), "paddings": list(pads),
+                      "dilations": list(dil), "groups": groups}
+        self.outputs = {"Output": ref}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_paddle_values(self):
+        # Paddle 2.6: conv2d of arange(4) [1,1,2,2] with ones(3x3), stride 2 -> [[[[6.]]]]
+        self.op_type = "conv2d"
+        self.inputs = {"Input": np.arange(4.0).reshape(1, 1, 2, 2),
+                       "Filter": np.ones((1, 1, 3, 3))}
+        self.attrs = {"strides": [2, 2]}
+        self.outputs = {"Output": np.array([[[[6.0]]]])}
+        self.check_infer()
+        self.check_output()
+
+
+class TestDepthwiseConv2DTranspose(OpTest):
+    """fluid 1.8's depthwise_conv2d_transpose: conv2d_transpose with groups == channels
+    (Paddle 2.6: the same values and gradients)."""
+    op_type = "depthwise_conv2d_transpose"
+
+    def test_depthwise_transpose(self):
+        x, w = self.rand(2, 3, 4, 5), self.rand(3, 1, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [2, 2], "paddings": [1, 1], "groups": 3}
+        self.outputs = {"Output": ref_conv_transpose(x, w, (2, 2), (1, 1, 1, 1), groups=3)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")

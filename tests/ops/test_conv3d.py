@@ -260,3 +260,83 @@ def test_pool3d_errors():
     from fluidlite.core.registry import VarSpec
     with pytest.raises(ValueError, match="pooling_type"):
         d.infer(VarSpec(x.shape, "float32"), pooling_type="min", ksize=[2, 2, 2])
+
+
+# -- fluid's C++ integer arithmetic (issue 29): values of Paddle 2.6's CPU kernels ---------------
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+class TestPool3DCppArithmetic(OpTest):
+    op_type = "pool3d"
+
+    def test_truncated_output_size(self):
+        # (1 - 2) / 2 + 1 = 1 along depth and height: one window over the whole 1x2 plane
+        x = np.arange(10.0).reshape(1, 1, 1, 2, 5)
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": "max", "ksize": [2, 2, 2], "strides": [2, 2, 2],
+                      "paddings": [0, 0, 0]}
+        self.outputs = {"Out": np.array([6.0, 8.0]).reshape(1, 1, 1, 1, 2)}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    @pytest.mark.parametrize("ptype", ["max", "avg"])
+    def test_empty_windows(self, ptype):
+        # ceil_mode: along W the second window starts at 4 > 2 (no input cell): -FLT_MAX for
+        # max, 0 / (3 - 4) = -0.0 for exclusive avg, as Paddle
+        x = np.arange(27.0).reshape(1, 1, 3, 3, 3) - 13
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": ptype, "ksize": [1, 1, 1], "strides": [2, 2, 4],
+                      "paddings": [0, 0, 0], "ceil_mode": True}
+        first = np.array([-13.0, -7.0, 5.0, 11.0]).reshape(1, 1, 2, 2, 1)
+        empty = np.full((1, 1, 2, 2, 1), -FLT_MAX if ptype == "max" else -0.0)
+        self.outputs = {"Out": np.concatenate([first, empty], axis=-1)}
+        self.check_infer()
+        self.check_output()
+        got = get_op_def("pool3d").forward(x, **self.attrs)["Out"]
+        assert np.signbit(got[..., 1]).all()
+        if ptype == "avg":
+            self.check_grad(["X"], "Out")
+        else:
+            dx = get_op_def("pool3d").backward(x, got, np.ones(got.shape), **self.attrs)["X"]
+            assert dx.sum() == 4 and dx[0, 0, 0, 0, 0] == 1 and dx[0, 0, 2, 2, 0] == 1
+
+
+class TestMaxPoolWithIndexCppArithmetic(OpTest):
+    op_type = "max_pool2d_with_index"
+
+    def test_truncated_output_size(self):
+        x = np.arange(10.0).reshape(1, 1, 2, 5)
+        self.inputs = {"X": x}
+        self.attrs = {"ksize": [3, 2], "strides": [2, 2], "paddings": [0, 0]}
+        self.outputs = {"Out": np.array([[[[6.0, 8.0]]]]),
+                        "Mask": np.array([[[[6, 8]]]], np.int32)}     # Paddle 2.6
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Out")
+
+    def test_windows_in_the_padding_keep_mask_minus_one(self):
+        x = np.arange(9.0).reshape(1, 1, 3, 3)
+        self.inputs = {"X": x}
+        self.attrs = {"ksize": [2, 2], "strides": [1, 1], "paddings": [2, 2]}
+        inner = np.array([[0, 1, 2, 2], [3, 4, 5, 5], [6, 7, 8, 8], [6, 7, 8, 8]])
+        mask = np.full((6, 6), -1)
+        mask[1:5, 1:5] = inner
+        out = np.full((6, 6), -FLT_MAX)
+        out[1:5, 1:5] = inner
+        self.outputs = {"Out": out[None, None], "Mask": mask[None, None].astype(np.int32)}
+        self.check_infer()
+        self.check_output()
+        d = get_op_def("max_pool2d_with_index")
+        dx = d.backward(x, self.outputs["Mask"], np.ones((1, 1, 6, 6)), **self.attrs)["X"]
+        np.testing.assert_array_equal(dx[0, 0], [[1, 1, 2], [1, 1, 2], [2, 2, 4]])
+
+
+def test_pool3d_valid_keeps_ceil_mode():
+    """fluid's UpdatePadding zeroes the paddings for VALID and leaves ceil_mode alone:
+    a 2/2 pool of 5 cells gives 3 (Paddle 2.6: [1, 1, 3, 3, 3], as pool2d's [1, 5, 3, 3])."""
+    x = np.arange(125.0).reshape(1, 1, 5, 5, 5)
+    out = get_op_def("pool3d").forward(x, pooling_type="max", ksize=[2, 2, 2],
+                                       strides=[2, 2, 2], paddings=[0, 0, 0],
+                                       padding_algorithm="VALID", ceil_mode=True)["Out"]
+    assert out.shape == (1, 1, 3, 3, 3) and out[0, 0, 2, 2, 2] == 124.0

@@ -29,6 +29,21 @@ def test_range():
                      "Step": one(1, "int32")}, {}, {"Out": np.zeros(0, np.int32)})
 
 
+def test_range_accumulates_in_the_output_type():
+    """fluid's kernel: ``out[i] = value; value += step`` in T, and the count ceil(|(end -
+    start) / step|) in T (Paddle 2.6: these exact float32 values)."""
+    from fluidlite.core.registry import get_op_def
+    f = np.float32
+    got = get_op_def("range").forward(one(0, "float32"), one(100, "float32"),
+                                      one(0.37, "float32"))["Out"]
+    want = [f(0)]
+    for _ in range(270):
+        want.append(f(want[-1] + f(0.37)))
+    assert got.dtype == np.float32 and len(got) == 271
+    np.testing.assert_array_equal(got, want)
+    assert got[-1] != f(0) + f(0.37) * f(270)          # not start + i * step
+
+
 def test_range_errors():
     ins = {"Start": one(0, "int64"), "End": one(5, "int64"), "Step": one(0, "int64")}
     expect_error("range", ins, {}, {"Out": np.zeros(1)}, "range: step must not be 0", "run")

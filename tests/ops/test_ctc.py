@@ -70,3 +70,36 @@ def test_warpctc_layer_trains():
     assert float(np.array(last).ravel()[0]) < first / 4
     assert got.recursive_sequence_lengths() == [[1, 1]]
     assert np.array(got).ravel().tolist() == [1, 2]
+
+
+def test_warpctc_infeasible_sequences_cost_nothing():
+    """A label needing more steps than the input has (U + repeats > T: [1, 1] in 2 steps,
+    [2, 2, 2] in 4) gets loss 0 and a zero gradient, as warp-ctc's early return in fluid 1.8
+    and Paddle 2.6 (whose CPU kernel gives exactly [0, 4.5754304, 0] on these float32
+    logits); the feasible sequence in between is unaffected."""
+    logits = np.random.default_rng(5).uniform(-2, 2, (9, 4)).astype("float32")
+    lab = np.array([[1], [1], [1], [2], [3], [2], [2], [2]], "int32")
+    ins = {"Logits": (logits, [2, 3, 4]), "Label": (lab, [2, 3, 3])}
+    loss, = run("warpctc", ins, {"blank": 0}, outs=("Loss",))
+    np.testing.assert_allclose(np.array(loss).ravel(), [0.0, 4.5754304, 0.0], rtol=1e-6)
+    assert np.array(loss).dtype == np.float32
+    from fluidlite.core.registry import get_op_def
+    lod = {"Logits": ((0, 2, 5, 9),), "Label": ((0, 2, 5, 8),)}
+    g = get_op_def("warpctc").backward(logits, lab, dLoss=np.ones((3, 1), "float32"),
+                                       lod=lod)["Logits"]
+    assert not g[:2].any() and not g[5:].any() and g[2:5].any()
+    alone = get_op_def("warpctc").backward(logits[2:5], lab[2:5], dLoss=np.ones((1, 1)),
+                                           lod={"Logits": ((0, 3),), "Label": ((0, 3),)})
+    np.testing.assert_allclose(g[2:5], alone["Logits"], rtol=1e-6)
+    # exactly feasible: [1, 1] needs 3 steps (1, blank, 1)
+    one, = run("warpctc", {"Logits": (logits[:3], [3]), "Label": (lab[:2], [2])}, {"blank": 0},
+               outs=("Loss",))
+    assert np.array(one).item() > 0
+    # the padded form too
+    pad = np.zeros((4, 3, 4), "float32")
+    for b, (s, n) in enumerate(((0, 2), (2, 3), (5, 4))):
+        pad[:n, b] = logits[s:s + n]
+    lab_pad = np.array([[1, 1, 0], [1, 2, 3], [2, 2, 2]], "int32")
+    out = get_op_def("warpctc").forward(pad, lab_pad, np.array([2, 3, 4], "int64"),
+                                        np.array([2, 3, 3], "int64"))["Loss"]
+    np.testing.assert_allclose(out.ravel(), [0.0, 4.5754304, 0.0], rtol=1e-6)

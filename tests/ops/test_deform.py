@@ -98,3 +98,23 @@ def test_deformable_conv_errors():
     with pytest.raises(ValueError, match="deformable_groups"):
         d.infer(x, VarSpec([1, 54, 3, 3], "float32"), VarSpec([1, 27, 3, 3], "float32"), w,
                 deformable_groups=3)
+
+
+class TestDeformableConvTruncatedOutputSize(OpTest):
+    """fluid's ConvOutputSize in C++: (2 - 3) / 2 + 1 = 1 output row, not 0 (Paddle 2.6's
+    deformable_conv: the same values)."""
+    op_type = "deformable_conv"
+
+    def test_one_output_row(self):
+        x = self.rand(1, 2, 2, 5)
+        w = self.rand(3, 2, 3, 3, seed=1)
+        off = self.rand(1, 18, 1, 2, low=-0.9, high=0.9, seed=2)
+        mask = self.rand(1, 9, 1, 2, low=0.1, high=1.0, seed=3)
+        self.inputs = {"Input": x, "Offset": off, "Mask": mask, "Filter": w}
+        self.attrs = {"strides": [2, 2], "paddings": [0, 0], "dilations": [1, 1],
+                      "groups": 1, "deformable_groups": 1}
+        self.outputs = {"Output": ref_deform(x, off, mask, w, (2, 2), (0, 0), (1, 1), 1, 1)}
+        assert self.outputs["Output"].shape == (1, 3, 1, 2)
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["Input", "Offset", "Mask", "Filter"], "Output", delta=1e-4)

@@ -386,9 +386,14 @@ def test_multiclass_nms_empty_and_lod_form():
     rows = []
     for a, b in ((0, 2), (2, 5)):
         for c in range(2):
-            rows.append(ref_nms_image(per_class[a:b, c], scores[a:b, c][None], -1, 0.1, -1,
-                                      0.5, 1.0, -1))
-            rows[-1][:, 0] = c
+            r = ref_nms_image(per_class[a:b, c], scores[a:b, c][None], -1, 0.1, -1, 0.5, 1.0,
+                              -1)
+            r[:, 0] = c
+            # fluid's LoD form lists a class's kept boxes by box index (stable_sort of the
+            # indices; Paddle 2.6 agrees), not by score
+            pos = [int(np.nonzero((per_class[a:b, c] == row[2:]).all(axis=1))[0][0])
+                   for row in r]
+            rows.append(r[np.argsort(pos, kind="stable")])
     np.testing.assert_allclose(got["Out"], np.concatenate(rows), rtol=1e-6)
 
 
@@ -1071,3 +1076,18 @@ def test_generate_mask_labels():
     np.testing.assert_array_equal(m[0, 32:48], exp.reshape(-1))
     assert (m[0, :32] == -1).all() and exp.sum() > 0
     assert got["lod"]["MaskInt32"] == ((0, 1, 2),)
+
+
+def test_yolov3_loss_ground_truth_gets_no_gradient():
+    """fluid's grad maker writes X@GRAD only: GTBox / GTScore requiring a gradient get none
+    (before: KeyError 'GTBox' in yolov3_loss_grad)."""
+    from tests.ops.test_roi import grads_with_everything_requested
+    x = OpTest.rand(1, 2 * 8, 4, 4, low=-1.5, high=1.5)
+    gt = np.array([[[0.3, 0.4, 0.08, 0.12], [0.7, 0.6, 0.25, 0.3]]])
+    got = grads_with_everything_requested(
+        "yolov3_loss", {"X": x, "GTBox": gt, "GTLabel": np.array([[0, 2]], np.int32),
+                        "GTScore": np.array([[0.9, 0.6]])},
+        {"anchors": [10, 13, 16, 30, 33, 23], "anchor_mask": [0, 1], "class_num": 3,
+         "downsample_ratio": 8}, "Loss")
+    assert got["GTBox"] is None and got["GTScore"] is None
+    assert got["X"].shape == x.shape and np.abs(got["X"]).sum() > 0

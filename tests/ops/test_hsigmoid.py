@@ -10,7 +10,10 @@ C, D = 6, 4
 
 
 def _ref(x, w, b, labels):
+    """fluid's loss: the path's terms plus log(1 + exp(0)) = log 2 for each of the
+    code_length = (C - 1).bit_length() columns the path does not use (Paddle 2.6: same)."""
     out = []
+    code_length = (C - 1).bit_length()
     for xi, c in zip(x, labels.ravel()):
         code, loss, j = c + C, 0.0, 0
         while (code >> (j + 1)) > 0:
@@ -18,7 +21,7 @@ def _ref(x, w, b, labels):
             pre = np.clip(w[node] @ xi + b[node, 0], -40, 40)
             loss += np.log1p(np.exp(pre)) - bit * pre
             j += 1
-        out.append(loss)
+        out.append(loss + (code_length - j) * np.log(2.0))
     return np.array(out).reshape(-1, 1)
 
 
@@ -73,13 +76,14 @@ CODE = np.array([[1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0], [1, 1, 0, 1], [0, 0, 
 def _ref_custom(x, w, b, table, code):
     out = []
     for xi, nodes, bits in zip(x, table, code):
-        loss = 0.0
+        loss, used = 0.0, 0
         for node, bit in zip(nodes, bits):
             if node < 0:
                 break
             pre = np.clip(w[node] @ xi + (b[node, 0] if b is not None else 0.0), -40, 40)
             loss += np.log1p(np.exp(pre)) - bit * pre
-        out.append(loss)
+            used += 1
+        out.append(loss + (table.shape[1] - used) * np.log(2.0))     # fluid: log 2 per column
     return np.array(out).reshape(-1, 1)
 
 
@@ -100,7 +104,9 @@ def test_hsigmoid_custom_tree_matches_path_walk():
         b = ins["Bias"][0] if bias else None
         np.testing.assert_allclose(np.array(out), _ref_custom(ins["X"][0], ins["W"][0], b,
                                                               TABLE, CODE), rtol=1e-10)
-        assert np.array(pre).shape == (5, 4) and np.array(pre)[2, 1:].tolist() == [0, 0, 0]
+        # PreOut is fluid's softrelu of every column: log(1 + exp(0)) past the path
+        assert np.array(pre).shape == (5, 4)
+        np.testing.assert_allclose(np.array(pre)[2, 1:], [np.log(2.0)] * 3)
 
 
 def test_hsigmoid_custom_tree_grads():
@@ -156,3 +162,18 @@ def test_hsigmoid_custom_tree_layer_learns():
     for _ in range(60):
         last = exe.run(main, feed=feed, fetch_list=[loss], scope=scope)[0].item()
     assert last < first / 5, (first, last)
+
+
+def test_hsigmoid_short_paths_cost_log2_per_missing_node_as_fluid():
+    """num_classes = 5: code_length 3; labels 0..2 have 2-node paths. Paddle 2.6 (CPU) gives
+    exactly the path loss + log 2 for them, and the same PreOut = log(1 + exp(pre))."""
+    x = np.array([[3.0, -2.0], [-5.0, 4.5], [0.1, 0.2]])
+    w = np.array([[1.0, 0.5], [-1.0, 2.0], [0.3, -0.7], [0.2, 0.1]])
+    y = np.array([[0], [3], [4]])
+    out, pre = run("hierarchical_sigmoid", {"X": (x, None), "W": (w, None), "Label": (y, None)},
+                   {"num_classes": 5}, outs=("Out", "PreOut"))
+    np.testing.assert_allclose(np.array(out).ravel(), [9.820987, 14.517462, 2.3258412],
+                               rtol=1e-6)                     # Paddle 2.6's float32 values
+    assert np.array(pre).shape == (3, 3)
+    np.testing.assert_allclose(np.array(pre)[0], [9.1141637e-04, 2.1269281, np.log(2.0)],
+                               rtol=1e-4)        # (float32's log(1 + exp(-7)) in Paddle)

@@ -87,7 +87,8 @@ def test_softmax_with_cross_entropy_stable_float32():
     x = np.array([[1000.0, 0.0], [-1000.0, 0.0]], np.float32)
     out = get_op_def("softmax_with_cross_entropy").forward(x, np.array([[1], [1]]))
     assert out["Loss"].dtype == np.float32 and np.isfinite(out["Loss"]).all()
-    np.testing.assert_allclose(out["Loss"].ravel(), [1000.0, 0.0], atol=1e-3)
+    # fluid clips the shifted logits at -64: the wrong class costs 64, not 1000
+    np.testing.assert_allclose(out["Loss"].ravel(), [64.0, 0.0], atol=1e-3)
 
 
 def test_bad_label_errors():
@@ -183,3 +184,124 @@ def test_loss_layers_shapes_and_return_softmax():
         assert s.shape == (-1, C)
         types = [op.type for op in fluid.default_main_program().global_block().ops]
         assert "cross_entropy2" in types and "cross_entropy" in types
+
+
+# -- fluid's numeric guards (issue 29): Paddle 2.6 CPU values ------------------------------------
+BIG = np.array([[0.0, 100.0, -50.0, 3.0], [200.0, -300.0, 0.5, 1.0],
+                [-1000.0, 1000.0, 0.0, 0.0]], np.float32)
+BIG_LABEL = np.array([[0], [1], [2]], np.int64)
+
+
+def _run_swce(logits, label, **attrs):
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", list(logits.shape), str(logits.dtype))
+        x.stop_gradient = False
+        y = fluid.data("y", list(label.shape), str(label.dtype))
+        loss, sm = fluid.layers.softmax_with_cross_entropy(x, y, return_softmax=True, **attrs)
+        grad, = fluid.gradients([fluid.layers.reduce_sum(loss)], [x])
+    return fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": logits, "y": label},
+                                                fetch_list=[sm, loss, grad])
+
+
+def test_softmax_with_cross_entropy_clips_at_minus_64():
+    """fluid's SoftmaxFunctor clips the shifted logits at -64 and CrossEntropyFunctor takes
+    -log of that probability: a badly wrong class costs 64 (not 100 ... 2000) and every
+    probability is at least e^-64 / sum; Paddle 2.6 gives exactly these."""
+    e64 = np.float32(1.6038109e-28)
+    for float_type in ("float32", "float64"):
+        sm, loss, grad = _run_swce(BIG.astype(float_type), BIG_LABEL)
+        assert loss.dtype == np.dtype(float_type)
+        np.testing.assert_allclose(loss.ravel(), [64.0, 64.0, 64.0], rtol=1e-6)
+        np.testing.assert_allclose(sm[0], [e64, 1.0, e64, e64], rtol=1e-6)
+        np.testing.assert_allclose(grad, [[-1.0, 1.0, e64, e64], [1.0, -1.0, e64, e64],
+                                          [e64, 1.0, -1.0, e64]], rtol=1e-6)
+    soft = (np.abs(BIG) / np.abs(BIG).sum(1, keepdims=True)).astype(np.float32)
+    _, loss, _ = _run_swce(BIG, soft, soft_label=True)
+    np.testing.assert_allclose(loss.ravel(), [22.169935, 38.47657, 32.0], rtol=1e-6)
+    sm, loss, _ = _run_swce(np.ascontiguousarray(BIG.T), np.ascontiguousarray(BIG_LABEL.T),
+                            axis=0)
+    np.testing.assert_allclose(loss.ravel(), [64.0, 64.0, 64.0], rtol=1e-6)
+
+
+def test_softmax_with_cross_entropy_training_stays_finite():
+    """A confidently wrong classifier: fluid's loss stays 64 and its gradient finite, so SGD
+    recovers instead of diverging to inf / NaN."""
+    logits = np.array([[0.0, 5000.0]], np.float32)
+    for _ in range(3):
+        _, loss, grad = _run_swce(logits, np.array([[0]], np.int64))
+        assert np.isfinite(loss).all() and np.isfinite(grad).all() and loss.item() <= 64.0
+        logits = logits - 1000.0 * grad
+    assert logits[0, 0] > logits[0, 1] - 3000
+
+
+def test_softmax_with_cross_entropy_fast_path_is_forward_bit_for_bit():
+    d = get_op_def("softmax_with_cross_entropy")
+    from fluidlite.core.registry import VarSpec
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        x = (rng.standard_normal((7, 5)) * 40).astype(dtype)
+        x[0, 0] = -np.inf
+        lab = rng.integers(0, 5, (7, 1)).astype(np.int64)
+        fast = d.lower([VarSpec(x.shape, dtype), VarSpec(lab.shape, "int64")], {})
+        assert fast is not None
+        a, b = fast(x, lab), d.forward(x, lab)
+        for k in ("Softmax", "Loss"):
+            assert a[k].dtype == b[k].dtype == dtype
+            np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_sigmoid_cross_entropy_gradient_is_fluids_sigmoid():
+    """dX = 1 / (1 + exp(-x)) - label: in float32 at x = -30 that is 9.36e-14, not 0 (a
+    tanh-based sigmoid rounds it away); Paddle 2.6: -3.0671097e-14 for dOut = -0.3277."""
+    x = np.array([[-30.0, 30.0]], np.float32)
+    lab = np.array([[0.0, 1.0]], np.float32)
+    g = get_op_def("sigmoid_cross_entropy_with_logits").backward(x, lab, np.ones_like(x))["X"]
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g[0, 0], 1 / (1 + np.exp(30.0)), rtol=1e-6)
+
+
+# -- label shapes fluid accepts (issue 29) -------------------------------------------------------
+@pytest.mark.parametrize("op_type", ["cross_entropy", "cross_entropy2"])
+def test_cross_entropy_rank_minus_one_label(op_type):
+    """fluid's CrossEntropyOpBase takes hard labels of rank N-1 (X [N, C], Label [N]); Y
+    then has the label's shape (Paddle 2.6: Y (3,) = [0.2231, 0.5108, 0.6931], dX as for
+    [N, 1] labels; MatchX stays [N, 1])."""
+    x = np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
+    lab = np.array([1, 0, 1], np.int64)
+    t = OpTest()
+    t.op_type, t.inputs, t.attrs = op_type, {"X": x, "Label": lab}, {}
+    t.outputs = {"Y": -np.log([0.8, 0.6, 0.5])}
+    if op_type == "cross_entropy2":
+        t.outputs["MatchX"] = np.array([[0.8], [0.6], [0.5]])
+    t.check_infer()
+    t.check_output()
+    t.check_grad(["X"], "Y")
+    x3 = OpTest.rand(2, 3, 4, low=0.1, high=1.0)
+    lab3 = np.array([[0, 3, 1], [2, 2, 0]], np.int64)
+    t.inputs = {"X": x3, "Label": lab3}
+    t.outputs = {"Y": -np.log(np.take_along_axis(x3, lab3[..., None], -1)[..., 0])}
+    if op_type == "cross_entropy2":
+        t.outputs["MatchX"] = np.take_along_axis(x3, lab3[..., None], -1)
+    t.check_infer()
+    t.check_output()
+    t.check_grad(["X"], "Y")
+    with fluid.program_guard(fluid.Program(), fluid.Program()):     # the layer, as in fluid
+        p = fluid.data("p", [-1, 2], "float32")
+        y = fluid.data("y", [-1], "int64")
+        out = fluid.layers.cross_entropy(p, y)
+        assert out.shape == (-1,)
+        got, = fluid.Executor(fluid.CPUPlace()).run(
+            feed={"p": x.astype("float32"), "y": lab}, fetch_list=[out])
+        np.testing.assert_allclose(got, [0.22314353, 0.5108256, 0.6931472], rtol=1e-6)
+
+
+def test_cross_entropy_label_shape_errors():
+    from fluidlite.core.registry import VarSpec
+    d = get_op_def("cross_entropy")
+    with pytest.raises(ValueError, match="with dim 1 = 1"):
+        d.infer(VarSpec([3, 2], "float32"), VarSpec([3, 2], "int64"), soft_label=False)
+    with pytest.raises(ValueError, match="must have the rank of the input"):
+        d.infer(VarSpec([3, 2], "float32"), VarSpec([3], "float32"), soft_label=True)
+    with pytest.raises(ValueError, match="must have the rank of the input"):
+        d.infer(VarSpec([3, 2], "float32"), VarSpec([4], "int64"))

@@ -410,3 +410,58 @@ def test_fluid_doc_examples_label_dtypes_and_feature_dims_are_accepted():
                                rtol=1e-6)
     centers = [p for p in main.global_block().all_parameters() if "center_loss" in p.name]
     assert tuple(centers[0].shape) == (2, 6)
+
+
+# -- fluid's numeric guards (issue 29): Paddle 2.6 CPU values ------------------------------------
+def test_bpr_loss_tolerable_value():
+    """fluid's kernel: -log(1 + TolerableValue(exp(x_j - x_label))): an overflowing exp
+    counts as 1e20, so a term is at most log(1 + 1e20) = 46.0517 (Paddle 2.6's values)."""
+    from fluidlite.core.registry import get_op_def
+    x = np.array([[0.0, 100.0, -50.0, 3.0], [200.0, -300.0, 0.5, 1.0],
+                  [-1000.0, 1000.0, 0.0, 0.0]], np.float32)
+    lab = np.array([[0], [1], [2]], np.int64)
+    d = get_op_def("bpr_loss")
+    y = d.forward(x, lab)["Y"]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y.ravel(), [16.366762, 46.0517, 15.581615], rtol=1e-6)
+    g = d.backward(x, lab, np.ones((3, 1), np.float32))["X"]
+    np.testing.assert_allclose(g, [[-0.65085804, 1 / 3, 6.4291665e-23, 0.3175247],
+                                   [1 / 3, -1.0, 1 / 3, 1 / 3],
+                                   [3.3333333e-21, 1 / 3, -0.5, 0.16666667]], rtol=1e-6)
+
+
+def test_rank_loss_has_no_guard_in_fluid():
+    """fluid computes log(1 + exp(o)) - label * o literally: +inf once exp(o) overflows
+    (Paddle 2.6: [inf, 0, inf]); the gradient stays finite."""
+    from fluidlite.core.registry import get_op_def
+    f = np.float32
+    lab = np.array([[1.0], [0.0], [1.0]], f)
+    left, right = np.array([[100.0], [-100.0], [1e4]], f), np.array([[-100.0], [100.0], [0]], f)
+    d = get_op_def("rank_loss")
+    out = d.forward(lab, left, right)["Out"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out.ravel(), [np.inf, 0.0, np.inf])
+    g = d.backward(lab, left, right, np.ones((3, 1), f))
+    np.testing.assert_array_equal(g["Left"].ravel(), [0.0, 0.0, 0.0])
+
+
+def test_rank_loss_accepts_n_and_n_by_1():
+    """fluid's RankLossOp: Label, Left and Right each [N] or [N, 1], flattened by the kernel;
+    Out has Label's shape (Paddle 2.6: Out [0.974077, 3.0485873], dLeft [[-0.6224593],
+    [0.95257413]], dRight [0.6224593, -0.95257413] for these inputs and dOut = 1)."""
+    lab, left, right = np.array([1.0, 0.0]), np.array([[0.5], [2.0]]), np.array([1.0, -1.0])
+    o = left.ravel() - right
+    t = _t("rank_loss", {"Label": lab, "Left": left, "Right": right},
+           {"Out": np.log1p(np.exp(o)) - lab * o})
+    np.testing.assert_allclose(t.outputs["Out"], [0.974077, 3.0485873], rtol=1e-6)
+    t.check_grad(["Left", "Right"], "Out")
+    from fluidlite.core.registry import get_op_def
+    g = get_op_def("rank_loss").backward(lab, left, right, np.ones(2))
+    np.testing.assert_allclose(g["Left"], [[-0.6224593], [0.95257413]], rtol=1e-6)
+    np.testing.assert_allclose(g["Right"], [0.6224593, -0.95257413], rtol=1e-6)
+    from fluidlite.core.registry import VarSpec
+    d = get_op_def("rank_loss")
+    with pytest.raises(ValueError, match=r"rank_loss: Left must be \[N\] or \[N, 1\]"):
+        d.infer(VarSpec([2], "float32"), VarSpec([2, 2], "float32"), VarSpec([2], "float32"))
+    with pytest.raises(ValueError, match="same first dim"):
+        d.infer(VarSpec([2], "float32"), VarSpec([3], "float32"), VarSpec([2], "float32"))

@@ -311,3 +311,23 @@ def test_float32_layer_forward_and_backward_stay_float32(name, build):
         o, gx = exe.run(main, feed=feed, fetch_list=[out, g])
     assert o.dtype == np.float32 and gx.dtype == np.float32, (o.dtype, gx.dtype)
     assert gx.shape == feed["x"].shape and np.isfinite(gx).all()
+
+
+def test_log_softmax_value_clip():
+    """fluid's LogSoftmaxFunctor clips the shifted logits at -64 (Paddle 2.6: -64 exactly)."""
+    from fluidlite.core.registry import get_op_def
+    x = np.array([[0.0, 100.0, -50.0, 3.0], [200.0, -300.0, 0.5, 1.0]], np.float32)
+    out = get_op_def("log_softmax").forward(x)["Out"]
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[-64.0, 0.0, -64.0, -64.0], [0.0, -64.0, -64.0, -64.0]])
+    t = OpTest()
+    t.op_type, t.attrs = "log_softmax", {"axis": 1}
+    x = OpTest.rand(2, 5, seed=1) * 3
+    x[0, 0] = 70.0
+    t.inputs = {"X": x}
+    z = np.maximum(x - x.max(1, keepdims=True), -64)
+    t.outputs = {"Out": z - np.log(np.exp(z).sum(1, keepdims=True))}
+    t.check_output(atol=0, rtol=1e-12)
+    # (the gradient is fluid's dOut - exp(Out) sum(dOut), blind to the clip, as fluid's)
+    d = get_op_def("log_softmax").backward(t.outputs["Out"], np.ones((2, 5)), axis=1)["X"]
+    np.testing.assert_allclose(d, 1 - np.exp(t.outputs["Out"]) * 5)

@@ -154,3 +154,107 @@ class TestPool2DLayer:
             fluid.layers.pool2d(x, 2, pool_type="sum")
         with pytest.raises(ValueError, match="ceil_mode must be False"):
             fluid.layers.pool2d(x, 2, pool_padding="SAME", ceil_mode=True)
+
+
+# -- fluid's C++ integer arithmetic (issue 29) ----------------------------------------------------
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def ref_pool_cpp(x, k, s, pads=(0, 0, 0, 0), ptype="max", ceil=False, exclusive=True):
+    """fluid 1.8's PoolOutputSize and Pool2dFunctor loops, literally: C++ int division
+    (truncation toward zero), max starting from -FLT_MAX, exclusive averages divided by the
+    signed ``(hend - hstart) * (wend - wstart)``."""
+    def trunc_div(a, b):
+        return int(a / b)
+    N, C, H, W = x.shape
+    extra = [s[i] - 1 if ceil else 0 for i in range(2)]
+    oh = trunc_div(H + pads[0] + pads[1] - k[0] + extra[0], s[0]) + 1
+    ow = trunc_div(W + pads[2] + pads[3] - k[1] + extra[1], s[1]) + 1
+    out = np.zeros((N, C, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            hs, ws = i * s[0] - pads[0], j * s[1] - pads[2]
+            he, we = min(hs + k[0], H), min(ws + k[1], W)
+            hs, ws = max(hs, 0), max(ws, 0)
+            win = x[:, :, hs:max(he, hs), ws:max(we, ws)]
+            if ptype == "max":
+                out[:, :, i, j] = np.maximum(win.max(axis=(2, 3), initial=-np.inf), -FLT_MAX)
+            else:
+                div = (he - hs) * (we - ws) if exclusive else k[0] * k[1]
+                with np.errstate(invalid="ignore"):
+                    out[:, :, i, j] = win.sum(axis=(2, 3)) / np.float64(div)
+    return out
+
+
+class TestPool2DCppArithmetic(OpTest):
+    """Output sizes and the windows past the input as fluid computes them (checked against
+    Paddle 2.6's pool2d on CPU: same shapes, -3.4028235e+38, NaN and -0.0 included)."""
+    op_type = "pool2d"
+
+    def _run(self, x, ptype, k, s, pads=(0, 0), ceil=False, exclusive=True, grad=True):
+        self.inputs = {"X": x}
+        self.attrs = {"pooling_type": ptype, "ksize": list(k), "strides": list(s),
+                      "paddings": list(pads), "ceil_mode": ceil, "exclusive": exclusive}
+        p4 = pads if len(pads) == 4 else (pads[0], pads[0], pads[1], pads[1])
+        self.outputs = {"Out": ref_pool_cpp(x, k, s, p4, ptype, ceil, exclusive)}
+        self.check_infer()
+        self.check_output()
+        if grad:
+            self.check_grad(["X"], "Out")
+
+    def test_one_row_map_two_by_two_stride_two(self):
+        # (1 - 2) / 2 + 1 = 1 in C++ (Python's floor gave 0: a build error)
+        x = np.arange(10.0).reshape(1, 2, 1, 5)
+        self._run(x, "max", (2, 2), (2, 2))
+        np.testing.assert_array_equal(self.outputs["Out"], [[[[1, 3]], [[6, 8]]]])   # Paddle
+        self._run(x, "avg", (2, 2), (2, 2))
+        np.testing.assert_array_equal(self.outputs["Out"], [[[[0.5, 2.5]], [[5.5, 7.5]]]])
+
+    def test_window_larger_than_the_map(self):
+        x = self.rand(1, 2, 6, 6, seed=4)
+        self._run(x, "max", (7, 7), (2, 2))     # (6 - 7) / 2 + 1 = 1: the whole map
+        assert self.outputs["Out"].shape == (1, 2, 1, 1)
+        np.testing.assert_allclose(self.outputs["Out"][..., 0, 0], x.max(axis=(2, 3)))
+        self._run(x, "avg", (7, 7), (2, 2))
+        self._run(x, "avg", (7, 7), (2, 2), exclusive=False)    # fluid 1.8: / 49
+
+    def test_empty_windows(self):
+        # ceil_mode: the third window starts at 6 > 4; padding 2 >= ksize 2: corner windows
+        # hold no input cell. Paddle 2.6 gives -FLT_MAX (max), -0.0 and NaN (exclusive avg).
+        # (no numeric gradient check through a -FLT_MAX output: sum(out * R) is ~1e38)
+        x = np.array([[[[-3.0, -2.0, -1.0, 0.0, 1.0]]]])
+        self._run(x, "max", (1, 1), (3, 3), ceil=True, grad=False)
+        np.testing.assert_array_equal(self.outputs["Out"], [[[[-3.0, 0.0, -FLT_MAX]]]])
+        from fluidlite.core.registry import get_op_def
+        dx = get_op_def("pool2d").backward(x, self.outputs["Out"], np.ones((1, 1, 1, 3)),
+                                           **self.attrs)["X"]
+        np.testing.assert_array_equal(dx, [[[[1.0, 0.0, 0.0, 1.0, 0.0]]]])     # as Paddle
+        self._run(x, "avg", (1, 1), (3, 3), ceil=True)
+        assert np.signbit(self.outputs["Out"][0, 0, 0, 2])           # 0 / -1 = -0.0
+        x = self.rand(1, 1, 3, 3, seed=5)
+        self._run(x, "max", (2, 2), (1, 1), (2, 2), grad=False)
+        assert self.outputs["Out"][0, 0, 0, 0] == -FLT_MAX
+        self._run(x, "avg", (2, 2), (1, 1), (2, 2), grad=False)
+        assert np.isnan(self.outputs["Out"][0, 0, 0, 0])              # 0 / 0
+        x = self.rand(1, 1, 3, 4, seed=6)
+        self._run(x, "avg", (2, 3), (2, 2), (0, 3, 1, 0), grad=False)
+
+    def test_executor_matches_the_cpp_loops_bit_for_bit(self):
+        x = np.array([[[[-3.0, -2.0, -1.0, 0.0, 1.0]]]], "float32")
+        main = fluid.Program()
+        with fluid.program_guard(main, fluid.Program()):
+            xv = fluid.data("x", [1, 1, 1, 5], "float32")
+            a = fluid.layers.pool2d(xv, pool_size=1, pool_stride=3, ceil_mode=True)
+            b = fluid.layers.pool2d(xv, pool_size=1, pool_type="avg", pool_stride=3,
+                                    ceil_mode=True)
+        got_a, got_b = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": x},
+                                                            fetch_list=[a, b])
+        assert got_a.dtype == np.float32 and got_a[0, 0, 0, 2] == np.float32(-FLT_MAX)
+        assert got_b[0, 0, 0, 2] == 0 and np.signbit(got_b[0, 0, 0, 2])
+
+    def test_still_an_error_when_cpp_gives_zero(self):
+        self.inputs = {"X": self.rand(1, 1, 6, 6)}
+        self.attrs = {"pooling_type": "max", "ksize": [7, 7], "strides": [1, 1]}
+        self.outputs = {"Out": np.zeros((1, 1, 1, 1))}
+        with pytest.raises(ValueError, match=r"output size \[0, 0\] is not positive"):
+            self.check_infer()

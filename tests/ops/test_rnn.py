@@ -444,3 +444,25 @@ class TestCudnnLSTM(OpTest):
         self.inputs["W"] = self.inputs["W"][:-1]
         with pytest.raises(ValueError, match="cudnn_lstm: W must hold"):
             self._build()
+
+
+# -- fluid's clipped activations (issue 29) -------------------------------------------------------
+def test_gru_and_lstm_use_fluids_clipped_activations():
+    """fluid's gru / lstm kernels use math/detail/activation_functions.h: sigmoid of x
+    clipped to [-40, 13] (a saturated gate is 0.99999774, not 1) and tanh as 2 / (1 +
+    exp(min(-2x, 40))) - 1. Paddle 2.6 (CPU, same inputs) gives these Hidden values."""
+    f = np.float32
+    inp = np.linspace(-60, 60, 18).reshape(3, 6).astype(f)
+    w = np.full((2, 6), 0.1, f)
+    hid, gate = run("gru", {"Input": (inp, [3]), "Weight": w, "Bias": np.zeros((1, 6), f)},
+                    {}, ["Hidden", "BatchGate"])
+    np.testing.assert_allclose(hid.ravel(), [-4.2483541e-18, -4.2483541e-18, 2.1676037e-08,
+                                             2.5210245e-05, 0.99999774, 0.99999774], rtol=1e-5)
+    assert gate[2, 0] == f(1) / (f(1) + np.exp(f(-13)))        # the clipped update gate
+    inp = np.linspace(-60, 60, 24).reshape(3, 8).astype(f)
+    hid, cell = run("lstm", {"Input": (inp, [3]), "Weight": np.full((2, 8), 0.1, f),
+                             "Bias": np.zeros((1, 14), f)}, {"use_peepholes": True},
+                    ["Hidden", "Cell"])
+    np.testing.assert_allclose(hid.ravel(), [0.0, 0.0, -3.9901212e-04, -6.8473399e-02,
+                                             0.76142383, 0.73125219], rtol=2e-6, atol=1e-30)
+    np.testing.assert_allclose(cell.ravel()[:2], [-4.2483541e-18, -4.2483541e-18], rtol=1e-5)

@@ -222,6 +222,18 @@ class TestPrroiPool(OpTest):
         self.check_output(atol=2e-5, rtol=1e-4)
         self.check_grad(["X"], "Out", weighted=True)
 
+    def test_roi_gradient(self):
+        """fluid's prroi_pool also differentiates the boxes (PRROIPoolGradMaker writes
+        ROIs@GRAD): the exact derivative of the bin integrals / bin area w.r.t. the corners
+        (boxes kept off pixel centres and with positive area, where it is smooth)."""
+        x = self.rand(2, 2 * 2 * 2, 5, 6, seed=3)
+        rois = np.array([[0.3, 0.7, 4.2, 3.9], [-0.45, 1.2, 6.3, 5.85], [1.1, 2.2, 2.6, 3.3]])
+        self.inputs = {"X": x, "ROIs": rois, "BatchRoINums": np.array([1, 2], np.int64)}
+        self.attrs = {"output_channels": 2, "spatial_scale": 0.9, "pooled_height": 2,
+                      "pooled_width": 2}
+        self.outputs = {"Out": ref_prroi(x, rois, [0, 1, 1], 2, 0.9, 2, 2)}
+        self.check_grad(["X", "ROIs"], "Out", weighted=True, delta=1e-5)
+
 
 def ref_deform_psroi(x, rois, trans, no_trans, scale, out_dim, group, ph, pw, part, spp, std):
     N, C, H, W = x.shape
@@ -377,3 +389,56 @@ class TestRoiPerspectiveTransform(OpTest):
         self.check_output()
         assert mask.sum() > 10
         self.check_grad(["X"], "Out", weighted=True)
+
+
+# -- grads of inputs fluid does not differentiate (issue 29) --------------------------------------
+def grads_with_everything_requested(op_type, inputs, attrs, out_slot):
+    """One-op program whose every float input requires a gradient (ROIs produced by a
+    trainable layer, say); returns {input slot: its gradient or None}, run by the Executor."""
+    import fluidlite as fluid
+    main = fluid.Program()
+    block = main.global_block()
+    feed, ins = {}, {}
+    for slot, arr in inputs.items():
+        v = block.create_var(name=slot.lower(), shape=arr.shape, dtype=arr.dtype, is_data=True,
+                             stop_gradient=arr.dtype.kind != "f")
+        feed[v.name], ins[slot] = arr, v
+    opdef = get_op_def(op_type)
+    outs = {s.name: block.create_var(name=s.name.lower() + "_out") for s in opdef.out_slots
+            if not s.dispensable}
+    with fluid.program_guard(main, fluid.Program()):
+        block.append_op(op_type, ins, outs, dict(attrs))
+        floats = [s for s, a in inputs.items() if a.dtype.kind == "f"]
+        grads = fluid.gradients([fluid.layers.reduce_sum(outs[out_slot])],
+                                [ins[s] for s in floats])
+    fetch = [g for g in grads if g is not None]
+    vals = iter(fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=fetch))
+    return {s: (next(vals) if g is not None else None) for s, g in zip(floats, grads)}
+
+
+@pytest.mark.parametrize("op_type,inputs,attrs,out_slot,differentiated", [
+    ("roi_align", {"X": OpTest.rand(1, 2, 6, 7), "ROIs": np.array([[0.5, 1.0, 4.5, 5.0]])},
+     {"pooled_height": 2, "pooled_width": 2}, "Out", {"X"}),
+    ("roi_pool", {"X": OpTest.rand(1, 2, 6, 7), "ROIs": np.array([[0.5, 1.0, 4.5, 5.0]])},
+     {"pooled_height": 2, "pooled_width": 2}, "Out", {"X"}),
+    ("psroi_pool", {"X": OpTest.rand(1, 8, 6, 7), "ROIs": np.array([[0.5, 1.0, 4.5, 5.0]])},
+     {"output_channels": 2, "pooled_height": 2, "pooled_width": 2}, "Out", {"X"}),
+    ("prroi_pool", {"X": OpTest.rand(1, 8, 6, 7), "ROIs": np.array([[0.5, 1.1, 4.5, 5.2]])},
+     {"output_channels": 2, "pooled_height": 2, "pooled_width": 2}, "Out", {"X", "ROIs"}),
+    ("deformable_psroi_pooling", {"Input": OpTest.rand(1, 8, 8, 9),
+                                  "ROIs": np.array([[1.2, 1.4, 5.6, 6.2]]),
+                                  "Trans": OpTest.rand(1, 2, 2, 2, low=-0.3, high=0.3)},
+     {"output_dim": 2, "group_size": [2, 2], "pooled_height": 2, "pooled_width": 2,
+      "part_size": [2, 2], "sample_per_part": 2}, "Output", {"Input", "Trans"}),
+    ("roi_perspective_transform", {"X": OpTest.rand(1, 2, 8, 9),
+                                   "ROIs": np.array([[1.1, 1.3, 6.7, 0.8, 7.2, 6.1, 0.6, 5.5]])},
+     {"transformed_height": 4, "transformed_width": 5}, "Out", {"X"}),
+])
+def test_box_inputs_get_fluids_gradients(op_type, inputs, attrs, out_slot, differentiated):
+    """fluid's grad makers write X@GRAD only (prroi_pool also ROIs@GRAD, deformable psroi
+    pooling Trans@GRAD): a ROIs variable that requires a gradient gets none -- before, the
+    grad op asked its backward for a ROIs gradient it never computes (KeyError 'ROIs')."""
+    got = grads_with_everything_requested(op_type, inputs, attrs, out_slot)
+    assert {s for s, g in got.items() if g is not None} == differentiated
+    for s in differentiated:
+        assert got[s].shape == inputs[s].shape and np.isfinite(got[s]).all()

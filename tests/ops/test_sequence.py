@@ -643,3 +643,34 @@ def test_im2sequence_real_image_size_layer_and_errors():
         fluid.Executor().run(main, feed={"img": x, "size": np.array([[8, 8], [20, 6]],
                                                                    "float32")},
                              fetch_list=[out], scope=fluid.Scope())
+
+
+def test_im2sequence_truncated_output_size():
+    """fluid's Im2SeqOutputSize in C++: (2 - 3) / 2 + 1 = 1 patch row (floor gave 0, an
+    error); the patch reaches past the image, where fluid's im2col reads zeros."""
+    x = RNG.uniform(-1, 1, (2, 2, 2, 5))
+    attrs = {"kernels": [3, 2], "strides": [2, 2], "paddings": [0, 0, 0, 0]}
+    out, = run("im2sequence", {"X": (x, None)}, attrs)
+    pad = np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 0)))
+    want = [pad[n, :, 0:3, j:j + 2].reshape(-1) for n in range(2) for j in (0, 2)]
+    np.testing.assert_allclose(np.array(out), np.array(want))
+    assert out.recursive_sequence_lengths() == [[2, 2]]
+    check_grad("im2sequence", {"X": (x, None)}, "X", attrs)
+
+
+def test_sequence_softmax_is_fluids_unshifted_kernel():
+    """fluid's CPU sequence_softmax computes exp(x) / sum(exp(x)) with no max shift: a logit
+    beyond exp's float32 range gives NaN in its sequence (Paddle 2.6: [0, nan, 0, 0 | nan,
+    0, 0]); moderate logits give the usual softmax."""
+    x = np.array([[0.0], [100.0], [-50.0], [3.0], [200.0], [-300.0], [0.5]], np.float32)
+    out, = run("sequence_softmax", {"X": (x, [4, 3])}, {})
+    out = np.array(out).ravel()
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(out), [False, True, False, False, True, False,
+                                                  False])
+    np.testing.assert_array_equal(out[[0, 2, 3, 5, 6]], 0.0)
+    x = RNG.uniform(-3, 3, (5, 1))
+    out, = run("sequence_softmax", {"X": (x, [2, 3])}, {})
+    want = np.concatenate([np.exp(x[:2]) / np.exp(x[:2]).sum(),
+                           np.exp(x[2:]) / np.exp(x[2:]).sum()])
+    np.testing.assert_allclose(np.array(out), want, rtol=1e-12)

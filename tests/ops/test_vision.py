@@ -641,3 +641,138 @@ class TestInplaceABN(OpTest):
         self.check_infer()
         self.check_output()
         self.check_grad(["X", "Scale", "Bias"], "Y", weighted=True)
+
+
+# -- fluid's C++ arithmetic (issue 29): values of Paddle 2.6's CPU kernels -----------------------
+def test_interp_scale_is_a_float32_product():
+    """``static_cast<int>(in * scale)`` with a float ``scale``: 30 * 2.1f = 62.999998 -> 62
+    (a double product gives 63.000000000000004 -> 63); Paddle 2.6: [62, 94] and [63, 42]."""
+    from fluidlite.core.registry import VarSpec, get_op_def
+    d = get_op_def("bilinear_interp")
+    attrs = {"scale": 2.1, "interp_method": "bilinear", "align_corners": False,
+             "align_mode": 0}
+    assert d.infer(VarSpec([1, 1, 30, 45], "float32"), **attrs)["Out"].shape == (1, 1, 62, 94)
+    assert d.forward(np.zeros((1, 1, 30, 45)), **attrs)["Out"].shape == (1, 1, 62, 94)
+    n = get_op_def("nearest_interp")
+    got = n.forward(np.zeros((1, 1, 45, 30)), scale=1.4, interp_method="nearest",
+                    align_corners=False)["Out"]
+    assert got.shape == (1, 1, 63, 42)
+
+
+class TestInterpFloat32Weights(OpTest):
+    """fluid computes ratios and weights in float (``ratio * k`` float32, the weights float32):
+    resizing 7 columns to 5 weighs by 1.39999998..., not 1.4, whatever the input dtype."""
+    op_type = "bilinear_interp"
+
+    def test_values(self):
+        x = np.arange(14.0).reshape(1, 1, 2, 7)
+        self.inputs = {"X": x}
+        self.attrs = {"out_h": 3, "out_w": 5, "interp_method": "bilinear",
+                      "align_corners": False, "align_mode": 1}
+        f = np.float32
+        row = [f(0), f(7) / f(5), f(2) * (f(7) / f(5)), f(3) * (f(7) / f(5)),
+               f(4) * (f(7) / f(5))]
+        self.outputs = {"Out": np.array([[0.0, 1.39999998, 2.79999995, 4.19999981, 5.5999999],
+                                         [4.66666681, 6.06666678, 7.46666676, 8.86666662,
+                                          10.26666671],
+                                         [7.0, 8.39999998, 9.79999995, 11.19999981,
+                                          12.5999999]])[None, None]}     # Paddle 2.6
+        self.check_infer()
+        self.check_output(atol=1e-8, rtol=1e-8)
+        got = get_op("bilinear_interp").forward(x, **self.attrs)["Out"]
+        np.testing.assert_array_equal(got[0, 0, 0], np.array(row, np.float64))
+        self.check_grad(["X"], "Out")
+
+
+def get_op(op_type):
+    from fluidlite.core.registry import get_op_def
+    return get_op_def(op_type)
+
+
+class TestUnfoldTruncatedOutputSize(OpTest):
+    """(2 - 3) / 2 + 1 = 1 block row in C++ (Paddle 2.6 unfold: same values); the block
+    reaches past the input, where fluid's im2col reads zeros."""
+    op_type = "unfold"
+
+    def test_unfold(self):
+        x = self.rand(1, 2, 2, 5)
+        self.inputs = {"X": x}
+        self.attrs = {"kernel_sizes": [3, 2], "strides": [2, 2], "paddings": [0, 0, 0, 0],
+                      "dilations": [1, 1]}
+        xp = np.pad(x, [(0, 0), (0, 0), (0, 1), (0, 0)])       # the row past the input
+        ref = np.zeros((1, 2 * 6, 2))
+        for c in range(2):
+            for i in range(3):
+                for j in range(2):
+                    for xx in range(2):
+                        ref[:, (c * 3 + i) * 2 + j, xx] = xp[:, c, i, xx * 2 + j]
+        self.outputs = {"Y": ref}
+        self.check_infer()
+        self.check_output()
+        self.check_grad(["X"], "Y")
+
+
+def test_spectral_norm_u_v_get_no_gradient():
+    """fluid's grad maker writes Weight@GRAD only (before: KeyError 'U')."""
+    from tests.ops.test_roi import grads_with_everything_requested
+    w = OpTest.rand(3, 4)
+    got = grads_with_everything_requested(
+        "spectral_norm", {"Weight": w, "U": OpTest.rand(3, seed=1), "V": OpTest.rand(4, seed=2)},
+        {"dim": 0, "power_iters": 1}, "Out")
+    assert got["U"] is None and got["V"] is None and got["Weight"].shape == w.shape
+
+
+def _cubic_weights(t, a=-0.75):
+    def c1(x):
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def c2(x):
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [c2(t + 1), c1(t), c1(1 - t), c2(2 - t)]
+
+
+def ref_bicubic(x, oh, ow, align_corners):
+    """fluid's BicubicInterpolation, one output pixel at a time."""
+    n, c, h, w = x.shape
+
+    def src(k, n_in, n_out):
+        if align_corners:
+            r = np.float32(n_in - 1) / np.float32(n_out - 1) if n_out > 1 else np.float32(0)
+            return float(r * np.float32(k))
+        r = np.float32(n_in) / np.float32(n_out) if n_out > 1 else np.float32(0)
+        return float(r) * (k + 0.5) - 0.5
+
+    out = np.zeros((n, c, oh, ow))
+    for i in range(oh):
+        y = src(i, h, oh)
+        y0 = int(np.floor(y))
+        wy = _cubic_weights(y - y0)
+        for j in range(ow):
+            xx = src(j, w, ow)
+            x0 = int(np.floor(xx))
+            wx = _cubic_weights(xx - x0)
+            acc = 0.0
+            for a in range(4):
+                for b in range(4):
+                    yi = min(max(y0 - 1 + a, 0), h - 1)
+                    xi = min(max(x0 - 1 + b, 0), w - 1)
+                    acc = acc + wy[a] * wx[b] * x[:, :, yi, xi]
+            out[:, :, i, j] = acc
+    return out
+
+
+class TestBicubicInterp(OpTest):
+    """fluid 1.8's bicubic_interp (Paddle 2.6's CPU kernel: the same values to 1e-9)."""
+    op_type = "bicubic_interp"
+
+    @pytest.mark.parametrize("align_corners", [True, False])
+    @pytest.mark.parametrize("h,w,oh,ow", [(4, 5, 7, 3), (6, 6, 12, 13), (3, 8, 2, 1)])
+    def test_bicubic(self, align_corners, h, w, oh, ow):
+        x = self.rand(2, 3, h, w)
+        self.inputs = {"X": x}
+        self.attrs = {"out_h": oh, "out_w": ow, "interp_method": "bicubic",
+                      "align_corners": align_corners}
+        self.outputs = {"Out": ref_bicubic(x, oh, ow, align_corners)}
+        self.check_infer()
+        self.check_output(atol=1e-9, rtol=1e-9)
+        self.check_grad(["X"], "Out")

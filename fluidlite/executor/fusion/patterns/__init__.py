@@ -1,0 +1,24 @@
+"""The fusion patterns, in the order the matcher applies them (``PIPELINE``).
+
+Each module declares its patterns (``fusion/matcher.py``'s language) and the builder of their
+fused op; adding a fusion is adding a module and its entry here (README "Writing a fusion").
+The order matters where one pattern consumes another's result: the clip's multiplies fold into
+update members before the standalone ones are fused and the dead casts dropped; the global-norm
+chain is matched on what remains; the guard's commits fold into members before members group.
+"""
+from __future__ import annotations
+
+from typing import Tuple, Union
+
+from ..matcher import GroupPattern, Pattern
+from . import allreduce_scale, clip_scale, global_norm_clip, guard_skip, update_group
+
+PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
+    allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
+    update_group.MEMBERS,           # every update op a member, its clip multiply folded in
+    clip_scale.PATTERN,             # the other clip multiplies by a float64 scale
+    clip_scale.DEAD_CASTS,          # casts nobody reads any more
+    global_norm_clip.PATTERN,       # squared_l2_norm ... elementwise_div [cast]
+    guard_skip.PATTERN,             # issue 13: the guard's select_input commits
+    update_group.GROUPS,            # members -> one in-place kernel per op type
+)
