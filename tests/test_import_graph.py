@@ -182,3 +182,21 @@ def test_the_scanner_sees_lazy_imports_and_skips_type_checking(tmp_path):
     modules = {"p.a": path, "p.b": path, "p.c": path}
     assert set(_imported("p.a", path, modules)) == {"p.c"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_is_longer_than_80_lines():
+    """Long functions are split into named steps (README, "Layout"): a reader follows one step
+    at a time."""
+    long = []
+    for path in sorted(PKG.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"  {path.relative_to(PKG.parent)}:{node.lineno} "
+                                f"{node.name} ({n} lines)")
+    assert not long, "functions over 80 lines:\n" + "\n".join(long)

@@ -199,10 +199,12 @@ def _bias_add(uses: rewrite.Uses, block: Block, out: str, axes: Sequence[int]
     return add
 
 
-def _bn_fuse(ctx: PassContext, producer_types: Tuple[str, ...]) -> int:
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    uses = rewrite.Uses(block)
+def _bn_candidates(ctx: PassContext, uses: "rewrite.Uses", skip: Set[str],
+                   producer_types: Tuple[str, ...]) -> List[Tuple[Any, ...]]:
+    """(producer op, its weight, the weight's output-channel axis, the bias add or None, the
+    test-mode batch_norm) for every producer whose output only a batch_norm (after an
+    optional bias add) reads, with persistable weight and statistics."""
+    block = ctx.block
     plans = []
     for op in uses.ops:
         if op.type not in producer_types:
@@ -238,6 +240,14 @@ def _bn_fuse(ctx: PassContext, producer_types: Tuple[str, ...]) -> int:
                for s in ("Scale", "Bias", "Mean", "Variance")):
             continue
         plans.append((op, w, w_axis, add, bn))
+    return plans
+
+
+def _bn_fuse(ctx: PassContext, producer_types: Tuple[str, ...]) -> int:
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    uses = rewrite.Uses(block)
+    plans = _bn_candidates(ctx, uses, skip, producer_types)
     for op, w, w_axis, add, bn in plans:
         wvar = block.var(w)
         stat = block.var(bn.input("Scale")[0])
