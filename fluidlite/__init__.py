@@ -53,6 +53,7 @@ _LAZY_MODULES = {"backward", "optimizer", "io", "nets", "debugger",
                  "install_check"}
 # issue 17: fleet collective mode (fluid.incubate.fleet), data parallel on MPI, transpiler
 _LAZY_MODULES |= {"incubate", "distributed", "transpiler"}
+_LAZY_MODULES |= {"evaluator", "wrapped_decorator"}   # fluid.evaluator, fluid.wrapped_decorator
 # issue 13: loss scaling (fluidlite.amp) and fluid.contrib.mixed_precision (fluidlite/contrib/
 # says which other contrib parts are not provided)
 _LAZY_MODULES |= {"amp", "contrib"}

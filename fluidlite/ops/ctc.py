@@ -138,7 +138,8 @@ class Warpctc(OpDef):
                 blank=0, norm_by_times=False):
         flat, labels, lod, _ = _unpad(Logits, Label, LogitsLength, LabelLength, lod)
         T, L, lp, ext, skip, valid, emit, tidx, feasible = _setup(flat, labels, lod, blank)
-        loss = np.where(feasible, -_log_p(T, L, _alpha(T, L, emit, skip, valid)), 0.0)
+        nll = -_log_p(T, L, _alpha(T, L, emit, skip, valid))
+        loss = np.where(feasible, nll, nll.dtype.type(0))
         return {"Loss": loss.reshape(-1, 1).astype(Logits.dtype),
                 "WarpCTCGrad": np.zeros_like(Logits)}
 
@@ -181,6 +182,6 @@ class Warpctc(OpDef):
                          np.broadcast_to(ext[:, None, :], occ.shape)), -occ)
         g = np.ones(S) if dLoss is None else dLoss.reshape(-1)
         scale = g / T if norm_by_times else g
-        scale = np.where(feasible, scale, 0.0)          # warp-ctc: no gradient for those
+        scale = np.where(feasible, scale, scale.dtype.type(0))   # warp-ctc: none for those
         grad *= scale[:, None, None]
         return grad.reshape(S * tmax, -1)[tidx].astype(Logits.dtype, copy=False)

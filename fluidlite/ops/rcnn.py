@@ -237,7 +237,7 @@ class BoxDecoderAndAssign(OpDef):
         cy = var[1] * t[..., 1] * ph[:, None] + py[:, None]
         w, h = np.exp(dw) * pw[:, None], np.exp(dh) * ph[:, None]
         dec = np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1], axis=-1)
-        masked = np.where(np.arange(c) > 0, BoxScore, -np.inf)
+        masked = np.where(np.arange(c) > 0, BoxScore, BoxScore.dtype.type(-np.inf))
         best = np.argmax(masked, axis=1) if c > 1 else np.zeros(n, np.int64)
         ok = (c > 1) & (np.max(masked, axis=1) > -1) if c > 1 else np.zeros(n, bool)
         assign = np.where(ok[:, None], dec[np.arange(n), best], PriorBox)
