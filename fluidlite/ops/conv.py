@@ -421,10 +421,12 @@ def _transpose_geom(x_hw: Sequence[int], k_hw: Sequence[int], output_size: Seque
     output)."""
     pads, dil = normalize_paddings(paddings), [int(d) for d in dilations]
     if algorithm == "SAME":
-        out = [x_hw[i] * strides[i] for i in range(2)]
+        # fluid's UpdatePaddingAndDilation on the *input* sizes, as for conv2d: the padding
+        # that makes ceil(in / stride) windows (so the output is (in - 1) * s - pad + k)
         pads = [0, 0, 0, 0]
         for i in range(2):
-            total = max((x_hw[i] - 1) * strides[i] + k_hw[i] - out[i], 0)
+            n_out = c_div(x_hw[i] + strides[i] - 1, strides[i])
+            total = max((n_out - 1) * strides[i] + k_hw[i] - x_hw[i], 0)
             pads[2 * i], pads[2 * i + 1] = total // 2, total - total // 2
         dil = [1, 1]
     elif algorithm == "VALID":

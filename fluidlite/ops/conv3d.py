@@ -262,9 +262,12 @@ def _transpose_geom(size: Sequence[int], k: Sequence[int], output_size: Sequence
     n = len(k)
     pads, dil = nd_paddings(paddings, n, f"{op}: paddings"), [int(v) for v in dilations]
     if algorithm == "SAME":
+        # fluid's UpdatePaddingAndDilation on the input sizes (the padding of ceil(in / s)
+        # windows), as conv2d_transpose
         pads = []
         for i in range(n):
-            total = max((size[i] - 1) * strides[i] + k[i] - size[i] * strides[i], 0)
+            n_out = c_div(size[i] + strides[i] - 1, strides[i])
+            total = max((n_out - 1) * strides[i] + k[i] - size[i], 0)
             pads.append((total // 2, total - total // 2))
         dil = [1] * n
     elif algorithm == "VALID":

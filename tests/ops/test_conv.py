@@ -428,3 +428,21 @@ class TestDepthwiseConv2DTranspose(OpTest):
         self.check_infer()
         self.check_output()
         self.check_grad(["Input", "Filter"], "Output")
+
+
+@pytest.mark.parametrize("h,s,k", [(5, 2, 3), (7, 2, 5), (4, 2, 3), (3, 4, 2)])
+def test_conv2d_transpose_same_padding_is_fluids(h, s, k):
+    """padding_algorithm SAME pads as fluid's UpdatePaddingAndDilation does on the *input*:
+    total = max((ceil(h / s) - 1) * s + k - h, 0), so input 5, stride 2, kernel 3 gives 9
+    (Paddle 2.6: 9; it was 10 before), input 7, stride 2, kernel 5 gives 13."""
+    x, w = OpTest.rand(1, 2, h, h), OpTest.rand(2, 3, k, k, seed=1)
+    total = max((-(-h // s) - 1) * s + k - h, 0)
+    p = (total // 2, total - total // 2)
+    t = OpTest()
+    t.op_type, t.inputs = "conv2d_transpose", {"Input": x, "Filter": w}
+    t.attrs = {"strides": [s, s], "paddings": [0, 0], "padding_algorithm": "SAME",
+               "dilations": [2, 2]}                     # (SAME resets the dilation to 1)
+    t.outputs = {"Output": ref_conv_transpose(x, w, (s, s), (p[0], p[1], p[0], p[1]))}
+    assert t.outputs["Output"].shape[2] == (h - 1) * s - total + k
+    t.check_infer()
+    t.check_output()

@@ -340,3 +340,20 @@ def test_pool3d_valid_keeps_ceil_mode():
                                        strides=[2, 2, 2], paddings=[0, 0, 0],
                                        padding_algorithm="VALID", ceil_mode=True)["Out"]
     assert out.shape == (1, 1, 3, 3, 3) and out[0, 0, 2, 2, 2] == 124.0
+
+
+def test_conv3d_transpose_same_padding_is_fluids():
+    """SAME: fluid pads for ceil(in / s) windows of the input (Paddle 2.6: [1, 3, 9, 13, 4]
+    for input [5, 7, 4], strides [2, 2, 1], kernel [3, 5, 2])."""
+    x, w = OpTest.rand(1, 2, 5, 7, 4), OpTest.rand(2, 3, 3, 5, 2, seed=1)
+    out = get_op_def("conv3d_transpose").forward(x, w, strides=[2, 2, 1],
+                                                 paddings=[0, 0, 0],
+                                                 padding_algorithm="SAME")["Output"]
+    assert out.shape == (1, 3, 9, 13, 4)
+    pads = []
+    for n, s, k in ((5, 2, 3), (7, 2, 5), (4, 1, 2)):
+        total = max((-(-n // s) - 1) * s + k - n, 0)
+        pads += [total // 2, total - total // 2]        # (before, after) per axis
+    ref = get_op_def("conv3d_transpose").forward(x, w, strides=[2, 2, 1],
+                                                 paddings=pads)["Output"]
+    np.testing.assert_allclose(out, ref)
