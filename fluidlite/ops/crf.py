@@ -61,6 +61,8 @@ def _labels(Label: np.ndarray, idx: np.ndarray, shape: Tuple[int, int]) -> np.nd
 class LinearChainCrf(OpDef):
     """LogLikelihood[s] = log Z_s - score_s(Label): the negative log-likelihood of each
     sequence's tags, score = start[y_0] + sum_t E[t, y_t] + sum_t W[y_{t-1}, y_t] + end[y_last].
+    Alpha holds fluid's per-step forward variables normalized to sum 1, EmissionExps
+    exp(E - row max), TransitionExps exp(Transition).
     Gradients from the forward-backward marginals: dE = p(y_t = j) - [y_t = j], dTransition the
     expected minus the observed start / end / pair counts (times dLogLikelihood)."""
     type = "linear_chain_crf"
@@ -134,7 +136,10 @@ class LinearChainCrf(OpDef):
         log_z = _lse(alpha[np.arange(P.shape[0]), last] + T[1], axis=1)
         nll = log_z - self._gold(P, mask, lens, y, T)
         nll = np.where(lens > 0, nll, nll.dtype.type(0))
-        flat_alpha = alpha.reshape(-1, P.shape[2])[idx]
+        # fluid's Alpha output: each step's forward variables normalized to sum 1 (its
+        # kernel's NormalizeL1 of exp-space alpha), not the log-space alpha computed here
+        norm = np.exp(alpha - _lse(alpha, axis=2)[..., None])
+        flat_alpha = norm.reshape(-1, P.shape[2])[idx].astype(Emission.dtype, copy=False)
         exps = np.exp(Emission - Emission.max(-1, keepdims=True))
         if scatter is not None:
             exps = self._scatter(exps.reshape(-1, P.shape[2])[scatter], scatter, Emission)

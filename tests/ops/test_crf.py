@@ -106,3 +106,22 @@ def test_crf_tagger_learns():
     got, = exe.run(test, feed=feed, fetch_list=[decoded], scope=scope)
     acc = (got.ravel() == np.array(feed["tag"]).ravel()).mean()
     assert acc > 0.95, acc
+
+
+def test_alpha_output_is_fluids_normalized_forward_variables():
+    """fluid's kernel writes Alpha as each step's forward variables L1-normalized (it works
+    in exp space): row t = softmax_j(log alpha_t(j)); Paddle 2.6 gives the same Alpha,
+    EmissionExps, TransitionExps and LogLikelihood on this input."""
+    from fluidlite.core.registry import get_op_def
+    rng = np.random.default_rng(0)
+    em, tr = rng.uniform(-2, 2, (7, 3)), rng.uniform(-1, 1, (5, 3))
+    lab = rng.integers(0, 3, (7, 1)).astype(np.int64)
+    out = get_op_def("linear_chain_crf").forward(em, tr, lab, lod={"Emission": ((0, 3, 7),),
+                                                                  "Label": ((0, 3, 7),)})
+    alpha = out["Alpha"]
+    np.testing.assert_allclose(alpha.sum(1), np.ones(7))
+    for start in (0, 3):                    # the first step: softmax(start weights + E[0])
+        a0 = np.exp(tr[0] + em[start])
+        np.testing.assert_allclose(alpha[start], a0 / a0.sum())
+    a1 = (alpha[0] @ np.exp(tr[2:])) * np.exp(em[1])        # the recursion, exp space
+    np.testing.assert_allclose(alpha[1], a1 / a1.sum())

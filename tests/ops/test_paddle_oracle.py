@@ -131,6 +131,11 @@ def _cases() -> List[Dict[str, Any]]:
                {"use_peepholes": True}, {"Hidden": F32, "Cell": F32, "BatchGate": F32,
                                          "BatchCellPreAct": F32},
                compare=("Hidden", "Cell"), tol=2e-6, atol=1e-30)]
+    em = RNG.uniform(-2, 2, (7, 3))
+    c.append(case("linear_chain_crf", {"Emission": (em, [3, 4]), "Transition": _u(5, 3),
+                                       "Label": (RNG.integers(0, 3, (7, 1)), [3, 4])}, {},
+                  {"Alpha": F64, "EmissionExps": F64, "TransitionExps": F64,
+                   "LogLikelihood": F64}, tol=1e-9, atol=1e-12))
     # 4. warpctc: infeasible sequences cost 0 and get no gradient
     logits = RNG.uniform(-2, 2, (9, 4)).astype(F32)
     c.append(case("warpctc", {"Logits": (logits, [2, 3, 4]),
