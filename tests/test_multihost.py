@@ -362,8 +362,10 @@ def test_sigterm_to_the_launcher_ends_mpirun_and_every_rank(tmp_path, mode):
 _STUBBORN_RANK = """
 import json, os, signal, sys, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-with open(os.path.join(sys.argv[1], 'pid-rank' + sys.argv[2] + '.json'), 'w') as f:
+path = os.path.join(sys.argv[1], 'pid-rank' + sys.argv[2] + '.json')
+with open(path + '.tmp', 'w') as f:     # renamed when whole: the test polls for the name
     json.dump({'pid': os.getpid(), 'host': 'here'}, f)
+os.replace(path + '.tmp', path)
 time.sleep(60)
 """
 _STUBBORN_MPIRUN = f"""
@@ -511,8 +513,10 @@ def worker(mode, out):
     if mode in ("hang", "ignore_term"):
         if mode == "ignore_term":
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        with open(os.path.join(out, f"pid-rank{r}.json"), "w") as f:
+        path = os.path.join(out, f"pid-rank{r}.json")
+        with open(path + ".tmp", "w") as f:    # renamed when whole: the test polls for the name
             json.dump({"pid": os.getpid(), "host": comm.host_name()}, f)
+        os.replace(path + ".tmp", path)
         # bounded, whatever happens to the test: after 60 s (10 collectives per second) the
         # job ends itself -- at the same step on every rank, so none waits in a collective
         x = np.ones(4, np.float32)
