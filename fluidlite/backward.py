@@ -501,6 +501,17 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
     Returns:
         ``[(param, grad)]`` for the parameters that received a gradient; with ``checkpoints``,
         ``(params_grads, checkpoint_names)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+        ...     params_grads = fluid.backward.append_backward(loss)
+        >>> sorted((p.name, g.name) for p, g in params_grads)
+        [('fc_0.b_0', 'fc_0.b_0@GRAD'), ('fc_0.w_0', 'fc_0.w_0@GRAD')]
     """
     if not isinstance(loss, Variable):
         raise _type_error("loss", _API, f"{Variable}", loss)
@@ -516,6 +527,13 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
         raise ValueError(f"The loss.shape should be (1L,), but the current loss.shape is "
                          f"{tuple(loss.shape)}. Maybe that you should call fluid.layers.mean to "
                          f"process the current loss.")
+    if loss.dtype is not None and loss.dtype not in FLOATS:
+        # gradients flow only through floating-point variables: nothing would be returned
+        raise TypeError(f"{_API}: the loss '{loss.name}' is {loss.dtype.name.lower()}, but a "
+                        f"loss must be float16, float32 or float64 (no gradient flows through "
+                        f"an integer or bool variable, so no parameter would get one). Build "
+                        f"the loss from floating-point ops, e.g. fluid.layers.mean of a float "
+                        f"cost.")
     _, loss_idx = _find_producer(loss, "loss", _API)
     loss_op = block.ops[loss_idx]
     if loss.op is None:          # e.g. a cloned program's loss: found by name, as fluid does
@@ -614,6 +632,19 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
     not influence the targets (or is ``stop_gradient``: data inputs need
     ``x.stop_gradient = False``). Without ``target_gradients`` each target is seeded with ones
     of its shape. Can be applied again to its own results (higher-order gradients).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     x.stop_gradient = False
+        ...     y = fluid.layers.reduce_sum(x * x)
+        ...     dx, = fluid.gradients(y, x)
+        >>> fluid.Executor(fluid.CPUPlace()).run(
+        ...     main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[dx])[0]
+        array([[2., 4.]], dtype=float32)
     """
     api = "fluid.backward.gradients"
     targets = _as_var_list(targets, "targets", api)

@@ -6,7 +6,8 @@ counted in a global norm. Per parameter (``ParamAttr(regularizer=)`` wins over t
 
 * L2: ``scale(param, coeff)`` -> term;  L1: ``sign(param)`` then ``scale(coeff)`` -> term;
 * ``sum([grad, term])`` written in place into ``grad`` (as fluid: a fetched ``X@GRAD`` then
-  includes the decay when no clip rewrote it).
+  includes the decay when no clip rewrote it); a sparse (SELECTED_ROWS) gradient is summed
+  into a new dense ``<grad>@NEWGRAD`` instead, as fluid 1.8 does (the whole table decays).
 
 All ops are in ``name_scope('regularization')`` with op_role Optimize and op_role_var
 ``[param, grad]``.
@@ -21,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .core import names, rewrite
+from .core.dtypes import VarType
 from .core.ir import Block, OpRole, Parameter, Variable
 from .core.names import name_scope
 from .formats.serialize import config_type
@@ -41,6 +43,10 @@ class WeightDecayRegularizer:
                 not math.isfinite(regularization_coeff):
             raise TypeError(f"regularization_coeff must be a float (finite), got "
                             f"{regularization_coeff!r}")
+        if regularization_coeff < 0:   # a negative decay pushes weights away from zero
+            raise ValueError(f"{type(self).__name__}: regularization_coeff must be >= 0, got "
+                             f"{regularization_coeff!r} (the decay term is added to the "
+                             f"gradient; use 0 for no decay)")
         self._regularization_coeff = float(regularization_coeff)
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
@@ -63,7 +69,28 @@ class WeightDecayRegularizer:
 
 @config_type("regularizer", "L2Decay")
 class L2DecayRegularizer(WeightDecayRegularizer):
-    """term = coeff * param (one ``scale`` op); adds ``coeff * ||param||^2 / 2`` to the loss."""
+    """term = coeff * param (one ``scale`` op); adds ``coeff * ||param||^2 / 2`` to the loss.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(0.5)).minimize(loss)
+
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)      # w -= 0.1 * (grad + 0.5 * w)
+        array([0.55, 0.15], dtype=float32)
+    """
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
         decay = self._term_var(block, param)
@@ -77,7 +104,28 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 
 @config_type("regularizer", "L1Decay")
 class L1DecayRegularizer(WeightDecayRegularizer):
-    """term = coeff * sign(param) (``sign`` then ``scale``); adds ``coeff * ||param||_1``."""
+    """term = coeff * sign(param) (``sign`` then ``scale``); adds ``coeff * ||param||_1``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L1Decay(0.5)).minimize(loss)
+
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)      # w -= 0.1 * (grad + 0.5 * sign(w))
+        array([0.55, 0.15], dtype=float32)
+    """
 
     def __call__(self, param: Parameter, grad: Variable, block: Block) -> Variable:
         sign = self._term_var(block, param)
@@ -118,8 +166,14 @@ def _regularized_grad(param: Parameter, grad: Variable,
         return grad
     block = grad.block
     term = reg(param, grad, block)
-    rewrite.append(block, "sum", {"X": [grad, term]}, {"Out": grad}, {"use_mkldnn": False})
-    return grad
+    out = grad
+    if grad.type == VarType.SELECTED_ROWS:
+        # fluid 1.8: a sparse gradient plus the (dense, whole-table) decay is a new dense
+        # gradient ``<grad>@NEWGRAD`` (kNewGradSuffix): every row decays, touched or not
+        out = rewrite.tmp(block, "sum", param.dtype, list(param.shape),
+                          name=grad.name + "@NEWGRAD")
+    rewrite.append(block, "sum", {"X": [grad, term]}, {"Out": out}, {"use_mkldnn": False})
+    return out
 
 
 def append_regularization_ops(parameters_and_grads: Sequence[Tuple[Parameter, Optional[Variable]]],

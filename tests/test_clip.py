@@ -225,8 +225,9 @@ def test_global_norm_with_everything_filtered_returns_input_unchanged():
 def test_minimize_grad_clip_and_precedence():
     main, _, _ = build(minimize_clip=fluid.clip.GradientClipByNorm(1.0))
     assert "clip_by_norm" in tail(main)
-    main, _, _ = build(fluid.clip.GradientClipByValue(1.0),
-                       minimize_clip=fluid.clip.GradientClipByNorm(1.0))
+    with pytest.warns(UserWarning, match="is ignored: the optimizer was built with"):
+        main, _, _ = build(fluid.clip.GradientClipByValue(1.0),
+                           minimize_clip=fluid.clip.GradientClipByNorm(1.0))
     assert "clip" in tail(main) and "clip_by_norm" not in tail(main)
 
 

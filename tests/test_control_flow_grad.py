@@ -156,6 +156,7 @@ def test_array_read_in_loop_gradient():
             L.array_write(L.scale(v["x"], float(k + 1)), L.fill_constant([1], "int64", k),
                           array=arr)
         acc = L.fill_constant([3, 4], "float64", 0.0)
+        acc.stop_gradient = False       # a loop variable the loss depends on (else no gradient)
 
         def body(h, x, W, i):
             L.assign(L.elementwise_add(acc, L.sin(L.array_read(arr, i))), acc)

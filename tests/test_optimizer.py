@@ -352,8 +352,14 @@ def test_minimize_twice_with_the_same_optimizer_fails_clearly():
     loss = net()
     opt = O.Momentum(0.1, 0.9)
     opt.minimize(loss)
-    with pytest.raises(RuntimeError, match="Accumulator velocity already exists"):
+    # issue 28: in the same program the second update is refused first, naming the parameter
+    with pytest.raises(RuntimeError, match="'fc_0.b_0' is already updated by the 'momentum'"):
         opt.minimize(loss)
+    # in another program holding the same parameter names, the instance's accumulators clash
+    with fluid.program_guard(fluid.Program(), fluid.Program()), fluid.unique_name.guard():
+        loss2 = net()
+        with pytest.raises(RuntimeError, match="Accumulator velocity already exists"):
+            opt.minimize(loss2)
 
 
 def test_bad_arguments():

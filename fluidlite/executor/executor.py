@@ -16,7 +16,7 @@ from ..core.ir import Operator, OpRole, Program, Variable, default_main_program
 from ..core.memory import tune_malloc
 from ..core.scope import CUDAPlace, LoDTensor, Scope
 from .. import profiler
-from .plan import Plan
+from .plan import Plan, check_feed_keys
 
 _log = logging.getLogger("fluidlite")
 _warned_cuda = False
@@ -65,6 +65,20 @@ class Executor:
     gets running alone. Not supported: one scope used by two threads at once (nor a parent
     scope whose variables a run writes), and changing a program while another thread runs it.
     ``last_profile`` is the latest profiled run of any thread.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     w = fluid.layers.create_parameter([2, 1], "float32",
+        ...         default_initializer=fluid.initializer.Constant(0.5))
+        ...     y = fluid.layers.matmul(x, w)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)                      # initialise the parameter
+        >>> exe.run(main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[y])
+        [array([[1.5]], dtype=float32)]
     """
 
     cache_size: int = 64
@@ -86,6 +100,15 @@ class Executor:
             weakref.WeakKeyDictionary()     # scope -> {plan: _Bound}
 
     def close(self) -> None:
+        """Release the executor's compiled plans; it must not run programs afterwards (fluid 1.8's
+        ``close``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.close()                  # releases the compiled plans; the executor is done
+        """
         self._closed = True
         with self._lock:
             self._plans.clear()
@@ -110,6 +133,22 @@ class Executor:
         ``fluidlite.profiler.Profile``: ``print(exe.last_profile.report())`` shows the table)
         and prints nothing; ``with fluid.profiler.profiler("CPU"):`` prints the report of the
         runs inside it when the block ends.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 3])
+            ...     s = fluid.layers.reduce_sum(x)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> out, = exe.run(main, feed={"x": np.arange(6, dtype="float32").reshape(2, 3)},
+            ...                fetch_list=[s])
+            >>> out
+            array([15.], dtype=float32)
+            >>> exe.run(main, feed={"x": np.ones((1, 3), "float32")}, fetch_list=[s.name],
+            ...         return_numpy=True)[0]
+            array([3.], dtype=float32)
         """
         if self._closed:
             raise RuntimeError("Attempted to use a closed Executor")
@@ -149,26 +188,31 @@ class Executor:
         if plan.uses_lod:   # issue 16: persistable LoD state (detection_map accumulators)
             persist = [_lod.attach(a, _lod.normalize(h._tensor._lod)) if h._tensor._lod else a
                        for h, a in zip(bound.reads, persist)]
-        # a failed run leaves the random streams as they were, like the persistables
+        fetched, written = self._execute(plan, arrays, persist, bound, profile)
+        return self._commit(plan, scope, bound, fetched, written, lods, return_numpy)
+
+    def _execute(self, plan: Plan, arrays: List[Any], persist: List[Any], bound: _Bound,
+                 profile: bool) -> Tuple[tuple, tuple]:
+        """``plan.run`` (timed per op when profiling): (fetched, written). A failed run leaves
+        the random streams as they were, like the persistables."""
         saved = [g.bit_generator.state for g in bound.streams] if bound.streams else None
         try:
             active = profiler.active()
-            if profile or active is not None:
-                times = [0.0] * len(plan.steps)
-                fetched, written = plan.run_profiled(arrays, persist, times, bound.streams)
-                if profile:
-                    prof = profiler.Profile()
-                    prof.add_run(plan.step_types, times)
-                    self.last_profile = prof
-                if active is not None:
-                    active.add_run(plan.step_types, times)
-            else:
-                fetched, written = plan.run(arrays, persist, bound.streams)
+            if not profile and active is None:
+                return plan.run(arrays, persist, bound.streams)
+            times = [0.0] * len(plan.steps)
+            result = plan.run_profiled(arrays, persist, times, bound.streams)
+            if profile:
+                prof = profiler.Profile()
+                prof.add_run(plan.step_types, times)
+                self.last_profile = prof
+            if active is not None:
+                active.add_run(plan.step_types, times)
+            return result
         except BaseException:
             for g, state in zip(bound.streams, saved or ()):
                 g.bit_generator.state = state
             raise
-        return self._commit(plan, scope, bound, fetched, written, lods, return_numpy)
 
     def _commit(self, plan: Plan, scope: Scope, bound: _Bound, fetched: Sequence[Any],
                 written: Sequence[Any], lods: Dict[str, Any], return_numpy: bool) -> List[Any]:
@@ -396,7 +440,8 @@ def _normalize_feed(feed: Any) -> Dict[str, Any]:
         feed = feed[0]
     if not isinstance(feed, dict):
         raise TypeError(f"feed requires dict as its Parameter. But you passed in {type(feed)}")
-    return {(k.name if isinstance(k, Variable) else k): v for k, v in feed.items()}
+    check_feed_keys(feed)
+    return dict(feed)
 
 
 def _is_minimize_result(item: Any) -> bool:
@@ -430,7 +475,7 @@ def _normalize_fetch(fetch_list: Any) -> List[str]:
         fetch_list = [fetch_list]
     out: List[str] = []
 
-    def walk(items: Sequence[Any], top: bool) -> None:
+    def walk(items: Sequence[Any], where: str) -> None:
         for i, item in enumerate(items):
             if isinstance(item, Variable):
                 out.append(item.name)
@@ -439,14 +484,14 @@ def _normalize_fetch(fetch_list: Any) -> List[str]:
             elif _is_minimize_result(item):
                 continue   # optimize ops: targets of use_prune, nothing to fetch
             elif isinstance(item, (list, tuple)):
-                walk(item, False)
-            elif item is None or not top:
-                continue   # e.g. the (optimize_ops, params_grads) tuple's operators
-            else:
-                raise TypeError(f"Require fetch_list[{i}] 's type shall be one of (Variable, "
+                walk(item, f"{where}[{i}]")
+            elif isinstance(item, Operator) and where != "fetch_list":
+                continue   # a list of optimize ops: targets of use_prune, nothing to fetch
+            else:          # None included: a silently dropped entry shifts every result after it
+                raise TypeError(f"Require {where}[{i}] 's type shall be one of (Variable, "
                                 f"str), but received {type(item).__name__}.")
 
-    walk(list(fetch_list), True)
+    walk(list(fetch_list), "fetch_list")
     return out
 
 

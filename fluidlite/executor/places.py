@@ -22,6 +22,7 @@ import numpy as np
 from ..core import rewrite
 from ..core.ir import OpRole, Program
 from ..core.scope import LoDTensor, Scope
+from .plan import check_feed_keys
 
 _APPLY_ROLES = OpRole.Optimize | OpRole.LRSched
 
@@ -57,11 +58,14 @@ def place_feeds(feed: Any, places: int) -> List[Dict[str, Any]]:
             raise ValueError(f"with_data_parallel runs on {places} places: feed a list of "
                              f"{places} dicts (one per place) or one dict to split, but "
                              f"received a {type(feed).__name__} of {len(feed)} item(s)")
+        for f in feed:
+            check_feed_keys(f)
         return [dict(f) for f in feed]
     if feed is None:
         return [{} for _ in range(places)]
     if not isinstance(feed, dict):
         raise TypeError(f"feed requires dict as its Parameter. But you passed in {type(feed)}")
+    check_feed_keys(feed)
     parts: List[Dict[str, Any]] = [{} for _ in range(places)]
     for name, value in feed.items():
         if isinstance(value, LoDTensor) and value.lod():
@@ -74,7 +78,7 @@ def place_feeds(feed: Any, places: int) -> List[Dict[str, Any]]:
                              f"places of with_data_parallel: feed at least {places} rows, or "
                              f"set CPU_NUM lower")
         for part, chunk in zip(parts, np.array_split(arr, places)):
-            part[getattr(name, "name", name)] = chunk
+            part[name] = chunk
     return parts
 
 
@@ -89,20 +93,28 @@ def run(executor: Any, compiled: Any, feed: Any, fetch_names: Sequence[str], sco
             any(n in op.output_arg_names for op in apply_block.ops)]
     early = [n for n in fetch_names if n not in late]
     writes = _persistables_written(compute)
+    scopes = [_place_scope(compiled, scope, k, writes) if k else scope for k in range(places)]
+    saved = _snapshot(scopes, writes)
+    streams = _stream_states(executor, scopes)
     results: List[List[Any]] = []
     summed: List[Any] = []
-    for k, place_feed in enumerate(feeds):
-        run_scope = _place_scope(compiled, scope, k, writes) if k else scope
-        out = executor.run(compute, feed=place_feed, fetch_list=early + grads, scope=run_scope,
-                           return_numpy=True)
-        results.append(out[:len(early)])
-        got = out[len(early):]
-        summed = got if not summed else [a + b for a, b in zip(summed, got)]
-    inv = 1.0 / places
-    grad_feed = {n: (g * g.dtype.type(inv)).astype(g.dtype, copy=False)
-                 for n, g in zip(grads, summed)}
-    late_values = executor.run(apply, feed=grad_feed, fetch_list=late, scope=scope,
-                               return_numpy=True) if apply_block.ops else []
+    try:        # all-or-nothing: each run commits its own scope, so undo them on a failure
+        for place_feed, run_scope in zip(feeds, scopes):
+            out = executor.run(compute, feed=place_feed, fetch_list=early + grads,
+                               scope=run_scope, return_numpy=True)
+            results.append(out[:len(early)])
+            got = out[len(early):]
+            summed = got if not summed else [a + b for a, b in zip(summed, got)]
+        inv = 1.0 / places
+        grad_feed = {n: (g * g.dtype.type(inv)).astype(g.dtype, copy=False)
+                     for n, g in zip(grads, summed)}
+        late_values = executor.run(apply, feed=grad_feed, fetch_list=late, scope=scope,
+                                   return_numpy=True) if apply_block.ops else []
+    except BaseException:
+        _restore(saved)
+        for gen, state in streams:      # the dropout streams of the places that ran
+            gen.bit_generator.state = state
+        raise
     by_name = dict(zip(late, late_values))
     merged: List[Any] = []
     for i, n in enumerate(early):
@@ -129,6 +141,34 @@ def _place_scope(compiled: Any, scope: Scope, k: int, writes: Sequence[str]) -> 
             if held is not None and held.is_initialized():
                 place.var(n).set(np.array(held.get_tensor()))
     return place
+
+
+def _snapshot(scopes: Sequence[Scope], names: Sequence[str]) -> List[Tuple[Any, Any, Any]]:
+    """The arrays (and LoD) the compute runs may replace, per place scope: references, not
+    copies -- a run commits new arrays to the scope, it never writes the old ones."""
+    out = []
+    for sc in scopes:
+        for n in names:
+            holder = sc.find_var(n)
+            if holder is not None:
+                out.append((holder, holder.get_array(), holder._tensor._lod))
+    return out
+
+
+def _stream_states(executor: Any, scopes: Sequence[Scope]) -> List[Tuple[Any, Any]]:
+    """The state of every random stream the executor keeps for plans on ``scopes`` (the
+    executor's own per-(scope, plan) records)."""
+    out = []
+    for sc in scopes:
+        for bound in list(executor._bound.get(sc, {}).values()):
+            out.extend((g, g.bit_generator.state) for g in bound.streams)
+    return out
+
+
+def _restore(saved: Sequence[Tuple[Any, Any, Any]]) -> None:
+    for holder, array, lod in saved:
+        holder.set_array(array)
+        holder._tensor._lod = lod
 
 
 def _persistables_written(program: Program) -> List[str]:

@@ -50,7 +50,7 @@ from ..core import lod as _lod      # LoD travels between kernels as LoDArray (c
 from ..core.callstack import creation_site
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.errors import EnforceNotMet
-from ..core.ir import Block, Operator, Program
+from ..core.ir import Block, Operator, Program, Variable
 from ..core.scope import LoDTensor
 from .fusion import fuse
 from . import blocks as _blocks
@@ -111,6 +111,10 @@ class FeedSpec(NamedTuple):
                 value = np.asarray(value)
             elif not isinstance(value, np.ndarray):
                 value = self._to_array(value)
+            else:
+                value = self._plain(value)
+        if not value.dtype.isnative:    # kernels and the dtype contract assume native order
+            value = value.astype(value.dtype.newbyteorder("="))
         if value.ndim == 0:         # fluid feeds a scalar as a one-element tensor
             value = value.reshape(1)
         if not self.strict:
@@ -157,6 +161,16 @@ class FeedSpec(NamedTuple):
                 f"{list(want)}, but received fed shape {list(got)}. Reshape the array to match "
                 f"(-1 matches any size), e.g. array.reshape({hint})")
 
+    def _plain(self, value: np.ndarray) -> np.ndarray:
+        """An ndarray subclass as a plain ndarray: ``np.matrix`` keeps its 2-D values (its
+        ``*`` and reductions would otherwise leak into kernels); a masked array is refused, as
+        its mask would be dropped silently."""
+        if isinstance(value, np.ma.MaskedArray):
+            raise TypeError(f"The fed data of '{self.name}' is a numpy masked array; the mask "
+                            f"would be ignored. Feed array.filled(fill_value) (or "
+                            f"np.ma.getdata(array) to keep the masked entries' values)")
+        return np.asarray(value)
+
     def _to_array(self, value: Any) -> np.ndarray:
         if isinstance(value, (int, float, bool, np.number, list, tuple)):
             try:                    # fluid converts builtins to the declared dtype
@@ -197,6 +211,11 @@ class Plan:
         write_locals = gen.writebacks()
         self.persist_reads: Tuple[str, ...] = tuple(gen.persist_reads)
         self.write_names: Tuple[str, ...] = tuple(gen.write_names)
+        # feeds whose first dim is the batch (declared -1): when all are empty, a step that
+        # writes persistables is refused (check_feeds)
+        self._batch_feeds: Tuple[int, ...] = tuple(
+            i for i, s in enumerate(self.feed_specs)
+            if s.shape and s.shape[0] < 0 and not s.persistable) if self.write_names else ()
         self.steps: Tuple[StepInfo, ...] = tuple(gen.steps)
         self.kernels: Tuple[Callable, ...] = tuple(gen.kernels)
         self.stream_seeds: Tuple[Tuple[int, ...], ...] = tuple(gen.stream_seeds)
@@ -228,7 +247,26 @@ class Plan:
             arrays.append(array)
             if lod:
                 lods[spec.name] = lod
+        if self._batch_feeds and all(arrays[i].shape[0] == 0 for i in self._batch_feeds):
+            raise self._empty_batch_error(arrays)
         return arrays, lods
+
+    def _empty_batch_error(self, arrays: Sequence[np.ndarray]) -> ValueError:
+        """Every batch-sized feed has 0 rows and the step writes persistables: an update
+        from no data (the mean loss is NaN, Adam would still advance its moments and beta
+        powers, batch norm would average nothing into its statistics), refused before any op
+        runs."""
+        fed = ", ".join(f"'{self.feed_specs[i].name}' {list(arrays[i].shape)}"
+                        for i in self._batch_feeds)
+        state = ", ".join(repr(n) for n in self.write_names[:4])
+        more = f" and {len(self.write_names) - 4} more" if len(self.write_names) > 4 else ""
+        return ValueError(
+            f"Empty batch: every batch-sized feed has 0 rows ({fed}), but this program writes "
+            f"persistable state ({state}{more}), which a step on no data would change (the "
+            f"mean loss of an empty batch is NaN; optimizer moments, beta powers and "
+            f"batch-norm statistics would still be updated). Skip empty batches before "
+            f"exe.run (e.g. `if len(batch) == 0: continue`), or run a program that updates "
+            f"nothing (program.clone(for_test=True)) to evaluate one.")
 
     def new_streams(self) -> List[np.random.Generator]:
         """Fresh generators for the plan's continuing random streams (one per random op that
@@ -617,6 +655,20 @@ class _CodeGen:
         return dies
 
 
+def check_feed_keys(feed: Dict[Any, Any]) -> None:
+    """Feed keys are variable names (``str``), as in fluid: a Variable, bytes or number key
+    raises TypeError naming it and the fix."""
+    for k in feed:
+        if isinstance(k, str):
+            continue
+        if isinstance(k, Variable):
+            raise TypeError(f"feed keys must be variable names (str), but the feed dict is keyed "
+                            f"by the Variable '{k.name}' itself; write {{{k.name!r}: array}} "
+                            f"(or {{var.name: array}})")
+        raise TypeError(f"feed keys must be variable names (str), but the feed dict has the key "
+                        f"{k!r} of type {type(k).__name__}; write {{'<variable name>': array}}")
+
+
 def _take_filename(plan: "Plan") -> str:
     """A ``<fluidlite-plan-N>`` name for the plan's code, released when the plan is collected.
 
@@ -668,6 +720,13 @@ class _InSpecs(collections.abc.Sequence):
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    def var_type(self, slot: str) -> Any:
+        """The VarType of input ``slot``'s first variable (None when absent): an update op
+        binds its sparse path for a SELECTED_ROWS gradient (``ops/inplace.py``)."""
+        arg_names = self._op.inputs.get(slot)
+        v = self._block._find_var_recursive(arg_names[0]) if arg_names else None
+        return getattr(v, "type", None)
 
     def output_count(self, slot: str) -> int:
         """How many variables the op's output ``slot`` names (``select_output``'s kernel)."""

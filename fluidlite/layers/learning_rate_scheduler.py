@@ -62,7 +62,12 @@ def _decay_step_counter(begin: int = 0) -> Variable:
 
 
 def _number(fn: str, arg: str, value: Any, positive: bool = False) -> float:
-    return check_number(value, arg, fn, positive)
+    """``value`` checked as a number and finite: a NaN or infinite rate, step count or
+    boundary makes every learning rate (hence every parameter) NaN."""
+    v = check_number(value, arg, fn, positive)
+    if not math.isfinite(v):
+        raise ValueError(f"{fn}: {arg} must be a finite number, but received {value!r}")
+    return v
 
 
 def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
@@ -73,7 +78,20 @@ def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
 
 def exponential_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
-    """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase)."""
+    """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.exponential_decay(1.0, decay_steps=1, decay_rate=0.5)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 0.5, 0.25, 0.125]
+    """
     return _rate_decay("exponential_decay", learning_rate, decay_steps, decay_rate, staircase,
                        lambda lr, rate, div: _scale(
                            _op("elementwise_pow", {"X": _const(rate), "Y": div}), lr))
@@ -81,14 +99,40 @@ def exponential_decay(learning_rate: float, decay_steps: Union[int, float], deca
 
 def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
-    """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase)."""
+    """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.natural_exp_decay(1.0, decay_steps=1, decay_rate=0.5)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 0.6065, 0.3679, 0.2231]
+    """
     return _rate_decay("natural_exp_decay", learning_rate, decay_steps, decay_rate, staircase,
                        lambda lr, rate, div: _scale(_op("exp", {"X": _scale(div, -rate)}), lr))
 
 
 def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                        staircase: bool = False) -> Variable:
-    """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase)."""
+    """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.inverse_time_decay(1.0, decay_steps=1, decay_rate=0.5)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 0.6667, 0.5, 0.4]
+    """
     return _rate_decay("inverse_time_decay", learning_rate, decay_steps, decay_rate, staircase,
                        lambda lr, rate, div: _op("elementwise_div",
                                                  {"X": _const(lr), "Y": _scale(div, rate, 1.0)}))
@@ -102,6 +146,8 @@ def _rate_decay(fn: str, learning_rate: Any, decay_steps: Any, decay_rate: Any,
     guard, ``div`` being ``t / decay_steps`` (floored if ``staircase``)."""
     lr = _number(fn, "learning_rate", learning_rate)
     rate = _number(fn, "decay_rate", decay_rate)
+    if rate < 0:    # exponential: NaN for fractional exponents; the others grow or divide by 0
+        raise ValueError(f"{fn}: decay_rate must be >= 0, but received {decay_rate!r}")
     with default_main_program()._lr_schedule_guard():
         return formula(lr, rate, _div_res(fn, decay_steps, staircase))
 
@@ -110,7 +156,20 @@ def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
                      end_learning_rate: float = 0.0001, power: float = 1.0,
                      cycle: bool = False) -> Variable:
     """``(lr - end) * (1 - t / decay_steps) ** power + end`` with ``t`` capped at decay_steps;
-    ``cycle``: decay_steps is multiplied by ``ceil(t / decay_steps)`` (1 when t = 0)."""
+    ``cycle``: decay_steps is multiplied by ``ceil(t / decay_steps)`` (1 when t = 0).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.polynomial_decay(1.0, decay_steps=3, end_learning_rate=0.0)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 0.6667, 0.3333, 0.0]
+    """
     fn = "polynomial_decay"
     lr = _number(fn, "learning_rate", learning_rate)
     end = _number(fn, "end_learning_rate", end_learning_rate)
@@ -135,7 +194,20 @@ def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
 def piecewise_decay(boundaries: Sequence[Union[int, float]],
                     values: Sequence[float]) -> Variable:
     """``values[i]`` while ``t < boundaries[i]`` (first match), else ``values[-1]``; the result
-    is the persistable global variable ``learning_rate``."""
+    is the persistable global variable ``learning_rate``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.piecewise_decay(boundaries=[2], values=[1.0, 0.1])
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 1.0, 0.1, 0.1]
+    """
     if len(values) - len(boundaries) != 1:
         raise ValueError("len(values) - len(boundaries) should be 1")
     bounds = [_number("piecewise_decay", "boundaries[%d]" % i, b) for i, b in enumerate(boundaries)]
@@ -164,7 +236,20 @@ def piecewise_decay(boundaries: Sequence[Union[int, float]],
 
 def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
                learning_rate: float = 1.0) -> Variable:
-    """``learning_rate * d_model**-0.5 * min(t**-0.5, warmup_steps**-1.5 * t)``, t from 1."""
+    """``learning_rate * d_model**-0.5 * min(t**-0.5, warmup_steps**-1.5 * t)``, t from 1.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.noam_decay(d_model=4, warmup_steps=2)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [0.1768, 0.3536, 0.2887, 0.25]
+    """
     d = _number("noam_decay", "d_model", d_model, positive=True)
     warm = _number("noam_decay", "warmup_steps", warmup_steps, positive=True)
     lr = _number("noam_decay", "learning_rate", learning_rate)
@@ -176,7 +261,20 @@ def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
 
 
 def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
-    """``learning_rate * 0.5 * (cos(floor(t / step_each_epoch) * pi / epochs) + 1)``."""
+    """``learning_rate * 0.5 * (cos(floor(t / step_each_epoch) * pi / epochs) + 1)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.cosine_decay(1.0, step_each_epoch=1, epochs=4)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [1.0, 0.8536, 0.5, 0.1464]
+    """
     lr = _number("cosine_decay", "learning_rate", learning_rate)
     per = _number("cosine_decay", "step_each_epoch", step_each_epoch, positive=True)
     epochs_ = _number("cosine_decay", "epochs", epochs, positive=True)
@@ -191,7 +289,20 @@ def linear_lr_warmup(learning_rate: Union[float, Variable], warmup_steps: int, s
                      end_lr: float) -> Variable:
     """``start_lr + (end_lr - start_lr) * t / warmup_steps`` while ``t < warmup_steps``, then
     ``learning_rate`` (a float or a schedule Variable). The result is the persistable global
-    variable ``learning_rate_warmup``."""
+    variable ``learning_rate_warmup``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lr = fluid.layers.linear_lr_warmup(0.5, warmup_steps=2, start_lr=0.0, end_lr=0.5)
+        ...     step = fluid.layers.autoincreased_step_counter(begin=0)  # see the schedule advance
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, fetch_list=[lr])[0][0]), 4) for _ in range(4)]
+        [0.0, 0.25, 0.5, 0.5]
+    """
     fn = "linear_lr_warmup"
     dtype = learning_rate.dtype if isinstance(learning_rate, Variable) else VarType.FP32
     warm = _number(fn, "warmup_steps", warmup_steps, positive=True)

@@ -178,6 +178,8 @@ def _triple(v: Sequence[int], name: str, op: str) -> List[int]:
     v = [int(a) for a in v]
     if len(v) != 3:
         raise ValueError(f"{op}: {name} must have 3 values, got {v}")
+    if min(v) < 1:      # strides and dilations: 0 would divide by zero, < 0 walks backwards
+        raise ValueError(f"{op}: every value of {name} must be >= 1, got {v}")
     return v
 
 

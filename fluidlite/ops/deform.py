@@ -37,6 +37,9 @@ class _Samples(NamedTuple):
 
 
 def _out_size(op: str, H: int, W: int, kh: int, kw: int, strides, paddings, dilations):
+    _need(op, min(strides) >= 1 and min(dilations) >= 1,   # 0 would divide by zero
+          f"every value of strides and dilations must be >= 1, got strides {list(strides)}, "
+          f"dilations {list(dilations)}")
     # fluid's ConvOutputSize: C++ int division (truncated toward zero)
     oh = c_div(H + 2 * paddings[0] - (dilations[0] * (kh - 1) + 1), strides[0]) + 1
     ow = c_div(W + 2 * paddings[1] - (dilations[1] * (kw - 1) + 1), strides[1]) + 1

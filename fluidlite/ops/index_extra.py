@@ -114,9 +114,22 @@ class Scatter(OpDef):
                  {"Out": target}, attrs)
 
 
-def _nd_index(Index: np.ndarray):
-    index = np.asarray(Index).astype(np.int64)
-    return tuple(np.moveaxis(index, -1, 0))
+def _in_range(op: str, what: str, index: np.ndarray, n: int) -> None:
+    """Every entry of ``index`` in ``[0, n)``: fluid's kernels (and Paddle's) raise for a
+    negative index, where NumPy indexing would silently wrap it around."""
+    if index.size and (index.min() < 0 or index.max() >= n):
+        bad = int(index[(index < 0) | (index >= n)].flat[0])
+        raise IndexError(f"{op}: Index holds {bad}, outside [0, {n}) ({what}); indices do not "
+                         f"wrap around")
+
+
+def _nd_index(op: str, Index: np.ndarray, shape):
+    """The coordinates of Index's last dim, one array per leading dim of ``shape``, each
+    checked to lie inside that dim."""
+    coords = tuple(np.moveaxis(np.asarray(Index).astype(np.int64), -1, 0))
+    for axis, c in enumerate(coords):
+        _in_range(op, f"dim {axis} of X", c, shape[axis])
+    return coords
 
 
 def _or_zeros(g, name, like):
@@ -164,11 +177,11 @@ class GatherNd(_GatherByIndex):
         return {"Out": VarSpec(tuple(Index.shape[:-1]) + tuple(rest), X.dtype)}
 
     def forward(self, X, Index):
-        return {"Out": np.array(X[_nd_index(Index)])}
+        return {"Out": np.array(X[_nd_index("gather_nd", Index, X.shape)])}
 
     def backward(self, X, Index, dOut):
         dx = np.zeros(X.shape, dtype=dOut.dtype)
-        np.add.at(dx, _nd_index(Index), dOut)
+        np.add.at(dx, _nd_index("gather_nd_grad", Index, X.shape), dOut)
         return {"X": dx}
 
 
@@ -195,11 +208,12 @@ class ScatterNdAdd(OpDef):
 
     def forward(self, X, Index, Updates):
         out = np.array(X, copy=True)
-        np.add.at(out, _nd_index(Index), Updates)
+        np.add.at(out, _nd_index("scatter_nd_add", Index, X.shape), Updates)
         return {"Out": out}
 
     def backward(self, Index, dOut):
-        return {"X": np.array(dOut, copy=True), "Updates": np.array(dOut[_nd_index(Index)])}
+        index = _nd_index("scatter_nd_add_grad", Index, dOut.shape)
+        return {"X": np.array(dOut, copy=True), "Updates": np.array(dOut[index])}
 
     def make_grad(self, g, **attrs):
         emit_grad_op(g, "scatter_nd_add", attrs, uses=self.grad_uses,
@@ -308,7 +322,9 @@ class IndexSample(_GatherByIndex):
         return {"Out": VarSpec(Index.shape, X.dtype)}
 
     def forward(self, X, Index):
-        return {"Out": np.take_along_axis(X, Index.astype(np.int64), axis=1)}
+        index = Index.astype(np.int64)
+        _in_range("index_sample", "the columns of X", index, X.shape[1])
+        return {"Out": np.take_along_axis(X, index, axis=1)}
 
     def backward(self, X, Index, dOut):
         dx = np.zeros(X.shape, dtype=dOut.dtype)

@@ -321,9 +321,13 @@ class Im2Sequence(OpDef):
     grad_uses = ("X", "Y")
     lod_aware = True
 
-    def infer(self, X, Y, *, kernels):
+    def infer(self, X, Y, *, kernels, strides=(1, 1), out_stride=(1, 1)):
         if X.ndim != 4:
             raise ValueError(f"im2sequence: X must be [N, C, H, W], got {list(X.shape)}")
+        if min(kernels) < 1 or min(strides) < 1 or min(out_stride) < 1:   # 0: division by 0
+            raise ValueError(f"im2sequence: every value of kernels, strides and out_stride "
+                             f"must be >= 1, got {list(kernels)}, {list(strides)} and "
+                             f"{list(out_stride)}")
         return {"Out": VarSpec((-1, X.shape[1] * kernels[0] * kernels[1]), X.dtype, 1)}
 
     def forward(self, X, Y=None, lod=None, *, kernels=[1, 1], strides=[1, 1],  # noqa: B006

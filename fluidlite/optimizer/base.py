@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+import warnings
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
@@ -57,15 +58,16 @@ def _create_global_var(name: str, shape: Sequence[int], value: float, dtype: Any
 
 def _hyper(owner: str, arg: str, value: Any, low: float = -math.inf, high: float = math.inf,
            low_open: bool = False, high_open: bool = False) -> float:
-    """``value`` as a float after checking it is a real number (Python or NumPy) in the range;
-    the error names the argument, the range and what was received."""
+    """``value`` as a float after checking it is a finite real number (Python or NumPy) in the
+    range; the error names the argument, the range and what was received. NaN and +-inf are
+    never accepted: an infinite learning rate or decay makes every parameter NaN on step one."""
     ok = not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real)
     v = float(value) if ok else math.nan
-    ok = ok and not math.isnan(v) and (v > low if low_open else v >= low) and \
+    ok = ok and math.isfinite(v) and (v > low if low_open else v >= low) and \
         (v < high if high_open else v <= high)
     if not ok:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
+        lo = "(" if low_open or math.isinf(low) else "["
+        hi = ")" if high_open or math.isinf(high) else "]"
         raise ValueError(f"{owner}: {arg} must be a number in {lo}{low}, {high}{hi}, but "
                          f"received {value!r}")
     return v
@@ -303,6 +305,7 @@ class Optimizer:
         if _mode.tracer is not None:    # issue 12: dygraph, externally computed gradients
             return _dygraph("apply_gradients")(self, params_grads, grad_clip)
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
+        _check_not_updated(default_main_program(), params_grads)
         if grad_clip is not None:
             params_grads = grad_clip(params_grads)
         else:
@@ -342,7 +345,17 @@ class Optimizer:
 
     def current_step_lr(self) -> float:
         """Dygraph: the learning rate the next ``minimize`` uses (a float; a dygraph decay is
-        evaluated at its current step without advancing it)."""
+        evaluated at its current step without advancing it).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 1)
+            ...     opt = fluid.optimizer.SGD(learning_rate=0.25, parameter_list=fc.parameters())
+            ...     print(opt.current_step_lr())
+            0.25
+        """
         self._dygraph_only("current_step_lr")
         lr = self._learning_rate
         if isinstance(lr, float):
@@ -359,7 +372,19 @@ class Optimizer:
         return float(np.asarray(value).reshape(-1)[0])
 
     def clear_gradients(self) -> None:
-        """Dygraph: clear the gradient of every trainable parameter in ``parameter_list``."""
+        """Dygraph: clear the gradient of every trainable parameter in ``parameter_list``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 1)
+            ...     opt = fluid.optimizer.SGD(learning_rate=0.1, parameter_list=fc.parameters())
+            ...     fluid.layers.mean(fc(fluid.dygraph.to_variable(np.ones((1, 2), "float32")))).backward()
+            ...     opt.clear_gradients()
+            ...     print(fc.weight.gradient())
+            None
+        """
         self._dygraph_only("clear_gradients")
         for p in self._parameter_list or []:
             if p.trainable:
@@ -372,7 +397,30 @@ class Optimizer:
         """Append backward, clip, regularization and update ops for ``loss``; returns
         ``(optimize_ops, params_grads)``. ``grad_clip`` here is the develop-1.8 spelling; the
         optimizer's own ``grad_clip`` wins when both are given. One transaction: if anything
-        fails, the main and startup programs are left exactly as they were."""
+        fails, the main and startup programs are left exactly as they were.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     y = fluid.data("y", [-1, 1])
+            ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+            ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+            ...     opt_ops, params_grads = fluid.optimizer.SGD(0.1).minimize(loss)
+
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+
+            >>> [(p.name, g.name) for p, g in params_grads]
+            [('w', 'w@GRAD')]
+            >>> sorted({op.type for op in main.global_block().ops})
+            ['elementwise_sub', 'elementwise_sub_grad', 'fill_constant', 'mean', 'mean_grad', 'mul',
+             'mul_grad', 'sgd', 'square', 'square_grad']
+        """
         if _mode.tracer is not None:    # dygraph: clip, regularize and update now
             return _dygraph("minimize")(self, loss, parameter_list, no_grad_set,
                                         _resolve_clip(self._grad_clip, grad_clip))
@@ -385,6 +433,7 @@ class Optimizer:
         with rewrite.transaction(loss.block.program, startup):
             params_grads = self.backward(loss, startup_program=startup_program,
                                          parameter_list=parameter_list, no_grad_set=no_grad_set)
+            _check_not_updated(loss.block.program, params_grads, loss)
             optimize_ops = self._apply_optimize(loss, startup_program, params_grads, clip)
         return optimize_ops, params_grads
 
@@ -397,9 +446,38 @@ def _dygraph(name: str) -> Callable[..., Any]:
 
 
 def _resolve_clip(own: Optional[GradientClipBase], given: Any) -> Optional[GradientClipBase]:
-    """The clip ``minimize`` applies: the optimizer's own wins over ``minimize(grad_clip=)``."""
+    """The clip ``minimize`` applies: the optimizer's own wins over ``minimize(grad_clip=)``
+    (a UserWarning says so: one of the two clips the user asked for is not applied)."""
     given = _check_clip(given, "minimize()")
-    if given is not None and own is not None:
-        _log.warning("minimize(grad_clip=%s) is ignored: the optimizer was built with "
-                     "grad_clip=%s, which wins", given, own)
+    if given is not None and own is not None and given is not own:
+        warnings.warn(f"minimize(grad_clip={given}) is ignored: the optimizer was built with "
+                      f"grad_clip={own}, which wins. Pass the clip in one place only "
+                      f"(the optimizer's grad_clip argument).", UserWarning, stacklevel=3)
     return own if own is not None else given
+
+
+def _check_not_updated(program: Program, params_grads: Pairs,
+                       loss: Optional[Variable] = None) -> None:
+    """A parameter gets one update per step: refuse to append a second update op for a
+    parameter that an optimizer op of ``program`` already writes (``minimize(loss)`` called
+    twice would run two backward passes and two updates per step, doubling the step size).
+    Read from the program itself, so a clone made after ``minimize`` is refused too."""
+    wanted = {p.name for p, g in params_grads if g is not None and p.trainable}
+    if not wanted:
+        return
+    for block in program.blocks:
+        for op in block.ops:
+            if not int(op.attrs.get("op_role", 0)) & OpRole.Optimize:
+                continue
+            hit = [n for n in op.output_arg_names if n in wanted]
+            if hit:
+                what = f"minimize(loss '{loss.name}')" if loss is not None else \
+                    "apply_gradients"
+                raise RuntimeError(
+                    f"{what}: parameter '{hit[0]}' is already updated by the '{op.type}' op "
+                    f"of this program (block {block.idx}), from an earlier minimize or "
+                    f"apply_gradients; a second update would run every step, doubling the "
+                    f"step. Call minimize once per program (one optimizer per set of "
+                    f"parameters: pass parameter_list to split them), or build the second "
+                    f"training program from a clone taken before the first minimize "
+                    f"(program.clone()).")
