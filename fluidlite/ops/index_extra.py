@@ -73,12 +73,14 @@ class Scatter(OpDef):
 
     @staticmethod
     def _rows(Ids, n):
-        """Ids as non-negative row numbers (so -1 and n-1 count as the same row)."""
+        """Ids as row numbers, each checked to lie in ``[0, n)``: a negative id is an error, as
+        in Paddle's kernel, never NumPy's wrap-around."""
         ids = _ids(Ids)
-        if ids.size and (ids.min() < -n or ids.max() >= n):
-            raise ValueError(f"scatter: an index of Ids is out of range for X with {n} rows: "
-                             f"{ids.tolist()}")
-        return np.where(ids < 0, ids + n, ids)
+        if ids.size and (ids.min() < 0 or ids.max() >= n):
+            bad = int(ids[(ids < 0) | (ids >= n)][0])
+            raise IndexError(f"scatter: Ids holds {bad}, out of range for X with {n} rows "
+                             f"(ids must lie in [0, {n}); they do not wrap around)")
+        return ids
 
     def forward(self, X, Ids, Updates, *, overwrite=True):
         ids, out = self._rows(Ids, X.shape[0]), np.array(X, copy=True)
