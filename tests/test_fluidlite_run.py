@@ -168,10 +168,12 @@ FIT_A_LINE = textwrap.dedent('''
     feeder = fluid.DataFeeder(place=place, feed_list=[x, y])
     losses = []
     for pass_id in range(30):
+        pass_losses = []
         for data in train_reader():
             loss, = exe.run(fluid.default_main_program(), feed=feeder.feed(data),
                             fetch_list=[avg_loss])
-            losses.append(float(loss[0]))
+            pass_losses.append(float(loss[0]))
+        losses.append(numpy.mean(pass_losses))
     fluid.io.save_inference_model(sys.argv[1], ['x'], [y_predict], exe)
     print("first %.4f last %.4f" % (losses[0], losses[-1]))
     ''')
@@ -215,6 +217,8 @@ def test_a_fit_a_line_script_runs_unchanged(tmp_path):
     write_housing(tmp_path / ".cache" / "paddle" / "dataset", rows=100)
     out = _run(tmp_path, FIT_A_LINE, str(tmp_path / "model"))
     assert out.returncode == 0, out.stderr
+    # the mean loss of the first and the last pass: the reader shuffles without a seed, as the
+    # book's script does, so single batches vary from run to run
     first, last = (float(v) for v in out.stdout.split()[1::2])
     assert last < first / 3
     assert (tmp_path / "model" / "__model__").exists()
