@@ -1,16 +1,25 @@
 """Regenerate the README's screenshots of the interactive viewer with headless Chromium.
 
+The hierarchical viewer (``--layout elk``, the default; 1600x1000 pictures):
+
+* ``docs/images/viewer_resnet50.png``: the first view of a ResNet-50-style training program
+  (``bench/viz_scale.py``'s ``build_resnet50``): passes and stages as groups;
+* ``docs/images/viewer_resnet50_clip.png``: the same after typing "clip", Enter and ``e``:
+  the gradient-clip group open and centred at zoom 1, its panel on the right;
 * ``docs/images/viewer_quick_start.png``: the quick start's training program
-  (``samples/quick_start.py``), searched for ``squared_l2_norm`` with the clip's ``sqrt`` op
-  selected (its side panel open);
+  (``samples/quick_start.py``), the loss op selected and traced (``t``);
 * ``docs/images/viewer_diff.png``: ``viz.diff_graph`` of ``samples/visualize.py``'s program
-  before and after ``minimize``, with "show only what changed" on.
+  before and after ``minimize``, in dark mode.
+
+The flat viewer (``--layout auto|dot|layered``; 1400x677): ``viewer_quick_start.png`` searched
+for ``squared_l2_norm`` with the clip's ``sqrt`` op selected, and ``viewer_diff.png`` with
+"show only what changed" on.
 
 Needs selenium, Chromium and chromedriver (Debian: ``apt-get install -y chromium
 chromium-driver``; ``pip install selenium``), the same as ``tests/test_viz_browser.py``, and uses
 its browser flags. Run from anywhere:
 
-    python docs/make_screenshots.py [--out docs/images] [--layout auto|dot|layered]
+    python docs/make_screenshots.py [--out docs/images] [--layout elk|auto|dot|layered]
 """
 from __future__ import annotations
 
@@ -34,6 +43,7 @@ CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--hide-scrollbars"]
 WINDOW = (1400, 677)
+WINDOW_ELK = (1600, 1000)
 
 
 def _sample(name: str):
@@ -58,7 +68,7 @@ def _fresh_names() -> Iterator[None]:
         names._name_scope = saved
 
 
-def _browser(profile: str):
+def _browser(profile: str, window=WINDOW):
     from selenium import webdriver
     chrome = shutil.which("chromium") or shutil.which("chromium-browser") \
         or shutil.which("google-chrome")
@@ -68,12 +78,12 @@ def _browser(profile: str):
     opts = webdriver.ChromeOptions()
     opts.binary_location = chrome
     for a in CHROME_ARGS + [f"--user-data-dir={profile}",
-                            f"--window-size={WINDOW[0]},{WINDOW[1]}"]:
+                            f"--window-size={window[0]},{window[1]}"]:
         opts.add_argument(a)
     drv = webdriver.Chrome(options=opts, service=webdriver.ChromeService(executable_path=driver))
     # the window includes the (headless) browser frame: grow it until the page is WINDOW
     inner = drv.execute_script("return [window.innerWidth, window.innerHeight]")
-    drv.set_window_size(WINDOW[0] * 2 - inner[0], WINDOW[1] * 2 - inner[1])
+    drv.set_window_size(window[0] * 2 - inner[0], window[1] * 2 - inner[1])
     return drv
 
 
@@ -91,8 +101,80 @@ def _op_index(drv, program, op_type: str) -> int:
     return drv.execute_script("return fluidliteViewer.find(arguments[0])", f"op:0:{idx}")
 
 
-def make(out_dir: str, layout: str = "auto") -> List[str]:
-    """Write both screenshots into ``out_dir``; returns their paths."""
+def _idle(drv) -> None:
+    """Wait for the ELK viewer's worker to finish laying out."""
+    end = time.monotonic() + 30
+    time.sleep(0.05)
+    while drv.execute_script("return fluidliteViewer.busy()"):
+        if time.monotonic() > end:
+            sys.exit("the viewer did not finish its layout")
+        time.sleep(0.05)
+
+
+def _resnet50():
+    spec = importlib.util.spec_from_file_location(
+        "viz_scale", os.path.join(ROOT, "bench", "viz_scale.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)                     # type: ignore[union-attr]
+    with _fresh_names():
+        return mod.build_resnet50()
+
+
+def make_elk(out_dir: str) -> List[str]:
+    """The hierarchical viewer's four screenshots (see the module docstring)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    os.makedirs(out_dir, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="fluidlite-shots-")
+    drv = _browser(os.path.join(work, "profile"), WINDOW_ELK)
+    written = []
+    try:
+        prog = _resnet50()
+        title = "ResNet-50-style training: Momentum + GradientClipByGlobalNorm"
+        _open(drv, viz.export(prog, os.path.join(work, "resnet50.html"), title=title))
+        written.append(os.path.join(out_dir, "viewer_resnet50.png"))
+        drv.save_screenshot(written[-1])
+        drv.find_element(By.ID, "search").send_keys("clip", Keys.ENTER)
+        _idle(drv)
+        drv.find_element(By.TAG_NAME, "body").send_keys("e")
+        _idle(drv)
+        drv.execute_script("fluidliteViewer.centre('G'+fluidliteViewer.findGroup('gradient clip'))")
+        written.append(os.path.join(out_dir, "viewer_resnet50_clip.png"))
+        drv.save_screenshot(written[-1])
+
+        with _fresh_names():
+            main, *_ = _sample("quick_start").build(clip_norm=0.5, lr=0.1)
+        _open(drv, viz.export(main, os.path.join(work, "quick_start_program.html"),
+                              title="quick start: MLP + GradientClipByGlobalNorm + Momentum"))
+        i = _op_index(drv, main, "softmax_with_cross_entropy")
+        drv.execute_script("fluidliteViewer.reveal(arguments[0])", i)
+        _idle(drv)
+        drv.find_element(By.TAG_NAME, "body").send_keys("t")
+        drv.execute_script("fluidliteViewer.fit()")
+        written.append(os.path.join(out_dir, "viewer_quick_start.png"))
+        drv.save_screenshot(written[-1])
+
+        with _fresh_names():
+            main, _, before, _ = _sample("visualize").build()
+        diff = viz.diff_graph(before, main, title="what minimize() added")
+        _open(drv, viz.export(diff, os.path.join(work, "mlp_minimize_diff.html")))
+        drv.find_element(By.TAG_NAME, "body").send_keys("D")
+        written.append(os.path.join(out_dir, "viewer_diff.png"))
+        drv.save_screenshot(written[-1])
+        errors = [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+        if errors:
+            sys.exit(f"JavaScript errors in the viewer: {errors}")
+    finally:
+        drv.quit()
+        shutil.rmtree(work, ignore_errors=True)
+    return written
+
+
+def make(out_dir: str, layout: str = "elk") -> List[str]:
+    """Write the screenshots into ``out_dir``; returns their paths. ``layout="elk"``: the
+    hierarchical viewer's (``make_elk``); else the flat viewer's two."""
+    if layout == "elk":
+        return make_elk(out_dir)
     from selenium.webdriver.common.by import By
     os.makedirs(out_dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="fluidlite-shots-")
@@ -129,7 +211,7 @@ def make(out_dir: str, layout: str = "auto") -> List[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "images"))
-    ap.add_argument("--layout", default="auto", choices=["auto", "dot", "layered"])
+    ap.add_argument("--layout", default="elk", choices=["elk", "auto", "dot", "layered"])
     args = ap.parse_args()
     for path in make(args.out, args.layout):
         print(path)

@@ -318,7 +318,9 @@ def test_without_graphviz_svg_is_drawn_by_fluidlite(no_graphviz, tmp_path):
         viz.to_html(main, require_svg=True)
     with pytest.raises(viz.GraphvizNotFoundError):
         viz.to_html(main, renderer="graphviz")
-    data = _viewer_data(viz.to_interactive_html(main))    # the viewer lays out in Python
+    data = _viewer_data(viz.to_interactive_html(main))    # the viewer lays out in the page
+    assert data["engine"] == "elk" and data["nodes"] and data["groups"]
+    data = _viewer_data(viz.to_interactive_html(main, layout="auto"))   # the flat one: Python
     assert data["engine"] == "layered" and data["nodes"]
 
 
@@ -527,7 +529,7 @@ def test_quick_start_trains_clips_and_writes_its_files(tmp_path, capsys):
 
 
 def test_plot_curves_without_matplotlib_says_how(tmp_path, monkeypatch, capsys):
-    sample = _load_sample("training_curves")
+    sample = _load_sample("_common")
     real_import = builtins.__import__
 
     def no_mpl(name, *args, **kwargs):

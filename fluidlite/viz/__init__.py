@@ -1,7 +1,7 @@
 """Graph views of programs: one traversal (``to_networkx``) and thin writers over it.
 
     import fluidlite.viz as viz
-    viz.export(main_program, "net.html")             # interactive viewer (pan, search, panel)
+    viz.export(main_program, "net.html")             # interactive viewer: groups first (ELK)
     viz.export(main_program, "net.html", format="html-static")  # static page: SVG + tables
     viz.export(main_program, "net.svg", hide_backward=True)     # also .dot .png .graphml .json
     svg = viz.to_svg(main_program)            # SVG drawn by fluidlite itself (no Graphviz)

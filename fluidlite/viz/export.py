@@ -89,7 +89,8 @@ def format_from_path(path: str) -> str:
 def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str] = None, *,
            title: Optional[str] = None, legend: bool = True, clusters: bool = True,
            edge_labels: bool = True, rankdir: str = "TB", dpi: Optional[float] = None,
-           layout: str = "auto", renderer: str = "auto", **graph_opts: Any) -> str:
+           layout: str = "elk", renderer: str = "auto", profile: Any = None,
+           **graph_opts: Any) -> str:
     """Write ``obj`` to ``path`` in ``format``, atomically, and return the path written.
 
     Args:
@@ -101,13 +102,16 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
             ``html-static`` the page of picture and tables (``to_html``).
         title, legend, clusters, edge_labels, rankdir: how the picture looks.
         dpi: resolution of a PNG.
-        layout: the interactive viewer's layout: ``auto`` (Graphviz when installed and the
-            graph is small enough), ``dot`` or ``layered``.
+        layout: the interactive viewer: ``elk`` (default; the hierarchical viewer laid out
+            in the page by ELK), or the flat viewer laid out in Python: ``auto`` (Graphviz
+            when installed and the graph is small enough), ``dot`` or ``layered``.
         renderer: who draws an SVG (``svg``, and the picture of ``html-static``): ``auto``
             (default) -- Graphviz when installed (``dot`` on PATH, or pygraphviz), else
             fluidlite's own drawing (``to_svg``, no Graphviz needed); ``graphviz``; or
             ``builtin``. PNG and PDF always need Graphviz: without it they raise
             ``GraphvizNotFoundError`` saying what to install.
+        profile: the interactive viewer's time overlay: ``Executor.last_profile`` after
+            ``exe.run(..., profile=True)`` (see ``to_interactive_html``); html only.
         **graph_opts: ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight`` (passed
             to ``to_networkx``).
 
@@ -128,6 +132,9 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
         raise ValueError(f"unknown export format {fmt!r}; choose one of {sorted(FORMATS)}")
     if renderer not in RENDERERS:
         raise ValueError(f"renderer must be one of {list(RENDERERS)}; got {renderer!r}")
+    if profile is not None and fmt != "html":
+        raise ValueError(f"profile= (the time overlay) is drawn by the interactive html "
+                         f"viewer only; got format {fmt!r}")
     style = dict(legend=legend, clusters=clusters, edge_labels=edge_labels, rankdir=rankdir)
     if fmt == "txt":
         from ..core.ir import Block, Program
@@ -144,7 +151,7 @@ def export(obj: Any, path: Union[str, "os.PathLike[str]"], format: Optional[str]
     elif fmt == "json":
         data = (json.dumps(to_node_link(obj, **graph_opts), indent=1) + "\n").encode("utf-8")
     elif fmt == "html":
-        data = to_interactive_html(obj, title=title, layout=layout, **style,
+        data = to_interactive_html(obj, title=title, layout=layout, profile=profile, **style,
                                    **graph_opts).encode("utf-8")
     elif fmt == "html-static":
         data = to_html(obj, title=title, renderer=renderer, **style,

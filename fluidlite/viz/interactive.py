@@ -1,8 +1,11 @@
 """The interactive HTML viewer: one self-contained file (inline JavaScript and CSS, no network).
 
-``to_interactive_html(program_or_graph)`` lays the graph out in Python (``layout.py``: Graphviz
-``dot`` when present and the graph is small enough, else a layered layout) and embeds the
-positions and every node's details as JSON; the inline script draws the SVG and adds:
+``to_interactive_html(program_or_graph)`` (``layout="elk"``, the default) writes the
+hierarchical viewer of ``viewer.py``: groups first, laid out in the page by the vendored ELK
+engine. ``layout="auto"|"dot"|"layered"`` writes the flat viewer described here: it lays the
+graph out in Python (``layout.py``: Graphviz ``dot`` when present and the graph is small
+enough, else a layered layout) and embeds the positions and every node's details as JSON; the
+inline script draws the SVG and adds:
 
 * pan (drag), zoom (wheel, ``+``/``-``), fit to screen (``f``);
 * a search box (regex over op types and variable names, case-insensitive) that highlights the
@@ -35,6 +38,7 @@ from .dot import OP_STYLES, VAR_STYLES, _cluster_of, as_graph
 from ..core.ir import Program
 from .graph import op_slots, to_networkx
 from .layout import layout as compute_layout
+from .viewer import add_groups, elk_page, profile_times
 
 __all__ = ["to_interactive_html"]
 
@@ -42,9 +46,11 @@ _DIFF = {"same": 0, "added": 1, "changed": 2, "removed": 3}
 
 
 def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
+    """The viewer's JSON of ``g``: node records (with the positions of ``lay``; without any
+    when ``lay`` is None, for the ELK viewer, which lays out in the page), edges, scopes."""
     ids = list(g.nodes)
     index = {n: i for i, n in enumerate(ids)}
-    scopes = sorted(lay.scopes)
+    scopes = sorted(lay.scopes) if lay is not None else []
     scope_index = {p: i for i, p in enumerate(scopes)}
     nodes: List[Dict[str, Any]] = []
     strs: Dict[str, int] = {}      # callsites and name scopes repeat: sent once, by index
@@ -53,12 +59,13 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
         return strs.setdefault(text, len(strs))
     for n in ids:
         d = g.nodes[n]
-        cx, cy, w, h = lay.pos[n]
         path = _cluster_of(d)
-        rec: Dict[str, Any] = {"id": n, "x": cx, "y": cy, "w": w, "h": h,
-                               "d": _DIFF.get(d.get("fl_diff", "same"), 0),
+        rec: Dict[str, Any] = {"id": n, "d": _DIFF.get(d.get("fl_diff", "same"), 0),
                                "s": scope_index.get(path, -1),
                                "ns": intern(d.get("fl_namescope", ""))}
+        if lay is not None:
+            cx, cy, w, h = lay.pos[n]
+            rec.update(x=cx, y=cy, w=w, h=h)
         if d.get("fl_highlight"):
             rec["hl"] = 1
         if d["fl_kind"] == "op":
@@ -87,12 +94,13 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
             continue
         seen.add(key)
         e: List[Any] = [index[u], index[v], _DIFF.get(d.get("fl_diff", "same"), 0)]
-        pts = lay.edges.get(key)
+        pts = lay.edges.get(key) if lay is not None else None
         if pts:
             e.append([c for p in pts for c in p])
         edges.append(e)
     summary = json.loads(g.graph.get("fl_diff_summary", "{}")) if g.graph.get("fl_diff") else {}
-    return {"title": g.graph.get("fl_title", "program"), "engine": lay.engine,
+    return {"title": g.graph.get("fl_title", "program"),
+            "engine": lay.engine if lay is not None else "elk",
             "diff": bool(g.graph.get("fl_diff")), "summary": summary, "legend": legend,
             "block": g.graph.get("fl_block", 0), "nblocks": g.graph.get("fl_num_blocks", 1),
             "parent": g.graph.get("fl_parent", 0),
@@ -102,16 +110,46 @@ def _data(g: nx.MultiDiGraph, lay: Any, legend: bool) -> Dict[str, Any]:
             "varStyles": {k: list(v) for k, v in VAR_STYLES.items()}}
 
 
-def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = "auto",
+def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = "elk",
                         legend: bool = True, clusters: bool = True, edge_labels: bool = True,
-                        rankdir: str = "TB", **graph_opts: Any) -> str:
+                        rankdir: str = "TB", profile: Any = None, **graph_opts: Any) -> str:
     """The interactive page for a Program/Block (``graph_opts`` go to ``to_networkx``) or a
-    graph from ``to_networkx`` / ``diff_graph``. ``layout``: ``auto`` (Graphviz ``dot`` when
-    present and the graph has at most ``layout.DOT_MAX_NODES`` nodes, else layered), ``dot``
-    or ``layered``. ``edge_labels`` is accepted for the static exports' signature: the slot
-    of every edge is listed in the side panel instead."""
+    graph from ``to_networkx`` / ``diff_graph``.
+
+    Args:
+        obj: a Program, a Block, or a graph from ``to_networkx`` / ``diff_graph``.
+        title: the page title (default: the graph's).
+        layout: ``elk`` (default): the hierarchical viewer (``viewer.py``): passes, name
+            scopes, per-parameter chains and series of alike subgraphs as expandable groups,
+            laid out in the page by the vendored ELK layered algorithm in a web worker.
+            ``auto``, ``dot``, ``layered``: the flat viewer of every node laid out in Python
+            (``auto``: Graphviz ``dot`` when present and the graph has at most
+            ``layout.DOT_MAX_NODES`` nodes, else the layered layout).
+        legend, clusters, rankdir: the flat viewer's picture (the ELK viewer always draws
+            top-down, with a legend, groups instead of scope boxes). ``edge_labels`` is
+            accepted for the static exports' signature: slots are listed in the side panel.
+        profile: a ``fluidlite.profiler.Profile`` (``Executor.last_profile`` after
+            ``exe.run(..., profile=True)``): the ELK viewer can colour ops by the measured
+            average time per call of their op type ("time overlay"); ``TypeError`` for
+            anything else.
+        **graph_opts: ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight``.
+
+    Returns:
+        The page: one self-contained HTML file (no network access).
+
+    Example:
+        >>> import fluidlite as fluid, fluidlite.viz as viz
+        >>> viz.to_interactive_html(fluid.Program()).startswith("<!DOCTYPE html>")
+        True
+    """
     if rankdir not in ("TB", "LR", "BT", "RL"):
         raise ValueError(f"rankdir must be one of TB, LR, BT, RL; got {rankdir!r}")
+    if layout not in ("elk", "auto", "dot", "layered"):
+        raise ValueError(f"layout engine must be elk, auto, dot or layered; got {layout!r}")
+    prof = profile_times(profile)
+    if prof and layout != "elk":
+        raise ValueError(f"the time overlay (profile=) is drawn by the ELK viewer; pass "
+                         f"layout='elk' instead of {layout!r}")
     views = []
     if isinstance(obj, Program) and graph_opts.get("block") is None and len(obj.blocks) > 1:
         graphs = [to_networkx(obj, k, **{k2: v for k2, v in graph_opts.items()
@@ -120,10 +158,15 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
         # one view per block: sub-blocks are views of their own, expanded inline
         graphs = [as_graph(obj, **dict(graph_opts, sub_blocks=False))]
     for g in graphs:
-        lay = compute_layout(g, layout, rankdir=rankdir, clusters=clusters)
-        data = _data(g, lay, legend)
+        if layout == "elk":
+            data = _data(g, None, legend)
+            add_groups(data, g)
+        else:
+            data = _data(g, compute_layout(g, layout, rankdir=rankdir, clusters=clusters), legend)
         if title:
             data["title"] = title
+        if prof:
+            data["prof"] = prof
         views.append(data)
     # names are data: inside the <script> element no "<", ">" or "&" may appear as such
     # ("</script>" would end it, "<!--" switch the parser's state), nor U+2028/9 (line ends
@@ -131,6 +174,8 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
     doc = {"views": views, "multi": len(views) > 1}
     blob = json.dumps(doc, separators=(",", ":")).translate(_SCRIPT_SAFE)
     data = views[0]
+    if layout == "elk":
+        return elk_page(blob, str(data["title"]))
     return (_PAGE.replace("%TITLE%", html.escape(str(data["title"])))
             .replace("%CSS%", _CSS).replace("%JS%", _JS).replace("%DATA%", blob))
 
