@@ -89,6 +89,15 @@ _LAZY_NAMES.update({
     "DistributeTranspilerConfig": ("transpiler", "DistributeTranspilerConfig"),
 })
 
+# issue 29: fluid 1.8's package did `from .dygraph.nn import *`, `from .dygraph.layers import *`
+# and `from .dataset import *`, so fluid.Linear, fluid.Layer, fluid.DatasetFactory... exist
+_LAZY_NAMES.update({n: ("dygraph", n) for n in (
+    "Conv2D", "Conv3D", "Pool2D", "Linear", "BatchNorm", "Dropout", "Embedding", "GRUUnit",
+    "InstanceNorm", "LayerNorm", "NCE", "PRelu", "BilinearTensorProduct", "Conv2DTranspose",
+    "Conv3DTranspose", "GroupNorm", "SpectralNorm", "TreeConv", "Layer")})
+_LAZY_NAMES.update({n: ("dataset", n) for n in ("DatasetFactory", "InMemoryDataset",
+                                                "QueueDataset")})
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY_MODULES:

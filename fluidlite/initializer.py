@@ -40,13 +40,13 @@ def _seed(cls: str, seed: Any) -> int:
     return int(seed)
 
 
-def _fan(cls: str, arg: str, value: Any) -> Optional[float]:
+def _fan(cls: str, arg: str, value: Any, zero_ok: bool = False) -> Optional[float]:
     if value is None:
         return None
     fan = _number(cls, arg, value)
-    if not fan > 0:
-        raise ValueError(f"{cls}: {arg} must be > 0 (or None: computed from the shape), but "
-                         f"received {value}")
+    if not (fan >= 0 if zero_ok else fan > 0):
+        raise ValueError(f"{cls}: {arg} must be {'>=' if zero_ok else '>'} 0 (or None: computed "
+                         f"from the shape), but received {value}")
     return fan
 
 
@@ -78,7 +78,26 @@ class Initializer:
 
 
 class ConstantInitializer(Initializer):
-    """Fill with ``value``."""
+    """Fill with ``value``.
+
+    Args:
+        value (float, default 0.0): the fill value.
+        force_cpu (bool, default False): accepted for fluid's signature.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([2, 3], "float32", name="w",
+        ...         default_initializer=fluid.initializer.Constant(0.5))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> w_value
+        array([[0.5, 0.5, 0.5],
+               [0.5, 0.5, 0.5]], dtype=float32)
+    """
 
     def __init__(self, value: float = 0.0, force_cpu: bool = False) -> None:
         # a bool fills bool tensors (True -> 1.0), as in fluid
@@ -95,7 +114,26 @@ class ConstantInitializer(Initializer):
 
 
 class UniformInitializer(Initializer):
-    """Uniform on [low, high)."""
+    """Uniform on [low, high).
+
+    Args:
+        low (float, default -1.0): the lower bound.
+        high (float, default 1.0): the upper bound (exclusive).
+        seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([2, 3], "float32", name="w",
+        ...         default_initializer=fluid.initializer.Uniform(low=-0.1, high=0.1, seed=1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> bool(np.all(np.abs(w_value) <= 0.1))
+        True
+    """
 
     def __init__(self, low: float = -1.0, high: float = 1.0, seed: int = 0) -> None:
         cls = "UniformInitializer"
@@ -111,7 +149,26 @@ class UniformInitializer(Initializer):
 
 
 class NormalInitializer(Initializer):
-    """Gaussian with mean ``loc`` and std ``scale``."""
+    """Gaussian with mean ``loc`` and std ``scale``.
+
+    Args:
+        loc (float, default 0.0): the mean.
+        scale (float, default 1.0): the standard deviation.
+        seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([100, 100], "float32", name="w",
+        ...         default_initializer=fluid.initializer.Normal(loc=0.0, scale=0.01, seed=1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> round(float(w_value.std()), 3)
+        0.01
+    """
 
     def __init__(self, loc: float = 0.0, scale: float = 1.0, seed: int = 0) -> None:
         cls = type(self).__name__
@@ -127,7 +184,26 @@ class NormalInitializer(Initializer):
 
 
 class TruncatedNormalInitializer(NormalInitializer):
-    """Gaussian resampled beyond two standard deviations."""
+    """Gaussian resampled beyond two standard deviations.
+
+    Args:
+        loc (float, default 0.0): the mean.
+        scale (float, default 1.0): the standard deviation (values beyond two are redrawn).
+        seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([100, 100], "float32", name="w",
+        ...         default_initializer=fluid.initializer.TruncatedNormal(loc=0.0, scale=1.0, seed=1))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> bool(np.all(np.abs(w_value) <= 2.0))     # cut at two standard deviations
+        True
+    """
 
     def __call__(self, var: Any, block: Any) -> Any:
         return self._append(block, var, "truncated_gaussian_random", mean=self._mean,
@@ -136,18 +212,45 @@ class TruncatedNormalInitializer(NormalInitializer):
 
 class XavierInitializer(Initializer):
     """Glorot: uniform limit ``sqrt(6/(fan_in+fan_out))`` or normal std
-    ``sqrt(2/(fan_in+fan_out))``."""
+    ``sqrt(2/(fan_in+fan_out))``.
+
+    Args:
+        uniform (bool, default True): uniform (else normal) distribution.
+        fan_in (float | None): inputs per unit (default: from the parameter's shape).
+        fan_out (float | None): outputs per unit (default: from the parameter's shape).
+        seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([30, 20], "float32", name="w",
+        ...         default_initializer=fluid.initializer.Xavier(uniform=True))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> limit = np.sqrt(6.0 / (30 + 20))
+        >>> bool(np.all(np.abs(w_value) <= limit))
+        True
+    """
 
     def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
                  fan_out: Optional[float] = None, seed: int = 0) -> None:
         cls = "XavierInitializer"
         self._uniform, self._seed = bool(uniform), _seed(cls, seed)
-        self._fan_in, self._fan_out = _fan(cls, "fan_in", fan_in), _fan(cls, "fan_out", fan_out)
+        # fluid 1.8 takes a 0 fan (DARTS passes fan_in=0): only the sum divides
+        self._fan_in = _fan(cls, "fan_in", fan_in, zero_ok=True)
+        self._fan_out = _fan(cls, "fan_out", fan_out, zero_ok=True)
 
     def __call__(self, var: Any, block: Any) -> Any:
         f_in, f_out = self._compute_fans(var)
         fan_in = f_in if self._fan_in is None else self._fan_in
         fan_out = f_out if self._fan_out is None else self._fan_out
+        if not fan_in + fan_out > 0:
+            raise ValueError(f"XavierInitializer: fan_in + fan_out is {fan_in + fan_out} for "
+                             f"'{var.name}' (shape {list(var.shape)}); give a positive fan_in "
+                             f"or fan_out")
         if self._uniform:
             limit = math.sqrt(6.0 / float(fan_in + fan_out))
             return self._append(block, var, "uniform_random", min=-limit, max=limit,
@@ -157,7 +260,26 @@ class XavierInitializer(Initializer):
 
 
 class MSRAInitializer(Initializer):
-    """He/Kaiming: uniform limit ``sqrt(6/fan_in)`` or normal std ``sqrt(2/fan_in)``."""
+    """He/Kaiming: uniform limit ``sqrt(6/fan_in)`` or normal std ``sqrt(2/fan_in)``.
+
+    Args:
+        uniform (bool, default True): uniform (else normal) distribution.
+        fan_in (float | None): inputs per unit (default: from the parameter's shape).
+        seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([24, 10], "float32", name="w",
+        ...         default_initializer=fluid.initializer.MSRA(uniform=True))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> bool(np.all(np.abs(w_value) <= np.sqrt(6.0 / 24)))
+        True
+    """
 
     def __init__(self, uniform: bool = True, fan_in: Optional[float] = None,
                  seed: int = 0) -> None:
@@ -176,7 +298,25 @@ class MSRAInitializer(Initializer):
 
 
 class NumpyArrayInitializer(Initializer):
-    """Copy a fixed numpy array (op ``assign_value``)."""
+    """Copy a fixed numpy array (op ``assign_value``).
+
+    Args:
+        value (numpy.ndarray): the exact initial value (the parameter's shape).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([2, 3], "float32", name="w",
+        ...         default_initializer=fluid.initializer.NumpyArrayInitializer(np.arange(6, dtype='float32').reshape(2, 3)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> w_value
+        array([[0., 1., 2.],
+               [3., 4., 5.]], dtype=float32)
+    """
 
     def __init__(self, value: np.ndarray) -> None:
         if not isinstance(value, np.ndarray):
@@ -192,7 +332,24 @@ class NumpyArrayInitializer(Initializer):
 
 
 class BilinearInitializer(Initializer):
-    """Bilinear upsampling kernel for a ``[C, 1, k, k]``-style conv_transpose weight."""
+    """Bilinear upsampling kernel for a ``[C, 1, k, k]``-style conv_transpose weight.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([1, 1, 4, 4], "float32", name="w",
+        ...         default_initializer=fluid.initializer.Bilinear())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> w_value = np.array(fluid.global_scope().find_var("w").get_tensor())
+        >>> w_value[0, 0]
+        array([[0.0625, 0.1875, 0.1875, 0.0625],
+               [0.1875, 0.5625, 0.5625, 0.1875],
+               [0.1875, 0.5625, 0.5625, 0.1875],
+               [0.0625, 0.1875, 0.1875, 0.0625]], dtype=float32)
+    """
 
     def __call__(self, var: Any, block: Any) -> Any:
         shape = var.shape

@@ -684,3 +684,85 @@ def test_paddle2_zero_d_learning_rate_fits_fluid1_program(tmp_path, trained):
             load()
             lr = np.array(s.find_var("learning_rate_0").get_tensor())
         assert lr.shape == (1,) and lr[0] == np.float32(0.01)
+
+
+# -- loaded programs on feed shapes other than the saved ones (issue 29) ---------------------
+def _fully_convolutional(data):
+    L = fluid.layers
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = data()
+        c = L.batch_norm(L.conv2d(x, 4, 3, padding=1), act="relu")
+        u = L.resize_bilinear(L.pool2d(c, 2, "max", 2), scale=2.0)
+        s = L.concat([u, c], axis=1)
+        a = L.elementwise_add(s, L.pool2d(s, pool_type="avg", global_pooling=True))
+        out = L.softmax(L.transpose(L.reshape(a, [0, 0, -1]), [0, 2, 1]))
+    return main, startup, out
+
+
+@pytest.mark.parametrize("fmt", ["paddle", "json"])
+def test_loaded_program_runs_on_other_feed_sizes(tmp_path, fmt):
+    """As Paddle's Executor: a feed variable the file does not mark need_check_feed (fluid's
+    layers.data, files of fluid <= 1.5) takes a batch and image size other than the saved
+    [1, 3, 8, 8]; every shape follows the fed array, and the numbers are the original
+    program's."""
+    L = fluid.layers
+    main, startup, out = _fully_convolutional(
+        lambda: L.data("x", [1, 3, 8, 8], dtype="float32", append_batch_size=False))
+    x = np.random.RandomState(0).rand(2, 3, 12, 10).astype("float32")
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        (want,) = exe.run(main.clone(for_test=True), feed={"x": x}, fetch_list=[out])
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main, format=fmt)
+        program, feeds, targets = fluid.io.load_inference_model(str(tmp_path), exe)
+        assert program.global_block().var("x").shape == (1, 3, 8, 8)
+        (got,) = exe.run(program, feed={"x": x}, fetch_list=targets)
+    assert want.shape == got.shape == (2, 120, 8)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_loaded_fluid_data_stays_checked(tmp_path):
+    """A ``fluid.data`` feed (need_check_feed in the file) is checked after loading, as in
+    Paddle ("The fed Variable 'x' should have dimensions = 4 ...")."""
+    main, startup, out = _fully_convolutional(
+        lambda: fluid.data("x", [-1, 3, 8, 8], dtype="float32"))
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [out], exe, main)
+        program, _, targets = fluid.io.load_inference_model(str(tmp_path), exe)
+        ok = np.zeros((3, 3, 8, 8), "float32")
+        assert exe.run(program, feed={"x": ok}, fetch_list=targets)[0].shape == (3, 64, 8)
+        with pytest.raises(ValueError, match=r"'x' should have dimensions = 4, shape = "
+                                             r"\[-1, 3, 8, 8\].*\[3, 3, 12, 8\]"):
+            exe.run(program, feed={"x": np.zeros((3, 3, 12, 8), "float32")},
+                    fetch_list=targets)
+
+
+def test_loaded_training_program_inputs_follow_need_check_feed(tmp_path):
+    """A program saved without feed ops (``fluid.save``'s .pdmodel): the tensors it reads and
+    never writes are its inputs, checked only where the file sets need_check_feed."""
+    L = fluid.layers
+    main, startup, out = _fully_convolutional(
+        lambda: L.data("x", [1, 3, 8, 8], dtype="float32", append_batch_size=False))
+    with fluid.program_guard(main, startup):
+        y = fluid.data("y", [-1, 1], "float32")
+        loss = L.mean(out) + L.mean(y)
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        fluid.save(main, str(tmp_path / "ckpt"))
+        program = fluid.io.read_program(str(tmp_path / "ckpt.pdmodel"))
+        block = program.global_block()
+        assert block.var("x").is_data and block.var("y").is_data
+        assert not block.var(out.name).is_data
+        feed = {"x": np.zeros((2, 3, 12, 10), "float32"), "y": np.ones((2, 1), "float32")}
+        (got,) = exe.run(program, feed=feed, fetch_list=[loss.name])
+        np.testing.assert_allclose(got, [1.0 + 1.0 / 8], rtol=1e-6)   # softmax over 8 channels
+        with pytest.raises(ValueError, match="'y' should have dimensions = 2"):
+            exe.run(program, feed=dict(feed, y=np.ones((2, 2, 1), "float32")),
+                    fetch_list=[loss.name])

@@ -363,7 +363,52 @@ def _attention_adam(rng):
                   "y": rng.rand(3, 4, 8).astype("float32")}
 
 
-TRAINERS = {"conv_momentum": _conv_momentum, "attention_adam": _attention_adam}
+def _cross_entropy_while(rng):
+    """fluid 1.x ``cross_entropy`` (the cross_entropy2 op, whose grad Paddle names
+    cross_entropy_grad2) and a While loop (its empty ``skip_eager_deletion_vars``, a STRINGS
+    attribute in Paddle), as the zoo's classifiers and decoders write them."""
+    x = L.data("x", [6], dtype="float32")
+    label = L.data("label", [1], dtype="int64")
+    h = L.fc(x, 8, act="tanh")
+    i = L.fill_constant([1], "int64", 0)
+    n = L.fill_constant([1], "int64", 3)
+    acc = L.fill_constant([1], "float32", 0.0)
+    cond = L.less_than(i, n)
+    loop = L.While(cond)
+    with loop.block():
+        L.assign(acc + 1.0, acc)
+        L.increment(i, in_place=True)
+        L.less_than(i, n, cond=cond)
+    prob = L.softmax(L.fc(h, 4))
+    loss = L.mean(L.cross_entropy(prob, label)) + L.mean(acc) * 0.0
+    fluid.optimizer.Adam(0.05).minimize(loss)
+    return loss, {"x": rng.rand(5, 6).astype("float32"),
+                  "label": rng.randint(0, 4, (5, 1)).astype("int64")}
+
+
+def _array_grads(rng):
+    """Tensor arrays in the main block with gradients through them (an entry read twice):
+    fluidlite's write_to_array_grad / read_from_array_grad / sum_tensor_array (and the
+    clear_tensor_array_entry after a write's gradient), which Paddle registers in fluid's
+    form: read_from_array with X_W, write_to_array, sum. (No entry is written twice: there
+    fluid, and Paddle, also send the gradient to the overwritten value; fluidlite does not,
+    docs/compatibility.md.)"""
+    x = L.data("x", [3], dtype="float32")
+    label = L.data("label", [1], dtype="int64")
+    arr = L.create_array("float32")
+    i0, i1 = L.fill_constant([1], "int64", 0), L.fill_constant([1], "int64", 1)
+    L.array_write(L.fc(x, 4, act="tanh"), i0, array=arr)
+    L.array_write(L.fc(x, 4, act="sigmoid"), i1, array=arr)
+    feats = [L.array_read(arr, i0), L.array_read(arr, i1), L.array_read(arr, i1)]
+    prob = L.softmax(L.fc(L.concat(feats, axis=1), 3))
+    loss = L.mean(L.cross_entropy(prob, label))
+    fluid.optimizer.Momentum(0.1, 0.9).minimize(loss)
+    return loss, {"x": rng.rand(4, 3).astype("float32"),
+                  "label": rng.randint(0, 3, (4, 1)).astype("int64")}
+
+
+TRAINERS = {"conv_momentum": _conv_momentum, "attention_adam": _attention_adam,
+            "cross_entropy_while": _cross_entropy_while, "array_grads": _array_grads}
 
 
 def _write_lines(path: str, lines: List[str]) -> None:
@@ -568,3 +613,162 @@ def test_writer_gives_flip_paddle2_axis_and_reads_it_back(caplog):
     od.attrs.add(name="axis", type=3, ints=[2])
     with pytest.raises(pf.PaddleFormatError, match=r"'flip'.*dims \[1, 2\] and axis \[2\]"):
         _read(desc)
+
+
+# -- attribute encodings and grad-op names Paddle reads (issue 29) ---------------------------
+def test_writer_uses_paddle_grad_type_and_list_types():
+    """cross_entropy2's grad is written as Paddle's ``cross_entropy_grad2``; empty string
+    lists (a While's ``skip_eager_deletion_vars``) as STRINGS; both read back unchanged."""
+    from fluidlite.formats.paddle import program as pf
+    main, desc = _training_desc(_cross_entropy_while)
+    types = [od.type for od in desc.blocks[0].ops]
+    assert "cross_entropy_grad2" in types and "cross_entropy2_grad" not in types
+    (loop,) = _ops(desc, "while")
+    assert _attrs(loop)["skip_eager_deletion_vars"].type == pf.STRINGS
+    back = pf.program_from_bytes(pf.program_to_bytes(main))
+    assert str(back) == str(main)
+    assert "cross_entropy2_grad" in [op.type for op in back.global_block().ops]
+
+
+def test_writer_gives_array_gradients_in_fluids_form():
+    from fluidlite.formats.paddle import program as pf
+    main, desc = _training_desc(_array_grads)
+    types = [od.type for od in desc.blocks[0].ops]
+    for fluidlite_only in ("write_to_array_grad", "read_from_array_grad", "sum_tensor_array",
+                           "clear_tensor_array_entry"):
+        assert fluidlite_only not in types
+    grads = [od for od in _ops(desc, "read_from_array") if "X_W" in _slots(od)]
+    assert len(grads) == 2
+    assert all(_attrs(od)["fluidlite_form"].s == b"write_to_array_grad+clear" for od in grads)
+    assert _ops(desc, "sum") and _ops(desc, "write_to_array")
+    back = pf.program_from_bytes(pf.program_to_bytes(main))
+    assert str(back) == str(main)
+
+
+def test_writer_stores_declared_float_lists():
+    from fluidlite.formats.paddle import program as pf
+    desc = _desc_of(lambda: L.prior_box(L.data("f", [4, 2, 2], dtype="float32"),
+                                        L.data("im", [3, 8, 8], dtype="float32"),
+                                        min_sizes=[2, 4], aspect_ratios=[1]))
+    attrs = _attrs(_ops(desc, "prior_box")[0])
+    assert attrs["min_sizes"].type == pf.FLOATS and list(attrs["min_sizes"].floats) == [2, 4]
+    assert attrs["max_sizes"].type == pf.FLOATS and not attrs["max_sizes"].floats
+
+
+def _bool_as_int_desc():
+    desc = _desc_of(lambda: L.softmax(L.batch_norm(L.data("x", [3, 4, 4], dtype="float32"),
+                                                   is_test=True), axis=1))
+    (bn,) = _ops(desc, "batch_norm")
+    for a in bn.attrs:
+        if a.name in ("is_test", "use_global_stats"):       # as fluid <= 1.6 wrote them
+            value = a.b
+            a.ClearField("b")
+            a.type, a.i = 0, int(value)
+    return desc
+
+
+def test_reader_takes_int_for_declared_bool():
+    prog = _read(_bool_as_int_desc())
+    (bn,) = [op for op in prog.global_block().ops if op.type == "batch_norm"]
+    assert bn.attr("is_test") is True and bn.attr("use_global_stats") is False
+
+
+def test_reader_refuses_bool_for_declared_int():
+    from fluidlite.formats.paddle import program as pf
+    desc = _bool_as_int_desc()
+    (sm,) = _ops(desc, "softmax")
+    axis = _attrs(sm)["axis"]
+    axis.ClearField("i")
+    axis.type, axis.b = pf.BOOLEAN, True            # Paddle 2.6 refuses this too
+    with pytest.raises(pf.PaddleFormatError, match=r"'softmax'.*'axis' expects int"):
+        _read(desc)
+
+
+# what Paddle's ExtractAttribute converts: declared type -> stored types it accepts
+_PADDLE_ACCEPTS = {6: {6, 0, 1}, 9: {9, 0, 1}, 1: {1, 0, 9}, 11: {11, 3, 4}}
+# fluid 1.8 semantics fluidlite keeps where Paddle 2.6 changed the attribute's type
+_PADDLE2_RETYPED = {("allclose", "rtol"), ("allclose", "atol"),
+                    ("lars_momentum", "lars_weight_decay")}
+
+
+def test_written_attribute_types_are_those_paddle_declares(tmp_path):
+    """Every default attribute of every op type fluidlite shares with Paddle 2.6 is written
+    with a type Paddle's registry declares or converts (``ExtractAttribute``)."""
+    from fluidlite.core import registry
+    from fluidlite.formats.paddle import program as pf
+    python = _paddle_python()
+    out = tmp_path / "protos.json"
+    script = ("import json, sys, paddle\n"
+              "from paddle.base.framework import OpProtoHolder\n"
+              "h, protos = OpProtoHolder.instance(), {}\n"
+              "for n in paddle.base.core.get_all_op_names():\n"
+              "    try: protos[n] = {a.name: a.type for a in h.get_op_proto(n).attrs}\n"
+              "    except Exception: pass\n"
+              "json.dump(protos, open(sys.argv[1], 'w'))\n")
+    proc = subprocess.run([python, "-c", script, str(out)], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, GLOG_minloglevel="2"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    protos = json.loads(out.read_text())
+    checked, wrong = 0, []
+    for op_type in registry.all_op_types():
+        opdef = registry.get_op_def(op_type)
+        for name, value in {**opdef.attr_defaults, **opdef.extra_attrs}.items():
+            declared = protos.get(op_type, {}).get(name)
+            if declared is None or value is None or isinstance(value, type) or \
+                    (op_type, name) in _PADDLE2_RETYPED:
+                continue
+            attr = pf.messages()["OpDesc"]().attrs.add(name=name, type=0)
+            pf._set_attr(attr, name, value, op_type, op_type)
+            checked += 1
+            if attr.type != declared and attr.type not in _PADDLE_ACCEPTS.get(declared, ()):
+                wrong.append((op_type, name, attr.type, declared))
+    assert checked > 500 and not wrong, (checked, wrong)
+
+
+def test_reader_takes_paddles_own_array_gradients():
+    """Paddle's own training programs (no ``fluidlite_form`` marker): read_from_array with X_W
+    reads as write_to_array_grad, write_to_array as itself, a sum of arrays as
+    sum_tensor_array; one step gives fluidlite's loss and parameters (no entry is written
+    twice, where fluidlite's extra clear would differ)."""
+    from fluidlite.formats.paddle import program as pf
+    main, desc = _training_desc(_array_grads)
+    for bd in desc.blocks:
+        for od in bd.ops:
+            for a in [a for a in od.attrs if a.name == "fluidlite_form"]:
+                od.attrs.remove(a)
+    paddle_form = _read(desc)
+    types = [op.type for op in paddle_form.global_block().ops]
+    assert "write_to_array_grad" in types and "sum_tensor_array" in types
+    assert "read_from_array_grad" not in types and "clear_tensor_array_entry" not in types
+    startup = fluid.Program()
+    with fluid.program_guard(fluid.Program(), startup), fluid.unique_name.guard():
+        _array_grads(np.random.RandomState(0))
+    rng = np.random.RandomState(5)
+    feed = {"x": rng.rand(4, 3).astype("float32"),
+            "label": rng.randint(0, 3, (4, 1)).astype("int64")}
+    loss = [op for op in main.global_block().ops if op.type == "mean"][0].output("Out")[0]
+    results = []
+    for prog in (main, paddle_form):
+        scope = fluid.Scope()
+        with fluid.scope_guard(scope):
+            exe = fluid.Executor(fluid.CPUPlace())
+            exe.run(startup)
+            losses = [exe.run(prog, feed=feed, fetch_list=[loss])[0] for _ in range(3)]
+            params = {p.name: np.asarray(scope.find_var(p.name).get_tensor())
+                      for p in main.all_parameters()}
+        results.append((losses, params))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
+    for name, value in results[0][1].items():
+        np.testing.assert_allclose(results[1][1][name], value, rtol=1e-6, err_msg=name)
+
+
+def test_allclose_string_tolerances_of_paddle2():
+    desc = _desc_of(lambda: L.allclose(L.data("x", [3], dtype="float32"),
+                                       L.data("y", [3], dtype="float32"), rtol=1e-3))
+    (od,) = _ops(desc, "allclose")
+    for name, text in (("rtol", b"0.001"), ("atol", b"1e-08")):   # as Paddle 2.6 writes them
+        attr = _attrs(od)[name]
+        attr.ClearField("f")
+        attr.type, attr.s = 2, text
+    (op,) = [op for op in _read(desc).global_block().ops if op.type == "allclose"]
+    assert op.attr("rtol") == 1e-3 and op.attr("atol") == 1e-8

@@ -9,6 +9,7 @@ from typing import Any, Dict, Sequence, Union
 
 import numpy as np
 
+from ..core import mode as _mode
 from .tensor import VarBase
 
 __all__ = ["LearningRateDecay", "PiecewiseDecay", "NaturalExpDecay", "ExponentialDecay",
@@ -51,7 +52,16 @@ class LearningRateDecay:
 
 
 class PiecewiseDecay(LearningRateDecay):
-    """``values[i]`` while ``step_num < boundaries[i]``, then ``values[-1]``."""
+    """``values[i]`` while ``step_num < boundaries[i]``, then ``values[-1]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.PiecewiseDecay(boundaries=[2, 4], values=[1.0, 0.5, 0.1], begin=0)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(6)])
+        [1.0, 1.0, 0.5, 0.5, 0.1, 0.1]
+    """
 
     def __init__(self, boundaries: Sequence[int], values: Sequence[float], begin: int,
                  step: int = 1, dtype: str = "float32") -> None:
@@ -82,28 +92,64 @@ class _Div(LearningRateDecay):
 
 
 class NaturalExpDecay(_Div):
-    """``lr * exp(-decay_rate * div)``."""
+    """``lr * exp(-decay_rate * div)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.NaturalExpDecay(learning_rate=1.0, decay_steps=1, decay_rate=0.5)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(3)])
+        [1.0, 0.6065, 0.3679]
+    """
 
     def step(self) -> float:
         return self.learning_rate * math.exp(-self.decay_rate * self._div())
 
 
 class ExponentialDecay(_Div):
-    """``lr * decay_rate ** div``."""
+    """``lr * decay_rate ** div``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.ExponentialDecay(learning_rate=1.0, decay_steps=1, decay_rate=0.5)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(3)])
+        [1.0, 0.5, 0.25]
+    """
 
     def step(self) -> float:
         return self.learning_rate * self.decay_rate ** self._div()
 
 
 class InverseTimeDecay(_Div):
-    """``lr / (1 + decay_rate * div)``."""
+    """``lr / (1 + decay_rate * div)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.InverseTimeDecay(learning_rate=1.0, decay_steps=1, decay_rate=0.5)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(3)])
+        [1.0, 0.6667, 0.5]
+    """
 
     def step(self) -> float:
         return self.learning_rate / (1 + self.decay_rate * self._div())
 
 
 class PolynomialDecay(LearningRateDecay):
-    """``(lr - end_lr) * (1 - step/decay_steps) ** power + end_lr`` (``cycle``: restart)."""
+    """``(lr - end_lr) * (1 - step/decay_steps) ** power + end_lr`` (``cycle``: restart).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.PolynomialDecay(learning_rate=1.0, decay_steps=4, end_learning_rate=0.0)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(5)])
+        [1.0, 0.75, 0.5, 0.25, 0.0]
+    """
 
     def __init__(self, learning_rate: float, decay_steps: int,
                  end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
@@ -124,7 +170,16 @@ class PolynomialDecay(LearningRateDecay):
 
 
 class CosineDecay(LearningRateDecay):
-    """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``."""
+    """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.CosineDecay(learning_rate=1.0, step_each_epoch=1, epochs=4)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(4)])
+        [1.0, 0.8536, 0.5, 0.1464]
+    """
 
     def __init__(self, learning_rate: float, step_each_epoch: int, epochs: int,
                  begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
@@ -138,7 +193,16 @@ class CosineDecay(LearningRateDecay):
 
 
 class NoamDecay(LearningRateDecay):
-    """``lr * d_model ** -0.5 * min(step ** -0.5, warmup_steps ** -1.5 * step)``."""
+    """``lr * d_model ** -0.5 * min(step ** -0.5, warmup_steps ** -1.5 * step)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     lr = fluid.dygraph.NoamDecay(d_model=4, warmup_steps=2)
+        ...     print([round(float(lr().numpy()[0]), 4) for _ in range(4)])
+        [0.1768, 0.3536, 0.2887, 0.25]
+    """
 
     def __init__(self, d_model: int, warmup_steps: int, begin: int = 1, step: int = 1,
                  dtype: str = "float32", learning_rate: float = 1.0) -> None:
@@ -242,3 +306,10 @@ class ReduceLROnPlateau(LearningRateDecay):
         for k in ("num_bad_epochs", "cooldown_counter", "epoch_num"):
             if k in state:
                 setattr(self, k, int(np.asarray(state[k]).reshape(-1)[0]))
+
+
+# issue 29: fluid.layers' decay functions return these objects in dygraph mode, as fluid 1.8's
+# (layers/learning_rate_scheduler.py reaches them through core.mode: layers never import dygraph)
+for _cls in (PiecewiseDecay, ExponentialDecay, NaturalExpDecay, InverseTimeDecay,
+             PolynomialDecay, NoamDecay, CosineDecay, LinearLrWarmup):
+    _mode.register("lr." + _cls.__name__, _cls)

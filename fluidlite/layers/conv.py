@@ -154,7 +154,45 @@ def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _
            act: Any = None, name: Optional[str] = None, data_format: str = "NCHW") -> Variable:
     """2-D convolution ``act(conv(input, W) + b)``; W is ``[num_filters, C/groups, kh, kw]``
     initialized Normal(0, sqrt(2 / (kh*kw*C))) unless ``param_attr`` says otherwise; the bias
-    ``[num_filters]`` is added on the channel axis (``bias_attr=False``: no bias)."""
+    ``[num_filters]`` is added on the channel axis (``bias_attr=False``: no bias).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (``data_format="NHWC"``: ``[N, H, W, C]``) float map.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 2 ints): kernel height and width.
+        stride (int | tuple of 2 ints, default 1): window step.
+        padding (int | tuple | list | str, default 0): per-side zero padding (2 or 4 ints, or
+            the per-dimension pairs), or ``"SAME"`` / ``"VALID"``.
+        dilation (int | tuple of 2 ints, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups (``C`` and ``num_filters`` divisible by it).
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias ``[num_filters]``; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature (everything runs on
+            the CPU).
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output variable.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Variable: ``[N, num_filters, H_out, W_out]`` with ``H_out = (H + pad_top + pad_bottom -
+        (dilation * (kh - 1) + 1)) // stride + 1`` (likewise ``W_out``).
+    Raises:
+        ValueError: the input is not 4-D, or channels and groups do not divide.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     img = fluid.data("img", [-1, 3, 32, 32])
+        ...     y = fluid.layers.conv2d(img, num_filters=8, filter_size=3, stride=2, padding=1,
+        ...                             act="relu")
+        >>> y.shape          # (32 + 2*1 - 3) // 2 + 1 = 16
+        (-1, 8, 16, 16)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"img": np.ones((2, 3, 32, 32), "float32")}, fetch_list=[y])[0].shape
+        (2, 8, 16, 16)
+    """
     C = _check_input("conv2d", input, data_format)
     num_filters, groups = _filters_and_groups("conv2d", input, C, num_filters, groups)
     l_type = "depthwise_conv2d" if (C == groups and num_filters % C == 0 and not use_cudnn) \
@@ -184,13 +222,53 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     """Transposed 2-D convolution (the adjoint of conv2d): W is
     ``[C, num_filters/groups, kh, kw]`` (default Xavier init); output
     ``(H-1)*stride - pad_top - pad_bottom + dilation*(k-1) + 1`` per axis, or ``output_size``
-    when given (``filter_size`` may then be omitted and is derived from it)."""
+    when given (``filter_size`` may then be omitted and is derived from it).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or NHWC) float map.
+        num_filters (int): output channels.
+        output_size (int | tuple | None): the output's height and width (then ``filter_size``
+            may be omitted and is derived).
+        filter_size (int | tuple | None): kernel height and width.
+        padding (int | tuple | str, default 0): padding removed from the output, or
+            ``"SAME"`` / ``"VALID"``.
+        stride (int | tuple, default 1): the upsampling step.
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups.
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Variable: ``[N, num_filters, H_out, W_out]`` with ``H_out = (H - 1) * stride - pad_top -
+        pad_bottom + dilation * (kh - 1) + 1``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 4, 4], "float32")
+        ...     out = fluid.layers.conv2d_transpose(x, num_filters=3, filter_size=2, stride=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 2, 4, 4), "float32")}, fetch_list=[out])
+        >>> res.shape
+        (1, 3, 8, 8)
+    """
     if param_attr is False:
         raise ValueError("conv2d_transpose: param_attr should not be False")
     C = _check_input("conv2d_transpose", input, data_format)
+    # fluid 1.8: a per-channel transpose without cuDNN is the depthwise op (its helper also
+    # names the parameters depthwise_conv2d_transpose_N); the groups *given* are compared
+    op_type = "depthwise_conv2d_transpose" if (
+        groups is not None and C == groups and num_filters == C and not use_cudnn) \
+        else "conv2d_transpose"
     num_filters, groups = _transpose_filters_and_groups("conv2d_transpose", C, num_filters,
                                                         groups)
-    helper = LayerHelper("conv2d_transpose", input=input, param_attr=param_attr,
+    helper = LayerHelper(op_type, input=input, param_attr=param_attr,
                          bias_attr=bias_attr, act=act, name=name)
     stride = _to_list(stride, 2, "stride", "conv2d_transpose")
     dilation = _to_list(dilation, 2, "dilation", "conv2d_transpose")
@@ -199,7 +277,7 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     output_size, filter_size = _transpose_sizes("conv2d_transpose", 2, output_size, filter_size,
                                                 hw, stride, paddings, dilation)
     ch = 1 if data_format == "NCHW" else 3
-    return _append_conv(helper, "conv2d_transpose", input,
+    return _append_conv(helper, op_type, input,
                         [C, num_filters // groups] + filter_size,
                         {"output_size": output_size, "strides": stride,
                          "paddings": paddings, "padding_algorithm": algorithm,
@@ -212,7 +290,42 @@ def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
            use_cudnn: bool = True, ceil_mode: bool = False, name: Optional[str] = None,
            exclusive: bool = True, data_format: str = "NCHW") -> Variable:
     """Max or average pooling over ``pool_size`` windows (``global_pooling``: the whole map;
-    ``ceil_mode``: round the output size up; ``exclusive``: averages ignore padding)."""
+    ``ceil_mode``: round the output size up; ``exclusive``: averages ignore padding).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or NHWC) float map.
+        pool_size (int | tuple of 2 ints, default -1): window size (ignored with
+            ``global_pooling``).
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        pool_stride (int | tuple of 2 ints, default 1): window step.
+        pool_padding (int | tuple | list | str, default 0): per-side padding, or ``"SAME"`` /
+            ``"VALID"``.
+        global_pooling (bool, default False): pool the whole map to ``1 x 1``.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        ceil_mode (bool, default False): round the output size up instead of down.
+        name (str | None): name prefix of the output variable.
+        exclusive (bool, default True): averages count only the unpadded elements.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Variable: the pooled map, ``[N, C, H_out, W_out]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     mx = fluid.layers.pool2d(x, pool_size=2, pool_type="max", pool_stride=2)
+        ...     avg = fluid.layers.pool2d(x, pool_type="avg", global_pooling=True)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> a, b = exe.run(main, feed={"x": np.arange(16, dtype="float32").reshape(1, 1, 4, 4)},
+        ...                fetch_list=[mx, avg])
+        >>> a[0, 0]
+        array([[ 5.,  7.],
+               [13., 15.]], dtype=float32)
+        >>> b.ravel()
+        array([7.5], dtype=float32)
+    """
     _check_pool_args("pool2d", pool_type, pool_size, global_pooling, use_cudnn)
     _check_input("pool2d", input, data_format)
     pool_size = _to_list(pool_size, 2, "pool_size", "pool2d")

@@ -10,12 +10,20 @@ startup program, incremented by an op prepended to block 0), so the first run se
 fluid 1.8 wrote them, with ``Switch`` (conditional blocks): each case assigns the schedule's
 value to the persistable variable (``learning_rate`` / ``learning_rate_warmup``) or, for the
 cycle, replaces ``ceil(t / decay_steps)`` by 1 at ``t = 0``.
+
+In dygraph mode (inside ``fluid.dygraph.guard()``) each returns, as fluid 1.8's did, the
+matching ``fluid.dygraph`` decay object built from the same arguments (``PiecewiseDecay`` with
+``begin=0``, ...): there is no program to hold the step counter, and the object counts the
+optimizer's steps instead.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, TypeVar, Union
 
+from ..core import mode as _mode
 from ..core.dtypes import VarType
 from ..core.ir import Variable, default_main_program
 from ..initializer import Constant
@@ -26,6 +34,29 @@ __all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay", "poly
            "piecewise_decay", "noam_decay", "cosine_decay", "linear_lr_warmup"]
 
 _COUNTER = "@LR_DECAY_COUNTER@"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _dygraph_form(cls_name: str, **extra: Any) -> Callable[[_F], _F]:
+    """Make the decorated schedule return, in dygraph mode, ``fluid.dygraph.<cls_name>`` of
+    its arguments in order (plus ``extra``), as fluid 1.8's ``in_dygraph_mode()`` branches did;
+    dygraph registers the classes with ``core.mode`` (layers never import dygraph)."""
+    def wrap(fn: _F) -> _F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def schedule(*args: Any, **kwargs: Any) -> Any:
+            if _mode.tracer is None:
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = dict(bound.arguments)
+            if cls_name == "PiecewiseDecay" and len(values["values"]) - \
+                    len(values["boundaries"]) != 1:
+                raise ValueError("len(values) - len(boundaries) should be 1")
+            return _mode.implementation("lr." + cls_name)(**values, **extra)
+        return schedule  # type: ignore[return-value]
+    return wrap
 
 
 def _op(op_type: str, inputs: Dict[str, Any], attrs: Optional[Dict[str, Any]] = None,
@@ -76,6 +107,7 @@ def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
     return _op("floor", {"X": div}) if staircase else div
 
 
+@_dygraph_form("ExponentialDecay")
 def exponential_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
     """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase).
@@ -97,6 +129,7 @@ def exponential_decay(learning_rate: float, decay_steps: Union[int, float], deca
                            _op("elementwise_pow", {"X": _const(rate), "Y": div}), lr))
 
 
+@_dygraph_form("NaturalExpDecay")
 def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                       staircase: bool = False) -> Variable:
     """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase).
@@ -117,6 +150,7 @@ def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], deca
                        lambda lr, rate, div: _scale(_op("exp", {"X": _scale(div, -rate)}), lr))
 
 
+@_dygraph_form("InverseTimeDecay")
 def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                        staircase: bool = False) -> Variable:
     """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase).
@@ -152,6 +186,7 @@ def _rate_decay(fn: str, learning_rate: Any, decay_steps: Any, decay_rate: Any,
         return formula(lr, rate, _div_res(fn, decay_steps, staircase))
 
 
+@_dygraph_form("PolynomialDecay")
 def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
                      end_learning_rate: float = 0.0001, power: float = 1.0,
                      cycle: bool = False) -> Variable:
@@ -191,6 +226,7 @@ def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
         return _scale(_op("elementwise_pow", {"X": base, "Y": _const(pw)}), lr - end, end)
 
 
+@_dygraph_form("PiecewiseDecay", begin=0)
 def piecewise_decay(boundaries: Sequence[Union[int, float]],
                     values: Sequence[float]) -> Variable:
     """``values[i]`` while ``t < boundaries[i]`` (first match), else ``values[-1]``; the result
@@ -234,6 +270,7 @@ def piecewise_decay(boundaries: Sequence[Union[int, float]],
         return lr
 
 
+@_dygraph_form("NoamDecay")
 def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
                learning_rate: float = 1.0) -> Variable:
     """``learning_rate * d_model**-0.5 * min(t**-0.5, warmup_steps**-1.5 * t)``, t from 1.
@@ -260,6 +297,7 @@ def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
         return _scale(_op("elementwise_min", {"X": a, "Y": b}), lr * d ** -0.5)
 
 
+@_dygraph_form("CosineDecay")
 def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
     """``learning_rate * 0.5 * (cos(floor(t / step_each_epoch) * pi / epochs) + 1)``.
 
@@ -285,6 +323,7 @@ def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Var
         return _scale(cos, lr * 0.5, lr * 0.5)
 
 
+@_dygraph_form("LinearLrWarmup")
 def linear_lr_warmup(learning_rate: Union[float, Variable], warmup_steps: int, start_lr: float,
                      end_lr: float) -> Variable:
     """``start_lr + (end_lr - start_lr) * t / warmup_steps`` while ``t < warmup_steps``, then

@@ -18,15 +18,33 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
 
     Returns ``(auc_out, batch_auc_out, [batch_stat_pos, batch_stat_neg, stat_pos,
     stat_neg])``: ``auc_out`` over every batch run so far, ``batch_auc_out`` over the last
-    ``slide_steps`` batches; the stat variables are persistable int64 counters (zero them to
-    restart). ``topk`` is accepted as in fluid (unused)."""
+    ``slide_steps`` batches (``slide_steps=0``: over every batch too, as fluid); the stat
+    variables are persistable int64 counters (zero them to restart). ``topk`` is accepted as
+    in fluid (unused).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     pred = fluid.data("pred", [-1, 2])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     auc_out, batch_auc, states = fluid.layers.auc(pred, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"pred": np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], "float32"),
+        ...         "label": np.array([[0], [1], [1]], "int64")}
+        >>> exe.run(main, feed=feed, fetch_list=[auc_out])[0].round(4)
+        array([1.])
+    """
     check_variable_and_dtype(input, "input", ["float32", "float64"], "auc")
     check_variable_and_dtype(label, "label", ["int32", "int64"], "auc")
     if curve != "ROC":
         raise ValueError(f"auc: curve must be 'ROC' (fluid's auc op computes the ROC AUC only), "
                          f"but received {curve!r}")
     num_thresholds = check_int(num_thresholds, "num_thresholds", "auc", minimum=1)
-    slide_steps = check_int(slide_steps, "slide_steps", "auc", minimum=1)
+    # 0 is fluid's global AUC: the batch counters then accumulate forever, like stat_pos
+    slide_steps = check_int(slide_steps, "slide_steps", "auc", minimum=0)
     helper = LayerHelper("auc")
     auc_out = helper.create_variable_for_type_inference(dtype="float64")
     batch_auc_out = helper.create_variable_for_type_inference(dtype="float64")

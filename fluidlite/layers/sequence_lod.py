@@ -39,7 +39,32 @@ def _check_lengths(layer: str, input_length: Optional[Variable],
 def sequence_pool(input: Variable, pool_type: str, is_test: bool = False,
                   pad_value: float = 0.0) -> Variable:
     """Pool each sequence of ``input`` to one row: ``pool_type`` is sum, average, sqrt (sum /
-    sqrt(len)), max, last or first; empty sequences give ``pad_value``."""
+    sqrt(len)), max, last or first; empty sequences give ``pad_value``.
+
+    Args:
+        input (Variable): a LoD tensor (``lod_level`` >= 1).
+        pool_type (str): ``"sum"``, ``"average"``, ``"sqrt"``, ``"max"``, ``"first"`` or
+            ``"last"``.
+        is_test (bool, default False): accepted for fluid's signature.
+        pad_value (float, default 0.0): the output row of an empty sequence.
+    Returns:
+        Variable: one row per sequence.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     total = fluid.layers.sequence_pool(x, pool_type="sum")
+        ...     last = fluid.layers.sequence_pool(x, pool_type="last")
+        >>> t = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[total, last])
+        [array([[1.],
+               [9.]], dtype=float32), array([[1.],
+               [4.]], dtype=float32)]
+    """
     _var(input, "input", "sequence_pool")
     if not isinstance(pool_type, str) or pool_type.upper() not in (
             "AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST"):
@@ -56,18 +81,77 @@ def sequence_pool(input: Variable, pool_type: str, is_test: bool = False,
 
 
 def sequence_first_step(input: Variable) -> Variable:
-    """The first row of each sequence (``sequence_pool(input, "first")``)."""
+    """The first row of each sequence (``sequence_pool(input, "first")``).
+
+    Args:
+        input (Variable): a LoD tensor.
+    Returns:
+        Variable: the first row of every sequence.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     out = fluid.layers.sequence_first_step(x)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "float32"), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out])
+        >>> res.ravel().round(4)
+        array([1., 3.], dtype=float32)
+    """
     return sequence_pool(input, "first")
 
 
 def sequence_last_step(input: Variable) -> Variable:
-    """The last row of each sequence (``sequence_pool(input, "last")``)."""
+    """The last row of each sequence (``sequence_pool(input, "last")``).
+
+    Args:
+        input (Variable): a LoD tensor.
+    Returns:
+        Variable: the last row of every sequence.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     out = fluid.layers.sequence_last_step(x)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "float32"), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out])
+        >>> res.ravel().round(4)
+        array([2., 5.], dtype=float32)
+    """
     return sequence_pool(input, "last")
 
 
 def sequence_softmax(input: Variable, use_cudnn: bool = False,
                      name: Optional[str] = None) -> Variable:
-    """Softmax over the rows of each sequence; ``input`` is [N, 1] or [N]."""
+    """Softmax over the rows of each sequence; ``input`` is [N, 1] or [N].
+
+    Args:
+        input (Variable): a LoD tensor ``[T, 1]`` of scores.
+        use_cudnn (bool, default False): accepted for fluid's signature.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the softmax within each sequence, same LoD.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     out = fluid.layers.sequence_softmax(x)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "float32"), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out])
+        >>> res.ravel().round(4)
+        array([0.2689, 0.7311, 0.09  , 0.2447, 0.6652], dtype=float32)
+    """
     _var(input, "input", "sequence_softmax")
     helper = LayerHelper("sequence_softmax", input=input, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
@@ -79,7 +163,29 @@ def sequence_softmax(input: Variable, use_cudnn: bool = False,
 def sequence_expand(x: Variable, y: Variable, ref_level: int = -1,
                     name: Optional[str] = None) -> Variable:
     """Repeat each sequence of ``x`` (each row when x has no LoD) as many times as the length
-    of the matching sequence of ``y``'s LoD level ``ref_level``."""
+    of the matching sequence of ``y``'s LoD level ``ref_level``.
+
+    Args:
+        x (Variable): the rows (or sequences) to repeat.
+        y (Variable): a LoD tensor whose LoD at ``ref_level`` gives the repeat counts.
+        ref_level (int, default -1): the LoD level of ``y`` used (-1: the last).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x``'s rows repeated as ``y``'s sequences are long.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     out = fluid.layers.sequence_expand(x, x)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "float32"), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out])
+        >>> res.ravel().round(4)
+        array([1., 2., 1., 2., 3., 4., 5., 3., 4., 5., 3., 4., 5.], dtype=float32)
+    """
     _var(x, "x", "sequence_expand")
     _var(y, "y", "sequence_expand")
     helper = LayerHelper("sequence_expand", input=x, name=name)
@@ -90,7 +196,23 @@ def sequence_expand(x: Variable, y: Variable, ref_level: int = -1,
 
 
 def sequence_expand_as(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
-    """Repeat row i of ``x`` as many times as the length of ``y``'s i-th sequence."""
+    """Repeat row i of ``x`` as many times as the length of ``y``'s i-th sequence.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 1])
+        ...     y = fluid.data("y", [-1, 1], lod_level=1)
+        ...     out = fluid.layers.sequence_expand_as(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]], place)
+        >>> exe.run(main, feed={"x": np.array([[7], [8]], "float32"), "y": seq},
+        ...         fetch_list=[out])[0].ravel()
+        array([7., 7., 8., 8., 8.], dtype=float32)
+    """
     _var(x, "x", "sequence_expand_as")
     _var(y, "y", "sequence_expand_as")
     helper = LayerHelper("sequence_expand_as", input=x, name=name)
@@ -102,7 +224,32 @@ def sequence_expand_as(x: Variable, y: Variable, name: Optional[str] = None) -> 
 def sequence_pad(x: Variable, pad_value: Variable, maxlen: Optional[int] = None,
                  name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Pad the sequences of ``x`` to one length (``maxlen``, default the longest): returns
-    ``(out [num_seqs, maxlen, ...], length [num_seqs] int64)``."""
+    ``(out [num_seqs, maxlen, ...], length [num_seqs] int64)``.
+
+    Args:
+        x (Variable): a LoD tensor.
+        pad_value (Variable): a one-element tensor (or one row) to pad with.
+        maxlen (int | None): the padded length (default: the longest sequence).
+        name (str | None): name prefix of the output.
+    Returns:
+        tuple: ``(padded [N, maxlen, ...], length [N] int64)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], lod_level=1)
+        ...     pad = fluid.layers.fill_constant([1], "float32", -1.0)
+        ...     padded, length = fluid.layers.sequence_pad(x, pad)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]], place)
+        >>> out, lens = exe.run(main, feed={"x": seq}, fetch_list=[padded, length])
+        >>> out[:, :, 0], lens
+        (array([[ 0.,  1., -1.],
+               [ 2.,  3.,  4.]], dtype=float32), array([2, 3]))
+    """
     _var(x, "x", "sequence_pad")
     _var(pad_value, "pad_value", "sequence_pad")
     padded = -1 if maxlen is None else check_int(maxlen, "maxlen", "sequence_pad", minimum=1)
@@ -117,7 +264,30 @@ def sequence_pad(x: Variable, pad_value: Variable, maxlen: Optional[int] = None,
 
 def sequence_unpad(x: Variable, length: Variable, name: Optional[str] = None) -> Variable:
     """The inverse of ``sequence_pad``: the first ``length[i]`` rows of each ``x[i]``, as one
-    LoD tensor."""
+    LoD tensor.
+
+    Args:
+        x (Variable): a padded tensor ``[N, maxlen, ...]``.
+        length (Variable): int64 ``[N]`` real lengths.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: a LoD tensor of the unpadded rows.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3])
+        ...     length = fluid.data("length", [2], "int64")
+        ...     out = fluid.layers.sequence_unpad(x, length)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.arange(6, dtype="float32").reshape(2, 3),
+        ...                            "length": np.array([2, 3], "int64")}, fetch_list=[out],
+        ...               return_numpy=False)
+        >>> np.array(res).ravel(), res.recursive_sequence_lengths()
+        (array([0., 1., 3., 4., 5.], dtype=float32), [[2, 3]])
+    """
     _var(x, "x", "sequence_unpad")
     _var(length, "length", "sequence_unpad")
     helper = LayerHelper("sequence_unpad", input=x, name=name)
@@ -128,7 +298,22 @@ def sequence_unpad(x: Variable, length: Variable, name: Optional[str] = None) ->
 
 
 def sequence_reshape(input: Variable, new_dim: int) -> Variable:
-    """Re-cut each sequence of a [N, D] LoD tensor into rows of width ``new_dim``."""
+    """Re-cut each sequence of a [N, D] LoD tensor into rows of width ``new_dim``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], lod_level=1)
+        ...     out = fluid.layers.sequence_reshape(x, new_dim=4)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> t = fluid.create_lod_tensor(np.arange(8, dtype="float32").reshape(4, 2), [[2, 2]],
+        ...                             fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": t}, fetch_list=[out], return_numpy=False)
+        >>> np.array(res).shape, res.recursive_sequence_lengths()
+        ((2, 4), [[1, 1]])
+    """
     _var(input, "input", "sequence_reshape")
     new_dim = check_int(new_dim, "new_dim", "sequence_reshape", minimum=1)
     helper = LayerHelper("sequence_reshape", input=input)
@@ -148,7 +333,21 @@ def sequence_conv(input: Variable, num_filters: int, filter_size: int = 3,
     zeros; then bias and ``act``. ``padding_trainable=True`` (the op's ``paddingTrainable``;
     fluid 1.8's layer does not expose it) makes them read a learned ``[up_pad + down_pad, D]``
     parameter instead (``up_pad = max(0, -padding_start)``, ``down_pad = max(0,
-    padding_start + filter_size - 1)``), created with ``param_attr``'s initializer."""
+    padding_start + filter_size - 1)``), created with ``param_attr``'s initializer.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4], lod_level=1)
+        ...     out = fluid.layers.sequence_conv(x, num_filters=6, filter_size=3)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.ones((5, 4), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[out])[0].shape
+        (5, 6)
+    """
     _var(input, "input", "sequence_conv")
     num_filters = check_int(num_filters, "num_filters", "sequence_conv", minimum=1)
     filter_size = check_int(filter_size, "filter_size", "sequence_conv", minimum=1)
@@ -190,7 +389,29 @@ def _simple(op: str, like: Variable, inputs: dict, out_slot: str = "Out",
 
 
 def sequence_concat(input: List[Variable], name: Optional[str] = None) -> Variable:
-    """Concatenate the i-th sequences of every input into the i-th output sequence."""
+    """Concatenate the i-th sequences of every input into the i-th output sequence.
+
+    Args:
+        input (list of Variable): LoD tensors with the same number of sequences.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the i-th sequences concatenated, for every i.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 1], lod_level=1)
+        ...     b = fluid.data("b", [-1, 1], lod_level=1)
+        ...     out = fluid.layers.sequence_concat([a, b])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]], place)
+        >>> b = fluid.create_lod_tensor(np.array([[10], [20]], "float32"), [[1, 1]], place)
+        >>> exe.run(main, feed={"a": seq, "b": b}, fetch_list=[out])[0].ravel()
+        array([ 0.,  1., 10.,  2.,  3.,  4., 20.], dtype=float32)
+    """
     if not isinstance(input, (list, tuple)) or not input:
         raise TypeError("sequence_concat: input must be a non-empty list of Variables")
     for i, v in enumerate(input):
@@ -201,7 +422,33 @@ def sequence_concat(input: List[Variable], name: Optional[str] = None) -> Variab
 def sequence_slice(input: Variable, offset: Variable, length: Variable,
                    name: Optional[str] = None) -> Variable:
     """Rows ``[offset[i], offset[i] + length[i])`` of each sequence i (offset, length: int64
-    tensors with one entry per sequence)."""
+    tensors with one entry per sequence).
+
+    Args:
+        input (Variable): a LoD tensor.
+        offset (Variable): int64 ``[N, 1]`` start of the slice in each sequence.
+        length (Variable): int64 ``[N, 1]`` length of each slice.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: a LoD tensor of the slices.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], lod_level=1)
+        ...     offset = fluid.data("offset", [2, 1], "int64")
+        ...     length = fluid.data("length", [2, 1], "int64")
+        ...     out = fluid.layers.sequence_slice(x, offset, length)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]], place)
+        >>> feed = {"x": seq, "offset": np.array([[1], [0]], "int64"),
+        ...         "length": np.array([[1], [2]], "int64")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].ravel()
+        array([1., 2., 3.], dtype=float32)
+    """
     for arg, v in (("input", input), ("offset", offset), ("length", length)):
         _var(v, arg, "sequence_slice")
     offset.stop_gradient = length.stop_gradient = True
@@ -210,7 +457,27 @@ def sequence_slice(input: Variable, offset: Variable, length: Variable,
 
 
 def sequence_reverse(x: Variable, name: Optional[str] = None) -> Variable:
-    """Reverse the rows of each sequence."""
+    """Reverse the rows of each sequence.
+
+    Args:
+        x (Variable): a LoD tensor.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: every sequence reversed, same LoD.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32", lod_level=1)
+        ...     out = fluid.layers.sequence_reverse(x)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3], [4], [5]], "float32"), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": t}, fetch_list=[out])
+        >>> res.ravel().round(4)
+        array([2., 1., 5., 4., 3.], dtype=float32)
+    """
     _var(x, "x", "sequence_reverse")
     return _simple("sequence_reverse", x, {"X": x}, out_slot="Y", name=name)
 
@@ -218,7 +485,22 @@ def sequence_reverse(x: Variable, name: Optional[str] = None) -> Variable:
 def sequence_enumerate(input: Variable, win_size: int, pad_value: int = 0,
                        name: Optional[str] = None) -> Variable:
     """Each id with the ``win_size - 1`` ids after it in its sequence (``pad_value`` past the
-    end): [N, 1] -> [N, win_size]."""
+    end): [N, 1] -> [N, win_size].
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "int64", lod_level=1)
+        ...     out = fluid.layers.sequence_enumerate(x, win_size=2, pad_value=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3]], "int64"), [[3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[out])[0]
+        array([[1, 2],
+               [2, 3],
+               [3, 0]])
+    """
     _var(input, "input", "sequence_enumerate")
     win_size = check_int(win_size, "win_size", "sequence_enumerate", minimum=1)
     return _simple("sequence_enumerate", input, {"X": input},
@@ -229,21 +511,69 @@ def sequence_enumerate(input: Variable, win_size: int, pad_value: int = 0,
 def sequence_scatter(input: Variable, index: Variable, updates: Variable,
                      name: Optional[str] = None) -> Variable:
     """``input`` with ``updates`` added at the columns ``index`` (one sequence of ids per row
-    of ``input``)."""
+    of ``input``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 4])
+        ...     ids = fluid.data("ids", [-1, 1], "int64", lod_level=1)
+        ...     upd = fluid.data("upd", [-1, 1], lod_level=1)
+        ...     out = fluid.layers.sequence_scatter(x, ids, upd)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"x": np.zeros((2, 4), "float32"),
+        ...         "ids": fluid.create_lod_tensor(np.array([[0], [3], [1]], "int64"), [[2, 1]], place),
+        ...         "upd": fluid.create_lod_tensor(np.array([[1], [2], [3]], "float32"), [[2, 1]], place)}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0]
+        array([[1., 0., 0., 2.],
+               [0., 3., 0., 0.]], dtype=float32)
+    """
     for arg, v in (("input", input), ("index", index), ("updates", updates)):
         _var(v, arg, "sequence_scatter")
     return _simple("sequence_scatter", input, {"X": input, "Ids": index, "Updates": updates},
                    name=name)
 
 
-def sequence_mask(x: Variable, maxlen: Optional[int] = None, dtype: Any = "int64",
-                  name: Optional[str] = None) -> Variable:
-    """``mask[..., j] = j < x[...]`` for ``j < maxlen`` (default: the largest length)."""
+def sequence_mask(x: Variable, maxlen: Optional[Union[int, Variable]] = None,
+                  dtype: Any = "int64", name: Optional[str] = None) -> Variable:
+    """``mask[..., j] = j < x[...]`` for ``j < maxlen`` (default: the largest length).
+    ``maxlen`` may be a Variable (an int [1] tensor, read when the program runs, as fluid 1.8's
+    ``MaxLenTensor``), e.g. the padded length of a batch in the machine translation chapter.
+
+    Args:
+        x (Variable): int lengths.
+        maxlen (int | Variable | None): the mask's last dim (default: the largest length).
+        dtype (str, default "int64"): the mask's dtype.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x``'s shape + ``[maxlen]``; 1 where the position is below the length.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     lens = fluid.data("lens", [-1], "int64")
+        ...     out = fluid.layers.sequence_mask(lens, maxlen=4, dtype="int64")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"lens": np.array([1, 3], "int64")}, fetch_list=[out])
+        >>> res
+        array([[1, 0, 0, 0],
+               [1, 1, 1, 0]])
+    """
     _var(x, "x", "sequence_mask")
-    n = -1 if maxlen is None else check_int(maxlen, "maxlen", "sequence_mask", minimum=1)
+    inputs = {"X": x}
+    if isinstance(maxlen, Variable):
+        inputs["MaxLenTensor"] = maxlen
+        n = -1
+    else:
+        n = -1 if maxlen is None else check_int(maxlen, "maxlen", "sequence_mask", minimum=1)
     helper = LayerHelper("sequence_mask", name=name)
     out = helper.create_variable_for_type_inference(dtype, stop_gradient=True)
-    helper.append_op(type="sequence_mask", inputs={"X": x}, outputs={"Y": out},
+    helper.append_op(type="sequence_mask", inputs=inputs, outputs={"Y": out},
                      attrs={"maxlen": n, "out_dtype": out.dtype})
     return out
 
@@ -251,7 +581,28 @@ def sequence_mask(x: Variable, maxlen: Optional[int] = None, dtype: Any = "int64
 def lod_reset(x: Variable, y: Optional[Variable] = None,
               target_lod: Optional[Sequence[int]] = None) -> Variable:
     """``x`` with a new one-level LoD: ``y``'s LoD (or ``y``'s values as offsets) or the
-    offsets ``target_lod``."""
+    offsets ``target_lod``.
+
+    Args:
+        x (Variable): the input.
+        y (Variable | None): take its LoD (or, for a non-LoD tensor, its values as offsets).
+        target_lod (list of int | None): the new level-0 offsets.
+    Returns:
+        Variable: ``x``'s data with the new LoD.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     out = fluid.layers.lod_reset(x, target_lod=[0, 1, 3])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((3, 1), "float32")}, fetch_list=[out],
+        ...               return_numpy=False)
+        >>> res.lod()
+        [[0, 1, 3]]
+    """
     _var(x, "x", "lod_reset")
     if y is None and target_lod is None:
         raise ValueError("lod_reset: give y or target_lod")
@@ -261,7 +612,21 @@ def lod_reset(x: Variable, y: Optional[Variable] = None,
 
 def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
     """``x`` with one more LoD level (offsets ``level``, or a Variable holding them) below its
-    own."""
+    own.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     out = fluid.layers.lod_append(x, [0, 1, 3])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((3, 1), "float32")}, fetch_list=[out],
+        ...               return_numpy=False)
+        >>> res.recursive_sequence_lengths()
+        [[1, 2]]
+    """
     _var(x, "x", "lod_append")
     if isinstance(level, Variable):
         return _simple("lod_reset", x, {"X": x, "Y": level}, attrs={"append": True})
@@ -272,7 +637,24 @@ def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
 def row_conv(input: Variable, future_context_size: int, param_attr: Any = None,
              act: Any = None) -> Variable:
     """Lookahead convolution: each row mixes itself and the next ``future_context_size`` rows
-    of its sequence with a ``[future_context_size + 1, D]`` parameter, then ``act``."""
+    of its sequence with a ``[future_context_size + 1, D]`` parameter, then ``act``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], lod_level=1)
+        ...     out = fluid.layers.row_conv(x, future_context_size=1,
+        ...                                 param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(1.0)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.array([[1, 1], [2, 2], [3, 3]], "float32"), [[3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[out])[0]      # x[t] + x[t + 1]
+        array([[3., 3.],
+               [5., 5.],
+               [3., 3.]], dtype=float32)
+    """
     _var(input, "input", "row_conv")
     k = check_int(future_context_size, "future_context_size", "row_conv", minimum=0)
     helper = LayerHelper("row_conv", input=input, param_attr=param_attr, act=act)
@@ -300,7 +682,32 @@ def ctc_greedy_decoder(input: Variable, blank: int, input_length: Optional[Varia
     """Best path decoding of per-step class probabilities ``input`` ([N, num_classes + 1],
     LoD): the most likely class per step, repeats merged, ``blank`` removed. Padded form
     (fluid 1.8): with ``input_length`` (int64 [B] or [B, 1]) ``input`` is [B, L, C] and the
-    result is ``(output [B, L] int64 padded with padding_value, output_length [B, 1])``."""
+    result is ``(output [B, L] int64 padded with padding_value, output_length [B, 1])``.
+
+    Args:
+        input (Variable): probabilities ``[T, num_classes]`` (LoD) or padded with
+            ``input_length``.
+        blank (int): the blank class.
+        input_length (Variable | None): lengths for padded input.
+        padding_value (int, default 0): fills padded outputs.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable | tuple: the decoded ids (LoD); with ``input_length``, ``(output,
+        output_length)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     probs = fluid.data("probs", [-1, 3], lod_level=1)        # blank = 2
+        ...     out = fluid.layers.ctc_greedy_decoder(probs, blank=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> p = np.array([[0.9, 0.05, 0.05], [0.9, 0.05, 0.05], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]], "float32")
+        >>> t = fluid.create_lod_tensor(p, [[4]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"probs": t}, fetch_list=[out])[0].ravel()     # 0 0 _ 1 -> 0 1
+        array([0, 1])
+    """
     from . import tensor                             # sibling layer module, at call time
     _var(input, "input", "ctc_greedy_decoder")
     blank = check_int(blank, "blank", "ctc_greedy_decoder")
@@ -333,7 +740,33 @@ def edit_distance(input: Variable, label: Variable, normalized: bool = True,
     ``(distance [num_seqs, 1], sequence_num [1])``; ``ignored_tokens`` are erased from both
     first (fluid's sequence_erase, LoD input only). Padded form (fluid 1.8): with
     ``input_length`` and ``label_length`` (int64 [B]), ``input`` / ``label`` are [B, max_len]
-    id tensors of which only the first length ids count."""
+    id tensors of which only the first length ids count.
+
+    Args:
+        input (Variable): int64 hypotheses (LoD, or padded with ``input_length``).
+        label (Variable): int64 references (LoD, or padded with ``label_length``).
+        normalized (bool, default True): divide by the reference length.
+        ignored_tokens (list of int | None): tokens removed before comparing.
+        input_length (Variable | None): lengths of padded hypotheses.
+        label_length (Variable | None): lengths of padded references.
+    Returns:
+        tuple: ``(distance [N, 1] float32, sequence_num [1] int64)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     hyp = fluid.data("hyp", [-1, 1], "int64", lod_level=1)
+        ...     ref = fluid.data("ref", [-1, 1], "int64", lod_level=1)
+        ...     dist, seq_num = fluid.layers.edit_distance(hyp, ref, normalized=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> h = fluid.create_lod_tensor(np.array([[1], [2], [3]], "int64"), [[3]], place)
+        >>> r = fluid.create_lod_tensor(np.array([[1], [3]], "int64"), [[2]], place)
+        >>> exe.run(main, feed={"hyp": h, "ref": r}, fetch_list=[dist, seq_num])
+        [array([[1.]], dtype=float32), array([1])]
+    """
     _var(input, "input", "edit_distance")
     _var(label, "label", "edit_distance")
     _check_lengths("edit_distance", input_length, label_length)
@@ -363,7 +796,25 @@ def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_ty
                seq_length: Optional[Variable] = None) -> Tuple[Variable, ...]:
     """Chunk precision, recall, F1 and the three chunk counts of tagged LoD sequences
     (``chunk_scheme``: IOB, IOE, IOBES or plain). Padded form (fluid 1.8): with ``seq_length``
-    (int64 [B]), ``input`` and ``label`` are [B, max_len] tags."""
+    (int64 [B]), ``input`` and ``label`` are [B, max_len] tags.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     pred = fluid.data("pred", [-1, 1], "int64", lod_level=1)
+        ...     label = fluid.data("label", [-1, 1], "int64", lod_level=1)
+        ...     precision, recall, f1, n_infer, n_label, n_correct = fluid.layers.chunk_eval(
+        ...         pred, label, chunk_scheme="IOB", num_chunk_types=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> # B I O B
+        >>> p = fluid.create_lod_tensor(np.array([[0], [1], [2], [0]], "int64"), [[4]], place)
+        >>> y = fluid.create_lod_tensor(np.array([[0], [1], [2], [2]], "int64"), [[4]], place)
+        >>> [float(v[0]) for v in exe.run(main, feed={"pred": p, "label": y}, fetch_list=[precision, recall, f1])]
+        [0.5, 1.0, 0.6666666865348816]
+    """
     _var(input, "input", "chunk_eval")
     _var(label, "label", "chunk_eval")
     inputs = {"Inference": input, "Label": label}
@@ -390,7 +841,24 @@ def im2sequence(input: Variable, filter_size: Any = 1, stride: Any = 1, padding:
     (``padding``: one int, [h, w] or [up, left, down, right]). ``input_image_size`` ([N, 2]
     float, each image's real height and width) with ``out_stride`` (int or [h, w]) keeps only
     the patches of image i's real area: ceil(size / out_stride) gives its patch grid, whose
-    top-left part of the full grid becomes sequence i."""
+    top-left part of the full grid becomes sequence i.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 3, 3])
+        ...     out = fluid.layers.im2sequence(x, filter_size=2, stride=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.arange(9, dtype="float32").reshape(1, 1, 3, 3)},
+        ...               fetch_list=[out])
+        >>> res                                   # one row per 2x2 window
+        array([[0., 1., 3., 4.],
+               [1., 2., 4., 5.],
+               [3., 4., 6., 7.],
+               [4., 5., 7., 8.]], dtype=float32)
+    """
     _var(input, "input", "im2sequence")
     inputs = {"X": input}
     if input_image_size is not None:
@@ -421,7 +889,34 @@ def warpctc(input: Variable, label: Variable, blank: int = 0, norm_by_times: boo
     """CTC loss [num_seqs, 1] of the unnormalised per-step scores ``input`` ([N, classes + 1],
     LoD) against the label sequences ``label`` (int, LoD). Padded form (fluid 1.8): with
     ``input_length`` and ``label_length`` (int64 [B]), ``input`` is time-major
-    [max_logit_length, B, classes + 1] and ``label`` [B, max_label_length]."""
+    [max_logit_length, B, classes + 1] and ``label`` [B, max_label_length].
+
+    Args:
+        input (Variable): unnormalized logits ``[T, num_classes + 1]`` (LoD) or time-major
+            padded ``[T, N, C]`` with ``input_length``.
+        label (Variable): int32 label sequences (LoD, or padded with ``label_length``).
+        blank (int, default 0): the blank class.
+        norm_by_times (bool, default False): divide the gradient by the sequence length.
+        input_length (Variable | None): logits lengths for padded input.
+        label_length (Variable | None): label lengths for padded labels.
+    Returns:
+        Variable: ``[N, 1]`` CTC losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     logits = fluid.data("logits", [-1, 3], lod_level=1)    # blank = 0
+        ...     label = fluid.data("label", [-1, 1], "int32", lod_level=1)
+        ...     loss = fluid.layers.warpctc(logits, label, blank=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> x = fluid.create_lod_tensor(np.zeros((4, 3), "float32"), [[4]], place)
+        >>> y = fluid.create_lod_tensor(np.array([[1], [2]], "int32"), [[2]], place)
+        >>> exe.run(main, feed={"logits": x, "label": y}, fetch_list=[loss])[0].shape
+        (1, 1)
+    """
     _var(input, "input", "warpctc")
     _var(label, "label", "warpctc")
     _check_lengths("warpctc", input_length, label_length)

@@ -256,15 +256,18 @@ class ReadFromArray(OpDef):
 
 
 def add_arrays(a: Optional[list], b: Optional[list]) -> Optional[list]:
-    """Position-wise sum of two array gradients (``None`` entries are zeros)."""
+    """Position-wise sum of two array gradients (``None`` entries are zeros, and so are the
+    empty tensors a ``write_to_array`` leaves in the gaps: Paddle's array gradients, written
+    by ``write_to_array``, have them where nothing was read)."""
     if a is None:
         return b
     if b is None:
         return a
     out = list(a) + [None] * max(0, len(b) - len(a))
     for k, v in enumerate(b):
-        if v is not None:
-            out[k] = v if out[k] is None else out[k] + v
+        if v is None or (v.size == 0 and out[k] is not None):
+            continue
+        out[k] = v if out[k] is None or out[k].size == 0 else out[k] + v
     return out
 
 

@@ -663,15 +663,23 @@ class LodReset(OpDef):
 
 @register
 class SequenceMask(OpDef):
-    """Y[..., j] = (j < X[...]) for j < maxlen (-1: max(X)); X holds lengths. Not
+    """Y[..., j] = (j < X[...]) for j < maxlen (-1: max(X)); X holds lengths. With the
+    ``MaxLenTensor`` input (fluid 1.8's ``sequence_mask(maxlen=Variable)``) its first value is
+    maxlen, read when the op runs (so Y's last dim is unknown until then). Not
     differentiable."""
-    type, inputs, outputs = "sequence_mask", ("X",), ("Y",)
+    type, inputs, outputs = "sequence_mask", ("X", "MaxLenTensor?"), ("Y",)
     no_grad = True
 
-    def infer(self, X, *, maxlen, out_dtype):
-        return {"Y": VarSpec(tuple(X.shape) + (maxlen,), out_dtype)}
+    def infer(self, X, MaxLenTensor=None, *, maxlen, out_dtype):
+        n = -1 if MaxLenTensor is not None or maxlen < 0 else maxlen
+        return {"Y": VarSpec(tuple(X.shape) + (n,), out_dtype)}
 
-    def forward(self, X, *, maxlen=-1, out_dtype=VarType.INT64):
+    def forward(self, X, MaxLenTensor=None, *, maxlen=-1, out_dtype=VarType.INT64):
         from ..core.dtypes import to_numpy_dtype
+        if MaxLenTensor is not None:
+            if MaxLenTensor.size == 0:
+                raise ValueError("sequence_mask: MaxLenTensor is empty; feed a [1] tensor "
+                                 "holding maxlen")
+            maxlen = int(MaxLenTensor.reshape(-1)[0])
         n = int(X.max(initial=0)) if maxlen < 0 else int(maxlen)
         return {"Y": (np.arange(n) < X[..., None]).astype(to_numpy_dtype(out_dtype))}

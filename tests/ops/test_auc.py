@@ -70,5 +70,7 @@ def test_op_kernel_slide_zero_and_errors():
     lab = fluid.data("lab", [None, 1], "int64")
     with pytest.raises(ValueError, match="curve must be 'ROC'"):
         fluid.layers.auc(x, lab, curve="PR")
+    # slide_steps=0 is fluid 1.8's global AUC (issue 29, tests/test_fluid18_zoo_items.py);
+    # a negative count is refused
     with pytest.raises((TypeError, ValueError), match="slide_steps"):
-        fluid.layers.auc(x, lab, slide_steps=0)
+        fluid.layers.auc(x, lab, slide_steps=-1)

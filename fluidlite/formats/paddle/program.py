@@ -7,8 +7,12 @@ the values: Python ints are INT (LONG when they do not fit int32, and always for
 ``padding_idx``, which Paddle declares int64), floats FLOAT (float32 in ``f``, as in Paddle; a
 float that float32 does not hold exactly also goes into the 2.x field ``float64``, which Paddle
 ignores for a FLOAT attr, so fluidlite reads back the exact value), VarTypes INT codes, Blocks
-BLOCK indices. A FLOAT read without ``float64`` is the shortest decimal of its float32 (a
-``0.2`` written by Paddle reads as ``0.2``).
+BLOCK indices; a list whose values do not tell its element type (empty, or whole numbers)
+takes the type Paddle declares (``skip_eager_deletion_vars`` STRINGS, ``prior_box``'s sizes
+FLOATS), and ``cross_entropy2_grad`` is written as Paddle's ``cross_entropy_grad2``. A FLOAT
+read without ``float64`` is the shortest decimal of its float32 (a ``0.2`` written by Paddle
+reads as ``0.2``); an INT or FLOAT where the op declares a bool (fluid <= 1.6's ``is_test``
+0/1) reads as that bool, as Paddle's ``ExtractAttribute<bool>`` converts it.
 
 Reading accepts what fluid 1.x and Paddle 2.x write: unknown proto fields are skipped (1.x's
 ``op_compatible_map``, 2.x's ``op_version_map``), attributes fluidlite's op does not declare
@@ -90,15 +94,47 @@ _REDUCE_GRAD_ATTRS = {"in_dtype": -1, "out_dtype": -1}
 # the writer declares a temporary var with this suffix for it, the reader skips such vars
 _RESERVE_SUFFIX = "@RESERVE_SPACE"
 # grad op -> (forward op, a slot both share: the forward's output, the grad's input; forward
-# input slots Paddle 2.6's grad kernel also reads): layer_norm_grad sizes Bias@GRAD from the
-# Bias input ("Expected output size=8, but received 0" without it). The reader drops them.
-_PADDLE_GRAD_INPUTS = {"layer_norm_grad": ("layer_norm", "Mean", ("Bias",))}
+# input or output slots Paddle 2.6's grad kernel also reads): layer_norm_grad sizes Bias@GRAD
+# from the Bias input ("Expected output size=8, but received 0" without it); lstm_grad reads
+# the forward's BatchCellPreAct ("No Input(BatchCellPreAct) found for LSTM@Grad operator"),
+# which fluidlite's rule does not need; gru_grad the forward's Hidden ("No Input(Hidden)
+# found for GRU@Grad operator"). The reader drops them.
+_PADDLE_GRAD_INPUTS = {"layer_norm_grad": ("layer_norm", "Mean", ("Bias",)),
+                       "lstm_grad": ("lstm", "Hidden", ("BatchCellPreAct",)),
+                       "gru_grad": ("gru", "BatchGate", ("Hidden",))}
 
 
 # attributes Paddle 2.x renamed: fluid 1.8's name -> 2.x's; the writer stores both (Paddle 2.6
 # rejects a flip without ``axis``: "Attribute (axis) is not set correctly"), the reader maps
 # the 2.x name back (``_map_one``)
 _PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}}
+
+# grad op types Paddle registers under another name than ``<forward>_grad``: the writer uses
+# Paddle's (real Paddle 2.6 rejects "cross_entropy2_grad": "Operator cross_entropy2_grad has
+# not been registered"), the reader maps it back (``_map_one``). Paddle 2.6's op registry has
+# no other grad type that does not end in ``_grad``.
+_PADDLE_GRAD_TYPES = {"cross_entropy2_grad": "cross_entropy_grad2"}
+_FLUID_GRAD_TYPES = {v: k for k, v in _PADDLE_GRAD_TYPES.items()}
+# the attribute naming the fluidlite op an OpDesc written in fluid's form stands for
+# (``_paddle_array_grad``); Paddle ignores attributes its op does not declare
+_FLUIDLITE_FORM = "fluidlite_form"
+
+# list attributes whose element type the value cannot tell: an empty list, or whole numbers
+# where Paddle declares floats (``prior_box(min_sizes=[2, 4])``). Paddle 2.6's op protos
+# declare these names with one list type for every op fluidlite shares with it (checked by
+# tests/test_real_paddle.py against the real registry); Paddle converts INTS only to LONGS, so
+# an empty ``skip_eager_deletion_vars`` written as INTS fails ("Cannot get attribute
+# (skip_eager_deletion_vars) by type std::vector<std::string>, its type is std::vector<int>").
+_STRINGS_ATTRS = frozenset({
+    "op_role_var", "op_callstack", "skip_eager_deletion_vars", "epmap", "table_names",
+    "backward_skip_vars", "ex_states", "states", "block_in_grads",
+    "original_output_grad"})     # while_grad's (a grad op: no proto to check it against)
+_FLOATS_ATTRS = frozenset({
+    "Scale_weights", "anchor_sizes", "aspect_ratios", "bbox_reg_weights", "fixed_ratios",
+    "fixed_sizes", "fp32_values", "max_sizes", "min_sizes", "variance", "variances"})
+# (op type, attr) pairs of the same kind where the name alone is ambiguous
+_FLOATS_OP_ATTRS = frozenset({("anchor_generator", "stride"), ("fill", "value")})
+_FLOAT64S_ATTRS = frozenset({"fp64_values"})
 
 
 def _paddle_grad_attrs(op_type: str) -> Dict[str, Any]:
@@ -146,6 +182,8 @@ def _set_attr(attr: Any, name: str, value: Any, where: str, op_type: str = "") -
         attr.type, attr.block_idx = BLOCK, value.idx
     elif isinstance(value, (list, tuple)):
         items = [v.item() if isinstance(v, np.generic) else v for v in value]
+        if _declared_list(attr, name, op_type, items):
+            return
         if all(isinstance(v, bool) for v in items) and items:
             attr.type = BOOLEANS
             attr.bools.extend(items)
@@ -175,6 +213,27 @@ def _set_attr(attr: Any, name: str, value: Any, where: str, op_type: str = "") -
     else:
         raise PaddleFormatError(f"{where}: attribute '{name}' is a {type(value).__name__}, "
                                 f"which Paddle's format cannot store; save with format='json'")
+
+
+def _declared_list(attr: Any, name: str, op_type: str, items: List[Any]) -> bool:
+    """Store ``items`` with the list type Paddle declares for ``name`` (see
+    ``_STRINGS_ATTRS``) when the values themselves allow it; False when Paddle's declaration
+    is not known here or does not fit (the caller then types the list by its values)."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items)
+    if name in _STRINGS_ATTRS and all(isinstance(v, str) for v in items):
+        attr.type = STRINGS
+        attr.strings.extend(v.encode("utf-8") for v in items)
+    elif (name in _FLOATS_ATTRS or (op_type, name) in _FLOATS_OP_ATTRS) and numbers:
+        attr.type = FLOATS
+        attr.floats.extend(float(v) for v in items)
+        if any(_shortest_f32(float(v)) != float(v) for v in items):
+            attr.float64s.extend(float(v) for v in items)
+    elif name in _FLOAT64S_ATTRS and numbers:
+        attr.type = FLOAT64S
+        attr.float64s.extend(float(v) for v in items)
+    else:
+        return False
+    return True
 
 
 def _tensor_desc(desc: Any, var: Any) -> None:
@@ -209,32 +268,121 @@ def program_to_desc(program: Any) -> Any:
                 vd.stop_gradient = not v.trainable
             else:
                 vd.stop_gradient = bool(v.stop_gradient)
-        for i, op in enumerate(b.ops):
-            where = f"block {b.idx} op #{i} '{op.type}'"
-            od = bd.ops.add(type=op.type)
-            for slot, args in op.inputs.items():
-                od.inputs.add(parameter=slot, arguments=list(args))
-            for slot, args in _paddle_grad_inputs(b, op).items():
-                od.inputs.add(parameter=slot, arguments=args)
-            for slot, args in op.outputs.items():
-                od.outputs.add(parameter=slot, arguments=list(args))
-            attrs = dict(op.attrs)
-            for name, value in _paddle_grad_attrs(op.type).items():
-                if attrs.get(name) is None:
-                    attrs[name] = value
-            for old_name, new_name in _PADDLE2_ATTR_NAMES.get(op.type, {}).items():
-                if attrs.get(old_name) is not None and new_name not in attrs:
-                    attrs[new_name] = attrs[old_name]
-            for name in sorted(attrs):
-                value = attrs[name]
-                if value is None:           # unset optional attr: restored from the default
-                    continue
-                _set_attr(od.attrs.add(name=name, type=INT), name, value, where, op.type)
-            if op.type == "batch_norm" and not op.attrs.get("is_test") and \
-                    not op.outputs.get("ReserveSpace") and op.outputs.get("Y"):
-                _reserve_space(bd, od, op.outputs["Y"][0])
+        for i, op_type, inputs, outputs, attrs in _paddle_ops(b):
+            _write_op(bd, f"block {b.idx} op #{i} '{op_type}'", op_type, inputs, outputs,
+                      attrs)
     msg.version.version = PROGRAM_VERSION
     return msg
+
+
+def _paddle_ops(b: Any) -> Any:
+    """Yield ``(index, type, inputs, outputs, attrs)`` per OpDesc to write for block ``b``:
+    fluidlite's ops, with the array-gradient ops Paddle lacks in fluid's form
+    (``_paddle_array_grad``) and the additions Paddle 2.6 needs (``_paddle_grad_inputs``,
+    ``_paddle_grad_attrs``, 2.x attribute names)."""
+    ops = list(b.ops)
+    skip = set()
+    for i, op in enumerate(ops):
+        if i in skip:
+            continue
+        nxt = ops[i + 1] if i + 1 < len(ops) else None
+        folded = _paddle_array_grad(op, nxt)
+        if folded is not None:
+            op_type, inputs, outputs, attrs, used_next = folded
+            if used_next:
+                skip.add(i + 1)
+            yield i, op_type, inputs, outputs, attrs
+            continue
+        inputs = {k: list(v) for k, v in op.inputs.items()}
+        inputs.update(_paddle_grad_inputs(b, op))
+        attrs = dict(op.attrs)
+        for name, value in _paddle_grad_attrs(op.type).items():
+            if attrs.get(name) is None:
+                attrs[name] = value
+        for old_name, new_name in _PADDLE2_ATTR_NAMES.get(op.type, {}).items():
+            if attrs.get(old_name) is not None and new_name not in attrs:
+                attrs[new_name] = attrs[old_name]
+        yield (i, _PADDLE_GRAD_TYPES.get(op.type, op.type), inputs,
+               {k: list(v) for k, v in op.outputs.items()}, attrs)
+
+
+def _write_op(bd: Any, where: str, op_type: str, inputs: Dict[str, List[str]],
+              outputs: Dict[str, List[str]], attrs: Dict[str, Any]) -> None:
+    """Append one OpDesc to the BlockDesc ``bd`` (``where`` names it in errors)."""
+    od = bd.ops.add(type=op_type)
+    for slot, args in inputs.items():
+        od.inputs.add(parameter=slot, arguments=list(args))
+    for slot, args in outputs.items():
+        od.outputs.add(parameter=slot, arguments=list(args))
+    for name in sorted(attrs):
+        value = attrs[name]
+        if value is None:           # unset optional attr: restored from the default
+            continue
+        _set_attr(od.attrs.add(name=name, type=INT), name, value, where, op_type)
+    if op_type == "batch_norm" and not attrs.get("is_test") and \
+            not outputs.get("ReserveSpace") and outputs.get("Y"):
+        _reserve_space(bd, od, outputs["Y"][0])
+
+
+def _paddle_array_grad(op: Any, nxt: Any) -> Optional[Tuple[str, Dict[str, List[str]],
+                                                            Dict[str, List[str]],
+                                                            Dict[str, Any], bool]]:
+    """fluid's form of a fluidlite array-gradient op Paddle 2.6 does not register, or None:
+    ``write_to_array_grad`` is fluid's ``read_from_array`` of the array gradient with ``X_W``
+    (zeros when the entry is missing), ``read_from_array_grad`` a ``write_to_array`` of the
+    gradient, ``sum_tensor_array`` a ``sum`` of arrays. The ``clear_tensor_array_entry`` that
+    follows a write_to_array_grad (fluidlite's: an overwritten entry passes no gradient back)
+    has no Paddle op and is folded into the same OpDesc, so Paddle computes fluid's gradient
+    there. The attribute ``_FLUIDLITE_FORM`` names fluidlite's form for the reader."""
+    ins, outs, attrs = op.inputs, op.outputs, dict(op.attrs)
+    if op.type == "write_to_array_grad":
+        clear = nxt is not None and nxt.type == "clear_tensor_array_entry" and \
+            nxt.inputs.get("X") == ins.get("Out@GRAD") and nxt.inputs.get("I") == ins.get("I") \
+            and nxt.outputs.get("Out") == ins.get("Out@GRAD")
+        attrs[_FLUIDLITE_FORM] = op.type + ("+clear" if clear else "")
+        return ("read_from_array", {"X": list(ins["Out@GRAD"]), "I": list(ins["I"]),
+                                    "X_W": list(ins["X"])},
+                {"Out": list(outs["X@GRAD"])}, attrs, clear)
+    if op.type == "read_from_array_grad":
+        attrs[_FLUIDLITE_FORM] = op.type
+        return ("write_to_array", {"X": list(ins["Out@GRAD"]), "I": list(ins["I"])},
+                {"Out": list(outs["X@GRAD"])}, attrs, False)
+    if op.type == "sum_tensor_array" and ins.get("X"):
+        attrs[_FLUIDLITE_FORM] = op.type
+        return "sum", {"X": list(ins["X"])}, {"Out": list(outs["Out"])}, attrs, False
+    return None
+
+
+def _fluidlite_array_grad(op_type: str, inputs: Dict[str, List[str]],
+                          outputs: Dict[str, List[str]], attrs: Dict[str, Any]
+                          ) -> Optional[List[Tuple[str, Dict[str, List[str]],
+                                                   Dict[str, List[str]], Dict[str, Any]]]]:
+    """The inverse of ``_paddle_array_grad`` for an OpDesc carrying ``_FLUIDLITE_FORM``, and
+    Paddle's own gradient of ``write_to_array`` (a ``read_from_array`` with ``X_W``, which
+    fluidlite's read_from_array lacks) as ``write_to_array_grad``; None for any other op."""
+    form = attrs.get(_FLUIDLITE_FORM)
+    if form is None and op_type == "read_from_array" and \
+            [a for a in inputs.get("X_W", []) if a != "@EMPTY@"]:
+        form = "write_to_array_grad"
+    if not isinstance(form, str):
+        return None
+    attrs = {k: v for k, v in attrs.items() if k != _FLUIDLITE_FORM}
+    if op_type == "read_from_array" and form.startswith("write_to_array_grad"):
+        dout, index = inputs.get("X", []), inputs.get("I", [])
+        ops = [("write_to_array_grad", {"X": inputs.get("X_W", []), "I": index,
+                                        "Out@GRAD": dout},
+                {"X@GRAD": outputs.get("Out", [])}, attrs)]
+        if form.endswith("+clear"):
+            common = {k: v for k, v in attrs.items() if k in registry.COMMON_ATTRS}
+            ops.append(("clear_tensor_array_entry", {"X": dout, "I": index}, {"Out": dout},
+                        common))
+        return ops
+    if op_type == "write_to_array" and form == "read_from_array_grad":
+        return [(form, {"I": inputs.get("I", []), "Out@GRAD": inputs.get("X", [])},
+                 {"X@GRAD": outputs.get("Out", [])}, attrs)]
+    if op_type == "sum" and form == "sum_tensor_array":
+        return [(form, inputs, outputs, attrs)]
+    return None
 
 
 def _paddle_grad_inputs(block: Any, op: Any) -> Dict[str, List[str]]:
@@ -249,7 +397,8 @@ def _paddle_grad_inputs(block: Any, op: Any) -> Dict[str, List[str]]:
         return {}
     for fwd in block.ops:
         if fwd.type == fwd_type and fwd.outputs.get(shared) == key:
-            return {s: list(fwd.inputs[s]) for s in missing if fwd.inputs.get(s)}
+            return {s: list(fwd.inputs.get(s) or fwd.outputs[s]) for s in missing
+                    if fwd.inputs.get(s) or fwd.outputs.get(s)}
     return {}
 
 
@@ -410,6 +559,15 @@ def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List
              attrs: Dict[str, Any], rw: Optional[_Rewriter] = None) -> List[_OpTuple]:
     """The op mapping proper (see ``_map_op``): the first of ``_MAPPINGS`` that knows the op
     decides; an op none of them knows is kept as it is."""
+    folded = _fluidlite_array_grad(op_type, inputs, outputs, attrs)
+    if folded is not None:
+        return folded
+    if op_type == "sum" and rw is not None and inputs.get("X") and all(
+            getattr(rw.var(n), "type", None) == VarType.LOD_TENSOR_ARRAY for n in inputs["X"]):
+        # Paddle's sum of array gradients (an array read twice) is fluidlite's position-wise
+        # sum_tensor_array
+        return [("sum_tensor_array", inputs, outputs, attrs)]
+    op_type = _FLUID_GRAD_TYPES.get(op_type, op_type)
     grad = op_type.endswith("_grad")
     base = op_type[:-len("_grad")] if grad else op_type
     for mapping in _MAPPINGS:
@@ -437,6 +595,16 @@ def _map_paddle2_attrs(op_type: str, base: str, grad: bool, inputs: Dict[str, Li
         return [(op_type, inputs, outputs, attrs)]
     if base in ("conv2d_transpose", "depthwise_conv2d_transpose"):
         return _map_conv2d_transpose(grad, inputs, outputs, attrs, rw)
+    if op_type == "allclose" and any(isinstance(attrs.get(k), str) for k in ("rtol", "atol")):
+        # Paddle 2.x declares allclose's tolerances STRING ("1e-05"), fluid 1.8 FLOAT
+        attrs = dict(attrs)
+        for k in ("rtol", "atol"):
+            if isinstance(attrs.get(k), str):
+                try:
+                    attrs[k] = float(attrs[k])
+                except ValueError:
+                    raise ValueError(f"allclose's {k} {attrs[k]!r} is not a number") from None
+        return [(op_type, inputs, outputs, attrs)]
     if base == "expand_as_v2" and attrs.get("target_shape"):
         attrs = dict(attrs)
         attrs["shape"] = [int(d) for d in attrs.pop("target_shape")]
@@ -786,11 +954,32 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
         for k, a in list(op.attrs.items()):
             op.attrs[k] = _resolve_blocks(p, a)
     check_tree(p, lambda why: PaddleFormatError(f"{source}: {why}"))
+    _mark_fed_vars(p)
     _adopt_kernel_dtypes(p)
     p._relink()
     p.current_block_idx = 0
     p._version = 0
     return p
+
+
+def _mark_fed_vars(p: Any) -> None:
+    """The program's inputs are data, as when the program was built: the variables the file's
+    ``feed`` ops write, and (a training program saved without feed ops) the non-persistable
+    tensors of block 0 that ops read and no op writes. The executor then checks a feed's
+    shape only where the file sets ``need_check_feed`` (``fluid.data`` /
+    ``paddle.static.data``), as Paddle's ``Executor.run`` does: a variable of
+    ``fluid.layers.data`` or of a fluid <= 1.5 file takes other sizes than the saved ones (a
+    fully-convolutional model on a larger image), and every shape is inferred again from what
+    is fed when the program runs."""
+    block = p.blocks[0]
+    written = {n for b in p.blocks for op in b.ops if op.type != "feed"
+               for n in op.output_arg_names}
+    inputs = {n for b in p.blocks for op in b.ops
+              for n in (op.output_arg_names if op.type == "feed" else op.input_arg_names)}
+    for name, var in block.vars.items():
+        if name in inputs and name not in written and not var.persistable and \
+                var.type == VarType.LOD_TENSOR:
+            var.__dict__["is_data"] = True      # no journal: the program is new
 
 
 def _adopt_kernel_dtypes(p: Any) -> None:
@@ -960,7 +1149,7 @@ def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],
         if risky:
             _log.warning("%s: attributes fluidlite's '%s' does not implement were dropped: "
                          "%s; the results may differ from Paddle's", owhere, op_type, risky)
-    kept = {k: v for k, v in raw.items() if k in known}
+    kept = {k: _as_declared(v, defaults.get(k)) for k, v in raw.items() if k in known}
     try:
         attrs = opdef.check_attrs(kept)
     except (TypeError, ValueError) as e:
@@ -972,6 +1161,18 @@ def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],
                                         f"'{arg}', which the program does not declare "
                                         f"(corrupted file?)")
     return Operator(b, op_type, inputs, outputs, attrs)
+
+
+def _as_declared(value: Any, default: Any) -> Any:
+    """``value`` converted as Paddle's ``ExtractAttribute<bool>`` converts a stored attribute
+    when the op declares a bool: an INT or FLOAT becomes ``value != 0``. fluid <= 1.6 wrote
+    boolean attributes (``is_test``, ``use_global_stats``...) as INT 0/1 and Paddle loads those
+    files; every other mismatch (a BOOLEAN where an int is declared) stays an error, as in
+    Paddle ("Cannot get attribute (axis) by type int, its type is bool")."""
+    if isinstance(default, bool) and isinstance(value, (int, float)) and \
+            not isinstance(value, bool):
+        return value != 0
+    return value
 
 
 def _declared(p: Any, block: Any, name: str) -> bool:

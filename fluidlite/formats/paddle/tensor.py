@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -25,7 +26,7 @@ from .proto import messages
 from .program import PaddleFormatError
 
 __all__ = ["tensor_to_bytes", "combined_to_bytes", "read_tensor", "read_combined",
-           "looks_like_tensor", "is_foreign"]
+           "looks_like_tensor", "is_foreign", "shape_problem", "MAX_DIMS"]
 
 _DTYPES = {0: np.dtype(np.bool_), 1: np.dtype(np.int16), 2: np.dtype(np.int32),
            3: np.dtype(np.int64), 4: np.dtype(np.float16), 5: np.dtype(np.float32),
@@ -33,6 +34,27 @@ _DTYPES = {0: np.dtype(np.bool_), 1: np.dtype(np.int16), 2: np.dtype(np.int32),
 _CODES = {v: k for k, v in _DTYPES.items()}
 _MAX_LOD_LEVELS = 64
 _MAX_DESC = 1 << 16
+# NumPy 1.x's NPY_MAXDIMS (NumPy 2 allows 64); Paddle's own DDim holds at most 9
+MAX_DIMS = 32
+
+
+def shape_problem(shape: Sequence[int], itemsize: int) -> Optional[str]:
+    """Why ``shape`` read from a file cannot be an array of ``itemsize``-byte elements, or
+    None: more than ``MAX_DIMS`` dims, a negative dim, or non-zero dims that multiply past
+    the largest array NumPy can address (NumPy refuses ``[0, 2**62]`` although it holds no
+    byte). Checked before anything is allocated.
+
+    Example:
+        >>> shape_problem([0, 2**62], 4)
+        'dims [0, 4611686018427387904] exceed the largest array NumPy can address'
+    """
+    if len(shape) > MAX_DIMS:
+        return f"{len(shape)} dims; at most {MAX_DIMS} are accepted"
+    if any(d < 0 for d in shape):
+        return f"negative dims {list(shape)}"
+    if math.prod(max(d, 1) for d in shape) * itemsize > sys.maxsize:
+        return f"dims {list(shape)} exceed the largest array NumPy can address"
+    return None
 
 
 def is_foreign(head: bytes) -> bool:
@@ -134,8 +156,10 @@ def read_tensor(buf: bytes, offset: int, source: str, name: str
         raise PaddleFormatError(f"Cannot load {what}: unknown or unsupported data type "
                                 f"{label} (code {desc.data_type})")
     shape = tuple(int(d) for d in desc.dims)
-    if any(d < 0 for d in shape):
-        raise PaddleFormatError(f"Cannot load {what}: negative dims {list(shape)}")
+    problem = shape_problem(shape, dtype.itemsize)
+    if problem:
+        raise PaddleFormatError(f"Cannot load {what}: corrupted tensor description "
+                                f"({problem})")
     count = math.prod(shape)
     need(count * dtype.itemsize, f"a {dtype.name} tensor of shape {list(shape)}")
     arr = np.frombuffer(buf, dtype.newbyteorder("<"), count, offset).reshape(shape)
