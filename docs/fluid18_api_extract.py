@@ -16,7 +16,8 @@ Sources (facts only: module, name, kind, signature):
   (``run(program=None, feed=None, ...)`` underlined), recorded as ``Class.method``;
 * ``SUPPLEMENT`` below: modules fluid 1.8 shipped without a page in the reference
   (``fluid.layers.distributions``, ``fluid.data_feeder``, the main ``fluid.contrib`` and
-  ``fluid.incubate.fleet`` names), taken from fluid 1.8's package ``__init__`` files; their
+  ``fluid.incubate.fleet`` names), taken from fluid 1.8's package ``__init__`` files (and
+  the inference API's ``fluid.core`` names from its pybind module); their
   signatures are not recorded (``-``), so only their existence is checked.
 """
 from __future__ import annotations
@@ -58,6 +59,10 @@ SUPPLEMENT: Dict[str, Tuple[str, ...]] = {
     "fluid.incubate.fleet.base.fleet_base": ("Fleet", "Mode", "DistributedOptimizer"),
     "fluid.incubate.fleet.collective": ("fleet", "DistributedStrategy", "CollectiveOptimizer"),
     "fluid.incubate.fleet.parameter_server.distribute_transpiler": ("fleet",),
+    # the inference API: pybind names of fluid.core (paddle/fluid/pybind/inference_api.cc),
+    # documented in the deployment guide, not in the API reference
+    "fluid.core": ("AnalysisConfig", "create_paddle_predictor(config)", "PaddleTensor",
+                   "PaddleDType", "PaddleBuf", "ZeroCopyTensor"),
 }
 # supplement names whose signature is the one documented under another module
 SIGNATURE_FROM = {"fluid.layers.distributions": "fluid.layers", "fluid.data_feeder": "fluid"}

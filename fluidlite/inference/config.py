@@ -25,9 +25,13 @@ class PassStrategy:
         passes: pass names, in order (default: every pass of ``fluidlite.inference.passes``).
 
     Example:
+        >>> from fluidlite.inference import AnalysisConfig
+        >>> config = AnalysisConfig()
         >>> config.pass_builder().all_passes()
         ['is_test_pass', 'simplify_with_basic_ops_pass', ...]
         >>> config.pass_builder().delete_pass("fc_fuse_pass")
+        >>> "fc_fuse_pass" in config.pass_builder().all_passes()
+        False
     """
 
     def __init__(self, passes: Optional[List[str]] = None) -> None:
@@ -78,9 +82,22 @@ class AnalysisConfig:
         params_file: the combined parameter file (``params_filename=`` of the save).
 
     Example:
-        >>> config = AnalysisConfig("./infer_model")
+        >>> import numpy as np, tempfile
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import AnalysisConfig, create_paddle_predictor, PaddleTensor
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="softmax")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> model_dir = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(model_dir, ["x"], [y], exe, main_program=main)
+        >>> config = AnalysisConfig(model_dir)
         >>> config.disable_gpu(); config.switch_ir_optim(True)
         >>> predictor = create_paddle_predictor(config)
+        >>> predictor.get_input_names(), len(predictor.get_output_names())
+        (['x'], 1)
     """
 
     def __init__(self, model_dir_or_prog_file: Optional[str] = None,

@@ -1,23 +1,37 @@
-"""The fused op types the inference passes create: ``fc`` and ``conv2d_fusion``.
+"""The fused op types the inference passes create: ``conv2d_fusion`` and
+``scaled_dot_product_attention`` (``fc`` is fluid's own op, in ``ops/math_more.py``).
 
-They are Paddle's names for the same fusions (``fc_fuse_pass`` makes ``fc``,
-``conv_elementwise_add_act_fuse_pass`` makes ``conv2d_fusion``), so a program optimised here
-and saved still names ops Paddle Inference knows. The kernels reuse the registered ``mul`` and
-``conv2d`` kernels and add the bias and activation in place on the fresh product, which is
-what the fusion saves: one temporary and one pass over memory per fused op.
+``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
+makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
+kernel adds the bias and activation in place on the fresh product -- one temporary and one
+pass over memory less per fused op -- and has two inference fast paths of its own: a 1x1
+convolution is one (batched) GEMM on the input as it lies (no im2col, no layout copies), and a
+depthwise convolution is kh*kw shifted multiply-adds on the padded input (no kh*kw-times
+larger column matrix, no per-channel GEMMs); every other geometry runs the ``conv2d`` kernel.
+
+``scaled_dot_product_attention`` (made by ``attention_fuse_pass``; fluidlite's own type, Paddle
+fuses attention only together with its QKV projections) is
+``softmax(alpha * Q @ K^T [+ Mask]) @ V`` in the fewest passes over the score matrix: the
+product is written once, shifted by its row max, scaled, clipped and exponentiated in place,
+and the normalisation by the row sums is applied to the (smaller) ``[.., Lq, Dv]`` result
+instead of the ``[.., Lq, Lk]`` probabilities.
 
 Inference-only: ``no_grad`` (the passes run on test-mode programs). Registered on import of
 ``fluidlite.inference``.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..core.registry import OpDef, get_op_def, register
+from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..ops.conv import resolve_padding
 
-__all__ = ["ACTIVATIONS", "Conv2DFusion"]
+# fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
+_SOFTMAX_CLIP = -64.0
+
+__all__ = ["ACTIVATIONS", "Conv2DFusion", "ScaledDotProductAttention"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -38,8 +52,14 @@ def _tanh(x: np.ndarray) -> np.ndarray:
     return np.tanh(x, out=x)
 
 
+def _relu6(x: np.ndarray) -> np.ndarray:
+    # fluid's relu6 with its default threshold (the pass fuses only threshold 6)
+    return np.clip(x, x.dtype.type(0), x.dtype.type(6), out=x)
+
+
 # activation attr value -> in-place kernel ("" / "identity": none)
-ACTIVATIONS = {"": None, "identity": None, "relu": _relu, "sigmoid": _sigmoid, "tanh": _tanh}
+ACTIVATIONS = {"": None, "identity": None, "relu": _relu, "sigmoid": _sigmoid, "tanh": _tanh,
+               "relu6": _relu6}
 
 
 def _activate(out: np.ndarray, activation: str, op_type: str) -> np.ndarray:
@@ -53,7 +73,8 @@ def _activate(out: np.ndarray, activation: str, op_type: str) -> np.ndarray:
 @register
 class Conv2DFusion(OpDef):
     """Output = act(conv2d(Input, Filter) + Bias[channel]) (Paddle's ``conv2d_fusion``;
-    ``activation`` identity, relu, sigmoid or tanh; NCHW or NHWC as ``data_format``)."""
+    ``activation`` identity, relu, relu6 (threshold 6), sigmoid or tanh; NCHW or NHWC as
+    ``data_format``)."""
     type, inputs, outputs = "conv2d_fusion", ("Input", "Filter", "Bias?"), ("Output",)
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
@@ -73,14 +94,124 @@ class Conv2DFusion(OpDef):
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
-        out = get_op_def("conv2d").forward(
-            Input, Filter, strides=strides, paddings=paddings,
-            padding_algorithm=padding_algorithm, groups=groups, dilations=dilations,
-            data_format=data_format)["Output"]
-        if not out.flags.writeable:
-            out = out.copy()
+        out = None
+        if data_format in ("NCHW", "AnyLayout") and Input.ndim == 4 and \
+                Input.dtype == Filter.dtype and Input.dtype != np.float16:
+            out = _fast_conv(Input, Filter, strides, paddings, padding_algorithm, groups,
+                             dilations)
+        if out is None:
+            out = get_op_def("conv2d").forward(
+                Input, Filter, strides=strides, paddings=paddings,
+                padding_algorithm=padding_algorithm, groups=groups, dilations=dilations,
+                data_format=data_format)["Output"]
+            if not out.flags.writeable:
+                out = out.copy()
         if Bias is not None:
             last = data_format in ("NHWC", "NDHWC")
-            b = Bias.reshape(-1)
+            b = Bias.reshape(-1).astype(out.dtype, copy=False)
             out += b if last else b.reshape(-1, 1, 1)
         return {"Output": _activate(out, activation, self.type)}
+
+
+def _fast_conv(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any, algorithm: str,
+               groups: int, dilations: Any) -> Optional[np.ndarray]:
+    """The 1x1 and depthwise fast paths (NCHW), or None for any other geometry."""
+    N, C, H, W = x.shape
+    F, Cg, kh, kw = w.shape
+    pads, dil = resolve_padding((H, W), (kh, kw), list(strides), list(paddings),
+                                list(dilations), algorithm)
+    sh, sw = int(strides[0]), int(strides[1])
+    if groups == 1 and (kh, kw) == (1, 1) and not any(pads) and Cg == C:
+        xs = x if (sh, sw) == (1, 1) else x[:, :, ::sh, ::sw]
+        oh, ow = xs.shape[2], xs.shape[3]
+        cols = xs.reshape(N, C, oh * ow)                 # a view when stride 1
+        out = np.matmul(w.reshape(F, C), cols)           # [N, F, oh*ow]: one GEMM per image
+        return out.reshape(N, F, oh, ow)
+    if groups == C == F and Cg == 1:
+        return _depthwise(x, w.reshape(C, kh, kw), pads, (sh, sw), dil)
+    return None
+
+
+def _depthwise(x: np.ndarray, w: np.ndarray, pads: Any, strides: Any, dil: Any
+               ) -> np.ndarray:
+    """Y[n,c] = sum_{i,j} W[c,i,j] * Xpad[n, c, y*sh + i*dh, x*sw + j*dw]: one multiply-add
+    per tap over the output (fluid's im2col reads zeros past the padding the same way)."""
+    N, C, H, W = x.shape
+    _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = strides, dil
+    oh = (H + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
+    ow = (W + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
+    # the canvas reaches every tap of the last window (a truncated window reads zeros)
+    Hp = max(H + pads[0] + pads[1], (oh - 1) * sh + dh * (kh - 1) + 1)
+    Wp = max(W + pads[2] + pads[3], (ow - 1) * sw + dw * (kw - 1) + 1)
+    if (Hp, Wp) == (H, W):
+        xp = x
+    else:
+        xp = np.zeros((N, C, Hp, Wp), x.dtype)
+        xp[:, :, pads[0]:pads[0] + H, pads[2]:pads[2] + W] = x
+    out = np.empty((N, C, oh, ow), x.dtype)
+    tmp = np.empty_like(out)
+    taps = w.reshape(C, kh * kw, 1, 1)
+    for t in range(kh * kw):
+        i, j = divmod(t, kw)
+        win = xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+        if t == 0:
+            np.multiply(win, taps[:, t], out=out)
+        else:
+            np.multiply(win, taps[:, t], out=tmp)
+            out += tmp
+    return out
+
+
+def _attention_shape(q: Any, k: Any, v: Any, transpose_k: bool) -> Tuple[int, ...]:
+    """The output shape of ``softmax(Q @ op(K)) @ V`` (batch dims broadcast), checked."""
+    if len(q.shape) < 2 or len(k.shape) < 2 or len(v.shape) < 2:
+        raise ValueError(f"scaled_dot_product_attention: Q, K and V must be at least 2-D, got "
+                         f"{list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    dk, lk = (k.shape[-1], k.shape[-2]) if transpose_k else (k.shape[-2], k.shape[-1])
+    for a, b, what in ((q.shape[-1], dk, "Q's last dim and K's contracted dim"),
+                       (lk, v.shape[-2], "the key lengths of K and V")):
+        if a >= 0 and b >= 0 and a != b:
+            raise ValueError(f"scaled_dot_product_attention: {what} differ ({a} vs {b}); Q "
+                             f"{list(q.shape)}, K {list(k.shape)}, V {list(v.shape)}, "
+                             f"transpose_k={transpose_k}")
+    n = max(len(t.shape) for t in (q, k, v)) - 2
+    batch = []
+    for i in range(n):              # right-aligned batch dims; -1 (unknown) wins over 1
+        dims = [t.shape[len(t.shape) - 2 - n + i] for t in (q, k, v)
+                if len(t.shape) - 2 - n + i >= 0]
+        batch.append(-1 if -1 in dims else max(dims))
+    return tuple(batch) + (q.shape[-2], v.shape[-1])
+
+
+@register
+class ScaledDotProductAttention(OpDef):
+    """Out = softmax(alpha * Q @ op(K) [+ Mask], last axis) @ V with op = transpose when
+    ``transpose_k`` (what ``attention_fuse_pass`` makes of matmul [scale] [elementwise_add]
+    softmax matmul); the softmax is fluid's (row max subtracted, clipped at -64)."""
+    type, inputs, outputs = "scaled_dot_product_attention", ("Q", "K", "V", "Mask?"), ("Out",)
+    no_grad = True
+
+    def infer(self, Q: Any, K: Any, V: Any, Mask: Any = None, *, alpha: float = 1.0,
+              transpose_k: bool = True) -> Dict[str, Any]:
+        return {"Out": VarSpec(_attention_shape(Q, K, V, transpose_k), Q.dtype)}
+
+    def forward(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any = None, *,
+                alpha: float = 1.0, transpose_k: bool = True) -> Dict[str, np.ndarray]:
+        typ = Q.dtype.type
+        s = np.matmul(Q, np.swapaxes(K, -1, -2) if transpose_k else K)
+        if Mask is not None or alpha < 0:
+            s *= typ(alpha)
+            if Mask is not None:
+                s += Mask.astype(s.dtype, copy=False)
+            s -= s.max(axis=-1, keepdims=True)
+        else:
+            # alpha >= 0: max(alpha s) = alpha max(s), so shift first and scale the shift
+            s -= s.max(axis=-1, keepdims=True)
+            s *= typ(alpha)
+        np.maximum(s, typ(_SOFTMAX_CLIP), out=s)
+        np.exp(s, out=s)
+        total = s.sum(axis=-1, keepdims=True)
+        out = np.matmul(s, V)
+        out /= total
+        return {"Out": out}

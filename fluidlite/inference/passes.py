@@ -330,6 +330,8 @@ def _act_after(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]
     act = _next(uses, name)
     if act is None or act.type not in ACTIVATIONS or not act.type or act.input("X") != [name]:
         return None
+    if act.type == "relu6" and float(act.attrs.get("threshold", 6.0)) != 6.0:
+        return None         # the fused kernels clip at fluid's default threshold only
     return act
 
 
@@ -374,7 +376,7 @@ _CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations"
 
 def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d`` / ``depthwise_conv2d`` + bias ``elementwise_add`` (axis 1) + optional
-    relu / sigmoid / tanh -> one ``conv2d_fusion`` op (NCHW)."""
+    relu / relu6 / sigmoid / tanh -> one ``conv2d_fusion`` op (NCHW)."""
     count, block = 0, ctx.block
     skip = _sub_block_names(ctx.program)
     changed = True
@@ -408,6 +410,78 @@ def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     return count
 
 
+def _attention_head(uses: rewrite.Uses, ctx: PassContext, skip: Set[str], mm1: Operator
+                    ) -> Optional[Tuple[List[Operator], float, Optional[str], Operator]]:
+    """From the scores ``matmul``: ([ops to remove], alpha, mask name, the softmax) when an
+    optional bias-free ``scale``, an optional mask ``elementwise_add`` and a last-axis
+    ``softmax`` follow, each the only reader of what it reads."""
+    block, chain = ctx.block, [mm1]
+    alpha = float(mm1.attrs.get("alpha", 1.0))
+    cur, mask = mm1.output("Out")[0], None
+    rank = len(block.var(cur).shape)
+    nxt = _next(uses, cur) if _only_reader(uses, cur, ctx, skip) else None
+    if nxt is not None and nxt.type == "scale" and nxt.input("X") == [cur] and \
+            not nxt.input("ScaleTensor") and float(nxt.attrs.get("bias", 0.0)) == 0.0:
+        alpha *= float(nxt.attrs.get("scale", 1.0))
+        chain.append(nxt)
+        cur = nxt.output("Out")[0]
+        nxt = _next(uses, cur) if _only_reader(uses, cur, ctx, skip) else None
+    if nxt is not None and nxt.type == "elementwise_add" and nxt.input("X") == [cur]:
+        m = nxt.input("Y")[0]
+        mrank = len(block.var(m).shape)
+        if nxt.attrs.get("axis", -1) not in (-1, rank - mrank) or m in skip:
+            return None
+        mask = m
+        chain.append(nxt)
+        cur = nxt.output("Out")[0]
+        nxt = _next(uses, cur) if _only_reader(uses, cur, ctx, skip) else None
+    if nxt is None or nxt.type != "softmax" or nxt.input("X") != [cur] or \
+            nxt.attrs.get("axis", -1) not in (-1, rank - 1):
+        return None
+    return chain, alpha, mask, nxt
+
+
+def attention_fuse_pass(ctx: PassContext) -> int:
+    """``matmul(Q, K)`` [* ``scale``] [+ mask] -> ``softmax`` -> ``matmul(., V)`` -> one
+    ``scaled_dot_product_attention`` op: the score matrix is written once and normalised in
+    place, the softmax's division moves to the smaller result (``inference/ops.py``)."""
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    changed = True
+    while changed:
+        changed = False
+        uses = rewrite.Uses(block)
+        for mm1 in uses.ops:
+            if mm1.type != "matmul" or mm1.attrs.get("transpose_X", False):
+                continue
+            q, k = mm1.input("X")[0], mm1.input("Y")[0]
+            if min(len(block.var(q).shape), len(block.var(k).shape)) < 2:
+                continue
+            head = _attention_head(uses, ctx, skip, mm1)
+            if head is None:
+                continue
+            chain, alpha, mask, softmax = head
+            p = softmax.output("Out")[0]
+            mm2 = _next(uses, p) if _only_reader(uses, p, ctx, skip) else None
+            if mm2 is None or mm2.type != "matmul" or mm2.input("X") != [p] or \
+                    mm2.attrs.get("transpose_X") or mm2.attrs.get("transpose_Y") or \
+                    float(mm2.attrs.get("alpha", 1.0)) != 1.0 or \
+                    len(block.var(mm2.input("Y")[0]).shape) < 2:
+                continue
+            inputs = {"Q": [q], "K": [k], "V": mm2.input("Y")}
+            if mask is not None:
+                inputs["Mask"] = [mask]
+            _replace(block, mm2, "scaled_dot_product_attention", inputs,
+                     {"Out": mm2.output("Out")},
+                     {"alpha": alpha, "transpose_k": bool(mm1.attrs.get("transpose_Y", False))})
+            for o in sorted(chain + [softmax], key=lambda o: o.idx, reverse=True):
+                rewrite.remove_ops(block, o.idx)
+            count += 1
+            changed = True
+            break
+    return count
+
+
 # name -> pass, in the default order
 PASSES: Dict[str, Callable[[PassContext], int]] = {
     "is_test_pass": is_test_pass,
@@ -418,6 +492,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
     "fc_fuse_pass": fc_fuse_pass,
+    "attention_fuse_pass": attention_fuse_pass,
 }
 DEFAULT_PASSES: List[str] = list(PASSES)
 
@@ -429,7 +504,9 @@ def describe(names: Optional[Sequence[str]] = None) -> str:
         names: the passes to list (default: all, in the default order).
 
     Example:
-        >>> print(describe())
+        >>> from fluidlite.inference import describe_passes
+        >>> print(describe_passes(["is_test_pass"]))    # doctest: +ELLIPSIS
+        is_test_pass...
     """
     lines = []
     for n in (DEFAULT_PASSES if names is None else names):

@@ -128,7 +128,18 @@ class AnalysisPredictor:
     ``create_paddle_predictor(config)``.
 
     Example:
-        >>> predictor = create_paddle_predictor(AnalysisConfig("./infer_model"))
+        >>> import numpy as np, tempfile
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import AnalysisConfig, create_paddle_predictor, PaddleTensor
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="softmax")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> model_dir = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(model_dir, ["x"], [y], exe, main_program=main)
+        >>> predictor = create_paddle_predictor(AnalysisConfig(model_dir))
         >>> out = predictor.run([PaddleTensor(np.ones((2, 4), "float32"))])
         >>> out[0].as_ndarray().shape
         (2, 3)
@@ -278,7 +289,18 @@ def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
             ``config`` afterwards does not change it.
 
     Example:
-        >>> config = AnalysisConfig("./infer_model")
+        >>> import numpy as np, tempfile
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import AnalysisConfig, create_paddle_predictor, PaddleTensor
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="softmax")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> model_dir = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(model_dir, ["x"], [y], exe, main_program=main)
+        >>> config = AnalysisConfig(model_dir)
         >>> predictor = create_paddle_predictor(config)
         >>> predictor.get_input_names()
         ['x']

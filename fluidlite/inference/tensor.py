@@ -20,6 +20,8 @@ class PaddleDType(enum.IntEnum):
     four, later Paddle adds ``FLOAT16``, ``INT8`` and ``BOOL``, accepted here too).
 
     Example:
+        >>> import numpy as np
+        >>> from fluidlite.inference import PaddleDType
         >>> PaddleDType.from_numpy(np.float32)
         <PaddleDType.FLOAT32: 0>
     """
@@ -59,6 +61,7 @@ class PaddleBuf:
             ``PaddleBuf(size_t)``), a list of floats, or a NumPy array (copied, flattened).
 
     Example:
+        >>> from fluidlite.inference import PaddleBuf
         >>> PaddleBuf([1.0, 2.0]).float_data()
         [1.0, 2.0]
     """
@@ -133,8 +136,10 @@ class PaddleTensor:
         copy: accepted for 1.8 compatibility; the data is always copied.
 
     Example:
+        >>> import numpy as np
+        >>> from fluidlite.inference import PaddleTensor
         >>> t = PaddleTensor(np.ones((2, 3), "float32"), name="x")
-        >>> t.shape, t.dtype, t.as_ndarray().sum()
+        >>> t.shape, t.dtype, float(t.as_ndarray().sum())
         ([2, 3], <PaddleDType.FLOAT32: 0>, 6.0)
     """
 
@@ -178,10 +183,24 @@ class ZeroCopyTensor:
     caller may reuse its buffer) and ``copy_to_cpu`` returns a fresh array.
 
     Example:
+        >>> import numpy as np, tempfile
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import AnalysisConfig, create_paddle_predictor, PaddleTensor
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="softmax")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> model_dir = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(model_dir, ["x"], [y], exe, main_program=main)
+        >>> predictor = create_paddle_predictor(AnalysisConfig(model_dir))
         >>> t = predictor.get_input_tensor("x")
         >>> t.copy_from_cpu(np.ones((1, 4), "float32"))
         >>> predictor.zero_copy_run()
         >>> out = predictor.get_output_tensor(predictor.get_output_names()[0]).copy_to_cpu()
+        >>> out.shape
+        (1, 3)
     """
 
     def __init__(self, name: str, slots: dict, is_input: bool) -> None:

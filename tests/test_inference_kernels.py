@@ -1,0 +1,184 @@
+"""The inference fast paths (``fluidlite/inference/ops.py``) and the passes that create them:
+``attention_fuse_pass`` (``scaled_dot_product_attention``), relu6 in
+``conv_elementwise_add_act_fuse_pass``, and ``conv2d_fusion``'s 1x1 and depthwise kernels.
+Every optimised program must equal the unoptimised one within 1e-5 relative, and every pass can
+be switched off on its own."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
+from fluidlite.inference import AnalysisConfig, PaddleTensor, create_paddle_predictor
+
+L = fluid.layers
+# the attention nets have no parameters: saving them warns that there is nothing to save
+pytestmark = pytest.mark.filterwarnings("ignore:no variable in your model")
+
+
+def _save(dirname, build, feeds):
+    main, startup = fluid.Program(), fluid.Program()
+    scope = fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.scope_guard(scope), \
+            fluid.unique_name.guard():
+        outs = build()
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        rng = np.random.default_rng(0)
+        for name, var in main.global_block().vars.items():     # non-trivial weights / stats
+            held = scope.find_var(name)
+            if var.persistable and held is not None and held.is_initialized():
+                shape = np.asarray(held.get_tensor()).shape
+                held.set(rng.uniform(0.5, 1.5, shape).astype("float32"))
+        fluid.io.save_inference_model(str(dirname), feeds, outs, exe, main_program=main)
+    return str(dirname)
+
+
+def _run(d, inputs, ir_optim=True, delete=()):
+    c = AnalysisConfig(d)
+    c.switch_ir_optim(ir_optim)
+    for name in delete:
+        c.delete_pass(name)
+    p = create_paddle_predictor(c)
+    outs = [t.as_ndarray() for t in p.run([PaddleTensor(a) for a in inputs])]
+    return p, outs
+
+
+def _types(p):
+    return [op.type for op in p.program().global_block().ops]
+
+
+def _close(a, b):
+    for x, y in zip(a, b):
+        scale = max(float(np.max(np.abs(y))), 1e-30)
+        assert float(np.max(np.abs(x - y))) / scale <= 1e-5
+
+
+def _attention_net(scale_op, mask, transpose_y=True):
+    q = fluid.data("q", [-1, 2, 5, 4], "float32")
+    k = fluid.data("k", [-1, 2, 5, 4] if transpose_y else [-1, 2, 4, 5], "float32")
+    v = fluid.data("v", [-1, 2, 5, 3], "float32")
+    s = L.matmul(q, k, transpose_y=transpose_y, alpha=1.0 if scale_op else 0.5)
+    if scale_op:
+        s = L.scale(s, scale=0.5)
+    if mask:
+        s = L.elementwise_add(s, fluid.data("m", [-1, 1, 1, 5], "float32"))
+    p = L.dropout(L.softmax(s), 0.1, dropout_implementation="upscale_in_train")
+    return [L.relu(L.matmul(p, v))]
+
+
+@pytest.mark.parametrize("scale_op,mask,transpose_y",
+                         [(False, False, True), (True, True, True), (False, True, False)])
+def test_attention_fuse_pass(tmp_path, scale_op, mask, transpose_y):
+    feeds = ["q", "k", "v"] + (["m"] if mask else [])
+    d = _save(tmp_path, lambda: _attention_net(scale_op, mask, transpose_y), feeds)
+    rng = np.random.default_rng(1)
+    kshape = (3, 2, 5, 4) if transpose_y else (3, 2, 4, 5)
+    inputs = [rng.standard_normal(s).astype("float32") * 3
+              for s in ((3, 2, 5, 4), kshape, (3, 2, 5, 3))]
+    if mask:
+        m = np.zeros((3, 1, 1, 5), "float32")
+        m[:, :, :, 3:] = -10000.0                     # padded keys, as BERT masks them
+        inputs.append(m)
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, fused = _run(d, inputs)
+    _close(fused, plain)
+    types = _types(p)
+    assert "scaled_dot_product_attention" in types
+    assert "softmax" not in types and "matmul" not in types and "dropout" not in types
+    assert dict(p.applied_passes())["attention_fuse_pass"] == 1
+    p.program().lint()
+    # switched off on its own: the chain stays as it was (dropout still removed)
+    p_off, off = _run(d, inputs, delete=["attention_fuse_pass"])
+    _close(off, plain)
+    assert "softmax" in _types(p_off) and "scaled_dot_product_attention" not in _types(p_off)
+
+
+def test_attention_not_fused_when_scores_are_read_twice(tmp_path):
+    def build():
+        q = fluid.data("q", [-1, 4, 6], "float32")
+        s = L.matmul(q, q, transpose_y=True)
+        p = L.softmax(s)
+        return [L.matmul(p, q), s]          # the scores are fetched too
+    d = _save(tmp_path, build, ["q"])
+    x = np.random.default_rng(2).standard_normal((2, 4, 6)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    assert "scaled_dot_product_attention" not in _types(p) and "softmax" in _types(p)
+
+
+def test_attention_kernel_errors_and_broadcast():
+    op = get_op_def("scaled_dot_product_attention")
+    from fluidlite.core.registry import VarSpec
+    spec = op.infer(VarSpec((-1, 4, 8, 16), "float32"), VarSpec((1, 4, 9, 16), "float32"),
+                    VarSpec((-1, 1, 9, 5), "float32"), alpha=0.25, transpose_k=True)
+    assert spec["Out"].shape == (-1, 4, 8, 5)
+    with pytest.raises(ValueError, match="contracted dim differ"):
+        op.infer(VarSpec((2, 8, 16), "float32"), VarSpec((2, 9, 15), "float32"),
+                 VarSpec((2, 9, 5), "float32"), transpose_k=True)
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal(s).astype("float32") for s in ((2, 8, 16), (1, 9, 16),
+                                                                   (2, 9, 5)))
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(-0.3)       # negative alpha too
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = np.matmul(e / e.sum(-1, keepdims=True), v)
+    got = op.forward(q, k, v, alpha=-0.3, transpose_k=True)["Out"]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _mobile_block():
+    x = fluid.data("x", [-1, 8, 9, 9], "float32")
+    outs = []
+    for stride, pad, k in ((1, 1, 3), (2, 1, 3), (2, 2, 5), (2, 0, 3)):
+        y = L.conv2d(x, 8, k, stride, pad, groups=8, bias_attr=False, use_cudnn=False)
+        y = L.relu6(L.batch_norm(y, is_test=True))
+        y = L.conv2d(y, 6, 1, stride, bias_attr=False)                   # 1x1 (strided too)
+        outs.append(L.batch_norm(y, act="relu", is_test=True))
+    return outs
+
+
+def test_conv_fusion_depthwise_1x1_relu6(tmp_path):
+    d = _save(tmp_path, _mobile_block, ["x"])
+    x = np.random.default_rng(4).standard_normal((2, 8, 9, 9)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    types = _types(p)
+    assert types.count("conv2d_fusion") == 8
+    assert "relu6" not in types and "batch_norm" not in types and "relu" not in types
+    fusion = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
+    assert sorted({op.attr("activation") for op in fusion}) == ["relu", "relu6"]
+    p_off, off = _run(d, [x], delete=["conv_elementwise_add_act_fuse_pass"])
+    _close(off, plain)
+    assert "conv2d_fusion" not in _types(p_off) and "relu6" in _types(p_off)
+
+
+@pytest.mark.parametrize("groups,k,stride,pad,dil", [(6, 3, 1, 1, 1), (6, 3, 2, 0, 1),
+                                                     (6, 3, 1, 2, 2), (1, 1, 2, 0, 1),
+                                                     (1, 1, 1, 0, 1), (2, 3, 1, 1, 1)])
+def test_conv2d_fusion_kernel_matches_conv2d(groups, k, stride, pad, dil):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 6, 7, 8)).astype("float32")
+    w = rng.standard_normal((6, 6 // groups, k, k)).astype("float32")
+    b = rng.standard_normal(6).astype("float32")
+    attrs = dict(strides=[stride, stride], paddings=[pad, pad], groups=groups,
+                 dilations=[dil, dil])
+    want = get_op_def("conv2d").forward(x, w, **attrs)["Output"] + b.reshape(-1, 1, 1)
+    got = get_op_def("conv2d_fusion").forward(x, w, b, activation="relu6", **attrs)["Output"]
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, np.clip(want, 0, 6), rtol=1e-5, atol=1e-5)
+
+
+def test_relu6_other_threshold_not_fused(tmp_path):
+    def build():
+        x = fluid.data("x", [-1, 3, 5, 5], "float32")
+        y = L.conv2d(x, 4, 3, padding=1)
+        return [L.relu6(y, threshold=4.0)]
+    d = _save(tmp_path, build, ["x"])
+    x = np.random.default_rng(6).standard_normal((1, 3, 5, 5)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    fusion = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
+    assert "relu6" in _types(p) and fusion[0].attr("activation") == "identity"
