@@ -78,12 +78,13 @@ touch "$WORK/before-line-1"
 sleep 1                                  # a file written now is newer, even on coarse clocks
 stamp "README line 1: ${LINES[0]}"
 bash -c "${LINES[0]/pip install/pip install --quiet}"
-for f in quick_start_program.html quick_start_curves.png; do   # what the README says it writes
+# what the README says it writes, into the samples' default output folder (docs/guides/samples.md)
+for f in samples_out/quick_start_program.html samples_out/quick_start_curves.png; do
   if [ ! -s "$f" ] || [ ! "$f" -nt "$WORK/before-line-1" ]; then
     echo "bare_readme: line 1 did not write $f" >&2; exit 1
   fi
 done
-stamp "line 1 passed: wrote quick_start_program.html and quick_start_curves.png"
+stamp "line 1 passed: wrote samples_out/quick_start_program.html and quick_start_curves.png"
 line2="${LINES[1]/pip install/pip install --quiet}"
 if [ -n "${BARE_PYTEST_ARGS:-}" ]; then
   line2="${line2/python -m pytest -q/python -m pytest -q $BARE_PYTEST_ARGS}"

@@ -633,6 +633,14 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
     ``x.stop_gradient = False``). Without ``target_gradients`` each target is seeded with ones
     of its shape. Can be applied again to its own results (higher-order gradients).
 
+    Args:
+        targets (Variable | list of Variable): what to differentiate.
+        inputs (Variable | list of Variable): with respect to what.
+        target_gradients (Variable | list | None): the upstream gradients (default: ones).
+        no_grad_set (set | None): variables or names that get no gradient.
+    Returns:
+        list: one gradient Variable (or None) per input.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

@@ -40,6 +40,7 @@ import numpy as np
 from .core import mode as _mode, rewrite
 from .formats import serialize
 from .core.ir import Block, OpRole, Parameter, Program, Variable, default_main_program
+from .core.dtypes import VarType
 from .core.names import name_scope
 
 __all__ = ["set_gradient_clip", "ErrorClipByValue", "GradientClipByValue",
@@ -93,7 +94,21 @@ class BaseErrorClipAttr:
 @serialize.config_type("clip", "ErrorClipByValue")
 class ErrorClipByValue(BaseErrorClipAttr):
     """Clip the gradient flowing back through a variable to ``[min, max]`` (min defaults to
-    ``-max``), in place, right after the grad op that produced it."""
+    ``-max``), in place, right after the grad op that produced it.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     hidden = fluid.layers.fc(x, size=2)
+        ...     hidden.error_clip = fluid.clip.ErrorClipByValue(max=0.5, min=-0.5)
+        ...     loss = fluid.layers.mean(fluid.layers.fc(hidden, size=1))
+        ...     _ = fluid.backward.append_backward(loss, callbacks=[fluid.clip.error_clip_callback])
+        >>> "clip" in [op.type for op in main.global_block().ops]
+        True
+    """
 
     def __init__(self, max: float, min: Optional[float] = None) -> None:
         min, max = _value_range("ErrorClipByValue", max, min)
@@ -199,7 +214,32 @@ class GradientClipBase:
 @serialize.config_type("clip", "GradientClipByValue", "ClipGradByValue", "ClipByValue")
 class GradientClipByValue(GradientClipBase):
     """``g' = min(max(g, min), max)`` per element. ``min`` defaults to ``-max`` (``max`` must then
-    be > 0)."""
+    be > 0).
+
+    Args:
+        max (float): the upper bound.
+        min (float | None): the lower bound (default ``-max``; ``max`` must then be > 0).
+        need_clip (callable | None): ``need_clip(param) -> bool`` selects the clipped gradients.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(0.1, grad_clip=fluid.clip.GradientClipByValue(max=1.0)).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> # the gradient [4, 8] is clipped to [1, 1]
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.9, 0.9], dtype=float32)
+    """
 
     def __init__(self, max: float, min: Optional[float] = None,
                  need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
@@ -219,7 +259,31 @@ class GradientClipByValue(GradientClipBase):
 
 @serialize.config_type("clip", "GradientClipByNorm", "ClipGradByNorm", "ClipByNorm")
 class GradientClipByNorm(GradientClipBase):
-    """Per gradient: ``g' = g * clip_norm / ||g||`` when ``||g|| > clip_norm``, else ``g``."""
+    """Per gradient: ``g' = g * clip_norm / ||g||`` when ``||g|| > clip_norm``, else ``g``.
+
+    Args:
+        clip_norm (float): the largest norm allowed for each gradient (> 0).
+        need_clip (callable | None): ``need_clip(param) -> bool`` selects the clipped gradients.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(1.0, grad_clip=fluid.clip.GradientClipByNorm(clip_norm=1.0)).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> # [4, 8] / ||[4, 8]||
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.5528, 0.1056], dtype=float32)
+    """
 
     def __init__(self, clip_norm: float,
                  need_clip: Optional[Callable[[Parameter], bool]] = None) -> None:
@@ -249,6 +313,34 @@ class GradientClipByGlobalNorm(GradientClipBase):
     ``global_norm`` (after the clip ran) is the Variable holding ``G``: fetch it to log the norm.
     ``error_if_nonfinite=True`` makes a step whose ``G`` is NaN/Inf raise ``FloatingPointError``
     naming the offending gradients, before any parameter is updated.
+
+    Args:
+        clip_norm (float): the largest global norm allowed (> 0).
+        group_name (str, default "default_group"): clips with the same group name share one
+            global norm.
+        need_clip (callable | None): ``need_clip(param) -> bool`` selects the gradients that are
+            counted and clipped (default: all).
+        error_if_nonfinite (bool, default False): raise instead of propagating a non-finite
+            norm.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(1.0, grad_clip=fluid.clip.GradientClipByGlobalNorm(clip_norm=1.0)).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> # every gradient scaled by 1 / global norm
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.5528, 0.1056], dtype=float32)
     """
 
     def __init__(self, clip_norm: float, group_name: str = "default_group",
@@ -305,7 +397,11 @@ def _scale_by_global_norm(clip: GradientClipByGlobalNorm, counted: PairList
     squares = []
     for p, g in counted:
         with _clip_role(p, out_names[p.name]):
-            squares.append(rewrite.op(block, "squared_l2_norm", X=g))
+            x = g
+            if g.type == VarType.SELECTED_ROWS:     # fluid: the norm of the merged rows' values
+                x = rewrite.op(block, "get_tensor_from_selected_rows",
+                               X=rewrite.op(block, "merge_selected_rows", X=g))
+            squares.append(rewrite.op(block, "squared_l2_norm", X=x))
     with _clip_role(last_p, out_names[last_p.name]):
         total = rewrite.op(block, "sum", X=squares, attrs={"use_mkldnn": False})
         norm = clip.global_norm = rewrite.op(block, "sqrt", X=total)
@@ -383,7 +479,19 @@ def set_gradient_clip(clip: GradientClipBase, param_list: Optional[Sequence[Any]
                       program: Optional[Program] = None) -> None:
     """Legacy (<= 1.7): give each parameter of ``param_list`` (names or Parameters; default:
     all parameters of ``program``) its own copy of ``clip``. Used only when the optimizer has no
-    ``grad_clip``. Prefer ``Optimizer(..., grad_clip=clip)``."""
+    ``grad_clip``. Prefer ``Optimizer(..., grad_clip=clip)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+        ...     fluid.clip.set_gradient_clip(fluid.clip.GradientClipByNorm(clip_norm=1.0))
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        >>> sorted({op.type for op in main.global_block().ops if "clip" in op.type})
+        ['clip_by_norm']
+    """
     warnings.warn("Caution! 'set_gradient_clip' is not recommended and may be deprecated in "
                   "future! We recommend a new strategy: set 'grad_clip' when initializing the "
                   "'optimizer'. This method can reduce the mistakes, please refer to "

@@ -38,7 +38,16 @@ class BuildStrategy:
     are refused at ``with_data_parallel``. fluid's graph-optimisation switches
     (``fuse_elewise_add_act_ops``, ``enable_inplace``, ``memory_optimize``, ...) concern
     GPU kernels and memory reuse that fluidlite's executor always does its own way; they may
-    be set and do not change results (docs/compatibility.md)."""
+    be set and do not change results (docs/compatibility.md).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> build = fluid.BuildStrategy()
+        >>> build.reduce_strategy = fluid.BuildStrategy.ReduceStrategy.AllReduce
+        >>> build.fuse_all_reduce_ops = True
+        >>> compiled = fluid.CompiledProgram(fluid.Program(), build_strategy=build)
+    """
     # issue 16: fluid 1.8's nested enums and their defaults (additive)
     ReduceStrategy = _ReduceStrategy
     GradientScaleStrategy = _GradientScaleStrategy
@@ -50,11 +59,41 @@ class ExecutionStrategy:
     """fluid's executor threading and scope-dropping knobs (``num_threads``,
     ``num_iteration_per_drop_scope``, ...): fluidlite runs one compiled plan per step and keeps
     no per-iteration scopes, so they may be set and do not change results
-    (docs/compatibility.md)."""
+    (docs/compatibility.md).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> strategy = fluid.ExecutionStrategy()
+        >>> strategy.num_threads = 2
+        >>> strategy.num_iteration_per_drop_scope = 10
+        >>> compiled = fluid.CompiledProgram(fluid.Program()).with_data_parallel(exec_strategy=strategy)
+    """
 
 
 class CompiledProgram:
-    """Wraps a Program; ``exe.run(compiled, ...)`` runs ``compiled._program`` on the CPU."""
+    """Wraps a Program; ``exe.run(compiled, ...)`` runs ``compiled._program`` on the CPU.
+
+    Args:
+        program_or_graph (Program): the program to run.
+        build_strategy (BuildStrategy | None): fluid's build options.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        >>> compiled = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(compiled, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0]
+        array([2.], dtype=float32)
+    """
 
     def __init__(self, program_or_graph: Program, build_strategy: Optional[BuildStrategy] = None):
         if not isinstance(program_or_graph, Program):
@@ -88,7 +127,22 @@ class CompiledProgram:
         In one process, ``places`` (a list) or the ``CPU_NUM`` environment variable sets how
         many CPU places share each batch (default 1): ``exe.run`` then takes one feed dict per
         place or one dict to split, averages the places' gradients and merges fetched values
-        along dim 0 (``fluidlite.executor.places``)."""
+        along dim 0 (``fluidlite.executor.places``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> compiled = fluid.CompiledProgram(main).with_data_parallel(
+            ...     loss_name=loss.name, places=fluid.cpu_places(1))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> exe.run(compiled, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])[0].shape
+            (1,)
+        """
         from .distributed import comm, data_parallel
         bs = build_strategy or self._build_strategy
         scale_strategy = getattr(bs, "gradient_scale_strategy",
@@ -190,6 +244,19 @@ class ParallelExecutor:
         num_trainers (int), trainer_id (int): the processes of the launch; they must agree
             with it (``mpirun -n num_trainers``; this process is rank ``trainer_id``).
         scope (Scope): where the variables live.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        >>> fluid.Executor(fluid.CPUPlace()).run(startup)
+        []
+        >>> pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main)
+        >>> pe.run(fetch_list=[loss.name], feed={"x": np.ones((4, 2), "float32")})[0].shape
+        (1,)
     """
 
     def __init__(self, use_cuda: bool = False, loss_name: Optional[str] = None,
@@ -231,6 +298,21 @@ class ParallelExecutor:
 
     def run(self, fetch_list: Any, feed: Any = None, feed_dict: Any = None,
             return_numpy: bool = True) -> Any:
+        """Run one step of the data-parallel program: ``feed`` (or fluid's ``feed_dict``) and
+        ``fetch_list`` as for ``Executor.run``, in the executor's own scope.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+            >>> pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main)
+            >>> pe.run(fetch_list=[loss.name], feed={"x": np.ones((4, 2), "float32")})[0].shape
+            (1,)
+        """
         if feed is None and feed_dict is not None:
             feed = feed_dict
         return self._exe.run(self._compiled, feed=feed, fetch_list=fetch_list,
@@ -241,4 +323,17 @@ class ParallelExecutor:
         return 1
 
     def drop_local_exe_scopes(self) -> None:
-        """Nothing to drop: runs keep no per-device scopes."""
+        """Nothing to drop: runs keep no per-device scopes.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+            >>> pe = fluid.ParallelExecutor(use_cuda=False, loss_name=loss.name, main_program=main)
+            >>> _ = pe.run(fetch_list=[loss.name], feed={"x": np.ones((4, 2), "float32")})
+            >>> pe.drop_local_exe_scopes()          # free the per-run temporaries
+        """

@@ -17,7 +17,17 @@ __all__ = ["Program", "Block", "Variable", "Parameter", "Operator", "OpRole", "p
 
 def in_dygraph_mode() -> bool:
     """Whether ops run imperatively (inside ``fluid.dygraph.guard()`` or after
-    ``enable_dygraph()``)."""
+    ``enable_dygraph()``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.in_dygraph_mode()
+        False
+        >>> with fluid.dygraph.guard():
+        ...     print(fluid.in_dygraph_mode())
+        True
+    """
     return _mode.tracer is not None
 
 
@@ -44,7 +54,18 @@ class LoDTensorArray(list):
     """``fluid.LoDTensorArray``: a list of ``LoDTensor`` (what a tensor-array variable holds).
 
     Like fluid 1.8's pybind type it supports ``len``, indexing, item assignment and ``append``;
-    only ``LoDTensor`` items are accepted (TypeError otherwise, as fluid)."""
+    only ``LoDTensor`` items are accepted (TypeError otherwise, as fluid).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> arr = fluid.LoDTensorArray()
+        >>> t = fluid.LoDTensor()
+        >>> t.set(np.ones((2, 2), "float32"), fluid.CPUPlace())
+        >>> arr.append(t)
+        >>> len(arr), arr[0].shape()
+        (1, [2, 2])
+    """
 
     def __init__(self, items: _Sequence[LoDTensor] = ()) -> None:
         super().__init__()
@@ -59,7 +80,19 @@ class LoDTensorArray(list):
         return item
 
     def append(self, tensor: LoDTensor) -> None:  # type: ignore[override]
-        """Append ``tensor`` (a LoDTensor) at the end."""
+        """Append ``tensor`` (a LoDTensor) at the end.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> arr = fluid.LoDTensorArray()
+            >>> for k in range(3):
+            ...     t = fluid.LoDTensor()
+            ...     t.set(np.full((1,), k, "float32"), fluid.CPUPlace())
+            ...     arr.append(t)
+            >>> [float(np.array(t)[0]) for t in arr]
+            [0.0, 1.0, 2.0]
+        """
         super().append(self._check(tensor, "append"))
 
     def __setitem__(self, index: _Any, tensor: _Any) -> None:
@@ -149,7 +182,16 @@ def set_flags(flags: _Dict[str, _Any]) -> None:
     ``flags`` must be a dict (TypeError otherwise) of fluid 1.8's public flags (ValueError for
     any other name, as fluid: "Flag X cannot set its value through this function."). Values
     are checked against the flag's type (TypeError). The values are kept and returned by
-    ``get_flags``; fluidlite's computation does not depend on them (see ``_FLAG_DEFAULTS``)."""
+    ``get_flags``; fluidlite's computation does not depend on them (see ``_FLAG_DEFAULTS``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.set_flags({"FLAGS_check_nan_inf": True})
+        >>> fluid.get_flags("FLAGS_check_nan_inf")
+        {'FLAGS_check_nan_inf': True}
+        >>> fluid.set_flags({"FLAGS_check_nan_inf": False})
+    """
     if not isinstance(flags, dict):
         raise TypeError(f"flags in set_flags should be a dict, but received "
                         f"{type(flags).__name__}")
@@ -164,7 +206,15 @@ def set_flags(flags: _Dict[str, _Any]) -> None:
 def get_flags(flags: _Union[str, _Sequence[str]]) -> _Dict[str, _Any]:
     """``{flag: value}`` for one flag name or a list/tuple of names, e.g.
     ``fluid.get_flags(['FLAGS_eager_delete_tensor_gb'])``. TypeError for another argument type,
-    ValueError for a name that is not one of fluid 1.8's public flags (fluid's messages)."""
+    ValueError for a name that is not one of fluid 1.8's public flags (fluid's messages).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> flags = fluid.get_flags(["FLAGS_check_nan_inf"])
+        >>> list(flags)
+        ['FLAGS_check_nan_inf']
+    """
     if isinstance(flags, str):
         flags = [flags]
     elif not isinstance(flags, (list, tuple)):
@@ -199,7 +249,13 @@ def require_version(min_version: str, max_version: _Optional[str] = None) -> Non
     ('1.8', '1.5.2.0'), compared component-wise with missing components 0.
 
     TypeError for a non-str version, ValueError for a badly formatted one, and
-    ``VersionError`` (an Exception, as fluid) when the range excludes 1.8.5."""
+    ``VersionError`` (an Exception, as fluid) when the range excludes 1.8.5.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.require_version("1.6.0")      # fluidlite provides fluid 1.8's API: passes
+    """
     if not isinstance(min_version, str):
         raise TypeError(f"The type of 'min_version' in require_version must be str, but "
                         f"received {type(min_version)}.")
@@ -232,7 +288,23 @@ def device_guard(device: _Optional[str] = None) -> _Iterator[None]:
     'gpu:N'), as fluid 1.8 (which used it to place ops and to cut pipeline stages). fluidlite
     runs every op on the CPU whatever the attribute says; it is kept so programs (and their
     exports) carry the same annotations. ValueError for any other device string, and for
-    'cpu:N' ("Should not set device id for cpu.")."""
+    'cpu:N' ("Should not set device id for cpu.").
+
+    Args:
+        device (str | None): ``"cpu"`` or ``"gpu"`` / ``"gpu:N"``, recorded on the ops as
+            ``op_device``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     with fluid.device_guard("cpu"):
+        ...         y = fluid.layers.relu(x)
+        >>> main.global_block().ops[-1].attr("op_device")
+        'cpu'
+    """
     global _current_device
     name, index = device, None
     if device and ":" in device:
@@ -263,7 +335,14 @@ def device_guard(device: _Optional[str] = None) -> _Iterator[None]:
 def cuda_pinned_places(device_count: _Optional[int] = None) -> _List[_CUDAPinnedPlace]:
     """``device_count`` (default 1) ``CUDAPinnedPlace`` objects. Like ``cuda_places``, these
     places are accepted everywhere and everything runs on the CPU (fluid 1.8 asserted a CUDA
-    build)."""
+    build).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.cuda_pinned_places(2)
+        [CUDAPinnedPlace, CUDAPinnedPlace]
+    """
     if device_count is not None and (isinstance(device_count, bool)
                                      or not isinstance(device_count, int) or device_count < 1):
         raise ValueError(f"cuda_pinned_places: device_count must be a positive int or None, "

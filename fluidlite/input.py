@@ -19,7 +19,20 @@ def one_hot(input: Variable, depth: Union[int, Variable],
             allow_out_of_range: bool = False) -> Variable:
     """Out[..., j] = 1.0 if input[...] == j else 0.0; Out has input's shape + [depth]
     (float32, no gradient). An index outside [0, depth) is an error unless
-    ``allow_out_of_range`` (then its row is all zeros)."""
+    ``allow_out_of_range`` (then its row is all zeros).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1], "int64")
+        ...     oh = fluid.one_hot(ids, depth=3)            # 2.0 form: no trailing 1 dim needed
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"ids": np.array([2, 0], "int64")},
+        ...                                      fetch_list=[oh])[0]
+        array([[0., 0., 1.],
+               [1., 0., 0.]], dtype=float32)
+    """
     return _one_hot("one_hot_v2", input, depth, allow_out_of_range)
 
 
@@ -29,6 +42,19 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
               param_attr: Any = None, dtype: Any = "float32") -> Variable:
     """Out = W[input] with W a ``size = [vocab_size, emb_dim]`` parameter; Out has input's shape
     + [emb_dim]. ``padding_idx`` rows are zero and get no gradient (negative counts from the
-    end); the gradient is dense (``is_sparse`` is accepted)."""
+    end); the gradient is dense (``is_sparse`` is accepted).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 2], "int64")
+        ...     emb = fluid.embedding(ids, size=[10, 4])     # 2.0 form: any id shape
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"ids": np.array([[1, 2]], "int64")}, fetch_list=[emb])[0].shape
+        (1, 2, 4)
+    """
     return _lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype,
                    v2=True)

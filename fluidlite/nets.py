@@ -17,7 +17,39 @@ def simple_img_conv_pool(input: Variable, num_filters: int, filter_size: Any, po
                          conv_padding: Any = 0, conv_dilation: Any = 1, conv_groups: int = 1,
                          param_attr: Any = None, bias_attr: Any = None, act: Any = None,
                          use_cudnn: bool = True) -> Variable:
-    """``pool2d(conv2d(input, act=act))``: one conv layer followed by one pooling layer."""
+    """``pool2d(conv2d(input, act=act))``: one conv layer followed by one pooling layer.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` map.
+        num_filters (int): conv output channels.
+        filter_size (int | tuple): conv kernel size.
+        pool_size (int | tuple): pooling window.
+        pool_stride (int | tuple): pooling step.
+        pool_padding (int | tuple, default 0): pooling padding.
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        global_pooling (bool, default False): pool the whole map.
+        conv_stride (int | tuple, default 1): conv step.
+        conv_padding (int | tuple, default 0): conv padding.
+        conv_dilation (int | tuple, default 1): conv dilation.
+        conv_groups (int, default 1): conv groups.
+        param_attr (ParamAttr | None): the filter's attribute.
+        bias_attr (ParamAttr | bool | None): the conv bias's attribute.
+        act (str | None): the conv's activation.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+    Returns:
+        Variable: the pooled map.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     img = fluid.data("img", [-1, 1, 28, 28])
+        ...     y = fluid.nets.simple_img_conv_pool(img, num_filters=20, filter_size=5, pool_size=2,
+        ...                                         pool_stride=2, act="relu")
+        >>> y.shape
+        (-1, 20, 12, 12)
+    """
     conv_out = layers.conv2d(input=input, num_filters=num_filters, filter_size=filter_size,
                              stride=conv_stride, padding=conv_padding, dilation=conv_dilation,
                              groups=conv_groups, param_attr=param_attr, bias_attr=bias_attr,
@@ -34,7 +66,19 @@ def img_conv_group(input: Variable, conv_num_filter: Sequence[int], pool_size: A
                    pool_type: str = "max", use_cudnn: bool = True) -> Variable:
     """A VGG block: ``len(conv_num_filter)`` conv layers (each optionally followed by
     batch_norm with ``conv_act`` and dropout), then one pooling layer. Per-conv arguments may be
-    scalars (shared) or lists of ``len(conv_num_filter)``."""
+    scalars (shared) or lists of ``len(conv_num_filter)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     img = fluid.data("img", [-1, 3, 32, 32])
+        ...     y = fluid.nets.img_conv_group(img, conv_num_filter=[16, 16], pool_size=2,
+        ...                                   conv_padding=1, conv_act="relu", pool_stride=2)
+        >>> y.shape
+        (-1, 16, 16, 16)
+    """
     if not isinstance(conv_num_filter, (list, tuple)):
         raise TypeError(f"img_conv_group: conv_num_filter must be a list or tuple, got "
                         f"{conv_num_filter!r}")
@@ -69,7 +113,25 @@ def img_conv_group(input: Variable, conv_num_filter: Sequence[int], pool_size: A
 
 
 def glu(input: Variable, dim: int = -1) -> Variable:
-    """Gated linear unit: split ``input`` in two halves a, b along ``dim``; ``a * sigmoid(b)``."""
+    """Gated linear unit: split ``input`` in two halves a, b along ``dim``; ``a * sigmoid(b)``.
+
+    Args:
+        input (Variable): the input; ``dim`` must have an even size.
+        dim (int, default -1): the axis split in two halves ``a`` and ``b``.
+    Returns:
+        Variable: ``a * sigmoid(b)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 6])
+        ...     y = fluid.nets.glu(x, dim=1)            # first half * sigmoid(second half)
+        >>> fluid.Executor(fluid.CPUPlace()).run(
+        ...     main, feed={"x": np.array([[1, 2, 3, 0, 0, 0]], "float32")}, fetch_list=[y])[0]
+        array([[0.5, 1. , 1.5]], dtype=float32)
+    """
     a, b = layers.split(input, num_or_sections=2, dim=dim)
     return layers.elementwise_mul(a, layers.sigmoid(b))
 
@@ -77,7 +139,29 @@ def glu(input: Variable, dim: int = -1) -> Variable:
 def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Variable,
                                  num_heads: int = 1, dropout_rate: float = 0.0) -> Variable:
     """Multi-head attention ``softmax(Q K^T / sqrt(d)) V`` over ``[batch, length, dim]``
-    inputs (no projections, as in fluid.nets); heads split the last dim."""
+    inputs (no projections, as in fluid.nets); heads split the last dim.
+
+    Args:
+        queries (Variable): ``[N, Lq, D]``.
+        keys (Variable): ``[N, Lk, D]``.
+        values (Variable): ``[N, Lk, Dv]``.
+        num_heads (int, default 1): heads (``D`` and ``Dv`` divisible by it).
+        dropout_rate (float, default 0.0): dropout on the attention weights.
+    Returns:
+        Variable: ``[N, Lq, Dv]``, ``softmax(Q K^T / sqrt(D / num_heads)) V`` per head.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     q = fluid.data("q", [-1, 5, 8])
+        ...     k = fluid.data("k", [-1, 7, 8])
+        ...     v = fluid.data("v", [-1, 7, 8])
+        ...     ctx = fluid.nets.scaled_dot_product_attention(q, k, v, num_heads=2)
+        >>> ctx.shape
+        (-1, 5, 8)
+    """
     for name, v in (("queries", queries), ("keys", keys), ("values", values)):
         if len(v.shape) != 3:
             raise ValueError(f"scaled_dot_product_attention: {name} must be 3-D [batch, length, "
@@ -118,7 +202,33 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
 def sequence_conv_pool(input: Variable, num_filters: int, filter_size: int,
                        param_attr: Any = None, act: str = "sigmoid",
                        pool_type: str = "max", bias_attr: Any = None) -> Variable:
-    """``sequence_pool(sequence_conv(input, act=act), pool_type)`` over LoD input (issue 15)."""
+    """``sequence_pool(sequence_conv(input, act=act), pool_type)`` over LoD input (issue 15).
+
+    Args:
+        input (Variable): a LoD tensor ``[T, D]``.
+        num_filters (int): conv output size.
+        filter_size (int): context window.
+        param_attr (ParamAttr | None): the filter's attribute.
+        act (str, default "sigmoid"): the conv's activation.
+        pool_type (str, default "max"): the sequence pooling.
+        bias_attr (ParamAttr | bool | None): the conv bias's attribute.
+    Returns:
+        Variable: one row per sequence, ``[num_sequences, num_filters]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     words = fluid.data("words", [-1, 4], lod_level=1)
+        ...     feat = fluid.nets.sequence_conv_pool(words, num_filters=8, filter_size=3, act="tanh",
+        ...                                          pool_type="max")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.ones((5, 4), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"words": t}, fetch_list=[feat])[0].shape
+        (2, 8)
+    """
     conv_out = layers.sequence_conv(input=input, num_filters=num_filters,
                                     filter_size=filter_size, param_attr=param_attr,
                                     bias_attr=bias_attr, act=act)

@@ -22,6 +22,31 @@ class ParamAttr:
         need_clip: False lets gradient clipping pass this parameter's gradient untouched.
         do_model_average: whether ModelAverage / EMA track the parameter.
         gradient_clip: legacy (<= 1.7) per-parameter clip; prefer ``Optimizer(grad_clip=)``.
+
+    Args:
+        name (str | None): the parameter's name (share a parameter by giving two layers the
+            same name).
+        initializer (Initializer | None): how it is initialized.
+        learning_rate (float, default 1.0): multiplies the optimizer's learning rate for it.
+        regularizer (WeightDecayRegularizer | None): its own weight decay (overrides the
+            optimizer's).
+        trainable (bool, default True): whether the optimizer updates it.
+        gradient_clip (GradientClipBase | None): pre-1.8 per-parameter clip.
+        do_model_average (bool, default True): included by ``ModelAverage``.
+        need_clip (bool, default True): whether the optimizer's ``grad_clip`` clips it.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = fluid.layers.fc(x, size=2, param_attr=fluid.ParamAttr(
+        ...         name="fc_weight", initializer=fluid.initializer.Constant(0.1),
+        ...         regularizer=fluid.regularizer.L2Decay(1e-4), learning_rate=0.5))
+        >>> w = main.global_block().var("fc_weight")
+        >>> w.shape, w.optimize_attr["learning_rate"], type(w.regularizer).__name__
+        ((3, 2), 0.5, 'L2DecayRegularizer')
     """
 
     def __init__(self, name: Optional[str] = None, initializer: Any = None,

@@ -97,13 +97,38 @@ def _check_state(state: str) -> None:
 
 
 def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
-    """Start collecting per-op timings for every ``Executor.run``."""
+    """Start collecting per-op timings for every ``Executor.run``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.relu(fluid.data("x", [-1, 2]))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> fluid.profiler.start_profiler("CPU")
+        >>> _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[y])
+        >>> prof = fluid.profiler.stop_profiler()    # doctest: +ELLIPSIS
+        ------------------------->  Profiling Report  <------------------------- (1 run(s), ...
+        By op type:
+        ...relu...
+    """
     global _active
     _check_state(state)
     _active = Profile()
 
 
 def reset_profiler() -> None:
+    """Discard the timings collected so far; profiling continues.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.profiler.start_profiler("CPU")
+        >>> fluid.profiler.reset_profiler()          # drop what was collected so far
+        >>> prof = fluid.profiler.stop_profiler()    # doctest: +ELLIPSIS
+        ------------------------->  Profiling Report  <------------------------- (0 run(s), ...
+    """
     global _active
     if _active is not None:
         _active = Profile()
@@ -156,9 +181,17 @@ def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
         tracer_option: accepted for fluid's signature.
 
     Example:
-        >>> with fluid.profiler.profiler("CPU", sorted_key="total") as prof:  # doctest: +SKIP
-        ...     exe.run(main, feed=feed, fetch_list=[loss])
-        # the report is printed here; prof.report() returns it
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = fluid.layers.reduce_sum(fluid.layers.relu(x))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> with fluid.profiler.profiler("CPU", sorted_key="total"):   # doctest: +ELLIPSIS
+        ...     _ = exe.run(main, feed={"x": np.ones((2, 3), "float32")}, fetch_list=[y])
+        -----...
+        ...relu...
     """
     if sorted_key not in _SORT_KEYS:
         raise ValueError(f"sorted_key must be one of {_SORT_KEYS}, got {sorted_key!r}")
@@ -191,7 +224,16 @@ def cuda_profiler(output_file: str, output_mode: Optional[str] = None,
     layouts: ``output_mode='csv'`` (default) a header ``Event,Calls,Total(ms),Min(ms),Max(ms),
     Ave(ms)`` and one row per op type; ``'kvp'`` one line of ``key=value`` pairs per op type.
     ``config`` (nvprof's counter list, default ``NVPROF_CONFIG``) is accepted and checked but
-    selects no GPU counters here. ValueError for another ``output_mode``, as fluid."""
+    selects no GPU counters here. ValueError for another ``output_mode``, as fluid.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> out = os.path.join(tempfile.mkdtemp(), "cuda_profile.txt")
+        >>> with fluid.profiler.cuda_profiler(out):     # no GPU here: there is nothing to profile
+        ...     pass
+    """
     global _active
     if output_mode is None:
         output_mode = "csv"

@@ -71,6 +71,9 @@ class WeightDecayRegularizer:
 class L2DecayRegularizer(WeightDecayRegularizer):
     """term = coeff * param (one ``scale`` op); adds ``coeff * ||param||^2 / 2`` to the loss.
 
+    Args:
+        regularization_coeff (float, default 0.0): the coefficient.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -82,11 +85,9 @@ class L2DecayRegularizer(WeightDecayRegularizer):
         ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
         ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
         ...     _ = fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L2Decay(0.5)).minimize(loss)
-
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
-
         >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
         >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)      # w -= 0.1 * (grad + 0.5 * w)
         array([0.55, 0.15], dtype=float32)
@@ -106,6 +107,9 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 class L1DecayRegularizer(WeightDecayRegularizer):
     """term = coeff * sign(param) (``sign`` then ``scale``); adds ``coeff * ||param||_1``.
 
+    Args:
+        regularization_coeff (float, default 0.0): the coefficient.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -117,11 +121,9 @@ class L1DecayRegularizer(WeightDecayRegularizer):
         ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
         ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
         ...     _ = fluid.optimizer.SGD(0.1, regularization=fluid.regularizer.L1Decay(0.5)).minimize(loss)
-
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
-
         >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
         >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)      # w -= 0.1 * (grad + 0.5 * sign(w))
         array([0.55, 0.15], dtype=float32)

@@ -1,10 +1,19 @@
-"""What the samples share: a dependency-free progress bar (tqdm when installed) and the PNG of
-the training curves (matplotlib, the ``plot`` extra: ``pip install "fluidlite[plot]"``).
+"""Helpers the samples share; not a sample itself (running it does nothing).
+
+* ``add_out_argument`` / ``out_dir``: the output-folder convention. Every sample writes its
+  files (HTML views, PNG curves, saved models) into one folder: ``--out DIR``, else the
+  ``FLUIDLITE_SAMPLES_OUT`` environment variable, else ``./samples_out`` in the current
+  directory; never next to the sources.
+* ``Progress``: a dependency-free progress bar (tqdm when installed).
+* ``plot_curves``: the PNG of the training curves (matplotlib, the ``plot`` extra:
+  ``pip install "fluidlite[plot]"``).
 
 Not part of the library: samples import it from their own folder.
 """
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 import time
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, TypeVar
@@ -13,6 +22,25 @@ T = TypeVar("T")
 
 PLOT_HINT = ('matplotlib is not installed, so no PNG of the training curves was written; '
              'get it with: pip install "fluidlite[plot]"  (or: pip install matplotlib)')
+
+
+OUT_ENV = "FLUIDLITE_SAMPLES_OUT"
+DEFAULT_OUT = "samples_out"
+
+
+def add_out_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--out DIR`` (default: ``$FLUIDLITE_SAMPLES_OUT``, else ``./samples_out``)."""
+    parser.add_argument("--out", default=None,
+                        help=f"folder for the files this sample writes (default: ${OUT_ENV}, "
+                             f"else ./{DEFAULT_OUT})")
+
+
+def out_dir(out: Optional[str] = None) -> str:
+    """The output folder (``out``, else ``$FLUIDLITE_SAMPLES_OUT``, else ``./samples_out``),
+    created if needed."""
+    path = out or os.environ.get(OUT_ENV) or DEFAULT_OUT
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 class Progress:
@@ -112,3 +140,8 @@ def plot_curves(path: str, history: Dict[str, Sequence[float]], title: str,
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+if __name__ == "__main__":
+    sys.exit("samples/_common.py holds helpers the samples import; it is not a sample. Run one "
+             "of the others, e.g. python samples/quick_start.py (docs/guides/samples.md).")

@@ -1,33 +1,36 @@
 """The fluid 1.8 ``GradientClipByValue`` dygraph example, trained for a few steps.
 
-``Linear(10, 10)`` on uniform inputs, loss ``reduce_mean(out)`` (the seed's example, verbatim up
-to the training loop), SGD (lr 0.1) with ``GradientClipByValue(min=-1, max=1)``. The inputs are
+``Linear(10, 10)`` on uniform inputs, loss ``reduce_mean(out)`` (fluid 1.8's documented
+example, verbatim up to the training loop), SGD (lr 0.1) with ``GradientClipByValue(min=-1, max=1)``. The inputs are
 scaled by 50 here so that some gradients exceed the clip range. Per step it prints the loss,
 the largest gradient before clipping, the largest clipped gradient (what the clip object returns
 for the same ``(param, grad)`` pairs) and checks that SGD moved each weight by exactly
 ``-0.1 * clip(grad, -1, 1)``. Writes the training curves (loss, global gradient norm before and
-after the clip) as a PNG through ``training_curves.plot_curves`` (needs matplotlib:
-``pip install "fluidlite[plot]"``); by default into the system's temporary folder.
+after the clip) as a PNG through ``_common.plot_curves`` (needs matplotlib:
+``pip install "fluidlite[plot]"``), by default ``dygraph_clip_curves.png`` in the samples' output
+folder (``--out``, else $FLUIDLITE_SAMPLES_OUT, else ./samples_out).
 
-Run: python samples/dygraph_clip.py [--curves dygraph_clip_curves.png]
+Run: python samples/dygraph_clip.py [--out DIR] [--curves FILE.png]
 """
 import argparse
 import os
 import sys
-import tempfile
 
 import numpy as np
 
 import fluidlite as fluid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_curves import plot_curves  # noqa: E402
+from _common import add_out_argument, out_dir, plot_curves  # noqa: E402
 
 # parse_known_args: the sample is also run in-process by tests, whose argv is pytest's own
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-ap.add_argument("--curves", help="PNG of the training curves ('' for none)")
-ap.set_defaults(curves=os.path.join(tempfile.gettempdir(), "dygraph_clip_curves.png"))
+add_out_argument(ap)
+ap.add_argument("--curves", help="PNG of the training curves (default: "
+                "dygraph_clip_curves.png in the output folder; '' for none)")
 args, _ = ap.parse_known_args()
+if args.curves is None:
+    args.curves = os.path.join(out_dir(args.out), "dygraph_clip_curves.png")
 history = {"loss": [], "norm_before": [], "norm_after": []}
 
 with fluid.dygraph.guard():

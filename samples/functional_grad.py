@@ -1,11 +1,12 @@
-"""Seed 003's session ("gradient derivation", MindSpore vs PyTorch) in fluidlite.
+"""Gradient derivation, MindSpore style and PyTorch style, in fluidlite.
 
 MindSpore's functional ``grad`` / ``value_and_grad`` (``grad_position``, ``weights``,
 ``has_aux``) are ``fluidlite.autograd.grad`` / ``value_and_grad``; PyTorch's ``backward`` is the
-dygraph ``backward``. Every printed number is the seed's. Gradients are in fluid's layouts: the
-``Linear`` weight is ``[in, out]``, so the seed's ``[[2, 4, 6]]`` prints as a column. The last
-part runs the same gradient compiled (``jit=True``): traced once into a static Program whose
-backward ops ``fluid.gradients`` appended, the graph seed 003 describes, printed here.
+dygraph ``backward``. The numbers printed are those of MindSpore's gradient-derivation tutorial.
+Gradients are in fluid's layouts: the ``Linear`` weight is ``[in, out]``, so MindSpore's
+``[[2, 4, 6]]`` prints as a column. The last part runs the same gradient compiled
+(``jit=True``): traced once into a static Program whose backward ops ``fluid.gradients``
+appended, printed here.
 
     python samples/functional_grad.py
 """

@@ -4,15 +4,15 @@ A softmax classifier (fc + cross entropy) on unscaled inputs in [-100, 100], tra
 whose gradients are clipped to [-1, 1] -- only for the weight ``fc_0.w_0`` (``need_clip``), the
 bias gradient passes untouched. Prints what the clip inserted into the program, then per step
 the loss and the global gradient norm before and after clipping. Writes those curves (and the
-batch accuracy) as a PNG through ``training_curves.plot_curves`` (needs matplotlib:
-``pip install "fluidlite[plot]"``); by default into the system's temporary folder.
+batch accuracy) as a PNG through ``_common.plot_curves`` (needs matplotlib:
+``pip install "fluidlite[plot]"``), by default ``grad_clip_curves.png`` in the samples' output
+folder (``--out``, else $FLUIDLITE_SAMPLES_OUT, else ./samples_out).
 
-Run: python samples/grad_clip.py [--curves grad_clip_curves.png]
+Run: python samples/grad_clip.py [--out DIR] [--curves FILE.png]
 """
 import argparse
 import os
 import sys
-import tempfile
 from typing import Optional
 
 import numpy as np
@@ -20,7 +20,7 @@ import numpy as np
 import fluidlite as fluid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_curves import plot_curves  # noqa: E402
+from _common import add_out_argument, out_dir, plot_curves  # noqa: E402
 
 
 def build():
@@ -92,6 +92,9 @@ def main(curves: Optional[str] = None) -> None:
 if __name__ == "__main__":
     # parse_known_args: tests run this file in-process, with pytest's own argv
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
-    ap.add_argument("--curves", help="PNG of the training curves ('' for none)",
-                    default=os.path.join(tempfile.gettempdir(), "grad_clip_curves.png"))
-    main(ap.parse_known_args()[0].curves)
+    add_out_argument(ap)
+    ap.add_argument("--curves", help="PNG of the training curves (default: grad_clip_curves.png "
+                    "in the output folder; '' for none)")
+    args = ap.parse_known_args()[0]
+    main(os.path.join(out_dir(args.out), "grad_clip_curves.png") if args.curves is None
+         else args.curves)

@@ -10,7 +10,8 @@ before and after clipping. Writes:
 * ``quick_start_curves.png`` - loss, accuracy and the gradient norm before/after the clip
   (needs matplotlib: ``pip install "fluidlite[plot]"``).
 
-Run: python samples/quick_start.py [--epochs 8] [--clip-norm 1.0] [--out .]
+Run: python samples/quick_start.py [--epochs 8] [--clip-norm 1.0] [--out DIR]
+(files go to --out, else $FLUIDLITE_SAMPLES_OUT, else ./samples_out)
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_curves import Progress, plot_curves  # noqa: E402
+from _common import Progress, add_out_argument, out_dir as samples_out, plot_curves  # noqa: E402
 
 import fluidlite as fluid  # noqa: E402
 import fluidlite.viz as viz  # noqa: E402
@@ -118,9 +119,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--clip-norm", type=float, default=0.5)
     ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--out", default=".", help="folder for the HTML and PNG files")
+    add_out_argument(ap)
     args = ap.parse_args()
-    train(args.epochs, args.clip_norm, args.lr, out_dir=args.out)
+    train(args.epochs, args.clip_norm, args.lr, out_dir=samples_out(args.out))
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ few test images. Writes the training curves (loss, train/test accuracy) to
 ``recognize_digits_curves.png`` beside the saved model (needs matplotlib:
 ``pip install "fluidlite[plot]"``).
 
-Run: python samples/recognize_digits.py [--epochs 5] [--data auto|sklearn|generated]
-                                        [--save-dir recognize_digits.inference.model]
-                                        [--curves recognize_digits_curves.png]
+Run: python samples/recognize_digits.py [--epochs 5] [--data auto|sklearn|generated] [--out DIR]
+                                        [--save-dir DIR] [--curves FILE.png]
+(files go to --out, else $FLUIDLITE_SAMPLES_OUT, else ./samples_out)
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 import fluidlite as fluid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from training_curves import plot_curves  # noqa: E402
+from _common import add_out_argument, out_dir, plot_curves  # noqa: E402
 
 Arrays = Tuple[np.ndarray, np.ndarray]
 
@@ -125,11 +125,16 @@ def main() -> None:
     ap.add_argument("--data", choices=["auto", "sklearn", "generated"], default="auto")
     ap.add_argument("--train-size", type=int, default=3000,
                     help="number of generated training images (generated data only)")
-    ap.add_argument("--save-dir", default="recognize_digits.inference.model")
+    add_out_argument(ap)
+    ap.add_argument("--save-dir", default=None,
+                    help="where to save the inference model (default: "
+                    "recognize_digits.inference.model in the output folder)")
     ap.add_argument("--curves", default=None,
                     help="PNG of the training curves (default: recognize_digits_curves.png "
                     "in the folder that holds --save-dir; '' to skip)")
     args = ap.parse_args()
+    if args.save_dir is None:
+        args.save_dir = os.path.join(out_dir(args.out), "recognize_digits.inference.model")
     if args.curves is None:
         args.curves = os.path.join(os.path.dirname(os.path.abspath(args.save_dir)),
                                    "recognize_digits_curves.png")

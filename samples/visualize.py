@@ -22,15 +22,20 @@ Then it trains a few steps to show the program runs. Nothing here needs Graphviz
 them with its own layered layout. Only ``--png`` needs Graphviz.
 
 Run: python samples/visualize.py [--out DIR] [--png FILE]
+(files go to --out, else $FLUIDLITE_SAMPLES_OUT, else ./samples_out)
 (the README picture: python samples/visualize.py --png docs/images/visualize_mlp.png)
 """
 import argparse
 import os
+import sys
 
 import numpy as np
 
 import fluidlite as fluid
 import fluidlite.viz as viz
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import add_out_argument, out_dir as samples_out  # noqa: E402
 
 
 def build():
@@ -80,12 +85,12 @@ def write_views(main_prog, before, out_dir, png=None):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="visualize_out", help="output directory")
+    add_out_argument(parser)
     parser.add_argument("--png", help="also render the program to this PNG file")
     args = parser.parse_args()
 
     main_prog, startup_prog, before, loss = build()
-    for path in write_views(main_prog, before, args.out, args.png):
+    for path in write_views(main_prog, before, samples_out(args.out), args.png):
         print("wrote", path)
 
     summary = viz.diff_graph(before, main_prog)

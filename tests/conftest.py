@@ -11,6 +11,19 @@ import fluidlite as fluid
 from fluidlite.core import ir, names, scope
 
 
+@pytest.fixture(autouse=True, scope="session")
+def samples_write_to_tmp(tmp_path_factory):
+    """A sample run by a test writes its files (docs/guides/samples.md: --out, else
+    $FLUIDLITE_SAMPLES_OUT, else ./samples_out) into pytest's temporary folder."""
+    old = os.environ.get("FLUIDLITE_SAMPLES_OUT")
+    os.environ["FLUIDLITE_SAMPLES_OUT"] = str(tmp_path_factory.mktemp("samples_out"))
+    yield
+    if old is None:
+        del os.environ["FLUIDLITE_SAMPLES_OUT"]
+    else:
+        os.environ["FLUIDLITE_SAMPLES_OUT"] = old
+
+
 @pytest.fixture(autouse=True)
 def fresh_state():
     main, startup = fluid.Program(), fluid.Program()

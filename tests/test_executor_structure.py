@@ -94,6 +94,8 @@ def test_no_function_over_80_lines():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
+                if ast.get_docstring(node, clean=False) is not None:   # documentation, not
+                    n -= node.body[0].end_lineno - node.body[0].lineno + 1  # steps (issue 33)
                 if n > 80:
                     long.append(f"{path.relative_to(PKG)}:{node.lineno} {node.name} ({n})")
     assert not long, long

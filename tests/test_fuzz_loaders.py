@@ -111,3 +111,131 @@ def test_fuzz_pdparams_pickles(tmp_path):
         with checkpoint.Reader(tmp_path) as r:
             _load_pickled_dict(r, "m.pdparams")
     _check(load, data, 5)
+
+
+def _stream_with_dims(dims, data_type=5):
+    """A tensor stream whose header claims ``dims`` (float32 by default) and holds no data."""
+    import struct
+    from fluidlite.formats.paddle.proto import messages
+    desc = messages()["VarType"].TensorDesc(data_type=data_type, dims=dims).SerializeToString()
+    return struct.pack("<IQ", 0, 0) + struct.pack("<Ii", 0, len(desc)) + desc
+
+
+def _npy_with_shape(shape):
+    """A .npy file whose header claims ``shape`` (float32) and holds no data."""
+    head = repr({"descr": "<f4", "fortran_order": False, "shape": tuple(shape)}).encode()
+    head += b" " * (-(10 + len(head) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head
+
+
+# headers NumPy cannot even describe (more dims than it has; non-zero dims past its index
+# range, also next to a zero dim that makes the tensor empty) or whose data is missing
+HOSTILE_DIMS = {"100 dims of 1": [1] * 100, "100 dims of 0": [0] * 100,
+                "2**62": [2 ** 62], "0 x 2**62": [0, 2 ** 62],
+                "2**62 x 2**62 x 0": [2 ** 62] * 2 + [0],
+                "2**31 x 2**31 x 4": [2 ** 31, 2 ** 31, 4], "2**63 - 1": [2 ** 63 - 1]}
+
+
+def _peak_bytes(fn):
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_DIMS))
+def test_tensor_headers_with_impossible_dims_name_file_and_variable(case):
+    data = _stream_with_dims(HOSTILE_DIMS[case])
+    with pytest.raises(PaddleFormatError, match=r"variable 'w' in w\.tensor") as e:
+        read_tensor(data, 0, "w.tensor", "w")
+    assert "corrupted" in str(e.value) or "truncated" in str(e.value)
+    with pytest.raises(PaddleFormatError, match=r"variable 'b' in __params__"):
+        read_combined(bytes(tensor_to_bytes(np.ones(2, np.float32))) + data, ["a", "b"],
+                      "__params__", {})
+    # refused from the header: nothing the size of the claim is allocated
+    assert _peak_bytes(lambda: pytest.raises(PaddleFormatError, read_tensor, data, 0,
+                                             "w.tensor", "w")) < 1 << 20
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_DIMS))
+def test_npy_headers_with_impossible_dims_name_file_and_variable(tmp_path, case):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        w = fluid.layers.create_parameter([3], "float32", name="w0")
+    exe = fluid.Executor(fluid.CPUPlace())
+    (tmp_path / "w0").write_bytes(_npy_with_shape(HOSTILE_DIMS[case]))
+    with pytest.raises(checkpoint.CheckpointError, match=r"variable 'w0'.*w0'") as e:
+        fluid.io.load_vars(exe, str(tmp_path), main, vars=[w])
+    assert "corrupted" in str(e.value)
+
+
+def test_the_largest_accepted_rank_still_loads():
+    from fluidlite.formats.paddle.tensor import MAX_DIMS
+    arr = np.arange(6, dtype=np.float32).reshape((1,) * (MAX_DIMS - 1) + (6,))
+    back, _, _ = read_tensor(bytes(tensor_to_bytes(arr)), 0, "w.tensor", "w")
+    np.testing.assert_array_equal(back, arr)
+    empty = np.zeros((0, 2 ** 20, 3), np.float32)          # empty, large dims: still an array
+    back, _, _ = read_tensor(bytes(tensor_to_bytes(empty)), 0, "w.tensor", "w")
+    assert back.shape == (0, 2 ** 20, 3)
+
+
+def _json_with_attr(value):
+    doc = _model().to_dict()
+    doc["blocks"][0]["ops"][0]["attrs"]["hostile"] = value
+    return json.dumps(doc)
+
+
+# @npscalar / @ndarray values the dtype cannot hold: NumPy raises OverflowError / ValueError /
+# TypeError, wraps around (NumPy 1), truncates or turns them into inf silently
+BAD_SCALARS = {
+    "int8 1000": ("<i1", 1000), "uint8 -1": ("|u1", -1), "int64 2**70": ("<i8", 2 ** 70),
+    "float32 1e300": ("<f4", 1e300), "float16 1e10": ("<f2", 1e10),
+    "float64 10**400": ("<f8", 10 ** 400), "int32 'abc'": ("<i4", "abc"),
+    "float32 'abc'": ("<f4", "abc"), "int32 None": ("<i4", None),
+    "float32 [1, 2]": ("<f4", [1, 2]), "int32 1.5": ("<i4", 1.5), "int32 true": ("<i4", True),
+    "bool 'x'": ("|b1", "x"), "int32 inf": ("<i4", {"@float": "inf"}),
+    "int32 VarType": ("<i4", {"@vartype": "FP32"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SCALARS))
+def test_npscalar_values_that_overflow_or_do_not_parse_are_format_errors(case):
+    dtype, value = BAD_SCALARS[case]
+    with pytest.raises(ProgramFormatError, match=r"model\.json: .*attrs\.hostile.*@npscalar"):
+        loads_program(_json_with_attr({"@npscalar": {"dtype": dtype, "value": value}}),
+                      "model.json")
+    with pytest.raises(ProgramFormatError, match=r"model\.json: .*attrs\.hostile.*@ndarray"):
+        loads_program(_json_with_attr({"@ndarray": {"dtype": dtype, "shape": [2],
+                                                    "data": [0 if "b1" not in dtype else False,
+                                                             value]}}), "model.json")
+
+
+@pytest.mark.parametrize("shape,data", [
+    ([0] * 100, []), ([0, 2 ** 62], []), ([3], [1.0, 2.0]), ([-1], [1.0]), ("ab", [1.0, 2.0]),
+    ([2], "ab")])
+def test_ndarray_shapes_that_do_not_fit_their_data_are_format_errors(shape, data):
+    body = {"dtype": "<f4", "shape": shape, "data": data}
+    with pytest.raises(ProgramFormatError, match=r"model\.json: .*attrs\.hostile.*@ndarray"):
+        loads_program(_json_with_attr({"@ndarray": body}), "model.json")
+
+
+def test_numpy_scalars_and_arrays_of_every_dtype_round_trip_through_json():
+    from fluidlite.formats.serialize import _enc_value
+    values = [np.int8(-128), np.uint8(255), np.int64(2 ** 63 - 1), np.float16(65504.0),
+              np.float64(1.5), np.float32(np.finfo(np.float32).max), np.float64(np.nan),
+              np.float32(-np.inf),
+              np.bool_(True), np.array([[1.5, -2.0]], np.float32), np.array(7, np.int16),
+              np.zeros((0, 3), np.int32), np.array([True, False])]
+    for v in values:
+        back = loads_program(_json_with_attr(_enc_value(v, "attr")), "model.json")
+        got = back.blocks[0].ops[0].attrs["hostile"]
+        if isinstance(v, float):    # np.float64 is a Python float and is stored as one
+            assert type(got) is float and (got == v or np.isnan(got) and np.isnan(v))
+            continue
+        assert type(got) is type(v) and got.dtype == v.dtype, (v, got)
+        np.testing.assert_array_equal(got, v)
+        assert np.shape(got) == np.shape(v)

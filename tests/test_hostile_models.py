@@ -185,3 +185,74 @@ def test_info_never_writes_a_models_escape_sequences_to_the_terminal(tmp_path):
     out = subprocess.run([sys.executable, "-m", "fluidlite", "info", str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout
     assert "\x1b" not in out and "\x01" not in out and "\\x1b[31m" in out
+
+
+def _inference_dir(tmp_path, fmt):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4], "float32")
+        w = fluid.layers.create_parameter([4], "float32", name="w0")
+        y = fluid.layers.elementwise_add(x, w)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    d = tmp_path / fmt
+    kwargs = {} if fmt == "paddle" else {"model_filename": "model.json", "format": "json"}
+    fluid.io.save_inference_model(str(d), ["x"], [y], exe, main_program=main, **kwargs)
+    return d, exe
+
+
+# (op type, slot kind, slot): the one variable a feed / fetch op names
+_TARGET_SLOTS = [("feed", "outputs", "Out"), ("fetch", "inputs", "X")]
+
+
+@pytest.mark.parametrize("op_type,kind,slot", _TARGET_SLOTS)
+@pytest.mark.parametrize("how", ["empty slot", "no slot", "two variables"])
+def test_feed_and_fetch_ops_without_one_argument_are_refused_naming_the_file(
+        tmp_path, op_type, kind, slot, how):
+    from fluidlite.formats.paddle.proto import messages
+    d, exe = _inference_dir(tmp_path, "paddle")
+    msg = messages()["ProgramDesc"]()
+    msg.ParseFromString((d / "__model__").read_bytes())
+    op = next(o for o in msg.blocks[0].ops if o.type == op_type)
+    slots = getattr(op, kind)
+    if how == "no slot":
+        del slots[:]
+    else:
+        arg = next(s for s in slots if s.parameter == slot)
+        arg.arguments[:] = [] if how == "empty slot" else [arg.arguments[0]] * 2
+    (d / "__model__").write_bytes(msg.SerializeToString())
+    os.unlink(d / checkpoint.MANIFEST_NAME)             # as a stranger's directory comes
+    with pytest.raises(PaddleFormatError) as e:         # not IndexError, not at run time
+        fluid.io.load_inference_model(str(d), exe)
+    assert "__model__" in str(e.value) and f"'{op_type}'" in str(e.value)
+    assert f"slot '{slot}'" in str(e.value)
+
+
+@pytest.mark.parametrize("op_type,kind,slot", _TARGET_SLOTS)
+@pytest.mark.parametrize("how", ["empty slot", "no slot", "negative col", "string col"])
+def test_json_feed_and_fetch_ops_are_checked_like_protobuf_ones(tmp_path, op_type, kind,
+                                                                slot, how):
+    d, exe = _inference_dir(tmp_path, "json")
+    doc = json.loads((d / "model.json").read_text())
+    op = next(o for o in doc["blocks"][0]["ops"] if o["type"] == op_type)
+    if how == "empty slot":
+        op[kind][slot] = []
+    elif how == "no slot":
+        op[kind] = {}
+    else:
+        op["attrs"]["col"] = -1 if how == "negative col" else "0"
+    (d / "model.json").write_text(json.dumps(doc))
+    os.unlink(d / checkpoint.MANIFEST_NAME)
+    with pytest.raises(ProgramFormatError) as e:
+        fluid.io.load_inference_model(str(d), exe, model_filename="model.json")
+    assert "model.json" in str(e.value) and f"'{op_type}'" in str(e.value)
+    assert ("attribute 'col'" if "col" in how else f"slot '{slot}'") in str(e.value)
+
+
+def test_well_formed_inference_directories_still_load(tmp_path):
+    for fmt, kwargs in [("paddle", {}), ("json", {"model_filename": "model.json"})]:
+        d, exe = _inference_dir(tmp_path, fmt)
+        program, feeds, fetches = fluid.io.load_inference_model(str(d), exe, **kwargs)
+        assert feeds == ["x"] and len(fetches) == 1
+        out, = exe.run(program, feed={"x": np.ones((2, 4), "float32")}, fetch_list=fetches)
+        assert out.shape == (2, 4)

@@ -189,13 +189,17 @@ MAX_FUNCTION_LINES = 80
 
 def test_no_function_is_longer_than_80_lines():
     """Long functions are split into named steps (README, "Layout"): a reader follows one step
-    at a time."""
+    at a time. The docstring does not count: issue 33 asks every public name for Args,
+    Returns, Raises and a runnable Example, which is documentation, not steps to follow."""
     long = []
     for path in sorted(PKG.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = node.end_lineno - node.lineno + 1
+                if ast.get_docstring(node, clean=False) is not None:
+                    doc = node.body[0]
+                    n -= doc.end_lineno - doc.lineno + 1
                 if n > MAX_FUNCTION_LINES:
                     long.append(f"  {path.relative_to(PKG.parent)}:{node.lineno} "
                                 f"{node.name} ({n} lines)")

@@ -101,3 +101,54 @@ def test_mean_of_one_and_of_no_element():
     out = mean.forward(x)["Out"]
     assert out.dtype == np.float16 and out.shape == (1,)
     np.testing.assert_allclose(float(out[0]), x.astype(np.float64).mean(), atol=1e-3)
+
+
+# -- second order: the gradient of reduce_*_grad with respect to its upstream gradient --------
+def _double(op, attrs, xv, cv, wv):
+    """h = d/dc sum(w * d/dx sum(c * reduce(x))): differentiates the reduce op's grad op
+    through its upstream gradient c (the op's double_grad)."""
+    import fluidlite as fluid
+    L = fluid.layers
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", list(xv.shape), "float64")
+        c = fluid.data("c", list(cv.shape), "float64")
+        w = fluid.data("w", list(wv.shape), "float64")
+        x.stop_gradient = c.stop_gradient = False
+        y = getattr(L, op)(x, **attrs)
+        s = L.reduce_sum(L.elementwise_mul(y, c))
+        g, = fluid.gradients([s], [x])
+        h, = fluid.gradients([L.reduce_sum(L.elementwise_mul(g, w))], [c])
+    out, = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv, "c": cv, "w": wv},
+                                                fetch_list=[h])
+    return out
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("keep_dim", [False, True])
+def test_reduce_double_grads_against_closed_forms(op, keep_dim):
+    rng = np.random.default_rng(11)
+    xv = rng.permutation(12).reshape(3, 4).astype("float64")     # distinct: one arg-extremum
+    wv = rng.normal(size=(3, 4))
+    cv = rng.normal(size=(3, 1) if keep_dim else (3,))
+    got = _double(op, {"dim": [1], "keep_dim": keep_dim}, xv, cv, wv)
+    if op == "reduce_sum":
+        want = wv.sum(axis=1)                       # dX = c broadcast: d/dc sum(w * c) per row
+    elif op == "reduce_mean":
+        want = wv.sum(axis=1) / 4
+    else:
+        pick = (np.argmax if op == "reduce_max" else np.argmin)(xv, axis=1)
+        want = wv[np.arange(3), pick]               # dX = c at the extremum, 0 elsewhere
+    np.testing.assert_allclose(got.reshape(-1), want, rtol=1e-10)
+    assert got.shape == cv.shape
+
+
+@pytest.mark.parametrize("op", ["reduce_sum", "reduce_mean", "reduce_max"])
+def test_reduce_all_double_grad(op):
+    rng = np.random.default_rng(12)
+    xv = rng.permutation(6).reshape(2, 3).astype("float64")
+    wv = rng.normal(size=(2, 3))
+    got = _double(op, {"dim": None}, xv, np.array([0.7]), wv)
+    want = {"reduce_sum": wv.sum(), "reduce_mean": wv.mean(),
+            "reduce_max": wv.reshape(-1)[np.argmax(xv)]}[op]
+    np.testing.assert_allclose(got.reshape(-1), [want], rtol=1e-10)

@@ -82,3 +82,12 @@ def test_error_messages_name_the_place_and_the_type():
     with pytest.raises(TypeError, match=r"^regularization must be a regularizer instance such as "
                                         r"L2Decay\(regularization_coeff=1e-4\)"):
         append_regularization_ops([], R.L2DecayRegularizer)
+
+
+@pytest.mark.parametrize("cls", [R.L1DecayRegularizer, R.L2DecayRegularizer])
+def test_a_negative_coefficient_is_refused_naming_the_class_and_the_value(cls):
+    # a negative decay pushes the weights away from zero: refused when the regularizer is made
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: regularization_coeff must be >= 0, "
+                                         r"got -0\.5 \(.*use 0 for no decay\)$"):
+        cls(-0.5)
+    assert cls(0.0).to_config() == {"coeff": 0.0}

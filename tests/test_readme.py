@@ -1,4 +1,8 @@
-"""Every ```python block of README.md runs, as a new user would run it.
+"""Every ```python block of README.md and of the guides in docs/ runs, as a new user would run it.
+
+The README is the front door; the longer sections live in docs/ (docs/guides/*.md,
+docs/architecture.md, ...), so their blocks are collected too, README first, then the docs
+pages in name order.
 
 Blocks that continue an earlier example (they use ``main_program``, ``loss``, ``net`` ...) get
 the smallest prelude that defines those names; each block runs in its own namespace, all of
@@ -58,9 +62,22 @@ PRELUDES = {
 }
 
 
+def _pages():
+    docs = os.path.join(ROOT, "docs")
+    pages = [README]
+    for sub in ("", "guides"):
+        folder = os.path.join(docs, sub)
+        pages += sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".md"))
+    return pages
+
+
 def _blocks():
-    text = open(README, encoding="utf-8").read()
-    return re.findall(r"```python\n(.*?)```", text, re.S)
+    blocks = []
+    for page in _pages():
+        text = open(page, encoding="utf-8").read()
+        # a snippet shown on two pages runs once
+        blocks += [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if b not in blocks]
+    return blocks
 
 
 def _script(blocks):

@@ -30,6 +30,7 @@ import numpy as np
 from ..core import mode as _mode, rewrite
 from ..core.dtypes import FLOATS, INTS, VarType, convert_dtype
 from ..core.ir import Variable, default_main_program
+from ..core.selected_rows import SelectedRows
 
 __all__ = ["LossScaler", "StaticLossScaler", "DynamicLossScaler", "all_finite"]
 
@@ -133,8 +134,12 @@ class LossScaler:
                 raise TypeError(f"{type(self).__name__}.unscale_gradients: expected dygraph "
                                 f"parameters (e.g. layer.parameters()), but received "
                                 f"{type(p).__name__}")
-            g = p.gradient()
-            if g is not None:
+            g = p._grad             # the accumulated array (or SelectedRows)
+            if type(g) is SelectedRows:     # a sparse embedding's gradient: its values
+                p._grad = g.with_value(_multiply(g.value, inv,
+                                                 f"{type(self).__name__}.unscale_gradients"))
+                grads.append(p._grad.value)
+            elif g is not None:
                 p._grad = _multiply(g, inv, f"{type(self).__name__}.unscale_gradients")
                 grads.append(p._grad)
         return all_finite(grads)

@@ -155,7 +155,23 @@ class GradFunction:
     the outputs and gradients for these arguments' signature, whichever engine the calls use;
     ``last_program`` is the last program a compiled call ran (None before); ``cache_size`` how
     many signatures were traced; ``clear_cache()`` forgets them; ``save_inference_model``
-    saves one for ``fluid.io.load_inference_model``."""
+    saves one for ``fluid.io.load_inference_model``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.autograd import grad
+        >>> def f(x):
+        ...     return fluid.layers.reduce_sum(x * x)
+        >>> with fluid.dygraph.guard():
+        ...     g = grad(f, jit=True)                    # a GradFunction
+        ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+        ...     print(g(x).numpy(), g.cache_size)
+        ...     ops = [op.type for op in g.program(x).global_block().ops]
+        ...     print("square" in ops or "elementwise_mul" in ops)
+        [2. 4.] 1
+        True
+    """
 
     def __init__(self, fn: Any, grad_position: Positions, weights: Weights, has_aux: bool,
                  return_value: bool, jit: bool) -> None:
@@ -456,12 +472,64 @@ def grad(fn: Any, grad_position: Positions = 0, weights: Weights = None,
     list/tuple, or None), arranged as the module docstring's table; ``has_aux=True``: only the
     first output is differentiated and the call returns ``(gradients, other outputs)``.
     ``jit=True`` traces ``fn`` once per input signature into a cached static Program (see
-    ``GradFunction.program``)."""
+    ``GradFunction.program``).
+
+    Args:
+        fn (callable): a function of dygraph tensors returning a tensor (or a tuple whose first
+            item is differentiated with ``has_aux``).
+        grad_position (int | tuple of int | None, default 0): which positional inputs to
+            differentiate; None: none.
+        weights (Parameter | list of Parameter | None): parameters to differentiate too.
+        has_aux (bool, default False): only the first output is differentiated; the others
+            are returned as they are.
+        jit (bool, default False): trace ``fn`` into a cached static Program and run that.
+    Returns:
+        GradFunction: called with ``fn``'s arguments, it returns the gradients (one per
+        position, then the weights' gradients, as MindSpore arranges them).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.autograd import grad
+        >>> def f(x, y):
+        ...     return fluid.layers.reduce_sum(x * x * y)
+        >>> with fluid.dygraph.guard():
+        ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+        ...     y = fluid.dygraph.to_variable(np.array([3.0, 4.0], "float32"))
+        ...     dx, dy = grad(f, grad_position=(0, 1))(x, y)
+        ...     print(dx.numpy(), dy.numpy())        # 2xy, x^2
+        [ 6. 16.] [1. 4.]
+    """
     return GradFunction(fn, grad_position, weights, has_aux, return_value=False, jit=jit)
 
 
 def value_and_grad(fn: Any, grad_position: Positions = 0, weights: Weights = None,
                    has_aux: bool = False, *, jit: bool = False) -> GradFunction:
     """MindSpore's ``value_and_grad``: as ``grad``, but the call returns ``(fn's output,
-    gradients)`` (with ``has_aux=True`` the output is the tuple of all of ``fn``'s outputs)."""
+    gradients)`` (with ``has_aux=True`` the output is the tuple of all of ``fn``'s outputs).
+
+    Args:
+        fn (callable): a function of dygraph tensors.
+        grad_position (int | tuple of int | None, default 0): which inputs to differentiate.
+        weights (Parameter | list of Parameter | None): parameters to differentiate too.
+        has_aux (bool, default False): only the first output is differentiated.
+        jit (bool, default False): compile into a cached static Program.
+    Returns:
+        GradFunction: called with ``fn``'s arguments, it returns ``(value, gradients)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.autograd import value_and_grad
+        >>> with fluid.dygraph.guard():
+        ...     fc = fluid.dygraph.Linear(2, 1, param_attr=fluid.ParamAttr(
+        ...         initializer=fluid.initializer.Constant(1.0)))
+        ...     def loss_fn(x):
+        ...         out = fc(x)
+        ...         return fluid.layers.reduce_sum(out * out), out
+        ...     f = value_and_grad(loss_fn, grad_position=None, weights=fc.parameters(), has_aux=True)
+        ...     (loss, out), (dw, db) = f(fluid.dygraph.to_variable(np.array([[1, 2]], "float32")))
+        ...     print(loss.numpy(), dw.numpy().ravel(), db.numpy())
+        [9.] [ 6. 12.] [6.]
+    """
     return GradFunction(fn, grad_position, weights, has_aux, return_value=True, jit=jit)

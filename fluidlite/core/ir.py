@@ -549,6 +549,21 @@ class Block:
                 var = self._find_var_recursive(n)
                 if var is not None:
                     var._set_spec(sp)
+        if type(opdef).var_types is not registry.OpDef.var_types:
+            self._infer_var_types(opdef, op, kernel_attrs)
+
+    def _infer_var_types(self, opdef: registry.OpDef, op: Operator,
+                         kernel_attrs: Dict[str, Any]) -> None:
+        """fluid's InferVarType: set the VarType the op declares for its outputs (a sparse
+        gradient is SELECTED_ROWS, ``core/selected_rows.py``)."""
+        in_types = {slot: [getattr(self._find_var_recursive(n), "type", None) for n in ns]
+                    for slot, ns in op.inputs.items()}
+        for slot, vtype in opdef.var_types(in_types, kernel_attrs).items():
+            outs = op.outputs.get(slot, [])
+            for n, t in zip(outs, vtype if isinstance(vtype, list) else [vtype] * len(outs)):
+                var = self._find_var_recursive(n) if n != names.EMPTY_VAR_NAME else None
+                if var is not None:
+                    var.type = t
 
     def _spec_of(self, op: Operator, name: str) -> VarSpec:
         var = self._find_var_recursive(name)
@@ -598,7 +613,20 @@ def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
 
 # -- Program ----------------------------------------------------------------------------------
 class Program:
-    """A list of Blocks (block 0 is the global block) plus the state layers read while building."""
+    """A list of Blocks (block 0 is the global block) plus the state layers read while building.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=2)
+        >>> [op.type for op in main.global_block().ops]
+        ['mul', 'elementwise_add']
+        >>> [op.type for op in startup.global_block().ops]   # the parameters' initializers
+        ['fill_constant', 'uniform_random']
+    """
 
     _journal: Optional[List[Callable[[], Any]]] = None   # undo log of an active atomic()
     _version_high = 0                                      # the highest version ever given
@@ -629,12 +657,44 @@ class Program:
 
     # -- blocks / vars --------------------------------------------------------------------
     def global_block(self) -> Block:
+        """Block 0, where layers add their ops unless a control-flow layer opened a sub-block.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main = fluid.Program()
+            >>> with fluid.program_guard(main):
+            ...     x = fluid.data("x", [-1, 3])
+            >>> block = main.global_block()
+            >>> block.idx, block.var("x").shape
+            (0, (-1, 3))
+        """
         return self.blocks[0]
 
     def block(self, index: int) -> Block:
+        """Block number ``index`` (0 is the global block).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main = fluid.Program()
+            >>> main.block(0) is main.global_block()
+            True
+        """
         return self.blocks[index]
 
     def current_block(self) -> Block:
+        """The block layers append to now: the global block, or the sub-block a control-flow
+        layer (``While``, ``cond``, ...) has open.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     print(main.current_block().idx)
+            0
+        """
         return self.blocks[self.current_block_idx]
 
     @property
@@ -654,10 +714,33 @@ class Program:
         self.current_block_idx = self.current_block().parent_idx
 
     def list_vars(self) -> Iterator[Variable]:
+        """Iterate over every variable of every block (block 0 first).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 3])
+            ...     y = fluid.layers.fc(x, size=2)
+            >>> sorted(v.name for v in main.list_vars())
+            ['fc_0.b_0', 'fc_0.tmp_0', 'fc_0.tmp_1', 'fc_0.w_0', 'x']
+        """
         for block in self.blocks:
             yield from block.vars.values()
 
     def all_parameters(self) -> List[Parameter]:
+        """Every Parameter of every block, in block order.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     y = fluid.layers.fc(fluid.data("x", [-1, 3]), size=2)
+            >>> [(p.name, p.shape) for p in main.all_parameters()]
+            [('fc_0.w_0', (3, 2)), ('fc_0.b_0', (2,))]
+        """
         return [p for b in self.blocks for p in b.all_parameters()]
 
     @property
@@ -703,7 +786,25 @@ class Program:
 
     # -- copies ---------------------------------------------------------------------------
     def clone(self, for_test: bool = False) -> "Program":
-        """Deep copy. ``for_test``: drop backward/optimize ops and set ``is_test`` attrs."""
+        """Deep copy. ``for_test``: drop backward/optimize ops and set ``is_test`` attrs.
+
+        Args:
+            for_test (bool, default False): switch ops to inference mode (dropout, batch norm) for
+                evaluation; clone before ``minimize`` to get a forward-only program.
+        Returns:
+            Program: an independent copy (same variable names, so it runs on the same scope).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 3])
+            ...     y = fluid.layers.dropout(fluid.layers.fc(x, 2), dropout_prob=0.5)
+            >>> test_program = main.clone(for_test=True)     # dropout switched to inference mode
+            >>> [op.attr("is_test") for op in test_program.global_block().ops if op.type == "dropout"]
+            [True]
+        """
         p = Program()
         p._seed, p._appending_grad_times = self._seed, self._appending_grad_times
         p.blocks = []
@@ -770,6 +871,20 @@ class Program:
         return self
 
     def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        """The program as text, one block after another (``print(program)`` shows the same):
+        variables with shape and dtype, then ops with their inputs, outputs and attributes.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     y = fluid.layers.relu(x)
+            >>> text = main.to_string(throw_on_error=True)
+            >>> "relu" in text and "x" in text
+            True
+        """
         return "\n".join(b.to_string(throw_on_error, with_details) for b in self.blocks)
 
     def _to_readable_code(self, skip_op_callstack: bool = True) -> str:
@@ -814,10 +929,35 @@ _startup_program_ = Program()
 
 
 def default_main_program() -> Program:
+    """The program layers currently append their ops to (the one ``program_guard`` set, else
+    the process-wide default).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main):
+        ...     inside = fluid.default_main_program()
+        >>> inside is main, fluid.default_main_program() is main
+        (True, False)
+    """
     return _main_program_
 
 
 def default_startup_program() -> Program:
+    """The program that ``program_guard`` (or nothing) made the default startup program:
+    layers append their parameters' initializers to it; run it once before training.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 3]), size=2)
+        ...     ops = [op.type for op in fluid.default_startup_program().global_block().ops]
+        >>> sorted(ops)          # the initializers of fc's weight and bias
+        ['fill_constant', 'uniform_random']
+    """
     return _startup_program_
 
 
@@ -836,7 +976,26 @@ def switch_startup_program(program: Program) -> Program:
 @contextlib.contextmanager
 def program_guard(main_program: Program,
                   startup_program: Optional[Program] = None) -> Iterator[None]:
-    """Make ``main_program`` (and ``startup_program`` when given) the defaults in the block."""
+    """Make ``main_program`` (and ``startup_program`` when given) the defaults in the block.
+
+    Args:
+        main_program (Program): where layers append their ops inside the block.
+        startup_program (Program | None): where parameters' initializers go (default: leave
+            the current startup program).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = fluid.layers.scale(x, scale=2.0)
+        >>> fluid.default_main_program() is main     # only inside the block
+        False
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 3), "float32")}, fetch_list=[y])[0]
+        array([[2., 2., 2.]], dtype=float32)
+    """
     if not isinstance(main_program, Program):
         raise TypeError("main_program should be Program")
     if startup_program is not None and not isinstance(startup_program, Program):

@@ -52,7 +52,20 @@ generator = UniqueNameGenerator()
 
 
 def generate(key: str) -> str:
-    """Return a program-wide unique name ``'{prefix}{key}_{n}'`` (counters are global)."""
+    """Return a program-wide unique name ``'{prefix}{key}_{n}'`` (counters are global).
+
+    Args:
+        key (str): the name's stem.
+    Returns:
+        str: ``key`` followed by ``_N``, N counting per key in the current generator.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.unique_name.guard():
+        ...     print(fluid.unique_name.generate("tmp"), fluid.unique_name.generate("tmp"))
+        tmp_0 tmp_1
+    """
     return generator(key)
 
 
@@ -60,7 +73,16 @@ generate_with_ignorable_key = generate
 
 
 def switch(new_generator: Optional[UniqueNameGenerator] = None) -> UniqueNameGenerator:
-    """Install ``new_generator`` (a fresh one when None) and return the previous generator."""
+    """Install ``new_generator`` (a fresh one when None) and return the previous generator.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> old = fluid.unique_name.switch()          # a fresh generator
+        >>> fluid.unique_name.generate("fc")
+        'fc_0'
+        >>> _ = fluid.unique_name.switch(old)        # back to the previous counters
+    """
     global generator
     old, generator = generator, new_generator or UniqueNameGenerator()
     return old
@@ -68,7 +90,22 @@ def switch(new_generator: Optional[UniqueNameGenerator] = None) -> UniqueNameGen
 
 @contextlib.contextmanager
 def guard(new_generator: Union[None, str, bytes, UniqueNameGenerator] = None) -> Iterator[None]:
-    """Use a fresh generator (str/bytes: used as name prefix) inside the with-block."""
+    """Use a fresh generator (str/bytes: used as name prefix) inside the with-block.
+
+    Args:
+        new_generator (str | bytes | UniqueNameGenerator | None): a prefix for a fresh
+            generator, or the generator to use.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.unique_name.guard():
+        ...     a = fluid.unique_name.generate("fc")
+        >>> with fluid.unique_name.guard():
+        ...     b = fluid.unique_name.generate("fc")
+        >>> a, b                                   # each guard starts its own counters
+        ('fc_0', 'fc_0')
+    """
     if isinstance(new_generator, bytes):
         new_generator = new_generator.decode()
     if isinstance(new_generator, str):
@@ -124,7 +161,22 @@ _name_scope = _NameScope()
 
 @contextlib.contextmanager
 def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
-    """Hierarchical scope recorded on every op as ``op_namescope`` (``'/s1/s2/'``)."""
+    """Hierarchical scope recorded on every op as ``op_namescope`` (``'/s1/s2/'``).
+
+    Args:
+        prefix (str | None): the scope's name; nested scopes join with ``/``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     with fluid.name_scope("encoder"):
+        ...         y = fluid.layers.scale(x, 2.0)
+        >>> main.global_block().ops[-1].attr("op_namescope")
+        '/encoder/'
+    """
     global _name_scope
     assert prefix, "namescope prefix can not be empty."
     old = _name_scope

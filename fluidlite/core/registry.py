@@ -176,6 +176,18 @@ class OpDef:
     def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
         return None
 
+    # fluid's InferVarType: the VarType of output variables that are not plain LoD tensors
+    # (e.g. a sparse embedding's SELECTED_ROWS gradient). Called when the op is appended, only
+    # for classes overriding it; ``in_types`` maps each input slot to its variables' types.
+    def var_types(self, in_types: Mapping[str, List[Any]],
+                  attrs: Mapping[str, Any]) -> Dict[str, Any]:
+        return {}
+
+    def grad_var_types(self, in_types: Mapping[str, List[Any]],
+                       attrs: Mapping[str, Any]) -> Dict[str, Any]:
+        """``var_types`` of the generated ``<type>_grad`` op (keys ``<slot>@GRAD``)."""
+        return {}
+
     def lower_grad(self, in_specs: Sequence[Any], attrs: Dict[str, Any],
                    wanted: AbstractSet[str]) -> Optional[Callable]:
         """A fast path for this op's generated ``<type>_grad`` op, as ``lower`` is for
@@ -420,6 +432,8 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
                     for k, v in call_backward(*arrays, **attrs).items()}
 
     GradDef.__name__ = GradDef.__qualname__ = fwd.__name__ + "Grad"
+    if fwd.grad_var_types is not OpDef.grad_var_types:     # e.g. a sparse W@GRAD
+        GradDef.var_types = lambda self, in_types, attrs: fwd_def.grad_var_types(in_types, attrs)
     double = getattr(fwd, "double_grad", None)
     if double is not None:            # optional higher-order rule for the generated grad op
         GradDef.make_grad = double

@@ -15,6 +15,16 @@ _log = logging.getLogger("fluidlite")
 
 # -- places -----------------------------------------------------------------------------------
 class CPUPlace:
+    """The CPU device. fluidlite runs everything on the CPU; ``CUDAPlace`` and the other
+    places are accepted for fluid's signatures and mean the CPU too.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> exe = fluid.Executor(fluid.CPUPlace())   # fluidlite runs everything on the CPU
+        >>> fluid.CPUPlace()
+        CPUPlace
+    """
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, CPUPlace)
 
@@ -26,7 +36,15 @@ class CPUPlace:
 
 
 class CUDAPlace:
-    """Accepted for compatibility; programs run on the CPU (a warning is logged once)."""
+    """Accepted for compatibility; programs run on the CPU (a warning is logged once).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> exe = fluid.Executor(fluid.CUDAPlace(0))       # accepted; runs on the CPU
+        >>> fluid.CUDAPlace(0)
+        CUDAPlace(0)
+    """
 
     def __init__(self, device_id: int = 0) -> None:
         self.device_id = device_id
@@ -42,25 +60,69 @@ class CUDAPlace:
 
 
 class CUDAPinnedPlace(CPUPlace):
+    """fluid's pinned host memory place; accepted so that scripts run, and means the CPU.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.CUDAPinnedPlace()                       # accepted; the CPU
+        CUDAPinnedPlace
+    """
     def __repr__(self) -> str:
         return "CUDAPinnedPlace"
 
 
 def is_compiled_with_cuda() -> bool:
+    """False: fluidlite runs on the CPU (fluid scripts use this to pick their place).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.is_compiled_with_cuda()       # fluidlite runs on the CPU only
+        False
+    """
     return False
 
 
 def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
+    """``device_count`` CPUPlaces (default 1): fluid's list of places for data-parallel
+    loaders; every place is the CPU here.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.cpu_places(2)
+        [CPUPlace, CPUPlace]
+    """
     return [CPUPlace() for _ in range(device_count or 1)]
 
 
 def cuda_places(device_ids: Optional[Sequence[int]] = None) -> List[CUDAPlace]:
+    """fluid's list of CUDA places (``device_ids``, default ``[0]``). There is no GPU here:
+    the places are accepted so that scripts run, and mean the CPU.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.cuda_places()                 # accepted for fluid's scripts; the place is the CPU
+        [CUDAPlace(0)]
+    """
     return [CUDAPlace(i) for i in (device_ids if device_ids is not None else [0])]
 
 
 # -- tensors ----------------------------------------------------------------------------------
 class LoDTensor:
-    """A numpy array plus fluid's level-of-detail (sequence offset) metadata."""
+    """A numpy array plus fluid's level-of-detail (sequence offset) metadata.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> t = fluid.LoDTensor()
+        >>> t.set(np.ones((3, 2), "float32"), fluid.CPUPlace())
+        >>> t.set_recursive_sequence_lengths([[1, 2]])
+        >>> t.lod(), t.has_valid_recursive_sequence_lengths(), np.array(t).shape
+        ([[0, 1, 3]], True, (3, 2))
+    """
 
     __slots__ = ("_array", "_lod")
 
@@ -69,6 +131,18 @@ class LoDTensor:
         self._lod = [[int(v) for v in l] for l in lod] if lod else []
 
     def set(self, array: Any, place: Any = None) -> None:
+        """Store a copy of ``array`` (any array-like) as the tensor's value; ``place`` is accepted
+        for fluid's signature (everything is on the CPU).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.array([[1, 2], [3, 4]], "int64"), fluid.CPUPlace())
+            >>> t.shape(), np.array(t)
+            ([2, 2], array([[1, 2],
+                   [3, 4]]))
+        """
         self._array = np.array(array, copy=True) if not isinstance(array, np.ndarray) else \
             np.ascontiguousarray(array).copy()
 
@@ -83,6 +157,15 @@ class LoDTensor:
         return self._array.copy() if copy else self._array
 
     def shape(self) -> List[int]:
+        """The tensor's shape as a list (``[]`` before a value is set).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.create_lod_tensor(np.ones((4, 3), "float32"), [[1, 3]], fluid.CPUPlace())
+            >>> t.shape()
+            [4, 3]
+        """
         return list(self._array.shape) if self._array is not None else []
 
     def _dtype(self) -> VarType:
@@ -90,19 +173,55 @@ class LoDTensor:
 
 
     def lod(self) -> List[List[int]]:
-        """The offsets of each level, e.g. ``[[0, 2, 5]]`` for two sequences of 2 and 3 rows."""
+        """The offsets of each level, e.g. ``[[0, 2, 5]]`` for two sequences of 2 and 3 rows.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.create_lod_tensor(np.ones((4, 3), "float32"), [[1, 3]], fluid.CPUPlace())
+            >>> t.lod()
+            [[0, 1, 4]]
+        """
         return [list(l) for l in self._lod]
 
     def set_lod(self, lod: Any) -> None:
-        """Set the offsets (any nested sequence of ints, numpy arrays included)."""
+        """Set the offsets (any nested sequence of ints, numpy arrays included).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.ones((5, 1), "float32"), fluid.CPUPlace())
+            >>> t.set_lod([[0, 2, 5]])                           # offsets
+            >>> t.recursive_sequence_lengths()
+            [[2, 3]]
+        """
         self._lod = [[int(v) for v in level] for level in _levels(lod, "lod")]
 
     def recursive_sequence_lengths(self) -> List[List[int]]:
-        """The sequence lengths of each level, e.g. ``[[2, 3]]``."""
+        """The sequence lengths of each level, e.g. ``[[2, 3]]``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.create_lod_tensor(np.ones((4, 3), "float32"), [[1, 3]], fluid.CPUPlace())
+            >>> t.recursive_sequence_lengths()
+            [[1, 3]]
+        """
         return [[b - a for a, b in zip(level[:-1], level[1:])] for level in self._lod]
 
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths: Any) -> None:
-        """Set the LoD from sequence lengths (lists, tuples or numpy arrays, nested)."""
+        """Set the LoD from sequence lengths (lists, tuples or numpy arrays, nested).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.arange(6, dtype="float32").reshape(6, 1), fluid.CPUPlace())
+            >>> t.set_recursive_sequence_lengths([[2, 4]])       # two sequences: rows 0-1 and 2-5
+            >>> t.recursive_sequence_lengths(), t.lod()
+            ([[2, 4]], [[0, 2, 6]])
+        """
         lod = []
         for level in _levels(recursive_sequence_lengths, "recursive_sequence_lengths"):
             offsets = [0]
@@ -113,7 +232,17 @@ class LoDTensor:
 
     def has_valid_recursive_sequence_lengths(self) -> bool:
         """Offsets start at 0 and never decrease, each level's last offset is the number of
-        sequences of the next level, and the last level covers exactly the rows."""
+        sequences of the next level, and the last level covers exactly the rows.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.ones((4, 1), "float32"), fluid.CPUPlace())
+            >>> t.set_recursive_sequence_lengths([[1, 2]])       # covers 3 rows, the tensor has 4
+            >>> t.has_valid_recursive_sequence_lengths()
+            False
+        """
         if not self._lod:
             return True
         n = self._array.shape[0] if self._array is not None and self._array.ndim else 0
@@ -249,6 +378,20 @@ _global_scope = Scope()
 
 
 def global_scope() -> Scope:
+    """The process-wide Scope that ``Executor.run`` reads and writes unless given ``scope=``
+    (``scope_guard`` replaces it inside a with-block).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([2], "float32", name="gs_w",
+        ...         default_initializer=fluid.initializer.Constant(3.0))
+        >>> _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+        >>> np.array(fluid.global_scope().find_var("gs_w").get_tensor())
+        array([3., 3.], dtype=float32)
+    """
     return _global_scope
 
 
@@ -260,7 +403,24 @@ def _switch_scope(scope: Scope) -> Scope:
 
 @contextlib.contextmanager
 def scope_guard(scope: Scope) -> Iterator[None]:
-    """Make ``scope`` the global scope inside the with-block."""
+    """Make ``scope`` the global scope inside the with-block.
+
+    Args:
+        scope (Scope): the scope ``Executor.run`` uses by default inside the block.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([2], "float32", name="sg_w",
+        ...         default_initializer=fluid.initializer.Constant(1.0))
+        >>> scope = fluid.Scope()
+        >>> with fluid.scope_guard(scope):
+        ...     _ = fluid.Executor(fluid.CPUPlace()).run(startup)
+        >>> scope.find_var("sg_w") is not None, fluid.global_scope().find_var("sg_w") is None
+        (True, True)
+    """
     prev = _switch_scope(scope)
     try:
         yield

@@ -28,7 +28,21 @@ def _restore_dict(d: Dict[str, Any], items: List[Any]) -> None:
 
 # -- Variable ---------------------------------------------------------------------------------
 class Variable:
-    """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim)."""
+    """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = (x + 1.0) * 2.0               # operators append elementwise ops
+        >>> x.name, x.shape, y.dtype == fluid.core.VarDesc.VarType.FP32
+        ('x', (-1, 3), True)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.zeros((1, 3), "float32")},
+        ...                                      fetch_list=[y])[0]
+        array([[2., 2., 2.]], dtype=float32)
+    """
 
     op: Optional["Operator"]        # the op that last wrote this variable (None: not written)
 
@@ -130,6 +144,18 @@ class Variable:
         return "var"
 
     def to_string(self, throw_on_error: bool = False, with_details: bool = False) -> str:
+        """One line describing the variable: name, type, shape and dtype (with ``with_details``:
+        ``stop_gradient`` and the error clip too).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main = fluid.Program()
+            >>> with fluid.program_guard(main):
+            ...     x = fluid.data("x", [-1, 2])
+            >>> print(x.to_string(throw_on_error=True))
+            var x : fluid.VarType.LOD_TENSOR.shape(-1, 2).astype(VarType.FP32)
+        """
         head = "persist " if self._persistable else ""
         if self.type not in (VarType.LOD_TENSOR, VarType.SELECTED_ROWS):
             line = f"{head}{self._kind()} {self._name} : fluid.VarType.{self.type.name})"
@@ -151,21 +177,112 @@ class Variable:
             f"exe.run(program, fetch_list=[{self.name!r}]).")
 
     def numpy(self) -> Any:
+        """The value of a dygraph tensor as a NumPy array.
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     t = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+            ...     print(t.numpy())
+            [1. 2.]
+        """
         return self._dygraph_only("numpy")
 
     def backward(self, backward_strategy: Any = None) -> Any:
+        """Backpropagate from this dygraph tensor (a loss), accumulating gradients into every
+        tensor it depends on that has ``stop_gradient=False``.
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0, 3.0], "float32"))
+            ...     x.stop_gradient = False
+            ...     loss = fluid.layers.reduce_sum(x * x)
+            ...     loss.backward()
+            ...     print(x.gradient())
+            [2. 4. 6.]
+        """
         return self._dygraph_only("backward")
 
     def gradient(self) -> Any:
+        """The accumulated gradient of a dygraph tensor as a NumPy array (None before
+        ``backward``).
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     x = fluid.dygraph.to_variable(np.array([3.0], "float32"))
+            ...     x.stop_gradient = False
+            ...     (x * x).backward()
+            ...     print(x.gradient())
+            [6.]
+        """
         return self._dygraph_only("gradient")
 
     def clear_gradient(self) -> Any:
+        """Drop this dygraph tensor's accumulated gradient.
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     x = fluid.dygraph.to_variable(np.array([3.0], "float32"))
+            ...     x.stop_gradient = False
+            ...     (x * x).backward()
+            ...     x.clear_gradient()
+            ...     print(x.gradient())
+            None
+        """
         return self._dygraph_only("clear_gradient")
 
     def detach(self) -> Any:
+        """A dygraph tensor sharing this value with no autograd history (``stop_gradient=True``).
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     x = fluid.dygraph.to_variable(np.array([3.0], "float32"))
+            ...     x.stop_gradient = False
+            ...     y = (x * 2).detach()
+            ...     print(y.stop_gradient, y.numpy())
+            True [6.]
+        """
         return self._dygraph_only("detach")
 
     def set_value(self, value: Any) -> Any:
+        """Replace a dygraph tensor's value with ``value`` (same shape).
+
+        Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
+        run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 1)
+            ...     fc.weight.set_value(np.array([[1.0], [2.0]], "float32"))
+            ...     print(fc.weight.numpy().ravel())
+            [1. 2.]
+        """
         return self._dygraph_only("set_value")
 
     def __str__(self) -> str:

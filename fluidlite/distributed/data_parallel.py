@@ -158,11 +158,30 @@ def insert_allreduce(program: Program, params_grads: Pairs, nranks: int, nrings:
     live = [(p, g) for p, g in params_grads if g is not None]
     if not live:
         return params_grads
+    # sparse (SELECTED_ROWS) gradients: their rows and values gathered from every rank by a
+    # blocking c_allreduce_sum of their own (ops/collective.py), never packed into a bucket
+    sparse = [(p, g) for p, g in live if g.type == VarType.SELECTED_ROWS]
+    if sparse:
+        live = [(p, g) for p, g in live if g.type != VarType.SELECTED_ROWS]
+        before = len(block.ops)
+        if live:
+            insert_allreduce(program, live, nranks, nrings, index, bucket_bytes, overlap)
+        at = None if index is None else index + len(block.ops) - before
+        _insert_blocking(program, sparse, nranks, nrings, at, 0)
+        return params_grads
     if overlap is None:
         overlap = OVERLAP
     if overlap:
         _insert_overlapped(program, live, nranks, nrings, index, bucket_bytes)
         return params_grads
+    _insert_blocking(program, live, nranks, nrings, index, bucket_bytes)
+    return params_grads
+
+
+def _insert_blocking(program: Program, live: Pairs, nranks: int, nrings: int,
+                     index: Optional[int], bucket_bytes: int) -> None:
+    """Blocking mode of ``insert_allreduce`` (see there)."""
+    block = program.global_block()
     pos = [len(block.ops) if index is None else index]
 
     def put(type_: str, inputs: Any, outputs: Any, attrs: Any) -> None:
@@ -185,7 +204,6 @@ def insert_allreduce(program: Program, params_grads: Pairs, nranks: int, nrings:
         grads = [g for _, g in live]
         for ring in range(nrings):
             put("c_sync_comm_stream", {"X": grads}, {"Out": grads}, {"ring_id": ring})
-    return params_grads
 
 
 def _pack(block: Any, bucket: Pairs, put: Any) -> Variable:

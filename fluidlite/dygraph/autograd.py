@@ -956,7 +956,25 @@ install_backward(run_backward)          # VarBase.backward runs it (tensor.py)
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False) -> None:
     """``fluidlite.autograd.backward``: ``tensors[i].backward`` with ``grad_tensors[i]`` for all
-    of them in one pass (gradients accumulate into the leaves)."""
+    of them in one pass (gradients accumulate into the leaves).
+
+    Args:
+        tensors (VarBase | list): the tensors to backpropagate from.
+        grad_tensors (VarBase | list | None): their upstream gradients (default: ones).
+        retain_graph (bool, default False): keep the graph for another backward.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import fluidlite.autograd as autograd
+        >>> with fluid.dygraph.guard():
+        ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+        ...     x.stop_gradient = False
+        ...     a, b = fluid.layers.reduce_sum(x * 3), fluid.layers.reduce_sum(x * x)
+        ...     autograd.backward([a, b])            # gradients of a and b accumulate into x
+        ...     print(x.gradient())
+        [5. 7.]
+    """
     run_backward(_as_list(tensors), None if grad_tensors is None else _as_list(grad_tensors),
                  retain_graph)
 
@@ -968,7 +986,33 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Opti
     list of tensors, one per input), without touching any tensor's ``gradient()``.
     ``grad_outputs``: the outputs' gradients (None: ones, for scalars). ``create_graph``: the
     results are recorded (differentiable, for higher orders); ``retain_graph`` defaults to it.
-    ``allow_unused=False`` raises for an input the outputs do not depend on (else None)."""
+    ``allow_unused=False`` raises for an input the outputs do not depend on (else None).
+
+    Args:
+        outputs (VarBase | list): the tensors to differentiate.
+        inputs (VarBase | list): with respect to what.
+        grad_outputs (VarBase | list | None): upstream gradients (default: ones).
+        retain_graph (bool | None): keep the graph for another backward (default:
+            ``create_graph``).
+        create_graph (bool, default False): record the gradient computation (higher order).
+        only_inputs (bool, default True): fluid's argument (only True is meaningful).
+        allow_unused (bool, default False): return None for an input that does not influence
+            the outputs instead of raising.
+        no_grad_vars (VarBase | list | None): tensors treated as constants.
+    Returns:
+        list: one gradient (or None) per input.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+        ...     x.stop_gradient = False
+        ...     y = fluid.layers.reduce_sum(x * x)
+        ...     dx, = fluid.dygraph.grad(y, x)
+        ...     print(dx.numpy())                    # d(sum x^2)/dx = 2x
+        [2. 4.]
+    """
     if not only_inputs:
         raise ValueError("grad: only_inputs=False is not supported by fluid 1.8 either "
                          "(only the inputs' gradients are computed)")

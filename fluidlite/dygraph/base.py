@@ -32,7 +32,20 @@ def guard(place: Any = None) -> Iterator[None]:
     ``fluid.default_main_program().random_seed`` (or ``fluidlite.seed(n)``) when set, so two runs
     give the same numbers bit for bit. Parameter and temporary names restart (``linear_0``)
     inside each guard, as fluid 1.8's guard does with a fresh unique-name generator, and the
-    default programs are fresh ones (set ``random_seed`` on them inside the guard)."""
+    default programs are fresh ones (set ``random_seed`` on them inside the guard).
+
+    Args:
+        place (Place | None): accepted for fluid's signature (everything runs on the CPU).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     x = fluid.dygraph.to_variable(np.array([1.0, 2.0], "float32"))
+        ...     y = fluid.layers.scale(x, scale=3.0)        # runs now
+        ...     print(y.numpy())
+        [3. 6.]
+    """
     old = _mode.tracer
     with program_guard(Program(), Program()), names.guard():
         tracer = _new_tracer()
@@ -44,13 +57,36 @@ def guard(place: Any = None) -> Iterator[None]:
 
 
 def enable_dygraph(place: Any = None) -> None:
-    """Switch to dygraph mode until ``disable_dygraph()`` (Paddle 2's ``disable_static``)."""
+    """Switch to dygraph mode until ``disable_dygraph()`` (Paddle 2's ``disable_static``).
+
+    Args:
+        place (Place | None): accepted for fluid's signature.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.enable_dygraph()
+        >>> fluid.in_dygraph_mode()
+        True
+        >>> fluid.disable_dygraph()
+        >>> fluid.in_dygraph_mode()
+        False
+    """
     if _mode.tracer is None:
         _mode.tracer = _new_tracer()
 
 
 def disable_dygraph() -> None:
-    """Back to static mode."""
+    """Back to static mode.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.enable_dygraph()
+        >>> fluid.disable_dygraph()                      # back to building programs
+        >>> fluid.in_dygraph_mode()
+        False
+    """
     _mode.tracer = None
 
 
@@ -58,7 +94,17 @@ enable_imperative, disable_imperative = enable_dygraph, disable_dygraph
 
 
 def enabled() -> bool:
-    """Whether dygraph mode is on."""
+    """Whether dygraph mode is on.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> fluid.dygraph.enabled()
+        False
+        >>> with fluid.dygraph.guard():
+        ...     print(fluid.dygraph.enabled())
+        True
+    """
     return _mode.tracer is not None
 
 
@@ -72,7 +118,19 @@ def seed(n: int) -> None:
 
 class _NoGrad:
     """``with no_grad():`` / ``@no_grad`` / ``@no_grad()``: ops run without recording autograd
-    nodes; their outputs have ``stop_gradient=True``."""
+    nodes; their outputs have ``stop_gradient=True``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     x = fluid.dygraph.to_variable(np.ones(2, "float32"))
+        ...     x.stop_gradient = False
+        ...     with fluid.dygraph.no_grad():
+        ...         y = x * 2
+        ...     print(y.stop_gradient)
+        True
+    """
 
     def __init__(self, func: Optional[Callable] = None) -> None:
         self._func = func
@@ -111,7 +169,24 @@ no_grad = _NoGrad
 def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool] = None,
                 dtype: Any = None) -> VarBase:
     """A dygraph tensor holding ``value`` (ndarray, number, list, or a tensor, returned as is),
-    with ``stop_gradient=True`` as in fluid. ``zero_copy=True`` shares the ndarray's memory."""
+    with ``stop_gradient=True`` as in fluid. ``zero_copy=True`` shares the ndarray's memory.
+
+    Args:
+        value (numpy.ndarray | number | list | tensor): the data.
+        name (str | None): the tensor's name.
+        zero_copy (bool | None): share the ndarray's memory instead of copying it.
+        dtype (str | None): convert to this dtype.
+    Returns:
+        VarBase: a dygraph tensor (``stop_gradient=True``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     t = fluid.dygraph.to_variable(np.arange(3, dtype="float32"))
+        ...     print(t.shape, t.dtype == fluid.core.VarDesc.VarType.FP32, t.numpy())
+        [3] True [0. 1. 2.]
+    """
     if isinstance(value, VarBase):
         return value
     if isinstance(value, Variable):
@@ -147,7 +222,21 @@ def to_tensor(data: Any, dtype: Any = None, place: Any = None,
 class BackwardStrategy:
     """fluid 1.7/1.8's ``fluid.dygraph.BackwardStrategy`` (``loss.backward(strategy)``).
     ``sort_sum_gradient``: fluidlite always sums a tensor's gradient contributions in a fixed
-    order (newest op first), so both settings give the same, deterministic result."""
+    order (newest op first), so both settings give the same, deterministic result.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     strategy = fluid.dygraph.BackwardStrategy()
+        ...     strategy.sort_sum_gradient = True
+        ...     x = fluid.dygraph.to_variable(np.array([2.0], "float32"))
+        ...     x.stop_gradient = False
+        ...     y = x * x + x * 3
+        ...     y.backward(strategy)
+        ...     print(x.gradient())
+        [7.]
+    """
 
     def __init__(self) -> None:
         self.sort_sum_gradient = False

@@ -28,7 +28,29 @@ def save_dygraph(state_dict: Dict[str, Any], model_path: str) -> None:
     """Write ``state_dict`` to ``model_path + '.pdparams'`` when it holds parameters (a
     ``Layer.state_dict()``), else to ``model_path + '.pdopt'`` (an optimizer's
     ``state_dict()``), as fluid 1.8 decides. The file also maps structured names to parameter
-    names (``StructuredToParameterName@@``, as Paddle writes it)."""
+    names (``StructuredToParameterName@@``, as Paddle writes it).
+
+    Args:
+        state_dict (dict): a layer's ``state_dict()`` (writes ``model_path.pdparams``) or an
+            optimizer's (``.pdopt``).
+        model_path (str): the path prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "linear")
+        >>> with fluid.dygraph.guard():
+        ...     fc = fluid.dygraph.Linear(2, 2)
+        ...     fluid.dygraph.save_dygraph(fc.state_dict(), path)
+        ...     params, opt_state = fluid.dygraph.load_dygraph(path)
+        ...     fc2 = fluid.dygraph.Linear(2, 2)
+        ...     fc2.set_dict(params)
+        ...     print(sorted(os.path.basename(f) for f in os.listdir(os.path.dirname(path))
+        ...                  if not f.startswith(".")),
+        ...           np.array_equal(fc.weight.numpy(), fc2.weight.numpy()), opt_state)
+        ['linear.pdparams'] True None
+    """
     base = os.path.basename(os.fspath(model_path))
     if base == "":
         raise ValueError("The input model_path MUST be format of dirname/filename [dirname\\"
@@ -53,7 +75,28 @@ def load_dygraph(model_path: str, keep_name_table: bool = False
                  ) -> Tuple[Optional[Dict[str, np.ndarray]], Optional[Dict[str, np.ndarray]]]:
     """``(param_dict, opt_dict)`` from ``model_path.pdparams`` / ``.pdopt`` (None for a missing
     file; ``FileNotFoundError`` when neither exists). Values are numpy arrays, ready for
-    ``Layer.set_dict`` / ``Optimizer.set_dict``."""
+    ``Layer.set_dict`` / ``Optimizer.set_dict``.
+
+    Args:
+        model_path (str): the prefix ``save_dygraph`` used.
+        keep_name_table (bool, default False): keep the parameter name table in the result.
+    Returns:
+        tuple: ``(parameters, optimizer_state)``, each a dict of arrays or None when its file
+        does not exist.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "model")
+        >>> with fluid.dygraph.guard():
+        ...     fc = fluid.dygraph.Linear(2, 2)
+        ...     opt = fluid.optimizer.Adam(0.1, parameter_list=fc.parameters())
+        ...     fluid.dygraph.save_dygraph(fc.state_dict(), path)
+        ...     params, _ = fluid.dygraph.load_dygraph(path)
+        ...     print(sorted(params) == sorted(fc.state_dict()))
+        True
+    """
     directory, base = _io._split_prefix(os.fspath(model_path))
     params = opt = None
     with _io._reader_if_dir(directory) as reader:

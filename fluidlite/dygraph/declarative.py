@@ -563,7 +563,22 @@ def _run(entry: _Entry, feed: Dict[str, np.ndarray], fetch: List[Any]) -> List[A
 class ProgramTranslator:
     """The singleton switching ``@declarative`` functions between static (traced program,
     default) and eager execution, and giving access to their programs (fluid 1.8's
-    ``fluid.dygraph.ProgramTranslator``; see the module docstring)."""
+    ``fluid.dygraph.ProgramTranslator``; see the module docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> @fluid.dygraph.declarative
+        ... def absolute(x):
+        ...     if fluid.layers.reduce_sum(x) < 0:
+        ...         x = -x
+        ...     return x
+        >>> translator = fluid.dygraph.ProgramTranslator()
+        >>> code = translator.get_code(absolute)          # the converted source, as text
+        >>> with fluid.dygraph.guard():
+        ...     print(absolute(fluid.dygraph.to_variable(np.array([-2.0], "float32"))).numpy())
+        [2.]
+    """
 
     _instance: Optional["ProgramTranslator"] = None
 
@@ -895,7 +910,20 @@ def _as_list(x: Any) -> List[Any]:
 def declarative(function: Optional[Callable] = None) -> Any:
     """``@fluid.dygraph.declarative`` (also ``@declarative()``): run ``function`` (or a
     ``Layer.forward``) as a traced static program in dygraph mode (see the module
-    docstring)."""
+    docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> @fluid.dygraph.declarative
+        ... def relu_sum(x):
+        ...     if fluid.layers.reduce_sum(x) > 0:        # becomes fluid.layers.cond
+        ...         return fluid.layers.relu(x)
+        ...     return x * -1
+        >>> with fluid.dygraph.guard():
+        ...     print(relu_sum(fluid.dygraph.to_variable(np.array([1.0, -0.5], "float32"))).numpy())
+        [1. 0.]
+    """
     if function is None:
         return declarative
     if not callable(function):

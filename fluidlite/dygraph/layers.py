@@ -37,7 +37,24 @@ class _HookHandle:
 class Layer:
     """Base class of dygraph layers: holds parameters, sublayers and buffers, builds its
     parameters with ``create_parameter`` (named ``<full_name>.w_N`` / ``.b_N``) and runs
-    ``forward`` on ``__call__`` (with forward pre/post hooks)."""
+    ``forward`` on ``__call__`` (with forward pre/post hooks).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> class MLP(fluid.dygraph.Layer):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.hidden = fluid.dygraph.Linear(4, 8, act="relu")
+        ...         self.out = fluid.dygraph.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         return self.out(self.hidden(x))
+        >>> with fluid.dygraph.guard():
+        ...     net = MLP()
+        ...     y = net(fluid.dygraph.to_variable(np.ones((3, 4), "float32")))
+        ...     print(y.shape, len(net.parameters()))
+        [3, 2] 4
+    """
 
     def __init__(self, name_scope: Optional[str] = None, dtype: Any = "float32") -> None:
         self.training = True
@@ -57,38 +74,115 @@ class Layer:
 
     # -- modes and names --------------------------------------------------------------------
     def train(self) -> "Layer":
-        """Training mode for this layer and its sublayers (dropout drops, batch norm updates)."""
+        """Training mode for this layer and its sublayers (dropout drops, batch norm updates).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Dropout(p=0.5)
+            ...     _ = net.eval()
+            ...     _ = net.train()
+            ...     print(net.training)
+            True
+        """
         for layer in self.sublayers(include_sublayers=True) + [self]:
             layer.training = True
         return self
 
     def eval(self) -> "Layer":
-        """Inference mode for this layer and its sublayers."""
+        """Inference mode for this layer and its sublayers.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Sequential(fluid.dygraph.Linear(2, 2), fluid.dygraph.Dropout(p=0.5))
+            ...     _ = net.eval()                  # dropout scales instead of dropping
+            ...     print(net.training)
+            False
+        """
         for layer in self.sublayers(include_sublayers=True) + [self]:
             layer.training = False
         return self
 
     def full_name(self) -> str:
-        """The layer's unique name (``linear_0``), the prefix of its parameters' names."""
+        """The layer's unique name (``linear_0``), the prefix of its parameters' names.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 2)
+            ...     print(fc.full_name().startswith("linear"))
+            True
+        """
         return self._full_name
 
     # -- parameters -------------------------------------------------------------------------
     def create_parameter(self, shape: Sequence[int], attr: Any = None, dtype: Any = "float32",
                          is_bias: bool = False, default_initializer: Any = None) -> ParamBase:
         """A new parameter named ``<full_name>.w_N`` (``.b_N`` for biases) unless ``attr``
-        names it, initialised now (``attr``/``default_initializer``, else Xavier / zero)."""
+        names it, initialised now (``attr``/``default_initializer``, else Xavier / zero).
+
+        Args:
+            shape (list of int): the shape.
+            attr (ParamAttr | str | None): name, initializer, regularizer, learning rate.
+            dtype (str, default "float32"): the dtype.
+            is_bias (bool, default False): a bias (zeros by default).
+            default_initializer (Initializer | None): used when ``attr`` names none.
+        Returns:
+            Parameter: the new parameter (not yet registered: assign it to an attribute).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Layer()
+            ...     w = net.create_parameter([2, 2], dtype="float32",
+            ...                              default_initializer=fluid.initializer.Constant(0.5))
+            ...     print(w.shape, w.numpy()[0])
+            [2, 2] [0.5 0.5]
+        """
         if isinstance(attr, ParamAttr) and attr.name == "":
             attr.name = None
         return self._helper.create_parameter(attr, shape, dtype, is_bias, default_initializer)
 
     def create_variable(self, name: Optional[str] = None, persistable: Optional[bool] = None,
                         dtype: Any = None, type: Any = None) -> VarBase:
-        """An empty tensor named ``<full_name>.<name>`` (or ``<full_name>.tmp_N``)."""
+        """An empty tensor named ``<full_name>.<name>`` (or ``<full_name>.tmp_N``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Layer()
+            ...     v = net.create_variable(dtype="float32", persistable=False)
+            ...     print(v.dtype == fluid.core.VarDesc.VarType.FP32)
+            True
+        """
         name = f"{self._full_name}.{name}" if name else names.generate(self._full_name + ".tmp")
         return VarBase(None, name=name, persistable=bool(persistable), dtype=dtype)
 
     def add_parameter(self, name: str, parameter: Optional[ParamBase]) -> Optional[ParamBase]:
-        """Register ``parameter`` under ``name`` (listed by ``parameters()``/``state_dict``)."""
+        """Register ``parameter`` under ``name`` (listed by ``parameters()``/``state_dict``).
+
+        Args:
+            name (str): the attribute name.
+            parameter (Parameter | None): the parameter.
+        Returns:
+            Parameter | None: ``parameter``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Layer()
+            ...     w = net.create_parameter([3], dtype="float32")
+            ...     _ = net.add_parameter("scale", w)
+            ...     print([name for name, _ in net.named_parameters()])
+            ['scale']
+        """
         if "." in name:
             raise KeyError(f"add_parameter: the name {name!r} must not contain '.'")
         if parameter is not None and not isinstance(parameter, ParamBase):
@@ -98,7 +192,23 @@ class Layer:
         return parameter
 
     def add_sublayer(self, name: str, sublayer: "Layer") -> "Layer":
-        """Register ``sublayer`` under ``name``."""
+        """Register ``sublayer`` under ``name``.
+
+        Args:
+            name (str): the attribute name.
+            sublayer (Layer): the layer.
+        Returns:
+            Layer: ``sublayer``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Layer()
+            ...     fc = net.add_sublayer("fc", fluid.dygraph.Linear(2, 2))
+            ...     print(net.fc is fc, len(net.parameters()))
+            True 2
+        """
         if not isinstance(sublayer, Layer):
             raise TypeError(f"add_sublayer: {name!r} must be a Layer, but received "
                             f"{type(sublayer).__name__}")
@@ -111,11 +221,42 @@ class Layer:
         self._buffers[name] = variable
 
     def parameters(self, include_sublayers: bool = True) -> List[ParamBase]:
-        """Every parameter of this layer (and its sublayers), each once, in creation order."""
+        """Every parameter of this layer (and its sublayers), each once, in creation order.
+
+        Args:
+            include_sublayers (bool, default True): include the sublayers' parameters.
+        Returns:
+            list: the Parameters.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(3, 2)
+            ...     print([p.shape for p in fc.parameters()])
+            [[3, 2], [2]]
+        """
         return [p for _, p in self.named_parameters(include_sublayers=include_sublayers)]
 
     def named_parameters(self, prefix: str = "", include_sublayers: bool = True
                          ) -> Iterator[Tuple[str, ParamBase]]:
+        """``(name, parameter)`` for this layer's parameters and its sublayers', with dotted
+        names (the keys ``state_dict`` uses).
+
+        Args:
+            prefix (str, default ""): prefix of the names.
+            include_sublayers (bool, default True): include the sublayers' parameters.
+        Returns:
+            iterator: ``(name, parameter)`` pairs.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Sequential(fluid.dygraph.Linear(2, 3))
+            ...     print([(name, p.shape) for name, p in net.named_parameters()])
+            [('0.weight', [2, 3]), ('0.bias', [3])]
+        """
         seen = set()
         layers = [(prefix, self)]
         if include_sublayers:
@@ -128,11 +269,44 @@ class Layer:
                 yield (lp + "." + key if lp else key), p
 
     def sublayers(self, include_sublayers: bool = True) -> List["Layer"]:
+        """Every sublayer, depth first (``include_sublayers=False``: direct children only).
+
+        Args:
+            include_sublayers (bool, default True): all descendants (else the direct children).
+        Returns:
+            list: the layers.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Sequential(fluid.dygraph.Linear(2, 3), fluid.dygraph.Linear(3, 1))
+            ...     print([type(layer).__name__ for layer in net.sublayers()])
+            ['Linear', 'Linear']
+        """
         return [layer for _, layer in self.named_sublayers(include_sublayers=include_sublayers)]
 
     def named_sublayers(self, prefix: str = "", include_sublayers: bool = True,
                         include_self: bool = False, layers_set: Optional[set] = None
                         ) -> Iterator[Tuple[str, "Layer"]]:
+        """``(name, layer)`` for every sublayer, depth first, with dotted names.
+
+        Args:
+            prefix (str, default ""): prefix of the names.
+            include_sublayers (bool, default True): all descendants (else the direct children).
+            include_self (bool, default False): start with ``("", self)``.
+            layers_set (set | None): layers already listed (skipped).
+        Returns:
+            iterator: ``(name, layer)`` pairs.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     net = fluid.dygraph.Sequential(fluid.dygraph.Linear(2, 3), fluid.dygraph.Linear(3, 1))
+            ...     print([name for name, _ in net.named_sublayers()])
+            ['0', '1']
+        """
         if layers_set is None:
             layers_set = set()
         if include_self and self not in layers_set:
@@ -152,7 +326,18 @@ class Layer:
         return iter(self._sub_layers.values())
 
     def clear_gradients(self) -> None:
-        """``clear_gradient()`` on every parameter."""
+        """``clear_gradient()`` on every parameter.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 1)
+            ...     fluid.layers.mean(fc(fluid.dygraph.to_variable(np.ones((1, 2), "float32")))).backward()
+            ...     fc.clear_gradients()
+            ...     print(fc.weight.gradient())
+            None
+        """
         for p in self.parameters():
             p.clear_gradient()
 
@@ -161,7 +346,23 @@ class Layer:
                    include_sublayers: bool = True, structured_name_prefix: str = ""
                    ) -> "collections.OrderedDict[str, VarBase]":
         """``{structured name: tensor}`` of the parameters and persistable buffers
-        (``fc1.weight``); ``save_dygraph`` writes it to ``.pdparams``."""
+        (``fc1.weight``); ``save_dygraph`` writes it to ``.pdparams``.
+
+        Args:
+            destination (dict | None): fill this dict instead of a new one.
+            include_sublayers (bool, default True): include the sublayers' parameters and buffers.
+            structured_name_prefix (str, default ""): prefix of the keys.
+        Returns:
+            OrderedDict: ``{structured name: tensor}`` (what ``save_dygraph`` writes).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(3, 2)
+            ...     print(sorted((k, v.shape) for k, v in fc.state_dict().items()))
+            [('bias', [2]), ('weight', [3, 2])]
+        """
         out = collections.OrderedDict() if destination is None else destination
         for key, p in self._parameters.items():
             if p is not None:
@@ -179,7 +380,23 @@ class Layer:
                  use_structured_name: bool = True) -> None:
         """Load values saved by ``state_dict`` (keys: structured names, or the parameters' own
         names with ``use_structured_name=False``). A missing key or a shape mismatch raises
-        before anything is written."""
+        before anything is written.
+
+        Args:
+            stat_dict (dict): ``{name: array or tensor}``, e.g. from ``load_dygraph``.
+            include_sublayers (bool, default True): load the sublayers' entries too.
+            use_structured_name (bool, default True): keys are structured names (else parameter
+                names).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     a, b = fluid.dygraph.Linear(2, 2), fluid.dygraph.Linear(2, 2)
+            ...     b.load_dict(a.state_dict())
+            ...     print(np.array_equal(a.weight.numpy(), b.weight.numpy()))
+            True
+        """
         own = self.state_dict(include_sublayers=include_sublayers)
         plan = []
         for key, t in own.items():
@@ -202,14 +419,52 @@ class Layer:
     # -- hooks and calling ------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable) -> _HookHandle:
         """``hook(layer, inputs)`` runs before ``forward``; a non-None result replaces the
-        inputs."""
+        inputs.
+
+        Args:
+            hook (callable): ``hook(layer, inputs)``; a non-None result replaces the inputs.
+        Returns:
+            handle: ``handle.remove()`` unregisters the hook.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 2)
+            ...     seen = []
+            ...     handle = fc.register_forward_pre_hook(lambda layer, inputs: seen.append(inputs[0].shape))
+            ...     _ = fc(fluid.dygraph.to_variable(np.ones((3, 2), "float32")))
+            ...     handle.remove()
+            ...     print(seen)
+            [[3, 2]]
+        """
         self._hook_id += 1
         self._forward_pre_hooks[self._hook_id] = hook
         return _HookHandle(self._forward_pre_hooks, self._hook_id)
 
     def register_forward_post_hook(self, hook: Callable) -> _HookHandle:
         """``hook(layer, inputs, outputs)`` runs after ``forward``; a non-None result replaces
-        the outputs."""
+        the outputs.
+
+        Args:
+            hook (callable): ``hook(layer, inputs, output)``; a non-None result replaces the output.
+        Returns:
+            handle: ``handle.remove()`` unregisters the hook.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 2)
+            ...     def double(layer, inputs, output):
+            ...         return output * 2
+            ...     handle = fc.register_forward_post_hook(double)
+            ...     x = fluid.dygraph.to_variable(np.ones((1, 2), "float32"))
+            ...     hooked = fc(x).numpy()
+            ...     handle.remove()
+            ...     print(np.allclose(hooked, 2 * fc(x).numpy()))
+            True
+        """
         self._hook_id += 1
         self._forward_post_hooks[self._hook_id] = hook
         return _HookHandle(self._forward_post_hooks, self._hook_id)
@@ -229,6 +484,19 @@ class Layer:
         return outputs
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """The layer's computation; subclasses override it, and calling the layer runs it (with
+        the forward pre/post hooks around it).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     class Double(fluid.dygraph.Layer):
+            ...         def forward(self, x):                 # what calling the layer runs
+            ...             return x * 2
+            ...     print(Double()(fluid.dygraph.to_variable(np.array([1.5], "float32"))).numpy())
+            [3.]
+        """
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     # -- attribute registration -------------------------------------------------------------
@@ -277,7 +545,21 @@ class Layer:
 
 class Sequential(Layer):
     """Calls its sublayers in order: ``Sequential(Linear(4, 8), ReLU())`` or with
-    ``(name, layer)`` pairs."""
+    ``(name, layer)`` pairs.
+
+    Args:
+        layers (Layer | tuple): the layers to call in order, or ``(name, layer)`` pairs.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     net = fluid.dygraph.Sequential(fluid.dygraph.Linear(4, 8, act="relu"),
+        ...                                    fluid.dygraph.Linear(8, 2))
+        ...     print(net(fluid.dygraph.to_variable(np.ones((3, 4), "float32"))).shape,
+        ...           len(net.parameters()))
+        [3, 2] 4
+    """
 
     def __init__(self, *layers: Any) -> None:
         super().__init__()
@@ -301,7 +583,22 @@ class Sequential(Layer):
 
 
 class LayerList(Layer):
-    """A list of sublayers (registered, so their parameters are listed)."""
+    """A list of sublayers (registered, so their parameters are listed).
+
+    Args:
+        sublayers (list of Layer | None): the layers, registered as ``"0"``, ``"1"``, ...
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     layers = fluid.dygraph.LayerList([fluid.dygraph.Linear(4, 4) for _ in range(3)])
+        ...     x = fluid.dygraph.to_variable(np.ones((1, 4), "float32"))
+        ...     for layer in layers:
+        ...         x = layer(x)
+        ...     print(len(layers), x.shape, len(layers.parameters()))
+        3 [1, 4] 6
+    """
 
     def __init__(self, sublayers: Optional[Sequence[Layer]] = None) -> None:
         super().__init__()
@@ -331,7 +628,24 @@ class LayerList(Layer):
 
 
 class ParameterList(Layer):
-    """A list of parameters (registered, so ``parameters()`` lists them)."""
+    """A list of parameters (registered, so ``parameters()`` lists them).
+
+    Args:
+        parameters (list of Parameter | None): the parameters, registered as ``"0"``, ``"1"``,
+            ...
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     class Net(fluid.dygraph.Layer):
+        ...         def __init__(self):
+        ...             super().__init__()
+        ...             self.ws = fluid.dygraph.ParameterList(
+        ...                 [self.create_parameter([2, 2], dtype="float32") for _ in range(3)])
+        ...     print(len(Net().parameters()))
+        3
+    """
 
     def __init__(self, parameters: Optional[Sequence[ParamBase]] = None) -> None:
         super().__init__()

@@ -54,6 +54,13 @@ class LearningRateDecay:
 class PiecewiseDecay(LearningRateDecay):
     """``values[i]`` while ``step_num < boundaries[i]``, then ``values[-1]``.
 
+    Args:
+        boundaries (list of int): the steps where the rate changes.
+        values (list of float): one more value than boundaries.
+        begin (int): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -94,6 +101,15 @@ class _Div(LearningRateDecay):
 class NaturalExpDecay(_Div):
     """``lr * exp(-decay_rate * div)``.
 
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the exponent's factor.
+        staircase (bool, default False): decay in whole periods.
+        begin (int, default 0): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -109,6 +125,15 @@ class NaturalExpDecay(_Div):
 
 class ExponentialDecay(_Div):
     """``lr * decay_rate ** div``.
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the factor per period.
+        staircase (bool, default False): decay in whole periods.
+        begin (int, default 0): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
 
     Example:
         >>> import numpy as np
@@ -126,6 +151,15 @@ class ExponentialDecay(_Div):
 class InverseTimeDecay(_Div):
     """``lr / (1 + decay_rate * div)``.
 
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps per decay period.
+        decay_rate (float): the factor.
+        staircase (bool, default False): decay in whole periods.
+        begin (int, default 0): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -141,6 +175,16 @@ class InverseTimeDecay(_Div):
 
 class PolynomialDecay(LearningRateDecay):
     """``(lr - end_lr) * (1 - step/decay_steps) ** power + end_lr`` (``cycle``: restart).
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int): steps to reach ``end_learning_rate``.
+        end_learning_rate (float, default 1e-4): the final rate.
+        power (float, default 1.0): the polynomial's power.
+        cycle (bool, default False): restart after ``decay_steps``.
+        begin (int, default 0): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
 
     Example:
         >>> import numpy as np
@@ -172,6 +216,14 @@ class PolynomialDecay(LearningRateDecay):
 class CosineDecay(LearningRateDecay):
     """``lr * 0.5 * (cos(floor(step / step_each_epoch) * pi / epochs) + 1)``.
 
+    Args:
+        learning_rate (float): the initial rate.
+        step_each_epoch (int): steps per epoch.
+        epochs (int): the number of epochs.
+        begin (int, default 0): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -194,6 +246,14 @@ class CosineDecay(LearningRateDecay):
 
 class NoamDecay(LearningRateDecay):
     """``lr * d_model ** -0.5 * min(step ** -0.5, warmup_steps ** -1.5 * step)``.
+
+    Args:
+        d_model (int): the model width.
+        warmup_steps (int): the warm-up length.
+        begin (int, default 1): the step count at construction.
+        step (int, default 1): the increment per ``minimize``.
+        dtype (str, default "float32"): the rate's dtype.
+        learning_rate (float, default 1.0): a factor.
 
     Example:
         >>> import numpy as np

@@ -64,7 +64,26 @@ _MUL_ATTRS = {"x_num_col_dims": 1, "y_num_col_dims": 1}     # (never changed by 
 class Linear(_Op):
     """``act(input @ W + b)``, ``W: [input_dim, output_dim]`` (``linear_N.w_0``, Xavier),
     ``b: [output_dim]`` (``linear_N.b_0``, zeros; ``bias_attr=False``: none). The input may have
-    any rank >= 2 (the last dim is contracted, as fluid's ``matmul``)."""
+    any rank >= 2 (the last dim is contracted, as fluid's ``matmul``).
+
+    Args:
+        input_dim (int): the input's last dim.
+        output_dim (int): the output's last dim.
+        param_attr (ParamAttr | str | None): the weight's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: no bias.
+        act (str | None): activation applied to the result.
+        dtype (str, default "float32"): the parameters' dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     fc = fluid.dygraph.Linear(3, 2, param_attr=fluid.ParamAttr(
+        ...         initializer=fluid.initializer.Constant(1.0)))
+        ...     y = fc(fluid.dygraph.to_variable(np.array([[1, 2, 3]], "float32")))
+        ...     print(y.numpy())                      # bias starts at 0
+        [[6. 6.]]
+    """
 
     def __init__(self, input_dim: int, output_dim: int, param_attr: Any = None,
                  bias_attr: Any = None, act: Any = None, dtype: Any = "float32") -> None:
@@ -89,7 +108,31 @@ class Linear(_Op):
 
 class Conv2D(_Op):
     """2-D convolution as ``fluid.layers.conv2d``: ``W: [num_filters, C/groups, kh, kw]``
-    (Normal(0, sqrt(2/(kh*kw*C)))), bias ``[num_filters]`` on axis 1, then ``act``."""
+    (Normal(0, sqrt(2/(kh*kw*C)))), bias ``[num_filters]`` on axis 1, then ``act``.
+
+    Args:
+        num_channels (int): input channels.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 2 ints): kernel height and width.
+        stride (int | tuple, default 1): window step.
+        padding (int | tuple, default 0): zero padding.
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups.
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        dtype (str, default "float32"): the parameters' dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     conv = fluid.dygraph.Conv2D(num_channels=3, num_filters=4, filter_size=3, padding=1)
+        ...     y = conv(fluid.dygraph.to_variable(np.ones((2, 3, 8, 8), "float32")))
+        ...     print(y.shape, conv.weight.shape)
+        [2, 4, 8, 8] [4, 3, 3, 3]
+    """
 
     def __init__(self, num_channels: int, num_filters: int, filter_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: Optional[int] = None,
@@ -126,7 +169,16 @@ class Conv2D(_Op):
 
 class Conv2DTranspose(_Op):
     """Transposed 2-D convolution as ``fluid.layers.conv2d_transpose``:
-    ``W: [C, num_filters/groups, kh, kw]``, bias on axis 1, then ``act``."""
+    ``W: [C, num_filters/groups, kh, kw]``, bias on axis 1, then ``act``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     conv = fluid.dygraph.Conv2DTranspose(num_channels=2, num_filters=3, filter_size=2, stride=2)
+        ...     print(conv(fluid.dygraph.to_variable(np.ones((1, 2, 4, 4), "float32"))).shape)
+        [1, 3, 8, 8]
+    """
 
     def __init__(self, num_channels: int, num_filters: int, filter_size: Any,
                  output_size: Any = None, padding: Any = 0, stride: Any = 1, dilation: Any = 1,
@@ -157,7 +209,29 @@ class Conv2DTranspose(_Op):
 
 
 class Pool2D(Layer):
-    """``fluid.layers.pool2d`` with the constructor's arguments."""
+    """``fluid.layers.pool2d`` with the constructor's arguments.
+
+    Args:
+        pool_size (int | tuple, default -1): window size.
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        pool_stride (int | tuple, default 1): window step.
+        pool_padding (int | tuple, default 0): padding.
+        global_pooling (bool, default False): pool the whole map.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        ceil_mode (bool, default False): round the output size up.
+        exclusive (bool, default True): averages ignore padding.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     pool = fluid.dygraph.Pool2D(pool_size=2, pool_type="max", pool_stride=2)
+        ...     x = np.arange(16, dtype="float32").reshape(1, 1, 4, 4)
+        ...     print(pool(fluid.dygraph.to_variable(x)).numpy()[0, 0])
+        [[ 5.  7.]
+         [13. 15.]]
+    """
 
     def __init__(self, pool_size: Any = -1, pool_type: str = "max", pool_stride: Any = 1,
                  pool_padding: Any = 0, global_pooling: bool = False, use_cudnn: bool = True,
@@ -177,7 +251,37 @@ class BatchNorm(_Op):
     """Batch normalization as ``fluid.layers.batch_norm``: scale ``w_0`` (1), bias ``b_0`` (0),
     moving mean ``w_1`` (0) and variance ``w_2`` (1), updated in place while training
     (``running = running*momentum + batch*(1-momentum)``); ``eval()`` (or ``is_test=True`` /
-    ``use_global_stats=True``) normalizes with the moving statistics."""
+    ``use_global_stats=True``) normalizes with the moving statistics.
+
+    Args:
+        num_channels (int): input channels.
+        act (str | None): activation applied to the result.
+        is_test (bool, default False): normalize with the moving statistics (``eval()`` does
+            too).
+        momentum (float, default 0.9): the moving averages' decay.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        dtype (str, default "float32"): the parameters' dtype.
+        data_layout (str, default "NCHW"): the layout.
+        in_place (bool, default False): accepted (the output is a fresh tensor).
+        moving_mean_name (str | None): name of the moving mean.
+        moving_variance_name (str | None): name of the moving variance.
+        do_model_average_for_mean_and_var (bool, default True): accepted for fluid's
+            signature.
+        use_global_stats (bool, default False): use the moving statistics in training too.
+        trainable_statistics (bool, default False): batch statistics in eval mode too.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     bn = fluid.dygraph.BatchNorm(num_channels=2)
+        ...     x = np.random.RandomState(0).rand(4, 2, 3, 3).astype("float32")
+        ...     y = bn(fluid.dygraph.to_variable(x)).numpy()
+        ...     print(y.shape, np.abs(y.mean(axis=(0, 2, 3))).max() < 1e-5)
+        (4, 2, 3, 3) True
+    """
 
     def __init__(self, num_channels: int, act: Any = None, is_test: bool = False,
                  momentum: float = 0.9, epsilon: float = 1e-05, param_attr: Any = None,
@@ -230,7 +334,27 @@ class BatchNorm(_Op):
 
 class LayerNorm(_Op):
     """``fluid.layers.layer_norm`` over the trailing ``normalized_shape`` dims (scale init 1,
-    shift init 0)."""
+    shift init 0).
+
+    Args:
+        normalized_shape (int | list of int): the trailing dims normalized.
+        scale (bool, default True): learn a scale.
+        shift (bool, default True): learn a bias.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        act (str | None): activation applied to the result.
+        dtype (str, default "float32"): the parameters' dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     ln = fluid.dygraph.LayerNorm(normalized_shape=[4])
+        ...     y = ln(fluid.dygraph.to_variable(np.array([[1, 2, 3, 4]], "float32"))).numpy()
+        ...     print(y.round(3))
+        [[-1.342 -0.447  0.447  1.342]]
+    """
 
     def __init__(self, normalized_shape: Any, scale: bool = True, shift: bool = True,
                  epsilon: float = 1e-05, param_attr: Any = None, bias_attr: Any = None,
@@ -266,7 +390,25 @@ class LayerNorm(_Op):
 class Embedding(_Op):
     """``W: [vocab_size, emb_dim]`` (``embedding_N.w_0``, Xavier); ``forward(ids)`` gives
     ``ids.shape + [emb_dim]`` (op ``lookup_table_v2``; ids ending in a 1-dim use fluid 1.8's
-    ``lookup_table`` and drop it). ``padding_idx`` rows are zero and get no gradient."""
+    ``lookup_table`` and drop it). ``padding_idx`` rows are zero and get no gradient.
+
+    Args:
+        size (list of 2 ints): ``[vocab_size, emb_dim]``.
+        is_sparse (bool, default False): fluid's sparse-gradient switch.
+        is_distributed (bool, default False): accepted for fluid's signature.
+        padding_idx (int | None): this id looks up zeros and gets no gradient.
+        param_attr (ParamAttr | str | None): the table's attribute.
+        dtype (str, default "float32"): the table's dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     emb = fluid.dygraph.Embedding(size=[10, 4])
+        ...     y = emb(fluid.dygraph.to_variable(np.array([[1], [5]], "int64")))
+        ...     print(y.shape)
+        [2, 4]
+    """
 
     def __init__(self, size: Sequence[int], is_sparse: bool = False,
                  is_distributed: bool = False, padding_idx: Optional[int] = None,
@@ -291,7 +433,23 @@ class Embedding(_Op):
 
 
 class Dropout(Layer):
-    """``fluid.layers.dropout`` with ``is_test = not self.training``."""
+    """``fluid.layers.dropout`` with ``is_test = not self.training``.
+
+    Args:
+        p (float, default 0.5): the drop probability.
+        seed (int | None): a fixed mask seed.
+        dropout_implementation (str, default "downgrade_in_infer"): as ``layers.dropout``.
+        is_test (bool, default False): inference mode (``eval()`` sets it too).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     drop = fluid.dygraph.Dropout(p=0.5)
+        ...     _ = drop.eval()                          # inference: scale by 1 - p
+        ...     print(drop(fluid.dygraph.to_variable(np.ones((1, 4), "float32"))).numpy())
+        [[0.5 0.5 0.5 0.5]]
+    """
 
     def __init__(self, p: float = 0.5, seed: Optional[int] = None,
                  dropout_implementation: str = "downgrade_in_infer",
@@ -311,7 +469,24 @@ class PRelu(_Op):
     starts at 0.25). Shapes as fluid 1.8: ``mode='all'`` ``[1]``, ``'channel'``
     ``[1, C, 1, 1]`` with C = ``input_shape[1]`` (fluid 1.8) or ``channel=`` (the later
     keyword), one per channel of dim 1 for any input rank, ``'element'``
-    ``[1] + input_shape[1:]`` (one per element of a sample)."""
+    ``[1] + input_shape[1:]`` (one per element of a sample).
+
+    Args:
+        mode (str): ``"all"``, ``"channel"`` or ``"element"``.
+        input_shape (list of int | None): the input's shape (``"element"`` mode).
+        param_attr (ParamAttr | str | None): the slopes' attribute (default 0.25).
+        dtype (str, default "float32"): the slopes' dtype.
+        channel (int | None): the channel count (``"channel"`` mode).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     prelu = fluid.dygraph.PRelu(mode="all", param_attr=fluid.ParamAttr(
+        ...         initializer=fluid.initializer.Constant(0.1)))
+        ...     print(prelu(fluid.dygraph.to_variable(np.array([[-2.0, 3.0]], "float32"))).numpy())
+        [[-0.2  3. ]]
+    """
 
     def __init__(self, mode: str, input_shape: Optional[Sequence[int]] = None,
                  param_attr: Any = None, dtype: Any = "float32",
@@ -356,7 +531,27 @@ class GroupNorm(_Op):
     """Group normalization of an NCHW input (op ``group_norm``): the channels are split into
     ``groups``; each (sample, group) is normalized over its channels and spatial positions,
     ``y = (x - mean) / sqrt(var + epsilon) * w_0[c] + b_0[c]`` (scale init 1, bias init 0;
-    ``param_attr`` / ``bias_attr`` False: none), then ``act``."""
+    ``param_attr`` / ``bias_attr`` False: none), then ``act``.
+
+    Args:
+        channels (int): input channels.
+        groups (int): channel groups.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        act (str | None): activation applied to the result.
+        data_layout (str, default "NCHW"): the layout.
+        dtype (str, default "float32"): the parameters' dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     gn = fluid.dygraph.GroupNorm(channels=4, groups=2)
+        ...     y = gn(fluid.dygraph.to_variable(np.arange(8, dtype="float32").reshape(1, 4, 1, 2)))
+        ...     print(y.numpy().ravel().round(3))
+        [-1.342 -0.447  0.447  1.342 -1.342 -0.447  0.447  1.342]
+    """
 
     def __init__(self, channels: int, groups: int, epsilon: float = 1e-05,
                  param_attr: Any = None, bias_attr: Any = None, act: Any = None,
@@ -394,7 +589,24 @@ class InstanceNorm(_Op):
     channel) normalized over its positions, ``y = (x - mean) / sqrt(var + epsilon) *
     scale[c] + bias[c]``. As fluid 1.8 the parameters are the attributes ``scale``
     (``instance_norm_N.w_0``, init 1) and ``bias`` (``.b_0``, init 0); ``param_attr`` /
-    ``bias_attr`` False leaves that one out."""
+    ``bias_attr`` False leaves that one out.
+
+    Args:
+        num_channels (int): input channels.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        dtype (str, default "float32"): the parameters' dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     norm = fluid.dygraph.InstanceNorm(num_channels=1)
+        ...     y = norm(fluid.dygraph.to_variable(np.array([1, 2, 3, 4], "float32").reshape(1, 1, 2, 2)))
+        ...     print(y.numpy().ravel().round(3))
+        [-1.342 -0.447  0.447  1.342]
+    """
 
     def __init__(self, num_channels: int, epsilon: float = 1e-05, param_attr: Any = None,
                  bias_attr: Any = None, dtype: Any = "float32") -> None:
@@ -425,7 +637,18 @@ class InstanceNorm(_Op):
 class BilinearTensorProduct(_Op):
     """``out[:, i] = act(x @ W[i] @ y^T + b[i])`` (op ``bilinear_tensor_product``),
     ``W: [output_dim, input1_dim, input2_dim]`` (Xavier), ``b: [1, output_dim]`` (zeros;
-    ``bias_attr=False``: none)."""
+    ``bias_attr=False``: none).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     btp = fluid.dygraph.BilinearTensorProduct(input1_dim=3, input2_dim=2, output_dim=4)
+        ...     x = fluid.dygraph.to_variable(np.ones((5, 3), "float32"))
+        ...     y = fluid.dygraph.to_variable(np.ones((5, 2), "float32"))
+        ...     print(btp(x, y).shape)
+        [5, 4]
+    """
 
     def __init__(self, input1_dim: int, input2_dim: int, output_dim: int,
                  name: Optional[str] = None, act: Any = None, param_attr: Any = None,
@@ -457,7 +680,19 @@ class GRUUnit(_Op):
     ``c = act(g[:, 2D:] + (r * hidden) @ W_c)``, ``h = (1 - u) * hidden + u * c``
     (``origin_mode``: ``u * hidden + (1 - u) * c``); ``gate = [u, r, c]``,
     ``reset_hidden_pre = r * hidden``. ``W: [D, 3D]``, ``b: [1, 3D]`` (``bias_attr=False``:
-    none). ``activation`` / ``gate_activation``: 'identity', 'sigmoid', 'tanh' or 'relu'."""
+    none). ``activation`` / ``gate_activation``: 'identity', 'sigmoid', 'tanh' or 'relu'.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     gru = fluid.dygraph.GRUUnit(size=3 * 4)             # hidden size 4
+        ...     x = fluid.dygraph.to_variable(np.ones((2, 12), "float32"))
+        ...     h = fluid.dygraph.to_variable(np.zeros((2, 4), "float32"))
+        ...     hidden, reset_hidden_pre, gate = gru(x, h)
+        ...     print(hidden.shape)
+        [2, 4]
+    """
 
     def __init__(self, size: int, param_attr: Any = None, bias_attr: Any = None,
                  activation: str = "tanh", gate_activation: str = "sigmoid",
@@ -500,7 +735,18 @@ class SpectralNorm(_Op):
     ``weight_v`` ``[w]`` (Normal(0, 1) init, not trainable, no gradient). As fluid's kernel
     and the static ``fluid.layers.spectral_norm``, the op reads U and V and does not write
     them back, so repeated calls give the same result; the gradient treats u and v as
-    constants."""
+    constants.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     sn = fluid.dygraph.SpectralNorm(weight_shape=[3, 4], power_iters=20)
+        ...     w = sn(fluid.dygraph.to_variable(np.diag([3.0, 1.0, 0.5]).astype("float32") @ np.eye(3, 4, dtype="float32")))
+        ...     # largest singular value
+        ...     print(round(float(np.linalg.svd(w.numpy(), compute_uv=False)[0]), 3))
+        1.0
+    """
 
     def __init__(self, weight_shape: Sequence[int], dim: int = 0, power_iters: int = 1,
                  eps: float = 1e-12, name: Optional[str] = None,
@@ -541,7 +787,18 @@ class NCE(_Op):
     returns the cost ``[N, 1]``. ``weight: [num_total_classes, dim]`` (``nce_N.w_0``);
     ``bias: [num_total_classes, 1]`` only when ``bias_attr`` is given (as fluid 1.8's dygraph
     class; else ``bias`` is None). ``sampler``: 'uniform', 'log_uniform' or 'custom_dist'
-    (``custom_dist``: one probability per class)."""
+    (``custom_dist``: one probability per class).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     nce = fluid.dygraph.NCE(num_total_classes=10, dim=4, num_neg_samples=3, seed=1)
+        ...     x = fluid.dygraph.to_variable(np.ones((2, 4), "float32"))
+        ...     label = fluid.dygraph.to_variable(np.array([[1], [7]], "int64"))
+        ...     print(nce(x, label).shape)
+        [2, 1]
+    """
 
     def __init__(self, num_total_classes: int, dim: int, sample_weight: Any = None,
                  param_attr: Any = None, bias_attr: Any = None,
@@ -607,7 +864,18 @@ class TreeConv(_Op):
     returns ``act(out)`` of shape ``[B, N, output_size, num_filters]``. ``weight:
     [feature_size, 3, output_size, num_filters]`` (``tree_conv_N.w_0``); ``bias:
     [num_filters]`` only when ``bias_attr`` is given (as fluid 1.8; else None), added along
-    the last axis (fluid 1.8 used axis 1, which only broadcasts when N == num_filters)."""
+    the last axis (fluid 1.8 used axis 1, which only broadcasts when N == num_filters).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     conv = fluid.dygraph.TreeConv(feature_size=4, output_size=6, num_filters=1, max_depth=2)
+        ...     nodes = fluid.dygraph.to_variable(np.ones((1, 3, 4), "float32"))
+        ...     edges = fluid.dygraph.to_variable(np.array([[[1, 2], [1, 3]]], "int32"))
+        ...     print(conv(nodes, edges).shape)
+        [1, 3, 6, 1]
+    """
 
     def __init__(self, feature_size: int, output_size: int, num_filters: int = 1,
                  max_depth: int = 2, act: Any = "tanh", param_attr: Any = None,
@@ -651,7 +919,20 @@ def _reduce(x: Any, reduction: str) -> Any:
 
 class L1Loss(Layer):
     """``|input - label|``, then mean (default), sum or none (fluid 1.8's ``L1Loss``; works in
-    static and dygraph mode, composed of ``elementwise_sub``, ``abs`` and a reduction)."""
+    static and dygraph mode, composed of ``elementwise_sub``, ``abs`` and a reduction).
+
+    Args:
+        reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     loss = fluid.dygraph.L1Loss(reduction="sum")
+        ...     print(loss(fluid.dygraph.to_variable(np.array([1.0, -3.0], "float32")),
+        ...                fluid.dygraph.to_variable(np.zeros(2, "float32"))).numpy())
+        [4.]
+    """
 
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
@@ -662,7 +943,20 @@ class L1Loss(Layer):
 
 
 class MSELoss(Layer):
-    """``(input - label)^2``, then mean (default), sum or none (fluid 1.8's ``MSELoss``)."""
+    """``(input - label)^2``, then mean (default), sum or none (fluid 1.8's ``MSELoss``).
+
+    Args:
+        reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     loss = fluid.dygraph.MSELoss()
+        ...     print(loss(fluid.dygraph.to_variable(np.array([1.0, 3.0], "float32")),
+        ...                fluid.dygraph.to_variable(np.zeros(2, "float32"))).numpy())
+        [5.]
+    """
 
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
@@ -675,7 +969,22 @@ class MSELoss(Layer):
 class BCELoss(Layer):
     """Binary cross-entropy of probabilities: ``-weight * (label * log(input) + (1 - label) *
     log(1 - input))`` with each log clamped at -100 (as fluid's ``bce_loss``), then mean
-    (default), sum or none (fluid 1.8's ``BCELoss``)."""
+    (default), sum or none (fluid 1.8's ``BCELoss``).
+
+    Args:
+        weight (tensor | None): per-element weights.
+        reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     loss = fluid.dygraph.BCELoss()
+        ...     p = fluid.dygraph.to_variable(np.array([0.9, 0.2], "float32"))
+        ...     y = fluid.dygraph.to_variable(np.array([1.0, 0.0], "float32"))
+        ...     print(loss(p, y).numpy().round(4))
+        [0.1643]
+    """
 
     def __init__(self, weight: Any = None, reduction: str = "mean") -> None:
         super().__init__()
@@ -699,7 +1008,23 @@ class NLLLoss(Layer):
     """Negative log likelihood of log-probabilities ``input [N, C]`` (or ``[N, C, d1, ...]``)
     at int64 labels ``[N]`` (``[N, d1, ...]``): ``l_n = -w[y_n] * input[n, y_n]`` with
     ``w[c] = weight[c]`` (ones without ``weight``) and 0 for ``ignore_index``; ``mean`` is
-    ``sum(l) / sum(w[y_n])``, as fluid 1.8's ``NLLLoss``."""
+    ``sum(l) / sum(w[y_n])``, as fluid 1.8's ``NLLLoss``.
+
+    Args:
+        weight (tensor | None): per-class weights.
+        reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+        ignore_index (int, default -100): labels that contribute nothing.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     loss = fluid.dygraph.NLLLoss()
+        ...     logp = fluid.dygraph.to_variable(np.log(np.array([[0.5, 0.5], [0.1, 0.9]], "float32")))
+        ...     label = fluid.dygraph.to_variable(np.array([0, 1], "int64"))
+        ...     print(loss(logp, label).numpy().round(4))
+        [0.3993]
+    """
 
     def __init__(self, weight: Any = None, reduction: str = "mean",
                  ignore_index: int = -100) -> None:

@@ -30,7 +30,16 @@ def _common(layer: str, num_channels: Any, num_filters: Any, groups: Any, act: A
 class Conv3D(_Op):
     """3-D convolution as ``fluid.layers.conv3d`` (NCDHW): ``W: [num_filters, C/groups, kd,
     kh, kw]`` (Normal(0, sqrt(2/(kd*kh*kw*C)))), bias ``[num_filters]`` on axis 1, then
-    ``act``."""
+    ``act``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     conv = fluid.dygraph.Conv3D(num_channels=2, num_filters=3, filter_size=3, padding=1)
+        ...     print(conv(fluid.dygraph.to_variable(np.ones((1, 2, 4, 4, 4), "float32"))).shape)
+        [1, 3, 4, 4, 4]
+    """
 
     def __init__(self, num_channels: int, num_filters: int, filter_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: Optional[int] = None,
@@ -58,7 +67,16 @@ class Conv3D(_Op):
 
 class Conv3DTranspose(_Op):
     """Transposed 3-D convolution as ``fluid.layers.conv3d_transpose`` (NCDHW):
-    ``W: [C, num_filters/groups, kd, kh, kw]`` (Xavier), bias on axis 1, then ``act``."""
+    ``W: [C, num_filters/groups, kd, kh, kw]`` (Xavier), bias on axis 1, then ``act``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     conv = fluid.dygraph.Conv3DTranspose(num_channels=2, num_filters=3, filter_size=2, stride=2)
+        ...     print(conv(fluid.dygraph.to_variable(np.ones((1, 2, 2, 2, 2), "float32"))).shape)
+        [1, 3, 4, 4, 4]
+    """
 
     def __init__(self, num_channels: int, num_filters: int, filter_size: Any,
                  output_size: Any = None, padding: Any = 0, stride: Any = 1, dilation: Any = 1,

@@ -25,7 +25,9 @@ from ..core import names
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
 from ..core.registry import VarSpec, get_op_def
+from ..core.selected_rows import SelectedRows
 from ..executor.fusion import _GlobalNorm, _scaled, _UpdateGroup, grad_scale
+from ..ops.inplace import Update
 from ..optimizer.base import Optimizer
 from ..regularizer import check_regularizer
 from .base import no_grad
@@ -146,6 +148,11 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
             inputs[k] = v._array()
     p._version += 1
     opdef = get_op_def(opt.type)
+    if type(ga) is SelectedRows:        # a sparse embedding's gradient (ops/inplace.py)
+        if isinstance(opdef, Update):
+            _update_sparse(opt, opdef, p, inputs, targets, scale)
+            return
+        ga = inputs["Grad"] = ga.to_dense()     # an op without a sparse form: dense
     state_slots = getattr(opdef, "state_slots", None)
     if state_slots is not None and pa.dtype.kind == "f" and ga.shape == pa.shape and \
             ga.dtype == pa.dtype and _writable(pa, pa) and \
@@ -171,11 +178,39 @@ def _update(opt: Any, p: ParamBase, g: VarBase, lr: float, scale: Any = None) ->
         t._value = res[slot]
 
 
+def _update_sparse(opt: Any, opdef: Any, p: ParamBase, inputs: Dict[str, Any],
+                   targets: Dict[str, Any], scale: Any) -> None:
+    """``_update`` for a SelectedRows gradient: the op's sparse update (fluid 1.8's sparse
+    kernels: only the gradient's rows for sgd, adagrad and lazy adam), in place when the
+    parameter and accumulators own plain buffers, else out of place."""
+    attrs = _op_attr_list(opt, [p])[0]
+    pa = inputs["Param"]
+    slots = [("Param", "ParamOut")] + [s for s in getattr(opdef, "state_slots", ())
+                                       if inputs.get(s[0]) is not None]
+    in_place = type(opdef).update_in_place is not Update.update_in_place or \
+        opdef.sparse_rows_only(attrs)
+    if in_place and all(_writable(inputs[i], pa) for i, _ in slots):
+        res = opdef.sparse_in_place(inputs, scale, attrs)
+        res.update({o: inputs[i] for i, o in slots})
+    else:
+        if scale is not None:
+            inputs["Grad"] = inputs["Grad"] * scale
+        res = opdef.sparse_forward(inputs, attrs)
+    for slot, t in targets.items():
+        if res.get(slot) is not None and res[slot] is not t._array():
+            t._value = res[slot]
+
+
+def _sparse(params_grads: List[Any]) -> bool:
+    return any(g is not None and type(g._array()) is SelectedRows for _, g in params_grads)
+
+
 def _fusable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     """Whether the global-norm clip can be folded into the updates: exactly
     ``GradientClipByGlobalNorm``, an update op with an in-place form, no regularizer (it adds
     to the clipped gradient) and no legacy per-parameter clip attrs."""
-    if type(grad_clip) is not GradientClipByGlobalNorm or opt.regularization is not None:
+    if type(grad_clip) is not GradientClipByGlobalNorm or opt.regularization is not None \
+            or _sparse(params_grads):       # a sparse gradient: the clip's own ops
         return False
     if getattr(get_op_def(opt.type), "state_slots", None) is None:
         return False
@@ -187,6 +222,8 @@ def _groupable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     """Whether ``_apply_group`` may run the step: no clip or exactly the global-norm clip
     (``_fusable``'s conditions otherwise: an in-place update op, no regularizer, no legacy
     per-parameter clip attrs)."""
+    if _sparse(params_grads):               # the per-parameter path (_update_sparse)
+        return False
     if grad_clip is None:
         if opt.regularization is not None or \
                 getattr(get_op_def(opt.type), "state_slots", None) is None:

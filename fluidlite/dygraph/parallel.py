@@ -32,7 +32,15 @@ __all__ = ["Env", "ParallelEnv", "ParallelStrategy", "prepare_context", "DataPar
 
 class ParallelEnv:
     """This process's place in the launch: ``nranks``, ``local_rank``, ``dev_id`` (always 0:
-    one CPU per process), ``current_endpoint``, ``trainer_endpoints``."""
+    one CPU per process), ``current_endpoint``, ``trainer_endpoints``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> env = fluid.dygraph.ParallelEnv()
+        >>> env.nranks, env.local_rank                   # outside a distributed launch
+        (1, 0)
+    """
 
     def __init__(self) -> None:
         rank, size = _comm.env_rank_size()
@@ -77,7 +85,16 @@ class ParallelStrategy:
 
 
 def prepare_context(strategy: Optional[ParallelStrategy] = None) -> ParallelStrategy:
-    """Join the launch (checked against ``strategy`` when given) and return the strategy."""
+    """Join the launch (checked against ``strategy`` when given) and return the strategy.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     strategy = fluid.dygraph.prepare_context()   # one process: nranks 1
+        ...     print(strategy.nranks, strategy.local_rank)
+        1 0
+    """
     world = _comm.world()
     if strategy is None:
         env = ParallelEnv()
@@ -93,7 +110,21 @@ def prepare_context(strategy: Optional[ParallelStrategy] = None) -> ParallelStra
 
 
 class DataParallel(Layer):
-    """Wraps ``layers`` for data-parallel training (see the module docstring)."""
+    """Wraps ``layers`` for data-parallel training (see the module docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     strategy = fluid.dygraph.prepare_context()       # one process: a plain wrapper
+        ...     model = fluid.dygraph.DataParallel(fluid.dygraph.Linear(2, 1), strategy)
+        ...     loss = fluid.layers.mean(model(fluid.dygraph.to_variable(np.ones((4, 2), "float32"))))
+        ...     loss = model.scale_loss(loss)
+        ...     loss.backward()
+        ...     model.apply_collective_grads()
+        ...     print(loss.shape)
+        [1]
+    """
 
     def __init__(self, layers: Layer, strategy: Optional[ParallelStrategy] = None) -> None:
         super().__init__(layers.full_name() + "_data_parallel")

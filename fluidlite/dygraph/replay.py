@@ -20,8 +20,10 @@ it, ``x._value`` anywhere), a parameter's gradient before ``minimize``, an op th
 match, ``backward`` with arguments, another optimizer, ``set_value`` ... first *materializes*
 the step: its recorded ops run eagerly in order (values, autograd nodes, the deferred backward)
 exactly as if replay had never started, and the step continues eagerly. Steps with random ops,
-ops writing parameters or persistable tensors, gradients already accumulated in a parameter,
-learning-rate schedulers or non-tensor optimizer inputs are never replayed.
+ops writing other parameters or persistable tensors, gradients already accumulated in a
+parameter, learning-rate schedulers or non-tensor optimizer inputs are never replayed. An op's
+own state is the exception: a non-trainable parameter an op reads and writes (``batch_norm``'s
+moving mean and variance) is a persistable of the compiled program, written by the plan.
 ``FLUIDLITE_STEP_REPLAY=0`` turns replay off.
 
 Numbers: a replayed step computes what static training computes for the same program, which
@@ -120,6 +122,10 @@ class _Compiled:
             for slot, v in (call.outputs or {}).items():
                 vs = []
                 for t in _tensors(v):
+                    if _is_state(t, call):      # written in place: its parameter variable
+                        vs.append(static[id(t)])
+                        specs.append(None)
+                        continue
                     a = t.__dict__["_value"]
                     var = block.create_var(name=f"replay_tmp_{i}_{len(names_)}",
                                            shape=list(a.shape), dtype=a.dtype,
@@ -249,8 +255,8 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
             continue
         for expr, src in zip(code.slot(slot, v), (next(it) for _ in ts)):
             code.check_input(expr, src)
-    got = code.check_outputs(call.outputs or {})
-    return code.compile(got, specs)
+    got = code.check_outputs(call.outputs or {}, specs)
+    return code.compile(got, [sp for sp in specs if sp is not None])
 
 
 class _MatchCode:
@@ -322,10 +328,13 @@ class _MatchCode:
         self.fail(f"g is not None and g is not {f}")
         self.feeds.append((f, src[1]))
 
-    def check_outputs(self, outs: Dict[str, Any]) -> List[str]:
-        """Every output slot must hold new empty tensors, as eager ops get (each once);
-        returns the locals holding them."""
+    def check_outputs(self, outs: Dict[str, Any], specs: List[Any]) -> List[str]:
+        """Every output slot must hold new empty tensors, as eager ops get (each once), or,
+        where ``specs`` has None, the recorded state parameter itself (``_is_state``);
+        returns the locals holding the new tensors."""
         got: List[str] = []
+        state = iter(t for v in outs.values() for t in _tensors(v))
+        kinds = iter(specs)
         for slot, v in outs.items():
             self.lines.append(f"    v = outputs.get({slot!r}, MISSING)")
             if isinstance(v, (list, tuple)):
@@ -335,6 +344,12 @@ class _MatchCode:
             else:
                 exprs = ["v"]
             for expr in exprs:
+                recorded = next(state)
+                if next(kinds) is None:         # the op's state: the same parameter
+                    name = f"P{len(self.env)}"
+                    self.env[name] = recorded
+                    self.fail(f"{expr} is not {name}")
+                    continue
                 o = f"o{len(got)}"
                 self.lines.append(f"    {o} = {expr}")
                 self.fail(f"{o}.__class__ is not VarBase")
@@ -587,6 +602,15 @@ class Replayer:
         self.start_step()
 
 
+def _is_state(t: Any, call: _Call) -> bool:
+    """Output ``t`` of ``call`` is state the op updates in place: a non-trainable parameter
+    that is also one of its inputs (batch_norm's MeanOut/VarianceOut = Mean/Variance). A
+    replayed step writes it as the static plan writes a persistable."""
+    if not isinstance(t, ParamBase) or t.trainable:
+        return False
+    return any(x is t for v in (call.inputs or {}).values() for x in _tensors(v))
+
+
 def _signature(tape: List[_Call], loss: VarBase, opt: Any) -> Any:
     """The step's identity for replay (None: not replayable): per op its type, attrs, stop
     flags, where each input comes from and the outputs' shapes, dtypes and stop flags."""
@@ -615,6 +639,9 @@ def _signature(tape: List[_Call], loss: VarBase, opt: Any) -> Any:
         n = 0
         for slot, v in (call.outputs or {}).items():
             for t in _tensors(v):
+                if _is_state(t, call):      # batch_norm's moving statistics: the plan's
+                    outs.append((slot, "state", id(t)))     # persistable write (cells)
+                    continue
                 if t.__class__ is not VarBase or t._persistable or id(t) in produced or \
                         id(t) in ext:
                     return None             # writes a parameter, persistable or input

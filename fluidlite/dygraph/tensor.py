@@ -22,6 +22,7 @@ from ..core import names
 from ..core.dtypes import VarType, convert_dtype, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.ir import Parameter, Variable
 from ..core.registry import VarSpec
+from ..core.selected_rows import SelectedRows
 
 __all__ = ["VarBase", "ParamBase", "EAGER_BLOCK"]
 
@@ -266,9 +267,14 @@ class VarBase(Variable):
             to_numpy_dtype(self._decl[1]) if self._decl[1] is not None else arr.dtype)
         self._value = np.array(arr, dtype=dt)
 
-    def gradient(self) -> Optional[np.ndarray]:
-        """The accumulated gradient as a NumPy array (None before any backward)."""
-        return self._grad
+    def gradient(self) -> Any:
+        """The accumulated gradient as a NumPy array (None before any backward). A sparse
+        embedding's (``Embedding(is_sparse=True)``) gradient is, as in fluid 1.8, the tuple
+        ``(values, rows)`` of its SelectedRows: one value row per looked-up id."""
+        g = self._grad
+        if type(g) is SelectedRows:
+            return np.array(g.value), np.array(g.rows)
+        return g
 
     @property
     def grad(self) -> Optional["VarBase"]:

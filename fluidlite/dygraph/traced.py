@@ -30,7 +30,20 @@ def _as_list(x: Any) -> List[Any]:
 
 
 class TracedLayer:
-    """A static program traced from a dygraph layer (see the module docstring)."""
+    """A static program traced from a dygraph layer (see the module docstring).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     fc = fluid.dygraph.Linear(3, 2)
+        ...     x = fluid.dygraph.to_variable(np.ones((1, 3), "float32"))
+        ...     out, static_layer = fluid.dygraph.TracedLayer.trace(fc, inputs=[x])
+        ...     print([op.type for op in static_layer.program.global_block().ops])
+        ...     print(np.allclose(static_layer([x])[0], out.numpy()))
+        ['mul', 'elementwise_add']
+        True
+    """
 
     def __init__(self, program: Program, parameters: Dict[str, ParamBase],
                  feed_names: List[str], fetch_names: List[Any],
@@ -48,7 +61,20 @@ class TracedLayer:
 
     def set_strategy(self, build_strategy: Any = None, exec_strategy: Any = None) -> None:
         """Accepted as fluid 1.8's (the strategies tune multi-device graph execution; a
-        fluidlite plan runs on one CPU and ignores them); checks their types as fluid did."""
+        fluidlite plan runs on one CPU and ignores them); checks their types as fluid did.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(2, 2)
+            ...     x = fluid.dygraph.to_variable(np.ones((1, 2), "float32"))
+            ...     out, traced = fluid.dygraph.TracedLayer.trace(fc, inputs=[x])
+            ...     traced.set_strategy(build_strategy=fluid.BuildStrategy(),
+            ...                         exec_strategy=fluid.ExecutionStrategy())
+            ...     print(np.allclose(traced([x])[0], out.numpy()))
+            True
+        """
         from ..compiler import BuildStrategy, ExecutionStrategy
         if build_strategy is not None and not isinstance(build_strategy, BuildStrategy):
             raise TypeError(f"build_strategy must be a fluid.BuildStrategy, but received "
@@ -113,7 +139,25 @@ class TracedLayer:
     def save_inference_model(self, dirname: str, feed: Optional[Sequence[int]] = None,
                              fetch: Optional[Sequence[int]] = None, **kwargs: Any) -> List[str]:
         """``fluid.io.save_inference_model`` of the traced program: ``feed``/``fetch`` select
-        inputs/outputs by index (default: all)."""
+        inputs/outputs by index (default: all).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import tempfile
+            >>> path = tempfile.mkdtemp()
+            >>> with fluid.dygraph.guard():
+            ...     fc = fluid.dygraph.Linear(3, 2)
+            ...     x = fluid.dygraph.to_variable(np.ones((1, 3), "float32"))
+            ...     out, traced = fluid.dygraph.TracedLayer.trace(fc, inputs=[x])
+            ...     traced.save_inference_model(path)
+            ['save_infer_model/scale_0']
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> program, feeds, fetches = fluid.io.load_inference_model(path, exe)
+            >>> np.allclose(exe.run(program, feed={feeds[0]: np.ones((1, 3), "float32")},
+            ...                     fetch_list=fetches)[0], out.numpy())
+            True
+        """
         from ..executor import Executor
         from ..core.scope import CPUPlace, scope_guard
         from .. import io

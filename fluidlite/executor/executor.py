@@ -15,6 +15,7 @@ from ..core import scope as scope_mod
 from ..core.ir import Operator, OpRole, Program, Variable, default_main_program
 from ..core.memory import tune_malloc
 from ..core.scope import CUDAPlace, LoDTensor, Scope
+from ..core.selected_rows import SelectedRows
 from .. import profiler
 from .plan import Plan, check_feed_keys
 
@@ -65,6 +66,10 @@ class Executor:
     gets running alone. Not supported: one scope used by two threads at once (nor a parent
     scope whose variables a run writes), and changing a program while another thread runs it.
     ``last_profile`` is the latest profiled run of any thread.
+
+    Args:
+        place (Place | None): accepted for fluid's signature (``CPUPlace()``,
+            ``CUDAPlace(0)``); everything runs on the CPU.
 
     Example:
         >>> import numpy as np
@@ -133,6 +138,28 @@ class Executor:
         ``fluidlite.profiler.Profile``: ``print(exe.last_profile.report())`` shows the table)
         and prints nothing; ``with fluid.profiler.profiler("CPU"):`` prints the report of the
         runs inside it when the block ends.
+
+        Args:
+            program (Program | CompiledProgram | None): what to run (default: the default main
+                program).
+            feed (dict | None): ``{name: numpy array | LoDTensor}`` for the program's data
+                variables; checked for names, shapes and dtypes before anything runs.
+            fetch_list (list | None): Variables or names whose values to return.
+            feed_var_name (str, default "feed"): fluid's feed variable name.
+            fetch_var_name (str, default "fetch"): fluid's fetch variable name.
+            scope (Scope | None): where persistables live (default: the global scope).
+            return_numpy (bool, default True): NumPy arrays; ``False`` returns LoDTensors with
+                their LoD.
+            use_program_cache (bool, default False): accepted; compiled plans are always cached.
+            return_merged (bool, default True): accepted for fluid's signature.
+            use_prune (bool, default False): run only the ops the fetches need.
+            profile (bool, default False): time this run into ``exe.last_profile``.
+        Returns:
+            list: one value per ``fetch_list`` entry.
+        Raises:
+            ValueError: an unknown feed or fetch name, a feed of the wrong shape or dtype; the
+                message names the variable and the fix.
+            RuntimeError: an uninitialized persistable (run the startup program first).
 
         Example:
             >>> import numpy as np
@@ -235,7 +262,8 @@ class Executor:
         results = [arr.copy() if copy and isinstance(arr, np.ndarray) else arr
                    for arr, copy in zip(fetched, plan.fetch_copies)]  # never hand out scope buffers
         if not return_numpy:
-            results = [LoDTensor(arr, lods.get(n)) for n, arr in zip(plan.fetch_names, results)]
+            results = [arr if type(arr) is SelectedRows else LoDTensor(arr, lods.get(n))
+                       for n, arr in zip(plan.fetch_names, results)]   # a sparse gradient
             for t, lod in zip(results, fetch_lods or ()):
                 if lod is not None:     # the LoD an op's rule gave the fetched value
                     t.set_lod(lod)
@@ -247,7 +275,29 @@ class Executor:
                            fetch_list: Any = None, fetch_info: Any = None,
                            print_period: int = 100, fetch_handler: Any = None) -> None:
         """Run ``program`` once per batch of ``dataset`` (``fluid.dataset``); every
-        ``print_period`` batches the ``fetch_list`` values are written as fluid's trainer did."""
+        ``print_period`` batches the ``fetch_list`` values are written as fluid's trainer did.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0", "2 3.0 4.0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1))
+            ...     _ = fluid.optimizer.SGD(0.01).minimize(loss)
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+            >>> dataset.set_use_var([x])
+            >>> dataset.set_batch_size(1)
+            >>> dataset.set_filelist([path])
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> exe.train_from_dataset(main, dataset)       # one pass over the files
+        """
         _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
                                   fetch_handler, train=True)
 
@@ -255,7 +305,28 @@ class Executor:
                            scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
                            fetch_list: Any = None, fetch_info: Any = None,
                            print_period: int = 100, fetch_handler: Any = None) -> None:
-        """Like ``train_from_dataset`` on ``program.clone(for_test=True)``: no update."""
+        """Like ``train_from_dataset`` on ``program.clone(for_test=True)``: no update.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> with open(path, "w") as f:
+            ...     for line in ["1 1.0", "1 2.0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 1], "float32")
+            ...     doubled = fluid.layers.scale(x, 2.0)
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+            >>> dataset.set_use_var([x])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.infer_from_dataset(main, dataset, fetch_list=[doubled], print_period=1)
+            batch: 1, scale_0.tmp_0: 2.0 4.0
+        """
         _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
                                   fetch_handler, train=False)
 

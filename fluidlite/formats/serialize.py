@@ -38,7 +38,7 @@ from .checkpoint import read_file, write_file as _write_file
 from ..core.version import __version__
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..core.ir import Block, Operator, Parameter, Program, Variable, provide
-from .paddle import PaddleFormatError, program_from_bytes
+from .paddle import PaddleFormatError, program_from_bytes, shape_problem
 from .tree import check_parent, check_tree
 
 FORMAT_NAME = "fluidlite.program"
@@ -76,10 +76,10 @@ def _enc_value(v: Any, where: str) -> Any:
         return {"@vartype": v.name}
     if isinstance(v, int):
         return v
-    if isinstance(v, float):
+    if isinstance(v, float):        # also np.float64, a float subclass: stored as a float
         if math.isnan(v) or math.isinf(v):
-            return {"@float": repr(v)}
-        return v
+            return {"@float": repr(float(v))}      # NumPy 2's repr is 'np.float64(nan)'
+        return float(v)
     if isinstance(v, np.generic):
         return {"@npscalar": {"dtype": v.dtype.str, "value": _enc_value(v.item(), where)}}
     if isinstance(v, np.ndarray):
@@ -133,16 +133,9 @@ def _dec_value(v: Any, where: str, ctx: "_DecodeCtx") -> Any:
             _expect(isinstance(body, dict) and "dtype" in body and "value" in body, where,
                     "@npscalar needs 'dtype' and 'value'")
             dt = _np_dtype(body["dtype"], where)
-            return dt.type(_dec_value(body["value"], where, ctx))
+            return _np_item(dt, _dec_value(body["value"], where, ctx), where, "@npscalar")
         if tag == "@ndarray":
-            _expect(isinstance(body, dict) and {"dtype", "shape", "data"} <= set(body), where,
-                    "@ndarray needs 'dtype', 'shape' and 'data'")
-            dt = _np_dtype(body["dtype"], where)
-            data = [_dec_value(x, where, ctx) for x in body["data"]]
-            try:
-                return np.array(data, dtype=dt).reshape(body["shape"])
-            except (ValueError, TypeError) as e:
-                raise ProgramFormatError(f"{where}: bad @ndarray: {e}") from None
+            return _dec_ndarray(body, where, ctx)
         if tag == "@block":
             _expect(isinstance(body, int) and not isinstance(body, bool) and
                     0 <= body < ctx.num_blocks, where, f"@block index {body!r} out of range")
@@ -152,6 +145,58 @@ def _dec_value(v: Any, where: str, ctx: "_DecodeCtx") -> Any:
             return ctx.var_ref(body, where)
         raise ProgramFormatError(f"{where}: unknown tag {tag!r}")
     raise ProgramFormatError(f"{where}: unexpected JSON value {v!r}")
+
+
+def _dec_ndarray(body: Any, where: str, ctx: "_DecodeCtx") -> np.ndarray:
+    """An ``{"@ndarray": {"dtype", "shape", "data"}}`` body: every element must fit the dtype
+    (``_np_item``) and the shape must hold exactly the data, checked before the array is
+    built."""
+    _expect(isinstance(body, dict) and {"dtype", "shape", "data"} <= set(body), where,
+            "@ndarray needs 'dtype', 'shape' and 'data'")
+    dt = _np_dtype(body["dtype"], where)
+    shape, data = body["shape"], body["data"]
+    _expect(isinstance(data, list), where, "@ndarray 'data' must be a list")
+    _expect(isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool)
+                                            for d in shape), where,
+            f"@ndarray 'shape' must be a list of integers, got {shape!r}")
+    problem = shape_problem(shape, dt.itemsize)
+    _expect(problem is None, where, f"bad @ndarray shape: {problem}")
+    _expect(math.prod(shape) == len(data), where,
+            f"@ndarray shape {shape} holds {math.prod(shape)} elements, 'data' has {len(data)}")
+    items = [_np_item(dt, _dec_value(x, where, ctx), where, "@ndarray element") for x in data]
+    return np.array(items, dtype=dt).reshape(shape)
+
+
+def _np_item(dt: np.dtype, v: Any, where: str, what: str) -> Any:
+    """``v`` as a NumPy scalar of ``dt``, refusing what the type cannot hold exactly as
+    the encoder writes it: a bool for ``b``, an integer within the type's range for ``i`` /
+    ``u``, a number that stays finite (unless it was an ``@float`` special) for ``f``.
+    NumPy would instead raise OverflowError, wrap around (NumPy 1), truncate 1.5 to 1 or
+    turn 1e300 into inf silently."""
+    def bad(why: str) -> ProgramFormatError:
+        return ProgramFormatError(f"{where}: {what} value {v!r} {why} (dtype {dt})")
+    if dt.kind == "b":
+        if not isinstance(v, bool):
+            raise bad("is not a bool")
+        return dt.type(v)
+    if type(v) not in (int, float):       # not bool, nor an IntEnum such as VarType
+        raise bad("is not a number")
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if type(v) is not int:
+            raise bad("is not an integer")
+        if not info.min <= v <= info.max:
+            raise bad(f"is outside the type's range [{info.min}, {info.max}]")
+        return dt.type(v)
+    try:
+        x = float(v)
+    except OverflowError:
+        raise bad("overflows a float") from None
+    with np.errstate(over="ignore"):
+        out = dt.type(x)
+    if math.isfinite(x) and not np.isfinite(out):
+        raise bad("overflows the type")
+    return out
 
 
 def _np_dtype(s: Any, where: str) -> np.dtype:

@@ -6,6 +6,9 @@ executor would recurse until Python gives up. Both readers (Paddle's protobuf, f
 accept exactly the shape fluid itself writes: block 0 is the root (parent -1), every other
 block's parent comes before it (so the parents form a tree rooted at block 0), nesting is at
 most ``MAX_DEPTH`` deep, and an op's sub-block is a block nested inside the op's own block.
+The ``feed`` and ``fetch`` ops that mark an inference program's targets are checked here too:
+each names exactly one variable (``load_inference_model`` and the executor index it) and has
+a non-negative integer ``col``.
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ def check_parent(bi: int, parent: int, fail: Callable[[str], Exception]) -> None
 
 
 def check_tree(program: Any, fail: Callable[[str], Exception]) -> None:
-    """The depth bound and the sub-block references of ``program`` (parents already checked
-    with ``check_parent``)."""
+    """The depth bound, the sub-block references and the feed / fetch ops of ``program``
+    (parents already checked with ``check_parent``)."""
     depth: List[int] = []
     for b in program.blocks:
         depth.append(0 if b.parent_idx < 0 else depth[b.parent_idx] + 1)
@@ -46,6 +49,30 @@ def check_tree(program: Any, fail: Callable[[str], Exception]) -> None:
                                    f"'{name}' names block {s.idx}, which is not nested "
                                    f"inside block {b.idx} (its own block or an ancestor "
                                    f"would make the op run itself)")
+    _check_feed_fetch(program, fail)
+
+
+# op type -> (kind of slot, slot) naming the variable the op feeds or fetches
+_TARGET_SLOTS = {"feed": ("outputs", "Out"), "fetch": ("inputs", "X")}
+
+
+def _check_feed_fetch(program: Any, fail: Callable[[str], Exception]) -> None:
+    """Every feed op writes exactly one variable and every fetch op reads exactly one, at an
+    integer ``col`` >= 0 (fluid's ``load_inference_model`` takes ``op.output("Out")[0]``)."""
+    for b in program.blocks:
+        for oi, op in enumerate(b.ops):
+            if op.type not in _TARGET_SLOTS:
+                continue
+            kind, slot = _TARGET_SLOTS[op.type]
+            args = getattr(op, kind).get(slot, [])
+            if len(args) != 1:
+                raise fail(f"op #{oi} '{op.type}' of block {b.idx}: slot '{slot}' names "
+                           f"{len(args)} variables {list(args)[:4]}; a {op.type} op names "
+                           f"exactly one")
+            col = op.attrs.get("col", 0)
+            if type(col) is not int or col < 0:
+                raise fail(f"op #{oi} '{op.type}' of block {b.idx}: attribute 'col' is "
+                           f"{col!r}; expected an integer >= 0")
 
 
 def _inside(program: Any, sub: int, owner: int) -> bool:

@@ -69,5 +69,21 @@ __all__ = ["is_parameter", "is_persistable", "is_belong_to_optimizer", "get_prog
 
 def shuffle(reader: Callable, buffer_size: int, seed: Optional[int] = None) -> Callable:
     """``fluid.io.shuffle``: the samples of ``reader`` shuffled within windows of
-    ``buffer_size`` (fluid 1.8's spelling of ``paddle.reader.shuffle(reader, buf_size)``)."""
+    ``buffer_size`` (fluid 1.8's spelling of ``paddle.reader.shuffle(reader, buf_size)``).
+
+    Args:
+        reader (callable): a sample reader.
+        buffer_size (int): how many samples are shuffled together.
+        seed (int | None): makes the order reproducible.
+    Returns:
+        callable: a reader of the same samples in shuffled order.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> def reader():
+        ...     yield from range(6)
+        >>> sorted(fluid.io.shuffle(reader, 3)())     # the same items, in random order
+        [0, 1, 2, 3, 4, 5]
+    """
     return _decorators.shuffle(reader, buffer_size, seed)

@@ -210,6 +210,9 @@ def _npy_meta(f: IO[bytes], size: int, what: str, source: str) -> _NpyMeta:
     if dtype.kind not in "biuf" or dtype.hasobject or dtype.names or dtype.subdtype:
         raise CheckpointError(f"Cannot load {what}: {source} holds an array of dtype {dtype}, "
                               f"which is not a tensor dtype")
+    problem = paddle_format.shape_problem(shape, dtype.itemsize)
+    if problem:
+        raise bad(problem)
     nbytes = math.prod(shape) * dtype.itemsize
     offset = start + hlen
     if offset + nbytes != size:

@@ -69,7 +69,40 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
     one all-or-nothing publish. Returns the fetched names: as fluid 1.8, each target is fetched
     through ``save_infer_model/scale_<i>`` (a ``scale`` by 1). ``main_program`` may be a
     ``CompiledProgram``. ``format``: ``"paddle"``
-    (ProgramDesc protobuf and tensor streams, as fluid 1.8) or ``"json"`` (see save_vars)."""
+    (ProgramDesc protobuf and tensor streams, as fluid 1.8) or ``"json"`` (see save_vars).
+
+    Args:
+        dirname (str): the directory to write (created if needed).
+        feeded_var_names (str | list of str): the inputs the pruned program keeps.
+        target_vars (Variable | list of Variable): the outputs.
+        executor (Executor): the executor whose scope holds the parameters.
+        main_program (Program | None): the program (default: the default main program).
+        model_filename (str | None): the program's file name (default ``__model__``).
+        params_filename (str | None): one combined parameter file instead of one file per
+            parameter.
+        export_for_deployment (bool, default True): prune to what the targets need.
+        program_only (bool, default False): write the program but no parameters.
+        format (str, default "paddle"): ``"paddle"`` (what fluid 1.8 writes) or ``"json"``.
+    Returns:
+        list of str: the names of the fetch targets in the saved program.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_inference_model(path, ["x"], [y], exe, main_program=main)
+        ['save_infer_model/scale_0']
+        >>> sorted(f for f in os.listdir(path) if not f.startswith("."))
+        ['__model__', 'w']
+    """
     _check_format(format)
     if isinstance(feeded_var_names, str):
         feeded_var_names = [feeded_var_names]
@@ -128,7 +161,40 @@ def load_inference_model(dirname: str, executor: Any, model_filename: Optional[s
                          params_filename: Optional[str] = None,
                          pserver_endpoints: Optional[List[str]] = None) -> List[Any]:
     """Load what ``save_inference_model`` wrote into the global scope; returns
-    ``[program, feed_target_names, fetch_targets]`` (fetch targets are Variables)."""
+    ``[program, feed_target_names, fetch_targets]`` (fetch targets are Variables).
+
+    Args:
+        dirname (str): the directory ``save_inference_model`` wrote (fluidlite's, fluid 1.x's
+            or Paddle 2.x's).
+        executor (Executor): the executor whose scope receives the parameters.
+        model_filename (str | None): the program's file name if not ``__model__``.
+        params_filename (str | None): the combined parameter file, if one was written.
+        pserver_endpoints (list | None): accepted for fluid's signature.
+    Returns:
+        list: ``[program, feed_target_names, fetch_targets]``.
+    Raises:
+        ValueError: ``dirname`` does not exist, or a file is missing, corrupt or does not
+            match the program; the message names it.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(path, ["x"], [y], exe, main_program=main)
+        >>> program, feed_names, fetch_targets = fluid.io.load_inference_model(path, exe)
+        >>> feed_names
+        ['x']
+        >>> exe.run(program, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=fetch_targets)
+        [array([[1.5]], dtype=float32)]
+    """
     dirname = os.fspath(dirname) if dirname is not None else dirname
     if dirname is not None and not os.path.isdir(dirname) and \
             os.path.isfile(dirname + ".pdmodel") and model_filename is None:

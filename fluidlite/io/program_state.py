@@ -177,7 +177,29 @@ def _split_prefix(model_path: str) -> Tuple[str, str]:
 def save(program: Program, model_path: str, *, format: str = "paddle") -> None:
     """Write ``model_path.pdparams`` (all Parameters), ``.pdopt`` (optimizer state: the other
     persistables) and ``.pdmodel`` (the program: a ProgramDesc protobuf, or JSON with
-    ``format="json"``), all-or-nothing."""
+    ``format="json"``), all-or-nothing.
+
+    Args:
+        program (Program): the program whose parameters and optimizer state to save.
+        model_path (str): the path prefix (``model_path.pdparams`` etc.).
+        format (str, default "paddle"): ``"paddle"`` or ``"json"`` for the program file.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.save(main, os.path.join(path, "model"))
+        >>> sorted(f for f in os.listdir(path) if not f.startswith("."))
+        ['model.pdmodel', 'model.pdopt', 'model.pdparams']
+    """
     _check_format(format)
     if not isinstance(program, Program):
         raise TypeError(f"fluid.save expects a Program, got {type(program).__name__}")
@@ -200,7 +222,35 @@ def load(program: Program, model_path: str, executor: Any = None,
     """Load what ``fluid.save`` wrote into the global scope. Every Parameter must be in
     ``.pdparams``; if the program has optimizer state, ``.pdopt`` must exist. Without a
     ``.pdparams`` file, falls back to a ``save_vars``-style directory (or combined file, with
-    ``var_list``)."""
+    ``var_list``).
+
+    Args:
+        program (Program): the program whose variables to fill.
+        model_path (str): the prefix ``fluid.save`` used.
+        executor (Executor | None): fluid's executor argument (the values go to the global
+            scope).
+        var_list (list of Variable | None): the variables to load from a ``save_vars``-style
+            directory or combined file.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.save(main, os.path.join(path, "model"))
+        >>> fluid.global_scope().find_var("w").get_tensor().set(np.zeros((2, 1), "float32"),
+        ...                                                      fluid.CPUPlace())
+        >>> fluid.load(main, os.path.join(path, "model"), exe)
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     if not isinstance(program, Program):
         raise TypeError(f"fluid.load expects a Program, got {type(program).__name__}")
     model_path = os.fspath(model_path)
@@ -284,7 +334,31 @@ def _listed(path: str) -> bool:
 def load_program_state(model_path: str,
                        var_list: Optional[Sequence[Variable]] = None) -> Dict[str, np.ndarray]:
     """``{name: ndarray}`` from ``fluid.save`` files, a ``save_vars`` directory, or a combined
-    file (``var_list`` picks the names to read from directories/combined files)."""
+    file (``var_list`` picks the names to read from directories/combined files).
+
+    Args:
+        model_path (str): the prefix ``fluid.save`` used, or a ``save_vars``-style directory.
+        var_list (list of Variable | None): the variables to read from a directory or combined
+            file.
+    Returns:
+        dict: ``{name: numpy array}``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 2]), size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = os.path.join(tempfile.mkdtemp(), "model")
+        >>> fluid.save(main, path)
+        >>> state = fluid.load_program_state(path)
+        >>> state["w"].ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     model_path = os.fspath(model_path)
     directory, base = _split_prefix(model_path)
     with _reader_if_dir(directory) as reader:
@@ -323,7 +397,25 @@ def _is_npy(path: str) -> bool:
 
 def set_program_state(program: Program, state_dict: Dict[str, Any]) -> None:
     """Write ``state_dict`` values into the global scope for the persistables of ``program``
-    (shape and dtype checked for all first). Unused keys are logged."""
+    (shape and dtype checked for all first). Unused keys are logged.
+
+    Args:
+        program (Program): the program whose variables to fill.
+        state_dict (dict): ``{name: array}``, e.g. from ``load_program_state``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 2]), size=1, param_attr=fluid.ParamAttr(
+        ...         name="w"), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> fluid.set_program_state(main, {"w": np.array([[1.0], [2.0]], "float32")})
+        >>> np.array(fluid.global_scope().find_var("w").get_tensor()).ravel()
+        array([1., 2.], dtype=float32)
+    """
     if not isinstance(program, Program):
         raise TypeError(f"set_program_state expects a Program, got {type(program).__name__}")
     if not isinstance(state_dict, dict):

@@ -18,27 +18,118 @@ from .files import (LOD_SIDECAR, _assign, _check, _check_format, _combined_bytes
 
 # -- predicates -------------------------------------------------------------------------------
 def is_parameter(var: Variable) -> bool:
+    """True when ``var`` is a Parameter (the predicate of ``save_params``/``load_params``).
+
+    Args:
+        var (Variable): the variable.
+    Returns:
+        bool: ``var`` is a Parameter.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1)
+        >>> sorted(v.name for v in main.list_vars() if fluid.io.is_parameter(v))
+        ['fc_0.b_0', 'fc_0.w_0']
+    """
     return isinstance(var, Parameter)
 
 
 def is_persistable(var: Variable) -> bool:
+    """True for a variable that outlives a run (parameters, optimizer state, LR, counters),
+    false for feed/fetch/reader variables; the predicate of ``save_persistables``.
+
+    Args:
+        var (Variable): the variable.
+    Returns:
+        bool: ``var`` is persistable (and not a feed, fetch or reader variable).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1)
+        >>> fluid.io.is_persistable(x), fluid.io.is_persistable(main.global_block().var("fc_0.w_0"))
+        (False, True)
+    """
     if var.type in (VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.READER):
         return False
     return bool(var.persistable)
 
 
 def is_belong_to_optimizer(var: Variable) -> bool:
-    """Persistable, not a Parameter, not a ``fluid.data`` input: accumulators, LR, counters."""
+    """Persistable, not a Parameter, not a ``fluid.data`` input: accumulators, LR, counters.
+
+    Args:
+        var (Variable): the variable.
+    Returns:
+        bool: persistable, and neither a Parameter nor a data input.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Momentum(0.1, momentum=0.9).minimize(loss)
+        >>> sorted(v.name for v in main.list_vars() if fluid.io.is_belong_to_optimizer(v))
+        ['learning_rate_0', 'w_velocity_0']
+    """
     if not (isinstance(var, Parameter) or var.need_check_feed):
         return is_persistable(var)
     return False
 
 
 def get_program_parameter(program: Program) -> List[Variable]:
+    """Every Parameter of ``program`` (all blocks), as ``list_vars`` orders them.
+
+    Args:
+        program (Program): the program.
+    Returns:
+        list of Variable: its Parameters.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 2]), size=1)
+        >>> [p.name for p in fluid.io.get_program_parameter(main)]
+        ['fc_0.w_0', 'fc_0.b_0']
+    """
     return list(filter(is_parameter, program.list_vars()))
 
 
 def get_program_persistable_vars(program: Program) -> List[Variable]:
+    """Every persistable variable of ``program`` (parameters, optimizer state, learning rate,
+    counters): what ``save_persistables`` writes.
+
+    Args:
+        program (Program): the program.
+    Returns:
+        list of Variable: its persistable variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Momentum(0.1, momentum=0.9).minimize(loss)
+        >>> sorted(v.name for v in fluid.io.get_program_persistable_vars(main))
+        ['learning_rate_0', 'w', 'w_velocity_0']
+    """
     return list(filter(is_persistable, program.list_vars()))
 
 
@@ -51,7 +142,36 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
     ``dirname/filename``, all-or-nothing (see the module docstring). With ``dirname=None``
     and ``filename=None`` the combined bytes are returned instead of written. ``format``:
     ``"paddle"`` (Paddle's tensor streams, as fluid 1.8 writes) or ``"json"`` (``.npy``
-    files, ``.npz`` combined)."""
+    files, ``.npz`` combined).
+
+    Args:
+        executor (Executor): the executor whose scope holds the values.
+        dirname (str | None): the directory (None with ``filename=None``: return the combined
+            bytes instead of writing).
+        main_program (Program | None): the program (default: the default main program).
+        vars (list of Variable | None): the variables to save.
+        predicate (callable | None): ``predicate(var) -> bool`` selects them instead.
+        filename (str | None): one combined file instead of one file per variable.
+        format (str, default "paddle"): ``"paddle"`` or ``"json"``.
+    Returns:
+        bytes | None: the combined bytes when ``dirname`` is None, else None.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_vars(exe, path, main_program=main, vars=[main.global_block().var("w")])
+        >>> sorted(f for f in os.listdir(path) if not f.startswith("."))
+        ['w']
+    """
     _check_format(format)
     program = _program(main_program)
     selected = _select(program, vars, predicate)
@@ -99,7 +219,34 @@ def _publish(directory: str, files: Dict[str, bytes]) -> None:
 
 def save_params(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
                 filename: Optional[str] = None, *, format: str = "paddle") -> Optional[bytes]:
-    """Save every Parameter of ``main_program`` (see ``save_vars``)."""
+    """Save every Parameter of ``main_program`` (see ``save_vars``).
+
+    Args:
+        executor (Executor): the executor whose scope holds the values.
+        dirname (str | None): the directory (None with ``filename=None``: return the combined
+            bytes instead of writing).
+        main_program (Program | None): the program (default: the default main program).
+        filename (str | None): one combined file instead of one file per parameter.
+        format (str, default "paddle"): ``"paddle"`` or ``"json"``.
+    Returns:
+        bytes | None: the combined bytes when ``dirname`` is None, else None.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_params(exe, path, main_program=main)
+        >>> sorted(f for f in os.listdir(path) if not f.startswith("."))
+        ['w']
+    """
     return save_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename,
                      format=format)
 
@@ -108,7 +255,40 @@ def save_persistables(executor: Any, dirname: Optional[str],
                       main_program: Optional[Program] = None,
                       filename: Optional[str] = None, *,
                       format: str = "paddle") -> Optional[bytes]:
-    """Save every persistable variable (parameters, optimizer state, LR, counters)."""
+    """Save every persistable variable (parameters, optimizer state, LR, counters).
+
+    Args:
+        executor (Executor): the executor whose scope holds the values.
+        dirname (str | None): the directory (one file per variable), or None with
+            ``filename=None`` to get the combined bytes back.
+        main_program (Program | None): the program (default: the default main program).
+        filename (str | None): one combined file in ``dirname`` instead of one per variable.
+        format (str, default "paddle"): ``"paddle"`` (fluid 1.8's tensor files) or ``"json"``
+            (``.npy``).
+    Returns:
+        bytes | None: the combined bytes when ``dirname`` is None, else None.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_persistables(exe, path, main_program=main)
+        >>> sorted(f for f in os.listdir(path) if not f.startswith("."))
+        ['w']
+        >>> fluid.global_scope().find_var("w").get_tensor().set(np.zeros((2, 1), "float32"),
+        ...                                                      fluid.CPUPlace())
+        >>> fluid.io.load_persistables(exe, path, main_program=main)
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     return save_vars(executor, dirname, main_program, predicate=is_persistable,
                      filename=filename, format=format)
 
@@ -167,7 +347,40 @@ def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
               filename: Union[None, str, bytes] = None) -> None:
     """Load ``vars`` (or the vars matching ``predicate``) into the global scope from the files
     ``save_vars`` wrote (``filename`` may also be the bytes ``save_vars`` returned, with
-    ``dirname=None``). Everything is read and checked before the scope is touched."""
+    ``dirname=None``). Everything is read and checked before the scope is touched.
+
+    Args:
+        executor (Executor): the executor whose scope receives the values.
+        dirname (str | None): the directory written by the matching save (None with the bytes
+            in ``filename``).
+        main_program (Program | None): the program (default: the default main program).
+        vars (list of Variable | None): the variables to load.
+        predicate (callable | None): ``predicate(var) -> bool`` selects them instead.
+        filename (str | bytes | None): the combined file's name (or its bytes).
+    Raises:
+        FileNotFoundError: ``dirname`` or a variable's file does not exist.
+        ValueError: a file is corrupt or does not match its variable; the scope is unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> is_param = lambda v: isinstance(v, fluid.framework.Parameter)
+        >>> fluid.io.save_vars(exe, path, main_program=main, predicate=is_param)
+        >>> fluid.global_scope().find_var("w").get_tensor().set(np.zeros((2, 1), "float32"),
+        ...                                                      fluid.CPUPlace())
+        >>> fluid.io.load_vars(exe, path, main_program=main, predicate=is_param)
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     program = _program(main_program)
     selected = _select(program, vars, predicate)
     if not selected:
@@ -180,12 +393,76 @@ def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
 
 def load_params(executor: Any, dirname: Optional[str], main_program: Optional[Program] = None,
                 filename: Union[None, str, bytes] = None) -> None:
+    """Load every Parameter of ``main_program`` from what ``save_params`` wrote (see
+    ``load_vars``: one file per parameter in ``dirname``, or the combined file ``filename``;
+    bytes of a combined file with ``dirname=None``).
+
+    Args:
+        executor (Executor): the executor whose scope receives the values.
+        dirname (str | None): the directory written by the matching save (None with the bytes
+            in ``filename``).
+        main_program (Program | None): the program (default: the default main program).
+        filename (str | bytes | None): the combined file's name (or its bytes).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_params(exe, path, main_program=main)
+        >>> w = fluid.global_scope().find_var("w").get_tensor()
+        >>> w.set(np.zeros((2, 1), "float32"), fluid.CPUPlace())
+        >>> fluid.io.load_params(exe, path, main_program=main)
+        >>> np.array(w).ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     load_vars(executor, dirname, main_program, predicate=is_parameter, filename=filename)
 
 
 def load_persistables(executor: Any, dirname: Optional[str],
                       main_program: Optional[Program] = None,
                       filename: Union[None, str, bytes] = None) -> None:
+    """Load every persistable variable of ``main_program`` (parameters, optimizer state, LR,
+    counters) from what ``save_persistables`` wrote (see ``load_vars``), e.g. to resume
+    training.
+
+    Args:
+        executor (Executor): the executor whose scope receives the values.
+        dirname (str | None): the directory ``save_persistables`` wrote (None with the bytes in
+            ``filename``).
+        main_program (Program | None): the program whose persistables to load.
+        filename (str | bytes | None): the combined file's name (or its bytes).
+    Raises:
+        FileNotFoundError: ``dirname`` or a variable's file does not exist.
+        ValueError: a file is corrupt or does not match its variable's shape or dtype (the
+            message names the variable and the file); the scope is unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import tempfile
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(0.5)), bias_attr=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> path = tempfile.mkdtemp()
+        >>> fluid.io.save_persistables(exe, path, main_program=main, filename="all_vars")
+        >>> w = fluid.global_scope().find_var("w").get_tensor()
+        >>> w.set(np.zeros((2, 1), "float32"), fluid.CPUPlace())
+        >>> fluid.io.load_persistables(exe, path, main_program=main, filename="all_vars")
+        >>> np.array(w).ravel()
+        array([0.5, 0.5], dtype=float32)
+    """
     load_vars(executor, dirname, main_program, predicate=is_persistable, filename=filename)
 
 
@@ -197,7 +474,26 @@ def get_parameter_value(para: Parameter, executor: Any) -> np.ndarray:
 
     TypeError if ``para`` is not a Parameter (fluid asserted "The input variable is not
     parameter."), RuntimeError if it has no value yet (run the startup program first).
-    ``executor`` is accepted as in fluid; the value comes from the global scope, as fluid's."""
+    ``executor`` is accepted as in fluid; the value comes from the global scope, as fluid's.
+
+    Args:
+        para (Parameter): the parameter.
+        executor (Executor): the executor whose scope holds it.
+    Returns:
+        numpy.ndarray: a copy of its value.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 2]), size=1, bias_attr=False,
+        ...         param_attr=fluid.ParamAttr(name="w", initializer=fluid.initializer.Constant(2.0)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> fluid.io.get_parameter_value(main.global_block().var("w"), exe).ravel()
+        array([2., 2.], dtype=float32)
+    """
     if not is_parameter(para):
         raise TypeError(f"get_parameter_value: The input variable is not parameter: expected "
                         f"a fluid Parameter, received {type(para).__name__} "
@@ -213,7 +509,28 @@ def get_parameter_value_by_name(name: str, executor: Any,
                                 program: Optional[Program] = None) -> np.ndarray:
     """``get_parameter_value`` of the parameter called ``name`` in ``program``'s global block
     (default: the default main program). ValueError if the program has no such variable,
-    TypeError if it is not a parameter."""
+    TypeError if it is not a parameter.
+
+    Args:
+        name (str): the parameter's name.
+        executor (Executor): the executor whose scope holds it.
+        program (Program | None): where to look the name up (default: the default main
+            program).
+    Returns:
+        numpy.ndarray: a copy of the value.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.layers.fc(fluid.data("x", [-1, 2]), size=1, bias_attr=fluid.ParamAttr(
+        ...         name="b", initializer=fluid.initializer.Constant(0.25)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> fluid.io.get_parameter_value_by_name("b", exe, main)
+        array([0.25], dtype=float32)
+    """
     program = default_main_program() if program is None else program
     block = program.global_block()
     if not block.has_var(name):

@@ -17,7 +17,29 @@ def _variable(layer: str, x: object) -> Variable:
 
 
 def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Variable:
-    """Elementwise ``min(max(x, min), max)`` (op ``clip``); gradient flows where min < x < max."""
+    """Elementwise ``min(max(x, min), max)`` (op ``clip``); gradient flows where min < x < max.
+
+    Args:
+        x (Variable): the input.
+        min (float): the lower bound.
+        max (float): the upper bound.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x`` clipped to ``[min, max]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.clip(x, min=-1.0, max=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.,  0.,  1.]], dtype=float32)
+    """
     x = _variable("clip", x)
     lo, hi = check_number(min, "min", "clip"), check_number(max, "max", "clip")
     if lo > hi:
@@ -30,7 +52,27 @@ def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Var
 
 
 def clip_by_norm(x: Variable, max_norm: float, name: Optional[str] = None) -> Variable:
-    """``x * max_norm / ||x||_2`` when ``||x||_2 > max_norm``, else ``x`` (op ``clip_by_norm``)."""
+    """``x * max_norm / ||x||_2`` when ``||x||_2 > max_norm``, else ``x`` (op ``clip_by_norm``).
+
+    Args:
+        x (Variable): the input.
+        max_norm (float): the largest L2 norm allowed.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x * max_norm / ||x||`` when ``||x|| > max_norm``, else ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     out = fluid.layers.clip_by_norm(x, max_norm=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[3.0, 4.0]], "float32")}, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.6, 0.8]], dtype=float32)
+    """
     x = _variable("clip_by_norm", x)
     max_norm = check_number(max_norm, "max_norm", "clip_by_norm", positive=True)
     helper = LayerHelper("clip_by_norm", name=name)

@@ -32,7 +32,25 @@ __all__ = ["increment", "autoincreased_step_counter", "While", "create_array", "
 
 def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variable:
     """``x + value`` for a one-element ``x`` (op ``increment``); written back into ``x`` when
-    ``in_place`` (the default), else into a new variable."""
+    ``in_place`` (the default), else into a new variable.
+
+    Args:
+        x (Variable): a one-element tensor.
+        value (float, default 1.0): the amount added.
+        in_place (bool, default True): write the result into ``x``.
+    Returns:
+        Variable: ``x + value`` (``x`` itself with ``in_place``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     counter = fluid.layers.fill_constant(shape=[1], dtype="int64", value=0)
+        ...     counter = fluid.layers.increment(counter, value=5, in_place=True)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[counter])[0]
+        array([5])
+    """
     if not isinstance(x, Variable):
         raise TypeError(f"increment: x must be a Variable, but received {type(x).__name__}")
     value = check_number(value, "value", "increment")
@@ -50,7 +68,27 @@ def autoincreased_step_counter(counter_name: Optional[str] = None, begin: int = 
     *prepended* to block 0, so the first run sees ``begin - 1 + step`` (``begin`` with the
     default step 1). Calling it again with the same name returns the existing counter (one
     increment per program). The optimizers' passes build theirs with the same verb
-    (``rewrite.step_counter``)."""
+    (``rewrite.step_counter``).
+
+    Args:
+        counter_name (str | None): the persistable counter's name (default
+            ``@STEP_COUNTER@``).
+        begin (int, default 1): the value of the first run.
+        step (int, default 1): the increment per run.
+    Returns:
+        Variable: int64 ``[1]``, increased before each run of the program.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     step = fluid.layers.autoincreased_step_counter(begin=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [int(exe.run(main, fetch_list=[step])[0][0]) for _ in range(3)]
+        [1, 2, 3]
+    """
     begin = check_int(begin, "begin", "autoincreased_step_counter")
     step = check_int(step, "step", "autoincreased_step_counter")
     if _mode.tracer is not None:
@@ -145,6 +183,30 @@ class While:
     ``assign(x, output=var)``, ``increment(i)``, ``array_write``) are the loop-carried
     variables and must keep their shape and dtype. ``is_test`` drops what the backward pass
     would need (nothing is recorded per iteration unless the program holds ``while_grad``).
+
+    Args:
+        cond (Variable): a bool ``[1]`` tensor; the body runs while it is true (update it in
+            the body).
+        is_test (bool, default False): accepted for fluid's signature.
+        name (str | None): name prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     i = fluid.layers.fill_constant([1], "int64", 0)
+        ...     limit = fluid.layers.fill_constant([1], "int64", 4)
+        ...     total = fluid.layers.fill_constant([1], "int64", 0)
+        ...     cond = fluid.layers.less_than(i, limit)
+        ...     loop = fluid.layers.While(cond)
+        ...     with loop.block():
+        ...         _ = fluid.layers.assign(total + i, total)
+        ...         _ = fluid.layers.increment(i, in_place=True)
+        ...         _ = fluid.layers.less_than(i, limit, cond=cond)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[total])[0]
+        array([6])
     """
 
     BEFORE_WHILE_BLOCK, IN_WHILE_BLOCK, AFTER_WHILE_BLOCK = 0, 1, 2
@@ -215,7 +277,27 @@ class _WhileGuard(_cf.BlockBuild):
 # -- tensor arrays ----------------------------------------------------------------------------
 def create_array(dtype: Any) -> Variable:
     """An empty tensor array (``VarType.LOD_TENSOR_ARRAY``) of ``dtype`` elements; in dygraph
-    mode a Python list."""
+    mode a Python list.
+
+    Args:
+        dtype (str | numpy dtype): the dtype of the elements.
+    Returns:
+        Variable: an empty tensor array (``array_write`` / ``array_read``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     arr = fluid.layers.create_array("float32")
+        ...     i = fluid.layers.fill_constant([1], "int64", 0)
+        ...     arr = fluid.layers.array_write(fluid.layers.fill_constant([2], "float32", 5.0), i, array=arr)
+        ...     n = fluid.layers.array_length(arr)
+        ...     first = fluid.layers.array_read(arr, i)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[n, first])
+        [array([1]), array([5., 5.], dtype=float32)]
+    """
     if _mode.tracer is not None:
         return []
     helper = LayerHelper("array")
@@ -232,7 +314,22 @@ def _check_index(i: Any, api: str) -> None:
 
 def array_write(x: Variable, i: Variable, array: Optional[Variable] = None) -> Variable:
     """``array[i] = x`` (op ``write_to_array``); creates the array when ``array`` is None and
-    returns it. The array grows to ``i + 1`` entries."""
+    returns it. The array grows to ``i + 1`` entries.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     arr = fluid.layers.array_write(fluid.layers.fill_constant([2], "float32", 1.0),
+        ...                                    fluid.layers.fill_constant([1], "int64", 0))
+        ...     arr = fluid.layers.array_write(fluid.layers.fill_constant([2], "float32", 2.0),
+        ...                                    fluid.layers.fill_constant([1], "int64", 1), array=arr)
+        ...     n = fluid.layers.array_length(arr)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[n])[0]
+        array([2])
+    """
     if _mode.tracer is not None:
         idx = int(np.asarray(i.numpy()).reshape(-1)[0])
         if array is None:
@@ -269,7 +366,21 @@ def _what(x: Any) -> str:
 
 def array_read(array: Variable, i: Variable) -> Variable:
     """``array[i]`` (op ``read_from_array``); reading past the end raises an IndexError
-    naming the array and its length."""
+    naming the array and its length.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     arr = fluid.layers.create_array("float32")
+        ...     i = fluid.layers.fill_constant([1], "int64", 1)
+        ...     arr = fluid.layers.array_write(fluid.layers.fill_constant([2], "float32", 7.0), i, array=arr)
+        ...     item = fluid.layers.array_read(arr, i)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[item])[0]
+        array([7., 7.], dtype=float32)
+    """
     if _mode.tracer is not None:
         check_type(array, "array", list, "array_read")
         idx = int(np.asarray(i.numpy()).reshape(-1)[0])
@@ -289,7 +400,22 @@ def array_read(array: Variable, i: Variable) -> Variable:
 
 
 def array_length(array: Variable) -> Variable:
-    """The number of entries of ``array`` (int64, shape [1]; op ``lod_array_length``)."""
+    """The number of entries of ``array`` (int64, shape [1]; op ``lod_array_length``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     arr = fluid.layers.create_array("float32")
+        ...     for k in range(3):
+        ...         _ = fluid.layers.array_write(fluid.layers.fill_constant([1], "float32", 0.0),
+        ...                                      fluid.layers.fill_constant([1], "int64", k), array=arr)
+        ...     n = fluid.layers.array_length(arr)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[n])[0]
+        array([3])
+    """
     if _mode.tracer is not None:
         check_type(array, "array", list, "array_length")
         return _mode.implementation("to_variable")(np.array([len(array)], np.int64))
@@ -306,7 +432,25 @@ def array_length(array: Variable) -> Variable:
 def tensor_array_to_tensor(input: Variable, axis: int = 1, name: Optional[str] = None,
                            use_stack: bool = False) -> Tuple[Variable, Variable]:
     """Concatenate (``use_stack``: stack) the entries of a tensor array along ``axis``; returns
-    ``(out, out_index)``, ``out_index`` holding each entry's size along ``axis`` (int32)."""
+    ``(out, out_index)``, ``out_index`` holding each entry's size along ``axis`` (int32).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     arr = fluid.layers.create_array("float32")
+        ...     for k in range(3):
+        ...         idx = fluid.layers.fill_constant([1], "int64", k)
+        ...         _ = fluid.layers.array_write(fluid.layers.fill_constant([1, 2], "float32", float(k)), idx,
+        ...                                      array=arr)
+        ...     out, sizes = fluid.layers.tensor_array_to_tensor(arr, axis=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[out, sizes])
+        [array([[0., 0.],
+               [1., 1.],
+               [2., 2.]], dtype=float32), array([1, 1, 1], dtype=int32)]
+    """
     axis = check_int(axis, "axis", "tensor_array_to_tensor")
     if _mode.tracer is not None:
         check_type(input, "input", list, "tensor_array_to_tensor")
@@ -337,7 +481,23 @@ def Print(input: Variable, first_n: int = -1, message: Optional[str] = None,
     """Log ``input`` (name, dtype, shape, LoD, the first ``summarize`` values) each time the
     program runs, on the ``fluidlite`` logger at INFO; returns a Variable equal to ``input``
     (use it so the op is kept). ``print_phase``: 'forward', 'backward' or 'both' (the gradient
-    is logged when it is computed)."""
+    is logged when it is computed).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.Print(x, message="x is", summarize=4)      # prints when it runs
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> import contextlib, io
+        >>> printed = io.StringIO()
+        >>> with contextlib.redirect_stdout(printed):
+        ...     _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[y])
+        >>> "x is" in printed.getvalue(), "data: 1.0,1.0," in printed.getvalue()
+        (True, True)
+    """
     check_variable_and_dtype(input, "input", ["float32", "float64", "int32", "int64", "bool"],
                              "fluid.layers.Print")
     if print_phase.lower() not in ("forward", "backward", "both"):
@@ -428,7 +588,29 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
     Static mode builds both branches as conditional blocks; only the taken one runs, and
     gradients flow only through it. Both branches must return the same structure of Variables
     with the same dtypes and shapes (else a ValueError naming both branches), or both None.
-    Dygraph mode calls the taken function only."""
+    Dygraph mode calls the taken function only.
+
+    Args:
+        pred (Variable): a bool tensor of one element.
+        true_fn (callable | None): builds the branch taken when ``pred`` is true.
+        false_fn (callable | None): builds the other branch.
+        name (str | None): name prefix.
+    Returns:
+        The outputs of the branch taken (both branches must return the same structure).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1])
+        ...     zero = fluid.layers.fill_constant([1], "float32", 0.0)
+        ...     y = fluid.layers.cond(fluid.layers.greater_than(x, zero),
+        ...                           lambda: fluid.layers.scale(x, 2.0), lambda: x * -1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed={"x": np.array([v], "float32")}, fetch_list=[y])[0] for v in (3, -3)]
+        [array([6.], dtype=float32), array([3.], dtype=float32)]
+    """
     if _mode.tracer is not None:
         if _scalar_true(pred):
             return true_fn() if true_fn is not None else None
@@ -517,7 +699,29 @@ def _check_branch_pair(k: int, t: Variable, f: Variable) -> None:
 def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]],
          default: Optional[Callable[[], Any]] = None, name: Optional[str] = None) -> Any:
     """The function of the first pair whose predicate is true (fluid 1.8 ``case``): nested
-    ``cond``s; without ``default`` the last pair's function is the default."""
+    ``cond``s; without ``default`` the last pair's function is the default.
+
+    Args:
+        pred_fn_pairs (list of (Variable, callable)): bool ``[1]`` conditions and the branch
+            built when it is the first true one.
+        default (callable | None): the branch when none is true (default: the last pair's).
+        name (str | None): name prefix.
+    Returns:
+        The outputs of the branch taken.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1])
+        ...     one = fluid.layers.fill_constant([1], "float32", 1.0)
+        ...     y = fluid.layers.case([(x < one, lambda: fluid.layers.fill_constant([1], "float32", -1.0))],
+        ...                           default=lambda: fluid.layers.fill_constant([1], "float32", 1.0))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed={"x": np.array([v], "float32")}, fetch_list=[y])[0] for v in (0, 2)]
+        [array([-1.], dtype=float32), array([1.], dtype=float32)]
+    """
     check_type(pred_fn_pairs, "pred_fn_pairs", (list, tuple), "case")
     pairs = list(pred_fn_pairs)
     for k, pair in enumerate(pairs):
@@ -549,7 +753,31 @@ def switch_case(branch_index: Variable, branch_fns: Any,
     """The function of ``branch_fns`` whose key equals ``branch_index`` (an int32/int64
     scalar); ``branch_fns`` is a dict ``{int: fn}``, a list of ``(int, fn)`` or a list of
     functions (keys 0, 1, ...). Without ``default`` the function of the largest key is the
-    default (fluid 1.8 ``switch_case``)."""
+    default (fluid 1.8 ``switch_case``).
+
+    Args:
+        branch_index (Variable): int ``[1]`` tensor selecting the branch.
+        branch_fns (dict | list): ``{index: fn}`` or a list of ``(index, fn)`` / fns.
+        default (callable | None): the branch for any other index (default: the largest
+            index's).
+        name (str | None): name prefix.
+    Returns:
+        The outputs of the branch taken.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     idx = fluid.data("idx", [1], "int64")
+        ...     y = fluid.layers.switch_case(idx, {
+        ...         0: lambda: fluid.layers.fill_constant([1], "float32", 10.0),
+        ...         1: lambda: fluid.layers.fill_constant([1], "float32", 11.0)},
+        ...         default=lambda: fluid.layers.fill_constant([1], "float32", -1.0))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed={"idx": np.array([v], "int64")}, fetch_list=[y])[0] for v in (1, 7)]
+        [array([11.], dtype=float32), array([-1.], dtype=float32)]
+    """
     if _mode.tracer is None:
         check_variable_and_dtype(branch_index, "branch_index", ["int32", "int64"],
                                  "switch_case")
@@ -604,7 +832,29 @@ def switch_case(branch_index: Variable, branch_fns: Any,
 class Switch:
     """``with Switch() as s: with s.case(cond): ...; with s.default(): ...`` -- the body of the
     first case whose condition (a bool scalar) holds runs, else the default's (fluid 1.8
-    ``Switch``, written with conditional blocks)."""
+    ``Switch``, written with conditional blocks).
+
+    Args:
+        name (str | None): name prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     step = fluid.data("step", [1], "float32")
+        ...     lr = fluid.layers.create_global_var([1], 0.0, "float32", persistable=True, name="lr")
+        ...     with fluid.layers.Switch() as switch:
+        ...         with switch.case(step < fluid.layers.fill_constant([1], "float32", 10.0)):
+        ...             _ = fluid.layers.assign(fluid.layers.fill_constant([1], "float32", 1.0), lr)
+        ...         with switch.default():
+        ...             _ = fluid.layers.assign(fluid.layers.fill_constant([1], "float32", 0.1), lr)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [round(float(exe.run(main, feed={"step": np.array([s], "float32")}, fetch_list=[lr])[0][0]), 4)
+        ...  for s in (3, 30)]
+        [1.0, 0.1]
+    """
 
     # constructing one changes nothing; each case / default block is one build transaction
     __fluidlite_atomic__ = True
@@ -650,7 +900,29 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any],
                name: Optional[str] = None) -> List[Any]:
     """``while cond(*loop_vars): loop_vars = body(*loop_vars)``; returns the final loop_vars.
     ``body`` must return as many values as ``loop_vars``, each with its loop variable's shape
-    and dtype. Dygraph mode loops in Python."""
+    and dtype. Dygraph mode loops in Python.
+
+    Args:
+        cond (callable): ``cond(*loop_vars)`` builds a bool ``[1]`` tensor.
+        body (callable): ``body(*loop_vars)`` builds the next values (same structure).
+        loop_vars (list): the initial values.
+        is_test (bool, default False): accepted for fluid's signature.
+        name (str | None): name prefix.
+    Returns:
+        list: the loop variables after the last iteration.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     i = fluid.layers.fill_constant([1], "int64", 0)
+        ...     s = fluid.layers.fill_constant([1], "int64", 0)
+        ...     limit = fluid.layers.fill_constant([1], "int64", 5)
+        ...     i, s = fluid.layers.while_loop(lambda i, s: i < limit, lambda i, s: [i + 1, s + i], [i, s])
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[i, s])
+        [array([5]), array([10])]
+    """
     if not callable(cond):
         raise TypeError("while_loop: cond in while_loop should be callable")
     if not callable(body):
@@ -708,7 +980,31 @@ class IfElse:
     ``with ie.true_block():`` ``ie.input(x)`` is the rows of ``x`` where the mask holds (in the
     false block, where it does not), and ``ie.output(y)`` collects the branch's result;
     ``ie()`` merges both branches' outputs back into row order (``split_lod_tensor`` /
-    ``merge_lod_tensor``). A branch runs only when its rows are not empty."""
+    ``merge_lod_tensor``). A branch runs only when its rows are not empty.
+
+    Args:
+        cond (Variable): bool ``[N, 1]``: which rows go to the true block.
+        name (str | None): name prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     cond = fluid.layers.greater_than(x, fluid.layers.zeros_like(x))
+        ...     ie = fluid.layers.IfElse(cond)
+        ...     with ie.true_block():
+        ...         ie.output(ie.input(x) * 10)
+        ...     with ie.false_block():
+        ...         ie.output(fluid.layers.zeros_like(ie.input(x)))
+        ...     out, = ie()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[1.0], [-2.0], [3.0]], "float32")}, fetch_list=[out])[0]
+        array([[10.],
+               [ 0.],
+               [30.]], dtype=float32)
+    """
 
     OUT_IF_ELSE_BLOCKS, IN_IF_ELSE_TRUE_BLOCKS, IN_IF_ELSE_FALSE_BLOCKS = 0, 1, 2
     # constructing one changes nothing; each branch block is one build transaction
@@ -811,7 +1107,25 @@ class _IfElseGuard:
 
 def is_empty(x: Variable, cond: Optional[Variable] = None) -> Variable:
     """A bool [1] Variable: whether ``x`` has no elements (op ``is_empty``); written into
-    ``cond`` when given."""
+    ``cond`` when given.
+
+    Args:
+        x (Variable): the tensor.
+        cond (Variable | None): an existing bool variable to write.
+    Returns:
+        Variable: bool ``[1]``: ``x`` has no elements.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     e = fluid.layers.is_empty(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.zeros((0, 2), "float32")}, fetch_list=[e])[0]
+        array([ True])
+    """
     check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "is_empty")
     check_type(cond, "cond", (Variable, type(None)), "is_empty")
     helper = LayerHelper("is_empty")
@@ -882,7 +1196,22 @@ def array_to_lod_tensor(x: Variable, table: Variable) -> Variable:
 
 def reorder_lod_tensor_by_rank(x: Variable, rank_table: Variable) -> Variable:
     """``x``'s sequences (rows when it has no LoD) in the order of ``rank_table`` (op
-    ``reorder_lod_tensor_by_rank``)."""
+    ``reorder_lod_tensor_by_rank``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.layers.control_flow import lod_rank_table
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], lod_level=1)
+        ...     table = lod_rank_table(x)                    # sequences by length, longest first
+        ...     out = fluid.layers.reorder_lod_tensor_by_rank(x, table)
+        >>> t = fluid.create_lod_tensor(np.array([[1], [2], [3]], "float32"), [[1, 2]], fluid.CPUPlace())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[out])[0].ravel()
+        array([2., 3., 1.], dtype=float32)
+    """
     check_type(x, "x", Variable, "reorder_lod_tensor_by_rank")
     _check_table(rank_table, "reorder_lod_tensor_by_rank")
     return _rank_table_op("reorder_lod_tensor_by_rank", {"X": [x], "RankTable": [rank_table]},

@@ -57,7 +57,27 @@ def _output(helper: LayerHelper, out: Optional[Variable], dtype: Any, layer: str
 def range(start: Any, end: Any, step: Any, dtype: Any) -> Variable:
     """``[start, start + step, ...)`` up to (excluding) ``end`` (op ``range``). ``start``,
     ``end`` and ``step`` are numbers or 1-element Variables (cast to ``dtype``); with numbers
-    the length is known at build time (fluid 1.8 declares [-1])."""
+    the length is known at build time (fluid 1.8 declares [-1]).
+
+    Args:
+        start (number | Variable): the first value.
+        end (number | Variable): the bound (exclusive).
+        step (number | Variable): the step.
+        dtype (str | numpy dtype): the dtype.
+    Returns:
+        Variable: 1-D ``[start, start + step, ...]`` below ``end``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.range(0, 10, 3, "int64")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([0, 3, 6, 9])
+    """
     check_dtype(dtype, "dtype", _FLOAT + _INT, "range")
     dtype = convert_dtype(dtype)
     helper = LayerHelper("range")
@@ -77,13 +97,54 @@ def range(start: Any, end: Any, step: Any, dtype: Any) -> Variable:
 
 def arange(start: Any, end: Any, step: Any = 1, dtype: Any = None,
            name: Optional[str] = None) -> Variable:
-    """``range`` with fluid 1.8's defaults: ``step=1`` and ``dtype`` float32 when None."""
+    """``range`` with fluid 1.8's defaults: ``step=1`` and ``dtype`` float32 when None.
+
+    Args:
+        start (number | Variable): the first value.
+        end (number | Variable): the bound (exclusive).
+        step (number | Variable, default 1): the step.
+        dtype (str | None): the dtype.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: 1-D ``[start, start + step, ...]`` below ``end``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.arange(0, 5, 2, "int64")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([0, 2, 4])
+    """
     return range(start, end, step, "float32" if dtype is None else dtype)
 
 
 def linspace(start: Any, stop: Any, num: Union[int, Variable], dtype: Any) -> Variable:
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive (op ``linspace``);
-    ``start``/``stop`` are numbers or 1-element Variables, ``num`` an int or int32 Variable."""
+    ``start``/``stop`` are numbers or 1-element Variables, ``num`` an int or int32 Variable.
+
+    Args:
+        start (number | Variable): the first value.
+        stop (number | Variable): the last value.
+        num (int | Variable): the number of values.
+        dtype (str | numpy dtype): the dtype.
+    Returns:
+        Variable: 1-D, ``num`` evenly spaced values.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.linspace(0, 1, 5, "float32")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
     check_dtype(dtype, "dtype", _FLOAT, "linspace")
     dtype = convert_dtype(dtype)
     helper = LayerHelper("linspace")
@@ -106,7 +167,24 @@ def linspace(start: Any, stop: Any, num: Union[int, Variable], dtype: Any) -> Va
 
 def diag(diagonal: Union[Variable, np.ndarray]) -> Variable:
     """The square matrix with ``diagonal`` (a 1-D Variable or ndarray) on its diagonal (op
-    ``diag``)."""
+    ``diag``).
+
+    Args:
+        diagonal (Variable | numpy.ndarray): the 1-D diagonal.
+    Returns:
+        Variable: the square matrix with it on the diagonal.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     d = fluid.layers.diag(np.array([1, 2, 3], "float32"))
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[d])[0]
+        array([[1., 0., 0.],
+               [0., 2., 0.],
+               [0., 0., 3.]], dtype=float32)
+    """
     check_type(diagonal, "diagonal", (Variable, np.ndarray), "diag")
     check_dtype(diagonal.dtype, "diagonal", _FLOAT + _INT, "diag")
     if not isinstance(diagonal, Variable):
@@ -121,7 +199,28 @@ def diag(diagonal: Union[Variable, np.ndarray]) -> Variable:
 def diag_embed(input: Union[Variable, np.ndarray], offset: int = 0, dim1: int = -2,
                dim2: int = -1) -> Variable:
     """A tensor whose diagonals (offset ``offset``) in the plane of dims ``dim1`` and ``dim2``
-    hold the last dim of ``input``, zeros elsewhere (op ``diag_embed``)."""
+    hold the last dim of ``input``, zeros elsewhere (op ``diag_embed``).
+
+    Args:
+        input (Variable | numpy.ndarray): ``[..., K]`` diagonals.
+        offset (int, default 0): which diagonal (positive: above the main one).
+        dim1 (int, default -2): the first matrix dim of the output.
+        dim2 (int, default -1): the second matrix dim of the output.
+    Returns:
+        Variable: matrices with ``input`` on the chosen diagonal.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     out = fluid.layers.diag_embed(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[out])[0]
+        array([[[1., 0.],
+                [0., 2.]]], dtype=float32)
+    """
     check_type(input, "input", (Variable, np.ndarray), "diag_embed")
     check_dtype(input.dtype, "input", _FLOAT + _INT, "diag_embed")
     if not isinstance(input, Variable):
@@ -157,20 +256,86 @@ def _tril_triu(layer: str, input: Variable, diagonal: int, name: Optional[str]) 
 
 def tril(input: Variable, diagonal: int = 0, name: Optional[str] = None) -> Variable:
     """``input`` with the entries above its ``diagonal``-th diagonal (last two dims) zeroed
-    (op ``tril_triu``)."""
+    (op ``tril_triu``).
+
+    Args:
+        input (Variable): a matrix (or batch of matrices).
+        diagonal (int, default 0): keep entries up to this diagonal (above the main one when
+            positive).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the lower triangle, zeros elsewhere.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 3], "float32")
+        ...     out = fluid.layers.tril(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((3, 3), "float32")}, fetch_list=[out])
+        >>> res
+        array([[1., 0., 0.],
+               [1., 1., 0.],
+               [1., 1., 1.]], dtype=float32)
+    """
     return _tril_triu("tril", input, diagonal, name)
 
 
 def triu(input: Variable, diagonal: int = 0, name: Optional[str] = None) -> Variable:
     """``input`` with the entries below its ``diagonal``-th diagonal (last two dims) zeroed
-    (op ``tril_triu``)."""
+    (op ``tril_triu``).
+
+    Args:
+        input (Variable): a matrix (or batch of matrices).
+        diagonal (int, default 0): keep entries from this diagonal on.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the upper triangle, zeros elsewhere.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 3], "float32")
+        ...     out = fluid.layers.triu(x, diagonal=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((3, 3), "float32")}, fetch_list=[out])
+        >>> res
+        array([[0., 1., 1.],
+               [0., 0., 1.],
+               [0., 0., 0.]], dtype=float32)
+    """
     return _tril_triu("triu", input, diagonal, name)
 
 
 def eye(num_rows: int, num_columns: Optional[int] = None,
         batch_shape: Optional[List[int]] = None, dtype: Any = "float32") -> Variable:
     """The ``[num_rows, num_columns]`` identity (op ``eye``), repeated over ``batch_shape``
-    leading dims when given."""
+    leading dims when given.
+
+    Args:
+        num_rows (int): rows.
+        num_columns (int | None): columns (default ``num_rows``).
+        batch_shape (list of int | None): leading batch dims.
+        dtype (str, default "float32"): the dtype.
+    Returns:
+        Variable: the identity matrix (batch).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.eye(2, num_columns=3, dtype="float32")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([[1., 0., 0.],
+               [0., 1., 0.]], dtype=float32)
+    """
     if not is_int(num_rows) or num_rows < 0:
         raise TypeError(f"eye: num_rows should be a non-negative int, but received "
                         f"{num_rows!r}")
@@ -205,7 +370,20 @@ def meshgrid(input: Union[Sequence[Variable], Variable], *args: Variable,
              name: Optional[str] = None) -> List[Variable]:
     """k 1-D Variables of sizes N1..Nk -> k grids of shape [N1, ..., Nk] ("ij" indexing; op
     ``meshgrid``): a list as fluid 1.8 documents it, or the Variables as separate arguments
-    (``meshgrid(x, y)``, the later spelling)."""
+    (``meshgrid(x, y)``, the later spelling).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = (fluid.layers.meshgrid([fluid.layers.assign(np.array([1, 2], "float32")), fluid.layers.assign(np.array([3, 4, 5], "float32"))]))[0]
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([[1., 1., 1.],
+               [2., 2., 2.]], dtype=float32)
+    """
     check_type(input, "input", (list, tuple, Variable), "meshgrid")
     xs = [input] if isinstance(input, Variable) else list(input)
     xs += list(args)
@@ -221,7 +399,30 @@ def full(shape: Any, fill_value: Any, out: Optional[Variable] = None, dtype: Any
          device: Optional[str] = None, stop_gradient: bool = True,
          name: Optional[str] = None) -> Variable:
     """A tensor of ``shape`` filled with ``fill_value`` (dtype float32 when None) (op
-    ``fill_constant``; ``shape`` and ``fill_value`` as ``fill_constant`` accepts them)."""
+    ``fill_constant``; ``shape`` and ``fill_value`` as ``fill_constant`` accepts them).
+
+    Args:
+        shape (list | tuple | Variable): the shape.
+        fill_value (number | Variable): the value.
+        out (Variable | None): an existing variable to write.
+        dtype (str | None): the dtype (default float32).
+        device (str | None): accepted for the 2.0 signature.
+        stop_gradient (bool, default True): the output's ``stop_gradient``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the filled tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.full(shape=[2], fill_value=7.5, dtype="float32")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([7.5, 7.5], dtype=float32)
+    """
     dtype = "float32" if dtype is None else dtype
     out = fill_constant(shape, dtype, fill_value, out=out)
     out.stop_gradient = stop_gradient
@@ -232,7 +433,30 @@ def full_like(input: Variable, fill_value: Any, out: Optional[Variable] = None,
               dtype: Any = None, device: Optional[str] = None, stop_gradient: bool = True,
               name: Optional[str] = None) -> Variable:
     """A tensor shaped like ``input`` filled with ``fill_value`` (dtype: input's unless given)
-    (op ``fill_any_like``)."""
+    (op ``fill_any_like``).
+
+    Args:
+        input (Variable): the shape (and default dtype) to copy.
+        fill_value (number | Variable): the value.
+        out (Variable | None): an existing variable to write.
+        dtype (str | None): the dtype (default ``input``'s).
+        device (str | None): accepted for the 2.0 signature.
+        stop_gradient (bool, default True): the output's ``stop_gradient``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the filled tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.full_like(fluid.layers.zeros(shape=[2], dtype="float32"), 3.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([3., 3.], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", ["bool", "float16"] + _FLOAT + _INT, "full_like")
     check_type(fill_value, "fill_value", (bool, int, float, np.number), "full_like")
     if dtype is None:
@@ -254,7 +478,31 @@ def randint(low: int, high: Optional[int] = None, shape: Any = None,
             stop_gradient: bool = False, seed: int = 0, name: Optional[str] = None) -> Variable:
     """Uniform random integers in ``[low, high)`` (``[0, low)`` when ``high`` is None) of
     ``shape`` (ints and/or int Variables, or a 1-D int Variable; default [1]) (op
-    ``randint``)."""
+    ``randint``).
+
+    Args:
+        low (int): the lower bound (the upper one when ``high`` is None, with 0 as lower).
+        high (int | None): the upper bound (exclusive).
+        shape (list | tuple | Variable | None): the shape (default ``[1]``).
+        out (Variable | None): an existing variable to write.
+        dtype (str | None): int32 or int64 (default int64).
+        device (str | None): accepted for the 2.0 signature.
+        stop_gradient (bool, default False): the output's ``stop_gradient``.
+        seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: random integers in ``[low, high)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.randint(0, 5, shape=[10], seed=1)
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+        >>> res.shape, bool(((res >= 0) & (res < 5)).all())
+        ((10,), True)
+    """
     low = check_int(low, "low", "randint")
     if high is None:
         low, high = 0, low
@@ -285,7 +533,28 @@ def randint(low: int, high: Optional[int] = None, shape: Any = None,
 def randn(shape: Sequence[int], out: Optional[Variable] = None, dtype: Any = None,
           device: Optional[str] = None, stop_gradient: bool = True,
           name: Optional[str] = None) -> Variable:
-    """Standard normal samples of ``shape`` (op ``gaussian_random`` with mean 0, std 1)."""
+    """Standard normal samples of ``shape`` (op ``gaussian_random`` with mean 0, std 1).
+
+    Args:
+        shape (list of int): the shape.
+        out (Variable | None): an existing variable to write.
+        dtype (str | None): the dtype (default float32).
+        device (str | None): accepted for the 2.0 signature.
+        stop_gradient (bool, default True): the output's ``stop_gradient``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: standard normal samples.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.randn([3, 4])
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+        >>> res.shape, res.dtype
+        ((3, 4), dtype('float32'))
+    """
     check_type(shape, "shape", (list, tuple), "randn")
     shape = [check_int(d, f"shape[{i}]", "randn", minimum=0) for i, d in enumerate(shape)]
     dtype = "float32" if dtype is None else dtype
@@ -302,7 +571,28 @@ def randn(shape: Sequence[int], out: Optional[Variable] = None, dtype: Any = Non
 def randperm(n: int, out: Optional[Variable] = None, dtype: Any = "int64",
              device: Optional[str] = None, stop_gradient: bool = True,
              seed: int = 0) -> Variable:
-    """A random permutation of ``0 .. n-1`` (op ``randperm``)."""
+    """A random permutation of ``0 .. n-1`` (op ``randperm``).
+
+    Args:
+        n (int): the permutation's length.
+        out (Variable | None): an existing variable to write.
+        dtype (str, default "int64"): the dtype.
+        device (str | None): accepted for the 2.0 signature.
+        stop_gradient (bool, default True): the output's ``stop_gradient``.
+        seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+    Returns:
+        Variable: a random permutation of ``0 .. n - 1``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.randperm(5, seed=1)
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+        >>> sorted(res.tolist())
+        [0, 1, 2, 3, 4]
+    """
     n = check_int(n, "n", "randperm", minimum=1)
     check_dtype(dtype, "dtype", _FLOAT + _INT, "randperm")
     helper = LayerHelper("randperm")
@@ -319,7 +609,20 @@ def random_crop(x: Variable, shape: Sequence[int], seed: Union[int, Variable, No
     """Crop the trailing ``len(shape)`` dims of ``x`` to ``shape`` at a random offset per
     instance (op ``random_crop``). An int ``seed`` starts a persistable int64 seed variable
     (set by the startup program, advanced by every run); a Variable is used as that state;
-    None draws from the program's random stream."""
+    None draws from the program's random stream.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     out = fluid.layers.random_crop(x, shape=[1, 2, 2], seed=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((3, 1, 4, 4), "float32")}, fetch_list=[out])[0].shape
+        (3, 1, 2, 2)
+    """
     check_variable_and_dtype(x, "x", ["uint8", "int16", "int32", "int64"] + _FLOAT,
                              "random_crop")
     check_type(shape, "shape", (list, tuple), "random_crop")
@@ -351,7 +654,19 @@ def sampling_id(x: Variable, min: float = 0.0, max: float = 1.0, seed: int = 0,
                 dtype: Any = "float32") -> Variable:
     """One int64 id per row of the probabilities ``x``, sampled by walking the row's
     cumulative sum with ``r ~ U[min, max)`` (op ``sampling_id``; fluid's kernel writes int64
-    whatever ``dtype`` says, and so does this one)."""
+    whatever ``dtype`` says, and so does this one).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     probs = fluid.data("probs", [-1, 3])
+        ...     ids = fluid.layers.sampling_id(probs, seed=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"probs": np.array([[0, 1, 0], [0, 0, 1]], "float32")}, fetch_list=[ids])[0]
+        array([1, 2])
+    """
     check_variable_and_dtype(x, "x", _FLOAT, "sampling_id")
     lo = check_number(min, "min", "sampling_id")
     hi = check_number(max, "max", "sampling_id")
@@ -370,7 +685,28 @@ def sampling_id(x: Variable, min: float = 0.0, max: float = 1.0, seed: int = 0,
 def hash(input: Variable, hash_size: int, num_hash: int = 1,
          name: Optional[str] = None) -> Variable:
     """``num_hash`` XXH64 hashes of each row of the int ``input`` ([N, last_dim]), modulo
-    ``hash_size``: shape [N, num_hash, 1] (op ``hash``; ids match fluid's)."""
+    ``hash_size``: shape [N, num_hash, 1] (op ``hash``; ids match fluid's).
+
+    Args:
+        input (Variable): int ids ``[N, 1]``.
+        hash_size (int): the hash range.
+        num_hash (int, default 1): hashes per id.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, num_hash, 1]`` ids in ``[0, hash_size)`` (fluid's xxHash values).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 1], "int64")
+        ...     h = fluid.layers.hash(ids, hash_size=1000, num_hash=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> out, = exe.run(main, feed={"ids": np.array([[1], [2]], "int64")}, fetch_list=[h])
+        >>> out.shape, bool(((out >= 0) & (out < 1000)).all())
+        ((2, 2, 1), True)
+    """
     check_variable_and_dtype(input, "input", _INT, "hash")
     hash_size = check_int(hash_size, "hash_size", "hash", minimum=1)
     num_hash = check_int(num_hash, "num_hash", "hash", minimum=1)

@@ -28,7 +28,36 @@ def linear_chain_crf(input: Variable, label: Variable, param_attr: Any = None,
     emission scores ``input`` ([N, D], LoD); creates the ``[D + 2, D]`` transition parameter
     (name it with ``param_attr`` to share it with ``crf_decoding``). Padded form (fluid 1.8):
     with ``length`` (int64 [B]), ``input`` is [B, L, D] and ``label`` [B, L] or [B, L, 1]; only
-    the first ``length[b]`` steps of sequence b count (an empty sequence costs 0)."""
+    the first ``length[b]`` steps of sequence b count (an empty sequence costs 0).
+
+    Args:
+        input (Variable): emission scores ``[T, num_tags]`` (LoD) or padded ``[N, T, num_tags]``
+            with ``length``.
+        label (Variable): int64 gold tags.
+        param_attr (ParamAttr | str | None): the transition parameter ``[num_tags + 2,
+            num_tags]`` (start, end and tag-to-tag scores).
+        length (Variable | None): sequence lengths for padded input.
+    Returns:
+        Variable: the negative log-likelihood per sequence ``[N, 1]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     emission = fluid.data("emission", [-1, 3], lod_level=1)
+        ...     label = fluid.data("label", [-1, 1], "int64", lod_level=1)
+        ...     nll = fluid.layers.linear_chain_crf(emission, label, param_attr=fluid.ParamAttr(name="crfw"))
+        ...     path = fluid.layers.crf_decoding(emission, param_attr=fluid.ParamAttr(name="crfw"))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> place = fluid.CPUPlace()
+        >>> e = fluid.create_lod_tensor(np.eye(3, dtype="float32") * 5, [[3]], place)
+        >>> y = fluid.create_lod_tensor(np.array([[0], [1], [2]], "int64"), [[3]], place)
+        >>> cost, best = exe.run(main, feed={"emission": e, "label": y}, fetch_list=[nll, path])
+        >>> cost.shape, best.ravel()
+        ((1, 1), array([0, 1, 2]))
+    """
     if not isinstance(input, Variable) or not isinstance(label, Variable):
         raise TypeError("linear_chain_crf: input and label must be Variables")
     _check_length(length, "linear_chain_crf")
@@ -55,7 +84,34 @@ def crf_decoding(input: Variable, param_attr: Any, label: Optional[Variable] = N
     """The Viterbi tags ([N, 1] int64) with the transition parameter named by
     ``param_attr`` (the one ``linear_chain_crf`` created); with ``label``, 1 where they
     agree. With ``length`` (int64 [B]) the input is padded [B, L, D] and the result [B, L],
-    0 past each length."""
+    0 past each length.
+
+    Args:
+        input (Variable): emission scores, as for ``linear_chain_crf``.
+        param_attr (ParamAttr | str): the transition parameter (the CRF's, by name).
+        label (Variable | None): with gold tags, returns 1 where the decoded tag is right.
+        length (Variable | None): sequence lengths for padded input.
+    Returns:
+        Variable: int64 best tag path (Viterbi).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     emission = fluid.data("emission", [-1, 3], lod_level=1)
+        ...     label = fluid.data("label", [-1, 1], "int64", lod_level=1)
+        ...     _ = fluid.layers.linear_chain_crf(emission, label, param_attr=fluid.ParamAttr(name="crfw"))
+        ...     path = fluid.layers.crf_decoding(emission, param_attr=fluid.ParamAttr(name="crfw"))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> place = fluid.CPUPlace()
+        >>> e = fluid.create_lod_tensor(np.array([[5, 0, 0], [0, 0, 5], [0, 5, 0]], "float32"), [[3]], place)
+        >>> y = fluid.create_lod_tensor(np.zeros((3, 1), "int64"), [[3]], place)
+        >>> # best tags
+        >>> exe.run(main, feed={"emission": e, "label": y}, fetch_list=[path])[0].ravel()
+        array([0, 2, 1])
+    """
     _check_length(length, "crf_decoding")
     if length is not None and len(input.shape) != 3:
         raise ValueError(f"crf_decoding: with length, input must be padded [B, L, D], got "

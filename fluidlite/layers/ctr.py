@@ -1,6 +1,6 @@
 """CTR layers of fluid 1.8 (``continuous_value_model``, ``filter_by_instag``) and the two
-SelectedRows layers (``merge_selected_rows``, ``get_tensor_from_selected_rows``), which act on
-dense tensors here: fluidlite has no SelectedRows (see ``ops/selected_rows.py``)."""
+SelectedRows layers (``merge_selected_rows``, ``get_tensor_from_selected_rows``): on a sparse
+embedding's SelectedRows gradient as fluid's, on a dense tensor copies (``ops/selected_rows.py``)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -23,7 +23,21 @@ def continuous_value_model(input: Variable, cvm: Variable, use_cvm: bool = True)
     the result is [N, D]: log(show + 1), log(click + 1) - log(show + 1), then the embedding;
     without, [N, D - 2]: the embedding alone. The result keeps ``input``'s LoD. Its gradient is
     fluid's: the embedding columns get the incoming gradient, the show/click columns get the
-    rows of ``cvm`` (see ``ops/ctr.py``)."""
+    rows of ``cvm`` (see ``ops/ctr.py``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     cvm = fluid.data("cvm", [-1, 2])
+        ...     out = fluid.layers.continuous_value_model(x, cvm, use_cvm=False)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.arange(4, dtype="float32").reshape(1, 4),
+        ...                     "cvm": np.ones((1, 2), "float32")}, fetch_list=[out])[0]
+        array([[2., 3.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "cvm")
     check_variable_and_dtype(cvm, "cvm", _FLOATS, "cvm")
     check_type(use_cvm, "use_cvm", bool, "cvm")
@@ -41,7 +55,25 @@ def filter_by_instag(ins: Variable, ins_tag: Variable, filter_tag: Variable,
     its sequences) is in ``filter_tag`` (int64 tags), concatenated in order; ``loss_weight`` is
     [k, 1] float32 ones, one per kept instance. When no instance is kept, ``out`` is one row of
     zeros and ``loss_weight`` ``[[0]]`` (a weighted loss is then 0). The op's third output, the
-    row map, is an internal variable as in fluid."""
+    row map, is an internal variable as in fluid.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ins = fluid.data("ins", [-1, 1], lod_level=1)
+        ...     tag = fluid.data("tag", [-1, 1], "int64", lod_level=1)
+        ...     keep = fluid.data("keep", [-1], "int64")
+        ...     out, loss_weight = fluid.layers.filter_by_instag(ins, tag, keep, is_lod=True)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"ins": fluid.create_lod_tensor(np.array([[1], [2], [3]], "float32"), [[1, 2]], place),
+        ...         "tag": fluid.create_lod_tensor(np.array([[7], [8]], "int64"), [[1, 1]], place),
+        ...         "keep": np.array([8], "int64")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].ravel()       # the instance tagged 8
+        array([2., 3.], dtype=float32)
+    """
     check_type(ins, "ins", Variable, "filter_by_instag")
     check_variable_and_dtype(ins_tag, "ins_tag", _INTS, "filter_by_instag")
     check_variable_and_dtype(filter_tag, "filter_tag", _INTS, "filter_by_instag")
@@ -66,18 +98,17 @@ def _dense_copy(op_type: str, x: Variable, name: Optional[str]) -> Variable:
 
 
 def merge_selected_rows(x: Variable, name: Optional[str] = None) -> Variable:
-    """fluid: sum the duplicated rows of SelectedRows ``x`` (sorted row indices).
+    """fluid: sum the duplicated rows of SelectedRows ``x`` (e.g. the gradient of
+    ``embedding(is_sparse=True)``), with sorted row indices; the result is SelectedRows.
 
-    Deviation: fluidlite has no SelectedRows -- gradients are dense -- so ``x`` is a dense
-    tensor, which has no duplicated rows: the result is a copy of ``x`` (the
-    ``merge_selected_rows`` op, differentiable as the identity)."""
+    A dense ``x`` (where fluid fails) has no duplicated rows: the result is a copy of it
+    (the ``merge_selected_rows`` op, differentiable as the identity)."""
     return _dense_copy("merge_selected_rows", x, name)
 
 
 def get_tensor_from_selected_rows(x: Variable, name: Optional[str] = None) -> Variable:
-    """fluid: the value tensor of SelectedRows ``x``.
+    """fluid: the value tensor of SelectedRows ``x`` (``[number of rows, D]``), a dense tensor.
 
-    Deviation: fluidlite has no SelectedRows -- gradients are dense -- so ``x`` is a dense
-    tensor, its own value: the result is a copy of ``x`` (the ``get_tensor_from_selected_rows``
-    op, differentiable as the identity)."""
+    A dense ``x`` (where fluid fails) is its own value: the result is a copy of it (the
+    ``get_tensor_from_selected_rows`` op, differentiable as the identity)."""
     return _dense_copy("get_tensor_from_selected_rows", x, name)

@@ -54,7 +54,22 @@ def prior_box(input: Variable, image: Variable, min_sizes: Any, max_sizes: Any =
               offset: float = 0.5, name: Optional[str] = None,
               min_max_aspect_ratios_order: bool = False) -> Tuple[Variable, Variable]:
     """SSD prior boxes of the feature map ``input`` for the image ``image`` (both NCHW): returns
-    ``(boxes, variances)``, each ``[H, W, num_priors, 4]`` (see the ``prior_box`` op)."""
+    ``(boxes, variances)``, each ``[H, W, num_priors, 4]`` (see the ``prior_box`` op).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     feat = fluid.data("feat", [-1, 8, 2, 2])
+        ...     img = fluid.data("img", [-1, 3, 16, 16])
+        ...     boxes, variances = fluid.layers.prior_box(feat, img, min_sizes=[4.0], aspect_ratios=[1.0])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> b, = exe.run(main, feed={"feat": np.ones((1, 8, 2, 2), "float32"),
+        ...                         "img": np.ones((1, 3, 16, 16), "float32")}, fetch_list=[boxes])
+        >>> b.shape, b[0, 0, 0]
+        ((2, 2, 1, 4), array([0.125, 0.125, 0.375, 0.375], dtype=float32))
+    """
     layer = "prior_box"
     check_variable_and_dtype(input, "input", ["uint8", "int8", "float32", "float64"], layer)
     check_type(image, "image", Variable, layer)
@@ -84,7 +99,23 @@ def density_prior_box(input: Variable, image: Variable, densities: Any = None,
                       flatten_to_2d: bool = False,
                       name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Density prior boxes (see the ``density_prior_box`` op): ``(boxes, variances)``,
-    ``[H, W, num_priors, 4]`` or ``[H*W*num_priors, 4]`` with ``flatten_to_2d``."""
+    ``[H, W, num_priors, 4]`` or ``[H*W*num_priors, 4]`` with ``flatten_to_2d``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     feat = fluid.data("feat", [-1, 4, 2, 2])
+        ...     img = fluid.data("img", [-1, 3, 8, 8])
+        ...     boxes, variances = fluid.layers.density_prior_box(feat, img, densities=[2], fixed_sizes=[4.0],
+        ...                                                       fixed_ratios=[1.0])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> b, = exe.run(main, feed={"feat": np.ones((1, 4, 2, 2), "float32"),
+        ...                         "img": np.ones((1, 3, 8, 8), "float32")}, fetch_list=[boxes])
+        >>> b.shape
+        (2, 2, 4, 4)
+    """
     layer = "density_prior_box"
     check_variable_and_dtype(input, "input", _FLOATS, layer)
     check_type(image, "image", Variable, layer)
@@ -117,7 +148,21 @@ def anchor_generator(input: Variable, anchor_sizes: Any = None, aspect_ratios: A
                      offset: float = 0.5,
                      name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Faster R-CNN anchors of the feature map ``input``: ``(anchors, variances)``,
-    ``[H, W, len(aspect_ratios) * len(anchor_sizes), 4]`` in pixels."""
+    ``[H, W, len(aspect_ratios) * len(anchor_sizes), 4]`` in pixels.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     feat = fluid.data("feat", [-1, 4, 2, 2])
+        ...     anchors, variances = fluid.layers.anchor_generator(feat, anchor_sizes=[32.0], aspect_ratios=[1.0],
+        ...                                                        stride=[16.0, 16.0])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> a, = exe.run(main, feed={"feat": np.ones((1, 4, 2, 2), "float32")}, fetch_list=[anchors])
+        >>> a.shape, a[0, 0, 0]                                 # [H, W, anchors, 4]
+        ((2, 2, 1, 4), array([-8., -8., 23., 23.], dtype=float32))
+    """
     layer = "anchor_generator"
     check_variable_and_dtype(input, "input", _FLOATS, layer)
     if anchor_sizes is None or aspect_ratios is None:
@@ -140,7 +185,21 @@ def box_coder(prior_box: Variable, prior_box_var: Any, target_box: Variable,
               name: Optional[str] = None, axis: int = 0) -> Variable:
     """Encode ``target_box`` against ``prior_box`` (``encode_center_size``) or decode
     predicted offsets (``decode_center_size``); ``prior_box_var`` is a Variable ``[M, 4]``, a
-    list of 4 variances, or None (see the ``box_coder`` op)."""
+    list of 4 variances, or None (see the ``box_coder`` op).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     prior = fluid.data("prior", [-1, 4])
+        ...     target = fluid.data("target", [-1, 4])
+        ...     enc = fluid.layers.box_coder(prior, [0.1, 0.1, 0.2, 0.2], target, code_type="encode_center_size")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"prior": np.array([[0, 0, 10, 10]], "float32"),
+        ...                     "target": np.array([[0, 0, 10, 10]], "float32")}, fetch_list=[enc])[0]
+        array([[[0., 0., 0., 0.]]], dtype=float32)
+    """
     layer = "box_coder"
     check_variable_and_dtype(prior_box, "prior_box", _FLOATS, layer)
     check_variable_and_dtype(target_box, "target_box", _FLOATS, layer)
@@ -165,7 +224,28 @@ def box_coder(prior_box: Variable, prior_box_var: Any, target_box: Variable,
 
 def box_clip(input: Variable, im_info: Variable, name: Optional[str] = None) -> Variable:
     """Clip boxes to their image: ``[0, w/scale - 1] x [0, h/scale - 1]`` with
-    ``im_info = (h, w, scale)`` per image (the image of each box row is given by the LoD)."""
+    ``im_info = (h, w, scale)`` per image (the image of each box row is given by the LoD).
+
+    Args:
+        input (Variable): ``[..., 4]`` boxes.
+        im_info (Variable): ``[N, 3]`` image height, width and scale.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the boxes clipped to the (unscaled) image.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     boxes = fluid.data("boxes", [-1, 4])
+        ...     im_info = fluid.data("im_info", [-1, 3])              # height, width, scale
+        ...     out = fluid.layers.box_clip(boxes, im_info)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"boxes": np.array([[-5, 2, 120, 50]], "float32"),
+        ...                     "im_info": np.array([[100, 100, 1]], "float32")}, fetch_list=[out])[0]
+        array([[ 0.,  2., 99., 50.]], dtype=float32)
+    """
     layer = "box_clip"
     check_variable_and_dtype(input, "input", _FLOATS, layer)
     check_variable_and_dtype(im_info, "im_info", _FLOATS, layer)
@@ -178,7 +258,31 @@ def box_clip(input: Variable, im_info: Variable, name: Optional[str] = None) -> 
 
 def iou_similarity(x: Variable, y: Variable, box_normalized: bool = True,
                    name: Optional[str] = None) -> Variable:
-    """IoU ``[N, M]`` of the boxes ``x`` ``[N, 4]`` with ``y`` ``[M, 4]``."""
+    """IoU ``[N, M]`` of the boxes ``x`` ``[N, 4]`` with ``y`` ``[M, 4]``.
+
+    Args:
+        x (Variable): ``[N, 4]`` boxes (x1, y1, x2, y2).
+        y (Variable): ``[M, 4]`` boxes.
+        box_normalized (bool, default True): coordinates are normalized (else pixel boxes,
+            +1 in widths).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, M]`` intersection over union.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 4])
+        ...     b = fluid.data("b", [-1, 4])
+        ...     iou = fluid.layers.iou_similarity(a, b)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"a": np.array([[0, 0, 2, 2]], "float32"),
+        ...                     "b": np.array([[1, 1, 3, 3], [0, 0, 2, 2]], "float32")},
+        ...         fetch_list=[iou])[0].round(4)
+        array([[0.1429, 1.    ]], dtype=float32)
+    """
     layer = "iou_similarity"
     check_variable_and_dtype(x, "x", _FLOATS, layer)
     check_variable_and_dtype(y, "y", _FLOATS, layer)
@@ -194,7 +298,21 @@ def bipartite_match(dist_matrix: Variable, match_type: Optional[str] = None,
                     dist_threshold: Optional[float] = None,
                     name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Greedy bipartite matching of each instance's rows (a LoD sequence of ``dist_matrix``)
-    to the columns: ``(match_indices int32 [N, M], match_distance [N, M])``."""
+    to the columns: ``(match_indices int32 [N, M], match_distance [N, M])``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     dist = fluid.data("dist", [-1, 3], lod_level=1)
+        ...     idx, d = fluid.layers.bipartite_match(dist)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> t = fluid.create_lod_tensor(np.array([[0.9, 0.1, 0.3], [0.2, 0.8, 0.4]], "float32"), [[2]],
+        ...                             fluid.CPUPlace())
+        >>> exe.run(main, feed={"dist": t}, fetch_list=[idx])[0]       # column -> matched row
+        array([[ 0,  1, -1]], dtype=int32)
+    """
     layer = "bipartite_match"
     check_variable_and_dtype(dist_matrix, "dist_matrix", _FLOATS, layer)
     attrs: Dict[str, Any] = {}
@@ -219,7 +337,24 @@ def target_assign(input: Variable, matched_indices: Variable,
                   name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Gather the matched rows of ``input`` (``[rows, P, K]``, LoD per instance) for every
     column of ``matched_indices``: ``(out [N, M, K], out_weight [N, M, 1])``; unmatched
-    entries get ``mismatch_value`` (weight 0), ``negative_indices`` entries weight 1."""
+    entries get ``mismatch_value`` (weight 0), ``negative_indices`` entries weight 1.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 1], lod_level=1)         # [gt rows, 1, K]
+        ...     # per prior: the matched gt row or -1
+        ...     matched = fluid.data("matched", [-1, 3], "int32")
+        ...     out, weight = fluid.layers.target_assign(x, matched, mismatch_value=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> gt = fluid.create_lod_tensor(np.array([[[5.0]], [[6.0]]], "float32"), [[2]], fluid.CPUPlace())
+        >>> o, w = exe.run(main, feed={"x": gt, "matched": np.array([[1, -1, 0]], "int32")},
+        ...                fetch_list=[out, weight])
+        >>> o.ravel(), w.ravel()
+        (array([6., 0., 5.], dtype=float32), array([1., 0., 1.], dtype=float32))
+    """
     layer = "target_assign"
     check_type(input, "input", Variable, layer)
     check_variable_and_dtype(matched_indices, "matched_indices", ["int32"], layer)
@@ -261,7 +396,25 @@ def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, n
                    nms_eta: float = 1.0, background_label: int = 0,
                    name: Optional[str] = None) -> Variable:
     """Per-class NMS then ``keep_top_k`` per image: a LoD tensor ``[K, 6]`` of
-    ``(label, score, x1, y1, x2, y2)`` (see the ``multiclass_nms`` op)."""
+    ``(label, score, x1, y1, x2, y2)`` (see the ``multiclass_nms`` op).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     boxes = fluid.data("boxes", [-1, 3, 4])
+        ...     scores = fluid.data("scores", [-1, 2, 3])              # [batch, classes, boxes]
+        ...     out = fluid.layers.multiclass_nms(boxes, scores, score_threshold=0.1, nms_top_k=10,
+        ...                                       keep_top_k=10, nms_threshold=0.5, background_label=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"boxes": np.array([[[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]]], "float32"),
+        ...         "scores": np.array([[[0.0, 0.0, 0.0], [0.9, 0.8, 0.7]]], "float32")}
+        >>> # [label, score, box]: the overlap is dropped
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0]
+        array([[ 1. ,  0.9,  0. ,  0. , 10. , 10. ],
+               [ 1. ,  0.7, 20. , 20. , 30. , 30. ]], dtype=float32)
+    """
     layer = "multiclass_nms"
     check_variable_and_dtype(bboxes, "BBoxes", _FLOATS, layer)
     check_variable_and_dtype(scores, "Scores", _FLOATS, layer)
@@ -276,7 +429,23 @@ def yolo_box(x: Variable, img_size: Variable, anchors: Sequence[int], class_num:
              conf_thresh: float, downsample_ratio: int, clip_bbox: bool = True,
              name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """YOLOv3 boxes and scores of one detection head (see the ``yolo_box`` op):
-    ``(boxes [N, A*H*W, 4], scores [N, A*H*W, class_num])``."""
+    ``(boxes [N, A*H*W, 4], scores [N, A*H*W, class_num])``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 14, 2, 2])                   # 2 anchors * (5 + 2 classes)
+        ...     img_size = fluid.data("img_size", [-1, 2], "int32")
+        ...     boxes, scores = fluid.layers.yolo_box(x, img_size, anchors=[10, 13, 16, 30], class_num=2,
+        ...                                           conf_thresh=0.01, downsample_ratio=32)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> b, s = exe.run(main, feed={"x": np.zeros((1, 14, 2, 2), "float32"),
+        ...                            "img_size": np.array([[64, 64]], "int32")}, fetch_list=[boxes, scores])
+        >>> b.shape, s.shape
+        ((1, 8, 4), (1, 8, 2))
+    """
     layer = "yolo_box"
     check_variable_and_dtype(x, "x", _FLOATS, layer)
     check_variable_and_dtype(img_size, "img_size", ["int32"], layer)
@@ -302,7 +471,25 @@ def yolov3_loss(x: Variable, gt_box: Variable, gt_label: Variable, anchors: Sequ
                 use_label_smooth: bool = True, name: Optional[str] = None) -> Variable:
     """YOLOv3 loss ``[N]`` of one detection head (see ``fluidlite/ops/yolo_loss.py``):
     ``gt_box`` ``[N, B, 4]`` normalized (cx, cy, w, h), ``gt_label`` ``[N, B]`` int32,
-    ``gt_score`` ``[N, B]`` mixup weights (optional)."""
+    ``gt_score`` ``[N, B]`` mixup weights (optional).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 14, 2, 2])                   # 2 anchors * (5 + 2 classes)
+        ...     gt_box = fluid.data("gt_box", [-1, 1, 4])
+        ...     gt_label = fluid.data("gt_label", [-1, 1], "int32")
+        ...     loss = fluid.layers.yolov3_loss(x, gt_box, gt_label, anchors=[10, 13, 16, 30], anchor_mask=[0, 1],
+        ...                                     class_num=2, ignore_thresh=0.7, downsample_ratio=32)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.zeros((1, 14, 2, 2), "float32"),
+        ...         "gt_box": np.array([[[0.5, 0.5, 0.2, 0.2]]], "float32"),
+        ...         "gt_label": np.array([[1]], "int32")}
+        >>> exe.run(main, feed=feed, fetch_list=[loss])[0].shape        # one loss per image
+        (1,)
+    """
     layer = "yolov3_loss"
     check_variable_and_dtype(x, "x", _FLOATS, layer)
     check_variable_and_dtype(gt_box, "gt_box", _FLOATS, layer)
@@ -343,7 +530,27 @@ def detection_output(loc: Variable, scores: Variable, prior_box: Variable,
                      nms_threshold: float = 0.3, nms_top_k: int = 400, keep_top_k: int = 200,
                      score_threshold: float = 0.01, nms_eta: float = 1.0) -> Variable:
     """SSD's detection output: decode ``loc`` ``[N, Np, 4]`` against the priors, softmax the
-    class ``scores`` ``[N, Np, C]``, then ``multiclass_nms``: a LoD tensor ``[K, 6]``."""
+    class ``scores`` ``[N, Np, C]``, then ``multiclass_nms``: a LoD tensor ``[K, 6]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loc = fluid.data("loc", [-1, 2, 4])
+        ...     scores = fluid.data("scores", [-1, 2, 2])            # [batch, priors, classes]
+        ...     prior = fluid.data("prior", [2, 4])
+        ...     prior_var = fluid.data("prior_var", [2, 4])
+        ...     out = fluid.layers.detection_output(loc, scores, prior, prior_var, score_threshold=0.1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"loc": np.zeros((1, 2, 4), "float32"),
+        ...         "scores": np.array([[[0.1, 0.9], [0.8, 0.2]]], "float32"),
+        ...         "prior": np.array([[0, 0, 0.5, 0.5], [0.5, 0.5, 1, 1]], "float32"),
+        ...         "prior_var": np.full((2, 4), 0.1, "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].round(4)     # [label, score, box]
+        array([[1.    , 0.69  , 0.    , 0.    , 0.5   , 0.5   ],
+               [1.    , 0.3543, 0.5   , 0.5   , 1.    , 1.    ]], dtype=float32)
+    """
     from . import softmax as _softmax, transpose
     decoded = box_coder(prior_box=prior_box, prior_box_var=prior_box_var, target_box=loc,
                         code_type="decode_center_size")
@@ -451,7 +658,26 @@ def multi_box_head(inputs: Sequence[Variable], image: Variable, base_size: int,
     ``conv2d`` (locations, class confidences); returns ``(mbox_locs [N, P, 4], mbox_confs
     [N, P, num_classes], boxes, variances)`` with the priors of all inputs concatenated.
     Without explicit ``min_sizes``/``max_sizes`` (more than 2 inputs) the sizes are spread
-    between ``min_ratio`` and ``max_ratio`` percent of ``base_size`` as in fluid."""
+    between ``min_ratio`` and ``max_ratio`` percent of ``base_size`` as in fluid.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     f1 = fluid.data("f1", [-1, 8, 4, 4])
+        ...     f2 = fluid.data("f2", [-1, 8, 2, 2])
+        ...     img = fluid.data("img", [-1, 3, 32, 32])
+        ...     locs, confs, boxes, variances = fluid.layers.multi_box_head(
+        ...         [f1, f2], img, base_size=32, num_classes=3, aspect_ratios=[[2.0], [2.0]],
+        ...         min_sizes=[8.0, 16.0], max_sizes=[16.0, 32.0])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"f1": np.ones((1, 8, 4, 4), "float32"), "f2": np.ones((1, 8, 2, 2), "float32"),
+        ...         "img": np.ones((1, 3, 32, 32), "float32")}
+        >>> [a.shape for a in exe.run(main, feed=feed, fetch_list=[locs, confs, boxes])]
+        [(1, 80, 4), (1, 80, 3), (80, 4)]
+    """
     from . import concat, conv2d, flatten, reshape, transpose
     layer = "multi_box_head"
     if not isinstance(inputs, (list, tuple)):
@@ -545,7 +771,23 @@ def distribute_fpn_proposals(fpn_rois: Variable, min_level: int, max_level: int,
                              refer_level: int, refer_scale: int,
                              name: Optional[str] = None) -> Tuple[List[Variable], Variable]:
     """Split ROIs over the FPN levels ``min_level..max_level``: ``(multi_rois, restore_ind)``;
-    ``gather(concat(per-level results), restore_ind)`` restores the original order."""
+    ``gather(concat(per-level results), restore_ind)`` restores the original order.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     multi_rois, restore_index = fluid.layers.distribute_fpn_proposals(
+        ...         rois, min_level=2, max_level=3, refer_level=2, refer_scale=224)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 10, 10], [0, 0, 500, 500]], "float32"),
+        ...                              [[2]], fluid.CPUPlace())
+        >>> # per level
+        >>> [a.shape for a in exe.run(main, feed={"rois": rois}, fetch_list=multi_rois)]
+        [(1, 4), (1, 4)]
+    """
     layer = "distribute_fpn_proposals"
     check_variable_and_dtype(fpn_rois, "fpn_rois", _FLOATS, layer)
     for arg, v in (("min_level", min_level), ("max_level", max_level),
@@ -569,7 +811,28 @@ def collect_fpn_proposals(multi_rois: Sequence[Variable], multi_scores: Sequence
                           min_level: int, max_level: int, post_nms_top_n: int,
                           name: Optional[str] = None) -> Variable:
     """Merge per-level ROIs (levels ``min_level..max_level`` of the lists) keeping the
-    ``post_nms_top_n`` best scores: a LoD tensor ``[R, 4]`` grouped by image."""
+    ``post_nms_top_n`` best scores: a LoD tensor ``[R, 4]`` grouped by image.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     r2 = fluid.data("r2", [-1, 4], lod_level=1)
+        ...     r3 = fluid.data("r3", [-1, 4], lod_level=1)
+        ...     s2 = fluid.data("s2", [-1, 1], lod_level=1)
+        ...     s3 = fluid.data("s3", [-1, 1], lod_level=1)
+        ...     rois = fluid.layers.collect_fpn_proposals([r2, r3], [s2, s3], min_level=2, max_level=3,
+        ...                                               post_nms_top_n=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> t = lambda a: fluid.create_lod_tensor(np.array(a, "float32"), [[len(a)]], place)
+        >>> feed = {"r2": t([[0, 0, 1, 1]]), "r3": t([[0, 0, 2, 2], [1, 1, 3, 3]]),
+        ...         "s2": t([[0.5]]), "s3": t([[0.9], [0.1]])}
+        >>> exe.run(main, feed=feed, fetch_list=[rois])[0]      # the 2 best scored
+        array([[0., 0., 2., 2.],
+               [0., 0., 1., 1.]], dtype=float32)
+    """
     layer = "collect_fpn_proposals"
     if not isinstance(multi_rois, (list, tuple)) or not isinstance(multi_scores, (list, tuple)):
         raise TypeError(f"{layer}: multi_rois and multi_scores must be lists of Variables")
@@ -589,7 +852,25 @@ def box_decoder_and_assign(prior_box: Variable, prior_box_var: Variable, target_
                            box_score: Variable, box_clip: float,
                            name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Decode per-class box deltas and pick the best-scoring class's box:
-    ``(decoded_box [N, C*4], output_assign_box [N, 4])``."""
+    ``(decoded_box [N, C*4], output_assign_box [N, 4])``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     prior = fluid.data("prior", [-1, 4])
+        ...     prior_var = fluid.data("prior_var", [4])
+        ...     target = fluid.data("target", [-1, 8])                # 2 classes * 4 deltas
+        ...     score = fluid.data("score", [-1, 2])
+        ...     decoded, assigned = fluid.layers.box_decoder_and_assign(prior, prior_var, target, score,
+        ...                                                             box_clip=4.135)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"prior": np.array([[0, 0, 9, 9]], "float32"), "prior_var": np.ones(4, "float32"),
+        ...         "target": np.zeros((1, 8), "float32"), "score": np.array([[0.2, 0.8]], "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[assigned])[0]     # the best class's box
+        array([[0., 0., 9., 9.]], dtype=float32)
+    """
     layer = "box_decoder_and_assign"
     for arg, v in (("prior_box", prior_box), ("prior_box_var", prior_box_var),
                    ("target_box", target_box), ("box_score", box_score)):
@@ -607,7 +888,22 @@ def box_decoder_and_assign(prior_box: Variable, prior_box_var: Variable, target_
 
 def polygon_box_transform(input: Variable, name: Optional[str] = None) -> Variable:
     """EAST geometry maps to absolute coordinates (``4*w - x`` on even channels, ``4*h - x`` on
-    odd ones)."""
+    odd ones).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 2])
+        ...     out = fluid.layers.polygon_box_transform(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.zeros((1, 4, 1, 2), "float32")}, fetch_list=[out])[0][0, :, 0]
+        array([[0., 4.],
+               [0., 0.],
+               [0., 4.],
+               [0., 0.]], dtype=float32)
+    """
     layer = "polygon_box_transform"
     check_variable_and_dtype(input, "input", _FLOATS, layer)
     helper = LayerHelper(layer, name=name)
@@ -666,7 +962,23 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
                        normalized: bool = True, nms_eta: float = 1.0,
                        background_label: int = -1, name: Optional[str] = None) -> Variable:
     """Locality-aware NMS (EAST): merge consecutive overlapping boxes by score, then per-class
-    NMS; a LoD tensor ``[K, 6]`` (see the ``locality_aware_nms`` op; 4-coordinate boxes)."""
+    NMS; a LoD tensor ``[K, 6]`` (see the ``locality_aware_nms`` op; 4-coordinate boxes).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     boxes = fluid.data("boxes", [-1, 2, 4])
+        ...     scores = fluid.data("scores", [-1, 1, 2])
+        ...     out = fluid.layers.locality_aware_nms(boxes, scores, score_threshold=0.1, nms_top_k=10,
+        ...                                           keep_top_k=10, nms_threshold=0.5)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"boxes": np.array([[[0, 0, 1, 1], [2, 2, 3, 3]]], "float32"),
+        ...         "scores": np.array([[[0.9, 0.8]]], "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].shape       # [kept, 6]: label, score, box
+        (2, 6)
+    """
     layer = "locality_aware_nms"
     check_variable_and_dtype(bboxes, "bboxes", _FLOATS, layer)
     check_variable_and_dtype(scores, "scores", _FLOATS, layer)
@@ -822,7 +1134,23 @@ def roi_perspective_transform(input: Variable, rois: Variable, transformed_heigh
                               transformed_width: int,
                               spatial_scale: float = 1.0) -> Tuple[Variable, Variable, Variable]:
     """Warp quadrilateral ROIs (LoD ``[R, 8]``) to ``transformed_height x transformed_width``
-    rectangles: ``(out [R, C, th, tw], mask [R, 1, th, tw] int32, transform_matrix [R, 9])``."""
+    rectangles: ``(out [R, C, th, tw], mask [R, 1, th, tw] int32, transform_matrix [R, 9])``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 8], lod_level=1)       # four corners per ROI
+        ...     out, mask, matrix = fluid.layers.roi_perspective_transform(x, rois, 2, 2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 3, 0, 3, 3, 0, 3]], "float32"), [[1]],
+        ...                              fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 1, 4, 4), "float32"), "rois": rois},
+        ...         fetch_list=[out])[0].shape
+        (1, 1, 2, 2)
+    """
     layer = "roi_perspective_transform"
     check_variable_and_dtype(input, "input", _FLOATS, layer)
     check_variable_and_dtype(rois, "rois", _FLOATS, layer)

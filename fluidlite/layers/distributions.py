@@ -140,14 +140,43 @@ class _LocScale(Distribution):
 
 
 class Uniform(_LocScale):
-    """Uniform distribution on [low, high): pdf = 1 / (high - low)."""
+    """Uniform distribution on [low, high): pdf = 1 / (high - low).
+
+    Args:
+        low (float | list | numpy.ndarray | Variable): the lower bound.
+        high (float | list | numpy.ndarray | Variable): the upper bound (exclusive).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     dist = fluid.layers.Uniform(low=0.0, high=4.0)
+        ...     ent = dist.entropy()
+        ...     p = dist.log_prob(fluid.layers.assign(np.array([1.0], "float32")))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [a.round(4) for a in exe.run(main, fetch_list=[ent, p])]             # log 4, -log 4
+        [array([1.3863], dtype=float32), array([-1.3863], dtype=float32)]
+    """
 
     def __init__(self, low: Any, high: Any) -> None:
         self.low, self.high = self._init_params(low, high)
 
     def sample(self, shape: Sequence[int], seed: int = 0) -> Variable:
         """Samples of shape ``shape + batch_shape`` (``batch_shape + shape`` when the batch
-        dim is unknown, as fluid): low + (high - low) * U[0, 1)."""
+        dim is unknown, as fluid): low + (high - low) * U[0, 1).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     s = fluid.layers.Uniform(low=-1.0, high=1.0).sample([100], seed=1)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> v, = exe.run(main, fetch_list=[s])
+            >>> v.shape, bool(((v >= -1) & (v < 1)).all())
+            ((100,), True)
+        """
         L = _L()
         shape, seed = _sample_shape(shape, seed)
         width = L.elementwise_sub(self.high, self.low)
@@ -157,12 +186,34 @@ class Uniform(_LocScale):
                                               axis=ax), shape)
 
     def entropy(self) -> Variable:
-        """log(high - low)."""
+        """log(high - low).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     e = fluid.layers.Uniform(0.0, 2.0).entropy()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[e])[0].round(4)
+            array([0.6931], dtype=float32)
+        """
         L = _L()
         return L.log(L.elementwise_sub(self.high, self.low))
 
     def log_prob(self, value: Variable) -> Variable:
-        """-log(high - low) inside [low, high), -inf outside."""
+        """-log(high - low) inside [low, high), -inf outside.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     p = fluid.layers.Uniform(0.0, 2.0).log_prob(fluid.layers.assign(np.array([0.5], "float32")))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[p])[0].round(4)
+            array([-0.6931], dtype=float32)
+        """
         self._check_value(value, "Uniform.log_prob")
         L = _L()
         low, high = self._like(self.low, value), self._like(self.high, value)
@@ -172,14 +223,44 @@ class Uniform(_LocScale):
 
 
 class Normal(_LocScale):
-    """Normal distribution: pdf = exp(-0.5 (x - loc)^2 / scale^2) / sqrt(2 pi scale^2)."""
+    """Normal distribution: pdf = exp(-0.5 (x - loc)^2 / scale^2) / sqrt(2 pi scale^2).
+
+    Args:
+        loc (float | list | numpy.ndarray | Variable): the mean.
+        scale (float | list | numpy.ndarray | Variable): the standard deviation.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     dist = fluid.layers.Normal(loc=0.0, scale=1.0)
+        ...     x = fluid.layers.assign(np.array([0.0, 1.0], "float32"))
+        ...     logp = dist.log_prob(x)
+        ...     ent = dist.entropy()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [a.round(4) for a in exe.run(main, fetch_list=[logp, ent])]
+        [array([-0.9189, -1.4189], dtype=float32), array([1.4189], dtype=float32)]
+    """
 
     def __init__(self, loc: Any, scale: Any) -> None:
         self.loc, self.scale = self._init_params(loc, scale)
 
     def sample(self, shape: Sequence[int], seed: int = 0) -> Variable:
         """Samples of shape ``shape + batch_shape`` (``batch_shape + shape`` when the batch
-        dim is unknown, as fluid): loc + scale * N(0, 1)."""
+        dim is unknown, as fluid): loc + scale * N(0, 1).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     samples = fluid.layers.Normal(loc=2.0, scale=0.5).sample([1000], seed=1)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> s, = exe.run(main, fetch_list=[samples])
+            >>> s.shape, round(float(s.mean()), 1), round(float(s.std()), 1)
+            ((1000,), 2.0, 0.5)
+        """
         L = _L()
         shape, seed = _sample_shape(shape, seed)
         z = self._noise(shape, seed, L.elementwise_add(self.loc, self.scale), uniform=False)
@@ -192,13 +273,35 @@ class Normal(_LocScale):
         return L.scale(L.elementwise_add(self.loc, self.scale), scale=0.0)
 
     def entropy(self) -> Variable:
-        """0.5 + 0.5 log(2 pi) + log(scale), in the batch shape of loc and scale."""
+        """0.5 + 0.5 log(2 pi) + log(scale), in the batch shape of loc and scale.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     ent = fluid.layers.Normal(0.0, 1.0).entropy()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[ent])[0].round(4)          # 0.5 log(2 pi e)
+            array([1.4189], dtype=float32)
+        """
         L = _L()
         h = L.scale(L.log(self.scale), bias=0.5 + 0.5 * _LOG_2PI)
         return L.elementwise_add(self._batch_zeros(), h)
 
     def log_prob(self, value: Variable) -> Variable:
-        """-(value - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi))."""
+        """-(value - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi)).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     logp = fluid.layers.Normal(0.0, 1.0).log_prob(fluid.layers.assign(np.array([0.0], "float32")))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[logp])[0].round(4)          # -log(sqrt(2 pi))
+            array([-0.9189], dtype=float32)
+        """
         self._check_value(value, "Normal.log_prob")
         L = _L()
         loc, scale = self._like(self.loc, value), self._like(self.scale, value)
@@ -208,7 +311,18 @@ class Normal(_LocScale):
 
     def kl_divergence(self, other: "Normal") -> Variable:
         """KL(self || other) = 0.5 (r + ((loc - loc') / scale')^2 - 1 - log r),
-        r = (scale / scale')^2."""
+        r = (scale / scale')^2.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     kl = fluid.layers.Normal(0.0, 1.0).kl_divergence(fluid.layers.Normal(1.0, 1.0))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[kl])[0].round(4)
+            array([0.5], dtype=float32)
+        """
         if not isinstance(other, Normal):
             raise TypeError(f"Normal.kl_divergence: other must be a Normal, but received "
                             f"{type(other).__name__}")
@@ -221,7 +335,25 @@ class Normal(_LocScale):
 
 class Categorical(Distribution):
     """Categorical distribution over the last dim of ``logits`` (probabilities
-    softmax(logits))."""
+    softmax(logits)).
+
+    Args:
+        logits (Variable): unnormalized log-probabilities ``[..., K]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     logits = fluid.layers.assign(np.log(np.array([[0.5, 0.5]], "float32")))
+        ...     other = fluid.layers.assign(np.log(np.array([[0.9, 0.1]], "float32")))
+        ...     cat = fluid.layers.Categorical(logits)
+        ...     ent = cat.entropy()
+        ...     kl = cat.kl_divergence(fluid.layers.Categorical(other))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [a.round(4) for a in exe.run(main, fetch_list=[ent, kl])]
+        [array([[0.6931]], dtype=float32), array([[0.5108]], dtype=float32)]
+    """
 
     def __init__(self, logits: Any) -> None:
         if self._validate_args(logits):
@@ -259,7 +391,26 @@ class Categorical(Distribution):
 
 class MultivariateNormalDiag(Distribution):
     """Multivariate normal with mean ``loc`` [k] and diagonal covariance matrix ``scale``
-    [k, k] (off-diagonal entries are ignored)."""
+    [k, k] (off-diagonal entries are ignored).
+
+    Args:
+        loc (Variable): the mean ``[K]``.
+        scale (Variable): the diagonal covariance matrix ``[K, K]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loc = fluid.layers.assign(np.array([0.0, 0.0], "float32"))
+        ...     scale = fluid.layers.assign(np.diag(np.array([1.0, 2.0], "float32")))
+        ...     d = fluid.layers.MultivariateNormalDiag(loc, scale)
+        ...     ent = d.entropy()
+        ...     kl = d.kl_divergence(fluid.layers.MultivariateNormalDiag(loc, scale))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [a.round(4) for a in exe.run(main, fetch_list=[ent, kl])]
+        [array([3.1845], dtype=float32), array([0.], dtype=float32)]
+    """
 
     def __init__(self, loc: Any, scale: Any) -> None:
         if self._validate_args(loc, scale):
@@ -284,7 +435,22 @@ class MultivariateNormalDiag(Distribution):
         return L.reduce_sum(L.elementwise_mul(scale, eye), dim=1)
 
     def entropy(self) -> Variable:
-        """0.5 (k (1 + log 2 pi) + log det(scale)), shape [1]."""
+        """0.5 (k (1 + log 2 pi) + log det(scale)), shape [1].
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     d = fluid.layers.MultivariateNormalDiag(
+            ...         fluid.layers.assign(np.zeros(2, "float32")),
+            ...         fluid.layers.assign(np.diag(np.array([1.0, 1.0], "float32"))))
+            ...     # log(2 pi e) for two unit dims
+            ...     ent = d.entropy()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[ent])[0].round(4)
+            array([2.8379], dtype=float32)
+        """
         L = _L()
         k = self.scale.shape[0]
         log_det = L.reduce_sum(L.log(self._diag(self.scale)))
@@ -292,7 +458,22 @@ class MultivariateNormalDiag(Distribution):
 
     def kl_divergence(self, other: "MultivariateNormalDiag") -> Variable:
         """KL(self || other) = 0.5 (tr(S'^-1 S) + (m' - m)^T S'^-1 (m' - m) - k
-        + log det S' - log det S), shape [1]."""
+        + log det S' - log det S), shape [1].
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     p = fluid.layers.MultivariateNormalDiag(fluid.layers.assign(np.zeros(2, "float32")),
+            ...                                             fluid.layers.assign(np.eye(2, dtype="float32")))
+            ...     q = fluid.layers.MultivariateNormalDiag(fluid.layers.assign(np.ones(2, "float32")),
+            ...                                             fluid.layers.assign(np.eye(2, dtype="float32")))
+            ...     kl = p.kl_divergence(q)                             # |mu_p - mu_q|^2 / 2
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, fetch_list=[kl])[0].round(4)
+            array([1.], dtype=float32)
+        """
         if not isinstance(other, MultivariateNormalDiag):
             raise TypeError(f"MultivariateNormalDiag.kl_divergence: other must be a "
                             f"MultivariateNormalDiag, but received {type(other).__name__}")

@@ -15,7 +15,35 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
               is_distributed: bool = False, padding_idx: Optional[int] = None,
               param_attr: Any = None, dtype: Any = "float32") -> Variable:
     """``fluid.layers.embedding``: see ``lookup``; op ``lookup_table`` for ids whose last dim
-    is 1, ``lookup_table_v2`` otherwise."""
+    is 1, ``lookup_table_v2`` otherwise.
+
+    Args:
+        input (Variable): int64 ids; fluid 1.x's form has a last dim of 1 (``[N, 1]`` or
+            ``[N, T, 1]``).
+        size (list of 2 ints): ``[vocab_size, emb_dim]``, the table's shape.
+        is_sparse (bool, default False): fluid's sparse-gradient switch (see ``lookup`` for
+            what fluidlite does with it).
+        is_distributed (bool, default False): accepted for fluid's signature.
+        padding_idx (int | None): this id (negative counts from ``vocab_size``) looks up zeros
+            and gets no gradient.
+        param_attr (ParamAttr | str | None): the table's attribute.
+        dtype (str, default "float32"): the table's dtype.
+    Returns:
+        Variable: the ids' shape with the last dim 1 replaced by ``emb_dim``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 1], "int64")
+        ...     emb = fluid.layers.embedding(ids, size=[10, 4], padding_idx=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> out, = exe.run(main, feed={"ids": np.array([[3], [0]], "int64")}, fetch_list=[emb])
+        >>> out.shape, out[1]                    # the padding id looks up zeros
+        ((2, 4), array([0., 0., 0., 0.], dtype=float32))
+    """
     return lookup(input, size, is_sparse, is_distributed, padding_idx, param_attr, dtype)
 
 

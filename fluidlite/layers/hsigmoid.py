@@ -19,7 +19,22 @@ def hsigmoid(input: Variable, label: Variable, num_classes: int, param_attr: Any
     ``[num_classes - 1, D]``, bias ``[num_classes - 1, 1]``). Custom tree (``is_custom=True``):
     ``path_table`` / ``path_code`` (int64 [N, L]) give each sample's internal nodes (ended by
     a negative entry) and their bits; ``num_classes`` is then the number of internal nodes
-    (weights ``[num_classes, D]``, bias ``[num_classes, 1]``) and ``label`` is not read."""
+    (weights ``[num_classes, D]``, bias ``[num_classes, 1]``) and ``label`` is not read.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     loss = fluid.layers.hsigmoid(x, label, num_classes=6)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((2, 4), "float32"), "label": np.array([[1], [5]], "int64")},
+        ...         fetch_list=[loss])[0].shape
+        (2, 1)
+    """
     if not isinstance(input, Variable) or not isinstance(label, Variable):
         raise TypeError("hsigmoid: input and label must be Variables")
     if not is_custom and (path_table is not None or path_code is not None):

@@ -19,7 +19,29 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
          dtype: Any = "float32", lod_level: int = 0, type: VarType = VarType.LOD_TENSOR,
          stop_gradient: bool = True) -> Variable:
     """``fluid.layers.data``: prepends a -1 batch dim unless ``append_batch_size=False`` or a dim
-    is already None/-1. The variable is not gradient-tracked (``stop_gradient=True``)."""
+    is already None/-1. The variable is not gradient-tracked (``stop_gradient=True``).
+
+    Args:
+        name (str): the feed name.
+        shape (list of int): the per-sample shape (the batch dim is prepended).
+        append_batch_size (bool, default True): prepend the -1 batch dim.
+        dtype (str | numpy dtype, default "float32"): the fed arrays' dtype.
+        lod_level (int, default 0): > 0 for a LoD input.
+        type (VarType, default LOD_TENSOR): the variable type.
+        stop_gradient (bool, default True): no gradient flows into it.
+    Returns:
+        Variable: the input variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.layers.data(name="x", shape=[13], dtype="float32")   # batch dim added
+        ...     y = fluid.layers.data(name="y", shape=[4, 1], append_batch_size=False)
+        >>> x.shape, y.shape
+        ((-1, 13), (4, 1))
+    """
     _check_name(name, "data")
     shape = [-1 if d is None else int(d) for d in shape]
     _check_dims(shape, f"fluid.layers.data '{name}'")
@@ -43,7 +65,27 @@ def _check_dims(shape: Sequence[int], what: str) -> None:
 
 def fluid_data(name: str, shape: Sequence[Optional[int]], dtype: Any = "float32",
                lod_level: int = 0) -> Variable:
-    """``fluid.data``: shape used verbatim (None -> -1); feeds are checked against it."""
+    """``fluid.data``: shape used verbatim (None -> -1); feeds are checked against it.
+
+    Args:
+        name (str): the feed name (``exe.run(feed={name: array})``).
+        shape (list of int | None): the shape as fed; ``None`` or ``-1`` for a dimension that
+            varies (the batch), checked against every feed.
+        dtype (str | numpy dtype, default "float32"): the fed arrays' dtype.
+        lod_level (int, default 0): > 0 for a LoD (variable-length sequence) input.
+    Returns:
+        Variable: the input variable (``stop_gradient=True``, ``is_data=True``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     image = fluid.data(name="image", shape=[None, 1, 28, 28], dtype="float32")
+        ...     label = fluid.data(name="label", shape=[None, 1], dtype="int64")
+        >>> image.shape, label.dtype == fluid.core.VarDesc.VarType.INT64
+        ((-1, 1, 28, 28), True)
+    """
     _check_name(name, "data")
     shape = [-1 if d is None else int(d) for d in shape]
     _check_dims(shape, f"fluid.data '{name}'")

@@ -112,6 +112,14 @@ def exponential_decay(learning_rate: float, decay_steps: Union[int, float], deca
                       staircase: bool = False) -> Variable:
     """``learning_rate * decay_rate ** (t / decay_steps)`` (exponent floored if staircase).
 
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int | float): steps per decay period.
+        decay_rate (float): the factor per period.
+        staircase (bool, default False): decay in whole periods.
+    Returns:
+        Variable: ``learning_rate * decay_rate ** (step / decay_steps)``, updated every run.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -134,6 +142,14 @@ def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], deca
                       staircase: bool = False) -> Variable:
     """``learning_rate * exp(-decay_rate * t / decay_steps)`` (floored if staircase).
 
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int | float): steps per decay period.
+        decay_rate (float): the exponent's factor.
+        staircase (bool, default False): decay in whole periods.
+    Returns:
+        Variable: ``learning_rate * exp(-decay_rate * step / decay_steps)``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -154,6 +170,14 @@ def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], deca
 def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], decay_rate: float,
                        staircase: bool = False) -> Variable:
     """``learning_rate / (1 + decay_rate * t / decay_steps)`` (floored if staircase).
+
+    Args:
+        learning_rate (float): the initial rate.
+        decay_steps (int | float): steps per decay period.
+        decay_rate (float): the factor.
+        staircase (bool, default False): decay in whole periods.
+    Returns:
+        Variable: ``learning_rate / (1 + decay_rate * step / decay_steps)``.
 
     Example:
         >>> import numpy as np
@@ -232,6 +256,12 @@ def piecewise_decay(boundaries: Sequence[Union[int, float]],
     """``values[i]`` while ``t < boundaries[i]`` (first match), else ``values[-1]``; the result
     is the persistable global variable ``learning_rate``.
 
+    Args:
+        boundaries (list of int): the steps where the rate changes.
+        values (list of float): one more value than boundaries.
+    Returns:
+        Variable: ``values[i]`` while ``step < boundaries[i]``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -275,6 +305,14 @@ def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
                learning_rate: float = 1.0) -> Variable:
     """``learning_rate * d_model**-0.5 * min(t**-0.5, warmup_steps**-1.5 * t)``, t from 1.
 
+    Args:
+        d_model (int | float): the model width.
+        warmup_steps (int | float): the warm-up length.
+        learning_rate (float, default 1.0): a factor.
+    Returns:
+        Variable: ``learning_rate * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps **
+        -1.5)``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -300,6 +338,13 @@ def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
 @_dygraph_form("CosineDecay")
 def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Variable:
     """``learning_rate * 0.5 * (cos(floor(t / step_each_epoch) * pi / epochs) + 1)``.
+
+    Args:
+        learning_rate (float): the initial rate.
+        step_each_epoch (int): steps per epoch.
+        epochs (int): the number of epochs.
+    Returns:
+        Variable: ``learning_rate * (cos(epoch * pi / epochs) + 1) / 2``.
 
     Example:
         >>> import numpy as np
@@ -329,6 +374,14 @@ def linear_lr_warmup(learning_rate: Union[float, Variable], warmup_steps: int, s
     """``start_lr + (end_lr - start_lr) * t / warmup_steps`` while ``t < warmup_steps``, then
     ``learning_rate`` (a float or a schedule Variable). The result is the persistable global
     variable ``learning_rate_warmup``.
+
+    Args:
+        learning_rate (float | Variable): the rate after the warm-up.
+        warmup_steps (int): the warm-up length.
+        start_lr (float): the first rate.
+        end_lr (float): the rate reached at ``warmup_steps``.
+    Returns:
+        Variable: linear from ``start_lr`` to ``end_lr``, then ``learning_rate``.
 
     Example:
         >>> import numpy as np

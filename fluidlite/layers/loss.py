@@ -27,7 +27,31 @@ def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
                   ignore_index: int = kIgnoreIndex) -> Variable:
     """``-log(input[label])`` per row for probabilities ``input`` (op ``cross_entropy2``), or
     ``-sum(label * log(input))`` with ``soft_label=True`` (op ``cross_entropy``). Output has
-    the input's shape with last dim 1."""
+    the input's shape with last dim 1.
+
+    Args:
+        input (Variable): ``[..., D]`` probabilities (e.g. a softmax output).
+        label (Variable): int64 class ids ``[..., 1]``, or with ``soft_label`` a float
+            distribution of the input's shape.
+        soft_label (bool, default False): the label is a distribution.
+        ignore_index (int, default -100): rows with this label give 0 (hard labels only).
+    Returns:
+        Variable: ``[..., 1]`` per-row losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     prob = fluid.data("prob", [-1, 3])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     ce = fluid.layers.cross_entropy(prob, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> out, = exe.run(main, feed={"prob": np.array([[0.5, 0.25, 0.25]], "float32"),
+        ...                            "label": np.array([[0]], "int64")}, fetch_list=[ce])
+        >>> out.round(4)                         # -log(0.5)
+        array([[0.6931]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "cross_entropy")
     _check_label(label, soft_label, "cross_entropy")
     ignore_index = check_int(ignore_index, "ignore_index", "cross_entropy")
@@ -54,7 +78,37 @@ def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bo
                                axis: int = -1) -> Union[Variable, Tuple[Variable, Variable]]:
     """Cross entropy of ``softmax(logits, axis)`` against ``label`` (int64 with dim ``axis`` of
     size 1, or soft probabilities). Returns the loss (and the softmax when
-    ``return_softmax``)."""
+    ``return_softmax``).
+
+    Args:
+        logits (Variable): unnormalized scores ``[..., D]``.
+        label (Variable): int64 ids with dim ``axis`` of size 1, or with ``soft_label`` a
+            distribution of the logits' shape.
+        soft_label (bool, default False): the label is a distribution.
+        ignore_index (int, default -100): rows with this label give 0 (hard labels only).
+        numeric_stable_mode (bool, default True): subtract the row maximum first (always done
+            here).
+        return_softmax (bool, default False): also return the softmax.
+        axis (int, default -1): the class axis.
+    Returns:
+        Variable | tuple: the loss, with dim ``axis`` of size 1; ``(loss, softmax)`` with
+        ``return_softmax``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     logits = fluid.data("logits", [-1, 3])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     loss = fluid.layers.softmax_with_cross_entropy(logits, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> out, = exe.run(main, feed={"logits": np.zeros((2, 3), "float32"),
+        ...                            "label": np.array([[0], [2]], "int64")}, fetch_list=[loss])
+        >>> out.round(4)                         # log(3) for uniform logits
+        array([[1.0986],
+               [1.0986]], dtype=float32)
+    """
     check_variable_and_dtype(logits, "logits", _FLOATS, "softmax_with_cross_entropy")
     _check_label(label, soft_label, "softmax_with_cross_entropy")
     axis = check_int(axis, "axis", "softmax_with_cross_entropy")
@@ -78,7 +132,28 @@ def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bo
 
 
 def square_error_cost(input: Variable, label: Variable) -> Variable:
-    """``(input - label)^2`` elementwise (ops ``elementwise_sub`` + ``square``)."""
+    """``(input - label)^2`` elementwise (ops ``elementwise_sub`` + ``square``).
+
+    Args:
+        input (Variable): predictions.
+        label (Variable): targets of the same shape.
+    Returns:
+        Variable: ``(input - label) ** 2``, elementwise.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     pred = fluid.data("pred", [-1, 1])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     cost = fluid.layers.square_error_cost(pred, y)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={
+        ...     "pred": np.array([[1.0], [2.0]], "float32"), "y": np.array([[0.5], [4.0]], "float32")},
+        ...     fetch_list=[cost])[0]
+        array([[0.25],
+               [4.  ]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "square_error_cost")
     check_variable_and_dtype(label, "label", _FLOATS, "square_error_cost")
     helper = LayerHelper("square_error_cost")
@@ -95,7 +170,31 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable,
                                       name: Optional[str] = None,
                                       normalize: bool = False) -> Variable:
     """Elementwise logistic loss of logits ``x`` against probabilities ``label`` (entries equal
-    to ``ignore_index`` give 0; ``normalize`` divides by the number of the others)."""
+    to ``ignore_index`` give 0; ``normalize`` divides by the number of the others).
+
+    Args:
+        x (Variable): logits.
+        label (Variable): probabilities of the logits' shape.
+        ignore_index (int, default -100): entries whose label equals it give 0.
+        name (str | None): name prefix of the output.
+        normalize (bool, default False): divide by the number of entries not ignored.
+    Returns:
+        Variable: elementwise losses, the logits' shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     label = fluid.data("label", [-1, 2], "float32")
+        ...     out = fluid.layers.sigmoid_cross_entropy_with_logits(x, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.0, 2.0]], "float32"), "label": np.array([[1.0, 0.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.6931, 2.1269]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _FLOATS, "sigmoid_cross_entropy_with_logits")
     check_variable_and_dtype(label, "label", _FLOATS, "sigmoid_cross_entropy_with_logits")
     ignore_index = check_int(ignore_index, "ignore_index", "sigmoid_cross_entropy_with_logits")

@@ -29,7 +29,30 @@ def _tmp(helper: LayerHelper, dtype: Any) -> Variable:
 
 def huber_loss(input: Variable, label: Variable, delta: float) -> Variable:
     """0.5 r^2 where |r| <= delta, else delta (|r| - 0.5 delta), r = label - input, per
-    entry (op ``huber_loss``; shape of ``input``, usually [N, 1])."""
+    entry (op ``huber_loss``; shape of ``input``, usually [N, 1]).
+
+    Args:
+        input (Variable): predictions ``[N, 1]``.
+        label (Variable): targets ``[N, 1]``.
+        delta (float): where the loss turns linear.
+    Returns:
+        Variable: ``[N, 1]`` losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32")
+        ...     y = fluid.data("y", [-1, 1], "float32")
+        ...     out = fluid.layers.huber_loss(x, y, delta=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.5], [3.0]], "float32"), "y": np.zeros((2, 1), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.125],
+               [2.5  ]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "huber_loss")
     check_variable_and_dtype(label, "label", _FLOATS, "huber_loss")
     delta = _number("huber_loss", "delta", delta)
@@ -45,7 +68,31 @@ def smooth_l1(x: Variable, y: Variable, inside_weight: Optional[Variable] = None
               sigma: Optional[float] = None) -> Variable:
     """Per sample [N, 1]: sum over the other dims of outside_weight * f(inside_weight *
     (x - y)), f(d) = 0.5 (sigma d)^2 where |d| < 1/sigma^2, else |d| - 0.5/sigma^2 (op
-    ``smooth_l1_loss``; sigma defaults to 1)."""
+    ``smooth_l1_loss``; sigma defaults to 1).
+
+    Args:
+        x (Variable): predictions ``[N, ...]``.
+        y (Variable): targets, same shape.
+        inside_weight (Variable | None): multiplies ``x - y``.
+        outside_weight (Variable | None): multiplies the elementwise loss.
+        sigma (float | None): the transition point is ``1 / sigma^2`` (default 1).
+    Returns:
+        Variable: ``[N, 1]``, the loss summed per sample.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     y = fluid.data("y", [-1, 2], "float32")
+        ...     out = fluid.layers.smooth_l1(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.5, 3.0]], "float32"), "y": np.zeros((1, 2), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[2.625]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _FLOATS, "smooth_l1_loss")
     check_variable_and_dtype(y, "y", _FLOATS, "smooth_l1_loss")
     inputs = {"X": x, "Y": y}
@@ -65,7 +112,31 @@ def smooth_l1(x: Variable, y: Variable, inside_weight: Optional[Variable] = None
 def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4,
              name: Optional[str] = None) -> Variable:
     """-label log(input + eps) - (1 - label) log(1 - input + eps) for probabilities
-    ``input`` [N, 1] (op ``log_loss``)."""
+    ``input`` [N, 1] (op ``log_loss``).
+
+    Args:
+        input (Variable): probabilities ``[N, 1]``.
+        label (Variable): 0/1 labels ``[N, 1]``.
+        epsilon (float, default 1e-4): keeps the logarithms finite.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, 1]`` negative log-likelihoods.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     p = fluid.data("p", [-1, 1], "float32")
+        ...     y = fluid.data("y", [-1, 1], "float32")
+        ...     out = fluid.layers.log_loss(p, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"p": np.array([[0.9], [0.2]], "float32"), "y": np.array([[1.0], [0.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1052],
+               [0.223 ]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", ["float32"], "log_loss")
     check_variable_and_dtype(label, "label", ["float32"], "log_loss")
     helper = LayerHelper("log_loss", name=name)
@@ -80,7 +151,30 @@ def kldiv_loss(x: Variable, target: Variable, reduction: str = "mean",
                name: Optional[str] = None) -> Variable:
     """Kullback-Leibler divergence target * (log target - x) of log-probabilities ``x``;
     ``reduction``: 'none' (elementwise), 'sum', 'mean' or 'batchmean' (sum / batch size)
-    (op ``kldiv_loss``)."""
+    (op ``kldiv_loss``).
+
+    Args:
+        x (Variable): log-probabilities.
+        target (Variable): probabilities, same shape.
+        reduction (str, default "mean"): ``"none"``, ``"batchmean"``, ``"mean"`` or ``"sum"``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the KL divergence (elementwise with ``"none"``, else ``[1]``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     t = fluid.data("t", [-1, 2], "float32")
+        ...     out = fluid.layers.kldiv_loss(x, t, reduction="sum")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.log(np.array([[0.5, 0.5]], "float32")), "t": np.array([[0.5, 0.5]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([0.], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _FLOATS, "kldiv_loss")
     check_variable_and_dtype(target, "target", _FLOATS, "kldiv_loss")
     check_type(reduction, "reduction", str, "kldiv_loss")
@@ -94,7 +188,33 @@ def kldiv_loss(x: Variable, target: Variable, reduction: str = "mean",
 def margin_rank_loss(label: Variable, left: Variable, right: Variable, margin: float = 0.1,
                      name: Optional[str] = None) -> Variable:
     """max(0, -label (left - right) + margin) with label in {1, -1} (op
-    ``margin_rank_loss``)."""
+    ``margin_rank_loss``).
+
+    Args:
+        label (Variable): ``[N, 1]`` +1 (left higher) or -1.
+        left (Variable): ``[N, 1]`` scores.
+        right (Variable): ``[N, 1]`` scores.
+        margin (float, default 0.1): the margin.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``max(0, -label * (left - right) + margin)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     label = fluid.data("label", [-1, 1], "float32")
+        ...     l = fluid.data("l", [-1, 1], "float32")
+        ...     r = fluid.data("r", [-1, 1], "float32")
+        ...     out = fluid.layers.margin_rank_loss(label, l, r, margin=0.1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"label": np.array([[1.0], [-1.0]], "float32"), "l": np.array([[0.5], [0.5]], "float32"), "r": np.array([[0.2], [0.2]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0. ],
+               [0.4]], dtype=float32)
+    """
     check_variable_and_dtype(label, "label", ["float32"], "margin_rank_loss")
     check_variable_and_dtype(left, "left", ["float32"], "margin_rank_loss")
     check_variable_and_dtype(right, "right", ["float32"], "margin_rank_loss")
@@ -108,7 +228,31 @@ def margin_rank_loss(label: Variable, left: Variable, right: Variable, margin: f
 
 def rank_loss(label: Variable, left: Variable, right: Variable,
               name: Optional[str] = None) -> Variable:
-    """RankNet: log(1 + exp(left - right)) - label (left - right) (op ``rank_loss``)."""
+    """RankNet: log(1 + exp(left - right)) - label (left - right) (op ``rank_loss``).
+
+    Args:
+        label (Variable): ``[N, 1]`` 1 when left should rank higher, else 0.
+        left (Variable): ``[N, 1]`` scores.
+        right (Variable): ``[N, 1]`` scores.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, 1]`` RankNet losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     label = fluid.data("label", [-1, 1], "float32")
+        ...     l = fluid.data("l", [-1, 1], "float32")
+        ...     r = fluid.data("r", [-1, 1], "float32")
+        ...     out = fluid.layers.rank_loss(label, l, r)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"label": np.array([[1.0]], "float32"), "l": np.array([[2.0]], "float32"), "r": np.array([[1.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.3133]], dtype=float32)
+    """
     for arg, v in (("label", label), ("left", left), ("right", right)):
         check_variable_and_dtype(v, arg, ["float32"], "rank_loss")
     helper = LayerHelper("rank_loss", name=name)
@@ -120,7 +264,29 @@ def rank_loss(label: Variable, left: Variable, right: Variable,
 
 def bpr_loss(input: Variable, label: Variable, name: Optional[str] = None) -> Variable:
     """Bayesian personalised ranking: -mean over j != label of log(sigmoid(input[label] -
-    input[j])), per row ([N, 1]; op ``bpr_loss``)."""
+    input[j])), per row ([N, 1]; op ``bpr_loss``).
+
+    Args:
+        input (Variable): ``[N, C]`` scores.
+        label (Variable): int64 ``[N, 1]`` positive class.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, 1]`` Bayesian personalized ranking losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     out = fluid.layers.bpr_loss(x, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.5, 0.2, 0.1]], "float32"), "label": np.array([[0]], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.5337]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "bpr_loss")
     check_variable_and_dtype(label, "label", ["int64"], "bpr_loss")
     helper = LayerHelper("bpr_loss", name=name)
@@ -134,7 +300,32 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
                        alpha: float = 0.25) -> Variable:
     """Focal loss of logits ``x`` [N, C] against ``label`` [N, 1] (int32, 0 = background,
     1..C = classes, -1 = ignored), normalised by the foreground count ``fg_num`` (int32 [1])
-    (op ``sigmoid_focal_loss``)."""
+    (op ``sigmoid_focal_loss``).
+
+    Args:
+        x (Variable): logits ``[N, C]`` (no background column).
+        label (Variable): int32 ``[N, 1]`` class ids, 1-based (0: background).
+        fg_num (Variable): int32 ``[1]``, the number of foreground samples (normalizer).
+        gamma (float, default 2.0): the focusing exponent.
+        alpha (float, default 0.25): the positives' weight.
+    Returns:
+        Variable: ``[N, C]`` losses.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     label = fluid.data("label", [-1, 1], "int32")
+        ...     fg = fluid.data("fg", [1], "int32")
+        ...     out = fluid.layers.sigmoid_focal_loss(x, label, fg)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.0, 1.0]], "float32"), "label": np.array([[1]], "int32"), "fg": np.array([1], "int32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.0433, 0.5264]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _FLOATS, "sigmoid_focal_loss")
     check_variable_and_dtype(label, "label", ["int32"], "sigmoid_focal_loss")
     check_variable_and_dtype(fg_num, "fg_num", ["int32"], "sigmoid_focal_loss")
@@ -152,7 +343,22 @@ def teacher_student_sigmoid_loss(input: Variable, label: Variable,
                                  soft_max_lower_bound: float = -15.0) -> Variable:
     """Sigmoid cross entropy against a click label and an optional teacher score packed in
     ``label`` (-2: no click, -1: click, [0, 1): no click + score, >= 1: click + score - 1)
-    (op ``teacher_student_sigmoid_loss``)."""
+    (op ``teacher_student_sigmoid_loss``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], "float32")
+        ...     label = fluid.data("label", [-1, 1], "float32")
+        ...     out = fluid.layers.teacher_student_sigmoid_loss(x, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.5]], "float32"), "label": np.array([[1.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[1.4482]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "teacher_student_sigmoid_loss")
     check_variable_and_dtype(label, "label", _FLOATS + ["int64"],
                              "teacher_student_sigmoid_loss")
@@ -176,7 +382,23 @@ def center_loss(input: Variable, label: Variable, num_classes: int, alpha: Any,
     entries after the batch dim); the centers (a parameter [num_classes, D] made from
     ``param_attr``, not trained by the optimizer) move towards
     their rows by rate ``alpha`` (a float, kept in the global ``centerloss_alpha``, or a
-    Variable) each run when ``update_center`` (op ``center_loss``)."""
+    Variable) each run when ``update_center`` (op ``center_loss``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     loss = fluid.layers.center_loss(x, label, num_classes=3, alpha=0.1,
+        ...                                     param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.0)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.array([[3, 4]], "float32"), "label": np.array([[1]], "int64")},
+        ...         fetch_list=[loss])[0]                     # ||x - center||^2 / 2
+        array([[12.5]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "center_loss")
     check_variable_and_dtype(label, "label", _INTS, "center_loss")
     num_classes = check_int(num_classes, "num_classes", "center_loss", minimum=1)
@@ -213,7 +435,28 @@ def center_loss(input: Variable, label: Variable, num_classes: int, alpha: Any,
 
 # -- compositions ----------------------------------------------------------------------------------
 def mse_loss(input: Variable, label: Variable) -> Variable:
-    """mean((input - label)^2) as shape [1] (``reduce_mean`` of ``square_error_cost``)."""
+    """mean((input - label)^2) as shape [1] (``reduce_mean`` of ``square_error_cost``).
+
+    Args:
+        input (Variable): predictions.
+        label (Variable): targets, same shape.
+    Returns:
+        Variable: ``[1]``, the mean squared error.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     y = fluid.data("y", [-1, 2], "float32")
+        ...     out = fluid.layers.mse_loss(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[1.0, 3.0]], "float32"), "y": np.zeros((1, 2), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([5.], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "mse_loss")
     check_variable_and_dtype(label, "label", _FLOATS, "mse_loss")
     from .loss import square_error_cost
@@ -225,7 +468,30 @@ def dice_loss(input: Variable, label: Variable, epsilon: float = 1e-5,
               name: Optional[str] = None) -> Variable:
     """1 - 2 |input * onehot(label)| / (|input| + |onehot(label)| + epsilon) per sample,
     averaged ([1]); ``input`` holds probabilities over the last dim, ``label`` the class
-    indices with a last dim of 1 (composed of one_hot, reduce_sum, reduce_mean)."""
+    indices with a last dim of 1 (composed of one_hot, reduce_sum, reduce_mean).
+
+    Args:
+        input (Variable): probabilities ``[..., C]``.
+        label (Variable): int class ids ``[..., 1]``.
+        epsilon (float, default 1e-5): keeps the ratio finite.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[1]``, the mean dice loss.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     p = fluid.data("p", [-1, 2], "float32")
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     out = fluid.layers.dice_loss(p, label)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"p": np.array([[0.9, 0.1], [0.2, 0.8]], "float32"), "label": np.array([[0], [1]], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([0.15], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "dice_loss")
     check_variable_and_dtype(label, "label", _INTS + _FLOATS, "dice_loss")
     eps = _number("dice_loss", "epsilon", epsilon)
@@ -250,7 +516,31 @@ def npair_loss(anchor: Variable, positive: Variable, labels: Variable,
                l2_reg: float = 0.002) -> Variable:
     """N-pair loss: softmax cross entropy of the similarities anchor @ positive^T against
     the same-label matrix (rows normalised), plus l2_reg / 4 times the mean squared norms of
-    anchor and positive ([1]; composed of existing layers, as fluid 1.8)."""
+    anchor and positive ([1]; composed of existing layers, as fluid 1.8).
+
+    Args:
+        anchor (Variable): ``[N, D]`` embeddings.
+        positive (Variable): ``[N, D]`` embeddings of the same classes.
+        labels (Variable): ``[N]`` class labels.
+        l2_reg (float, default 0.002): the embeddings' L2 penalty.
+    Returns:
+        Variable: ``[1]``, the N-pair loss.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 2], "float32")
+        ...     p = fluid.data("p", [-1, 2], "float32")
+        ...     label = fluid.data("label", [-1], "float32")
+        ...     out = fluid.layers.npair_loss(a, p, label, l2_reg=0.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"a": np.array([[1, 0], [0, 1]], "float32"), "p": np.array([[1, 0], [0, 1]], "float32"), "label": np.array([0, 1], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([0.3133], dtype=float32)
+    """
     check_variable_and_dtype(anchor, "anchor", _FLOATS, "npair_loss")
     check_variable_and_dtype(positive, "positive", _FLOATS, "npair_loss")
     check_variable_and_dtype(labels, "labels", _FLOATS + _INTS, "npair_loss")

@@ -56,32 +56,147 @@ def _out(helper: LayerHelper, dtype: Any, out: Optional[Variable] = None,
 
 # -- unary activations --------------------------------------------------------------------------
 def acos(x: Variable, name: Optional[str] = None) -> Variable:
-    """arccos(x) elementwise (op ``acos``)."""
+    """arccos(x) elementwise (op ``acos``).
+
+    Args:
+        x (Variable): the input.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.acos(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[1.4706, 1.0472, 0.451 ]], dtype=float32)
+    """
     return _act("acos", x, name)
 
 
 def asin(x: Variable, name: Optional[str] = None) -> Variable:
-    """arcsin(x) elementwise (op ``asin``)."""
+    """arcsin(x) elementwise (op ``asin``).
+
+    Args:
+        x (Variable): the input.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.asin(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1002, 0.5236, 1.1198]], dtype=float32)
+    """
     return _act("asin", x, name)
 
 
 def atan(x: Variable, name: Optional[str] = None) -> Variable:
-    """arctan(x) elementwise (op ``atan``)."""
+    """arctan(x) elementwise (op ``atan``).
+
+    Args:
+        x (Variable): the input.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.atan(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.0997, 0.4636, 0.7328]], dtype=float32)
+    """
     return _act("atan", x, name)
 
 
 def tanh_shrink(x: Variable, name: Optional[str] = None) -> Variable:
-    """x - tanh(x) (op ``tanh_shrink``)."""
+    """x - tanh(x) (op ``tanh_shrink``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.tanh_shrink(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.036 ,  0.    ,  2.0049]], dtype=float32)
+    """
     return _act("tanh_shrink", x, name)
 
 
 def erf(x: Variable, name: Optional[str] = None) -> Variable:
-    """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt (op ``erf``)."""
+    """The error function erf(x) = 2/sqrt(pi) * integral_0^x exp(-t^2) dt (op ``erf``).
+
+    Args:
+        x (Variable): the input.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.erf(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1125, 0.5205, 0.7969]], dtype=float32)
+    """
     return _act("erf", x, name)
 
 
 def log1p(x: Variable, out: Optional[Variable] = None, name: Optional[str] = None) -> Variable:
-    """ln(1 + x), accurate for small x (op ``log1p``); written into ``out`` when given."""
+    """ln(1 + x), accurate for small x (op ``log1p``); written into ``out`` when given.
+
+    Args:
+        x (Variable): the input.
+        out (Variable | None): an existing variable to write.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.log1p(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.0953, 0.4055, 0.6419]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", ["float32", "float64"], "log1p")
     helper = LayerHelper("log1p", name=name)
     res = _out(helper, x.dtype, out)
@@ -90,7 +205,28 @@ def log1p(x: Variable, out: Optional[Variable] = None, name: Optional[str] = Non
 
 
 def hard_shrink(x: Variable, threshold: Optional[float] = None) -> Variable:
-    """x where |x| > threshold, else 0 (op ``hard_shrink``; threshold defaults to 0.5)."""
+    """x where |x| > threshold, else 0 (op ``hard_shrink``; threshold defaults to 0.5).
+
+    Args:
+        x (Variable): the input.
+        threshold (float | None): entries with ``|x|`` at most this become 0
+            (default 0.5).
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.hard_shrink(x, threshold=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-2.,  0.,  3.]], dtype=float32)
+    """
     if threshold is not None:
         threshold = _float("hard_shrink", "threshold", threshold)
     return _act("hard_shrink", x, threshold=threshold)
@@ -98,12 +234,46 @@ def hard_shrink(x: Variable, threshold: Optional[float] = None) -> Variable:
 
 def softshrink(x: Variable, alpha: Optional[float] = None) -> Variable:
     """x - alpha (x > alpha), x + alpha (x < -alpha), else 0 (op ``softshrink``, attr
-    ``lambda`` = alpha, default 0.5)."""
+    ``lambda`` = alpha, default 0.5).
+
+    Args:
+        x (Variable): the input.
+        alpha (float | None): the shrink amount (default 0.5).
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.softshrink(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.5,  0. ,  2.5]], dtype=float32)
+    """
     return _act("softshrink", x, **{"lambda": alpha})
 
 
 def thresholded_relu(x: Variable, threshold: Optional[float] = None) -> Variable:
-    """x where x > threshold, else 0 (op ``thresholded_relu``; threshold defaults to 1.0)."""
+    """x where x > threshold, else 0 (op ``thresholded_relu``; threshold defaults to 1.0).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.thresholded_relu(x, threshold=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4) + 0.0
+        array([[0., 0., 3.]], dtype=float32)
+    """
     if threshold is not None:
         threshold = _float("thresholded_relu", "threshold", threshold)
     return _act("thresholded_relu", x, threshold=threshold)
@@ -111,20 +281,86 @@ def thresholded_relu(x: Variable, threshold: Optional[float] = None) -> Variable
 
 def brelu(x: Variable, t_min: float = 0.0, t_max: float = 24.0,
           name: Optional[str] = None) -> Variable:
-    """min(max(x, t_min), t_max) (op ``brelu``)."""
+    """min(max(x, t_min), t_max) (op ``brelu``).
+
+    Args:
+        x (Variable): the input.
+        t_min (float, default 0.0): the lower bound.
+        t_max (float, default 24.0): the upper bound.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.brelu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0., 0., 3.]], dtype=float32)
+    """
     return _act("brelu", x, name, t_min=_float("brelu", "t_min", t_min),
                 t_max=_float("brelu", "t_max", t_max))
 
 
 def soft_relu(x: Variable, threshold: float = 40.0, name: Optional[str] = None) -> Variable:
-    """ln(1 + exp(clip(x, -threshold, threshold))) (op ``soft_relu``)."""
+    """ln(1 + exp(clip(x, -threshold, threshold))) (op ``soft_relu``).
+
+    Args:
+        x (Variable): the input.
+        threshold (float, default 40.0): ``x`` is clipped to
+            ``[-threshold, threshold]`` first.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.soft_relu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1269, 0.6931, 3.0486]], dtype=float32)
+    """
     return _act("soft_relu", x, name, threshold=_float("soft_relu", "threshold", threshold))
 
 
 def selu(x: Variable, scale: Optional[float] = None, alpha: Optional[float] = None,
          name: Optional[str] = None) -> Variable:
     """scale * (x if x > 0 else alpha * (exp(x) - 1)) (op ``selu``; the defaults are the
-    self-normalizing constants 1.0507... and 1.6732...)."""
+    self-normalizing constants 1.0507... and 1.6732...).
+
+    Args:
+        x (Variable): the input.
+        scale (float | None): the output scale (default 1.0507...).
+        alpha (float | None): the negative saturation (default 1.6733...).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.selu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.5202,  0.    ,  3.1521]], dtype=float32)
+    """
     if scale is not None:
         scale = _float("selu", "scale", scale)
         if scale <= 1.0:
@@ -138,14 +374,59 @@ def selu(x: Variable, scale: Optional[float] = None, alpha: Optional[float] = No
 
 def stanh(x: Variable, scale_a: float = 0.67, scale_b: float = 1.7159,
           name: Optional[str] = None) -> Variable:
-    """scale_b * tanh(scale_a * x) (op ``stanh``)."""
+    """scale_b * tanh(scale_a * x) (op ``stanh``).
+
+    Args:
+        x (Variable): the input.
+        scale_a (float, default 0.67): the input scale.
+        scale_b (float, default 1.7159): the output scale.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.stanh(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.4957,  0.    ,  1.6554]], dtype=float32)
+    """
     return _act("stanh", x, name, scale_a=_float("stanh", "scale_a", scale_a),
                 scale_b=_float("stanh", "scale_b", scale_b))
 
 
 def hard_swish(x: Variable, threshold: float = 6.0, scale: float = 6.0, offset: float = 3.0,
                name: Optional[str] = None) -> Variable:
-    """x * min(max(x + offset, 0), threshold) / scale (op ``hard_swish``)."""
+    """x * min(max(x + offset, 0), threshold) / scale (op ``hard_swish``).
+
+    Args:
+        x (Variable): the input.
+        threshold (float, default 6.0): the clip bound.
+        scale (float, default 6.0): the divisor.
+        offset (float, default 3.0): added before clipping.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.hard_swish(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.3333,  0.    ,  3.    ]], dtype=float32)
+    """
     return _act("hard_swish", x, name, threshold=_float("hard_swish", "threshold", threshold),
                 scale=_float("hard_swish", "scale", scale),
                 offset=_float("hard_swish", "offset", offset))
@@ -153,7 +434,29 @@ def hard_swish(x: Variable, threshold: float = 6.0, scale: float = 6.0, offset: 
 
 def maxout(x: Variable, groups: int, name: Optional[str] = None, axis: int = 1) -> Variable:
     """Max over groups of ``groups`` consecutive channels (channels on ``axis``: 1 for NCHW,
-    -1 or 3 for NHWC); the channel count shrinks by ``groups`` (op ``maxout``)."""
+    -1 or 3 for NHWC); the channel count shrinks by ``groups`` (op ``maxout``).
+
+    Args:
+        x (Variable): ``[N, C, H, W]`` map.
+        groups (int): the channels per output channel (``C`` divisible by it).
+        name (str | None): name prefix of the output.
+        axis (int, default 1): the channel axis.
+    Returns:
+        Variable: the maximum of each group, ``C / groups`` channels.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 1], "float32")
+        ...     out = fluid.layers.maxout(x, groups=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([1, 5, 3, 2], "float32").reshape(1, 4, 1, 1)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel()
+        array([5., 3.], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", ["float32", "float64"], "maxout")
     groups = check_int(groups, "groups", "maxout", minimum=1)
     axis = check_int(axis, "axis", "maxout")
@@ -174,7 +477,31 @@ def prelu(x: Variable, mode: str, param_attr: Any = None, name: Optional[str] = 
     """x if x > 0 else alpha * x with a learnable alpha (initialised to 0.25): one for the
     whole tensor (``mode='all'``), one per channel of dim 1 (``'channel'``, shape [1, C, 1, 1]
     for NCHW input) or one per element of a sample (``'element'``, shape [1] + x.shape[1:])
-    (op ``prelu``)."""
+    (op ``prelu``).
+
+    Args:
+        x (Variable): the input.
+        mode (str): ``"all"`` (one slope), ``"channel"`` (one per channel) or ``"element"``
+            (one per element).
+        param_attr (ParamAttr | str | None): the slopes' attribute (default 0.25).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x`` where positive, ``alpha * x`` elsewhere.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.prelu(x, mode="all", param_attr=fluid.ParamAttr(initializer=fluid.initializer.Constant(0.1)))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.2,  0. ,  3. ]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _FLOATS, "prelu")
     if mode not in ("all", "channel", "element"):
         raise ValueError(f"prelu: mode must be one of 'all', 'channel', 'element', but "
@@ -206,7 +533,30 @@ def prelu(x: Variable, mode: str, param_attr: Any = None, name: Optional[str] = 
 def cumsum(x: Variable, axis: Optional[int] = None, exclusive: Optional[bool] = None,
            reverse: Optional[bool] = None) -> Variable:
     """Cumulative sum along ``axis`` (default -1, the last); ``exclusive``: each entry sums
-    only the entries before it; ``reverse``: from the end (op ``cumsum``)."""
+    only the entries before it; ``reverse``: from the end (op ``cumsum``).
+
+    Args:
+        x (Variable): the input.
+        axis (int | None): the axis (default: the flattened input).
+        exclusive (bool | None): exclude the current element.
+        reverse (bool | None): accumulate from the end.
+    Returns:
+        Variable: the running sums.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.cumsum(x, axis=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[ 0.,  1.,  3.],
+               [ 3.,  7., 12.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUMS, "cumsum")
     attrs: dict = {}
     if axis is not None:
@@ -233,7 +583,30 @@ def _dims(layer: str, dim: Any) -> Optional[List[int]]:
 def logsumexp(x: Variable, dim: Any = None, keepdim: bool = False,
               out: Optional[Variable] = None, name: Optional[str] = None) -> Variable:
     """log(sum(exp(x))) over ``dim`` (None: every dim, shape [1]), computed without overflow
-    (op ``logsumexp``)."""
+    (op ``logsumexp``).
+
+    Args:
+        x (Variable): the input.
+        dim (int | list | None): the axes reduced (None: all).
+        keepdim (bool, default False): keep the reduced axes with size 1.
+        out (Variable | None): an existing variable to write.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``log(sum(exp(x)))``, computed stably.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.logsumexp(x, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([2.4076, 5.4076], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", ["float32", "float64"], "logsumexp")
     check_type(keepdim, "keepdim", bool, "logsumexp")
     dims = _dims("logsumexp", dim)
@@ -248,7 +621,29 @@ def logsumexp(x: Variable, dim: Any = None, keepdim: bool = False,
 def log_softmax(input: Variable, axis: Optional[int] = None, dtype: Any = None,
                 name: Optional[str] = None) -> Variable:
     """log(softmax(input)) along ``axis`` (default -1), computed stably (op ``log_softmax``);
-    ``dtype``: cast the input to it first."""
+    ``dtype``: cast the input to it first.
+
+    Args:
+        input (Variable): the scores.
+        axis (int | None): the axis normalized (default the last).
+        dtype (str | None): cast the input first.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``log(softmax(input))``, computed stably.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.log_softmax(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0.1, 0.5, 0.9]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.5513, -1.1513, -0.7513]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", ["float32", "float64"], "log_softmax")
     if dtype is not None:
         from .ops import cast
@@ -277,19 +672,86 @@ def _reduce(op_type: str, input: Variable, dim: Any, keep_dim: bool, name: Optio
 
 def reduce_prod(input: Variable, dim: Any = None, keep_dim: bool = False,
                 name: Optional[str] = None) -> Variable:
-    """Product over ``dim`` (int or list; None = every dim, giving shape [1])."""
+    """Product over ``dim`` (int or list; None = every dim, giving shape [1]).
+
+    Args:
+        input (Variable): the input.
+        dim (int | list of int | None): the axes reduced (negative counts from the end); None:
+            all.
+        keep_dim (bool, default False): keep the reduced axes with size 1.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the products (shape ``[1]`` when every dim is reduced without ``keep_dim``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.reduce_prod(x, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([ 0., 60.], dtype=float32)
+    """
     return _reduce("reduce_prod", input, dim, keep_dim, name, _NUMS)
 
 
 def reduce_all(input: Variable, dim: Any = None, keep_dim: bool = False,
                name: Optional[str] = None) -> Variable:
-    """Logical AND of a bool tensor over ``dim`` (None = every dim, giving shape [1])."""
+    """Logical AND of a bool tensor over ``dim`` (None = every dim, giving shape [1]).
+
+    Args:
+        input (Variable): a bool tensor.
+        dim (int | list of int | None): the axes reduced; None: all.
+        keep_dim (bool, default False): keep the reduced axes with size 1.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: bool, true where every reduced entry is true.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 2], "bool")
+        ...     out = fluid.layers.reduce_all(x, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[True, False], [True, True]])}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([False,  True])
+    """
     return _reduce("reduce_all", input, dim, keep_dim, name, ["bool"])
 
 
 def reduce_any(input: Variable, dim: Any = None, keep_dim: bool = False,
                name: Optional[str] = None) -> Variable:
-    """Logical OR of a bool tensor over ``dim`` (None = every dim, giving shape [1])."""
+    """Logical OR of a bool tensor over ``dim`` (None = every dim, giving shape [1]).
+
+    Args:
+        input (Variable): a bool tensor.
+        dim (int | list of int | None): the axes reduced; None: all.
+        keep_dim (bool, default False): keep the reduced axes with size 1.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: bool, true where some reduced entry is true.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 2], "bool")
+        ...     out = fluid.layers.reduce_any(x, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[True, False], [False, False]])}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([ True, False])
+    """
     return _reduce("reduce_any", input, dim, keep_dim, name, ["bool"])
 
 
@@ -303,23 +765,98 @@ def _check_whole(op_type: str, layer: str, x: Variable) -> Variable:
 
 def isfinite(x: Variable) -> Variable:
     """[True] when every entry of ``x`` is finite, else [False] (bool, shape [1]; op
-    ``isfinite``)."""
+    ``isfinite``).
+
+    Args:
+        x (Variable): the input.
+    Returns:
+        Variable: bool ``[1]``: every element is finite.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1], "float32")
+        ...     out = fluid.layers.isfinite(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([1, np.inf], "float32")}, fetch_list=[out])
+        >>> res
+        array([False])
+    """
     return _check_whole("isfinite", "isfinite", x)
 
 
 def has_inf(x: Variable) -> Variable:
-    """[True] when any entry of ``x`` is +-inf (bool, shape [1]; op ``isinf``)."""
+    """[True] when any entry of ``x`` is +-inf (bool, shape [1]; op ``isinf``).
+
+    Args:
+        x (Variable): the input.
+    Returns:
+        Variable: bool ``[1]``: some element is infinite.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1], "float32")
+        ...     out = fluid.layers.has_inf(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([1, np.inf], "float32")}, fetch_list=[out])
+        >>> res
+        array([ True])
+    """
     return _check_whole("isinf", "has_inf", x)
 
 
 def has_nan(x: Variable) -> Variable:
-    """[True] when any entry of ``x`` is nan (bool, shape [1]; op ``isnan``)."""
+    """[True] when any entry of ``x`` is nan (bool, shape [1]; op ``isnan``).
+
+    Args:
+        x (Variable): the input.
+    Returns:
+        Variable: bool ``[1]``: some element is NaN.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1], "float32")
+        ...     out = fluid.layers.has_nan(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([1, np.nan], "float32")}, fetch_list=[out])
+        >>> res
+        array([ True])
+    """
     return _check_whole("isnan", "has_nan", x)
 
 
 def sum(x: Union[Variable, Sequence[Variable]]) -> Variable:
     """Elementwise sum of a Variable or a list of same-shaped Variables (op ``sum``; the same
-    as ``sums`` without ``out``)."""
+    as ``sums`` without ``out``).
+
+    Args:
+        x (Variable | list of Variable): same-shaped tensors.
+    Returns:
+        Variable: their elementwise sum.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.sum([x, y])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[2., 3., 4.],
+               [5., 6., 7.]], dtype=float32)
+    """
     check_type(x, "x", (Variable, list, tuple), "sum")
     xs = list(x) if isinstance(x, (list, tuple)) else [x]
     if not xs:
@@ -336,7 +873,23 @@ def sum(x: Union[Variable, Sequence[Variable]]) -> Variable:
 
 def rank(input: Variable) -> Variable:
     """The number of dims of ``input`` as an int32 tensor of shape [1] (a constant: fluid
-    knows the rank when building)."""
+    knows the rank when building).
+
+    Args:
+        input (Variable): the tensor.
+    Returns:
+        Variable: int32 ``[1]``, its number of dims.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3, 4])
+        ...     r = fluid.layers.rank(x)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[r])[0]
+        array([3], dtype=int32)
+    """
     check_type(input, "input", Variable, "rank")
     from .tensor import assign
     return assign(np.array([len(input.shape)], dtype="int32"))
@@ -344,7 +897,25 @@ def rank(input: Variable) -> Variable:
 
 def size(input: Variable) -> Variable:
     """The number of elements of ``input`` as an int64 tensor of shape [1], computed when the
-    program runs (op ``size``)."""
+    program runs (op ``size``).
+
+    Args:
+        input (Variable): the tensor.
+    Returns:
+        Variable: int64 ``[1]``, its number of elements at run time.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.size(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((4, 3), "float32")}, fetch_list=[out])
+        >>> res
+        array([12])
+    """
     check_type(input, "input", Variable, "size")
     helper = LayerHelper("size")
     out = helper.create_variable_for_type_inference(dtype="int64", stop_gradient=True)
@@ -355,7 +926,19 @@ def size(input: Variable) -> Variable:
 def clamp(input: Variable, min: Optional[float] = None, max: Optional[float] = None,
           output: Optional[Variable] = None, name: Optional[str] = None) -> Variable:
     """min(max(input, min), max); a bound given as None is open (op ``clip`` with the float32
-    limits, as fluid 1.8)."""
+    limits, as fluid 1.8).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     out = fluid.layers.clamp(x, min=-1.0, max=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[-2.0, 0.5, 3.0]], "float32")}, fetch_list=[out])[0]
+        array([[-1. ,  0.5,  1. ]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _FLOATS, "clamp")
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
@@ -386,30 +969,135 @@ def _binary(op_type: str, x: Variable, y: Variable, name: Optional[str] = None,
 
 def kron(x: Variable, y: Variable, out: Optional[Variable] = None,
          name: Optional[str] = None) -> Variable:
-    """The Kronecker product of ``x`` and ``y`` (op ``kron``)."""
+    """The Kronecker product of ``x`` and ``y`` (op ``kron``).
+
+    Args:
+        x (Variable): the first factor.
+        y (Variable): the second.
+        out (Variable | None): an existing variable to write.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the Kronecker product.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 2], "float32")
+        ...     y = fluid.data("y", [1, 2], "float32")
+        ...     out = fluid.layers.kron(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.eye(2, dtype="float32"), "y": np.array([[1, 2]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[1., 2., 0., 0.],
+               [0., 0., 1., 2.]], dtype=float32)
+    """
     return _binary("kron", x, y, name, out, dtypes=_NUMS)
 
 
 def dot(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
     """Inner product along the last dim of 1-D or 2-D ``x``, ``y`` (shape [1] or [N, 1];
-    op ``dot``)."""
+    op ``dot``).
+
+    Args:
+        x (Variable): ``[N]`` or ``[B, N]``.
+        y (Variable): same shape.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the inner products (``[B, 1]`` for batched input).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.dot(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[ 6.],
+               [24.]], dtype=float32)
+    """
     return _binary("dot", x, y, name, dtypes=_NUMS)
 
 
 def bmm(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
-    """Batched matrix product of [B, M, K] and [B, K, N] (op ``bmm``)."""
+    """Batched matrix product of [B, M, K] and [B, K, N] (op ``bmm``).
+
+    Args:
+        x (Variable): ``[B, M, K]``.
+        y (Variable): ``[B, K, N]``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[B, M, N]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3, 1], "float32")
+        ...     out = fluid.layers.bmm(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.ones((2, 2, 3), "float32"), "y": np.ones((2, 3, 1), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.shape, float(res[0, 0, 0])
+        ((2, 2, 1), 3.0)
+    """
     return _binary("bmm", x, y, name)
 
 
 def cross(input: Variable, other: Variable, dim: Optional[int] = None) -> Variable:
     """The cross product of 3-vectors along ``dim`` (default: the first dim of size 3; op
-    ``cross``)."""
+    ``cross``).
+
+    Args:
+        input (Variable): the first operand.
+        other (Variable): the second, same shape.
+        dim (int | None): an axis of size 3 (default: the first one).
+    Returns:
+        Variable: the cross products.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1, 3], "float32")
+        ...     y = fluid.data("y", [1, 3], "float32")
+        ...     out = fluid.layers.cross(x, y, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[1, 0, 0]], "float32"), "y": np.array([[0, 1, 0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0., 0., 1.]], dtype=float32)
+    """
     attrs = {} if dim is None else {"dim": check_int(dim, "dim", "cross")}
     return _binary("cross", input, other, dtypes=_NUMS, names=("input", "other"), **attrs)
 
 
 def trace(input: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Variable:
-    """Sum of the ``offset`` diagonal of the (dim1, dim2) planes (op ``trace``)."""
+    """Sum of the ``offset`` diagonal of the (dim1, dim2) planes (op ``trace``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 3], "float32")
+        ...     out = fluid.layers.trace(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(9, dtype="float32").reshape(3, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([12.], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _NUMS, "trace")
     attrs = {"offset": check_int(offset, "offset", "trace"),
              "dim1": check_int(dim1, "dim1", "trace"), "dim2": check_int(dim2, "dim2", "trace")}
@@ -421,7 +1109,34 @@ def trace(input: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Var
 
 def addmm(input: Variable, x: Variable, y: Variable, alpha: float = 1.0, beta: float = 1.0,
           name: Optional[str] = None) -> Variable:
-    """beta * input + alpha * (x @ y), ``input`` broadcast to [M, N] (op ``addmm``)."""
+    """beta * input + alpha * (x @ y), ``input`` broadcast to [M, N] (op ``addmm``).
+
+    Args:
+        input (Variable): added, broadcast to ``[M, N]``.
+        x (Variable): ``[M, K]``.
+        y (Variable): ``[K, N]``.
+        alpha (float, default 1.0): scale of the product.
+        beta (float, default 1.0): scale of ``input``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``beta * input + alpha * x @ y``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     i = fluid.data("i", [2, 2], "float32")
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [3, 2], "float32")
+        ...     out = fluid.layers.addmm(i, x, y, alpha=2.0, beta=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"i": np.ones((2, 2), "float32"), "x": np.ones((2, 3), "float32"), "y": np.ones((3, 2), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[7., 7.],
+               [7., 7.]], dtype=float32)
+    """
     for arg, v in (("input", input), ("x", x), ("y", y)):
         check_variable_and_dtype(v, arg, ["float32", "float64"], "addmm")
     helper = LayerHelper("addmm", name=name)
@@ -436,7 +1151,34 @@ def addmm(input: Variable, x: Variable, y: Variable, alpha: float = 1.0, beta: f
 def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float = 1.0,
             out: Optional[Variable] = None, name: Optional[str] = None) -> Variable:
     """input + value * tensor1 * tensor2 elementwise (ops ``elementwise_mul``, ``scale``,
-    ``elementwise_add``, as fluid 1.8)."""
+    ``elementwise_add``, as fluid 1.8).
+
+    Args:
+        input (Variable): the base.
+        tensor1 (Variable): a factor.
+        tensor2 (Variable): the other factor.
+        value (float, default 1.0): the product's scale.
+        out (Variable | None): an existing variable to write.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``input + value * tensor1 * tensor2``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     z = fluid.data("z", [2, 3], "float32")
+        ...     out = fluid.layers.addcmul(x, y, z, value=0.5)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32"), "z": np.ones((2, 3), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[1., 2., 3.],
+               [4., 5., 6.]], dtype=float32)
+    """
     for arg, v in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
         check_variable_and_dtype(v, arg, ["float32", "float64", "int32", "int64"], "addcmul")
     if not is_number(value):
@@ -455,7 +1197,29 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
 
 def t(input: Variable, name: Optional[str] = None) -> Variable:
     """The transpose of a matrix (op ``transpose2``); a 1-D tensor is returned itself, as
-    fluid 1.8 does. Higher ranks: use ``transpose`` with a permutation."""
+    fluid 1.8 does. Higher ranks: use ``transpose`` with a permutation.
+
+    Args:
+        input (Variable): a 1-D or 2-D tensor.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the transpose (a 1-D input is returned as is).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.t(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[0., 3.],
+               [1., 4.],
+               [2., 5.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _NUMS, "t")
     if len(input.shape) > 2:
         raise ValueError(f"t: Input(input) only supports N-D (N <= 2) tensors, but received a "
@@ -470,7 +1234,32 @@ def t(input: Variable, name: Optional[str] = None) -> Variable:
 def allclose(input: Variable, other: Variable, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False, name: Optional[str] = None) -> Variable:
     """[True] when |input - other| <= atol + rtol * |other| everywhere (bool, shape [1];
-    ``equal_nan``: nan equals nan; op ``allclose``)."""
+    ``equal_nan``: nan equals nan; op ``allclose``).
+
+    Args:
+        input (Variable): the first tensor.
+        other (Variable): the second.
+        rtol (float, default 1e-5): relative tolerance.
+        atol (float, default 1e-8): absolute tolerance.
+        equal_nan (bool, default False): NaN equals NaN.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: bool ``[1]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.allclose(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.arange(6, dtype="float32").reshape(2, 3) + 1e-9}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([ True])
+    """
     check_variable_and_dtype(input, "input", ["float32", "float64"], "allclose")
     check_variable_and_dtype(other, "other", ["float32", "float64"], "allclose")
     check_type(equal_nan, "equal_nan", bool, "allclose")
@@ -485,12 +1274,57 @@ def allclose(input: Variable, other: Variable, rtol: float = 1e-05, atol: float 
 
 def dist(x: Variable, y: Variable, p: float = 2) -> Variable:
     """The p-norm of x - y (broadcast) as shape [1] (op ``dist``; p = 0 counts nonzeros,
-    p = inf / -inf take the max / min magnitude)."""
+    p = inf / -inf take the max / min magnitude).
+
+    Args:
+        x (Variable): the first tensor.
+        y (Variable): the second (broadcast against ``x``).
+        p (float, default 2): the norm's order (``inf``, ``-inf`` and 0 too).
+    Returns:
+        Variable: ``[1]``, ``||x - y||_p``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.dist(x, y, p=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([4.3589], dtype=float32)
+    """
     return _binary("dist", x, y, p=_float("dist", "p", p))
 
 
 def elementwise_equal(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
-    """x == y elementwise as a bool tensor (op ``equal``)."""
+    """x == y elementwise as a bool tensor (op ``equal``).
+
+    Args:
+        x (Variable): the first operand.
+        y (Variable): the second, same shape.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: bool, elementwise ``x == y``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.elementwise_equal(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[False, False,  True],
+               [False, False, False]])
+    """
     check_variable_and_dtype(x, "x", _NUMS + ["bool"], "elementwise_equal")
     check_variable_and_dtype(y, "y", _NUMS + ["bool"], "elementwise_equal")
     helper = LayerHelper("elementwise_equal", name=name)

@@ -72,7 +72,19 @@ def _scalar_var(ref: Variable, value: Any, dtype: Any) -> Variable:
 
 
 def astype(self: Variable, dtype: Any) -> Variable:
-    """A ``cast`` of this Variable to ``dtype`` (a ``tmp_N`` Variable)."""
+    """A ``cast`` of this Variable to ``dtype`` (a ``tmp_N`` Variable).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     i = x.astype("int64")
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.array([[1.5, 2.5]], "float32")},
+        ...                                      fetch_list=[i])[0]
+        array([[1, 2]])
+    """
     try:
         dtype = convert_np_dtype_to_dtype_(dtype)
     except (TypeError, ValueError, KeyError):

@@ -44,6 +44,39 @@ def batch_norm(input: Variable, act: Any = None, is_test: bool = False, momentum
     in place by the op: ``running = running*momentum + batch*(1-momentum)``). ``is_test`` (or
     ``Program.clone(for_test=True)``) normalizes with the moving statistics. ``in_place`` is
     accepted; the output is always a fresh variable (same values).
+
+    Args:
+        input (Variable): ``[N, C, ...]`` (or channels-last with ``data_layout="NHWC"``) floats.
+        act (str | None): activation applied to the result.
+        is_test (bool, default False): normalize with the moving statistics.
+        momentum (float | Variable, default 0.9): the moving averages' decay.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        data_layout (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+        in_place (bool, default False): accepted (the output is a fresh variable).
+        name (str | None): name prefix of the parameters and output.
+        moving_mean_name (str | None): name of the moving mean (to share it).
+        moving_variance_name (str | None): name of the moving variance.
+        do_model_average_for_mean_and_var (bool, default True): accepted for fluid's signature.
+        use_global_stats (bool, default False): normalize with the moving statistics in
+            training too.
+    Returns:
+        Variable: the normalized input, same shape and dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 3, 3])
+        ...     y = fluid.layers.batch_norm(x)          # training: normalise with the batch stats
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> out, = exe.run(main, feed={"x": np.random.RandomState(0).rand(4, 2, 3, 3).astype("float32")},
+        ...                fetch_list=[y])
+        >>> np.round(out.mean(axis=(0, 2, 3)), 4) + 0.0, np.round(out.std(axis=(0, 2, 3)), 2)
+        (array([0., 0.], dtype=float32), array([1., 1.], dtype=float32))
     """
     if bias_attr is False:
         raise ValueError("batch_norm: bias_attr should not be False")
@@ -110,7 +143,34 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
                epsilon: float = 1e-05, param_attr: Any = None, bias_attr: Any = None,
                act: Any = None, name: Optional[str] = None) -> Variable:
     """Normalize each sample over the dims from ``begin_norm_axis`` on, then apply the learned
-    ``scale`` (init 1) and ``shift`` (init 0), both of shape ``[prod(shape[begin_norm_axis:])]``."""
+    ``scale`` (init 1) and ``shift`` (init 0), both of shape ``[prod(shape[begin_norm_axis:])]``.
+
+    Args:
+        input (Variable): the input.
+        scale (bool, default True): learn a scale (initialized to 1).
+        shift (bool, default True): learn a bias (initialized to 0).
+        begin_norm_axis (int, default 1): normalize over the dims from this one on.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the normalized input, same shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4], "float32")
+        ...     out = fluid.layers.layer_norm(x, begin_norm_axis=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> res, = exe.run(main, feed={"x": np.array([[1, 2, 3, 4]], "float32")}, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.3416, -0.4472,  0.4472,  1.3416]], dtype=float32)
+    """
     _float_input("layer_norm", input)
     begin_norm_axis = check_int(begin_norm_axis, "begin_norm_axis", "layer_norm")
     epsilon = _epsilon(epsilon, "layer_norm")
@@ -153,7 +213,28 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
 
 def l2_normalize(x: Variable, axis: int, epsilon: float = 1e-12,
                  name: Optional[str] = None) -> Variable:
-    """``x / sqrt(sum(x^2, axis) + epsilon)`` (op ``norm``; a 1-D input uses axis 0)."""
+    """``x / sqrt(sum(x^2, axis) + epsilon)`` (op ``norm``; a 1-D input uses axis 0).
+
+    Args:
+        x (Variable): the input.
+        axis (int): the axis normalized.
+        epsilon (float, default 1e-12): lower bound of the squared norm.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x / sqrt(max(sum(x ** 2, axis), epsilon))``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     out = fluid.layers.l2_normalize(x, axis=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[3.0, 4.0]], "float32")}, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.6, 0.8]], dtype=float32)
+    """
     _float_input("l2_normalize", x, "x")
     axis = None if axis is None else check_int(axis, "axis", "l2_normalize")
     epsilon = _epsilon(epsilon, "l2_normalize")
@@ -174,7 +255,32 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: Optio
     two implementations). ``seed`` fixes the mask (the same mask on every run, as in fluid:
     do not use a fixed seed for training); without it masks are drawn from the op's own
     generator, reproducible through ``Program.random_seed``. ``is_test`` (or
-    ``clone(for_test=True)``) switches to inference scaling."""
+    ``clone(for_test=True)``) switches to inference scaling.
+
+    Args:
+        x (Variable): the input.
+        dropout_prob (float): probability of zeroing an element, in [0, 1].
+        is_test (bool, default False): inference mode (no mask).
+        seed (int | None): a fixed mask seed (the same mask every run).
+        name (str | None): name prefix of the output.
+        dropout_implementation (str, default "downgrade_in_infer"): ``"downgrade_in_infer"``
+            (train: ``x * mask``; inference: ``x * (1 - p)``) or ``"upscale_in_train"``
+            (train: ``x * mask / (1 - p)``; inference: ``x``).
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     # inference: x * (1 - p)
+        ...     y = fluid.layers.dropout(x, dropout_prob=0.5, is_test=True)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.ones((1, 4), "float32")},
+        ...                                      fetch_list=[y])[0]
+        array([[0.5, 0.5, 0.5, 0.5]], dtype=float32)
+    """
     _float_input("dropout", x, "x")
     if not is_number(dropout_prob) or not 0.0 <= dropout_prob <= 1.0:
         raise ValueError(f"dropout: dropout_prob must be a float in [0, 1] (Python or numpy), "

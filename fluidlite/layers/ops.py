@@ -49,6 +49,56 @@ def _act_dtypes(op_type: str) -> Sequence[str]:
     return _NUMBER_NAMES if getattr(get_op_def(op_type), "int_ok", False) else _FLOAT_NAMES
 
 
+_ARGS = {
+    "x": "x (Variable): the input.",
+    "y": "y (Variable): the second operand, broadcast against ``x`` from ``axis``.",
+    "axis": "axis (int, default -1): the dim of ``x`` where ``y``'s dims start (-1: the last).",
+    "act": "act (str | None): activation applied to the result.",
+    "name": "name (str | None): name prefix of the output.",
+    "force_cpu": "force_cpu (bool | None): accepted for fluid's signature.",
+    "y_same": "y (Variable): the second operand (broadcast against ``x``).",
+    "cond": "cond (Variable | None): an existing bool variable to write the result to.",
+    "out": "out (Variable | None): an existing bool variable to write the result to.",
+}
+
+
+def _example(call: str, feeds: str, dtype: str = "float32", out: str = "float32",
+             params: Sequence[str] = ("x", "name")) -> str:
+    """A generated layer's ``Args``, ``Returns`` and ``Example:`` sections: build ``call`` on
+    data ``x`` (and ``y``) of ``dtype`` fed with ``feeds``, run it, show the result's shape and
+    dtype."""
+    names = ["x"] + (["y"] if "y" in call.replace("layers.", "") else [])
+    datas = "\n".join(f"        ...     {n} = fluid.data('{n}', [-1, 3], '{dtype}')" for n in names)
+    args = "\n".join(f"        {_ARGS[p]}" for p in params)
+    kind = "bool" if out == "bool" else "``x``'s dtype"
+    return f"""
+
+    Args:
+{args}
+    Returns:
+        Variable: the result, elementwise: ``x``'s shape, {kind}.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+{datas}
+        ...     out = fluid.layers.{call}
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={feeds}, fetch_list=[out])
+        >>> res.shape, res.dtype
+        ((2, 3), dtype('{out}'))
+    """
+
+
+_FEED_X = "{'x': np.array([[0.1, 0.5, 0.9], [0.2, 0.4, 0.8]], 'float32')}"
+_FEED_XY = ("{'x': np.array([[1, 2, 3], [4, 5, 6]], 'float32'), "
+            "'y': np.array([[2, 2, 2], [3, 5, 7]], 'float32')}")
+_FEED_BOOL = ("{'x': np.array([[True, False, True], [False, False, True]]), "
+              "'y': np.array([[True, True, False], [False, True, True]])}")
+
+
 # -- activations ---------------------------------------------------------------------------------
 def _activation(op_type: str) -> Callable[..., Variable]:
     fn = generate_activation_fn(op_type)
@@ -59,7 +109,7 @@ def _activation(op_type: str) -> Callable[..., Variable]:
         return fn(x, name=name)
 
     layer.__name__ = layer.__qualname__ = op_type
-    layer.__doc__ = f"``{op_type}`` op: {fn.__doc__}"
+    layer.__doc__ = f"``{op_type}`` op: {fn.__doc__}" + _example(f"{op_type}(x)", _FEED_X)
     return layer
 
 
@@ -70,7 +120,27 @@ _sign = globals()["sign"]
 
 def sign(x: Any, name: Optional[str] = None) -> Variable:  # noqa: F811
     """Out = sign(x) elementwise; ``x`` a float Variable or a numpy array (assigned to a
-    constant first, as fluid 1.8)."""
+    constant first, as fluid 1.8).
+
+    Args:
+        x (Variable): the input.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.sign(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-1.,  0.,  1.]], dtype=float32)
+    """
     if isinstance(x, np.ndarray):
         from .tensor import assign
         x = assign(x)
@@ -91,23 +161,107 @@ def _float(layer: str, arg: str, value: Any) -> float:
 
 def softmax(input: Variable, use_cudnn: bool = False, name: Optional[str] = None,
             axis: int = -1) -> Variable:
-    """Softmax along ``axis``: exp(x - max) / sum(exp(x - max))."""
+    """Softmax along ``axis``: exp(x - max) / sum(exp(x - max)).
+
+    Args:
+        input (Variable): float scores.
+        use_cudnn (bool, default False): accepted for fluid's signature.
+        name (str | None): name prefix of the output.
+        axis (int, default -1): the axis normalized.
+    Returns:
+        Variable: probabilities summing to 1 along ``axis``, the input's shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     p = fluid.layers.softmax(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[0, 0], [0, np.log(3)]], "float32")},
+        ...         fetch_list=[p])[0]
+        array([[0.5 , 0.5 ],
+               [0.25, 0.75]], dtype=float32)
+    """
     return _act_with_attrs("softmax", input, name, axis=check_int(axis, "axis", "softmax"),
                            use_cudnn=bool(use_cudnn))
 
 
 def leaky_relu(x: Variable, alpha: float = 0.02, name: Optional[str] = None) -> Variable:
-    """x if x > 0 else alpha * x."""
+    """x if x > 0 else alpha * x.
+
+    Args:
+        x (Variable): the input.
+        alpha (float, default 0.02): the slope for negative inputs.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.leaky_relu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.04,  0.  ,  3.  ]], dtype=float32)
+    """
     return _act_with_attrs("leaky_relu", x, name, alpha=_float("leaky_relu", "alpha", alpha))
 
 
 def elu(x: Variable, alpha: float = 1.0, name: Optional[str] = None) -> Variable:
-    """x if x > 0 else alpha * (exp(x) - 1)."""
+    """x if x > 0 else alpha * (exp(x) - 1).
+
+    Args:
+        x (Variable): the input.
+        alpha (float, default 1.0): the negative saturation value.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.elu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.8647,  0.    ,  3.    ]], dtype=float32)
+    """
     return _act_with_attrs("elu", x, name, alpha=_float("elu", "alpha", alpha))
 
 
 def gelu(x: Variable, approximate: bool = False) -> Variable:
-    """0.5 x (1 + erf(x / sqrt 2)); ``approximate``: the tanh form."""
+    """0.5 x (1 + erf(x / sqrt 2)); ``approximate``: the tanh form.
+
+    Args:
+        x (Variable): the input.
+        approximate (bool, default False): the tanh approximation.
+    Returns:
+        Variable: same shape and dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.gelu(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.0455,  0.    ,  2.996 ]], dtype=float32)
+    """
     return _act_with_attrs("gelu", x, None, approximate=bool(approximate))
 
 
@@ -115,7 +269,29 @@ def pow(x: Variable, factor: Union[float, Variable] = 1.0,
         name: Optional[str] = None) -> Variable:
     """x ** factor; ``factor`` a Python number or a 1-element float32 Variable (op input
     ``FactorTensor``, no gradient to it). For an elementwise tensor exponent use
-    ``elementwise_pow``."""
+    ``elementwise_pow``.
+
+    Args:
+        x (Variable): the input.
+        factor (float | Variable, default 1.0): the exponent (a ``[1]`` Variable is read at run
+            time).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x ** factor``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.pow(x, factor=2.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[4., 0., 9.]], dtype=float32)
+    """
     if not isinstance(factor, Variable):
         return _act_with_attrs("pow", x, name, factor=_float("pow", "factor", factor))
     check_variable_and_dtype(x, "x", ["float32", "float64"], "pow")
@@ -132,20 +308,84 @@ def pow(x: Variable, factor: Union[float, Variable] = 1.0,
 
 
 def relu6(x: Variable, threshold: float = 6.0, name: Optional[str] = None) -> Variable:
-    """min(max(x, 0), threshold)."""
+    """min(max(x, 0), threshold).
+
+    Args:
+        x (Variable): the input.
+        threshold (float, default 6.0): the upper bound.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.relu6(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0., 0., 3.]], dtype=float32)
+    """
     return _act_with_attrs("relu6", x, name, threshold=_float("relu6", "threshold", threshold))
 
 
 def hard_sigmoid(x: Variable, slope: float = 0.2, offset: float = 0.5,
                  name: Optional[str] = None) -> Variable:
-    """clip(slope * x + offset, 0, 1)."""
+    """clip(slope * x + offset, 0, 1).
+
+    Args:
+        x (Variable): the input.
+        slope (float, default 0.2): the slope.
+        offset (float, default 0.5): the offset.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.hard_sigmoid(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1, 0.5, 1. ]], dtype=float32)
+    """
     return _act_with_attrs("hard_sigmoid", x, name,
                            slope=_float("hard_sigmoid", "slope", slope),
                            offset=_float("hard_sigmoid", "offset", offset))
 
 
 def swish(x: Variable, beta: float = 1.0, name: Optional[str] = None) -> Variable:
-    """x * sigmoid(beta * x)."""
+    """x * sigmoid(beta * x).
+
+    Args:
+        x (Variable): the input.
+        beta (float, default 1.0): ``x * sigmoid(beta * x)``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.swish(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[-2.0, 0.0, 3.0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.2384,  0.    ,  2.8577]], dtype=float32)
+    """
     return _act_with_attrs("swish", x, name, beta=_float("swish", "beta", beta))
 
 
@@ -175,7 +415,8 @@ def _elementwise(op_type: str) -> Callable[..., Variable]:
     layer.__name__ = layer.__qualname__ = op_type
     layer.__doc__ = (f"``{op_type}`` with fluid 1.x broadcasting: y (trailing 1s trimmed) lines "
                      f"up with x's dims from ``axis`` (-1: the last dims). "
-                     f"{get_op_def(op_type).__doc__}")
+                     f"{get_op_def(op_type).__doc__}" + _example(f"{op_type}(x, y)", _FEED_XY,
+                                                        params=("x", "y", "axis", "act", "name")))
     return layer
 
 
@@ -186,7 +427,30 @@ for _t in _ELEMENTWISE:
 def scale(x: Variable, scale: Union[float, Variable] = 1.0, bias: float = 0.0,
           bias_after_scale: bool = True, act: Any = None, name: Optional[str] = None) -> Variable:
     """scale * x + bias (``bias_after_scale``) or scale * (x + bias); ``scale`` may be a
-    1-element Variable."""
+    1-element Variable.
+
+    Args:
+        x (Variable): the input.
+        scale (float | Variable, default 1.0): the factor (a ``[1]`` Variable is read at run
+            time).
+        bias (float, default 0.0): the offset.
+        bias_after_scale (bool, default True): ``scale * x + bias``; False: ``scale * (x + bias)``.
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.layers.scale(x, scale=2.0, bias=1.0)            # 2 * x + 1
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.array([[1, 2]], "float32")},
+        ...                                      fetch_list=[y])[0]
+        array([[3., 5.]], dtype=float32)
+    """
     _check(x, "x", "scale", _NUMBER_NAMES)
     inputs: Dict[str, Any] = {"X": [x]}
     attrs: Dict[str, Any] = {"bias": _float("scale", "bias", bias),
@@ -230,7 +494,10 @@ def _compare(op_type: str, with_force_cpu: bool) -> Callable[..., Variable]:
 
     layer.__name__ = layer.__qualname__ = op_type
     layer.__doc__ = (f"{get_op_def(op_type).__doc__} Elementwise, bool result (stop_gradient); "
-                     f"``cond``: an existing bool Variable to write.")
+                     f"``cond``: an existing bool Variable to write."
+                     + _example(f"{op_type}(x, y)", _FEED_XY, out="bool",
+                                params=("x", "y_same") + (("force_cpu",) if with_force_cpu else ())
+                                + ("cond",)))
     return layer
 
 
@@ -264,7 +531,11 @@ def _logical(op_type: str, binary: bool) -> Callable[..., Variable]:
             return build(x, None, out, name)
 
     layer.__name__ = layer.__qualname__ = op_type
-    layer.__doc__ = f"{get_op_def(op_type).__doc__} On bool Variables."
+    layer.__doc__ = (f"{get_op_def(op_type).__doc__} On bool Variables."
+                     + _example(f"{op_type}(x{', y' if binary else ''})",
+                                _FEED_BOOL if binary else _FEED_BOOL.split(", 'y'")[0] + "}",
+                                "bool", "bool",
+                                params=("x",) + (("y_same",) if binary else ()) + ("out", "name")))
     return layer
 
 
@@ -273,7 +544,25 @@ for _t in _LOGICAL:
 
 
 def cast(x: Variable, dtype: Any) -> Variable:
-    """x converted to ``dtype`` (op ``cast``; gradients flow only between float types)."""
+    """x converted to ``dtype`` (op ``cast``; gradients flow only between float types).
+
+    Args:
+        x (Variable): the input.
+        dtype (str | numpy dtype): the target dtype.
+    Returns:
+        Variable: ``x`` converted, same shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     i = fluid.layers.cast(x, "int64")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[1.7, -2.2]], "float32")}, fetch_list=[i])[0]
+        array([[ 1, -2]])
+    """
     _check(x, "x", "cast", _NUMBER_NAMES + ["bool"])
     try:
         dtype = convert_np_dtype_to_dtype_(dtype)

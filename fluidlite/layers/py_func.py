@@ -30,7 +30,20 @@ def py_func(func: Callable[..., Any], x: _Vars, out: _Vars,
     dtypes). ``func`` receives one LoDTensor per ``x`` (``np.array(t)`` reads it) and returns
     one array per ``out``. ``backward_func(*x, *out, *out_grads)`` -- without the variables in
     ``skip_vars_in_backward_input`` -- returns the gradients of ``x``; without it the op is not
-    differentiable (its outputs stop the gradient). Returns ``out``."""
+    differentiable (its outputs stop the gradient). Returns ``out``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     out = main.global_block().create_var(name="doubled", shape=[-1, 2], dtype="float32")
+        ...     _ = fluid.layers.py_func(func=lambda a: np.asarray(a) * 2, x=x, out=out)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[out])[0]
+        array([[2., 4.]], dtype=float32)
+    """
     if not callable(func):
         raise TypeError(f"py_func: func must be callable, but received {func!r}")
     if backward_func is not None and not callable(backward_func):

@@ -50,7 +50,28 @@ def _shape_inputs(layer: str, shape: Any) -> Tuple[List[int], dict]:
 def uniform_random(shape: Any, dtype: Any = "float32", min: float = -1.0,
                    max: float = 1.0, seed: int = 0, name: Optional[str] = None) -> Variable:
     """A tensor of ``shape`` drawn from U[min, max); ``shape`` is a list of ints and/or int
-    Variables of shape [1], or a 1-D int Variable."""
+    Variables of shape [1], or a 1-D int Variable.
+
+    Args:
+        shape (list | tuple | Variable): the output's shape.
+        dtype (str, default "float32"): the output's dtype.
+        min (float, default -1.0): the lower bound.
+        max (float, default 1.0): the upper bound (exclusive).
+        seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the random tensor (new values every run).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.uniform_random([2, 3], min=-1.0, max=1.0, seed=1)
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+        >>> res.shape, bool((np.abs(res) <= 1).all())
+        ((2, 3), True)
+    """
     lo = check_number(min, "min", "uniform_random")
     hi = check_number(max, "max", "uniform_random")
     if lo > hi:
@@ -66,7 +87,28 @@ def uniform_random(shape: Any, dtype: Any = "float32", min: float = -1.0,
 
 def gaussian_random(shape: Any, mean: float = 0.0, std: float = 1.0, seed: int = 0,
                     dtype: Any = "float32", name: Optional[str] = None) -> Variable:
-    """A tensor of ``shape`` drawn from N(mean, std^2) (``shape`` as in ``uniform_random``)."""
+    """A tensor of ``shape`` drawn from N(mean, std^2) (``shape`` as in ``uniform_random``).
+
+    Args:
+        shape (list | tuple | Variable): the output's shape.
+        mean (float, default 0.0): the mean.
+        std (float, default 1.0): the standard deviation.
+        seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+        dtype (str, default "float32"): the output's dtype.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the random tensor (new values every run).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.gaussian_random([1000], mean=0.0, std=2.0, seed=1)
+        >>> res, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+        >>> res.shape, round(float(res.std()), 1)
+        ((1000,), 1.9)
+    """
     attr_shape, inputs = _shape_inputs("gaussian_random", shape)
     attrs = {"shape": attr_shape,
              "dtype": convert_np_dtype_to_dtype_(dtype),

@@ -19,7 +19,28 @@ __all__ = ["py_reader", "create_py_reader_by_data", "read_file", "double_buffer"
 def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[Any],
               lod_levels: Optional[Sequence[int]] = None, name: Optional[str] = None,
               use_double_buffer: bool = True) -> Any:
-    """A non-iterable reader of ``len(shapes)`` variables (shape, dtype, lod level each)."""
+    """A non-iterable reader of ``len(shapes)`` variables (shape, dtype, lod level each).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     reader = fluid.layers.py_reader(capacity=4, shapes=[[-1, 2]], dtypes=["float32"])
+        ...     x = fluid.layers.read_file(reader)
+        ...     s = fluid.layers.reduce_sum(x)
+        >>> reader.decorate_batch_generator(lambda: iter([[np.ones((1, 2), "float32")]] * 2))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> reader.start()
+        >>> out = []
+        >>> try:
+        ...     while True:
+        ...         out.append(exe.run(main, fetch_list=[s])[0].item())
+        ... except fluid.core.EOFException:
+        ...     reader.reset()
+        >>> out
+        [2.0, 2.0]
+    """
     from ..pipeline.reader import PyReader
     if not isinstance(shapes, (list, tuple)) or not isinstance(dtypes, (list, tuple)) or \
             len(shapes) != len(dtypes):
@@ -39,13 +60,42 @@ def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[A
 
 def create_py_reader_by_data(capacity: int, feed_list: Sequence[Variable],
                              name: Optional[str] = None, use_double_buffer: bool = True) -> Any:
-    """A non-iterable reader feeding existing data variables ``feed_list``."""
+    """A non-iterable reader feeding existing data variables ``feed_list``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     image = fluid.data("image", [-1, 3])
+        ...     reader = fluid.layers.create_py_reader_by_data(capacity=2, feed_list=[image])
+        ...     x = fluid.layers.read_file(reader)
+        ...     s = fluid.layers.reduce_sum(x)
+        >>> reader.decorate_batch_generator(lambda: iter([[np.ones((2, 3), "float32")]]))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> reader.start()
+        >>> exe.run(main, fetch_list=[s])[0]
+        array([6.], dtype=float32)
+        >>> reader.reset()
+    """
     from ..pipeline.reader import PyReader
     return PyReader(list(feed_list), capacity, use_double_buffer, iterable=False)
 
 
 def read_file(reader: Any) -> Union[Variable, List[Variable]]:
-    """The variables ``reader`` fills (one Variable when there is one)."""
+    """The variables ``reader`` fills (one Variable when there is one).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     reader = fluid.layers.py_reader(capacity=2, shapes=[[-1, 1], [-1, 1]],
+        ...                                     dtypes=["float32", "int64"])
+        ...     x, label = fluid.layers.read_file(reader)       # one Variable per slot
+        >>> x.shape, label.shape
+        ((-1, 1), (-1, 1))
+    """
     feed_list = getattr(reader, "feed_list", None)
     if feed_list is None:
         raise TypeError(f"read_file: expected a reader made by fluid.layers.py_reader, got "
@@ -54,5 +104,18 @@ def read_file(reader: Any) -> Union[Variable, List[Variable]]:
 
 
 def double_buffer(reader: Any, place: Any = None, name: Optional[str] = None) -> Any:
-    """The reader itself: fluidlite's readers already prefetch in a background thread."""
+    """The reader itself: fluidlite's readers already prefetch in a background thread.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     reader = fluid.layers.py_reader(capacity=2, shapes=[[-1, 1]], dtypes=["float32"],
+        ...                                     use_double_buffer=False)
+        ...     reader = fluid.layers.double_buffer(reader)   # prefetch the next batch
+        ...     x = fluid.layers.read_file(reader)
+        >>> x.shape
+        (-1, 1)
+    """
     return reader

@@ -107,7 +107,40 @@ def dynamic_lstm(input: Variable, size: int, h_0: Optional[Variable] = None,
     """LSTM over a LoD batch (op ``lstm``); ``input`` [T, 4D] is already projected
     (``size`` = 4D). Parameters: ``Weight`` [D, 4D] (``{W_ch, W_ih, W_fh, W_oh}``) and ``Bias``
     [1, 4D] or, with peepholes, [1, 7D]. Returns ``(hidden, cell)``, both [T, D] with input's
-    LoD."""
+    LoD.
+
+    Args:
+        input (Variable): a LoD tensor ``[T, 4 * hidden]`` (already projected, e.g. by ``fc``).
+        size (int): ``4 * hidden``.
+        h_0 (Variable | None): ``[N, hidden]`` initial hidden state.
+        c_0 (Variable | None): ``[N, hidden]`` initial cell state.
+        param_attr (ParamAttr | None): the recurrent weight ``[hidden, 4 * hidden]``.
+        bias_attr (ParamAttr | None): the bias (with peephole weights when ``use_peepholes``).
+        use_peepholes (bool, default True): peephole connections.
+        is_reverse (bool, default False): run from the end of each sequence.
+        gate_activation (str, default "sigmoid"): the gates' activation.
+        cell_activation (str, default "tanh"): the cell's activation.
+        candidate_activation (str, default "tanh"): the candidate's activation.
+        dtype (str, default "float32"): the parameters' dtype.
+        name (str | None): name prefix.
+    Returns:
+        tuple: ``(hidden, cell)``, LoD tensors ``[T, hidden]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     # already projected: 4 * hidden
+        ...     x = fluid.data("x", [-1, 8], lod_level=1)
+        ...     hidden, cell = fluid.layers.dynamic_lstm(x, size=8)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.ones((5, 8), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> # [total steps, hidden]
+        >>> exe.run(main, feed={"x": t}, fetch_list=[hidden])[0].shape
+        (5, 2)
+    """
     d = _lstm_prologue("dynamic_lstm", input, size, bias_attr,
                        gate_activation=gate_activation, cell_activation=cell_activation,
                        candidate_activation=candidate_activation)
@@ -138,7 +171,21 @@ def dynamic_lstmp(input: Variable, size: int, proj_size: int, param_attr: Any = 
                   proj_clip: Optional[float] = None) -> Tuple[Variable, Variable]:
     """LSTM with a recurrent projection (op ``lstmp``): r_t = proj_act(h_t @ W_rh). Parameters
     ``Weight`` [P, 4D], ``ProjWeight`` [D, P], ``Bias`` as ``dynamic_lstm``; ``h_0`` is r_0
-    [N, P], ``c_0`` [N, D]. Returns ``(projection [T, P], cell [T, D])``."""
+    [N, P], ``c_0`` [N, D]. Returns ``(projection [T, P], cell [T, D])``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 8], lod_level=1)
+        ...     proj, cell = fluid.layers.dynamic_lstmp(x, size=8, proj_size=3)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.ones((5, 8), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[proj])[0].shape
+        (5, 3)
+    """
     d = _lstm_prologue("dynamic_lstmp", input, size, bias_attr,
                        gate_activation=gate_activation, cell_activation=cell_activation,
                        candidate_activation=candidate_activation,
@@ -175,7 +222,35 @@ def dynamic_gru(input: Variable, size: int, param_attr: Any = None, bias_attr: A
                 origin_mode: bool = False) -> Variable:
     """GRU over a LoD batch (op ``gru``); ``input`` [T, 3D] is already projected, ``size`` = D.
     Parameters ``Weight`` [D, 3D] (W_ur [D, 2D] then W_c [D, D] in memory) and ``Bias``
-    [1, 3D]. Returns ``hidden`` [T, D] with input's LoD."""
+    [1, 3D]. Returns ``hidden`` [T, D] with input's LoD.
+
+    Args:
+        input (Variable): a LoD tensor ``[T, 3 * size]`` (already projected).
+        size (int): the hidden size.
+        param_attr (ParamAttr | None): the recurrent weight ``[size, 3 * size]``.
+        bias_attr (ParamAttr | None): the bias ``[1, 3 * size]``.
+        is_reverse (bool, default False): run from the end of each sequence.
+        gate_activation (str, default "sigmoid"): the gates' activation.
+        candidate_activation (str, default "tanh"): the candidate's activation.
+        h_0 (Variable | None): ``[N, size]`` initial state.
+        origin_mode (bool, default False): the original GRU paper's update form.
+    Returns:
+        Variable: LoD tensor ``[T, size]``, the hidden states.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     # already projected: 3 * hidden
+        ...     x = fluid.data("x", [-1, 6], lod_level=1)
+        ...     hidden = fluid.layers.dynamic_gru(x, size=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> t = fluid.create_lod_tensor(np.ones((5, 6), "float32"), [[2, 3]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": t}, fetch_list=[hidden])[0].shape
+        (5, 2)
+    """
     _static_only("dynamic_gru", "GRUUnit")
     _var(input, "input", "dynamic_gru")
     _float_dtype(input, "input", "dynamic_gru")
@@ -210,7 +285,22 @@ def gru_unit(input: Variable, hidden: Variable, size: int, param_attr: Any = Non
              origin_mode: bool = False) -> Tuple[Variable, Variable, Variable]:
     """One GRU step (op ``gru_unit``): ``input`` [N, 3D] projected, ``hidden`` [N, D],
     ``size`` = 3D. Parameters ``Weight`` [D, 3D] and (unless ``bias_attr=False``) ``Bias``
-    [1, 3D]. Returns ``(updated_hidden, reset_hidden_pre, gate)``."""
+    [1, 3D]. Returns ``(updated_hidden, reset_hidden_pre, gate)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 6])                          # 3 * hidden
+        ...     h = fluid.data("h", [-1, 2])
+        ...     hidden, reset_hidden_pre, gate = fluid.layers.gru_unit(x, h, size=6)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((4, 6), "float32"), "h": np.zeros((4, 2), "float32")},
+        ...         fetch_list=[hidden])[0].shape
+        (4, 2)
+    """
     _var(input, "input", "gru_unit")
     _var(hidden, "hidden", "gru_unit")
     _float_dtype(input, "input", "gru_unit")
@@ -240,7 +330,24 @@ def lstm_unit(x_t: Variable, hidden_t_prev: Variable, cell_t_prev: Variable,
               forget_bias: float = 0.0, param_attr: Any = None, bias_attr: Any = None,
               name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """One LSTM step: ``fc(concat([x_t, hidden_t_prev], 1), 4D)`` then op ``lstm_unit``
-    (gates i, f, o, g; f gets ``forget_bias``). Returns ``(hidden, cell)``, each [N, D]."""
+    (gates i, f, o, g; f gets ``forget_bias``). Returns ``(hidden, cell)``, each [N, D].
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     h = fluid.data("h", [-1, 2])
+        ...     c = fluid.data("c", [-1, 2])
+        ...     hidden, cell = fluid.layers.lstm_unit(x, h, c)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.ones((4, 3), "float32"), "h": np.zeros((4, 2), "float32"),
+        ...         "c": np.zeros((4, 2), "float32")}
+        >>> [a.shape for a in exe.run(main, feed=feed, fetch_list=[hidden, cell])]
+        [(4, 2), (4, 2)]
+    """
     from .nn import fc
     from .tensor import concat
     for arg, v in (("x_t", x_t), ("hidden_t_prev", hidden_t_prev),
@@ -274,7 +381,39 @@ def lstm(input: Variable, init_h: Variable, init_c: Variable, max_len: int, hidd
     fluid 1.8, whatever its docstring said); ``init_h`` / ``init_c`` [num_layers * dirs, batch,
     hidden_size]. All weights live in one flat parameter (size:
     ``ops.rnn.cudnn_lstm_weight_size``). Returns ``(rnn_out [seq_len, batch, dirs * hidden],
-    last_h, last_c)``."""
+    last_h, last_c)``.
+
+    Args:
+        input (Variable): ``[T, N, D]`` (time major).
+        init_h (Variable): ``[num_layers * directions, N, hidden_size]``.
+        init_c (Variable): same shape as ``init_h``.
+        max_len (int): the number of time steps.
+        hidden_size (int): the hidden size.
+        num_layers (int): stacked layers.
+        dropout_prob (float, default 0.0): dropout between layers (training only).
+        is_bidirec (bool, default False): bidirectional.
+        is_test (bool, default False): inference mode.
+        name (str | None): name prefix.
+        default_initializer (Initializer | None): the weights' initializer.
+        seed (int, default -1): the dropout seed.
+    Returns:
+        tuple: ``(out [T, N, hidden_size * directions], last_h, last_c)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [5, 2, 3])                        # [time, batch, input]
+        ...     h0 = fluid.layers.fill_constant([1, 2, 4], "float32", 0.0)
+        ...     c0 = fluid.layers.fill_constant([1, 2, 4], "float32", 0.0)
+        ...     out, last_h, last_c = fluid.layers.lstm(x, h0, c0, max_len=5, hidden_size=4, num_layers=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [a.shape for a in exe.run(main, feed={"x": np.ones((5, 2, 3), "float32")},
+        ...                           fetch_list=[out, last_h])]
+        [(5, 2, 4), (1, 2, 4)]
+    """
     for arg, v in (("input", input), ("init_h", init_h), ("init_c", init_c)):
         _var(v, arg, "lstm")
         _float_dtype(v, arg, "lstm")

@@ -14,7 +14,24 @@ __all__ = ["gather_tree", "beam_search", "beam_search_decode"]
 
 def gather_tree(ids: Variable, parents: Variable) -> Variable:
     """The full id sequences ending in each beam: backtrace ``parents`` from the last step
-    (``ids``, ``parents``: [max_time, batch_size, beam_size] int64)."""
+    (``ids``, ``parents``: [max_time, batch_size, beam_size] int64).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [3, 1, 2], "int64")          # [time, batch, beam]
+        ...     parents = fluid.data("parents", [3, 1, 2], "int64")
+        ...     out = fluid.layers.gather_tree(ids, parents)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"ids": np.array([[[1, 2]], [[3, 4]], [[5, 6]]], "int64"),
+        ...         "parents": np.array([[[0, 0]], [[1, 0]], [[1, 0]]], "int64")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0][:, 0, :]
+        array([[1, 2],
+               [4, 3],
+               [5, 6]])
+    """
     _var(ids, "ids", "gather_tree")
     _var(parents, "parents", "gather_tree")
     helper = LayerHelper("gather_tree")
@@ -31,7 +48,27 @@ def beam_search(pre_ids: Variable, pre_scores: Variable, ids: Optional[Variable]
                 ) -> Union[Tuple[Variable, Variable], Tuple[Variable, Variable, Variable]]:
     """One step of LoD beam search (op ``beam_search``): returns ``(selected_ids,
     selected_scores)`` and, with ``return_parent_idx``, the prefix row of each selected
-    candidate."""
+    candidate.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     pre_ids = fluid.data("pre_ids", [-1, 1], "int64", lod_level=2)
+        ...     pre_scores = fluid.data("pre_scores", [-1, 1], lod_level=2)
+        ...     # accumulated scores of 4 candidate words
+        ...     scores = fluid.data("scores", [-1, 4], lod_level=2)
+        ...     ids, sc = fluid.layers.beam_search(pre_ids, pre_scores, None, scores, beam_size=2, end_id=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> lod = [[1], [1]]                                     # one source, one prefix
+        >>> feed = {"pre_ids": fluid.create_lod_tensor(np.array([[2]], "int64"), lod, place),
+        ...         "pre_scores": fluid.create_lod_tensor(np.array([[0.0]], "float32"), lod, place),
+        ...         "scores": fluid.create_lod_tensor(np.array([[0.1, 0.5, 0.3, 0.9]], "float32"), lod, place)}
+        >>> exe.run(main, feed=feed, fetch_list=[ids])[0].ravel()      # the 2 best words
+        array([3, 1])
+    """
     for arg, v in (("pre_ids", pre_ids), ("pre_scores", pre_scores), ("scores", scores)):
         _var(v, arg, "beam_search")
     if ids is not None:

@@ -84,12 +84,52 @@ def _dygraph() -> bool:
 class RNNCell:
     """Base class of cells: ``call(inputs, states, **kwargs) -> (outputs, new_states)`` (a cell
     is called as ``cell(inputs, states)``); ``state_shape`` / ``state_dtype`` describe the
-    states ``get_initial_states`` builds."""
+    states ``get_initial_states`` builds.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> class Accumulate(fluid.layers.RNNCell):
+        ...     # h_t = h_{t-1} + x_t: the output and the new state
+        ...     def call(self, inputs, states):
+        ...         new = states + inputs
+        ...         return new, new
+        ...     @property
+        ...     def state_shape(self):
+        ...         return [2]
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3, 2])
+        ...     outputs, final = fluid.layers.rnn(Accumulate(), x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 3, 2), "float32")}, fetch_list=[final])[0]
+        array([[3., 3.]], dtype=float32)
+    """
 
     def __init__(self, name: Optional[str] = None) -> None:
         self.name = name        # fluid 1.8's base-class argument (a name prefix; unused here)
 
     def call(self, inputs: Any, states: Any, **kwargs: Any) -> Tuple[Any, Any]:
+        """One step: ``(outputs, new_states) = call(inputs, states)``; subclasses implement it with
+        layers (``rnn`` calls it once per time step).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> class Doubler(fluid.layers.RNNCell):
+            ...     def call(self, inputs, states):          # (output, new state) of one step
+            ...         return inputs * 2, states
+            ...     @property
+            ...     def state_shape(self):
+            ...         return [1]
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2, 1])
+            ...     outputs, _ = fluid.layers.rnn(Doubler(), x)
+            >>> fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.ones((1, 2, 1), "float32")},
+            ...                                      fetch_list=[outputs])[0].ravel()
+            array([2., 2.], dtype=float32)
+        """
         raise NotImplementedError("RNNCell must implent the call function.")
 
     # constructing a cell builds nothing; a call is one build transaction (as every layer)
@@ -104,7 +144,20 @@ class RNNCell:
         """States filled with ``init_value``, shaped ``[batch, *shape]`` (a ``-1`` batch dim
         is added unless a shape starts with one) with the batch size of the first tensor of
         ``batch_ref`` along ``batch_dim_idx``; ``shape`` / ``dtype`` default to
-        ``state_shape`` / ``state_dtype`` (float32 when the cell gives none)."""
+        ``state_shape`` / ``state_dtype`` (float32 when the cell gives none).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 3])
+            ...     cell = fluid.layers.LSTMCell(hidden_size=4)
+            ...     h, c = cell.get_initial_states(batch_ref=x)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [a.shape for a in exe.run(main, feed={"x": np.ones((5, 3), "float32")}, fetch_list=[h, c])]
+            [(5, 4), (5, 4)]
+        """
         L = _L()
         ref = _flatten(batch_ref)[0]
         shapes = self.state_shape if shape is None else shape
@@ -150,10 +203,28 @@ class RNNCell:
 
     @property
     def state_shape(self) -> Any:
+        """The shape(s) of the cell's states without the batch dim (a list, or nested lists for
+        several states); subclasses define it (``get_initial_states`` uses it).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> fluid.layers.GRUCell(hidden_size=3).state_shape       # without the batch dim
+            [3]
+        """
         raise NotImplementedError
 
     @property
     def state_dtype(self) -> Any:
+        """The dtype(s) of the cell's states, nested like ``state_shape``; subclasses define it
+        (``get_initial_states`` uses it).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> fluid.layers.GRUCell(hidden_size=3).state_dtype
+            'float32'
+        """
         raise NotImplementedError
 
 
@@ -186,7 +257,31 @@ class _Unit:
 class GRUCell(RNNCell):
     """GRU cell (fluid's ``BasicGRUUnit``): ``[r, u] = act_g([x, h] @ W_g + b_g)``,
     ``c = act_c([x, r * h] @ W_c + b_c)``, ``h' = u * h + (1 - u) * c``. Parameters
-    ``<name>_N.w_0`` [in + H, 2H], ``.w_1`` [in + H, H], ``.b_0`` [2H], ``.b_1`` [H]."""
+    ``<name>_N.w_0`` [in + H, 2H], ``.w_1`` [in + H, H], ``.b_0`` [2H], ``.b_1`` [H].
+
+    Args:
+        hidden_size (int): the state size.
+        param_attr (ParamAttr | None): the weights' attribute.
+        bias_attr (ParamAttr | None): the biases' attribute.
+        gate_activation (callable | None): the gates' activation (default sigmoid).
+        activation (callable | None): the candidate's activation (default tanh).
+        dtype (str, default "float32"): the parameters' dtype.
+        name (str, default "GRUCell"): name prefix of the parameters.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 5, 3])                       # [batch, time, input]
+        ...     cell = fluid.layers.GRUCell(hidden_size=4)
+        ...     outputs, final = fluid.layers.rnn(cell, x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [a.shape for a in exe.run(main, feed={"x": np.ones((2, 5, 3), "float32")},
+        ...                           fetch_list=[outputs, final])]
+        [(2, 5, 4), (2, 4)]
+    """
 
     def __init__(self, hidden_size: int, param_attr: Any = None, bias_attr: Any = None,
                  gate_activation: Optional[Callable] = None,
@@ -201,6 +296,22 @@ class GRUCell(RNNCell):
         return list(self._unit.params or [])
 
     def call(self, inputs: Variable, states: Variable) -> Tuple[Variable, Variable]:
+        """One GRU step: ``(h, h) = call(inputs, h_prev)``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 3])
+            ...     h = fluid.data("h", [-1, 4])
+            ...     out, new_h = fluid.layers.GRUCell(hidden_size=4).call(x, h)      # one step
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> exe.run(main, feed={"x": np.ones((2, 3), "float32"), "h": np.zeros((2, 4), "float32")},
+            ...         fetch_list=[new_h])[0].shape
+            (2, 4)
+        """
         L = _L()
         H, u = self.hidden_size, self._unit
         if inputs.shape[-1] < 0:
@@ -221,6 +332,14 @@ class GRUCell(RNNCell):
 
     @property
     def state_shape(self) -> List[int]:
+        """``[hidden_size]``: the shape of the hidden state without the batch dim.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> fluid.layers.GRUCell(hidden_size=4).state_shape
+            [4]
+        """
         return [self.hidden_size]
 
     @property
@@ -231,7 +350,32 @@ class GRUCell(RNNCell):
 class LSTMCell(RNNCell):
     """LSTM cell (fluid's ``BasicLSTMUnit``): ``[i, j, f, o] = [x, h] @ W + b``,
     ``c' = c * act_g(f + forget_bias) + act_g(i) * act_c(j)``, ``h' = act_c(c') * act_g(o)``.
-    States ``[h, c]``; parameters ``<name>_N.w_0`` [in + H, 4H], ``.b_0`` [4H]."""
+    States ``[h, c]``; parameters ``<name>_N.w_0`` [in + H, 4H], ``.b_0`` [4H].
+
+    Args:
+        hidden_size (int): the state size.
+        param_attr (ParamAttr | None): the weights' attribute.
+        bias_attr (ParamAttr | None): the biases' attribute.
+        gate_activation (callable | None): the gates' activation (default sigmoid).
+        activation (callable | None): the cell's activation (default tanh).
+        forget_bias (float, default 1.0): added to the forget gate.
+        dtype (str, default "float32"): the parameters' dtype.
+        name (str, default "LSTMCell"): name prefix of the parameters.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 5, 3])
+        ...     cell = fluid.layers.LSTMCell(hidden_size=4)
+        ...     outputs, (h, c) = fluid.layers.rnn(cell, x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> [a.shape for a in exe.run(main, feed={"x": np.ones((2, 5, 3), "float32")},
+        ...                           fetch_list=[outputs, h, c])]
+        [(2, 5, 4), (2, 4), (2, 4)]
+    """
 
     def __init__(self, hidden_size: int, param_attr: Any = None, bias_attr: Any = None,
                  gate_activation: Optional[Callable] = None,
@@ -247,6 +391,25 @@ class LSTMCell(RNNCell):
 
     def call(self, inputs: Variable, states: Sequence[Variable]
              ) -> Tuple[Variable, List[Variable]]:
+        """One LSTM step: ``(h, (h, c)) = call(inputs, [h_prev, c_prev])`` (fluid's gate order
+        i, f, c, o; ``forget_bias`` added to f).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 3])
+            ...     h = fluid.data("h", [-1, 4])
+            ...     c = fluid.data("c", [-1, 4])
+            ...     out, (new_h, new_c) = fluid.layers.LSTMCell(hidden_size=4).call(x, [h, c])
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> zeros = np.zeros((2, 4), "float32")
+            >>> exe.run(main, feed={"x": np.ones((2, 3), "float32"), "h": zeros, "c": zeros},
+            ...         fetch_list=[new_c])[0].shape
+            (2, 4)
+        """
         L = _L()
         if not isinstance(states, (list, tuple)) or len(states) != 2:
             raise ValueError("LSTMCell: states must be [pre_hidden, pre_cell]")
@@ -267,6 +430,14 @@ class LSTMCell(RNNCell):
 
     @property
     def state_shape(self) -> List[List[int]]:
+        """``[[hidden_size], [hidden_size]]``: the shapes of ``h`` and ``c`` without the batch dim.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> fluid.layers.LSTMCell(hidden_size=4).state_shape
+            [[4], [4]]
+        """
         return [[self.hidden_size], [self.hidden_size]]
 
     @property
@@ -292,7 +463,24 @@ def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None,
     """Run ``cell`` over the time steps of ``inputs`` ([batch, time, ...], or [time, batch, ...]
     with ``time_major``). With ``sequence_length`` ([batch]), states stop changing past each
     sequence's end. Returns ``(outputs, final_states)``; outputs stack every step's cell
-    outputs along the time axis. Static mode: one ``StaticRNN``; dygraph: a Python loop."""
+    outputs along the time axis. Static mode: one ``StaticRNN``; dygraph: a Python loop.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 3])
+        ...     length = fluid.data("length", [-1], "int64")
+        ...     outputs, final = fluid.layers.rnn(fluid.layers.GRUCell(hidden_size=2), x,
+        ...                                       sequence_length=length)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> out, = exe.run(main, feed={"x": np.ones((2, 4, 3), "float32"),
+        ...                            "length": np.array([4, 2], "int64")}, fetch_list=[outputs])
+        >>> out.shape                      # [batch, time, hidden]; sequence 1 stops after 2 steps
+        (2, 4, 2)
+    """
     if not isinstance(cell, RNNCell) and not callable(getattr(cell, "call", None)):
         raise TypeError(f"rnn: cell must be an RNNCell, but received {type(cell).__name__}")
     L = _L()

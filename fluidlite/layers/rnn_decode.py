@@ -29,16 +29,85 @@ __all__ = ["Decoder", "BasicDecoder", "BeamSearchDecoder", "dynamic_decode", "De
 class Decoder:
     """Base class of decoders for ``dynamic_decode``: ``initialize(inits) -> (inputs, states,
     finished)``, ``step(time, inputs, states, **kwargs) -> (outputs, next_states, next_inputs,
-    finished)`` and optionally ``finalize(outputs, final_states, sequence_lengths)``."""
+    finished)`` and optionally ``finalize(outputs, final_states, sequence_lengths)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     trg = fluid.data("trg", [-1, 5, 8])                  # embedded target words
+        ...     length = fluid.data("length", [-1], "int64")
+        ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
+        ...         "length": np.array([5, 3], "int64")}
+        >>> # logits per step
+        >>> exe.run(main, feed=feed, fetch_list=[outputs.cell_outputs])[0].shape
+        (2, 5, 10)
+    """
 
     # constructing a decoder builds nothing; dynamic_decode (a layer) is the transaction
     __fluidlite_atomic__ = True
 
     def initialize(self, inits: Any) -> Tuple[Any, Any, Any]:
+        """``(initial inputs, initial states, finished)`` from ``inits``; subclasses implement
+        it, ``dynamic_decode`` calls it once.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])
+            ...     trg = fluid.data("trg", [-1, 5, 8])                  # embedded target words
+            ...     length = fluid.data("length", [-1], "int64")
+            ...     # feeds the true previous word
+            ...     helper = fluid.layers.TrainingHelper(trg, length)
+            ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+            ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
+            ...         "length": np.array([5, 3], "int64")}
+            >>> # logits per step
+            >>> exe.run(main, feed=feed, fetch_list=[outputs.cell_outputs])[0].shape
+            (2, 5, 10)
+        """
         raise NotImplementedError
 
     def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any
              ) -> Tuple[Any, Any, Any, Any]:
+        """One decoding step ``(outputs, next_states, next_inputs, finished)`` from ``time``,
+        ``inputs`` and ``states``; subclasses implement it, ``dynamic_decode`` calls it.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])
+            ...     trg = fluid.data("trg", [-1, 5, 8])                  # embedded target words
+            ...     length = fluid.data("length", [-1], "int64")
+            ...     # feeds the true previous word
+            ...     helper = fluid.layers.TrainingHelper(trg, length)
+            ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+            ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
+            ...         "length": np.array([5, 3], "int64")}
+            >>> # logits per step
+            >>> exe.run(main, feed=feed, fetch_list=[outputs.cell_outputs])[0].shape
+            (2, 5, 10)
+        """
         raise NotImplementedError
 
     def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Any
@@ -49,7 +118,28 @@ class Decoder:
 class DecodeHelper:
     """Sampling strategy of a ``BasicDecoder``: ``initialize() -> (inputs, finished)``,
     ``sample(time, outputs, states) -> ids``, ``next_inputs(time, outputs, states, ids) ->
-    (finished, next_inputs, next_states)``."""
+    (finished, next_inputs, next_states)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     trg = fluid.data("trg", [-1, 5, 8])                  # embedded target words
+        ...     length = fluid.data("length", [-1], "int64")
+        ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
+        ...         "length": np.array([5, 3], "int64")}
+        >>> # logits per step
+        >>> exe.run(main, feed=feed, fetch_list=[outputs.cell_outputs])[0].shape
+        (2, 5, 10)
+    """
 
     # helpers whose constructor builds ops wrap it in a transaction (below)
     __fluidlite_atomic__ = True
@@ -67,7 +157,34 @@ class DecodeHelper:
 
 class TrainingHelper(DecodeHelper):
     """Teacher forcing: step t's input is ``inputs[:, t]`` (``inputs[t]`` when time major);
-    a sequence is finished once ``t + 1 >= sequence_length``; ``sample`` is the argmax."""
+    a sequence is finished once ``t + 1 >= sequence_length``; ``sample`` is the argmax.
+
+    Args:
+        inputs (Variable): the (embedded) target inputs ``[N, T, ...]`` (``[T, N, ...]`` with
+            ``time_major``).
+        sequence_length (Variable): int ``[N]`` lengths.
+        time_major (bool, default False): the layout of ``inputs``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     trg = fluid.data("trg", [-1, 5, 8])                  # embedded target words
+        ...     length = fluid.data("length", [-1], "int64")
+        ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
+        ...         "length": np.array([5, 3], "int64")}
+        >>> # logits per step
+        >>> exe.run(main, feed=feed, fetch_list=[outputs.cell_outputs])[0].shape
+        (2, 5, 10)
+    """
 
     def __init__(self, inputs: Any, sequence_length: Variable, time_major: bool = False) -> None:
         L = _L()
@@ -109,7 +226,31 @@ class TrainingHelper(DecodeHelper):
 
 class GreedyEmbeddingHelper(DecodeHelper):
     """Greedy decoding: the argmax id of each step, embedded by ``embedding_fn``, is the next
-    input; a sequence finishes when it emits ``end_token``."""
+    input; a sequence finishes when it emits ``end_token``.
+
+    Args:
+        embedding_fn (callable): maps ids to the cell's inputs.
+        start_tokens (Variable): int64 ``[N]`` first ids.
+        end_token (int): the id that finishes a sequence.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     start = fluid.layers.fill_constant_batch_size_like(enc, [-1], "int64", 0)
+        ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+        ...     helper = fluid.layers.GreedyEmbeddingHelper(emb, start, end_token=1)
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
+        >>> ids.shape[0], ids.dtype                            # [batch, steps] word ids
+        (2, dtype('int64'))
+    """
 
     def __init__(self, embedding_fn: Callable, start_tokens: Variable, end_token: int) -> None:
         self.embedding_fn = embedding_fn
@@ -134,7 +275,33 @@ class GreedyEmbeddingHelper(DecodeHelper):
 
 class SampleEmbeddingHelper(GreedyEmbeddingHelper):
     """Like ``GreedyEmbeddingHelper`` but samples ids from ``softmax(outputs /
-    softmax_temperature)`` (op ``sampling_id``, ``seed`` as fluid)."""
+    softmax_temperature)`` (op ``sampling_id``, ``seed`` as fluid).
+
+    Args:
+        embedding_fn (callable): maps ids to the cell's inputs.
+        start_tokens (Variable): int64 ``[N]`` first ids.
+        end_token (int): the id that finishes a sequence.
+        softmax_temperature (float | None): divides the logits before sampling.
+        seed (int | None): the sampling seed.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     start = fluid.layers.fill_constant_batch_size_like(enc, [-1], "int64", 0)
+        ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+        ...     helper = fluid.layers.SampleEmbeddingHelper(emb, start, end_token=1, seed=1)
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
+        >>> ids.shape[0], ids.dtype                            # [batch, steps] word ids
+        (2, dtype('int64'))
+    """
 
     def __init__(self, embedding_fn: Callable, start_tokens: Variable, end_token: int,
                  softmax_temperature: Optional[float] = None, seed: Optional[int] = None
@@ -158,7 +325,32 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
 class BasicDecoder(Decoder):
     """``cell`` + ``helper``: a step runs the cell (then ``output_fn``), samples ids with the
     helper and lets it produce the next inputs and the finished flags. Outputs are
-    ``OutputWrapper(cell_outputs, sample_ids)``."""
+    ``OutputWrapper(cell_outputs, sample_ids)``.
+
+    Args:
+        cell (RNNCell): the step function.
+        helper (DecodeHelper): how inputs are chosen (``TrainingHelper``,
+            ``GreedyEmbeddingHelper``, ``SampleEmbeddingHelper``).
+        output_fn (callable | None): maps the cell output to logits.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])
+        ...     start = fluid.layers.fill_constant_batch_size_like(enc, [-1], "int64", 0)
+        ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+        ...     helper = fluid.layers.GreedyEmbeddingHelper(emb, start, end_token=1)
+        ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
+        ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
+        >>> ids.shape[0], ids.dtype                            # [batch, steps] word ids
+        (2, dtype('int64'))
+    """
 
     OutputWrapper = collections.namedtuple("OutputWrapper", ("cell_outputs", "sample_ids"))
 
@@ -188,7 +380,34 @@ class BeamSearchDecoder(Decoder):
     finished beam can only extend with ``end_token``, at no cost), keeps the ``beam_size``
     best (beam, token) pairs per batch entry and reorders the states by their beams.
     ``finalize`` backtraces the parent pointers with ``gather_tree``: outputs are
-    ``[time, batch, beam]`` (before ``dynamic_decode``'s transpose) ids, best beam first."""
+    ``[time, batch, beam]`` (before ``dynamic_decode``'s transpose) ids, best beam first.
+
+    Args:
+        cell (RNNCell): the step function.
+        start_token (int): the first input id.
+        end_token (int): the id that finishes a beam.
+        beam_size (int): beams kept per batch entry.
+        embedding_fn (callable | None): maps ids to the cell's inputs.
+        output_fn (callable | None): maps the cell output to logits.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+        ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+        ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+        ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+        ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+        ...                                              output_fn=out_fn)
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
+        >>> ids.shape[0], ids.shape[2]                         # [batch, steps, beam]
+        (2, 3)
+    """
 
     OutputWrapper = collections.namedtuple("OutputWrapper",
                                            ("scores", "predicted_ids", "parent_ids"))
@@ -208,7 +427,24 @@ class BeamSearchDecoder(Decoder):
     def tile_beam_merge_with_batch(x: Variable, beam_size: int) -> Variable:
         """``[batch, ...]`` -> ``[batch * beam_size, ...]``, each entry repeated beam_size
         times in a row (for tensors the cell reads besides its inputs/states, e.g. the encoder
-        output of an attention)."""
+        output of an attention).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     tiled = fluid.layers.BeamSearchDecoder.tile_beam_merge_with_batch(x, beam_size=3)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.array([[1, 2], [3, 4]], "float32")}, fetch_list=[tiled])[0]
+            array([[1., 2.],
+                   [1., 2.],
+                   [1., 2.],
+                   [3., 4.],
+                   [3., 4.],
+                   [3., 4.]], dtype=float32)
+        """
         L = _L()
         x = L.unsqueeze(x, [1])
         times = [1] * len(x.shape)
@@ -247,6 +483,27 @@ class BeamSearchDecoder(Decoder):
         return L.gather_nd(x, L.stack([batch_pos, indices], axis=2))
 
     def initialize(self, initial_cell_states: Any) -> Tuple[Any, Any, Any]:
+        """Tile the initial cell states ``beam_size`` times and start every beam from
+        ``start_token`` (only the first beam live); ``dynamic_decode`` calls it.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+            ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+            ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+            ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+            ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+            ...                                              output_fn=out_fn)
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
+            >>> ids.shape[0], ids.shape[2]                         # [batch, steps, beam]
+            (2, 3)
+        """
         L = _L()
         self.kinf = 1e9
         state = _flatten(initial_cell_states)[0]
@@ -301,6 +558,28 @@ class BeamSearchDecoder(Decoder):
 
     def step(self, time: Variable, inputs: Any, states: Any, **kwargs: Any
              ) -> Tuple[Any, Any, Any, Any]:
+        """One beam-search step: run the cell on the beams' inputs, add the log-softmax of the
+        logits to the beam scores, keep the ``beam_size`` best extensions; ``dynamic_decode`` calls
+        it.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+            ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+            ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+            ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+            ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+            ...                                              output_fn=out_fn)
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
+            >>> ids.shape[0], ids.shape[2]                         # [batch, steps, beam]
+            (2, 3)
+        """
         inputs = _map(self._merge_batch_beams, inputs)
         cell_states = _map(self._merge_batch_beams, states.cell_states)
         cell_outputs, next_cell_states = self.cell(inputs, cell_states, **kwargs)
@@ -315,10 +594,50 @@ class BeamSearchDecoder(Decoder):
 
     def finalize(self, outputs: Any, final_states: Any, sequence_lengths: Any
                  ) -> Tuple[Any, Any]:
+        """Backtrace the beams (``gather_tree`` over the parent ids): the predicted ids of each
+        beam, best first; ``dynamic_decode`` calls it after the last step.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+            ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+            ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+            ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+            ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+            ...                                              output_fn=out_fn)
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
+            >>> ids.shape[0], ids.shape[2]                         # [batch, steps, beam]
+            (2, 3)
+        """
         return _L().gather_tree(outputs.predicted_ids, outputs.parent_ids), final_states
 
     @property
     def output_dtype(self) -> Any:
+        """The dtypes of a step's outputs: ``OutputWrapper(scores='float32',
+        predicted_ids='int64', parent_ids='int64')``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+            ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+            ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+            ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+            ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+            ...                                              output_fn=out_fn)
+            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> decoder.output_dtype
+            OutputWrapper(scores='float32', predicted_ids='int64', parent_ids='int64')
+        """
         return self.OutputWrapper(scores="float32", predicted_ids="int64", parent_ids="int64")
 
 
@@ -332,7 +651,26 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
     sequence_lengths)`` (fluid 1.8's triple; ``return_length`` is accepted for the 2.x
     spelling and changes nothing). Outputs are batch major unless ``output_time_major``.
     Static programs loop with ``While`` (outputs collected in tensor arrays); dygraph runs a
-    Python loop."""
+    Python loop.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     enc = fluid.data("enc", [-1, 8])                     # the encoder's final state
+        ...     emb = lambda ids: fluid.embedding(ids, size=[10, 8], param_attr="emb_w")
+        ...     out_fn = lambda h: fluid.layers.fc(h, size=10, num_flatten_dims=len(h.shape) - 1)
+        ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
+        ...                                              end_token=1, beam_size=3, embedding_fn=emb,
+        ...                                              output_fn=out_fn)
+        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
+        >>> ids.shape[0], ids.shape[2]                         # [batch, steps, beam]
+        (2, 3)
+    """
     if not isinstance(decoder, Decoder) and not callable(getattr(decoder, "step", None)):
         raise TypeError(f"dynamic_decode: decoder must be a Decoder, but received "
                         f"{type(decoder).__name__}")

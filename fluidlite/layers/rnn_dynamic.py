@@ -30,7 +30,31 @@ class DynamicRNN(_WhileLoopBuild):
     shrunk to the running sequences; ``memory(init=None, shape=None, value=0.0,
     need_reorder=False, dtype='float32')``; ``update_memory(ex_mem, new_mem)``;
     ``output(*o)``; ``drnn()`` -> the outputs as LoD tensors in the input's order and LoD (one
-    Variable or a list)."""
+    Variable or a list).
+
+    Args:
+        name (str | None): name prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1], lod_level=1)
+        ...     drnn = fluid.layers.DynamicRNN()
+        ...     with drnn.block():
+        ...         x_t = drnn.step_input(x)
+        ...         acc = drnn.memory(shape=[1], value=0.0)
+        ...         new = acc + x_t
+        ...         drnn.update_memory(acc, new)
+        ...         drnn.output(new)
+        ...     out = fluid.layers.sequence_last_step(drnn())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> place = fluid.CPUPlace()
+        >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]], place)
+        >>> exe.run(main, feed={"x": seq}, fetch_list=[out])[0].ravel()      # 0+1, 2+3+4
+        array([1., 9.], dtype=float32)
+    """
 
     BEFORE_RNN, IN_RNN, AFTER_RNN = 0, 1, 2
     # constructing one builds nothing; ``with drnn.block():`` is one build transaction
@@ -49,7 +73,31 @@ class DynamicRNN(_WhileLoopBuild):
         self._entered = False
 
     def block(self) -> _LoopGuard:
-        """The context in which the ops of one step are defined."""
+        """The context in which the ops of one step are defined.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         if self._entered:
             raise ValueError("rnn.block() can only be invoke once")
         self._entered = True
@@ -94,7 +142,31 @@ class DynamicRNN(_WhileLoopBuild):
 
     def step_input(self, x: Variable, level: int = 0) -> Variable:
         """Mark the LoD tensor ``x`` as a sequence input (split at LoD ``level``); returns
-        this step's rows of the running sequences."""
+        this step's rows of the running sequences.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         self._assert_in_rnn_block_("step_input")
         L, cf = _L(), _cf()
         if not isinstance(x, Variable):
@@ -115,7 +187,31 @@ class DynamicRNN(_WhileLoopBuild):
 
     def static_input(self, x: Variable) -> Variable:
         """``x`` (one row per input sequence) reordered by rank and cut to the sequences
-        still running at this step."""
+        still running at this step.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         self._assert_in_rnn_block_("static_input")
         cf = _cf()
         if not isinstance(x, Variable):
@@ -132,7 +228,31 @@ class DynamicRNN(_WhileLoopBuild):
                dtype: Any = "float32") -> Variable:
         """A memory: its value at the start of the current step for the running sequences
         (from ``init`` -- reordered by rank when ``need_reorder`` -- or a ``[batch, *shape]``
-        constant ``value``)."""
+        constant ``value``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         self._assert_in_rnn_block_("memory")
         L, cf = _L(), _cf()
         if init is not None:
@@ -163,7 +283,31 @@ class DynamicRNN(_WhileLoopBuild):
         return self.memory(init=boot)
 
     def update_memory(self, ex_mem: Variable, new_mem: Variable) -> None:
-        """The memory ``ex_mem`` takes ``new_mem`` for the next step."""
+        """The memory ``ex_mem`` takes ``new_mem`` for the next step.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         self._assert_in_rnn_block_("update_memory")
         if not isinstance(ex_mem, Variable) or not isinstance(new_mem, Variable):
             raise TypeError("DynamicRNN.update_memory: ex_mem and new_mem must be Variables")
@@ -177,7 +321,31 @@ class DynamicRNN(_WhileLoopBuild):
         self.mem_link.append((new_mem, state))
 
     def output(self, *outputs: Variable) -> None:
-        """Collect these variables of every step; ``drnn()`` returns them as LoD tensors."""
+        """Collect these variables of every step; ``drnn()`` returns them as LoD tensors.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], lod_level=1)
+            ...     bias = fluid.data("bias", [2, 1])                 # one row per sequence
+            ...     drnn = fluid.layers.DynamicRNN()
+            ...     with drnn.block():
+            ...         x_t = drnn.step_input(x)
+            ...         b = drnn.static_input(bias)
+            ...         acc = drnn.memory(shape=[1], value=0.0)
+            ...         new = acc + x_t + b
+            ...         drnn.update_memory(acc, new)
+            ...         drnn.output(new)
+            ...     out = fluid.layers.sequence_last_step(drnn())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> seq = fluid.create_lod_tensor(np.arange(5, dtype="float32").reshape(5, 1), [[2, 3]],
+            ...                               fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": seq, "bias": np.array([[0], [10]], "float32")},
+            ...         fetch_list=[out])[0].ravel()            # 0+1 and (2+10)+(3+10)+(4+10)
+            array([ 1., 39.], dtype=float32)
+        """
         self._assert_in_rnn_block_("output")
         cf = _cf()
         for o in outputs:

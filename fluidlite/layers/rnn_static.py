@@ -130,7 +130,31 @@ class StaticRNN(_WhileLoopBuild):
     -> the memory at the start of the step (from ``init``, or a ``[batch, *shape]`` constant
     whose batch size is ``batch_ref``'s dim ``ref_batch_dim_idx`` -- for a step input, of the
     whole sequence, as in fluid); ``update_memory(mem, var)``; ``step_output(o)`` /
-    ``output(*o)``; ``rnn()`` -> the stacked outputs (one Variable or a list)."""
+    ``output(*o)``; ``rnn()`` -> the stacked outputs (one Variable or a list).
+
+    Args:
+        name (str | None): name prefix.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 1, 2])            # [time, batch, feature]
+        ...     rnn = fluid.layers.StaticRNN()
+        ...     with rnn.step():
+        ...         x_t = rnn.step_input(x)
+        ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)
+        ...         h = h_prev + x_t                       # a running sum over time
+        ...         rnn.update_memory(h_prev, h)
+        ...         rnn.step_output(h)
+        ...     out = rnn()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+        array([[1., 1.],
+               [2., 2.],
+               [3., 3.]], dtype=float32)
+    """
 
     BEFORE_RNN_BLOCK, IN_RNN_BLOCK, AFTER_RNN_BLOCK = 0, 1, 2
     # constructing one builds nothing; ``with rnn.step():`` is one build transaction
@@ -149,7 +173,29 @@ class StaticRNN(_WhileLoopBuild):
 
     # -- the block ---------------------------------------------------------------------------
     def step(self) -> "_LoopGuard":
-        """The context in which the ops of one step are defined."""
+        """The context in which the ops of one step are defined.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.step_output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         return _LoopGuard(self)
 
     def _assert_in_rnn_block_(self, method: str) -> None:
@@ -183,7 +229,29 @@ class StaticRNN(_WhileLoopBuild):
 
     # -- step API ----------------------------------------------------------------------------
     def step_input(self, x: Variable) -> Variable:
-        """Mark ``x`` ([seq_len, ...]) as a sequence input; returns its current step."""
+        """Mark ``x`` ([seq_len, ...]) as a sequence input; returns its current step.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.step_output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         self._assert_in_rnn_block_("step_input")
         L = _L()
         _var(x, "x", "StaticRNN.step_input")
@@ -211,7 +279,29 @@ class StaticRNN(_WhileLoopBuild):
     def memory(self, init: Optional[Variable] = None, shape: Optional[Sequence[int]] = None,
                batch_ref: Optional[Variable] = None, init_value: float = 0.0,
                init_batch_dim_idx: int = 0, ref_batch_dim_idx: int = 1) -> Variable:
-        """A memory: its value at the start of the current step (see the class docstring)."""
+        """A memory: its value at the start of the current step (see the class docstring).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.step_output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         self._assert_in_rnn_block_("memory")
         L = _L()
         if init is None:
@@ -239,7 +329,29 @@ class StaticRNN(_WhileLoopBuild):
         return state
 
     def update_memory(self, mem: Variable, var: Variable) -> None:
-        """The memory ``mem`` takes ``var``'s value for the next step."""
+        """The memory ``mem`` takes ``var``'s value for the next step.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.step_output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         self._assert_in_rnn_block_("update_memory")
         if not isinstance(mem, Variable) or not isinstance(var, Variable):
             raise TypeError("StaticRNN.update_memory: mem and var must be Variables")
@@ -255,7 +367,29 @@ class StaticRNN(_WhileLoopBuild):
         self._mems[mem.name].new = var
 
     def step_output(self, o: Variable) -> None:
-        """Collect ``o`` of every step; ``rnn()`` returns them stacked ([seq_len, ...])."""
+        """Collect ``o`` of every step; ``rnn()`` returns them stacked ([seq_len, ...]).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.step_output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         self._assert_in_rnn_block_("step_output")
         cf = _cf()
         _var(o, "o", "StaticRNN.step_output")
@@ -266,7 +400,29 @@ class StaticRNN(_WhileLoopBuild):
         self._step_outs.append(o)
 
     def output(self, *outputs: Variable) -> None:
-        """``step_output`` for each of ``outputs``."""
+        """``step_output`` for each of ``outputs``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [3, 1, 2])
+            ...     rnn = fluid.layers.StaticRNN()
+            ...     with rnn.step():
+            ...         # one time step of x: [1, 2]
+            ...         x_t = rnn.step_input(x)
+            ...         h_prev = rnn.memory(shape=[-1, 2], batch_ref=x_t)  # zeros at t = 0
+            ...         h = h_prev * 0.5 + x_t
+            ...         rnn.update_memory(h_prev, h)
+            ...         rnn.output(h)
+            ...     out = rnn()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> exe.run(main, feed={"x": np.ones((3, 1, 2), "float32")}, fetch_list=[out])[0][:, 0]
+            array([[1.  , 1.  ],
+                   [1.5 , 1.5 ],
+                   [1.75, 1.75]], dtype=float32)
+        """
         for o in outputs:
             self.step_output(o)
 

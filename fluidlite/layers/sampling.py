@@ -21,7 +21,22 @@ def nce(input: Variable, label: Variable, num_total_classes: int,
         is_sparse: bool = False) -> Variable:
     """Noise-contrastive estimation cost [N, 1] (op ``nce``; weights ``[num_total_classes, D]``,
     bias ``[num_total_classes, 1]``); ``sampler`` is 'uniform', 'log_uniform' or
-    'custom_dist' (``custom_dist``: one probability per class)."""
+    'custom_dist' (``custom_dist``: one probability per class).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     loss = fluid.layers.nce(x, label, num_total_classes=10, num_neg_samples=3, seed=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((2, 4), "float32"), "label": np.array([[1], [5]], "int64")},
+        ...         fetch_list=[loss])[0].shape
+        (2, 1)
+    """
     if not isinstance(input, Variable) or not isinstance(label, Variable):
         raise TypeError("nce: input and label must be Variables")
     num_total_classes = check_int(num_total_classes, "num_total_classes", "nce", minimum=2)
@@ -74,7 +89,21 @@ def sampled_softmax_with_cross_entropy(logits: Variable, label: Variable, num_sa
                                        seed: int = 0) -> Variable:
     """Softmax cross-entropy over each row's true labels and ``num_samples`` log-uniform
     negatives (op ``sample_logits``, then ``softmax_with_cross_entropy`` on the sampled logits,
-    as fluid 1.8); returns the loss [N, 1]."""
+    as fluid 1.8); returns the loss [N, 1].
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     logits = fluid.data("logits", [-1, 10])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        ...     loss = fluid.layers.sampled_softmax_with_cross_entropy(logits, label, num_samples=4, seed=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"logits": np.zeros((2, 10), "float32"), "label": np.array([[1], [5]], "int64")},
+        ...         fetch_list=[loss])[0].shape
+        (2, 1)
+    """
     from .loss import softmax_with_cross_entropy
     if not isinstance(logits, Variable) or not isinstance(label, Variable):
         raise TypeError("sampled_softmax_with_cross_entropy: logits and label must be Variables")

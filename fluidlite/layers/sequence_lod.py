@@ -198,6 +198,13 @@ def sequence_expand(x: Variable, y: Variable, ref_level: int = -1,
 def sequence_expand_as(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
     """Repeat row i of ``x`` as many times as the length of ``y``'s i-th sequence.
 
+    Args:
+        x (Variable): one row per sequence of ``y``.
+        y (Variable): a LoD tensor.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: row ``i`` of ``x`` repeated as long as sequence ``i`` of ``y``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -300,6 +307,12 @@ def sequence_unpad(x: Variable, length: Variable, name: Optional[str] = None) ->
 def sequence_reshape(input: Variable, new_dim: int) -> Variable:
     """Re-cut each sequence of a [N, D] LoD tensor into rows of width ``new_dim``.
 
+    Args:
+        input (Variable): a LoD tensor ``[T, D]``.
+        new_dim (int): the new row width (each sequence's ``len * D`` divisible by it).
+    Returns:
+        Variable: the rows regrouped to width ``new_dim``, LoD scaled accordingly.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -334,6 +347,22 @@ def sequence_conv(input: Variable, num_filters: int, filter_size: int = 3,
     fluid 1.8's layer does not expose it) makes them read a learned ``[up_pad + down_pad, D]``
     parameter instead (``up_pad = max(0, -padding_start)``, ``down_pad = max(0,
     padding_start + filter_size - 1)``), created with ``param_attr``'s initializer.
+
+    Args:
+        input (Variable): a LoD tensor ``[T, D]``.
+        num_filters (int): output width.
+        filter_size (int, default 3): context window (rows).
+        filter_stride (int, default 1): must be 1 (as in fluid).
+        padding (bool, default True): accepted; windows are zero-padded at sequence ends.
+        padding_start (int | None): the window's first row relative to the current one
+            (default ``-(filter_size // 2)``).
+        bias_attr (ParamAttr | bool | None): the bias's attribute.
+        param_attr (ParamAttr | None): the filter ``[filter_size * D, num_filters]``.
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output.
+        padding_trainable (bool, default False): learn the padding rows.
+    Returns:
+        Variable: LoD tensor ``[T, num_filters]``.
 
     Example:
         >>> import numpy as np
@@ -487,6 +516,14 @@ def sequence_enumerate(input: Variable, win_size: int, pad_value: int = 0,
     """Each id with the ``win_size - 1`` ids after it in its sequence (``pad_value`` past the
     end): [N, 1] -> [N, win_size].
 
+    Args:
+        input (Variable): int64 LoD ids ``[T, 1]``.
+        win_size (int): the window length.
+        pad_value (int, default 0): fills windows past a sequence's end.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[T, win_size]``, each id followed by the next ones of its sequence.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -512,6 +549,14 @@ def sequence_scatter(input: Variable, index: Variable, updates: Variable,
                      name: Optional[str] = None) -> Variable:
     """``input`` with ``updates`` added at the columns ``index`` (one sequence of ids per row
     of ``input``).
+
+    Args:
+        input (Variable): ``[N, D]``.
+        index (Variable): int64 LoD column indices, one sequence per row of ``input``.
+        updates (Variable): LoD values, same LoD as ``index``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``input`` with ``updates`` added at ``(row, index)``.
 
     Example:
         >>> import numpy as np
@@ -638,6 +683,14 @@ def row_conv(input: Variable, future_context_size: int, param_attr: Any = None,
              act: Any = None) -> Variable:
     """Lookahead convolution: each row mixes itself and the next ``future_context_size`` rows
     of its sequence with a ``[future_context_size + 1, D]`` parameter, then ``act``.
+
+    Args:
+        input (Variable): a LoD tensor ``[T, D]``.
+        future_context_size (int): how many following rows each output sees.
+        param_attr (ParamAttr | None): the filter ``[future_context_size + 1, D]``.
+        act (str | None): activation applied to the result.
+    Returns:
+        Variable: ``out[t] = sum_k w[k] * x[t + k]`` within each sequence.
 
     Example:
         >>> import numpy as np

@@ -59,7 +59,27 @@ def _ints_or_tensors(value: Any, name: str, layer: str
 
 # -- creation ---------------------------------------------------------------------------------
 def create_tensor(dtype: Any, name: Optional[str] = None, persistable: bool = False) -> Variable:
-    """An empty Variable of ``dtype`` (filled later, e.g. by ``assign`` or ``sums(out=)``)."""
+    """An empty Variable of ``dtype`` (filled later, e.g. by ``assign`` or ``sums(out=)``).
+
+    Args:
+        dtype (str | numpy dtype): the dtype.
+        name (str | None): the variable's name.
+        persistable (bool, default False): keep the value across runs.
+    Returns:
+        Variable: an empty variable for other layers (``assign``, ``fill_constant(out=)``) to
+        write.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     t = fluid.layers.create_tensor(dtype="float32")
+        ...     _ = fluid.layers.assign(np.array([1.5, 2.5], "float32"), output=t)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, fetch_list=[t])[0]
+        array([1.5, 2.5], dtype=float32)
+    """
     helper = LayerHelper("create_tensor", name=name)
     return helper.create_variable(name=helper.name, dtype=convert_np_dtype_to_dtype_(dtype),
                                   persistable=persistable)
@@ -68,7 +88,31 @@ def create_tensor(dtype: Any, name: Optional[str] = None, persistable: bool = Fa
 def create_parameter(shape: Sequence[int], dtype: Any, name: Optional[str] = None,
                      attr: Optional[ParamAttr] = None, is_bias: bool = False,
                      default_initializer: Any = None) -> Variable:
-    """A trainable Parameter (initialized in the startup program)."""
+    """A trainable Parameter (initialized in the startup program).
+
+    Args:
+        shape (list of int): the parameter's shape.
+        dtype (str | numpy dtype): its dtype.
+        name (str | None): its name (default: a generated one).
+        attr (ParamAttr | None): name, initializer, regularizer, learning rate, trainable.
+        is_bias (bool, default False): a bias (initialized to 0 by default, else Xavier).
+        default_initializer (Initializer | None): the initializer when ``attr`` names none.
+    Returns:
+        Variable: the Parameter (initialized when the startup program runs).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter(shape=[2, 2], dtype="float32", name="w",
+        ...         default_initializer=fluid.initializer.Constant(1.0))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__()
+        array([[1., 1.],
+               [1., 1.]], dtype=float32)
+    """
     check_type(shape, "shape", (list, tuple, np.ndarray), "create_parameter")
     for d in shape:
         check_type(d, "shape element", (int, np.integer), "create_parameter")
@@ -84,7 +128,29 @@ def create_parameter(shape: Sequence[int], dtype: Any, name: Optional[str] = Non
 
 def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistable: bool = False,
                       force_cpu: bool = False, name: Optional[str] = None) -> Variable:
-    """A global-block variable filled with ``value`` by a fill_constant in the startup program."""
+    """A global-block variable filled with ``value`` by a fill_constant in the startup program.
+
+    Args:
+        shape (list of int): the shape.
+        value (float): the initial value (set by the startup program).
+        dtype (str | numpy dtype): the dtype.
+        persistable (bool, default False): keep the value across runs (e.g. a counter).
+        force_cpu (bool, default False): accepted for fluid's signature.
+        name (str | None): the variable's name.
+    Returns:
+        Variable: the global variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.create_global_var(shape=[2], value=1.5, dtype="float32", persistable=True)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([1.5, 1.5], dtype=float32)
+    """
     check_type(shape, "shape", (list, tuple, np.ndarray), "create_global_var")
     for d in shape:
         check_type(d, "shape element", (int, np.integer), "create_global_var")
@@ -102,7 +168,28 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
                   force_cpu: bool = False, out: Optional[Variable] = None) -> Variable:
     """``out = full(shape, value, dtype)`` (op ``fill_constant``; not differentiable). ``shape``
     is a list of ints and/or 1-element int Variables, or one 1-D int Variable; ``value`` a
-    number or a 1-element Variable (op input ``ValueTensor``, read at run time)."""
+    number or a 1-element Variable (op input ``ValueTensor``, read at run time).
+
+    Args:
+        shape (list | tuple | Variable): the shape (ints and/or 1-element int Variables, or an
+            int Variable).
+        dtype (str | numpy dtype): the output's dtype.
+        value (int | float | Variable): the fill value (a ``[1]`` Variable is read at run time).
+        force_cpu (bool, default False): accepted for fluid's signature.
+        out (Variable | None): an existing variable to write instead of a new one.
+    Returns:
+        Variable: the filled tensor (``stop_gradient=True``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     c = fluid.layers.fill_constant(shape=[2, 2], dtype="int64", value=7)
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[c])[0]
+        array([[7, 7],
+               [7, 7]])
+    """
     check_type(shape, "shape", (list, tuple, Variable), "fill_constant")
     attr_shape, tensor, tensors = _ints_or_tensors(shape, "shape", "fill_constant")
     check_dtype(dtype, "dtype", ["bool", "float16", "float32", "float64", "int32", "int64",
@@ -132,15 +219,61 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
 
 
 def zeros(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable:
+    """A tensor of ``shape`` filled with 0 in ``dtype`` (op ``fill_constant``; not differentiable).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.zeros(shape=[2, 2], dtype="float32")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([[0., 0.],
+               [0., 0.]], dtype=float32)
+    """
     return fill_constant(shape, dtype, 0.0, force_cpu)
 
 
 def ones(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable:
+    """A tensor of ``shape`` filled with 1 in ``dtype`` (op ``fill_constant``; not differentiable).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.ones(shape=[2, 2], dtype="int64")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([[1, 1],
+               [1, 1]])
+    """
     return fill_constant(shape, dtype, 1.0, force_cpu)
 
 
 def zeros_like(x: Variable, out: Optional[Variable] = None) -> Variable:
-    """Zeros shaped and typed like ``x`` (op ``fill_zeros_like``)."""
+    """Zeros shaped and typed like ``x`` (op ``fill_zeros_like``).
+
+    Args:
+        x (Variable): the shape and dtype to copy.
+        out (Variable | None): an existing variable to write.
+    Returns:
+        Variable: zeros like ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.zeros_like(fluid.layers.ones(shape=[2], dtype="float32"))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([0., 0.], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _ALL, "zeros_like")
     helper = LayerHelper("zeros_like")
     if out is None:
@@ -151,7 +284,25 @@ def zeros_like(x: Variable, out: Optional[Variable] = None) -> Variable:
 
 
 def ones_like(x: Variable, out: Optional[Variable] = None) -> Variable:
-    """Ones shaped and typed like ``x`` (op ``fill_any_like``)."""
+    """Ones shaped and typed like ``x`` (op ``fill_any_like``).
+
+    Args:
+        x (Variable): the shape and dtype to copy.
+        out (Variable | None): an existing variable to write.
+    Returns:
+        Variable: ones like ``x``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     out = fluid.layers.ones_like(fluid.layers.zeros(shape=[2], dtype="float32"))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, fetch_list=[out])[0]
+        array([1., 1.], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _ALL, "ones_like")
     helper = LayerHelper("ones_like")
     if out is None:
@@ -164,7 +315,24 @@ def ones_like(x: Variable, out: Optional[Variable] = None) -> Variable:
 
 def assign(input: Any, output: Optional[Variable] = None) -> Variable:
     """Copy a Variable (op ``assign``) or a numpy array / list / scalar (op ``assign_value``)
-    into ``output`` (a new Variable when None)."""
+    into ``output`` (a new Variable when None).
+
+    Args:
+        input (Variable | numpy.ndarray | list | number): what to copy.
+        output (Variable | None): an existing variable to write instead of a new one.
+    Returns:
+        Variable: the copy.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     c = fluid.layers.assign(np.array([[1, 2], [3, 4]], "int32"))
+        >>> fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[c])[0]
+        array([[1, 2],
+               [3, 4]], dtype=int32)
+    """
     helper = LayerHelper("assign")
     check_type(input, "input", (Variable, np.ndarray, np.generic, list, tuple, float, int, bool),
                "assign")
@@ -190,7 +358,29 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
 
 
 def sums(input: Union[Variable, Sequence[Variable]], out: Optional[Variable] = None) -> Variable:
-    """Elementwise sum of a list of Variables (op ``sum``)."""
+    """Elementwise sum of a list of Variables (op ``sum``).
+
+    Args:
+        input (Variable | list of Variable): same-shaped tensors.
+        out (Variable | None): an existing variable to write.
+    Returns:
+        Variable: their elementwise sum.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     out = fluid.layers.sums([x, y])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[2., 3., 4.],
+               [5., 6., 7.]], dtype=float32)
+    """
     helper = LayerHelper("sum")
     xs = list(input) if isinstance(input, (list, tuple)) else [input]
     check_type(input, "input", (Variable, list, tuple), "sums")
@@ -207,7 +397,26 @@ def sums(input: Union[Variable, Sequence[Variable]], out: Optional[Variable] = N
 def concat(input: Sequence[Variable], axis: Union[int, Variable] = 0,
            name: Optional[str] = None) -> Variable:
     """Concatenate along ``axis`` (an int, or an int Variable of shape [1] read at run time);
-    all other dims must match."""
+    all other dims must match.
+
+    Args:
+        input (list of Variable): tensors whose dims match except on ``axis``.
+        axis (int | Variable, default 0): the axis (negative counts from the end).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the concatenation.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 2])
+        ...     b = fluid.data("b", [-1, 3])
+        ...     c = fluid.layers.concat([a, b], axis=1)
+        >>> c.shape
+        (-1, 5)
+    """
     check_type(input, "input", (list, tuple, Variable), "concat")
     xs = [input] if isinstance(input, Variable) else list(input)
     for i, x in enumerate(xs):
@@ -230,7 +439,28 @@ def split(input: Variable, num_or_sections: Union[int, Sequence[Any]],
           dim: Union[int, Variable] = -1, name: Optional[str] = None) -> List[Variable]:
     """Split along ``dim`` into ``num_or_sections`` equal pieces, or pieces of the listed sizes
     (one may be -1; entries may be int Variables of shape [1], read at run time). ``dim`` may
-    be an int Variable of shape [1]. Returns a list."""
+    be an int Variable of shape [1]. Returns a list.
+
+    Args:
+        input (Variable): the input.
+        num_or_sections (int | list): the number of equal pieces, or the piece sizes (one may
+            be -1: the rest).
+        dim (int | Variable, default -1): the axis to split.
+        name (str | None): name prefix of the outputs.
+    Returns:
+        list of Variable: the pieces, in order.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 6])
+        ...     a, b = fluid.layers.split(x, num_or_sections=2, dim=1)
+        ...     p, q, r = fluid.layers.split(x, num_or_sections=[1, 2, -1], dim=1)
+        >>> a.shape, p.shape, q.shape, r.shape
+        ((-1, 3), (-1, 1), (-1, 2), (-1, 3))
+    """
     check_variable_and_dtype(input, "input", _ALL, "split")
     if not is_int(num_or_sections):
         check_type(num_or_sections, "num_or_sections", (int, list, tuple), "split")
@@ -267,7 +497,25 @@ def split(input: Variable, num_or_sections: Union[int, Sequence[Any]],
 
 
 def stack(x: Union[Variable, Sequence[Variable]], axis: int = 0) -> Variable:
-    """Stack same-shaped Variables along a new ``axis`` (op ``stack``, output slot Y)."""
+    """Stack same-shaped Variables along a new ``axis`` (op ``stack``, output slot Y).
+
+    Args:
+        x (Variable | list of Variable): same-shaped tensors.
+        axis (int, default 0): the position of the new axis.
+    Returns:
+        Variable: the stacked tensor, one more dim.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 3])
+        ...     b = fluid.data("b", [-1, 3])
+        ...     s = fluid.layers.stack([a, b], axis=1)
+        >>> s.shape
+        (-1, 2, 3)
+    """
     xs = [x] if isinstance(x, Variable) else list(x) if isinstance(x, (list, tuple)) else None
     if xs is None:
         check_type(x, "x", (Variable, list, tuple), "stack")
@@ -295,7 +543,29 @@ def reshape(x: Variable, shape: Any, actual_shape: Optional[Variable] = None, ac
     """Reshape (op ``reshape2``): 0 copies the input dim, one -1 is inferred. ``shape`` may be
     a list (ints and/or 1-element int Variables) or an int Variable; ``actual_shape`` (a
     Variable) overrides it at run time. ``inplace`` only saves memory in fluid and is ignored
-    (results are identical)."""
+    (results are identical).
+
+    Args:
+        x (Variable): the input.
+        shape (list | tuple | Variable): the new shape; 0 copies the input's dim, one -1 is
+            inferred.
+        actual_shape (Variable | None): an int tensor overriding ``shape`` at run time.
+        act (str | None): activation applied to the result.
+        inplace (bool, default False): accepted (results are identical).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the reshaped tensor (same data and dtype).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 3])
+        ...     y = fluid.layers.reshape(x, shape=[0, -1])     # 0 copies the batch dim
+        >>> y.shape
+        (-1, 6)
+    """
     check_variable_and_dtype(x, "x", _ALL, "reshape")
     check_type(actual_shape, "actual_shape", (Variable, type(None)), "reshape")
     helper = LayerHelper("reshape2", act=act, name=name)
@@ -313,7 +583,25 @@ def reshape(x: Variable, shape: Any, actual_shape: Optional[Variable] = None, ac
 
 
 def transpose(x: Variable, perm: Sequence[int], name: Optional[str] = None) -> Variable:
-    """Permute dims (op ``transpose2``)."""
+    """Permute dims (op ``transpose2``).
+
+    Args:
+        x (Variable): the input.
+        perm (list of int): the new order of the dims.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x`` with its dims permuted.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 3])
+        ...     y = fluid.layers.transpose(x, perm=[0, 2, 1])
+        >>> y.shape
+        (-1, 3, 2)
+    """
     check_variable_and_dtype(x, "x", _ALL, "transpose")
     perm = _int_list(perm, "perm", "transpose")
     if len(perm) != len(x.shape):
@@ -324,7 +612,25 @@ def transpose(x: Variable, perm: Sequence[int], name: Optional[str] = None) -> V
 
 
 def squeeze(input: Variable, axes: Sequence[int], name: Optional[str] = None) -> Variable:
-    """Remove the listed size-1 dims (op ``squeeze2``)."""
+    """Remove the listed size-1 dims (op ``squeeze2``).
+
+    Args:
+        input (Variable): the input.
+        axes (list of int): the size-1 dims to remove.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the squeezed tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 3, 1])
+        ...     y = fluid.layers.squeeze(x, axes=[1, 3])
+        >>> y.shape
+        (-1, 3)
+    """
     check_variable_and_dtype(input, "input", _ALL, "squeeze")
     axes = _int_list(axes, "axes", "squeeze")
     helper = LayerHelper("squeeze", name=name)
@@ -333,7 +639,26 @@ def squeeze(input: Variable, axes: Sequence[int], name: Optional[str] = None) ->
 
 def unsqueeze(input: Variable, axes: Union[int, Sequence[int], Variable],
               name: Optional[str] = None) -> Variable:
-    """Insert size-1 dims at ``axes`` (op ``unsqueeze2``)."""
+    """Insert size-1 dims at ``axes`` (op ``unsqueeze2``).
+
+    Args:
+        input (Variable): the input.
+        axes (int | list of int | Variable): where the new size-1 dims go (positions in the
+            output).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the tensor with the new dims.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = fluid.layers.unsqueeze(x, axes=[1])
+        >>> y.shape
+        (-1, 1, 3)
+    """
     check_variable_and_dtype(input, "input", _ALL, "unsqueeze")
     if is_int(axes):
         axes = [int(axes)]
@@ -349,7 +674,27 @@ def unsqueeze(input: Variable, axes: Union[int, Sequence[int], Variable],
 
 
 def flatten(x: Variable, axis: int = 1, name: Optional[str] = None) -> Variable:
-    """Flatten to 2-D ``[prod(shape[:axis]), prod(shape[axis:])]`` (op ``flatten2``)."""
+    """Flatten to 2-D ``[prod(shape[:axis]), prod(shape[axis:])]`` (op ``flatten2``).
+
+    Args:
+        x (Variable): the input.
+        axis (int, default 1): the dims before it form the rows, the rest the columns.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: 2-D ``[prod(shape[:axis]), prod(shape[axis:])]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 3, 4], "float32")
+        ...     out = fluid.layers.flatten(x, axis=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((5, 2, 3, 4), "float32")}, fetch_list=[out])
+        >>> res.shape
+        (10, 12)
+    """
     check_variable_and_dtype(x, "x", _ALL, "flatten")
     if not is_int(axis) or not 0 <= axis <= len(x.shape):
         raise ValueError(f"flatten: the axis should be a int, and in range [0, rank(x)] = "
@@ -373,13 +718,60 @@ def _slice_inputs(layer: str, inputs: dict, attrs: dict, key: str, value: Any, s
 
 def slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any) -> Variable:
     """``input[starts:ends]`` along ``axes`` with fluid clamping (op ``slice``). ``starts`` and
-    ``ends`` may hold ints and/or int Variables, or be one int Variable."""
+    ``ends`` may hold ints and/or int Variables, or be one int Variable.
+
+    Args:
+        input (Variable): the input.
+        axes (list of int): the axes sliced.
+        starts (list | Variable): start per axis (negative counts from the end).
+        ends (list | Variable): end per axis (exclusive; clipped to the dim).
+    Returns:
+        Variable: the slice.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.slice(x, axes=[1], starts=[1], ends=[3])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[1., 2.],
+               [4., 5.]], dtype=float32)
+    """
     return _slice_op("slice", input, axes, starts=starts, ends=ends)
 
 
 def strided_slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any,
                   strides: Any) -> Variable:
-    """``input[starts:ends:strides]`` along ``axes`` (op ``strided_slice``)."""
+    """``input[starts:ends:strides]`` along ``axes`` (op ``strided_slice``).
+
+    Args:
+        input (Variable): the input.
+        axes (list of int): the axes sliced.
+        starts (list | Variable): start per axis.
+        ends (list | Variable): end per axis (exclusive).
+        strides (list | Variable): step per axis (negative steps go backwards).
+    Returns:
+        Variable: the slice.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.strided_slice(x, axes=[1], starts=[0], ends=[3], strides=[2])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[0., 2.],
+               [3., 5.]], dtype=float32)
+    """
     return _slice_op("strided_slice", input, axes, starts=starts, ends=ends, strides=strides)
 
 
@@ -401,7 +793,31 @@ def _slice_op(op_type: str, input: Variable, axes: Sequence[int], **bounds: Any)
 
 
 def gather(input: Variable, index: Variable, overwrite: bool = True) -> Variable:
-    """Rows of ``input`` picked by ``index`` (int, 1-D or [N, 1]) (op ``gather``)."""
+    """Rows of ``input`` picked by ``index`` (int, 1-D or [N, 1]) (op ``gather``).
+
+    Args:
+        input (Variable): the source.
+        index (Variable): 1-D int indices into ``input``'s first dim.
+        overwrite (bool, default True): fluid's gradient mode for repeated indices.
+    Returns:
+        Variable: ``input[index]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     idx = fluid.data("idx", [-1], "int64")
+        ...     out = fluid.layers.gather(x, idx)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "idx": np.array([1, 0, 1], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[3., 4., 5.],
+               [0., 1., 2.],
+               [3., 4., 5.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _ALL, "gather")
     check_variable_and_dtype(index, "index", _INT, "gather")
     helper = LayerHelper("gather")
@@ -412,7 +828,28 @@ def gather(input: Variable, index: Variable, overwrite: bool = True) -> Variable
 
 
 def expand(x: Variable, expand_times: Any, name: Optional[str] = None) -> Variable:
-    """Tile ``x`` ``expand_times[i]`` times along dim i (op ``expand``)."""
+    """Tile ``x`` ``expand_times[i]`` times along dim i (op ``expand``).
+
+    Args:
+        x (Variable): the input.
+        expand_times (list | tuple | Variable): how many times to tile each dim.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x`` tiled.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1, 2], "float32")
+        ...     out = fluid.layers.expand(x, expand_times=[2, 2])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[out])
+        >>> res
+        array([[1., 2., 1., 2.],
+               [1., 2., 1., 2.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _ALL, "expand")
     helper = LayerHelper("expand", name=name)
     times, tensor, tensors = _ints_or_tensors(expand_times, "expand_times", "expand")
@@ -428,7 +865,25 @@ def expand(x: Variable, expand_times: Any, name: Optional[str] = None) -> Variab
 
 
 def shape(input: Variable) -> Variable:
-    """The int32 shape of ``input`` at run time (op ``shape``)."""
+    """The int32 shape of ``input`` at run time (op ``shape``).
+
+    Args:
+        input (Variable): the tensor.
+    Returns:
+        Variable: int32 ``[rank]``, its run-time shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3], "float32")
+        ...     out = fluid.layers.shape(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((4, 3), "float32")}, fetch_list=[out])
+        >>> res
+        array([4, 3], dtype=int32)
+    """
     check_variable_and_dtype(input, "input", _ALL, "shape")
     helper = LayerHelper("shape")
     out = helper.create_variable_for_type_inference(dtype="int32")
@@ -450,10 +905,48 @@ def _arg(op_type: str, layer: str, x: Variable, axis: int) -> Variable:
 
 
 def argmax(x: Variable, axis: int = 0) -> Variable:
-    """int64 index of the largest entry along ``axis`` (the axis is removed)."""
+    """int64 index of the largest entry along ``axis`` (the axis is removed).
+
+    Args:
+        x (Variable): the input.
+        axis (int, default 0): the axis searched (removed from the output).
+    Returns:
+        Variable: int64 indices.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     i = fluid.layers.argmax(x, axis=1)
+        >>> fluid.Executor(fluid.CPUPlace()).run(
+        ...     main, feed={"x": np.array([[1, 5, 2], [7, 0, 1]], "float32")}, fetch_list=[i])[0]
+        array([1, 0])
+    """
     return _arg("arg_max", "argmax", x, axis)
 
 
 def argmin(x: Variable, axis: int = 0) -> Variable:
-    """int64 index of the smallest entry along ``axis`` (the axis is removed)."""
+    """int64 index of the smallest entry along ``axis`` (the axis is removed).
+
+    Args:
+        x (Variable): the input.
+        axis (int, default 0): the axis searched (removed from the output).
+    Returns:
+        Variable: int64 indices.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.argmin(x, axis=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([0, 0])
+    """
     return _arg("arg_min", "argmin", x, axis)

@@ -51,7 +51,29 @@ def _check_axes(layer: str, axes: List[int], rank: int, name: str) -> None:
 def pad(x: Variable, paddings: Sequence[int], pad_value: float = 0.0,
         name: Optional[str] = None) -> Variable:
     """Pad every dim of ``x`` with the constant ``pad_value``: ``paddings[2i]`` values before
-    and ``paddings[2i+1]`` after dim i (op ``pad``)."""
+    and ``paddings[2i+1]`` after dim i (op ``pad``).
+
+    Args:
+        x (Variable): the input.
+        paddings (list of int): ``[before_0, after_0, before_1, after_1, ...]``.
+        pad_value (float, default 0.0): the fill value.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the padded tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1, 2], "float32")
+        ...     out = fluid.layers.pad(x, paddings=[0, 1, 1, 0], pad_value=9.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[1, 2]], "float32")}, fetch_list=[out])
+        >>> res
+        array([[9., 1., 2.],
+               [9., 9., 9.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM, "pad")
     paddings = _axes_arg(paddings, "paddings", "pad")
     if len(paddings) != 2 * len(x.shape):
@@ -70,7 +92,32 @@ def pad2d(input: Variable, paddings: Any = [0, 0, 0, 0], mode: str = "constant",
           name: Optional[str] = None) -> Variable:
     """Pad the H and W dims of a 4-D tensor by ``[top, bottom, left, right]`` (a list, or an
     int32 Variable of shape [4]); ``mode``: 'constant' (``pad_value``), 'reflect' or 'edge'
-    (op ``pad2d``)."""
+    (op ``pad2d``).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or NHWC) map.
+        paddings (list | Variable, default [0, 0, 0, 0]): top, bottom, left, right.
+        mode (str, default "constant"): ``"constant"``, ``"reflect"`` or ``"edge"``.
+        pad_value (float, default 0.0): the fill value of ``"constant"``.
+        data_format (str, default "NCHW"): the layout.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the padded map.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1, 1, 2, 2], "float32")
+        ...     out = fluid.layers.pad2d(x, paddings=[1, 0, 0, 1])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 1, 2, 2), "float32")}, fetch_list=[out])
+        >>> res[0, 0]
+        array([[0., 0., 0.],
+               [1., 1., 0.],
+               [1., 1., 0.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _NUM, "pad2d")
     if mode not in ("constant", "reflect", "edge"):
         raise ValueError(f"pad2d: mode must be 'constant', 'reflect' or 'edge', but received "
@@ -96,7 +143,31 @@ def pad2d(input: Variable, paddings: Any = [0, 0, 0, 0], mode: str = "constant",
 def pad_constant_like(x: Variable, y: Variable, pad_value: float = 0.0,
                       name: Optional[str] = None) -> Variable:
     """``y`` padded at the end of every dim with ``pad_value`` up to ``x``'s shape (op
-    ``pad_constant_like``; only ``y`` is differentiated)."""
+    ``pad_constant_like``; only ``y`` is differentiated).
+
+    Args:
+        x (Variable): the target shape.
+        y (Variable): the tensor padded at the end of each dim to ``x``'s shape.
+        pad_value (float, default 0.0): the fill value.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``y`` padded to ``x``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [1, 2], "float32")
+        ...     out = fluid.layers.pad_constant_like(x, y, pad_value=-1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.zeros((2, 3), "float32"), "y": np.ones((1, 2), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[ 1.,  1., -1.],
+               [-1., -1., -1.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM, "pad_constant_like")
     check_variable_and_dtype(y, "y", _NUM, "pad_constant_like")
     helper = LayerHelper("pad_constant_like", name=name)
@@ -112,7 +183,29 @@ def crop(x: Variable, shape: Any = None, offsets: Any = None,
          name: Optional[str] = None) -> Variable:
     """``x[offsets : offsets + shape]`` (op ``crop``, deprecated in fluid 1.8 in favour of
     ``crop_tensor``): ``shape`` is a list of ints or a Variable whose *shape* is used;
-    ``offsets`` a list of ints or an int Variable (default zeros)."""
+    ``offsets`` a list of ints or an int Variable (default zeros).
+
+    Args:
+        x (Variable): the input.
+        shape (list | Variable | None): the output's shape (a Variable: its shape).
+        offsets (list | Variable | None): start per dim (default zeros).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the cropped tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.crop(x, shape=[1, 2], offsets=[1, 1])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[4., 5.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM, "crop")
     if not isinstance(shape, (list, tuple, Variable)):
         raise ValueError(f"crop: shape should be a list, tuple or Variable, but received "
@@ -140,7 +233,30 @@ def crop_tensor(x: Variable, shape: Any = None, offsets: Any = None,
                 name: Optional[str] = None) -> Variable:
     """``x[offsets : offsets + shape]`` (op ``crop_tensor``). ``shape`` and ``offsets`` are
     lists of ints and/or int32 Variables of shape [1], or 1-D int32 Variables; a -1 in
-    ``shape`` keeps the rest of that dim; ``offsets`` defaults to zeros."""
+    ``shape`` keeps the rest of that dim; ``offsets`` defaults to zeros.
+
+    Args:
+        x (Variable): the input.
+        shape (list | Variable | None): the output's shape (-1 keeps the rest of a dim).
+        offsets (list | Variable | None): start per dim (default zeros).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the cropped tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.crop_tensor(x, shape=[2, 2], offsets=[0, 1])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[1., 2.],
+               [4., 5.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM, "crop_tensor")
     check_type(shape, "shape", (list, tuple, Variable), "crop_tensor")
     check_type(offsets, "offsets", (list, tuple, Variable, type(None)), "crop_tensor")
@@ -184,7 +300,28 @@ def crop_tensor(x: Variable, shape: Any = None, offsets: Any = None,
 # -- unstack / flip / reverse / roll / expand_as ------------------------------------------------
 def unstack(x: Variable, axis: int = 0, num: Optional[int] = None) -> List[Variable]:
     """Split ``x`` along ``axis`` into ``num`` tensors of rank ``rank(x) - 1`` (op
-    ``unstack``); ``num`` defaults to ``x.shape[axis]``, which must then be known."""
+    ``unstack``); ``num`` defaults to ``x.shape[axis]``, which must then be known.
+
+    Args:
+        x (Variable): the input.
+        axis (int, default 0): the axis removed.
+        num (int | None): the axis size (needed when it is unknown).
+    Returns:
+        list of Variable: the slices along ``axis``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     a, b = fluid.layers.unstack(x, axis=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[b])
+        >>> res
+        array([3., 4., 5.], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _ALL, "unstack")
     axis = check_int(axis, "axis", "unstack")
     rank = len(x.shape)
@@ -205,7 +342,29 @@ def unstack(x: Variable, axis: int = 0, num: Optional[int] = None) -> List[Varia
 
 
 def flip(input: Variable, dims: Sequence[int], name: Optional[str] = None) -> Variable:
-    """Reverse ``input`` along every axis in ``dims`` (op ``flip``)."""
+    """Reverse ``input`` along every axis in ``dims`` (op ``flip``).
+
+    Args:
+        input (Variable): the input.
+        dims (list of int): the axes reversed.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the flipped tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.flip(x, dims=[1])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 1., 0.],
+               [5., 4., 3.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _ALL, "flip")
     check_type(dims, "dims", (list, tuple), "flip")
     if not dims:
@@ -220,7 +379,28 @@ def flip(input: Variable, dims: Sequence[int], name: Optional[str] = None) -> Va
 
 
 def reverse(x: Variable, axis: Union[int, Sequence[int]]) -> Variable:
-    """Reverse ``x`` along ``axis`` (an int or a list of ints) (op ``reverse``)."""
+    """Reverse ``x`` along ``axis`` (an int or a list of ints) (op ``reverse``).
+
+    Args:
+        x (Variable): the input.
+        axis (int | list of int): the axes reversed.
+    Returns:
+        Variable: the reversed tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.reverse(x, axis=0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[3., 4., 5.],
+               [0., 1., 2.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM + ["bool"], "reverse")
     axis = _axes_arg(axis, "axis", "reverse")
     _check_axes("reverse", axis, len(x.shape), "axis")
@@ -234,7 +414,29 @@ def reverse(x: Variable, axis: Union[int, Sequence[int]]) -> Variable:
 def roll(input: Variable, shifts: Union[int, Sequence[int]],
          dims: Union[int, Sequence[int], None] = None) -> Variable:
     """Roll ``input`` by ``shifts`` along ``dims`` (elements leaving one end re-enter at the
-    other); without ``dims`` the flattened tensor is rolled and reshaped back (op ``roll``)."""
+    other); without ``dims`` the flattened tensor is rolled and reshaped back (op ``roll``).
+
+    Args:
+        input (Variable): the input.
+        shifts (int | list of int): how far to roll.
+        dims (int | list of int | None): the axes (None: the flattened input).
+    Returns:
+        Variable: the rolled tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     out = fluid.layers.roll(x, shifts=1, dims=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 0., 1.],
+               [5., 3., 4.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _ALL, "roll")
     shifts = _axes_arg(shifts, "shifts", "roll")
     dims = [] if dims is None else _axes_arg(dims, "dims", "roll")
@@ -252,7 +454,31 @@ def roll(input: Variable, shifts: Union[int, Sequence[int]],
 
 def expand_as(x: Variable, target_tensor: Variable, name: Optional[str] = None) -> Variable:
     """Tile ``x`` to ``target_tensor``'s shape; each target dim must be a multiple of x's
-    (op ``expand_as``)."""
+    (op ``expand_as``).
+
+    Args:
+        x (Variable): the input.
+        target_tensor (Variable): a tensor whose shape ``x`` is tiled to (each dim a multiple).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``x`` tiled to ``target_tensor``'s shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [1, 2], "float32")
+        ...     y = fluid.data("y", [3, 2], "float32")
+        ...     out = fluid.layers.expand_as(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.zeros((3, 2), "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[1., 2.],
+               [1., 2.],
+               [1., 2.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", ["bool", "float32", "float64", "int32", "int64"],
                              "expand_as")
     check_variable_and_dtype(target_tensor, "target_tensor",
@@ -267,7 +493,26 @@ def expand_as(x: Variable, target_tensor: Variable, name: Optional[str] = None) 
 # -- indexing -----------------------------------------------------------------------------------
 def where(condition: Variable) -> Variable:
     """int64 coordinates ``[K, rank]`` of the true entries of bool ``condition`` (op
-    ``where_index``)."""
+    ``where_index``).
+
+    Args:
+        condition (Variable): a bool tensor.
+    Returns:
+        Variable: int64 ``[count, rank]`` coordinates of the true entries.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     c = fluid.data("c", [-1], "bool")
+        ...     out = fluid.layers.where(c)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"c": np.array([True, False, True])}, fetch_list=[out])
+        >>> res
+        array([[0],
+               [2]])
+    """
     check_variable_and_dtype(condition, "condition", ["bool"], "where")
     helper = LayerHelper("where_index")
     out = _out(helper, "int64")
@@ -280,7 +525,34 @@ def where(condition: Variable) -> Variable:
 def scatter(input: Variable, index: Variable, updates: Variable, name: Optional[str] = None,
             overwrite: bool = True) -> Variable:
     """``input`` with rows ``index`` replaced by ``updates`` (``overwrite=False``: the rows are
-    zeroed, then the updates are added, so repeated indices accumulate) (op ``scatter``)."""
+    zeroed, then the updates are added, so repeated indices accumulate) (op ``scatter``).
+
+    Args:
+        input (Variable): the tensor to update.
+        index (Variable): 1-D int rows of ``input``.
+        updates (Variable): the new rows, ``[len(index), ...]``.
+        name (str | None): name prefix of the output.
+        overwrite (bool, default True): replace the rows (else add, after zeroing them).
+    Returns:
+        Variable: a copy of ``input`` with the rows updated.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 2], "float32")
+        ...     idx = fluid.data("idx", [-1], "int64")
+        ...     upd = fluid.data("upd", [-1, 2], "float32")
+        ...     out = fluid.layers.scatter(x, idx, upd)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.zeros((3, 2), "float32"), "idx": np.array([2, 0], "int64"), "upd": np.array([[1, 1], [2, 2]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 2.],
+               [0., 0.],
+               [1., 1.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _NUM, "scatter")
     check_variable_and_dtype(index, "index", _INT, "scatter")
     check_variable_and_dtype(updates, "updates", _NUM, "scatter")
@@ -299,7 +571,33 @@ def scatter(input: Variable, index: Variable, updates: Variable, name: Optional[
 def scatter_nd_add(ref: Variable, index: Variable, updates: Variable,
                    name: Optional[str] = None) -> Variable:
     """``ref`` plus ``updates`` added at the positions ``index[..., :]`` (op
-    ``scatter_nd_add``); repeated positions accumulate."""
+    ``scatter_nd_add``); repeated positions accumulate.
+
+    Args:
+        ref (Variable): the tensor to update.
+        index (Variable): int ``[..., k]`` coordinates into ``ref``'s first ``k`` dims.
+        updates (Variable): ``index.shape[:-1] + ref.shape[k:]``.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: a copy of ``ref`` with the updates added (repeated coordinates accumulate).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [3, 2], "float32")
+        ...     idx = fluid.data("idx", [-1, 1], "int64")
+        ...     upd = fluid.data("upd", [-1, 2], "float32")
+        ...     out = fluid.layers.scatter_nd_add(x, idx, upd)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.zeros((3, 2), "float32"), "idx": np.array([[1], [1]], "int64"), "upd": np.array([[1, 2], [3, 4]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[0., 0.],
+               [4., 6.],
+               [0., 0.]], dtype=float32)
+    """
     check_variable_and_dtype(ref, "ref", _NUM, "scatter_nd_add")
     check_variable_and_dtype(index, "index", _INT, "scatter_nd_add")
     check_variable_and_dtype(updates, "updates", _NUM, "scatter_nd_add")
@@ -318,7 +616,30 @@ def scatter_nd_add(ref: Variable, index: Variable, updates: Variable,
 def scatter_nd(index: Variable, updates: Variable, shape: Sequence[int],
                name: Optional[str] = None) -> Variable:
     """Zeros of ``shape`` with ``updates`` added at ``index`` (``scatter_nd_add`` on
-    ``zeros(shape)``, as fluid composes it)."""
+    ``zeros(shape)``, as fluid composes it).
+
+    Args:
+        index (Variable): int ``[..., k]`` coordinates.
+        updates (Variable): the values.
+        shape (list of int): the output's shape.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: zeros of ``shape`` with the updates added.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     idx = fluid.data("idx", [-1, 1], "int64")
+        ...     upd = fluid.data("upd", [-1], "float32")
+        ...     out = fluid.layers.scatter_nd(idx, upd, shape=[5])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"idx": np.array([[1], [3]], "int64"), "upd": np.array([9, 10], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([ 0.,  9.,  0., 10.,  0.], dtype=float32)
+    """
     check_variable_and_dtype(updates, "updates", _NUM, "scatter_nd")
     check_type(shape, "shape", (list, tuple), "scatter_nd")
     return scatter_nd_add(zeros(list(shape), updates.dtype), index, updates, name)
@@ -326,7 +647,29 @@ def scatter_nd(index: Variable, updates: Variable, shape: Sequence[int],
 
 def gather_nd(input: Variable, index: Variable, name: Optional[str] = None) -> Variable:
     """``input[index[..., :]]``: the last dim of ``index`` indexes the leading dims of input;
-    shape ``index.shape[:-1] + input.shape[index.shape[-1]:]`` (op ``gather_nd``)."""
+    shape ``index.shape[:-1] + input.shape[index.shape[-1]:]`` (op ``gather_nd``).
+
+    Args:
+        input (Variable): the source.
+        index (Variable): int ``[..., k]`` coordinates into ``input``'s first ``k`` dims.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``index.shape[:-1] + input.shape[k:]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     idx = fluid.data("idx", [-1, 2], "int64")
+        ...     out = fluid.layers.gather_nd(x, idx)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "idx": np.array([[0, 2], [1, 0]], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([2., 3.], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _ALL, "gather_nd")
     check_variable_and_dtype(index, "index", _INT, "gather_nd")
     helper = LayerHelper("gather_nd", name=name)
@@ -338,7 +681,30 @@ def gather_nd(input: Variable, index: Variable, name: Optional[str] = None) -> V
 
 def multiplex(inputs: Sequence[Variable], index: Variable) -> Variable:
     """Row i of the result is row i of ``inputs[index[i]]`` (``index``: int32 [N, 1]) (op
-    ``multiplex``)."""
+    ``multiplex``).
+
+    Args:
+        inputs (list of Variable): same-shaped candidates ``[N, ...]``.
+        index (Variable): int32 ``[N, 1]``: which candidate each row comes from.
+    Returns:
+        Variable: row ``i`` of ``inputs[index[i]]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     y = fluid.data("y", [2, 3], "float32")
+        ...     ids = fluid.data("ids", [2, 1], "int32")
+        ...     out = fluid.layers.multiplex([x, y], ids)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "y": np.full((2, 3), 2.0, "float32"), "ids": np.array([[1], [0]], "int32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 2., 2.],
+               [3., 4., 5.]], dtype=float32)
+    """
     check_type(inputs, "inputs", (list, tuple), "multiplex")
     if len(inputs) < 2:
         raise ValueError(f"multiplex: inputs should be a list of at least 2 Variables, but "
@@ -354,7 +720,30 @@ def multiplex(inputs: Sequence[Variable], index: Variable) -> Variable:
 
 
 def index_select(input: Variable, index: Variable, dim: int = 0) -> Variable:
-    """Entries of ``input`` at the 1-D int ``index`` along ``dim`` (op ``index_select``)."""
+    """Entries of ``input`` at the 1-D int ``index`` along ``dim`` (op ``index_select``).
+
+    Args:
+        input (Variable): the source.
+        index (Variable): 1-D int indices.
+        dim (int, default 0): the axis indexed.
+    Returns:
+        Variable: ``input`` with ``dim`` reduced to the selected entries.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     idx = fluid.data("idx", [-1], "int64")
+        ...     out = fluid.layers.index_select(x, idx, dim=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "idx": np.array([2, 0], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 0.],
+               [5., 3.]], dtype=float32)
+    """
     check_variable_and_dtype(input, "input", _NUM, "index_select")
     check_variable_and_dtype(index, "index", _INT, "index_select")
     dim = check_int(dim, "dim", "index_select")
@@ -367,7 +756,29 @@ def index_select(input: Variable, index: Variable, dim: int = 0) -> Variable:
 
 def index_sample(x: Variable, index: Variable) -> Variable:
     """``out[i, j] = x[i, index[i, j]]`` for 2-D ``x`` and int ``index`` (op
-    ``index_sample``)."""
+    ``index_sample``).
+
+    Args:
+        x (Variable): ``[N, D]``.
+        index (Variable): int ``[N, K]`` column indices per row.
+    Returns:
+        Variable: ``[N, K]``, ``x[i, index[i, j]]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 3], "float32")
+        ...     idx = fluid.data("idx", [2, 2], "int64")
+        ...     out = fluid.layers.index_sample(x, idx)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(6, dtype="float32").reshape(2, 3), "idx": np.array([[2, 0], [1, 1]], "int64")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[2., 0.],
+               [4., 4.]], dtype=float32)
+    """
     check_variable_and_dtype(x, "x", _NUM, "index_sample")
     check_variable_and_dtype(index, "index", _INT, "index_sample")
     helper = LayerHelper("index_sample")
@@ -393,7 +804,29 @@ def masked_select(input: Variable, mask: Variable) -> Variable:
 def argsort(input: Variable, axis: int = -1, descending: bool = False,
             name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """``(sorted values, int64 indices)`` along ``axis`` (op ``argsort``; equal values keep
-    their input order)."""
+    their input order).
+
+    Args:
+        input (Variable): the input.
+        axis (int, default -1): the axis sorted.
+        descending (bool, default False): largest first.
+        name (str | None): name prefix of the output.
+    Returns:
+        tuple: ``(sorted values, int64 indices)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4], "float32")
+        ...     out, idx = fluid.layers.argsort(x, axis=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[3.0, 1.0, 4.0, 1.5]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[idx])
+        >>> res
+        array([[1, 3, 0, 2]])
+    """
     check_variable_and_dtype(input, "input", _NUM, "argsort")
     axis = check_int(axis, "axis", "argsort")
     check_type(descending, "descending", bool, "argsort")
@@ -426,21 +859,75 @@ def _unique(layer: str, x: Variable, dtype: Any, with_counts: bool) -> Tuple[Var
 
 def unique(x: Variable, dtype: Any = "int32") -> Tuple[Variable, Variable]:
     """``(out, index)``: the distinct values of 1-D ``x`` in order of first appearance, and
-    each entry's position in ``out`` (op ``unique``)."""
+    each entry's position in ``out`` (op ``unique``).
+
+    Args:
+        x (Variable): a 1-D tensor.
+        dtype (str, default "int32"): the index dtype.
+    Returns:
+        tuple: ``(out, index)``: the unique values in order of first appearance, and for every
+        element of ``x`` its position in ``out``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1], "int64")
+        ...     out, index = fluid.layers.unique(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([2, 3, 2, 1], "int64")}, fetch_list=[out])
+        >>> res
+        array([2, 3, 1])
+    """
     return _unique("unique", x, dtype, False)
 
 
 def unique_with_counts(x: Variable, dtype: Any = "int32"
                        ) -> Tuple[Variable, Variable, Variable]:
     """``(out, index, count)``: as ``unique`` plus how often each value occurs (op
-    ``unique_with_counts``)."""
+    ``unique_with_counts``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1], "int64")
+        ...     out, index, count = fluid.layers.unique_with_counts(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([2, 3, 2, 1], "int64")}, fetch_list=[count])
+        >>> res
+        array([2, 1, 1], dtype=int32)
+    """
     return _unique("unique_with_counts", x, dtype, True)
 
 
 def shard_index(input: Variable, index_num: int, nshards: int, shard_id: int,
                 ignore_value: int = -1) -> Variable:
     """Ids of shard ``shard_id`` re-based to it, others set to ``ignore_value``; shards have
-    ``ceil(index_num / nshards)`` ids (op ``shard_index``)."""
+    ``ceil(index_num / nshards)`` ids (op ``shard_index``).
+
+    Args:
+        input (Variable): int ids ``[N, 1]``.
+        index_num (int): the id range, split into ``nshards`` equal shards.
+        nshards (int): the number of shards.
+        shard_id (int): this shard.
+        ignore_value (int, default -1): the output for ids of other shards.
+    Returns:
+        Variable: the id relative to the shard, or ``ignore_value``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 1], "int64")
+        ...     out = fluid.layers.shard_index(ids, index_num=20, nshards=2, shard_id=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"ids": np.array([[3], [12]], "int64")}, fetch_list=[out])[0].ravel()
+        array([-1,  2])
+    """
     check_variable_and_dtype(input, "input", _INT, "shard_index")
     index_num = check_int(index_num, "index_num", "shard_index", minimum=1)
     nshards = check_int(nshards, "nshards", "shard_index", minimum=1)
@@ -459,7 +946,28 @@ def shard_index(input: Variable, index_num: int, nshards: int, shard_id: int,
 
 def nonzero(input: Variable, as_tuple: bool = False) -> Union[Variable, Tuple[Variable, ...]]:
     """int64 coordinates ``[z, rank]`` of the non-zero entries of ``input`` (op
-    ``where_index``); ``as_tuple``: one ``[z, 1]`` column per dim instead, as fluid 1.8."""
+    ``where_index``); ``as_tuple``: one ``[z, 1]`` column per dim instead, as fluid 1.8.
+
+    Args:
+        input (Variable): the tensor.
+        as_tuple (bool, default False): one 1-D index tensor per dim instead of one matrix.
+    Returns:
+        Variable | tuple: int64 ``[count, rank]`` coordinates of the non-zero entries.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [2, 2], "float32")
+        ...     out = fluid.layers.nonzero(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[0, 1], [2, 0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res
+        array([[0, 1],
+               [1, 0]])
+    """
     check_variable_and_dtype(input, "input", _ALL, "nonzero")
     check_type(as_tuple, "as_tuple", bool, "nonzero")
     helper = LayerHelper("where_index")
@@ -480,7 +988,29 @@ def label_smooth(label: Variable, prior_dist: Optional[Variable] = None,
                  epsilon: float = 0.1, dtype: Any = "float32",
                  name: Optional[str] = None) -> Variable:
     """``(1 - epsilon) * label + epsilon * prior_dist`` (uniform ``1 / K`` without a prior)
-    for one-hot ``label`` [..., K] (op ``label_smooth``)."""
+    for one-hot ``label`` [..., K] (op ``label_smooth``).
+
+    Args:
+        label (Variable): one-hot (or soft) labels ``[..., C]``.
+        prior_dist (Variable | None): ``[1, C]`` prior (default uniform).
+        epsilon (float, default 0.1): the smoothing weight.
+        dtype (str, default "float32"): the output's dtype.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``(1 - epsilon) * label + epsilon * prior``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     y = fluid.data("y", [-1, 3], "float32")
+        ...     out = fluid.layers.label_smooth(y, epsilon=0.3)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"y": np.array([[0, 1, 0]], "float32")}, fetch_list=[out])
+        >>> res.round(4)
+        array([[0.1, 0.8, 0.1]], dtype=float32)
+    """
     check_variable_and_dtype(label, "label", ["float32", "float64"], "label_smooth")
     epsilon = check_number(epsilon, "epsilon", "label_smooth")
     if not 0.0 <= epsilon <= 1.0:

@@ -41,6 +41,32 @@ def image_resize(input: Variable, out_shape: Any = None, scale: Any = None,
     1-D int Variable), else ``int(in * scale)`` (``scale`` a float or a Variable);
     ``actual_shape`` (deprecated) overrides both at run time. ``align_corners`` /
     ``align_mode`` choose fluid's index rule (see ``fluidlite/ops/interp.py``).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or ``[N, C, D, H, W]`` for trilinear) map.
+        out_shape (list | tuple | Variable | None): the output's spatial shape.
+        scale (float | Variable | None): the factor, when ``out_shape`` is not given.
+        name (str | None): name prefix of the output.
+        resample (str, default "BILINEAR"): ``"BILINEAR"``, ``"NEAREST"`` or ``"TRILINEAR"``.
+        actual_shape (Variable | None): an int tensor overriding ``out_shape`` at run time.
+        align_corners (bool, default True): align the corner pixels of input and output.
+        align_mode (int, default 1): with ``align_corners=False``: 0 is half-pixel, 1 is
+            ``src = dst * scale``.
+        data_format (str, default "NCHW"): the layout.
+    Returns:
+        Variable: the resized map.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2], "float32")
+        ...     out = fluid.layers.image_resize(x, out_shape=[4, 6], resample="BILINEAR")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 1, 2, 2), "float32")}, fetch_list=[out])
+        >>> res.shape
+        (1, 1, 4, 6)
     """
     layer = "image_resize"
     if resample not in _RESAMPLE:
@@ -140,7 +166,22 @@ def interpolate(input: Variable, out_shape: Any = None, scale: Any = None,
                 name: Optional[str] = None, resample: str = "BILINEAR",
                 actual_shape: Optional[Variable] = None, align_corners: bool = True,
                 align_mode: int = 1, data_format: str = "NCHW") -> Variable:
-    """fluid 1.8's alias of ``image_resize`` (same arguments, same ops)."""
+    """fluid 1.8's alias of ``image_resize`` (same arguments, same ops).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2])
+        ...     out = fluid.layers.interpolate(x, out_shape=[4, 4], resample="NEAREST")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[[[1, 2], [3, 4]]]], "float32")}, fetch_list=[out])[0][0, 0]
+        array([[1., 1., 2., 2.],
+               [1., 1., 2., 2.],
+               [3., 3., 4., 4.],
+               [3., 3., 4., 4.]], dtype=float32)
+    """
     return image_resize(input, out_shape, scale, name, resample, actual_shape, align_corners,
                         align_mode, data_format)
 
@@ -149,7 +190,36 @@ def resize_bilinear(input: Variable, out_shape: Any = None, scale: Any = None,
                     name: Optional[str] = None, actual_shape: Optional[Variable] = None,
                     align_corners: bool = True, align_mode: int = 1,
                     data_format: str = "NCHW") -> Variable:
-    """``image_resize(..., resample='BILINEAR')`` of a 4-D input."""
+    """``image_resize(..., resample='BILINEAR')`` of a 4-D input.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or NHWC) map.
+        out_shape (list | tuple | Variable | None): the output's ``[H_out, W_out]``.
+        scale (float | Variable | None): the factor, when ``out_shape`` is not given.
+        name (str | None): name prefix of the output.
+        actual_shape (Variable | None): an int tensor overriding ``out_shape`` at run time.
+        align_corners (bool, default True): align the corner pixels of input and output.
+        align_mode (int, default 1): with ``align_corners=False``: 0 is half-pixel, 1 is
+            ``src = dst * scale``.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Variable: the resized map.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2], "float32")
+        ...     out = fluid.layers.resize_bilinear(x, out_shape=[3, 3], align_corners=True)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[[[0, 1], [2, 3]]]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res[0, 0]
+        array([[0. , 0.5, 1. ],
+               [1. , 1.5, 2. ],
+               [2. , 2.5, 3. ]], dtype=float32)
+    """
     return image_resize(input, out_shape, scale, name, "BILINEAR", actual_shape, align_corners,
                         align_mode, data_format)
 
@@ -158,7 +228,19 @@ def resize_trilinear(input: Variable, out_shape: Any = None, scale: Any = None,
                      name: Optional[str] = None, actual_shape: Optional[Variable] = None,
                      align_corners: bool = True, align_mode: int = 1,
                      data_format: str = "NCDHW") -> Variable:
-    """``image_resize(..., resample='TRILINEAR')`` of a 5-D input."""
+    """``image_resize(..., resample='TRILINEAR')`` of a 5-D input.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2, 2])
+        ...     out = fluid.layers.resize_trilinear(x, out_shape=[4, 4, 4])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 1, 2, 2, 2), "float32")}, fetch_list=[out])[0].shape
+        (1, 1, 4, 4, 4)
+    """
     return image_resize(input, out_shape, scale, name, "TRILINEAR", actual_shape,
                         align_corners, align_mode, data_format)
 
@@ -166,7 +248,35 @@ def resize_trilinear(input: Variable, out_shape: Any = None, scale: Any = None,
 def resize_nearest(input: Variable, out_shape: Any = None, scale: Any = None,
                    name: Optional[str] = None, actual_shape: Optional[Variable] = None,
                    align_corners: bool = True, data_format: str = "NCHW") -> Variable:
-    """``image_resize(..., resample='NEAREST')`` of a 4-D input."""
+    """``image_resize(..., resample='NEAREST')`` of a 4-D input.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` (or NHWC) map.
+        out_shape (list | tuple | Variable | None): the output's ``[H_out, W_out]``.
+        scale (float | Variable | None): the factor, when ``out_shape`` is not given.
+        name (str | None): name prefix of the output.
+        actual_shape (Variable | None): an int tensor overriding ``out_shape`` at run time.
+        align_corners (bool, default True): align the corner pixels of input and output.
+        data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Variable: the resized map.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2], "float32")
+        ...     out = fluid.layers.resize_nearest(x, scale=2.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[[[0, 1], [2, 3]]]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res[0, 0]
+        array([[0., 0., 1., 1.],
+               [0., 0., 1., 1.],
+               [2., 2., 3., 3.],
+               [2., 2., 3., 3.]], dtype=float32)
+    """
     return image_resize(input, out_shape, scale, name, "NEAREST", actual_shape, align_corners,
                         1, data_format)
 
@@ -174,7 +284,19 @@ def resize_nearest(input: Variable, out_shape: Any = None, scale: Any = None,
 def image_resize_short(input: Variable, out_short_len: int,
                        resample: str = "BILINEAR") -> Variable:
     """Resize a 4-D NCHW batch so that its shorter side becomes ``out_short_len`` and the
-    longer one ``int(long * out_short_len / short + 0.5)`` (aspect ratio kept)."""
+    longer one ``int(long * out_short_len / short + 0.5)`` (aspect ratio kept).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 8])
+        ...     out = fluid.layers.image_resize_short(x, out_short_len=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 1, 4, 8), "float32")}, fetch_list=[out])[0].shape
+        (1, 1, 2, 4)
+    """
     check_type(input, "input", Variable, "image_resize_short")
     if len(input.shape) != 4:
         raise ValueError(f"image_resize_short: the rank of input must be 4 (num_batches, "
@@ -219,7 +341,38 @@ def conv3d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
     """3-D convolution ``act(conv3d(input, W) + b)``; W is
     ``[num_filters, C/groups, kd, kh, kw]`` initialized Normal(0, sqrt(2 / (kd*kh*kw*C)))
     unless ``param_attr`` says otherwise; the bias ``[num_filters]`` is added on the channel
-    axis (``bias_attr=False``: no bias)."""
+    axis (``bias_attr=False``: no bias).
+
+    Args:
+        input (Variable): ``[N, C, D, H, W]`` (or NDHWC) map.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 3 ints): kernel size.
+        stride (int | tuple, default 1): window step.
+        padding (int | tuple | str, default 0): zero padding, or ``"SAME"`` / ``"VALID"``.
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups.
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        name (str | None): name prefix of the output.
+        data_format (str, default "NCDHW"): ``"NCDHW"`` or ``"NDHWC"``.
+    Returns:
+        Variable: ``[N, num_filters, D_out, H_out, W_out]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 4, 4, 4], "float32")
+        ...     out = fluid.layers.conv3d(x, num_filters=3, filter_size=3, padding=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 2, 4, 4, 4), "float32")}, fetch_list=[out])
+        >>> res.shape
+        (1, 3, 4, 4, 4)
+    """
     layer = "conv3d"
     C = _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
     num_filters, groups = _filters_and_groups(layer, input, C, num_filters, groups)
@@ -246,7 +399,21 @@ def conv3d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     """Transposed 3-D convolution (the adjoint of conv3d): W is
     ``[C, num_filters/groups, kd, kh, kw]`` (default Xavier init); output per axis
     ``(in-1)*stride - pad_before - pad_after + dilation*(k-1) + 1``, or ``output_size`` when
-    given (``filter_size`` may then be omitted and is derived from it)."""
+    given (``filter_size`` may then be omitted and is derived from it).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 2, 2, 2], "float32")
+        ...     out = fluid.layers.conv3d_transpose(x, num_filters=3, filter_size=2, stride=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 2, 2, 2, 2), "float32")}, fetch_list=[out])
+        >>> res.shape
+        (1, 3, 4, 4, 4)
+    """
     layer = "conv3d_transpose"
     if param_attr is False:
         raise ValueError(f"{layer}: param_attr should not be False")
@@ -274,7 +441,36 @@ def pool3d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_st
            data_format: str = "NCDHW") -> Variable:
     """Max or average pooling of a 5-D batch over ``pool_size`` windows (``global_pooling``:
     the whole volume; ``ceil_mode``: round the output size up; ``exclusive``: averages ignore
-    padding)."""
+    padding).
+
+    Args:
+        input (Variable): ``[N, C, D, H, W]`` (or NDHWC) map.
+        pool_size (int | tuple, default -1): window size.
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        pool_stride (int | tuple, default 1): window step.
+        pool_padding (int | tuple | str, default 0): padding.
+        global_pooling (bool, default False): pool the whole volume.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        ceil_mode (bool, default False): round the output size up.
+        name (str | None): name prefix of the output.
+        exclusive (bool, default True): averages ignore padding.
+        data_format (str, default "NCDHW"): the layout.
+    Returns:
+        Variable: the pooled volume.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2, 2], "float32")
+        ...     out = fluid.layers.pool3d(x, pool_size=2, pool_type="avg", pool_stride=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(8, dtype="float32").reshape(1, 1, 2, 2, 2)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel()
+        array([3.5], dtype=float32)
+    """
     layer = "pool3d"
     _check_pool_args(layer, pool_type, pool_size, global_pooling, use_cudnn)
     _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
@@ -318,7 +514,31 @@ def adaptive_pool2d(input: Variable, pool_size: Any, pool_type: str = "max",
                     require_index: bool = False, name: Optional[str] = None) -> Any:
     """Adaptive max/avg pooling of a 4-D NCHW batch to ``pool_size`` (output cell ``o`` of an
     axis covers ``[floor(o*in/out), ceil((o+1)*in/out))``); ``require_index`` (max only) also
-    returns the flat index ``h*W + w`` of each maximum."""
+    returns the flat index ``h*W + w`` of each maximum.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` map.
+        pool_size (int | tuple): the output's ``[H_out, W_out]``.
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        require_index (bool, default False): also return the max positions (max only).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable | tuple: ``[N, C, H_out, W_out]`` (and the indices with ``require_index``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4], "float32")
+        ...     out = fluid.layers.adaptive_pool2d(x, pool_size=2, pool_type="max")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(16, dtype="float32").reshape(1, 1, 4, 4)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res[0, 0]
+        array([[ 5.,  7.],
+               [13., 15.]], dtype=float32)
+    """
     return _adaptive_pool("adaptive_pool2d", 2, input, pool_size, pool_type, require_index,
                           name)
 
@@ -326,7 +546,21 @@ def adaptive_pool2d(input: Variable, pool_size: Any, pool_type: str = "max",
 def adaptive_pool3d(input: Variable, pool_size: Any, pool_type: str = "max",
                     require_index: bool = False, name: Optional[str] = None) -> Any:
     """Adaptive max/avg pooling of a 5-D NCDHW batch to ``pool_size`` (see
-    ``adaptive_pool2d``)."""
+    ``adaptive_pool2d``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2, 2], "float32")
+        ...     out = fluid.layers.adaptive_pool3d(x, pool_size=1, pool_type="avg")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(8, dtype="float32").reshape(1, 1, 2, 2, 2)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel()
+        array([3.5], dtype=float32)
+    """
     return _adaptive_pool("adaptive_pool3d", 3, input, pool_size, pool_type, require_index,
                           name)
 
@@ -352,7 +586,28 @@ def _rank(layer: str, x: Variable, rank: int, arg: str = "x") -> None:
 
 def pixel_shuffle(x: Variable, upscale_factor: int) -> Variable:
     """Rearrange ``[N, C*r*r, H, W]`` into ``[N, C, H*r, W*r]`` (r = ``upscale_factor``):
-    ``out[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w]``."""
+    ``out[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w]``.
+
+    Args:
+        x (Variable): ``[N, C * r * r, H, W]`` map.
+        upscale_factor (int): ``r``.
+    Returns:
+        Variable: ``[N, C, H * r, W * r]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 1], "float32")
+        ...     out = fluid.layers.pixel_shuffle(x, upscale_factor=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(4, dtype="float32").reshape(1, 4, 1, 1)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res[0, 0]
+        array([[0., 1.],
+               [2., 3.]], dtype=float32)
+    """
     _float_var("pixel_shuffle", x)
     _rank("pixel_shuffle", x, 4)
     if not is_int(upscale_factor):
@@ -364,7 +619,28 @@ def pixel_shuffle(x: Variable, upscale_factor: int) -> Variable:
 
 def space_to_depth(x: Variable, blocksize: int, name: Optional[str] = None) -> Variable:
     """fluid's ``space_to_depth`` (darknet reorg): ``[N, C, H, W]`` ->
-    ``[N, C*bs², H/bs, W/bs]`` with fluid's element order (see the op)."""
+    ``[N, C*bs², H/bs, W/bs]`` with fluid's element order (see the op).
+
+    Args:
+        x (Variable): ``[N, C, H, W]`` map (``H``, ``W`` divisible by ``blocksize``).
+        blocksize (int): the block edge.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, C * blocksize^2, H / blocksize, W / blocksize]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 2, 2], "float32")
+        ...     out = fluid.layers.space_to_depth(x, blocksize=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(16, dtype="float32").reshape(1, 4, 2, 2)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.shape
+        (1, 16, 1, 1)
+    """
     check_variable_and_dtype(x, "x", ["float16", "float32", "float64", "int32", "int64"],
                              "space_to_depth")
     _rank("space_to_depth", x, 4)
@@ -375,7 +651,28 @@ def space_to_depth(x: Variable, blocksize: int, name: Optional[str] = None) -> V
 
 
 def shuffle_channel(x: Variable, group: int, name: Optional[str] = None) -> Variable:
-    """ShuffleNet's channel shuffle: channels viewed as ``[group, C/group]`` and transposed."""
+    """ShuffleNet's channel shuffle: channels viewed as ``[group, C/group]`` and transposed.
+
+    Args:
+        x (Variable): ``[N, C, H, W]`` map.
+        group (int): channel groups (``C`` divisible by it).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: the channels regrouped (the transpose of ``[group, C / group]``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 1], "float32")
+        ...     out = fluid.layers.shuffle_channel(x, group=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.arange(4, dtype="float32").reshape(1, 4, 1, 1)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel()
+        array([0., 2., 1., 3.], dtype=float32)
+    """
     _float_var("shuffle_channel", x)
     _rank("shuffle_channel", x, 4)
     if not is_int(group):
@@ -387,7 +684,30 @@ def shuffle_channel(x: Variable, group: int, name: Optional[str] = None) -> Vari
 def temporal_shift(x: Variable, seg_num: int, shift_ratio: float = 0.25,
                    name: Optional[str] = None) -> Variable:
     """TSM's temporal shift of ``[N*seg_num, C, H, W]``: the first ``C*shift_ratio`` channels
-    take the previous frame, the next ``C*shift_ratio`` the following one (zeros at the ends)."""
+    take the previous frame, the next ``C*shift_ratio`` the following one (zeros at the ends).
+
+    Args:
+        x (Variable): ``[N * seg_num, C, H, W]`` frames.
+        seg_num (int): frames per clip.
+        shift_ratio (float, default 0.25): the fraction of channels shifted each way in time.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape; a quarter of the channels (by default) come from the previous
+        frame, a quarter from the next.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 1])                   # batch * seg_num frames
+        ...     out = fluid.layers.temporal_shift(x, seg_num=2, shift_ratio=0.25)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.arange(8, dtype="float32").reshape(2, 4, 1, 1)},
+        ...         fetch_list=[out])[0].reshape(2, 4)
+        array([[0., 5., 2., 3.],
+               [0., 0., 6., 7.]], dtype=float32)
+    """
     _float_var("temporal_shift", x)
     _rank("temporal_shift", x, 4)
     if not is_int(seg_num):
@@ -405,7 +725,23 @@ def unfold(x: Variable, kernel_sizes: Any = None, strides: Any = 1, paddings: An
     """im2col of ``[N, C, H, W]``: ``[N, C*kh*kw, L]`` sliding blocks. ``paddings`` is an int,
     ``[ph, pw]`` or ``[top, left, bottom, right]``. (fluid 1.8's code names the arguments
     ``kernel_sizes`` / ``dilations``, its documentation ``kernel_size`` / ``dilation``: both
-    are accepted.)"""
+    are accepted.)
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 3, 3])
+        ...     out = fluid.layers.unfold(x, kernel_sizes=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.arange(9, dtype="float32").reshape(1, 1, 3, 3)},
+        ...         fetch_list=[out])[0]                      # [batch, C*kh*kw, windows]
+        array([[[0., 1., 3., 4.],
+                [1., 2., 4., 5.],
+                [3., 4., 6., 7.],
+                [4., 5., 7., 8.]]], dtype=float32)
+    """
     layer = "unfold"
     if kernel_size is not None:
         kernel_sizes = kernel_size
@@ -436,7 +772,20 @@ def affine_channel(x: Variable, scale: Optional[Variable] = None,
                    bias: Optional[Variable] = None, data_layout: str = "NCHW",
                    name: Optional[str] = None, act: Any = None) -> Variable:
     """``x * scale[c] + bias[c]`` on the channel axis (``scale`` / ``bias`` are 1-D
-    Variables of the channel count), then ``act``."""
+    Variables of the channel count), then ``act``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 1, 1], "float32")
+        ...     out = fluid.layers.affine_channel(x, scale=fluid.layers.assign(np.array([2, 3], "float32")), bias=fluid.layers.assign(np.array([1, 0], "float32")))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 2, 1, 1), "float32")}, fetch_list=[out])
+        >>> res.ravel()
+        array([3., 3.], dtype=float32)
+    """
     layer = "affine_channel"
     _float_var(layer, x)
     check_type(scale, "scale", Variable, layer)
@@ -451,7 +800,31 @@ def affine_channel(x: Variable, scale: Optional[Variable] = None,
 def lrn(input: Variable, n: int = 5, k: float = 1.0, alpha: float = 0.0001,
         beta: float = 0.75, name: Optional[str] = None, data_format: str = "NCHW") -> Variable:
     """Local response normalization across channels:
-    ``out = x / (k + alpha * sum_{n neighbouring channels} x^2) ** beta``."""
+    ``out = x / (k + alpha * sum_{n neighbouring channels} x^2) ** beta``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` map.
+        n (int, default 5): channels in the normalization window.
+        k (float, default 1.0): the bias.
+        alpha (float, default 1e-4): the scale.
+        beta (float, default 0.75): the exponent.
+        name (str | None): name prefix of the output.
+        data_format (str, default "NCHW"): the layout.
+    Returns:
+        Variable: ``x / (k + alpha * sum(x^2 over the window)) ** beta``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3, 1, 1], "float32")
+        ...     out = fluid.layers.lrn(x, n=3)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.ones((1, 3, 1, 1), "float32")}, fetch_list=[out])
+        >>> res.ravel()
+        array([0.99985 , 0.999775, 0.99985 ], dtype=float32)
+    """
     layer = "lrn"
     _float_var(layer, input, "input")
     if len(input.shape) != 4:
@@ -472,7 +845,31 @@ def lrn(input: Variable, n: int = 5, k: float = 1.0, alpha: float = 0.0001,
 
 def affine_grid(theta: Variable, out_shape: Any, name: Optional[str] = None) -> Variable:
     """Sampling grid ``[N, H, W, 2]`` of the affine maps ``theta`` ``[N, 2, 3]`` over an output
-    of shape ``out_shape`` (``[N, C, H, W]``: a list of ints or a 1-D int Variable)."""
+    of shape ``out_shape`` (``[N, C, H, W]``: a list of ints or a 1-D int Variable).
+
+    Args:
+        theta (Variable): ``[N, 2, 3]`` affine matrices.
+        out_shape (list | Variable): ``[N, C, H, W]`` of the output grid.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, H, W, 2]`` sampling grid for ``grid_sampler``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     theta = fluid.data("theta", [-1, 2, 3])
+        ...     grid = fluid.layers.affine_grid(theta, out_shape=[1, 1, 2, 2])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> identity = np.array([[[1, 0, 0], [0, 1, 0]]], "float32")
+        >>> exe.run(main, feed={"theta": identity}, fetch_list=[grid])[0][0]
+        array([[[-1., -1.],
+                [ 1., -1.]],
+        <BLANKLINE>
+               [[-1.,  1.],
+                [ 1.,  1.]]], dtype=float32)
+    """
     layer = "affine_grid"
     _float_var(layer, theta, "theta")
     if not isinstance(out_shape, (list, tuple, Variable)):
@@ -489,7 +886,29 @@ def affine_grid(theta: Variable, out_shape: Any, name: Optional[str] = None) -> 
 
 def grid_sampler(x: Variable, grid: Variable, name: Optional[str] = None) -> Variable:
     """Bilinear sampling of ``x`` ``[N, C, H, W]`` at ``grid`` ``[N, Ho, Wo, 2]`` (x, y in
-    [-1, 1] reaching the corner pixels; samples outside read 0)."""
+    [-1, 1] reaching the corner pixels; samples outside read 0).
+
+    Args:
+        x (Variable): ``[N, C, H, W]`` map.
+        grid (Variable): ``[N, H_out, W_out, 2]`` sampling positions in ``[-1, 1]`` (x, y).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: ``[N, C, H_out, W_out]``, bilinear samples (zeros outside).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2])
+        ...     grid = fluid.data("grid", [-1, 1, 1, 2])
+        ...     out = fluid.layers.grid_sampler(x, grid)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.array([[[[0, 1], [2, 3]]]], "float32"),
+        ...                     # the centre
+        ...                     "grid": np.zeros((1, 1, 1, 2), "float32")}, fetch_list=[out])[0].ravel()
+        array([1.5], dtype=float32)
+    """
     layer = "grid_sampler"
     _float_var(layer, x)
     _float_var(layer, grid, "grid")
@@ -499,14 +918,51 @@ def grid_sampler(x: Variable, grid: Variable, name: Optional[str] = None) -> Var
 
 def fsp_matrix(x: Variable, y: Variable) -> Variable:
     """The FSP matrix ``[N, C1, C2]`` of two feature maps with equal height and width:
-    ``x_flat @ y_flat^T / (H*W)``."""
+    ``x_flat @ y_flat^T / (H*W)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     a = fluid.data("a", [-1, 2, 2, 2])
+        ...     b = fluid.data("b", [-1, 3, 2, 2])
+        ...     out = fluid.layers.fsp_matrix(a, b)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"a": np.ones((1, 2, 2, 2), "float32"), "b": np.ones((1, 3, 2, 2), "float32")},
+        ...         fetch_list=[out])[0]
+        array([[[1., 1., 1.],
+                [1., 1., 1.]]], dtype=float32)
+    """
     _float_var("fsp_matrix", x)
     _float_var("fsp_matrix", y, "y")
     return _simple("fsp_matrix", "fsp", {"X": x, "Y": y}, {}, x.dtype)
 
 
 def cos_sim(X: Variable, Y: Variable) -> Variable:
-    """Row-wise cosine similarity ``[N, 1]`` of X and Y (Y may have a single row)."""
+    """Row-wise cosine similarity ``[N, 1]`` of X and Y (Y may have a single row).
+
+    Args:
+        X (Variable): ``[N, D]``.
+        Y (Variable): ``[N, D]`` or ``[1, D]`` (broadcast).
+    Returns:
+        Variable: ``[N, 1]`` cosine similarities.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     y = fluid.data("y", [-1, 2], "float32")
+        ...     out = fluid.layers.cos_sim(x, y)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"x": np.array([[1, 0], [1, 1]], "float32"), "y": np.array([[1, 0], [1, 0]], "float32")}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.round(4)
+        array([[1.    ],
+               [0.7071]], dtype=float32)
+    """
     _float_var("cos_sim", X, "X")
     _float_var("cos_sim", Y, "Y")
     helper = LayerHelper("cos_sim")
@@ -522,7 +978,22 @@ def bilinear_tensor_product(x: Variable, y: Variable, size: int, act: Any = None
                             name: Optional[str] = None, param_attr: Any = None,
                             bias_attr: Any = None) -> Variable:
     """``out[:, i] = act(x @ W[i] @ y^T + b[i])`` with W ``[size, x_dim, y_dim]`` and b
-    ``[1, size]``."""
+    ``[1, size]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3])
+        ...     y = fluid.data("y", [-1, 2])
+        ...     out = fluid.layers.bilinear_tensor_product(x, y, size=4)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((5, 3), "float32"), "y": np.ones((5, 2), "float32")},
+        ...         fetch_list=[out])[0].shape
+        (5, 4)
+    """
     layer = "bilinear_tensor_product"
     _float_var(layer, x)
     _float_var(layer, y, "y")
@@ -547,7 +1018,22 @@ def bilinear_tensor_product(x: Variable, y: Variable, size: int, act: Any = None
 def add_position_encoding(input: Variable, alpha: float, beta: float,
                           name: Optional[str] = None) -> Variable:
     """``alpha * input + beta * PE`` with the sinusoid position table of the Transformer
-    (input ``[batch, length, size]``, size even)."""
+    (input ``[batch, length, size]``, size even).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 3, 4])
+        ...     # the encoding alone
+        ...     out = fluid.layers.add_position_encoding(x, alpha=0.0, beta=1.0)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.zeros((1, 3, 4), "float32")}, fetch_list=[out])[0][0].round(4)
+        array([[ 0.000e+00,  0.000e+00,  1.000e+00,  1.000e+00],
+               [ 8.415e-01,  1.000e-04,  5.403e-01,  1.000e+00],
+               [ 9.093e-01,  2.000e-04, -4.161e-01,  1.000e+00]], dtype=float32)
+    """
     layer = "add_position_encoding"
     _float_var(layer, input, "input")
     return _simple(layer, layer, {"X": input},
@@ -557,7 +1043,22 @@ def add_position_encoding(input: Variable, alpha: float, beta: float,
 def similarity_focus(input: Variable, axis: int, indexes: Sequence[int],
                      name: Optional[str] = None) -> Variable:
     """A 0/1 mask of ``input``'s shape marking, for each slice ``indexes`` of ``axis``
-    (1, 2 or 3), the greedy row/column-exclusive maxima (see the op)."""
+    (1, 2 or 3), the greedy row/column-exclusive maxima (see the op).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 2, 2])
+        ...     out = fluid.layers.similarity_focus(x, axis=1, indexes=[0])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[[[1, 2], [3, 4]], [[0, 0], [0, 0]]]], "float32")},
+        ...               fetch_list=[out])
+        >>> res[0, 0]
+        array([[1., 0.],
+               [0., 1.]], dtype=float32)
+    """
     layer = "similarity_focus"
     _float_var(layer, input, "input")
     _rank(layer, input, 4, "input")
@@ -576,7 +1077,21 @@ def similarity_focus(input: Variable, axis: int, indexes: Sequence[int],
 
 def mean_iou(input: Variable, label: Variable, num_classes: int) -> Any:
     """Mean intersection-over-union of integer predictions ``input`` and ``label``; returns
-    ``(mean_iou [1] float32, out_wrong [num_classes] int32, out_correct [num_classes] int32)``."""
+    ``(mean_iou [1] float32, out_wrong [num_classes] int32, out_correct [num_classes] int32)``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     pred = fluid.data("pred", [-1], "int32")
+        ...     label = fluid.data("label", [-1], "int32")
+        ...     miou, wrong, correct = fluid.layers.mean_iou(pred, label, num_classes=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> exe.run(main, feed={"pred": np.array([0, 1, 1, 0], "int32"),
+        ...                     "label": np.array([0, 1, 0, 0], "int32")}, fetch_list=[miou])[0].round(4)
+        array([0.5833], dtype=float32)
+    """
     layer = "mean_iou"
     check_variable_and_dtype(input, "Predictions", ["int32", "int64"], layer)
     check_variable_and_dtype(label, "Labels", ["int32", "int64"], layer)
@@ -612,7 +1127,35 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
                name: Optional[str] = None) -> Variable:
     """Group normalization: the channels split into ``groups``; each (sample, group) is
     normalized over its channels and positions, then the per-channel scale (init 1) and bias
-    (init 0) apply (``param_attr`` / ``bias_attr`` False: none), then ``act``."""
+    (init 0) apply (``param_attr`` / ``bias_attr`` False: none), then ``act``.
+
+    Args:
+        input (Variable): ``[N, C, ...]`` map.
+        groups (int): channel groups (``C`` divisible by it).
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        act (str | None): activation applied to the result.
+        data_layout (str, default "NCHW"): the layout.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: normalized per sample and group, same shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4, 1, 2], "float32")
+        ...     out = fluid.layers.group_norm(x, groups=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.arange(8, dtype="float32").reshape(1, 4, 1, 2)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel().round(3)
+        array([-1.342, -0.447,  0.447,  1.342, -1.342, -0.447,  0.447,  1.342],
+              dtype=float32)
+    """
     layer = "group_norm"
     _float_var(layer, input, "input")
     if data_layout not in ("NCHW", "NHWC"):
@@ -643,7 +1186,31 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
 def instance_norm(input: Variable, epsilon: float = 1e-05, param_attr: Any = None,
                   bias_attr: Any = None, name: Optional[str] = None) -> Variable:
     """Instance normalization of ``[N, C, ...]``: each (sample, channel) normalized over its
-    positions, then the per-channel scale (init 1) and bias (init 0)."""
+    positions, then the per-channel scale (init 1) and bias (init 0).
+
+    Args:
+        input (Variable): ``[N, C, ...]`` map.
+        epsilon (float, default 1e-5): added to the variance.
+        param_attr (ParamAttr | str | None): the scale's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute.
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: normalized per sample and channel, same shape.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 2, 2], "float32")
+        ...     out = fluid.layers.instance_norm(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([1, 2, 3, 4], "float32").reshape(1, 1, 2, 2)}
+        >>> res, = exe.run(main, feed=feed, fetch_list=[out])
+        >>> res.ravel().round(3)
+        array([-1.342, -0.447,  0.447,  1.342], dtype=float32)
+    """
     layer = "instance_norm"
     _float_var(layer, input, "input")
     if not 2 <= len(input.shape) <= 5:
@@ -668,7 +1235,22 @@ def spectral_norm(weight: Variable, dim: int = 0, power_iters: int = 1, eps: flo
                   name: Optional[str] = None) -> Variable:
     """``weight / sigma``, sigma the largest singular value of ``weight`` viewed as
     ``[shape[dim], rest]``, estimated by ``power_iters`` power iterations from the persistent
-    vectors U ``[shape[dim]]`` and V ``[rest]`` (Normal(0, 1) init, not trainable)."""
+    vectors U ``[shape[dim]]`` and V ``[rest]`` (Normal(0, 1) init, not trainable).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     w = fluid.layers.create_parameter([3, 4], "float32", default_initializer=fluid.initializer.NumpyArrayInitializer(
+        ...         np.diag([3.0, 1.0, 0.5]).astype("float32") @ np.eye(3, 4, dtype="float32")))
+        ...     out = fluid.layers.spectral_norm(w, dim=0, power_iters=20)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> res, = exe.run(main, fetch_list=[out])
+        >>> round(float(np.linalg.svd(res, compute_uv=False)[0]), 3)
+        1.0
+    """
     layer = "spectral_norm"
     _float_var(layer, weight, "weight")
     dim = check_int(dim, "dim", layer)
@@ -709,7 +1291,20 @@ def data_norm(input: Variable, act: Any = None, epsilon: float = 1e-05, param_at
     ``(x - batch_sum / batch_size) * sqrt(batch_size / batch_square_sum)``. The statistics are
     parameters ``<name>.batch_size`` (init 1e4), ``.batch_sum`` (0), ``.batch_square_sum``
     (1e4); ``param_attr`` may be a dict with ``batch_size`` / ``batch_sum`` /
-    ``batch_square`` initial values, as fluid's."""
+    ``batch_square`` initial values, as fluid's.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     out = fluid.layers.data_norm(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.array([[1, 2], [3, 4]], "float32")}, fetch_list=[out])[0].shape
+        (2, 2)
+    """
     layer = "data_norm"
     _float_var(layer, input, "input")
     if data_layout not in ("NCHW", "NHWC"):
@@ -758,7 +1353,22 @@ def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wi
               name: Optional[str] = None) -> Variable:
     """RoIAlign: each ROI (a LoD tensor ``[R, 4]``, its LoD giving the image of each ROI) is
     split into ``pooled_height x pooled_width`` bins averaging bilinear samples:
-    ``[R, C, pooled_height, pooled_width]``."""
+    ``[R, C, pooled_height, pooled_width]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     out = fluid.layers.roi_align(x, rois, pooled_height=1, pooled_width=1, sampling_ratio=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 3, 3]], "float32"), [[1]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 1, 4, 4), "float32"), "rois": rois},
+        ...         fetch_list=[out])[0].ravel()
+        array([1.], dtype=float32)
+    """
     _roi_args("roi_align", input, rois, pooled_height, pooled_width)
     return _simple("roi_align", "roi_align", {"X": input, "ROIs": rois},
                    {"pooled_height": int(pooled_height), "pooled_width": int(pooled_width),
@@ -769,7 +1379,23 @@ def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wi
 def roi_pool(input: Variable, rois: Variable, pooled_height: int = 1, pooled_width: int = 1,
              spatial_scale: float = 1.0) -> Variable:
     """RoI max pooling of each ROI (LoD tensor ``[R, 4]``) into
-    ``[R, C, pooled_height, pooled_width]``."""
+    ``[R, C, pooled_height, pooled_width]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     out = fluid.layers.roi_pool(x, rois, pooled_height=2, pooled_width=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 3, 3]], "float32"), [[1]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.arange(16, dtype="float32").reshape(1, 1, 4, 4), "rois": rois},
+        ...         fetch_list=[out])[0][0, 0]
+        array([[ 5.,  7.],
+               [13., 15.]], dtype=float32)
+    """
     _roi_args("roi_pool", input, rois, pooled_height, pooled_width)
     helper = LayerHelper("roi_pool")
     out = helper.create_variable_for_type_inference(input.dtype)
@@ -801,7 +1427,23 @@ def psroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
                pooled_height: int, pooled_width: int, name: Optional[str] = None) -> Variable:
     """Position-sensitive RoI average pooling (R-FCN): ``input`` has
     ``output_channels * pooled_height * pooled_width`` channels; the result is
-    ``[R, output_channels, pooled_height, pooled_width]``."""
+    ``[R, output_channels, pooled_height, pooled_width]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     # 4 = output_channels * 2 * 2 bins... of 1
+        ...     x = fluid.data("x", [-1, 4, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     out = fluid.layers.psroi_pool(x, rois, output_channels=1, spatial_scale=1.0,
+        ...                                   pooled_height=2, pooled_width=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 3, 3]], "float32"), [[1]], fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 4, 4, 4), "float32"), "rois": rois}, fetch_list=[out])[0].shape
+        (1, 1, 2, 2)
+    """
     return _position_sensitive("psroi_pool", input, rois, output_channels, spatial_scale,
                                pooled_height, pooled_width, name)
 
@@ -816,7 +1458,22 @@ def inplace_abn(input: Variable, act: Optional[str] = None, is_test: bool = Fals
     """``batch_norm`` fused with its activation in one ``inplace_abn`` op (``act``: None /
     'identity', 'leaky_relu' or 'elu', slope/scale ``act_alpha``); the same parameters and
     moving statistics as ``batch_norm``. (fluid computes it in place to save memory; here the
-    output is a fresh variable with the same values.)"""
+    output is a fresh variable with the same values.)
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 2, 2])
+        ...     y = fluid.layers.inplace_abn(x, act="leaky_relu")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> out, = exe.run(main, feed={"x": np.random.RandomState(0).rand(4, 2, 2, 2).astype("float32")},
+        ...               fetch_list=[y])
+        >>> out.shape
+        (4, 2, 2, 2)
+    """
     layer = "inplace_abn"
     _float_var(layer, input, "input")
     act = "identity" if act is None else act
@@ -872,7 +1529,25 @@ def deformable_conv(input: Variable, offset: Variable, mask: Optional[Variable],
     """Deformable convolution (DCN v2 with ``mask`` when ``modulated``, else v1): W is
     ``[num_filters, C/groups, kh, kw]`` (Normal(0, sqrt(2/(kh*kw*C)))), ``offset``
     ``[N, 2*deformable_groups*kh*kw, oh, ow]``, ``mask`` ``[N, deformable_groups*kh*kw, oh,
-    ow]``; the bias ``[num_filters]`` is added on the channel axis."""
+    ow]``; the bias ``[num_filters]`` is added on the channel axis.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     # 2 * 3 * 3 offsets per position
+        ...     offset = fluid.data("offset", [-1, 18, 4, 4])
+        ...     mask = fluid.data("mask", [-1, 9, 4, 4])
+        ...     out = fluid.layers.deformable_conv(x, offset, mask, num_filters=2, filter_size=3, padding=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.ones((1, 1, 4, 4), "float32"), "offset": np.zeros((1, 18, 4, 4), "float32"),
+        ...         "mask": np.ones((1, 9, 4, 4), "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].shape
+        (1, 2, 4, 4)
+    """
     layer = "deformable_conv"
     _float_var(layer, input, "input")
     _float_var(layer, offset, "offset")
@@ -914,7 +1589,24 @@ def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
     """Precise RoI pooling (position-sensitive; ``input`` has ``output_channels *
     pooled_height * pooled_width`` channels): each bin is the exact integral of the bilinear
     interpolant over the bin divided by its area; ``[R, output_channels, pooled_height,
-    pooled_width]``."""
+    pooled_width]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     out = fluid.layers.prroi_pool(x, rois, output_channels=1, spatial_scale=1.0,
+        ...                                   pooled_height=1, pooled_width=1)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0.5, 0.5, 2.5, 2.5]], "float32"), [[1]],
+        ...                              fluid.CPUPlace())
+        >>> exe.run(main, feed={"x": np.ones((1, 1, 4, 4), "float32"), "rois": rois},
+        ...         fetch_list=[out])[0].ravel()             # the mean of the interpolated map
+        array([1.], dtype=float32)
+    """
     return _position_sensitive("prroi_pool", input, rois, output_channels, spatial_scale,
                                pooled_height, pooled_width, name)
 
@@ -929,7 +1621,25 @@ def deformable_roi_pooling(input: Variable, rois: Variable, trans: Variable,
     """Deformable RoI pooling (DCN): each bin, shifted by the learned ``trans`` offsets,
     averages ``sample_per_part``² bilinear samples; ``position_sensitive`` reads
     ``C / (pooled_height * pooled_width)`` output channels position-sensitively. Op
-    ``deformable_psroi_pooling``."""
+    ``deformable_psroi_pooling``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2, 4, 4])
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     trans = fluid.data("trans", [-1, 2, 2, 2])
+        ...     out = fluid.layers.deformable_roi_pooling(x, rois, trans, no_trans=True, pooled_height=2,
+        ...                                               pooled_width=2, part_size=[2, 2])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> rois = fluid.create_lod_tensor(np.array([[0, 0, 3, 3]], "float32"), [[1]], fluid.CPUPlace())
+        >>> feed = {"x": np.ones((1, 2, 4, 4), "float32"), "rois": rois,
+        ...         "trans": np.zeros((1, 2, 2, 2), "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0].shape
+        (1, 2, 2, 2)
+    """
     layer = "deformable_roi_pooling"
     _roi_args(layer, input, rois, pooled_height, pooled_width)
     _float_var(layer, trans, "trans")

@@ -14,7 +14,39 @@ __all__ = ["DetectionMAP"]
 class DetectionMAP:
     """Build the mAP ops for detections ``input`` (``multiclass_nms`` output) and the ground
     truth ``gt_label`` / ``gt_box`` (/ ``gt_difficult``), as fluid 1.8 does:
-    ``get_map_var()`` returns ``(cur_map, accum_map)``; ``reset(exe)`` restarts accumulation."""
+    ``get_map_var()`` returns ``(cur_map, accum_map)``; ``reset(exe)`` restarts accumulation.
+
+    Args:
+        input (Variable): detections ``[M, 6]`` (label, score, box) with LoD per image, as
+            ``multiclass_nms`` returns them.
+        gt_label (Variable): ground-truth labels ``[G, 1]`` with LoD per image.
+        gt_box (Variable): ground-truth boxes ``[G, 4]`` with LoD per image.
+        gt_difficult (Variable | None): ``[G, 1]`` difficult flags.
+        class_num (int | None): the number of classes.
+        background_label (int, default 0): the background class (ignored).
+        overlap_threshold (float, default 0.5): IoU for a detection to count as a match.
+        evaluate_difficult (bool, default True): count difficult ground truths.
+        ap_version (str, default "integral"): ``"integral"`` or ``"11point"``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     det = fluid.data("det", [-1, 6], lod_level=1)    # label, score, box
+        ...     gt_label = fluid.data("gt_label", [-1, 1], lod_level=1)
+        ...     gt_box = fluid.data("gt_box", [-1, 4], lod_level=1)
+        ...     m = fluid.metrics.DetectionMAP(det, gt_label, gt_box, class_num=2)
+        ...     cur_map, accum_map = m.get_map_var()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"det": fluid.create_lod_tensor(np.array([[1, 0.9, 0, 0, 1, 1]], "float32"), [[1]], place),
+        ...         "gt_label": fluid.create_lod_tensor(np.array([[1]], "float32"), [[1]], place),
+        ...         "gt_box": fluid.create_lod_tensor(np.array([[0, 0, 1, 1]], "float32"), [[1]], place)}
+        >>> exe.run(main, feed=feed, fetch_list=[cur_map])[0]
+        array([1.], dtype=float32)
+    """
 
     def __init__(self, input: Variable, gt_label: Variable, gt_box: Variable,
                  gt_difficult: Optional[Variable] = None, class_num: Optional[int] = None,
@@ -69,11 +101,57 @@ class DetectionMAP:
                         attrs={"shape": list(shape), "dtype": var.dtype, "value": 0.0})
 
     def get_map_var(self) -> Tuple[Variable, Variable]:
-        """``(cur_map, accum_map)``: this batch's mAP and the accumulated one."""
+        """``(cur_map, accum_map)``: this batch's mAP and the accumulated one.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     det = fluid.data("det", [-1, 6], lod_level=1)          # label, score, box
+            ...     gt_label = fluid.data("gt_label", [-1, 1], lod_level=1)
+            ...     gt_box = fluid.data("gt_box", [-1, 4], lod_level=1)
+            ...     m = fluid.metrics.DetectionMAP(det, gt_label, gt_box, class_num=2)
+            ...     cur_map, accum_map = m.get_map_var()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> place = fluid.CPUPlace()
+            >>> t = lambda a, n: fluid.create_lod_tensor(np.array(a, "float32"), [[n]], place)
+            >>> hit = {"det": t([[1, 0.9, 0, 0, 1, 1]], 1), "gt_label": t([[1]], 1),
+            ...        "gt_box": t([[0, 0, 1, 1]], 1)}
+            >>> miss = {"det": t([[1, 0.9, 5, 5, 6, 6]], 1), "gt_label": t([[1]], 1),
+            ...         "gt_box": t([[0, 0, 1, 1]], 1)}
+            >>> [exe.run(main, feed=f, fetch_list=[cur_map, accum_map]) for f in (hit, miss)]
+            [[array([1.], dtype=float32), array([1.], dtype=float32)], [array([0.], dtype=float32), array([0.5], dtype=float32)]]
+        """
         return self.cur_map, self.accum_map
 
     def reset(self, executor: Any, reset_program: Optional[Program] = None) -> None:
-        """Zero ``has_state`` so that the next run starts a new accumulation."""
+        """Zero ``has_state`` so that the next run starts a new accumulation.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     det = fluid.data("det", [-1, 6], lod_level=1)          # label, score, box
+            ...     gt_label = fluid.data("gt_label", [-1, 1], lod_level=1)
+            ...     gt_box = fluid.data("gt_box", [-1, 4], lod_level=1)
+            ...     m = fluid.metrics.DetectionMAP(det, gt_label, gt_box, class_num=2)
+            ...     cur_map, accum_map = m.get_map_var()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> place = fluid.CPUPlace()
+            >>> t = lambda a, n: fluid.create_lod_tensor(np.array(a, "float32"), [[n]], place)
+            >>> hit = {"det": t([[1, 0.9, 0, 0, 1, 1]], 1), "gt_label": t([[1]], 1),
+            ...        "gt_box": t([[0, 0, 1, 1]], 1)}
+            >>> miss = {"det": t([[1, 0.9, 5, 5, 6, 6]], 1), "gt_label": t([[1]], 1),
+            ...         "gt_box": t([[0, 0, 1, 1]], 1)}
+            >>> _ = exe.run(main, feed=hit, fetch_list=[accum_map])
+            >>> m.reset(exe)                       # start accumulating again
+            >>> exe.run(main, feed=miss, fetch_list=[accum_map])[0]
+            array([0.], dtype=float32)
+        """
         from .. import layers
         if reset_program is None:
             reset_program = Program()

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.dtypes import VarType
 from ..core.registry import OpDef, VarSpec, register
+from ..core.selected_rows import SelectedRows
 
 
 def _scalar(arr: np.ndarray, slot: str, op: str) -> Any:
@@ -46,10 +47,23 @@ def _one(spec: Any, dtype: Any = None) -> VarSpec:
 def any_nonfinite(arrays: Sequence[np.ndarray]) -> bool:
     """True when some element of some array is NaN or +-Inf (integer arrays never are)."""
     for a in arrays:
-        a = np.asarray(a)
+        a = a.value if type(a) is SelectedRows else np.asarray(a)   # a sparse grad: its rows
         if a.dtype.kind in "fc" and a.size and not np.isfinite(a).all():
             return True
     return False
+
+
+def _zeros_like(x: Any) -> Any:
+    """Zeros shaped like ``x``; a SelectedRows keeps its rows (zero values), as fluid's."""
+    if type(x) is SelectedRows:
+        return x.with_value(np.zeros_like(x.value))
+    return np.zeros_like(x)
+
+
+def _out_types(in_types: Any, attrs: Any) -> Any:
+    """Each Out_i has X_i's var type (a sparse gradient stays SelectedRows)."""
+    return {"Out": [t if t == VarType.SELECTED_ROWS else VarType.LOD_TENSOR
+                    for t in in_types.get("X", [])]}
 
 
 @register
@@ -58,6 +72,7 @@ class CheckFiniteAndUnscale(OpDef):
     Out_i is zeros (see the module docstring)."""
     type, inputs, outputs = "check_finite_and_unscale", ("X*", "Scale"), ("Out*", "FoundInfinite")
     no_grad = True
+    var_types = staticmethod(_out_types)
 
     def infer(self, X, Scale):
         return {"Out": list(X), "FoundInfinite": _one(Scale, VarType.BOOL)}
@@ -66,7 +81,7 @@ class CheckFiniteAndUnscale(OpDef):
         s = _scalar(Scale, "Scale", self.type)
         found = any_nonfinite(X)
         if found:
-            out = [np.zeros_like(x) for x in X]
+            out = [_zeros_like(x) for x in X]
         else:
             # X * (1 / Scale) as Paddle's kernel does, in X's dtype
             out = [x * x.dtype.type(1.0 / float(s)) for x in X]
@@ -80,6 +95,7 @@ class UpdateLossScaling(OpDef):
     inputs = ("X*", "FoundInfinite", "PrevLossScaling", "InGoodSteps", "InBadSteps")
     outputs = ("Out*", "LossScaling", "OutGoodSteps", "OutBadSteps")
     no_grad = True
+    var_types = staticmethod(_out_types)
 
     def infer(self, X, FoundInfinite, PrevLossScaling, InGoodSteps, InBadSteps, *,
               incr_ratio=2.0, decr_ratio=0.8):
@@ -100,7 +116,7 @@ class UpdateLossScaling(OpDef):
                 decr_ratio=0.8, stop_update=False):
         self._check_ratios(incr_ratio, decr_ratio)
         found = bool(_scalar(FoundInfinite, "FoundInfinite", self.type))
-        out: List[np.ndarray] = [np.zeros_like(x) for x in X] if found else list(X)
+        out: List[np.ndarray] = [_zeros_like(x) for x in X] if found else list(X)
         prev = np.asarray(PrevLossScaling)
         good = int(_scalar(InGoodSteps, "InGoodSteps", self.type))
         bad = int(_scalar(InBadSteps, "InBadSteps", self.type))

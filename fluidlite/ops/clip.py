@@ -12,12 +12,19 @@ were.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from ..core.dtypes import FLOATS, VarType, convert_dtype
 from ..core.registry import OpDef, VarSpec, register
+from ..core.selected_rows import SelectedRows
 from .inplace import sum_squares
+
+
+def _var_type_of_x(in_types: Any) -> Any:
+    sparse = (in_types.get("X") or [None])[0] == VarType.SELECTED_ROWS
+    return {"Out": VarType.SELECTED_ROWS if sparse else VarType.LOD_TENSOR}
 
 
 @register
@@ -35,6 +42,10 @@ class Clip(OpDef):
     def forward(self, X, *, min=0.0, max=0.0):
         return {"Out": self._fn(min, max)(X)}
 
+    def var_types(self, in_types, attrs):
+        """fluid 1.8: a SelectedRows X is merged and its values clipped (Out SelectedRows)."""
+        return _var_type_of_x(in_types)
+
     def lower(self, in_specs, attrs):
         return self._fn(attrs.get("min", 0.0), attrs.get("max", 0.0))
 
@@ -46,6 +57,9 @@ class Clip(OpDef):
         bounds: dict = {}
 
         def clip(x: np.ndarray) -> np.ndarray:
+            if type(x) is SelectedRows:     # fluid: the merged rows' values
+                m = x.merged()
+                return m.with_value(clip(m.value))
             # the bounds as scalars of x's dtype (a bound beyond a float dtype's range is its
             # infinity), so NumPy 1 and 2 clip alike and the result keeps x's dtype
             b = bounds.get(x.dtype)
@@ -109,7 +123,14 @@ class ClipByNorm(OpDef):
                              f"{convert_dtype(X.dtype)}")
         return {"Out": X}
 
+    def var_types(self, in_types, attrs):
+        """fluid 1.8: a SelectedRows X is merged, the norm and scaling act on its values."""
+        return _var_type_of_x(in_types)
+
     def forward(self, X, *, max_norm=1.0):
+        if type(X) is SelectedRows:
+            m = X.merged()
+            return {"Out": m.with_value(self.forward(m.value, max_norm=max_norm)["Out"])}
         n = _norm64(X)
         if n <= max_norm:
             return {"Out": X.copy()}
@@ -153,6 +174,8 @@ class SquaredL2Norm(OpDef):
 
 
 def _squared_l2_norm(x: np.ndarray) -> np.ndarray:
+    if type(x) is SelectedRows:         # a sparse gradient: its merged rows' values
+        x = x.merged().value
     if x.dtype.kind != "f":
         return np.vdot(x, x).reshape(1)
     return np.array([_sumsq64(x)])

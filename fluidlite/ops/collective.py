@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
+from ..core.selected_rows import SelectedRows
 
 # The communicators live above the ops (fluidlite/distributed/comm.py), which registers them
 # with ``provide_backend`` when imported. The package root names how to import it on first use
@@ -49,6 +50,26 @@ def _comm(ring_id: int) -> Any:
     return backend("get")(ring_id)
 
 
+def sparse_allreduce(comm: Any, x: SelectedRows) -> SelectedRows:
+    """The sum over ranks of a SelectedRows gradient: every rank's rows and values gathered
+    (each padded to the longest, then cut back) and concatenated in rank order -- the rows
+    stay unmerged, as fluid's sparse all-reduce; memory grows with the rows, not the table."""
+    if getattr(comm, "mpi_comm", None) is None or getattr(comm, "size", 1) == 1:
+        return x
+    n = x.rows.size
+    counts = comm.allgather(np.array([n], np.int64))
+    top = int(counts.max())
+    rows = np.zeros(top, np.int64)
+    rows[:n] = x.rows
+    vals = np.zeros((top,) + x.value.shape[1:], x.value.dtype)
+    vals[:n] = x.value
+    all_rows = comm.allgather(rows).reshape(-1, top)
+    all_vals = comm.allgather(vals).reshape((-1, top) + x.value.shape[1:])
+    keep = [slice(0, int(c)) for c in counts]
+    return SelectedRows(np.concatenate([r[k] for r, k in zip(all_rows, keep)]),
+                        np.concatenate([v[k] for v, k in zip(all_vals, keep)]), x.height)
+
+
 class _AllReduce(OpDef):
     """Out = reduce_<op>(X over every rank of ring ``ring_id``)."""
     inputs, outputs = ("X",), ("Out",)
@@ -60,6 +81,8 @@ class _AllReduce(OpDef):
         return {"Out": X}
 
     def forward(self, X, *, ring_id=0, use_calc_stream=False):
+        if type(X) is SelectedRows and self.reduce == "sum":
+            return {"Out": sparse_allreduce(_comm(ring_id), X)}
         return {"Out": _comm(ring_id).allreduce(X, self.reduce)}
 
 

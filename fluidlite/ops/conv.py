@@ -11,6 +11,11 @@ dilations, groups):
 ``conv2d_transpose`` is the adjoint of ``conv2d``: its forward is ``_conv_dx`` and its input
 gradient is ``_conv_fwd``.
 
+Two shapes skip im2col (``_kind``; kernels in ``_conv_kernels.py``): depthwise convolutions
+(groups == input channels, any channel multiplier) run as kh*kw strided multiply-adds over
+blocks of feature maps, and unpadded 1x1 convolutions with groups 1 as one GEMM per image on
+the NCHW arrays.
+
 Internally everything is channel-major so that the GEMMs see plain 2-D matrices: the columns
 are ``[C*kh*kw, M]`` with M ordered (oh, ow, N) — batch last, so im2col / col2im copy runs of
 ow*N elements — for narrow outputs, and (N, oh, ow) otherwise (see ``_batch_last``).
@@ -27,6 +32,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
+from . import _conv_kernels as K
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
 __all__ = ["LazyOutputs", "c_div", "conv_out_size", "normalize_paddings"]
@@ -164,13 +170,13 @@ def _padded(x: np.ndarray, g: _Geom, bl: bool) -> np.ndarray:
     N, C = x.shape[:2]
     xt = x.transpose(1, 2, 3, 0) if bl else x.transpose(1, 0, 2, 3)
     if (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0):
-        return np.ascontiguousarray(xt)
+        return K.copy_parts(np.empty(xt.shape, x.dtype), xt)
     if bl:
         buf = np.zeros((C, g.Hp, g.Wp, N), x.dtype)
-        buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :] = xt
+        K.copy_parts(buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W, :], xt)
     else:
         buf = np.zeros((C, N, g.Hp, g.Wp), x.dtype)
-        buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = xt
+        K.copy_parts(buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W], xt)
     return buf
 
 
@@ -186,28 +192,46 @@ def _im2col(x: np.ndarray, g: _Geom, bl: bool) -> np.ndarray:
         sC, sN, sH, sW = buf.strides
         view = as_strided(buf, (C, g.kh, g.kw, buf.shape[1], g.oh, g.ow),
                           (sC, g.dh * sH, g.dw * sW, sN, g.sh * sH, g.sw * sW), writeable=False)
-    return view.reshape(C * g.kh * g.kw, -1)
+    return K.copy_parts(np.empty(view.shape, x.dtype), view).reshape(C * g.kh * g.kw, -1)
 
 
 def _dy_rows(dy: np.ndarray, bl: bool) -> np.ndarray:
     """dY [N,F,oh,ow] -> [F, M] in the column order of ``_im2col``."""
-    return np.ascontiguousarray(dy.transpose((1, 2, 3, 0) if bl else (1, 0, 2, 3))).reshape(
-        dy.shape[1], -1)
+    t = dy.transpose((1, 2, 3, 0) if bl else (1, 0, 2, 3))
+    return K.copy_parts(np.empty(t.shape, dy.dtype), t).reshape(dy.shape[1], -1)
+
+
+def _to_batch_major(t: np.ndarray) -> np.ndarray:
+    """A contiguous copy of the view ``t`` (the final NCHW layout)."""
+    return K.copy_parts(np.empty(t.shape, t.dtype), t)
 
 
 def _from_rows(y: np.ndarray, g: _Geom, n: int, bl: bool) -> np.ndarray:
     """[F, M] -> [N, F, oh, ow]."""
     if bl:
-        return np.ascontiguousarray(y.reshape(-1, g.oh, g.ow, n).transpose(3, 0, 1, 2))
-    return np.ascontiguousarray(y.reshape(-1, n, g.oh, g.ow).transpose(1, 0, 2, 3))
+        return _to_batch_major(y.reshape(-1, g.oh, g.ow, n).transpose(3, 0, 1, 2))
+    return _to_batch_major(y.reshape(-1, n, g.oh, g.ow).transpose(1, 0, 2, 3))
 
 
 def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
     return a.reshape(groups, a.shape[0] // groups, -1)
 
 
+def _kind(C: int, w_shape: Sequence[int], g: _Geom) -> str:
+    """Which kernels run a convolution with C input channels: "depthwise" / "pointwise"
+    (``_conv_kernels``) or "" (im2col + GEMM here)."""
+    if K.use_depthwise((0, C), w_shape, g.groups):
+        return "depthwise"
+    return "pointwise" if K.use_pointwise(g, w_shape) else ""
+
+
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
+    kind = _kind(x.shape[1], w.shape, g)
+    if kind == "depthwise":
+        return K.depthwise_fwd(x, w, g)
+    if kind == "pointwise":
+        return K.pointwise_fwd(x, w, g, _mm)
     N, F = x.shape[0], w.shape[0]
     bl = _batch_last(g, N)
     cols = _im2col(x, g, bl)
@@ -231,13 +255,16 @@ def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int) -> np.ndarray
     buf = np.zeros((C, g.Hp, g.Wp, N) if bl else (C, N, g.Hp, g.Wp), dy_rows.dtype)
     planes = buf if bl else buf.transpose(0, 2, 3, 1)          # [C, Hp, Wp, N] either way
     cells = dcols if bl else dcols.transpose(0, 1, 2, 4, 5, 3)  # [C, kh, kw, oh, ow, N]
-    for i in range(g.kh):
-        for j in range(g.kw):
-            hs, ws = i * g.dh, j * g.dw
-            planes[:, hs:hs + g.sh * (g.oh - 1) + 1:g.sh,
-                   ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += cells[:, i, j]
+
+    def col2im(lo: int, hi: int) -> None:     # channels lo:hi (the parts never overlap)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                hs, ws = i * g.dh, j * g.dw
+                planes[lo:hi, hs:hs + g.sh * (g.oh - 1) + 1:g.sh,
+                       ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += cells[lo:hi, i, j]
+    K.run_parts(col2im, C, dcols.size)
     dx = planes[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
-    return np.ascontiguousarray(dx.transpose(3, 0, 1, 2))
+    return _to_batch_major(dx.transpose(3, 0, 1, 2))
 
 
 def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int]) -> np.ndarray:
@@ -248,6 +275,28 @@ def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int
     else:
         dw = _mm(_grouped(dy_rows, g.groups), _grouped(cols, g.groups).transpose(0, 2, 1))
     return dw.reshape(w_shape)
+
+
+def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
+    """dX [N,C,H,W] from dY [N,F,oh,ow] (the kernels of ``_kind``)."""
+    C = w.shape[1] * g.groups
+    kind = _kind(C, w.shape, g)
+    if kind == "depthwise":
+        return K.depthwise_dx(dy, w, g, C)
+    if kind == "pointwise":
+        return K.pointwise_dx(dy, w, g, _mm)
+    return _conv_dx(_dy_rows(dy, _batch_last(g, dy.shape[0])), w, g, dy.shape[0])
+
+
+def _conv_dw_nchw(x: np.ndarray, dy: np.ndarray, g: _Geom,
+                  w_shape: Sequence[int]) -> np.ndarray:
+    """dW from X [N,C,H,W] and dY [N,F,oh,ow] (the kernels of ``_kind``)."""
+    kind = _kind(x.shape[1], w_shape, g)
+    if kind == "depthwise":
+        return K.depthwise_dw(x, dy, g, w_shape)
+    if kind == "pointwise":
+        return K.pointwise_dw(x, dy, g, w_shape, _mm)
+    return _conv_dw(x, _dy_rows(dy, _batch_last(g, dy.shape[0])), g, w_shape)
 
 
 # -- layout helpers -----------------------------------------------------------------------------
@@ -305,6 +354,8 @@ def _pair(v: Sequence[int], name: str, op: str) -> List[int]:
     v = [int(a) for a in v]
     if len(v) != 2:
         raise ValueError(f"{op}: {name} must have 2 values, got {v}")
+    if min(v) < 1:      # strides and dilations: 0 would divide by zero, < 0 walks backwards
+        raise ValueError(f"{op}: every value of {name} must be >= 1, got {v}")
     return v
 
 
@@ -385,9 +436,13 @@ class Conv2DGrad(_ConvGradBase):
         last = _channels_last(data_format)
         x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
         g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
+        if _kind(x.shape[1], Filter.shape, g):
+            return LazyOutputs({
+                "Input@GRAD": lambda: _from_nchw(_conv_dx_nchw(dy, Filter, g), last),
+                "Filter@GRAD": lambda: _conv_dw_nchw(x, dy, g, Filter.shape)})
         rows: List[np.ndarray] = []
 
-        def dy_rows() -> np.ndarray:
+        def dy_rows() -> np.ndarray:      # shared by both gradients
             if not rows:
                 rows.append(_dy_rows(dy, _batch_last(g, dy.shape[0])))
             return rows[0]
@@ -481,8 +536,7 @@ class Conv2DTranspose(_ConvBase):
         x = _to_nchw(Input, last)
         g = _transpose_geom(x.shape[2:], Filter.shape[2:], output_size, strides, paddings,
                             dilations, padding_algorithm, groups, self.type)
-        rows = _dy_rows(x, _batch_last(g, x.shape[0]))
-        return {"Output": _from_nchw(_conv_dx(rows, Filter, g, x.shape[0]), last)}
+        return {"Output": _from_nchw(_conv_dx_nchw(x, Filter, g), last)}
 
 
 @register
@@ -500,8 +554,7 @@ class Conv2DTransposeGrad(_ConvGradBase):
                             dilations, padding_algorithm, groups, self.type)
         return LazyOutputs({
             "Input@GRAD": lambda: _from_nchw(_conv_fwd(dy, Filter, g), last),
-            "Filter@GRAD": lambda: _conv_dw(dy, _dy_rows(x, _batch_last(g, x.shape[0])), g,
-                                            Filter.shape)})
+            "Filter@GRAD": lambda: _conv_dw_nchw(dy, x, g, Filter.shape)})
 
 
 Conv2DTransposeGrad.forward_def = get_op_def("conv2d_transpose")

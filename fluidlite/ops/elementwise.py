@@ -10,7 +10,7 @@ Inside a ``double_grad``, ``g`` views the grad op (``g.input('Out@GRAD')`` is dO
 """
 from __future__ import annotations
 
-from typing import Callable, Tuple
+from typing import Any, Callable, Tuple
 
 import numpy as np
 
@@ -31,6 +31,11 @@ Shape = Tuple[int, ...]
 
 
 # -- the ops ------------------------------------------------------------------------------------
+def _var_type_of_x(in_types: Any) -> Any:
+    sparse = (in_types.get("X") or [None])[0] == VarType.SELECTED_ROWS
+    return {"Out": VarType.SELECTED_ROWS if sparse else VarType.LOD_TENSOR}
+
+
 class _Binary(OpDef):
     """Shared slots, inference and kernels for ``Out = f(X, Y)`` with fluid broadcasting."""
     inputs, outputs = ("X", "Y"), ("Out",)
@@ -137,6 +142,10 @@ class ElementwiseMul(_Binary):
     type = "elementwise_mul"
     fn = staticmethod(np.multiply)
     grad_uses = ("X", "Y")
+
+    def var_types(self, in_types, attrs):
+        """A SelectedRows X times a one-element Y (the clip's scale) stays SelectedRows."""
+        return _var_type_of_x(in_types)
 
     def backward(self, X, Y, dOut, wanted=None, *, axis=-1):
         x, y = aligned_y_to_x(X, Y, axis)
@@ -346,6 +355,10 @@ class Scale(OpDef):
 
     def infer(self, X, ScaleTensor):
         return {"Out": X}
+
+    def var_types(self, in_types, attrs):
+        """fluid scales a SelectedRows X's values: Out stays SelectedRows."""
+        return _var_type_of_x(in_types)
 
     def forward(self, X, ScaleTensor=None, *, scale=1.0, bias=0.0, bias_after_scale=True):
         if ScaleTensor is not None:

@@ -1,15 +1,22 @@
 """Embedding lookups: ``lookup_table`` (ids [..., 1]) and ``lookup_table_v2`` (ids of any shape).
 
-Out = W[ids]; rows whose id equals ``padding_idx`` are zero and get no gradient. The gradient
-is always dense (``is_sparse`` is accepted; fluidlite has no SelectedRows): dW = scatter-add
-of dOut rows into a zero table.
+Out = W[ids]; rows whose id equals ``padding_idx`` are zero and get no gradient. With
+``is_sparse=False`` dW is dense: the dOut rows of each id summed into a zero table. With
+``is_sparse=True`` dW is fluid's SelectedRows (``core/selected_rows.py``): rows = the ids (in
+order, duplicates kept), values = the dOut rows, height = the table's rows -- memory and time
+grow with the batch, not the table; the optimizers merge duplicates when they update. (fluid
+1.8 also keeps padding ids in a sparse gradient, whose optimizers then move the padding row;
+here padding ids are dropped as in the dense gradient, so both agree.)
 """
 from __future__ import annotations
+
+from typing import Any, Dict
 
 import numpy as np
 
 from ..core.dtypes import VarType
 from ..core.registry import OpDef, VarSpec, register
+from ..core.selected_rows import SelectedRows, merge_rows
 
 _EXTRA = {"remote_prefetch": False, "trainer_id": 0, "height_sections": [], "epmap": [],
           "table_names": [], "grad_inplace": False, "entry_config": "", "is_test": False}
@@ -43,14 +50,33 @@ def _scatter(W: np.ndarray, ids: np.ndarray, dOut: np.ndarray, padding_idx: int)
         keep = flat != padding_idx
         flat, rows = flat[keep], rows[keep]
     dW = np.zeros(W.shape, dOut.dtype)
-    np.add.at(dW, flat, rows)
+    uniq, summed = merge_rows(flat.astype(np.int64, copy=False), rows)
+    dW[uniq] = summed           # the sparse gradient's merge: the same sums, bit for bit
     return dW
+
+
+def _grad(W: np.ndarray, ids: np.ndarray, dOut: np.ndarray, padding_idx: int,
+          is_sparse: bool) -> Any:
+    if not is_sparse:
+        return _scatter(W, ids, dOut, padding_idx)
+    flat = ids.reshape(-1).astype(np.int64, copy=False)
+    rows = dOut.reshape(flat.size, W.shape[1])
+    if padding_idx >= 0:
+        keep = flat != padding_idx
+        if not keep.all():
+            flat, rows = flat[keep], rows[keep]
+    return SelectedRows(flat, rows, W.shape[0])
+
+
+def _sparse_w_grad(attrs: Any) -> Dict[str, Any]:
+    return {"W@GRAD": VarType.SELECTED_ROWS if attrs.get("is_sparse") else VarType.LOD_TENSOR}
 
 
 @register
 class LookupTable(OpDef):
     """Out[..., :] = W[Ids[..., 0]] (zeros where Ids == padding_idx);
-    dW[r] = sum of dOut rows whose id is r (padding_idx excluded)."""
+    dW[r] = sum of dOut rows whose id is r (padding_idx excluded); a SelectedRows of the ids'
+    rows with is_sparse."""
     type, inputs, outputs = "lookup_table", ("W", "Ids"), ("Out",)
     grad_uses = ("W", "Ids")
     extra_attrs = _EXTRA
@@ -68,7 +94,10 @@ class LookupTable(OpDef):
         return {"Out": _lookup(self.type, W, ids, padding_idx)}
 
     def backward(self, W, Ids, dOut, *, padding_idx=-1, is_sparse=False, is_distributed=False):
-        return {"W": _scatter(W, Ids, dOut, padding_idx)}
+        return {"W": _grad(W, Ids, dOut, padding_idx, is_sparse)}
+
+    def grad_var_types(self, in_types, attrs):
+        return _sparse_w_grad(attrs)
 
 
 @register
@@ -87,4 +116,7 @@ class LookupTableV2(OpDef):
         return {"Out": _lookup(self.type, W, Ids, padding_idx)}
 
     def backward(self, W, Ids, dOut, *, padding_idx=-1, is_sparse=False, is_distributed=False):
-        return {"W": _scatter(W, Ids, dOut, padding_idx)}
+        return {"W": _grad(W, Ids, dOut, padding_idx, is_sparse)}
+
+    def grad_var_types(self, in_types, attrs):
+        return _sparse_w_grad(attrs)

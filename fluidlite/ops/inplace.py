@@ -13,12 +13,14 @@ accumulated in float64: a finite float32 tensor never overflows to an infinite n
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
 from ..core import shape as S
-from ..core.registry import OpDef, VarSpec
+from ..core.dtypes import VarType
+from ..core.registry import Binding, OpDef, VarSpec
+from ..core.selected_rows import SelectedRows
 
 def check_like(op: str, ref_slot: str, ref: VarSpec, **others: VarSpec) -> None:
     for slot, spec in others.items():
@@ -188,6 +190,94 @@ class Update(OpDef):
     # ParamOut = Param - LearningRate * Grad and nothing else: a fused group folds the clip
     # scale into the rate and updates every parameter, however small, in the group
     plain_descent: bool = False
+
+    # -- sparse gradients (a SelectedRows Grad: ``core/selected_rows.py``) --------------------
+    # the update is elementwise (no norm over the whole tensor, unlike lars and lamb): a
+    # sparse gradient's rows can be updated apart from the others (``sparse_in_place``)
+    sparse_elementwise: bool = False
+
+    def sparse_rows_only(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether fluid 1.8's kernel for a SelectedRows gradient updates only the gradient's
+        rows (sgd, adagrad, adam's lazy_mode). Otherwise (momentum, rmsprop, adam, ...) it
+        updates every row, the missing ones with a zero gradient: exactly the dense update."""
+        return False
+
+    def bind(self, in_specs: Any, attrs: Mapping[str, Any],
+             outputs_present: AbstractSet[str]) -> Binding:
+        """The dense binding; for a Grad declared SELECTED_ROWS (``in_specs.var_type``, the
+        plan's) one that sends a SelectedRows gradient to ``sparse_forward``."""
+        b = super().bind(in_specs, attrs, outputs_present)
+        slots = [s.name for s in self.in_slots]
+        var_type = getattr(in_specs, "var_type", None)
+        if "Grad" not in slots or var_type is None or \
+                var_type("Grad") != VarType.SELECTED_ROWS:
+            return b
+        gi, kw, dense, single = slots.index("Grad"), self.kernel_attrs(attrs), b.fn, b.single
+        key = self.out_slots[0].name
+
+        def run(*args: Any) -> Any:
+            if type(args[gi]) is not SelectedRows:
+                return dense(*args)
+            out = self.sparse_forward(dict(zip(slots, args)), kw)
+            return out[key] if single else out
+        return Binding(run, single, b.result_keys)
+
+    def sparse_forward(self, ins: Dict[str, Any], attrs: Mapping[str, Any]
+                       ) -> Dict[str, np.ndarray]:
+        """``forward`` for a SelectedRows Grad, out of place (new arrays, nothing written)."""
+        if not self.sparse_rows_only(attrs):
+            return self.forward(**dict(ins, Grad=ins["Grad"].to_dense()), **attrs)
+        own = {i: ins[i].copy() for i, _ in self._row_pairs(ins)}
+        return self._row_update(dict(ins, **own), attrs)
+
+    def sparse_in_place(self, ins: Dict[str, Any], scale: Any,
+                        attrs: Mapping[str, Any]) -> Dict[str, np.ndarray]:
+        """``update_in_place`` for a SelectedRows Grad (times ``scale``): a rows-only update
+        writes just the gradient's rows of Param and the states (time and memory grow with
+        the rows); the others run the dense update on the densified gradient."""
+        g = ins["Grad"]
+        if scale is not None:
+            s = np.asarray(scale)
+            g = g.with_value(np.multiply(g.value, s, dtype=wide(g.value, s))
+                             .astype(g.dtype, copy=False))
+        if self.sparse_rows_only(attrs):
+            return self._row_update(dict(ins, Grad=g), attrs)
+        if not self.sparse_elementwise:
+            return self.update_in_place(dict(ins, Grad=g.to_dense()), None, dict(attrs))
+        # every row moves (fluid 1.8's kernels: missing rows have a zero gradient), but no
+        # table-sized gradient is made: the gradient's rows are computed first on copies, then
+        # the whole table is updated in place with a zero gradient (a zero-stride view, no
+        # memory) and the rows are written back -- the dense update, bit for bit
+        m = g.merged()
+        rows, pairs = m.rows, self._row_pairs(ins)
+        sub = dict(ins, Grad=m.value)
+        for i, _ in pairs:
+            sub[i] = ins[i][rows]
+        done = self.forward(**sub, **attrs)
+        zero = np.broadcast_to(np.zeros((), g.dtype), ins["Param"].shape)
+        rest = self.update_in_place(dict(ins, Grad=zero), None, dict(attrs))
+        for i, o in pairs:
+            ins[i][rows] = done[o]
+        return rest
+
+    def _row_pairs(self, ins: Dict[str, Any]) -> List[Tuple[str, str]]:
+        return [("Param", "ParamOut")] + [p for p in self.state_slots
+                                          if ins.get(p[0]) is not None]
+
+    def _row_update(self, ins: Dict[str, Any], attrs: Mapping[str, Any]) -> Dict[str, Any]:
+        """``forward`` on the gradient's merged rows of Param and the states (the same
+        per-element arithmetic as the dense kernel), written back into those rows of
+        ``ins``' arrays; returns every output."""
+        g = ins["Grad"].merged()
+        rows, pairs = g.rows, self._row_pairs(ins)
+        sub = dict(ins, Grad=g.value)
+        for i, _ in pairs:
+            sub[i] = ins[i][rows]
+        out = dict(self.forward(**sub, **attrs))
+        for i, o in pairs:
+            ins[i][rows] = out[o]
+            out[o] = ins[i]
+        return out
 
     def update_in_place(self, ins: Dict[str, np.ndarray], scale: Any,
                         attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:

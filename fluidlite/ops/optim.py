@@ -26,6 +26,11 @@ class Sgd(Update):
     type, inputs, outputs = "sgd", ("Param", "LearningRate", "Grad"), ("ParamOut",)
     plain_descent = True
 
+    def sparse_rows_only(self, attrs):
+        """fluid 1.8: a SelectedRows Grad updates its rows only (the others have a zero
+        gradient: the same result as dense)."""
+        return True
+
     def infer(self, Param, LearningRate, Grad):
         check_like("sgd", "Param", Param, Grad=Grad)
         check_scalar("sgd", LearningRate=LearningRate)
@@ -52,6 +57,7 @@ class Momentum(Update):
     """VelocityOut = mu * Velocity + Grad;
     ParamOut = Param - (Grad + mu * VelocityOut) * lr (use_nesterov) or Param - lr * VelocityOut."""
     type = "momentum"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "Velocity", "LearningRate")
     outputs = ("ParamOut", "VelocityOut")
 

@@ -16,6 +16,11 @@ class Adagrad(Update):
     inputs = ("Param", "Grad", "Moment", "LearningRate")
     outputs = ("ParamOut", "MomentOut")
 
+    def sparse_rows_only(self, attrs):
+        """fluid 1.8's SparseAdagradFunctor: a SelectedRows Grad updates its (merged) rows
+        only -- the others' zero gradient would change nothing, so this equals dense."""
+        return True
+
     def infer(self, Param, Grad, Moment, LearningRate):
         check_like("adagrad", "Param", Param, Grad=Grad, Moment=Moment)
         check_scalar("adagrad", LearningRate=LearningRate)
@@ -54,6 +59,7 @@ class DecayedAdagrad(Update):
     """MomentOut = decay * Moment + (1 - decay) * Grad^2;
     ParamOut = Param - lr * Grad / (sqrt(MomentOut) + epsilon)."""
     type = "decayed_adagrad"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "Moment", "LearningRate")
     outputs = ("ParamOut", "MomentOut")
 
@@ -92,6 +98,7 @@ class Adadelta(Update):
     AvgSquaredUpdateOut = rho*Edx + (1-rho)*update^2;  ParamOut = Param + lr * update.
     ``LearningRate`` is optional (fluid 1.8 had no such input: ParamOut = Param + update)."""
     type = "adadelta"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "AvgSquaredGrad", "AvgSquaredUpdate", "LearningRate?")
     outputs = ("ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut")
 
@@ -147,6 +154,7 @@ class Rmsprop(Update):
     else:     MomentOut = momentum*Moment + lr*G / sqrt(MeanSquareOut + epsilon);
     ParamOut = Param - MomentOut."""
     type = "rmsprop"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "MeanSquare", "MeanGrad?", "LearningRate", "Grad", "Moment")
     outputs = ("ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut?")
     in_place_needs = (("centered", "MeanGrad"),)
@@ -218,6 +226,7 @@ class Ftrl(Update):
     ParamOut = (l1 * sign(z') - z') / (n'^-lr_power / lr + 2 * l2) where |z'| > l1, else 0;
     SquaredAccumOut = n', LinearAccumOut = z'. (lr_power = -0.5 uses sqrt.)"""
     type = "ftrl"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "SquaredAccumulator", "LinearAccumulator", "Grad", "LearningRate")
     outputs = ("ParamOut", "SquaredAccumOut", "LinearAccumOut")
     in_place_scratch = ((None, 3, ""), (np.bool_, 1, ""))

@@ -22,9 +22,16 @@ class Adam(Update):
     ``Beta1Tensor`` / ``Beta2Tensor`` ([1]), when given, override the ``beta1`` / ``beta2``
     attrs."""
     type = "adam"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
               "Beta1Tensor?", "Beta2Tensor?")
     outputs = ("ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?")
+
+    def sparse_rows_only(self, attrs):
+        """fluid 1.8: with ``lazy_mode`` a SelectedRows Grad updates the moments and params of
+        its (merged) rows only; without it every row, missing rows with a zero gradient (their
+        moments decay), which is the dense update."""
+        return bool(attrs.get("lazy_mode", False))
 
     def infer(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
               Beta1Tensor, Beta2Tensor):
@@ -136,6 +143,7 @@ class Adamax(Update):
     ParamOut = Param - lr / (1 - Beta1Pow) * MomentOut / InfNormOut (Beta1Pow is advanced by a
     separate ``scale`` op, as in fluid)."""
     type = "adamax"
+    sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow")
     outputs = ("ParamOut", "MomentOut", "InfNormOut")
 

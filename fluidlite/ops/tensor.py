@@ -4,10 +4,13 @@ helpers the other op modules share (``norm_axis``, ``emit_grad_op``, ``live``,
 ``tensor_values``). Shape manipulation lives in manip.py, indexing and tiling in index.py."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..core.selected_rows import SelectedRows, concat
 
 
 @register
@@ -140,6 +143,8 @@ class Sum(OpDef):
         return {"Out": X[0]}
 
     def forward(self, X):
+        if any(type(x) is SelectedRows for x in X):
+            return {"Out": _sum_sparse(X)}
         if len(X) == 1:
             return {"Out": np.array(X[0], copy=True)}
         out = np.add(X[0], X[1])
@@ -149,13 +154,40 @@ class Sum(OpDef):
 
     def lower(self, in_specs, attrs):
         if in_specs and len(in_specs) == 2 and in_specs[0].shape == in_specs[1].shape:
-            return lambda xs: np.add(xs[0], xs[1])
+            def add2(xs):
+                a, b = xs
+                if type(a) is SelectedRows or type(b) is SelectedRows:
+                    return _sum_sparse(xs)
+                return np.add(a, b)
+            return add2
         return None
+
+    def var_types(self, in_types, attrs):
+        """fluid: Out is SELECTED_ROWS when every input is, else a dense tensor."""
+        ts = in_types.get("X") or []
+        sparse = bool(ts) and all(t == VarType.SELECTED_ROWS for t in ts)
+        return {"Out": VarType.SELECTED_ROWS if sparse else VarType.LOD_TENSOR}
 
     def make_grad(self, g, **attrs):
         for x, dx in zip(g.input("X"), g.input_grad("X") or []):
             if dx != "@EMPTY@":
                 g.append("assign", {"X": g.output_grad("Out")}, {"Out": dx})
+
+
+def _sum_sparse(xs: Any) -> Any:
+    """fluid's sum with SelectedRows inputs: all sparse -> their rows merged (MergeAdd); any
+    dense input -> a dense tensor (the dense inputs added, the rows scatter-added)."""
+    sparse = [x for x in xs if type(x) is SelectedRows]
+    dense = [x for x in xs if type(x) is not SelectedRows]
+    if not dense:
+        return concat(sparse).merged()
+    out = np.array(dense[0], copy=True)
+    for x in dense[1:]:
+        np.add(out, x, out=out)
+    for x in sparse:
+        m = x.merged()
+        out[m.rows] += m.value
+    return out
 
 
 @register

@@ -269,7 +269,27 @@ class Optimizer:
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
                  callbacks: Optional[List[Callable]] = None) -> Pairs:
         """append_backward for ``loss`` (non-trainable parameters get no gradient; the error
-        clip callback is always included). Returns ``[(param, param@GRAD)]``."""
+        clip callback is always included). Returns ``[(param, param@GRAD)]``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     opt = fluid.optimizer.SGD(0.1)
+            ...     params_grads = opt.backward(loss)             # append_backward, nothing else
+            ...     _ = opt.apply_gradients(params_grads)         # clip, regularization, update
+            >>> [(p.name, g.name) for p, g in params_grads]
+            [('w', 'w@GRAD')]
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+            >>> np.array(fluid.global_scope().find_var("w").get_tensor()).ravel()
+            array([0.9, 0.9], dtype=float32)
+        """
         if _mode.tracer is not None:    # issue 12: dygraph, the gradients loss.backward() left
             return _dygraph("backward")(self, parameter_list, no_grad_set)
         if not isinstance(loss, Variable):
@@ -297,7 +317,25 @@ class Optimizer:
 
     def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
         """Sort, clip (with the optimizer's ``grad_clip``), regularize and append the update
-        ops (see the module docstring)."""
+        ops (see the module docstring).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     opt = fluid.optimizer.SGD(0.5)
+            ...     params_grads = fluid.backward.append_backward(loss)
+            ...     _ = opt.apply_gradients(params_grads)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+            >>> np.array(fluid.global_scope().find_var("w").get_tensor()).ravel()
+            array([0.5, 0.5], dtype=float32)
+        """
         return self._apply_gradients(params_grads, self._grad_clip)
 
     def _apply_gradients(self, params_grads: Pairs,
@@ -315,7 +353,25 @@ class Optimizer:
 
     def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
                        params_grads: Pairs) -> List[Operator]:
-        """``apply_gradients`` inside ``program_guard(loss's program, startup_program)``."""
+        """``apply_gradients`` inside ``program_guard(loss's program, startup_program)``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     opt = fluid.optimizer.SGD(0.5)
+            ...     params_grads = opt.backward(loss)
+            ...     _ = opt.apply_optimize(loss, startup, params_grads)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+            >>> np.array(fluid.global_scope().find_var("w").get_tensor()).ravel()
+            array([0.5, 0.5], dtype=float32)
+        """
         return self._apply_optimize(loss, startup_program, params_grads, self._grad_clip)
 
     def _apply_optimize(self, loss: Variable, startup_program: Optional[Program],
@@ -399,6 +455,16 @@ class Optimizer:
         optimizer's own ``grad_clip`` wins when both are given. One transaction: if anything
         fails, the main and startup programs are left exactly as they were.
 
+        Args:
+            loss (Variable): the loss (one element).
+            startup_program (Program | None): where the optimizer's state is initialized (default:
+                the default startup program).
+            parameter_list (list | None): the parameters to update (default: all trainable).
+            no_grad_set (set | None): variables or names that get no gradient.
+            grad_clip (GradientClipBase | None): a clip used when the optimizer has none.
+        Returns:
+            tuple: ``(optimize_ops, params_grads)``.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -410,11 +476,9 @@ class Optimizer:
             ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
             ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
             ...     opt_ops, params_grads = fluid.optimizer.SGD(0.1).minimize(loss)
-
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
-
             >>> [(p.name, g.name) for p, g in params_grads]
             [('w', 'w@GRAD')]
             >>> sorted({op.type for op in main.global_block().ops})

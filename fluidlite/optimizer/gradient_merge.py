@@ -6,7 +6,9 @@
 1. the inner optimizer's backward: ``(param, grad)`` pairs;
 2. a persistable int32 step counter ``gradient_merge_step``: ``step = (step + 1) % k_steps``,
    ``apply = (step == 0)``; one persistable accumulator ``<param>@GRAD@GradientMerge`` (zeros)
-   per parameter: ``acc += grad`` on every run;
+   per parameter: ``acc += grad`` on every run (a sparse embedding's SelectedRows gradient
+   is scatter-added into its dense accumulator, which the inner optimizer then updates with
+   as a dense gradient; fluid 1.8 refused sparse gradients here);
 3. the inner optimizer's ``apply_gradients`` on ``acc / k_steps`` (``avg=True``) or ``acc``:
    its ``grad_clip``, regularization and update ops;
 4. ``amp/guard.py``: every state write of step 3 (parameters, moments, beta powers, the
@@ -101,11 +103,6 @@ class GradientMergeOptimizer:
 
     def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
         """Steps 2-5 of the module docstring, in the default main/startup programs."""
-        for p, g in params_grads:
-            if g is not None and g.type == VarType.SELECTED_ROWS:
-                raise ValueError(f"GradientMergeOptimizer: the gradient of {p.name} is "
-                                 f"SELECTED_ROWS (a sparse embedding), which is not "
-                                 f"supported; build the embedding with is_sparse=False")
         self._optimize_ops = self._merge_and_apply(default_main_program(),
                                                    default_startup_program(), params_grads)
         return self._optimize_ops

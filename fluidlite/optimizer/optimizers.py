@@ -22,12 +22,68 @@ __all__ = ["SGD", "Momentum", "Adagrad", "Adam", "Adamax", "DecayedAdagrad", "Ad
 
 # -- the optimizers ---------------------------------------------------------------------------
 class SGDOptimizer(Optimizer):
-    """``param -= lr * grad``."""
+    """``param -= lr * grad``.
+
+    Args:
+        learning_rate (float | Variable): the step size (a Variable for a schedule).
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): e.g. ``L2Decay(1e-4)`` for every
+            parameter without its own.
+        grad_clip (GradientClipBase | None): e.g. ``GradientClipByGlobalNorm(1.0)``.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.SGD(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.6, 0.2], dtype=float32)
+    """
     type = "sgd"
 
 
 class MomentumOptimizer(Optimizer):
-    """``v = mu * v + g``; ``p -= lr * v`` (Nesterov: ``p -= lr * (g + mu * v)``)."""
+    """``v = mu * v + g``; ``p -= lr * v`` (Nesterov: ``p -= lr * (g + mu * v)``).
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        momentum (float): the decay ``mu`` of the velocity, in [0, 1).
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        use_nesterov (bool, default False): Nesterov's update.
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.6, 0.2], dtype=float32)
+    """
     type = "momentum"
     _accs = (Acc("velocity", "Velocity", "VelocityOut"),)
 
@@ -43,7 +99,38 @@ class MomentumOptimizer(Optimizer):
 
 class LarsMomentumOptimizer(Optimizer):
     """Momentum with a layer-wise local learning rate
-    ``lr * lars_coeff * ||p|| / (||g|| + lars_weight_decay * ||p||)``."""
+    ``lr * lars_coeff * ||p|| / (||g|| + lars_weight_decay * ||p||)``.
+
+    Args:
+        learning_rate (float | Variable): the global step size.
+        momentum (float): the velocity's decay.
+        lars_coeff (float, default 0.001): the trust coefficient of the layer-wise rate.
+        lars_weight_decay (float, default 0.0005): the weight decay inside the LARS rate.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.LarsMomentum(learning_rate=0.1, momentum=0.9).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.9998]
+        2 [1.9994]
+    """
     type = "lars_momentum"
     _accs = MomentumOptimizer._accs
 
@@ -61,7 +148,36 @@ class LarsMomentumOptimizer(Optimizer):
 
 
 class AdagradOptimizer(Optimizer):
-    """``m += g^2``; ``p -= lr * g / (sqrt(m) + epsilon)``."""
+    """``m += g^2``; ``p -= lr * g / (sqrt(m) + epsilon)``.
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        epsilon (float, default 1e-6): added to the denominator.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+        initial_accumulator_value (float, default 0.0): the accumulator's start value.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.Adagrad(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.9, 0.9], dtype=float32)
+    """
     type = "adagrad"
     _accs = (Acc("moment", "Moment", "MomentOut", fill=lambda o: o.initial_accumulator_value),)
 
@@ -81,7 +197,39 @@ class AdamOptimizer(Optimizer):
     beta1 / beta2 and are advanced by the ``adam`` op itself. ``beta1``/``beta2`` may be [1]
     Variables (op inputs ``Beta1Tensor``/``Beta2Tensor``; their power accumulators then start
     at 0.9 / 0.999). ``lazy_mode`` is accepted; gradients are dense in fluidlite, so it changes
-    nothing."""
+    nothing.
+
+    Args:
+        learning_rate (float | Variable, default 0.001): the step size.
+        beta1 (float | Variable, default 0.9): the first moment's decay.
+        beta2 (float | Variable, default 0.999): the second moment's decay.
+        epsilon (float, default 1e-8): added to the denominator.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+        lazy_mode (bool, default False): accepted (gradients are dense).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> # the first step moves each weight by about lr
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.99, 0.99], dtype=float32)
+    """
     type = "adam"
     _accs = (Acc("moment1", "Moment1", "Moment1Out"), Acc("moment2", "Moment2", "Moment2Out"),
              Acc("beta1_pow_acc", "Beta1Pow", "Beta1PowOut", scalar=True,
@@ -111,7 +259,38 @@ class AdamOptimizer(Optimizer):
 
 class AdamaxOptimizer(Optimizer):
     """Adam with the infinity norm; ``beta1_pow_acc`` is advanced by a ``scale`` op per
-    parameter after the updates (name_scope 'adamx', as fluid)."""
+    parameter after the updates (name_scope 'adamx', as fluid).
+
+    Args:
+        learning_rate (float | Variable, default 0.001): the step size.
+        beta1 (float, default 0.9): the first moment's decay.
+        beta2 (float, default 0.999): the infinity norm's decay.
+        epsilon (float, default 1e-8): added to the denominator.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Adamax(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.8]
+        2 [1.6]
+    """
     type = "adamax"
     _accs = (Acc("moment", "Moment", "MomentOut"), Acc("inf_norm", "InfNorm", "InfNormOut"),
              Acc("beta1_pow_acc", "Beta1Pow", None, fill=lambda o: o._beta1, scalar=True))
@@ -136,7 +315,37 @@ class AdamaxOptimizer(Optimizer):
 
 
 class DecayedAdagradOptimizer(Optimizer):
-    """``m = decay * m + (1 - decay) * g^2``; ``p -= lr * g / (sqrt(m) + epsilon)``."""
+    """``m = decay * m + (1 - decay) * g^2``; ``p -= lr * g / (sqrt(m) + epsilon)``.
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        decay (float, default 0.95): the accumulator's decay.
+        epsilon (float, default 1e-6): added to the denominator.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.DecayedAdagrad(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.1056]
+        2 [0.4651]
+    """
     type = "decayed_adagrad"
     _accs = (Acc("moment", "Moment", "MomentOut"),)
 
@@ -152,7 +361,38 @@ class DecayedAdagradOptimizer(Optimizer):
 
 class AdadeltaOptimizer(Optimizer):
     """Adadelta; the update is scaled by the learning rate (fluid 1.8 ignored it, see
-    docs/compatibility.md: pass learning_rate=1.0 for 1.8's numbers)."""
+    docs/compatibility.md: pass learning_rate=1.0 for 1.8's numbers).
+
+    Args:
+        learning_rate (float | Variable): the step size (scales the update, see the deviation
+            note).
+        epsilon (float, default 1e-6): added inside the square roots.
+        rho (float, default 0.95): the averages' decay.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Adadelta(learning_rate=1.0, epsilon=1e-6, rho=0.95).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.9911]
+        2 [1.982]
+    """
     type = "adadelta"
     _accs = (Acc("_avg_squared_grad", "AvgSquaredGrad", "AvgSquaredGradOut"),
              Acc("_avg_squared_update", "AvgSquaredUpdate", "AvgSquaredUpdateOut"))
@@ -169,7 +409,38 @@ class AdadeltaOptimizer(Optimizer):
 
 class RMSPropOptimizer(Optimizer):
     """``ms = rho*ms + (1-rho)*g^2``; ``mom = momentum*mom + lr*g/sqrt(ms + eps)`` (centered:
-    ``sqrt(ms - mg^2 + eps)`` with ``mg = rho*mg + (1-rho)*g``); ``p -= mom``."""
+    ``sqrt(ms - mg^2 + eps)`` with ``mg = rho*mg + (1-rho)*g``); ``p -= mom``.
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        rho (float, default 0.95): the mean square's decay.
+        epsilon (float, default 1e-6): added inside the square root.
+        momentum (float, default 0.0): momentum of the update.
+        centered (bool, default False): normalize by the variance (subtract the mean gradient).
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     y = fluid.data("y", [-1, 1])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(fluid.layers.square_error_cost(pred, y))
+        ...     _ = fluid.optimizer.RMSProp(learning_rate=0.01, rho=0.9).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> feed = {"x": np.array([[1, 2]], "float32"), "y": np.array([[1]], "float32")}
+        >>> _ = exe.run(main, feed=feed, fetch_list=[loss])
+        >>> fluid.global_scope().find_var("w").get_tensor().__array__().ravel().round(4)
+        array([0.9684, 0.9684], dtype=float32)
+    """
     type = "rmsprop"
     _accs = (Acc("momentum", "Moment", "MomentOut"),
              Acc("mean_square", "MeanSquare", "MeanSquareOut"),
@@ -189,7 +460,38 @@ class RMSPropOptimizer(Optimizer):
 
 class FtrlOptimizer(Optimizer):
     """FTRL-Proximal. ``l2`` is passed to the op as ``l2`` (fluid 1.8 passed ``l1`` there, see
-    docs/compatibility.md)."""
+    docs/compatibility.md).
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        l1 (float, default 0.0): L1 regularization strength.
+        l2 (float, default 0.0): L2 regularization strength.
+        lr_power (float, default -0.5): the learning-rate power.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Ftrl(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.8]
+        2 [1.6586]
+    """
     type = "ftrl"
     _accs = (Acc("squared", "SquaredAccumulator", "SquaredAccumOut"),
              Acc("linear", "LinearAccumulator", "LinearAccumOut"))
@@ -206,7 +508,41 @@ class FtrlOptimizer(Optimizer):
 class LambOptimizer(AdamOptimizer):
     """LAMB (layer-wise adaptive moments); ``exclude_from_weight_decay_fn(param) -> bool``
     turns the decay off for the parameters it selects (e.g. biases, norms). The ``lamb`` op
-    only reads the beta powers (no bias correction, as fluid 1.8)."""
+    only reads the beta powers (no bias correction, as fluid 1.8).
+
+    Args:
+        learning_rate (float | Variable, default 0.001): the step size.
+        lamb_weight_decay (float, default 0.01): the decoupled weight decay.
+        beta1 (float, default 0.9): the first moment's decay.
+        beta2 (float, default 0.999): the second moment's decay.
+        epsilon (float, default 1e-6): added to the denominator.
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter
+            without its own.
+        grad_clip (GradientClipBase | None): the gradient clip.
+        exclude_from_weight_decay_fn (callable | None): ``fn(param) -> bool``: no weight
+            decay for the parameters it selects.
+        name (str | None): name prefix of the optimizer's variables.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Lamb(learning_rate=0.1).minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(3):
+        ...     l, = exe.run(main, feed={"x": np.ones((4, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.8]
+        2 [1.62]
+    """
     type = "lamb"
     _accs = AdamOptimizer._accs[:2] + tuple(acc._replace(out=None)
                                             for acc in AdamOptimizer._accs[2:])

@@ -39,7 +39,24 @@ DGC_COUNTER_NAME = "__g_dgc_counter__"    # fluid 1.8's core.dgc.kDGCCounterName
 class DpsgdOptimizer(Optimizer):
     """Differentially private SGD: per parameter, ``g' = g / max(1, ||g|| / clip)``;
     ``param -= lr * (g' + N(0, sigma^2) / batch_size)`` (noise per element, from the plan's
-    seeded generator: ``program.random_seed`` makes runs reproducible)."""
+    seeded generator: ``program.random_seed`` makes runs reproducible).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.Dpsgd(learning_rate=0.01, clip=10.0, batch_size=16.0, sigma=1.0).minimize(loss)
+        >>> main.random_seed = 1
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0]
+        array([2.], dtype=float32)
+    """
     type = "dpsgd"
 
     def __init__(self, learning_rate: Union[float, Variable] = 0.001, clip: float = 0.9,
@@ -77,7 +94,27 @@ class DGCMomentumOptimizer(MomentumOptimizer):
     ``rampup_step`` steps, the last one afterwards. ``local_grad_clip_norm`` or a
     ``GradientClipByNorm`` ``grad_clip`` (the only clip DGC takes: TypeError otherwise) clips
     each compressed gradient to ``clip_norm / sqrt(num_trainers)`` once compression started;
-    both need ``num_trainers``."""
+    both need ``num_trainers``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     opt = fluid.optimizer.DGCMomentumOptimizer(learning_rate=0.1, momentum=0.9,
+        ...                                                rampup_begin_step=0)
+        ...     _ = opt.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(2):
+        ...     print(exe.run(main, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0])
+        [2.]
+        [1.8]
+    """
 
     _accs = MomentumOptimizer._accs + (Acc("_dgc_u_", "U", "U_out"),
                                        Acc("_dgc_v_", "V", "V_out"))
@@ -203,7 +240,24 @@ def _int_arg(arg: str, value: Any, low: int) -> int:
 class PipelineOptimizer:
     """``PipelineOptimizer(optimizer, num_microbatches=1, start_cpu_core_id=0)`` on one
     device (see the module docstring): ``minimize`` is the wrapped optimizer's; the
-    ``device_guard`` sections stay in one program and run in order."""
+    ``device_guard`` sections stay in one program and run in order.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     opt = fluid.optimizer.PipelineOptimizer(fluid.optimizer.SGD(0.1), num_microbatches=1)
+        ...     _ = opt.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0]
+        array([2.], dtype=float32)
+    """
 
     def __init__(self, optimizer: Optimizer, num_microbatches: int = 1,
                  start_cpu_core_id: int = 0) -> None:

@@ -47,7 +47,30 @@ class _SwapIn:
 
     @contextlib.contextmanager
     def apply(self, executor: Any, need_restore: bool = True) -> Iterator[None]:
-        """Swap the averages into the parameters; restore them on exit."""
+        """Swap the averages into the parameters; restore them on exit.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            ...     ema = fluid.optimizer.ExponentialMovingAverage(0.5)
+            ...     ema.update()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> for _ in range(3):
+            ...     _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+            >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().round(4)
+            >>> with ema.apply(exe, need_restore=True):
+            ...     print(w())                   # the average
+            [0.7571 0.7571]
+            >>> w()                              # restored
+            array([0.7, 0.7], dtype=float32)
+        """
         executor.run(self.apply_program)
         try:
             yield
@@ -56,7 +79,30 @@ class _SwapIn:
                 self.restore(executor)
 
     def restore(self, executor: Any) -> None:
-        """Put back the parameter values saved by ``apply``."""
+        """Put back the parameter values saved by ``apply``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            ...     ema = fluid.optimizer.ExponentialMovingAverage(0.5)
+            ...     ema.update()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> for _ in range(3):
+            ...     _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+            >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().round(4)
+            >>> with ema.apply(exe, need_restore=False):
+            ...     averaged = w()
+            >>> ema.restore(exe)                 # put the trained weights back
+            >>> averaged, w()
+            (array([0.7571, 0.7571], dtype=float32), array([0.7, 0.7], dtype=float32))
+        """
         executor.run(self.restore_program)
 
 
@@ -68,6 +114,28 @@ class ModelAverage(Optimizer, _SwapIn):
     ``sum_3``, ``num_accumulates``, ``old_num_accumulates``, ``num_updates``). ``apply(exe)`` is a
     context manager that swaps the averages in (``param = (sum_1 + sum_2 + sum_3) /
     (num_accumulates + old_num_accumulates)``) and restores the trained values on exit.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        ...     avg = fluid.optimizer.ModelAverage(0.15, min_average_window=2, max_average_window=10)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for _ in range(3):
+        ...     _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+        >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().round(4)
+        >>> with avg.apply(exe):
+        ...     print(w())
+        [0.8 0.8]
+        >>> w()
+        array([0.7, 0.7], dtype=float32)
     """
 
     def __init__(self, average_window_rate: float, min_average_window: int = 10000,
@@ -140,6 +208,29 @@ class ExponentialMovingAverage(_SwapIn):
     bias-corrected averages ``ema / (1 - d**step)`` into the parameters and restores them on
     exit. (fluid 1.8 also wrote the corrected value back into the EMA variable, so every apply
     compounded the correction; fluidlite leaves the EMA untouched.)
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        ...     ema = fluid.optimizer.ExponentialMovingAverage(0.5)
+        ...     ema.update()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for _ in range(3):
+        ...     _ = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+        >>> w = lambda: np.array(fluid.global_scope().find_var("w").get_tensor()).ravel().round(4)
+        >>> trained = w()
+        >>> with ema.apply(exe):                 # the averaged weights, inside the block only
+        ...     averaged = w()
+        >>> trained, averaged, np.array_equal(w(), trained)
+        (array([0.7, 0.7], dtype=float32), array([0.7571, 0.7571], dtype=float32), True)
     """
 
     def __init__(self, decay: float = 0.999, thres_steps: Optional[Variable] = None,
@@ -210,7 +301,22 @@ class ExponentialMovingAverage(_SwapIn):
         return decay_var
 
     def update(self) -> None:
-        """Append the EMA update ops to the main program (call once, after minimize)."""
+        """Append the EMA update ops to the main program (call once, after minimize).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     loss = fluid.layers.mean(fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+            ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            ...     ema = fluid.optimizer.ExponentialMovingAverage(0.9)
+            ...     ema.update()                     # append the averaging ops after the update
+            >>> "ema" in " ".join(v.name for v in main.list_vars())
+            True
+        """
         main = default_main_program()
         rewrite.step_counter(main, default_startup_program(), self._step_counter_name)
         block = main.global_block()
@@ -228,7 +334,29 @@ class LookaheadOptimizer:
     """Lookahead (Zhang et al. 2019): the inner optimizer updates the fast weights every step;
     every ``k`` steps the slow weights move ``alpha`` of the way to them and the fast weights
     are reset to the slow ones (``<param>@SLOW``, initialised from the parameter in the startup
-    program)."""
+    program).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 2])
+        ...     pred = fluid.layers.fc(x, size=1, param_attr=fluid.ParamAttr(
+        ...         name="w", initializer=fluid.initializer.Constant(1.0)), bias_attr=False)
+        ...     loss = fluid.layers.mean(pred)
+        ...     opt = fluid.optimizer.LookaheadOptimizer(fluid.optimizer.SGD(0.1), alpha=0.5, k=2)
+        ...     _ = opt.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> for step in range(4):
+        ...     l, = exe.run(main, feed={"x": np.ones((1, 2), "float32")}, fetch_list=[loss])
+        ...     print(step, l.round(4))
+        0 [2.]
+        1 [1.8]
+        2 [1.8]
+        3 [1.6]
+    """
 
     def __init__(self, inner_optimizer: Optimizer, alpha: float = 0.5, k: int = 5) -> None:
         if inner_optimizer is None:
@@ -328,7 +456,24 @@ def _seed_dropouts(block: Block) -> None:
 class RecomputeOptimizer(Optimizer):
     """Wrap ``optimizer`` so the backward pass recomputes the forward ops between checkpoints
     instead of keeping their outputs (fluid's recompute; the gradients are the same).
-    Call ``_set_checkpoints([vars])`` before ``minimize``."""
+    Call ``_set_checkpoints([vars])`` before ``minimize``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     h = fluid.layers.fc(x, size=4, act="relu")
+        ...     loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+        ...     opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+        ...     opt._set_checkpoints([h])        # keep h; recompute the rest in backward
+        ...     _ = opt.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"x": np.ones((2, 4), "float32")}, fetch_list=[loss])[0].shape
+        (1,)
+    """
 
     def __init__(self, optimizer: Optimizer) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -348,7 +493,23 @@ class RecomputeOptimizer(Optimizer):
     def backward(self, loss: Variable, startup_program: Optional[Program] = None,
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
                  callbacks: Optional[List[Callable]] = None) -> Pairs:
-        """append_backward with the checkpoints set by ``_set_checkpoints``."""
+        """append_backward with the checkpoints set by ``_set_checkpoints``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     h = fluid.layers.fc(x, size=2, act="relu")
+            ...     loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+            ...     opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+            ...     opt._set_checkpoints([h])
+            ...     params_grads = opt.backward(loss)
+            ...     _ = opt.apply_optimize(loss, startup, params_grads)
+            >>> sorted(p.name for p, _ in params_grads)
+            ['fc_0.b_0', 'fc_0.w_0', 'fc_1.b_0', 'fc_1.w_0']
+        """
         if self._checkpoints is None:
             raise ValueError("You should call _set_checkpoints first")
         if not isinstance(loss, Variable):
@@ -377,9 +538,47 @@ class RecomputeOptimizer(Optimizer):
 
     def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
                        params_grads: Pairs) -> List[Operator]:
+        """The wrapped optimizer's ``apply_optimize`` on the ``params_grads`` of this optimizer's
+        ``backward`` (which recomputes the segments between checkpoints).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     h = fluid.layers.fc(x, size=2, act="relu")
+            ...     loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+            ...     opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+            ...     opt._set_checkpoints([h])
+            ...     params_grads = opt.backward(loss)
+            ...     _ = opt.apply_optimize(loss, startup, params_grads)
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> exe.run(main, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0].shape
+            (1,)
+        """
         return self._optimizer.apply_optimize(loss, startup_program, params_grads)
 
     def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
+        """The wrapped optimizer's ``apply_gradients`` (clip, regularization and updates) on
+        ``params_grads``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+            ...     x = fluid.data("x", [-1, 2])
+            ...     h = fluid.layers.fc(x, size=2, act="relu")
+            ...     loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+            ...     opt = fluid.optimizer.RecomputeOptimizer(fluid.optimizer.SGD(0.1))
+            ...     opt._set_checkpoints([h])
+            ...     params_grads = opt.backward(loss)
+            ...     _ = opt.apply_gradients(params_grads)
+            >>> "sgd" in [op.type for op in main.global_block().ops]
+            True
+        """
         return self._optimizer.apply_gradients(params_grads)
 
     def minimize(self, loss: Variable, startup_program: Optional[Program] = None,

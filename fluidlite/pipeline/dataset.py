@@ -45,9 +45,28 @@ _log = logging.getLogger("fluidlite")
 
 
 class DatasetFactory:
-    """``DatasetFactory().create_dataset("InMemoryDataset" | "QueueDataset")``."""
+    """``DatasetFactory().create_dataset("InMemoryDataset" | "QueueDataset")``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+        >>> type(dataset).__name__
+        'InMemoryDataset'
+    """
 
     def create_dataset(self, datafeed_class: str = "QueueDataset") -> "DatasetBase":
+        """A new dataset of the named kind: ``"QueueDataset"`` (the default),
+        ``"InMemoryDataset"`` or ``"FileInstantDataset"``; ValueError naming the choices for any
+        other name.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> factory = fluid.dataset.DatasetFactory()
+            >>> [type(factory.create_dataset(kind)).__name__ for kind in ("InMemoryDataset", "QueueDataset")]
+            ['InMemoryDataset', 'QueueDataset']
+        """
         kinds = {"InMemoryDataset": InMemoryDataset, "QueueDataset": QueueDataset,
                  "FileInstantDataset": FileInstantDataset}
         if datafeed_class not in kinds:
@@ -71,39 +90,237 @@ class DatasetBase:
 
     # -- configuration --------------------------------------------------------------------
     def set_pipe_command(self, pipe_command: str) -> None:
+        """The shell command each file is piped through before parsing (fluid's ``cat`` default
+        reads the file as it is).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_pipe_command("cat")
+            >>> dataset.proto_desc.pipe_command
+            'cat'
+        """
         self.proto_desc.pipe_command = str(pipe_command)
 
     def set_batch_size(self, batch_size: int) -> None:
+        """Samples per batch; ValueError when below 1.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.proto_desc.batch_size
+            2
+        """
         if int(batch_size) < 1:
             raise ValueError(f"set_batch_size: batch_size must be >= 1, got {batch_size}")
         self.proto_desc.batch_size = int(batch_size)
 
     def set_thread(self, thread_num: int) -> None:
+        """How many files are parsed at once (at least 1).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_thread(4)                 # files parsed 4 at a time
+            >>> dataset.thread_num
+            4
+        """
         self.thread_num = max(1, int(thread_num))
 
     def set_filelist(self, filelist: Sequence[str]) -> None:
+        """The MultiSlot text files to read (one sample per line).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> [os.path.basename(p) for p in dataset.filelist]
+            ['part-0']
+        """
         self.filelist = [str(f) for f in filelist]
 
     def set_use_var(self, var_list: Sequence[Variable]) -> None:
+        """The variables each sample fills, in file order: one MultiSlot slot per variable (float
+        slots for float variables, uint64 for integer ones; dense when ``lod_level`` is 0).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> [s["name"] for s in dataset.proto_desc.slots]
+            ['x', 'y']
+        """
         self.use_vars = list(var_list)
         self.proto_desc.slots = [
             {"name": v.name, "type": "float" if np.dtype(to_numpy_dtype(v.dtype)).kind == "f"
              else "uint64", "is_dense": v.lod_level == 0, "is_used": True} for v in var_list]
 
     def set_hdfs_config(self, fs_name: str, fs_ugi: str) -> None:
-        """Accepted for compatibility: files are read from the local file system."""
+        """Accepted for compatibility: files are read from the local file system.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_hdfs_config("hdfs://example", "user,passwd")   # files stay local
+            >>> dataset.load_into_memory()
+            >>> dataset.get_memory_data_size()
+            3
+        """
         _log.info("dataset: set_hdfs_config is ignored (files are local)")
 
     def set_download_cmd(self, download_cmd: str) -> None:
         self.set_pipe_command(download_cmd)
 
     def desc(self) -> str:
+        """The data-feed description as protobuf text (name, batch size, one ``slots`` entry per
+        variable of ``set_use_var``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> print(dataset.desc())      # doctest: +ELLIPSIS
+            name: "MultiSlotDataFeed"
+            batch_size: 2
+            multi_slot_desc {
+                slots {
+                    name: "x"
+                    type: "float"
+                    is_dense: true
+                    is_used: true
+                }
+                slots {
+                    name: "y"
+                    type: "uint64"
+                    is_dense: true
+                    is_used: true
+                }
+            }
+        """
         return self.proto_desc.desc()
 
     # -- slots shuffle (feature-importance evaluation) ------------------------------------------
     def set_fea_eval(self, record_candidate_size: int, fea_eval: bool = True) -> None:
         """Enable (``fea_eval=True``) the feature-evaluation mode ``slots_shuffle`` needs, with a
-        reservoir of ``record_candidate_size`` candidate samples to draw slot values from."""
+        reservoir of ``record_candidate_size`` candidate samples to draw slot values from.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.set_fea_eval(record_candidate_size=2, fea_eval=True)
+            >>> dataset.fea_eval
+            True
+        """
         if not isinstance(fea_eval, bool):
             raise TypeError(f"set_fea_eval: fea_eval must be a bool, got "
                             f"{type(fea_eval).__name__}")
@@ -120,7 +337,31 @@ class DatasetBase:
         """Replace the values of the integer slots named in ``slots`` (variables of
         ``set_use_var``) in every sample with those of a random candidate sample (see the module
         docstring). Without ``set_fea_eval`` first this does nothing (as fluid, with a
-        warning in the log)."""
+        warning in the log).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.set_fea_eval(record_candidate_size=3, fea_eval=True)
+            >>> dataset.slots_shuffle(["y"])      # y's values redrawn from candidate samples
+            >>> dataset.get_memory_data_size()
+            3
+        """
         idx = self._shuffle_slot_indices(slots)
         if not self.fea_eval:
             _log.warning("dataset: slots_shuffle ignored: fea eval mode is off; call "
@@ -257,7 +498,33 @@ class DatasetBase:
 
 
 class InMemoryDataset(DatasetBase):
-    """Samples parsed once into memory (``load_into_memory``), shuffled in memory."""
+    """Samples parsed once into memory (``load_into_memory``), shuffled in memory.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+        >>> with open(path, "w") as f:      # MultiSlot text: per slot, a count then the values
+        ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+        ...         print(line, file=f)
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2], "float32")
+        ...     y = fluid.data("y", [-1, 1], "int64")
+        ...     total = fluid.layers.reduce_sum(x)
+        >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+        >>> dataset.set_use_var([x, y])
+        >>> dataset.set_batch_size(2)
+        >>> dataset.set_filelist([path])
+        >>> dataset.load_into_memory()
+        >>> dataset.get_memory_data_size()
+        3
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed=batch, fetch_list=[total])[0].item()
+        ...  for batch in fluid.io.DataLoader.from_dataset(dataset, fluid.cpu_places(), drop_last=False)]
+        [10.0, 11.0]
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -266,7 +533,29 @@ class InMemoryDataset(DatasetBase):
         self._original: Optional[List[tuple]] = None    # the data before any slots_shuffle
 
     def load_into_memory(self) -> None:
-        """Parse every file (``set_thread`` files in parallel)."""
+        """Parse every file (``set_thread`` files in parallel).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.get_memory_data_size()
+            3
+        """
         self._check_ready()
         with ThreadPoolExecutor(max_workers=self.thread_num) as pool:
             parts = list(pool.map(self._read_file, self.filelist))
@@ -274,24 +563,144 @@ class InMemoryDataset(DatasetBase):
         self._original = None
 
     def preload_into_memory(self, thread_num: Optional[int] = None) -> None:
+        """``load_into_memory`` with ``thread_num`` reader threads (synchronous here, so
+        ``wait_preload_done`` returns at once).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.preload_into_memory(thread_num=2)
+            >>> dataset.wait_preload_done()
+            >>> dataset.get_memory_data_size()
+            3
+        """
         if thread_num:
             self.set_thread(thread_num)
         self.load_into_memory()
 
     def wait_preload_done(self) -> None:
-        """Loading is synchronous: nothing to wait for."""
+        """Loading is synchronous: nothing to wait for.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.preload_into_memory()
+            >>> dataset.wait_preload_done()
+            >>> dataset.get_memory_data_size()
+            3
+        """
 
     def local_shuffle(self, seed: Optional[int] = None) -> None:
+        """Shuffle the samples in memory (``seed`` makes the order reproducible); RuntimeError
+        before ``load_into_memory``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.local_shuffle(seed=1)
+            >>> dataset.get_shuffle_data_size()
+            3
+        """
         self._require_memory("local_shuffle")
         random.Random(seed).shuffle(self._memory)     # type: ignore[arg-type]
         self._shuffled = len(self._memory or [])
 
     def global_shuffle(self, fleet: Any = None, thread_num: int = 12,
                        seed: Optional[int] = None) -> None:
-        """One process holds all the data: the same as ``local_shuffle``."""
+        """One process holds all the data: the same as ``local_shuffle``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.global_shuffle(seed=1)       # one process: a local shuffle
+            >>> dataset.get_shuffle_data_size()
+            3
+        """
         self.local_shuffle(seed)
 
     def release_memory(self) -> None:
+        """Drop the samples held in memory (``load_into_memory`` reads the files again).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.release_memory()
+            >>> dataset.get_memory_data_size()
+            0
+        """
         self._memory = None
         self._original = None
         self._shuffled = 0
@@ -303,19 +712,129 @@ class InMemoryDataset(DatasetBase):
         self._memory = list(self._slots_shuffled(self._original, idx))
 
     def get_memory_data_size(self, fleet: Any = None) -> int:
+        """How many samples are in memory (0 before ``load_into_memory`` or after
+        ``release_memory``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.get_memory_data_size()
+            3
+        """
         return len(self._memory or [])
 
     def get_shuffle_data_size(self, fleet: Any = None) -> int:
+        """How many samples the last shuffle covered (0 before any shuffle).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> dataset.get_shuffle_data_size()
+            0
+            >>> dataset.local_shuffle(seed=2)
+            >>> dataset.get_shuffle_data_size()
+            3
+        """
         return self._shuffled
 
     def set_queue_num(self, queue_num: int) -> None:
-        """Accepted for compatibility (one in-process queue)."""
+        """Accepted for compatibility (one in-process queue).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_queue_num(4)            # accepted; one in-process queue
+        """
 
     def set_fleet_send_batch_size(self, fleet_send_batch_size: int = 1024) -> None:
-        """Accepted for compatibility (no fleet)."""
+        """Accepted for compatibility (no fleet).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_fleet_send_batch_size(1024)   # accepted; no fleet shuffle
+        """
 
     def set_merge_by_lineid(self, merge_size: int = 2) -> None:
-        """Accepted for compatibility (lines are not merged)."""
+        """Accepted for compatibility (lines are not merged).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> # MultiSlot text: per slot, a count then the values
+            >>> with open(path, "w") as f:
+            ...     for line in ["2 1.0 2.0 1 0", "2 3.0 4.0 1 1", "2 5.0 6.0 1 0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            ...     y = fluid.data("y", [-1, 1], "int64")
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x, y])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_merge_by_lineid(2)     # accepted; lines are not merged
+        """
 
     def _require_memory(self, what: str) -> None:
         if self._memory is None:
@@ -329,7 +848,29 @@ class InMemoryDataset(DatasetBase):
 class QueueDataset(DatasetBase):
     """Samples streamed from the files on every pass (no shuffling, as in fluid).
     ``slots_shuffle`` applies to the stream: every pass replaces the slots as the samples go
-    by (a fresh reservoir per pass)."""
+    by (a fresh reservoir per pass).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+        >>> with open(path, "w") as f:
+        ...     for line in ["1 1.0", "1 2.0", "1 3.0"]:
+        ...         print(line, file=f)
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        ...     x = fluid.data("x", [-1, 1], "float32")
+        ...     total = fluid.layers.reduce_sum(x)
+        >>> dataset = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+        >>> dataset.set_use_var([x])
+        >>> dataset.set_batch_size(3)
+        >>> dataset.set_filelist([path])
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.train_from_dataset(main, dataset, fetch_list=[total], print_period=1)    # doctest: +ELLIPSIS
+        batch: 1, reduce_sum_0.tmp_0: 6.0
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -345,10 +886,36 @@ class QueueDataset(DatasetBase):
         return samples
 
     def local_shuffle(self) -> None:
+        """Not supported by a streaming dataset (as in fluid): raises NotImplementedError saying
+        to use InMemoryDataset.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+            >>> try:
+            ...     dataset.local_shuffle()
+            ... except NotImplementedError as e:
+            ...     print("use InMemoryDataset")
+            use InMemoryDataset
+        """
         raise NotImplementedError("QueueDataset does not support local shuffle, please use "
                                   "InMemoryDataset for local_shuffle")
 
     def global_shuffle(self, fleet: Any = None) -> None:
+        """Not supported by a streaming dataset (as in fluid): raises NotImplementedError saying
+        to use InMemoryDataset.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+            >>> try:
+            ...     dataset.global_shuffle()
+            ... except NotImplementedError as e:
+            ...     print("use InMemoryDataset")
+            use InMemoryDataset
+        """
         raise NotImplementedError("QueueDataset does not support global shuffle, please use "
                                   "InMemoryDataset for global_shuffle")
 

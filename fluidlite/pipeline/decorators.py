@@ -22,11 +22,41 @@ _END = object()
 
 
 class ComposeNotAligned(ValueError):
-    """``compose(check_alignment=True)`` readers yielded different numbers of samples."""
+    """``compose(check_alignment=True)`` readers yielded different numbers of samples.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> r = fluid.io.compose(lambda: iter([1, 2]), lambda: iter([3]))
+        >>> try:
+        ...     list(r())
+        ... except fluid.io.ComposeNotAligned as e:
+        ...     print("not aligned")
+        not aligned
+    """
 
 
 def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
-    """Lists of ``batch_size`` samples (the last shorter one dropped when ``drop_last``)."""
+    """Lists of ``batch_size`` samples (the last shorter one dropped when ``drop_last``).
+
+    Args:
+        reader (callable): a sample reader (a function returning an iterator).
+        batch_size (int): samples per batch.
+        drop_last (bool, default False): drop a last batch smaller than ``batch_size``.
+    Returns:
+        callable: a reader of lists of samples.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> def reader():
+        ...     for i in range(5):
+        ...         yield i
+        >>> list(fluid.io.batch(reader, batch_size=2)())
+        [[0, 1], [2, 3], [4]]
+        >>> list(fluid.io.batch(reader, batch_size=2, drop_last=True)())
+        [[0, 1], [2, 3]]
+    """
     if int(batch_size) < 1:
         raise ValueError(f"batch_size should be a positive integer, got {batch_size}")
 
@@ -59,13 +89,42 @@ def shuffle(reader: Reader, buf_size: int, seed: Optional[int] = None) -> Reader
 
 
 def chain(*readers: Reader) -> Reader:
-    """The samples of each reader, one reader after the other."""
+    """The samples of each reader, one reader after the other.
+
+    Args:
+        readers (callable): readers whose items follow one another.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> a = lambda: iter([1, 2])
+        >>> b = lambda: iter([3])
+        >>> list(fluid.io.chain(a, b)())
+        [1, 2, 3]
+    """
     return lambda: itertools.chain.from_iterable(r() for r in readers)
 
 
 def compose(*readers: Reader, check_alignment: bool = True) -> Reader:
     """Zip readers: each output sample is the concatenation of their samples (tuples are
-    flattened one level)."""
+    flattened one level).
+
+    Args:
+        readers (callable): readers read in step; their items are joined into one tuple.
+        check_alignment (bool, default True): raise ``ComposeNotAligned`` when one ends first.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> a = lambda: iter([1, 2])
+        >>> b = lambda: iter(["x", "y"])
+        >>> list(fluid.io.compose(a, b)())
+        [(1, 'x'), (2, 'y')]
+    """
     def as_tuple(x: Any) -> tuple:
         return tuple(x) if isinstance(x, tuple) else (x,)
 
@@ -81,17 +140,60 @@ def compose(*readers: Reader, check_alignment: bool = True) -> Reader:
 
 
 def map_readers(func: Callable[..., Any], *readers: Reader) -> Reader:
-    """``func`` applied to the zipped samples of ``readers``."""
+    """``func`` applied to the zipped samples of ``readers``.
+
+    Args:
+        func (callable): applied to one item of each reader.
+        readers (callable): readers read in step.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> list(fluid.io.map_readers(lambda a, b: a + b, lambda: iter([1, 2]), lambda: iter([10, 20]))())
+        [11, 22]
+    """
     return lambda: map(func, *[r() for r in readers])
 
 
 def firstn(reader: Reader, n: int) -> Reader:
-    """At most the first ``n`` samples."""
+    """At most the first ``n`` samples.
+
+    Args:
+        reader (callable): the reader.
+        n (int): how many items to keep.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> list(fluid.io.firstn(lambda: iter(range(10)), 3)())
+        [0, 1, 2]
+    """
     return lambda: itertools.islice(reader(), n)
 
 
 def cache(reader: Reader) -> Reader:
-    """Read ``reader`` once, on the first call; later calls replay the samples."""
+    """Read ``reader`` once, on the first call; later calls replay the samples.
+
+    Args:
+        reader (callable): read once; its items are replayed afterwards.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> calls = []
+        >>> def reader():
+        ...     calls.append(1)
+        ...     yield from range(3)
+        >>> cached = fluid.io.cache(reader)
+        >>> list(cached()), list(cached()), len(calls)
+        ([0, 1, 2], [0, 1, 2], 1)
+    """
     samples: List[Any] = []
     filled = [False]
 
@@ -147,7 +249,20 @@ def _drain(q: "queue.Queue[Any]", workers: int, threads: Sequence[threading.Thre
 
 
 def buffered(reader: Reader, size: int) -> Reader:
-    """Read ahead up to ``size`` samples in a background thread."""
+    """Read ahead up to ``size`` samples in a background thread.
+
+    Args:
+        reader (callable): the reader.
+        size (int): items read ahead in a background thread.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> list(fluid.io.buffered(lambda: iter(range(4)), size=2)())
+        [0, 1, 2, 3]
+    """
     def reading() -> Iterator[Any]:
         q: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, size))
         stop = threading.Event()
@@ -160,7 +275,25 @@ def buffered(reader: Reader, size: int) -> Reader:
 
 def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
                  buffer_size: int, order: bool = False) -> Reader:
-    """``mapper`` over the samples in ``process_num`` threads (in order when ``order``)."""
+    """``mapper`` over the samples in ``process_num`` threads (in order when ``order``).
+
+    Args:
+        mapper (callable): applied to every item by worker threads.
+        reader (callable): the reader.
+        process_num (int): the number of workers.
+        buffer_size (int): the queue size.
+        order (bool, default False): keep the input order.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> r = fluid.io.xmap_readers(lambda v: v * 10, lambda: iter(range(4)), process_num=2,
+        ...                          buffer_size=4, order=True)
+        >>> list(r())
+        [0, 10, 20, 30]
+    """
     def mapped() -> Iterator[Any]:
         if order:
             # ordered: map in chunks of process_num, results kept in input order
@@ -210,7 +343,24 @@ def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
 
 def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True,
                         queue_size: int = 1000) -> Reader:
-    """The samples of all ``readers``, read concurrently (threads in fluidlite), interleaved."""
+    """The samples of all ``readers``, read concurrently (threads in fluidlite), interleaved.
+
+    Args:
+        readers (list of callable): read concurrently, one thread each.
+        use_pipe (bool, default True): accepted for fluid's signature (fluid chose pipes or
+            a queue between processes).
+        queue_size (int, default 1000): the queue size.
+    Returns:
+        callable: a new reader.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> def part(start):
+        ...     return lambda: iter(range(start, start + 2))
+        >>> sorted(fluid.io.multiprocess_reader([part(0), part(10)], use_pipe=False)())
+        [0, 1, 10, 11]
+    """
     def reading() -> Iterator[Any]:
         q: "queue.Queue[Any]" = queue.Queue(maxsize=max(1, queue_size))
         stop = threading.Event()

@@ -36,7 +36,34 @@ def _value(text: str) -> Any:
 
 class DataFeedDesc:
     """A data-feed description: ``name``, ``batch_size`` and the slots (``name``, ``type``
-    ``"uint64"`` or ``"float"``, ``is_dense``, ``is_used``)."""
+    ``"uint64"`` or ``"float"``, ``is_dense``, ``is_used``).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os, tempfile
+        >>> proto = os.path.join(tempfile.mkdtemp(), "data.proto")
+        >>> with open(proto, "w") as f:
+        ...     _ = f.write('''name: "MultiSlotDataFeed"
+        ... batch_size: 2
+        ... multi_slot_desc {
+        ...     slots {
+        ...         name: "words"
+        ...         type: "uint64"
+        ...         is_dense: false
+        ...         is_used: true
+        ...     }
+        ...     slots {
+        ...         name: "label"
+        ...         type: "uint64"
+        ...         is_dense: false
+        ...         is_used: true
+        ...     }
+        ... }''')
+        >>> desc = fluid.DataFeedDesc(proto)
+        >>> desc.batch_size, [s["name"] for s in desc.slots]
+        (2, ['words', 'label'])
+    """
 
     def __init__(self, proto_file: Optional[str] = None) -> None:
         self.name = "MultiSlotDataFeed"
@@ -78,18 +105,107 @@ class DataFeedDesc:
                          f"{[s['name'] for s in self.slots]}")
 
     def set_batch_size(self, batch_size: int) -> None:
+        """Samples per batch.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> proto = os.path.join(tempfile.mkdtemp(), "data.proto")
+            >>> with open(proto, "w") as f:
+            ...     for line in ['name: "MultiSlotDataFeed"', 'batch_size: 2', 'multi_slot_desc {',
+            ...                  '    slots {', '        name: "words"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }',
+            ...                  '    slots {', '        name: "label"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }', '}']:
+            ...         print(line, file=f)
+            >>> desc = fluid.DataFeedDesc(proto)
+            >>> desc.set_batch_size(128)
+            >>> desc.batch_size
+            128
+        """
         self.batch_size = int(batch_size)
 
     def set_dense_slots(self, dense_slots_name: Sequence[str]) -> None:
+        """Mark the named slots as dense (fixed-size) rather than variable-length.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> proto = os.path.join(tempfile.mkdtemp(), "data.proto")
+            >>> with open(proto, "w") as f:
+            ...     for line in ['name: "MultiSlotDataFeed"', 'batch_size: 2', 'multi_slot_desc {',
+            ...                  '    slots {', '        name: "words"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }',
+            ...                  '    slots {', '        name: "label"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }', '}']:
+            ...         print(line, file=f)
+            >>> desc = fluid.DataFeedDesc(proto)
+            >>> desc.set_dense_slots(["label"])
+            >>> [(s["name"], s["is_dense"]) for s in desc.slots]
+            [('words', False), ('label', True)]
+        """
         for n in dense_slots_name:
             self._slot(n)["is_dense"] = True
 
     def set_use_slots(self, use_slots_name: Sequence[str]) -> None:
+        """Mark the named slots as used (ValueError naming the slots for an unknown name).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> proto = os.path.join(tempfile.mkdtemp(), "data.proto")
+            >>> with open(proto, "w") as f:
+            ...     for line in ['name: "MultiSlotDataFeed"', 'batch_size: 2', 'multi_slot_desc {',
+            ...                  '    slots {', '        name: "words"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }',
+            ...                  '    slots {', '        name: "label"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }', '}']:
+            ...         print(line, file=f)
+            >>> desc = fluid.DataFeedDesc(proto)
+            >>> desc.set_use_slots(["words"])
+            >>> [(s["name"], s["is_used"]) for s in desc.slots]
+            [('words', True), ('label', False)]
+        """
         for n in use_slots_name:
             self._slot(n)["is_used"] = True
 
     def desc(self) -> str:
-        """The protobuf text form."""
+        """The protobuf text form.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> proto = os.path.join(tempfile.mkdtemp(), "data.proto")
+            >>> with open(proto, "w") as f:
+            ...     for line in ['name: "MultiSlotDataFeed"', 'batch_size: 2', 'multi_slot_desc {',
+            ...                  '    slots {', '        name: "words"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }',
+            ...                  '    slots {', '        name: "label"', '        type: "uint64"',
+            ...                  '        is_dense: false', '        is_used: false', '    }', '}']:
+            ...         print(line, file=f)
+            >>> desc = fluid.DataFeedDesc(proto)
+            >>> print(desc.desc())     # doctest: +ELLIPSIS
+            name: "MultiSlotDataFeed"
+            batch_size: 2
+            multi_slot_desc {
+                slots {
+                    name: "words"
+                    type: "uint64"
+                    is_dense: false
+                    is_used: false
+                }
+                slots {
+                    name: "label"
+                    type: "uint64"
+                    is_dense: false
+                    is_used: false
+                }
+            }
+        """
         lines = [f'name: "{self.name}"', f"batch_size: {self.batch_size}"]
         if self.pipe_command != "cat":
             lines.append(f'pipe_command: "{self.pipe_command}"')

@@ -125,7 +125,27 @@ class DataFeeder:
     """Convert minibatches (lists of samples) into ``{name: LoDTensor}`` feed dicts.
 
     ``feed_list`` holds the data Variables (or their names, looked up in ``program``'s global
-    block, default the default main program)."""
+    block, default the default main program).
+
+    Args:
+        feed_list (list of Variable | str): the data variables (or their names) each sample
+            fills, in order.
+        place (Place): accepted for fluid's signature.
+        program (Program | None): where to look up names (default: the default main program).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     label = fluid.data("label", [-1, 1], "int64")
+        >>> feeder = fluid.DataFeeder(feed_list=[x, label], place=fluid.CPUPlace())
+        >>> feed = feeder.feed([([1.0, 2.0], [0]), ([3.0, 4.0], [1])])      # a batch of 2 samples
+        >>> np.array(feed["x"]), np.array(feed["label"]).ravel()
+        (array([[1., 2.],
+               [3., 4.]], dtype=float32), array([0, 1]))
+    """
 
     def __init__(self, feed_list: Sequence[Union[Variable, str]], place: Any,
                  program: Optional[Program] = None) -> None:
@@ -155,7 +175,26 @@ class DataFeeder:
                                                    self.feed_shapes, self.feed_dtypes)]
 
     def feed(self, iterable: Iterable[Sequence[Any]]) -> Dict[str, LoDTensor]:
-        """One minibatch -> ``{name: LoDTensor}``."""
+        """One minibatch -> ``{name: LoDTensor}``.
+
+        Args:
+            iterable (iterable of sequences): the samples of a batch, each with one value per feed
+                variable.
+        Returns:
+            dict: ``{name: LoDTensor}`` ready for ``exe.run(feed=...)``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     words = fluid.data("words", [-1, 1], "int64", lod_level=1)
+            >>> feeder = fluid.DataFeeder(feed_list=[words], place=fluid.CPUPlace())
+            >>> # two sequences -> a LoD tensor
+            >>> t = feeder.feed([([1, 2, 3],), ([4, 5],)])["words"]
+            >>> t.recursive_sequence_lengths(), np.array(t).ravel()
+            ([[3, 2]], array([1, 2, 3, 4, 5]))
+        """
         converters = self._converters()
         for i, sample in enumerate(iterable):
             if not isinstance(sample, (list, tuple)) or len(sample) != len(converters):
@@ -170,13 +209,38 @@ class DataFeeder:
 
     def feed_parallel(self, iterable: Iterable[Iterable[Sequence[Any]]],
                       num_places: Optional[int] = None) -> Iterator[Dict[str, LoDTensor]]:
-        """One feed dict per device minibatch (fluidlite runs on one CPU device)."""
+        """One feed dict per device minibatch (fluidlite runs on one CPU device).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            >>> feeder = fluid.DataFeeder(feed_list=[x], place=fluid.CPUPlace())
+            >>> feeds = list(feeder.feed_parallel([[([1.0, 2.0],)], [([3.0, 4.0],)]], num_places=2))
+            >>> [np.array(f["x"]).tolist() for f in feeds]
+            [[[1.0, 2.0]], [[3.0, 4.0]]]
+        """
         for batch in iterable:
             yield self.feed(batch)
 
     def decorate_reader(self, reader: Any, multi_devices: bool, num_places: Optional[int] = None,
                         drop_last: bool = True) -> Any:
-        """Wrap a batch reader so that it yields feed dicts."""
+        """Wrap a batch reader so that it yields feed dicts.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            >>> feeder = fluid.DataFeeder(feed_list=[x], place=fluid.CPUPlace())
+            >>> def batches():
+            ...     yield [([1.0, 2.0],), ([3.0, 4.0],)]
+            >>> [np.array(d["x"]).shape for d in feeder.decorate_reader(batches, multi_devices=False)()]
+            [(2, 2)]
+        """
         def decorated() -> Iterator[Dict[str, LoDTensor]]:
             for batch in reader():
                 yield self.feed(batch)

@@ -47,6 +47,22 @@ def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]],
     A list of sequences of ints (``[[1, 2, 3], [4, 5]]`` with ``[[3, 2]]``) becomes an int64
     tensor of shape ``[total, 1]`` (word ids); sequences of floats give float32. The last level's
     lengths must sum to ``data.shape[0]``.
+
+    Args:
+        data (numpy.ndarray | list | LoDTensor): the rows of all sequences, concatenated (a
+            list of lists of ids is converted to an int64 column).
+        recursive_seq_lens (list of lists of int): the sequence lengths per LoD level.
+        place (Place | None): accepted for fluid's signature.
+    Returns:
+        LoDTensor: the data with its LoD.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> t = fluid.create_lod_tensor(np.arange(5, dtype="int64").reshape(5, 1), [[2, 3]],
+        ...                             fluid.CPUPlace())
+        >>> t.recursive_sequence_lengths(), t.lod(), t.shape()
+        ([[2, 3]], [[0, 2, 5]], [5, 1])
     """
     lens = _check_lens(recursive_seq_lens)
     if isinstance(data, LoDTensor):
@@ -83,7 +99,16 @@ def create_random_int_lodtensor(recursive_seq_lens: Sequence[Sequence[int]],
                                 base_shape: Sequence[int], place: Any = None, low: int = 0,
                                 high: int = 1, seed: Optional[int] = None) -> LoDTensor:
     """A LoDTensor of random int64 values in ``[low, high]`` with shape
-    ``[sum(last level lengths)] + base_shape`` (``seed`` makes it reproducible)."""
+    ``[sum(last level lengths)] + base_shape`` (``seed`` makes it reproducible).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> t = fluid.create_random_int_lodtensor([[2, 3]], base_shape=[1], place=fluid.CPUPlace(),
+        ...                                       low=0, high=9)
+        >>> t.shape(), t.recursive_sequence_lengths()
+        ([5, 1], [[2, 3]])
+    """
     lens = _check_lens(recursive_seq_lens)
     if not lens:
         raise ValueError("recursive_seq_lens must have at least one level")

@@ -331,7 +331,22 @@ class GeneratorLoader:
 
     def next(self) -> Any:
         """fluid 1.8's Python-2 spelling of ``__next__``: the next batch of an iterable loader
-        (``StopIteration`` at the end of the epoch)."""
+        (``StopIteration`` at the end of the epoch).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=2, iterable=True)
+            >>> reader.decorate_batch_generator(lambda: iter([[np.ones((1, 2), "float32")]] * 2),
+            ...                                 places=fluid.CPUPlace())
+            >>> it = iter(reader())
+            >>> sorted(next(it)[0])              # one batch: a feed dict per place
+            ['x']
+        """
         return self.__next__()
 
     def _close_owned(self) -> None:
@@ -355,7 +370,28 @@ class GeneratorLoader:
 
     # -- non-iterable use ---------------------------------------------------------------------
     def start(self) -> None:
-        """Start prefetching; ``Executor.run`` on the program then takes one batch per run."""
+        """Start prefetching; ``Executor.run`` on the program then takes one batch per run.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=False)
+            >>> reader.decorate_batch_generator(lambda: iter([[np.ones((1, 2), "float32")]] * 3))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> reader.start()                   # non-iterable: the program reads the queue itself
+            >>> sums = []
+            >>> try:
+            ...     while True:
+            ...         sums.append(exe.run(main, fetch_list=[s])[0].item())
+            ... except fluid.core.EOFException:
+            ...     reader.reset()               # ready for the next pass
+            >>> sums
+            [2.0, 2.0, 2.0]
+        """
         if self.iterable:
             raise RuntimeError("DataLoader: start() is for non-iterable loaders "
                                "(iterable=False); iterate over an iterable loader instead")
@@ -366,7 +402,31 @@ class GeneratorLoader:
         _readers.register(self._program, self)
 
     def reset(self) -> None:
-        """Stop the worker (if any) and forget the epoch; ``start()`` may follow."""
+        """Stop the worker (if any) and forget the epoch; ``start()`` may follow.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=2, iterable=False)
+            >>> reader.decorate_batch_generator(lambda: iter([[np.ones((1, 2), "float32")]] * 2))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> for epoch in range(2):
+            ...     reader.start()
+            ...     n = 0
+            ...     try:
+            ...         while True:
+            ...             _ = exe.run(main, fetch_list=[s])
+            ...             n += 1
+            ...     except fluid.core.EOFException:
+            ...         reader.reset()
+            ...     print(epoch, n)
+            0 2
+            1 2
+        """
         _readers.unregister(self)
         running, self._running = self._running, None
         if running is not None:
@@ -394,26 +454,129 @@ class GeneratorLoader:
 
 
 class DataLoader:
-    """``fluid.io.DataLoader``."""
+    """``fluid.io.DataLoader``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     s = fluid.layers.reduce_sum(x)
+        ...     loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=2)
+        >>> def samples():
+        ...     for i in range(4):
+        ...         yield [np.array([i], "float32")]
+        >>> _ = loader.set_sample_list_generator(fluid.io.batch(samples, 2), places=fluid.CPUPlace())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed=data, fetch_list=[s])[0].item() for data in loader()]
+        [1.0, 5.0]
+    """
 
     @staticmethod
     def from_generator(feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
                        use_double_buffer: bool = True, iterable: bool = True,
                        return_list: bool = False, use_multiprocess: bool = False,
                        drop_last: bool = True) -> GeneratorLoader:
-        """A loader fed by a Python generator (see the module docstring)."""
+        """A loader fed by a Python generator (see the module docstring).
+
+        Args:
+            feed_list (list of Variable | None): the variables each batch feeds, in order.
+            capacity (int, default 64): batches buffered ahead by the background thread.
+            use_double_buffer (bool, default True): accepted (batches are prepared ahead anyway).
+            iterable (bool, default True): iterate over the loader (else the program reads it
+                after ``start()``).
+            return_list (bool, default False): yield lists instead of feed dicts (dygraph).
+            use_multiprocess (bool, default False): prepare batches in a child process.
+            drop_last (bool, default True): drop a last batch smaller than the others.
+        Returns:
+            GeneratorLoader: set its data with ``set_sample_generator``,
+            ``set_sample_list_generator`` or ``set_batch_generator``.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     loader = fluid.io.DataLoader.from_generator(feed_list=[x], capacity=4)
+            >>> def batches():
+            ...     for i in range(3):
+            ...         yield [np.full((2, 2), i, "float32")]
+            >>> _ = loader.set_batch_generator(batches, places=fluid.CPUPlace())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [exe.run(main, feed=data, fetch_list=[s])[0].item() for data in loader()]
+            [0.0, 4.0, 8.0]
+        """
         return GeneratorLoader(feed_list, capacity, use_double_buffer, iterable, return_list,
                                use_multiprocess, drop_last)
 
     @staticmethod
     def from_dataset(dataset: Any, places: Any = None, drop_last: bool = True) -> Any:
         """An iterable over the batches of a ``fluid.dataset`` dataset (after
-        ``load_into_memory`` for an InMemoryDataset)."""
+        ``load_into_memory`` for an InMemoryDataset).
+
+        Args:
+            dataset (DatasetBase): a ``fluid.dataset`` dataset (``load_into_memory`` first for an
+                InMemoryDataset).
+            places (list | None): accepted for fluid's signature.
+            drop_last (bool, default True): drop a last batch smaller than the batch size.
+        Returns:
+            iterable: feed dicts, one per batch.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> with open(path, "w") as f:
+            ...     for line in ["1 1.0", "1 2.0", "1 3.0", "1 4.0"]:
+            ...         print(line, file=f)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 1], "float32")
+            ...     total = fluid.layers.reduce_sum(x)
+            >>> dataset = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x])
+            >>> dataset.set_batch_size(2)
+            >>> dataset.set_filelist([path])
+            >>> dataset.load_into_memory()
+            >>> loader = fluid.io.DataLoader.from_dataset(dataset, fluid.cpu_places(1))
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [exe.run(main, feed=batch, fetch_list=[total])[0].item() for batch in loader]
+            [3.0, 7.0]
+        """
         return dataset._loader(drop_last)
 
 
 class PyReader(GeneratorLoader):
-    """``fluid.io.PyReader``: the older spelling of ``DataLoader.from_generator``."""
+    """``fluid.io.PyReader``: the older spelling of ``DataLoader.from_generator``.
+
+    Args:
+        feed_list (list of Variable | None): the variables each batch feeds.
+        capacity (int, default 64): batches buffered ahead.
+        use_double_buffer (bool, default True): accepted (batches are prepared ahead anyway).
+        iterable (bool, default True): iterate over the reader (else the program reads it after
+            ``start()`` until ``EOFException``).
+        return_list (bool, default False): yield lists instead of feed dicts (dygraph).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 2])
+        ...     s = fluid.layers.reduce_sum(x)
+        ...     reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=True)
+        >>> def batches():
+        ...     for i in range(3):
+        ...         yield [np.full((2, 2), i, "float32")]
+        >>> reader.decorate_batch_generator(batches, places=fluid.CPUPlace())
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> [exe.run(main, feed=data, fetch_list=[s])[0].item() for data in reader()]
+        [0.0, 4.0, 8.0]
+    """
 
     def __init__(self, feed_list: Optional[Sequence[Variable]] = None, capacity: int = 64,
                  use_double_buffer: bool = True, iterable: bool = True,
@@ -423,14 +586,70 @@ class PyReader(GeneratorLoader):
     def decorate_sample_generator(self, sample_generator: Callable[[], Iterable[Any]],
                                   batch_size: int, drop_last: bool = True,
                                   places: Any = None) -> None:
+        """Read samples from ``sample_generator()`` (a tuple or list per sample, one value per
+        feed variable) and group them into batches of ``batch_size`` (``drop_last``: drop a short
+        last batch).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=True)
+            >>> def samples():
+            ...     for i in range(4):
+            ...         yield [np.full([2], i, "float32")]
+            >>> reader.decorate_sample_generator(samples, batch_size=2, places=fluid.CPUPlace())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [exe.run(main, feed=d, fetch_list=[s])[0].item() for d in reader()]
+            [2.0, 10.0]
+        """
         self.set_sample_generator(sample_generator, batch_size, drop_last, places)
 
     def decorate_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
                                        places: Any = None) -> None:
+        """Read batches from ``reader()`` yielding lists of samples (e.g. ``fluid.io.batch(...)``),
+        each sample a tuple with one value per feed variable.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=True)
+            >>> def samples():
+            ...     for i in range(4):
+            ...         yield (np.full([2], i, "float32"),)
+            >>> reader.decorate_sample_list_generator(fluid.io.batch(samples, 2), places=fluid.CPUPlace())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [exe.run(main, feed=d, fetch_list=[s])[0].item() for d in reader()]
+            [2.0, 10.0]
+        """
         self.set_sample_list_generator(reader, places)
 
     def decorate_batch_generator(self, reader: Callable[[], Iterable[Any]],
                                  places: Any = None) -> None:
+        """Read whole batches from ``reader()``: each item is a list (one array per feed
+        variable) or a feed dict; ``places`` is required for an iterable reader.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 2])
+            ...     s = fluid.layers.reduce_sum(x)
+            ...     reader = fluid.io.PyReader(feed_list=[x], capacity=4, iterable=True)
+            >>> reader.decorate_batch_generator(lambda: iter([[np.ones((3, 2), "float32")]]),
+            ...                                 places=fluid.CPUPlace())
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> [exe.run(main, feed=d, fetch_list=[s])[0].item() for d in reader()]
+            [6.0]
+        """
         self.set_batch_generator(reader, places)
 
     # py_reader's spellings

@@ -37,7 +37,17 @@ class DistributeTranspilerConfig:
     """fluid 1.8's transpiler settings, with its defaults. ``mode`` selects the strategy
     (see the module docstring); ``nccl_comm_num`` is the number of all-reduce rings of the
     collective mode; the parameter-server settings (``slice_var_up``, ``split_method``,
-    ``min_block_size``, ``sync_mode``, ...) are kept for scripts that set them."""
+    ``min_block_size``, ``sync_mode``, ...) are kept for scripts that set them.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> config = fluid.DistributeTranspilerConfig()
+        >>> config.mode = "collective"
+        >>> config.collective_mode = "grad_allreduce"
+        >>> config.nccl_comm_num = 1
+        >>> t = fluid.DistributeTranspiler(config=config)
+    """
 
     slice_var_up = True
     split_method: Optional[type] = None
@@ -67,7 +77,26 @@ class DistributeTranspilerConfig:
 
 
 class DistributeTranspiler:
-    """``DistributeTranspiler(config=None)``: see the module docstring."""
+    """``DistributeTranspiler(config=None)``: see the module docstring.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+        ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+        >>> config = fluid.DistributeTranspilerConfig()
+        >>> config.mode = "collective"
+        >>> t = fluid.DistributeTranspiler(config=config)
+        >>> t.transpile(0, program=main, startup_program=startup, trainers="127.0.0.1:6170",
+        ...             current_endpoint="127.0.0.1:6170")
+        >>> trainer_program = t.get_trainer_program()
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(trainer_program, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0].shape
+        (1,)
+    """
 
     def __init__(self, config: Optional[DistributeTranspilerConfig] = None) -> None:
         if config is None:
@@ -91,7 +120,22 @@ class DistributeTranspiler:
                   current_endpoint: str = "127.0.0.1:6174") -> None:
         """Prepare ``program`` (default: the default main program; its optimizer must have
         been applied) for trainer ``trainer_id`` of the comma-separated ``trainers``
-        endpoints (see the module docstring for what each mode does)."""
+        endpoints (see the module docstring for what each mode does).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> t = fluid.DistributeTranspiler()          # the default mode: parameter servers
+            >>> try:
+            ...     t.transpile(0, program=main, pservers="127.0.0.1:6174", trainers=1)
+            ... except ValueError:
+            ...     print("pserver mode is not available")
+            pserver mode is not available
+        """
         mode = self.config.mode
         if mode not in MODES:
             raise ValueError(f"DistributeTranspilerConfig.mode must be one of {MODES}, but "
@@ -138,13 +182,48 @@ class DistributeTranspiler:
         return self.origin_program
 
     def get_trainer_program(self, wait_port: bool = True) -> Program:
-        """The trainer's program (the one ``transpile`` prepared)."""
+        """The trainer's program (the one ``transpile`` prepared).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> config = fluid.DistributeTranspilerConfig()
+            >>> config.mode = "collective"
+            >>> t = fluid.DistributeTranspiler(config=config)
+            >>> t.transpile(0, program=main, startup_program=startup, trainers="127.0.0.1:6170",
+            ...             current_endpoint="127.0.0.1:6170")
+            >>> trainer = t.get_trainer_program()
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> exe.run(trainer, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])[0].shape
+            (1,)
+        """
         return self._transpiled("get_trainer_program")
 
     def get_startup_program(self, endpoint: Optional[str] = None,
                             pserver_program: Optional[Program] = None,
                             startup_program: Optional[Program] = None) -> Program:
-        """The trainer's startup program (in collective mode it broadcasts the parameters)."""
+        """The trainer's startup program (in collective mode it broadcasts the parameters).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+            ...     _ = fluid.optimizer.SGD(0.1).minimize(loss)
+            >>> config = fluid.DistributeTranspilerConfig()
+            >>> config.mode = "collective"
+            >>> t = fluid.DistributeTranspiler(config=config)
+            >>> t.transpile(0, program=main, startup_program=startup, trainers="127.0.0.1:6170",
+            ...             current_endpoint="127.0.0.1:6170")
+            >>> t.get_startup_program("127.0.0.1:6170", startup_program=startup) is startup
+            True
+        """
         self._transpiled("get_startup_program")
         return self.origin_startup_program                       # type: ignore[return-value]
 
@@ -154,9 +233,31 @@ class DistributeTranspiler:
                          f"modes only)")
 
     def get_pserver_program(self, endpoint: str) -> Program:
-        """Parameter-server mode only: ValueError here (see the module docstring)."""
+        """Parameter-server mode only: ValueError here (see the module docstring).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.DistributeTranspiler()                    # parameter-server mode
+            >>> try:
+            ...     t.get_pserver_program("127.0.0.1:6174")
+            ... except ValueError:
+            ...     print("parameter servers are not available: use the collective or nccl2 mode")
+            parameter servers are not available: use the collective or nccl2 mode
+        """
         raise self._no_pserver("get_pserver_program")
 
     def get_pserver_programs(self, endpoint: str) -> List[Program]:
-        """Parameter-server mode only: ValueError here (see the module docstring)."""
+        """Parameter-server mode only: ValueError here (see the module docstring).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.DistributeTranspiler()                    # parameter-server mode
+            >>> try:
+            ...     t.get_pserver_programs("127.0.0.1:6174")
+            ... except ValueError:
+            ...     print("parameter servers are not available: use the collective or nccl2 mode")
+            parameter servers are not available: use the collective or nccl2 mode
+        """
         raise self._no_pserver("get_pserver_programs")

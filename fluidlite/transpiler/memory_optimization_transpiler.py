@@ -15,7 +15,18 @@ __all__ = ["memory_optimize", "release_memory"]
 def memory_optimize(input_program: Any, skip_opt_set: Optional[Any] = None,
                     print_log: bool = False, level: int = 0, skip_grads: bool = True) -> None:
     """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
-    unchanged."""
+    unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     fluid.memory_optimize(fluid.Program())      # deprecated in fluid 1.8: does nothing
+        >>> len(caught) >= 1
+        True
+    """
     warnings.warn("fluid.memory_optimize() is deprecated and does nothing: it does not change "
                   "the Program. Memory is managed for you (fluidlite releases every "
                   "intermediate as soon as the plan no longer needs it); remove the call.",
@@ -24,6 +35,17 @@ def memory_optimize(input_program: Any, skip_opt_set: Optional[Any] = None,
 
 def release_memory(input_program: Any, skip_opt_set: Optional[Any] = None) -> None:
     """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
-    unchanged."""
+    unchanged.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     fluid.release_memory(fluid.Program())      # deprecated in fluid 1.8: does nothing
+        >>> len(caught) >= 1
+        True
+    """
     warnings.warn("fluid.release_memory() is deprecated and does nothing: it does not change "
                   "the Program; remove the call.", DeprecationWarning, stacklevel=2)

@@ -43,6 +43,14 @@ class PSDispatcher:
         return self._eps
 
     def reset(self) -> None:
+        """Nothing to reset: name hashing keeps no state (fluid's dispatcher interface).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> h = fluid.transpiler.HashName(["127.0.0.1:6170"])
+            >>> h.reset()                        # stateless: nothing to forget
+        """
         self._step = 0
 
     def dispatch(self, varlist: Sequence[Any]) -> List[str]:
@@ -51,7 +59,17 @@ class PSDispatcher:
 
 
 class HashName(PSDispatcher):
-    """The endpoint of a variable is ``eps[crc32(name) % len(eps)]``."""
+    """The endpoint of a variable is ``eps[crc32(name) % len(eps)]``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> h = fluid.transpiler.HashName(["127.0.0.1:6170", "127.0.0.1:6171"])
+        >>> class Var:                               # anything with a .name
+        ...     def __init__(self, name): self.name = name
+        >>> [h.dispatch([Var("fc_0.w_0")])[0] in h._eps for _ in range(2)]
+        [True, True]
+    """
 
     def _hash_block(self, block_str: str, total: int) -> int:
         return zlib.crc32(block_str.encode("utf-8")) % total

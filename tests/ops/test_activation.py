@@ -7,7 +7,7 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite.core.registry import get_op_def
-from fluidlite.ops.activation import erf_numpy
+from fluidlite.ops.activation import erf_fast, erf_numpy
 from fluidlite.testing import OpTest
 
 X = OpTest.rand(3, 5, low=-2.0, high=2.0)
@@ -156,6 +156,37 @@ def test_erf_numpy_fallback_matches_math_erf():
     assert erf_numpy(x.astype(np.float32)).dtype == np.float32
     out = erf_numpy(np.array([np.nan, np.inf, -np.inf]))
     assert np.isnan(out[0]) and out[1] == 1 and out[2] == -1
+
+
+def test_erf_fast_float32_is_within_1e7_of_math_erf():
+    # dense where erf bends, geometric toward 0 (relative accuracy) and past the clamp at 4
+    x = np.concatenate([np.linspace(-6, 6, 240001), np.geomspace(1e-38, 6, 2000),
+                        -np.geomspace(1e-38, 6, 2000)]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    ref = np.array([math.erf(v) for v in x64])
+    got = erf_fast(x)
+    assert got.dtype == np.float32
+    err = np.abs(got.astype(np.float64) - ref)
+    assert err.max() <= 1e-7, (err.max(), x[err.argmax()])
+    assert np.max(err / np.maximum(np.abs(ref), 1e-38)) <= 1e-7
+    np.testing.assert_array_equal(erf_fast(-x), -got)                     # odd
+    out = erf_fast(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], np.float32))
+    assert np.isnan(out[0]) and list(out[1:]) == [1, -1, 0, 0] and np.signbit(out[4])
+    h = erf_numpy(np.float16([0.5, -2.0]))
+    assert h.dtype == np.float16 and np.allclose(h, [math.erf(0.5), math.erf(-2.0)], atol=1e-3)
+
+
+def test_gelu_float32_matches_the_float64_kernel():
+    gelu = get_op_def("gelu")
+    x64 = np.linspace(-9, 9, 20001)
+    dout = np.cos(x64)
+    x32, d32 = x64.astype(np.float32), dout.astype(np.float32)
+    out32, out64 = gelu.forward(x32)["Out"], gelu.forward(x64)["Out"]
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, out64, rtol=0, atol=1e-6)
+    g32, g64 = gelu.backward(x32, d32)["X"], gelu.backward(x64, dout)["X"]
+    assert g32.dtype == np.float32
+    np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-6)
 
 
 def test_layers_build_the_ops_with_fluid_names_and_attrs():

@@ -1,5 +1,6 @@
-"""``merge_selected_rows`` / ``get_tensor_from_selected_rows`` on dense tensors (fluidlite has no
-SelectedRows): copies under fluid's op types, the identity gradient, LoD kept, argument errors."""
+"""``merge_selected_rows`` / ``get_tensor_from_selected_rows``: on a sparse embedding's
+SelectedRows gradient as in fluid; on dense tensors copies (the identity gradient, LoD kept);
+argument errors."""
 import numpy as np
 import pytest
 
@@ -46,25 +47,32 @@ def test_layers_copy_dense_input_and_keep_lod(layer):
     assert out.lod() == [[0, 2, 5]]
 
 
-def test_fluid_example_chain_runs_on_a_dense_gradient():
-    """The documented chain merge_selected_rows -> get_tensor_from_selected_rows applied to
-    an embedding's (dense) gradient gives that gradient."""
+def test_fluid_example_chain_on_a_sparse_gradient():
+    """fluid's documented chain merge_selected_rows -> get_tensor_from_selected_rows applied
+    to a sparse embedding's SelectedRows gradient: the duplicated rows summed, rows sorted,
+    and the value tensor of the merged rows."""
     prog, start = fluid.Program(), fluid.Program()
     with fluid.program_guard(prog, start):
         ids = fluid.data("ids", [-1, 1], "int64")
         emb = fluid.layers.embedding(ids, size=[6, 2], is_sparse=True)
         loss = fluid.layers.reduce_sum(emb)
         grad, = fluid.gradients(loss, [prog.global_block().all_parameters()[0]])
-        z = fluid.layers.get_tensor_from_selected_rows(fluid.layers.merge_selected_rows(grad))
+        merged = fluid.layers.merge_selected_rows(grad)
+        z = fluid.layers.get_tensor_from_selected_rows(merged)
+    VT = fluid.core.VarDesc.VarType
+    assert (grad.type, merged.type, z.type) == (VT.SELECTED_ROWS, VT.SELECTED_ROWS,
+                                                VT.LOD_TENSOR)
     exe = fluid.Executor()
     scope = fluid.Scope()
     exe.run(start, scope=scope)
-    g, zv = exe.run(prog, feed={"ids": np.array([[0], [2], [2]], "int64")},
-                    fetch_list=[grad, z], scope=scope)
+    g, m, zv = exe.run(prog, feed={"ids": np.array([[2], [0], [2]], "int64")},
+                       fetch_list=[grad, merged, z], scope=scope)
+    assert g.rows.tolist() == [2, 0, 2] and g.height == 6     # one row per id, in order
+    assert m.rows.tolist() == [0, 2] and m.height == 6
+    np.testing.assert_array_equal(zv, [[1, 1], [2, 2]])       # row 2 twice: summed
     want = np.zeros((6, 2))
-    want[0], want[2] = 1, 2                      # row 2 appears twice: summed, as a merge would
-    np.testing.assert_array_equal(zv, want)
-    np.testing.assert_array_equal(zv, g)
+    want[0], want[2] = 1, 2
+    np.testing.assert_array_equal(np.asarray(g), want)        # the dense tensor it stands for
 
 
 @pytest.mark.parametrize("layer", ["merge_selected_rows", "get_tensor_from_selected_rows"])

@@ -229,6 +229,21 @@ def decorate(optimizer: Any, amp_lists: Optional[AutoMixedPrecisionLists] = None
     ``init_loss_scaling`` > 0; ``incr_every_n_steps`` / ``decr_every_n_nan_or_inf``: integers
     >= 1; ``incr_ratio`` > 1; ``decr_ratio`` in (0, 1). The loss-scaling variables are created
     now in the default main/startup programs: call it inside the network's ``program_guard``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+        ...     opt = fluid.contrib.mixed_precision.decorate(fluid.optimizer.SGD(0.1),
+        ...                                                   init_loss_scaling=128.0)
+        ...     _ = opt.minimize(loss)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> _ = exe.run(main, feed={"x": np.ones((2, 2), "float32")}, fetch_list=[loss])
+        >>> float(np.array(fluid.global_scope().find_var(opt.get_loss_scaling().name).get_tensor())[0])
+        128.0
     """
     if optimizer is None or not hasattr(optimizer, "apply_gradients") or \
             not hasattr(optimizer, "backward"):

@@ -43,7 +43,16 @@ class AutoMixedPrecisionLists:
     """The white/black/gray op lists, updated with the user's lists: an op of
     ``custom_white_list`` moves to the white list (out of black/gray), one of
     ``custom_black_list`` to the black list; an op in both raises ``ValueError``. Every op
-    reading or writing a variable of ``custom_black_varnames`` runs in float32."""
+    reading or writing a variable of ``custom_black_varnames`` runs in float32.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> lists = fluid.contrib.mixed_precision.AutoMixedPrecisionLists(
+        ...     custom_white_list=["tanh"], custom_black_list=["conv2d"])
+        >>> "tanh" in lists.white_list, "conv2d" in lists.black_list
+        (True, True)
+    """
 
     def __init__(self, custom_white_list: Optional[Iterable[str]] = None,
                  custom_black_list: Optional[Iterable[str]] = None,

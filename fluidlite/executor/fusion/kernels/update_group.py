@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set
 import numpy as np
 
 from ....core import registry
+from ....core.selected_rows import SelectedRows
 from ....ops import inplace
 from ..matcher import FusedDef
 from .scale import grad_scale, lr_times_scale, scaled
@@ -128,7 +129,8 @@ class UpdateGroup(FusedDef):
             flags = p.flags
             dt = p.dtype
             if (p.base is not None or not flags.c_contiguous or not flags.writeable
-                    or g.shape != p.shape or g.dtype != dt or dt.kind != "f"):
+                    or type(g) is SelectedRows or g.shape != p.shape or g.dtype != dt
+                    or dt.kind != "f"):
                 return None
             if p.size > SMALL:
                 big = True
@@ -182,6 +184,12 @@ class UpdateGroup(FusedDef):
                       cache: Dict[Any, Any], attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
         """The unfused kernel on ``Grad * scale``: new arrays, nothing written."""
         args = [row[j] if j is not None else None for j in self.arg_idx]
+        if type(args[self.arg_grad]) is SelectedRows:      # a sparse gradient (ops/inplace.py)
+            if scale is not None:
+                g = args[self.arg_grad]
+                args[self.arg_grad] = g * grad_scale(scale, g.dtype)
+            names_ = [sl.name for sl in self.update.in_slots]
+            return self.update.sparse_forward(dict(zip(names_, args)), attrs)
         if scale is not None:
             g = args[self.arg_grad]
             s = cache.get(g.dtype)
@@ -206,7 +214,10 @@ class UpdateGroup(FusedDef):
                 c = cache[key] = lr_times_scale(lr, s, p.dtype)
             ins["LearningRate"] = c
             s = None
-        out = self.update.update_in_place(ins, s, attrs)
+        if type(ins["Grad"]) is SelectedRows:       # its rows only (ops/inplace.py)
+            out = self.update.sparse_in_place(ins, s, attrs)
+        else:
+            out = self.update.update_in_place(ins, s, attrs)
         out["ParamOut"] = p
         for i, o in self.state_out.items():
             out[o] = ins.get(i)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Set
 
+from ....core.dtypes import VarType
 from ..kernels.reduce_scale import ReduceScale
 from ..matcher import Context, FusedOp, Match, P, Pattern, Rewrite
 
@@ -34,6 +35,8 @@ def _build(m: Match, cx: Context) -> Optional[Rewrite]:
     op, scale, i = m["reduce"], m["scale"], m.pos["reduce"]
     r, o = op.outputs["Out"][0], scale.outputs["Out"][0]
     dt = cx.dtype(r)
+    if getattr(cx.var(r), "type", None) == VarType.SELECTED_ROWS:
+        return None             # a sparse gradient: gathered rows, the ops' own kernels
     # the unscaled sum must be dead after the scale: overwritten by it, or a temporary nobody
     # else reads
     dead = o == r or (cx.private(r) and all(k <= m.root for k in cx.readers(r)))

@@ -12,7 +12,15 @@ __all__ = ["Mode", "Fleet", "DistributedOptimizer"]
 
 class Mode:
     """fluid's fleet modes (only ``COLLECTIVE`` is provided: parameter-server training is
-    not)."""
+    not).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base.fleet_base import Mode
+        >>> Mode.COLLECTIVE
+        3
+    """
     TRANSPILER = 1
     PSLIB = 2
     COLLECTIVE = 3
@@ -20,7 +28,17 @@ class Mode:
 
 class Fleet(abc.ABC):
     """Base of a fleet: a mode, a role maker (``init``) and the worker/server queries derived
-    from it; a mode implements the abstract methods."""
+    from it; a mode implements the abstract methods.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> from fluidlite.incubate.fleet.collective import fleet          # the collective Fleet
+        >>> fleet.init(role_maker.UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"]))
+        >>> fleet.worker_num(), fleet.worker_index(), fleet.is_first_worker(), fleet.is_worker()
+        (1, 0, True, True)
+    """
 
     def __init__(self, mode: int) -> None:
         if mode not in (Mode.TRANSPILER, Mode.PSLIB, Mode.COLLECTIVE):
@@ -52,7 +70,19 @@ class Fleet(abc.ABC):
 
 class DistributedOptimizer(abc.ABC):
     """Base of a fleet's optimizer wrapper: holds the wrapped ``optimizer`` and the
-    ``strategy``; a mode implements ``backward``, ``apply_gradients`` and ``minimize``."""
+    ``strategy``; a mode implements ``backward``, ``apply_gradients`` and ``minimize``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> from fluidlite.incubate.fleet.base.fleet_base import DistributedOptimizer
+        >>> from fluidlite.incubate.fleet.collective import fleet
+        >>> fleet.init(role_maker.UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"]))
+        >>> opt = fleet.distributed_optimizer(fluid.optimizer.SGD(0.1))
+        >>> isinstance(opt, DistributedOptimizer)
+        True
+    """
 
     def __init__(self, optimizer: Any, strategy: Optional[Any] = None) -> None:
         from ....optimizer.base import Optimizer

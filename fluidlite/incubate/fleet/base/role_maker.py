@@ -17,12 +17,33 @@ __all__ = ["Role", "RoleMakerBase", "PaddleCloudRoleMaker", "UserDefinedRoleMake
 
 
 class Role:
+    """fluid's process roles: ``Role.WORKER`` (1, a trainer) and ``Role.SERVER`` (2, a parameter
+    server; fluidlite trains collectively, with workers only).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> role_maker.Role.WORKER, role_maker.Role.SERVER
+        (1, 2)
+    """
     WORKER = 1
     SERVER = 2
 
 
 class RoleMakerBase:
-    """Holds the role; ``generate_role()`` fills it in (fleet.init calls it)."""
+    """Holds the role; ``generate_role()`` fills it in (fleet.init calls it).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> # a RoleMakerBase
+        >>> role = role_maker.UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"])
+        >>> role.generate_role()
+        >>> role.is_worker(), role.is_server(), role.get_trainer_endpoints()
+        (True, False, ['127.0.0.1:6170'])
+    """
 
     def __init__(self) -> None:
         self._worker_endpoints: List[str] = []
@@ -77,7 +98,22 @@ class RoleMakerBase:
 class PaddleCloudRoleMaker(RoleMakerBase):
     """The role from the environment: ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINERS_NUM``,
     ``PADDLE_TRAINER_ENDPOINTS`` (comma-separated) when set, else the MPI rank and size. Only
-    ``is_collective=True`` (data parallel) is provided."""
+    ``is_collective=True`` (data parallel) is provided.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> import os
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> os.environ.update(PADDLE_TRAINER_ID="0", PADDLE_TRAINERS_NUM="1",
+        ...                   PADDLE_TRAINER_ENDPOINTS="127.0.0.1:6170")
+        >>> role = role_maker.PaddleCloudRoleMaker(is_collective=True)
+        >>> role.generate_role()
+        >>> role.worker_num(), role.worker_index()
+        (1, 0)
+        >>> for k in ("PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM", "PADDLE_TRAINER_ENDPOINTS"):
+        ...     del os.environ[k]
+    """
 
     def __init__(self, is_collective: bool = False, **kwargs: object) -> None:
         super().__init__()
@@ -107,7 +143,18 @@ class PaddleCloudRoleMaker(RoleMakerBase):
 
 
 class UserDefinedCollectiveRoleMaker(RoleMakerBase):
-    """``current_id`` among ``worker_endpoints`` (one per trainer)."""
+    """``current_id`` among ``worker_endpoints`` (one per trainer).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> role = role_maker.UserDefinedCollectiveRoleMaker(
+        ...     current_id=0, worker_endpoints=["127.0.0.1:6170"])    # one trainer: this process
+        >>> role.generate_role()
+        >>> role.worker_num(), role.worker_index(), role.is_first_worker()
+        (1, 0, True)
+    """
 
     def __init__(self, current_id: int = 0,
                  worker_endpoints: Optional[Sequence[str]] = None) -> None:
@@ -132,7 +179,18 @@ class UserDefinedCollectiveRoleMaker(RoleMakerBase):
 
 class UserDefinedRoleMaker(RoleMakerBase):
     """fluid's ``UserDefinedRoleMaker(current_id, role, worker_num, server_endpoints)``; in
-    collective mode ``role`` must be ``Role.WORKER``."""
+    collective mode ``role`` must be ``Role.WORKER``.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> role = role_maker.UserDefinedRoleMaker(current_id=0, role=role_maker.Role.WORKER,
+        ...                                        worker_num=1)
+        >>> role.generate_role()
+        >>> role.is_worker(), role.worker_index(), role.worker_num()
+        (True, 0, 1)
+    """
 
     def __init__(self, current_id: int = 0, role: int = Role.WORKER, worker_num: int = 0,
                  server_endpoints: Optional[Union[str, Sequence[str]]] = None) -> None:
@@ -157,7 +215,17 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 
 class MPISymetricRoleMaker(PaddleCloudRoleMaker):
-    """The role from the MPI launch alone (every process a worker)."""
+    """The role from the MPI launch alone (every process a worker).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> role = role_maker.MPISymetricRoleMaker()
+        >>> role.generate_role()                   # without mpirun: one worker
+        >>> role.worker_num(), role.is_worker()
+        (1, True)
+    """
 
     def __init__(self) -> None:
         super().__init__(is_collective=True)

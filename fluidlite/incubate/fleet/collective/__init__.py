@@ -44,7 +44,18 @@ class DistributedStrategy:
     ``exec_strategy`` / ``build_strategy`` / ``mode`` / ``collective_mode`` are accepted and
     have no effect on the CPU; turning on a feature fluidlite does not provide
     (``use_dist_fc``, ``forward_recompute``, ``use_amp``, ``use_hierarchical_allreduce``) makes
-    ``minimize`` raise (docs/compatibility.md)."""
+    ``minimize`` raise (docs/compatibility.md).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.collective import DistributedStrategy
+        >>> strategy = DistributedStrategy()
+        >>> strategy.nccl_comm_num = 2              # two all-reduce rings
+        >>> strategy.fuse_all_reduce_ops = True
+        >>> strategy.nccl_comm_num
+        2
+    """
 
     def __init__(self) -> None:
         self.fuse_all_reduce_ops = True
@@ -172,7 +183,22 @@ class Collective(_fb.Fleet):
 class CollectiveOptimizer(_fb.DistributedOptimizer):
     """``fleet.distributed_optimizer(opt, strategy)``: ``minimize`` = the optimizer's backward,
     the data-parallel pass (``fluidlite.distributed.data_parallel``), then its clip,
-    regularization and update ops, in one build transaction."""
+    regularization and update ops, in one build transaction.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.incubate.fleet.base import role_maker
+        >>> from fluidlite.incubate.fleet.collective import fleet, DistributedStrategy
+        >>> fleet.init(role_maker.UserDefinedCollectiveRoleMaker(0, ["127.0.0.1:6170"]))
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loss = fluid.layers.mean(fluid.layers.fc(fluid.data("x", [-1, 2]), size=1))
+        ...     opt = fleet.distributed_optimizer(fluid.optimizer.SGD(0.1), DistributedStrategy())
+        ...     _ = opt.minimize(loss)
+        >>> type(opt).__name__, fleet.worker_num()
+        ('CollectiveOptimizer', 1)
+    """
 
     def __init__(self, optimizer: Any, strategy: DistributedStrategy) -> None:
         if not isinstance(strategy, DistributedStrategy):

@@ -1,0 +1,372 @@
+"""Convolution kernels for the shapes where ``conv.py``'s im2col + one GEMM is a poor fit.
+
+* **Depthwise** (``groups`` == input channels, ``F = C * m`` filters: m per channel). im2col
+  would copy every input kh*kw times and then run C tiny products that NumPy loops over
+  outside BLAS. Here the input and output are seen as ``R = N*C`` rows of feature maps and each
+  of the kh*kw taps is one strided multiply-add over a block of rows (``_BLOCK`` output
+  elements, so the taps' passes stay in cache): forward, input gradient and filter gradient
+  alike. The filter gradient sums each row's products, then the N rows of a channel in a fixed
+  order. Maps under ``_ROWS_LAST_MAX`` pixels (7x7, 14x14) put the rows last instead
+  (``[Hp, Wp, N*C]``) so that each pass is one long contiguous loop, not thousands of 7-wide
+  ones.
+* **1x1** convolutions with groups 1 and no padding: a plain GEMM per image on the NCHW
+  arrays, ``Y[n] = W X[n]``, with no im2col and no layout transposes.
+* ``copy_parts`` / ``run_parts``: the layout copies and col2im adds of ``conv.py``'s im2col
+  route split over the same pool (BLAS already threads the GEMMs; NumPy's copies would run on
+  one core).
+
+Determinism: the rows are split into a fixed number of parts (``_PARTS``) that run on a small
+thread pool (NumPy's loops release the GIL); every output element and every per-row sum is
+computed by one part with the same operations in the same order whatever the number of
+threads, so results are bit-identical run to run and machine to machine (for a given BLAS).
+
+The geometry ``g`` is ``conv._Geom`` (kernel kh, kw; strides sh, sw; dilations dh, dw;
+paddings pt, pb, pl, pr; input H, W; output oh, ow; groups; padded Hp, Wp).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List, Sequence
+
+import numpy as np
+
+__all__ = ["copy_parts", "run_parts", "use_depthwise", "depthwise_fwd", "depthwise_dx",
+           "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx", "pointwise_dw"]
+
+_BLOCK = 1 << 16        # output elements per block of rows (256 KiB of float32)
+_PARTS = 2              # fixed split of the rows (results never depend on the thread count)
+_ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
+_POINTWISE_MIN = 128    # 1x1 GEMM per image only for maps of at least this many pixels
+_pool: List[ThreadPoolExecutor] = []
+
+
+def _workers() -> int:
+    """Threads for the parts: ``FLUIDLITE_CONV_THREADS`` or min(2, cpu count)."""
+    env = os.environ.get("FLUIDLITE_CONV_THREADS")
+    if env:
+        return max(1, int(env))
+    return min(_PARTS, os.cpu_count() or 1)
+
+
+def _run_parts(fn: Callable[[int, int], None], n: int) -> None:
+    """``fn(lo, hi)`` over ``_PARTS`` fixed slices of ``range(n)``, in parallel when there
+    are workers (each part writes disjoint outputs)."""
+    cuts = [n * i // _PARTS for i in range(_PARTS + 1)]
+    parts = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+    if len(parts) < 2 or _workers() < 2:
+        for lo, hi in parts:
+            fn(lo, hi)
+        return
+    if not _pool:
+        _pool.append(ThreadPoolExecutor(max_workers=_workers(),
+                                        thread_name_prefix="fluidlite-conv"))
+    futures = [_pool[0].submit(fn, lo, hi) for lo, hi in parts]
+    for f in futures:
+        f.result()
+
+
+_COPY_MIN = 1 << 17      # elements below which a copy is not worth a second thread
+
+
+def copy_parts(dst: np.ndarray, src: Any) -> np.ndarray:
+    """``dst[...] = src`` (broadcasting), split along axis 0 over the pool for big arrays:
+    the layout copies of im2col run on both cores (a copy's result never depends on how it is
+    split)."""
+    if dst.size < _COPY_MIN or dst.ndim == 0 or _workers() < 2:
+        np.copyto(dst, src)
+        return dst
+    src = np.broadcast_to(src, dst.shape)
+
+    def part(lo: int, hi: int) -> None:
+        np.copyto(dst[lo:hi], src[lo:hi])
+    _run_parts(part, dst.shape[0])
+    return dst
+
+
+def run_parts(fn: Callable[[int, int], None], n: int, size: int) -> None:
+    """``fn(lo, hi)`` over fixed parts of ``range(n)`` (threads when ``size`` elements are
+    worth it); each part must write its own outputs."""
+    if size < _COPY_MIN:
+        fn(0, n)
+    else:
+        _run_parts(fn, n)
+
+
+# -- depthwise ----------------------------------------------------------------------------------
+def use_depthwise(x_shape: Sequence[int], w_shape: Sequence[int], groups: int) -> bool:
+    """The depthwise kernels apply: groups == input channels > 1, filter [C*m, 1, kh, kw]."""
+    return groups > 1 and x_shape[1] == groups and w_shape[1] == 1
+
+
+def _tap(a: np.ndarray, g: Any, i: int, j: int) -> np.ndarray:
+    """Rows ``a`` [r, Hp, Wp] seen at tap (i, j): [r, oh, ow] (a strided view)."""
+    hs, ws = i * g.dh, j * g.dw
+    return a[:, hs:hs + g.sh * (g.oh - 1) + 1:g.sh, ws:ws + g.sw * (g.ow - 1) + 1:g.sw]
+
+
+def _padded_rows(x: np.ndarray, g: Any) -> np.ndarray:
+    """``x`` [N, C, H, W] zero-padded as rows [N*C, Hp, Wp]."""
+    N, C = x.shape[:2]
+    if (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0):
+        return np.ascontiguousarray(x).reshape(N * C, g.H, g.W)
+    buf = np.zeros((N * C, g.Hp, g.Wp), x.dtype)
+    buf.reshape(N, C, g.Hp, g.Wp)[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    return buf
+
+
+def _rows_per_block(g: Any) -> int:
+    return max(1, _BLOCK // (g.oh * g.ow))
+
+
+def _rows_weights(w: np.ndarray, C: int, N: int) -> np.ndarray:
+    """Filter [C*m, 1, kh, kw] -> [m, kh, kw, N*C, 1, 1]: row r = n*C + c gets channel c's."""
+    m = w.shape[0] // C
+    t = w.reshape(C, m, w.shape[2], w.shape[3]).transpose(1, 2, 3, 0)
+    return np.ascontiguousarray(np.tile(t, (1, 1, 1, N)))[..., None, None]
+
+
+def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow]."""
+    if g.oh * g.ow < _ROWS_LAST_MAX:
+        return _depthwise_fwd_last(x, w, g)
+    N, C = x.shape[:2]
+    m = w.shape[0] // C
+    xp = _padded_rows(x, g)
+    wr = _rows_weights(w, C, N)
+    y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
+    rb = _rows_per_block(g)
+
+    def part(lo: int, hi: int) -> None:
+        tmp = np.empty((min(rb, hi - lo), g.oh, g.ow), x.dtype)
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            t, src = tmp[:r1 - r0], xp[r0:r1]
+            for k in range(m):
+                out = y[r0:r1, k]
+                for i in range(g.kh):
+                    for j in range(g.kw):
+                        wij = wr[k, i, j, r0:r1]
+                        if i == 0 and j == 0:
+                            np.multiply(_tap(src, g, i, j), wij, out=out)
+                        else:
+                            np.multiply(_tap(src, g, i, j), wij, out=t)
+                            out += t
+    _run_parts(part, N * C)
+    return y.reshape(N, C * m, g.oh, g.ow)
+
+
+def depthwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+    """dX [N, C, H, W]: every tap scatters sum_k W[c*m + k, 0, i, j] dY[n, c*m + k] back
+    through its strided view (the adjoint of ``depthwise_fwd``)."""
+    if g.oh * g.ow < _ROWS_LAST_MAX:
+        return _depthwise_dx_last(dy, w, g, C)
+    N, m = dy.shape[0], dy.shape[1] // C
+    dyr = np.ascontiguousarray(dy).reshape(N * C, m, g.oh, g.ow)
+    wr = _rows_weights(w, C, N)
+    dxp = np.zeros((N * C, g.Hp, g.Wp), dy.dtype)
+    rb = _rows_per_block(g)
+
+    def part(lo: int, hi: int) -> None:
+        tmp = np.empty((min(rb, hi - lo), g.oh, g.ow), dy.dtype)
+        acc = np.empty_like(tmp) if m > 1 else None
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            t, dst = tmp[:r1 - r0], dxp[r0:r1]
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    np.multiply(dyr[r0:r1, 0], wr[0, i, j, r0:r1], out=t)
+                    for k in range(1, m):
+                        a = acc[:r1 - r0]
+                        np.multiply(dyr[r0:r1, k], wr[k, i, j, r0:r1], out=a)
+                        t += a
+                    view = _tap(dst, g, i, j)
+                    view += t
+    _run_parts(part, N * C)
+    dx = dxp.reshape(N, C, g.Hp, g.Wp)
+    if (g.Hp, g.Wp) == (g.H, g.W):
+        return dx
+    return np.ascontiguousarray(dx[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W])
+
+
+def depthwise_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> np.ndarray:
+    """dW[c*m + k, 0, i, j] = sum_n sum_{y,x} dY[n, c*m + k] * Xpad[n, c, tap(i, j)]: each
+    row's sum in one piece, then the N rows of a channel added in order."""
+    N, C = x.shape[:2]
+    m = w_shape[0] // C
+    if g.oh * g.ow < _ROWS_LAST_MAX:
+        sums = _depthwise_sums_last(x, dy, g, m)
+    else:
+        sums = _depthwise_sums(x, dy, g, m)
+    dw = sums.reshape(m, g.kh, g.kw, N, C).sum(axis=3)       # [m, kh, kw, C]
+    return np.ascontiguousarray(dw.transpose(3, 0, 1, 2)).reshape(w_shape)
+
+
+def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray:
+    """[m, kh, kw, N*C]: each row's sum of dY * tap(Xpad) (rows-first layout)."""
+    N, C = x.shape[:2]
+    xp = _padded_rows(x, g)
+    dyr = np.ascontiguousarray(dy).reshape(N * C, m, g.oh, g.ow)
+    sums = np.empty((m, g.kh, g.kw, N * C), x.dtype)
+    rb = _rows_per_block(g)
+
+    def part(lo: int, hi: int) -> None:
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            src = xp[r0:r1]
+            for k in range(m):
+                d = dyr[r0:r1, k]
+                for i in range(g.kh):
+                    for j in range(g.kw):
+                        np.einsum("rhw,rhw->r", _tap(src, g, i, j), d,
+                                  out=sums[k, i, j, r0:r1])
+    _run_parts(part, N * C)
+    return sums
+
+
+# -- depthwise on small maps: rows last ---------------------------------------------------------
+# With a few pixels per map the rows-first loops run over ow (7, 14) elements at a time; with
+# the rows as the last axis ([Hp, Wp, N*C]) every tap is a long contiguous loop over the rows,
+# for the price of one transposing copy in and one out.
+def _padded_last(x: np.ndarray, g: Any) -> np.ndarray:
+    """``x`` [N, C, H, W] zero-padded as [Hp, Wp, N*C]."""
+    N, C = x.shape[:2]
+    buf = np.zeros((g.Hp, g.Wp, N, C), x.dtype)
+    buf[g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x.transpose(2, 3, 0, 1)
+    return buf.reshape(g.Hp, g.Wp, N * C)
+
+
+def _weights_last(w: np.ndarray, C: int, N: int) -> np.ndarray:
+    """Filter [C*m, 1, kh, kw] -> [m, kh, kw, N*C] (row r = n*C + c gets channel c's)."""
+    m = w.shape[0] // C
+    t = w.reshape(C, m, w.shape[2], w.shape[3]).transpose(1, 2, 3, 0)
+    return np.ascontiguousarray(np.tile(t, (1, 1, 1, N)))
+
+
+def _tap_last(a: np.ndarray, g: Any, i: int, j: int, h0: int, h1: int, r0: int,
+              r1: int) -> np.ndarray:
+    """[Hp, Wp, R] seen at tap (i, j) for output rows h0:h1 and rows r0:r1."""
+    hs, ws = h0 * g.sh + i * g.dh, j * g.dw
+    return a[hs:hs + g.sh * (h1 - h0 - 1) + 1:g.sh, ws:ws + g.sw * (g.ow - 1) + 1:g.sw, r0:r1]
+
+
+def _dy_last(dy: np.ndarray, g: Any, C: int) -> np.ndarray:
+    """dY [N, C*m, oh, ow] -> [oh, ow, m, N*C]."""
+    N, m = dy.shape[0], dy.shape[1] // C
+    t = dy.reshape(N, C, m, g.oh, g.ow).transpose(3, 4, 2, 0, 1)
+    return np.ascontiguousarray(t).reshape(g.oh, g.ow, m, N * C)
+
+
+def _depthwise_fwd_last(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    N, C = x.shape[:2]
+    m = w.shape[0] // C
+    xp, wt = _padded_last(x, g), _weights_last(w, C, N)
+    y = np.empty((g.oh, g.ow, m, N * C), x.dtype)
+
+    def part(r0: int, r1: int) -> None:
+        hb = max(1, _BLOCK // (g.ow * (r1 - r0)))
+        tmp = np.empty((min(hb, g.oh), g.ow, r1 - r0), x.dtype)
+        for h0 in range(0, g.oh, hb):
+            h1 = min(g.oh, h0 + hb)
+            t = tmp[:h1 - h0]
+            for k in range(m):
+                out = y[h0:h1, :, k, r0:r1]
+                for i in range(g.kh):
+                    for j in range(g.kw):
+                        v, wij = _tap_last(xp, g, i, j, h0, h1, r0, r1), wt[k, i, j, r0:r1]
+                        if i == 0 and j == 0:
+                            np.multiply(v, wij, out=out)
+                        else:
+                            np.multiply(v, wij, out=t)
+                            out += t
+    _run_parts(part, N * C)
+    y = y.reshape(g.oh, g.ow, m, N, C).transpose(3, 4, 2, 0, 1)
+    return np.ascontiguousarray(y).reshape(N, C * m, g.oh, g.ow)
+
+
+def _depthwise_dx_last(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+    N, m = dy.shape[0], dy.shape[1] // C
+    dyl, wt = _dy_last(dy, g, C), _weights_last(w, C, N)
+    dxp = np.zeros((g.Hp, g.Wp, N * C), dy.dtype)
+
+    def part(r0: int, r1: int) -> None:      # rows are disjoint: no two parts add to a cell
+        hb = max(1, _BLOCK // (g.ow * (r1 - r0)))
+        tmp = np.empty((min(hb, g.oh), g.ow, r1 - r0), dy.dtype)
+        acc = np.empty_like(tmp) if m > 1 else None
+        for h0 in range(0, g.oh, hb):
+            h1 = min(g.oh, h0 + hb)
+            t = tmp[:h1 - h0]
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    np.multiply(dyl[h0:h1, :, 0, r0:r1], wt[0, i, j, r0:r1], out=t)
+                    for k in range(1, m):
+                        a = acc[:h1 - h0]
+                        np.multiply(dyl[h0:h1, :, k, r0:r1], wt[k, i, j, r0:r1], out=a)
+                        t += a
+                    view = _tap_last(dxp, g, i, j, h0, h1, r0, r1)
+                    view += t
+    _run_parts(part, N * C)
+    dx = dxp.reshape(g.Hp, g.Wp, N, C)[g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+    return np.ascontiguousarray(dx.transpose(2, 3, 0, 1))
+
+
+def _depthwise_sums_last(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray:
+    """[m, kh, kw, N*C]: each row's sum of dY * tap(Xpad) (rows-last layout)."""
+    N, C = x.shape[:2]
+    xp, dyl = _padded_last(x, g), _dy_last(dy, g, C)
+    sums = np.empty((m, g.kh, g.kw, N * C), x.dtype)
+
+    def part(r0: int, r1: int) -> None:
+        for k in range(m):
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    np.einsum("hwr,hwr->r", _tap_last(xp, g, i, j, 0, g.oh, r0, r1),
+                              dyl[:, :, k, r0:r1], out=sums[k, i, j, r0:r1])
+    _run_parts(part, N * C)
+    return sums
+
+
+# -- 1x1 ----------------------------------------------------------------------------------------
+def use_pointwise(g: Any, w_shape: Sequence[int]) -> bool:
+    """The 1x1 GEMM-per-image kernels apply: 1x1 filter, groups 1, no padding, and maps big
+    enough (``_POINTWISE_MIN`` output pixels) that a GEMM per image beats one batched GEMM
+    plus layout copies."""
+    return ((g.kh, g.kw, g.groups) == (1, 1, 1) and (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0)
+            and g.oh * g.ow >= _POINTWISE_MIN)
+
+
+def _strided_rows(x: np.ndarray, g: Any) -> np.ndarray:
+    """``x`` [N, C, H, W] sampled at the stride: [N, C, oh*ow] (a copy only when strided)."""
+    if (g.sh, g.sw) != (1, 1):
+        x = x[:, :, ::g.sh, ::g.sw][:, :, :g.oh, :g.ow]
+    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], g.oh * g.ow)
+
+
+def pointwise_fwd(x: np.ndarray, w: np.ndarray, g: Any, mm: Callable) -> np.ndarray:
+    """Y[n] = W X[n] (W [F, C]);  -> [N, F, oh, ow]."""
+    y = mm(w.reshape(w.shape[0], -1), _strided_rows(x, g))
+    return y.reshape(x.shape[0], w.shape[0], g.oh, g.ow)
+
+
+def pointwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, mm: Callable) -> np.ndarray:
+    """dX[n] = W^T dY[n], scattered back to the strided positions."""
+    N, F = dy.shape[:2]
+    d = mm(w.reshape(F, -1).T, np.ascontiguousarray(dy).reshape(N, F, g.oh * g.ow))
+    C = d.shape[1]
+    if (g.sh, g.sw) == (1, 1):
+        return d.reshape(N, C, g.H, g.W)
+    dx = np.zeros((N, C, g.H, g.W), dy.dtype)
+    dx[:, :, ::g.sh, ::g.sw][:, :, :g.oh, :g.ow] = d.reshape(N, C, g.oh, g.ow)
+    return dx
+
+
+def pointwise_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int],
+                 mm: Callable) -> np.ndarray:
+    """dW = sum_n dY[n] X[n]^T, the images added in order."""
+    N, F = dy.shape[:2]
+    xs = _strided_rows(x, g)
+    dyr = np.ascontiguousarray(dy).reshape(N, F, g.oh * g.ow)
+    dw = mm(dyr[0], xs[0].T)
+    for n in range(1, N):
+        dw += mm(dyr[n], xs[n].T)
+    return dw.reshape(w_shape)

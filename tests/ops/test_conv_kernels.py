@@ -1,0 +1,151 @@
+"""fluidlite/ops/_conv_kernels.py: the depthwise kernels (rows-first and rows-last layouts,
+channel multipliers, strides / dilations / asymmetric paddings, NHWC, the transposed conv) and
+the 1x1 GEMM-per-image path, each against the direct reference of test_conv.py with float64
+numeric gradients; results independent of the thread count and of the block size."""
+import numpy as np
+import pytest
+
+from fluidlite.core.registry import get_op_def
+from fluidlite.ops import _conv_kernels as K
+from fluidlite.ops import conv
+from fluidlite.testing import OpTest
+from tests.ops.test_conv import ref_conv, ref_conv_transpose
+
+# (C, multiplier, H, W, kernel, strides, paddings [t, b, l, r], dilations)
+DEPTHWISE = [
+    (3, 1, 6, 7, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    (2, 2, 7, 6, (3, 2), (2, 1), (1, 2, 0, 1), (1, 2)),
+    (4, 3, 8, 8, (2, 3), (3, 2), (0, 0, 2, 1), (2, 1)),
+    (2, 1, 5, 9, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1)),
+]
+
+
+@pytest.fixture(params=["rows_last", "rows_first", "rows_first_small_blocks"])
+def layout(request, monkeypatch):
+    """The depthwise kernels' two layouts; the last forces many partial row blocks."""
+    if request.param != "rows_last":
+        monkeypatch.setattr(K, "_ROWS_LAST_MAX", 0)
+    if request.param == "rows_first_small_blocks":
+        monkeypatch.setattr(K, "_BLOCK", 7)
+    return request.param
+
+
+class TestDepthwiseKernels(OpTest):
+    op_type = "depthwise_conv2d"
+
+    @pytest.mark.parametrize("case", DEPTHWISE)
+    def test_output_and_gradients(self, case, layout):
+        C, m, H, W, k, s, p, d = case
+        x, w = self.rand(2, C, H, W), self.rand(C * m, 1, *k, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": list(s), "paddings": list(p), "dilations": list(d),
+                      "groups": C}
+        self.outputs = {"Output": ref_conv(x, w, s, p, d, C)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_conv2d_with_groups_equal_channels_nhwc(self, layout):
+        self.op_type = "conv2d"
+        x, w = self.rand(2, 5, 6, 3), self.rand(6, 1, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [1, 0], "groups": 3, "data_format": "NHWC"}
+        ref = ref_conv(x.transpose(0, 3, 1, 2), w, pads=(1, 1, 0, 0), groups=3)
+        self.outputs = {"Output": ref.transpose(0, 2, 3, 1)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_transposed_depthwise(self, layout):
+        self.op_type = "depthwise_conv2d_transpose"
+        x, w = self.rand(2, 3, 4, 3), self.rand(3, 1, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": [2, 1], "paddings": [1, 1], "groups": 3}
+        self.outputs = {"Output": ref_conv_transpose(x, w, (2, 1), (1, 1, 1, 1), groups=3)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+
+class TestPointwiseKernels(OpTest):
+    op_type = "conv2d"
+
+    @pytest.mark.parametrize("strides", [(1, 1), (2, 2), (2, 1), (3, 2)])
+    def test_output_and_gradients(self, strides, monkeypatch):
+        monkeypatch.setattr(K, "_POINTWISE_MIN", 1)
+        x, w = self.rand(3, 4, 5, 7), self.rand(2, 4, 1, 1, seed=1)
+        g = conv._geom((5, 7), (1, 1), strides, (0, 0), (1, 1), "EXPLICIT", 1)
+        assert K.use_pointwise(g, w.shape)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"strides": list(strides)}
+        self.outputs = {"Output": ref_conv(x, w, strides)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_default_threshold_on_a_16x16_map(self):
+        x, w = self.rand(2, 3, 16, 16), self.rand(4, 3, 1, 1, seed=1)
+        g = conv._geom((16, 16), (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1)
+        assert K.use_pointwise(g, w.shape)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {}
+        self.outputs = {"Output": ref_conv(x, w)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_padded_or_grouped_1x1_is_not_pointwise(self):
+        g = conv._geom((16, 16), (1, 1), (1, 1), (1, 1), (1, 1), "EXPLICIT", 1)
+        assert not K.use_pointwise(g, (4, 3, 1, 1))
+        g = conv._geom((16, 16), (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 2)
+        assert not K.use_pointwise(g, (4, 2, 1, 1))
+
+
+@pytest.mark.parametrize("hw", [(7, 7), (20, 20)])      # rows last / rows first
+def test_results_do_not_depend_on_threads(hw, monkeypatch):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 6) + hw).astype(np.float32)
+    w = rng.standard_normal((12, 1, 3, 3)).astype(np.float32)
+    dy = rng.standard_normal((4, 12) + hw).astype(np.float32)
+    attrs = {"paddings": [1, 1], "groups": 6}
+    runs = []
+    for threads in ("1", "2", "2"):
+        monkeypatch.setenv("FLUIDLITE_CONV_THREADS", threads)
+        y = get_op_def("depthwise_conv2d").forward(x, w, **attrs)["Output"]
+        grads = get_op_def("depthwise_conv2d_grad").forward(x, w, dy, **attrs)
+        runs.append([y, grads["Input@GRAD"], grads["Filter@GRAD"]])
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run):
+            assert a.dtype == np.float32 and np.array_equal(a, b)
+
+
+def test_depthwise_float32_matches_float64():
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal((2, 4, 18, 18)), rng.standard_normal((8, 1, 3, 3))
+    attrs = {"strides": [2, 2], "paddings": [1, 1], "groups": 4}
+    op = get_op_def("depthwise_conv2d")
+    y64 = op.forward(x, w, **attrs)["Output"]
+    y32 = op.forward(x.astype(np.float32), w.astype(np.float32), **attrs)["Output"]
+    assert y32.dtype == np.float32
+    np.testing.assert_allclose(y32, y64, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("wide", [False, True])          # batch-last / batch-second columns
+def test_threaded_im2col_copies_and_col2im_are_exact(wide, monkeypatch):
+    monkeypatch.setattr(K, "_COPY_MIN", 1)               # every copy split over the parts
+    rng = np.random.default_rng(5)
+    hw = (9, 18) if wide else (6, 7)
+    x, w = rng.standard_normal((3, 4) + hw), rng.standard_normal((5, 4, 3, 3))
+    attrs = {"strides": [1, 2], "paddings": [1, 0, 2, 1], "dilations": [2, 1]}
+    y = get_op_def("conv2d").forward(x, w, **attrs)["Output"]
+    np.testing.assert_allclose(y, ref_conv(x, w, (1, 2), (1, 0, 2, 1), (2, 1)), rtol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    runs = []
+    for threads in ("1", "2"):
+        monkeypatch.setenv("FLUIDLITE_CONV_THREADS", threads)
+        g = get_op_def("conv2d_grad").forward(x, w, dy, **attrs)
+        runs.append((get_op_def("conv2d").forward(x, w, **attrs)["Output"], g["Input@GRAD"],
+                     g["Filter@GRAD"]))
+    for a, b in zip(*runs):
+        assert np.array_equal(a, b)
+    np.testing.assert_array_equal(runs[0][0], y)
+    check = OpTest()
+    check.op_type = "conv2d"
+    check.inputs, check.attrs = {"Input": x, "Filter": w}, attrs
+    check.outputs = {"Output": y}
+    check.check_grad(["Input", "Filter"], "Output")
