@@ -38,7 +38,9 @@ def _params(main, scope):
 
 
 def _reader_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("fluidlite-")]
+    # the convolution kernels' pool (fluidlite-conv_*) lives as long as the process, by design
+    return [t for t in threading.enumerate()
+            if t.name.startswith("fluidlite-") and not t.name.startswith("fluidlite-conv")]
 
 
 def _train(feeding):
