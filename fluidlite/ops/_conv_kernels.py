@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Sequence
 
 import numpy as np
 
-__all__ = ["copy_parts", "run_parts", "use_depthwise", "depthwise_fwd", "depthwise_dx",
+__all__ = ["copy_parts", "run_parts", "shutdown_pool", "use_depthwise", "depthwise_fwd", "depthwise_dx",
            "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx", "pointwise_dw"]
 
 _BLOCK = 1 << 16        # output elements per block of rows (256 KiB of float32)
@@ -47,6 +47,13 @@ def _workers() -> int:
     slower; the parts still run, so results are the same either way)."""
     env = os.environ.get("FLUIDLITE_CONV_THREADS")
     return max(1, int(env)) if env else 1
+
+
+def shutdown_pool() -> None:
+    """Stop the worker threads (they are started on the first parallel call with
+    ``FLUIDLITE_CONV_THREADS`` >= 2 and otherwise live as long as the process)."""
+    while _pool:
+        _pool.pop().shutdown(wait=True)
 
 
 def _run_parts(fn: Callable[[int, int], None], n: int) -> None:

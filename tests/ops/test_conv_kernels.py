@@ -20,6 +20,14 @@ DEPTHWISE = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _no_pool_left():
+    """Tests that switch the threads on stop them again: no test after these sees them."""
+    yield
+    K.shutdown_pool()
+
+
+
 @pytest.fixture(params=["rows_last", "rows_first", "rows_first_small_blocks"])
 def layout(request, monkeypatch):
     """The depthwise kernels' two layouts; the last forces many partial row blocks."""
