@@ -3,6 +3,7 @@ plus the argument checks layer functions share (numpy scalars count as Python nu
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
@@ -57,6 +58,18 @@ def check_number(value: Any, arg: str, layer: str, positive: bool = False) -> fl
     if positive and not value > 0:
         raise ValueError(f"{layer}: {arg} must be > 0, but received {value}")
     return value
+
+
+def check_finite(value: Any, arg: str, layer: str, positive: bool = False,
+                 minimum: Optional[float] = None) -> float:
+    """``check_number`` and finite (a NaN or infinite learning rate, decay or step count makes
+    every parameter NaN), ``minimum``: ValueError below it."""
+    v = check_number(value, arg, layer, positive)
+    if not math.isfinite(v):
+        raise ValueError(f"{layer}: {arg} must be a finite number, but received {value!r}")
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{layer}: {arg} must be >= {minimum}, but received {value!r}")
+    return v
 
 
 def _is_activation(op_type: str) -> bool:

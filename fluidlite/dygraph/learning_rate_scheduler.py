@@ -10,6 +10,7 @@ from typing import Any, Dict, Sequence, Union
 import numpy as np
 
 from ..core import mode as _mode
+from ..layer_helper import check_finite
 from .tensor import VarBase
 
 __all__ = ["LearningRateDecay", "PiecewiseDecay", "NaturalExpDecay", "ExponentialDecay",
@@ -76,7 +77,13 @@ class PiecewiseDecay(LearningRateDecay):
         if len(values) != len(boundaries) + 1:
             raise ValueError(f"PiecewiseDecay: needs len(values) == len(boundaries) + 1, got "
                              f"{len(values)} values and {len(boundaries)} boundaries")
-        self.boundaries, self.vars = list(boundaries), [float(v) for v in values]
+        bounds = [check_finite(b, f"boundaries[{i}]", "PiecewiseDecay")
+                  for i, b in enumerate(boundaries)]
+        if any(b >= c for b, c in zip(bounds, bounds[1:])):
+            raise ValueError(f"PiecewiseDecay: boundaries must be increasing, got {bounds}")
+        self.boundaries = list(boundaries)
+        self.vars = [check_finite(v, f"values[{i}]", "PiecewiseDecay")
+                     for i, v in enumerate(values)]
 
     def step(self) -> float:
         for i, b in enumerate(self.boundaries):
@@ -90,8 +97,12 @@ class _Div(LearningRateDecay):
                  staircase: bool = False, begin: int = 0, step: int = 1,
                  dtype: str = "float32") -> None:
         super().__init__(begin, step, dtype)
-        self.learning_rate, self.decay_steps = float(learning_rate), decay_steps
-        self.decay_rate, self.staircase = float(decay_rate), bool(staircase)
+        name = type(self).__name__
+        self.learning_rate = check_finite(learning_rate, "learning_rate", name)
+        self.decay_steps = decay_steps
+        check_finite(decay_steps, "decay_steps", name, positive=True)
+        self.decay_rate = check_finite(decay_rate, "decay_rate", name, minimum=0.0)
+        self.staircase = bool(staircase)
 
     def _div(self) -> float:
         div = self.step_num / self.decay_steps
@@ -199,8 +210,13 @@ class PolynomialDecay(LearningRateDecay):
                  end_learning_rate: float = 0.0001, power: float = 1.0, cycle: bool = False,
                  begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
         super().__init__(begin, step, dtype)
-        self.learning_rate, self.decay_steps = float(learning_rate), decay_steps
-        self.end_learning_rate, self.power, self.cycle = end_learning_rate, power, cycle
+        self.learning_rate = check_finite(learning_rate, "learning_rate", "PolynomialDecay")
+        check_finite(decay_steps, "decay_steps", "PolynomialDecay", positive=True)
+        self.decay_steps = decay_steps
+        self.end_learning_rate = check_finite(end_learning_rate, "end_learning_rate",
+                                              "PolynomialDecay")
+        self.power = check_finite(power, "power", "PolynomialDecay")
+        self.cycle = cycle
 
     def step(self) -> float:
         step_num, decay_steps = self.step_num, self.decay_steps
@@ -236,8 +252,10 @@ class CosineDecay(LearningRateDecay):
     def __init__(self, learning_rate: float, step_each_epoch: int, epochs: int,
                  begin: int = 0, step: int = 1, dtype: str = "float32") -> None:
         super().__init__(begin, step, dtype)
-        self.learning_rate, self.step_each_epoch, self.epochs = \
-            float(learning_rate), step_each_epoch, epochs
+        self.learning_rate = check_finite(learning_rate, "learning_rate", "CosineDecay")
+        check_finite(step_each_epoch, "step_each_epoch", "CosineDecay", positive=True)
+        check_finite(epochs, "epochs", "CosineDecay", positive=True)
+        self.step_each_epoch, self.epochs = step_each_epoch, epochs
 
     def step(self) -> float:
         epoch = math.floor(self.step_num / self.step_each_epoch)
@@ -267,8 +285,10 @@ class NoamDecay(LearningRateDecay):
     def __init__(self, d_model: int, warmup_steps: int, begin: int = 1, step: int = 1,
                  dtype: str = "float32", learning_rate: float = 1.0) -> None:
         super().__init__(begin, step, dtype)
-        self.d_model, self.warmup_steps, self.learning_rate = d_model, warmup_steps, \
-            float(learning_rate)
+        check_finite(d_model, "d_model", "NoamDecay", positive=True)
+        check_finite(warmup_steps, "warmup_steps", "NoamDecay", positive=True)
+        self.d_model, self.warmup_steps = d_model, warmup_steps
+        self.learning_rate = check_finite(learning_rate, "learning_rate", "NoamDecay")
 
     def step(self) -> float:
         a = self.step_num ** -0.5
@@ -287,9 +307,13 @@ class LinearLrWarmup(LearningRateDecay):
         if not isinstance(learning_rate, (float, int, LearningRateDecay)):
             raise TypeError(f"LinearLrWarmup: learning_rate must be a float or a "
                             f"LearningRateDecay, got {type(learning_rate).__name__}")
+        if not isinstance(learning_rate, LearningRateDecay):
+            check_finite(learning_rate, "learning_rate", "LinearLrWarmup")
+        warm = check_finite(warmup_steps, "warmup_steps", "LinearLrWarmup", positive=True)
         self.learning_rate, self.warmup_steps = learning_rate, warmup_steps
-        self.start_lr, self.lr_ratio_before_warmup = float(start_lr), \
-            (float(end_lr) - float(start_lr)) / float(warmup_steps)
+        self.start_lr = check_finite(start_lr, "start_lr", "LinearLrWarmup")
+        end = check_finite(end_lr, "end_lr", "LinearLrWarmup")
+        self.lr_ratio_before_warmup = (end - self.start_lr) / warm
 
     def step(self) -> Any:
         if self.step_num < self.warmup_steps:
@@ -314,9 +338,13 @@ class ReduceLROnPlateau(LearningRateDecay):
         if threshold_mode not in ("rel", "abs"):
             raise ValueError(f"ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs', got "
                              f"{threshold_mode!r}")
+        check_finite(decay_rate, "decay_rate", "ReduceLROnPlateau")
         if not decay_rate < 1.0:
             raise ValueError("new_lr = origin_lr * decay_rate and decay_rate should be < 1.0.")
-        self.learning_rate, self.mode, self.decay_rate = float(learning_rate), mode, decay_rate
+        for arg, value in (("threshold", threshold), ("min_lr", min_lr), ("eps", eps)):
+            check_finite(value, arg, "ReduceLROnPlateau", minimum=0.0)
+        self.learning_rate = check_finite(learning_rate, "learning_rate", "ReduceLROnPlateau")
+        self.mode, self.decay_rate = mode, decay_rate
         self.patience, self.verbose, self.threshold = patience, verbose, threshold
         self.threshold_mode, self.cooldown, self.min_lr, self.eps = \
             threshold_mode, cooldown, min_lr, eps

@@ -27,7 +27,7 @@ from ..core import mode as _mode
 from ..core.dtypes import VarType
 from ..core.ir import Variable, default_main_program
 from ..initializer import Constant
-from ..layer_helper import LayerHelper, check_number
+from ..layer_helper import LayerHelper, check_finite
 from .control_flow import Switch, autoincreased_step_counter
 
 __all__ = ["exponential_decay", "natural_exp_decay", "inverse_time_decay", "polynomial_decay",
@@ -93,12 +93,7 @@ def _decay_step_counter(begin: int = 0) -> Variable:
 
 
 def _number(fn: str, arg: str, value: Any, positive: bool = False) -> float:
-    """``value`` checked as a number and finite: a NaN or infinite rate, step count or
-    boundary makes every learning rate (hence every parameter) NaN."""
-    v = check_number(value, arg, fn, positive)
-    if not math.isfinite(v):
-        raise ValueError(f"{fn}: {arg} must be a finite number, but received {value!r}")
-    return v
+    return check_finite(value, arg, fn, positive)
 
 
 def _div_res(fn: str, decay_steps: Any, staircase: bool) -> Variable:
