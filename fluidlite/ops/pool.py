@@ -148,7 +148,9 @@ def _pool_fwd(x: np.ndarray, g: _PoolGeom, pooling_type: str, exclusive: bool) -
                 if i or j:
                     np.maximum(out, g.view(xp, i, j), out=out)
         # fluid's MaxPool starts from -FLT_MAX: an empty window (or one of -inf) gives that
-        return np.maximum(out, x.dtype.type(-_FLT_MAX), out=out)
+        # (in float16, -FLT_MAX rounds to -inf, as fluid's float16 conversion does)
+        floor = -_FLT_MAX if float(np.finfo(x.dtype).max) >= _FLT_MAX else -np.inf
+        return np.maximum(out, x.dtype.type(floor), out=out)
     xp = _pad(x, g, 0.0)
     out = g.view(xp, 0, 0).copy()
     for i in range(g.kh):

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
 from fluidlite.testing import OpTest
 
 
@@ -258,3 +259,19 @@ class TestPool2DCppArithmetic(OpTest):
         self.outputs = {"Out": np.zeros((1, 1, 1, 1))}
         with pytest.raises(ValueError, match=r"output size \[0, 0\] is not positive"):
             self.check_infer()
+
+
+def test_float16_max_pool_floor_is_minus_inf_without_a_warning():
+    """fluid's MaxPool starts from -FLT_MAX, which is -inf in float16: an all -inf window gives
+    -inf, and no overflow RuntimeWarning reaches the user."""
+    import warnings
+    x = np.full((1, 1, 2, 2), -np.inf, np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = get_op_def("pool2d").forward(x, pooling_type="max", ksize=[2, 2],
+                                           strides=[2, 2])["Out"]
+    assert out.dtype == np.float16 and out.shape == (1, 1, 1, 1) and out[0, 0, 0, 0] == -np.inf
+    x32 = x.astype(np.float32)
+    out32 = get_op_def("pool2d").forward(x32, pooling_type="max", ksize=[2, 2],
+                                         strides=[2, 2])["Out"]
+    assert out32[0, 0, 0, 0] == -np.finfo(np.float32).max
