@@ -5,6 +5,7 @@ KeyError, RecursionError or a hang."""
 import json
 import pickle
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from fluidlite.io.program_state import _load_pickled_dict
 DOCUMENTED = (PaddleFormatError, ProgramFormatError, checkpoint.CheckpointError)
 CASES_PER_LOADER = 300
 SECONDS_PER_CASE = 1.0
+BYTES_PER_CASE = 64 << 20      # peak Python allocation while loading one mutated input
 
 
 def _model():
@@ -62,15 +64,23 @@ def _mutations(data: bytes, rng: np.random.Generator):
 
 def _check(load, data: bytes, seed: int) -> None:
     bad = []
-    for k, case in enumerate(_mutations(data, np.random.default_rng(seed))):
-        t0 = time.perf_counter()
-        try:
-            load(case)
-        except DOCUMENTED:
-            pass
-        except Exception as e:      # noqa: BLE001 -- collected for the report
-            bad.append(f"case {k}: {type(e).__name__}: {e}"[:200])
-        assert time.perf_counter() - t0 < SECONDS_PER_CASE, f"case {k} took too long"
+    tracemalloc.start()
+    try:
+        for k, case in enumerate(_mutations(data, np.random.default_rng(seed))):
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            t0 = time.perf_counter()
+            try:
+                load(case)
+            except DOCUMENTED:
+                pass
+            except Exception as e:      # noqa: BLE001 -- collected for the report
+                bad.append(f"case {k}: {type(e).__name__}: {e}"[:200])
+            assert time.perf_counter() - t0 < SECONDS_PER_CASE, f"case {k} took too long"
+            peak = tracemalloc.get_traced_memory()[1] - base
+            assert peak < BYTES_PER_CASE, f"case {k} allocated {peak} bytes"
+    finally:
+        tracemalloc.stop()
     assert not bad, f"{len(bad)} undocumented error(s):\n" + "\n".join(bad[:10])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import struct
 from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 from ..formats import checkpoint
@@ -19,12 +20,16 @@ from .variables import (_publish, _read_var_files, _read_vars, is_belong_to_opti
 
 
 # -- fluid.save / fluid.load ------------------------------------------------------------------
-class _ArrayUnpickler(pickle.Unpickler):
+class _ArrayUnpickler(pickle._Unpickler):  # type: ignore[name-defined]
     """Rebuilds numpy arrays and dtypes only; any other global is refused, and every array
-    constructor is bounded by the data actually in the file (no pickle bomb)."""
+    constructor is bounded by the data actually in the file (no pickle bomb). Built on the
+    pure-Python unpickler: the C one allocates a counted string's claimed length (up to 4 GiB
+    for BINBYTES) and a memo array as long as the largest BINPUT index *before* reading, so a
+    300-byte file could make it allocate gigabytes; this one reads through ``_Bounded`` and
+    keeps its memo in a dict."""
 
-    def __init__(self, f: Any, source: str) -> None:
-        super().__init__(f)
+    def __init__(self, f: Any, source: str, encoding: str = "ASCII") -> None:
+        super().__init__(f, encoding=encoding)
         self._source = source
 
     def find_class(self, module: str, name: str) -> Any:
@@ -37,6 +42,22 @@ class _ArrayUnpickler(pickle.Unpickler):
 
     def persistent_load(self, pid: Any) -> Any:
         raise CheckpointError(f"{self._source} uses persistent ids; refusing to load it")
+
+
+class _Bounded:
+    """A file view whose ``read(n)`` never asks for more than the file still holds: a pickle
+    opcode claiming a 512 MiB string in a 300-byte file would otherwise make the unpickler's
+    ``read(n)`` allocate the whole claimed size before finding the file short."""
+
+    def __init__(self, f: Any, size: int) -> None:
+        self._f, self._size = f, size
+
+    def read(self, n: int = -1) -> bytes:
+        left = max(0, self._size - self._f.tell())
+        return self._f.read(left if n is None or n < 0 else min(n, left))
+
+    def readline(self, limit: int = -1) -> bytes:
+        return self._f.readline(limit)
 
 
 class _NdarrayClass:
@@ -100,6 +121,11 @@ def _reconstruct(cls: Any, shape: Any, dtype: Any) -> np.ndarray:
 
 
 def _dtype(*args: Any) -> np.dtype:
+    # numpy pickles a dtype as dtype(str, False, True); anything else is not numpy's
+    if not (1 <= len(args) <= 3 and isinstance(args[0], str)
+            and all(isinstance(a, bool) for a in args[1:])):
+        raise CheckpointError(f"refusing to rebuild dtype{args!r} (numpy pickles a dtype as "
+                              f"dtype(str, bool, bool))")
     dt = np.dtype(*args)
     if dt.hasobject:
         raise CheckpointError(f"refusing to rebuild an array of dtype {dt}")
@@ -129,16 +155,17 @@ def _frombuffer(buf: Any, dtype: Any, shape: Any, order: str) -> np.ndarray:
 def _load_pickled_dict(reader: checkpoint.Reader, name: str) -> Dict[str, np.ndarray]:
     """A ``{name: ndarray}`` pickle (``.pdparams`` / ``.pdopt``), verified and bounded."""
     source = f"file '{reader.display(name)}'"
-    f, _ = reader.open_verified(name, "the fluid.save checkpoint")
+    f, size = reader.open_verified(name, "the fluid.save checkpoint")
     with f:
         try:
-            data = _ArrayUnpickler(f, source).load()
+            data = _ArrayUnpickler(_Bounded(f, size), source).load()
         except CheckpointError as e:
             if str(e).startswith(source):
                 raise
             raise CheckpointError(f"{source} is corrupted: {e}") from None
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                IndexError, KeyError, UnicodeDecodeError, OverflowError, RecursionError) as e:
+                IndexError, KeyError, UnicodeDecodeError, OverflowError, RecursionError,
+                struct.error) as e:
             raise CheckpointError(f"{source} is truncated or corrupted, or not a fluid "
                                   f"checkpoint ({type(e).__name__}: {e})") from None
         except MemoryError:

@@ -5,7 +5,6 @@ restricted unpickler (arrays and plain containers only): a file from elsewhere c
 from __future__ import annotations
 
 import io
-import pickle
 import tarfile
 from typing import Any, Callable, Iterator, Tuple
 
@@ -28,8 +27,7 @@ class _BatchUnpickler(_ArrayUnpickler):
     """The CIFAR batches were pickled by Python 2: strings come back as bytes."""
 
     def __init__(self, f: Any, source: str) -> None:
-        pickle.Unpickler.__init__(self, f, encoding="bytes")
-        self._source = source
+        super().__init__(f, source, encoding="bytes")
 
 
 def reader_creator(filename: str, sub_name: str,
