@@ -63,8 +63,8 @@ class WeightDecayRegularizer:
         return cls(config["coeff"])
 
     def _term_var(self, block: Block, param: Parameter) -> Variable:
-        return block.create_var(name=names.generate("_generated_var"), dtype=param.dtype,
-                                shape=param.shape, lod_level=param.lod_level)
+        # fluid's decay variable; the op writing it infers its shape
+        return block.create_var(dtype=param.dtype, lod_level=param.lod_level)
 
 
 @config_type("regularizer", "L2Decay")
@@ -172,8 +172,8 @@ def _regularized_grad(param: Parameter, grad: Variable,
     if grad.type == VarType.SELECTED_ROWS:
         # fluid 1.8: a sparse gradient plus the (dense, whole-table) decay is a new dense
         # gradient ``<grad>@NEWGRAD`` (kNewGradSuffix): every row decays, touched or not
-        out = rewrite.tmp(block, "sum", param.dtype, list(param.shape),
-                          name=grad.name + "@NEWGRAD")
+        # (its shape comes from the sum's inference)
+        out = rewrite.tmp(block, "sum", param.dtype, name=grad.name + "@NEWGRAD")
     rewrite.append(block, "sum", {"X": [grad, term]}, {"Out": out}, {"use_mkldnn": False})
     return out
 

@@ -3,6 +3,7 @@ defaults and config round trips, the decay term's variable, fluid's one-time inf
 None gradient in the middle of the list, and the error messages."""
 import logging
 
+import numpy as np
 import pytest
 
 import fluidlite as fluid
@@ -91,3 +92,40 @@ def test_a_negative_coefficient_is_refused_naming_the_class_and_the_value(cls):
                                          r"got -0\.5 \(.*use 0 for no decay\)$"):
         cls(-0.5)
     assert cls(0.0).to_config() == {"coeff": 0.0}
+
+
+def _embedding_step(is_sparse, reg):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        ids = fluid.data("ids", [-1, 1], "int64")
+        emb = fluid.layers.embedding(ids, size=[6, 3], is_sparse=is_sparse,
+                                     param_attr=fluid.ParamAttr(
+                                         name="table",
+                                         initializer=fluid.initializer.Uniform(-1, 1, seed=3)))
+        loss = fluid.layers.reduce_sum(emb * emb)
+        fluid.optimizer.SGD(0.5, regularization=reg).minimize(loss)
+    exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+    exe.run(startup, scope=scope)
+    before = np.array(scope.find_var("table").get_tensor())
+    exe.run(main, feed={"ids": np.array([[1], [4], [1]], np.int64)}, scope=scope)
+    return main, before, np.array(scope.find_var("table").get_tensor())
+
+
+def test_a_sparse_gradient_plus_decay_is_a_new_dense_gradient():
+    """fluid 1.8: SelectedRows grad + decay -> a dense ``<grad>@NEWGRAD`` (every row decays),
+    and the step equals the dense-gradient step: W - lr * (2 * count * W[rows] + coeff * W)."""
+    main, w0, w1 = _embedding_step(True, R.L2Decay(0.1))
+    block = main.global_block()
+    total = [op for op in block.ops if op.type == "sum" and
+             op.output("Out")[0].endswith("@NEWGRAD")]
+    assert len(total) == 1
+    out = block.var(total[0].output("Out")[0])
+    assert out.name == "table@GRAD@NEWGRAD" and out.type == fluid.core.VarDesc.VarType.LOD_TENSOR
+    assert tuple(out.shape) == (6, 3) and out.dtype == block.var("table").dtype
+    sgd = [op for op in block.ops if op.type == "sgd"][0]
+    assert sgd.input("Grad") == [out.name]
+    count = np.bincount([1, 4, 1], minlength=6)[:, None]
+    np.testing.assert_allclose(w1, w0 - 0.5 * (2 * count * w0 + 0.1 * w0), rtol=1e-6, atol=1e-7)
+    _, d0, d1 = _embedding_step(False, R.L2Decay(0.1))
+    np.testing.assert_allclose(w1, d1, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(w0, d0)
