@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .core import names, rewrite
+from .core import rewrite
 from .core.dtypes import VarType
 from .core.ir import Block, OpRole, Parameter, Variable
 from .core.names import name_scope
