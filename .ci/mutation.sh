@@ -83,10 +83,15 @@ tests_for() {
       echo tests/ops/test_loss.py tests/ops/test_loss_extra.py tests/test_dtype_stability.py \
            tests/test_mutants_loss.py ;;
     fluidlite/ops/*.py)
+      # every op module: its own tests, plus the second-order (double_grad) and lowered
+      # (lower / lower_grad) rules, which are tested across ops in their own files
+      local common="tests/test_dtype_stability.py tests/test_higher_order_math.py
+                    tests/test_higher_order_linalg.py tests/test_lower_grad.py
+                    tests/test_mutants_$base.py"
       if [ -f "tests/ops/test_$base.py" ]; then
-        echo "tests/ops/test_$base.py" tests/test_dtype_stability.py "tests/test_mutants_$base.py"
+        echo "tests/ops/test_$base.py" $common
       else
-        echo tests/ops tests/test_dtype_stability.py "tests/test_mutants_$base.py"
+        echo tests/ops $common
       fi ;;
     fluidlite/backward.py)
       echo tests/test_backward.py tests/test_gradients.py tests/test_lower_grad.py \
