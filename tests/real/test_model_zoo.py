@@ -9,9 +9,9 @@
   MobileNet, text CNN, LSTM classifier, word2vec, a GRU encoder-decoder whose prediction is
   a greedy While decoding) are built, trained two steps with the zoo's optimizers and saved
   by fluidlite (``save_inference_model`` and ``fluid.save``); Paddle runs the inference model
-  and eight more steps of the whole training program (forward, backward -- cross_entropy2's
+  and twenty more steps of the whole training program (forward, backward -- cross_entropy2's
   grad as Paddle's cross_entropy_grad2, lstm_grad and gru_grad with the inputs Paddle reads
-  -- and optimizer ops) and must give fluidlite's outputs, the eight losses (rtol 1e-4) and
+  -- and optimizer ops) and must give fluidlite's outputs, the twenty losses (rtol 1e-4) and
   the parameters after the first step (rtol 1e-5) and the last.
 
 Skips with the reason when ``FLUIDLITE_PADDLE_PYTHON`` is unset (.ci/run sets it to
@@ -38,7 +38,7 @@ PADDLE_NETS = ("resnet", "mobilenet", "text_cnn", "word2vec")
 # training steps compared after the checkpoint (the issue's bar: losses within 1e-4 relative
 # per step on the same weights and batch; 1e-6 absolute once a small batch is learned and the
 # loss nears 0)
-STEPS, LOSS_RTOL = 8, 1e-4
+STEPS, LOSS_RTOL = 20, 1e-4
 
 
 def _paddle_python() -> str:
