@@ -20,10 +20,7 @@ def _rand(shape, dtype="float64", seed=0, lo=-2.0, hi=2.0):
 
 
 # -- clip -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", pytest.param(
-    "int32", marks=pytest.mark.xfail(strict=True, reason="clip of an integer tensor returns "
-                                     "float64 (np.clip with float bounds); Out is declared int")),
-    pytest.param("int64", marks=pytest.mark.xfail(strict=True, reason="as int32"))])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int64"])
 def test_clip_forward_and_lowered_kernel_agree_with_the_definition(dtype):
     x = np.array([[-5, -1, 0, 1, 2, 7]], dtype)
     lo, hi = -1.0, 2.0
@@ -160,9 +157,9 @@ def test_squared_l2_norm_dtypes_and_values():
     (np.array([1e-4, -2e-4], np.float16), 1e5, [20.0, -40.0]),    # 2 * dOut beyond float16
     (np.array([1e4, -2e4], np.float16), 1e-8, [2e-4, -4e-4]),     # 2 * dOut below its tiny
     (np.array([1.5, -2.0], np.float32), 0.25, [0.75, -1.0])])
-# ops/clip.py's _times compares abs(k) with float16's finfo.max: NumPy 2 casts k = 2e5 to
-# float16 for that and warns (the result is right); reported in docs/mutation.md
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+# no RuntimeWarning either (pytest.ini / -W error would fail the test): _times once compared
+# abs(k) with float16's finfo.max, which NumPy 2 did by casting k = 2e5 to float16 and warned
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 def test_squared_l2_norm_gradient_is_right_where_the_product_is_representable(x, dout, want):
     got = SQ.backward(x, np.array([dout]))["X"]
     assert got.dtype == x.dtype
@@ -202,3 +199,134 @@ def test_norms_that_over_or_underflow_on_the_way_warn_nothing(x):
         CBN.forward(x, max_norm=n / 2)
         CBN.backward(x, np.ones_like(x), max_norm=n / 2)
         CLIP.forward(x, min=-1e10, max=1e10)                # a bound beyond float16's range
+
+
+# -- integer clip: fluid's static_cast<T>(attr) bounds (issue 28) ------------------------------
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_integer_clip_truncates_its_bounds_toward_zero_and_keeps_the_dtype(dtype):
+    # fluid's ClipKernel<int>: min_ = static_cast<int>(attr min), a C++ truncation toward zero:
+    # -2.7 -> -2 and 3.9 -> 3 (not floor / ceil); for uint8 a negative bound is held at 0
+    x = np.arange(-5, 6).astype(dtype) if dtype != "uint8" else np.arange(0, 8, dtype=dtype)
+    lo, hi = (-2, 3) if dtype != "uint8" else (0, 3)
+    want = np.array([min(max(int(v), lo), hi) for v in x], dtype)
+    spec = VarSpec(x.shape, dtype)
+    for got in (CLIP.forward(x, min=-2.7, max=3.9)["Out"],
+                CLIP.lower([spec], {"min": -2.7, "max": 3.9})(x)):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, want)
+    d = _rand(x.shape, seed=11) + 3.0
+    got = CLIP.backward(x, d, min=-2.7, max=3.9)["X"]
+    np.testing.assert_array_equal(got, np.where((x.astype(np.int64) > lo) &
+                                                (x.astype(np.int64) < hi), d, 0.0))
+
+
+def test_integer_clip_bounds_beyond_the_range_clip_nothing():
+    x = np.array([np.iinfo(np.int32).min, -7, 0, 7, np.iinfo(np.int32).max], np.int32)
+    for lo, hi in ((-1e10, 1e10), (-math.inf, math.inf)):
+        got = CLIP.forward(x, min=lo, max=hi)["Out"]
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, x)
+    got = CLIP.forward(x, min=-math.inf, max=5.5)["Out"]
+    np.testing.assert_array_equal(got, [np.iinfo(np.int32).min, -7, 0, 5, 5])
+    got = CLIP.forward(x, min=-5.5, max=math.inf)["Out"]
+    np.testing.assert_array_equal(got, [-5, -5, 0, 7, np.iinfo(np.int32).max])
+
+
+def test_integer_clip_refuses_a_nan_bound_and_clip_refuses_bool():
+    with pytest.raises(ValueError, match=r"^clip: a NaN bound \(min = nan, max = 1.0\) cannot "
+                                         r"clip an integer tensor \(int64\)$"):
+        CLIP.forward(np.arange(3), min=math.nan, max=1.0)
+    with pytest.raises(ValueError, match=r"^clip: X must be a float or integer tensor, got "
+                                         r"bool$"):
+        CLIP.forward(np.array([True, False]), min=0.0, max=1.0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_float_clip_gradient_uses_the_bounds_in_xs_dtype(dtype):
+    # fluid's ClipGradFunctor compares y with static_cast<T>(min): a value equal to the bound
+    # rounded to T is *at* the bound (gradient 0) even though it differs from the float64 bound
+    lo = 0.1
+    x = np.array([lo, 0.5, 0.9], dtype)
+    got = CLIP.backward(x, np.ones(3, dtype), min=lo, max=0.9)["X"]
+    np.testing.assert_array_equal(got, [0.0, 1.0, 0.0])
+
+
+# -- SelectedRows (fluid 1.8: merged, then the values processed) -----------------------------
+def _sparse():
+    from fluidlite.core.selected_rows import SelectedRows
+    rows = [4, 1, 4]
+    value = np.array([[0.5, -3.0], [2.0, 0.25], [1.0, -1.0]])
+    dense = np.zeros((6, 2))
+    np.add.at(dense, rows, value)                          # fluid's MergeAdd, independently
+    return SelectedRows(rows, value, 6), dense
+
+
+def test_var_types_follow_x_sparse_or_dense():
+    from fluidlite.core.dtypes import VarType
+    for op in (CLIP, CBN):
+        assert op.var_types({"X": [VarType.SELECTED_ROWS]}, {}) == {
+            "Out": VarType.SELECTED_ROWS}
+        assert op.var_types({"X": [VarType.LOD_TENSOR]}, {}) == {"Out": VarType.LOD_TENSOR}
+        assert op.var_types({}, {}) == {"Out": VarType.LOD_TENSOR}
+
+
+def test_clip_of_selected_rows_merges_then_clips_the_values():
+    sr, dense = _sparse()
+    for got in (CLIP.forward(sr, min=-1.5, max=1.2)["Out"],
+                CLIP.lower([VarSpec((6, 2), "float64")], {"min": -1.5, "max": 1.2})(sr)):
+        assert type(got) is type(sr) and got.height == 6
+        assert got.rows.tolist() == [1, 4]
+        np.testing.assert_array_equal(got.value, np.minimum(np.maximum(dense[[1, 4]], -1.5),
+                                                            1.2))
+
+
+def test_clip_by_norm_of_selected_rows_scales_the_merged_values():
+    sr, dense = _sparse()
+    n = float(np.sqrt(np.sum(dense ** 2)))                 # the merged rows' norm
+    got = CBN.forward(sr, max_norm=0.5)["Out"]
+    assert type(got) is type(sr) and got.height == 6 and got.rows.tolist() == [1, 4]
+    np.testing.assert_allclose(got.value, dense[[1, 4]] * (0.5 / n), rtol=1e-14)
+
+
+def test_squared_l2_norm_of_selected_rows_is_that_of_the_merged_rows():
+    sr, dense = _sparse()
+    want = float(np.sum(dense ** 2))           # (0.5+1)^2 + 9 + 1 + ... : duplicates summed
+    for got in (SQ.forward(sr)["Out"], SQ.lower([VarSpec((6, 2), "float64")], {})(sr)):
+        assert got.shape == (1,) and got[0] == pytest.approx(want, rel=1e-15)
+
+
+# -- exact float64 results: fluid's formulas --------------------------------------------------
+@pytest.mark.parametrize("a,b,max_norm", [(13, 8, 0.1), (12, 7, 0.1), (6, 5, 0.1),
+                                          (13 * 64, 8 * 64, 0.1)])
+def test_clip_by_norm_float64_is_fluids_formula_bit_for_bit(a, b, max_norm):
+    # fluid's ClipByNormKernel: x_norm = sqrt(sum(x^2)); Out = x * (max_norm / x_norm) when
+    # x_norm > max_norm. Dyadic x: the squares and their sum are exact, so the reference is the
+    # correctly rounded sqrt of one number, whatever the summation order.
+    x = np.array([a / 64, -b / 64])
+    n = math.sqrt((a * a + b * b) / 4096)
+    got = CBN.forward(x, max_norm=max_norm)["Out"]
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, x * (max_norm / n))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_squared_l2_norm_gradient_is_fluids_2_dout_x_in_xs_dtype(dtype):
+    # fluid's SquaredL2NormGradKernel computes in T: dX = 2 * dOut * X with dOut a T, i.e. the
+    # factor 2 * dOut is rounded to T, then the product is rounded once
+    x = _rand((400,), dtype, seed=21, lo=-3, hi=3)
+    t = np.dtype(dtype).type
+    for dout in (0.3, -1.7, 1e-3):
+        got = SQ.backward(x, np.array([dout]))["X"]
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, (t(2) * t(dout)) * x)
+    zero = SQ.backward(x, np.array([0.0]))["X"]
+    assert zero.dtype == np.dtype(dtype) and not zero.any()
+
+
+def test_times_beyond_float16_warns_nothing_under_error_filters():
+    import warnings
+    x = np.array([1e-4, -2e-4, 0.0], np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = SQ.backward(x, np.array([1e5]))["X"]           # k = 2e5 > float16 max
+    np.testing.assert_allclose(got.astype(np.float64), [20.0, -40.0, 0.0], rtol=2e-3)

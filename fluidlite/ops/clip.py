@@ -33,7 +33,9 @@ class Clip(OpDef):
     type, inputs, outputs = "clip", ("X",), ("Out",)
     grad_uses = ("X",)
 
-    def infer(self, X, *, min=0.0, max=0.0):
+    # the attrs always reach infer / lower / backward filled with forward's defaults (the
+    # registry's attr_defaults), so only forward declares defaults
+    def infer(self, X, *, min, max):
         if min > max:
             raise ValueError(f"clip: max should be greater than or equal to min, but received "
                              f"min = {min}, max = {max}")
@@ -47,7 +49,7 @@ class Clip(OpDef):
         return _var_type_of_x(in_types)
 
     def lower(self, in_specs, attrs):
-        return self._fn(attrs.get("min", 0.0), attrs.get("max", 0.0))
+        return self._fn(attrs["min"], attrs["max"])
 
     @staticmethod
     def _fn(lo: float, hi: float):
@@ -60,18 +62,36 @@ class Clip(OpDef):
             if type(x) is SelectedRows:     # fluid: the merged rows' values
                 m = x.merged()
                 return m.with_value(clip(m.value))
-            # the bounds as scalars of x's dtype (a bound beyond a float dtype's range is its
-            # infinity), so NumPy 1 and 2 clip alike and the result keeps x's dtype
             b = bounds.get(x.dtype)
             if b is None:
-                with np.errstate(over="ignore"):
-                    b = bounds[x.dtype] = tuple(np.array([lo, hi]).astype(x.dtype)) \
-                        if x.dtype.kind == "f" else (lo, hi)
+                b = bounds[x.dtype] = _bounds(x.dtype, lo, hi)
             return np.clip(x, *b)
         return clip
 
-    def backward(self, X, dOut, *, min=0.0, max=0.0):
-        return {"X": dOut * ((X > min) & (X < max))}
+    def backward(self, X, dOut, *, min, max):
+        lo, hi = _bounds(X.dtype, min, max)
+        return {"X": dOut * ((X > lo) & (X < hi))}
+
+
+def _bounds(dtype: np.dtype, lo: float, hi: float) -> tuple:
+    """clip's bounds as scalars of X's dtype, fluid's ``static_cast<T>(attr)``, so NumPy 1 and 2
+    compare alike and the result keeps X's dtype: a float bound beyond a float dtype's range is
+    its infinity; for an integer dtype a bound is truncated toward zero (C++'s float-to-int
+    conversion) and held to the dtype's range (where C++ is undefined)."""
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            return tuple(np.array([lo, hi]).astype(dtype))
+    if dtype.kind not in ("i", "u"):     # fluid registers float and integer kernels only
+        raise ValueError(f"clip: X must be a float or integer tensor, got {dtype}")
+    info = np.iinfo(dtype)
+    out = []
+    for v in (lo, hi):
+        if math.isnan(v):
+            raise ValueError(f"clip: a NaN bound (min = {lo}, max = {hi}) cannot clip an "
+                             f"integer tensor ({dtype})")
+        # held to the range first (+-inf too), then truncated
+        out.append(dtype.type(math.trunc(min(max(v, info.min), info.max))))
+    return tuple(out)
 
 
 def _sumsq64(x: np.ndarray) -> float:
@@ -85,22 +105,24 @@ def _norm64(x: np.ndarray) -> float:
     """||x||_2 as a Python float, overflow-free: float16/32 inputs via the float64 sum of
     squares; a float64 input whose squares overflow (or underflow to 0) is rescaled by its
     largest magnitude first, as BLAS nrm2 does. NaN/Inf in x give NaN/Inf."""
-    with np.errstate(over="ignore", under="ignore"):   # detected below and rescaled
-        s = _sumsq64(x)
+    s = _sumsq64(x)         # (sum_squares raises no floating-point warning)
     if x.dtype != np.float64 or 1e-280 < s < math.inf or math.isnan(s):
         return math.sqrt(s)
-    m = float(np.max(np.abs(x))) if x.size else 0.0
+    m = float(np.max(np.abs(x), initial=0.0))
     if m == 0.0 or not math.isfinite(m):
         return m
     return m * math.sqrt(_sumsq64(x / m))
 
 
 def _times(x: np.ndarray, k: float) -> np.ndarray:
-    """x * k in x's dtype. The multiply runs in x's dtype when k is 0, non-finite or a normal
-    number of that dtype; otherwise (k underflows or overflows it) in float64, cast back, so
-    the product is right whenever it is representable."""
+    """x * k in x's dtype. The multiply runs in x's dtype when k is a normal number of that
+    dtype (k rounded to it first, as fluid's kernel, whose factor is a T); otherwise (k
+    underflows or overflows it, or is 0, Inf or NaN, where both ways agree) in float64, cast
+    back, so the product is right whenever it is representable. The range test compares
+    Python floats: comparing k with a float16 ``finfo.max`` would cast k to float16 and warn
+    of an overflow on NumPy 2."""
     fi = np.finfo(x.dtype)
-    if k == 0.0 or not math.isfinite(k) or fi.tiny <= abs(k) <= fi.max:
+    if float(fi.tiny) <= abs(k) <= float(fi.max):
         return x * x.dtype.type(k)
     return (x.astype(np.float64) * k).astype(x.dtype)
 
@@ -114,7 +136,7 @@ class ClipByNorm(OpDef):
     type, inputs, outputs = "clip_by_norm", ("X",), ("Out",)
     grad_uses = ("X",)
 
-    def infer(self, X, *, max_norm=1.0):
+    def infer(self, X, *, max_norm):
         if not max_norm > 0:
             raise ValueError(f"clip_by_norm: max_norm should be greater than 0, but received "
                              f"max_norm = {max_norm}")
@@ -134,14 +156,14 @@ class ClipByNorm(OpDef):
         n = _norm64(X)
         if n <= max_norm:
             return {"Out": X.copy()}
-        k = max_norm / n
-        fi = np.finfo(X.dtype)
-        if k == 0.0 or math.isnan(k) or fi.tiny <= k:
+        k = max_norm / n        # < 1 here; fluid: Out = X * (max_norm / n) in X's dtype
+        if k >= float(np.finfo(X.dtype).tiny):
             return {"Out": X * X.dtype.type(k)}
-        # k is subnormal in X's dtype (a huge n): X / n first, so nothing under- or overflows
+        # k is subnormal in X's dtype (a huge n): X / n first, so nothing under- or overflows.
+        # (k is also 0 for an Inf in X and NaN for a NaN: this path gives the same NaN / 0.)
         return {"Out": (X.astype(np.float64) / n * max_norm).astype(X.dtype)}
 
-    def backward(self, X, dOut, *, max_norm=1.0):
+    def backward(self, X, dOut, *, max_norm):
         n = _norm64(X)
         if n <= max_norm:
             return {"X": dOut}
@@ -149,7 +171,7 @@ class ClipByNorm(OpDef):
         # dX = (max_norm / n) * (dOut - u * <u, dOut>)
         u = X.astype(np.float64) / n
         d = dOut.astype(np.float64)
-        c = float(np.dot(u.reshape(-1), d.reshape(-1)))
+        c = float(np.vdot(u, d))          # <u, dOut> over all elements
         return {"X": ((max_norm / n) * (d - u * c)).astype(dOut.dtype)}
 
 
@@ -170,7 +192,7 @@ class SquaredL2Norm(OpDef):
         return _squared_l2_norm
 
     def backward(self, X, dOut):
-        return {"X": _times(X, 2.0 * float(dOut.reshape(-1)[0]))}
+        return {"X": _times(X, 2.0 * float(dOut.item()))}      # dOut: [1]
 
 
 def _squared_l2_norm(x: np.ndarray) -> np.ndarray:
@@ -192,12 +214,12 @@ class CheckFiniteNorm(OpDef):
         return {"Out": X}
 
     def forward(self, X, Norms, *, grad_names=[]):
-        value = float(X.reshape(-1)[0])
+        value = float(X.item())                 # X: the [1] global norm
         if math.isfinite(value):
             return {"Out": X}
         bad = []
         for i, sq in enumerate(Norms):
-            v = float(np.reshape(sq, -1)[0])
+            v = float(np.asarray(sq).item())    # each a [1] squared norm
             if not math.isfinite(v):
                 name = grad_names[i] if i < len(grad_names) else f"#{i}"
                 bad.append(f"{name} (squared norm {v})")

@@ -40,7 +40,7 @@ def _neg_log(p: np.ndarray) -> np.ndarray:
     times it stays 0), but log of a NaN or a negative "probability" is NaN and stays NaN."""
     with np.errstate(divide="ignore", invalid="ignore"):
         y = -np.log(p)
-    return _tolerable(y).astype(p.dtype, copy=False)
+    return _tolerable(y)            # (in p's dtype: -log and _tolerable keep it)
 
 
 def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: int):
@@ -57,7 +57,7 @@ def _hard_labels(op_type: str, label: np.ndarray, n_class: int, ignore_index: in
     if any_ign:
         bad &= ~ign
     if bad.any():
-        v = label[bad].reshape(-1)[0]
+        v = label[bad][0]
         raise ValueError(f"{op_type}: label {v} is out of range [0, {n_class}) (ignore_index="
                          f"{ignore_index}); labels must be class indices")
     if any_ign:
@@ -96,7 +96,7 @@ def _flat_index(idx: np.ndarray, n_class: int) -> np.ndarray:
         off.flags.writeable = False
         if len(_OFFSETS) < 256:         # a bounded cache: shapes vary little in practice
             _OFFSETS[(rows, n_class)] = off
-    flat = idx.reshape(-1)
+    flat = idx.ravel()
     if flat.dtype != np.int64:      # int64 + uint64 would promote to float64
         flat = flat.astype(np.int64)
     return off + flat
@@ -169,7 +169,7 @@ class CrossEntropy2(OpDef):
         y = _neg_log(match)
         if ign is not None:
             y[ign] = 0
-        return {"Y": y.reshape(Label.shape) if Label.ndim < X.ndim else y,
+        return {"Y": y.reshape(Label.shape),            # [..., 1], or a rank N-1 label's shape
                 "XShape": np.empty((0,) + X.shape, X.dtype), "MatchX": match}
 
     def backward(self, XShape, Label, MatchX, dY, dXShape=None, dMatchX=None, *,
@@ -183,7 +183,7 @@ class CrossEntropy2(OpDef):
             g = -dY / MatchX
         if ign is not None:
             g = np.where(ign, 0, g)
-        np.put_along_axis(dx, lab, g.astype(dY.dtype, copy=False), axis=-1)
+        np.put_along_axis(dx, lab, g, axis=-1)         # (cast to dx's dtype, dY's)
         return {"X": dx}
 
     def make_grad(self, g, **attrs):
@@ -210,7 +210,7 @@ class CrossEntropy(OpDef):
         y = _neg_log(np.take_along_axis(X, lab, axis=-1))
         if ign is not None:
             y[ign] = 0
-        return {"Y": y.reshape(Label.shape) if Label.ndim < X.ndim else y}
+        return {"Y": y.reshape(Label.shape)}           # [..., 1], or a rank N-1 label's shape
 
     def backward(self, X, Label, dY, *, soft_label=False, ignore_index=-100):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -224,7 +224,7 @@ class CrossEntropy(OpDef):
         if ign is not None:
             g = np.where(ign, 0, g)
         dx = np.zeros(X.shape, dtype=dY.dtype)
-        np.put_along_axis(dx, lab, g.astype(dY.dtype, copy=False), axis=-1)
+        np.put_along_axis(dx, lab, g, axis=-1)         # (cast to dx's dtype, dY's)
         return {"X": dx}
 
     def make_grad(self, g, *, soft_label=False, ignore_index=-100, **attrs):
@@ -263,7 +263,7 @@ class SoftmaxWithCrossEntropy(OpDef):
         else:
             idx, ign = _hard_labels(self.type, lab, x.shape[-1], ignore_index)
             # gather softmax[..., idx] with one flat take (softmax is fresh and C-ordered)
-            loss = _neg_log(softmax.reshape(-1)[_flat_index(idx, softmax.shape[-1])]
+            loss = _neg_log(softmax.ravel()[_flat_index(idx, softmax.shape[-1])]
                             .reshape(idx.shape))
             if ign is not None:
                 loss[ign] = 0
@@ -291,9 +291,9 @@ class SoftmaxWithCrossEntropy(OpDef):
             maximum(softmax, lo, out=softmax)
             exp(softmax, out=softmax)
             softmax *= recip(sum_(softmax, 1, None, None, True))
-            p = softmax.reshape(-1)[_flat_index(Label, c)].reshape(Label.shape)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                loss = -log(p)
+            p = softmax.ravel()[_flat_index(Label, c)].reshape(Label.shape)
+            # p >= exp(-64) / c > 0 (the clip above): no log(0) here, nothing to silence
+            loss = -log(p)
             return {"Softmax": softmax, "Loss": _tolerable(loss)}
         return fast
 
@@ -307,13 +307,13 @@ class SoftmaxWithCrossEntropy(OpDef):
         ignore_index = attrs.get("ignore_index", -100)
 
         def fast(Label, Softmax, dSoftmax, dLoss):     # (the grad op's slot order)
-            c = Softmax.shape[-1]
+            c = Softmax.shape[1]
             if (not _all_valid(Label, c, ignore_index) or Softmax.ndim != 2 or
                     dSoftmax is not None or not Softmax.flags.c_contiguous):
                 return general(Label, Softmax, dLoss, dSoftmax)
             dx = Softmax * dLoss
-            flat = dx.reshape(-1)
-            flat[_flat_index(Label, c)] -= dLoss.reshape(-1)     # p * dl - dl at the label
+            flat = dx.ravel()
+            flat[_flat_index(Label, c)] -= dLoss.ravel()     # p * dl - dl at the label
             return {"Logits": dx.astype(dLoss.dtype, copy=False)}
         return fast
 
@@ -331,10 +331,10 @@ class SoftmaxWithCrossEntropy(OpDef):
             c = p.shape[-1]
             idx, ign = _hard_labels(self.type, lab, c, ignore_index)
             dx = np.ascontiguousarray(p * dl)      # a fresh array (a no-op unless axis != -1)
-            flat = dx.reshape(-1)
-            flat[_flat_index(idx, c)] -= dl.reshape(-1)     # p * dl - dl at the label
+            flat = dx.ravel()                      # a view: dx is C-contiguous
+            flat[_flat_index(idx, c)] -= dl.ravel()     # p * dl - dl at the label
             if ign is not None:
-                dx.reshape(-1, c)[ign.reshape(-1)] = 0
+                dx.reshape(-1, c)[ign.ravel()] = 0
         if not last:
             dx = np.moveaxis(dx, -1, axis)
             if "Label" in out:
