@@ -8,7 +8,16 @@ import math
 import numpy as np
 import pytest
 
+from fluidlite.ops import activation
 from fluidlite.ops.activation import erf_fast, erf_numpy
+
+@pytest.fixture(autouse=True)
+def _fresh_erf_tables():
+    """The float64 erf's Chebyshev tables are built on first use and cached: rebuild them for
+    each test, so the tests check the building too (not a table cached by an earlier test)."""
+    activation._ERF_COEF.clear()
+    yield
+
 
 _GRID = np.concatenate([np.linspace(-7.0, 7.0, 20001), [0.0, 1e-300, -1e-300, 1e-8, -3e-7,
                                                       0.25, 0.999999, 1.0, 1.000001, 3.999,
