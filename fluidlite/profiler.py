@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .formats.serialize import atomic_write
 
@@ -50,16 +50,27 @@ class Profile:
     def __init__(self) -> None:
         self.by_type: Dict[str, _Stat] = {}
         self.by_op: Dict[Tuple[int, str], _Stat] = {}
+        # per op of the Program: (block index, op index in that block) -> its time per run
+        self.by_pos: Dict[Tuple[int, int], _Stat] = {}
         self.runs = 0
         self._lock = threading.Lock()      # runs of several threads may report at once
 
-    def add_run(self, op_types: Sequence[str], times: Sequence[float]) -> None:
-        """Add one run: ``times[i]`` seconds spent in step ``i`` of type ``op_types[i]``."""
+    def add_run(self, op_types: Sequence[str], times: Sequence[float],
+                steps: Optional[Sequence[Any]] = None) -> None:
+        """Add one run: ``times[i]`` seconds spent in step ``i`` of type ``op_types[i]``.
+
+        ``steps`` (the plan's ``StepInfo`` records, optional) also files each step's time under
+        the Program position of the op(s) it ran, in ``by_pos[(block index, op index)]``. A
+        fused step covers several ops: its time is split evenly between them."""
         with self._lock:
             self.runs += 1
             for i, (t, dt) in enumerate(zip(op_types, times)):
                 self.by_type.setdefault(t, _Stat()).add(dt)
                 self.by_op.setdefault((i, t), _Stat()).add(dt)
+            for st, dt in zip(steps or (), times):
+                ops = [pos for _, pos in st.ops if pos >= 0]
+                for pos in ops:
+                    self.by_pos.setdefault((int(st.block), pos), _Stat()).add(dt / len(ops))
 
     def report(self, sorted_key: Optional[str] = "total", top: int = 20) -> str:
         """Two tables (by op type, and the ``top`` slowest ops) with calls / total / min / max /

@@ -427,6 +427,10 @@ def test_time_overlay_from_a_profiled_run(browser, tmp_path):
     browser.execute_script("fluidliteViewer.reveal(arguments[0])", i)
     _idle(browser)
     assert "ms per call" in browser.find_element(By.ID, "panel").text
+    assert "(this op, 1 timed run)" in browser.find_element(By.ID, "panel").text
+    own = exe.last_profile.by_pos[(0, mul)].ave * 1e3
+    shown = float(browser.find_element(By.ID, "ptime").text.split()[0])
+    assert abs(shown - round(own, 4)) < 1e-3
 
     def fills():
         return _js(browser, "Array.prototype.map.call(document.querySelectorAll("

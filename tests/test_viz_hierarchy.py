@@ -176,6 +176,14 @@ def test_profile_overlay_data_and_errors(tmp_path):
     prof = _data_of(viz.to_interactive_html(main, profile=exe.last_profile))["views"][0]["prof"]
     assert set(prof) == {op.type for op in main.global_block().ops}
     assert all(ms >= 0 and calls == 1 for ms, calls, total in prof.values())
+    # per op of the Program (block:index), a fused step's time split between its ops
+    data = _data_of(viz.to_interactive_html(main, profile=exe.last_profile))["views"][0]
+    ops = main.global_block().ops
+    assert set(data["profop"]) == {f"0:{i}" for i in range(len(ops))}
+    assert all(ms >= 0 and calls == 1 for ms, calls, total in data["profop"].values())
+    by_pos, by_type = exe.last_profile.by_pos, exe.last_profile.by_type
+    assert abs(sum(s.total for s in by_pos.values())
+               - sum(s.total for s in by_type.values())) < 1e-9
     with pytest.raises(TypeError, match="fluidlite.profiler.Profile"):
         viz.to_interactive_html(main, profile={"mul": 1.0})
     with pytest.raises(ValueError, match="ELK viewer"):

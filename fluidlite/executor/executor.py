@@ -231,10 +231,10 @@ class Executor:
             result = plan.run_profiled(arrays, persist, times, bound.streams)
             if profile:
                 prof = profiler.Profile()
-                prof.add_run(plan.step_types, times)
+                prof.add_run(plan.step_types, times, plan.steps)
                 self.last_profile = prof
             if active is not None:
-                active.add_run(plan.step_types, times)
+                active.add_run(plan.step_types, times, plan.steps)
             return result
         except BaseException:
             for g, state in zip(bound.streams, saved or ()):

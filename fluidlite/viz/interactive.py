@@ -38,7 +38,7 @@ from .dot import OP_STYLES, VAR_STYLES, _cluster_of, as_graph
 from ..core.ir import Program
 from .graph import op_slots, to_networkx
 from .layout import layout as compute_layout
-from .viewer import add_groups, elk_page, profile_times
+from .viewer import add_groups, elk_page, profile_op_times, profile_times
 
 __all__ = ["to_interactive_html"]
 
@@ -129,9 +129,11 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
             top-down, with a legend, groups instead of scope boxes). ``edge_labels`` is
             accepted for the static exports' signature: slots are listed in the side panel.
         profile: a ``fluidlite.profiler.Profile`` (``Executor.last_profile`` after
-            ``exe.run(..., profile=True)``): the ELK viewer can colour ops by the measured
-            average time per call of their op type ("time overlay"); ``TypeError`` for
-            anything else.
+            ``exe.run(..., profile=True)``): the ELK viewer can colour each op by its own
+            measured average time per call (``Profile.by_pos``; a fused step's time split
+            evenly between its ops), groups by the sum of their ops ("time overlay"); the
+            side panel also gives the op type's average (``Profile.by_type``). ``TypeError``
+            for anything else.
         **graph_opts: ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight``.
 
     Returns:
@@ -147,6 +149,7 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
     if layout not in ("elk", "auto", "dot", "layered"):
         raise ValueError(f"layout engine must be elk, auto, dot or layered; got {layout!r}")
     prof = profile_times(profile)
+    prof_ops = profile_op_times(profile)
     if prof and layout != "elk":
         raise ValueError(f"the time overlay (profile=) is drawn by the ELK viewer; pass "
                          f"layout='elk' instead of {layout!r}")
@@ -167,6 +170,8 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
             data["title"] = title
         if prof:
             data["prof"] = prof
+        if prof_ops:
+            data["profop"] = prof_ops
         views.append(data)
     # names are data: inside the <script> element no "<", ">" or "&" may appear as such
     # ("</script>" would end it, "<!--" switch the parser's state), nor U+2028/9 (line ends

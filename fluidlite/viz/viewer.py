@@ -22,7 +22,7 @@ import networkx as nx
 
 from .hierarchy import group_tree
 
-__all__ = ["add_groups", "elk_page", "profile_times", "ELK_VERSION_FILE", "ELK_FILE"]
+__all__ = ["add_groups", "elk_page", "profile_times", "profile_op_times", "ELK_VERSION_FILE", "ELK_FILE"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 ELK_FILE = os.path.join(_HERE, "vendor", "elk-worker.min.js")
@@ -72,6 +72,18 @@ def profile_times(profile: Any) -> Dict[str, List[float]]:
             for t, st in stats.items() if st.calls}
 
 
+def profile_op_times(profile: Any) -> Dict[str, List[float]]:
+    """``{"block:op index": [average ms per call, calls, total ms]}`` of a
+    ``fluidlite.profiler.Profile`` (``Profile.by_pos``: the time of each op of the Program;
+    a fused plan step's time is split evenly between the ops it replaced). Empty for None or
+    a profile without per-op records; the viewer then colours ops by their type's average."""
+    stats = getattr(profile, "by_pos", None) if profile is not None else None
+    if not isinstance(stats, dict):
+        return {}
+    return {f"{b}:{i}": [round(st.ave * 1e3, 4), int(st.calls), round(st.total * 1e3, 3)]
+            for (b, i), st in stats.items() if st.calls}
+
+
 def elk_page(blob: str, title: str) -> str:
     """The page around the (script-safe) JSON text ``blob`` of ``{"views": [...], ...}``."""
     js = _asset(os.path.join(_HERE, "static", "viewer.js"))
@@ -110,7 +122,7 @@ _PAGE_HEAD = """<!DOCTYPE html>
 <main id="stage"><svg id="svg" xmlns="http://www.w3.org/2000/svg"><defs><marker id="arr"
  viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
 <path d="M0,0L10,5L0,10z" fill="#7B8794"/></marker></defs><g id="vp"><g id="gg"></g><g id="ge"></g>
-<g id="gl"></g><g id="gn"></g></g></svg><div id="busy" hidden>laying out\u2026</div>
+<g id="gl"></g><g id="gt"></g><g id="gn"></g></g></svg><div id="busy" hidden>laying out\u2026</div>
 <canvas id="mini" width="220" height="150" title="minimap: click or drag to move the view"></canvas>
 </main>
 <aside id="panel" hidden><button id="close" title="close (Esc)">&times;</button>

@@ -17,14 +17,17 @@ var GROUP_LABEL={io:"feed / fetch",forward:"forward",loss:"loss",backward:"backw
  gradient_clip:"gradient clip",regularization:"regularization",optimize:"optimizer",
  lr_schedule:"LR schedule",distributed:"distributed"};
 function opStyle(g){return D.opStyles[g]||D.opStyles.forward;}
-// time overlay (profile=): an op's measured average ms per call (of its type), as a heat colour
-var PROF=D.prof||null,profLo=Infinity,profHi=0;
-if(PROF)Object.keys(PROF).forEach(function(t){var v=PROF[t][0];if(v>0){profLo=Math.min(profLo,v);
- profHi=Math.max(profHi,v);}});
-function opMs(i){var p=PROF&&PROF[N[i].t];return p?p[0]:0;}
-function heat(ms){var f=ms>0&&profHi>profLo?Math.log(ms/profLo)/Math.log(profHi/profLo):0;
- f=Math.max(0,Math.min(1,f));var a=[255,243,176],b=[230,126,34],c=[146,43,33],lo=f<.5?a:b,hi=f<.5?b:c,
- t=f<.5?f*2:f*2-1;return "rgb("+[0,1,2].map(function(k){return Math.round(lo[k]+(hi[k]-lo[k])*t);})
+// time overlay (profile=): each op's own measured average ms per call (D.profop, keyed
+// "block:index"; ops it lacks fall back to their type's average, D.prof), as a heat colour;
+// groups by the sum of their ops, on a scale up to the whole program's time
+var PROF=D.prof||null,PROFOP=D.profop||null,profLo=Infinity,profHi=0,profSum=0;
+function opMs(i){var n=N[i],p=PROFOP&&PROFOP[n.b+":"+n.ix];if(p)return p[0];p=PROF&&PROF[n.t];
+ return p?p[0]:0;}
+if(PROF)N.forEach(function(n,i){if(n.k!=="o")return;var v=opMs(i);profSum+=v;if(v>0){
+ profLo=Math.min(profLo,v);profHi=Math.max(profHi,v);}});
+function heat(ms,hi){hi=hi||profHi;var f=ms>0&&hi>profLo?Math.log(ms/profLo)/Math.log(hi/profLo):0;
+ f=Math.max(0,Math.min(1,f));var a=[255,243,176],b=[230,126,34],c=[146,43,33],lo=f<.5?a:b,hi2=f<.5?b:c,
+ t=f<.5?f*2:f*2-1;return "rgb("+[0,1,2].map(function(k){return Math.round(lo[k]+(hi2[k]-lo[k])*t);})
  .join(",")+")";}
 function opFill(i){var n=N[i];if(opts.time&&PROF)return [heat(opMs(i)),opMs(i)>0&&
  Math.log(opMs(i)/profLo)>0.6*Math.log(profHi/profLo)?"#FFFFFF":"#1B2631"];var st=opStyle(n.g);
@@ -203,7 +206,7 @@ function animateFrom(prev,pv){var moves=[];
  document.querySelectorAll("#gn .u").forEach(function(el){var u=el.getAttribute("data-u"),p=prev[u],
   b=boxes[u];if(!p||!b)return;var sx=((p.x*pv.k+pv.x)-view.x)/view.k,sy=((p.y*pv.k+pv.y)-view.y)/view.k;
   if(Math.abs(sx-b.x)+Math.abs(sy-b.y)>1)moves.push([el,sx,sy,b.x,b.y]);});
- ["gg","ge","gl"].forEach(function(id){var el=$(id);el.classList.remove("fin");void el.getBBox;
+ ["gg","ge","gl","gt"].forEach(function(id){var el=$(id);el.classList.remove("fin");void el.getBBox;
   el.getBoundingClientRect();el.classList.add("fin");});
  if(!moves.length)return;var t0=performance.now(),dur=240,me={};anim=me;
  function step(now){if(anim!==me)return;var f=Math.min(1,(now-t0)/dur),e=f<.5?2*f*f:1-Math.pow(2-2*f,2)/2;
@@ -214,12 +217,12 @@ function animateFrom(prev,pv){var moves=[];
 function screenOf(a){var b=boxes[a.id];return b?[b.x*view.k+view.x,b.y*view.k+view.y]:null;}
 function boxOf(id){return boxes[id];}
 // ---- drawing
-function render(){anim=null;boxes={};var h=[],he=[],hl=[],res=lay.res,b=lay.b;
+function render(){anim=null;boxes={};var h=[],he=[],hl=[],ht=[],res=lay.res,b=lay.b;
  function walk(node){(node.children||[]).forEach(function(c){boxes[c.id]={x:c.x,y:c.y,w:c.width,
-  h:c.height};if(c.id[0]==="G"){var g=+c.id.slice(1);h.push(frame(c,"gx",G[g].n,"("+G[g].c+" ops)"));
+  h:c.height};if(c.id[0]==="G"){var g=+c.id.slice(1);frame(c,"gx",G[g].n,"("+G[g].c+" ops)",h,ht);
    walk(c);}
-  else if(c.children&&c.children.length){var n=N[+c.id.slice(1)];h.push(frame(c,"gx sbx",n.t+" #"+n.ix,
-   "(block "+subBlocks(+c.id.slice(1)).join(", ")+", inline)"));walk(c);}});}
+  else if(c.children&&c.children.length){var n=N[+c.id.slice(1)];frame(c,"gx sbx",n.t+" #"+n.ix,
+   "(block "+subBlocks(+c.id.slice(1)).join(", ")+", inline)",h,ht);walk(c);}});}
  walk(res);var nodesH=[],allEdges=[];
  (function eds(node){(node.edges||[]).forEach(function(e){allEdges.push(e);});
   (node.children||[]).forEach(eds);})(res);
@@ -247,23 +250,28 @@ function render(){anim=null;boxes={};var h=[],he=[],hl=[],res=lay.res,b=lay.b;
     hl.push('<text class="el" data-e="'+esc(key)+'" x="'+(mx+4)+'" y="'+(my+3)+'">'+
     esc(lab)+'</text>');}}});
  $("gg").innerHTML=h.join("");$("ge").innerHTML=he.join("");$("gl").innerHTML=hl.join("");
- $("gn").innerHTML=nodesH.join("");markHits();markSel();markTrace();drawMini(true);zoomClass();}
-// an open group's box and title (cut to the box's width; the whole title is its tooltip)
+ $("gt").innerHTML=ht.join("");$("gn").innerHTML=nodesH.join("");markHits();markSel();markTrace();drawMini(true);zoomClass();}
+// an open group's box and title (cut to the box's width; the whole title is its tooltip) into
+// h (#gg, under the edges: clicks and tests use it), and into ht (#gt, over the edges and edge
+// labels, under the nodes) the title again on an opaque bar, so that edges entering the group
+// pass under its title instead of over it (the bar lets clicks through to #gg)
 function fit1(t,px,bold,w){if(textW(t,px,bold)<=w)return t;while(t.length>1&&textW(t+"\u2026",px,bold)>w)
  t=t.slice(0,-1);return t+"\u2026";}
-function frame(c,cls,name,extra){var room=c.width-14,a="\u25BE "+name,nm=fit1(a,12,true,room),
- rest=nm===a?fit1(" "+extra,12,false,room-textW(a,12,true)):"";
- return '<g class="'+cls+'" data-u="'+c.id+'"><title>'+esc(name+" "+extra)+'</title><rect x="'+c.x+
-  '" y="'+c.y+'" width="'+c.width+'" height="'+c.height+'"/><text x="'+(c.x+8)+'" y="'+(c.y+17)+'">'+
-  esc(nm)+(rest&&rest!=="\u2026"?'<tspan style="font-weight:normal">'+esc(rest)+'</tspan>':"")+
-  '</text></g>';}
+function frame(c,cls,name,extra,h,ht){var room=c.width-14,a="\u25BE "+name,nm=fit1(a,12,true,room),
+ rest=nm===a?fit1(" "+extra,12,false,room-textW(a,12,true)):"",
+ txt='<text x="'+(c.x+8)+'" y="'+(c.y+17)+'">'+esc(nm)+(rest&&rest!=="\u2026"?
+  '<tspan style="font-weight:normal">'+esc(rest)+'</tspan>':"")+'</text>';
+ h.push('<g class="'+cls+'" data-u="'+c.id+'"><title>'+esc(name+" "+extra)+'</title><rect x="'+c.x+
+  '" y="'+c.y+'" width="'+c.width+'" height="'+c.height+'"/>'+txt+'</g>');
+ ht.push('<g class="tb"><rect x="'+(c.x+1.5)+'" y="'+(c.y+1.5)+'" width="'+Math.max(0,c.width-3)+
+  '" height="22"/>'+txt+'</g>');}
 function edgeLabel(vs,count){var n=N[vs[0]],s=n.sh||n.t;if(count>1)return count+" tensors";
  return s;}
 function unitSvg(u,bx,inf){var k=u[0],i=+u.slice(1),x=bx.x,y=bx.y,w=bx.w,hh=bx.h,t=
  ' transform="translate('+x+','+y+')"';
  if(k==="o"){var n=N[i],st=opFill(i),out='<g class="u o d'+(n.d||0)+'" data-u="'+u+'"'+t+'>'+
-  '<title>'+esc(n.t+" #"+n.ix+" ("+(GROUP_LABEL[n.g]||n.g)+")"+(PROF&&PROF[n.t]?" \u00b7 "+
-  PROF[n.t][0]+" ms/call":""))+'</title><rect class="bx" width="'+
+  '<title>'+esc(n.t+" #"+n.ix+" ("+(GROUP_LABEL[n.g]||n.g)+")"+(PROF?" \u00b7 "+
+  opMs(i)+" ms/call":""))+'</title><rect class="bx" width="'+
   w+'" height="'+hh+'" rx="4" fill="'+st[0]+'" stroke="rgba(0,0,0,.35)"/><text class="t1" x="'+
   (w/2)+'" y="17" text-anchor="middle" fill="'+st[1]+'">'+esc(n.t)+'</text>';
   inf.lines.forEach(function(l,j){out+='<text class="pi" x="8" y="'+(33+j*12)+'" fill="'+st[1]+
@@ -272,7 +280,7 @@ function unitSvg(u,bx,inf){var k=u[0],i=+u.slice(1),x=bx.x,y=bx.y,w=bx.w,hh=bx.h
  if(k==="v"){var v=N[i];return '<g class="u vn" data-u="'+u+'"'+t+'><title>'+esc(v.t)+
   '</title><rect class="bx" width="'+w+'" height="'+hh+'" rx="12"/><text class="t1" x="'+(w/2)+
   '" y="17" text-anchor="middle">'+esc(v.t)+'</text></g>';}
- var g=G[i],st2=opts.time&&PROF?[heat(groupMs(i)/Math.max(1,g.c))]:opStyle(g.g),
+ var g=G[i],st2=opts.time&&PROF?[heat(groupMs(i),profSum)]:opStyle(g.g),
  sh=g.k==="series"?'<rect class="sh" x="6" y="6" width="'+(w-6)+
   '" height="'+(hh-6)+'" rx="6"/>':"",bw=g.k==="series"?w-6:w,bh=g.k==="series"?hh-6:hh;
  return '<g class="u gc" data-u="'+u+'"'+t+'><title>'+esc(g.n+" \u2014 "+g.c+" ops (click to expand)")+
@@ -330,7 +338,10 @@ function select(u){if(u[0]==="s")return selectSub(u);sel=u;markSel();var k=u[0],
   h.push('<h2>op <span id="ptype">'+esc(n.t)+'</span></h2>'+acts+'<table>'+row("index","#"+n.ix+
    " in block "+n.b)+row("op_role",esc(n.rn)+" ("+n.r+")")+row("group",esc(GROUP_LABEL[n.g]||n.g))+
    row("pass",esc(n.p))+row("name scope",'<code>'+esc(n.ns||"/")+'</code>')+
-   (PROF&&PROF[n.t]?row("time",PROF[n.t][0]+" ms per call (average of the "+PROF[n.t][1]+
+   (PROFOP&&PROFOP[n.b+":"+n.ix]?row("time",'<span id="ptime">'+PROFOP[n.b+":"+n.ix][0]+
+    " ms per call</span> (this op, "+PROFOP[n.b+":"+n.ix][1]+" timed run"+
+    (PROFOP[n.b+":"+n.ix][1]===1?"":"s")+")"):"")+
+   (PROF&&PROF[n.t]?row("type time",PROF[n.t][0]+" ms per call (average of the "+PROF[n.t][1]+
     " timed "+esc(n.t)+" calls)"):"")+
    (n.gp>=0?row("in group",esc(ancestors(n.gp).map(function(g){return G[g].n;}).join(" \u203A "))):"")+
    row("created at",'<code id="pcall">'+esc(n.cs||"(unknown)")+'</code>')+
@@ -350,8 +361,8 @@ function select(u){if(u[0]==="s")return selectSub(u);sel=u;markSel();var k=u[0],
   h.push('<h2>group <span id="ptype">'+esc(g.n)+'</span></h2>'+acts+'<table>'+row("kind",esc(g.k))+
    row("path",esc(ancestors(i).map(function(x){return G[x].n;}).join(" \u203A ")))+
    (g.f?row("name scope",'<code>'+esc(g.f)+'</code>'):"")+row("ops",String(g.c))+
-   (g.x?row("instances",String(g.x)):"")+(PROF?row("time",groupMs(i).toFixed(3)+
-   " ms (sum of its ops' type averages)"):"")+'</table><h3>Op types</h3><table>');
+   (g.x?row("instances",String(g.x)):"")+(PROF?row("time",'<span id="ptime">'+groupMs(i).toFixed(3)+
+   ' ms</span> (sum of its ops\' times per run)'):"")+'</table><h3>Op types</h3><table>');
   Object.keys(cnt).sort(function(a,b){return cnt[b]-cnt[a];}).slice(0,25).forEach(function(t){
    h.push(row(t,String(cnt[t])));});h.push('</table>');
   if(g.k==="series"){h.push('<h3>Instances</h3>'+gKids[i].slice(0,60).map(function(c){
@@ -475,7 +486,7 @@ window.addEventListener("pointermove",function(ev){if(miniDrag)miniGo(ev);});
 function viewSvg(){var W=stage.clientWidth,H=stage.clientHeight,cs=getComputedStyle(document.body);
  var vars=["--bg","--fg","--muted","--edge","--grp","--grpline","--coll","--collline","--hit","--sel"],
  css=Array.prototype.map.call(document.styleSheets[0].cssRules,function(r){return r.cssText;})
-  .filter(function(t){return /^(\.e|\.el|\.gx|\.u|\.gc|\.vn|\.small|\.tracing)/.test(t);}).join("\n");
+  .filter(function(t){return /^(\.e|\.el|\.gx|#gt|\.u|\.gc|\.vn|\.small|\.tracing)/.test(t);}).join("\n");
  vars.forEach(function(v){css=css.split("var("+v+")").join(cs.getPropertyValue(v).trim());});
  var clone=svg.cloneNode(true);clone.setAttribute("width",W);clone.setAttribute("height",H);
  clone.setAttribute("viewBox","0 0 "+W+" "+H);clone.removeAttribute("id");
