@@ -130,7 +130,7 @@ DYGRAPH_METHODS = {"backward", "clear_gradient", "detach", "gradient", "numpy", 
                    "clear_gradients", "current_step_lr"}
 SPECIFIC: Dict[Tuple[str, str], str] = {
     ("fluid", "load_op_library"): "loads compiled C++ custom-op libraries; fluidlite ops are "
-                                  "Python `OpDef` classes (see README, Writing an op)",
+                                  "Python `OpDef` classes (see docs/guides/extending.md, Writing an op)",
     ("fluid", "ComplexVariable"): "a dygraph-only complex container (issue 12); fluidlite's "
                                   "ops are real-valued",
     ("fluid.layers", "get_tensor_from_selected_rows"): "SelectedRows are not modelled: "

@@ -4,6 +4,7 @@
     python docs/check_examples.py --count    # the count only
     python docs/check_examples.py --run      # also run every example (doctest) and report failures
     python docs/check_examples.py --sections # also count names without Args/Returns/Raises
+    python docs/check_examples.py --write-allowlist  # record today's missing sections
 
 A name "has an example" when its docstring has an ``Example:`` (or ``Examples:``) section with
 at least one ``>>>`` line. The names are those of the API reference (``docs/apigen.py``): every
@@ -11,6 +12,11 @@ name ``docs/api_coverage.md`` marks provided, deviation or partial, the document
 those classes, ``fluidlite.autograd`` and the inference API; a name bound to the same object as
 an earlier one is counted once. ``tests/test_docs_examples.py`` runs the examples and keeps the
 count of names without one from growing (``MISSING_EXAMPLES_MAX`` there).
+
+Sections are a ratchet too: ``docs/sections_allowlist.txt`` records, one ``name: Args Returns``
+line per name, the sections each name still lacks. A name missing a section that is not recorded
+there fails ``tests/test_docs_examples.py`` and the Sphinx build (``docs/conf.py``); when you add
+a section, remove it from the list (``--write-allowlist`` rewrites the file from the docstrings).
 """
 from __future__ import annotations
 
@@ -60,6 +66,52 @@ def has_section(obj: Any, section: str) -> bool:
     return re.search(rf"^\s*{section}:\s*$", doc, re.M) is not None
 
 
+SECTIONS = ("Args", "Returns", "Raises")
+ALLOWLIST = os.path.join(HERE, "sections_allowlist.txt")
+
+
+def missing_sections() -> Dict[str, List[str]]:
+    """{name: [sections its docstring lacks]} for every documented name lacking one."""
+    out: Dict[str, List[str]] = {}
+    for name, obj in unique_objects():
+        lack = [s for s in SECTIONS if not has_section(obj, s)]
+        if lack:
+            out[name] = lack
+    return out
+
+
+def read_allowlist(path: str = ALLOWLIST) -> Dict[str, List[str]]:
+    allowed: Dict[str, List[str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, _, secs = line.partition(":")
+                allowed[name.strip()] = secs.split()
+    return allowed
+
+
+def write_allowlist(path: str = ALLOWLIST) -> int:
+    lacking = missing_sections()
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# Documented names and the docstring sections they still lack (a ratchet:\n"
+                "# docs/check_examples.py). Remove a line's section when you add it;\n"
+                "# never add one.\n")
+        for name in sorted(lacking):
+            f.write(f"{name}: {' '.join(lacking[name])}\n")
+    return len(lacking)
+
+
+def section_problems() -> Tuple[List[str], List[str]]:
+    """(new gaps: 'name: Section' not in the allow-list, stale allow-list entries)."""
+    lacking, allowed = missing_sections(), read_allowlist()
+    new = [f"{n}: {s}" for n, secs in lacking.items() for s in secs
+           if s not in allowed.get(n, ())]
+    stale = [f"{n}: {s}" for n, secs in allowed.items() for s in secs
+             if s not in lacking.get(n, ())]
+    return new, stale
+
+
 def missing() -> List[str]:
     return [name for name, obj in unique_objects() if not has_example(obj)]
 
@@ -84,12 +136,22 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--run", action="store_true", help="run the examples too")
     ap.add_argument("--sections", action="store_true",
                     help="also count the names without an Args: / Returns: section")
+    ap.add_argument("--write-allowlist", action="store_true",
+                    help=f"rewrite {os.path.relpath(ALLOWLIST)} from the docstrings")
     args = ap.parse_args(argv)
+    if args.write_allowlist:
+        print(f"{write_allowlist()} names lack a section; recorded in {ALLOWLIST}")
+        return 0
     names = list(unique_objects())
     if args.sections:
         for section in ("Args", "Returns", "Raises"):
             n = sum(not has_section(o, section) for _, o in names)
             print(f"{n} of {len(names)} documented names have no {section}: section")
+        new, stale = section_problems()
+        for line in new:
+            print(f"missing section, not in the allow-list: {line}")
+        for line in stale:
+            print(f"allow-list entry no longer needed: {line}")
     lacking = [n for n, o in names if not has_example(o)]
     if args.count:
         print(len(lacking))

@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots of the interactive viewer with headless Chromium.
+"""Regenerate the viewer screenshots of docs/guides/viewer.md with headless Chromium.
 
 The hierarchical viewer (``--layout elk``, the default; 1600x1000 pictures):
 
@@ -38,7 +38,7 @@ import fluidlite.viz as viz
 from fluidlite.core import names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# the browser tests' flags (tests/test_viz_browser.py), with the README pictures' window size
+# the browser tests' flags (tests/test_viz_browser.py), with the viewer guide pictures' window size
 CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update",
                "--disable-sync", "--hide-scrollbars"]
@@ -48,7 +48,7 @@ WINDOW_ELK = (1600, 1000)
 
 def _sample(name: str):
     path = os.path.join(ROOT, "samples", f"{name}.py")
-    sys.path.insert(0, os.path.dirname(path))        # samples import training_curves
+    sys.path.insert(0, os.path.dirname(path))        # samples import _common
     spec = importlib.util.spec_from_file_location(f"{name}_sample", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)                     # type: ignore[union-attr]

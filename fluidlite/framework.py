@@ -19,6 +19,9 @@ def in_dygraph_mode() -> bool:
     """Whether ops run imperatively (inside ``fluid.dygraph.guard()`` or after
     ``enable_dygraph()``).
 
+    Returns:
+        bool: True in dygraph mode, False in static mode.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -184,6 +187,16 @@ def set_flags(flags: _Dict[str, _Any]) -> None:
     are checked against the flag's type (TypeError). The values are kept and returned by
     ``get_flags``; fluidlite's computation does not depend on them (see ``_FLAG_DEFAULTS``).
 
+    Args:
+        flags (dict): ``{flag name: value}``, names among fluid 1.8's public flags.
+
+    Returns:
+        None. Either every flag is set or, when one is rejected, none.
+
+    Raises:
+        TypeError: ``flags`` is not a dict, or a value does not have its flag's type.
+        ValueError: a name is not one of fluid 1.8's public flags.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -207,6 +220,16 @@ def get_flags(flags: _Union[str, _Sequence[str]]) -> _Dict[str, _Any]:
     """``{flag: value}`` for one flag name or a list/tuple of names, e.g.
     ``fluid.get_flags(['FLAGS_eager_delete_tensor_gb'])``. TypeError for another argument type,
     ValueError for a name that is not one of fluid 1.8's public flags (fluid's messages).
+
+    Args:
+        flags (str|list|tuple): one flag name, or a list/tuple of names.
+
+    Returns:
+        dict: ``{flag name: value}`` for each name asked for.
+
+    Raises:
+        TypeError: ``flags`` is not a str, list or tuple.
+        ValueError: a name is not one of fluid 1.8's public flags.
 
     Example:
         >>> import numpy as np
@@ -250,6 +273,19 @@ def require_version(min_version: str, max_version: _Optional[str] = None) -> Non
 
     TypeError for a non-str version, ValueError for a badly formatted one, and
     ``VersionError`` (an Exception, as fluid) when the range excludes 1.8.5.
+
+    Args:
+        min_version (str): the lowest acceptable version, e.g. ``"1.6"``.
+        max_version (str, optional): the highest acceptable version. Default None (no upper
+            bound).
+
+    Returns:
+        None, when 1.8.5 is in the range.
+
+    Raises:
+        TypeError: a version is not a str (``max_version`` may be None).
+        ValueError: a version is not 1 to 4 dot-separated integers.
+        VersionError: 1.8.5 is below ``min_version`` or above ``max_version``.
 
     Example:
         >>> import numpy as np
@@ -336,6 +372,15 @@ def cuda_pinned_places(device_count: _Optional[int] = None) -> _List[_CUDAPinned
     """``device_count`` (default 1) ``CUDAPinnedPlace`` objects. Like ``cuda_places``, these
     places are accepted everywhere and everything runs on the CPU (fluid 1.8 asserted a CUDA
     build).
+
+    Args:
+        device_count (int, optional): how many places, >= 1. Default None (1).
+
+    Returns:
+        list[CUDAPinnedPlace]: ``device_count`` places.
+
+    Raises:
+        ValueError: ``device_count`` is not a positive int or None.
 
     Example:
         >>> import numpy as np

@@ -362,7 +362,7 @@ def test_initializer_aliases_and_param_attr():
 def test_run_with_profile_reports_per_op_times(capsys):
     exe, x, y = ready()
     exe.run(feed={"x": X}, fetch_list=[y], profile=True)
-    assert capsys.readouterr().out == ""            # README: kept in last_profile, not printed
+    assert capsys.readouterr().out == ""            # benchmarks doc: kept in last_profile, not printed
     prof = exe.last_profile
     assert set(prof.by_type) == {"mul", "elementwise_add", "softmax"}
     assert all(s.calls == 1 and s.total >= 0 for s in prof.by_type.values())
@@ -378,7 +378,7 @@ def test_profiler_context_manager_accumulates_and_writes(tmp_path, capsys):
             exe.run(feed={"x": X}, fetch_list=[y])
     assert prof.runs == 3 and prof.by_type["mul"].calls == 3
     assert "Profiling Report" in path.read_text()
-    # README: the profiler prints the time per op type and per op when the block ends, on
+    # benchmarks doc: the profiler prints the time per op type and per op when the block ends, on
     # stdout as fluid's profiler did, whether or not logging is configured
     out = capsys.readouterr().out
     assert out.startswith("------------------------->  Profiling Report")

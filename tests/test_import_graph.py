@@ -6,7 +6,7 @@ cycle until run time). Imports under ``if TYPE_CHECKING:`` are annotations, not 
 do not count. ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to
 ``pkg`` (its ``__init__``).
 
-The layers, lowest first (README, "Layout"): a module may import its own layer and the layers
+The layers, lowest first (docs/architecture.md, "Layout"): a module may import its own layer and the layers
 below, never one above.
 """
 from __future__ import annotations
@@ -188,7 +188,7 @@ MAX_FUNCTION_LINES = 80
 
 
 def test_no_function_is_longer_than_80_lines():
-    """Long functions are split into named steps (README, "Layout"): a reader follows one step
+    """Long functions are split into named steps (docs/architecture.md, "Layout"): a reader follows one step
     at a time. The docstring does not count: issue 33 asks every public name for Args,
     Returns, Raises and a runnable Example, which is documentation, not steps to follow."""
     long = []

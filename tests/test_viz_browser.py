@@ -227,7 +227,7 @@ def test_sub_block_link_opens_the_block(browser, tmp_path):
 
 
 def test_make_screenshots_script_writes_both_pictures(browser, tmp_path):
-    """docs/make_screenshots.py regenerates the README's viewer pictures (1400x677 PNGs)."""
+    """docs/make_screenshots.py regenerates the viewer guide's pictures (1400x677 PNGs)."""
     import importlib.util
     path = os.path.join(os.path.dirname(__file__), "..", "docs", "make_screenshots.py")
     spec = importlib.util.spec_from_file_location("make_screenshots", path)

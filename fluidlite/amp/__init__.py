@@ -126,7 +126,7 @@ class LossScaler:
         """Dygraph: divide the gradient accumulated in each parameter by ``scale_value``, in
         place, so that a fluid optimizer's ``minimize`` then applies the true gradients;
         returns ``all_finite`` of them. With ``False``, skip ``minimize``, call
-        ``clear_gradients()`` and ``adjust(False)`` (see the README recipe)."""
+        ``clear_gradients()`` and ``adjust(False)`` (see the recipe in docs/guides/amp.md)."""
         inv = 1.0 / self._scale_value
         grads = []
         for p in parameters:

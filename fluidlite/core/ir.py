@@ -932,6 +932,9 @@ def default_main_program() -> Program:
     """The program layers currently append their ops to (the one ``program_guard`` set, else
     the process-wide default).
 
+    Returns:
+        Program: the current main program.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -947,6 +950,9 @@ def default_main_program() -> Program:
 def default_startup_program() -> Program:
     """The program that ``program_guard`` (or nothing) made the default startup program:
     layers append their parameters' initializers to it; run it once before training.
+
+    Returns:
+        Program: the current startup program.
 
     Example:
         >>> import numpy as np

@@ -6,7 +6,7 @@ what the modules below dygraph may ask of it.
 the mode with one attribute read, without importing the dygraph package.
 
 The same clip, regularizer and optimizer objects serve both modes (fluid 1.8's API), but the
-passes sit below the front-ends (README, "Layout") and never import ``fluidlite.dygraph``. So
+passes sit below the front-ends (docs/architecture.md, "Layout") and never import ``fluidlite.dygraph``. So
 dygraph *registers* what it does differently here when it is imported (``register``), and a
 static module calls it through ``implementation(name)``. Dygraph mode is entered, and dygraph
 tensors are made, only through the dygraph package, so whenever a module meets a dygraph tensor

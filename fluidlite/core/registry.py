@@ -1,6 +1,6 @@
 """The op contract: one ``OpDef`` subclass per op: slots, attrs, inference, kernel, gradient.
 
-Writing an op (see README "Writing an op")::
+Writing an op (see docs/guides/extending.md, "Writing an op")::
 
     @register
     class Relu(OpDef):
@@ -135,7 +135,7 @@ class OpDef:
     # ownership passes through such an op (c_sync_calc_stream between a gradient and its
     # all-reduce)
     passes_through: ClassVar[Dict[str, str]] = {}
-    # -- what the executor reads instead of knowing op types (README "Writing an op") --------
+    # -- what the executor reads instead of knowing op types (docs/guides/extending.md) --------
     # the plan generates nothing for the op: the executor binds feeds and fetches itself
     plan_skip: ClassVar[bool] = False
     # without inputs and writing no persistable, the op's value is a compile-time constant:

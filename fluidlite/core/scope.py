@@ -75,6 +75,9 @@ class CUDAPinnedPlace(CPUPlace):
 def is_compiled_with_cuda() -> bool:
     """False: fluidlite runs on the CPU (fluid scripts use this to pick their place).
 
+    Returns:
+        bool: always False.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -88,6 +91,12 @@ def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
     """``device_count`` CPUPlaces (default 1): fluid's list of places for data-parallel
     loaders; every place is the CPU here.
 
+    Args:
+        device_count (int, optional): how many places; None or 0 give one. Default None.
+
+    Returns:
+        list[CPUPlace]: ``device_count`` CPU places.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -100,6 +109,12 @@ def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
 def cuda_places(device_ids: Optional[Sequence[int]] = None) -> List[CUDAPlace]:
     """fluid's list of CUDA places (``device_ids``, default ``[0]``). There is no GPU here:
     the places are accepted so that scripts run, and mean the CPU.
+
+    Args:
+        device_ids (list[int], optional): the device ids. Default None (``[0]``).
+
+    Returns:
+        list[CUDAPlace]: one place per id.
 
     Example:
         >>> import numpy as np
@@ -380,6 +395,9 @@ _global_scope = Scope()
 def global_scope() -> Scope:
     """The process-wide Scope that ``Executor.run`` reads and writes unless given ``scope=``
     (``scope_guard`` replaces it inside a with-block).
+
+    Returns:
+        Scope: the current global scope.
 
     Example:
         >>> import numpy as np

@@ -124,7 +124,7 @@ def mpirun_command(nproc: int, script: str, args: Sequence[str], hostfile: Optio
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
     cmd += ["--oversubscribe", "--bind-to", "none"]
-    # ring all-reduce (2(N-1)/N of the bytes per rank, the README's scaling model): twice as
+    # ring all-reduce (2(N-1)/N of the bytes per rank, the scaling model of docs/guides/distributed.md): twice as
     # fast as Open MPI's default choice for 23 MB on 2 ranks here (bench/data_parallel.py)
     cmd += ["--mca", "coll_tuned_use_dynamic_rules", "1",
             "--mca", "coll_tuned_allreduce_algorithm", "4"]

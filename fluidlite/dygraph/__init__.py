@@ -1,6 +1,6 @@
-"""``fluid.dygraph``: imperative mode on the same ops (see README "Static and dygraph side by
-side"). Every op runs through its registered ``OpDef`` (``tracer.py``); gradients come from the
-same gradient rules (``autograd.py``)."""
+"""``fluid.dygraph``: imperative mode on the same ops (see docs/guides/dygraph.md,
+"Static and dygraph side by side"). Every op runs through its registered ``OpDef``
+(``tracer.py``); gradients come from the same gradient rules (``autograd.py``)."""
 from __future__ import annotations
 
 from .autograd import backward, grad  # noqa: F401

@@ -316,6 +316,20 @@ def array_write(x: Variable, i: Variable, array: Optional[Variable] = None) -> V
     """``array[i] = x`` (op ``write_to_array``); creates the array when ``array`` is None and
     returns it. The array grows to ``i + 1`` entries.
 
+    Args:
+        x (Variable): the tensor to write (bool, float or int32/int64).
+        i (Variable): the position, an int64 tensor of shape ``[1]``.
+        array (Variable, optional): a LoDTensorArray (``create_array``); None creates one.
+            In dygraph mode a Python list. Default None.
+
+    Returns:
+        Variable: ``array`` (the new one when it was None).
+
+    Raises:
+        TypeError: ``x`` or ``i`` is not a Variable of a supported dtype, or ``array`` is not a
+            tensor array.
+        IndexError: in dygraph mode, ``i`` is past the end of the list.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -368,6 +382,18 @@ def array_read(array: Variable, i: Variable) -> Variable:
     """``array[i]`` (op ``read_from_array``); reading past the end raises an IndexError
     naming the array and its length.
 
+    Args:
+        array (Variable): a LoDTensorArray (``create_array``); in dygraph mode a Python list.
+        i (Variable): the position, an int64 tensor of shape ``[1]``.
+
+    Returns:
+        Variable: the tensor at position ``i``, the array's dtype.
+
+    Raises:
+        TypeError: ``array`` is not a tensor array, or ``i`` is not an int64 Variable.
+        IndexError: ``i`` is out of the array's range (when the program runs; at once in
+            dygraph mode).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -401,6 +427,15 @@ def array_read(array: Variable, i: Variable) -> Variable:
 
 def array_length(array: Variable) -> Variable:
     """The number of entries of ``array`` (int64, shape [1]; op ``lod_array_length``).
+
+    Args:
+        array (Variable): a LoDTensorArray (``create_array``); in dygraph mode a Python list.
+
+    Returns:
+        Variable: an int64 tensor of shape ``[1]`` holding the number of entries.
+
+    Raises:
+        TypeError: ``array`` is not a tensor array.
 
     Example:
         >>> import numpy as np

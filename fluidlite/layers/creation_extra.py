@@ -656,6 +656,22 @@ def sampling_id(x: Variable, min: float = 0.0, max: float = 1.0, seed: int = 0,
     cumulative sum with ``r ~ U[min, max)`` (op ``sampling_id``; fluid's kernel writes int64
     whatever ``dtype`` says, and so does this one).
 
+    Args:
+        x (Variable): probabilities ``[N, K]`` (float), each row summing to about 1.
+        min (float): the lower end of the uniform draw. Default 0.0.
+        max (float): the upper end of the uniform draw. Default 1.0.
+        seed (int): the op's random seed. Default 0.
+        dtype (str): kept for fluid's signature (a float or int dtype); the ids are int64.
+            Default ``"float32"``.
+
+    Returns:
+        Variable: ``[N]`` int64, the sampled column of each row.
+
+    Raises:
+        TypeError: ``x`` is not a float Variable, ``min``/``max`` is not a number, ``seed`` is
+            not an int or ``dtype`` is not a known dtype.
+        ValueError: ``min > max``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

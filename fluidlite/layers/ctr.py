@@ -98,17 +98,87 @@ def _dense_copy(op_type: str, x: Variable, name: Optional[str]) -> Variable:
 
 
 def merge_selected_rows(x: Variable, name: Optional[str] = None) -> Variable:
-    """fluid: sum the duplicated rows of SelectedRows ``x`` (e.g. the gradient of
-    ``embedding(is_sparse=True)``), with sorted row indices; the result is SelectedRows.
+    """Sum the duplicated rows of a SelectedRows ``x`` and sort its row indices (fluid's
+    ``MergeAdd``).
 
-    A dense ``x`` (where fluid fails) has no duplicated rows: the result is a copy of it
-    (the ``merge_selected_rows`` op, differentiable as the identity)."""
+    A SelectedRows is a sparse set of rows of a tall tensor, e.g. the gradient of
+    ``embedding(is_sparse=True)``: ids ``[4, 1, 4]`` give rows ``[4, 1, 4]``, and merging sums
+    the two rows of id 4. A dense ``x`` (where fluid fails) has no duplicated rows: the result
+    is a copy of it. The op is differentiable as the identity.
+
+    Args:
+        x (Variable): a SELECTED_ROWS variable (rows ``[n]``, value ``[n, D...]``), or a dense
+            tensor of any shape and dtype.
+        name (str, optional): a name prefix for the output variable. Default None.
+
+    Returns:
+        Variable: a SELECTED_ROWS variable with unique, sorted rows (values of equal rows
+        summed) when ``x`` is one, else a dense copy of ``x``; ``x``'s dtype.
+
+    Raises:
+        TypeError: ``x`` is not a Variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 1], "int64")
+        ...     emb = fluid.layers.embedding(ids, size=[10, 3], is_sparse=True,
+        ...                                  param_attr=fluid.ParamAttr(name="table"))
+        ...     _ = fluid.backward.append_backward(fluid.layers.reduce_sum(emb))
+        ...     grad = main.global_block().var("table@GRAD")
+        ...     merged = fluid.layers.merge_selected_rows(grad)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> g, m = exe.run(main, feed={"ids": np.array([[4], [1], [4]], "int64")},
+        ...                fetch_list=[grad, merged])
+        >>> g.rows, m.rows
+        (array([4, 1, 4]), array([1, 4]))
+        >>> m.value
+        array([[1., 1., 1.],
+               [2., 2., 2.]], dtype=float32)
+    """
     return _dense_copy("merge_selected_rows", x, name)
 
 
 def get_tensor_from_selected_rows(x: Variable, name: Optional[str] = None) -> Variable:
-    """fluid: the value tensor of SelectedRows ``x`` (``[number of rows, D]``), a dense tensor.
+    """The value tensor of a SelectedRows ``x``: its rows' values, ``[len(rows), D...]``, as a
+    dense tensor (the row indices and the height are dropped).
 
-    A dense ``x`` (where fluid fails) is its own value: the result is a copy of it (the
-    ``get_tensor_from_selected_rows`` op, differentiable as the identity)."""
+    fluid's gradient clipping inserts it (after ``merge_selected_rows``) to take the norm of a
+    sparse gradient. A dense ``x`` (where fluid fails) is its own value: the result is a copy
+    of it. The op is differentiable as the identity.
+
+    Args:
+        x (Variable): a SELECTED_ROWS variable (value ``[n, D...]``), or a dense tensor of any
+            shape and dtype.
+        name (str, optional): a name prefix for the output variable. Default None.
+
+    Returns:
+        Variable: a dense LOD_TENSOR of ``x``'s dtype: the value ``[n, D...]`` of a SelectedRows
+        ``x``, else a copy of ``x``.
+
+    Raises:
+        TypeError: ``x`` is not a Variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     ids = fluid.data("ids", [-1, 1], "int64")
+        ...     emb = fluid.layers.embedding(ids, size=[10, 3], is_sparse=True,
+        ...                                  param_attr=fluid.ParamAttr(name="table"))
+        ...     _ = fluid.backward.append_backward(fluid.layers.reduce_sum(emb))
+        ...     grad = main.global_block().var("table@GRAD")
+        ...     value = fluid.layers.get_tensor_from_selected_rows(
+        ...         fluid.layers.merge_selected_rows(grad))
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> exe.run(main, feed={"ids": np.array([[4], [1], [4]], "int64")},
+        ...         fetch_list=[value])[0]
+        array([[1., 1., 1.],
+               [2., 2., 2.]], dtype=float32)
+    """
     return _dense_copy("get_tensor_from_selected_rows", x, name)

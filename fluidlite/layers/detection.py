@@ -574,7 +574,61 @@ def ssd_loss(location: Variable, confidence: Variable, gt_box: Variable, gt_labe
     truth (``iou_similarity`` + ``bipartite_match``), mine hard negatives on the softmax
     confidence loss (``mine_hard_examples``), assign targets (``box_coder`` encode +
     ``target_assign``), then ``conf_loss_weight * softmax-CE + loc_loss_weight * smooth-L1``
-    summed over the priors, divided by the number of matched priors when ``normalize``."""
+    summed over the priors, divided by the number of matched priors when ``normalize``.
+
+    Args:
+        location (Variable): predicted box offsets ``[N, Np, 4]`` (float32/float64), e.g.
+            ``multi_box_head``'s first output.
+        confidence (Variable): class logits ``[N, Np, C]``.
+        gt_box (Variable): ground-truth boxes ``[Ng, 4]`` (x1, y1, x2, y2), a LoD tensor with
+            one sequence per image.
+        gt_label (Variable): ground-truth labels ``[Ng, 1]`` (int), with ``gt_box``'s LoD.
+        prior_box (Variable): the priors ``[Np, 4]``.
+        prior_box_var (Variable, optional): the priors' variances ``[Np, 4]``. Default None
+            (variances of 1).
+        background_label (int): the background class. Default 0.
+        overlap_threshold (float): with ``match_type="per_prediction"``, a prior also matches
+            the ground truth it overlaps by more than this. Default 0.5.
+        neg_pos_ratio (float): hard negatives mined per positive. Default 3.0.
+        neg_overlap (float): the largest overlap a prior may have to count as a negative.
+            Default 0.5.
+        loc_loss_weight (float): weight of the localisation loss. Default 1.0.
+        conf_loss_weight (float): weight of the confidence loss. Default 1.0.
+        match_type (str): ``"per_prediction"`` (default) or ``"bipartite"``.
+        mining_type (str): ``"max_negative"``, the only one fluid 1.8 supports.
+        normalize (bool): divide by the number of matched priors. Default True.
+        sample_size (int, optional): unused with ``"max_negative"`` mining. Default None.
+
+    Returns:
+        Variable: the loss per image, ``[N, 1]``, of ``location``'s dtype.
+
+    Raises:
+        TypeError: ``location``, ``confidence``, ``gt_box`` or ``prior_box`` is not a float
+            Variable.
+        ValueError: ``mining_type`` is not ``"max_negative"``, or ``confidence`` is not 3-D.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     loc = fluid.data("loc", [-1, 2, 4])            # 2 priors
+        ...     conf = fluid.data("conf", [-1, 2, 3])          # 3 classes, 0 = background
+        ...     gt_box = fluid.data("gt_box", [-1, 4], lod_level=1)
+        ...     gt_label = fluid.data("gt_label", [-1, 1], "int64", lod_level=1)
+        ...     prior = fluid.data("prior", [2, 4])
+        ...     loss = fluid.layers.ssd_loss(loc, conf, gt_box, gt_label, prior)
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"loc": np.zeros((1, 2, 4), "float32"),
+        ...         "conf": np.zeros((1, 2, 3), "float32"),     # uniform: CE = log 3 each
+        ...         "gt_box": fluid.create_lod_tensor(
+        ...             np.array([[0.1, 0.1, 0.4, 0.4]], "float32"), [[1]], place),
+        ...         "gt_label": fluid.create_lod_tensor(np.array([[2]], "int64"), [[1]], place),
+        ...         "prior": np.array([[0.1, 0.1, 0.4, 0.4], [0.6, 0.6, 0.9, 0.9]], "float32")}
+        >>> # one positive prior (exact box: no smooth-L1 loss) and one mined negative
+        >>> fluid.Executor(place).run(main, feed=feed, fetch_list=[loss])[0]
+        array([[2.1972246]], dtype=float32)
+    """
     from . import (cast, flatten, reduce_sum, reshape, shape, slice as slice_,
                    smooth_l1, softmax_with_cross_entropy)
     if mining_type != "max_negative":
@@ -748,8 +802,64 @@ def generate_proposals(scores: Variable, bbox_deltas: Variable, im_info: Variabl
                        post_nms_top_n: int = 1000, nms_thresh: float = 0.5,
                        min_size: float = 0.1, eta: float = 1.0,
                        name: Optional[str] = None) -> Tuple[Variable, Variable]:
-    """RPN proposals: ``(rpn_rois [R, 4], rpn_roi_probs [R, 1])``, LoD per image (see the
-    ``generate_proposals`` op)."""
+    """Faster R-CNN's region proposals from an RPN's outputs, per image.
+
+    Each anchor is decoded with its ``bbox_deltas`` (scaled by ``variances``) into a box,
+    clipped to the image (``im_info``), boxes narrower or lower than ``min_size`` (scaled by
+    the image scale) are dropped, the ``pre_nms_top_n`` highest-scoring ones go through
+    non-maximum suppression at IoU ``nms_thresh``, and the ``post_nms_top_n`` best survive.
+
+    Args:
+        scores (Variable): objectness probabilities ``[N, A, H, W]`` (A anchors per cell),
+            float32 or float64.
+        bbox_deltas (Variable): box deltas ``[N, 4*A, H, W]`` (dx, dy, dw, dh per anchor).
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale.
+        anchors (Variable): ``[H, W, A, 4]`` anchor boxes (x1, y1, x2, y2), e.g.
+            ``anchor_generator``'s first output.
+        variances (Variable): ``[H, W, A, 4]`` variances of the anchors' deltas.
+        pre_nms_top_n (int): boxes kept per image before NMS. Default 6000.
+        post_nms_top_n (int): boxes kept per image after NMS. Default 1000.
+        nms_thresh (float): NMS IoU threshold. Default 0.5.
+        min_size (float): the smallest box side kept. Default 0.1.
+        eta (float): adaptive NMS: after each kept box the threshold is multiplied by ``eta``
+            while it stays above 0.5; 1.0 (default) keeps it fixed.
+        name (str, optional): a name prefix for the outputs. Default None.
+
+    Returns:
+        tuple(Variable, Variable): ``(rpn_rois, rpn_roi_probs)``: the proposals ``[R, 4]`` and
+        their scores ``[R, 1]``, LoD tensors with one sequence per image, best first.
+
+    Raises:
+        TypeError: an input is not a float32/float64 Variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     scores = fluid.data("scores", [-1, 1, 2, 2])      # one anchor per cell
+        ...     deltas = fluid.data("deltas", [-1, 4, 2, 2])
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     anchors = fluid.data("anchors", [2, 2, 1, 4])
+        ...     variances = fluid.data("variances", [2, 2, 1, 4])
+        ...     rois, probs = fluid.layers.generate_proposals(
+        ...         scores, deltas, im_info, anchors, variances, post_nms_top_n=3)
+        >>> cells = np.array([[[[0, 0, 7, 7]], [[8, 0, 15, 7]]],
+        ...                   [[[0, 8, 7, 15]], [[8, 8, 15, 15]]]], "float32")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> r, p = exe.run(main, feed={
+        ...     "scores": np.array([[[[0.9, 0.2], [0.6, 0.4]]]], "float32"),
+        ...     "deltas": np.zeros((1, 4, 2, 2), "float32"),
+        ...     "im_info": np.array([[16, 16, 1]], "float32"),
+        ...     "anchors": cells, "variances": np.ones((2, 2, 1, 4), "float32")},
+        ...     fetch_list=[rois, probs], return_numpy=False)
+        >>> np.asarray(r)              # the three best anchors (zero deltas), best first
+        array([[ 0.,  0.,  7.,  7.],
+               [ 0.,  8.,  7., 15.],
+               [ 8.,  8., 15., 15.]], dtype=float32)
+        >>> np.asarray(p)[:, 0], r.lod()
+        (array([0.9, 0.6, 0.4], dtype=float32), [[0, 3]])
+    """
     layer = "generate_proposals"
     for arg, v in (("scores", scores), ("bbox_deltas", bbox_deltas), ("im_info", im_info),
                    ("anchors", anchors), ("variances", variances)):
@@ -991,9 +1101,56 @@ def retinanet_detection_output(bboxes: Sequence[Variable], scores: Sequence[Vari
                                score_threshold: float = 0.05, nms_top_k: int = 1000,
                                keep_top_k: int = 100, nms_threshold: float = 0.3,
                                nms_eta: float = 1.0) -> Variable:
-    """RetinaNet's detection output over FPN levels (lists of per-level ``bboxes``
-    ``[N, Mi, 4]``, sigmoid ``scores`` ``[N, Mi, C]``, ``anchors`` ``[Mi, 4]``): a LoD tensor
-    ``[K, 6]`` of (class + 1, score, box) per image (see the op)."""
+    """RetinaNet's detections from its per-FPN-level box deltas and class scores.
+
+    Per image and level, the (anchor, class) pairs scoring above ``score_threshold`` (above 0
+    on the last level, as fluid), at most ``nms_top_k`` of them, are decoded against their
+    anchors, scaled back by the image scale and clipped to the image; then per-class NMS over
+    all levels and the ``keep_top_k`` best detections of all classes.
+
+    Args:
+        bboxes (list[Variable]): per level, box deltas ``[N, Mi, 4]`` (float32/float64).
+        scores (list[Variable]): per level, sigmoid class scores ``[N, Mi, C]`` (no
+            background class).
+        anchors (list[Variable]): per level, anchor boxes ``[Mi, 4]`` (x1, y1, x2, y2).
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale.
+        score_threshold (float): the lowest score kept (not on the last level). Default 0.05.
+        nms_top_k (int): candidates kept per level before NMS. Default 1000.
+        keep_top_k (int): detections kept per image. Default 100.
+        nms_threshold (float): NMS IoU threshold. Default 0.3.
+        nms_eta (float): adaptive NMS factor; 1.0 (default) keeps the threshold fixed.
+
+    Returns:
+        Variable: a LoD tensor ``[K, 6]``, one sequence per image, rows (class + 1, score, x1,
+        y1, x2, y2) by descending score; no gradient.
+
+    Raises:
+        TypeError: ``bboxes``, ``scores`` or ``anchors`` is not a non-empty list of float
+            Variables, or ``im_info`` is not one.
+        ValueError: the three lists have different lengths (one entry per level).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     bboxes = fluid.data("bboxes", [-1, 2, 4])     # one level, 2 anchors
+        ...     scores = fluid.data("scores", [-1, 2, 3])     # 3 classes
+        ...     anchors = fluid.data("anchors", [2, 4])
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     out = fluid.layers.retinanet_detection_output(
+        ...         [bboxes], [scores], [anchors], im_info, keep_top_k=2)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res = exe.run(main, feed={
+        ...     "bboxes": np.zeros((1, 2, 4), "float32"),
+        ...     "scores": np.array([[[0.9, 0.01, 0.02], [0.03, 0.01, 0.7]]], "float32"),
+        ...     "anchors": np.array([[0, 0, 9, 9], [10, 10, 19, 19]], "float32"),
+        ...     "im_info": np.array([[32, 32, 1]], "float32")},
+        ...     fetch_list=[out], return_numpy=False)[0]
+        >>> np.asarray(res)           # class 1 at the first anchor, class 3 at the second
+        array([[ 1. ,  0.9,  0. ,  0. ,  9. ,  9. ],
+               [ 3. ,  0.7, 10. , 10. , 19. , 19. ]], dtype=float32)
+    """
     layer = "retinanet_detection_output"
     for arg, v in (("bboxes", bboxes), ("scores", scores), ("anchors", anchors)):
         if not isinstance(v, (list, tuple)) or not v:
@@ -1025,7 +1182,68 @@ def rpn_target_assign(bbox_pred: Variable, cls_logits: Variable, anchor_box: Var
     """RPN targets (see the ``rpn_target_assign`` op) and the predictions they apply to:
     ``(predicted_scores [F+B, 1], predicted_location [F, 4], target_label [F+B, 1],
     target_bbox [F, 4], bbox_inside_weight [F, 4])``; the predictions are gathered from
-    ``cls_logits`` / ``bbox_pred`` flattened over images and anchors."""
+    ``cls_logits`` / ``bbox_pred`` flattened over images and anchors.
+
+    Per image, anchors straddling the image border by more than ``rpn_straddle_thresh`` are
+    ignored; an anchor is foreground when its IoU with a (non-crowd) ground-truth box is at least
+    ``rpn_positive_overlap`` or it is a box's best anchor, background below
+    ``rpn_negative_overlap``; at most ``rpn_fg_fraction * rpn_batch_size_per_im`` foreground
+    anchors are sampled, background ones fill the batch.
+
+    Args:
+        bbox_pred (Variable): predicted box deltas ``[N, M, 4]`` (float32/float64).
+        cls_logits (Variable): predicted objectness logits ``[N, M, 1]``.
+        anchor_box (Variable): the anchors ``[M, 4]`` (x1, y1, x2, y2).
+        anchor_var (Variable): the anchors' variances ``[M, 4]``; not read (as in fluid).
+        gt_boxes (Variable): ground-truth boxes ``[G, 4]``, a LoD tensor, one sequence per image.
+        is_crowd (Variable): ``[G, 1]`` int32/int64, 1 marks a crowd box (never matched).
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale.
+        rpn_batch_size_per_im (int): anchors sampled per image. Default 256.
+        rpn_straddle_thresh (float): how far outside the image an anchor may reach; negative
+            keeps every anchor. Default 0.0.
+        rpn_fg_fraction (float): the largest foreground share of the batch. Default 0.5.
+        rpn_positive_overlap (float): the IoU from which an anchor is foreground. Default 0.7.
+        rpn_negative_overlap (float): the IoU below which an anchor is background. Default 0.3.
+        use_random (bool): sample randomly; False takes the first anchors in order. Default True.
+
+    Returns:
+        tuple(Variable, ...): ``(predicted_scores, predicted_location, target_label,
+        target_bbox, bbox_inside_weight)``: the sampled anchors' logits ``[F+B, 1]``, the
+        foreground anchors' deltas ``[F, 4]``, labels ``[F+B, 1]`` (int32, 1 foreground, 0
+        background), the encoded box targets ``[F, 4]`` and their weights ``[F, 4]``.
+
+    Raises:
+        TypeError: an input is not a Variable of the expected dtype (float, ``is_crowd`` int).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     bbox_pred = fluid.data("bbox_pred", [-1, 3, 4])       # 3 anchors per image
+        ...     cls_logits = fluid.data("cls_logits", [-1, 3, 1])
+        ...     anchors = fluid.data("anchors", [3, 4])
+        ...     anchor_var = fluid.data("anchor_var", [3, 4])
+        ...     gt_boxes = fluid.data("gt_boxes", [-1, 4], lod_level=1)
+        ...     is_crowd = fluid.data("is_crowd", [-1, 1], "int32", lod_level=1)
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     score, loc, label, target, weight = fluid.layers.rpn_target_assign(
+        ...         bbox_pred, cls_logits, anchors, anchor_var, gt_boxes, is_crowd, im_info,
+        ...         rpn_batch_size_per_im=4, use_random=False)
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"bbox_pred": np.zeros((1, 3, 4), "float32"),
+        ...         "cls_logits": np.array([[[0.5], [-1.0], [2.0]]], "float32"),
+        ...         "anchors": np.array([[0, 0, 15, 15], [20, 20, 35, 35], [0, 0, 14, 15]],
+        ...                             "float32"),
+        ...         "anchor_var": np.ones((3, 4), "float32"),
+        ...         "gt_boxes": fluid.create_lod_tensor(
+        ...             np.array([[0, 0, 15, 15]], "float32"), [[1]], place),
+        ...         "is_crowd": fluid.create_lod_tensor(np.array([[0]], "int32"), [[1]], place),
+        ...         "im_info": np.array([[40, 40, 1]], "float32")}
+        >>> s, l = fluid.Executor(place).run(main, feed=feed, fetch_list=[score, label])
+        >>> s.ravel(), l.ravel()       # anchors 0 and 2 overlap the box, anchor 1 does not
+        (array([ 0.5,  2. , -1. ], dtype=float32), array([1, 1, 0], dtype=int32))
+    """
     from . import gather, reshape
     layer = "rpn_target_assign"
     for arg, v in (("bbox_pred", bbox_pred), ("cls_logits", cls_logits),
@@ -1062,7 +1280,70 @@ def retinanet_target_assign(bbox_pred: Variable, cls_logits: Variable, anchor_bo
                             negative_overlap: float = 0.4) -> Tuple[Variable, ...]:
     """RetinaNet targets (see the ``retinanet_target_assign`` op) and the predictions they
     apply to: ``(predicted_scores [F+B, num_classes], predicted_location [F, 4], target_label,
-    target_bbox, bbox_inside_weight, fg_num)``."""
+    target_bbox, bbox_inside_weight, fg_num)``.
+
+    Per image, every anchor whose best IoU with a (non-crowd) ground-truth box is at least
+    ``positive_overlap`` (or that is a box's best anchor) is foreground and takes that box's
+    class; one below ``negative_overlap`` is background (label 0); the others are ignored.
+    Unlike ``rpn_target_assign`` nothing is sampled: every labelled anchor is kept (focal loss
+    weights them).
+
+    Args:
+        bbox_pred (Variable): predicted box deltas ``[N, M, 4]`` (float32/float64).
+        cls_logits (Variable): predicted class logits ``[N, M, num_classes]``.
+        anchor_box (Variable): the anchors ``[M, 4]`` (x1, y1, x2, y2).
+        anchor_var (Variable): the anchors' variances ``[M, 4]``; not read (as in fluid).
+        gt_boxes (Variable): ground-truth boxes ``[G, 4]``, a LoD tensor, one sequence per image.
+        gt_labels (Variable): ``[G, 1]`` int32 classes, 1..num_classes, with ``gt_boxes``' LoD.
+        is_crowd (Variable): ``[G, 1]`` int32, 1 marks a crowd box (never matched).
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale.
+        num_classes (int): classes, without background. Default 1.
+        positive_overlap (float): the IoU from which an anchor is foreground. Default 0.5.
+        negative_overlap (float): the IoU below which an anchor is background. Default 0.4.
+
+    Returns:
+        tuple(Variable, ...): ``(predicted_scores, predicted_location, target_label,
+        target_bbox, bbox_inside_weight, fg_num)``: the labelled anchors' logits
+        ``[F+B, num_classes]``, the foreground anchors' deltas ``[F, 4]``, the labels
+        ``[F+B, 1]`` (int32, 0 background), the encoded box targets ``[F, 4]``, their weights
+        ``[F, 4]`` and, per image, the foreground count + 1 ``[N, 1]`` (int32, fluid's count:
+        safe to divide by).
+
+    Raises:
+        TypeError: an input is not a Variable of the expected dtype (float; ``gt_labels`` and
+            ``is_crowd`` int32).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     bbox_pred = fluid.data("bbox_pred", [-1, 3, 4])       # 3 anchors per image
+        ...     cls_logits = fluid.data("cls_logits", [-1, 3, 2])     # 2 classes
+        ...     anchors = fluid.data("anchors", [3, 4])
+        ...     anchor_var = fluid.data("anchor_var", [3, 4])
+        ...     gt_boxes = fluid.data("gt_boxes", [-1, 4], lod_level=1)
+        ...     gt_labels = fluid.data("gt_labels", [-1, 1], "int32", lod_level=1)
+        ...     is_crowd = fluid.data("is_crowd", [-1, 1], "int32", lod_level=1)
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     score, loc, label, target, weight, fg_num = fluid.layers.retinanet_target_assign(
+        ...         bbox_pred, cls_logits, anchors, anchor_var, gt_boxes, gt_labels, is_crowd,
+        ...         im_info, num_classes=2)
+        >>> place = fluid.CPUPlace()
+        >>> feed = {"bbox_pred": np.zeros((1, 3, 4), "float32"),
+        ...         "cls_logits": np.zeros((1, 3, 2), "float32"),
+        ...         "anchors": np.array([[0, 0, 15, 15], [20, 20, 35, 35], [0, 0, 14, 15]],
+        ...                             "float32"),
+        ...         "anchor_var": np.ones((3, 4), "float32"),
+        ...         "gt_boxes": fluid.create_lod_tensor(
+        ...             np.array([[0, 0, 15, 15]], "float32"), [[1]], place),
+        ...         "gt_labels": fluid.create_lod_tensor(np.array([[2]], "int32"), [[1]], place),
+        ...         "is_crowd": fluid.create_lod_tensor(np.array([[0]], "int32"), [[1]], place),
+        ...         "im_info": np.array([[40, 40, 1]], "float32")}
+        >>> l, n = fluid.Executor(place).run(main, feed=feed, fetch_list=[label, fg_num])
+        >>> l.ravel(), n.ravel()        # anchors 0 and 2 are class 2, anchor 1 background
+        (array([2, 2, 0], dtype=int32), array([3], dtype=int32))
+    """
     from . import gather, reshape
     layer = "retinanet_target_assign"
     for arg, v in (("bbox_pred", bbox_pred), ("cls_logits", cls_logits),
@@ -1100,7 +1381,69 @@ def generate_proposal_labels(rpn_rois: Variable, gt_classes: Variable, is_crowd:
                              is_cls_agnostic: bool = False,
                              is_cascade_rcnn: bool = False) -> Tuple[Variable, ...]:
     """Sample Fast R-CNN ROIs and their targets (see the ``generate_proposal_labels`` op):
-    ``(rois, labels_int32, bbox_targets, bbox_inside_weights, bbox_outside_weights)``."""
+    ``(rois, labels_int32, bbox_targets, bbox_inside_weights, bbox_outside_weights)``.
+
+    Per image the ground-truth boxes are put before the RPN's proposals; a proposal whose best
+    IoU with a ground truth is above ``fg_thresh`` is foreground (that ground truth's class),
+    one with best IoU in ``[bg_thresh_lo, bg_thresh_hi)`` background (label 0). At most
+    ``floor(batch_size_per_im * fg_fraction)`` foregrounds are kept, backgrounds fill up to
+    ``batch_size_per_im``.
+
+    Args:
+        rpn_rois (Variable): proposals ``[R, 4]`` (float32/float64), a LoD tensor with one
+            sequence per image, e.g. ``generate_proposals``' first output.
+        gt_classes (Variable): ``[G, 1]`` int32 ground-truth classes, a LoD tensor per image.
+        is_crowd (Variable): ``[G, 1]`` int32, 1 marks a crowd box (never foreground).
+        gt_boxes (Variable): ground-truth boxes ``[G, 4]``, with ``gt_classes``' LoD.
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale.
+        batch_size_per_im (int): ROIs sampled per image. Default 256.
+        fg_fraction (float): the largest foreground share. Default 0.25.
+        fg_thresh (float): the IoU above which a ROI is foreground. Default 0.25.
+        bg_thresh_hi (float): background IoU upper bound (exclusive). Default 0.5.
+        bg_thresh_lo (float): background IoU lower bound. Default 0.0.
+        bbox_reg_weights (list[float]): the weights the box deltas are divided by
+            (x, y, w, h). Default [0.1, 0.1, 0.2, 0.2].
+        class_nums (int): classes, background included; required.
+        use_random (bool): sample randomly; False keeps the first ones. Default True.
+        is_cls_agnostic (bool): one box-regression block for all classes. Default False.
+        is_cascade_rcnn (bool): Cascade R-CNN: no ground truths added, nothing sampled.
+            Default False.
+
+    Returns:
+        tuple(Variable, ...): ``(rois, labels_int32, bbox_targets, bbox_inside_weights,
+        bbox_outside_weights)``, LoD tensors per image: the sampled ROIs ``[P, 4]``, their
+        labels ``[P, 1]`` (int32), the regression targets and their weights
+        ``[P, 4 * class_nums]`` (non-zero only in the label's four columns).
+
+    Raises:
+        TypeError: an input is not a Variable of the expected dtype.
+        ValueError: ``class_nums`` is not a positive int.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     rpn_rois = fluid.data("rpn_rois", [-1, 4], lod_level=1)
+        ...     gt_classes = fluid.data("gt_classes", [-1, 1], "int32", lod_level=1)
+        ...     is_crowd = fluid.data("is_crowd", [-1, 1], "int32", lod_level=1)
+        ...     gt_boxes = fluid.data("gt_boxes", [-1, 4], lod_level=1)
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     rois, labels, targets, inside_w, outside_w = fluid.layers.generate_proposal_labels(
+        ...         rpn_rois, gt_classes, is_crowd, gt_boxes, im_info, batch_size_per_im=4,
+        ...         class_nums=2, use_random=False)
+        >>> place = fluid.CPUPlace()
+        >>> def lod(a, dtype="float32"):
+        ...     return fluid.create_lod_tensor(np.array(a, dtype), [[len(a)]], place)
+        >>> feed = {"rpn_rois": lod([[0, 0, 15, 15], [20, 20, 35, 35]]),
+        ...         "gt_classes": lod([[1]], "int32"), "is_crowd": lod([[0]], "int32"),
+        ...         "gt_boxes": lod([[0, 0, 15, 14]]),
+        ...         "im_info": np.array([[40, 40, 1]], "float32")}
+        >>> r, l = fluid.Executor(place).run(main, feed=feed, fetch_list=[rois, labels])
+        >>> r, l.ravel()    # 4 * 0.25 = 1 foreground (the ground truth), then a background
+        (array([[ 0.,  0., 15., 14.],
+               [20., 20., 35., 35.]], dtype=float32), array([1, 0], dtype=int32))
+    """
     layer = "generate_proposal_labels"
     for arg, v in (("rpn_rois", rpn_rois), ("gt_boxes", gt_boxes), ("im_info", im_info)):
         check_variable_and_dtype(v, arg, _FLOATS, layer)
@@ -1177,7 +1520,68 @@ def generate_mask_labels(im_info: Variable, gt_classes: Variable, is_crowd: Vari
                          gt_segms: Variable, rois: Variable, labels_int32: Variable,
                          num_classes: int, resolution: int) -> Tuple[Variable, ...]:
     """Mask R-CNN mask targets (see the ``generate_mask_labels`` op; ``gt_segms`` is a
-    3-level LoD tensor of polygon points): ``(mask_rois, roi_has_mask_int32, mask_int32)``."""
+    3-level LoD tensor of polygon points): ``(mask_rois, roi_has_mask_int32, mask_int32)``.
+
+    Each foreground ROI (``labels_int32 > 0``) takes the non-crowd ground truth whose polygons'
+    bounding box it overlaps most; those polygons, rasterized on a ``resolution x resolution``
+    grid over the ROI, fill the block of the ROI's class in its mask target, -1 (ignore)
+    elsewhere. An image without foreground gives its first background ROI an all -1 target.
+
+    Args:
+        im_info (Variable): ``[N, 3]``: each image's height, width and scale (float).
+        gt_classes (Variable): ``[G, 1]`` int32 ground-truth classes, a LoD tensor per image.
+        is_crowd (Variable): ``[G, 1]`` int32, 1 marks a crowd object (never used).
+        gt_segms (Variable): polygon points ``[P, 2]`` (x, y), a 3-level LoD tensor: images ->
+            objects -> polygons -> points.
+        rois (Variable): ROIs ``[R, 4]``, a LoD tensor per image (e.g.
+            ``generate_proposal_labels``' first output).
+        labels_int32 (Variable): ``[R, 1]`` int32 class of each ROI (0 background).
+        num_classes (int): classes, background included (>= 1).
+        resolution (int): the mask side (>= 1).
+
+    Returns:
+        tuple(Variable, Variable, Variable): ``(mask_rois, roi_has_mask_int32, mask_int32)``,
+        LoD tensors per image: the foreground ROIs ``[F, 4]``, their row in their image's
+        ``rois`` ``[F, 1]`` (int32) and the mask targets ``[F, num_classes * resolution**2]``
+        (int32: 1 inside, 0 outside, -1 ignored).
+
+    Raises:
+        TypeError: an input is not a Variable of the expected dtype.
+        ValueError: ``num_classes`` or ``resolution`` is not a positive int.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     im_info = fluid.data("im_info", [-1, 3])
+        ...     gt_classes = fluid.data("gt_classes", [-1, 1], "int32", lod_level=1)
+        ...     is_crowd = fluid.data("is_crowd", [-1, 1], "int32", lod_level=1)
+        ...     gt_segms = fluid.data("gt_segms", [-1, 2], lod_level=3)
+        ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
+        ...     labels = fluid.data("labels", [-1, 1], "int32", lod_level=1)
+        ...     mask_rois, has_mask, masks = fluid.layers.generate_mask_labels(
+        ...         im_info, gt_classes, is_crowd, gt_segms, rois, labels, num_classes=2,
+        ...         resolution=4)
+        >>> place = fluid.CPUPlace()
+        >>> square = np.array([[0, 0], [8, 0], [8, 8], [0, 8]], "float32")   # one polygon
+        >>> feed = {"im_info": np.array([[32, 32, 1]], "float32"),
+        ...         "gt_classes": fluid.create_lod_tensor(np.array([[1]], "int32"), [[1]], place),
+        ...         "is_crowd": fluid.create_lod_tensor(np.array([[0]], "int32"), [[1]], place),
+        ...         "gt_segms": fluid.create_lod_tensor(square, [[1], [1], [4]], place),
+        ...         "rois": fluid.create_lod_tensor(
+        ...             np.array([[0, 0, 16, 16], [20, 20, 30, 30]], "float32"), [[2]], place),
+        ...         "labels": fluid.create_lod_tensor(np.array([[1], [0]], "int32"), [[2]], place)}
+        >>> r, h, m = fluid.Executor(place).run(main, feed=feed,
+        ...                                     fetch_list=[mask_rois, has_mask, masks])
+        >>> r, h.ravel()             # the foreground ROI, row 0 of its image
+        (array([[ 0.,  0., 16., 16.]], dtype=float32), array([0], dtype=int32))
+        >>> m[0, 16:].reshape(4, 4)  # class 1's block: the square covers the ROI's top-left
+        array([[1, 1, 0, 0],
+               [1, 1, 0, 0],
+               [0, 0, 0, 0],
+               [0, 0, 0, 0]], dtype=int32)
+    """
     layer = "generate_mask_labels"
     check_variable_and_dtype(im_info, "im_info", _FLOATS, layer)
     check_variable_and_dtype(gt_classes, "gt_classes", ["int32"], layer)

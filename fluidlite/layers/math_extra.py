@@ -133,6 +133,16 @@ def atan(x: Variable, name: Optional[str] = None) -> Variable:
 def tanh_shrink(x: Variable, name: Optional[str] = None) -> Variable:
     """x - tanh(x) (op ``tanh_shrink``).
 
+    Args:
+        x (Variable): a float16/float32/float64 tensor of any shape.
+        name (str, optional): a name prefix for the output. Default None.
+
+    Returns:
+        Variable: ``x - tanh(x)``, ``x``'s shape and dtype.
+
+    Raises:
+        TypeError: ``x`` is not a float Variable.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -260,6 +270,16 @@ def softshrink(x: Variable, alpha: Optional[float] = None) -> Variable:
 
 def thresholded_relu(x: Variable, threshold: Optional[float] = None) -> Variable:
     """x where x > threshold, else 0 (op ``thresholded_relu``; threshold defaults to 1.0).
+
+    Args:
+        x (Variable): a float16/float32/float64 tensor of any shape.
+        threshold (float, optional): the threshold. Default None (1.0).
+
+    Returns:
+        Variable: ``x`` where ``x > threshold``, else 0; ``x``'s shape and dtype.
+
+    Raises:
+        TypeError: ``x`` is not a float Variable, or ``threshold`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -683,6 +703,11 @@ def reduce_prod(input: Variable, dim: Any = None, keep_dim: bool = False,
     Returns:
         Variable: the products (shape ``[1]`` when every dim is reduced without ``keep_dim``).
 
+    Raises:
+        TypeError: ``input`` is not a Variable of float16/float32/float64/int32/int64, a dim is
+            not an int, or ``keep_dim`` is not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -711,6 +736,11 @@ def reduce_all(input: Variable, dim: Any = None, keep_dim: bool = False,
     Returns:
         Variable: bool, true where every reduced entry is true.
 
+    Raises:
+        TypeError: ``input`` is not a bool Variable, a dim is not an int, or ``keep_dim`` is
+            not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -738,6 +768,11 @@ def reduce_any(input: Variable, dim: Any = None, keep_dim: bool = False,
         name (str | None): name prefix of the output.
     Returns:
         Variable: bool, true where some reduced entry is true.
+
+    Raises:
+        TypeError: ``input`` is not a bool Variable, a dim is not an int, or ``keep_dim`` is
+            not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
 
     Example:
         >>> import numpy as np
@@ -928,6 +963,21 @@ def clamp(input: Variable, min: Optional[float] = None, max: Optional[float] = N
     """min(max(input, min), max); a bound given as None is open (op ``clip`` with the float32
     limits, as fluid 1.8).
 
+    Args:
+        input (Variable): a float16/float32/float64 tensor of any shape.
+        min (float, optional): the lower bound; None leaves it open. Default None.
+        max (float, optional): the upper bound; None leaves it open. Default None.
+        output (Variable, optional): a Variable to write the result into. Default None (a new
+            one).
+        name (str, optional): a name prefix for the output. Default None.
+
+    Returns:
+        Variable: ``input`` clamped to ``[min, max]``, its shape and dtype.
+
+    Raises:
+        TypeError: ``input`` is not a float Variable, or a bound is not a number.
+        ValueError: both bounds are None, or ``min > max``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1084,6 +1134,20 @@ def cross(input: Variable, other: Variable, dim: Optional[int] = None) -> Variab
 
 def trace(input: Variable, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Variable:
     """Sum of the ``offset`` diagonal of the (dim1, dim2) planes (op ``trace``).
+
+    Args:
+        input (Variable): a tensor of rank >= 2 (float or int).
+        offset (int): which diagonal: 0 the main one, > 0 above it, < 0 below. Default 0.
+        dim1 (int): the first axis of the planes (negative counts from the end). Default 0.
+        dim2 (int): the second axis of the planes. Default 1.
+
+    Returns:
+        Variable: ``input``'s shape without ``dim1`` and ``dim2`` (``[1]`` for a matrix),
+        ``input``'s dtype.
+
+    Raises:
+        TypeError: ``input`` is not a numeric Variable, or an axis or ``offset`` is not an int.
+        ValueError: ``dim1`` or ``dim2`` is out of range, or they are the same axis.
 
     Example:
         >>> import numpy as np
@@ -1245,6 +1309,10 @@ def allclose(input: Variable, other: Variable, rtol: float = 1e-05, atol: float 
         name (str | None): name prefix of the output.
     Returns:
         Variable: bool ``[1]``.
+
+    Raises:
+        TypeError: ``input`` or ``other`` is not a float32/float64 Variable, ``rtol`` or
+            ``atol`` is not a number, or ``equal_nan`` is not a bool.
 
     Example:
         >>> import numpy as np

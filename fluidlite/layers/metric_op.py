@@ -25,6 +25,11 @@ def accuracy(input: Variable, label: Variable, k: int = 1, correct: Optional[Var
     Returns:
         Variable: float32 ``[1]``, the fraction of correct rows.
 
+    Raises:
+        TypeError: ``input`` is not a float Variable, ``label`` not an int32/int64 one, or
+            ``k`` not an int.
+        ValueError: ``k`` < 1.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

@@ -247,6 +247,11 @@ def reduce_sum(input: Variable, dim: Any = None, keep_dim: bool = False,
     Returns:
         Variable: the sums (shape ``[1]`` when every dim is summed without ``keep_dim``).
 
+    Raises:
+        TypeError: ``input`` is not a Variable of float16/float32/float64/int32/int64, ``dim``
+            is not None, an int or a list of ints, or ``keep_dim`` is not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -275,6 +280,11 @@ def reduce_mean(input: Variable, dim: Any = None, keep_dim: bool = False,
     Returns:
         Variable: the means.
 
+    Raises:
+        TypeError: ``input`` is not a Variable of float16/float32/float64/int32/int64, ``dim``
+            is not None, an int or a list of ints, or ``keep_dim`` is not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -301,6 +311,11 @@ def reduce_max(input: Variable, dim: Any = None, keep_dim: bool = False,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the maxima (shape ``[1]`` when every dim is reduced without ``keep_dim``).
+
+    Raises:
+        TypeError: ``input`` is not a Variable of float16/float32/float64/int32/int64, ``dim``
+            is not None, an int or a list of ints, or ``keep_dim`` is not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
 
     Example:
         >>> import numpy as np
@@ -330,6 +345,11 @@ def reduce_min(input: Variable, dim: Any = None, keep_dim: bool = False,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the minima (shape ``[1]`` when every dim is reduced without ``keep_dim``).
+
+    Raises:
+        TypeError: ``input`` is not a Variable of float16/float32/float64/int32/int64, ``dim``
+            is not None, an int or a list of ints, or ``keep_dim`` is not a bool.
+        ValueError: a dim is out of range for ``input``'s rank.
 
     Example:
         >>> import numpy as np

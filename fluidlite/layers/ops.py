@@ -71,12 +71,19 @@ def _example(call: str, feeds: str, dtype: str = "float32", out: str = "float32"
     datas = "\n".join(f"        ...     {n} = fluid.data('{n}', [-1, 3], '{dtype}')" for n in names)
     args = "\n".join(f"        {_ARGS[p]}" for p in params)
     kind = "bool" if out == "bool" else "``x``'s dtype"
+    raises = ("        TypeError: ``x`` or ``y`` is not a Variable, or not of a dtype it takes.\n"
+              "        ValueError: ``y``'s shape does not broadcast against ``x``'s."
+              if "y" in names else
+              "        TypeError: ``x`` is not a Variable, or not of a dtype the op takes.")
     return f"""
 
     Args:
 {args}
     Returns:
         Variable: the result, elementwise: ``x``'s shape, {kind}.
+
+    Raises:
+{raises}
 
     Example:
         >>> import numpy as np

@@ -95,9 +95,63 @@ def beam_search(pre_ids: Variable, pre_scores: Variable, ids: Optional[Variable]
 
 def beam_search_decode(ids: Variable, scores: Variable, beam_size: int, end_id: int,
                        name: Optional[str] = None) -> Tuple[Variable, Variable]:
-    """Sentences of a finished beam search: ``ids`` / ``scores`` are the LoDTensorArrays of
-    every step's ``beam_search`` outputs. Returns ``(sentence_ids, sentence_scores)``, 1-D with
-    LoD [sources -> sentences, sentences -> tokens], best sentence of each source first."""
+    """The sentences of a finished beam search, backtracked from every step's selections.
+
+    Step ``t`` of ``ids`` / ``scores`` is what ``beam_search`` selected at that step: a LoD
+    tensor ``[K_t, 1]`` whose LoD maps sources to prefixes and prefixes to their selected
+    candidates. Each prefix is followed back to its source's start; a sentence ends at
+    ``end_id`` or at the last step. Its score is the (accumulated) score of its last token.
+
+    Args:
+        ids (Variable): a LoDTensorArray (``create_array("int64")``) of the selected ids per step.
+        scores (Variable): a LoDTensorArray (float32) of the selected scores per step, with the
+            same LoD as ``ids``.
+        beam_size (int): the beam width used in the search (>= 1).
+        end_id (int): the end-of-sentence id.
+        name (str, optional): a name prefix for the outputs. Default None.
+
+    Returns:
+        tuple(Variable, Variable): ``(sentence_ids, sentence_scores)``: int64 and float32, 1-D,
+        with a 2-level LoD (sources -> sentences, sentences -> tokens), each source's best
+        sentence first; ``sentence_scores`` holds each token's step score.
+
+    Raises:
+        TypeError: ``ids`` or ``scores`` is not a Variable, or ``beam_size`` / ``end_id`` is
+            not an int.
+        ValueError: ``beam_size`` < 1.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> steps = [([0], [0.0], [[1], [1]]),                  # the start token
+        ...          ([5, 7], [-0.1, -0.2], [[1], [2]]),        # two candidates of one prefix
+        ...          ([1, 9], [-0.15, -0.25], [[2], [1, 1]])]   # "5" ends (id 1), "7" goes on
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main, fluid.Program()):
+        ...     ids_arr = fluid.layers.create_array("int64")
+        ...     scores_arr = fluid.layers.create_array("float32")
+        ...     for t in range(len(steps)):
+        ...         i = fluid.layers.fill_constant([1], "int64", t)
+        ...         _ = fluid.layers.array_write(
+        ...             fluid.data(f"ids{t}", [-1, 1], "int64", lod_level=2), i, ids_arr)
+        ...         _ = fluid.layers.array_write(
+        ...             fluid.data(f"sc{t}", [-1, 1], lod_level=2), i, scores_arr)
+        ...     sent_ids, sent_scores = fluid.layers.beam_search_decode(
+        ...         ids_arr, scores_arr, beam_size=2, end_id=1)
+        >>> place = fluid.CPUPlace()
+        >>> feed = {}
+        >>> for t, (ids, sc, lens) in enumerate(steps):
+        ...     feed[f"ids{t}"] = fluid.create_lod_tensor(
+        ...         np.array(ids, "int64").reshape(-1, 1), lens, place)
+        ...     feed[f"sc{t}"] = fluid.create_lod_tensor(
+        ...         np.array(sc, "float32").reshape(-1, 1), lens, place)
+        >>> out_ids, out_scores = fluid.Executor(place).run(
+        ...     main, feed=feed, fetch_list=[sent_ids, sent_scores], return_numpy=False)
+        >>> np.asarray(out_ids), out_ids.recursive_sequence_lengths()
+        (array([0, 5, 1, 0, 7, 9]), [[2], [3, 3]])
+        >>> np.asarray(out_scores)
+        array([ 0.  , -0.1 , -0.15,  0.  , -0.2 , -0.25], dtype=float32)
+    """
     _var(ids, "ids", "beam_search_decode")
     _var(scores, "scores", "beam_search_decode")
     beam_size = check_int(beam_size, "beam_size", "beam_search_decode", minimum=1)

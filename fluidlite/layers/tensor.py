@@ -221,6 +221,20 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
 def zeros(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable:
     """A tensor of ``shape`` filled with 0 in ``dtype`` (op ``fill_constant``; not differentiable).
 
+    Args:
+        shape (list|tuple): the output shape, ints >= 0 (or a 1-D int Variable of them).
+        dtype (str|np.dtype): the output dtype, e.g. ``"float32"``, ``"int64"``, ``"bool"``.
+        force_cpu (bool): kept for fluid's signature (everything runs on the CPU). Default
+            False.
+
+    Returns:
+        Variable: a tensor of ``shape`` and ``dtype``, every element 0.
+
+    Raises:
+        TypeError: ``shape`` is not a list, tuple or Variable, or holds a non-int; ``dtype`` is
+            not a known dtype.
+        ValueError: a dimension of ``shape`` is negative.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -238,6 +252,20 @@ def zeros(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable
 
 def ones(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable:
     """A tensor of ``shape`` filled with 1 in ``dtype`` (op ``fill_constant``; not differentiable).
+
+    Args:
+        shape (list|tuple): the output shape, ints >= 0 (or a 1-D int Variable of them).
+        dtype (str|np.dtype): the output dtype, e.g. ``"float32"``, ``"int64"``, ``"bool"``.
+        force_cpu (bool): kept for fluid's signature (everything runs on the CPU). Default
+            False.
+
+    Returns:
+        Variable: a tensor of ``shape`` and ``dtype``, every element 1.
+
+    Raises:
+        TypeError: ``shape`` is not a list, tuple or Variable, or holds a non-int; ``dtype`` is
+            not a known dtype.
+        ValueError: a dimension of ``shape`` is negative.
 
     Example:
         >>> import numpy as np
@@ -913,6 +941,10 @@ def argmax(x: Variable, axis: int = 0) -> Variable:
     Returns:
         Variable: int64 indices.
 
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``axis`` is not an int.
+        ValueError: ``axis`` is out of range for ``x``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -935,6 +967,10 @@ def argmin(x: Variable, axis: int = 0) -> Variable:
         axis (int, default 0): the axis searched (removed from the output).
     Returns:
         Variable: int64 indices.
+
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``axis`` is not an int.
+        ValueError: ``axis`` is out of range for ``x``'s rank.
 
     Example:
         >>> import numpy as np

@@ -814,6 +814,11 @@ def argsort(input: Variable, axis: int = -1, descending: bool = False,
     Returns:
         tuple: ``(sorted values, int64 indices)``.
 
+    Raises:
+        TypeError: ``input`` is not a numeric Variable, ``axis`` is not an int or
+            ``descending`` not a bool.
+        ValueError: ``axis`` is out of range for ``input``'s rank.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -887,6 +892,20 @@ def unique_with_counts(x: Variable, dtype: Any = "int32"
                        ) -> Tuple[Variable, Variable, Variable]:
     """``(out, index, count)``: as ``unique`` plus how often each value occurs (op
     ``unique_with_counts``).
+
+    Args:
+        x (Variable): a 1-D tensor.
+        dtype (str): the dtype of ``index`` and ``count``, ``"int32"`` or ``"int64"``.
+            Default ``"int32"``.
+
+    Returns:
+        tuple(Variable, Variable, Variable): ``out``, the distinct values of ``x`` (1-D,
+        ``x``'s dtype); ``index``, for each element of ``x`` its position in ``out`` (``x``'s
+        length); ``count``, the occurrences of each value of ``out``.
+
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``dtype`` is not int32/int64.
+        ValueError: ``x`` is not 1-D.
 
     Example:
         >>> import numpy as np

@@ -920,6 +920,17 @@ def fsp_matrix(x: Variable, y: Variable) -> Variable:
     """The FSP matrix ``[N, C1, C2]`` of two feature maps with equal height and width:
     ``x_flat @ y_flat^T / (H*W)``.
 
+    Args:
+        x (Variable): a feature map ``[N, C1, H, W]`` (float16/float32/float64).
+        y (Variable): a feature map ``[N, C2, H, W]`` with ``x``'s height and width.
+
+    Returns:
+        Variable: ``[N, C1, C2]``, ``x``'s dtype.
+
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float Variable.
+        ValueError: ``x`` or ``y`` is not 4-D, or their heights or widths differ.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

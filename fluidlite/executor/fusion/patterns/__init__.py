@@ -1,7 +1,7 @@
 """The fusion patterns, in the order the matcher applies them (``PIPELINE``).
 
 Each module declares its patterns (``fusion/matcher.py``'s language) and the builder of their
-fused op; adding a fusion is adding a module and its entry here (README "Writing a fusion").
+fused op; adding a fusion is adding a module and its entry here (docs/guides/extending.md, "Writing a fusion").
 The order matters where one pattern consumes another's result: the clip's multiplies fold into
 update members before the standalone ones are fused and the dead casts dropped; the global-norm
 chain is matched on what remains; the guard's commits fold into members before members group.
