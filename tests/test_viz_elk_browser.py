@@ -442,3 +442,74 @@ def test_time_overlay_from_a_profiled_run(browser, tmp_path):
     assert all(f.startswith("rgb(") for f in after) and after != before
     assert len(set(after)) > 1                          # not all alike: a heat scale
     assert _errors(browser) == []
+
+
+def test_time_overlay_per_op_of_a_fused_step_and_open_group_titles(browser, tmp_path):
+    """Each op of a fused plan step shows its share of the step's time; an op no step ran
+    says so; groups show the sum of their ops. An open group's title is drawn on an opaque
+    bar above the edges (#gt after #ge / #gl), one bar per open group, at its box's top."""
+    import numpy as np
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4], "float32")
+        h = fluid.layers.fc(x, size=8, act="relu")
+        loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+        fluid.optimizer.Momentum(0.1, 0.9, grad_clip=fluid.clip.GradientClipByGlobalNorm(1.0)
+                                 ).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    exe.run(main, feed={"x": np.ones((8, 4), "float32")}, fetch_list=[loss], profile=True)
+    prof = exe.last_profile
+    _open(browser, viz.export(main, tmp_path / "fused.html", profile=prof))
+    ops = main.global_block().ops
+    sqrt = next(k for k, op in enumerate(ops) if op.type == "sqrt")
+    i = _js(browser, "fluidliteViewer.find(arguments[0])", f"op:0:{sqrt}")
+    browser.execute_script("fluidliteViewer.reveal(arguments[0])", i)
+    _idle(browser)
+    shown = float(browser.find_element(By.ID, "ptime").text.split()[0])
+    assert abs(shown - round(prof.by_pos[(0, sqrt)].ave * 1e3, 4)) < 1e-3
+    untimed = [k for k in range(len(ops)) if (0, k) not in prof.by_pos]
+    if untimed:                 # e.g. the clip's cast, absorbed by the fused global norm
+        i = _js(browser, "fluidliteViewer.find(arguments[0])", f"op:0:{untimed[0]}")
+        browser.execute_script("fluidliteViewer.reveal(arguments[0])", i)
+        _idle(browser)
+        assert "not timed" in browser.find_element(By.ID, "panel").text
+    # the clip group, opened: its title bar lies over the edges, at the group box's top
+    n = _js(browser, "fluidliteViewer.layouts()")
+    g = _group(browser, "gradient clip")
+    if f"G{g}" not in _js(browser, "fluidliteViewer.boxes()"):
+        browser.execute_script("fluidliteViewer.toggleGroup(arguments[0], 'g'+arguments[0])", g)
+        _idle(browser, n)
+    assert _js(browser, """(function(){var ids=Array.prototype.map.call(
+      document.getElementById('vp').children,function(e){return e.id;});
+      return ids.indexOf('gt')>ids.indexOf('ge')&&ids.indexOf('gt')>ids.indexOf('gl')&&
+      ids.indexOf('gt')<ids.indexOf('gn');})()""")
+    bars = _js(browser, """Array.prototype.map.call(document.querySelectorAll('#gt .tb>rect'),
+      function(r){var s=getComputedStyle(r);return [+r.getAttribute('x'),+r.getAttribute('y'),
+      s.fill,s.fillOpacity,s.opacity];})""")
+    frames = _js(browser, """Array.prototype.map.call(document.querySelectorAll('#gg .gx>rect'),
+      function(r){return [+r.getAttribute('x'),+r.getAttribute('y')];})""")
+    assert bars and len(bars) == len(frames)
+    for (bx, by, fill, fop, op), (fx, fy) in zip(bars, frames):
+        assert abs(bx - fx - 1.5) < 1e-6 and abs(by - fy - 1.5) < 1e-6
+        assert fill not in ("none", "transparent") and "rgba" not in fill
+        assert float(fop) == 1 and float(op) == 1
+    # the overlay colours the opened group's ops, and groups carry their summed time
+    browser.find_element(By.TAG_NAME, "body").send_keys("T")
+    fills = _js(browser, "Array.prototype.map.call(document.querySelectorAll("
+                         "'#gn .u.o > rect.bx'),function(r){return r.getAttribute('fill')})")
+    assert fills and all(f.startswith("rgb(") for f in fills)
+    for k in untimed:           # an op no step ran: grey, not the fastest op's colour
+        i = _js(browser, "fluidliteViewer.find(arguments[0])", f"op:0:{k}")
+        el = browser.find_elements(By.CSS_SELECTOR, f'#gn [data-u="o{i}"] > rect.bx')
+        if el:
+            assert el[0].get_attribute("fill") == "rgb(229,231,233)"
+    # the clip group's time: the sum of its ops', so at least the fused global norm's (all
+    # of whose ops are clip ops) and at most the whole run's
+    browser.execute_script("fluidliteViewer.select(arguments[0])", f"G{g}")
+    gms = float(browser.find_element(By.ID, "ptime").text.split()[0])
+    fused = prof.by_type["fused(global_norm)"].total * 1e3 if "fused(global_norm)" in \
+        prof.by_type else 0.0
+    run = sum(s.total for s in prof.by_pos.values()) * 1e3
+    assert fused - 2e-3 <= gms <= run + 2e-3 and gms > 0
+    assert _errors(browser) == []

@@ -191,3 +191,70 @@ def test_profile_overlay_data_and_errors(tmp_path):
     with pytest.raises(ValueError, match="interactive html viewer only"):
         viz.export(main, tmp_path / "a.svg", profile=exe.last_profile)
     assert not (tmp_path / "a.svg").exists()
+
+
+def _clip_momentum_run():
+    """A small training program whose plan fuses the global-norm clip (one step, 9 ops);
+    profiled once."""
+    import numpy as np
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4], "float32")
+        h = fluid.layers.fc(x, size=8, act="relu")
+        loss = fluid.layers.mean(fluid.layers.fc(h, size=1))
+        fluid.optimizer.Momentum(0.1, 0.9, grad_clip=fluid.clip.GradientClipByGlobalNorm(1.0)
+                                 ).minimize(loss)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    exe.run(main, feed={"x": np.ones((8, 4), "float32")}, fetch_list=[loss], profile=True)
+    return main, exe.last_profile
+
+
+def test_profile_times_each_op_and_splits_a_fused_step():
+    main, prof = _clip_momentum_run()
+    from fluidlite.executor import plan
+    if not plan.ENABLE_FUSION:
+        pytest.skip("plan-time fusion is switched off")
+    ops = main.global_block().ops
+    fused = prof.by_type.get("fused(global_norm)")
+    assert fused is not None and fused.calls == 1, sorted(prof.by_type)
+    members = [i for i, op in enumerate(ops) if op.type in ("squared_l2_norm", "sqrt")]
+    assert len(members) >= 5
+    # the fused step's time is split evenly between the ops it replaced
+    shares = {prof.by_pos[(0, i)].total for i in members}
+    assert len({round(s, 15) for s in shares}) == 1
+    assert abs(shares.pop() * 9 - fused.total) < 1e-12
+    # every step's time is filed under some op: the per-op times add up to the per-type ones
+    assert abs(sum(s.total for s in prof.by_pos.values())
+               - sum(s.total for s in prof.by_type.values())) < 1e-9
+    assert all(s.calls == 1 for s in prof.by_pos.values())
+    assert set(prof.by_pos) <= {(0, i) for i in range(len(ops))}
+    data = _data_of(viz.to_interactive_html(main, profile=prof))["views"][0]
+    assert set(data["profop"]) == {f"{b}:{i}" for b, i in prof.by_pos}
+    b, i = next(iter(prof.by_pos))
+    assert data["profop"][f"{b}:{i}"][0] == round(prof.by_pos[(b, i)].ave * 1e3, 4)
+
+
+def test_profile_without_per_op_records_still_draws_by_type():
+    """``Profile.add_run(types, times)`` (no plan steps), as before per-op records: the page
+    carries the per-type times only and the viewer colours ops by their type's average."""
+    from fluidlite import profiler
+    main, _ = _clip_momentum_run()
+    prof = profiler.Profile()
+    prof.add_run(["mul", "relu"], [0.002, 0.001])
+    prof.add_run(["mul", "relu"], [0.004, 0.001])
+    assert prof.by_pos == {} and prof.by_type["mul"].calls == 2
+    assert viewer.profile_op_times(prof) == {}
+    assert viewer.profile_times(prof)["mul"] == [3.0, 2, 6.0]
+    data = _data_of(viz.to_interactive_html(main, profile=prof))["views"][0]
+    assert "profop" not in data and set(data["prof"]) == {"mul", "relu"}
+    # with plan steps (as the executor passes them): a step covering two ops halves its time
+    # between them, runs accumulate per op, positions a plan could not place (-1) are skipped
+    from fluidlite.executor.records import StepInfo
+    steps = [StepInfo("fused(x)", (("mul", 0), ("relu", 1)), None, ()),
+             StepInfo("mean", (("mean", -1),), None, ())]
+    prof.add_run(["fused(x)", "mean"], [0.004, 0.001], steps)
+    prof.add_run(["fused(x)", "mean"], [0.002, 0.001], steps)
+    assert set(prof.by_pos) == {(0, 0), (0, 1)}
+    assert prof.by_pos[(0, 0)].calls == 2 and abs(prof.by_pos[(0, 1)].total - 0.003) < 1e-12
+    assert viewer.profile_op_times(prof) == {"0:0": [1.5, 2, 3.0], "0:1": [1.5, 2, 3.0]}

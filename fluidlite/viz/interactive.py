@@ -131,9 +131,11 @@ def to_interactive_html(obj: Any, *, title: Optional[str] = None, layout: str = 
         profile: a ``fluidlite.profiler.Profile`` (``Executor.last_profile`` after
             ``exe.run(..., profile=True)``): the ELK viewer can colour each op by its own
             measured average time per call (``Profile.by_pos``; a fused step's time split
-            evenly between its ops), groups by the sum of their ops ("time overlay"); the
-            side panel also gives the op type's average (``Profile.by_type``). ``TypeError``
-            for anything else.
+            evenly between its ops; an op no step ran, e.g. one folded into a fused kernel,
+            is drawn grey as "not timed"), groups by the sum of their ops ("time overlay");
+            the side panel also gives the op type's average (``Profile.by_type``). A profile
+            without per-op records colours ops by their type's average. ``TypeError`` for
+            anything else.
         **graph_opts: ``block``, ``hide_backward``, ``hide_optimizer``, ``highlight``.
 
     Returns:

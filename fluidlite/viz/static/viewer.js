@@ -18,18 +18,20 @@ var GROUP_LABEL={io:"feed / fetch",forward:"forward",loss:"loss",backward:"backw
  lr_schedule:"LR schedule",distributed:"distributed"};
 function opStyle(g){return D.opStyles[g]||D.opStyles.forward;}
 // time overlay (profile=): each op's own measured average ms per call (D.profop, keyed
-// "block:index"; ops it lacks fall back to their type's average, D.prof), as a heat colour;
-// groups by the sum of their ops, on a scale up to the whole program's time
+// "block:index"; an op it lacks ran in no step of the timed plan: 0, drawn grey; a profile without
+// per-op records falls back to the op type's average, D.prof), as a heat colour; groups by the
+// sum of their ops, on a scale up to the whole program's time
 var PROF=D.prof||null,PROFOP=D.profop||null,profLo=Infinity,profHi=0,profSum=0;
-function opMs(i){var n=N[i],p=PROFOP&&PROFOP[n.b+":"+n.ix];if(p)return p[0];p=PROF&&PROF[n.t];
- return p?p[0]:0;}
+function opMs(i){var n=N[i],p;if(PROFOP){p=PROFOP[n.b+":"+n.ix];return p?p[0]:0;}
+ p=PROF&&PROF[n.t];return p?p[0]:0;}
 if(PROF)N.forEach(function(n,i){if(n.k!=="o")return;var v=opMs(i);profSum+=v;if(v>0){
  profLo=Math.min(profLo,v);profHi=Math.max(profHi,v);}});
 function heat(ms,hi){hi=hi||profHi;var f=ms>0&&hi>profLo?Math.log(ms/profLo)/Math.log(hi/profLo):0;
  f=Math.max(0,Math.min(1,f));var a=[255,243,176],b=[230,126,34],c=[146,43,33],lo=f<.5?a:b,hi2=f<.5?b:c,
  t=f<.5?f*2:f*2-1;return "rgb("+[0,1,2].map(function(k){return Math.round(lo[k]+(hi2[k]-lo[k])*t);})
  .join(",")+")";}
-function opFill(i){var n=N[i];if(opts.time&&PROF)return [heat(opMs(i)),opMs(i)>0&&
+function opFill(i){var n=N[i];if(opts.time&&PROF&&!(opMs(i)>0))return ["rgb(229,231,233)","#5D6D7E"];
+ if(opts.time&&PROF)return [heat(opMs(i)),opMs(i)>0&&
  Math.log(opMs(i)/profLo)>0.6*Math.log(profHi/profLo)?"#FFFFFF":"#1B2631"];var st=opStyle(n.g);
  return [st[0],st[1]];}
 // ---- derived structure
@@ -93,8 +95,10 @@ function unitInfo(u){var k=u[0],i=+u.slice(1);
   if(subBlocks(i).length)w+=26;
   return {w:Math.min(Math.max(w,56),340),h:26+ls.length*12,lines:ls};}
  if(k==="v"){return {w:Math.min(Math.max(textW(N[i].t,12)+24,56),320),h:26};}
- var g=G[i],sub=g.c+" ops"+(g.k==="series"?" \u00b7 series":"");
- var w=Math.max(textW(g.n,13,true)+34,textW(sub,10)+24,90);
+ // room for the second line as drawn (unitSvg), with the time the overlay (T) may add
+ var g=G[i],sub=g.c+" ops"+(g.k==="series"?" \u00b7 "+g.x+" alike":"")+(PROF?" \u00b7 "+
+  groupMs(i).toFixed(2)+" ms":"");
+ var w=Math.max(textW(g.n,13,true)+34,textW(sub,11)+24,90);
  return {w:Math.min(w,360),h:g.k==="series"?44:38};}
 function build(){
  gcCache={};var units={},order=[],cont={},edges={},compounds={};
@@ -271,7 +275,7 @@ function unitSvg(u,bx,inf){var k=u[0],i=+u.slice(1),x=bx.x,y=bx.y,w=bx.w,hh=bx.h
  ' transform="translate('+x+','+y+')"';
  if(k==="o"){var n=N[i],st=opFill(i),out='<g class="u o d'+(n.d||0)+'" data-u="'+u+'"'+t+'>'+
   '<title>'+esc(n.t+" #"+n.ix+" ("+(GROUP_LABEL[n.g]||n.g)+")"+(PROF?" \u00b7 "+
-  opMs(i)+" ms/call":""))+'</title><rect class="bx" width="'+
+  (opMs(i)>0?opMs(i)+" ms/call":"not timed"):""))+'</title><rect class="bx" width="'+
   w+'" height="'+hh+'" rx="4" fill="'+st[0]+'" stroke="rgba(0,0,0,.35)"/><text class="t1" x="'+
   (w/2)+'" y="17" text-anchor="middle" fill="'+st[1]+'">'+esc(n.t)+'</text>';
   inf.lines.forEach(function(l,j){out+='<text class="pi" x="8" y="'+(33+j*12)+'" fill="'+st[1]+
@@ -340,7 +344,8 @@ function select(u){if(u[0]==="s")return selectSub(u);sel=u;markSel();var k=u[0],
    row("pass",esc(n.p))+row("name scope",'<code>'+esc(n.ns||"/")+'</code>')+
    (PROFOP&&PROFOP[n.b+":"+n.ix]?row("time",'<span id="ptime">'+PROFOP[n.b+":"+n.ix][0]+
     " ms per call</span> (this op, "+PROFOP[n.b+":"+n.ix][1]+" timed run"+
-    (PROFOP[n.b+":"+n.ix][1]===1?"":"s")+")"):"")+
+    (PROFOP[n.b+":"+n.ix][1]===1?"":"s")+")"):PROFOP?row("time","not timed: no step of the "+
+    "profiled plan ran it (skipped, or folded into another step)"):"")+
    (PROF&&PROF[n.t]?row("type time",PROF[n.t][0]+" ms per call (average of the "+PROF[n.t][1]+
     " timed "+esc(n.t)+" calls)"):"")+
    (n.gp>=0?row("in group",esc(ancestors(n.gp).map(function(g){return G[g].n;}).join(" \u203A "))):"")+
