@@ -102,6 +102,12 @@ tests_for() {
       echo tests/test_optimizer.py tests/test_fluid_names_optimizers.py \
            tests/test_gradient_merge.py tests/test_lookahead_switch.py tests/test_amp.py \
            tests/test_mutants_optim.py tests/test_mutants_optimizer.py ;;
+    fluidlite/executor/executor.py)
+      # run(), the plan cache, use_prune, _runner (dygraph step replay), the dataset loops
+      echo tests/test_executor.py tests/test_executor_prune.py tests/test_executor_reliability.py \
+           tests/test_executor_structure.py tests/test_dataset.py tests/dygraph/test_replay.py \
+           tests/test_local_places.py tests/test_lod_persistable.py tests/test_lod_tensor.py \
+           tests/test_reader.py tests/test_mutants_executor.py ;;
     fluidlite/executor/*)
       echo tests/test_executor.py tests/test_executor_prune.py tests/test_executor_reliability.py \
            tests/test_executor_structure.py tests/test_fusion.py tests/test_fusion_patterns.py \

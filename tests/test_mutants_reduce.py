@@ -152,3 +152,65 @@ def test_reduce_all_double_grad(op):
     want = {"reduce_sum": wv.sum(), "reduce_mean": wv.mean(),
             "reduce_max": wv.reshape(-1)[np.argmax(xv)]}[op]
     np.testing.assert_allclose(got.reshape(-1), [want], rtol=1e-10)
+
+
+def test_mean_double_grad_against_the_closed_form():
+    """h = d/dc sum(w * d/dx (c * mean(x))) = sum(w) / numel(x): the ``mean`` op's double_grad
+    (mean_grad is linear in its upstream gradient)."""
+    import fluidlite as fluid
+    L = fluid.layers
+    rng = np.random.default_rng(13)
+    xv, wv, cv = rng.normal(size=(3, 4)), rng.normal(size=(3, 4)), np.array([0.3])
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [3, 4], "float64")
+        c = fluid.data("c", [1], "float64")
+        w = fluid.data("w", [3, 4], "float64")
+        x.stop_gradient = c.stop_gradient = False
+        s = L.reduce_sum(L.elementwise_mul(L.mean(x), c))
+        g, = fluid.gradients([s], [x])
+        h, = fluid.gradients([L.reduce_sum(L.elementwise_mul(g, w))], [c])
+    gv, hv = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv, "c": cv, "w": wv},
+                                                  fetch_list=[g, h])
+    np.testing.assert_allclose(gv, np.full((3, 4), 0.3 / 12), rtol=1e-12)
+    assert hv.shape == (1,)
+    np.testing.assert_allclose(hv, [wv.sum() / 12], rtol=1e-10)
+
+
+def test_mean_of_no_element_keeps_the_dtype():
+    for dt in ("float16", "float32", "float64"):
+        out = get_op_def("mean").forward(np.zeros((0, 3), dt))["Out"]
+        assert out.dtype == np.dtype(dt) and out.shape == (1,) and np.isnan(out[0])
+
+
+def test_reduce_mean_grad_over_a_size_one_axis_is_the_upstream_gradient():
+    """n = numel(X) / numel(Out) = 1: dX = dOut (the divisor is not clamped above 1)."""
+    op = get_op_def("reduce_mean")
+    x = np.arange(3, dtype=np.float64).reshape(3, 1)
+    d = np.array([0.5, -1.0, 2.0])
+    got = op.backward(x, d, dim=[1], keep_dim=False, reduce_all=False)["X"]
+    np.testing.assert_array_equal(got, d.reshape(3, 1))
+    got = op.backward(np.ones((1,)), np.array([4.0]), dim=[0], keep_dim=False,
+                      reduce_all=False)["X"]
+    np.testing.assert_array_equal(got, [4.0])
+
+
+@pytest.mark.parametrize("keep_dim", [False, True])
+def test_reduce_of_a_0d_tensor_is_shape_1(keep_dim):
+    out = get_op_def("reduce_sum").forward(np.float32(2.5) * np.ones((), np.float32),
+                                           dim=[0], keep_dim=keep_dim, reduce_all=False)["Out"]
+    assert out.shape == (1,) and out[0] == np.float32(2.5)
+
+
+@pytest.mark.parametrize("op", ["reduce_max_grad_grad", "reduce_min_grad_grad"])
+def test_extremum_grad_grad_with_default_attrs(op):
+    """DDOut = sum over dim (default [0], keep_dim False, reduce_all False) of DDX where X is the
+    extremum."""
+    rng = np.random.default_rng(14)
+    x = rng.permutation(12).reshape(3, 4).astype("float64")
+    out = x.max(0) if op == "reduce_max_grad_grad" else x.min(0)
+    ddx = rng.normal(size=(3, 4))
+    got = get_op_def(op).forward(x, out, ddx)["DDOut"]
+    pick = (np.argmax if op == "reduce_max_grad_grad" else np.argmin)(x, axis=0)
+    np.testing.assert_allclose(got, ddx[pick, np.arange(4)], rtol=1e-12)
+    assert got.shape == (4,)
