@@ -505,3 +505,24 @@ def test_plan_has_no_reference_to_generated_op_internals():
     src = inspect.getsource(plan_mod)
     for name in ("wants_outputs", "direct_backward", "raw_forward", "_wanted", "_grad"):
         assert name not in src
+
+
+def test_the_unchecked_feed_warning_also_names_model_files(tmp_path, caplog):
+    """A loaded program's feed variable saved without need_check_feed (fluid.layers.data, fluid
+    <= 1.5 files) runs on other shapes; the warning must not send the user to a layers.data
+    call they never wrote."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.layers.data("img", [3], dtype="float32")
+        y = fluid.layers.scale(x, 2.0)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    fluid.io.save_inference_model(str(tmp_path), ["img"], [y], exe, main)
+    prog, feeds, fetches = fluid.io.load_inference_model(str(tmp_path), exe)
+    with caplog.at_level("WARNING", logger="fluidlite"):
+        (got,) = exe.run(prog, feed={"img": np.ones((2, 5), "float32")}, fetch_list=fetches)
+    assert got.shape == (2, 5)
+    warned = [r.getMessage() for r in caplog.records if "not checked" in r.getMessage()]
+    assert len(warned) == 1
+    assert "'img'" in warned[0] and "model file it was loaded from" in warned[0]
+    assert "need_check_feed" in warned[0]

@@ -143,9 +143,12 @@ class FeedSpec(NamedTuple):
             if key not in _LOOSE_WARNED:
                 _LOOSE_WARNED.add(key)
                 _log.warning("The fed Variable '%s' is declared with shape %s and dtype %s but "
-                             "received shape %s and dtype %s; it is not checked (declared with "
-                             "fluid.layers.data), so the program runs on the fed array. Declare "
-                             "it with fluid.data to have feeds checked.", self.name,
+                             "received shape %s and dtype %s; it is not checked (its "
+                             "need_check_feed is off: declared with fluid.layers.data, or so "
+                             "saved in the model file it was loaded from), so the program runs "
+                             "on the fed array and infers its shapes "
+                             "from it. In a program you build, declare it with fluid.data to "
+                             "have feeds checked.", self.name,
                              list(shape), self.dtype, list(value.shape), value.dtype)
         return np.array(value, copy=True, order="C") if self.persistable else value
 
