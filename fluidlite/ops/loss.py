@@ -182,7 +182,7 @@ class CrossEntropy2(OpDef):
         with np.errstate(divide="ignore", invalid="ignore"):
             g = -dY / MatchX
         if ign is not None:
-            g = np.where(ign, 0, g)
+            g = np.where(ign, g.dtype.type(0), g)
         np.put_along_axis(dx, lab, g, axis=-1)         # (cast to dx's dtype, dY's)
         return {"X": dx}
 
@@ -222,7 +222,7 @@ class CrossEntropy(OpDef):
             lab, ign = _hard_labels(self.type, Label, X.shape[-1], ignore_index)
             g = -dY / np.take_along_axis(X, lab, axis=-1)
         if ign is not None:
-            g = np.where(ign, 0, g)
+            g = np.where(ign, g.dtype.type(0), g)
         dx = np.zeros(X.shape, dtype=dY.dtype)
         np.put_along_axis(dx, lab, g, axis=-1)         # (cast to dx's dtype, dY's)
         return {"X": dx}
