@@ -2,20 +2,21 @@
 and the build-transaction journal every IR mutator writes to (``fluidlite.core.atomic``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import names
 from .dtypes import VarType, convert_np_dtype_to_dtype_
 from .registry import VarSpec
 
-if TYPE_CHECKING:
-    from .ir import Block, Operator, Program
+# core/ir.py builds on this module, so this one names ir's classes without importing them
+# (not even under TYPE_CHECKING: the package keeps no import cycle of any kind)
+_Block = _Operator = _Program = Any
 
 
 # -- build-transaction journal (fluidlite.core.atomic) -----------------------------------------
 # While ``atomic(program)`` is active, ``program._journal`` is a list and every mutator below
 # appends a closure that undoes its change; outside a transaction it is None and costs one check.
-def _journal(program: "Program", undo: Callable[[], Any]) -> None:
+def _journal(program: _Program, undo: Callable[[], Any]) -> None:
     j = program._journal
     if j is not None:
         j.append(undo)
@@ -44,9 +45,9 @@ class Variable:
         array([[2., 2., 2.]], dtype=float32)
     """
 
-    op: Optional["Operator"]        # the op that last wrote this variable (None: not written)
+    op: Optional[_Operator]        # the op that last wrote this variable (None: not written)
 
-    def __init__(self, block: "Block", type: VarType = VarType.LOD_TENSOR,
+    def __init__(self, block: _Block, type: VarType = VarType.LOD_TENSOR,
                  name: Optional[str] = None, shape: Optional[Sequence[int]] = None,
                  dtype: Any = None, lod_level: Optional[int] = None, capacity: Any = None,
                  persistable: Optional[bool] = None, error_clip: Any = None,
@@ -294,7 +295,7 @@ class Variable:
 class Parameter(Variable):
     """A persistable, trainable Variable of the global block (with a startup-program twin)."""
 
-    def __init__(self, block: "Block", shape: Sequence[int], dtype: Any, **kwargs: Any) -> None:
+    def __init__(self, block: _Block, shape: Sequence[int], dtype: Any, **kwargs: Any) -> None:
         name = kwargs.get("name")
         if shape is None:
             raise ValueError("The shape of Parameter should not be None")
