@@ -75,7 +75,10 @@ def build():
     main.random_seed = startup.random_seed = 3
     with fluid.program_guard(main, startup):
         x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
-        h = fluid.layers.fc(input=x, size=4, act="relu")
+        # a name with '/' (issue 29): its file lies in sub-directories, which a crash at any
+        # mkdir/rename/rmdir must leave as the old or the new state too
+        h = fluid.layers.fc(input=x, size=4, act="relu",
+                            param_attr=fluid.ParamAttr(name="block1/fc/w"))
         pred = fluid.layers.fc(input=h, size=2)
         loss = fluid.layers.mean(pred)
         fluid.optimizer.Momentum(learning_rate=0.1, momentum=0.9).minimize(loss)

@@ -45,7 +45,7 @@ import secrets
 import shutil
 import stat
 import threading
-from typing import IO, Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 try:
     import fcntl
@@ -68,6 +68,8 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _UNVERIFIED_HINT = f"(delete {MANIFEST_NAME} in that directory to load its files unverified)"
 _MAX_MANIFEST = 1 << 26
+_MAX_DEPTH = 64             # sub-directory levels a listing descends (variable name scopes)
+_MAX_FILES = 1 << 20        # entries a listing collects
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -188,13 +190,55 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _valid_name(name: Any) -> bool:
+    """A file name relative to the checkpoint directory: plain names, or ``/``-separated paths
+    (fluid saved a variable named ``block1/conv/w`` as that sub-path) whose every component is
+    a real name -- never absolute, never ``.``/``..``, never fluidlite's reserved prefix."""
+    if not isinstance(name, str) or "\\" in name or "\0" in name or \
+            (os.sep != "/" and os.sep in name):
+        return False
+    return all(p not in ("", ".", "..") and not is_reserved(p) for p in name.split("/"))
+
+
 def _check_name(name: str) -> None:
-    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\\" in name \
-            or "\0" in name or os.sep in name:
-        raise ValueError(f"checkpoint file name {name!r} is not a plain file name")
-    if is_reserved(name):
-        raise ValueError(f"checkpoint file name {name!r} is reserved: names starting with "
-                         f"'{_RESERVED_PREFIX}' hold fluidlite's own bookkeeping")
+    if isinstance(name, str) and any(is_reserved(p) for p in name.split("/")):
+        raise ValueError(f"checkpoint file name {name!r} is reserved: fluidlite reserves "
+                         f"names starting with '{_RESERVED_PREFIX}' for its own bookkeeping")
+    if not _valid_name(name):
+        raise ValueError(f"checkpoint file name {name!r} is not a file path inside the "
+                         f"directory (empty, absolute, '.' or '..' components, a backslash "
+                         f"or NUL)")
+
+
+def _inside(base: str, name: str, create: bool = False) -> str:
+    """``base/name`` after checking that every directory on the way (``name``'s components but
+    the last) is a real directory inside ``base``: a symlink or a file there is refused, so a
+    hostile checkpoint cannot lead a save or a load outside it. ``create`` makes the missing
+    ones (fsyncing each parent, so the new entries are durable)."""
+    if "/" not in name:
+        return os.path.join(base, name)
+    path = base
+    for part in name.split("/")[:-1]:
+        parent, path = path, os.path.join(path, part)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if not create:
+                continue
+            os.mkdir(path, 0o755)
+            _fsync_dir(parent)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise CheckpointError(f"'{path}' is a symlink or not a directory; the checkpoint "
+                                  f"file '{name}' must lie in real sub-directories of "
+                                  f"'{base}' (fluidlite never follows a link out of it)")
+    return os.path.join(base, name)
+
+
+def _subdirs(name: str) -> List[str]:
+    """The sub-directories ``name`` lies in, deepest first (``a/b/c`` -> ``a/b``, ``a``)."""
+    parts = name.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts), 0, -1)]
 
 
 # -- paths a manifest leads to ----------------------------------------------------------------
@@ -278,7 +322,7 @@ def _read_manifest(directory: str) -> Optional[Dict[str, Any]]:
         ok = isinstance(e, dict) and isinstance(e.get("size"), int) and \
             not isinstance(e.get("size"), bool) and e["size"] >= 0 and \
             isinstance(e.get("sha256"), str) and re.fullmatch(r"[0-9a-f]{64}", e["sha256"])
-        if not ok or "/" in name or name in ("", ".", ".."):
+        if not ok or not _valid_name(name):
             raise bad(f"bad entry for {name!r}")
     return {"staging": staging, "files": files}
 
@@ -309,17 +353,23 @@ def _recover(directory: str, manifest: Optional[Dict[str, Any]], names: Set[str]
                      "inside it; not finishing that publish", directory, manifest["staging"])
     if manifest is not None and sdir is not None:
         moved = False
+        touched: Set[str] = set()
         for name, entry in manifest["files"].items():
-            src = os.path.join(sdir, name)
+            try:
+                src = _inside(sdir, name)
+            except CheckpointError:
+                continue
             # only a regular file in the real staging dir whose size *and* checksum are the
             # manifest's (staged files were fsynced before the commit)
             if not _plain_file(src) or os.lstat(src).st_size != entry["size"] or \
                     _sha256_of(src) != entry["sha256"]:
                 continue
-            os.replace(src, os.path.join(directory, name))
+            os.replace(src, _inside(directory, name, create=True))
+            touched.add(os.path.dirname(os.path.join(directory, name)))
             moved = True
         if moved:
-            _fsync_dir(directory)
+            for d in sorted(touched, key=len, reverse=True):
+                _fsync_dir(d)
             _log.info("finished publishing the checkpoint in '%s' that an interrupted save had "
                       "committed", directory)
     known = set(names) | (set(manifest["files"]) if manifest is not None else set())
@@ -347,6 +397,7 @@ def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, mem
     if not files:
         return
     for name in files:
+        _inside(directory, name)        # no symlink or file where a sub-directory must be
         if os.path.isdir(os.path.join(directory, name)):
             raise IsADirectoryError(f"cannot save '{os.path.join(directory, name)}': a "
                                     f"directory of that name is in the way")
@@ -363,11 +414,13 @@ def publish(directory: PathLike, files: Mapping[str, Union[bytes, bytearray, mem
         entries: Dict[str, Dict[str, Any]] = {}
         try:
             for name, data in files.items():
-                _write_new(os.path.join(sdir, name), data, sync=False)
+                _write_new(_inside(sdir, name, create=True), data, sync=False)
                 entries[name] = {"size": len(memoryview(data).cast("B")),
                                  "sha256": hashlib.sha256(data).hexdigest()}
             for name in files:      # after all writes: one journal commit flushes them all
                 _fsync_path(os.path.join(sdir, name))
+            for sub in sorted({d for n in files for d in _subdirs(n)}, key=len, reverse=True):
+                _fsync_dir(os.path.join(sdir, sub))
             _fsync_dir(sdir)
             listed = {} if manifest is None else {
                 n: e for n, e in manifest["files"].items()
@@ -397,12 +450,17 @@ def _committed(directory: str, staging: str) -> bool:
 def _finish(directory: str, sdir: str, files: Mapping[str, Any]) -> None:
     """Move the staged files of a committed publish into place (idempotent: what a crash or
     an error leaves undone, the next save's recovery finishes)."""
+    subdirs = sorted({d for n in files for d in _subdirs(n)}, key=len, reverse=True)
     try:
         for name in files:
             src = os.path.join(sdir, name)
             if os.path.lexists(src):
-                os.replace(src, os.path.join(directory, name))
+                os.replace(src, _inside(directory, name, create=True))
+        for sub in subdirs:
+            _fsync_dir(os.path.join(directory, sub))
         _fsync_dir(directory)
+        for sub in subdirs:                 # the staging dir's own, now empty, sub-directories
+            os.rmdir(os.path.join(sdir, sub))
         os.rmdir(sdir)
     except BaseException:
         _log.warning("publishing into '%s' was interrupted after its commit; loaders see the "
@@ -469,19 +527,40 @@ class Reader:
         m = self._manifest
         if m is not None and m["staging"] and name in m["files"]:
             sdir = _staging_dir(self.directory, m["staging"])
-            staged = os.path.join(sdir, name) if sdir is not None else None
+            staged = _inside(sdir, name) if sdir is not None else None
             if staged is not None and _plain_file(staged):
                 return staged
-        return os.path.join(self.directory, name)
+        return _inside(self.directory, name)
 
     def exists(self, name: str) -> bool:
-        return (self.entry(name) is not None and os.path.isfile(self.path(name))) or \
-            (not is_reserved(name) and os.path.isfile(os.path.join(self.directory, name)))
+        if self.entry(name) is not None and os.path.isfile(self.path(name)):
+            return True
+        return _valid_name(name) and os.path.isfile(_inside(self.directory, name))
 
     def names(self) -> Set[str]:
-        """Plain (not hidden) files of the directory plus every file the manifest lists."""
-        out = {n for n in os.listdir(self.directory) if not n.startswith(".")
-               and os.path.isfile(os.path.join(self.directory, n))}
+        """Plain (not hidden) files of the directory and of its real (not symlinked, not
+        hidden) sub-directories, as ``/``-separated paths, plus every file the manifest lists.
+        A tree deeper than ``_MAX_DEPTH`` or with more than ``_MAX_FILES`` entries is refused
+        (CheckpointError): a hostile directory must not make a listing run forever."""
+        out: Set[str] = set()
+        pending = [("", 0)]
+        while pending:
+            rel, depth = pending.pop()
+            with os.scandir(os.path.join(self.directory, rel) if rel else self.directory) as it:
+                for e in it:
+                    if e.name.startswith("."):
+                        continue
+                    name = f"{rel}/{e.name}" if rel else e.name
+                    if e.is_dir(follow_symlinks=False):
+                        if depth + 1 > _MAX_DEPTH:
+                            raise CheckpointError(f"'{self.display(name)}' lies more than "
+                                                  f"{_MAX_DEPTH} directories deep")
+                        pending.append((name, depth + 1))
+                    elif e.is_file():
+                        out.add(name)
+                    if len(out) + len(pending) > _MAX_FILES:
+                        raise CheckpointError(f"'{self.directory}' holds more than "
+                                              f"{_MAX_FILES} files")
         if self._manifest is not None:
             out |= {n for n in self._manifest["files"] if self.exists(n)}
         return out

@@ -83,13 +83,15 @@ def _select(program: Program, vars: Any, predicate: Optional[Callable]) -> List[
 
 
 def _file_name(name: str) -> str:
-    """A variable's file name; names that would escape the directory are refused."""
-    bad = name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name
-    if bad or checkpoint.is_reserved(name):
-        raise ValueError(f"variable name '{name}' cannot be used as a checkpoint file name "
-                         f"(it contains a path separator, is empty, or starts with "
-                         f"'.fluidlite-', which fluidlite reserves); save it in a combined "
-                         f"file (filename=...) instead")
+    """A variable's file name: its name, a path relative to the directory when the name has
+    ``/`` in it (fluid 1.8 saved ``block1/conv/w`` into sub-directories); names that would
+    escape the directory are refused."""
+    try:
+        checkpoint._check_name(name)
+    except ValueError as e:
+        raise ValueError(f"variable name '{name}' cannot be used as a checkpoint file name: "
+                         f"{e.args[0]}; save it in a combined file (filename=...) instead") \
+            from None
     return name
 
 
