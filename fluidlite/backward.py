@@ -501,6 +501,12 @@ def append_backward(loss: Variable, parameter_list: Optional[Sequence[_VarOrName
     Returns:
         ``[(param, grad)]`` for the parameters that received a gradient; with ``checkpoints``,
         ``(params_grads, checkpoint_names)``.
+    Raises:
+        TypeError: ``loss`` is not a Variable or not float16/32/64, ``callbacks`` is not a list,
+            ``parameter_list`` / ``no_grad_set`` / ``checkpoints`` has the wrong type.
+        ValueError: ``loss`` has more than one element, no op of its program computes it, a
+            callback is not callable, a ``parameter_list`` name is not in the loss's program, or
+            the path holds an op without a gradient rule.
 
     Example:
         >>> import numpy as np
@@ -640,6 +646,12 @@ def gradients(targets: Union[Variable, Sequence[Variable]],
         no_grad_set (set | None): variables or names that get no gradient.
     Returns:
         list: one gradient Variable (or None) per input.
+    Raises:
+        TypeError: ``targets`` / ``inputs`` / ``target_gradients`` / ``no_grad_set`` has the
+            wrong type.
+        ValueError: ``targets`` or ``inputs`` is empty, the targets are in different blocks, an
+            input belongs to another program, ``target_gradients`` does not match ``targets`` in
+            number or shape, or the path holds an op without a gradient rule.
 
     Example:
         >>> import numpy as np

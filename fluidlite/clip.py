@@ -96,6 +96,16 @@ class ErrorClipByValue(BaseErrorClipAttr):
     """Clip the gradient flowing back through a variable to ``[min, max]`` (min defaults to
     ``-max``), in place, right after the grad op that produced it.
 
+    Args:
+        max (float): the upper bound of the back-propagated error.
+        min (float | None): the lower bound (default ``-max``; ``max`` must then be > 0).
+    Returns:
+        ErrorClipByValue: the error clip; attach it with ``var._set_error_clip(clip)`` before
+        ``append_backward`` / ``minimize``.
+    Raises:
+        ValueError: ``max`` or ``min`` is not a number (or NaN), ``min`` is omitted while
+            ``max <= 0``, or ``min > max``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -220,6 +230,13 @@ class GradientClipByValue(GradientClipBase):
         max (float): the upper bound.
         min (float | None): the lower bound (default ``-max``; ``max`` must then be > 0).
         need_clip (callable | None): ``need_clip(param) -> bool`` selects the clipped gradients.
+    Returns:
+        GradientClipByValue: the clip; pass it as ``grad_clip=`` to an optimizer (calling it on
+        ``params_grads`` appends one ``clip`` op per gradient and returns the new pairs).
+    Raises:
+        ValueError: ``max`` or ``min`` is not a number (or NaN), ``min`` is omitted while
+            ``max <= 0``, or ``min > max``.
+        TypeError: ``need_clip`` is neither None nor callable.
 
     Example:
         >>> import numpy as np
@@ -264,6 +281,12 @@ class GradientClipByNorm(GradientClipBase):
     Args:
         clip_norm (float): the largest norm allowed for each gradient (> 0).
         need_clip (callable | None): ``need_clip(param) -> bool`` selects the clipped gradients.
+    Returns:
+        GradientClipByNorm: the clip; pass it as ``grad_clip=`` to an optimizer (calling it on
+        ``params_grads`` appends one ``clip_by_norm`` op per gradient and returns the new pairs).
+    Raises:
+        ValueError: ``clip_norm`` is not a number or not > 0.
+        TypeError: ``need_clip`` is neither None nor callable.
 
     Example:
         >>> import numpy as np
@@ -322,6 +345,15 @@ class GradientClipByGlobalNorm(GradientClipBase):
             counted and clipped (default: all).
         error_if_nonfinite (bool, default False): raise instead of propagating a non-finite
             norm.
+    Returns:
+        GradientClipByGlobalNorm: the clip; pass it as ``grad_clip=`` to an optimizer (calling it
+        on ``params_grads`` appends the global-norm ops and returns the new pairs).
+    Raises:
+        ValueError: ``clip_norm`` is not a number or not > 0.
+        TypeError: ``group_name`` is not a str, ``error_if_nonfinite`` is not a bool or
+            ``need_clip`` is neither None nor callable.
+        FloatingPointError: at run time, with ``error_if_nonfinite=True``, the global norm is
+            NaN or Inf.
 
     Example:
         >>> import numpy as np
@@ -480,6 +512,19 @@ def set_gradient_clip(clip: GradientClipBase, param_list: Optional[Sequence[Any]
     """Legacy (<= 1.7): give each parameter of ``param_list`` (names or Parameters; default:
     all parameters of ``program``) its own copy of ``clip``. Used only when the optimizer has no
     ``grad_clip``. Prefer ``Optimizer(..., grad_clip=clip)``.
+
+    Args:
+        clip (GradientClipBase): the clip copied to each parameter.
+        param_list (list of Parameter | str | None): the parameters (or their names) to clip
+            (default: every parameter of ``program``).
+        program (Program | None): the program holding them (default: the default main program).
+    Returns:
+        None: each parameter's ``gradient_clip_attr`` is set; a warning recommends
+        ``Optimizer(grad_clip=)`` instead.
+    Raises:
+        TypeError: ``clip`` is not a ``GradientClipBase`` or ``param_list`` holds something other
+            than a Parameter or a name.
+        ValueError: a name in ``param_list`` is not a variable of the program's global block.
 
     Example:
         >>> import numpy as np

@@ -83,6 +83,11 @@ class ConstantInitializer(Initializer):
     Args:
         value (float, default 0.0): the fill value.
         force_cpu (bool, default False): accepted for fluid's signature.
+    Returns:
+        ConstantInitializer: calling it as ``init(var, block)`` prepends a ``fill_constant`` op
+        writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``value`` is not a Python or NumPy number.
 
     Example:
         >>> import numpy as np
@@ -120,6 +125,12 @@ class UniformInitializer(Initializer):
         low (float, default -1.0): the lower bound.
         high (float, default 1.0): the upper bound (exclusive).
         seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+    Returns:
+        UniformInitializer: calling it as ``init(var, block)`` prepends a ``uniform_random`` op
+        writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``low`` or ``high`` is not a number, or ``seed`` is not an int.
+        ValueError: ``high < low``.
 
     Example:
         >>> import numpy as np
@@ -155,6 +166,12 @@ class NormalInitializer(Initializer):
         loc (float, default 0.0): the mean.
         scale (float, default 1.0): the standard deviation.
         seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+    Returns:
+        NormalInitializer: calling it as ``init(var, block)`` prepends a ``gaussian_random`` op
+        writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``loc`` or ``scale`` is not a number, or ``seed`` is not an int.
+        ValueError: ``scale`` is negative.
 
     Example:
         >>> import numpy as np
@@ -190,6 +207,12 @@ class TruncatedNormalInitializer(NormalInitializer):
         loc (float, default 0.0): the mean.
         scale (float, default 1.0): the standard deviation (values beyond two are redrawn).
         seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+    Returns:
+        TruncatedNormalInitializer: calling it as ``init(var, block)`` prepends a
+        ``truncated_gaussian_random`` op writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``loc`` or ``scale`` is not a number, or ``seed`` is not an int.
+        ValueError: ``scale`` is negative.
 
     Example:
         >>> import numpy as np
@@ -219,6 +242,12 @@ class XavierInitializer(Initializer):
         fan_in (float | None): inputs per unit (default: from the parameter's shape).
         fan_out (float | None): outputs per unit (default: from the parameter's shape).
         seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+    Returns:
+        XavierInitializer: calling it as ``init(var, block)`` prepends a ``uniform_random`` (or
+        ``gaussian_random``) op writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``fan_in`` / ``fan_out`` is not a number, or ``seed`` is not an int.
+        ValueError: ``fan_in`` / ``fan_out`` is negative; when called, ``fan_in + fan_out`` is 0.
 
     Example:
         >>> import numpy as np
@@ -266,6 +295,12 @@ class MSRAInitializer(Initializer):
         uniform (bool, default True): uniform (else normal) distribution.
         fan_in (float | None): inputs per unit (default: from the parameter's shape).
         seed (int, default 0): the random seed; 0 uses the program's ``random_seed``.
+    Returns:
+        MSRAInitializer: calling it as ``init(var, block)`` prepends a ``uniform_random`` (or
+        ``gaussian_random``) op writing ``var`` to ``block`` and returns that op.
+    Raises:
+        TypeError: ``fan_in`` is not a number, or ``seed`` is not an int.
+        ValueError: ``fan_in`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -302,6 +337,12 @@ class NumpyArrayInitializer(Initializer):
 
     Args:
         value (numpy.ndarray): the exact initial value (the parameter's shape).
+    Returns:
+        NumpyArrayInitializer: calling it as ``init(var, block)`` prepends an ``assign_value``
+        op writing ``value`` (cast to ``var``'s dtype) to ``var`` and returns that op.
+    Raises:
+        TypeError: ``value`` is not a numpy array.
+        ValueError: when called, the array's shape differs from the variable's.
 
     Example:
         >>> import numpy as np
@@ -333,6 +374,17 @@ class NumpyArrayInitializer(Initializer):
 
 class BilinearInitializer(Initializer):
     """Bilinear upsampling kernel for a ``[C, 1, k, k]``-style conv_transpose weight.
+
+    Args:
+        None: the constructor takes no arguments; the kernel size comes from the weight's shape.
+    Returns:
+        BilinearInitializer: calling it as ``init(var, block)`` prepends an ``assign_value`` op
+        writing the bilinear kernel ``(1 - |x/f - c|) * (1 - |y/f - c|)``, ``f = ceil(k/2)``,
+        ``c = (2f - 1 - f % 2) / (2f)``, to ``var`` and returns that op.
+    Raises:
+        ValueError: when called, the weight is not 4-D with square kernels (``shape[2] ==
+            shape[3]``).
+        TypeError: when called, the weight is not a float tensor.
 
     Example:
         >>> import numpy as np

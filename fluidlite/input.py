@@ -21,6 +21,19 @@ def one_hot(input: Variable, depth: Union[int, Variable],
     (float32, no gradient). An index outside [0, depth) is an error unless
     ``allow_out_of_range`` (then its row is all zeros).
 
+    Args:
+        input (Variable): int32/int64 indices of any shape.
+        depth (int | Variable): the number of classes (>= 1), or a [1] int Variable holding it.
+        allow_out_of_range (bool, default False): map an index outside [0, depth) to a row of
+            zeros instead of raising at run time.
+    Returns:
+        Variable: float32, shape ``input.shape + [depth]``, with no gradient.
+    Raises:
+        TypeError: ``input`` is not an int32/int64 Variable, or ``depth`` is not an int or
+            Variable.
+        ValueError: ``depth < 1``; at run time, an index is out of range without
+            ``allow_out_of_range``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -43,6 +56,22 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
     """Out = W[input] with W a ``size = [vocab_size, emb_dim]`` parameter; Out has input's shape
     + [emb_dim]. ``padding_idx`` rows are zero and get no gradient (negative counts from the
     end); the gradient is dense (``is_sparse`` is accepted).
+
+    Args:
+        input (Variable): int64 ids of any shape.
+        size (list | tuple of int): ``[vocab_size, emb_dim]``, both positive.
+        is_sparse (bool, default False): accepted for fluid's signature; the gradient is dense.
+        is_distributed (bool, default False): accepted for fluid's signature (one process).
+        padding_idx (int | None): the id whose row is zero and gets no gradient, in
+            ``[-vocab_size, vocab_size)`` (negative counts from the end); None: no padding.
+        param_attr (ParamAttr | str | None): the table's attribute.
+        dtype (str, default "float32"): the table's dtype (float16/32/64).
+    Returns:
+        Variable: ``input.shape + [emb_dim]``, dtype ``dtype``.
+    Raises:
+        TypeError: ``input`` is not a Variable of int64 ids, ``size`` is not two ints, or
+            ``dtype`` is not a float type.
+        ValueError: ``size`` holds a non-positive value, or ``padding_idx`` is out of range.
 
     Example:
         >>> import numpy as np

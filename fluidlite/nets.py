@@ -38,6 +38,10 @@ def simple_img_conv_pool(input: Variable, num_filters: int, filter_size: Any, po
         use_cudnn (bool, default True): accepted for fluid's signature.
     Returns:
         Variable: the pooled map.
+    Raises:
+        TypeError: ``input`` is not a Variable or not float16/32/64.
+        ValueError: ``input`` is not 4-D, ``pool_type`` is not ``"max"`` / ``"avg"``, or a size,
+            stride or padding is invalid for the map.
 
     Example:
         >>> import numpy as np
@@ -67,6 +71,30 @@ def img_conv_group(input: Variable, conv_num_filter: Sequence[int], pool_size: A
     """A VGG block: ``len(conv_num_filter)`` conv layers (each optionally followed by
     batch_norm with ``conv_act`` and dropout), then one pooling layer. Per-conv arguments may be
     scalars (shared) or lists of ``len(conv_num_filter)``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` float map.
+        conv_num_filter (list | tuple of int): output channels of each conv layer; its length is
+            the number of conv layers.
+        pool_size (int | tuple): the pooling window.
+        conv_padding (int | list, default 1): conv padding, shared or one per conv.
+        conv_filter_size (int | list, default 3): conv kernel size, shared or one per conv.
+        conv_act (str | None): the activation after each conv (after its batch_norm when there is
+            one).
+        param_attr (ParamAttr | list | None): the filters' attributes, shared or one per conv.
+        conv_with_batchnorm (bool | list, default False): follow a conv with ``batch_norm``.
+        conv_batchnorm_drop_rate (float | list, default 0.0): dropout after a batch_norm (applied
+            when its magnitude exceeds 1e-5).
+        pool_stride (int | tuple, default 1): the pooling step.
+        pool_type (str, default "max"): ``"max"`` or ``"avg"``.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+    Returns:
+        Variable: the pooled map ``[N, conv_num_filter[-1], H', W']``.
+    Raises:
+        TypeError: ``conv_num_filter`` is not a list or tuple, or ``input`` is not a float
+            Variable.
+        ValueError: a per-conv list's length differs from ``len(conv_num_filter)``, ``input`` is
+            not 4-D, or ``pool_type`` is not ``"max"`` / ``"avg"``.
 
     Example:
         >>> import numpy as np
@@ -120,6 +148,9 @@ def glu(input: Variable, dim: int = -1) -> Variable:
         dim (int, default -1): the axis split in two halves ``a`` and ``b``.
     Returns:
         Variable: ``a * sigmoid(b)``.
+    Raises:
+        TypeError: ``input`` is not a Variable or not float16/32/64.
+        ValueError: the size of ``dim`` is odd (the halves would differ).
 
     Example:
         >>> import numpy as np
@@ -149,6 +180,10 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
         dropout_rate (float, default 0.0): dropout on the attention weights.
     Returns:
         Variable: ``[N, Lq, Dv]``, ``softmax(Q K^T / sqrt(D / num_heads)) V`` per head.
+    Raises:
+        ValueError: an input is not 3-D, the last dims of ``queries`` and ``keys`` differ, the
+            lengths of ``keys`` and ``values`` differ, or ``D`` / ``Dv`` is not divisible by
+            ``num_heads``.
 
     Example:
         >>> import numpy as np
@@ -214,6 +249,10 @@ def sequence_conv_pool(input: Variable, num_filters: int, filter_size: int,
         bias_attr (ParamAttr | bool | None): the conv bias's attribute.
     Returns:
         Variable: one row per sequence, ``[num_sequences, num_filters]``.
+    Raises:
+        TypeError: ``input`` is not a Variable.
+        ValueError: ``pool_type`` is not one of ``sum``, ``average``, ``sqrt``, ``max``, ``last``,
+            ``first``.
 
     Example:
         >>> import numpy as np

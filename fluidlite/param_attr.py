@@ -14,16 +14,6 @@ class ParamAttr:
     """Parameter attributes (fluid 1.8, plus 2.0's ``need_clip`` and pre-1.8 ``gradient_clip``).
 
     Args:
-        name: parameter name (default: ``<layer>.w_N`` / ``<layer>.b_N``).
-        initializer: an ``Initializer`` (default: Xavier for weights, Constant(0) for biases).
-        learning_rate: multiplier of the optimizer's learning rate for this parameter.
-        regularizer: a ``WeightDecayRegularizer`` instance; wins over the optimizer's.
-        trainable: False excludes the parameter from gradients and updates.
-        need_clip: False lets gradient clipping pass this parameter's gradient untouched.
-        do_model_average: whether ModelAverage / EMA track the parameter.
-        gradient_clip: legacy (<= 1.7) per-parameter clip; prefer ``Optimizer(grad_clip=)``.
-
-    Args:
         name (str | None): the parameter's name (share a parameter by giving two layers the
             same name).
         initializer (Initializer | None): how it is initialized.
@@ -34,6 +24,12 @@ class ParamAttr:
         gradient_clip (GradientClipBase | None): pre-1.8 per-parameter clip.
         do_model_average (bool, default True): included by ``ModelAverage``.
         need_clip (bool, default True): whether the optimizer's ``grad_clip`` clips it.
+    Returns:
+        ParamAttr: the attribute object, passed as ``param_attr=`` / ``bias_attr=`` to a layer.
+    Raises:
+        ValueError: ``name`` is not a non-empty str, or ``learning_rate`` is negative.
+        TypeError: ``learning_rate`` is not a number, or ``regularizer`` is a class instead of an
+            instance.
 
     Example:
         >>> import numpy as np
@@ -141,6 +137,13 @@ class WeightNormParamAttr(ParamAttr):
     Args:
         dim (int|None): the dim that keeps its own scale ``g``; None: one scale for the whole
             weight. The other arguments are ``ParamAttr``'s, applied to g and v.
+    Returns:
+        WeightNormParamAttr: the attribute object; a layer given it creates ``<name>_g`` and
+        ``<name>_v`` and computes its weight from them.
+    Raises:
+        ValueError: ``name`` is not a non-empty str, or ``learning_rate`` is negative.
+        TypeError: ``learning_rate`` is not a number, or ``regularizer`` is a class instead of an
+            instance.
 
     Example:
         >>> import fluidlite as fluid

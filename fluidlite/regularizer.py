@@ -73,6 +73,12 @@ class L2DecayRegularizer(WeightDecayRegularizer):
 
     Args:
         regularization_coeff (float, default 0.0): the coefficient.
+    Returns:
+        L2DecayRegularizer: the regularizer, for ``ParamAttr(regularizer=)`` or an optimizer's
+        ``regularization=``.
+    Raises:
+        TypeError: ``regularization_coeff`` is not a finite real number.
+        ValueError: ``regularization_coeff`` is negative.
 
     Example:
         >>> import numpy as np
@@ -109,6 +115,12 @@ class L1DecayRegularizer(WeightDecayRegularizer):
 
     Args:
         regularization_coeff (float, default 0.0): the coefficient.
+    Returns:
+        L1DecayRegularizer: the regularizer, for ``ParamAttr(regularizer=)`` or an optimizer's
+        ``regularization=``.
+    Raises:
+        TypeError: ``regularization_coeff`` is not a finite real number.
+        ValueError: ``regularization_coeff`` is negative.
 
     Example:
         >>> import numpy as np

@@ -157,6 +157,23 @@ class GradFunction:
     many signatures were traced; ``clear_cache()`` forgets them; ``save_inference_model``
     saves one for ``fluid.io.load_inference_model``.
 
+    Args:
+        fn (callable): the function (or dygraph Layer) to differentiate.
+        grad_position (int | tuple of int | None): the inputs to differentiate.
+        weights (Parameter | list of Parameter | None): the parameters to differentiate.
+        has_aux (bool): only the first output is differentiated; the others are returned.
+        return_value (bool): the call returns ``(output, gradients)`` (``value_and_grad``).
+        jit (bool): trace ``fn`` into a cached static Program and run it with the Executor.
+    Returns:
+        GradFunction: a callable; ``gf(*args)`` returns the gradients (or ``(value, gradients)``)
+        arranged as the module docstring's table.
+    Raises:
+        TypeError: ``fn`` is a tensor or not callable, ``grad_position`` holds a non-int,
+            ``weights`` holds a non-Parameter, or ``has_aux`` / ``jit`` is not a bool; when
+            called, an argument is a static Variable or a selected input is not numeric.
+        ValueError: ``grad_position`` and ``weights`` are both None, or ``grad_position`` is
+            empty or negative; when called, a position is out of range.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -486,6 +503,14 @@ def grad(fn: Any, grad_position: Positions = 0, weights: Weights = None,
     Returns:
         GradFunction: called with ``fn``'s arguments, it returns the gradients (one per
         position, then the weights' gradients, as MindSpore arranges them).
+    Raises:
+        TypeError: ``fn`` is a tensor or not callable, ``grad_position`` holds a non-int,
+            ``weights`` holds a non-Parameter, or ``has_aux`` / ``jit`` is not a bool; when
+            called, an argument is a static Variable, a selected input is not numeric, or an
+            output to differentiate is not a tensor.
+        ValueError: ``grad_position`` and ``weights`` are both None, ``grad_position`` is empty
+            or negative; when called, a position is out of range or ``has_aux`` is set while
+            ``fn`` returns fewer than two outputs.
 
     Example:
         >>> import numpy as np
@@ -516,6 +541,14 @@ def value_and_grad(fn: Any, grad_position: Positions = 0, weights: Weights = Non
         jit (bool, default False): compile into a cached static Program.
     Returns:
         GradFunction: called with ``fn``'s arguments, it returns ``(value, gradients)``.
+    Raises:
+        TypeError: ``fn`` is a tensor or not callable, ``grad_position`` holds a non-int,
+            ``weights`` holds a non-Parameter, or ``has_aux`` / ``jit`` is not a bool; when
+            called, an argument is a static Variable, a selected input is not numeric, or an
+            output to differentiate is not a tensor.
+        ValueError: ``grad_position`` and ``weights`` are both None, ``grad_position`` is empty
+            or negative; when called, a position is out of range or ``has_aux`` is set while
+            ``fn`` returns fewer than two outputs.
 
     Example:
         >>> import numpy as np

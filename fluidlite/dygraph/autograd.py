@@ -962,6 +962,14 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool = False)
         tensors (VarBase | list): the tensors to backpropagate from.
         grad_tensors (VarBase | list | None): their upstream gradients (default: ones).
         retain_graph (bool, default False): keep the graph for another backward.
+    Returns:
+        None: the gradients are accumulated into the leaves' ``gradient()``.
+    Raises:
+        TypeError: an item of ``tensors`` is not a dygraph tensor.
+        RuntimeError: a tensor has ``stop_gradient=True`` and no history, a non-scalar tensor has
+            no ``grad_tensors`` entry, or the graph was released by an earlier backward (pass
+            ``retain_graph=True``).
+        ValueError: a given gradient's shape differs from its tensor's.
 
     Example:
         >>> import numpy as np
@@ -1001,6 +1009,12 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: Opti
         no_grad_vars (VarBase | list | None): tensors treated as constants.
     Returns:
         list: one gradient (or None) per input.
+    Raises:
+        ValueError: ``only_inputs`` is False, or a ``grad_outputs`` entry's shape differs from
+            its output's.
+        TypeError: an input or output is not a dygraph tensor.
+        RuntimeError: an input is not used to compute the outputs (without ``allow_unused``), a
+            non-scalar output has no ``grad_outputs`` entry, or the graph was already released.
 
     Example:
         >>> import numpy as np

@@ -36,6 +36,11 @@ def guard(place: Any = None) -> Iterator[None]:
 
     Args:
         place (Place | None): accepted for fluid's signature (everything runs on the CPU).
+    Returns:
+        contextmanager: a context in which dygraph mode is on (with fresh default programs and
+        name generator); the previous mode is restored on exit.
+    Raises:
+        None: entering and leaving the guard do not raise (errors of the body propagate).
 
     Example:
         >>> import numpy as np
@@ -61,6 +66,10 @@ def enable_dygraph(place: Any = None) -> None:
 
     Args:
         place (Place | None): accepted for fluid's signature.
+    Returns:
+        None: dygraph mode is on (unchanged if it already was).
+    Raises:
+        None: this switch does not raise.
 
     Example:
         >>> import numpy as np
@@ -79,6 +88,13 @@ def enable_dygraph(place: Any = None) -> None:
 def disable_dygraph() -> None:
     """Back to static mode.
 
+    Args:
+        None: this function takes no arguments.
+    Returns:
+        None: static mode is on.
+    Raises:
+        None: this switch does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -95,6 +111,13 @@ enable_imperative, disable_imperative = enable_dygraph, disable_dygraph
 
 def enabled() -> bool:
     """Whether dygraph mode is on.
+
+    Args:
+        None: this function takes no arguments.
+    Returns:
+        bool: True in dygraph mode.
+    Raises:
+        None: this query does not raise.
 
     Example:
         >>> import numpy as np
@@ -119,6 +142,15 @@ def seed(n: int) -> None:
 class _NoGrad:
     """``with no_grad():`` / ``@no_grad`` / ``@no_grad()``: ops run without recording autograd
     nodes; their outputs have ``stop_gradient=True``.
+
+    Args:
+        func (callable | None): the function to run without gradient recording (the
+            ``@no_grad`` decorator form); None for ``with no_grad():`` / ``@no_grad()``.
+    Returns:
+        no_grad: a context manager, or (decorating) a function that runs ``func`` without
+        recording.
+    Raises:
+        TypeError: ``no_grad()`` is called with something other than one function to decorate.
 
     Example:
         >>> import numpy as np
@@ -178,6 +210,9 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
         dtype (str | None): convert to this dtype.
     Returns:
         VarBase: a dygraph tensor (``stop_gradient=True``).
+    Raises:
+        TypeError: ``value`` is a static Variable or an object array, or ``dtype`` is unknown.
+        RuntimeError: called outside dygraph mode.
 
     Example:
         >>> import numpy as np
@@ -223,6 +258,14 @@ class BackwardStrategy:
     """fluid 1.7/1.8's ``fluid.dygraph.BackwardStrategy`` (``loss.backward(strategy)``).
     ``sort_sum_gradient``: fluidlite always sums a tensor's gradient contributions in a fixed
     order (newest op first), so both settings give the same, deterministic result.
+
+    Args:
+        None: the constructor takes no arguments; set ``sort_sum_gradient`` (default False)
+            afterwards.
+    Returns:
+        BackwardStrategy: the strategy for ``loss.backward(strategy)``.
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np

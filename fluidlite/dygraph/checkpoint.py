@@ -34,6 +34,12 @@ def save_dygraph(state_dict: Dict[str, Any], model_path: str) -> None:
         state_dict (dict): a layer's ``state_dict()`` (writes ``model_path.pdparams``) or an
             optimizer's (``.pdopt``).
         model_path (str): the path prefix.
+    Returns:
+        None: the file is written atomically (all-or-nothing).
+    Raises:
+        ValueError: ``model_path`` ends with a separator (empty file name).
+        TypeError: ``state_dict`` is not a dict.
+        OSError: the directory cannot be written.
 
     Example:
         >>> import numpy as np
@@ -83,6 +89,9 @@ def load_dygraph(model_path: str, keep_name_table: bool = False
     Returns:
         tuple: ``(parameters, optimizer_state)``, each a dict of arrays or None when its file
         does not exist.
+    Raises:
+        FileNotFoundError: neither ``model_path.pdparams`` nor ``model_path.pdopt`` exists.
+        CheckpointError: a file exists but is truncated, corrupted or not a fluid checkpoint.
 
     Example:
         >>> import numpy as np

@@ -565,6 +565,15 @@ class ProgramTranslator:
     default) and eager execution, and giving access to their programs (fluid 1.8's
     ``fluid.dygraph.ProgramTranslator``; see the module docstring).
 
+    Args:
+        None: the constructor takes no arguments and always returns the one instance.
+    Returns:
+        ProgramTranslator: the singleton; ``enable(bool)``, ``get_output(func, *args)``,
+        ``get_program(func, *args)`` ... act on ``@declarative`` functions.
+    Raises:
+        None: the constructor does not raise; ``enable`` raises TypeError for a non-bool and
+            ``get_output`` for a non-callable.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -911,6 +920,15 @@ def declarative(function: Optional[Callable] = None) -> Any:
     """``@fluid.dygraph.declarative`` (also ``@declarative()``): run ``function`` (or a
     ``Layer.forward``) as a traced static program in dygraph mode (see the module
     docstring).
+
+    Args:
+        function (callable | None): the function or ``Layer.forward`` to convert; None returns
+            the decorator itself (the ``@declarative()`` form).
+    Returns:
+        StaticFunction: a callable running ``function`` through its traced static program (one
+        per input signature), returning dygraph tensors.
+    Raises:
+        TypeError: ``function`` is not callable.
 
     Example:
         >>> import numpy as np

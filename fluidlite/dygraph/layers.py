@@ -39,6 +39,18 @@ class Layer:
     parameters with ``create_parameter`` (named ``<full_name>.w_N`` / ``.b_N``) and runs
     ``forward`` on ``__call__`` (with forward pre/post hooks).
 
+    Args:
+        name_scope (str | None): the prefix of ``full_name()`` and so of the parameters' names
+            (default: the class name in snake case, e.g. ``my_layer``).
+        dtype (str, default "float32"): the default dtype of the layer's parameters.
+    Returns:
+        Layer: the layer; calling it runs the pre-hooks, ``forward(*inputs, **kwargs)`` and the
+        post-hooks, and returns ``forward``'s (possibly hook-replaced) result.
+    Raises:
+        NotImplementedError: the layer is called but its class does not define ``forward``.
+        TypeError: a registered parameter attribute is assigned something other than a
+            Parameter or None.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -76,6 +88,13 @@ class Layer:
     def train(self) -> "Layer":
         """Training mode for this layer and its sublayers (dropout drops, batch norm updates).
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            Layer: ``self``, with ``training = True`` on it and every sublayer.
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -93,6 +112,13 @@ class Layer:
     def eval(self) -> "Layer":
         """Inference mode for this layer and its sublayers.
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            Layer: ``self``, with ``training = False`` on it and every sublayer.
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -108,6 +134,13 @@ class Layer:
 
     def full_name(self) -> str:
         """The layer's unique name (``linear_0``), the prefix of its parameters' names.
+
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            str: the layer's unique name, e.g. ``linear_0``.
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -133,6 +166,10 @@ class Layer:
             default_initializer (Initializer | None): used when ``attr`` names none.
         Returns:
             Parameter: the new parameter (not yet registered: assign it to an attribute).
+        Raises:
+            ValueError: a dim of ``shape`` is not a positive int.
+            TypeError: ``attr`` is not a ParamAttr, name, Initializer, regularizer, bool or None, or
+                ``dtype`` is unknown.
 
         Example:
             >>> import numpy as np
@@ -151,6 +188,17 @@ class Layer:
     def create_variable(self, name: Optional[str] = None, persistable: Optional[bool] = None,
                         dtype: Any = None, type: Any = None) -> VarBase:
         """An empty tensor named ``<full_name>.<name>`` (or ``<full_name>.tmp_N``).
+
+        Args:
+            name (str | None): the suffix of the name (``<full_name>.<name>``); None: a generated
+                ``<full_name>.tmp_N``.
+            persistable (bool | None): whether the tensor is persistable (None: False).
+            dtype (str | None): the tensor's dtype.
+            type (VarType | None): accepted for fluid's signature (a dense tensor is created).
+        Returns:
+            VarBase: an empty dygraph tensor (no value yet).
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -172,6 +220,9 @@ class Layer:
             parameter (Parameter | None): the parameter.
         Returns:
             Parameter | None: ``parameter``.
+        Raises:
+            KeyError: ``name`` contains ``'.'``.
+            TypeError: ``parameter`` is neither None nor a dygraph parameter.
 
         Example:
             >>> import numpy as np
@@ -199,6 +250,8 @@ class Layer:
             sublayer (Layer): the layer.
         Returns:
             Layer: ``sublayer``.
+        Raises:
+            TypeError: ``sublayer`` is not a Layer.
 
         Example:
             >>> import numpy as np
@@ -227,6 +280,8 @@ class Layer:
             include_sublayers (bool, default True): include the sublayers' parameters.
         Returns:
             list: the Parameters.
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -248,6 +303,8 @@ class Layer:
             include_sublayers (bool, default True): include the sublayers' parameters.
         Returns:
             iterator: ``(name, parameter)`` pairs.
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -275,6 +332,8 @@ class Layer:
             include_sublayers (bool, default True): all descendants (else the direct children).
         Returns:
             list: the layers.
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -298,6 +357,8 @@ class Layer:
             layers_set (set | None): layers already listed (skipped).
         Returns:
             iterator: ``(name, layer)`` pairs.
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -328,6 +389,13 @@ class Layer:
     def clear_gradients(self) -> None:
         """``clear_gradient()`` on every parameter.
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            None: every parameter's gradient is cleared.
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -354,6 +422,8 @@ class Layer:
             structured_name_prefix (str, default ""): prefix of the keys.
         Returns:
             OrderedDict: ``{structured name: tensor}`` (what ``save_dygraph`` writes).
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -387,6 +457,11 @@ class Layer:
             include_sublayers (bool, default True): load the sublayers' entries too.
             use_structured_name (bool, default True): keys are structured names (else parameter
                 names).
+        Returns:
+            None: the values are written into the parameters and buffers.
+        Raises:
+            ValueError: a key is missing from ``stat_dict`` or a value's shape differs from its
+                parameter's (raised before anything is written).
 
         Example:
             >>> import numpy as np
@@ -425,6 +500,9 @@ class Layer:
             hook (callable): ``hook(layer, inputs)``; a non-None result replaces the inputs.
         Returns:
             handle: ``handle.remove()`` unregisters the hook.
+        Raises:
+            None: registering does not raise (errors of the hook propagate when the layer is
+                called).
 
         Example:
             >>> import numpy as np
@@ -450,6 +528,9 @@ class Layer:
             hook (callable): ``hook(layer, inputs, output)``; a non-None result replaces the output.
         Returns:
             handle: ``handle.remove()`` unregisters the hook.
+        Raises:
+            None: registering does not raise (errors of the hook propagate when the layer is
+                called).
 
         Example:
             >>> import numpy as np
@@ -486,6 +567,14 @@ class Layer:
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """The layer's computation; subclasses override it, and calling the layer runs it (with
         the forward pre/post hooks around it).
+
+        Args:
+            *inputs: the layer's inputs (usually dygraph tensors), as passed to the call.
+            **kwargs: keyword inputs, as passed to the call.
+        Returns:
+            Any: what the subclass computes (usually a tensor or a tuple of tensors).
+        Raises:
+            NotImplementedError: the subclass does not override ``forward``.
 
         Example:
             >>> import numpy as np
@@ -549,6 +638,10 @@ class Sequential(Layer):
 
     Args:
         layers (Layer | tuple): the layers to call in order, or ``(name, layer)`` pairs.
+    Returns:
+        Sequential: a Layer; calling it with ``input`` returns the last layer's output.
+    Raises:
+        TypeError: an item is not a Layer (or a pair's second item is not).
 
     Example:
         >>> import numpy as np
@@ -587,6 +680,11 @@ class LayerList(Layer):
 
     Args:
         sublayers (list of Layer | None): the layers, registered as ``"0"``, ``"1"``, ...
+    Returns:
+        LayerList: a Layer holding the list (index it, iterate it, ``append``, ``extend``); it
+        has no ``forward`` of its own.
+    Raises:
+        TypeError: an item is not a Layer.
 
     Example:
         >>> import numpy as np
@@ -633,6 +731,11 @@ class ParameterList(Layer):
     Args:
         parameters (list of Parameter | None): the parameters, registered as ``"0"``, ``"1"``,
             ...
+    Returns:
+        ParameterList: a Layer holding the list (index it, iterate it, ``append``); it has no
+        ``forward`` of its own.
+    Raises:
+        TypeError: an item is not a dygraph parameter.
 
     Example:
         >>> import numpy as np

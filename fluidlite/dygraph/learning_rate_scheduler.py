@@ -61,6 +61,13 @@ class PiecewiseDecay(LearningRateDecay):
         begin (int): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        PiecewiseDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: a boundary or value is not a number.
+        ValueError: ``len(values) != len(boundaries) + 1``, the boundaries are not increasing, or
+            a boundary / value is not finite.
 
     Example:
         >>> import numpy as np
@@ -120,6 +127,13 @@ class NaturalExpDecay(_Div):
         begin (int, default 0): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        NaturalExpDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: one of them is not finite, ``decay_steps`` is not positive or ``decay_rate``
+            is negative.
 
     Example:
         >>> import numpy as np
@@ -145,6 +159,13 @@ class ExponentialDecay(_Div):
         begin (int, default 0): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        ExponentialDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: one of them is not finite, ``decay_steps`` is not positive or ``decay_rate``
+            is negative.
 
     Example:
         >>> import numpy as np
@@ -170,6 +191,13 @@ class InverseTimeDecay(_Div):
         begin (int, default 0): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        InverseTimeDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: one of them is not finite, ``decay_steps`` is not positive or ``decay_rate``
+            is negative.
 
     Example:
         >>> import numpy as np
@@ -196,6 +224,13 @@ class PolynomialDecay(LearningRateDecay):
         begin (int, default 0): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        PolynomialDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps``, ``end_learning_rate`` or ``power`` is not
+            a number.
+        ValueError: one of them is not finite or ``decay_steps`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -239,6 +274,13 @@ class CosineDecay(LearningRateDecay):
         begin (int, default 0): the step count at construction.
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
+    Returns:
+        CosineDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``learning_rate``, ``step_each_epoch`` or ``epochs`` is not a number.
+        ValueError: one of them is not finite, or ``step_each_epoch`` / ``epochs`` is not
+            positive.
 
     Example:
         >>> import numpy as np
@@ -272,6 +314,13 @@ class NoamDecay(LearningRateDecay):
         step (int, default 1): the increment per ``minimize``.
         dtype (str, default "float32"): the rate's dtype.
         learning_rate (float, default 1.0): a factor.
+    Returns:
+        NoamDecay: the schedule, for an optimizer's ``learning_rate``; calling it
+        returns the rate as a float32 [1] tensor and advances ``step_num`` by ``step``.
+    Raises:
+        TypeError: ``d_model``, ``warmup_steps`` or ``learning_rate`` is not a number.
+        ValueError: one of them is not finite, or ``d_model`` / ``warmup_steps`` is not
+            positive.
 
     Example:
         >>> import numpy as np

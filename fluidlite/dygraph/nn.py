@@ -73,6 +73,14 @@ class Linear(_Op):
         bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: no bias.
         act (str | None): activation applied to the result.
         dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        Linear: the layer; ``layer(input)`` returns ``act(input @ W + b)``, shape
+        ``input.shape[:-1] + [output_dim]``, the input's dtype.
+    Raises:
+        TypeError: ``input_dim`` / ``output_dim`` is not an int, or ``act`` / ``param_attr`` /
+            ``bias_attr`` has the wrong type.
+        ValueError: ``input_dim`` or ``output_dim`` < 1 or ``act`` is not an activation; when
+            called, the input's last dim differs from ``input_dim``.
 
     Example:
         >>> import numpy as np
@@ -123,6 +131,15 @@ class Conv2D(_Op):
         use_cudnn (bool, default True): accepted for fluid's signature.
         act (str | None): activation applied to the result.
         dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        Conv2D: the layer; ``layer(input)`` maps ``[N, num_channels, H, W]`` to
+        ``[N, num_filters, H', W']``.
+    Raises:
+        TypeError: a count is not an int, a size/stride/padding/dilation is not an int or list
+            of 2 ints, or ``act`` has the wrong type.
+        ValueError: a count < 1, ``num_channels`` / ``num_filters`` not divisible by ``groups``,
+            a list of the wrong length, an unknown padding or ``act``; when called, the input is
+            not 4-D or its channels differ from ``num_channels``.
 
     Example:
         >>> import numpy as np
@@ -170,6 +187,30 @@ class Conv2D(_Op):
 class Conv2DTranspose(_Op):
     """Transposed 2-D convolution as ``fluid.layers.conv2d_transpose``:
     ``W: [C, num_filters/groups, kh, kw]``, bias on axis 1, then ``act``.
+
+    Args:
+        num_channels (int): input channels ``C``.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 2 ints): kernel height and width.
+        output_size (int | tuple of 2 ints | None): the output's height and width (when the
+            stride leaves it ambiguous).
+        padding (int | tuple | str, default 0): zero padding (or ``"SAME"`` / ``"VALID"``).
+        stride (int | tuple, default 1): the upsampling step.
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups (default 1).
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        Conv2DTranspose: the layer; ``layer(input)`` maps ``[N, C, H, W]`` to
+        ``[N, num_filters, H', W']``.
+    Raises:
+        TypeError: a count is not an int, a size/stride/padding/dilation is not an int or list
+            of 2 ints, or ``act`` has the wrong type.
+        ValueError: a count < 1, a list of the wrong length, an unknown padding or ``act``; when
+            called, the input is not 4-D or its channels differ from ``num_channels``.
 
     Example:
         >>> import numpy as np
@@ -221,6 +262,12 @@ class Pool2D(Layer):
         ceil_mode (bool, default False): round the output size up.
         exclusive (bool, default True): averages ignore padding.
         data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
+    Returns:
+        Pool2D: the layer; ``layer(input)`` returns ``fluid.layers.pool2d(input, ...)``.
+    Raises:
+        ValueError: when called, ``pool_type`` is not ``"max"`` / ``"avg"``, the input is not 4-D,
+            or a size/stride/padding is invalid (the constructor only stores the arguments).
+        TypeError: when called, the input is not a float tensor.
 
     Example:
         >>> import numpy as np
@@ -271,6 +318,13 @@ class BatchNorm(_Op):
             signature.
         use_global_stats (bool, default False): use the moving statistics in training too.
         trainable_statistics (bool, default False): batch statistics in eval mode too.
+    Returns:
+        BatchNorm: the layer; ``layer(input)`` returns the normalized input, same shape and dtype.
+    Raises:
+        TypeError: ``num_channels`` is not an int, ``momentum`` / ``epsilon`` is not a number, or
+            ``act`` has the wrong type.
+        ValueError: ``num_channels`` < 1, ``data_layout`` is not NCHW/NHWC or ``act`` is unknown;
+            when called, the input's channels differ from ``num_channels``.
 
     Example:
         >>> import numpy as np
@@ -345,6 +399,12 @@ class LayerNorm(_Op):
         bias_attr (ParamAttr | str | None): the bias's attribute.
         act (str | None): activation applied to the result.
         dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        LayerNorm: the layer; ``layer(input)`` returns the normalized input, same shape and dtype.
+    Raises:
+        ValueError: ``normalized_shape`` holds a non-integer; when called, the input's trailing
+            dims differ from ``normalized_shape``.
+        TypeError: ``param_attr`` / ``bias_attr`` has the wrong type.
 
     Example:
         >>> import numpy as np
@@ -399,6 +459,13 @@ class Embedding(_Op):
         padding_idx (int | None): this id looks up zeros and gets no gradient.
         param_attr (ParamAttr | str | None): the table's attribute.
         dtype (str, default "float32"): the table's dtype.
+    Returns:
+        Embedding: the layer; ``layer(ids)`` returns ``ids.shape + [emb_dim]`` (a trailing 1 of
+        ``ids`` dropped), dtype ``dtype``.
+    Raises:
+        ValueError: ``size`` is not two positive ints; when called, the ids are not int64/int32
+            or an id is outside ``[0, vocab_size)``.
+        TypeError: ``param_attr`` has the wrong type.
 
     Example:
         >>> import numpy as np
@@ -440,6 +507,14 @@ class Dropout(Layer):
         seed (int | None): a fixed mask seed.
         dropout_implementation (str, default "downgrade_in_infer"): as ``layers.dropout``.
         is_test (bool, default False): inference mode (``eval()`` sets it too).
+    Returns:
+        Dropout: the layer; ``layer(input)`` returns ``fluid.layers.dropout(input, p, ...)``, same
+        shape and dtype.
+    Raises:
+        ValueError: ``p`` is a non-numeric string; when called, ``p`` is outside [0, 1] or
+            ``dropout_implementation`` is unknown (the constructor only stores them).
+        TypeError: ``p`` is neither a number nor a string (e.g. None); when called, the input
+            is not a float tensor.
 
     Example:
         >>> import numpy as np
@@ -477,6 +552,12 @@ class PRelu(_Op):
         param_attr (ParamAttr | str | None): the slopes' attribute (default 0.25).
         dtype (str, default "float32"): the slopes' dtype.
         channel (int | None): the channel count (``"channel"`` mode).
+    Returns:
+        PRelu: the layer; ``layer(input)`` returns the input with negative parts scaled by
+        ``alpha``, same shape and dtype.
+    Raises:
+        ValueError: ``mode`` is unknown, or ``"channel"`` / ``"element"`` mode lacks the shape
+            it needs.
 
     Example:
         >>> import numpy as np
@@ -542,6 +623,14 @@ class GroupNorm(_Op):
         act (str | None): activation applied to the result.
         data_layout (str, default "NCHW"): the layout.
         dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        GroupNorm: the layer; ``layer(input)`` returns the normalized ``[N, C, ...]`` input, same
+        shape and dtype.
+    Raises:
+        TypeError: ``channels`` / ``groups`` is not an int or ``act`` has the wrong type.
+        ValueError: ``channels`` or ``groups`` < 1, ``channels`` not divisible by ``groups``,
+            ``data_layout`` is not NCHW, or ``act`` is unknown; when called, the input's channels
+            differ from ``channels``.
 
     Example:
         >>> import numpy as np
@@ -597,6 +686,12 @@ class InstanceNorm(_Op):
         param_attr (ParamAttr | str | None): the scale's attribute.
         bias_attr (ParamAttr | str | None): the bias's attribute.
         dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        InstanceNorm: the layer; ``layer(input)`` returns the normalized input, same shape and
+        dtype.
+    Raises:
+        TypeError: ``num_channels`` is not an int.
+        ValueError: ``num_channels`` < 1; when called, the input's channels differ from it.
 
     Example:
         >>> import numpy as np
@@ -638,6 +733,22 @@ class BilinearTensorProduct(_Op):
     """``out[:, i] = act(x @ W[i] @ y^T + b[i])`` (op ``bilinear_tensor_product``),
     ``W: [output_dim, input1_dim, input2_dim]`` (Xavier), ``b: [1, output_dim]`` (zeros;
     ``bias_attr=False``: none).
+
+    Args:
+        input1_dim (int): the width ``M`` of ``x``.
+        input2_dim (int): the width ``N`` of ``y``.
+        output_dim (int): the number of outputs ``K``.
+        name (str | None): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        param_attr (ParamAttr | str | None): the weight's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        BilinearTensorProduct: the layer; ``layer(x [B, M], y [B, N])`` returns ``[B, K]``.
+    Raises:
+        TypeError: a dim is not an int or ``act`` has the wrong type.
+        ValueError: a dim < 1 or ``act`` is unknown; when called, the inputs' widths differ from
+            ``input1_dim`` / ``input2_dim``.
 
     Example:
         >>> import numpy as np
@@ -681,6 +792,22 @@ class GRUUnit(_Op):
     (``origin_mode``: ``u * hidden + (1 - u) * c``); ``gate = [u, r, c]``,
     ``reset_hidden_pre = r * hidden``. ``W: [D, 3D]``, ``b: [1, 3D]`` (``bias_attr=False``:
     none). ``activation`` / ``gate_activation``: 'identity', 'sigmoid', 'tanh' or 'relu'.
+
+    Args:
+        size (int): ``3 * D``, three times the hidden size.
+        param_attr (ParamAttr | str | None): the weight's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        activation (str, default "tanh"): the candidate's activation.
+        gate_activation (str, default "sigmoid"): the gates' activation.
+        origin_mode (bool, default False): ``h = u * hidden + (1 - u) * c``.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        GRUUnit: the layer; ``layer(input [B, 3D], hidden [B, D])`` returns
+        ``(updated_hidden [B, D], reset_hidden_pre [B, D], gate [B, 3D])``.
+    Raises:
+        TypeError: ``size`` is not an int.
+        ValueError: ``size`` < 3 or not divisible by 3, or an activation is not one of
+            'identity', 'sigmoid', 'tanh', 'relu'; when called, the input shapes do not match.
 
     Example:
         >>> import numpy as np
@@ -737,6 +864,20 @@ class SpectralNorm(_Op):
     them back, so repeated calls give the same result; the gradient treats u and v as
     constants.
 
+    Args:
+        weight_shape (list of int): the shape of the weight to normalize.
+        dim (int, default 0): the dim viewed as the matrix rows, in ``[0, len(weight_shape))``.
+        power_iters (int, default 1): power iterations per call (>= 0).
+        eps (float, default 1e-12): added to the norms.
+        name (str | None): the layer's name prefix.
+        dtype (str, default "float32"): the dtype of ``weight_u`` / ``weight_v``.
+    Returns:
+        SpectralNorm: the layer; ``layer(weight)`` returns ``weight / sigma``, same shape.
+    Raises:
+        ValueError: ``dim`` is out of range, ``power_iters`` < 0, or ``weight_shape`` holds a
+            non-integer.
+        TypeError: ``power_iters`` is not an int.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -788,6 +929,28 @@ class NCE(_Op):
     ``bias: [num_total_classes, 1]`` only when ``bias_attr`` is given (as fluid 1.8's dygraph
     class; else ``bias`` is None). ``sampler``: 'uniform', 'log_uniform' or 'custom_dist'
     (``custom_dist``: one probability per class).
+
+    Args:
+        num_total_classes (int): the number of classes (>= 2).
+        dim (int): the input's width (>= 1).
+        sample_weight (tensor | None): default per-sample weights ``[N, 1]``.
+        param_attr (ParamAttr | str | None): the weight's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute; a bias exists only when given.
+        num_neg_samples (int | None): negative samples per example (default 10).
+        sampler (str, default "uniform"): ``"uniform"``, ``"log_uniform"`` or ``"custom_dist"``.
+        custom_dist (list of float | None): one probability per class (``custom_dist`` sampler).
+        seed (int, default 0): the sampler's seed (>= 0).
+        is_sparse (bool, default False): fluid's sparse-gradient switch.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        NCE: the layer; ``layer(input [N, dim], label [N, num_true], sample_weight=None)``
+        returns the cost ``[N, 1]``.
+    Raises:
+        TypeError: a count is not an int; when called, ``input`` / ``label`` is not a dygraph
+            tensor.
+        ValueError: a count is out of range, ``sampler`` is unknown, ``custom_dist`` is given
+            without the ``custom_dist`` sampler (or missing with it) or is not one non-negative
+            probability per class; when called, the input's width differs from ``dim``.
 
     Example:
         >>> import numpy as np
@@ -866,6 +1029,24 @@ class TreeConv(_Op):
     [num_filters]`` only when ``bias_attr`` is given (as fluid 1.8; else None), added along
     the last axis (fluid 1.8 used axis 1, which only broadcasts when N == num_filters).
 
+    Args:
+        feature_size (int): the node features' width.
+        output_size (int): the output's width per filter.
+        num_filters (int, default 1): the number of filters.
+        max_depth (int, default 2): the depth of the convolution window (>= 1).
+        act (str | None, default "tanh"): activation applied to the result.
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | None): the bias's attribute; a bias exists only when given.
+        name (str | None): accepted for fluid's signature.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        TreeConv: the layer; ``layer(nodes_vector [B, N, feature_size], edge_set [B, E, 2])``
+        returns ``[B, N, output_size, num_filters]``.
+    Raises:
+        TypeError: a count is not an int or ``act`` has the wrong type.
+        ValueError: a count < 1 or ``act`` is unknown; when called, the node features' width
+            differs from ``feature_size``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -923,6 +1104,12 @@ class L1Loss(Layer):
 
     Args:
         reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+    Returns:
+        L1Loss: the layer; ``layer(input, label)`` returns the loss (``[1]`` for mean/sum, the
+        input's shape for none).
+    Raises:
+        ValueError: ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"``; when called, the
+            shapes cannot be broadcast.
 
     Example:
         >>> import numpy as np
@@ -947,6 +1134,12 @@ class MSELoss(Layer):
 
     Args:
         reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+    Returns:
+        MSELoss: the layer; ``layer(input, label)`` returns the loss (``[1]`` for mean/sum, the
+        input's shape for none).
+    Raises:
+        ValueError: ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"``; when called, the
+            shapes cannot be broadcast.
 
     Example:
         >>> import numpy as np
@@ -974,6 +1167,12 @@ class BCELoss(Layer):
     Args:
         weight (tensor | None): per-element weights.
         reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
+    Returns:
+        BCELoss: the layer; ``layer(input, label)`` returns the loss (``[1]`` for mean/sum, the
+        input's shape for none).
+    Raises:
+        ValueError: ``reduction`` is not ``"none"``, ``"mean"`` or ``"sum"``; when called, the
+            shapes cannot be broadcast.
 
     Example:
         >>> import numpy as np
@@ -1014,6 +1213,14 @@ class NLLLoss(Layer):
         weight (tensor | None): per-class weights.
         reduction (str, default "mean"): ``"none"``, ``"mean"`` or ``"sum"``.
         ignore_index (int, default -100): labels that contribute nothing.
+    Returns:
+        NLLLoss: the layer; ``layer(input, label)`` returns the loss (``[1]`` for mean/sum,
+        ``[N, d1, ...]`` for none).
+    Raises:
+        ValueError: ``reduction`` is unknown; when called, ``input`` has fewer than 2 dims, the
+            label is not an int tensor, or a label (other than ``ignore_index``) is outside
+            ``[0, C)``.
+        TypeError: ``ignore_index`` is not an int.
 
     Example:
         >>> import numpy as np

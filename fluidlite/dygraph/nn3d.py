@@ -32,6 +32,29 @@ class Conv3D(_Op):
     kh, kw]`` (Normal(0, sqrt(2/(kd*kh*kw*C)))), bias ``[num_filters]`` on axis 1, then
     ``act``.
 
+    Args:
+        num_channels (int): input channels ``C``.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 3 ints): kernel depth, height and width.
+        stride (int | tuple, default 1): window step.
+        padding (int | tuple | str, default 0): zero padding (or ``"SAME"`` / ``"VALID"``).
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups (default 1).
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        Conv3D: the layer; ``layer(input)`` maps ``[N, C, D, H, W]`` to
+        ``[N, num_filters, D', H', W']``.
+    Raises:
+        TypeError: a count is not an int, a size/stride/padding/dilation is not an int or list
+            of 3 ints, or ``act`` has the wrong type.
+        ValueError: a count < 1, ``num_channels`` / ``num_filters`` not divisible by ``groups``,
+            a list of the wrong length, an unknown padding or ``act``; when called, the input is
+            not 5-D or its channels differ from ``num_channels``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -68,6 +91,31 @@ class Conv3D(_Op):
 class Conv3DTranspose(_Op):
     """Transposed 3-D convolution as ``fluid.layers.conv3d_transpose`` (NCDHW):
     ``W: [C, num_filters/groups, kd, kh, kw]`` (Xavier), bias on axis 1, then ``act``.
+
+    Args:
+        num_channels (int): input channels ``C``.
+        num_filters (int): output channels.
+        filter_size (int | tuple of 3 ints): kernel depth, height and width.
+        output_size (int | tuple of 3 ints | None): the output's depth, height and width.
+        padding (int | tuple | str, default 0): zero padding (or ``"SAME"`` / ``"VALID"``).
+        stride (int | tuple, default 1): the upsampling step.
+        dilation (int | tuple, default 1): spacing of the kernel taps.
+        groups (int | None): channel groups (default 1).
+        param_attr (ParamAttr | str | None): the filter's attribute (not ``False``).
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: none.
+        use_cudnn (bool, default True): accepted for fluid's signature.
+        act (str | None): activation applied to the result.
+        name (str | None): accepted for fluid's signature.
+        dtype (str, default "float32"): the parameters' dtype.
+    Returns:
+        Conv3DTranspose: the layer; ``layer(input)`` maps ``[N, C, D, H, W]`` to
+        ``[N, num_filters, D', H', W']``.
+    Raises:
+        TypeError: a count is not an int, a size/stride/padding/dilation is not an int or list
+            of 3 ints, or ``act`` has the wrong type.
+        ValueError: ``param_attr`` is False, a count < 1, ``num_channels`` / ``num_filters`` not
+            divisible by ``groups``, a list of the wrong length, an unknown padding or ``act``;
+            when called, the input is not 5-D or its channels differ from ``num_channels``.
 
     Example:
         >>> import numpy as np

@@ -34,6 +34,15 @@ class ParallelEnv:
     """This process's place in the launch: ``nranks``, ``local_rank``, ``dev_id`` (always 0:
     one CPU per process), ``current_endpoint``, ``trainer_endpoints``.
 
+    Args:
+        None: the constructor takes no arguments; it reads ``PADDLE_TRAINERS_NUM``,
+            ``PADDLE_TRAINER_ID``, ``PADDLE_TRAINER_ENDPOINTS``, ``PADDLE_CURRENT_ENDPOINT`` and
+            the MPI launch.
+    Returns:
+        ParallelEnv: the environment, read through its properties.
+    Raises:
+        ValueError: ``PADDLE_TRAINERS_NUM`` or ``PADDLE_TRAINER_ID`` is set but not an integer.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -87,6 +96,14 @@ class ParallelStrategy:
 def prepare_context(strategy: Optional[ParallelStrategy] = None) -> ParallelStrategy:
     """Join the launch (checked against ``strategy`` when given) and return the strategy.
 
+    Args:
+        strategy (ParallelStrategy | None): the expected ranks (default: built from the launch
+            and the environment).
+    Returns:
+        ParallelStrategy: ``strategy`` (or the one built), for ``DataParallel``.
+    Raises:
+        ValueError: ``strategy``'s ``nranks`` / ``local_rank`` differ from the MPI launch.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -111,6 +128,15 @@ def prepare_context(strategy: Optional[ParallelStrategy] = None) -> ParallelStra
 
 class DataParallel(Layer):
     """Wraps ``layers`` for data-parallel training (see the module docstring).
+
+    Args:
+        layers (Layer): the model to wrap; its parameters are broadcast from rank 0.
+        strategy (ParallelStrategy | None): from ``prepare_context`` (default: prepared now).
+    Returns:
+        DataParallel: a Layer whose forward is ``layers``' (calling it returns what ``layers``
+        returns); ``scale_loss`` and ``apply_collective_grads`` do the data-parallel steps.
+    Raises:
+        ValueError: ``strategy`` does not match the MPI launch.
 
     Example:
         >>> import numpy as np

@@ -32,6 +32,22 @@ def _as_list(x: Any) -> List[Any]:
 class TracedLayer:
     """A static program traced from a dygraph layer (see the module docstring).
 
+    Args:
+        program (Program): the traced static program.
+        parameters (dict): ``{name: ParamBase}``, the dygraph parameters the program reads.
+        feed_names (list of str): the program's feed variables, one per traced input.
+        fetch_names (list of str | Variable): the fetched outputs (names or Variables).
+        constants (dict | None): ``{name: ndarray}``, non-parameter values the program reads.
+    Returns:
+        TracedLayer: calling it with the inputs runs the static program and returns the outputs
+        as numpy arrays; ``program`` is the traced Program. Usually built by
+        ``TracedLayer.trace(layer, inputs)``, which returns ``(outputs, traced_layer)``.
+    Raises:
+        ValueError: a name in ``fetch_names`` is not a variable of the program; when called, the
+            number of inputs differs from the traced one.
+        RuntimeError: ``trace`` is called outside dygraph mode.
+        TypeError: ``trace`` gets an input that is not a dygraph tensor.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -62,6 +78,17 @@ class TracedLayer:
     def set_strategy(self, build_strategy: Any = None, exec_strategy: Any = None) -> None:
         """Accepted as fluid 1.8's (the strategies tune multi-device graph execution; a
         fluidlite plan runs on one CPU and ignores them); checks their types as fluid did.
+
+        Args:
+            build_strategy (BuildStrategy | None): fluid's graph-build settings (type-checked, then
+                ignored).
+            exec_strategy (ExecutionStrategy | None): fluid's execution settings (type-checked, then
+                ignored).
+        Returns:
+            None: the strategies are stored.
+        Raises:
+            TypeError: ``build_strategy`` is not a ``BuildStrategy`` or ``exec_strategy`` not an
+                ``ExecutionStrategy``.
 
         Example:
             >>> import numpy as np
@@ -140,6 +167,19 @@ class TracedLayer:
                              fetch: Optional[Sequence[int]] = None, **kwargs: Any) -> List[str]:
         """``fluid.io.save_inference_model`` of the traced program: ``feed``/``fetch`` select
         inputs/outputs by index (default: all).
+
+        Args:
+            dirname (str): the directory to write.
+            feed (list of int | None): indices of the inputs to keep as feeds (default: all).
+            fetch (list of int | None): indices of the outputs to fetch (default: all).
+            **kwargs: further arguments of ``fluid.io.save_inference_model`` (e.g.
+                ``model_filename``, ``params_filename``).
+        Returns:
+            list of str: the names of the saved fetch targets.
+        Raises:
+            IndexError: an index in ``feed`` / ``fetch`` is out of range.
+            OSError: ``dirname`` cannot be written (the errors of ``fluid.io.save_inference_model``
+                propagate).
 
         Example:
             >>> import numpy as np

@@ -206,6 +206,13 @@ class RNNCell:
         """The shape(s) of the cell's states without the batch dim (a list, or nested lists for
         several states); subclasses define it (``get_initial_states`` uses it).
 
+        Args:
+            None: a read-only property.
+        Returns:
+            list: the state shape(s) without the batch dim, nested for several states.
+        Raises:
+            NotImplementedError: the subclass does not define ``state_shape``.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -218,6 +225,13 @@ class RNNCell:
     def state_dtype(self) -> Any:
         """The dtype(s) of the cell's states, nested like ``state_shape``; subclasses define it
         (``get_initial_states`` uses it).
+
+        Args:
+            None: a read-only property.
+        Returns:
+            str | list: the state dtype(s), nested like ``state_shape``.
+        Raises:
+            NotImplementedError: the subclass does not define ``state_dtype``.
 
         Example:
             >>> import numpy as np
@@ -334,6 +348,13 @@ class GRUCell(RNNCell):
     def state_shape(self) -> List[int]:
         """``[hidden_size]``: the shape of the hidden state without the batch dim.
 
+        Args:
+            None: a read-only property.
+        Returns:
+            list of int: ``[hidden_size]``.
+        Raises:
+            None: this property does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -431,6 +452,13 @@ class LSTMCell(RNNCell):
     @property
     def state_shape(self) -> List[List[int]]:
         """``[[hidden_size], [hidden_size]]``: the shapes of ``h`` and ``c`` without the batch dim.
+
+        Args:
+            None: a read-only property.
+        Returns:
+            list of list of int: ``[[hidden_size], [hidden_size]]``.
+        Raises:
+            None: this property does not raise.
 
         Example:
             >>> import numpy as np

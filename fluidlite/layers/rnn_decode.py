@@ -622,6 +622,13 @@ class BeamSearchDecoder(Decoder):
         """The dtypes of a step's outputs: ``OutputWrapper(scores='float32',
         predicted_ids='int64', parent_ids='int64')``.
 
+        Args:
+            None: a read-only property.
+        Returns:
+            OutputWrapper: ``(scores='float32', predicted_ids='int64', parent_ids='int64')``.
+        Raises:
+            None: this property does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid

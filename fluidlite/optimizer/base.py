@@ -271,6 +271,20 @@ class Optimizer:
         """append_backward for ``loss`` (non-trainable parameters get no gradient; the error
         clip callback is always included). Returns ``[(param, param@GRAD)]``.
 
+        Args:
+            loss (Variable): the loss (one element) whose gradients are built.
+            startup_program (Program | None): the startup program guarded while building (default:
+                the default startup program).
+            parameter_list (list | None): the parameters (or names) to differentiate (default: every
+                trainable parameter).
+            no_grad_set (set | None): variables or names that get no gradient.
+            callbacks (list of callable | None): ``append_backward`` callbacks; the error clip
+                callback is always added.
+        Returns:
+            list: ``[(param, param@GRAD)]`` pairs, one per parameter reached from ``loss``.
+        Raises:
+            TypeError: ``loss`` is not a Variable or ``callbacks`` is not a list.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -319,6 +333,13 @@ class Optimizer:
         """Sort, clip (with the optimizer's ``grad_clip``), regularize and append the update
         ops (see the module docstring).
 
+        Args:
+            params_grads (list of tuple): ``(param, grad)`` pairs, e.g. from ``backward``.
+        Returns:
+            list of Operator: the ops appended for the update (clip, regularization, update).
+        Raises:
+            RuntimeError: a parameter is already updated by an optimizer op in the program.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -354,6 +375,15 @@ class Optimizer:
     def apply_optimize(self, loss: Variable, startup_program: Optional[Program],
                        params_grads: Pairs) -> List[Operator]:
         """``apply_gradients`` inside ``program_guard(loss's program, startup_program)``.
+
+        Args:
+            loss (Variable): the loss; its program is the one the ops are appended to.
+            startup_program (Program | None): where the optimizer's state is initialized.
+            params_grads (list of tuple): ``(param, grad)`` pairs, e.g. from ``backward``.
+        Returns:
+            list of Operator: the ops appended for the update.
+        Raises:
+            RuntimeError: a parameter is already updated by an optimizer op in the program.
 
         Example:
             >>> import numpy as np
@@ -403,6 +433,14 @@ class Optimizer:
         """Dygraph: the learning rate the next ``minimize`` uses (a float; a dygraph decay is
         evaluated at its current step without advancing it).
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            float: the learning rate of the next step.
+        Raises:
+            RuntimeError: called outside dygraph mode.
+            TypeError: the learning rate is a static Variable, which has no value in dygraph mode.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -429,6 +467,13 @@ class Optimizer:
 
     def clear_gradients(self) -> None:
         """Dygraph: clear the gradient of every trainable parameter in ``parameter_list``.
+
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            None: the gradients are cleared in place.
+        Raises:
+            RuntimeError: called outside dygraph mode.
 
         Example:
             >>> import numpy as np
@@ -464,6 +509,10 @@ class Optimizer:
             grad_clip (GradientClipBase | None): a clip used when the optimizer has none.
         Returns:
             tuple: ``(optimize_ops, params_grads)``.
+        Raises:
+            TypeError: ``loss`` is not a Variable.
+            RuntimeError: a parameter is already updated by an optimizer op of this program (e.g.
+                ``minimize`` called twice on one loss).
 
         Example:
             >>> import numpy as np

@@ -31,6 +31,13 @@ class SGDOptimizer(Optimizer):
             parameter without its own.
         grad_clip (GradientClipBase | None): e.g. ``GradientClipByGlobalNorm(1.0)``.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        SGDOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``learning_rate`` is negative or not finite.
 
     Example:
         >>> import numpy as np
@@ -65,6 +72,14 @@ class MomentumOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        MomentumOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``momentum`` is None, negative or not finite, or ``learning_rate`` is
+            negative.
 
     Example:
         >>> import numpy as np
@@ -111,6 +126,14 @@ class LarsMomentumOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        LarsMomentumOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``momentum`` is None, or ``momentum``, ``lars_coeff``,
+            ``lars_weight_decay`` or ``learning_rate`` is negative or not finite.
 
     Example:
         >>> import numpy as np
@@ -159,6 +182,14 @@ class AdagradOptimizer(Optimizer):
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
         initial_accumulator_value (float, default 0.0): the accumulator's start value.
+    Returns:
+        AdagradOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``epsilon`` is None or not positive, ``initial_accumulator_value`` or
+            ``learning_rate`` is negative or not finite.
 
     Example:
         >>> import numpy as np
@@ -210,6 +241,14 @@ class AdamOptimizer(Optimizer):
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
         lazy_mode (bool, default False): accepted (gradients are dense).
+    Returns:
+        AdamOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``beta1``/``beta2`` (floats) are None or outside [0, 1), ``epsilon`` is
+            not positive or ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np
@@ -271,6 +310,14 @@ class AdamaxOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        AdamaxOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``beta1``/``beta2`` are None or outside [0, 1), ``epsilon`` is not
+            positive or ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np
@@ -326,6 +373,14 @@ class DecayedAdagradOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        DecayedAdagradOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and
+        returns ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``decay`` is None or outside [0, 1], ``epsilon`` is not positive or
+            ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np
@@ -373,6 +428,14 @@ class AdadeltaOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        AdadeltaOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``learning_rate``, ``epsilon`` or ``rho`` is None, ``epsilon`` is not
+            positive, ``rho`` is outside [0, 1] or ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np
@@ -422,6 +485,14 @@ class RMSPropOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        RMSPropOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: an argument is None, ``epsilon`` is not positive, ``rho`` is outside
+            [0, 1], or ``momentum`` or ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np
@@ -472,6 +543,14 @@ class FtrlOptimizer(Optimizer):
             without its own.
         grad_clip (GradientClipBase | None): the gradient clip.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        FtrlOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        ValueError: ``l1`` or ``l2`` is negative, ``lr_power`` is positive, or
+            ``learning_rate`` is negative (or any of them is not finite).
 
     Example:
         >>> import numpy as np
@@ -523,6 +602,15 @@ class LambOptimizer(AdamOptimizer):
         exclude_from_weight_decay_fn (callable | None): ``fn(param) -> bool``: no weight
             decay for the parameters it selects.
         name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        LambOptimizer: the optimizer; ``minimize(loss)`` appends its update ops and returns
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable (e.g. an int), ``regularization``
+            is not a regularizer instance or ``grad_clip`` is not a ``GradientClipBase``.
+        TypeError: ``exclude_from_weight_decay_fn`` is neither None nor callable.
+        ValueError: ``lamb_weight_decay`` is None or negative, ``beta1``/``beta2`` are
+            outside [0, 1), ``epsilon`` is not positive or ``learning_rate`` is negative.
 
     Example:
         >>> import numpy as np

@@ -41,6 +41,20 @@ class DpsgdOptimizer(Optimizer):
     ``param -= lr * (g' + N(0, sigma^2) / batch_size)`` (noise per element, from the plan's
     seeded generator: ``program.random_seed`` makes runs reproducible).
 
+    Args:
+        learning_rate (float | Variable, default 0.001): the step size ``lr``.
+        clip (float, default 0.9): the gradient-norm bound ``clip`` (> 0).
+        batch_size (float, default 0.999): the noise divisor ``batch_size`` (> 0).
+        sigma (float, default 1e-8): the standard deviation of the Gaussian noise (>= 0).
+        parameter_list (list | None): the parameters to update (required in dygraph mode).
+    Returns:
+        DpsgdOptimizer: the optimizer; ``minimize(loss)`` appends one ``dpsgd`` op per
+        parameter and returns ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``learning_rate`` is not a float or Variable.
+        ValueError: an argument is None, ``clip`` or ``batch_size`` is not positive, ``sigma``
+            or ``learning_rate`` is negative (or any is not finite).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -95,6 +109,35 @@ class DGCMomentumOptimizer(MomentumOptimizer):
     ``GradientClipByNorm`` ``grad_clip`` (the only clip DGC takes: TypeError otherwise) clips
     each compressed gradient to ``clip_norm / sqrt(num_trainers)`` once compression started;
     both need ``num_trainers``.
+
+    Args:
+        learning_rate (float | Variable): the step size.
+        momentum (float): the velocity's decay ``mu`` (>= 0).
+        rampup_begin_step (int): the step where compression starts (>= 0).
+        rampup_step (int, default 1): the number of steps over which ``sparsity`` ramps up (>= 1).
+        sparsity (list of float, default (0.999,)): the sparsity of each rampup period, each in
+            [0, 1); the last one is used after the rampup.
+        parameter_list (list | None): the parameters to update.
+        use_nesterov (bool, default False): Nesterov's momentum update.
+        local_grad_clip_norm (float | None): clip each compressed gradient to this norm divided by
+            ``sqrt(num_trainers)``; needs ``num_trainers``.
+        num_trainers (int | None): the number of trainers (> 0) used by the local clip.
+        regularization (WeightDecayRegularizer | None): weight decay for every parameter without
+            its own.
+        grad_clip (GradientClipByNorm | None): an alternative spelling of
+            ``local_grad_clip_norm`` (its ``clip_norm``); no other clip is accepted.
+        name (str | None): name prefix of the optimizer's variables.
+    Returns:
+        DGCMomentumOptimizer: the optimizer; ``minimize(loss)`` appends the ``dgc`` /
+        ``dgc_momentum`` (or ``momentum``) ops and returns ``(optimize_ops, params_grads)``.
+    Raises:
+        RuntimeError: called in dygraph mode.
+        TypeError: ``grad_clip`` is not a ``GradientClipByNorm``, ``sparsity`` is not a non-empty
+            list/tuple, ``num_trainers`` is not an int while a clip norm is given, or
+            ``learning_rate`` / ``regularization`` has the wrong type.
+        ValueError: ``momentum`` or ``rampup_begin_step`` is None, ``rampup_begin_step`` /
+            ``rampup_step`` is not an int >= 0 / >= 1, a sparsity is outside [0, 1),
+            ``num_trainers`` <= 0 or the clip norm is not positive.
 
     Example:
         >>> import numpy as np
@@ -241,6 +284,19 @@ class PipelineOptimizer:
     """``PipelineOptimizer(optimizer, num_microbatches=1, start_cpu_core_id=0)`` on one
     device (see the module docstring): ``minimize`` is the wrapped optimizer's; the
     ``device_guard`` sections stay in one program and run in order.
+
+    Args:
+        optimizer (Optimizer): the optimizer whose ``minimize`` does the update.
+        num_microbatches (int, default 1): fluid's number of micro-batches (>= 1); recorded in
+            ``program._pipeline_opt``, the whole batch runs at once on one device.
+        start_cpu_core_id (int, default 0): fluid's first CPU core to bind (>= 0); recorded only.
+    Returns:
+        PipelineOptimizer: the wrapper; ``minimize(loss)`` returns the wrapped optimizer's
+        ``(optimize_ops, params_grads)``.
+    Raises:
+        RuntimeError: called in dygraph mode.
+        ValueError: ``optimizer`` is not an ``Optimizer``, ``num_microbatches`` is not an int
+            >= 1 or ``start_cpu_core_id`` is not an int >= 0.
 
     Example:
         >>> import numpy as np

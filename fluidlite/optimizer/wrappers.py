@@ -49,6 +49,16 @@ class _SwapIn:
     def apply(self, executor: Any, need_restore: bool = True) -> Iterator[None]:
         """Swap the averages into the parameters; restore them on exit.
 
+        Args:
+            executor (Executor): runs ``apply_program`` (and ``restore_program`` on exit) in its
+                scope.
+            need_restore (bool, default True): put the trained values back when the block exits.
+        Returns:
+            contextmanager: a context in which the parameters hold the averaged values.
+        Raises:
+            RuntimeError: the executor fails to run the program (e.g. the startup program, and so
+                the accumulators, never ran).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -80,6 +90,14 @@ class _SwapIn:
 
     def restore(self, executor: Any) -> None:
         """Put back the parameter values saved by ``apply``.
+
+        Args:
+            executor (Executor): runs ``restore_program`` in its scope.
+        Returns:
+            None: the parameters are restored in the executor's scope.
+        Raises:
+            RuntimeError: the executor fails to run the program (e.g. ``apply`` never saved the
+                values).
 
         Example:
             >>> import numpy as np
@@ -114,6 +132,21 @@ class ModelAverage(Optimizer, _SwapIn):
     ``sum_3``, ``num_accumulates``, ``old_num_accumulates``, ``num_updates``). ``apply(exe)`` is a
     context manager that swaps the averages in (``param = (sum_1 + sum_2 + sum_3) /
     (num_accumulates + old_num_accumulates)``) and restores the trained values on exit.
+
+    Args:
+        average_window_rate (float): the window size as a rate of the number of updates.
+        min_average_window (int, default 10000): the smallest window, in updates.
+        max_average_window (int, default 10000): the largest window, in updates.
+        regularization (WeightDecayRegularizer | None): kept for fluid's signature; the averaging
+            appends no update op, so it has no effect.
+        name (str | None): name prefix of the accumulators.
+    Returns:
+        ModelAverage: the averager; ``apply(exe)`` / ``restore(exe)`` swap the averages in and out.
+        Its ``minimize`` raises TypeError: it is not a standalone optimizer.
+    Raises:
+        ValueError: ``min_average_window > max_average_window``, or a window / rate cannot be
+            converted to a number.
+        TypeError: ``regularization`` is not a regularizer instance.
 
     Example:
         >>> import numpy as np
@@ -209,6 +242,18 @@ class ExponentialMovingAverage(_SwapIn):
     exit. (fluid 1.8 also wrote the corrected value back into the EMA variable, so every apply
     compounded the correction; fluidlite leaves the EMA untouched.)
 
+    Args:
+        decay (float, default 0.999): the decay ``d`` of the average, in [0, 1].
+        thres_steps (Variable | None): a step counter ``t``; when given the decay is
+            ``min(decay, (1 + t) / (10 + t))``.
+        name (str | None): prefix of the EMA variables' names.
+    Returns:
+        ExponentialMovingAverage: the averager; ``update()`` appends the EMA ops, ``apply(exe)`` /
+        ``restore(exe)`` swap the averages in and out.
+    Raises:
+        ValueError: ``decay`` is not a number in [0, 1].
+        TypeError: ``thres_steps`` is neither None nor a Variable.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -303,6 +348,13 @@ class ExponentialMovingAverage(_SwapIn):
     def update(self) -> None:
         """Append the EMA update ops to the main program (call once, after minimize).
 
+        Args:
+            None: this method takes no arguments; it appends to the default main program.
+        Returns:
+            None: the EMA ops and the step counter are appended to the main program.
+        Raises:
+            None: this method raises no error of its own.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -335,6 +387,17 @@ class LookaheadOptimizer:
     every ``k`` steps the slow weights move ``alpha`` of the way to them and the fast weights
     are reset to the slow ones (``<param>@SLOW``, initialised from the parameter in the startup
     program).
+
+    Args:
+        inner_optimizer (Optimizer): the optimizer updating the fast weights every step.
+        alpha (float, default 0.5): how far the slow weights move toward the fast ones, in [0, 1].
+        k (int, default 5): the number of fast steps between syncs (> 0).
+    Returns:
+        LookaheadOptimizer: the wrapper; ``minimize(loss, startup_program=None)`` returns the
+        inner optimizer's ``(optimize_ops, params_grads)``.
+    Raises:
+        ValueError: ``inner_optimizer`` is None, ``alpha`` is not in [0, 1] or ``k`` is not a
+            positive int.
 
     Example:
         >>> import numpy as np
@@ -458,6 +521,14 @@ class RecomputeOptimizer(Optimizer):
     instead of keeping their outputs (fluid's recompute; the gradients are the same).
     Call ``_set_checkpoints([vars])`` before ``minimize``.
 
+    Args:
+        optimizer (Optimizer): the optimizer doing the clip, regularization and update.
+    Returns:
+        RecomputeOptimizer: the wrapper; call ``_set_checkpoints(vars)`` then ``minimize(loss)``,
+        which returns ``(optimize_ops, params_grads)``.
+    Raises:
+        TypeError: ``optimizer`` is not an ``Optimizer``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -494,6 +565,19 @@ class RecomputeOptimizer(Optimizer):
                  parameter_list: Optional[Sequence[Any]] = None, no_grad_set: Any = None,
                  callbacks: Optional[List[Callable]] = None) -> Pairs:
         """append_backward with the checkpoints set by ``_set_checkpoints``.
+
+        Args:
+            loss (Variable): the loss (one element).
+            startup_program (Program | None): the startup program guarded while building.
+            parameter_list (list | None): the parameters to differentiate (default: all trainable).
+            no_grad_set (set | None): variables or names that get no gradient.
+            callbacks (list of callable | None): ``append_backward`` callbacks; the error clip
+                callback is always added.
+        Returns:
+            list: ``[(param, param@GRAD)]`` pairs.
+        Raises:
+            ValueError: ``_set_checkpoints`` was not called.
+            TypeError: ``loss`` is not a Variable.
 
         Example:
             >>> import numpy as np
@@ -541,6 +625,15 @@ class RecomputeOptimizer(Optimizer):
         """The wrapped optimizer's ``apply_optimize`` on the ``params_grads`` of this optimizer's
         ``backward`` (which recomputes the segments between checkpoints).
 
+        Args:
+            loss (Variable): the loss; its program gets the update ops.
+            startup_program (Program | None): where the optimizer's state is initialized.
+            params_grads (list of tuple): ``(param, grad)`` pairs from ``backward``.
+        Returns:
+            list of Operator: the ops appended by the wrapped optimizer.
+        Raises:
+            RuntimeError: a parameter is already updated by an optimizer op in the program.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -563,6 +656,13 @@ class RecomputeOptimizer(Optimizer):
     def apply_gradients(self, params_grads: Pairs) -> List[Operator]:
         """The wrapped optimizer's ``apply_gradients`` (clip, regularization and updates) on
         ``params_grads``.
+
+        Args:
+            params_grads (list of tuple): ``(param, grad)`` pairs from ``backward``.
+        Returns:
+            list of Operator: the ops appended by the wrapped optimizer.
+        Raises:
+            RuntimeError: a parameter is already updated by an optimizer op in the program.
 
         Example:
             >>> import numpy as np

@@ -39,6 +39,17 @@ class DistributeTranspilerConfig:
     collective mode; the parameter-server settings (``slice_var_up``, ``split_method``,
     ``min_block_size``, ``sync_mode``, ...) are kept for scripts that set them.
 
+    Args:
+        **kwargs: settings to override, by name (``mode``, ``collective_mode``, ``nccl_comm_num``,
+            ``wait_port``, ``split_method``, ...); every other setting keeps fluid 1.8's default
+            (``mode="pserver"``, ``nccl_comm_num=1``, ``wait_port=True``, ...). Settings can also be
+            assigned as attributes afterwards.
+    Returns:
+        DistributeTranspilerConfig: the settings object for ``DistributeTranspiler(config=)``.
+    Raises:
+        TypeError: a positional argument is given.
+        ValueError: a keyword names no setting.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -78,6 +89,16 @@ class DistributeTranspilerConfig:
 
 class DistributeTranspiler:
     """``DistributeTranspiler(config=None)``: see the module docstring.
+
+    Args:
+        config (DistributeTranspilerConfig | None): the settings (default: a fresh
+            ``DistributeTranspilerConfig()``, i.e. the unavailable pserver mode).
+    Returns:
+        DistributeTranspiler: the transpiler; call ``transpile`` then ``get_trainer_program`` /
+        ``get_startup_program``.
+    Raises:
+        TypeError: ``config`` is not a ``DistributeTranspilerConfig``, or its ``split_method`` is
+            not a ``PSDispatcher`` subclass (``HashName`` / ``RoundRobin``).
 
     Example:
         >>> import numpy as np
@@ -121,6 +142,28 @@ class DistributeTranspiler:
         """Prepare ``program`` (default: the default main program; its optimizer must have
         been applied) for trainer ``trainer_id`` of the comma-separated ``trainers``
         endpoints (see the module docstring for what each mode does).
+
+        Args:
+            trainer_id (int): this trainer's index in ``trainers`` (>= 0).
+            program (Program | None): the main program to prepare (default: the default main
+                program), after ``minimize``.
+            pservers (str, default "127.0.0.1:6174"): the parameter-server endpoints of the pserver
+                mode, which fluidlite does not provide.
+            trainers (str | int, default 1): the comma-separated trainer endpoints
+                (``"ip:port,ip:port"``); an int is only valid in pserver mode.
+            sync_mode (bool, default True): accepted for fluid's signature (pserver mode).
+            startup_program (Program | None): the startup program (default: the default startup
+                program).
+            current_endpoint (str, default "127.0.0.1:6174"): this trainer's endpoint.
+        Returns:
+            None: the programs are prepared in place (nccl2: the endpoints are recorded; collective:
+            the all-reduce / broadcast ops are added).
+        Raises:
+            ValueError: ``config.mode`` is ``"pserver"`` or unknown, ``trainer_id`` is not an
+                int >= 0 or not below the number of trainers, ``collective_mode`` is not
+                ``"grad_allreduce"``, ``nccl_comm_num`` < 1, the program has no backward pass
+                (collective mode), or the MPI launch does not match the endpoints.
+            TypeError: ``trainers`` is not a str of endpoints.
 
         Example:
             >>> import numpy as np
@@ -184,6 +227,13 @@ class DistributeTranspiler:
     def get_trainer_program(self, wait_port: bool = True) -> Program:
         """The trainer's program (the one ``transpile`` prepared).
 
+        Args:
+            wait_port (bool, default True): accepted for fluid's signature.
+        Returns:
+            Program: the main program ``transpile`` prepared.
+        Raises:
+            RuntimeError: ``transpile`` was not called.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -208,6 +258,16 @@ class DistributeTranspiler:
                             pserver_program: Optional[Program] = None,
                             startup_program: Optional[Program] = None) -> Program:
         """The trainer's startup program (in collective mode it broadcasts the parameters).
+
+        Args:
+            endpoint (str | None): accepted for fluid's signature (a pserver endpoint).
+            pserver_program (Program | None): accepted for fluid's signature.
+            startup_program (Program | None): accepted for fluid's signature; the startup program
+                given to ``transpile`` is returned.
+        Returns:
+            Program: the startup program ``transpile`` prepared.
+        Raises:
+            RuntimeError: ``transpile`` was not called.
 
         Example:
             >>> import numpy as np
@@ -235,6 +295,13 @@ class DistributeTranspiler:
     def get_pserver_program(self, endpoint: str) -> Program:
         """Parameter-server mode only: ValueError here (see the module docstring).
 
+        Args:
+            endpoint (str): the parameter server's endpoint.
+        Returns:
+            Program: never; there are no parameter servers.
+        Raises:
+            ValueError: always (fluidlite provides the nccl2 and collective modes only).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -249,6 +316,13 @@ class DistributeTranspiler:
 
     def get_pserver_programs(self, endpoint: str) -> List[Program]:
         """Parameter-server mode only: ValueError here (see the module docstring).
+
+        Args:
+            endpoint (str): the parameter server's endpoint.
+        Returns:
+            list of Program: never; there are no parameter servers.
+        Raises:
+            ValueError: always (fluidlite provides the nccl2 and collective modes only).
 
         Example:
             >>> import numpy as np

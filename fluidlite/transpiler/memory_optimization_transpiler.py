@@ -17,6 +17,17 @@ def memory_optimize(input_program: Any, skip_opt_set: Optional[Any] = None,
     """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
     unchanged.
 
+    Args:
+        input_program (Program): the program (left unchanged).
+        skip_opt_set (set | None): accepted for fluid's signature.
+        print_log (bool, default False): accepted for fluid's signature.
+        level (int, default 0): accepted for fluid's signature.
+        skip_grads (bool, default True): accepted for fluid's signature.
+    Returns:
+        None: only a ``DeprecationWarning`` is issued.
+    Raises:
+        None: this deprecated no-op does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -36,6 +47,14 @@ def memory_optimize(input_program: Any, skip_opt_set: Optional[Any] = None,
 def release_memory(input_program: Any, skip_opt_set: Optional[Any] = None) -> None:
     """Deprecated since fluid 1.6: warns (DeprecationWarning) and leaves ``input_program``
     unchanged.
+
+    Args:
+        input_program (Program): the program (left unchanged).
+        skip_opt_set (set | None): accepted for fluid's signature.
+    Returns:
+        None: only a ``DeprecationWarning`` is issued.
+    Raises:
+        None: this deprecated no-op does not raise.
 
     Example:
         >>> import numpy as np

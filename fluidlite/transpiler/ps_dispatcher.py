@@ -45,6 +45,13 @@ class PSDispatcher:
     def reset(self) -> None:
         """Nothing to reset: name hashing keeps no state (fluid's dispatcher interface).
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            None: the dispatcher restarts (``RoundRobin`` from the first endpoint).
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -60,6 +67,15 @@ class PSDispatcher:
 
 class HashName(PSDispatcher):
     """The endpoint of a variable is ``eps[crc32(name) % len(eps)]``.
+
+    Args:
+        pserver_endpoints (list of str): the ``"ip:port"`` endpoints to choose from.
+    Returns:
+        HashName: the dispatcher; ``dispatch(varlist)`` returns one endpoint per variable (or
+        name).
+    Raises:
+        ValueError: ``pserver_endpoints`` is not a non-empty list of strings.
+        TypeError: ``dispatch`` gets an item that is neither a name nor a named variable.
 
     Example:
         >>> import numpy as np

@@ -230,6 +230,27 @@ def decorate(optimizer: Any, amp_lists: Optional[AutoMixedPrecisionLists] = None
     >= 1; ``incr_ratio`` > 1; ``decr_ratio`` in (0, 1). The loss-scaling variables are created
     now in the default main/startup programs: call it inside the network's ``program_guard``.
 
+    Args:
+        optimizer (Optimizer): the optimizer to wrap.
+        amp_lists (AutoMixedPrecisionLists | None): the op lists (default lists when None).
+        init_loss_scaling (float, default 1.0): the initial loss scale (> 0).
+        incr_every_n_steps (int, default 1000): grow the scale after this many finite steps in a
+            row (>= 1).
+        decr_every_n_nan_or_inf (int, default 2): shrink the scale after this many steps with
+            NaN/Inf gradients (>= 1).
+        incr_ratio (float, default 2.0): the growth factor (> 1).
+        decr_ratio (float, default 0.8): the shrink factor, in (0, 1).
+        use_dynamic_loss_scaling (bool, default True): adjust the scale as above (else it stays
+            ``init_loss_scaling``).
+    Returns:
+        OptimizerWithMixedPrecision: the wrapped optimizer; its ``minimize(loss)`` rewrites the
+        program to float16 per ``amp_lists`` and returns ``(optimize_ops, scaled_params_grads)``;
+        ``get_loss_scaling()`` gives the scale Variable.
+    Raises:
+        TypeError: ``optimizer`` is not a fluid optimizer or ``amp_lists`` is not an
+            ``AutoMixedPrecisionLists``.
+        ValueError: a number is out of its range (see Args).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

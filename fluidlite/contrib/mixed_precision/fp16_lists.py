@@ -45,6 +45,18 @@ class AutoMixedPrecisionLists:
     ``custom_black_list`` to the black list; an op in both raises ``ValueError``. Every op
     reading or writing a variable of ``custom_black_varnames`` runs in float32.
 
+    Args:
+        custom_white_list (set | list of str | None): op types to run in float16 always.
+        custom_black_list (set | list of str | None): op types to run in float32 always.
+        custom_black_varnames (set | list of str | None): variable names whose reading or writing
+            ops run in float32.
+    Returns:
+        AutoMixedPrecisionLists: the lists (``white_list``, ``black_list``, ``gray_list``,
+        ``black_varnames``), for ``decorate(amp_lists=)``.
+    Raises:
+        TypeError: a custom list is a str or holds a non-string.
+        ValueError: an op type is in both ``custom_white_list`` and ``custom_black_list``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

@@ -14,6 +14,14 @@ class Mode:
     """fluid's fleet modes (only ``COLLECTIVE`` is provided: parameter-server training is
     not).
 
+    Args:
+        None: a namespace of constants (``TRANSPILER = 1``, ``PSLIB = 2``, ``COLLECTIVE = 3``); it
+            is not instantiated.
+    Returns:
+        int: each attribute is a mode number, passed to ``Fleet(mode)``.
+    Raises:
+        None: reading a constant does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -29,6 +37,15 @@ class Mode:
 class Fleet(abc.ABC):
     """Base of a fleet: a mode, a role maker (``init``) and the worker/server queries derived
     from it; a mode implements the abstract methods.
+
+    Args:
+        mode (int): ``Mode.TRANSPILER``, ``Mode.PSLIB`` or ``Mode.COLLECTIVE``.
+    Returns:
+        Fleet: (a subclass's) fleet object; the abstract base itself cannot be instantiated.
+    Raises:
+        ValueError: ``mode`` is not one of the ``Mode`` constants.
+        TypeError: instantiating ``Fleet`` itself or a subclass that leaves an abstract method
+            unimplemented.
 
     Example:
         >>> import numpy as np
@@ -71,6 +88,15 @@ class Fleet(abc.ABC):
 class DistributedOptimizer(abc.ABC):
     """Base of a fleet's optimizer wrapper: holds the wrapped ``optimizer`` and the
     ``strategy``; a mode implements ``backward``, ``apply_gradients`` and ``minimize``.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        strategy (object | None): the mode's strategy (e.g. a collective ``DistributedStrategy``).
+    Returns:
+        DistributedOptimizer: (a subclass's) wrapper; ``minimize(loss)`` is the mode's.
+    Raises:
+        ValueError: ``optimizer`` is not an ``Optimizer``.
+        TypeError: instantiating the abstract base itself.
 
     Example:
         >>> import numpy as np

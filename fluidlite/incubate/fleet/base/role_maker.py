@@ -20,6 +20,13 @@ class Role:
     """fluid's process roles: ``Role.WORKER`` (1, a trainer) and ``Role.SERVER`` (2, a parameter
     server; fluidlite trains collectively, with workers only).
 
+    Args:
+        None: a namespace of constants (``WORKER = 1``, ``SERVER = 2``); it is not instantiated.
+    Returns:
+        int: each attribute is a role number, e.g. for ``UserDefinedRoleMaker(role=)``.
+    Raises:
+        None: reading a constant does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -33,6 +40,14 @@ class Role:
 
 class RoleMakerBase:
     """Holds the role; ``generate_role()`` fills it in (fleet.init calls it).
+
+    Args:
+        None: the constructor takes no arguments (one worker, index 0).
+    Returns:
+        RoleMakerBase: the role maker; ``worker_index()``, ``worker_num()``, ``is_worker()``,
+        ``is_first_worker()``, ``get_trainer_endpoints()`` ... query it.
+    Raises:
+        None: the base constructor and its queries do not raise.
 
     Example:
         >>> import numpy as np
@@ -100,6 +115,16 @@ class PaddleCloudRoleMaker(RoleMakerBase):
     ``PADDLE_TRAINER_ENDPOINTS`` (comma-separated) when set, else the MPI rank and size. Only
     ``is_collective=True`` (data parallel) is provided.
 
+    Args:
+        is_collective (bool, default False): must be True (collective mode is the only one).
+        **kwargs: fluid's other keyword settings, accepted and unused.
+    Returns:
+        PaddleCloudRoleMaker: the role maker; ``generate_role()`` (called by ``fleet.init``) reads
+        the environment.
+    Raises:
+        ValueError: ``is_collective`` is False; in ``generate_role``, the environment's ids are
+            not integers or do not match the MPI launch.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -145,6 +170,16 @@ class PaddleCloudRoleMaker(RoleMakerBase):
 class UserDefinedCollectiveRoleMaker(RoleMakerBase):
     """``current_id`` among ``worker_endpoints`` (one per trainer).
 
+    Args:
+        current_id (int, default 0): this trainer's index in ``worker_endpoints`` (>= 0).
+        worker_endpoints (list of str | None): one ``"ip:port"`` per trainer (default: one per
+            process of the MPI launch).
+    Returns:
+        UserDefinedCollectiveRoleMaker: the role maker for ``fleet.init``.
+    Raises:
+        ValueError: ``current_id`` is not an int >= 0 or not an index of ``worker_endpoints``; in
+            ``generate_role``, the role does not match the MPI launch.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -181,6 +216,19 @@ class UserDefinedRoleMaker(RoleMakerBase):
     """fluid's ``UserDefinedRoleMaker(current_id, role, worker_num, server_endpoints)``; in
     collective mode ``role`` must be ``Role.WORKER``.
 
+    Args:
+        current_id (int, default 0): this trainer's index.
+        role (int, default Role.WORKER): ``Role.WORKER`` (``Role.SERVER`` is refused by
+            ``generate_role``).
+        worker_num (int, default 0): the number of trainers (0: the MPI launch's size).
+        server_endpoints (list of str | None): parameter-server endpoints, kept for fluid's
+            signature.
+    Returns:
+        UserDefinedRoleMaker: the role maker for ``fleet.init``.
+    Raises:
+        ValueError: ``role`` is not a ``Role`` constant or ``worker_num`` is not an int >= 0; in
+            ``generate_role``, ``role`` is ``Role.SERVER`` or the role does not match the launch.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -216,6 +264,14 @@ class UserDefinedRoleMaker(RoleMakerBase):
 
 class MPISymetricRoleMaker(PaddleCloudRoleMaker):
     """The role from the MPI launch alone (every process a worker).
+
+    Args:
+        None: the constructor takes no arguments; the role comes from the MPI launch.
+    Returns:
+        MPISymetricRoleMaker: the role maker for ``fleet.init``.
+    Raises:
+        ValueError: in ``generate_role``, ``PADDLE_TRAINER_ID`` / ``PADDLE_TRAINERS_NUM`` are set
+            but not integers, or do not match the MPI launch.
 
     Example:
         >>> import numpy as np

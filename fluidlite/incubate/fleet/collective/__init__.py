@@ -46,6 +46,17 @@ class DistributedStrategy:
     (``use_dist_fc``, ``forward_recompute``, ``use_amp``, ``use_hierarchical_allreduce``) makes
     ``minimize`` raise (docs/compatibility.md).
 
+    Args:
+        None: the constructor takes no arguments; set the attributes above afterwards (defaults:
+            ``nccl_comm_num=1``, ``fuse_all_reduce_ops=True``, ``fuse_grad_size_in_MB=32``,
+            ``overlap_allreduce=True``, ``use_local_sgd=False``, ``local_sgd_steps=1``,
+            ``local_sgd_is_warm_steps=0``, the unprovided features False).
+    Returns:
+        DistributedStrategy: the settings for ``fleet.distributed_optimizer(opt, strategy)``.
+    Raises:
+        None: the constructor does not raise; ``CollectiveOptimizer.minimize`` raises ValueError
+            for an unprovided feature turned on.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -184,6 +195,20 @@ class CollectiveOptimizer(_fb.DistributedOptimizer):
     """``fleet.distributed_optimizer(opt, strategy)``: ``minimize`` = the optimizer's backward,
     the data-parallel pass (``fluidlite.distributed.data_parallel``), then its clip,
     regularization and update ops, in one build transaction.
+
+    Args:
+        optimizer (Optimizer): the optimizer whose backward, clip, regularization and update ops
+            are used.
+        strategy (DistributedStrategy): the collective settings.
+    Returns:
+        CollectiveOptimizer: the wrapper; ``minimize(loss, startup_program=None,
+        parameter_list=None, no_grad_set=None)`` returns ``(optimize_ops, params_grads)`` and
+        sets ``fleet.main_program`` / ``fleet.startup_program``.
+    Raises:
+        TypeError: ``strategy`` is not a ``DistributedStrategy``; in ``minimize``, ``loss`` is not
+            a Variable.
+        ValueError: in ``minimize``, the strategy turns on ``use_dist_fc``, ``forward_recompute``,
+            ``use_amp`` or ``use_hierarchical_allreduce``.
 
     Example:
         >>> import numpy as np
