@@ -181,6 +181,7 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
     Returns:
         Variable: ``[N, Lq, Dv]``, ``softmax(Q K^T / sqrt(D / num_heads)) V`` per head.
     Raises:
+        TypeError: ``queries``, ``keys`` or ``values`` is not a Variable.
         ValueError: an input is not 3-D, the last dims of ``queries`` and ``keys`` differ, the
             lengths of ``keys`` and ``values`` differ, or ``D`` / ``Dv`` is not divisible by
             ``num_heads``.
@@ -198,6 +199,9 @@ def scaled_dot_product_attention(queries: Variable, keys: Variable, values: Vari
         (-1, 5, 8)
     """
     for name, v in (("queries", queries), ("keys", keys), ("values", values)):
+        if not isinstance(v, Variable):
+            raise TypeError(f"scaled_dot_product_attention: {name} must be a Variable, but "
+                            f"received {type(v).__name__}")
         if len(v.shape) != 3:
             raise ValueError(f"scaled_dot_product_attention: {name} must be 3-D [batch, length, "
                              f"dim], got {list(v.shape)}")

@@ -211,7 +211,8 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
     Returns:
         VarBase: a dygraph tensor (``stop_gradient=True``).
     Raises:
-        TypeError: ``value`` is a static Variable or an object array, or ``dtype`` is unknown.
+        TypeError: ``value`` is a static Variable, an object array or holds strings, or
+            ``dtype`` is unknown.
         RuntimeError: called outside dygraph mode.
 
     Example:
@@ -236,6 +237,9 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
     if kind == "O":
         raise TypeError(f"to_variable: the value{' ' + repr(name) if name else ''} is an object "
                         f"array (ragged lists or non-numeric items?); pass a numeric ndarray")
+    if kind in "USV":       # a tensor holds numbers: ["a", 1] would become a string array
+        raise TypeError(f"to_variable: the value{' ' + repr(name) if name else ''} holds "
+                        f"strings or bytes (numpy dtype {arr.dtype}); pass numbers")
     if dtype is not None:
         from ..core.dtypes import to_numpy_dtype
         arr = arr.astype(to_numpy_dtype(dtype))

@@ -463,9 +463,10 @@ class Embedding(_Op):
         Embedding: the layer; ``layer(ids)`` returns ``ids.shape + [emb_dim]`` (a trailing 1 of
         ``ids`` dropped), dtype ``dtype``.
     Raises:
-        ValueError: ``size`` is not two positive ints; when called, the ids are not int64/int32
-            or an id is outside ``[0, vocab_size)``.
-        TypeError: ``param_attr`` has the wrong type.
+        ValueError: ``size`` is not two positive ints or ``padding_idx`` is outside
+            ``[-vocab_size, vocab_size)``; when called, the ids are not int64/int32 or an id is
+            outside ``[0, vocab_size)``.
+        TypeError: ``param_attr`` has the wrong type or ``padding_idx`` is not an int.
 
     Example:
         >>> import numpy as np
@@ -486,6 +487,9 @@ class Embedding(_Op):
             raise ValueError(f"Embedding: size must be [vocab_size, emb_dim], got {size}")
         if padding_idx is None:
             padding_idx = -1
+        elif not -size[0] <= check_int(padding_idx, "padding_idx", "Embedding") < size[0]:
+            raise ValueError(f"Embedding: padding_idx must be in [{-size[0]}, {size[0]}), got "
+                             f"{padding_idx}")
         elif padding_idx < 0:
             padding_idx += size[0]
         self._size, self._padding_idx = size, int(padding_idx)

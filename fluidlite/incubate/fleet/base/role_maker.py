@@ -8,7 +8,7 @@ a role that disagrees raises at ``fleet.init`` instead of deadlocking in the fir
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence
 
 from ....distributed import comm as _comm
 
@@ -228,6 +228,7 @@ class UserDefinedRoleMaker(RoleMakerBase):
     Raises:
         ValueError: ``role`` is not a ``Role`` constant or ``worker_num`` is not an int >= 0; in
             ``generate_role``, ``role`` is ``Role.SERVER`` or the role does not match the launch.
+        TypeError: ``server_endpoints`` is not a list of strings (e.g. one ``"ip:port"``).
 
     Example:
         >>> import numpy as np
@@ -241,7 +242,7 @@ class UserDefinedRoleMaker(RoleMakerBase):
     """
 
     def __init__(self, current_id: int = 0, role: int = Role.WORKER, worker_num: int = 0,
-                 server_endpoints: Optional[Union[str, Sequence[str]]] = None) -> None:
+                 server_endpoints: Optional[Sequence[str]] = None) -> None:
         super().__init__()
         if role not in (Role.WORKER, Role.SERVER):
             raise ValueError(f"UserDefinedRoleMaker: role must be Role.WORKER or Role.SERVER, "
@@ -249,6 +250,12 @@ class UserDefinedRoleMaker(RoleMakerBase):
         if not isinstance(worker_num, int) or worker_num < 0:
             raise ValueError(f"UserDefinedRoleMaker: worker_num must be an int >= 0, got "
                              f"{worker_num!r}")
+        if server_endpoints is not None and (isinstance(server_endpoints, (str, bytes)) or
+                                             not all(isinstance(e, str)
+                                                     for e in server_endpoints)):
+            # fluid's message; a single "ip:port" string would otherwise become its characters
+            raise TypeError(f"UserDefinedRoleMaker: server_endpoints must be as string list, "
+                            f"e.g. ['127.0.0.1:6170'], got {server_endpoints!r}")
         self._role = role
         self._current_id = current_id
         self._worker_num = worker_num or _comm.env_rank_size()[1]
