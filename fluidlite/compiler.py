@@ -40,6 +40,16 @@ class BuildStrategy:
     GPU kernels and memory reuse that fluidlite's executor always does its own way; they may
     be set and do not change results (docs/compatibility.md).
 
+    Args:
+        None: the constructor takes no arguments; set the options as attributes.
+
+    Returns:
+        BuildStrategy: an options object for ``CompiledProgram`` / ``with_data_parallel``.
+
+    Raises:
+        None: the constructor does not raise; ``with_data_parallel`` raises ValueError for a
+            ``gradient_scale_strategy`` other than ``CoeffNumDevice``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -61,6 +71,15 @@ class ExecutionStrategy:
     no per-iteration scopes, so they may be set and do not change results
     (docs/compatibility.md).
 
+    Args:
+        None: the constructor takes no arguments; set the options as attributes.
+
+    Returns:
+        ExecutionStrategy: an options object for ``with_data_parallel`` / ``ParallelExecutor``.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -77,6 +96,12 @@ class CompiledProgram:
     Args:
         program_or_graph (Program): the program to run.
         build_strategy (BuildStrategy | None): fluid's build options.
+
+    Returns:
+        CompiledProgram: the wrapper, to pass to ``Executor.run`` in place of the program.
+
+    Raises:
+        TypeError: ``program_or_graph`` is not a Program.
 
     Example:
         >>> import numpy as np
@@ -128,6 +153,29 @@ class CompiledProgram:
         many CPU places share each batch (default 1): ``exe.run`` then takes one feed dict per
         place or one dict to split, averages the places' gradients and merges fetched values
         along dim 0 (``fluidlite.executor.places``).
+
+        Args:
+            loss_name (str | None): the loss variable's name (recorded, as fluid). Default None.
+            build_strategy (BuildStrategy | None): overrides the constructor's; see BuildStrategy
+                for the options honoured. Default None.
+            exec_strategy (ExecutionStrategy | None): fluid's executor options; they do not change
+                results. Default None.
+            share_vars_from (CompiledProgram | None): a data-parallel CompiledProgram whose
+                per-place scopes this one shares (e.g. a test program sharing the training
+                parameters). Default None.
+            places (list | int | None): in one process, the CPU places sharing a batch (their number
+                matters); None reads ``CPU_NUM`` (default 1). Default None.
+
+        Returns:
+            CompiledProgram: ``self``, now data parallel.
+
+        Raises:
+            ValueError: ``gradient_scale_strategy`` is not ``CoeffNumDevice``; ``places`` /
+                ``CPU_NUM`` give fewer than one place or ``CPU_NUM`` is not an integer.
+            TypeError: ``share_vars_from`` is not a CompiledProgram compiled with
+                ``with_data_parallel``.
+            RuntimeError: across processes, a parameter is not in the global scope yet (run the
+                startup program first).
 
         Example:
             >>> import numpy as np
@@ -245,6 +293,16 @@ class ParallelExecutor:
             with it (``mpirun -n num_trainers``; this process is rank ``trainer_id``).
         scope (Scope): where the variables live.
 
+    Returns:
+        ParallelExecutor: the executor; call ``run`` once per step.
+
+    Raises:
+        ValueError: ``use_cuda`` is True, or ``num_trainers`` / ``trainer_id`` disagree with the
+            launch; also as ``with_data_parallel`` (strategy, ``CPU_NUM``).
+        TypeError: ``main_program`` is not a Program, or ``share_vars_from`` is not a
+            ParallelExecutor.
+        RuntimeError: across processes, the parameters are not initialized yet.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -301,6 +359,22 @@ class ParallelExecutor:
         """Run one step of the data-parallel program: ``feed`` (or fluid's ``feed_dict``) and
         ``fetch_list`` as for ``Executor.run``, in the executor's own scope.
 
+        Args:
+            fetch_list (list[Variable | str]): what to fetch, as ``Executor.run``.
+            feed (dict | list[dict] | None): ``{name: array}``, or one dict per CPU place. Default
+                None.
+            feed_dict (dict | None): fluid's older name for ``feed``, used when ``feed`` is None.
+                Default None.
+            return_numpy (bool): fetch numpy arrays (True) or LoDTensors. Default True.
+
+        Returns:
+            list: one fetched value per entry of ``fetch_list`` (merged along dim 0 across places).
+
+        Raises:
+            ValueError: an unknown feed or fetch name, or a feed of the wrong shape or dtype (as
+                ``Executor.run``).
+            RuntimeError: a persistable variable is not initialized (run the startup program).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -324,6 +398,15 @@ class ParallelExecutor:
 
     def drop_local_exe_scopes(self) -> None:
         """Nothing to drop: runs keep no per-device scopes.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np

@@ -19,8 +19,14 @@ def in_dygraph_mode() -> bool:
     """Whether ops run imperatively (inside ``fluid.dygraph.guard()`` or after
     ``enable_dygraph()``).
 
+    Args:
+        None: this function takes no arguments.
+
     Returns:
         bool: True in dygraph mode, False in static mode.
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -59,6 +65,15 @@ class LoDTensorArray(list):
     Like fluid 1.8's pybind type it supports ``len``, indexing, item assignment and ``append``;
     only ``LoDTensor`` items are accepted (TypeError otherwise, as fluid).
 
+    Args:
+        items (Sequence[LoDTensor]): the initial tensors, appended in order. Default ``()`` (empty).
+
+    Returns:
+        LoDTensorArray: a list subclass holding the tensors.
+
+    Raises:
+        TypeError: an item is not a LoDTensor.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -84,6 +99,15 @@ class LoDTensorArray(list):
 
     def append(self, tensor: LoDTensor) -> None:  # type: ignore[override]
         """Append ``tensor`` (a LoDTensor) at the end.
+
+        Args:
+            tensor (LoDTensor): the tensor to append.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``tensor`` is not a LoDTensor.
 
         Example:
             >>> import numpy as np
@@ -329,6 +353,15 @@ def device_guard(device: _Optional[str] = None) -> _Iterator[None]:
     Args:
         device (str | None): ``"cpu"`` or ``"gpu"`` / ``"gpu:N"``, recorded on the ops as
             ``op_device``.
+
+    Returns:
+        contextmanager: a context manager yielding None; ops created inside carry ``op_device``
+        and the previous device is restored on exit.
+
+    Raises:
+        ValueError: ``device`` is not ``"cpu"``, ``"gpu"``, ``"gpu:N"``, ``""`` or None (also for
+            ``"cpu:N"`` and a non-integer id), raised on entering the block.
+        TypeError: ``device`` is neither a str nor None.
 
     Example:
         >>> import numpy as np

@@ -110,6 +110,18 @@ def _check_state(state: str) -> None:
 def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
     """Start collecting per-op timings for every ``Executor.run``.
 
+    Args:
+        state (str): ``"CPU"``, ``"GPU"`` or ``"All"`` (all three time the CPU kernels here).
+            Default ``"CPU"``.
+        tracer_option (str): fluid's tracer detail level (``"Default"``, ``"OpDetail"``,
+            ``"AllOpDetail"``); accepted and unused. Default ``"Default"``.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: ``state`` is not ``"CPU"``, ``"GPU"`` or ``"All"``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -131,6 +143,15 @@ def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
 
 def reset_profiler() -> None:
     """Discard the timings collected so far; profiling continues.
+
+    Args:
+        None: this function takes no arguments.
+
+    Returns:
+        None.
+
+    Raises:
+        None: this function does not raise (without a running profiler it does nothing).
 
     Example:
         >>> import numpy as np
@@ -157,6 +178,11 @@ def stop_profiler(sorted_key: Optional[str] = None,
 
     Returns:
         The ``Profile`` collected since ``start_profiler``, or None when none was running.
+
+    Raises:
+        ValueError: ``sorted_key`` is not None, ``"calls"``, ``"total"``, ``"max"``, ``"min"`` or
+            ``"ave"`` (profiling has stopped by then).
+        OSError: ``profile_path`` cannot be written.
 
     Example:
         >>> import fluidlite as fluid
@@ -190,6 +216,14 @@ def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
         sorted_key: row order of the report: ``calls``, ``total``, ``max``, ``min``, ``ave``.
         profile_path: also write the report to this file.
         tracer_option: accepted for fluid's signature.
+
+    Returns:
+        contextmanager: a context manager yielding the ``Profile`` being collected.
+
+    Raises:
+        ValueError: ``sorted_key`` or ``state`` is not one of the accepted values (raised on
+            entering the block).
+        OSError: ``profile_path`` cannot be written (on leaving the block).
 
     Example:
         >>> import numpy as np
@@ -236,6 +270,20 @@ def cuda_profiler(output_file: str, output_mode: Optional[str] = None,
     Ave(ms)`` and one row per op type; ``'kvp'`` one line of ``key=value`` pairs per op type.
     ``config`` (nvprof's counter list, default ``NVPROF_CONFIG``) is accepted and checked but
     selects no GPU counters here. ValueError for another ``output_mode``, as fluid.
+
+    Args:
+        output_file (str): the file the per-op-type timings are written to on exit.
+        output_mode (str | None): ``"csv"`` or ``"kvp"``; None means ``"csv"``. Default None.
+        config (Sequence[str] | None): nvprof option strings; None means ``NVPROF_CONFIG``. Checked,
+            selects no counters here. Default None.
+
+    Returns:
+        contextmanager: a context manager yielding the ``Profile`` being collected.
+
+    Raises:
+        ValueError: ``output_mode`` is not ``"csv"`` / ``"kvp"`` (on entering the block).
+        TypeError: ``config`` is a str or holds a non-str item (on entering the block).
+        OSError: ``output_file`` cannot be written (on leaving the block).
 
     Example:
         >>> import numpy as np

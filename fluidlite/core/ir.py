@@ -615,6 +615,15 @@ def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
 class Program:
     """A list of Blocks (block 0 is the global block) plus the state layers read while building.
 
+    Args:
+        None: the constructor takes no arguments.
+
+    Returns:
+        Program: an empty program holding one (global) block.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -659,6 +668,15 @@ class Program:
     def global_block(self) -> Block:
         """Block 0, where layers add their ops unless a control-flow layer opened a sub-block.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            Block: block 0.
+
+        Raises:
+            None: this accessor does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -674,6 +692,17 @@ class Program:
     def block(self, index: int) -> Block:
         """Block number ``index`` (0 is the global block).
 
+        Args:
+            index (int): the block number, 0 <= index < ``num_blocks`` (negative numbers count from
+                the end, as list indices do).
+
+        Returns:
+            Block: that block.
+
+        Raises:
+            IndexError: ``index`` is out of range.
+            TypeError: ``index`` is not an int.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -686,6 +715,15 @@ class Program:
     def current_block(self) -> Block:
         """The block layers append to now: the global block, or the sub-block a control-flow
         layer (``While``, ``cond``, ...) has open.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            Block: the block with index ``current_block_idx``.
+
+        Raises:
+            None: this accessor does not raise.
 
         Example:
             >>> import numpy as np
@@ -716,6 +754,16 @@ class Program:
     def list_vars(self) -> Iterator[Variable]:
         """Iterate over every variable of every block (block 0 first).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            Iterator[Variable]: every variable, block by block, in each block's creation order.
+
+        Raises:
+            None: this method does not raise (changing the blocks while iterating raises
+                RuntimeError from the dict iteration).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -731,6 +779,15 @@ class Program:
 
     def all_parameters(self) -> List[Parameter]:
         """Every Parameter of every block, in block order.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list[Parameter]: the parameters of every block, in block order.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -793,6 +850,9 @@ class Program:
                 evaluation; clone before ``minimize`` to get a forward-only program.
         Returns:
             Program: an independent copy (same variable names, so it runs on the same scope).
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -874,6 +934,18 @@ class Program:
         """The program as text, one block after another (``print(program)`` shows the same):
         variables with shape and dtype, then ops with their inputs, outputs and attributes.
 
+        Args:
+            throw_on_error (bool): fluid's flag to raise on unset fields; unused (every field has a
+                value). Default False.
+            with_details (bool): also print each variable's ``stop_gradient`` / error clip (and
+                parameter attributes). Default False.
+
+        Returns:
+            str: the text of every block, joined by newlines.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -932,8 +1004,14 @@ def default_main_program() -> Program:
     """The program layers currently append their ops to (the one ``program_guard`` set, else
     the process-wide default).
 
+    Args:
+        None: this function takes no arguments.
+
     Returns:
         Program: the current main program.
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -951,8 +1029,14 @@ def default_startup_program() -> Program:
     """The program that ``program_guard`` (or nothing) made the default startup program:
     layers append their parameters' initializers to it; run it once before training.
 
+    Args:
+        None: this function takes no arguments.
+
     Returns:
         Program: the current startup program.
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -988,6 +1072,14 @@ def program_guard(main_program: Program,
         main_program (Program): where layers append their ops inside the block.
         startup_program (Program | None): where parameters' initializers go (default: leave
             the current startup program).
+
+    Returns:
+        contextmanager: a context manager yielding None; the previous default programs are
+        restored on exit, also when the block raises.
+
+    Raises:
+        TypeError: ``main_program`` is not a Program, or ``startup_program`` is neither None nor a
+            Program.
 
     Example:
         >>> import numpy as np

@@ -59,6 +59,9 @@ def generate(key: str) -> str:
     Returns:
         str: ``key`` followed by ``_N``, N counting per key in the current generator.
 
+    Raises:
+        None: this function does not raise (any ``key`` is formatted with ``str``).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -74,6 +77,17 @@ generate_with_ignorable_key = generate
 
 def switch(new_generator: Optional[UniqueNameGenerator] = None) -> UniqueNameGenerator:
     """Install ``new_generator`` (a fresh one when None) and return the previous generator.
+
+    Args:
+        new_generator (UniqueNameGenerator | None): the generator to install; None installs a fresh
+            one (counters from 0, no prefix). Default None.
+
+    Returns:
+        UniqueNameGenerator: the generator that was active before (pass it back to ``switch`` to
+        restore it).
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -95,6 +109,13 @@ def guard(new_generator: Union[None, str, bytes, UniqueNameGenerator] = None) ->
     Args:
         new_generator (str | bytes | UniqueNameGenerator | None): a prefix for a fresh
             generator, or the generator to use.
+
+    Returns:
+        contextmanager: a context manager yielding None; the previous generator is restored on
+        exit, also when the block raises.
+
+    Raises:
+        UnicodeDecodeError: ``new_generator`` is bytes that are not UTF-8.
 
     Example:
         >>> import numpy as np
@@ -165,6 +186,13 @@ def name_scope(prefix: Optional[str] = None) -> Iterator[None]:
 
     Args:
         prefix (str | None): the scope's name; nested scopes join with ``/``.
+
+    Returns:
+        contextmanager: a context manager yielding None; the enclosing scope is restored on
+        exit. Re-entering a prefix at the same level names it ``prefix_1``, ``prefix_2``, ...
+
+    Raises:
+        AssertionError: ``prefix`` is None or empty.
 
     Example:
         >>> import numpy as np

@@ -18,6 +18,15 @@ class CPUPlace:
     """The CPU device. fluidlite runs everything on the CPU; ``CUDAPlace`` and the other
     places are accepted for fluid's signatures and mean the CPU too.
 
+    Args:
+        None: the constructor takes no arguments.
+
+    Returns:
+        CPUPlace: the CPU place (all CPUPlaces compare equal).
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -37,6 +46,15 @@ class CPUPlace:
 
 class CUDAPlace:
     """Accepted for compatibility; programs run on the CPU (a warning is logged once).
+
+    Args:
+        device_id (int): the GPU id fluid would use; kept for ``repr`` and equality only. Default 0.
+
+    Returns:
+        CUDAPlace: a place that runs programs on the CPU.
+
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np
@@ -62,6 +80,15 @@ class CUDAPlace:
 class CUDAPinnedPlace(CPUPlace):
     """fluid's pinned host memory place; accepted so that scripts run, and means the CPU.
 
+    Args:
+        None: the constructor takes no arguments.
+
+    Returns:
+        CUDAPinnedPlace: a CPUPlace subclass (it compares equal to ``CPUPlace()``).
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -75,8 +102,14 @@ class CUDAPinnedPlace(CPUPlace):
 def is_compiled_with_cuda() -> bool:
     """False: fluidlite runs on the CPU (fluid scripts use this to pick their place).
 
+    Args:
+        None: this function takes no arguments.
+
     Returns:
         bool: always False.
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -97,6 +130,9 @@ def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
     Returns:
         list[CPUPlace]: ``device_count`` CPU places.
 
+    Raises:
+        TypeError: ``device_count`` is not an int (e.g. a str or float).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -116,6 +152,9 @@ def cuda_places(device_ids: Optional[Sequence[int]] = None) -> List[CUDAPlace]:
     Returns:
         list[CUDAPlace]: one place per id.
 
+    Raises:
+        TypeError: ``device_ids`` is not iterable.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -128,6 +167,19 @@ def cuda_places(device_ids: Optional[Sequence[int]] = None) -> List[CUDAPlace]:
 # -- tensors ----------------------------------------------------------------------------------
 class LoDTensor:
     """A numpy array plus fluid's level-of-detail (sequence offset) metadata.
+
+    Args:
+        array (numpy.ndarray | None): the initial value (stored as given, not copied); None leaves
+            the tensor uninitialized. Default None.
+        lod (list[list[int]] | None): initial level offsets, e.g. ``[[0, 2, 5]]``. Default None (no
+            LoD).
+
+    Returns:
+        LoDTensor: the tensor; ``set`` / ``set_recursive_sequence_lengths`` change it later.
+
+    Raises:
+        ValueError: an entry of ``lod`` is a string that is not an integer.
+        TypeError: ``lod`` is not a nested sequence of numbers.
 
     Example:
         >>> import numpy as np
@@ -148,6 +200,17 @@ class LoDTensor:
     def set(self, array: Any, place: Any = None) -> None:
         """Store a copy of ``array`` (any array-like) as the tensor's value; ``place`` is accepted
         for fluid's signature (everything is on the CPU).
+
+        Args:
+            array (array-like): the new value; copied into a contiguous numpy array.
+            place (Place, optional): fluid's target device; unused (everything is on the CPU).
+                Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``array`` is ragged (numpy cannot build an array from it).
 
         Example:
             >>> import numpy as np
@@ -174,6 +237,15 @@ class LoDTensor:
     def shape(self) -> List[int]:
         """The tensor's shape as a list (``[]`` before a value is set).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list[int]: the shape of the value, ``[]`` when uninitialized.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -190,6 +262,15 @@ class LoDTensor:
     def lod(self) -> List[List[int]]:
         """The offsets of each level, e.g. ``[[0, 2, 5]]`` for two sequences of 2 and 3 rows.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list[list[int]]: a copy of the offsets of each level (``[]`` without LoD).
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -201,6 +282,17 @@ class LoDTensor:
 
     def set_lod(self, lod: Any) -> None:
         """Set the offsets (any nested sequence of ints, numpy arrays included).
+
+        Args:
+            lod (list[list[int]]): the offsets of each level, e.g. ``[[0, 2, 5]]``; numpy arrays
+                (1-D per level or one 2-D array) are accepted.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``lod`` is not a list of 1-D levels, or an offset is not a number.
+            ValueError: an offset is a string that is not an integer.
 
         Example:
             >>> import numpy as np
@@ -216,6 +308,15 @@ class LoDTensor:
     def recursive_sequence_lengths(self) -> List[List[int]]:
         """The sequence lengths of each level, e.g. ``[[2, 3]]``.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list[list[int]]: the lengths of each level, ``offsets[i + 1] - offsets[i]``.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -227,6 +328,17 @@ class LoDTensor:
 
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths: Any) -> None:
         """Set the LoD from sequence lengths (lists, tuples or numpy arrays, nested).
+
+        Args:
+            recursive_sequence_lengths (list[list[int]]): the sequence lengths of each level, e.g.
+                ``[[2, 3]]``; numpy arrays are accepted.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: the argument is not a list of 1-D levels, or a length is not a number.
+            ValueError: a length is a string that is not an integer.
 
         Example:
             >>> import numpy as np
@@ -248,6 +360,16 @@ class LoDTensor:
     def has_valid_recursive_sequence_lengths(self) -> bool:
         """Offsets start at 0 and never decrease, each level's last offset is the number of
         sequences of the next level, and the last level covers exactly the rows.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            bool: True when the LoD is consistent with itself and the rows (always True without
+            LoD).
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -396,8 +518,14 @@ def global_scope() -> Scope:
     """The process-wide Scope that ``Executor.run`` reads and writes unless given ``scope=``
     (``scope_guard`` replaces it inside a with-block).
 
+    Args:
+        None: this function takes no arguments.
+
     Returns:
         Scope: the current global scope.
+
+    Raises:
+        None: this function does not raise.
 
     Example:
         >>> import numpy as np
@@ -425,6 +553,14 @@ def scope_guard(scope: Scope) -> Iterator[None]:
 
     Args:
         scope (Scope): the scope ``Executor.run`` uses by default inside the block.
+
+    Returns:
+        contextmanager: a context manager yielding None; the previous global scope is restored
+        on exit, also when the block raises.
+
+    Raises:
+        None: the guard itself does not check ``scope``; a non-Scope fails later, when an executor
+            uses it.
 
     Example:
         >>> import numpy as np

@@ -31,6 +31,32 @@ def _restore_dict(d: Dict[str, Any], items: List[Any]) -> None:
 class Variable:
     """A named tensor slot in a Block. ``shape`` uses -1 for unknown dims (the batch dim).
 
+    Args:
+        block (Block): the block the variable belongs to (use ``block.create_var``, not this
+            constructor, to register it).
+        type (VarType): the variable kind. Default ``VarType.LOD_TENSOR``.
+        name (str | None): the name; None generates a unique ``_generated_var_N``. Default None.
+        shape (Sequence[int] | None): the shape, -1 (or None) for unknown dims. Default None
+            (``()``).
+        dtype (str | numpy.dtype | VarType | None): the element type. Default None.
+        lod_level (int | None): the LoD depth. Default None (0).
+        capacity (Any): fluid's capacity field; unused. Default None.
+        persistable (bool | None): kept in the scope across runs. Default None (False).
+        error_clip (Any): an error clip applied to this variable's gradient. Default None.
+        stop_gradient (bool): no gradient flows into this variable. Default False.
+        is_data (bool): the variable is a feed target. Default False.
+        need_check_feed (bool): the executor checks fed shapes/dtypes against it. Default False.
+        belong_to_optimizer (bool): an optimizer state (accumulator). Default False.
+        **kwargs: other fluid keywords, accepted and unused.
+
+    Returns:
+        Variable: the variable (not yet registered in ``block``).
+
+    Raises:
+        TypeError: ``dtype`` is not a known data type (UnknownDtypeError, also a ValueError), or a
+            dim of ``shape`` is not a number.
+        ValueError: ``dtype`` names an unsupported numpy dtype, or a dim is a non-integer string.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -148,6 +174,17 @@ class Variable:
         """One line describing the variable: name, type, shape and dtype (with ``with_details``:
         ``stop_gradient`` and the error clip too).
 
+        Args:
+            throw_on_error (bool): fluid's flag to raise when a field is unset; unused (every field
+                has a value). Default False.
+            with_details (bool): also print ``stop_gradient`` and the error clip. Default False.
+
+        Returns:
+            str: ``[persist ]var NAME : fluid.VarType.TYPE.shape(...).astype(DTYPE)``.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -183,6 +220,15 @@ class Variable:
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            numpy.ndarray: in dygraph mode (VarBase), a copy of the value.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -199,6 +245,16 @@ class Variable:
 
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Args:
+            backward_strategy (BackwardStrategy | None): fluid 1.8's strategy object; accepted and
+                unused. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
 
         Example:
             >>> import numpy as np
@@ -220,6 +276,16 @@ class Variable:
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            numpy.ndarray | None: in dygraph mode, the accumulated gradient (a ``(values, rows)``
+            tuple for a sparse embedding's), None before ``backward``.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -237,6 +303,15 @@ class Variable:
 
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
 
         Example:
             >>> import numpy as np
@@ -257,6 +332,15 @@ class Variable:
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            VarBase: in dygraph mode, a new tensor sharing the value with ``stop_gradient=True``.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -274,6 +358,17 @@ class Variable:
 
         Dygraph only: on a static-graph Variable it raises RuntimeError naming the variable and saying to
         run inside ``fluid.dygraph.guard()`` or to fetch the value with ``exe.run``.
+
+        Args:
+            value (numpy.ndarray | VarBase): the new value, same shape; cast to the tensor's dtype.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called on a static-graph Variable.
+            ValueError: (dygraph) the shape of ``value`` differs from the tensor's.
+            TypeError: (dygraph) ``value`` is an object array.
 
         Example:
             >>> import numpy as np

@@ -71,6 +71,12 @@ class Executor:
         place (Place | None): accepted for fluid's signature (``CPUPlace()``,
             ``CUDAPlace(0)``); everything runs on the CPU.
 
+    Returns:
+        Executor: an executor with an empty plan cache; ``run`` executes programs.
+
+    Raises:
+        None: the constructor does not raise (any ``place`` is accepted).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -107,6 +113,15 @@ class Executor:
     def close(self) -> None:
         """Release the executor's compiled plans; it must not run programs afterwards (fluid 1.8's
         ``close``).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise; a later ``run`` raises RuntimeError.
 
         Example:
             >>> import numpy as np
@@ -277,6 +292,34 @@ class Executor:
         """Run ``program`` once per batch of ``dataset`` (``fluid.dataset``); every
         ``print_period`` batches the ``fetch_list`` values are written as fluid's trainer did.
 
+        Args:
+            program (Program | CompiledProgram | None): the program to run; None runs the default
+                main program. Default None.
+            dataset (DatasetBase): a ``fluid.dataset`` dataset (configured with ``set_use_var``,
+                ``set_filelist``, ...; an InMemoryDataset loaded).
+            scope (Scope | None): where the variables live; None uses the global scope. Default
+                None.
+            thread (int): fluid's trainer thread count; unused (the dataset's ``set_thread`` sets
+                the parsing threads). Default 0.
+            debug (bool): fluid's debug flag; unused. Default False.
+            fetch_list (list[Variable] | None): variables printed every ``print_period`` batches.
+                Default None.
+            fetch_info (list[str] | None): the labels printed for ``fetch_list`` (one each); None
+                uses the variables' names. Default None.
+            print_period (int): batches between two printed lines. Default 100.
+            fetch_handler (FetchHandler | None): an object whose ``handler(dict)`` receives
+                ``{label: value}`` instead of the printed line. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: ``dataset`` is None, an InMemoryDataset was not loaded, or a run fails
+                (e.g. an uninitialized parameter: run the startup program first).
+            TypeError: ``dataset`` is not a ``fluid.dataset`` dataset.
+            ValueError: ``fetch_info`` does not name each fetched variable, ``set_use_var`` was not
+                called, or a data line is malformed.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -306,6 +349,32 @@ class Executor:
                            fetch_list: Any = None, fetch_info: Any = None,
                            print_period: int = 100, fetch_handler: Any = None) -> None:
         """Like ``train_from_dataset`` on ``program.clone(for_test=True)``: no update.
+
+        Args:
+            program (Program | CompiledProgram | None): the program to run (cloned for test); None
+                runs the default main program. Default None.
+            dataset (DatasetBase): a ``fluid.dataset`` dataset, configured and (InMemoryDataset)
+                loaded.
+            scope (Scope | None): where the variables live; None uses the global scope. Default
+                None.
+            thread (int): fluid's trainer thread count; unused. Default 0.
+            debug (bool): fluid's debug flag; unused. Default False.
+            fetch_list (list[Variable] | None): variables printed every ``print_period`` batches.
+                Default None.
+            fetch_info (list[str] | None): the labels printed for ``fetch_list``; None uses the
+                variables' names. Default None.
+            print_period (int): batches between two printed lines. Default 100.
+            fetch_handler (FetchHandler | None): receives ``{label: value}`` instead of the printed
+                line. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: ``dataset`` is None, an InMemoryDataset was not loaded, or a run fails.
+            TypeError: ``dataset`` is not a ``fluid.dataset`` dataset.
+            ValueError: ``fetch_info`` does not name each fetched variable, ``set_use_var`` was not
+                called, or a data line is malformed.
 
         Example:
             >>> import numpy as np

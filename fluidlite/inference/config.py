@@ -24,6 +24,14 @@ class PassStrategy:
     Args:
         passes: pass names, in order (default: every pass of ``fluidlite.inference.passes``).
 
+    Returns:
+        PassStrategy: the pass list; edit it with ``append_pass`` / ``insert_pass`` /
+        ``delete_pass``.
+
+    Raises:
+        TypeError: ``passes`` is not iterable (the constructor does not check the names;
+            ``append_pass`` / ``insert_pass`` raise ValueError for an unknown one).
+
     Example:
         >>> from fluidlite.inference import AnalysisConfig
         >>> config = AnalysisConfig()
@@ -80,6 +88,12 @@ class AnalysisConfig:
         model_dir_or_prog_file: a directory written by ``save_inference_model`` (its
             ``__model__`` and parameter files), or, with ``params_file``, the program file.
         params_file: the combined parameter file (``params_filename=`` of the save).
+
+    Returns:
+        AnalysisConfig: the configuration, to pass to ``create_paddle_predictor``.
+
+    Raises:
+        TypeError: ``model_dir_or_prog_file`` or ``params_file`` is not a str or path-like.
 
     Example:
         >>> import numpy as np, tempfile

@@ -503,6 +503,12 @@ def describe(names: Optional[Sequence[str]] = None) -> str:
     Args:
         names: the passes to list (default: all, in the default order).
 
+    Returns:
+        str: ``"name: summary"`` lines joined by newlines, in the order of ``names``.
+
+    Raises:
+        KeyError: a name is not one of ``fluidlite.inference.passes.PASSES``.
+
     Example:
         >>> from fluidlite.inference import describe_passes
         >>> print(describe_passes(["is_test_pass"]))    # doctest: +ELLIPSIS

@@ -127,6 +127,17 @@ class AnalysisPredictor:
     """A loaded, optimised model ready to run (fluid 1.8's ``AnalysisPredictor``); made by
     ``create_paddle_predictor(config)``.
 
+    Args:
+        shared (_Shared): the loaded model state; internal -- build predictors with
+            ``create_paddle_predictor(config)`` (or ``predictor.clone()``), not this constructor.
+
+    Returns:
+        AnalysisPredictor: a predictor with its own scope for intermediates, executor and
+        input/output slots.
+
+    Raises:
+        None: the constructor does not raise (loading errors come from ``create_paddle_predictor``).
+
     Example:
         >>> import numpy as np, tempfile
         >>> import fluidlite as fluid
@@ -287,6 +298,15 @@ def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
     Args:
         config: where the model is and how to run it. The predictor keeps a copy: changing
             ``config`` afterwards does not change it.
+
+    Returns:
+        AnalysisPredictor: the loaded (and, with ``ir_optim``, optimised) model.
+
+    Raises:
+        TypeError: ``config`` is not an AnalysisConfig.
+        ValueError: ``config`` names no model, its params file is not in the program file's
+            directory, or the model directory or a file is missing, corrupt or does not match the
+            program (as ``load_inference_model``).
 
     Example:
         >>> import numpy as np, tempfile

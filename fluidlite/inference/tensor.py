@@ -19,6 +19,16 @@ class PaddleDType(enum.IntEnum):
     """Element types of inference tensors (fluid 1.8's ``PaddleDType``; 1.8 has the first
     four, later Paddle adds ``FLOAT16``, ``INT8`` and ``BOOL``, accepted here too).
 
+    Args:
+        value (int): the member's number (``PaddleDType(0)`` is ``FLOAT32``); members are usually
+            named directly (``PaddleDType.INT64``).
+
+    Returns:
+        PaddleDType: the enum member.
+
+    Raises:
+        ValueError: ``value`` is not a member's number (``PaddleDType(9)``).
+
     Example:
         >>> import numpy as np
         >>> from fluidlite.inference import PaddleDType
@@ -59,6 +69,12 @@ class PaddleBuf:
     Args:
         data: an int (a zeroed float32 buffer of that many *bytes*, as 1.8's
             ``PaddleBuf(size_t)``), a list of floats, or a NumPy array (copied, flattened).
+
+    Returns:
+        PaddleBuf: the buffer (``length()`` bytes, ``float_data()`` etc. read it).
+
+    Raises:
+        ValueError: ``data`` is a negative int (a negative size).
 
     Example:
         >>> from fluidlite.inference import PaddleBuf
@@ -135,6 +151,14 @@ class PaddleTensor:
         lod: the level-of-detail offsets (``[[0, 2, 5]]``) of a sequence input.
         copy: accepted for 1.8 compatibility; the data is always copied.
 
+    Returns:
+        PaddleTensor: the tensor; ``as_ndarray()`` gives its values back.
+
+    Raises:
+        TypeError: ``data``'s dtype is not one of PaddleDType's (e.g. strings or complex
+            numbers), or a LoD offset is not a number.
+        ValueError: a LoD offset is a string that is not an integer.
+
     Example:
         >>> import numpy as np
         >>> from fluidlite.inference import PaddleTensor
@@ -181,6 +205,19 @@ class ZeroCopyTensor:
     ``predictor.zero_copy_run()``; outputs: ``copy_to_cpu()``, ``shape()``, ``lod()``.
     "Zero copy" is Paddle's name: here the input array is copied once on the way in (so the
     caller may reuse its buffer) and ``copy_to_cpu`` returns a fresh array.
+
+    Args:
+        name (str): the feed or fetch variable the slot is bound to.
+        slots (dict): the predictor's input or output slot table (internal).
+        is_input (bool): an input slot (``copy_from_cpu``) rather than an output (``copy_to_cpu``).
+
+    Returns:
+        ZeroCopyTensor: the slot; get it from ``predictor.get_input_tensor(name)`` /
+        ``get_output_tensor(name)`` rather than building it.
+
+    Raises:
+        None: the constructor does not raise (its methods raise RuntimeError when used on the wrong
+            kind of slot).
 
     Example:
         >>> import numpy as np, tempfile

@@ -78,6 +78,9 @@ def shuffle(reader: Callable, buffer_size: int, seed: Optional[int] = None) -> C
     Returns:
         callable: a reader of the same samples in shuffled order.
 
+    Raises:
+        TypeError: (while reading) ``buffer_size`` cannot be compared with an int (e.g. None).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

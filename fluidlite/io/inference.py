@@ -86,6 +86,16 @@ def save_inference_model(dirname: str, feeded_var_names: Union[str, Sequence[str
     Returns:
         list of str: the names of the fetch targets in the saved program.
 
+    Raises:
+        ValueError: ``format`` is unknown; ``feeded_var_names`` is not a str or list of str;
+            ``target_vars`` is not a (non-empty list of) Variable; ``dirname`` or ``model_filename``
+            is empty; a feed name is not in the program; or the program file name clashes with a
+            parameter file.
+        TypeError: ``main_program`` is neither a Program nor a CompiledProgram.
+        RuntimeError: a persistable to save has no value in the scope (run the startup program
+            first).
+        OSError: ``dirname`` cannot be created or written.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

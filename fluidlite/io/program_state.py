@@ -211,6 +211,16 @@ def save(program: Program, model_path: str, *, format: str = "paddle") -> None:
         model_path (str): the path prefix (``model_path.pdparams`` etc.).
         format (str, default "paddle"): ``"paddle"`` or ``"json"`` for the program file.
 
+    Returns:
+        None.
+
+    Raises:
+        ValueError: ``format`` is unknown, or ``model_path`` ends with a separator (no file name).
+        TypeError: ``program`` is not a Program.
+        RuntimeError: a parameter or optimizer variable has no value in the scope (run the startup
+            program first).
+        OSError: the directory cannot be created or written.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -258,6 +268,18 @@ def load(program: Program, model_path: str, executor: Any = None,
             scope).
         var_list (list of Variable | None): the variables to load from a ``save_vars``-style
             directory or combined file.
+
+    Returns:
+        None.
+
+    Raises:
+        TypeError: ``program`` is not a Program.
+        CheckpointError: (a RuntimeError) a file is corrupted or not a fluid checkpoint, a variable
+            is missing from it, or a saved array does not match its variable's shape or dtype;
+            nothing is assigned then.
+        FileNotFoundError: neither ``model_path.pdparams`` nor a ``save_vars`` directory/file
+            exists, or the ``.pdopt`` file the program's optimizer state needs is missing.
+        ValueError: ``model_path`` is a combined file and ``var_list`` is None.
 
     Example:
         >>> import numpy as np
@@ -370,6 +392,12 @@ def load_program_state(model_path: str,
     Returns:
         dict: ``{name: numpy array}``.
 
+    Raises:
+        FileNotFoundError: neither ``model_path.pdparams`` nor a directory/file ``model_path``
+            exists, or a name of ``var_list`` has no file in the directory.
+        CheckpointError: (a RuntimeError) a file is corrupted or not a fluid checkpoint, or a
+            name of ``var_list`` is missing from a combined file.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -429,6 +457,14 @@ def set_program_state(program: Program, state_dict: Dict[str, Any]) -> None:
     Args:
         program (Program): the program whose variables to fill.
         state_dict (dict): ``{name: array}``, e.g. from ``load_program_state``.
+
+    Returns:
+        None.
+
+    Raises:
+        TypeError: ``program`` is not a Program or ``state_dict`` is not a dict.
+        CheckpointError: (a RuntimeError) a value does not match its variable's shape or dtype;
+            nothing is assigned then.
 
     Example:
         >>> import numpy as np

@@ -25,6 +25,9 @@ def is_parameter(var: Variable) -> bool:
     Returns:
         bool: ``var`` is a Parameter.
 
+    Raises:
+        None: this predicate does not raise (any object is accepted).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -46,6 +49,9 @@ def is_persistable(var: Variable) -> bool:
         var (Variable): the variable.
     Returns:
         bool: ``var`` is persistable (and not a feed, fetch or reader variable).
+
+    Raises:
+        AttributeError: ``var`` is not a Variable (it has no ``type`` / ``persistable``).
 
     Example:
         >>> import numpy as np
@@ -69,6 +75,9 @@ def is_belong_to_optimizer(var: Variable) -> bool:
         var (Variable): the variable.
     Returns:
         bool: persistable, and neither a Parameter nor a data input.
+
+    Raises:
+        AttributeError: ``var`` is not a Variable (it has no ``need_check_feed``).
 
     Example:
         >>> import numpy as np
@@ -96,6 +105,9 @@ def get_program_parameter(program: Program) -> List[Variable]:
     Returns:
         list of Variable: its Parameters.
 
+    Raises:
+        AttributeError: ``program`` is not a Program (it has no ``list_vars``).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -116,6 +128,9 @@ def get_program_persistable_vars(program: Program) -> List[Variable]:
         program (Program): the program.
     Returns:
         list of Variable: its persistable variables.
+
+    Raises:
+        AttributeError: ``program`` is not a Program (it has no ``list_vars``).
 
     Example:
         >>> import numpy as np
@@ -155,6 +170,14 @@ def save_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
         format (str, default "paddle"): ``"paddle"`` or ``"json"``.
     Returns:
         bytes | None: the combined bytes when ``dirname`` is None, else None.
+
+    Raises:
+        ValueError: ``format`` is unknown, a name in ``vars`` is not in the program, ``filename`` is
+            given without ``dirname`` or has no file name.
+        TypeError: ``main_program`` is not a Program / CompiledProgram, or ``vars`` holds something
+            other than Variables and names.
+        RuntimeError: a selected variable has no value in the scope (run the startup program first).
+        OSError: ``dirname`` cannot be created or written.
 
     Example:
         >>> import numpy as np
@@ -231,6 +254,12 @@ def save_params(executor: Any, dirname: Optional[str], main_program: Optional[Pr
     Returns:
         bytes | None: the combined bytes when ``dirname`` is None, else None.
 
+    Raises:
+        ValueError: ``format`` is unknown, or ``filename`` is given without ``dirname``.
+        TypeError: ``main_program`` is not a Program / CompiledProgram.
+        RuntimeError: a parameter has no value in the scope (run the startup program first).
+        OSError: ``dirname`` cannot be created or written.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -267,6 +296,13 @@ def save_persistables(executor: Any, dirname: Optional[str],
             (``.npy``).
     Returns:
         bytes | None: the combined bytes when ``dirname`` is None, else None.
+
+    Raises:
+        ValueError: ``format`` is unknown, or ``filename`` is given without ``dirname``.
+        TypeError: ``main_program`` is not a Program / CompiledProgram.
+        RuntimeError: a persistable variable has no value in the scope (run the startup program
+            first).
+        OSError: ``dirname`` cannot be created or written.
 
     Example:
         >>> import numpy as np
@@ -357,9 +393,18 @@ def load_vars(executor: Any, dirname: Optional[str], main_program: Optional[Prog
         vars (list of Variable | None): the variables to load.
         predicate (callable | None): ``predicate(var) -> bool`` selects them instead.
         filename (str | bytes | None): the combined file's name (or its bytes).
+
+    Returns:
+        None.
+
     Raises:
         FileNotFoundError: ``dirname`` or a variable's file does not exist.
-        ValueError: a file is corrupt or does not match its variable; the scope is unchanged.
+        CheckpointError: (a RuntimeError) a file is corrupt or does not match its variable's
+            shape or dtype; the scope is unchanged.
+        ValueError: ``dirname`` and ``filename`` are both None (or ``filename`` is not bytes
+            with ``dirname=None``), or a name in ``vars`` is not in the program.
+        TypeError: ``main_program`` is not a Program / CompiledProgram, or ``vars`` holds
+            something other than Variables and names.
 
     Example:
         >>> import numpy as np
@@ -404,6 +449,17 @@ def load_params(executor: Any, dirname: Optional[str], main_program: Optional[Pr
         main_program (Program | None): the program (default: the default main program).
         filename (str | bytes | None): the combined file's name (or its bytes).
 
+    Returns:
+        None.
+
+    Raises:
+        FileNotFoundError: ``dirname`` or a parameter's file does not exist.
+        CheckpointError: (a RuntimeError) a file is corrupt or does not match its parameter's shape
+            or dtype (the message names both); the scope is unchanged.
+        ValueError: ``dirname`` and ``filename`` are both None (or ``filename`` is not bytes with
+            ``dirname=None``).
+        TypeError: ``main_program`` is not a Program / CompiledProgram.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -439,10 +495,18 @@ def load_persistables(executor: Any, dirname: Optional[str],
             ``filename``).
         main_program (Program | None): the program whose persistables to load.
         filename (str | bytes | None): the combined file's name (or its bytes).
+
+    Returns:
+        None.
+
     Raises:
         FileNotFoundError: ``dirname`` or a variable's file does not exist.
-        ValueError: a file is corrupt or does not match its variable's shape or dtype (the
-            message names the variable and the file); the scope is unchanged.
+        CheckpointError: (a RuntimeError) a file is corrupt or does not match its variable's
+            shape or dtype (the message names the variable and the file); the scope is
+            unchanged.
+        ValueError: ``dirname`` and ``filename`` are both None (or ``filename`` is not bytes
+            with ``dirname=None``).
+        TypeError: ``main_program`` is not a Program / CompiledProgram.
 
     Example:
         >>> import numpy as np
@@ -482,6 +546,10 @@ def get_parameter_value(para: Parameter, executor: Any) -> np.ndarray:
     Returns:
         numpy.ndarray: a copy of its value.
 
+    Raises:
+        TypeError: ``para`` is not a Parameter.
+        RuntimeError: the parameter has no value in the global scope (run the startup program).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -518,6 +586,11 @@ def get_parameter_value_by_name(name: str, executor: Any,
             program).
     Returns:
         numpy.ndarray: a copy of the value.
+
+    Raises:
+        ValueError: ``program``'s global block has no variable ``name``.
+        TypeError: the variable is not a Parameter, or ``name`` is unhashable (e.g. a list).
+        RuntimeError: the parameter has no value in the global scope (run the startup program).
 
     Example:
         >>> import numpy as np

@@ -26,6 +26,17 @@ def _is_number_or_array(x: Any) -> bool:
 class MetricBase:
     """Base class: public attributes hold the state; ``reset`` zeroes them (keeping types).
 
+    Args:
+        name (str | None): the metric's name (``get_config()["name"]``, ``str(metric)``); None uses
+            the class name. Default None.
+
+    Returns:
+        MetricBase: a metric with no state; subclasses add state attributes and implement
+        ``update`` / ``eval``.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -55,6 +66,15 @@ class MetricBase:
     def reset(self) -> None:
         """Zero every public state attribute (ints to 0, floats to 0.0, arrays to zeros).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -80,6 +100,16 @@ class MetricBase:
     def get_config(self) -> Dict[str, Any]:
         """The metric's name and a copy of its state.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            dict: ``{"name": str, "states": {attribute: deep copy of its value}}`` for every public
+            attribute.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -92,6 +122,16 @@ class MetricBase:
 
     def update(self, preds: Any, labels: Any) -> None:
         """Accumulate one batch (subclasses implement it).
+
+        Args:
+            preds (Any): the batch's predictions (meaning set by the subclass).
+            labels (Any): the batch's labels.
+
+        Returns:
+            None.
+
+        Raises:
+            NotImplementedError: always on MetricBase itself; subclasses override it.
 
         Example:
             >>> import numpy as np
@@ -114,6 +154,15 @@ class MetricBase:
     def eval(self) -> Any:
         """The metric's value from what ``update`` accumulated (subclasses implement it).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            Any: the metric's value (type set by the subclass).
+
+        Raises:
+            NotImplementedError: always on MetricBase itself; subclasses override it.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -130,6 +179,12 @@ class CompositeMetric(MetricBase):
 
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
+
+    Returns:
+        CompositeMetric: an empty composite; ``add_metric`` fills it.
+
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np
@@ -148,6 +203,15 @@ class CompositeMetric(MetricBase):
 
     def add_metric(self, metric: MetricBase) -> None:
         """Add a metric; ``update`` and ``eval`` then include it.
+
+        Args:
+            metric (MetricBase): the metric to add.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``metric`` is not a MetricBase.
 
         Example:
             >>> import numpy as np
@@ -169,6 +233,17 @@ class CompositeMetric(MetricBase):
     def update(self, preds: Any, labels: Any) -> None:
         """Pass ``preds`` and ``labels`` to every added metric's ``update``.
 
+        Args:
+            preds (Any): the batch's predictions, passed to every added metric.
+            labels (Any): the batch's labels, passed to every added metric.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: an added metric rejects ``preds`` / ``labels`` (whatever its own ``update``
+                raises is passed on).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -184,6 +259,16 @@ class CompositeMetric(MetricBase):
 
     def eval(self) -> List[Any]:
         """The list of every added metric's ``eval()``, in the order they were added.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list: one ``eval()`` result per added metric, in the order added (empty without
+                metrics).
+
+        Raises:
+            ValueError: an added metric cannot evaluate yet (e.g. an Accuracy without updates).
 
         Example:
             >>> import numpy as np
@@ -212,6 +297,12 @@ class Precision(MetricBase):
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
 
+    Returns:
+        Precision: a metric with ``tp = fp = 0``.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -233,6 +324,13 @@ class Precision(MetricBase):
             preds (numpy.ndarray): ``[N, 1]`` probabilities of the positive class.
             labels (numpy.ndarray): ``[N, 1]`` 0/1 labels.
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``preds`` and ``labels`` have different numbers of rows.
+            IndexError: ``preds`` or ``labels`` is a scalar (0-d).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -247,6 +345,15 @@ class Precision(MetricBase):
 
     def eval(self) -> float:
         """``true positives / predicted positives`` so far (0.0 when nothing was predicted positive).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            float: ``tp / (tp + fp)``, 0.0 when nothing was predicted positive.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -265,6 +372,12 @@ class Recall(MetricBase):
 
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
+
+    Returns:
+        Recall: a metric with ``tp = fn = 0``.
+
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np
@@ -287,6 +400,13 @@ class Recall(MetricBase):
             preds (numpy.ndarray): ``[N, 1]`` probabilities of the positive class.
             labels (numpy.ndarray): ``[N, 1]`` 0/1 labels.
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``preds`` and ``labels`` have different numbers of rows.
+            IndexError: ``preds`` or ``labels`` is a scalar (0-d).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -301,6 +421,15 @@ class Recall(MetricBase):
 
     def eval(self) -> float:
         """``true positives / (true positives + false negatives)`` so far (0.0 without positives).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            float: ``tp / (tp + fn)``, 0.0 when no positive label was seen.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -319,6 +448,12 @@ class Accuracy(MetricBase):
 
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
+
+    Returns:
+        Accuracy: a metric with ``value = weight = 0.0``.
+
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np
@@ -341,6 +476,13 @@ class Accuracy(MetricBase):
             value (float | numpy.ndarray): the batch accuracy.
             weight (float | numpy.ndarray): its weight (usually the batch size).
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``value`` or ``weight`` is not an int, float, numpy number or ndarray (bools
+                are rejected too).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -358,6 +500,15 @@ class Accuracy(MetricBase):
 
     def eval(self) -> float:
         """``sum(value * weight) / sum(weight)`` over the updates; raises ValueError before any.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            float: ``sum(value * weight) / sum(weight)``.
+
+        Raises:
+            ValueError: the accumulated weight is 0 (no update yet).
 
         Example:
             >>> import numpy as np
@@ -381,6 +532,12 @@ class ChunkEvaluator(MetricBase):
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
 
+    Returns:
+        ChunkEvaluator: a metric with all three chunk counts at 0.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -403,6 +560,12 @@ class ChunkEvaluator(MetricBase):
             num_label_chunks (int | numpy.ndarray): chunks in the labels.
             num_correct_chunks (int | numpy.ndarray): chunks predicted correctly.
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: a count is not an int, float, numpy number or ndarray.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -422,6 +585,16 @@ class ChunkEvaluator(MetricBase):
 
     def eval(self) -> Tuple[float, float, float]:
         """``(precision, recall, F1)`` of the chunks counted so far (0 where undefined).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            tuple: ``(precision, recall, f1)`` floats: ``correct / infer``, ``correct / label`` and
+            ``2 p r / (p + r)``, each 0.0 where its denominator (or the correct count) is 0.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -445,6 +618,12 @@ class EditDistance(MetricBase):
     Args:
         name (str | None): the metric's name (``get_config()["name"]``).
 
+    Returns:
+        EditDistance: a metric with ``total_distance = 0.0``, ``seq_num = instance_error = 0``.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -466,6 +645,12 @@ class EditDistance(MetricBase):
             distances (numpy.ndarray): ``[N, 1]`` distances of a batch.
             seq_num (int | numpy.ndarray): the number of sequences in it.
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``distances`` or ``seq_num`` is not an int, float, numpy number or ndarray.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -486,6 +671,15 @@ class EditDistance(MetricBase):
     def eval(self) -> Tuple[float, float]:
         """``(average distance, fraction of sequences with a non-zero distance)`` over everything
         ``update`` saw; raises ValueError before any update.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            tuple: ``(total_distance / seq_num, instance_error / seq_num)`` floats.
+
+        Raises:
+            ValueError: ``seq_num`` is 0 (no update yet).
 
         Example:
             >>> import numpy as np
@@ -509,6 +703,14 @@ class Auc(MetricBase):
         name (str | None): the metric's name.
         curve (str, default "ROC"): only ``"ROC"`` is supported.
         num_thresholds (int, default 4095): histogram buckets of the scores.
+
+    Returns:
+        Auc: a metric with empty positive/negative histograms of ``num_thresholds + 1`` buckets.
+
+    Raises:
+        ValueError: ``curve`` is not ``"ROC"``, or ``num_thresholds`` is negative or not an integer
+            string.
+        TypeError: ``num_thresholds`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -541,6 +743,12 @@ class Auc(MetricBase):
             preds (numpy.ndarray): ``[N, 2]`` class probabilities.
             labels (numpy.ndarray): ``[N, 1]`` 0/1 labels.
 
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``preds`` is not ``[N, >=2]`` or its rows differ from ``labels``'.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -561,6 +769,16 @@ class Auc(MetricBase):
     def eval(self) -> float:
         """The area under the ROC curve of everything ``update`` saw (from ``num_thresholds``
         histogram buckets), 0.0 before any positive and negative were seen.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            float: the trapezoid area under the bucketed ROC curve, in [0, 1]; 0.0 before both a
+            positive and a negative were seen.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np

@@ -28,6 +28,16 @@ class DetectionMAP:
         evaluate_difficult (bool, default True): count difficult ground truths.
         ap_version (str, default "integral"): ``"integral"`` or ``"11point"``.
 
+    Returns:
+        DetectionMAP: the evaluator; its ops are in the current main program, its zero-filled
+        accumulators in the current startup program.
+
+    Raises:
+        TypeError: ``input``, ``gt_label``, ``gt_box`` or ``gt_difficult`` is not a Variable, or
+            ``input`` is not float32/float64.
+        ValueError: ``ap_version`` is not ``"integral"`` / ``"11point"``, or ``class_num`` is not a
+            positive int (None included: the number of classes is required).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -103,6 +113,15 @@ class DetectionMAP:
     def get_map_var(self) -> Tuple[Variable, Variable]:
         """``(cur_map, accum_map)``: this batch's mAP and the accumulated one.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            tuple: ``(cur_map, accum_map)``, two float32 Variables of shape [1].
+
+        Raises:
+            None: this accessor does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -128,6 +147,17 @@ class DetectionMAP:
 
     def reset(self, executor: Any, reset_program: Optional[Program] = None) -> None:
         """Zero ``has_state`` so that the next run starts a new accumulation.
+
+        Args:
+            executor (Executor): the executor whose scope holds the accumulators.
+            reset_program (Program | None): the program to add the reset op to; None builds a new
+                one. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            AttributeError: ``executor`` has no ``run`` method.
 
         Example:
             >>> import numpy as np

@@ -47,6 +47,15 @@ _log = logging.getLogger("fluidlite")
 class DatasetFactory:
     """``DatasetFactory().create_dataset("InMemoryDataset" | "QueueDataset")``.
 
+    Args:
+        None: the factory takes no arguments.
+
+    Returns:
+        DatasetFactory: a factory whose ``create_dataset`` builds the datasets.
+
+    Raises:
+        None: the constructor does not raise (``create_dataset`` raises ValueError).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -59,6 +68,16 @@ class DatasetFactory:
         """A new dataset of the named kind: ``"QueueDataset"`` (the default),
         ``"InMemoryDataset"`` or ``"FileInstantDataset"``; ValueError naming the choices for any
         other name.
+
+        Args:
+            datafeed_class (str): ``"QueueDataset"``, ``"InMemoryDataset"`` or
+                ``"FileInstantDataset"``. Default ``"QueueDataset"``.
+
+        Returns:
+            DatasetBase: a new, unconfigured dataset of that kind.
+
+        Raises:
+            ValueError: ``datafeed_class`` is not one of the three names.
 
         Example:
             >>> import numpy as np
@@ -93,6 +112,17 @@ class DatasetBase:
         """The shell command each file is piped through before parsing (fluid's ``cat`` default
         reads the file as it is).
 
+        Args:
+            pipe_command (str): a shell command reading a file on stdin and writing MultiSlot text
+                to stdout; ``"cat"`` (the default) reads the file unchanged.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this setter does not raise; a failing command raises RuntimeError when the files
+                are read (``load_into_memory`` or a pass over a QueueDataset).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -118,6 +148,16 @@ class DatasetBase:
 
     def set_batch_size(self, batch_size: int) -> None:
         """Samples per batch; ValueError when below 1.
+
+        Args:
+            batch_size (int): samples per batch, >= 1.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``batch_size`` is below 1 or not convertible to int.
+            TypeError: ``batch_size`` is not a number (e.g. None).
 
         Example:
             >>> import numpy as np
@@ -146,6 +186,16 @@ class DatasetBase:
     def set_thread(self, thread_num: int) -> None:
         """How many files are parsed at once (at least 1).
 
+        Args:
+            thread_num (int): how many files are parsed at once; values below 1 mean 1.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``thread_num`` is a string that is not an integer.
+            TypeError: ``thread_num`` is not a number (e.g. None).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -172,6 +222,15 @@ class DatasetBase:
     def set_filelist(self, filelist: Sequence[str]) -> None:
         """The MultiSlot text files to read (one sample per line).
 
+        Args:
+            filelist (Sequence[str]): paths of the MultiSlot text files, read in this order.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``filelist`` is not iterable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -197,6 +256,18 @@ class DatasetBase:
     def set_use_var(self, var_list: Sequence[Variable]) -> None:
         """The variables each sample fills, in file order: one MultiSlot slot per variable (float
         slots for float variables, uint64 for integer ones; dense when ``lod_level`` is 0).
+
+        Args:
+            var_list (Sequence[Variable]): the data variables one sample fills, in the order of the
+                slots of a line.
+
+        Returns:
+            None.
+
+        Raises:
+            AttributeError: an entry is not a Variable (it has no ``name`` / ``dtype`` /
+                ``lod_level``).
+            TypeError: ``var_list`` is not iterable.
 
         Example:
             >>> import numpy as np
@@ -225,6 +296,16 @@ class DatasetBase:
 
     def set_hdfs_config(self, fs_name: str, fs_ugi: str) -> None:
         """Accepted for compatibility: files are read from the local file system.
+
+        Args:
+            fs_name (str): the HDFS name node address (unused: files are local).
+            fs_ugi (str): the HDFS ``user,password`` (unused).
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -256,6 +337,15 @@ class DatasetBase:
     def desc(self) -> str:
         """The data-feed description as protobuf text (name, batch size, one ``slots`` entry per
         variable of ``set_use_var``).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            str: the ``DataFeedDesc`` protobuf text of this dataset.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -299,6 +389,18 @@ class DatasetBase:
         """Enable (``fea_eval=True``) the feature-evaluation mode ``slots_shuffle`` needs, with a
         reservoir of ``record_candidate_size`` candidate samples to draw slot values from.
 
+        Args:
+            record_candidate_size (int): capacity of the candidate reservoir, >= 1 (checked only
+                when ``fea_eval`` is True).
+            fea_eval (bool): turn the feature-evaluation mode on (True) or off. Default True.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``fea_eval`` is not a bool.
+            ValueError: ``fea_eval`` is True and ``record_candidate_size`` is not a positive int.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -338,6 +440,18 @@ class DatasetBase:
         ``set_use_var``) in every sample with those of a random candidate sample (see the module
         docstring). Without ``set_fea_eval`` first this does nothing (as fluid, with a
         warning in the log).
+
+        Args:
+            slots (list[str]): names of variables of ``set_use_var`` whose values are replaced;
+                float slots among them are left alone (with a log warning).
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``slots`` is not a list/tuple/set of strings.
+            ValueError: ``set_use_var`` was not called, or a name is not a slot of this dataset.
+            RuntimeError: an InMemoryDataset in feature-evaluation mode is not loaded yet.
 
         Example:
             >>> import numpy as np
@@ -500,6 +614,15 @@ class DatasetBase:
 class InMemoryDataset(DatasetBase):
     """Samples parsed once into memory (``load_into_memory``), shuffled in memory.
 
+    Args:
+        None: the constructor takes no arguments (configure it with the ``set_*`` methods).
+
+    Returns:
+        InMemoryDataset: an empty in-memory dataset; ``load_into_memory`` fills it.
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -535,6 +658,18 @@ class InMemoryDataset(DatasetBase):
     def load_into_memory(self) -> None:
         """Parse every file (``set_thread`` files in parallel).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``set_use_var`` was not called, or a line is malformed (too few or too many
+                values, a slot whose count does not fit its variable's shape, a non-numeric value).
+            OSError: a file of ``set_filelist`` cannot be opened (e.g. FileNotFoundError).
+            RuntimeError: the pipe command exits with a non-zero status.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -566,6 +701,18 @@ class InMemoryDataset(DatasetBase):
         """``load_into_memory`` with ``thread_num`` reader threads (synchronous here, so
         ``wait_preload_done`` returns at once).
 
+        Args:
+            thread_num (int, optional): reader threads (as ``set_thread``); None keeps the current
+                setting. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: as ``load_into_memory`` (no ``set_use_var``, malformed line).
+            OSError: a file cannot be opened.
+            RuntimeError: the pipe command fails.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -595,6 +742,15 @@ class InMemoryDataset(DatasetBase):
     def wait_preload_done(self) -> None:
         """Loading is synchronous: nothing to wait for.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -621,6 +777,15 @@ class InMemoryDataset(DatasetBase):
     def local_shuffle(self, seed: Optional[int] = None) -> None:
         """Shuffle the samples in memory (``seed`` makes the order reproducible); RuntimeError
         before ``load_into_memory``.
+
+        Args:
+            seed (int, optional): seed of the shuffle; None draws a fresh order. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called before ``load_into_memory``.
 
         Example:
             >>> import numpy as np
@@ -652,6 +817,17 @@ class InMemoryDataset(DatasetBase):
                        seed: Optional[int] = None) -> None:
         """One process holds all the data: the same as ``local_shuffle``.
 
+        Args:
+            fleet (optional): fluid's fleet handle; unused (one process). Default None.
+            thread_num (int): fluid's shuffle threads; unused. Default 12.
+            seed (int, optional): seed of the shuffle. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called before ``load_into_memory``.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -678,6 +854,15 @@ class InMemoryDataset(DatasetBase):
 
     def release_memory(self) -> None:
         """Drop the samples held in memory (``load_into_memory`` reads the files again).
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -715,6 +900,15 @@ class InMemoryDataset(DatasetBase):
         """How many samples are in memory (0 before ``load_into_memory`` or after
         ``release_memory``).
 
+        Args:
+            fleet (optional): fluid's fleet handle; unused (one process). Default None.
+
+        Returns:
+            int: the number of samples in memory.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -740,6 +934,15 @@ class InMemoryDataset(DatasetBase):
 
     def get_shuffle_data_size(self, fleet: Any = None) -> int:
         """How many samples the last shuffle covered (0 before any shuffle).
+
+        Args:
+            fleet (optional): fluid's fleet handle; unused (one process). Default None.
+
+        Returns:
+            int: the number of samples the last shuffle covered.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -770,6 +973,15 @@ class InMemoryDataset(DatasetBase):
     def set_queue_num(self, queue_num: int) -> None:
         """Accepted for compatibility (one in-process queue).
 
+        Args:
+            queue_num (int): fluid's number of shuffle channels; unused.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -793,6 +1005,15 @@ class InMemoryDataset(DatasetBase):
     def set_fleet_send_batch_size(self, fleet_send_batch_size: int = 1024) -> None:
         """Accepted for compatibility (no fleet).
 
+        Args:
+            fleet_send_batch_size (int): fluid's global-shuffle send size; unused. Default 1024.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -815,6 +1036,15 @@ class InMemoryDataset(DatasetBase):
 
     def set_merge_by_lineid(self, merge_size: int = 2) -> None:
         """Accepted for compatibility (lines are not merged).
+
+        Args:
+            merge_size (int): fluid's line-id merge size; unused. Default 2.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -849,6 +1079,15 @@ class QueueDataset(DatasetBase):
     """Samples streamed from the files on every pass (no shuffling, as in fluid).
     ``slots_shuffle`` applies to the stream: every pass replaces the slots as the samples go
     by (a fresh reservoir per pass).
+
+    Args:
+        None: the constructor takes no arguments (configure it with the ``set_*`` methods).
+
+    Returns:
+        QueueDataset: a streaming dataset that reads its files on every pass.
+
+    Raises:
+        None: the constructor does not raise.
 
     Example:
         >>> import numpy as np
@@ -889,6 +1128,15 @@ class QueueDataset(DatasetBase):
         """Not supported by a streaming dataset (as in fluid): raises NotImplementedError saying
         to use InMemoryDataset.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None: it never returns normally.
+
+        Raises:
+            NotImplementedError: always; shuffle an InMemoryDataset instead.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -905,6 +1153,15 @@ class QueueDataset(DatasetBase):
     def global_shuffle(self, fleet: Any = None) -> None:
         """Not supported by a streaming dataset (as in fluid): raises NotImplementedError saying
         to use InMemoryDataset.
+
+        Args:
+            fleet (optional): fluid's fleet handle; unused. Default None.
+
+        Returns:
+            None: it never returns normally.
+
+        Raises:
+            NotImplementedError: always; shuffle an InMemoryDataset instead.
 
         Example:
             >>> import numpy as np

@@ -24,6 +24,15 @@ _END = object()
 class ComposeNotAligned(ValueError):
     """``compose(check_alignment=True)`` readers yielded different numbers of samples.
 
+    Args:
+        *args: the message, as for any ValueError.
+
+    Returns:
+        ComposeNotAligned: the exception (a ValueError subclass) a composed reader raises.
+
+    Raises:
+        None: constructing the exception does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -45,6 +54,11 @@ def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
         drop_last (bool, default False): drop a last batch smaller than ``batch_size``.
     Returns:
         callable: a reader of lists of samples.
+
+    Raises:
+        ValueError: ``batch_size`` is below 1 or a string that is not an integer (raised at once,
+            not when reading).
+        TypeError: ``batch_size`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -96,6 +110,10 @@ def chain(*readers: Reader) -> Reader:
     Returns:
         callable: a new reader.
 
+    Raises:
+        None: this function does not raise; calling a non-callable reader raises TypeError when the
+            returned reader is called.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -116,6 +134,10 @@ def compose(*readers: Reader, check_alignment: bool = True) -> Reader:
         check_alignment (bool, default True): raise ``ComposeNotAligned`` when one ends first.
     Returns:
         callable: a new reader.
+
+    Raises:
+        ComposeNotAligned: (while reading) ``check_alignment`` is True and one reader ends before
+            the others.
 
     Example:
         >>> import numpy as np
@@ -148,6 +170,9 @@ def map_readers(func: Callable[..., Any], *readers: Reader) -> Reader:
     Returns:
         callable: a new reader.
 
+    Raises:
+        None: this function does not raise; errors of ``func`` or a reader surface while reading.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -166,6 +191,9 @@ def firstn(reader: Reader, n: int) -> Reader:
     Returns:
         callable: a new reader.
 
+    Raises:
+        ValueError: (while reading) ``n`` is negative or not an integer (``itertools.islice``).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -182,6 +210,10 @@ def cache(reader: Reader) -> Reader:
         reader (callable): read once; its items are replayed afterwards.
     Returns:
         callable: a new reader.
+
+    Raises:
+        None: this function does not raise; an error of ``reader`` surfaces on the first read,
+            and the next call reads ``reader`` again.
 
     Example:
         >>> import numpy as np
@@ -257,6 +289,10 @@ def buffered(reader: Reader, size: int) -> Reader:
     Returns:
         callable: a new reader.
 
+    Raises:
+        None: this function does not raise; an exception of ``reader`` is re-raised to the consumer
+            while reading.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -285,6 +321,10 @@ def xmap_readers(mapper: Callable[[Any], Any], reader: Reader, process_num: int,
         order (bool, default False): keep the input order.
     Returns:
         callable: a new reader.
+
+    Raises:
+        None: this function does not raise; an exception of ``mapper`` or ``reader`` is re-raised to
+            the consumer while reading.
 
     Example:
         >>> import numpy as np
@@ -352,6 +392,10 @@ def multiprocess_reader(readers: Sequence[Reader], use_pipe: bool = True,
         queue_size (int, default 1000): the queue size.
     Returns:
         callable: a new reader.
+
+    Raises:
+        None: this function does not raise; an exception of a reader is re-raised to the consumer
+            while reading.
 
     Example:
         >>> import numpy as np

@@ -38,6 +38,18 @@ class DataFeedDesc:
     """A data-feed description: ``name``, ``batch_size`` and the slots (``name``, ``type``
     ``"uint64"`` or ``"float"``, ``is_dense``, ``is_used``).
 
+    Args:
+        proto_file (str | None): a file holding the protobuf text form to read the name, batch size,
+            pipe command and slots from; None starts empty (``MultiSlotDataFeed``, batch size 1, no
+            slots). Default None.
+
+    Returns:
+        DataFeedDesc: the description.
+
+    Raises:
+        OSError: ``proto_file`` cannot be opened (e.g. FileNotFoundError).
+        UnicodeDecodeError: ``proto_file`` is not UTF-8 text.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -107,6 +119,16 @@ class DataFeedDesc:
     def set_batch_size(self, batch_size: int) -> None:
         """Samples per batch.
 
+        Args:
+            batch_size (int): samples per batch.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``batch_size`` is a string that is not an integer.
+            TypeError: ``batch_size`` is not a number.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -128,6 +150,16 @@ class DataFeedDesc:
 
     def set_dense_slots(self, dense_slots_name: Sequence[str]) -> None:
         """Mark the named slots as dense (fixed-size) rather than variable-length.
+
+        Args:
+            dense_slots_name (Sequence[str]): names of slots to mark ``is_dense: true``.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: a name is not a slot (the message lists the slots); the names before it are
+                already marked.
 
         Example:
             >>> import numpy as np
@@ -152,6 +184,16 @@ class DataFeedDesc:
     def set_use_slots(self, use_slots_name: Sequence[str]) -> None:
         """Mark the named slots as used (ValueError naming the slots for an unknown name).
 
+        Args:
+            use_slots_name (Sequence[str]): names of slots to mark ``is_used: true``.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: a name is not a slot (the message lists the slots); the names before it are
+                already marked.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -174,6 +216,16 @@ class DataFeedDesc:
 
     def desc(self) -> str:
         """The protobuf text form.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            str: the protobuf text form (``name``, ``batch_size``, ``pipe_command`` when not
+            ``cat``, and one ``slots`` block per slot), ending with a newline.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np

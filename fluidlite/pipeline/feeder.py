@@ -133,6 +133,13 @@ class DataFeeder:
         place (Place): accepted for fluid's signature.
         program (Program | None): where to look up names (default: the default main program).
 
+    Returns:
+        DataFeeder: the feeder; ``feed(minibatch)`` builds feed dicts.
+
+    Raises:
+        TypeError: ``feed_list`` is not a list/tuple, or an entry is neither a Variable nor a name.
+        ValueError: a name is not a variable of ``program``'s global block.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -183,6 +190,12 @@ class DataFeeder:
         Returns:
             dict: ``{name: LoDTensor}`` ready for ``exe.run(feed=...)``.
 
+        Raises:
+            ValueError: a sample is not a list/tuple with one field per feed variable, the fields of
+                a variable do not form one array of its dtype (ragged samples), or the batch does
+                not fit the variable's shape (reshape or dimension mismatch).
+            TypeError: a field of a ``lod_level > 0`` variable is not a sequence.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -211,6 +224,18 @@ class DataFeeder:
                       num_places: Optional[int] = None) -> Iterator[Dict[str, LoDTensor]]:
         """One feed dict per device minibatch (fluidlite runs on one CPU device).
 
+        Args:
+            iterable (Iterable[Iterable[Sequence]]): one minibatch per device, each as ``feed``
+                takes it.
+            num_places (int | None): fluid's device count; unused (one feed dict per minibatch
+                given). Default None.
+
+        Returns:
+            Iterator[dict]: one ``{name: LoDTensor}`` dict per minibatch, lazily.
+
+        Raises:
+            ValueError: (while iterating) as ``feed``, for a malformed minibatch.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -228,6 +253,19 @@ class DataFeeder:
     def decorate_reader(self, reader: Any, multi_devices: bool, num_places: Optional[int] = None,
                         drop_last: bool = True) -> Any:
         """Wrap a batch reader so that it yields feed dicts.
+
+        Args:
+            reader (callable): a batch reader: returns an iterable of minibatches (lists of
+                samples).
+            multi_devices (bool): fluid's per-device split; unused (one device).
+            num_places (int | None): fluid's device count; unused. Default None.
+            drop_last (bool): fluid's flag for an incomplete device split; unused. Default True.
+
+        Returns:
+            callable: a reader yielding one ``{name: LoDTensor}`` dict per minibatch.
+
+        Raises:
+            ValueError: (while reading) as ``feed``, for a malformed minibatch.
 
         Example:
             >>> import numpy as np

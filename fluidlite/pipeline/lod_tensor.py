@@ -56,6 +56,12 @@ def create_lod_tensor(data: Any, recursive_seq_lens: Sequence[Sequence[int]],
     Returns:
         LoDTensor: the data with its LoD.
 
+    Raises:
+        TypeError: ``data`` is not a numpy array, list or LoDTensor, or ``recursive_seq_lens`` is
+            not a list of 1-D levels.
+        ValueError: a length is negative, a level's lengths do not sum to the next level's number of
+            sequences, or the last level does not match the data (list lengths or rows).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -100,6 +106,25 @@ def create_random_int_lodtensor(recursive_seq_lens: Sequence[Sequence[int]],
                                 high: int = 1, seed: Optional[int] = None) -> LoDTensor:
     """A LoDTensor of random int64 values in ``[low, high]`` with shape
     ``[sum(last level lengths)] + base_shape`` (``seed`` makes it reproducible).
+
+    Args:
+        recursive_seq_lens (list[list[int]]): the sequence lengths per LoD level (at least one
+            level).
+        base_shape (list[int]): the shape of one row; the tensor is ``[sum(last level)] +
+            base_shape``.
+        place (Place | None): accepted for fluid's signature (everything is on the CPU). Default
+            None.
+        low (int): the smallest value. Default 0.
+        high (int): the largest value (inclusive). Default 1.
+        seed (int | None): seed of the generator; None draws fresh values. Default None.
+
+    Returns:
+        LoDTensor: int64 values in ``[low, high]`` with the given LoD.
+
+    Raises:
+        TypeError: ``recursive_seq_lens`` is not a list of 1-D levels.
+        ValueError: ``recursive_seq_lens`` is empty or invalid (negative lengths, levels that do not
+            chain), or ``low > high``.
 
     Example:
         >>> import numpy as np

@@ -333,6 +333,19 @@ class GeneratorLoader:
         """fluid 1.8's Python-2 spelling of ``__next__``: the next batch of an iterable loader
         (``StopIteration`` at the end of the epoch).
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            list: ``[feed_dict]`` (or, with ``return_list=True``, the arrays in ``feed_list``
+                order).
+
+        Raises:
+            StopIteration: the epoch is over.
+            RuntimeError: the loader is not iterable (``iterable=False``), no data source was set,
+                or a worker process died.
+            ValueError: a sample or batch does not fit its variable (the message names it).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -372,6 +385,16 @@ class GeneratorLoader:
     def start(self) -> None:
         """Start prefetching; ``Executor.run`` on the program then takes one batch per run.
 
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: the loader is iterable, it is already started (call ``reset`` first), or
+                no data source was set.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -403,6 +426,15 @@ class GeneratorLoader:
 
     def reset(self) -> None:
         """Stop the worker (if any) and forget the epoch; ``start()`` may follow.
+
+        Args:
+            None: this method takes no arguments.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise.
 
         Example:
             >>> import numpy as np
@@ -456,6 +488,16 @@ class GeneratorLoader:
 class DataLoader:
     """``fluid.io.DataLoader``.
 
+    Args:
+        None: DataLoader is a namespace; build loaders with its static methods ``from_generator``
+            and ``from_dataset``.
+
+    Returns:
+        DataLoader: an instance with nothing of its own (use the static methods).
+
+    Raises:
+        None: the constructor does not raise.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -493,6 +535,11 @@ class DataLoader:
             GeneratorLoader: set its data with ``set_sample_generator``,
             ``set_sample_list_generator`` or ``set_batch_generator``.
 
+        Raises:
+            ValueError: ``feed_list`` is empty or None, or ``capacity`` is below 1 (or a non-integer
+                string).
+            TypeError: an entry of ``feed_list`` is not a Variable, or ``capacity`` is not a number.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -524,6 +571,9 @@ class DataLoader:
             drop_last (bool, default True): drop a last batch smaller than the batch size.
         Returns:
             iterable: feed dicts, one per batch.
+
+        Raises:
+            AttributeError: ``dataset`` is not a ``fluid.dataset`` dataset (it has no loader).
 
         Example:
             >>> import numpy as np
@@ -561,6 +611,13 @@ class PyReader(GeneratorLoader):
             ``start()`` until ``EOFException``).
         return_list (bool, default False): yield lists instead of feed dicts (dygraph).
 
+    Returns:
+        PyReader: the reader; give it data with one of the ``decorate_*`` methods.
+
+    Raises:
+        ValueError: ``feed_list`` is empty or None, or ``capacity`` is below 1.
+        TypeError: an entry of ``feed_list`` is not a Variable.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -590,6 +647,21 @@ class PyReader(GeneratorLoader):
         feed variable) and group them into batches of ``batch_size`` (``drop_last``: drop a short
         last batch).
 
+        Args:
+            sample_generator (callable): returns an iterable of samples, each a tuple/list with one
+                value per feed variable.
+            batch_size (int): samples per batch, >= 1.
+            drop_last (bool): drop a last batch smaller than ``batch_size``. Default True.
+            places (list | None): fluid's places; accepted (everything runs on the CPU). Default
+                None.
+
+        Returns:
+            None.
+
+        Raises:
+            ValueError: ``batch_size`` is below 1 (a sample that does not fit its variable raises
+                ValueError naming it while reading).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -613,6 +685,19 @@ class PyReader(GeneratorLoader):
         """Read batches from ``reader()`` yielding lists of samples (e.g. ``fluid.io.batch(...)``),
         each sample a tuple with one value per feed variable.
 
+        Args:
+            reader (callable): returns an iterable of batches, each a list of samples (tuples with
+                one value per feed variable).
+            places (list | None): fluid's places; accepted (everything runs on the CPU). Default
+                None.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise; a sample that does not fit its variable raises
+                ValueError while reading.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -635,6 +720,19 @@ class PyReader(GeneratorLoader):
                                  places: Any = None) -> None:
         """Read whole batches from ``reader()``: each item is a list (one array per feed
         variable) or a feed dict; ``places`` is required for an iterable reader.
+
+        Args:
+            reader (callable): returns an iterable of batches, each a list/tuple with one array (or
+                LoDTensor) per feed variable, or a dict by variable name.
+            places (list | None): fluid's places; fluid required them for an iterable reader,
+                fluidlite accepts None (everything runs on the CPU). Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            None: this method does not raise; a batch whose arrays do not fit the variables raises
+                ValueError while reading.
 
         Example:
             >>> import numpy as np
