@@ -24,6 +24,7 @@ __all__ = ["Profile", "profiler", "start_profiler", "stop_profiler", "reset_prof
 
 _log = logging.getLogger("fluidlite.profiler")
 _SORT_KEYS = (None, "calls", "total", "max", "min", "ave")
+_TRACER_OPTIONS = ("Default", "OpDetail", "AllOpDetail")
 _active: Optional["Profile"] = None
 
 
@@ -113,14 +114,18 @@ def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
     Args:
         state (str): ``"CPU"``, ``"GPU"`` or ``"All"`` (all three time the CPU kernels here).
             Default ``"CPU"``.
-        tracer_option (str): fluid's tracer detail level (``"Default"``, ``"OpDetail"``,
-            ``"AllOpDetail"``); accepted and unused. Default ``"Default"``.
+        tracer_option (str): fluid's tracer detail level: ``"Default"``, ``"OpDetail"`` or
+            ``"AllOpDetail"``. fluid split an op's time into compute, data transform and
+            shape inference events; here an op is its kernel call (shapes are inferred once
+            at plan time, data is never transformed), so the three levels give the same
+            report. Default ``"Default"``.
 
     Returns:
         None.
 
     Raises:
-        ValueError: ``state`` is not ``"CPU"``, ``"GPU"`` or ``"All"``.
+        ValueError: ``state`` is not ``"CPU"``, ``"GPU"`` or ``"All"``, or ``tracer_option``
+            is not one of fluid's three levels.
 
     Example:
         >>> import numpy as np
@@ -138,6 +143,9 @@ def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
     """
     global _active
     _check_state(state)
+    if tracer_option not in _TRACER_OPTIONS:
+        raise ValueError(f"tracer_option must be one of {_TRACER_OPTIONS}, got "
+                         f"{tracer_option!r}")
     _active = Profile()
 
 
@@ -215,14 +223,15 @@ def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
         state: ``CPU``, ``GPU`` or ``All`` (all profile the CPU kernels here).
         sorted_key: row order of the report: ``calls``, ``total``, ``max``, ``min``, ``ave``.
         profile_path: also write the report to this file.
-        tracer_option: accepted for fluid's signature.
+        tracer_option: ``Default``, ``OpDetail`` or ``AllOpDetail`` (the same report here:
+            see ``start_profiler``).
 
     Returns:
         contextmanager: a context manager yielding the ``Profile`` being collected.
 
     Raises:
-        ValueError: ``sorted_key`` or ``state`` is not one of the accepted values (raised on
-            entering the block).
+        ValueError: ``sorted_key``, ``state`` or ``tracer_option`` is not one of the accepted
+            values (raised on entering the block).
         OSError: ``profile_path`` cannot be written (on leaving the block).
 
     Example:

@@ -72,9 +72,38 @@ def test_feed_parallel_and_decorate_reader():
     x = fluid.layers.data("x", [2])
     feeder = DataFeeder([x], fluid.CPUPlace())
     batches = [[([1, 2],)], [([3, 4],), ([5, 6],)]]
-    assert [np.array(d["x"]).shape for d in feeder.feed_parallel(batches)] == [(1, 2), (2, 2)]
+    assert [np.array(d["x"]).shape for d in feeder.feed_parallel(batches, num_places=2)] == \
+        [(1, 2), (2, 2)]
     reader = feeder.decorate_reader(lambda: iter(batches), multi_devices=False)
     assert [np.array(d["x"]).shape[0] for d in reader()] == [1, 2]
+
+
+def test_feed_parallel_needs_one_minibatch_per_device(monkeypatch):
+    """fluid 1.8: as many minibatches as devices -- num_places, else CPU_NUM (default 1)"""
+    x = fluid.layers.data("x", [2])
+    feeder = DataFeeder([x], fluid.CPUPlace())
+    batches = [[([1, 2],)], [([3, 4],)]]
+    monkeypatch.delenv("CPU_NUM", raising=False)
+    with pytest.raises(ValueError, match=r"devices: 1, mini-batches: 2"):
+        list(feeder.feed_parallel(batches))
+    monkeypatch.setenv("CPU_NUM", "2")
+    assert len(list(feeder.feed_parallel(batches))) == 2
+    with pytest.raises(ValueError, match=r"devices: 3, mini-batches: 2"):
+        list(feeder.feed_parallel(batches, num_places=3))
+
+
+def test_decorate_reader_groups_minibatches_per_device():
+    x = fluid.layers.data("x", [2])
+    feeder = DataFeeder([x], fluid.CPUPlace())
+    batches = [[([i, i],)] for i in range(5)]
+    reader = feeder.decorate_reader(lambda: iter(batches), multi_devices=True, num_places=2)
+    groups = list(reader())
+    assert [len(g) for g in groups] == [2, 2]            # the fifth minibatch is dropped
+    assert [[float(np.array(d["x"])[0, 0]) for d in g] for g in groups] == [[0, 1], [2, 3]]
+    strict = feeder.decorate_reader(lambda: iter(batches), multi_devices=True, num_places=2,
+                                    drop_last=False)
+    with pytest.raises(ValueError, match="1 mini-batch\\(es\\) left over"):
+        list(strict())
 
 
 def test_checkers_and_convert_dtype():

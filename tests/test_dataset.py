@@ -89,6 +89,23 @@ def test_train_from_dataset_matches_exe_run(tmp_path, kind, capsys):
     assert not [t for t in threading.enumerate() if t.name.startswith("fluidlite-")]
 
 
+def test_train_from_dataset_debug_prints_the_per_op_report(tmp_path, capsys):
+    main, start, vars_, loss = _net()
+    ds = fluid.dataset.DatasetFactory().create_dataset("QueueDataset")
+    ds.set_use_var(vars_)
+    ds.set_batch_size(BATCH)
+    ds.set_filelist(_write(tmp_path))
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(start, scope=scope)
+    exe.train_from_dataset(main, ds, scope=scope, debug=True)
+    out = capsys.readouterr().out
+    assert "Profiling Report" in out and f"({N // BATCH} run(s)" in out
+    assert "sgd" in out and "lookup_table" in out
+    assert fluid.profiler.active() is None         # the debug profile ended with the runs
+    exe.train_from_dataset(main, ds, scope=scope)
+    assert "Profiling Report" not in capsys.readouterr().out
+
+
 def test_in_memory_shuffle_pipe_command_and_infer(tmp_path):
     main, start, vars_, loss = _net()
     ds = fluid.dataset.DatasetFactory().create_dataset("InMemoryDataset")

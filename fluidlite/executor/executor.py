@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import threading
 import weakref
@@ -301,7 +302,8 @@ class Executor:
                 None.
             thread (int): fluid's trainer thread count; unused (the dataset's ``set_thread`` sets
                 the parsing threads). Default 0.
-            debug (bool): fluid's debug flag; unused. Default False.
+            debug (bool): as fluid's trainer in debug mode, time every op and print the
+                per-op report (``fluid.profiler``'s) to stdout at the end. Default False.
             fetch_list (list[Variable] | None): variables printed every ``print_period`` batches.
                 Default None.
             fetch_info (list[str] | None): the labels printed for ``fetch_list`` (one each); None
@@ -341,8 +343,9 @@ class Executor:
             >>> _ = exe.run(startup)
             >>> exe.train_from_dataset(main, dataset)       # one pass over the files
         """
-        _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
-                                  fetch_handler, train=True)
+        with _debug_profile(debug):
+            _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info,
+                                      print_period, fetch_handler, train=True)
 
     def infer_from_dataset(self, program: Any = None, dataset: Any = None,
                            scope: Optional[Scope] = None, thread: int = 0, debug: bool = False,
@@ -358,7 +361,8 @@ class Executor:
             scope (Scope | None): where the variables live; None uses the global scope. Default
                 None.
             thread (int): fluid's trainer thread count; unused. Default 0.
-            debug (bool): fluid's debug flag; unused. Default False.
+            debug (bool): time every op and print the per-op report at the end. Default
+                False.
             fetch_list (list[Variable] | None): variables printed every ``print_period`` batches.
                 Default None.
             fetch_info (list[str] | None): the labels printed for ``fetch_list``; None uses the
@@ -396,8 +400,9 @@ class Executor:
             >>> exe.infer_from_dataset(main, dataset, fetch_list=[doubled], print_period=1)
             batch: 1, scale_0.tmp_0: 2.0 4.0
         """
-        _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info, print_period,
-                                  fetch_handler, train=False)
+        with _debug_profile(debug):
+            _dataset_of(dataset)._run(self, program, scope, fetch_list, fetch_info,
+                                      print_period, fetch_handler, train=False)
 
     # -- use_prune ---------------------------------------------------------------------------
     def _pruned(self, program: Program, feed_names: Tuple[str, ...],
@@ -656,3 +661,11 @@ def _dataset_of(dataset: Any) -> Any:
                         f"fluid.DatasetFactory().create_dataset(...)), received "
                         f"{type(dataset).__name__}")
     return dataset
+
+
+def _debug_profile(debug: bool) -> Any:
+    """``train_from_dataset(debug=True)``: the runs inside are profiled and the report is
+    printed when they end (a profiler the user already started keeps collecting instead)."""
+    if not debug or profiler.active() is not None:
+        return contextlib.nullcontext()
+    return profiler.profiler("CPU", sorted_key="total")

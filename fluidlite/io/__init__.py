@@ -79,7 +79,8 @@ def shuffle(reader: Callable, buffer_size: int, seed: Optional[int] = None) -> C
         callable: a reader of the same samples in shuffled order.
 
     Raises:
-        TypeError: (while reading) ``buffer_size`` cannot be compared with an int (e.g. None).
+        TypeError: ``buffer_size`` is not an int.
+        ValueError: ``buffer_size`` is below 1 (the samples would come back unshuffled).
 
     Example:
         >>> import numpy as np

@@ -27,6 +27,7 @@ import logging
 import random
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
@@ -1035,16 +1036,18 @@ class InMemoryDataset(DatasetBase):
         """
 
     def set_merge_by_lineid(self, merge_size: int = 2) -> None:
-        """Accepted for compatibility (lines are not merged).
+        """fluid merged the instances sharing a line id (parsed with ``parse_ins_id``) after a
+        distributed ``global_shuffle``; fluidlite neither parses instance ids nor merges, so
+        this warns (``UserWarning``) that the lines stay separate.
 
         Args:
-            merge_size (int): fluid's line-id merge size; unused. Default 2.
+            merge_size (int): fluid's line-id merge size. Default 2.
 
         Returns:
             None.
 
         Raises:
-            None: this method does not raise.
+            None: this method only warns.
 
         Example:
             >>> import numpy as np
@@ -1063,8 +1066,16 @@ class InMemoryDataset(DatasetBase):
             >>> dataset.set_use_var([x, y])
             >>> dataset.set_batch_size(2)
             >>> dataset.set_filelist([path])
-            >>> dataset.set_merge_by_lineid(2)     # accepted; lines are not merged
+            >>> import warnings
+            >>> with warnings.catch_warnings(record=True) as caught:
+            ...     warnings.simplefilter("always")
+            ...     dataset.set_merge_by_lineid(2)
+            >>> "not merged" in str(caught[0].message)
+            True
         """
+        warnings.warn(f"InMemoryDataset.set_merge_by_lineid({merge_size}) has no effect in "
+                      f"fluidlite: instances sharing a line id are not merged (fluid did this "
+                      f"in a distributed global_shuffle, with parse_ins_id)", stacklevel=2)
 
     def _require_memory(self, what: str) -> None:
         if self._memory is None:

@@ -14,6 +14,8 @@ import random
 import threading
 from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
 
+import numpy as np
+
 __all__ = ["batch", "shuffle", "buffered", "chain", "compose", "map_readers", "xmap_readers",
            "firstn", "cache", "multiprocess_reader", "ComposeNotAligned"]
 
@@ -87,7 +89,15 @@ def batch(reader: Reader, batch_size: int, drop_last: bool = False) -> Reader:
 
 
 def shuffle(reader: Reader, buf_size: int, seed: Optional[int] = None) -> Reader:
-    """Shuffle within windows of ``buf_size`` samples."""
+    """Shuffle within windows of ``buf_size`` samples (``buf_size`` >= 1: a window of 0 would
+    return the samples unshuffled, silently)."""
+    if isinstance(buf_size, bool) or not isinstance(buf_size, (int, np.integer)):
+        raise TypeError(f"shuffle: buf_size must be an int, but received "
+                        f"{type(buf_size).__name__} {buf_size!r}")
+    if buf_size < 1:
+        raise ValueError(f"shuffle: buf_size must be >= 1 (how many samples are shuffled "
+                         f"together), but received {buf_size}")
+
     def shuffled() -> Iterator[Any]:
         rng = random.Random(seed)
         buf: List[Any] = []
@@ -231,7 +241,8 @@ def cache(reader: Reader) -> Reader:
 
     def cached() -> Iterator[Any]:
         if not filled[0]:
-            samples.extend(reader())
+            fresh = list(reader())          # all or nothing: a failed read caches no sample
+            samples[:] = fresh
             filled[0] = True
         return iter(samples)
     return cached

@@ -178,8 +178,9 @@ class DataFeedDesc:
             >>> [(s["name"], s["is_dense"]) for s in desc.slots]
             [('words', False), ('label', True)]
         """
-        for n in dense_slots_name:
-            self._slot(n)["is_dense"] = True
+        slots = [self._slot(n) for n in dense_slots_name]     # every name checked before any is marked
+        for slot in slots:
+            slot["is_dense"] = True
 
     def set_use_slots(self, use_slots_name: Sequence[str]) -> None:
         """Mark the named slots as used (ValueError naming the slots for an unknown name).
@@ -211,8 +212,9 @@ class DataFeedDesc:
             >>> [(s["name"], s["is_used"]) for s in desc.slots]
             [('words', True), ('label', False)]
         """
-        for n in use_slots_name:
-            self._slot(n)["is_used"] = True
+        slots = [self._slot(n) for n in use_slots_name]     # every name checked before any is marked
+        for slot in slots:
+            slot["is_used"] = True
 
     def desc(self) -> str:
         """The protobuf text form.

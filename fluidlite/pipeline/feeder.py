@@ -10,6 +10,7 @@ reshaped to the variable's shape (e.g. 28x28 images fed to a ``[-1, 784]`` varia
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -222,19 +223,22 @@ class DataFeeder:
 
     def feed_parallel(self, iterable: Iterable[Iterable[Sequence[Any]]],
                       num_places: Optional[int] = None) -> Iterator[Dict[str, LoDTensor]]:
-        """One feed dict per device minibatch (fluidlite runs on one CPU device).
+        """One feed dict per device, from one minibatch per device (fluid's multi-device feed).
+
+        The number of minibatches must equal the number of devices: ``num_places``, or, as in
+        fluid, the ``CPU_NUM`` environment variable (default 1).
 
         Args:
             iterable (Iterable[Iterable[Sequence]]): one minibatch per device, each as ``feed``
                 takes it.
-            num_places (int | None): fluid's device count; unused (one feed dict per minibatch
-                given). Default None.
+            num_places (int | None): the device count. Default None: ``CPU_NUM`` (1 if unset).
 
         Returns:
             Iterator[dict]: one ``{name: LoDTensor}`` dict per minibatch, lazily.
 
         Raises:
-            ValueError: (while iterating) as ``feed``, for a malformed minibatch.
+            ValueError: (while iterating) the number of minibatches differs from the device
+                count, or a minibatch is malformed (as ``feed``).
 
         Example:
             >>> import numpy as np
@@ -247,25 +251,36 @@ class DataFeeder:
             >>> [np.array(f["x"]).tolist() for f in feeds]
             [[[1.0, 2.0]], [[3.0, 4.0]]]
         """
-        for batch in iterable:
+        batches = list(iterable)
+        num = _num_places(num_places)
+        if len(batches) != num:
+            raise ValueError(f"feed_parallel takes multiple mini-batches. Each mini-batch will be "
+                             f"feed on each device. The number of devices and number of "
+                             f"mini-batches must be same (devices: {num}, mini-batches: "
+                             f"{len(batches)}; pass num_places= or set CPU_NUM)")
+        for batch in batches:
             yield self.feed(batch)
 
     def decorate_reader(self, reader: Any, multi_devices: bool, num_places: Optional[int] = None,
                         drop_last: bool = True) -> Any:
-        """Wrap a batch reader so that it yields feed dicts.
+        """Wrap a batch reader so that it yields feed dicts: one per minibatch, or with
+        ``multi_devices`` a list of one per device, from that many consecutive minibatches.
 
         Args:
             reader (callable): a batch reader: returns an iterable of minibatches (lists of
                 samples).
-            multi_devices (bool): fluid's per-device split; unused (one device).
-            num_places (int | None): fluid's device count; unused. Default None.
-            drop_last (bool): fluid's flag for an incomplete device split; unused. Default True.
+            multi_devices (bool): group minibatches per device (``feed_parallel``).
+            num_places (int | None): the device count for ``multi_devices``. Default None:
+                ``CPU_NUM`` (1 if unset).
+            drop_last (bool): with ``multi_devices``, drop the minibatches left over at the end
+                that do not fill every device; False raises there, as fluid did. Default True.
 
         Returns:
-            callable: a reader yielding one ``{name: LoDTensor}`` dict per minibatch.
+            callable: a reader yielding ``{name: LoDTensor}`` dicts, or lists of them.
 
         Raises:
-            ValueError: (while reading) as ``feed``, for a malformed minibatch.
+            ValueError: (while reading) a minibatch is malformed (as ``feed``), or
+                ``drop_last`` is False and minibatches are left over.
 
         Example:
             >>> import numpy as np
@@ -279,7 +294,30 @@ class DataFeeder:
             >>> [np.array(d["x"]).shape for d in feeder.decorate_reader(batches, multi_devices=False)()]
             [(2, 2)]
         """
-        def decorated() -> Iterator[Dict[str, LoDTensor]]:
+        def decorated() -> Iterator[Any]:
+            if not multi_devices:
+                for batch in reader():
+                    yield self.feed(batch)
+                return
+            num, group = _num_places(num_places), []
             for batch in reader():
-                yield self.feed(batch)
+                group.append(batch)
+                if len(group) == num:
+                    yield list(self.feed_parallel(group, num))
+                    group = []
+            if group and not drop_last:
+                raise ValueError(f"decorate_reader: {len(group)} mini-batch(es) left over do "
+                                 f"not fill the {num} devices; only dropping them "
+                                 f"(drop_last=True) is implemented, as in fluid")
         return decorated
+
+
+def _num_places(num_places: Optional[int]) -> int:
+    """fluid's device count for multi-device feeding: ``num_places``, else ``CPU_NUM``."""
+    if num_places is not None:
+        return int(num_places)
+    try:
+        num = int(os.environ.get("CPU_NUM", "1"))
+    except ValueError:
+        raise ValueError(f"CPU_NUM must be an integer, got {os.environ['CPU_NUM']!r}") from None
+    return max(num, 1)
