@@ -26,6 +26,9 @@ def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Var
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x`` clipped to ``[min, max]``.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``min`` / ``max`` is not a number.
+        ValueError: ``min`` is greater than ``max``.
 
     Example:
         >>> import numpy as np
@@ -60,6 +63,9 @@ def clip_by_norm(x: Variable, max_norm: float, name: Optional[str] = None) -> Va
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x * max_norm / ||x||`` when ``||x|| > max_norm``, else ``x``.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``max_norm`` is not a number.
+        ValueError: ``max_norm`` is not positive.
 
     Example:
         >>> import numpy as np

@@ -40,6 +40,8 @@ def increment(x: Variable, value: float = 1.0, in_place: bool = True) -> Variabl
         in_place (bool, default True): write the result into ``x``.
     Returns:
         Variable: ``x + value`` (``x`` itself with ``in_place``).
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``value`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -77,6 +79,9 @@ def autoincreased_step_counter(counter_name: Optional[str] = None, begin: int = 
         step (int, default 1): the increment per run.
     Returns:
         Variable: int64 ``[1]``, increased before each run of the program.
+    Raises:
+        TypeError: ``begin`` or ``step`` is not an int.
+        RuntimeError: called in dygraph mode.
 
     Example:
         >>> import numpy as np
@@ -189,6 +194,14 @@ class While:
             the body).
         is_test (bool, default False): accepted for fluid's signature.
         name (str | None): name prefix.
+    Returns:
+        While: the loop; ``with loop.block():`` builds its body (the ``while`` op is appended
+        when the block closes).
+    Raises:
+        RuntimeError: constructed in dygraph mode.
+        TypeError: ``cond`` is not a one-element bool Variable, or ``is_test`` is not a bool.
+        ValueError: (when the body block closes) the body never updates ``cond``, or it changes
+            the shape or dtype of a loop-carried variable; ``block()`` entered twice.
 
     Example:
         >>> import numpy as np
@@ -283,6 +296,8 @@ def create_array(dtype: Any) -> Variable:
         dtype (str | numpy dtype): the dtype of the elements.
     Returns:
         Variable: an empty tensor array (``array_write`` / ``array_read``).
+    Raises:
+        TypeError: ``dtype`` is not a known dtype.
 
     Example:
         >>> import numpy as np
@@ -469,6 +484,19 @@ def tensor_array_to_tensor(input: Variable, axis: int = 1, name: Optional[str] =
     """Concatenate (``use_stack``: stack) the entries of a tensor array along ``axis``; returns
     ``(out, out_index)``, ``out_index`` holding each entry's size along ``axis`` (int32).
 
+    Args:
+        input (Variable): a tensor array (``create_array``; in dygraph mode a list of tensors).
+        axis (int, default 1): the axis to concatenate (or stack) along.
+        name (str | None, default None): name prefix of the outputs.
+        use_stack (bool, default False): stack the entries on a new ``axis`` instead of
+            concatenating them.
+    Returns:
+        tuple of Variable: ``(out, out_index)``: the joined tensor (dtype of the entries) and
+        int32 [len(array)] sizes of the entries along ``axis``.
+    Raises:
+        TypeError: ``axis`` is not an int, or ``input`` is not a tensor array Variable (a list
+            in dygraph mode).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -517,6 +545,22 @@ def Print(input: Variable, first_n: int = -1, message: Optional[str] = None,
     program runs, on the ``fluidlite`` logger at INFO; returns a Variable equal to ``input``
     (use it so the op is kept). ``print_phase``: 'forward', 'backward' or 'both' (the gradient
     is logged when it is computed).
+
+    Args:
+        input (Variable): the float32/float64/int32/int64/bool tensor to log.
+        first_n (int, default -1): log only the first ``first_n`` runs (-1: every run).
+        message (str | None, default None): a text logged before the tensor.
+        summarize (int, default 20): how many values to log (-1: all).
+        print_tensor_name (bool, default True): log the variable's name.
+        print_tensor_type (bool, default True): log its dtype.
+        print_tensor_shape (bool, default True): log its shape.
+        print_tensor_lod (bool, default True): log its LoD.
+        print_phase (str, default "both"): ``"forward"``, ``"backward"`` or ``"both"``.
+    Returns:
+        Variable: a copy of ``input`` (same shape and dtype).
+    Raises:
+        TypeError: ``input`` is not a Variable of one of the dtypes above.
+        ValueError: ``print_phase`` is not one of the three names.
 
     Example:
         >>> import numpy as np
@@ -632,6 +676,11 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
         name (str | None): name prefix.
     Returns:
         The outputs of the branch taken (both branches must return the same structure).
+    Raises:
+        TypeError: ``pred`` is not a one-element bool Variable, ``true_fn`` / ``false_fn`` is
+            neither callable nor None, or a branch returns something other than Variables.
+        ValueError: the branches return different structures, dtypes or shapes (or only one
+            returns None).
 
     Example:
         >>> import numpy as np
@@ -743,6 +792,10 @@ def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]],
         name (str | None): name prefix.
     Returns:
         The outputs of the branch taken.
+    Raises:
+        TypeError: ``pred_fn_pairs`` is not a list/tuple of (bool one-element Variable, callable)
+            pairs, or ``default`` is not callable.
+        ValueError: ``pred_fn_pairs`` is empty, or the branches return incompatible outputs.
 
     Example:
         >>> import numpy as np
@@ -798,6 +851,11 @@ def switch_case(branch_index: Variable, branch_fns: Any,
         name (str | None): name prefix.
     Returns:
         The outputs of the branch taken.
+    Raises:
+        TypeError: ``branch_index`` is not a one-element int32/int64 Variable, ``branch_fns`` is
+            not a dict/list/tuple of int keys and callables, or ``default`` is not callable.
+        ValueError: ``branch_fns`` is empty or repeats a key, or the branches return
+            incompatible outputs.
 
     Example:
         >>> import numpy as np
@@ -871,6 +929,14 @@ class Switch:
 
     Args:
         name (str | None): name prefix.
+    Returns:
+        Switch: the builder; use it as ``with Switch() as switch:`` with ``switch.case(cond)``
+        and ``switch.default()`` blocks.
+    Raises:
+        RuntimeError: constructed in dygraph mode.
+        TypeError: a ``case`` condition is not a one-element bool Variable.
+        ValueError: ``case`` is called outside the ``with`` statement, or ``default`` before any
+            ``case``.
 
     Example:
         >>> import numpy as np
@@ -945,6 +1011,12 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any],
         name (str | None): name prefix.
     Returns:
         list: the loop variables after the last iteration.
+    Raises:
+        TypeError: ``cond`` or ``body`` is not callable, ``loop_vars`` is not a list/tuple of
+            Variables, ``cond`` does not return a one-element bool Variable, or ``body`` returns
+            a non-Variable.
+        ValueError: ``loop_vars`` is empty, ``body`` returns a different number of values, or a
+            loop variable changes shape or dtype in the body.
 
     Example:
         >>> import numpy as np
@@ -1020,6 +1092,16 @@ class IfElse:
     Args:
         cond (Variable): bool ``[N, 1]``: which rows go to the true block.
         name (str | None): name prefix.
+    Returns:
+        IfElse: the builder; ``true_block()`` / ``false_block()`` build the branches,
+        ``input(x)`` / ``output(*outs)`` route rows, and calling it returns the merged outputs
+        (list of Variable).
+    Raises:
+        RuntimeError: constructed in dygraph mode.
+        TypeError: ``cond`` is not a Variable, ``name`` is not a str, or ``input`` / ``output``
+            gets a non-Variable.
+        ValueError: ``input`` / ``output`` is called outside a branch, or the object is called
+            inside a branch, with no outputs, or with different output counts per branch.
 
     Example:
         >>> import numpy as np
@@ -1149,6 +1231,9 @@ def is_empty(x: Variable, cond: Optional[Variable] = None) -> Variable:
         cond (Variable | None): an existing bool variable to write.
     Returns:
         Variable: bool ``[1]``: ``x`` has no elements.
+    Raises:
+        TypeError: ``x`` is not a float32/float64/int32/int64 Variable, or ``cond`` is neither a
+            Variable nor None.
 
     Example:
         >>> import numpy as np
@@ -1232,6 +1317,14 @@ def array_to_lod_tensor(x: Variable, table: Variable) -> Variable:
 def reorder_lod_tensor_by_rank(x: Variable, rank_table: Variable) -> Variable:
     """``x``'s sequences (rows when it has no LoD) in the order of ``rank_table`` (op
     ``reorder_lod_tensor_by_rank``).
+
+    Args:
+        x (Variable): the tensor to reorder (its sequences, or its rows without LoD).
+        rank_table (Variable): a rank table made by ``lod_rank_table``.
+    Returns:
+        Variable: ``x`` reordered, same dtype.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``rank_table`` is not a rank table Variable.
 
     Example:
         >>> import numpy as np

@@ -244,6 +244,13 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     Returns:
         Variable: ``[N, num_filters, H_out, W_out]`` with ``H_out = (H - 1) * stride - pad_top -
         pad_bottom + dilation * (kh - 1) + 1``.
+    Raises:
+        TypeError: ``input`` is not a float Variable, ``num_filters`` / ``groups`` is not an int,
+            or ``stride`` / ``dilation`` / ``filter_size`` is not an int or list of ints.
+        ValueError: ``param_attr`` is False, ``data_format`` is not ``"NCHW"``/``"NHWC"``,
+            ``input`` is not 4-D with a known channel count, ``num_filters`` / ``groups`` is
+            below 1 or does not divide the channels, ``padding`` is malformed, or neither
+            ``output_size`` nor ``filter_size`` is given.
 
     Example:
         >>> import numpy as np
@@ -308,6 +315,12 @@ def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
         data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
     Returns:
         Variable: the pooled map, ``[N, C, H_out, W_out]``.
+    Raises:
+        TypeError: ``input`` is not a float Variable, ``use_cudnn`` is not a bool, or
+            ``pool_size`` / ``pool_stride`` is not an int or list of ints.
+        ValueError: ``pool_type`` is not ``"max"``/``"avg"``, ``pool_size`` is missing without
+            ``global_pooling``, ``data_format`` is not ``"NCHW"``/``"NHWC"``, ``input`` is not
+            4-D, ``pool_padding`` is malformed, or ``pool_padding="SAME"`` with ``ceil_mode``.
 
     Example:
         >>> import numpy as np

@@ -66,6 +66,10 @@ def range(start: Any, end: Any, step: Any, dtype: Any) -> Variable:
         dtype (str | numpy dtype): the dtype.
     Returns:
         Variable: 1-D ``[start, start + step, ...]`` below ``end``.
+    Raises:
+        TypeError: ``dtype`` is not float32/float64/int32/int64, or a non-Variable ``start``/
+            ``end``/``step`` is not a number.
+        ValueError: with numbers, ``step`` is 0 or points away from ``end``.
 
     Example:
         >>> import numpy as np
@@ -107,6 +111,10 @@ def arange(start: Any, end: Any, step: Any = 1, dtype: Any = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: 1-D ``[start, start + step, ...]`` below ``end``.
+    Raises:
+        TypeError: ``dtype`` is not float32/float64/int32/int64, or a non-Variable ``start``/
+            ``end``/``step`` is not a number.
+        ValueError: with numbers, ``step`` is 0 or points away from ``end``.
 
     Example:
         >>> import numpy as np
@@ -133,6 +141,10 @@ def linspace(start: Any, stop: Any, num: Union[int, Variable], dtype: Any) -> Va
         dtype (str | numpy dtype): the dtype.
     Returns:
         Variable: 1-D, ``num`` evenly spaced values.
+    Raises:
+        TypeError: ``dtype`` is not float32/float64, a non-Variable ``start``/``stop`` is not a
+            number, or ``num`` is neither an int nor an int32/int64 Variable.
+        ValueError: an int ``num`` is < 1.
 
     Example:
         >>> import numpy as np
@@ -173,6 +185,9 @@ def diag(diagonal: Union[Variable, np.ndarray]) -> Variable:
         diagonal (Variable | numpy.ndarray): the 1-D diagonal.
     Returns:
         Variable: the square matrix with it on the diagonal.
+    Raises:
+        TypeError: ``diagonal`` is not a Variable or ndarray of float32/float64/int32/int64.
+        ValueError: ``diagonal`` is not 1-D (shape inference).
 
     Example:
         >>> import numpy as np
@@ -208,6 +223,10 @@ def diag_embed(input: Union[Variable, np.ndarray], offset: int = 0, dim1: int = 
         dim2 (int, default -1): the second matrix dim of the output.
     Returns:
         Variable: matrices with ``input`` on the chosen diagonal.
+    Raises:
+        TypeError: ``input`` is not a Variable or ndarray of float32/float64/int32/int64, or
+            ``offset``/``dim1``/``dim2`` is not an int.
+        ValueError: ``dim1``/``dim2`` is outside ``[-(rank+1), rank+1)``, or both name the same dim.
 
     Example:
         >>> import numpy as np
@@ -265,6 +284,10 @@ def tril(input: Variable, diagonal: int = 0, name: Optional[str] = None) -> Vari
         name (str | None): name prefix of the output.
     Returns:
         Variable: the lower triangle, zeros elsewhere.
+    Raises:
+        TypeError: ``input`` is not a Variable of bool/float32/float64/int32/int64, or
+            ``diagonal`` is not an int.
+        ValueError: ``input`` has fewer than 2 dims.
 
     Example:
         >>> import numpy as np
@@ -293,6 +316,10 @@ def triu(input: Variable, diagonal: int = 0, name: Optional[str] = None) -> Vari
         name (str | None): name prefix of the output.
     Returns:
         Variable: the upper triangle, zeros elsewhere.
+    Raises:
+        TypeError: ``input`` is not a Variable of bool/float32/float64/int32/int64, or
+            ``diagonal`` is not an int.
+        ValueError: ``input`` has fewer than 2 dims.
 
     Example:
         >>> import numpy as np
@@ -323,6 +350,9 @@ def eye(num_rows: int, num_columns: Optional[int] = None,
         dtype (str, default "float32"): the dtype.
     Returns:
         Variable: the identity matrix (batch).
+    Raises:
+        TypeError: ``num_rows``/``num_columns`` is not a non-negative int, ``batch_shape`` is not
+            a list of positive ints, or ``dtype`` is not float16/32/64, int32 or int64.
 
     Example:
         >>> import numpy as np
@@ -372,6 +402,19 @@ def meshgrid(input: Union[Sequence[Variable], Variable], *args: Variable,
     ``meshgrid``): a list as fluid 1.8 documents it, or the Variables as separate arguments
     (``meshgrid(x, y)``, the later spelling).
 
+    Args:
+        input (list | tuple | Variable): the 1-D Variables (float32/float64/int32/int64), as a
+            list, or the first of them when they are passed separately.
+        *args (Variable): further 1-D Variables (the ``meshgrid(x, y)`` spelling).
+        name (str | None): name prefix of the outputs.
+    Returns:
+        list of Variable: k grids, each of shape ``[N1, ..., Nk]`` and its input's dtype; grid i
+        repeats input i along dim i.
+    Raises:
+        TypeError: ``input`` is not a list/tuple/Variable, or an input is not a
+            float32/float64/int32/int64 Variable.
+        ValueError: an input is not 1-D (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -411,6 +454,11 @@ def full(shape: Any, fill_value: Any, out: Optional[Variable] = None, dtype: Any
         name (str | None): name prefix of the output.
     Returns:
         Variable: the filled tensor.
+    Raises:
+        TypeError: ``shape``, ``fill_value`` or ``dtype`` is not accepted by ``fill_constant``
+            (see there), or ``out`` does not have ``dtype``.
+        ValueError: a Variable ``fill_value`` holds more than one element, or a dim of ``shape``
+            is negative (shape inference).
 
     Example:
         >>> import numpy as np
@@ -445,6 +493,10 @@ def full_like(input: Variable, fill_value: Any, out: Optional[Variable] = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the filled tensor.
+    Raises:
+        TypeError: ``input`` is not a Variable of bool/float16/32/64/int32/int64, ``fill_value``
+            is not a number or bool, ``dtype`` is not one of those dtypes, or ``out`` is not a
+            Variable of ``dtype``.
 
     Example:
         >>> import numpy as np
@@ -492,6 +544,11 @@ def randint(low: int, high: Optional[int] = None, shape: Any = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: random integers in ``[low, high)``.
+    Raises:
+        TypeError: ``low``/``high``/``seed`` is not an int, ``shape`` is not a list/tuple of ints
+            (or int32/int64 Variables) or an int Variable, ``dtype`` is not int32/int64, or
+            ``out`` is not a Variable of ``dtype``.
+        ValueError: ``high <= low`` (with ``high`` None: ``low <= 0``).
 
     Example:
         >>> import numpy as np
@@ -544,6 +601,10 @@ def randn(shape: Sequence[int], out: Optional[Variable] = None, dtype: Any = Non
         name (str | None): name prefix of the output.
     Returns:
         Variable: standard normal samples.
+    Raises:
+        TypeError: ``shape`` is not a list/tuple of ints, ``dtype`` is not float32/float64, or
+            ``out`` is not a Variable of ``dtype``.
+        ValueError: a dim of ``shape`` is negative.
 
     Example:
         >>> import numpy as np
@@ -582,6 +643,10 @@ def randperm(n: int, out: Optional[Variable] = None, dtype: Any = "int64",
         seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
     Returns:
         Variable: a random permutation of ``0 .. n - 1``.
+    Raises:
+        TypeError: ``n``/``seed`` is not an int, ``dtype`` is not float32/float64/int32/int64, or
+            ``out`` is not a Variable of ``dtype``.
+        ValueError: ``n < 1``.
 
     Example:
         >>> import numpy as np
@@ -610,6 +675,20 @@ def random_crop(x: Variable, shape: Sequence[int], seed: Union[int, Variable, No
     instance (op ``random_crop``). An int ``seed`` starts a persistable int64 seed variable
     (set by the startup program, advanced by every run); a Variable is used as that state;
     None draws from the program's random stream.
+
+    Args:
+        x (Variable): ``[..., d1, ..., dk]`` of uint8/int16/int32/int64/float32/float64.
+        shape (list | tuple of int): the k trailing dims of the crop, each in ``[1, d_i]``.
+        seed (int | Variable | None): an int starts a persistable int64 seed variable; an int64
+            Variable is used as that state (advanced by every run); None uses the program's
+            random stream. Default None.
+    Returns:
+        Variable: ``x.shape[:-k] + shape``, ``x``'s dtype.
+    Raises:
+        TypeError: ``x`` is not a Variable of a listed dtype, ``shape`` is not a list/tuple of
+            ints, or a Variable ``seed`` is not int64.
+        ValueError: a dim of ``shape`` is < 1 or larger than ``x``'s, ``shape`` names more dims
+            than ``x`` has (shape inference), or ``seed`` is neither an int, a Variable nor None.
 
     Example:
         >>> import numpy as np
@@ -710,6 +789,11 @@ def hash(input: Variable, hash_size: int, num_hash: int = 1,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, num_hash, 1]`` ids in ``[0, hash_size)`` (fluid's xxHash values).
+    Raises:
+        TypeError: ``input`` is not an int32/int64 Variable, or ``hash_size``/``num_hash`` is not
+            an int.
+        ValueError: ``hash_size`` or ``num_hash`` is < 1, or ``input`` is not 2-D
+            (shape inference).
 
     Example:
         >>> import numpy as np

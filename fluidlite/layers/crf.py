@@ -39,6 +39,11 @@ def linear_chain_crf(input: Variable, label: Variable, param_attr: Any = None,
         length (Variable | None): sequence lengths for padded input.
     Returns:
         Variable: the negative log-likelihood per sequence ``[N, 1]``.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a Variable, or ``length`` is not an int64
+            Variable.
+        ValueError: ``input`` is not [N, D] (LoD form) or [B, L, D] (with ``length``) with a
+            known D.
 
     Example:
         >>> import numpy as np
@@ -93,6 +98,10 @@ def crf_decoding(input: Variable, param_attr: Any, label: Optional[Variable] = N
         length (Variable | None): sequence lengths for padded input.
     Returns:
         Variable: int64 best tag path (Viterbi).
+    Raises:
+        TypeError: ``length`` is not an int64 Variable.
+        ValueError: ``length`` is given but ``input`` is not 3-D, or no parameter named by
+            ``param_attr`` exists in the program (build ``linear_chain_crf`` first).
 
     Example:
         >>> import numpy as np

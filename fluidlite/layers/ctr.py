@@ -25,6 +25,16 @@ def continuous_value_model(input: Variable, cvm: Variable, use_cvm: bool = True)
     fluid's: the embedding columns get the incoming gradient, the show/click columns get the
     rows of ``cvm`` (see ``ops/ctr.py``).
 
+    Args:
+        input (Variable): float32/float64 [N, D] (LoD kept), show and click in columns 0, 1.
+        cvm (Variable): float32/float64 [N, 2] show/click values.
+        use_cvm (bool, default True): keep the two (log-transformed) columns.
+    Returns:
+        Variable: [N, D] with ``use_cvm``, else [N, D - 2]; dtype of ``input``.
+    Raises:
+        TypeError: ``input`` or ``cvm`` is not a float32/float64 Variable, or ``use_cvm`` is not
+            a bool.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -56,6 +66,18 @@ def filter_by_instag(ins: Variable, ins_tag: Variable, filter_tag: Variable,
     [k, 1] float32 ones, one per kept instance. When no instance is kept, ``out`` is one row of
     zeros and ``loss_weight`` ``[[0]]`` (a weighted loss is then 0). The op's third output, the
     row map, is an internal variable as in fluid.
+
+    Args:
+        ins (Variable): the instances, [N, ...] (a LoD tensor with ``is_lod``).
+        ins_tag (Variable): int32/int64 LoD tensor, each instance's tag list.
+        filter_tag (Variable): int32/int64 [M], the tags to keep.
+        is_lod (bool): the instances are the sequences of ``ins`` (else its rows).
+    Returns:
+        list of Variable: ``[out, loss_weight]``: the kept instances (dtype of ``ins``) and
+        float32 [k, 1] weights.
+    Raises:
+        TypeError: ``ins`` is not a Variable, ``ins_tag`` / ``filter_tag`` is not an int32/int64
+            Variable, or ``is_lod`` is not a bool.
 
     Example:
         >>> import numpy as np

@@ -56,6 +56,33 @@ def prior_box(input: Variable, image: Variable, min_sizes: Any, max_sizes: Any =
     """SSD prior boxes of the feature map ``input`` for the image ``image`` (both NCHW): returns
     ``(boxes, variances)``, each ``[H, W, num_priors, 4]`` (see the ``prior_box`` op).
 
+    Args:
+        input (Variable): ``[N, C, H, W]`` feature map (uint8/int8/float32/float64).
+        image (Variable): ``[N, C, H_img, W_img]`` input image (its size scales the boxes).
+        min_sizes (float | list of float): the minimum box sizes, in pixels.
+        max_sizes (float | list of float | None): the maximum box sizes (one per min size, each
+            larger); None or a non-positive first value: none. Default None.
+        aspect_ratios (float | list of float): the box aspect ratios. Default ``[1.0]``.
+        variance (list of 4 floats): the variances written per box.
+            Default ``[0.1, 0.1, 0.2, 0.2]``.
+        flip (bool): also use the reciprocal of each aspect ratio. Default False.
+        clip (bool): clip the boxes to ``[0, 1]``. Default False.
+        steps (list of 2 floats): ``[step_w, step_h]`` between box centers; 0: image size /
+            feature size. Default ``[0.0, 0.0]``.
+        offset (float): center offset within a cell. Default 0.5.
+        name (str | None): name prefix of the outputs. Default None.
+        min_max_aspect_ratios_order (bool): order the priors as Caffe's min, max, then aspect
+            ratios. Default False.
+    Returns:
+        tuple(Variable, Variable): ``(boxes, variances)``, each ``[H, W, num_priors, 4]`` in
+        ``input``'s dtype; boxes are normalized ``(xmin, ymin, xmax, ymax)``.
+    Raises:
+        TypeError: ``input`` is not a Variable of a listed dtype, ``image`` is not a Variable, or
+            a size/ratio/variance argument is not a number or list of numbers.
+        ValueError: ``steps`` is not a list/tuple of 2 numbers, or (shape inference) the inputs
+            are not 4-D, a max size does not exceed its min size, or ``variance`` does not have
+            4 values.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -100,6 +127,31 @@ def density_prior_box(input: Variable, image: Variable, densities: Any = None,
                       name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Density prior boxes (see the ``density_prior_box`` op): ``(boxes, variances)``,
     ``[H, W, num_priors, 4]`` or ``[H*W*num_priors, 4]`` with ``flatten_to_2d``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` float32/float64 feature map.
+        image (Variable): ``[N, C, H_img, W_img]`` input image.
+        densities (list of int): the density of each fixed size (required despite the None
+            default).
+        fixed_sizes (list of float): the box sizes, one per density (required).
+        fixed_ratios (list of float): the aspect ratios applied to every fixed size (required).
+        variance (list of 4 floats): the variances written per box.
+            Default ``[0.1, 0.1, 0.2, 0.2]``.
+        clip (bool): clip the boxes to ``[0, 1]``. Default False.
+        steps (list of 2 floats): ``[step_w, step_h]``; 0: image size / feature size.
+            Default ``[0.0, 0.0]``.
+        offset (float): center offset within a cell. Default 0.5.
+        flatten_to_2d (bool): return ``[H * W * num_priors, 4]`` instead. Default False.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(boxes, variances)``, ``[H, W, num_priors, 4]`` (or
+        ``[H * W * num_priors, 4]``), ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, ``image`` is not a Variable,
+            ``densities``/``fixed_sizes``/``fixed_ratios`` is not a list or tuple, a density is
+            not an int, or a size/ratio/variance is not a number.
+        ValueError: ``densities`` and ``fixed_sizes`` differ in length, ``steps`` is not 2
+            numbers, or the inputs are not 4-D (shape inference).
 
     Example:
         >>> import numpy as np
@@ -150,6 +202,25 @@ def anchor_generator(input: Variable, anchor_sizes: Any = None, aspect_ratios: A
     """Faster R-CNN anchors of the feature map ``input``: ``(anchors, variances)``,
     ``[H, W, len(aspect_ratios) * len(anchor_sizes), 4]`` in pixels.
 
+    Args:
+        input (Variable): ``[N, C, H, W]`` float32/float64 feature map.
+        anchor_sizes (float | list of float): the anchor sizes in pixels (required).
+        aspect_ratios (float | list of float): the height/width ratios (required).
+        variance (list of 4 floats): the variances written per anchor.
+            Default ``[0.1, 0.1, 0.2, 0.2]``.
+        stride (list of 2 floats): ``[stride_w, stride_h]`` of the feature map in pixels
+            (required).
+        offset (float): center offset within a cell. Default 0.5.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(anchors, variances)``, each
+        ``[H, W, len(anchor_sizes) * len(aspect_ratios), 4]``, ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, or a size/ratio/variance/stride
+            is not a number.
+        ValueError: ``anchor_sizes`` or ``aspect_ratios`` is None, ``stride`` is not a
+            list/tuple of 2, or ``input`` is not 4-D (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -186,6 +257,28 @@ def box_coder(prior_box: Variable, prior_box_var: Any, target_box: Variable,
     """Encode ``target_box`` against ``prior_box`` (``encode_center_size``) or decode
     predicted offsets (``decode_center_size``); ``prior_box_var`` is a Variable ``[M, 4]``, a
     list of 4 variances, or None (see the ``box_coder`` op).
+
+    Args:
+        prior_box (Variable): ``[M, 4]`` float32/float64 prior boxes ``(xmin, ymin, xmax, ymax)``.
+        prior_box_var (Variable | list of 4 floats | None): ``[M, 4]`` variances, one list for
+            all priors, or None (no variance).
+        target_box (Variable): encode: ``[N, 4]`` boxes; decode: ``[N, M, 4]`` offsets
+            (float32/float64, LoD allowed).
+        code_type (str): ``"encode_center_size"`` or ``"decode_center_size"``.
+            Default ``"encode_center_size"``.
+        box_normalized (bool): the boxes are normalized (else pixel boxes, +1 in widths).
+            Default True.
+        name (str | None): name prefix of the output. Default None.
+        axis (int): decode: the axis of ``target_box`` that ``prior_box`` broadcasts along (0 or
+            1). Default 0.
+    Returns:
+        Variable: encode: ``[N, M, 4]`` offsets; decode: ``[N, M, 4]`` boxes; ``prior_box``'s
+        dtype.
+    Raises:
+        TypeError: ``prior_box``/``target_box`` is not a float32/float64 Variable, or
+            ``prior_box_var`` is not a Variable, list or None (or holds non-numbers).
+        ValueError: ``code_type`` is unknown, or (shape inference) the shapes do not suit the
+            code type or a variance list does not have 4 values.
 
     Example:
         >>> import numpy as np
@@ -232,6 +325,10 @@ def box_clip(input: Variable, im_info: Variable, name: Optional[str] = None) -> 
         name (str | None): name prefix of the output.
     Returns:
         Variable: the boxes clipped to the (unscaled) image.
+    Raises:
+        TypeError: ``input`` or ``im_info`` is not a float32/float64 Variable.
+        ValueError: the last dim of ``input`` is not 4, or ``im_info`` is not ``[N, 3]``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -268,6 +365,9 @@ def iou_similarity(x: Variable, y: Variable, box_normalized: bool = True,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, M]`` intersection over union.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float32/float64 Variable.
+        ValueError: ``x``/``y`` are not ``[N, 4]``/``[M, 4]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -299,6 +399,22 @@ def bipartite_match(dist_matrix: Variable, match_type: Optional[str] = None,
                     name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """Greedy bipartite matching of each instance's rows (a LoD sequence of ``dist_matrix``)
     to the columns: ``(match_indices int32 [N, M], match_distance [N, M])``.
+
+    Args:
+        dist_matrix (Variable): ``[K, M]`` float32/float64 distances (a LoD tensor: each
+            sequence holds one instance's rows).
+        match_type (str | None): ``"bipartite"`` (None) or ``"per_prediction"`` (also match the
+            remaining columns whose best distance reaches ``dist_threshold``). Default None.
+        dist_threshold (float | None): the ``per_prediction`` threshold (the op's default 0.5
+            when None). Default None.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(match_indices, match_distance)``, ``[N, M]``: the matched
+        row per column (int32, -1: unmatched) and its distance.
+    Raises:
+        TypeError: ``dist_matrix`` is not a float32/float64 Variable.
+        ValueError: ``match_type`` is unknown, ``dist_threshold`` is a string ``float()``
+            rejects, or ``dist_matrix`` is not 2-D (shape inference).
 
     Example:
         >>> import numpy as np
@@ -338,6 +454,20 @@ def target_assign(input: Variable, matched_indices: Variable,
     """Gather the matched rows of ``input`` (``[rows, P, K]``, LoD per instance) for every
     column of ``matched_indices``: ``(out [N, M, K], out_weight [N, M, 1])``; unmatched
     entries get ``mismatch_value`` (weight 0), ``negative_indices`` entries weight 1.
+
+    Args:
+        input (Variable): ``[rows, P, K]`` LoD tensor of per-instance targets.
+        matched_indices (Variable): ``[N, M]`` int32 row index per column (-1: unmatched).
+        negative_indices (Variable | None): ``[Neg, 1]`` int32 LoD tensor of negative columns
+            (weight 1, value ``mismatch_value``). Default None.
+        mismatch_value (number | None): the value of unmatched entries (None: 0). Default None.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(out, out_weight)``: ``[N, M, K]`` in ``input``'s dtype and
+        ``[N, M, 1]`` float32 weights.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``matched_indices`` is not an int32 Variable.
+        ValueError: ``matched_indices`` is not 2-D or ``input`` not 3-D (shape inference).
 
     Example:
         >>> import numpy as np
@@ -398,6 +528,28 @@ def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, n
     """Per-class NMS then ``keep_top_k`` per image: a LoD tensor ``[K, 6]`` of
     ``(label, score, x1, y1, x2, y2)`` (see the ``multiclass_nms`` op).
 
+    Args:
+        bboxes (Variable): ``[N, M, 4]`` boxes (or a ``[M, C, 4]`` LoD tensor), float32/float64.
+        scores (Variable): ``[N, C, M]`` scores (or ``[M, C]`` with LoD bboxes).
+        score_threshold (float): drop boxes scoring below it.
+        nms_top_k (int): boxes kept per class before NMS (-1: all).
+        keep_top_k (int): boxes kept per image after NMS (-1: all).
+        nms_threshold (float): the IoU threshold of NMS. Default 0.3.
+        normalized (bool): the boxes are normalized (else pixel boxes, +1 in widths).
+            Default True.
+        nms_eta (float): adaptive NMS: the threshold is multiplied by it after each kept box
+            while above 0.5 (1.0: fixed). Default 1.0.
+        background_label (int): the class skipped (-1: none). Default 0.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[K, 6]`` LoD tensor of ``(label, score, xmin, ymin, xmax, ymax)``, one
+        sequence per image (``stop_gradient=True``).
+    Raises:
+        TypeError: ``bboxes`` or ``scores`` is not a float32/float64 Variable, a threshold or
+            ``nms_eta`` is not a number, ``nms_top_k``/``keep_top_k``/``background_label`` is not
+            an int, or ``normalized`` is not a bool.
+        ValueError: the box/score shapes are invalid (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -430,6 +582,25 @@ def yolo_box(x: Variable, img_size: Variable, anchors: Sequence[int], class_num:
              name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """YOLOv3 boxes and scores of one detection head (see the ``yolo_box`` op):
     ``(boxes [N, A*H*W, 4], scores [N, A*H*W, class_num])``.
+
+    Args:
+        x (Variable): ``[N, A * (5 + class_num), H, W]`` float32/float64 head output.
+        img_size (Variable): ``[N, 2]`` int32 image ``(height, width)``.
+        anchors (list of int): the head's ``(width, height)`` anchor pairs, flattened.
+        class_num (int): the number of classes.
+        conf_thresh (float): boxes with lower confidence get zero scores and boxes.
+        downsample_ratio (int): the head's stride in pixels (32, 16, 8).
+        clip_bbox (bool): clip the boxes to the image. Default True.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(boxes, scores)``: ``[N, A * H * W, 4]`` pixel boxes
+        ``(x1, y1, x2, y2)`` and ``[N, A * H * W, class_num]`` scores, ``x``'s dtype.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, ``img_size`` is not an int32
+            Variable, ``anchors`` is not a list/tuple, ``class_num`` is not an int, or
+            ``conf_thresh`` is not a number.
+        ValueError: ``downsample_ratio`` is a string ``int()`` rejects, or (shape inference)
+            ``anchors`` does not hold pairs or the channels are not ``A * (5 + class_num)``.
 
     Example:
         >>> import numpy as np
@@ -472,6 +643,30 @@ def yolov3_loss(x: Variable, gt_box: Variable, gt_label: Variable, anchors: Sequ
     """YOLOv3 loss ``[N]`` of one detection head (see ``fluidlite/ops/yolo_loss.py``):
     ``gt_box`` ``[N, B, 4]`` normalized (cx, cy, w, h), ``gt_label`` ``[N, B]`` int32,
     ``gt_score`` ``[N, B]`` mixup weights (optional).
+
+    Args:
+        x (Variable): ``[N, len(anchor_mask) * (5 + class_num), H, W]`` float32/float64 head
+            output.
+        gt_box (Variable): ``[N, B, 4]`` normalized ``(cx, cy, w, h)`` ground-truth boxes.
+        gt_label (Variable): ``[N, B]`` int32 class ids.
+        anchors (list of int): all ``(width, height)`` anchor pairs, flattened.
+        anchor_mask (list of int): the indices of the anchors this head uses.
+        class_num (int): the number of classes.
+        ignore_thresh (float): predictions whose best IoU with a ground truth exceeds it add no
+            objectness loss.
+        downsample_ratio (int): the head's stride in pixels.
+        gt_score (Variable | None): ``[N, B]`` mixup weights of the boxes (None: 1).
+            Default None.
+        use_label_smooth (bool): smooth the class targets. Default True.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[N]`` loss per image, ``x``'s dtype.
+    Raises:
+        TypeError: ``x``/``gt_box``/``gt_score`` is not a float32/float64 Variable, ``gt_label``
+            is not int32, ``anchors``/``anchor_mask`` is not a list/tuple, ``class_num`` is not
+            an int, ``ignore_thresh`` is not a number, or ``use_label_smooth`` is not a bool.
+        ValueError: ``downsample_ratio`` is a string ``int()`` rejects, or (shape inference)
+            ``anchor_mask`` indexes a missing anchor or the channels do not match.
 
     Example:
         >>> import numpy as np
@@ -531,6 +726,26 @@ def detection_output(loc: Variable, scores: Variable, prior_box: Variable,
                      score_threshold: float = 0.01, nms_eta: float = 1.0) -> Variable:
     """SSD's detection output: decode ``loc`` ``[N, Np, 4]`` against the priors, softmax the
     class ``scores`` ``[N, Np, C]``, then ``multiclass_nms``: a LoD tensor ``[K, 6]``.
+
+    Args:
+        loc (Variable): ``[N, Np, 4]`` predicted box offsets (float32/float64).
+        scores (Variable): ``[N, Np, C]`` class scores (softmax is applied here).
+        prior_box (Variable): ``[Np, 4]`` prior boxes.
+        prior_box_var (Variable): ``[Np, 4]`` prior variances.
+        background_label (int): the background class (-1: none). Default 0.
+        nms_threshold (float): the IoU threshold of NMS. Default 0.3.
+        nms_top_k (int): boxes kept per class before NMS. Default 400.
+        keep_top_k (int): boxes kept per image after NMS. Default 200.
+        score_threshold (float): drop boxes scoring below it. Default 0.01.
+        nms_eta (float): adaptive NMS factor (1.0: fixed threshold). Default 1.0.
+    Returns:
+        Variable: ``[K, 6]`` LoD tensor of ``(label, score, xmin, ymin, xmax, ymax)``, one
+        sequence per image.
+    Raises:
+        TypeError: an input is not a float32/float64 Variable, or an NMS argument has the wrong
+            type (see ``multiclass_nms``).
+        ValueError: the shapes do not fit together (shape inference of ``box_coder``,
+            ``softmax`` or ``multiclass_nms``).
 
     Example:
         >>> import numpy as np
@@ -714,6 +929,40 @@ def multi_box_head(inputs: Sequence[Variable], image: Variable, base_size: int,
     Without explicit ``min_sizes``/``max_sizes`` (more than 2 inputs) the sizes are spread
     between ``min_ratio`` and ``max_ratio`` percent of ``base_size`` as in fluid.
 
+    Args:
+        inputs (list of Variable): the ``[N, C_i, H_i, W_i]`` feature maps.
+        image (Variable): ``[N, C, H_img, W_img]`` input image.
+        base_size (int): the image size the ratios refer to.
+        num_classes (int): classes per prior box.
+        aspect_ratios (list): per input, a float or list of floats.
+        min_ratio (int | None): smallest size, in percent of ``base_size`` (used without
+            ``min_sizes``, more than 2 inputs). Default None.
+        max_ratio (int | None): largest size, in percent of ``base_size``. Default None.
+        min_sizes (list | None): per input, the min box size(s). Default None.
+        max_sizes (list | None): per input, the max box size(s). Default None.
+        steps (list | None): per input, the step for both axes. Default None.
+        step_w (list | None): per input, the horizontal step. Default None.
+        step_h (list | None): per input, the vertical step. Default None.
+        offset (float): center offset within a cell. Default 0.5.
+        variance (list of 4 floats): prior variances. Default ``[0.1, 0.1, 0.2, 0.2]``.
+        flip (bool): also use reciprocal aspect ratios. Default True.
+        clip (bool): clip the priors to ``[0, 1]``. Default False.
+        kernel_size (int): kernel of the prediction convolutions. Default 1.
+        pad (int): padding of the prediction convolutions. Default 0.
+        stride (int): stride of the prediction convolutions. Default 1.
+        name (str | None): accepted for fluid's signature. Default None.
+        min_max_aspect_ratios_order (bool): Caffe's prior order. Default False.
+    Returns:
+        tuple: ``(mbox_locs [N, P, 4], mbox_confs [N, P, num_classes], boxes [P, 4],
+        variances [P, 4])`` over the P priors of all inputs.
+    Raises:
+        TypeError: an input or ``image`` is not a Variable, or a size/ratio is not a number
+            (from ``prior_box`` / ``conv2d``).
+        ValueError: ``inputs`` is not a list/tuple, sizes are missing (with <= 2 inputs
+            ``min_sizes``/``max_sizes`` one per input; otherwise them or
+            ``min_ratio``/``max_ratio``), a per-input list has the wrong length, or a prior box
+            argument is invalid (from ``prior_box``).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -883,6 +1132,22 @@ def distribute_fpn_proposals(fpn_rois: Variable, min_level: int, max_level: int,
     """Split ROIs over the FPN levels ``min_level..max_level``: ``(multi_rois, restore_ind)``;
     ``gather(concat(per-level results), restore_ind)`` restores the original order.
 
+    Args:
+        fpn_rois (Variable): ``[R, 4]`` float32/float64 LoD tensor of ROIs.
+        min_level (int): the lowest FPN level.
+        max_level (int): the highest FPN level (>= ``min_level``).
+        refer_level (int): the level of an ROI of size ``refer_scale``.
+        refer_scale (int): the reference ROI size.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(list of Variable, Variable): ``(multi_rois, restore_ind)``: one ``[R_l, 4]`` LoD
+        tensor per level, and ``[R, 1]`` int32 indices restoring the input order.
+    Raises:
+        TypeError: ``fpn_rois`` is not a float32/float64 Variable, or a level/scale is not an
+            int.
+        ValueError: ``min_level > max_level``, or ``fpn_rois`` is not ``[R, 4]``
+            (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -922,6 +1187,21 @@ def collect_fpn_proposals(multi_rois: Sequence[Variable], multi_scores: Sequence
                           name: Optional[str] = None) -> Variable:
     """Merge per-level ROIs (levels ``min_level..max_level`` of the lists) keeping the
     ``post_nms_top_n`` best scores: a LoD tensor ``[R, 4]`` grouped by image.
+
+    Args:
+        multi_rois (list of Variable): per level, ``[R_l, 4]`` LoD tensor of ROIs.
+        multi_scores (list of Variable): per level, ``[R_l, 1]`` LoD tensor of scores.
+        min_level (int): the first level used.
+        max_level (int): the last level used.
+        post_nms_top_n (int): ROIs kept per image.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[R, 4]`` LoD tensor of the kept ROIs, grouped by image
+        (``stop_gradient=True``).
+    Raises:
+        TypeError: ``multi_rois`` or ``multi_scores`` is not a list/tuple.
+        ValueError: ``max_level < min_level``, fewer than ``max_level - min_level + 1`` tensors
+            are given, or ``post_nms_top_n`` is a string ``int()`` rejects.
 
     Example:
         >>> import numpy as np
@@ -964,6 +1244,21 @@ def box_decoder_and_assign(prior_box: Variable, prior_box_var: Variable, target_
     """Decode per-class box deltas and pick the best-scoring class's box:
     ``(decoded_box [N, C*4], output_assign_box [N, 4])``.
 
+    Args:
+        prior_box (Variable): ``[N, 4]`` float32/float64 prior boxes.
+        prior_box_var (Variable): ``[4]`` variances.
+        target_box (Variable): ``[N, C * 4]`` per-class box deltas.
+        box_score (Variable): ``[N, C]`` class scores.
+        box_clip (float): the upper bound of the decoded ``log(w)``/``log(h)`` deltas.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        tuple(Variable, Variable): ``(decoded_box [N, C * 4], output_assign_box [N, 4])``, the
+        box of the best-scoring non-background class.
+    Raises:
+        TypeError: an input is not a float32/float64 Variable, or ``box_clip`` is not a number.
+        ValueError: ``target_box`` is not ``[N, C * 4]`` for ``box_score`` ``[N, C]``
+            (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -999,6 +1294,15 @@ def box_decoder_and_assign(prior_box: Variable, prior_box_var: Variable, target_
 def polygon_box_transform(input: Variable, name: Optional[str] = None) -> Variable:
     """EAST geometry maps to absolute coordinates (``4*w - x`` on even channels, ``4*h - x`` on
     odd ones).
+
+    Args:
+        input (Variable): ``[N, 2k, H, W]`` float32/float64 geometry map (offsets of k points).
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: absolute coordinates, ``input``'s shape and dtype (``stop_gradient=True``).
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable.
+        ValueError: ``input`` is not 4-D or has an odd channel count (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1073,6 +1377,28 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
                        background_label: int = -1, name: Optional[str] = None) -> Variable:
     """Locality-aware NMS (EAST): merge consecutive overlapping boxes by score, then per-class
     NMS; a LoD tensor ``[K, 6]`` (see the ``locality_aware_nms`` op; 4-coordinate boxes).
+
+    Args:
+        bboxes (Variable): ``[N, M, 4]`` float32/float64 boxes (4 coordinates only).
+        scores (Variable): ``[N, C, M]`` scores.
+        score_threshold (float): drop boxes scoring below it.
+        nms_top_k (int): boxes kept per class before NMS (-1: all).
+        keep_top_k (int): boxes kept per image after NMS (-1: all).
+        nms_threshold (float): the IoU threshold of NMS. Default 0.3.
+        normalized (bool): the boxes are normalized (else pixel boxes, +1 in widths).
+            Default True.
+        nms_eta (float): adaptive NMS: the threshold is multiplied by it after each kept box
+            while above 0.5 (1.0: fixed). Default 1.0.
+        background_label (int): the class skipped (-1: none). Default -1.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[K, 6]`` LoD tensor of ``(label, score, xmin, ymin, xmax, ymax)``
+        (``stop_gradient=True``).
+    Raises:
+        TypeError: ``bboxes`` or ``scores`` is not a float32/float64 Variable, ``nms_top_k``/
+            ``keep_top_k``/``background_label`` is not an int, or ``normalized`` is not a bool.
+        ValueError: the box/score shapes are invalid (shape inference; e.g. boxes with more than 4
+            coordinates).
 
     Example:
         >>> import numpy as np
@@ -1478,6 +1804,20 @@ def roi_perspective_transform(input: Variable, rois: Variable, transformed_heigh
                               spatial_scale: float = 1.0) -> Tuple[Variable, Variable, Variable]:
     """Warp quadrilateral ROIs (LoD ``[R, 8]``) to ``transformed_height x transformed_width``
     rectangles: ``(out [R, C, th, tw], mask [R, 1, th, tw] int32, transform_matrix [R, 9])``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` float32/float64 feature map.
+        rois (Variable): ``[R, 8]`` LoD tensor of quadrilaterals ``(x1, y1, ..., x4, y4)``.
+        transformed_height (int): output height (>= 1).
+        transformed_width (int): output width (>= 1).
+        spatial_scale (float): factor from image to feature-map coordinates. Default 1.0.
+    Returns:
+        tuple(Variable, Variable, Variable): ``(out [R, C, th, tw], mask [R, 1, th, tw] int32,
+        transform_matrix [R, 9])``.
+    Raises:
+        TypeError: ``input`` or ``rois`` is not a float32/float64 Variable.
+        ValueError: ``transformed_height``/``transformed_width`` is not a positive int, or
+            ``rois`` is not ``[R, 8]`` (shape inference).
 
     Example:
         >>> import numpy as np

@@ -145,6 +145,12 @@ class Uniform(_LocScale):
     Args:
         low (float | list | numpy.ndarray | Variable): the lower bound.
         high (float | list | numpy.ndarray | Variable): the upper bound (exclusive).
+    Returns:
+        Uniform: the distribution; ``sample``, ``entropy`` and ``log_prob`` build its Variables.
+    Raises:
+        TypeError: a parameter is not a float, list, numpy.ndarray or Variable.
+        ValueError: one parameter is a Variable and the other is not, or the parameters cannot
+            be broadcast together.
 
     Example:
         >>> import numpy as np
@@ -165,6 +171,14 @@ class Uniform(_LocScale):
     def sample(self, shape: Sequence[int], seed: int = 0) -> Variable:
         """Samples of shape ``shape + batch_shape`` (``batch_shape + shape`` when the batch
         dim is unknown, as fluid): low + (high - low) * U[0, 1).
+
+        Args:
+            shape (list of int): the sample shape, prepended to the batch shape.
+            seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+        Returns:
+            Variable: the samples, ``shape + batch_shape`` (see above), dtype of the parameters.
+        Raises:
+            TypeError: ``shape`` is not a list of ints, or ``seed`` is not an int.
 
         Example:
             >>> import numpy as np
@@ -188,6 +202,13 @@ class Uniform(_LocScale):
     def entropy(self) -> Variable:
         """log(high - low).
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            Variable: the entropy, in the batch shape of ``low`` and ``high``.
+        Raises:
+            None: the parameters were checked by the constructor; this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -203,6 +224,14 @@ class Uniform(_LocScale):
 
     def log_prob(self, value: Variable) -> Variable:
         """-log(high - low) inside [low, high), -inf outside.
+
+        Args:
+            value (Variable): the points to score (broadcast against the parameters).
+        Returns:
+            Variable: the log density at ``value``, dtype of ``value``.
+        Raises:
+            TypeError: ``value`` is not a Variable.
+            ValueError: ``value`` cannot be broadcast against the parameters (shape inference).
 
         Example:
             >>> import numpy as np
@@ -228,6 +257,13 @@ class Normal(_LocScale):
     Args:
         loc (float | list | numpy.ndarray | Variable): the mean.
         scale (float | list | numpy.ndarray | Variable): the standard deviation.
+    Returns:
+        Normal: the distribution; ``sample``, ``entropy``, ``log_prob`` and ``kl_divergence``
+        build its Variables.
+    Raises:
+        TypeError: a parameter is not a float, list, numpy.ndarray or Variable.
+        ValueError: one parameter is a Variable and the other is not, or the parameters cannot
+            be broadcast together.
 
     Example:
         >>> import numpy as np
@@ -249,6 +285,14 @@ class Normal(_LocScale):
     def sample(self, shape: Sequence[int], seed: int = 0) -> Variable:
         """Samples of shape ``shape + batch_shape`` (``batch_shape + shape`` when the batch
         dim is unknown, as fluid): loc + scale * N(0, 1).
+
+        Args:
+            shape (list of int): the sample shape, prepended to the batch shape.
+            seed (int, default 0): a fixed seed; 0 draws from the program's random stream.
+        Returns:
+            Variable: the samples, ``shape + batch_shape`` (see above), dtype of the parameters.
+        Raises:
+            TypeError: ``shape`` is not a list of ints, or ``seed`` is not an int.
 
         Example:
             >>> import numpy as np
@@ -275,6 +319,13 @@ class Normal(_LocScale):
     def entropy(self) -> Variable:
         """0.5 + 0.5 log(2 pi) + log(scale), in the batch shape of loc and scale.
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            Variable: the entropy, in the batch shape of ``loc`` and ``scale``.
+        Raises:
+            None: the parameters were checked by the constructor; this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -291,6 +342,14 @@ class Normal(_LocScale):
 
     def log_prob(self, value: Variable) -> Variable:
         """-(value - loc)^2 / (2 scale^2) - log(scale) - log(sqrt(2 pi)).
+
+        Args:
+            value (Variable): the points to score (broadcast against the parameters).
+        Returns:
+            Variable: the log density at ``value``, dtype of ``value``.
+        Raises:
+            TypeError: ``value`` is not a Variable.
+            ValueError: ``value`` cannot be broadcast against the parameters (shape inference).
 
         Example:
             >>> import numpy as np
@@ -312,6 +371,14 @@ class Normal(_LocScale):
     def kl_divergence(self, other: "Normal") -> Variable:
         """KL(self || other) = 0.5 (r + ((loc - loc') / scale')^2 - 1 - log r),
         r = (scale / scale')^2.
+
+        Args:
+            other (Normal): the second distribution.
+        Returns:
+            Variable: KL(self || other), in the broadcast batch shape of both.
+        Raises:
+            TypeError: ``other`` is not a Normal.
+            ValueError: the two batch shapes cannot be broadcast (shape inference).
 
         Example:
             >>> import numpy as np
@@ -339,6 +406,10 @@ class Categorical(Distribution):
 
     Args:
         logits (Variable): unnormalized log-probabilities ``[..., K]``.
+    Returns:
+        Categorical: the distribution; ``entropy`` and ``kl_divergence`` build its Variables.
+    Raises:
+        TypeError: ``logits`` is not a float, list, numpy.ndarray or Variable.
 
     Example:
         >>> import numpy as np
@@ -396,6 +467,13 @@ class MultivariateNormalDiag(Distribution):
     Args:
         loc (Variable): the mean ``[K]``.
         scale (Variable): the diagonal covariance matrix ``[K, K]``.
+    Returns:
+        MultivariateNormalDiag: the distribution; ``entropy`` and ``kl_divergence`` build its
+        Variables.
+    Raises:
+        ValueError: one parameter is a Variable and the other is not, a non-Variable parameter
+            cannot be converted to a float32 array, ``scale`` is not a square [k, k] matrix with
+            k known, or ``loc`` is not [k].
 
     Example:
         >>> import numpy as np
@@ -437,6 +515,13 @@ class MultivariateNormalDiag(Distribution):
     def entropy(self) -> Variable:
         """0.5 (k (1 + log 2 pi) + log det(scale)), shape [1].
 
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            Variable: [1], the entropy.
+        Raises:
+            None: the parameters were checked by the constructor; this method does not raise.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -459,6 +544,14 @@ class MultivariateNormalDiag(Distribution):
     def kl_divergence(self, other: "MultivariateNormalDiag") -> Variable:
         """KL(self || other) = 0.5 (tr(S'^-1 S) + (m' - m)^T S'^-1 (m' - m) - k
         + log det S' - log det S), shape [1].
+
+        Args:
+            other (MultivariateNormalDiag): the second distribution (same k).
+        Returns:
+            Variable: [1], KL(self || other).
+        Raises:
+            TypeError: ``other`` is not a MultivariateNormalDiag.
+            ValueError: the two distributions have different k (shape inference).
 
         Example:
             >>> import numpy as np

@@ -30,6 +30,11 @@ def embedding(input: Variable, size: Sequence[int], is_sparse: bool = False,
         dtype (str, default "float32"): the table's dtype.
     Returns:
         Variable: the ids' shape with the last dim 1 replaced by ``emb_dim``.
+    Raises:
+        TypeError: ``input`` is not an int64 Variable, ``size`` is not two ints, ``dtype`` is not
+            a float type, or ``padding_idx`` is not an int.
+        ValueError: ``size`` has a non-positive entry, or ``padding_idx`` is outside
+            [-vocab_size, vocab_size).
 
     Example:
         >>> import numpy as np

@@ -14,6 +14,16 @@ def load(out: Variable, file_path: str, load_as_fp16: Optional[bool] = None) -> 
     stream layout, as ``fluid.io.save_vars`` writes one variable) into ``out`` when the program
     runs; with ``load_as_fp16`` the values are converted to float16.
 
+    Args:
+        out (Variable): the variable the loaded tensor is written into.
+        file_path (str): the file to read (written by ``fluid.io.save_vars`` / the ``save``
+            op).
+        load_as_fp16 (bool | None, default None): convert the values to float16.
+    Returns:
+        None: the ``load`` op is appended to the current program.
+    Raises:
+        TypeError: ``out`` is not a Variable, or ``file_path`` is not a non-empty str.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

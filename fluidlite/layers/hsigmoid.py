@@ -21,6 +21,28 @@ def hsigmoid(input: Variable, label: Variable, num_classes: int, param_attr: Any
     a negative entry) and their bits; ``num_classes`` is then the number of internal nodes
     (weights ``[num_classes, D]``, bias ``[num_classes, 1]``) and ``label`` is not read.
 
+    Args:
+        input (Variable): float32/float64 features [N, D].
+        label (Variable): int64 class ids [N, 1] (not read with ``is_custom``).
+        num_classes (int): the number of classes (>= 2); with ``is_custom``, the number of
+            internal nodes (>= 1).
+        param_attr (ParamAttr | None, default None): attribute of the weights.
+        bias_attr (ParamAttr | bool | None, default None): attribute of the bias; False: no
+            bias.
+        name (str | None, default None): name prefix of the parameters.
+        path_table (Variable | None, default None): with ``is_custom``, int64 [N, L] node ids.
+        path_code (Variable | None, default None): with ``is_custom``, int64 [N, L] bits.
+        is_custom (bool, default False): use ``path_table`` / ``path_code`` instead of the
+            default tree.
+        is_sparse (bool, default False): make the weight gradient sparse (SelectedRows).
+    Returns:
+        Variable: [N, 1] costs, dtype of ``input``.
+    Raises:
+        TypeError: ``input`` / ``label`` is not a Variable, ``path_table`` / ``path_code`` is
+            not an int64 Variable, or ``num_classes`` is not an int.
+        ValueError: ``num_classes`` is too small, a path is given without ``is_custom``, or one
+            is missing with it.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

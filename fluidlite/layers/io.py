@@ -31,6 +31,9 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
         stop_gradient (bool, default True): no gradient flows into it.
     Returns:
         Variable: the input variable.
+    Raises:
+        TypeError: ``name`` is not a str, ``shape`` is not a sequence, or ``dtype`` is unknown.
+        ValueError: a dim of ``shape`` is not an int (or None), or is below -1.
 
     Example:
         >>> import numpy as np
@@ -75,6 +78,9 @@ def fluid_data(name: str, shape: Sequence[Optional[int]], dtype: Any = "float32"
         lod_level (int, default 0): > 0 for a LoD (variable-length sequence) input.
     Returns:
         Variable: the input variable (``stop_gradient=True``, ``is_data=True``).
+    Raises:
+        TypeError: ``name`` is not a str, ``shape`` is not a sequence, or ``dtype`` is unknown.
+        ValueError: a dim of ``shape`` is not an int (or None), or is below -1.
 
     Example:
         >>> import numpy as np

@@ -114,6 +114,10 @@ def exponential_decay(learning_rate: float, decay_steps: Union[int, float], deca
         staircase (bool, default False): decay in whole periods.
     Returns:
         Variable: ``learning_rate * decay_rate ** (step / decay_steps)``, updated every run.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: a number is not finite, ``decay_steps`` is not positive, or ``decay_rate`` is
+            negative.
 
     Example:
         >>> import numpy as np
@@ -144,6 +148,10 @@ def natural_exp_decay(learning_rate: float, decay_steps: Union[int, float], deca
         staircase (bool, default False): decay in whole periods.
     Returns:
         Variable: ``learning_rate * exp(-decay_rate * step / decay_steps)``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: a number is not finite, ``decay_steps`` is not positive, or ``decay_rate`` is
+            negative.
 
     Example:
         >>> import numpy as np
@@ -173,6 +181,10 @@ def inverse_time_decay(learning_rate: float, decay_steps: Union[int, float], dec
         staircase (bool, default False): decay in whole periods.
     Returns:
         Variable: ``learning_rate / (1 + decay_rate * step / decay_steps)``.
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps`` or ``decay_rate`` is not a number.
+        ValueError: a number is not finite, ``decay_steps`` is not positive, or ``decay_rate`` is
+            negative.
 
     Example:
         >>> import numpy as np
@@ -211,6 +223,20 @@ def polynomial_decay(learning_rate: float, decay_steps: Union[int, float],
                      cycle: bool = False) -> Variable:
     """``(lr - end) * (1 - t / decay_steps) ** power + end`` with ``t`` capped at decay_steps;
     ``cycle``: decay_steps is multiplied by ``ceil(t / decay_steps)`` (1 when t = 0).
+
+    Args:
+        learning_rate (float): the initial learning rate ``lr``.
+        decay_steps (int | float): the steps of one decay period (> 0).
+        end_learning_rate (float, default 0.0001): the final learning rate ``end``.
+        power (float, default 1.0): the exponent of the polynomial.
+        cycle (bool, default False): restart the decay after each period with a longer one.
+    Returns:
+        Variable: float32 [1], the decayed learning rate, updated every run (in dygraph mode a
+        ``fluid.dygraph.PolynomialDecay``).
+    Raises:
+        TypeError: ``learning_rate``, ``decay_steps``, ``end_learning_rate`` or ``power`` is not
+            a number.
+        ValueError: a number is not finite, or ``decay_steps`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -256,6 +282,10 @@ def piecewise_decay(boundaries: Sequence[Union[int, float]],
         values (list of float): one more value than boundaries.
     Returns:
         Variable: ``values[i]`` while ``step < boundaries[i]``.
+    Raises:
+        TypeError: a boundary or value is not a number.
+        ValueError: ``len(values) != len(boundaries) + 1``, a number is not finite, or the
+            boundaries are not increasing.
 
     Example:
         >>> import numpy as np
@@ -307,6 +337,9 @@ def noam_decay(d_model: Union[int, float], warmup_steps: Union[int, float],
     Returns:
         Variable: ``learning_rate * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps **
         -1.5)``.
+    Raises:
+        TypeError: ``d_model``, ``warmup_steps`` or ``learning_rate`` is not a number.
+        ValueError: a number is not finite, or ``d_model`` / ``warmup_steps`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -340,6 +373,9 @@ def cosine_decay(learning_rate: float, step_each_epoch: int, epochs: int) -> Var
         epochs (int): the number of epochs.
     Returns:
         Variable: ``learning_rate * (cos(epoch * pi / epochs) + 1) / 2``.
+    Raises:
+        TypeError: ``learning_rate``, ``step_each_epoch`` or ``epochs`` is not a number.
+        ValueError: a number is not finite, or ``step_each_epoch`` / ``epochs`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -377,6 +413,10 @@ def linear_lr_warmup(learning_rate: Union[float, Variable], warmup_steps: int, s
         end_lr (float): the rate reached at ``warmup_steps``.
     Returns:
         Variable: linear from ``start_lr`` to ``end_lr``, then ``learning_rate``.
+    Raises:
+        TypeError: ``warmup_steps``, ``start_lr``, ``end_lr`` or a non-Variable ``learning_rate``
+            is not a number.
+        ValueError: a number is not finite, or ``warmup_steps`` is not positive.
 
     Example:
         >>> import numpy as np

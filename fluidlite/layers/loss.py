@@ -37,6 +37,9 @@ def cross_entropy(input: Variable, label: Variable, soft_label: bool = False,
         ignore_index (int, default -100): rows with this label give 0 (hard labels only).
     Returns:
         Variable: ``[..., 1]`` per-row losses.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, ``label`` has the wrong dtype
+            (int64 class ids, or float with ``soft_label``), or ``ignore_index`` is not an int.
 
     Example:
         >>> import numpy as np
@@ -93,6 +96,10 @@ def softmax_with_cross_entropy(logits: Variable, label: Variable, soft_label: bo
     Returns:
         Variable | tuple: the loss, with dim ``axis`` of size 1; ``(loss, softmax)`` with
         ``return_softmax``.
+    Raises:
+        TypeError: ``logits`` is not a float32/float64 Variable, ``label`` has the wrong dtype
+            (int64 class ids, or float with ``soft_label``), or ``axis`` / ``ignore_index`` is
+            not an int.
 
     Example:
         >>> import numpy as np
@@ -139,6 +146,9 @@ def square_error_cost(input: Variable, label: Variable) -> Variable:
         label (Variable): targets of the same shape.
     Returns:
         Variable: ``(input - label) ** 2``, elementwise.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a float32/float64 Variable.
+        ValueError: ``input`` and ``label`` cannot be broadcast (shape inference).
 
     Example:
         >>> import numpy as np
@@ -180,6 +190,9 @@ def sigmoid_cross_entropy_with_logits(x: Variable, label: Variable,
         normalize (bool, default False): divide by the number of entries not ignored.
     Returns:
         Variable: elementwise losses, the logits' shape.
+    Raises:
+        TypeError: ``x`` or ``label`` is not a float32/float64 Variable, ``ignore_index`` is not
+            an int, or ``normalize`` is not a bool.
 
     Example:
         >>> import numpy as np

@@ -37,6 +37,10 @@ def huber_loss(input: Variable, label: Variable, delta: float) -> Variable:
         delta (float): where the loss turns linear.
     Returns:
         Variable: ``[N, 1]`` losses.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a float32/float64 Variable, or ``delta`` is not a
+            number.
+        ValueError: ``input`` and ``label`` differ in shape (shape inference).
 
     Example:
         >>> import numpy as np
@@ -78,6 +82,10 @@ def smooth_l1(x: Variable, y: Variable, inside_weight: Optional[Variable] = None
         sigma (float | None): the transition point is ``1 / sigma^2`` (default 1).
     Returns:
         Variable: ``[N, 1]``, the loss summed per sample.
+    Raises:
+        TypeError: ``x``, ``y`` or a given weight is not a float32/float64 Variable, or ``sigma``
+            is not a number.
+        ValueError: ``x`` and ``y`` differ in shape (shape inference).
 
     Example:
         >>> import numpy as np
@@ -121,6 +129,10 @@ def log_loss(input: Variable, label: Variable, epsilon: float = 1e-4,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, 1]`` negative log-likelihoods.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a float32 Variable, or ``epsilon`` is not a
+            number.
+        ValueError: ``input`` and ``label`` differ in shape (shape inference).
 
     Example:
         >>> import numpy as np
@@ -160,6 +172,11 @@ def kldiv_loss(x: Variable, target: Variable, reduction: str = "mean",
         name (str | None): name prefix of the output.
     Returns:
         Variable: the KL divergence (elementwise with ``"none"``, else ``[1]``).
+    Raises:
+        TypeError: ``x`` or ``target`` is not a float32/float64 Variable, or ``reduction`` is not
+            a str.
+        ValueError: ``x`` and ``target`` differ in shape, or ``reduction`` is not ``"none"``,
+            ``"batchmean"``, ``"mean"`` or ``"sum"`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -198,6 +215,10 @@ def margin_rank_loss(label: Variable, left: Variable, right: Variable, margin: f
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``max(0, -label * (left - right) + margin)``.
+    Raises:
+        TypeError: ``label``, ``left`` or ``right`` is not a float32 Variable, or ``margin`` is
+            not a number.
+        ValueError: the shapes of ``left`` and ``right`` differ (shape inference).
 
     Example:
         >>> import numpy as np
@@ -237,6 +258,9 @@ def rank_loss(label: Variable, left: Variable, right: Variable,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, 1]`` RankNet losses.
+    Raises:
+        TypeError: ``label``, ``left`` or ``right`` is not a float32 Variable.
+        ValueError: an input is not [N] or [N, 1] (shape inference).
 
     Example:
         >>> import numpy as np
@@ -272,6 +296,10 @@ def bpr_loss(input: Variable, label: Variable, name: Optional[str] = None) -> Va
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, 1]`` Bayesian personalized ranking losses.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, or ``label`` is not an int64
+            Variable.
+        ValueError: ``label``'s shape is not ``input``'s with last dim 1 (shape inference).
 
     Example:
         >>> import numpy as np
@@ -310,6 +338,9 @@ def sigmoid_focal_loss(x: Variable, label: Variable, fg_num: Variable, gamma: fl
         alpha (float, default 0.25): the positives' weight.
     Returns:
         Variable: ``[N, C]`` losses.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, ``label`` or ``fg_num`` is not an
+            int32 Variable, or ``gamma`` / ``alpha`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -344,6 +375,19 @@ def teacher_student_sigmoid_loss(input: Variable, label: Variable,
     """Sigmoid cross entropy against a click label and an optional teacher score packed in
     ``label`` (-2: no click, -1: click, [0, 1): no click + score, >= 1: click + score - 1)
     (op ``teacher_student_sigmoid_loss``).
+
+    Args:
+        input (Variable): float32/float64 logits [N, 1].
+        label (Variable): float32/float64 (or int64) packed labels [N, 1], coded as above; cast
+            to ``input``'s dtype.
+        soft_max_up_bound (float, default 15.0): the upper clip of the logits.
+        soft_max_lower_bound (float, default -15.0): the lower clip of the logits.
+    Returns:
+        Variable: [N, 1] losses, dtype of ``input``.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, ``label`` is not a
+            float32/float64/int64 Variable, or a bound is not a number.
+        ValueError: ``input`` and ``label`` differ in shape (shape inference).
 
     Example:
         >>> import numpy as np
@@ -383,6 +427,23 @@ def center_loss(input: Variable, label: Variable, num_classes: int, alpha: Any,
     ``param_attr``, not trained by the optimizer) move towards
     their rows by rate ``alpha`` (a float, kept in the global ``centerloss_alpha``, or a
     Variable) each run when ``update_center`` (op ``center_loss``).
+
+    Args:
+        input (Variable): float32/float64 features [N, D, ...] with the dims after N known.
+        label (Variable): int32/int64 class ids [N, 1].
+        num_classes (int): the number of centers (>= 1).
+        alpha (float | Variable): the centers' update rate (a float [1] Variable, or a number).
+        param_attr (ParamAttr | None): the attribute of the centers parameter
+            [num_classes, prod(D, ...)].
+        update_center (bool, default True): move the centers each run.
+    Returns:
+        Variable: [N, 1] losses, dtype of ``input``.
+    Raises:
+        TypeError: ``input`` / ``label`` / a Variable ``alpha`` has the wrong type or dtype,
+            ``num_classes`` is not an int, ``alpha`` is not a number, or ``update_center`` is not
+            a bool.
+        ValueError: ``num_classes`` is below 1, or ``input`` is not [N, D, ...] with known dims
+            after N.
 
     Example:
         >>> import numpy as np
@@ -442,6 +503,9 @@ def mse_loss(input: Variable, label: Variable) -> Variable:
         label (Variable): targets, same shape.
     Returns:
         Variable: ``[1]``, the mean squared error.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a float32/float64 Variable.
+        ValueError: ``input`` and ``label`` cannot be broadcast (shape inference).
 
     Example:
         >>> import numpy as np
@@ -477,6 +541,11 @@ def dice_loss(input: Variable, label: Variable, epsilon: float = 1e-5,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[1]``, the mean dice loss.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, ``label`` is not an int or float
+            Variable, or ``epsilon`` is not a number.
+        ValueError: ``input``'s last dim is unknown, or ``label``'s last dim is not 1 (shape
+            inference).
 
     Example:
         >>> import numpy as np
@@ -525,6 +594,10 @@ def npair_loss(anchor: Variable, positive: Variable, labels: Variable,
         l2_reg (float, default 0.002): the embeddings' L2 penalty.
     Returns:
         Variable: ``[1]``, the N-pair loss.
+    Raises:
+        TypeError: ``anchor`` / ``positive`` is not a float32/float64 Variable, ``labels`` is not
+            an int or float Variable, or ``l2_reg`` is not a number.
+        ValueError: ``anchor`` and ``positive`` are not [N, D] of one shape.
 
     Example:
         >>> import numpy as np

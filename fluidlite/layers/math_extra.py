@@ -63,6 +63,8 @@ def acos(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
 
     Example:
         >>> import numpy as np
@@ -88,6 +90,8 @@ def asin(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
 
     Example:
         >>> import numpy as np
@@ -113,6 +117,8 @@ def atan(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
 
     Example:
         >>> import numpy as np
@@ -167,6 +173,8 @@ def erf(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
 
     Example:
         >>> import numpy as np
@@ -193,6 +201,8 @@ def log1p(x: Variable, out: Optional[Variable] = None, name: Optional[str] = Non
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, or ``out`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -223,6 +233,9 @@ def hard_shrink(x: Variable, threshold: Optional[float] = None) -> Variable:
             (default 0.5).
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``threshold`` is not a
+            number.
 
     Example:
         >>> import numpy as np
@@ -251,6 +264,8 @@ def softshrink(x: Variable, alpha: Optional[float] = None) -> Variable:
         alpha (float | None): the shrink amount (default 0.5).
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``alpha`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -310,6 +325,9 @@ def brelu(x: Variable, t_min: float = 0.0, t_max: float = 24.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``t_min`` or ``t_max`` is not
+            a number.
 
     Example:
         >>> import numpy as np
@@ -338,6 +356,9 @@ def soft_relu(x: Variable, threshold: float = 40.0, name: Optional[str] = None) 
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``threshold`` is not a
+            number.
 
     Example:
         >>> import numpy as np
@@ -367,6 +388,10 @@ def selu(x: Variable, scale: Optional[float] = None, alpha: Optional[float] = No
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``scale``/``alpha`` is not a
+            number.
+        ValueError: ``scale <= 1.0`` or ``alpha < 0``.
 
     Example:
         >>> import numpy as np
@@ -403,6 +428,9 @@ def stanh(x: Variable, scale_a: float = 0.67, scale_b: float = 1.7159,
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``scale_a`` or ``scale_b`` is
+            not a number.
 
     Example:
         >>> import numpy as np
@@ -433,6 +461,9 @@ def hard_swish(x: Variable, threshold: float = 6.0, scale: float = 6.0, offset: 
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``threshold``, ``scale`` or
+            ``offset`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -463,6 +494,10 @@ def maxout(x: Variable, groups: int, name: Optional[str] = None, axis: int = 1) 
         axis (int, default 1): the channel axis.
     Returns:
         Variable: the maximum of each group, ``C / groups`` channels.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, or ``groups``/``axis`` is not an int.
+        ValueError: ``groups < 1``, ``axis`` does not name the channel dim (1 for NCHW, -1 or 3 for
+            NHWC), or the channel count is not divisible by ``groups``.
 
     Example:
         >>> import numpy as np
@@ -507,6 +542,10 @@ def prelu(x: Variable, mode: str, param_attr: Any = None, name: Optional[str] = 
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x`` where positive, ``alpha * x`` elsewhere.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
+        ValueError: ``mode`` is not ``'all'``, ``'channel'`` or ``'element'``, or the dims that mode
+            needs (the channel dim, or all dims after the batch) are unknown (-1).
 
     Example:
         >>> import numpy as np
@@ -562,6 +601,10 @@ def cumsum(x: Variable, axis: Optional[int] = None, exclusive: Optional[bool] = 
         reverse (bool | None): accumulate from the end.
     Returns:
         Variable: the running sums.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64/int32/int64 Variable, ``axis`` is not an
+            int, or ``exclusive``/``reverse`` is not a bool.
+        ValueError: ``axis`` is outside ``[-rank, rank)`` (from the op's shape inference).
 
     Example:
         >>> import numpy as np
@@ -613,6 +656,10 @@ def logsumexp(x: Variable, dim: Any = None, keepdim: bool = False,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``log(sum(exp(x)))``, computed stably.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, an entry of ``dim`` is not an int,
+            ``keepdim`` is not a bool, or ``out`` is not a Variable.
+        ValueError: an entry of ``dim`` is outside ``[-rank, rank)`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -650,6 +697,9 @@ def log_softmax(input: Variable, axis: Optional[int] = None, dtype: Any = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``log(softmax(input))``, computed stably.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, or ``axis`` is not an int.
+        ValueError: ``axis`` is outside ``[-rank, rank)`` (from the op's shape inference).
 
     Example:
         >>> import numpy as np
@@ -806,6 +856,8 @@ def isfinite(x: Variable) -> Variable:
         x (Variable): the input.
     Returns:
         Variable: bool ``[1]``: every element is finite.
+    Raises:
+        TypeError: ``x`` is not a Variable of float16/float16/float32/float64/int32/int64.
 
     Example:
         >>> import numpy as np
@@ -829,6 +881,8 @@ def has_inf(x: Variable) -> Variable:
         x (Variable): the input.
     Returns:
         Variable: bool ``[1]``: some element is infinite.
+    Raises:
+        TypeError: ``x`` is not a Variable of float16/float16/float32/float64/int32/int64.
 
     Example:
         >>> import numpy as np
@@ -852,6 +906,8 @@ def has_nan(x: Variable) -> Variable:
         x (Variable): the input.
     Returns:
         Variable: bool ``[1]``: some element is NaN.
+    Raises:
+        TypeError: ``x`` is not a Variable of float16/float16/float32/float64/int32/int64.
 
     Example:
         >>> import numpy as np
@@ -876,6 +932,10 @@ def sum(x: Union[Variable, Sequence[Variable]]) -> Variable:
         x (Variable | list of Variable): same-shaped tensors.
     Returns:
         Variable: their elementwise sum.
+    Raises:
+        TypeError: ``x`` is not a Variable or a list/tuple of Variables, or an entry is not
+            float16/float32/float64/int32/int64.
+        ValueError: ``x`` is an empty list.
 
     Example:
         >>> import numpy as np
@@ -914,6 +974,8 @@ def rank(input: Variable) -> Variable:
         input (Variable): the tensor.
     Returns:
         Variable: int32 ``[1]``, its number of dims.
+    Raises:
+        TypeError: ``input`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -938,6 +1000,8 @@ def size(input: Variable) -> Variable:
         input (Variable): the tensor.
     Returns:
         Variable: int64 ``[1]``, its number of elements at run time.
+    Raises:
+        TypeError: ``input`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -1028,6 +1092,9 @@ def kron(x: Variable, y: Variable, out: Optional[Variable] = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the Kronecker product.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/float32/float64/int32/int64 Variable, or ``out``
+            is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -1057,6 +1124,9 @@ def dot(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: the inner products (``[B, 1]`` for batched input).
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/float32/float64/int32/int64 Variable.
+        ValueError: ``x`` and ``y`` are not 1-D or 2-D tensors of the same shape (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1085,6 +1155,10 @@ def bmm(x: Variable, y: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[B, M, N]``.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/float32/float64 Variable.
+        ValueError: ``x``/``y`` are not 3-D, or disagree on the batch size B or on K (shape
+            inference).
 
     Example:
         >>> import numpy as np
@@ -1113,6 +1187,11 @@ def cross(input: Variable, other: Variable, dim: Optional[int] = None) -> Variab
         dim (int | None): an axis of size 3 (default: the first one).
     Returns:
         Variable: the cross products.
+    Raises:
+        TypeError: ``input`` or ``other`` is not a float16/float32/float64/int32/int64 Variable, or
+            ``dim`` is not an int.
+        ValueError: the shapes differ, or the dim used (``dim``, else the first of size 3) does not
+            have size 3 (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1184,6 +1263,11 @@ def addmm(input: Variable, x: Variable, y: Variable, alpha: float = 1.0, beta: f
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``beta * input + alpha * x @ y``.
+    Raises:
+        TypeError: ``input``, ``x`` or ``y`` is not a float32/float64 Variable, or ``alpha``/
+            ``beta`` is not a number.
+        ValueError: ``x`` and ``y`` are not matrices with matching inner dim, or ``input`` does not
+            broadcast to ``[M, N]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1226,6 +1310,10 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``input + value * tensor1 * tensor2``.
+    Raises:
+        TypeError: ``input``/``tensor1``/``tensor2`` is not a float32/float64/int32/int64 Variable,
+            ``value`` is not a number, or ``out`` is not a Variable.
+        ValueError: the shapes do not broadcast (shape inference of the elementwise ops).
 
     Example:
         >>> import numpy as np
@@ -1268,6 +1356,9 @@ def t(input: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: the transpose (a 1-D input is returned as is).
+    Raises:
+        TypeError: ``input`` is not a float16/float16/float32/float64/int32/int64 Variable.
+        ValueError: ``input`` has more than 2 dims.
 
     Example:
         >>> import numpy as np
@@ -1350,6 +1441,10 @@ def dist(x: Variable, y: Variable, p: float = 2) -> Variable:
         p (float, default 2): the norm's order (``inf``, ``-inf`` and 0 too).
     Returns:
         Variable: ``[1]``, ``||x - y||_p``.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/float32/float64 Variable, or ``p`` is not a
+            number.
+        ValueError: the shapes of ``x`` and ``y`` cannot be broadcast together (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1377,6 +1472,9 @@ def elementwise_equal(x: Variable, y: Variable, name: Optional[str] = None) -> V
         name (str | None): name prefix of the output.
     Returns:
         Variable: bool, elementwise ``x == y``.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a Variable of a numeric or bool dtype.
+        ValueError: ``y`` does not broadcast to ``x`` (shape inference).
 
     Example:
         >>> import numpy as np

@@ -74,6 +74,13 @@ def _scalar_var(ref: Variable, value: Any, dtype: Any) -> Variable:
 def astype(self: Variable, dtype: Any) -> Variable:
     """A ``cast`` of this Variable to ``dtype`` (a ``tmp_N`` Variable).
 
+    Args:
+        dtype (str | numpy dtype | VarType): the target dtype.
+    Returns:
+        Variable: a new Variable of this one's shape and dtype ``dtype``.
+    Raises:
+        TypeError: ``dtype`` is not a data type.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

@@ -22,6 +22,22 @@ def auc(input: Variable, label: Variable, curve: str = "ROC", num_thresholds: in
     variables are persistable int64 counters (zero them to restart). ``topk`` is accepted as
     in fluid (unused).
 
+    Args:
+        input (Variable): float32/float64 [N, 2] class probabilities.
+        label (Variable): int32/int64 [N, 1] labels (0 or 1).
+        curve (str, default "ROC"): only ``"ROC"``.
+        num_thresholds (int, default 4095): the number of thresholds (buckets - 1), >= 1.
+        topk (int, default 1): accepted for fluid's signature (unused, as in fluid).
+        slide_steps (int, default 1): the batches ``batch_auc_out`` covers (0: all, >= 0).
+    Returns:
+        tuple: ``(auc_out, batch_auc_out, [batch_stat_pos, batch_stat_neg, stat_pos,
+        stat_neg])``; the AUCs are float64 [1], the stats persistable int64 counters.
+    Raises:
+        TypeError: ``input`` is not a float32/float64 Variable, ``label`` is not an int32/int64
+            Variable, or ``num_thresholds`` / ``slide_steps`` is not an int.
+        ValueError: ``curve`` is not ``"ROC"``, ``num_thresholds`` is below 1, or
+            ``slide_steps`` is negative.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

@@ -107,6 +107,8 @@ def mean(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: shape ``[1]``, ``x``'s dtype.
+    Raises:
+        TypeError: ``x`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -145,6 +147,11 @@ def mul(x: Variable, y: Variable, x_num_col_dims: int = 1, y_num_col_dims: int =
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x.shape[:x_num_col_dims] + y.shape[y_num_col_dims:]``.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float32/float64 Variable, or a ``*_num_col_dims`` is
+            not an int.
+        ValueError: a ``*_num_col_dims`` is below 1, or the flattened width of ``x`` differs
+            from the flattened height of ``y`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -186,6 +193,10 @@ def matmul(x: Variable, y: Variable, transpose_x: bool = False, transpose_y: boo
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[..., M, N]`` with broadcast batch dims.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float32/float64 Variable, ``transpose_x`` /
+            ``transpose_y`` is not a bool, or ``alpha`` is not a number.
+        ValueError: the inner dimensions (after the transposes) differ (shape inference).
 
     Example:
         >>> import numpy as np
@@ -378,6 +389,10 @@ def topk(input: Variable, k: Union[int, Variable],
     Returns:
         tuple: ``(values, indices)``, the input's shape with the last dim ``k``; indices are
         int64.
+    Raises:
+        TypeError: ``input`` is not a float32/float64/int32/int64 Variable, or ``k`` is neither
+            an int nor a Variable.
+        ValueError: an int ``k`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -419,6 +434,11 @@ def one_hot(input: Variable, depth: Union[int, Variable],
             instead of an error.
     Returns:
         Variable: float32, the ids' shape with the last dim 1 replaced by ``depth``.
+    Raises:
+        TypeError: ``input`` is not an int32/int64 Variable, or ``depth`` is neither an int nor a
+            Variable.
+        ValueError: an int ``depth`` is below 1; at run time, an id is outside [0, depth) while
+            ``allow_out_of_range`` is False.
 
     Example:
         >>> import numpy as np

@@ -134,6 +134,9 @@ def sign(x: Any, name: Optional[str] = None) -> Variable:  # noqa: F811
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is neither a Variable nor a numpy array, or is not of a numeric dtype
+            (float16/32/64, int8/16/32/64, uint8).
 
     Example:
         >>> import numpy as np
@@ -177,6 +180,9 @@ def softmax(input: Variable, use_cudnn: bool = False, name: Optional[str] = None
         axis (int, default -1): the axis normalized.
     Returns:
         Variable: probabilities summing to 1 along ``axis``, the input's shape.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64 Variable, or ``axis`` is not an int.
+        ValueError: ``axis`` is outside ``[-rank, rank)`` (from the op's shape inference).
 
     Example:
         >>> import numpy as np
@@ -204,6 +210,8 @@ def leaky_relu(x: Variable, alpha: float = 0.02, name: Optional[str] = None) -> 
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``alpha`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -230,6 +238,8 @@ def elu(x: Variable, alpha: float = 1.0, name: Optional[str] = None) -> Variable
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``alpha`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -255,6 +265,8 @@ def gelu(x: Variable, approximate: bool = False) -> Variable:
         approximate (bool, default False): the tanh approximation.
     Returns:
         Variable: same shape and dtype.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable.
 
     Example:
         >>> import numpy as np
@@ -285,6 +297,10 @@ def pow(x: Variable, factor: Union[float, Variable] = 1.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x ** factor``.
+    Raises:
+        TypeError: ``x`` is not a float Variable, a number ``factor`` is not a number, or a Variable
+            ``factor`` is not float32.
+        ValueError: a Variable ``factor`` holds more than one element.
 
     Example:
         >>> import numpy as np
@@ -323,6 +339,9 @@ def relu6(x: Variable, threshold: float = 6.0, name: Optional[str] = None) -> Va
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``threshold`` is not a
+            number.
 
     Example:
         >>> import numpy as np
@@ -351,6 +370,9 @@ def hard_sigmoid(x: Variable, slope: float = 0.2, offset: float = 0.5,
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``slope`` or ``offset`` is
+            not a number.
 
     Example:
         >>> import numpy as np
@@ -379,6 +401,8 @@ def swish(x: Variable, beta: float = 1.0, name: Optional[str] = None) -> Variabl
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float16/float32/float64 Variable, or ``beta`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -446,6 +470,9 @@ def scale(x: Variable, scale: Union[float, Variable] = 1.0, bias: float = 0.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a Variable of a numeric dtype, or ``bias`` (or a non-Variable
+            ``scale``) is not a number.
 
     Example:
         >>> import numpy as np
@@ -558,6 +585,9 @@ def cast(x: Variable, dtype: Any) -> Variable:
         dtype (str | numpy dtype): the target dtype.
     Returns:
         Variable: ``x`` converted, same shape.
+    Raises:
+        TypeError: ``x`` is not a Variable of a numeric or bool dtype, or ``dtype`` is not a data
+            type.
 
     Example:
         >>> import numpy as np

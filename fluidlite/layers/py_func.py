@@ -32,6 +32,23 @@ def py_func(func: Callable[..., Any], x: _Vars, out: _Vars,
     ``skip_vars_in_backward_input`` -- returns the gradients of ``x``; without it the op is not
     differentiable (its outputs stop the gradient). Returns ``out``.
 
+    Args:
+        func (callable): the forward function, ``func(*x) -> arrays`` (one per ``out``).
+        x (Variable | list of Variable | None): the inputs.
+        out (Variable | list of Variable | None): the outputs, created beforehand with their
+            shapes and dtypes.
+        backward_func (callable | None, default None): the backward function; None: the op
+            is not differentiable.
+        skip_vars_in_backward_input (Variable | list of Variable | None, default None): inputs
+            or outputs not passed to ``backward_func``.
+    Returns:
+        Variable | list of Variable | None: ``out`` as given.
+    Raises:
+        TypeError: ``func`` / ``backward_func`` is not callable, or ``x`` / ``out`` /
+            ``skip_vars_in_backward_input`` holds a non-Variable.
+        ValueError: a variable of ``skip_vars_in_backward_input`` is neither an input nor an
+            output.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid

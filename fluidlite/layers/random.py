@@ -61,6 +61,10 @@ def uniform_random(shape: Any, dtype: Any = "float32", min: float = -1.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the random tensor (new values every run).
+    Raises:
+        TypeError: ``shape`` is not a list of ints / int Variables (or a 1-D int Variable),
+            ``min`` / ``max`` is not a number, ``seed`` is not an int, or ``dtype`` is unknown.
+        ValueError: ``min`` exceeds ``max``, or ``shape`` is empty or has a negative dim.
 
     Example:
         >>> import numpy as np
@@ -98,6 +102,10 @@ def gaussian_random(shape: Any, mean: float = 0.0, std: float = 1.0, seed: int =
         name (str | None): name prefix of the output.
     Returns:
         Variable: the random tensor (new values every run).
+    Raises:
+        TypeError: ``shape`` is not a list of ints / int Variables (or a 1-D int Variable),
+            ``mean`` / ``std`` is not a number, ``seed`` is not an int, or ``dtype`` is unknown.
+        ValueError: ``std`` is negative, or ``shape`` is empty or has a negative dim.
 
     Example:
         >>> import numpy as np

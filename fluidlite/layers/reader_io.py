@@ -21,6 +21,23 @@ def py_reader(capacity: int, shapes: Sequence[Sequence[int]], dtypes: Sequence[A
               use_double_buffer: bool = True) -> Any:
     """A non-iterable reader of ``len(shapes)`` variables (shape, dtype, lod level each).
 
+    Args:
+        capacity (int): the number of batches buffered ahead (>= 1).
+        shapes (list of list of int): the shape of each variable (None or -1 for a varying dim).
+        dtypes (list of str | numpy dtype): the dtype of each variable.
+        lod_levels (list of int | None, default None): the LoD level of each variable (default
+            all 0).
+        name (str | None, default None): the prefix of the variables' names
+            (``<name>_out_<i>``).
+        use_double_buffer (bool, default True): prefetch batches in a background thread.
+    Returns:
+        PyReader: a non-iterable reader; ``read_file(reader)`` gives its variables, and
+        ``reader.decorate_*`` / ``start()`` / ``reset()`` drive it.
+    Raises:
+        ValueError: ``shapes`` and ``dtypes`` are not lists of one length, ``lod_levels`` has
+            another length, or ``capacity`` is below 1 or not an integer.
+        TypeError: a dtype is unknown.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -62,6 +79,17 @@ def create_py_reader_by_data(capacity: int, feed_list: Sequence[Variable],
                              name: Optional[str] = None, use_double_buffer: bool = True) -> Any:
     """A non-iterable reader feeding existing data variables ``feed_list``.
 
+    Args:
+        capacity (int): the number of batches buffered ahead (>= 1).
+        feed_list (list of Variable): the data variables the reader fills.
+        name (str | None, default None): accepted for fluid's signature.
+        use_double_buffer (bool, default True): prefetch batches in a background thread.
+    Returns:
+        PyReader: a non-iterable reader feeding ``feed_list``.
+    Raises:
+        TypeError: ``feed_list`` is not iterable or holds a non-Variable.
+        ValueError: ``feed_list`` is empty, or ``capacity`` is below 1 or not an integer.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -85,6 +113,13 @@ def create_py_reader_by_data(capacity: int, feed_list: Sequence[Variable],
 def read_file(reader: Any) -> Union[Variable, List[Variable]]:
     """The variables ``reader`` fills (one Variable when there is one).
 
+    Args:
+        reader (PyReader): a reader made by ``py_reader`` or ``create_py_reader_by_data``.
+    Returns:
+        Variable | list of Variable: the reader's variables (one Variable when there is one).
+    Raises:
+        TypeError: ``reader`` has no ``feed_list`` (it is not such a reader).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -105,6 +140,15 @@ def read_file(reader: Any) -> Union[Variable, List[Variable]]:
 
 def double_buffer(reader: Any, place: Any = None, name: Optional[str] = None) -> Any:
     """The reader itself: fluidlite's readers already prefetch in a background thread.
+
+    Args:
+        reader (PyReader): the reader.
+        place (Place | None, default None): accepted for fluid's signature.
+        name (str | None, default None): accepted for fluid's signature.
+    Returns:
+        PyReader: ``reader`` itself.
+    Raises:
+        None: this function returns its argument and does not raise.
 
     Example:
         >>> import numpy as np

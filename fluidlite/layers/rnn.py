@@ -125,6 +125,13 @@ def dynamic_lstm(input: Variable, size: int, h_0: Optional[Variable] = None,
         name (str | None): name prefix.
     Returns:
         tuple: ``(hidden, cell)``, LoD tensors ``[T, hidden]``.
+    Raises:
+        AssertionError: called in dygraph mode (use ``fluid.dygraph`` LSTM layers there).
+        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable, ``input`` is not
+            float32/float64, or ``size`` is not an int.
+        ValueError: ``bias_attr`` is False, an activation is not sigmoid/tanh/relu/identity,
+            ``size`` is not a positive multiple of 4, ``input``'s width is not ``size``, or
+            ``h_0`` / ``c_0`` is not [batch_size, size / 4].
 
     Example:
         >>> import numpy as np
@@ -172,6 +179,36 @@ def dynamic_lstmp(input: Variable, size: int, proj_size: int, param_attr: Any = 
     """LSTM with a recurrent projection (op ``lstmp``): r_t = proj_act(h_t @ W_rh). Parameters
     ``Weight`` [P, 4D], ``ProjWeight`` [D, P], ``Bias`` as ``dynamic_lstm``; ``h_0`` is r_0
     [N, P], ``c_0`` [N, D]. Returns ``(projection [T, P], cell [T, D])``.
+
+    Args:
+        input (Variable): float32/float64 LoD tensor [T, 4D], the input already projected to
+            the four gates.
+        size (int): 4 * D, D the hidden (cell) size.
+        proj_size (int): P, the projection size (>= 1).
+        param_attr (ParamAttr | None, default None): attribute of ``Weight`` and ``ProjWeight``.
+        bias_attr (ParamAttr | None, default None): attribute of ``Bias`` (must not be False).
+        use_peepholes (bool, default True): add the peephole connections (bias [1, 7D]).
+        is_reverse (bool, default False): run each sequence back to front.
+        gate_activation (str, default "sigmoid"): activation of the gates.
+        cell_activation (str, default "tanh"): activation of the cell output.
+        candidate_activation (str, default "tanh"): activation of the candidate.
+        proj_activation (str, default "tanh"): activation of the projection.
+        dtype (str, default "float32"): dtype of the parameters.
+        name (str | None, default None): name prefix of the parameters.
+        h_0 (Variable | None, default None): the initial projection [N, P].
+        c_0 (Variable | None, default None): the initial cell [N, D].
+        cell_clip (float | None, default None): clip the cell to [-cell_clip, cell_clip]
+            (None or 0: no clip).
+        proj_clip (float | None, default None): clip the projection likewise.
+    Returns:
+        tuple of Variable: ``(projection, cell)``, LoD tensors [T, P] and [T, D].
+    Raises:
+        AssertionError: called in dygraph mode.
+        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable, ``input`` is not
+            float32/float64, ``size`` / ``proj_size`` is not an int, or a clip is not a number.
+        ValueError: ``bias_attr`` is False, an activation is not sigmoid/tanh/relu/identity,
+            ``size`` is not a positive multiple of 4, ``proj_size`` is below 1, ``input``'s width
+            is not ``size``, a clip is negative, or ``h_0`` / ``c_0`` has the wrong width.
 
     Example:
         >>> import numpy as np
@@ -236,6 +273,12 @@ def dynamic_gru(input: Variable, size: int, param_attr: Any = None, bias_attr: A
         origin_mode (bool, default False): the original GRU paper's update form.
     Returns:
         Variable: LoD tensor ``[T, size]``, the hidden states.
+    Raises:
+        AssertionError: called in dygraph mode (use ``fluid.dygraph.GRUUnit`` there).
+        TypeError: ``input`` / ``h_0`` is not a Variable, ``input`` is not float32/float64, or
+            ``size`` is not an int.
+        ValueError: an activation is not sigmoid/tanh/relu/identity, ``size`` is below 1,
+            ``input``'s width is not 3 * ``size``, or ``h_0`` is not [batch_size, size].
 
     Example:
         >>> import numpy as np
@@ -287,6 +330,25 @@ def gru_unit(input: Variable, hidden: Variable, size: int, param_attr: Any = Non
     ``size`` = 3D. Parameters ``Weight`` [D, 3D] and (unless ``bias_attr=False``) ``Bias``
     [1, 3D]. Returns ``(updated_hidden, reset_hidden_pre, gate)``.
 
+    Args:
+        input (Variable): float32/float64 [N, 3D], the input projected to the three gates.
+        hidden (Variable): the previous hidden state [N, D].
+        size (int): 3 * D.
+        param_attr (ParamAttr | None, default None): attribute of ``Weight`` [D, 3D].
+        bias_attr (ParamAttr | bool | None, default None): attribute of ``Bias`` [1, 3D];
+            False: no bias.
+        activation (str, default "tanh"): activation of the candidate.
+        gate_activation (str, default "sigmoid"): activation of the update and reset gates.
+        origin_mode (bool, default False): ``h = u * h_prev + (1 - u) * c`` (the GRU paper's
+            form) instead of ``h = (1 - u) * h_prev + u * c``.
+    Returns:
+        tuple of Variable: ``(hidden [N, D], reset_hidden_prev [N, D], gate [N, 3D])``.
+    Raises:
+        TypeError: ``input`` or ``hidden`` is not a Variable, ``input`` is not float32/float64,
+            or ``size`` is not an int.
+        ValueError: an activation is not sigmoid/tanh/relu/identity, ``size`` is not a positive
+            multiple of 3, ``input``'s width is not ``size``, or ``hidden``'s is not size / 3.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -331,6 +393,20 @@ def lstm_unit(x_t: Variable, hidden_t_prev: Variable, cell_t_prev: Variable,
               name: Optional[str] = None) -> Tuple[Variable, Variable]:
     """One LSTM step: ``fc(concat([x_t, hidden_t_prev], 1), 4D)`` then op ``lstm_unit``
     (gates i, f, o, g; f gets ``forget_bias``). Returns ``(hidden, cell)``, each [N, D].
+
+    Args:
+        x_t (Variable): the step input [N, M].
+        hidden_t_prev (Variable): the previous hidden state [N, D].
+        cell_t_prev (Variable): the previous cell state [N, D].
+        forget_bias (float, default 0.0): added to the forget gate before its sigmoid.
+        param_attr (ParamAttr | None, default None): attribute of the fc weight [M + D, 4D].
+        bias_attr (ParamAttr | None, default None): attribute of the fc bias [4D].
+        name (str | None, default None): name prefix of the outputs.
+    Returns:
+        tuple of Variable: ``(hidden, cell)``, each [N, D], dtype of ``x_t``.
+    Raises:
+        TypeError: an input is not a Variable, or ``forget_bias`` is not a number.
+        ValueError: an input is not 2-D, or the known batch sizes differ.
 
     Example:
         >>> import numpy as np
@@ -398,6 +474,14 @@ def lstm(input: Variable, init_h: Variable, init_c: Variable, max_len: int, hidd
         seed (int, default -1): the dropout seed.
     Returns:
         tuple: ``(out [T, N, hidden_size * directions], last_h, last_c)``.
+    Raises:
+        TypeError: ``input`` / ``init_h`` / ``init_c`` is not a float32/float64 Variable,
+            ``max_len`` / ``hidden_size`` / ``num_layers`` is not an int, or ``dropout_prob`` is
+            not a number.
+        ValueError: an input is not 3-D, an int argument is below 1, ``dropout_prob`` is
+            outside [0, 1], ``input``'s length exceeds ``max_len``, ``init_h`` / ``init_c`` is
+            not [num_layers * directions, batch_size, hidden_size], or ``input``'s last dim is
+            unknown.
 
     Example:
         >>> import numpy as np

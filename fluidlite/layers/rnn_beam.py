@@ -16,6 +16,16 @@ def gather_tree(ids: Variable, parents: Variable) -> Variable:
     """The full id sequences ending in each beam: backtrace ``parents`` from the last step
     (``ids``, ``parents``: [max_time, batch_size, beam_size] int64).
 
+    Args:
+        ids (Variable): int64 [max_time, batch_size, beam_size], the id chosen at each step.
+        parents (Variable): int64 [max_time, batch_size, beam_size], the beam each id extended.
+    Returns:
+        Variable: [max_time, batch_size, beam_size], the full id sequence of every final beam,
+        dtype of ``ids``.
+    Raises:
+        TypeError: ``ids`` or ``parents`` is not a Variable.
+        ValueError: ``ids`` and ``parents`` differ in shape (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -49,6 +59,28 @@ def beam_search(pre_ids: Variable, pre_scores: Variable, ids: Optional[Variable]
     """One step of LoD beam search (op ``beam_search``): returns ``(selected_ids,
     selected_scores)`` and, with ``return_parent_idx``, the prefix row of each selected
     candidate.
+
+    Args:
+        pre_ids (Variable): int64 [batch * beam, 1] LoD tensor, the ids chosen at the previous
+            step (2 levels of LoD: sources, then prefixes).
+        pre_scores (Variable): float [batch * beam, 1], their (accumulated) scores.
+        ids (Variable | None): int64 [batch * beam, K] candidate ids, or None: the candidates
+            are the column indices of ``scores``.
+        scores (Variable): float [batch * beam, K] candidate scores, LoD as ``pre_ids``.
+        beam_size (int): the beams kept per source (>= 1).
+        end_id (int): the id that ends a beam.
+        level (int, default 0): the LoD level of the sources (>= 0).
+        is_accumulated (bool, default True): ``scores`` already add the prefix scores; False
+            adds ``log(scores)`` to ``pre_scores``.
+        name (str | None, default None): name prefix of the outputs.
+        return_parent_idx (bool, default False): also return the parent row of each selection.
+    Returns:
+        tuple of Variable: ``(selected_ids, selected_scores)`` (int64 and ``scores``' dtype,
+        [num_selected, 1] with LoD), plus int32 ``parent_idx`` with ``return_parent_idx``.
+    Raises:
+        TypeError: ``pre_ids``, ``pre_scores``, ``scores`` or a given ``ids`` is not a
+            Variable, or ``beam_size`` / ``end_id`` / ``level`` is not an int.
+        ValueError: ``beam_size`` is below 1, or ``level`` is negative.
 
     Example:
         >>> import numpy as np

@@ -86,6 +86,14 @@ class RNNCell:
     is called as ``cell(inputs, states)``); ``state_shape`` / ``state_dtype`` describe the
     states ``get_initial_states`` builds.
 
+    Args:
+        name (str | None, default None): a name prefix (fluid's base-class argument).
+    Returns:
+        RNNCell: the cell (subclasses implement ``call`` and usually ``state_shape``); calling it
+        returns ``call``'s ``(outputs, new_states)``.
+    Raises:
+        NotImplementedError: (when called) the subclass does not implement ``call``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -112,6 +120,15 @@ class RNNCell:
     def call(self, inputs: Any, states: Any, **kwargs: Any) -> Tuple[Any, Any]:
         """One step: ``(outputs, new_states) = call(inputs, states)``; subclasses implement it with
         layers (``rnn`` calls it once per time step).
+
+        Args:
+            inputs (Variable | nested structure of Variable): the step inputs [batch, ...].
+            states (Variable | nested structure of Variable): the previous states.
+            **kwargs: extra arguments passed through from ``rnn`` / the decoder.
+        Returns:
+            tuple: ``(outputs, new_states)``; ``new_states`` has the structure of ``states``.
+        Raises:
+            NotImplementedError: always, in the base class (subclasses override it).
 
         Example:
             >>> import numpy as np
@@ -145,6 +162,22 @@ class RNNCell:
         is added unless a shape starts with one) with the batch size of the first tensor of
         ``batch_ref`` along ``batch_dim_idx``; ``shape`` / ``dtype`` default to
         ``state_shape`` / ``state_dtype`` (float32 when the cell gives none).
+
+        Args:
+            batch_ref (Variable | nested structure of Variable): its first tensor gives the batch
+                size.
+            shape (list of int | nested lists | None, default None): the state shape(s) without the
+                batch dim; None uses ``state_shape``.
+            dtype (str | nested str | None, default None): the state dtype(s); None uses
+                ``state_dtype`` (float32 when the cell gives none).
+            init_value (float, default 0): the fill value.
+            batch_dim_idx (int, default 0): the batch axis of ``batch_ref``'s first tensor.
+        Returns:
+            Variable | nested structure of Variable: the initial states, in the structure of
+            ``shape``.
+        Raises:
+            TypeError: a leaf of ``shape`` is not a list of ints.
+            NotImplementedError: ``shape`` is None and the cell defines no ``state_shape``.
 
         Example:
             >>> import numpy as np
@@ -281,6 +314,11 @@ class GRUCell(RNNCell):
         activation (callable | None): the candidate's activation (default tanh).
         dtype (str, default "float32"): the parameters' dtype.
         name (str, default "GRUCell"): name prefix of the parameters.
+    Returns:
+        GRUCell: the cell; ``cell(inputs, states)`` returns ``(h, h)``.
+    Raises:
+        TypeError: ``hidden_size`` is not an int.
+        ValueError: ``hidden_size`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -311,6 +349,16 @@ class GRUCell(RNNCell):
 
     def call(self, inputs: Variable, states: Variable) -> Tuple[Variable, Variable]:
         """One GRU step: ``(h, h) = call(inputs, h_prev)``.
+
+        Args:
+            inputs (Variable): the step input [batch, in_size] with ``in_size`` known.
+            states (Variable): the previous hidden state [batch, hidden_size].
+        Returns:
+            tuple of Variable: ``(h, h)``, the new hidden state [batch, hidden_size] as output and
+            as state.
+        Raises:
+            ValueError: the last dimension of ``inputs`` is unknown, or the shapes do not match
+                the parameters (shape inference).
 
         Example:
             >>> import numpy as np
@@ -382,6 +430,12 @@ class LSTMCell(RNNCell):
         forget_bias (float, default 1.0): added to the forget gate.
         dtype (str, default "float32"): the parameters' dtype.
         name (str, default "LSTMCell"): name prefix of the parameters.
+    Returns:
+        LSTMCell: the cell; ``cell(inputs, [h, c])`` returns ``(h', [h', c'])``.
+    Raises:
+        TypeError: ``hidden_size`` is not an int, or ``forget_bias`` is not a number or string.
+        ValueError: ``hidden_size`` is below 1, or ``forget_bias`` is a string that is not a
+            number.
 
     Example:
         >>> import numpy as np
@@ -413,7 +467,16 @@ class LSTMCell(RNNCell):
     def call(self, inputs: Variable, states: Sequence[Variable]
              ) -> Tuple[Variable, List[Variable]]:
         """One LSTM step: ``(h, (h, c)) = call(inputs, [h_prev, c_prev])`` (fluid's gate order
-        i, f, c, o; ``forget_bias`` added to f).
+        i, j, f, o; ``forget_bias`` added to f).
+
+        Args:
+            inputs (Variable): the step input [batch, in_size] with ``in_size`` known.
+            states (list of Variable): ``[h_prev, c_prev]``, each [batch, hidden_size].
+        Returns:
+            tuple: ``(h, [h, c])``, each Variable [batch, hidden_size].
+        Raises:
+            ValueError: ``states`` is not a pair, the last dimension of ``inputs`` is unknown, or
+                the shapes do not match the parameters (shape inference).
 
         Example:
             >>> import numpy as np
@@ -492,6 +555,26 @@ def rnn(cell: RNNCell, inputs: Any, initial_states: Any = None,
     with ``time_major``). With ``sequence_length`` ([batch]), states stop changing past each
     sequence's end. Returns ``(outputs, final_states)``; outputs stack every step's cell
     outputs along the time axis. Static mode: one ``StaticRNN``; dygraph: a Python loop.
+
+    Args:
+        cell (RNNCell): the cell run at each step.
+        inputs (Variable | nested structure of Variable): [batch, time, ...] (or
+            [time, batch, ...] with ``time_major``).
+        initial_states (Variable | nested structure | None, default None): the initial states;
+            None uses ``cell.get_initial_states``.
+        sequence_length (Variable | None, default None): int [batch] lengths; states stop
+            changing after each sequence's end.
+        time_major (bool, default False): the time axis of ``inputs`` (and outputs) comes first.
+        is_reverse (bool, default False): run the steps back to front.
+        **kwargs: passed to every ``cell.call``.
+    Returns:
+        tuple: ``(outputs, final_states)``: the cell outputs stacked along the time axis (the
+        layout of ``inputs``), and the states after the last step.
+    Raises:
+        TypeError: ``cell`` is not an RNNCell (nor has a ``call``), or an input is not a
+            Variable.
+        ValueError: an input has fewer than 2 dims, ``cell`` returns states of another
+            structure, or (dygraph) the inputs have no time steps.
 
     Example:
         >>> import numpy as np

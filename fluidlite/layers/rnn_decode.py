@@ -31,6 +31,14 @@ class Decoder:
     finished)``, ``step(time, inputs, states, **kwargs) -> (outputs, next_states, next_inputs,
     finished)`` and optionally ``finalize(outputs, final_states, sequence_lengths)``.
 
+    Args:
+        None: the base constructor takes no arguments (subclasses define their own).
+    Returns:
+        Decoder: the decoder object that ``dynamic_decode`` drives.
+    Raises:
+        NotImplementedError: (when decoding) a subclass does not implement ``initialize`` or
+            ``step``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -59,6 +67,14 @@ class Decoder:
         """``(initial inputs, initial states, finished)`` from ``inits``; subclasses implement
         it, ``dynamic_decode`` calls it once.
 
+        Args:
+            inits (Any): what the decoder needs to start, e.g. the initial cell states.
+        Returns:
+            tuple: ``(initial_inputs, initial_states, finished)``; ``finished`` is a bool Variable
+            [batch] (or [batch, beam]).
+        Raises:
+            NotImplementedError: always, in the base class (subclasses override it).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -86,6 +102,16 @@ class Decoder:
              ) -> Tuple[Any, Any, Any, Any]:
         """One decoding step ``(outputs, next_states, next_inputs, finished)`` from ``time``,
         ``inputs`` and ``states``; subclasses implement it, ``dynamic_decode`` calls it.
+
+        Args:
+            time (Variable): int64 [1], the step index (from 0).
+            inputs (Variable | nested structure of Variable): this step's inputs.
+            states (Variable | nested structure of Variable): the states after the previous step.
+            **kwargs: passed through from ``dynamic_decode``.
+        Returns:
+            tuple: ``(outputs, next_states, next_inputs, finished)``.
+        Raises:
+            NotImplementedError: always, in the base class (subclasses override it).
 
         Example:
             >>> import numpy as np
@@ -119,6 +145,14 @@ class DecodeHelper:
     """Sampling strategy of a ``BasicDecoder``: ``initialize() -> (inputs, finished)``,
     ``sample(time, outputs, states) -> ids``, ``next_inputs(time, outputs, states, ids) ->
     (finished, next_inputs, next_states)``.
+
+    Args:
+        None: the base constructor takes no arguments (subclasses define their own).
+    Returns:
+        DecodeHelper: the helper object a ``BasicDecoder`` calls.
+    Raises:
+        NotImplementedError: (when decoding) a subclass does not implement ``initialize``,
+            ``sample`` or ``next_inputs``.
 
     Example:
         >>> import numpy as np
@@ -164,6 +198,10 @@ class TrainingHelper(DecodeHelper):
             ``time_major``).
         sequence_length (Variable): int ``[N]`` lengths.
         time_major (bool, default False): the layout of ``inputs``.
+    Returns:
+        TrainingHelper: the helper for a ``BasicDecoder``.
+    Raises:
+        AttributeError: an entry of ``inputs`` is not a Variable (it has no ``shape``).
 
     Example:
         >>> import numpy as np
@@ -232,6 +270,10 @@ class GreedyEmbeddingHelper(DecodeHelper):
         embedding_fn (callable): maps ids to the cell's inputs.
         start_tokens (Variable): int64 ``[N]`` first ids.
         end_token (int): the id that finishes a sequence.
+    Returns:
+        GreedyEmbeddingHelper: the helper for a ``BasicDecoder``.
+    Raises:
+        TypeError: ``end_token`` is not an int.
 
     Example:
         >>> import numpy as np
@@ -283,6 +325,11 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
         end_token (int): the id that finishes a sequence.
         softmax_temperature (float | None): divides the logits before sampling.
         seed (int | None): the sampling seed.
+    Returns:
+        SampleEmbeddingHelper: the helper for a ``BasicDecoder``.
+    Raises:
+        TypeError: ``end_token`` is not an int, or ``softmax_temperature`` is not a number.
+        ValueError: ``softmax_temperature`` is not positive.
 
     Example:
         >>> import numpy as np
@@ -332,6 +379,11 @@ class BasicDecoder(Decoder):
         helper (DecodeHelper): how inputs are chosen (``TrainingHelper``,
             ``GreedyEmbeddingHelper``, ``SampleEmbeddingHelper``).
         output_fn (callable | None): maps the cell output to logits.
+    Returns:
+        BasicDecoder: the decoder for ``dynamic_decode``.
+    Raises:
+        None: the constructor only stores its arguments; errors of ``cell`` or ``helper`` surface
+            when ``dynamic_decode`` runs them.
 
     Example:
         >>> import numpy as np
@@ -389,6 +441,11 @@ class BeamSearchDecoder(Decoder):
         beam_size (int): beams kept per batch entry.
         embedding_fn (callable | None): maps ids to the cell's inputs.
         output_fn (callable | None): maps the cell output to logits.
+    Returns:
+        BeamSearchDecoder: the decoder for ``dynamic_decode``.
+    Raises:
+        TypeError: ``start_token``, ``end_token`` or ``beam_size`` is not an int.
+        ValueError: ``beam_size`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -428,6 +485,15 @@ class BeamSearchDecoder(Decoder):
         """``[batch, ...]`` -> ``[batch * beam_size, ...]``, each entry repeated beam_size
         times in a row (for tensors the cell reads besides its inputs/states, e.g. the encoder
         output of an attention).
+
+        Args:
+            x (Variable): a tensor [batch, ...].
+            beam_size (int): the number of copies of each entry.
+        Returns:
+            Variable: [batch * beam_size, ...], dtype of ``x``.
+        Raises:
+            TypeError: ``x`` is not a Variable, or ``beam_size`` is not an int.
+            ValueError: ``beam_size`` is below 1 (shape inference).
 
         Example:
             >>> import numpy as np
@@ -485,6 +551,17 @@ class BeamSearchDecoder(Decoder):
     def initialize(self, initial_cell_states: Any) -> Tuple[Any, Any, Any]:
         """Tile the initial cell states ``beam_size`` times and start every beam from
         ``start_token`` (only the first beam live); ``dynamic_decode`` calls it.
+
+        Args:
+            initial_cell_states (Variable | nested structure of Variable): the cell's initial
+                states, each [batch, ...].
+        Returns:
+            tuple: ``(initial_inputs, StateWrapper(cell_states, log_probs, finished, lengths),
+            finished)``; the inputs are start-token ids [batch, beam_size] (embedded by
+            ``embedding_fn`` when given), ``finished`` bool [batch, beam_size].
+        Raises:
+            IndexError: ``initial_cell_states`` holds no tensor.
+            TypeError: a state is not a Variable.
 
         Example:
             >>> import numpy as np
@@ -562,6 +639,18 @@ class BeamSearchDecoder(Decoder):
         logits to the beam scores, keep the ``beam_size`` best extensions; ``dynamic_decode`` calls
         it.
 
+        Args:
+            time (Variable): int64 [1], the step index.
+            inputs (Variable | nested structure of Variable): the inputs [batch, beam_size, ...].
+            states (StateWrapper): the beam state returned by the previous step (or ``initialize``).
+            **kwargs: passed to the cell.
+        Returns:
+            tuple: ``(OutputWrapper(scores, predicted_ids, parent_ids), StateWrapper,
+            next_inputs, finished)``, each tensor [batch, beam_size, ...].
+        Raises:
+            ValueError: the cell or ``output_fn`` returns tensors whose shapes do not fit the beams
+                (shape inference).
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -596,6 +685,16 @@ class BeamSearchDecoder(Decoder):
                  ) -> Tuple[Any, Any]:
         """Backtrace the beams (``gather_tree`` over the parent ids): the predicted ids of each
         beam, best first; ``dynamic_decode`` calls it after the last step.
+
+        Args:
+            outputs (OutputWrapper): the stacked step outputs, [time, batch, beam_size] each.
+            final_states (StateWrapper): the states after the last step.
+            sequence_lengths (Variable): the decoded lengths (unused by the backtrace).
+        Returns:
+            tuple: ``(predicted_ids, final_states)``: int64 [time, batch, beam_size] ids after the
+            backtrace, and ``final_states`` unchanged.
+        Raises:
+            None: the inputs come from ``dynamic_decode``; this method adds no checks.
 
         Example:
             >>> import numpy as np
@@ -659,6 +758,27 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
     spelling and changes nothing). Outputs are batch major unless ``output_time_major``.
     Static programs loop with ``While`` (outputs collected in tensor arrays); dygraph runs a
     Python loop.
+
+    Args:
+        decoder (Decoder): the decoder to run (``BasicDecoder``, ``BeamSearchDecoder`` or a
+            subclass of ``Decoder``).
+        inits (Any, default None): passed to ``decoder.initialize``.
+        max_step_num (int | None, default None): stop after this many steps beyond the first;
+            None: until every entry is finished.
+        output_time_major (bool, default False): return outputs [time, batch, ...] instead of
+            [batch, time, ...].
+        impute_finished (bool, default False): keep the states of finished entries unchanged.
+        is_test (bool, default False): passed to the ``While`` loop (static mode).
+        return_length (bool, default False): accepted for the 2.x spelling; the lengths are
+            always returned.
+        **kwargs: passed to every ``decoder.step``.
+    Returns:
+        tuple: ``(final_outputs, final_states, sequence_lengths)``; ``sequence_lengths`` is
+        int64 in the shape of ``finished``.
+    Raises:
+        TypeError: ``decoder`` is not a Decoder (nor has a ``step``), or ``max_step_num`` is not
+            an int.
+        ValueError: ``max_step_num`` is negative.
 
     Example:
         >>> import numpy as np

@@ -34,6 +34,12 @@ class DynamicRNN(_WhileLoopBuild):
 
     Args:
         name (str | None): name prefix.
+    Returns:
+        DynamicRNN: the builder; after the ``with drnn.block():`` statement, ``drnn()`` returns
+        the outputs (a Variable or a list).
+    Raises:
+        ValueError: ``block()`` is entered twice, the block has no ``step_input``, or ``drnn()``
+            is called inside the block or without any ``output``.
 
     Example:
         >>> import numpy as np
@@ -74,6 +80,14 @@ class DynamicRNN(_WhileLoopBuild):
 
     def block(self) -> _LoopGuard:
         """The context in which the ops of one step are defined.
+
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            _LoopGuard: a context manager; the ops built inside form one step.
+        Raises:
+            ValueError: the block was already entered once, or (on exit) no ``step_input`` was
+                called inside it.
 
         Example:
             >>> import numpy as np
@@ -144,6 +158,16 @@ class DynamicRNN(_WhileLoopBuild):
         """Mark the LoD tensor ``x`` as a sequence input (split at LoD ``level``); returns
         this step's rows of the running sequences.
 
+        Args:
+            x (Variable): a LoD tensor (``lod_level`` 1) of the input sequences.
+            level (int, default 0): the LoD level to step over (only 0 is supported).
+        Returns:
+            Variable: this step's rows of the running sequences, [num_running, ...].
+        Raises:
+            ValueError: called outside ``block()``, or ``level`` is not 0 / ``x`` has
+                ``lod_level`` > 1.
+            TypeError: ``x`` is not a Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -189,6 +213,15 @@ class DynamicRNN(_WhileLoopBuild):
         """``x`` (one row per input sequence) reordered by rank and cut to the sequences
         still running at this step.
 
+        Args:
+            x (Variable): a tensor with one row (or sequence) per input sequence.
+        Returns:
+            Variable: ``x`` reordered by sequence length and cut to the sequences still running.
+        Raises:
+            ValueError: called outside ``block()``.
+            TypeError: ``x`` is not a Variable.
+            RuntimeError: called before ``step_input``.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -229,6 +262,21 @@ class DynamicRNN(_WhileLoopBuild):
         """A memory: its value at the start of the current step for the running sequences
         (from ``init`` -- reordered by rank when ``need_reorder`` -- or a ``[batch, *shape]``
         constant ``value``).
+
+        Args:
+            init (Variable | None, default None): the initial value, one row per sequence.
+            shape (list of int | None, default None): without ``init``, the memory shape without
+                the batch dim.
+            value (float, default 0.0): without ``init``, the fill value.
+            need_reorder (bool, default False): reorder ``init`` by sequence length (needed when
+                its rows follow the input order).
+            dtype (str | numpy dtype, default "float32"): without ``init``, the memory dtype.
+        Returns:
+            Variable: the memory's value at the start of the step, for the running sequences.
+        Raises:
+            ValueError: called outside ``block()``, ``need_reorder`` or ``shape`` is used before
+                ``step_input``, or neither ``init`` nor ``shape`` is given.
+            TypeError: ``init`` is not a Variable.
 
         Example:
             >>> import numpy as np
@@ -285,6 +333,16 @@ class DynamicRNN(_WhileLoopBuild):
     def update_memory(self, ex_mem: Variable, new_mem: Variable) -> None:
         """The memory ``ex_mem`` takes ``new_mem`` for the next step.
 
+        Args:
+            ex_mem (Variable): a memory returned by ``memory``.
+            new_mem (Variable): its value for the next step (same rank and dtype).
+        Returns:
+            None: the link is recorded for the step.
+        Raises:
+            ValueError: called outside ``block()``, ``ex_mem`` is not a memory of this RNN, or
+                ``new_mem`` differs from it in rank or dtype.
+            TypeError: ``ex_mem`` or ``new_mem`` is not a Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -322,6 +380,14 @@ class DynamicRNN(_WhileLoopBuild):
 
     def output(self, *outputs: Variable) -> None:
         """Collect these variables of every step; ``drnn()`` returns them as LoD tensors.
+
+        Args:
+            *outputs (Variable): the step's variables to collect.
+        Returns:
+            None: ``drnn()`` returns the collected outputs.
+        Raises:
+            ValueError: called outside ``block()``.
+            TypeError: an output is not a Variable.
 
         Example:
             >>> import numpy as np

@@ -134,6 +134,13 @@ class StaticRNN(_WhileLoopBuild):
 
     Args:
         name (str | None): name prefix.
+    Returns:
+        StaticRNN: the builder; after the ``with rnn.step():`` statement, ``rnn()`` returns the
+        stacked outputs (a Variable or a list).
+    Raises:
+        ValueError: ``step()`` is entered twice, the step has no ``step_input`` or leaves a
+            memory never updated, or ``rnn()`` is called before the step ends or without
+            outputs.
 
     Example:
         >>> import numpy as np
@@ -174,6 +181,14 @@ class StaticRNN(_WhileLoopBuild):
     # -- the block ---------------------------------------------------------------------------
     def step(self) -> "_LoopGuard":
         """The context in which the ops of one step are defined.
+
+        Args:
+            None: this method takes no arguments.
+        Returns:
+            _LoopGuard: a context manager; the ops built inside form one step.
+        Raises:
+            ValueError: the step was already entered once, or (on exit) no ``step_input`` was
+                called or a memory was never updated.
 
         Example:
             >>> import numpy as np
@@ -231,6 +246,15 @@ class StaticRNN(_WhileLoopBuild):
     def step_input(self, x: Variable) -> Variable:
         """Mark ``x`` ([seq_len, ...]) as a sequence input; returns its current step.
 
+        Args:
+            x (Variable): a tensor [seq_len, ...]; every step input has the same ``seq_len``.
+        Returns:
+            Variable: the current step ``x[t]``, shape ``x.shape[1:]``.
+        Raises:
+            ValueError: called outside ``step()``, ``x`` has no dimension, or its ``seq_len``
+                differs from the first step input's.
+            TypeError: ``x`` is not a Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -280,6 +304,22 @@ class StaticRNN(_WhileLoopBuild):
                batch_ref: Optional[Variable] = None, init_value: float = 0.0,
                init_batch_dim_idx: int = 0, ref_batch_dim_idx: int = 1) -> Variable:
         """A memory: its value at the start of the current step (see the class docstring).
+
+        Args:
+            init (Variable | None, default None): the initial value (copied).
+            shape (list of int | None, default None): without ``init``, the memory shape (its
+                batch dim is taken from ``batch_ref``).
+            batch_ref (Variable | None, default None): without ``init``, the variable giving the
+                batch size.
+            init_value (float, default 0.0): without ``init``, the fill value.
+            init_batch_dim_idx (int, default 0): the batch axis in ``shape``.
+            ref_batch_dim_idx (int, default 1): the batch axis of ``batch_ref``.
+        Returns:
+            Variable: the memory's value at the start of the step.
+        Raises:
+            ValueError: called outside ``step()``, ``init`` is None without both ``shape`` and
+                ``batch_ref``, or ``batch_ref`` is computed inside the step.
+            TypeError: ``init`` or ``batch_ref`` is not a Variable.
 
         Example:
             >>> import numpy as np
@@ -331,6 +371,16 @@ class StaticRNN(_WhileLoopBuild):
     def update_memory(self, mem: Variable, var: Variable) -> None:
         """The memory ``mem`` takes ``var``'s value for the next step.
 
+        Args:
+            mem (Variable): a memory returned by ``memory``.
+            var (Variable): its value for the next step (same shape and dtype).
+        Returns:
+            None: the link is recorded for the step.
+        Raises:
+            ValueError: called outside ``step()``, ``mem`` is not a memory of this RNN, or ``var``
+                differs from it in shape or dtype.
+            TypeError: ``mem`` or ``var`` is not a Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -369,6 +419,14 @@ class StaticRNN(_WhileLoopBuild):
     def step_output(self, o: Variable) -> None:
         """Collect ``o`` of every step; ``rnn()`` returns them stacked ([seq_len, ...]).
 
+        Args:
+            o (Variable): the step's variable to collect.
+        Returns:
+            None: ``rnn()`` returns the collected outputs stacked.
+        Raises:
+            ValueError: called outside ``step()``.
+            TypeError: ``o`` is not a Variable.
+
         Example:
             >>> import numpy as np
             >>> import fluidlite as fluid
@@ -401,6 +459,14 @@ class StaticRNN(_WhileLoopBuild):
 
     def output(self, *outputs: Variable) -> None:
         """``step_output`` for each of ``outputs``.
+
+        Args:
+            *outputs (Variable): the step's variables to collect.
+        Returns:
+            None: ``rnn()`` returns the collected outputs stacked.
+        Raises:
+            ValueError: called outside ``step()``.
+            TypeError: an output is not a Variable.
 
         Example:
             >>> import numpy as np

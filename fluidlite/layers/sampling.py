@@ -23,6 +23,30 @@ def nce(input: Variable, label: Variable, num_total_classes: int,
     bias ``[num_total_classes, 1]``); ``sampler`` is 'uniform', 'log_uniform' or
     'custom_dist' (``custom_dist``: one probability per class).
 
+    Args:
+        input (Variable): float32/float64 features [N, D].
+        label (Variable): int64 true classes [N, num_true].
+        num_total_classes (int): the number of classes (>= 2).
+        sample_weight (Variable | None, default None): [N, 1] per-sample weights.
+        param_attr (ParamAttr | None, default None): attribute of the weights.
+        bias_attr (ParamAttr | bool | None, default None): attribute of the bias; False: no
+            bias.
+        num_neg_samples (int | None, default None): negatives per sample (>= 1; None: 10).
+        name (str | None, default None): name prefix of the parameters.
+        sampler (str, default "uniform"): ``"uniform"``, ``"log_uniform"`` or
+            ``"custom_dist"``.
+        custom_dist (list of float | None, default None): with ``"custom_dist"``, one
+            probability per class.
+        seed (int, default 0): the sampler's seed (>= 0).
+        is_sparse (bool, default False): make the weight gradient sparse (SelectedRows).
+    Returns:
+        Variable: [N, 1] costs, dtype of ``input``.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a Variable, or an int argument is not an int.
+        ValueError: ``num_total_classes`` < 2, ``num_neg_samples`` < 1, ``seed`` < 0, an
+            unknown ``sampler``, ``custom_dist`` given without ``"custom_dist"`` (or missing
+            with it), or ``custom_dist`` not ``num_total_classes`` non-negative values.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -90,6 +114,26 @@ def sampled_softmax_with_cross_entropy(logits: Variable, label: Variable, num_sa
     """Softmax cross-entropy over each row's true labels and ``num_samples`` log-uniform
     negatives (op ``sample_logits``, then ``softmax_with_cross_entropy`` on the sampled logits,
     as fluid 1.8); returns the loss [N, 1].
+
+    Args:
+        logits (Variable): float32/float64 [N, K] unscaled logits.
+        label (Variable): int64 [N, num_true] true classes.
+        num_samples (int): the number of sampled negatives (>= 1).
+        num_true (int, default 1): the true classes per sample (only 1 is supported).
+        remove_accidental_hits (bool, default True): mask sampled negatives equal to a true
+            class.
+        use_customized_samples (bool, default False): use ``customized_samples`` /
+            ``customized_probabilities`` instead of sampling.
+        customized_samples (Variable | None, default None): int64 [N, num_true + num_samples].
+        customized_probabilities (Variable | None, default None): their sampling
+            probabilities, same shape.
+        seed (int, default 0): the sampler's seed (>= 0).
+    Returns:
+        Variable: [N, 1] losses, dtype of ``logits``.
+    Raises:
+        TypeError: ``logits`` or ``label`` is not a Variable, or an int argument is not an int.
+        ValueError: ``num_samples`` or ``num_true`` is below 1, ``seed`` is negative,
+            ``use_customized_samples`` lacks the customized inputs, or ``num_true`` > 1.
 
     Example:
         >>> import numpy as np

@@ -49,6 +49,10 @@ def sequence_pool(input: Variable, pool_type: str, is_test: bool = False,
         pad_value (float, default 0.0): the output row of an empty sequence.
     Returns:
         Variable: one row per sequence.
+    Raises:
+        TypeError: ``input`` is not a Variable.
+        ValueError: ``pool_type`` is not one of the six names; at run time, ``input`` was fed
+            without LoD.
 
     Example:
         >>> import numpy as np
@@ -87,6 +91,9 @@ def sequence_first_step(input: Variable) -> Variable:
         input (Variable): a LoD tensor.
     Returns:
         Variable: the first row of every sequence.
+    Raises:
+        TypeError: ``input`` is not a Variable.
+        ValueError: at run time, ``input`` was fed without LoD.
 
     Example:
         >>> import numpy as np
@@ -111,6 +118,9 @@ def sequence_last_step(input: Variable) -> Variable:
         input (Variable): a LoD tensor.
     Returns:
         Variable: the last row of every sequence.
+    Raises:
+        TypeError: ``input`` is not a Variable.
+        ValueError: at run time, ``input`` was fed without LoD.
 
     Example:
         >>> import numpy as np
@@ -138,6 +148,8 @@ def sequence_softmax(input: Variable, use_cudnn: bool = False,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the softmax within each sequence, same LoD.
+    Raises:
+        TypeError: ``input`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -172,6 +184,8 @@ def sequence_expand(x: Variable, y: Variable, ref_level: int = -1,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x``'s rows repeated as ``y``'s sequences are long.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a Variable, or ``ref_level`` is not an int.
 
     Example:
         >>> import numpy as np
@@ -204,6 +218,8 @@ def sequence_expand_as(x: Variable, y: Variable, name: Optional[str] = None) -> 
         name (str | None): name prefix of the output.
     Returns:
         Variable: row ``i`` of ``x`` repeated as long as sequence ``i`` of ``y``.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -240,6 +256,9 @@ def sequence_pad(x: Variable, pad_value: Variable, maxlen: Optional[int] = None,
         name (str | None): name prefix of the output.
     Returns:
         tuple: ``(padded [N, maxlen, ...], length [N] int64)``.
+    Raises:
+        TypeError: ``x`` or ``pad_value`` is not a Variable, or ``maxlen`` is not an int.
+        ValueError: ``maxlen`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -279,6 +298,8 @@ def sequence_unpad(x: Variable, length: Variable, name: Optional[str] = None) ->
         name (str | None): name prefix of the output.
     Returns:
         Variable: a LoD tensor of the unpadded rows.
+    Raises:
+        TypeError: ``x`` or ``length`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -312,6 +333,9 @@ def sequence_reshape(input: Variable, new_dim: int) -> Variable:
         new_dim (int): the new row width (each sequence's ``len * D`` divisible by it).
     Returns:
         Variable: the rows regrouped to width ``new_dim``, LoD scaled accordingly.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``new_dim`` is not an int.
+        ValueError: ``new_dim`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -363,6 +387,10 @@ def sequence_conv(input: Variable, num_filters: int, filter_size: int = 3,
         padding_trainable (bool, default False): learn the padding rows.
     Returns:
         Variable: LoD tensor ``[T, num_filters]``.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``num_filters`` / ``filter_size`` is not an int.
+        ValueError: ``num_filters`` or ``filter_size`` is below 1, ``filter_stride`` is not 1, or
+            ``input`` is not 2-D with a known last dimension.
 
     Example:
         >>> import numpy as np
@@ -425,6 +453,8 @@ def sequence_concat(input: List[Variable], name: Optional[str] = None) -> Variab
         name (str | None): name prefix of the output.
     Returns:
         Variable: the i-th sequences concatenated, for every i.
+    Raises:
+        TypeError: ``input`` is not a non-empty list/tuple, or one of its items is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -460,6 +490,8 @@ def sequence_slice(input: Variable, offset: Variable, length: Variable,
         name (str | None): name prefix of the output.
     Returns:
         Variable: a LoD tensor of the slices.
+    Raises:
+        TypeError: ``input``, ``offset`` or ``length`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -493,6 +525,8 @@ def sequence_reverse(x: Variable, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: every sequence reversed, same LoD.
+    Raises:
+        TypeError: ``x`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -523,6 +557,9 @@ def sequence_enumerate(input: Variable, win_size: int, pad_value: int = 0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[T, win_size]``, each id followed by the next ones of its sequence.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``win_size`` / ``pad_value`` is not an int.
+        ValueError: ``win_size`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -557,6 +594,8 @@ def sequence_scatter(input: Variable, index: Variable, updates: Variable,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``input`` with ``updates`` added at ``(row, index)``.
+    Raises:
+        TypeError: ``input``, ``index`` or ``updates`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -595,6 +634,9 @@ def sequence_mask(x: Variable, maxlen: Optional[Union[int, Variable]] = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x``'s shape + ``[maxlen]``; 1 where the position is below the length.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``maxlen`` is neither None, an int nor a Variable.
+        ValueError: an int ``maxlen`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -634,6 +676,9 @@ def lod_reset(x: Variable, y: Optional[Variable] = None,
         target_lod (list of int | None): the new level-0 offsets.
     Returns:
         Variable: ``x``'s data with the new LoD.
+    Raises:
+        TypeError: ``x`` is not a Variable.
+        ValueError: neither ``y`` nor ``target_lod`` is given.
 
     Example:
         >>> import numpy as np
@@ -658,6 +703,17 @@ def lod_reset(x: Variable, y: Optional[Variable] = None,
 def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
     """``x`` with one more LoD level (offsets ``level``, or a Variable holding them) below its
     own.
+
+    Args:
+        x (Variable): the input tensor (any dtype); its data is passed through unchanged.
+        level (list of int | Variable): the offsets of the new innermost LoD level (starting at 0,
+            ending at ``x``'s row count), or a Variable holding them (its LoD, or its values for a
+            non-LoD tensor, are used as in ``lod_reset``).
+    Returns:
+        Variable: ``x``'s data with the LoD extended by one level, dtype of ``x``.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``level`` is neither a Variable nor a sequence of
+            ints.
 
     Example:
         >>> import numpy as np
@@ -691,6 +747,9 @@ def row_conv(input: Variable, future_context_size: int, param_attr: Any = None,
         act (str | None): activation applied to the result.
     Returns:
         Variable: ``out[t] = sum_k w[k] * x[t + k]`` within each sequence.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``future_context_size`` is not an int.
+        ValueError: ``future_context_size`` is negative.
 
     Example:
         >>> import numpy as np
@@ -747,6 +806,10 @@ def ctc_greedy_decoder(input: Variable, blank: int, input_length: Optional[Varia
     Returns:
         Variable | tuple: the decoded ids (LoD); with ``input_length``, ``(output,
         output_length)``.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``blank`` / ``padding_value`` is not an int, or
+            ``input_length`` is not an int64 Variable.
+        ValueError: ``input_length`` is given but ``input`` is not 3-D.
 
     Example:
         >>> import numpy as np
@@ -804,6 +867,11 @@ def edit_distance(input: Variable, label: Variable, normalized: bool = True,
         label_length (Variable | None): lengths of padded references.
     Returns:
         tuple: ``(distance [N, 1] float32, sequence_num [1] int64)``.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a Variable, an ``ignored_tokens`` item is not an
+            int, or ``input_length`` / ``label_length`` is not an int64 Variable.
+        ValueError: only one of ``input_length`` and ``label_length`` is given, or
+            ``ignored_tokens`` is combined with the padded (length) form.
 
     Example:
         >>> import numpy as np
@@ -851,6 +919,22 @@ def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_ty
     (``chunk_scheme``: IOB, IOE, IOBES or plain). Padded form (fluid 1.8): with ``seq_length``
     (int64 [B]), ``input`` and ``label`` are [B, max_len] tags.
 
+    Args:
+        input (Variable): int64 predicted tag ids, a LoD tensor [N, 1] (or padded
+            [B, max_len] with ``seq_length``), encoded as in fluid's chunk_eval.
+        label (Variable): int64 gold tags, the same layout as ``input``.
+        chunk_scheme (str): ``"IOB"``, ``"IOE"``, ``"IOBES"`` or ``"plain"``.
+        num_chunk_types (int): the number of chunk types (>= 1).
+        excluded_chunk_types (list of int | None, default None): chunk types not counted.
+        seq_length (Variable | None, default None): int64 [B] lengths for the padded form.
+    Returns:
+        tuple of Variable: ``(precision, recall, f1_score, num_infer_chunks, num_label_chunks,
+        num_correct_chunks)``; the first three float32 [1], the counts int64 [1].
+    Raises:
+        TypeError: ``input`` or ``label`` is not a Variable, ``num_chunk_types`` is not an int,
+            or ``seq_length`` is not an int64 Variable.
+        ValueError: ``num_chunk_types`` is below 1.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -895,6 +979,22 @@ def im2sequence(input: Variable, filter_size: Any = 1, stride: Any = 1, padding:
     float, each image's real height and width) with ``out_stride`` (int or [h, w]) keeps only
     the patches of image i's real area: ceil(size / out_stride) gives its patch grid, whose
     top-left part of the full grid becomes sequence i.
+
+    Args:
+        input (Variable): float32/float64 images [N, C, H, W].
+        filter_size (int | list of int, default 1): the patch height and width.
+        stride (int | list of int, default 1): the patch stride along height and width.
+        padding (int | list of int, default 0): one int, [h, w] or [up, left, down, right].
+        input_image_size (Variable | None, default None): [N, 2] real height and width per image.
+        out_stride (int | list of int, default 1): with ``input_image_size``, the stride that
+            maps an image's real size to its patch grid.
+        name (str | None, default None): accepted for fluid's signature.
+    Returns:
+        Variable: a LoD tensor [total_patches, C * filter_h * filter_w] with one sequence per
+        image, dtype of ``input``.
+    Raises:
+        TypeError: ``input`` or ``input_image_size`` is not a Variable.
+        ValueError: ``input_image_size`` is not [N, 2], or ``out_stride`` is below 1.
 
     Example:
         >>> import numpy as np
@@ -954,6 +1054,11 @@ def warpctc(input: Variable, label: Variable, blank: int = 0, norm_by_times: boo
         label_length (Variable | None): label lengths for padded labels.
     Returns:
         Variable: ``[N, 1]`` CTC losses.
+    Raises:
+        TypeError: ``input`` or ``label`` is not a Variable, ``blank`` is not an int, or
+            ``input_length`` / ``label_length`` is not an int64 Variable.
+        ValueError: only one of ``input_length`` and ``label_length`` is given, ``input_length``
+            is given but ``input`` is not 3-D, or ``blank`` is negative.
 
     Example:
         >>> import numpy as np

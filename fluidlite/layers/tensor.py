@@ -68,6 +68,8 @@ def create_tensor(dtype: Any, name: Optional[str] = None, persistable: bool = Fa
     Returns:
         Variable: an empty variable for other layers (``assign``, ``fill_constant(out=)``) to
         write.
+    Raises:
+        TypeError: ``dtype`` is not a data type (the error also subclasses ValueError).
 
     Example:
         >>> import numpy as np
@@ -99,6 +101,9 @@ def create_parameter(shape: Sequence[int], dtype: Any, name: Optional[str] = Non
         default_initializer (Initializer | None): the initializer when ``attr`` names none.
     Returns:
         Variable: the Parameter (initialized when the startup program runs).
+    Raises:
+        TypeError: ``shape`` is not a list/tuple/ndarray of ints, ``dtype`` is not a supported
+            dtype, or ``attr`` is not a ParamAttr or None.
 
     Example:
         >>> import numpy as np
@@ -139,6 +144,9 @@ def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistabl
         name (str | None): the variable's name.
     Returns:
         Variable: the global variable.
+    Raises:
+        TypeError: ``shape`` is not a list/tuple/ndarray of ints, ``dtype`` is not a supported
+            dtype, or ``value`` is not a number.
 
     Example:
         >>> import numpy as np
@@ -179,6 +187,12 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
         out (Variable | None): an existing variable to write instead of a new one.
     Returns:
         Variable: the filled tensor (``stop_gradient=True``).
+    Raises:
+        TypeError: ``shape`` is not a list/tuple/Variable (or holds a non-int entry, or a
+            non-int32/int64 Variable), ``dtype`` is not supported, ``value`` is not a number,
+            bool or Variable, or ``out`` does not have ``dtype``.
+        ValueError: a Variable ``value`` holds more than one element, or a dim of ``shape`` is
+            negative (shape inference).
 
     Example:
         >>> import numpy as np
@@ -290,6 +304,9 @@ def zeros_like(x: Variable, out: Optional[Variable] = None) -> Variable:
         out (Variable | None): an existing variable to write.
     Returns:
         Variable: zeros like ``x``.
+    Raises:
+        TypeError: ``x`` is not a Variable (of bool, float16/32/64, int8/16/32/64 or uint8), or
+            ``out`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -319,6 +336,9 @@ def ones_like(x: Variable, out: Optional[Variable] = None) -> Variable:
         out (Variable | None): an existing variable to write.
     Returns:
         Variable: ones like ``x``.
+    Raises:
+        TypeError: ``x`` is not a Variable (of bool, float16/32/64, int8/16/32/64 or uint8), or
+            ``out`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -350,6 +370,11 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
         output (Variable | None): an existing variable to write instead of a new one.
     Returns:
         Variable: the copy.
+    Raises:
+        TypeError: ``input`` is not a Variable, numpy array/scalar, list, tuple or number, its
+            dtype is unsupported, or ``output`` is not a Variable.
+        ValueError: ``input`` is a ragged nested list (raised by ``numpy.asarray`` on
+            NumPy >= 1.24).
 
     Example:
         >>> import numpy as np
@@ -393,6 +418,9 @@ def sums(input: Union[Variable, Sequence[Variable]], out: Optional[Variable] = N
         out (Variable | None): an existing variable to write.
     Returns:
         Variable: their elementwise sum.
+    Raises:
+        TypeError: ``input`` is not a Variable or a list/tuple of Variables, or an entry is not
+            float16/32/64, int32 or int64, or ``out`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -433,6 +461,11 @@ def concat(input: Sequence[Variable], axis: Union[int, Variable] = 0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the concatenation.
+    Raises:
+        TypeError: ``input`` is not a Variable or list/tuple of Variables, or ``axis`` is not an
+            int (or an int32/int64 Variable).
+        ValueError: ``axis`` is out of range, or the shapes differ outside ``axis``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -477,6 +510,11 @@ def split(input: Variable, num_or_sections: Union[int, Sequence[Any]],
         name (str | None): name prefix of the outputs.
     Returns:
         list of Variable: the pieces, in order.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``num_or_sections`` is not an int, list or tuple
+            (of ints / int Variables), or ``dim`` is not an int (or int Variable).
+        ValueError: ``dim`` is out of range, ``num_or_sections < 1``, or the dim's size is not
+            divisible by ``num`` / does not match the sum of the sections (shape inference).
 
     Example:
         >>> import numpy as np
@@ -532,6 +570,10 @@ def stack(x: Union[Variable, Sequence[Variable]], axis: int = 0) -> Variable:
         axis (int, default 0): the position of the new axis.
     Returns:
         Variable: the stacked tensor, one more dim.
+    Raises:
+        TypeError: ``x`` is not a Variable or a list/tuple of Variables, or ``axis`` is not an int.
+        ValueError: the inputs' shapes differ, or ``axis`` is outside ``[-(rank+1), rank]``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -583,6 +625,11 @@ def reshape(x: Variable, shape: Any, actual_shape: Optional[Variable] = None, ac
         name (str | None): name prefix of the output.
     Returns:
         Variable: the reshaped tensor (same data and dtype).
+    Raises:
+        TypeError: ``x`` is not a Variable, ``shape`` is not a list/tuple/Variable of ints (or
+            int32/int64 Variables), or ``actual_shape`` is not an int Variable or None.
+        ValueError: ``shape`` has more than one -1, or its element count differs from ``x``'s
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -619,6 +666,9 @@ def transpose(x: Variable, perm: Sequence[int], name: Optional[str] = None) -> V
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x`` with its dims permuted.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``perm`` is not a list/tuple of ints.
+        ValueError: ``perm`` is not a permutation of ``0..rank-1`` (wrong length or repeats).
 
     Example:
         >>> import numpy as np
@@ -648,6 +698,9 @@ def squeeze(input: Variable, axes: Sequence[int], name: Optional[str] = None) ->
         name (str | None): name prefix of the output.
     Returns:
         Variable: the squeezed tensor.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``axes`` is not a list/tuple of ints.
+        ValueError: an entry of ``axes`` is out of range (shape inference).
 
     Example:
         >>> import numpy as np
@@ -676,6 +729,10 @@ def unsqueeze(input: Variable, axes: Union[int, Sequence[int], Variable],
         name (str | None): name prefix of the output.
     Returns:
         Variable: the tensor with the new dims.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``axes`` is not an int, list/tuple or int
+            Variable.
+        ValueError: an entry of ``axes`` is out of range for the output rank (shape inference).
 
     Example:
         >>> import numpy as np
@@ -710,6 +767,9 @@ def flatten(x: Variable, axis: int = 1, name: Optional[str] = None) -> Variable:
         name (str | None): name prefix of the output.
     Returns:
         Variable: 2-D ``[prod(shape[:axis]), prod(shape[axis:])]``.
+    Raises:
+        TypeError: ``x`` is not a Variable.
+        ValueError: ``axis`` is not an int in ``[0, rank(x)]``.
 
     Example:
         >>> import numpy as np
@@ -755,6 +815,11 @@ def slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any) -> Varia
         ends (list | Variable): end per axis (exclusive; clipped to the dim).
     Returns:
         Variable: the slice.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``axes`` is not a list/tuple of ints, or
+            ``starts``/``ends`` are not ints or int32/int64 Variables.
+        ValueError: ``axes``, ``starts`` and ``ends`` differ in length, or an axis is out of
+            range (shape inference).
 
     Example:
         >>> import numpy as np
@@ -785,6 +850,11 @@ def strided_slice(input: Variable, axes: Sequence[int], starts: Any, ends: Any,
         strides (list | Variable): step per axis (negative steps go backwards).
     Returns:
         Variable: the slice.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``axes`` is not a list/tuple of ints, or
+            ``starts``/``ends``/``strides`` are not ints or int32/int64 Variables.
+        ValueError: the lists differ in length, an axis is out of range, or a stride is 0
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -829,6 +899,10 @@ def gather(input: Variable, index: Variable, overwrite: bool = True) -> Variable
         overwrite (bool, default True): fluid's gradient mode for repeated indices.
     Returns:
         Variable: ``input[index]``.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``index`` is not an int32/int64 Variable, or
+            ``overwrite`` is not a bool.
+        ValueError: ``index`` is not 1-D or ``[N, 1]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -864,6 +938,11 @@ def expand(x: Variable, expand_times: Any, name: Optional[str] = None) -> Variab
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x`` tiled.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``expand_times`` is not a list/tuple of ints
+            (or int32/int64 Variables) or an int Variable.
+        ValueError: ``expand_times`` does not have one positive entry per dim of ``x``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -899,6 +978,8 @@ def shape(input: Variable) -> Variable:
         input (Variable): the tensor.
     Returns:
         Variable: int32 ``[rank]``, its run-time shape.
+    Raises:
+        TypeError: ``input`` is not a Variable.
 
     Example:
         >>> import numpy as np

@@ -60,6 +60,10 @@ def pad(x: Variable, paddings: Sequence[int], pad_value: float = 0.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the padded tensor.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64/int32/int64 Variable, ``paddings`` is not a list
+            of ints, or ``pad_value`` is not a number.
+        ValueError: ``paddings`` does not have ``2 * rank(x)`` entries.
 
     Example:
         >>> import numpy as np
@@ -103,6 +107,11 @@ def pad2d(input: Variable, paddings: Any = [0, 0, 0, 0], mode: str = "constant",
         name (str | None): name prefix of the output.
     Returns:
         Variable: the padded map.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64/int32/int64 Variable, ``paddings`` is not a
+            list of ints or an int32 Variable, or ``pad_value`` is not a number.
+        ValueError: ``mode`` or ``data_format`` is not one of the listed values, or ``paddings``
+            is not 4 non-negative ints (shape inference).
 
     Example:
         >>> import numpy as np
@@ -152,6 +161,10 @@ def pad_constant_like(x: Variable, y: Variable, pad_value: float = 0.0,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``y`` padded to ``x``'s shape.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/32/64/int32/int64 Variable, or ``pad_value`` is
+            not a number.
+        ValueError: ``y`` is larger than ``x`` in some dim, or the ranks differ (shape inference).
 
     Example:
         >>> import numpy as np
@@ -192,6 +205,11 @@ def crop(x: Variable, shape: Any = None, offsets: Any = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the cropped tensor.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64/int32/int64 Variable, or ``offsets`` is not a list
+            of ints or an int32/int64 Variable.
+        ValueError: ``shape`` is not a list, tuple or Variable, or the crop window does not fit
+            inside ``x`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -242,6 +260,12 @@ def crop_tensor(x: Variable, shape: Any = None, offsets: Any = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: the cropped tensor.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64/int32/int64 Variable, or ``shape``/``offsets`` is
+            not a list/tuple of ints (or int32 Variables) or an int32 Variable.
+        ValueError: ``shape``/``offsets`` do not have one entry per dim of ``x``, a ``shape`` entry
+            is neither positive nor -1, an offset is negative, or the window does not fit
+            inside ``x`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -308,6 +332,10 @@ def unstack(x: Variable, axis: int = 0, num: Optional[int] = None) -> List[Varia
         num (int | None): the axis size (needed when it is unknown).
     Returns:
         list of Variable: the slices along ``axis``.
+    Raises:
+        TypeError: ``x`` is not a Variable, or ``axis``/``num`` is not an int.
+        ValueError: ``axis`` is out of range, ``num`` is negative, or ``num`` is None while the
+            size of ``axis`` is unknown (-1).
 
     Example:
         >>> import numpy as np
@@ -350,6 +378,9 @@ def flip(input: Variable, dims: Sequence[int], name: Optional[str] = None) -> Va
         name (str | None): name prefix of the output.
     Returns:
         Variable: the flipped tensor.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``dims`` is not a list/tuple of ints.
+        ValueError: ``dims`` is empty, names an axis out of range, or names an axis twice.
 
     Example:
         >>> import numpy as np
@@ -386,6 +417,10 @@ def reverse(x: Variable, axis: Union[int, Sequence[int]]) -> Variable:
         axis (int | list of int): the axes reversed.
     Returns:
         Variable: the reversed tensor.
+    Raises:
+        TypeError: ``x`` is not a Variable of a numeric or bool dtype, or ``axis`` is not an int
+            or a list/tuple of ints.
+        ValueError: an entry of ``axis`` is out of range, or an axis is named twice.
 
     Example:
         >>> import numpy as np
@@ -422,6 +457,11 @@ def roll(input: Variable, shifts: Union[int, Sequence[int]],
         dims (int | list of int | None): the axes (None: the flattened input).
     Returns:
         Variable: the rolled tensor.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``shifts``/``dims`` is not an int or a
+            list/tuple of ints.
+        ValueError: ``shifts`` and ``dims`` differ in length (without ``dims``: ``shifts`` is not
+            one value), or a dim is out of range or repeated.
 
     Example:
         >>> import numpy as np
@@ -462,6 +502,10 @@ def expand_as(x: Variable, target_tensor: Variable, name: Optional[str] = None) 
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x`` tiled to ``target_tensor``'s shape.
+    Raises:
+        TypeError: ``x`` or ``target_tensor`` is not a Variable of bool/float32/float64/int32/int64.
+        ValueError: ``target_tensor`` does not have ``x``'s rank, or a dim of it is not a multiple
+            of ``x``'s (shape inference).
 
     Example:
         >>> import numpy as np
@@ -499,6 +543,8 @@ def where(condition: Variable) -> Variable:
         condition (Variable): a bool tensor.
     Returns:
         Variable: int64 ``[count, rank]`` coordinates of the true entries.
+    Raises:
+        TypeError: ``condition`` is not a bool Variable.
 
     Example:
         >>> import numpy as np
@@ -535,6 +581,12 @@ def scatter(input: Variable, index: Variable, updates: Variable, name: Optional[
         overwrite (bool, default True): replace the rows (else add, after zeroing them).
     Returns:
         Variable: a copy of ``input`` with the rows updated.
+    Raises:
+        TypeError: ``input``/``updates`` is not a float16/32/64/int32/int64 Variable, ``index`` is
+            not an int32/int64 Variable, ``overwrite`` is not a bool, or ``updates`` does not
+            have ``input``'s dtype.
+        ValueError: ``updates`` does not have ``input``'s shape apart from the first dim
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -580,6 +632,11 @@ def scatter_nd_add(ref: Variable, index: Variable, updates: Variable,
         name (str | None): name prefix of the output.
     Returns:
         Variable: a copy of ``ref`` with the updates added (repeated coordinates accumulate).
+    Raises:
+        TypeError: ``ref``/``updates`` is not a float16/32/64/int32/int64 Variable, or ``index``
+            is not an int32/int64 Variable.
+        ValueError: ``ref`` and ``updates`` differ in dtype, or ``updates`` does not have shape
+            ``index.shape[:-1] + ref.shape[index.shape[-1]:]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -625,6 +682,11 @@ def scatter_nd(index: Variable, updates: Variable, shape: Sequence[int],
         name (str | None): name prefix of the output.
     Returns:
         Variable: zeros of ``shape`` with the updates added.
+    Raises:
+        TypeError: ``updates`` is not a float16/32/64/int32/int64 Variable, ``shape`` is not a
+            list/tuple, or ``index`` is not an int32/int64 Variable.
+        ValueError: ``updates`` does not have shape ``index.shape[:-1] + shape[index.shape[-1]:]``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -655,6 +717,9 @@ def gather_nd(input: Variable, index: Variable, name: Optional[str] = None) -> V
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``index.shape[:-1] + input.shape[k:]``.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``index`` is not an int32/int64 Variable.
+        ValueError: the last dim of ``index`` exceeds the rank of ``input`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -688,6 +753,11 @@ def multiplex(inputs: Sequence[Variable], index: Variable) -> Variable:
         index (Variable): int32 ``[N, 1]``: which candidate each row comes from.
     Returns:
         Variable: row ``i`` of ``inputs[index[i]]``.
+    Raises:
+        TypeError: ``inputs`` is not a list/tuple of float16/32/64/int32/int64 Variables, or
+            ``index`` is not an int32/int64 Variable.
+        ValueError: ``inputs`` has fewer than 2 Variables, or their shapes differ
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -728,6 +798,10 @@ def index_select(input: Variable, index: Variable, dim: int = 0) -> Variable:
         dim (int, default 0): the axis indexed.
     Returns:
         Variable: ``input`` with ``dim`` reduced to the selected entries.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64/int32/int64 Variable, ``index`` is not an
+            int32/int64 Variable, or ``dim`` is not an int.
+        ValueError: ``dim`` is out of range (shape inference).
 
     Example:
         >>> import numpy as np
@@ -763,6 +837,11 @@ def index_sample(x: Variable, index: Variable) -> Variable:
         index (Variable): int ``[N, K]`` column indices per row.
     Returns:
         Variable: ``[N, K]``, ``x[i, index[i, j]]``.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64/int32/int64 Variable, or ``index`` is not an
+            int32/int64 Variable.
+        ValueError: ``x`` and ``index`` are not 2-D or differ in their first dim
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -872,6 +951,10 @@ def unique(x: Variable, dtype: Any = "int32") -> Tuple[Variable, Variable]:
     Returns:
         tuple: ``(out, index)``: the unique values in order of first appearance, and for every
         element of ``x`` its position in ``out``.
+    Raises:
+        TypeError: ``x`` is not a float32/float64/int32/int64 Variable, or ``dtype`` is not
+            int32/int64.
+        ValueError: ``x`` is not 1-D.
 
     Example:
         >>> import numpy as np
@@ -935,6 +1018,11 @@ def shard_index(input: Variable, index_num: int, nshards: int, shard_id: int,
         ignore_value (int, default -1): the output for ids of other shards.
     Returns:
         Variable: the id relative to the shard, or ``ignore_value``.
+    Raises:
+        TypeError: ``input`` is not an int32/int64 Variable, or ``index_num``/``nshards``/
+            ``shard_id``/``ignore_value`` is not an int.
+        ValueError: ``index_num`` or ``nshards`` is < 1, or ``shard_id`` is not in
+            ``[0, nshards)``.
 
     Example:
         >>> import numpy as np
@@ -972,6 +1060,8 @@ def nonzero(input: Variable, as_tuple: bool = False) -> Union[Variable, Tuple[Va
         as_tuple (bool, default False): one 1-D index tensor per dim instead of one matrix.
     Returns:
         Variable | tuple: int64 ``[count, rank]`` coordinates of the non-zero entries.
+    Raises:
+        TypeError: ``input`` is not a Variable, or ``as_tuple`` is not a bool.
 
     Example:
         >>> import numpy as np
@@ -1017,6 +1107,11 @@ def label_smooth(label: Variable, prior_dist: Optional[Variable] = None,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``(1 - epsilon) * label + epsilon * prior``.
+    Raises:
+        TypeError: ``label``/``prior_dist`` is not a float32/float64 Variable, ``epsilon`` is not
+            a number, or ``dtype`` is not a data type.
+        ValueError: ``epsilon`` is not in ``[0, 1]``, or ``prior_dist`` does not match the last
+            dim of ``label`` (shape inference).
 
     Example:
         >>> import numpy as np

@@ -55,6 +55,15 @@ def image_resize(input: Variable, out_shape: Any = None, scale: Any = None,
         data_format (str, default "NCHW"): the layout.
     Returns:
         Variable: the resized map.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64/uint8 Variable, ``align_corners``
+            is not a bool, ``out_shape`` is not a list/tuple/Variable (or an entry is not a
+            positive int or int Variable), ``scale`` is neither a number nor a Variable, or
+            ``actual_shape`` is neither a Variable nor None.
+        ValueError: ``resample`` is unknown, the input rank does not suit the method (4-D for
+            BILINEAR/NEAREST, 5-D for TRILINEAR), ``align_mode`` is not 0 or 1, both ``out_shape``
+            and ``scale`` are None, ``data_format`` is not a layout of that rank, ``out_shape`` has
+            the wrong length, or ``scale <= 0``.
 
     Example:
         >>> import numpy as np
@@ -168,6 +177,34 @@ def interpolate(input: Variable, out_shape: Any = None, scale: Any = None,
                 align_mode: int = 1, data_format: str = "NCHW") -> Variable:
     """fluid 1.8's alias of ``image_resize`` (same arguments, same ops).
 
+    Args:
+        input (Variable): ``[N, C, H, W]`` (``[N, C, D, H, W]`` for TRILINEAR) float16/32/64 or
+            uint8 map.
+        out_shape (list | tuple | Variable | None): the output's spatial shape (ints and/or
+            1-element int Variables, or a 1-D int Variable). Default None.
+        scale (float | Variable | None): the factor, used when ``out_shape`` is None.
+            Default None.
+        name (str | None): name prefix of the output. Default None.
+        resample (str): ``"BILINEAR"``, ``"NEAREST"`` or ``"TRILINEAR"``. Default ``"BILINEAR"``.
+        actual_shape (Variable | None): deprecated int tensor overriding ``out_shape`` at run
+            time. Default None.
+        align_corners (bool): align the corner pixels of input and output. Default True.
+        align_mode (int): with ``align_corners=False``: 0 is half-pixel, 1 is
+            ``src = dst * scale``. Default 1.
+        data_format (str): ``"NCHW"``/``"NHWC"`` (4-D) or ``"NCDHW"``/``"NDHWC"`` (5-D).
+            Default ``"NCHW"``.
+    Returns:
+        Variable: the resized map, ``input``'s dtype, spatial dims replaced by the output size.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64/uint8 Variable, ``align_corners``
+            is not a bool, ``out_shape`` is not a list/tuple/Variable (or an entry is not a
+            positive int or int Variable), ``scale`` is neither a number nor a Variable, or
+            ``actual_shape`` is neither a Variable nor None.
+        ValueError: ``resample`` is unknown, the input rank does not suit the method (4-D for
+            BILINEAR/NEAREST, 5-D for TRILINEAR), ``align_mode`` is not 0 or 1, both ``out_shape``
+            and ``scale`` are None, ``data_format`` is not a layout of that rank, ``out_shape`` has
+            the wrong length, or ``scale <= 0``.
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -204,6 +241,14 @@ def resize_bilinear(input: Variable, out_shape: Any = None, scale: Any = None,
         data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
     Returns:
         Variable: the resized map.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64/uint8 Variable, ``align_corners``
+            is not a bool, ``out_shape`` is not a list/tuple/Variable (or an entry is not a
+            positive int or int Variable), ``scale`` is neither a number nor a Variable, or
+            ``actual_shape`` is neither a Variable nor None.
+        ValueError: ``input`` is not 4-D, ``align_mode`` is not 0 or 1, both ``out_shape`` and
+            ``scale`` are None, ``data_format`` is not NCHW/NHWC, ``out_shape`` does not have 2
+            entries, or ``scale <= 0``.
 
     Example:
         >>> import numpy as np
@@ -229,6 +274,30 @@ def resize_trilinear(input: Variable, out_shape: Any = None, scale: Any = None,
                      align_corners: bool = True, align_mode: int = 1,
                      data_format: str = "NCDHW") -> Variable:
     """``image_resize(..., resample='TRILINEAR')`` of a 5-D input.
+
+    Args:
+        input (Variable): ``[N, C, D, H, W]`` (or NDHWC) float16/32/64 or uint8 volume.
+        out_shape (list | tuple | Variable | None): the output's ``[D_out, H_out, W_out]`` (ints
+            and/or 1-element int Variables, or a 1-D int Variable). Default None.
+        scale (float | Variable | None): the factor, used when ``out_shape`` is None.
+            Default None.
+        name (str | None): name prefix of the output. Default None.
+        actual_shape (Variable | None): deprecated int tensor overriding ``out_shape`` at run
+            time. Default None.
+        align_corners (bool): align the corner voxels of input and output. Default True.
+        align_mode (int): with ``align_corners=False``: 0 is half-pixel, 1 is
+            ``src = dst * scale``. Default 1.
+        data_format (str): ``"NCDHW"`` or ``"NDHWC"``. Default ``"NCDHW"``.
+    Returns:
+        Variable: ``[N, C, D_out, H_out, W_out]`` (or NDHWC), ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64/uint8 Variable, ``align_corners``
+            is not a bool, ``out_shape`` is not a list/tuple/Variable (or an entry is not a
+            positive int or int Variable), ``scale`` is neither a number nor a Variable, or
+            ``actual_shape`` is neither a Variable nor None.
+        ValueError: ``input`` is not 5-D, ``align_mode`` is not 0 or 1, both ``out_shape`` and
+            ``scale`` are None, ``data_format`` is not NCDHW/NDHWC, ``out_shape`` does not have 3
+            entries, or ``scale <= 0``.
 
     Example:
         >>> import numpy as np
@@ -260,6 +329,14 @@ def resize_nearest(input: Variable, out_shape: Any = None, scale: Any = None,
         data_format (str, default "NCHW"): ``"NCHW"`` or ``"NHWC"``.
     Returns:
         Variable: the resized map.
+    Raises:
+        TypeError: ``input`` is not a float16/float32/float64/uint8 Variable, ``align_corners``
+            is not a bool, ``out_shape`` is not a list/tuple/Variable (or an entry is not a
+            positive int or int Variable), ``scale`` is neither a number nor a Variable, or
+            ``actual_shape`` is neither a Variable nor None.
+        ValueError: ``input`` is not 4-D, both ``out_shape`` and ``scale`` are None,
+            ``data_format`` is not NCHW/NHWC, ``out_shape`` does not have 2 entries, or
+            ``scale <= 0``.
 
     Example:
         >>> import numpy as np
@@ -285,6 +362,18 @@ def image_resize_short(input: Variable, out_short_len: int,
                        resample: str = "BILINEAR") -> Variable:
     """Resize a 4-D NCHW batch so that its shorter side becomes ``out_short_len`` and the
     longer one ``int(long * out_short_len / short + 0.5)`` (aspect ratio kept).
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` map with known H and W (float16/32/64 or uint8).
+        out_short_len (int): the length of the shorter side after resizing (>= 1).
+        resample (str): ``"BILINEAR"`` or ``"NEAREST"``. Default ``"BILINEAR"``.
+    Returns:
+        Variable: ``[N, C, H_out, W_out]``, the shorter side ``out_short_len``, ``input``'s
+        dtype.
+    Raises:
+        TypeError: ``input`` is not a Variable (or not of a dtype ``image_resize`` takes).
+        ValueError: ``input`` is not 4-D or has an unknown H/W, ``out_short_len`` is not a
+            positive int, or ``resample`` is not BILINEAR/NEAREST.
 
     Example:
         >>> import numpy as np
@@ -359,6 +448,13 @@ def conv3d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
         data_format (str, default "NCDHW"): ``"NCDHW"`` or ``"NDHWC"``.
     Returns:
         Variable: ``[N, num_filters, D_out, H_out, W_out]``.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``num_filters``/``groups`` is not
+            an int, or ``filter_size``/``stride``/``dilation`` is not an int or list of 3 ints.
+        ValueError: ``data_format`` is not NCDHW/NDHWC, ``input`` is not 5-D or its channel dim is
+            unknown, ``num_filters``/``groups`` < 1, the channels or ``num_filters`` are not
+            divisible by ``groups``, a list argument does not have 3 values, or ``padding`` is
+            invalid.
 
     Example:
         >>> import numpy as np
@@ -400,6 +496,32 @@ def conv3d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     ``[C, num_filters/groups, kd, kh, kw]`` (default Xavier init); output per axis
     ``(in-1)*stride - pad_before - pad_after + dilation*(k-1) + 1``, or ``output_size`` when
     given (``filter_size`` may then be omitted and is derived from it).
+
+    Args:
+        input (Variable): ``[N, C, D, H, W]`` (or NDHWC) float16/32/64 map, C known.
+        num_filters (int): output channels (divisible by ``groups``).
+        output_size (int | list of 3 ints | None): the output's ``[D, H, W]``; None: computed
+            from ``filter_size``. Default None.
+        filter_size (int | list of 3 ints | None): kernel size; None: derived from
+            ``output_size``. Default None.
+        padding (int | list | str): zero padding, or ``"SAME"``/``"VALID"``. Default 0.
+        stride (int | list of 3 ints): the upsampling step. Default 1.
+        dilation (int | list of 3 ints): spacing of the kernel taps. Default 1.
+        groups (int | None): channel groups (None: 1). Default None.
+        param_attr (ParamAttr | str | None): the filter's attribute (Xavier init by default).
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: no bias.
+        use_cudnn (bool): accepted for fluid's signature. Default True.
+        act (str | None): activation applied to the result. Default None.
+        name (str | None): name prefix of the output. Default None.
+        data_format (str): ``"NCDHW"`` or ``"NDHWC"``. Default ``"NCDHW"``.
+    Returns:
+        Variable: ``[N, num_filters, D_out, H_out, W_out]`` (or NDHWC), ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``num_filters``/``groups`` is not
+            an int, or ``stride``/``dilation``/``filter_size`` is not an int or list of 3 ints.
+        ValueError: ``param_attr`` is False, ``data_format`` is unknown, ``input`` is not 5-D or
+            its channel dim is unknown, ``num_filters``/``groups`` < 1 or not divisible,
+            ``padding`` is invalid, or both ``output_size`` and ``filter_size`` are None.
 
     Example:
         >>> import numpy as np
@@ -457,6 +579,12 @@ def pool3d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_st
         data_format (str, default "NCDHW"): the layout.
     Returns:
         Variable: the pooled volume.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``use_cudnn`` is not a bool, or
+            ``pool_size``/``pool_stride`` is not an int or list of 3 ints.
+        ValueError: ``pool_type`` is not ``"max"``/``"avg"``, ``pool_size`` is missing without
+            ``global_pooling``, ``data_format`` is not NCDHW/NDHWC, ``input`` is not 5-D, or
+            ``pool_padding`` is invalid (e.g. ``"SAME"`` with ``ceil_mode``).
 
     Example:
         >>> import numpy as np
@@ -524,6 +652,12 @@ def adaptive_pool2d(input: Variable, pool_size: Any, pool_type: str = "max",
         name (str | None): name prefix of the output.
     Returns:
         Variable | tuple: ``[N, C, H_out, W_out]`` (and the indices with ``require_index``).
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, or ``pool_size`` is not an int or a
+            list of 2 ints.
+        ValueError: ``input`` is not 4-D, ``pool_type`` is not ``"max"``/``"avg"``,
+            ``require_index`` is set with ``"avg"``, or ``pool_size`` has a value < 1 or the
+            wrong length.
 
     Example:
         >>> import numpy as np
@@ -547,6 +681,23 @@ def adaptive_pool3d(input: Variable, pool_size: Any, pool_type: str = "max",
                     require_index: bool = False, name: Optional[str] = None) -> Any:
     """Adaptive max/avg pooling of a 5-D NCDHW batch to ``pool_size`` (see
     ``adaptive_pool2d``).
+
+    Args:
+        input (Variable): ``[N, C, D, H, W]`` float16/32/64 volume.
+        pool_size (int | list of 3 ints): the output's ``[D_out, H_out, W_out]``.
+        pool_type (str): ``"max"`` or ``"avg"``. Default ``"max"``.
+        require_index (bool): also return the flat index of each maximum (max only).
+            Default False.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable | tuple: ``[N, C, D_out, H_out, W_out]`` in ``input``'s dtype; with
+        ``require_index`` the pair ``(out, mask)``, ``mask`` int32 of the same shape.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, or ``pool_size`` is not an int or a
+            list of 3 ints.
+        ValueError: ``input`` is not 5-D, ``pool_type`` is not ``"max"``/``"avg"``,
+            ``require_index`` is set with ``"avg"``, or ``pool_size`` has a value < 1 or the
+            wrong length.
 
     Example:
         >>> import numpy as np
@@ -593,6 +744,10 @@ def pixel_shuffle(x: Variable, upscale_factor: int) -> Variable:
         upscale_factor (int): ``r``.
     Returns:
         Variable: ``[N, C, H * r, W * r]``.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64 Variable, or ``upscale_factor`` is not an int.
+        ValueError: ``x`` is not 4-D, or its channels are not divisible by
+            ``upscale_factor ** 2`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -627,6 +782,11 @@ def space_to_depth(x: Variable, blocksize: int, name: Optional[str] = None) -> V
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, C * blocksize^2, H / blocksize, W / blocksize]``.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64/int32/int64 Variable, or ``blocksize`` is not an
+            int.
+        ValueError: ``x`` is not 4-D, or H/W are not divisible by ``blocksize``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -659,6 +819,10 @@ def shuffle_channel(x: Variable, group: int, name: Optional[str] = None) -> Vari
         name (str | None): name prefix of the output.
     Returns:
         Variable: the channels regrouped (the transpose of ``[group, C / group]``).
+    Raises:
+        TypeError: ``x`` is not a float16/32/64 Variable, or ``group`` is not an int.
+        ValueError: ``x`` is not 4-D, or its channels are not divisible by ``group``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -694,6 +858,11 @@ def temporal_shift(x: Variable, seg_num: int, shift_ratio: float = 0.25,
     Returns:
         Variable: same shape; a quarter of the channels (by default) come from the previous
         frame, a quarter from the next.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64 Variable, ``seg_num`` is not an int, or
+            ``shift_ratio`` is not a number.
+        ValueError: ``x`` is not 4-D, or its batch is not divisible by ``seg_num``
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -726,6 +895,24 @@ def unfold(x: Variable, kernel_sizes: Any = None, strides: Any = 1, paddings: An
     ``[ph, pw]`` or ``[top, left, bottom, right]``. (fluid 1.8's code names the arguments
     ``kernel_sizes`` / ``dilations``, its documentation ``kernel_size`` / ``dilation``: both
     are accepted.)
+
+    Args:
+        x (Variable): ``[N, C, H, W]`` float16/32/64 map.
+        kernel_sizes (int | list of 2 ints): the block size ``[kh, kw]`` (required; also
+            accepted as ``kernel_size=``).
+        strides (int | list of 2 ints): the block step. Default 1.
+        paddings (int | list of 2 or 4 ints): padding, ``[ph, pw]`` or
+            ``[top, left, bottom, right]``. Default 0.
+        dilations (int | list of 2 ints): spacing inside a block (also ``dilation=``).
+            Default 1.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[N, C * kh * kw, L]``, L the number of blocks, ``x``'s dtype.
+    Raises:
+        TypeError: ``kernel_sizes`` is missing, ``x`` is not a float16/32/64 Variable, or a size
+            argument is not an int or list of ints.
+        ValueError: ``x`` is not 4-D, ``paddings`` is not an int or 2/4 ints, a list argument has
+            the wrong length, or no block fits (shape inference).
 
     Example:
         >>> import numpy as np
@@ -774,6 +961,21 @@ def affine_channel(x: Variable, scale: Optional[Variable] = None,
     """``x * scale[c] + bias[c]`` on the channel axis (``scale`` / ``bias`` are 1-D
     Variables of the channel count), then ``act``.
 
+    Args:
+        x (Variable): ``[N, C, ...]`` (NCHW) or ``[N, ..., C]`` (NHWC) float16/32/64 map.
+        scale (Variable): ``[C]`` per-channel factors (required despite the None default).
+        bias (Variable): ``[C]`` per-channel offsets (required despite the None default).
+        data_layout (str): ``"NCHW"`` or ``"NHWC"``. Default ``"NCHW"``.
+        name (str | None): name prefix of the output. Default None.
+        act (str | None): activation applied to the result. Default None.
+    Returns:
+        Variable: ``x * scale[c] + bias[c]`` (then ``act``), ``x``'s shape and dtype.
+    Raises:
+        TypeError: ``x`` is not a float16/32/64 Variable, or ``scale``/``bias`` is not a
+            Variable.
+        ValueError: ``data_layout`` is unknown, or ``scale``/``bias`` do not match the channel
+            count (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -812,6 +1014,9 @@ def lrn(input: Variable, n: int = 5, k: float = 1.0, alpha: float = 0.0001,
         data_format (str, default "NCHW"): the layout.
     Returns:
         Variable: ``x / (k + alpha * sum(x^2 over the window)) ** beta``.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, or ``n`` is not an int.
+        ValueError: ``input`` is not 4-D, ``data_format`` is not NCHW/NHWC, or ``n < 1``.
 
     Example:
         >>> import numpy as np
@@ -853,6 +1058,11 @@ def affine_grid(theta: Variable, out_shape: Any, name: Optional[str] = None) -> 
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, H, W, 2]`` sampling grid for ``grid_sampler``.
+    Raises:
+        TypeError: ``theta`` is not a float16/32/64 Variable, or ``out_shape`` is not a list,
+            tuple or Variable (or holds non-ints).
+        ValueError: a list ``out_shape`` does not have 4 values, or ``theta`` is not
+            ``[N, 2, 3]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -894,6 +1104,10 @@ def grid_sampler(x: Variable, grid: Variable, name: Optional[str] = None) -> Var
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``[N, C, H_out, W_out]``, bilinear samples (zeros outside).
+    Raises:
+        TypeError: ``x`` or ``grid`` is not a float16/32/64 Variable.
+        ValueError: ``x`` is not 4-D or ``grid`` is not ``[N, H_out, W_out, 2]`` matching ``x``'s
+            batch (shape inference).
 
     Example:
         >>> import numpy as np
@@ -958,6 +1172,10 @@ def cos_sim(X: Variable, Y: Variable) -> Variable:
         Y (Variable): ``[N, D]`` or ``[1, D]`` (broadcast).
     Returns:
         Variable: ``[N, 1]`` cosine similarities.
+    Raises:
+        TypeError: ``X`` or ``Y`` is not a float16/32/64 Variable.
+        ValueError: ``Y`` has neither ``X``'s shape nor one row of ``X``'s width
+            (shape inference).
 
     Example:
         >>> import numpy as np
@@ -990,6 +1208,21 @@ def bilinear_tensor_product(x: Variable, y: Variable, size: int, act: Any = None
                             bias_attr: Any = None) -> Variable:
     """``out[:, i] = act(x @ W[i] @ y^T + b[i])`` with W ``[size, x_dim, y_dim]`` and b
     ``[1, size]``.
+
+    Args:
+        x (Variable): ``[N, M]`` float16/32/64, M known.
+        y (Variable): ``[N, K]`` of ``x``'s dtype, K known.
+        size (int): output width (>= 1).
+        act (str | None): activation applied to the result. Default None.
+        name (str | None): name prefix of the output. Default None.
+        param_attr (ParamAttr | str | None): the weight ``[size, M, K]``'s attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias ``[1, size]``'s attribute;
+            ``False``: no bias.
+    Returns:
+        Variable: ``[N, size]``, ``x``'s dtype.
+    Raises:
+        TypeError: ``x`` or ``y`` is not a float16/32/64 Variable, or ``size`` is not an int.
+        ValueError: ``size < 1``, or ``x``/``y`` is not 2-D with a known width.
 
     Example:
         >>> import numpy as np
@@ -1031,6 +1264,19 @@ def add_position_encoding(input: Variable, alpha: float, beta: float,
     """``alpha * input + beta * PE`` with the sinusoid position table of the Transformer
     (input ``[batch, length, size]``, size even).
 
+    Args:
+        input (Variable): ``[batch, length, size]`` float16/32/64, ``size`` even.
+        alpha (float): the factor of ``input``.
+        beta (float): the factor of the position table.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``alpha * input + beta * PE``, ``input``'s shape and dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, or ``alpha``/``beta`` is an object
+            ``float()`` rejects with a TypeError (e.g. None).
+        ValueError: ``alpha``/``beta`` is a non-numeric string, or ``input`` is not 3-D (or a 2-D
+            LoD tensor) with an even last dim (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1055,6 +1301,18 @@ def similarity_focus(input: Variable, axis: int, indexes: Sequence[int],
                      name: Optional[str] = None) -> Variable:
     """A 0/1 mask of ``input``'s shape marking, for each slice ``indexes`` of ``axis``
     (1, 2 or 3), the greedy row/column-exclusive maxima (see the op).
+
+    Args:
+        input (Variable): ``[N, A, B, C]`` float16/32/64 tensor.
+        axis (int): the axis whose slices are scanned: 1, 2 or 3.
+        indexes (list of int): the slice indices along ``axis`` (non-empty).
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: a 0/1 mask of ``input``'s shape and dtype (``stop_gradient=True``).
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable.
+        ValueError: ``input`` is not 4-D, ``axis`` is not 1, 2 or 3, or ``indexes`` is not a
+            non-empty list of ints.
 
     Example:
         >>> import numpy as np
@@ -1089,6 +1347,18 @@ def similarity_focus(input: Variable, axis: int, indexes: Sequence[int],
 def mean_iou(input: Variable, label: Variable, num_classes: int) -> Any:
     """Mean intersection-over-union of integer predictions ``input`` and ``label``; returns
     ``(mean_iou [1] float32, out_wrong [num_classes] int32, out_correct [num_classes] int32)``.
+
+    Args:
+        input (Variable): int32/int64 predicted class ids, any shape.
+        label (Variable): int32/int64 ground-truth ids, ``input``'s shape.
+        num_classes (int): the number of classes (>= 1).
+    Returns:
+        tuple: ``(mean_iou, out_wrong, out_correct)``: ``[1]`` float32, and per-class
+        ``[num_classes]`` int32 counts of wrong and correct predictions.
+    Raises:
+        TypeError: ``input``/``label`` is not an int32/int64 Variable, or ``num_classes`` is not
+            an int.
+        ValueError: ``num_classes < 1``.
 
     Example:
         >>> import numpy as np
@@ -1151,6 +1421,10 @@ def group_norm(input: Variable, groups: int, epsilon: float = 1e-05, param_attr:
         name (str | None): name prefix of the output.
     Returns:
         Variable: normalized per sample and group, same shape.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, or ``groups`` is not an int.
+        ValueError: ``data_layout`` is not NCHW/NHWC, ``groups < 1``, ``input`` has rank < 2 or
+            an unknown channel dim, or the channels are not divisible by ``groups``.
 
     Example:
         >>> import numpy as np
@@ -1207,6 +1481,9 @@ def instance_norm(input: Variable, epsilon: float = 1e-05, param_attr: Any = Non
         name (str | None): name prefix of the output.
     Returns:
         Variable: normalized per sample and channel, same shape.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable.
+        ValueError: ``input``'s rank is not 2 to 5, or its channel dim is unknown.
 
     Example:
         >>> import numpy as np
@@ -1247,6 +1524,20 @@ def spectral_norm(weight: Variable, dim: int = 0, power_iters: int = 1, eps: flo
     """``weight / sigma``, sigma the largest singular value of ``weight`` viewed as
     ``[shape[dim], rest]``, estimated by ``power_iters`` power iterations from the persistent
     vectors U ``[shape[dim]]`` and V ``[rest]`` (Normal(0, 1) init, not trainable).
+
+    Args:
+        weight (Variable): float16/32/64 weight of known shape (rank >= 1).
+        dim (int): the dim treated as rows: 0 for fc weights, 1 for conv weights. Default 0.
+        power_iters (int): power iterations per call (>= 0). Default 1.
+        eps (float): added to the norms for stability. Default 1e-12.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``weight / sigma``, ``weight``'s shape and dtype.
+    Raises:
+        TypeError: ``weight`` is not a float16/32/64 Variable, or ``dim``/``power_iters`` is not
+            an int.
+        ValueError: ``power_iters < 0``, ``dim`` is not in ``[0, rank)``, or ``weight`` has an
+            unknown dim.
 
     Example:
         >>> import numpy as np
@@ -1303,6 +1594,26 @@ def data_norm(input: Variable, act: Any = None, epsilon: float = 1e-05, param_at
     parameters ``<name>.batch_size`` (init 1e4), ``.batch_sum`` (0), ``.batch_square_sum``
     (1e4); ``param_attr`` may be a dict with ``batch_size`` / ``batch_sum`` /
     ``batch_square`` initial values, as fluid's.
+
+    Args:
+        input (Variable): ``[N, C]`` (or ``[N, C, ...]`` NCHW / ``[N, ..., C]`` NHWC) float16/32/64.
+        act (str | None): activation applied to the result. Default None.
+        epsilon (float): added for stability. Default 1e-5.
+        param_attr (dict | None): initial ``batch_size`` / ``batch_sum`` / ``batch_square``
+            values of the statistics. Default None.
+        data_layout (str): ``"NCHW"`` or ``"NHWC"``. Default ``"NCHW"``.
+        in_place (bool): accepted for fluid's signature. Default False.
+        name (str | None): prefix of the statistics' and output's names. Default None.
+        moving_mean_name (str | None): accepted for fluid's signature. Default None.
+        moving_variance_name (str | None): accepted for fluid's signature. Default None.
+        do_model_average_for_mean_and_var (bool): accepted for fluid's signature.
+            Default False.
+    Returns:
+        Variable: the normalized input (then ``act``), its shape and dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable.
+        ValueError: ``data_layout`` is unknown, ``input`` has rank < 2 or an unknown feature dim,
+            or a ``param_attr`` value is a string ``float()`` rejects.
 
     Example:
         >>> import numpy as np
@@ -1366,6 +1677,24 @@ def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wi
     split into ``pooled_height x pooled_width`` bins averaging bilinear samples:
     ``[R, C, pooled_height, pooled_width]``.
 
+    Args:
+        input (Variable): ``[N, C, H, W]`` float16/32/64 feature map.
+        rois (Variable): ``[R, 4]`` float32/float64 boxes ``(x1, y1, x2, y2)`` in input-image
+            coordinates, a LoD tensor whose LoD maps each box to its image.
+        pooled_height (int): output bins per column (>= 1). Default 1.
+        pooled_width (int): output bins per row (>= 1). Default 1.
+        spatial_scale (float): factor from image to feature-map coordinates. Default 1.0.
+        sampling_ratio (int): samples per bin side; <= 0: adaptive
+            (``ceil(roi_size / pooled_size)``). Default -1.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[R, C, pooled_height, pooled_width]``, ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
+            Variable, or ``pooled_height``/``pooled_width`` is not an int.
+        ValueError: ``pooled_height``/``pooled_width`` < 1, or ``input`` is not 4-D or ``rois``
+            not ``[R, 4]`` (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1391,6 +1720,21 @@ def roi_pool(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wid
              spatial_scale: float = 1.0) -> Variable:
     """RoI max pooling of each ROI (LoD tensor ``[R, 4]``) into
     ``[R, C, pooled_height, pooled_width]``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` float16/32/64 feature map.
+        rois (Variable): ``[R, 4]`` float32/float64 boxes ``(x1, y1, x2, y2)``, a LoD tensor
+            whose LoD maps each box to its image.
+        pooled_height (int): output bins per column (>= 1). Default 1.
+        pooled_width (int): output bins per row (>= 1). Default 1.
+        spatial_scale (float): factor from image to feature-map coordinates. Default 1.0.
+    Returns:
+        Variable: ``[R, C, pooled_height, pooled_width]``, the maximum of each bin.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
+            Variable, or ``pooled_height``/``pooled_width`` is not an int.
+        ValueError: ``pooled_height``/``pooled_width`` < 1, or ``input`` is not 4-D or ``rois``
+            not ``[R, 4]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1440,6 +1784,25 @@ def psroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
     ``output_channels * pooled_height * pooled_width`` channels; the result is
     ``[R, output_channels, pooled_height, pooled_width]``.
 
+    Args:
+        input (Variable): ``[N, output_channels * pooled_height * pooled_width, H, W]``
+            float16/32/64 feature map.
+        rois (Variable): ``[R, 4]`` float32/float64 boxes ``(x1, y1, x2, y2)``, a LoD tensor
+            whose LoD maps each box to its image.
+        output_channels (int): channels of the output (>= 1).
+        spatial_scale (float): factor from image to feature-map coordinates.
+        pooled_height (int): output bins per column (>= 1).
+        pooled_width (int): output bins per row (>= 1).
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[R, output_channels, pooled_height, pooled_width]``, ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
+            Variable, ``output_channels``/``pooled_height``/``pooled_width`` is not an int, or
+            ``spatial_scale`` is not a number.
+        ValueError: ``output_channels``/``pooled_height``/``pooled_width`` < 1, or the channels
+            of ``input`` do not equal their product (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1470,6 +1833,31 @@ def inplace_abn(input: Variable, act: Optional[str] = None, is_test: bool = Fals
     'identity', 'leaky_relu' or 'elu', slope/scale ``act_alpha``); the same parameters and
     moving statistics as ``batch_norm``. (fluid computes it in place to save memory; here the
     output is a fresh variable with the same values.)
+
+    Args:
+        input (Variable): ``[N, C, ...]`` (or channels-last) float16/32/64 map, C known.
+        act (str | None): None/``"identity"``, ``"leaky_relu"`` or ``"elu"``. Default None.
+        is_test (bool): use the moving statistics (inference). Default False.
+        momentum (float): moving-average factor in ``[0, 1]``. Default 0.9.
+        epsilon (float): added to the variance. Default 1e-5.
+        param_attr (ParamAttr | str | None): the scale's attribute (init 1).
+        bias_attr (ParamAttr | str | None): the bias's attribute (init 0); must not be False.
+        data_layout (str): ``"NCHW"`` or ``"NHWC"``. Default ``"NCHW"``.
+        name (str | None): name prefix of the output. Default None.
+        moving_mean_name (str | None): the moving mean's name. Default None.
+        moving_variance_name (str | None): the moving variance's name. Default None.
+        do_model_average_for_mean_and_var (bool): model-average the statistics.
+            Default False.
+        use_global_stats (bool): normalize with the moving statistics in training too.
+            Default False.
+        act_alpha (float): the slope of leaky_relu / the alpha of elu. Default 1.0.
+    Returns:
+        Variable: the normalized and activated map, ``input``'s shape and dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable.
+        ValueError: ``act`` is not one of the listed values, ``bias_attr`` is False,
+            ``data_layout`` is unknown, ``momentum`` is not a number in ``[0, 1]``, or the
+            channel dim is unknown.
 
     Example:
         >>> import numpy as np
@@ -1542,6 +1930,33 @@ def deformable_conv(input: Variable, offset: Variable, mask: Optional[Variable],
     ``[N, 2*deformable_groups*kh*kw, oh, ow]``, ``mask`` ``[N, deformable_groups*kh*kw, oh,
     ow]``; the bias ``[num_filters]`` is added on the channel axis.
 
+    Args:
+        input (Variable): ``[N, C, H, W]`` float16/32/64 map, C known.
+        offset (Variable): ``[N, 2 * deformable_groups * kh * kw, H_out, W_out]`` offsets.
+        mask (Variable | None): ``[N, deformable_groups * kh * kw, H_out, W_out]`` modulation
+            (required when ``modulated``; ignored otherwise).
+        num_filters (int): output channels (>= 1).
+        filter_size (int | list of 2 ints): kernel size ``[kh, kw]``.
+        stride (int | list of 2 ints): window step. Default 1.
+        padding (int | list of 2 ints): zero padding. Default 0.
+        dilation (int | list of 2 ints): spacing of the kernel taps. Default 1.
+        groups (int | None): channel groups (None: 1). Default None.
+        deformable_groups (int | None): offset groups (None: 1). Default None.
+        im2col_step (int | None): images per im2col step (None: 64). Default None.
+        param_attr (ParamAttr | str | None): the filter's attribute.
+        bias_attr (ParamAttr | str | bool | None): the bias's attribute; ``False``: no bias.
+        modulated (bool): True: DCN v2 with ``mask``; False: v1 without. Default True.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[N, num_filters, H_out, W_out]``, ``input``'s dtype.
+    Raises:
+        TypeError: ``input``/``offset`` (or, when ``modulated``, ``mask``) is not a
+            float16/32/64 Variable, an int argument is not an int, or a size argument is not an
+            int or list of 2 ints.
+        ValueError: ``input`` is not 4-D or its channel dim is unknown, ``num_filters``/
+            ``groups``/``deformable_groups`` < 1, the channels are not divisible by ``groups``,
+            or ``offset``/``mask`` do not match the output size (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1602,6 +2017,25 @@ def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
     interpolant over the bin divided by its area; ``[R, output_channels, pooled_height,
     pooled_width]``.
 
+    Args:
+        input (Variable): ``[N, output_channels * pooled_height * pooled_width, H, W]``
+            float16/32/64 feature map.
+        rois (Variable): ``[R, 4]`` float32/float64 boxes ``(x1, y1, x2, y2)``, a LoD tensor
+            whose LoD maps each box to its image.
+        output_channels (int): channels of the output (>= 1).
+        spatial_scale (float): factor from image to feature-map coordinates.
+        pooled_height (int): output bins per column (>= 1).
+        pooled_width (int): output bins per row (>= 1).
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[R, output_channels, pooled_height, pooled_width]``, ``input``'s dtype.
+    Raises:
+        TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
+            Variable, ``output_channels``/``pooled_height``/``pooled_width`` is not an int, or
+            ``spatial_scale`` is not a number.
+        ValueError: ``output_channels``/``pooled_height``/``pooled_width`` < 1, or the channels
+            of ``input`` do not equal their product (shape inference).
+
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
@@ -1633,6 +2067,34 @@ def deformable_roi_pooling(input: Variable, rois: Variable, trans: Variable,
     averages ``sample_per_part``² bilinear samples; ``position_sensitive`` reads
     ``C / (pooled_height * pooled_width)`` output channels position-sensitively. Op
     ``deformable_psroi_pooling``.
+
+    Args:
+        input (Variable): ``[N, C, H, W]`` float16/32/64 feature map, C known.
+        rois (Variable): ``[R, 4]`` float32/float64 boxes, a LoD tensor whose LoD maps each box
+            to its image.
+        trans (Variable): ``[R, 2, part_h, part_w]`` offsets of the bins (float16/32/64).
+        no_trans (bool): ignore ``trans`` (plain RoI pooling). Default False.
+        spatial_scale (float): factor from image to feature-map coordinates. Default 1.0.
+        group_size (int | list of 2 ints): channel groups ``[gh, gw]`` of position-sensitive
+            pooling. Default ``[1, 1]``.
+        pooled_height (int): output bins per column (>= 1). Default 1.
+        pooled_width (int): output bins per row (>= 1). Default 1.
+        part_size (int | list of 2 ints | None): ``[part_h, part_w]`` of ``trans``; None:
+            ``[pooled_height, pooled_width]``. Default None.
+        sample_per_part (int): samples per bin side. Default 1.
+        trans_std (float): factor applied to ``trans``. Default 0.1.
+        position_sensitive (bool): read ``C / (pooled_height * pooled_width)`` output channels
+            position-sensitively. Default False.
+        name (str | None): name prefix of the output. Default None.
+    Returns:
+        Variable: ``[R, C_out, pooled_height, pooled_width]``, ``C_out`` = C, or
+        ``C / (pooled_height * pooled_width)`` when ``position_sensitive``.
+    Raises:
+        TypeError: ``input``/``trans`` is not a float16/32/64 Variable, ``rois`` is not a
+            float32/float64 Variable, ``pooled_height``/``pooled_width`` is not an int, or
+            ``part_size``/``group_size`` is not an int or list of 2 ints.
+        ValueError: ``pooled_height``/``pooled_width`` < 1, the channel dim is unknown, or a
+            shape does not match (shape inference).
 
     Example:
         >>> import numpy as np

@@ -89,6 +89,13 @@ class BasicGRUUnit(_UnitBase):
         gate_activation: act_gate (default ``fluid.layers.sigmoid``).
         activation: act_node (default ``fluid.layers.tanh``).
         dtype: the parameters' dtype.
+    Returns:
+        BasicGRUUnit: the layer; ``unit(input, pre_hidden)`` returns the new hidden state
+        [batch, hidden_size] (Variable).
+    Raises:
+        TypeError: ``hidden_size`` is not an int.
+        ValueError: ``hidden_size`` is below 1, or (on the first call) the input's last
+            dimension is unknown.
 
     Example:
         >>> import fluidlite as fluid
@@ -158,6 +165,13 @@ class BasicLSTMUnit(_UnitBase):
         activation: act_node (default ``fluid.layers.tanh``; fluid 1.8 ignored it).
         forget_bias: added to the forget gate's input.
         dtype: the parameters' dtype.
+    Returns:
+        BasicLSTMUnit: the layer; ``unit(input, pre_hidden, pre_cell)`` returns
+        ``(new_hidden, new_cell)``, each Variable [batch, hidden_size].
+    Raises:
+        TypeError: ``hidden_size`` is not an int, or ``forget_bias`` is not a number or string.
+        ValueError: ``hidden_size`` is below 1, ``forget_bias`` is a non-numeric string, or
+            (on the first call) the input's last dimension is unknown.
 
     Example:
         >>> import fluidlite as fluid
@@ -374,6 +388,12 @@ def basic_gru(input: Variable, init_hidden: Optional[Variable], hidden_size: int
         ``(rnn_out, last_hidden)``: rnn_out [batch, seq_len, H * directions] (time major
         without ``batch_first``), last_hidden [num_layers * directions, batch, H] (the state
         after each sequence's last real step).
+    Raises:
+        RuntimeError: called in dygraph mode (use ``BasicGRUUnit`` step by step there).
+        TypeError: ``input`` or a given ``init_hidden`` is not a Variable, or ``hidden_size`` /
+            ``num_layers`` is not an int.
+        ValueError: ``input`` is not 3-D, ``hidden_size`` / ``num_layers`` is below 1, or
+            ``dropout_prob`` is above 1.
 
     Example:
         >>> import fluidlite as fluid
@@ -432,6 +452,12 @@ def basic_lstm(input: Variable, init_hidden: Optional[Variable],
         ``(rnn_out, last_hidden, last_cell)``: rnn_out [batch, seq_len, H * directions] (time
         major without ``batch_first``); last_hidden and last_cell [num_layers * directions,
         batch, H] (the states after each sequence's last real step).
+    Raises:
+        RuntimeError: called in dygraph mode (use ``BasicLSTMUnit`` step by step there).
+        TypeError: ``input`` or a given ``init_hidden`` / ``init_cell`` is not a Variable, or
+            ``hidden_size`` / ``num_layers`` is not an int.
+        ValueError: ``input`` is not 3-D, ``hidden_size`` / ``num_layers`` is below 1, or
+            ``dropout_prob`` is above 1.
 
     Example:
         >>> import fluidlite as fluid
