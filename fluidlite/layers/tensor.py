@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+import warnings
+
 import numpy as np
 
 from ..core import shape as S
@@ -371,10 +373,8 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
     Returns:
         Variable: the copy.
     Raises:
-        TypeError: ``input`` is not a Variable, numpy array/scalar, list, tuple or number, its
-            dtype is unsupported, or ``output`` is not a Variable.
-        ValueError: ``input`` is a ragged nested list (raised by ``numpy.asarray`` on
-            NumPy >= 1.24).
+        TypeError: ``input`` is not a Variable, numpy array/scalar, list, tuple or number, is
+            a ragged nested list, its dtype is unsupported, or ``output`` is not a Variable.
 
     Example:
         >>> import numpy as np
@@ -396,7 +396,12 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
             output = helper.create_variable_for_type_inference(dtype=input.dtype)
         helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
         return output
-    arr = np.asarray(input)
+    try:
+        with warnings.catch_warnings():     # NumPy 1.x warns before making an object array
+            warnings.simplefilter("ignore", getattr(np, "VisibleDeprecationWarning", Warning))
+            arr = np.asarray(input)
+    except ValueError:          # NumPy >= 1.24 refuses ragged nested lists itself
+        arr = np.empty(0, dtype=object)
     if arr.dtype == np.float64 and not isinstance(input, np.ndarray):
         arr = arr.astype(np.float32)       # Python floats: fluid's default float32
     if arr.dtype == object:
