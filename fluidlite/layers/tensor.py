@@ -3,9 +3,8 @@
 indexing (slice, strided_slice, gather), expand, shape, argmax/argmin."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
-
 import warnings
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
