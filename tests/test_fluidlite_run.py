@@ -291,3 +291,16 @@ def test_imikolov_ngrams_and_sequences_as_paddle_did(home, monkeypatch):
     assert grams[:3] == [(1, 2, 3), (2, 3, 4), (3, 4, 0)]
     seqs = list(imikolov.test(words, 0, imikolov.DataType.SEQ)())
     assert seqs == [([1, 2, 3, 5], [2, 3, 5, 0])]
+
+
+def test_from_paddle_import_fluid_resolves_to_fluidlite(tmp_path):
+    # `from paddle import fluid` (fluid 1.x scripts and Paddle's own unit tests) looks `fluid`
+    # up on fluidlite.paddle_compat, then imports fluidlite.paddle_compat.fluid: the hook
+    # must have made the attribute exist
+    out = _run(tmp_path, textwrap.dedent('''
+        from paddle import fluid
+        import paddle.fluid.core as core
+        print(fluid.__name__, core.__name__)
+        '''))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["fluidlite", "fluidlite.core"]

@@ -25,7 +25,7 @@ LAYERS: List[Tuple[str, int, str]] = [
     (r"fluidlite\._log$|fluidlite\.core(\.|$)", 0, "core: IR, op contract, rewrite verbs"),
     (r"fluidlite\.formats(\.|$)", 1, "formats: JSON, Paddle protobuf/tensors, checkpoints"),
     (r"fluidlite\.ops(\.|$)", 2, "ops: op definitions (shape, kernel, gradient)"),
-    (r"fluidlite\.(executor|profiler)(\.|$)", 3, "executor: plans, fusion, profiling"),
+    (r"fluidlite\.(executor|profiler|op)(\.|$)", 3, "executor: plans, fusion, profiling"),
     (r"fluidlite\.(backward|clip|regularizer|optimizer|initializer|param_attr|framework"
      r"|unique_name|average|amp|transpiler|distributed|compiler|layer_helper)(\.|$)",
      4, "passes: backward, clip, regularization, optimizers, parallelism"),

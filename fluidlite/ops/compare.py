@@ -72,6 +72,27 @@ class NotEqual(_Compare):
     type, fn = "not_equal", staticmethod(np.not_equal)
 
 
+@register
+class EqualReduce(_Compare):
+    """Out = [all(X == Y)] (bool, shape [1]), Y broadcast onto X as the elementwise ops
+    (fluid 1.8's ``equal_reduce``; Y may not have more dims than X)."""
+    type = "equal_reduce"
+    extra_attrs = {}
+
+    def infer(self, X, Y, *, axis=-1):
+        if len(Y.shape) > len(X.shape):
+            raise ValueError(f"equal_reduce: Y (shape {list(Y.shape)}) may not have more "
+                             f"dimensions than X (shape {list(X.shape)})")
+        super().infer(X, Y, axis=axis)
+        return {"Out": VarSpec((1,), VarType.BOOL, X.lod_level)}
+
+    def forward(self, X, Y, *, axis=-1):
+        return {"Out": np.array([bool(np.all(np.equal(*aligned_y_to_x(X, Y, axis))))])}
+
+    def lower(self, in_specs, attrs):
+        return None
+
+
 class _Logical(_Compare):
     """``Out = X <op> Y`` on truth values (bool output; nonzero counts as True)."""
     extra_attrs = {}

@@ -159,11 +159,15 @@ def conv_nd_dw(x: np.ndarray, dy_rows: np.ndarray, g: NdGeom,
 
 # -- layout -------------------------------------------------------------------------------------
 def _channels_last(op: str, data_format: str) -> bool:
-    if data_format in ("NCDHW", "AnyLayout"):
+    # fluid 1.8's kernels read the layout as channel-first / channel-last: conv3d tests
+    # `data_format == "NHWC" || "NDHWC"`, conv3d_transpose maps the string through
+    # StringToDataLayout (NCHW, NHWC, AnyLayout; fluid.layers writes NCHW / NHWC for 3-D)
+    if data_format in ("NCDHW", "NCHW", "AnyLayout"):
         return False
-    if data_format == "NDHWC":
+    if data_format in ("NDHWC", "NHWC"):
         return True
-    raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC', got {data_format!r}")
+    raise ValueError(f"{op}: data_format must be 'NCDHW' or 'NDHWC' (or fluid's 'NCHW' / "
+                     f"'NHWC' for channel-first / channel-last), got {data_format!r}")
 
 
 def _to_first(x: np.ndarray, last: bool) -> np.ndarray:

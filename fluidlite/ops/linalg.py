@@ -186,18 +186,66 @@ def _matmul_out_shape(xs, ys, tx, ty):
     return full, tuple(out) or (1,)
 
 
+def _head_split(xs, ys, tx, ty, h):
+    """fluid 1.8's ``head_number`` (BLAS MatMulWithHead): op(X) [.., M, K] is cut into h column
+    blocks; op(Y) is cut into h row blocks when its height is K (Out [.., M, h * N]), or into
+    h column blocks when its height is K / h (Out [.., M, N]). Returns (Out shape, rows)."""
+    if len(xs) < 2 or len(ys) < 2:
+        raise ValueError(f"matmul: head_number {h} needs X and Y of rank >= 2, got X "
+                         f"{list(xs)}, Y {list(ys)}")
+    xm = list(xs[:-2]) + ([xs[-1], xs[-2]] if tx else [xs[-2], xs[-1]])
+    ym = list(ys[:-2]) + ([ys[-1], ys[-2]] if ty else [ys[-2], ys[-1]])
+    k, kb, nb = xm[-1], ym[-2], ym[-1]
+    if k % h:
+        raise ValueError(f"matmul: X's width {k} is not divisible by head_number {h}")
+    if kb == k:
+        return tuple(xm[:-1]) + (nb * h,), True
+    if kb == k // h and nb % h == 0:
+        return tuple(xm[:-1]) + (nb,), False
+    raise ValueError(f"matmul: with head_number {h}, Y's height {kb} must be X's width {k} or "
+                     f"{k // h} (and then Y's width {nb} divisible by {h})")
+
+
+def _head_blocks(X, Y, tx, ty, h):
+    x = np.swapaxes(X, -1, -2) if tx else X
+    y = np.swapaxes(Y, -1, -2) if ty else Y
+    _, rows = _head_split(X.shape, Y.shape, tx, ty, h)
+    return np.split(x, h, axis=-1), np.split(y, h, axis=-2 if rows else -1), rows
+
+
+def _matmul_heads(X, Y, tx, ty, h, alpha):
+    xs, ys, _ = _head_blocks(X, Y, tx, ty, h)
+    out = np.concatenate([np.matmul(a, b) for a, b in zip(xs, ys)], axis=-1)
+    return out * out.dtype.type(alpha) if alpha != 1.0 else out
+
+
+def _matmul_heads_grad(X, Y, dOut, tx, ty, h, alpha):
+    xs, ys, rows = _head_blocks(X, Y, tx, ty, h)
+    d = dOut * dOut.dtype.type(alpha) if alpha != 1.0 else dOut
+    ds = np.split(d, h, axis=-1)
+    dx = np.concatenate([np.matmul(g, np.swapaxes(b, -1, -2)) for g, b in zip(ds, ys)], -1)
+    dy = np.concatenate([np.matmul(np.swapaxes(a, -1, -2), g) for g, a in zip(ds, xs)],
+                        axis=-2 if rows else -1)
+    return {"X": np.swapaxes(dx, -1, -2) if tx else dx,
+            "Y": np.swapaxes(dy, -1, -2) if ty else dy}
+
+
 @register
 class Matmul(OpDef):
     """Out = alpha * op(X) @ op(Y), op = optional transpose of the last two dims; batch dims
     broadcast; a 1-D X is a row vector and a 1-D Y a column vector whose unit dim is dropped
     (both 1-D: shape [1]);  dX = alpha * dOut @ op(Y)^T, dY = alpha * op(X)^T @ dOut (reduced
-    over broadcast batch dims)."""
+    over broadcast batch dims). ``head_number`` > 1: fluid 1.8's multi-head product (see
+    ``_head_split``)."""
     type, inputs, outputs = "matmul", ("X", "Y"), ("Out",)
     extra_attrs = {"use_mkldnn": False, "fused_reshape_X": [], "fused_reshape_Y": [],
                    "fused_transpose_X": [], "fused_transpose_Y": [],
                    "fused_reshape_Out": [], "fused_transpose_Out": []}
 
-    def infer(self, X, Y, *, transpose_X=False, transpose_Y=False):
+    def infer(self, X, Y, *, transpose_X=False, transpose_Y=False, head_number=1):
+        if head_number > 1:
+            return {"Out": VarSpec(_head_split(X.shape, Y.shape, transpose_X, transpose_Y,
+                                               head_number)[0], X.dtype)}
         _, out = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
         return {"Out": VarSpec(out, X.dtype)}
 
@@ -211,7 +259,9 @@ class Matmul(OpDef):
             y = np.swapaxes(y, -1, -2)
         return x, y
 
-    def forward(self, X, Y, *, transpose_X=False, transpose_Y=False, alpha=1.0):
+    def forward(self, X, Y, *, transpose_X=False, transpose_Y=False, alpha=1.0, head_number=1):
+        if head_number > 1:
+            return {"Out": _matmul_heads(X, Y, transpose_X, transpose_Y, head_number, alpha)}
         x, y = self._prep(X, Y, transpose_X, transpose_Y)
         out = _mm(x, y)
         if alpha != 1.0:
@@ -222,7 +272,7 @@ class Matmul(OpDef):
     def lower(self, in_specs, attrs):
         x, y = in_specs
         plain = not attrs.get("transpose_X") and not attrs.get("transpose_Y") and \
-            attrs.get("alpha", 1.0) == 1.0
+            attrs.get("alpha", 1.0) == 1.0 and attrs.get("head_number", 1) <= 1
         if plain and x is not None and y is not None and len(x.shape) >= 2 and \
                 len(y.shape) >= 2:
             if len(x.shape) == 2 and len(y.shape) == 2:
@@ -231,7 +281,9 @@ class Matmul(OpDef):
         return None
 
     def backward(self, X, Y, dOut, wanted=None, *, transpose_X=False, transpose_Y=False,
-                 alpha=1.0):
+                 alpha=1.0, head_number=1):
+        if head_number > 1:
+            return _matmul_heads_grad(X, Y, dOut, transpose_X, transpose_Y, head_number, alpha)
         x, y = self._prep(X, Y, transpose_X, transpose_Y)
         full, _ = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
         d = dOut.reshape(full)
@@ -252,4 +304,7 @@ class Matmul(OpDef):
         return out
 
     def double_grad(self, g, **attrs):
+        if attrs.get("head_number", 1) > 1:
+            raise ValueError("matmul: second-order gradients of a multi-head matmul "
+                             "(head_number > 1) are not supported; fluid 1.8 has none either")
         _bilinear_double_grad(g, "matmul", attrs)

@@ -1,6 +1,9 @@
 """Shape manipulation ops: the reshape-like ops with fluid's XShape output (reshape2,
-transpose2, squeeze2, unsqueeze2, flatten2) and joining / splitting (concat, split, stack)."""
+transpose2, squeeze2, unsqueeze2, flatten2), their first versions without it (squeeze,
+unsqueeze, flatten) and joining / splitting (concat, partial_concat, partial_sum, split, stack)."""
 from __future__ import annotations
+
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
@@ -227,7 +230,139 @@ class Flatten2(_XShapeOp):
                 "XShape": _xshape(X)}
 
 
+# fluid 1.8's first versions of squeeze / unsqueeze / flatten: the same shapes without XShape;
+# the gradient reshapes dOut to X's shape (so X is kept for the backward pass)
+class _ReshapeV1(OpDef):
+    outputs = ("Out",)
+    grad_uses = ("X",)
+    v2: type = OpDef            # the XShape version whose Out this op computes
+
+    def _v2(self, method: str, *args: Any, **attrs: Any) -> Dict[str, Any]:
+        return {"Out": getattr(self.v2, method)(self.v2, *args, **attrs)["Out"]}
+
+
+@register
+class Squeeze(_ReshapeV1):
+    """squeeze (fluid 1.8's v1 op): squeeze2's Out, no XShape;  dX = reshape(dOut, X.shape)."""
+    type, inputs, v2 = "squeeze", ("X",), Squeeze2
+
+    def infer(self, X, *, axes=()):
+        return self._v2("infer", X, axes=axes)
+
+    def forward(self, X, *, axes=[]):
+        return self._v2("forward", X, axes=axes)
+
+    def backward(self, X, dOut, *, axes=[]):
+        return {"X": dOut.reshape(X.shape)}
+
+
+@register
+class Unsqueeze(_ReshapeV1):
+    """unsqueeze (fluid 1.8's v1 op): unsqueeze2's Out, no XShape;  dX = reshape(dOut)."""
+    type, inputs, v2 = "unsqueeze", ("X", "AxesTensor?", "AxesTensorList*?"), Unsqueeze2
+    grad_uses = ("X", "AxesTensor", "AxesTensorList")
+
+    def infer(self, X, AxesTensor, AxesTensorList, *, axes=()):
+        return self._v2("infer", X, AxesTensor, AxesTensorList, axes=axes)
+
+    def forward(self, X, AxesTensor, AxesTensorList, *, axes=[]):
+        return self._v2("forward", X, AxesTensor, AxesTensorList, axes=axes)
+
+    def backward(self, X, AxesTensor, AxesTensorList, dOut, *, axes=[]):
+        return {"X": dOut.reshape(X.shape)}
+
+
+@register
+class Flatten(_ReshapeV1):
+    """flatten (fluid 1.8's v1 op): flatten2's Out, no XShape;  dX = reshape(dOut, X.shape)."""
+    type, inputs, v2 = "flatten", ("X",), Flatten2
+
+    def infer(self, X, *, axis=1):
+        return self._v2("infer", X, axis=axis)
+
+    def forward(self, X, *, axis=1):
+        return self._v2("forward", X, axis=axis)
+
+    def backward(self, X, dOut, *, axis=1):
+        return {"X": dOut.reshape(X.shape)}
+
+
 # -- joining and splitting ----------------------------------------------------------------------
+def _partial_cols(op: str, size: int, start_index: int, length: int) -> Tuple[int, int]:
+    """fluid's column window [start, start + length) of ``partial_concat`` / ``partial_sum``:
+    a negative start counts from the end, a negative length runs to the last column."""
+    if not -size <= start_index < size:
+        raise ValueError(f"{op}: start_index {start_index} is out of range for inputs of "
+                         f"{size} columns (expected -{size} <= start_index < {size})")
+    start = start_index + size if start_index < 0 else start_index
+    n = size - start if length < 0 else length
+    if start + n > size:
+        raise ValueError(f"{op}: start_index {start_index} + length {length} exceeds the "
+                         f"{size} columns of the inputs")
+    return start, n
+
+
+@register
+class PartialConcat(OpDef):
+    """Out = concat([x[:, start:start + length] for x in X], axis=1) (X: 2-D, one shape);
+    dX[i] = dOut's i-th block of columns, placed at [start, start + length), zeros elsewhere."""
+    type, inputs, outputs = "partial_concat", ("X*",), ("Out",)
+
+    def infer(self, X, *, start_index=0, length=-1):
+        if not X or any(len(x.shape) != 2 for x in X):
+            raise ValueError(f"partial_concat: X must be one or more 2-D tensors, got shapes "
+                             f"{[list(x.shape) for x in X]}")
+        if any(tuple(x.shape) != tuple(X[0].shape) for x in X):
+            raise ValueError(f"partial_concat: every X must have the shape of X[0] "
+                             f"{list(X[0].shape)}, got {[list(x.shape) for x in X]}")
+        cols = X[0].shape[1]
+        if cols < 0:
+            return {"Out": VarSpec((X[0].shape[0], -1), X[0].dtype)}
+        _, n = _partial_cols(self.type, cols, start_index, length)
+        return {"Out": VarSpec((X[0].shape[0], n * len(X)), X[0].dtype)}
+
+    def forward(self, X, *, start_index=0, length=-1):
+        start, n = _partial_cols(self.type, X[0].shape[1], start_index, length)
+        return {"Out": np.concatenate([x[:, start:start + n] for x in X], axis=1)}
+
+    def backward(self, X, dOut, *, start_index=0, length=-1):
+        start, n = _partial_cols(self.type, X[0].shape[1], start_index, length)
+        grads = []
+        for i, x in enumerate(X):
+            g = np.zeros_like(x)
+            g[:, start:start + n] = dOut[:, i * n:(i + 1) * n]
+            grads.append(g)
+        return {"X": grads}
+
+
+@register
+class PartialSum(OpDef):
+    """Out = sum(x[:, start:start + length] for x in X) (X: 2-D, one shape);
+    dX[i] = dOut placed at columns [start, start + length), zeros elsewhere."""
+    type, inputs, outputs = "partial_sum", ("X*",), ("Out",)
+
+    def infer(self, X, *, start_index=0, length=-1):
+        spec = PartialConcat.infer(self, X, start_index=start_index, length=length)["Out"]
+        cols = spec.shape[1] // len(X) if spec.shape[1] >= 0 else -1
+        return {"Out": VarSpec((spec.shape[0], cols), X[0].dtype)}
+
+    def forward(self, X, *, start_index=0, length=-1):
+        start, n = _partial_cols(self.type, X[0].shape[1], start_index, length)
+        out = X[0][:, start:start + n].copy()
+        for x in X[1:]:
+            out += x[:, start:start + n]
+        return {"Out": out}
+
+    def backward(self, X, dOut, *, start_index=0, length=-1):
+        start, n = _partial_cols(self.type, X[0].shape[1], start_index, length)
+        grads = []
+        for x in X:
+            g = np.zeros_like(x)
+            g[:, start:start + n] = dOut
+            grads.append(g)
+        return {"X": grads}
+
+
 @register
 class Concat(OpDef):
     """Out = concatenate(X, axis) (an int ``AxisTensor`` overrides axis);  dX[i] = slab i."""
@@ -235,6 +370,7 @@ class Concat(OpDef):
     grad_uses = ("X", "AxisTensor")
     fresh_outputs = ("Out",)        # np.concatenate always allocates (also for one input)
     extra_attrs = {"use_mkldnn": False, "use_quantizer": False}
+    lod_aware = True                # axis 0 joins the inputs' LoDs (see _out_lod)
 
     def infer(self, X, AxisTensor=None, *, axis=0):
         if not X:
@@ -266,8 +402,34 @@ class Concat(OpDef):
     def _axis(t, axis):
         return int(np.asarray(t).reshape(-1)[0]) if t is not None else axis
 
-    def forward(self, X, AxisTensor=None, *, axis=0):
-        return {"Out": np.concatenate(X, axis=self._axis(AxisTensor, axis))}
+    def forward(self, X, AxisTensor=None, lod=None, *, axis=0):
+        a = self._axis(AxisTensor, axis)
+        res = {"Out": np.concatenate(X, axis=a)}
+        out_lod = self._out_lod(X, (lod or {}).get("X"), a)
+        if out_lod is not None:
+            res["lod"] = {"Out": out_lod}
+        return res
+
+    @staticmethod
+    def _out_lod(X, lods, axis):
+        """fluid's ConcatKernel: Out shares X[0]'s LoD; on axis 0, when every input has a LoD
+        of the same depth, each level is X[0]'s followed by the other inputs' sequences."""
+        lods = list(lods or [])
+        first = lods[0] if lods else None
+        if first is None:
+            return None
+        if (axis % X[0].ndim if X[0].ndim else 0) != 0 or any(l is None for l in lods):
+            return first
+        if any(len(l) != len(first) for l in lods):
+            raise ValueError(f"concat: the inputs' LoDs must have the same number of levels "
+                             f"to be joined on axis 0, got {[len(l) for l in lods]} levels")
+        levels = []
+        for k in range(len(first)):
+            offs = list(first[k])
+            for l in lods[1:]:
+                offs += [offs[-1] + int(v) - int(l[k][0]) for v in l[k][1:]]
+            levels.append(tuple(offs))
+        return tuple(levels)
 
     def lower(self, in_specs, attrs):
         axis = attrs.get("axis", 0)
@@ -275,7 +437,7 @@ class Concat(OpDef):
             return lambda xs, t: np.concatenate(xs, axis=self._axis(t, axis))
         return lambda xs, t=None: np.concatenate(xs, axis=axis)
 
-    def backward(self, X, AxisTensor, dOut, *, axis=0):
+    def backward(self, X, AxisTensor, dOut, lod=None, *, axis=0):
         axis = self._axis(AxisTensor, axis)
         bounds = np.cumsum([x.shape[axis] for x in X])[:-1]
         return {"X": np.split(dOut, bounds, axis=axis)}

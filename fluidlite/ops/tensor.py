@@ -119,6 +119,20 @@ class FillZerosLike(OpDef):
 
 
 @register
+class FillZerosLike2(OpDef):
+    """Out = zeros of X's shape in ``dtype`` (a VarType code; default FP32): fluid 1.8's
+    fill_zeros_like2, whose output dtype is an attribute instead of X's."""
+    type, inputs, outputs = "fill_zeros_like2", ("X",), ("Out",)
+    no_grad = True
+
+    def infer(self, X, *, dtype=5):
+        return {"Out": X.with_(dtype=dtype)}
+
+    def forward(self, X, *, dtype=5):
+        return {"Out": np.zeros(X.shape, dtype=to_numpy_dtype(dtype))}
+
+
+@register
 class Assign(OpDef):
     """Out = copy(X);  dX = dOut."""
     type, inputs, outputs = "assign", ("X",), ("Out",)

@@ -581,25 +581,39 @@ def _position_table(length: int, size: int) -> np.ndarray:
 @register
 class AddPositionEncoding(OpDef):
     """Out[b, p, :] = alpha * X[b, p, :] + beta * PE[p, :], PE the sinusoid table of
-    ``_position_table`` (X is [batch, length, size], size even); dX = alpha * dOut."""
+    ``_position_table`` (X is [batch, length, size], size even); dX = alpha * dOut. As in
+    fluid, X may instead be a LoD tensor [total, size] of lod_level 1: p is then each row's
+    position within its sequence, and Out keeps X's LoD."""
     type, inputs, outputs = "add_position_encoding", ("X",), ("Out",)
     grad_uses = ()
+    lod_aware = True
 
     def infer(self, X, *, alpha=1.0, beta=1.0):
-        _need(self.type, X.ndim == 3, f"X must be 3-D [batch, length, size], got "
-                                      f"{list(X.shape)}")
-        _need(self.type, X.shape[2] < 0 or X.shape[2] % 2 == 0,
-              f"the encoding size {X.shape[2]} must be even")
+        _need(self.type, X.ndim == 3 or (X.ndim == 2 and X.lod_level > 0),
+              f"X must be 3-D [batch, length, size], or a 2-D LoD tensor [total, size] of "
+              f"lod_level 1, got shape {list(X.shape)} with lod_level {X.lod_level}")
+        _need(self.type, X.shape[-1] < 0 or X.shape[-1] % 2 == 0,
+              f"the encoding size {X.shape[-1]} must be even")
         return {"Out": X}
 
-    def forward(self, X, *, alpha=1.0, beta=1.0):
-        _need(self.type, X.ndim == 3 and X.shape[2] % 2 == 0,
-              f"X must be [batch, length, size] with an even size, got {list(X.shape)}")
-        pe = _position_table(X.shape[1], X.shape[2]).astype(X.dtype)
-        return {"Out": alpha * X + beta * pe[None]}
+    def forward(self, X, lod=None, *, alpha=1.0, beta=1.0):
+        _need(self.type, X.shape[-1] % 2 == 0, f"the encoding size {X.shape[-1]} must be even")
+        a, b = X.dtype.type(alpha), X.dtype.type(beta)
+        if X.ndim == 3:
+            pe = _position_table(X.shape[1], X.shape[2]).astype(X.dtype)
+            return {"Out": a * X + b * pe[None]}
+        x_lod = (lod or {}).get("X")
+        _need(self.type, X.ndim == 2 and bool(x_lod),
+              f"X must be [batch, length, size], or [total, size] with a LoD, got shape "
+              f"{list(X.shape)} {'with' if x_lod else 'without'} a LoD")
+        off = np.asarray(x_lod[0], dtype=np.int64)
+        lengths = np.diff(off)
+        pos = np.arange(X.shape[0], dtype=np.int64) - np.repeat(off[:-1], lengths)
+        pe = _position_table(int(lengths.max()) if lengths.size else 0, X.shape[1])
+        return {"Out": a * X + b * pe.astype(X.dtype)[pos], "lod": {"Out": x_lod}}
 
-    def backward(self, dOut, *, alpha=1.0, beta=1.0):
-        return {"X": alpha * dOut}
+    def backward(self, dOut, lod=None, *, alpha=1.0, beta=1.0):
+        return {"X": dOut.dtype.type(alpha) * dOut}
 
 
 # -- not differentiable ---------------------------------------------------------------------------

@@ -52,7 +52,12 @@ class PaddleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.import_module(target_of(spec.name))     # type: ignore[arg-type]
 
     def exec_module(self, module: types.ModuleType) -> None:
-        """Already executed as fluidlite's module."""
+        """Already executed as fluidlite's module. For ``paddle`` itself, ``paddle.fluid`` is
+        imported too: ``from paddle import fluid`` looks the name up as an attribute and
+        otherwise imports ``<module.__name__>.fluid``, i.e. ``fluidlite.paddle_compat.fluid``,
+        which does not exist -- fluid 1.x's own ``paddle/__init__.py`` imports ``fluid``."""
+        if module.__name__ == "fluidlite.paddle_compat" and "paddle.fluid" not in sys.modules:
+            importlib.import_module("paddle.fluid")
 
 
 def main(argv: Sequence[str]) -> int:

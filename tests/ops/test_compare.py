@@ -93,3 +93,18 @@ def test_compare_errors():
     flag = fluid.data("flag", [2, 3], "bool")
     with pytest.raises(TypeError, match="logical_not: out must be a Variable"):
         fluid.layers.logical_not(flag, out="o")
+
+
+def test_equal_reduce_is_one_bool_for_the_whole_broadcast_comparison():
+    # fluid 1.8's compare_reduce_op: Out = [all(X == Y)], Y broadcast from `axis`
+    x = np.arange(24, dtype="int64").reshape(2, 3, 4)
+    _check("equal_reduce", {"X": x, "Y": x.copy()}, {}, np.array([True]))
+    y = x.copy()
+    y[1, 2, 3] += 1
+    _check("equal_reduce", {"X": x, "Y": y}, {}, np.array([False]))
+    ones = np.ones((2, 3, 4), "float32")
+    _check("equal_reduce", {"X": ones, "Y": np.ones(3, "float32")}, {"axis": 1}, np.array([True]))
+    _check("equal_reduce", {"X": ones, "Y": np.zeros(3, "float32")}, {"axis": 1},
+           np.array([False]))
+    with pytest.raises(ValueError, match="more dimensions than X"):
+        _check("equal_reduce", {"X": ones[0], "Y": ones}, {}, np.array([True]))

@@ -117,7 +117,7 @@ def test_conv3d_errors():
     d = get_op_def("conv3d")
     x, w = np.zeros((1, 3, 4, 4, 4)), np.zeros((2, 2, 1, 1, 1))
     with pytest.raises(ValueError, match="data_format"):
-        d.forward(x, np.zeros((2, 3, 1, 1, 1)), data_format="NCHW")
+        d.forward(x, np.zeros((2, 3, 1, 1, 1)), data_format="NCWH")
     with pytest.raises(ValueError, match="empty"):
         d.forward(x, np.zeros((2, 3, 5, 1, 1)))
     with pytest.raises(ValueError, match="paddings"):
@@ -357,3 +357,19 @@ def test_conv3d_transpose_same_padding_is_fluids():
     ref = get_op_def("conv3d_transpose").forward(x, w, strides=[2, 2, 1],
                                                  paddings=pads)["Output"]
     np.testing.assert_allclose(out, ref)
+
+
+@pytest.mark.parametrize("op", ["conv3d", "conv3d_transpose"])
+def test_conv3d_reads_fluids_nchw_nhwc_as_channel_first_and_last(op):
+    # fluid 1.8's kernels: "NHWC"/"NDHWC" are channel-last, "NCHW"/"NCDHW"/"AnyLayout"
+    # channel-first (conv3d_transpose only knows NCHW/NHWC: StringToDataLayout)
+    d = get_op_def(op)
+    x = OpTest.rand(1, 2, 3, 3, 3)
+    w = OpTest.rand(2, 2, 2, 2, 2, seed=1)
+    first = d.forward(x, w, data_format="NCDHW")["Output"]
+    np.testing.assert_array_equal(d.forward(x, w, data_format="NCHW")["Output"], first)
+    np.testing.assert_array_equal(d.forward(x, w, data_format="AnyLayout")["Output"], first)
+    xl = np.moveaxis(x, 1, -1)
+    last = d.forward(xl, w, data_format="NDHWC")["Output"]
+    np.testing.assert_array_equal(d.forward(xl, w, data_format="NHWC")["Output"], last)
+    np.testing.assert_allclose(np.moveaxis(last, -1, 1), first, rtol=1e-12)

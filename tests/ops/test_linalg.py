@@ -83,3 +83,25 @@ def test_matmul_keeps_float32_and_lowers():
     assert out.dtype == np.float32
     g = get_op_def("matmul").backward(x, y, np.ones((2, 4), np.float32), alpha=0.5)
     assert g["X"].dtype == np.float32 and g["Y"].dtype == np.float32
+
+
+@pytest.mark.parametrize("tx,ty", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("batch", [(), (2,)])
+@pytest.mark.parametrize("rows", [True, False])
+def test_matmul_head_number(tx, ty, batch, rows):
+    # fluid 1.8's MatMulWithHead: op(X)'s columns in 4 blocks times op(Y)'s row blocks (Y's
+    # height = X's width) or column blocks (Y's height = X's width / 4), joined on the last axis
+    h = 4
+    a = OpTest.rand(*batch, 3, 8)
+    b = OpTest.rand(*batch, 8, 5, seed=1) if rows else OpTest.rand(*batch, 2, 12, seed=1)
+    xa, yb = np.split(a, h, axis=-1), np.split(b, h, axis=-2 if rows else -1)
+    ref = np.concatenate([x @ y for x, y in zip(xa, yb)], axis=-1) * 0.5
+    t = OpTest()
+    t.op_type = "matmul"
+    t.inputs = {"X": np.swapaxes(a, -1, -2).copy() if tx else a,
+                "Y": np.swapaxes(b, -1, -2).copy() if ty else b}
+    t.attrs = {"transpose_X": tx, "transpose_Y": ty, "head_number": h, "alpha": 0.5}
+    t.outputs = {"Out": ref}
+    t.check_infer()
+    t.check_output()
+    t.check_grad(["X", "Y"], "Out")

@@ -157,3 +157,61 @@ def test_concat_infer_matches_numpy(shape, data):
         shapes.append(s)
     got = infer("concat", [[VarSpec(s, "float32") for s in shapes]], axis=axis)["Out"]
     assert got.shape == np.concatenate([np.zeros(s) for s in shapes], axis=axis).shape
+
+
+def _concat_lod(axis, lods, shapes):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        xs = [fluid.data(f"x{i}", [-1] + list(s[1:]), "float64", lod_level=len(l))
+              for i, (s, l) in enumerate(zip(shapes, lods))]
+        out = fluid.layers.concat(xs, axis=axis)
+    feed = {f"x{i}": fluid.create_lod_tensor(np.ones(s), l, fluid.CPUPlace()) if l
+            else np.ones(s) for i, (s, l) in enumerate(zip(shapes, lods))}
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[out],
+                                                return_numpy=False)[0]
+    return np.array(got).shape, got.recursive_sequence_lengths()
+
+
+def test_concat_on_axis_0_joins_the_inputs_lods_as_fluid():
+    # fluid's ConcatKernel: every level is X[0]'s sequences followed by the others'
+    assert _concat_lod(0, [[[2, 3]], [[1, 4]], [[5]]], [(5, 2), (5, 2), (5, 2)]) == \
+        ((15, 2), [[2, 3, 1, 4, 5]])
+    assert _concat_lod(0, [[[1, 1], [2, 3]], [[2], [1, 1]]], [(5, 2), (2, 2)]) == \
+        ((7, 2), [[1, 1, 2], [2, 3, 1, 1]])
+    # another axis, or an input without LoD: Out shares X[0]'s LoD (fluid's ShareLoD)
+    assert _concat_lod(1, [[[2, 3]], [[4, 1]]], [(5, 2), (5, 3)]) == ((5, 5), [[2, 3]])
+    assert _concat_lod(0, [[[2, 3]], []], [(5, 2), (5, 2)])[1] == []
+
+
+@pytest.mark.parametrize("op_type,attrs,shape,out", [
+    ("squeeze", {"axes": [0, 2]}, (1, 3, 1, 2), (3, 2)),
+    ("squeeze", {"axes": []}, (1, 3, 1, 2), (3, 2)),
+    ("unsqueeze", {"axes": [0, 2]}, (3, 2), (1, 3, 1, 2)),
+    ("flatten", {"axis": 2}, (2, 3, 4), (6, 4)),
+    ("flatten", {"axis": 0}, (2, 3), (1, 6))])
+def test_fluid18_v1_reshape_ops_have_no_xshape(op_type, attrs, shape, out):
+    # fluid 1.8 keeps squeeze / unsqueeze / flatten beside their *2 versions: same Out, no
+    # XShape output, dX = reshape(dOut, X.shape)
+    x = OpTest.rand(*shape)
+    assert [s.name for s in get_op_def(op_type).out_slots] == ["Out"]
+    run_op(op_type, {"X": x}, attrs, {"Out": x.reshape(out)}, grad=["X"])
+
+
+@pytest.mark.parametrize("start,length,cols", [(1, 2, slice(1, 3)), (-2, -1, slice(3, 5)),
+                                               (0, -1, slice(0, 5))])
+def test_partial_concat_and_partial_sum(start, length, cols):
+    # fluid 1.8: the column window [start, start + length) of every 2-D input, joined along
+    # axis 1 (partial_concat) or added up (partial_sum)
+    a, b = OpTest.rand(3, 5), OpTest.rand(3, 5, seed=1)
+    attrs = {"start_index": start, "length": length}
+    inputs = {"X": [("a", a), ("b", b)]}
+    run_op("partial_concat", inputs, attrs,
+           {"Out": np.concatenate([a[:, cols], b[:, cols]], axis=1)}, grad=["a", "b"])
+    run_op("partial_sum", inputs, attrs, {"Out": a[:, cols] + b[:, cols]}, grad=["a", "b"])
+
+
+def test_partial_concat_refuses_a_window_outside_the_columns():
+    with pytest.raises(ValueError, match="start_index 5 is out of range"):
+        get_op_def("partial_concat").forward([np.ones((2, 5))], start_index=5)
+    with pytest.raises(ValueError, match="exceeds the 5 columns"):
+        get_op_def("partial_sum").forward([np.ones((2, 5))], start_index=3, length=4)

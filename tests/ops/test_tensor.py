@@ -50,3 +50,19 @@ def test_feed_fetch_are_markers():
 def test_shape():
     run_op("shape", {"Input": X}, {}, {"Out": np.array([2, 3, 4], np.int32)})
     assert get_op_def("shape").no_grad
+
+
+def test_fill_zeros_like2_takes_the_output_dtype_from_its_attribute():
+    # fluid 1.8's fill_zeros_like2: zeros of X's shape in `dtype` (a VarType code, default FP32)
+    from fluidlite.core.dtypes import convert_np_dtype_to_dtype_
+    from fluidlite.testing import OpTest as _OpTest
+    x = np.arange(6, dtype="int64").reshape(2, 3)
+    for dt in ("float64", "int32", "bool"):
+        t = _OpTest()
+        t.op_type, t.inputs = "fill_zeros_like2", {"X": x}
+        t.attrs = {"dtype": int(convert_np_dtype_to_dtype_(dt))}
+        t.outputs = {"Out": np.zeros((2, 3), dtype=dt)}
+        t.check_infer()
+        t.check_output()
+    from fluidlite.core.registry import get_op_def
+    assert get_op_def("fill_zeros_like2").forward(x)["Out"].dtype == np.float32

@@ -435,6 +435,33 @@ class TestAddPositionEncoding(OpTest):
         self.check_grad(["X"], "Out", weighted=True)
 
 
+def test_add_position_encoding_of_a_lod_tensor_counts_positions_per_sequence():
+    # fluid 1.8 accepts X = [total, size] with lod_level 1: the position restarts at 0 in
+    # every sequence, and Out keeps X's LoD; dX = alpha * dOut
+    import fluidlite as fluid
+    x = OpTest.rand(7, 4)
+    lengths = [3, 0, 4]
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        xv = fluid.data("x", [-1, 4], "float64", lod_level=1)
+        xv.stop_gradient = False
+        out = fluid.layers.add_position_encoding(xv, alpha=0.5, beta=2.0)
+        dx = fluid.gradients([fluid.layers.reduce_sum(out * 3.0)], [xv])[0]
+    got, g = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": fluid.create_lod_tensor(x, [lengths], fluid.CPUPlace())},
+        fetch_list=[out, dx], return_numpy=False)
+    pos = [0, 1, 2, 0, 1, 2, 3]
+    ref = np.empty_like(x)
+    for r, p in enumerate(pos):
+        for k in range(2):
+            val = p / 10000.0 ** (k / 1.0)
+            ref[r, k] = 0.5 * x[r, k] + 2.0 * np.sin(val)
+            ref[r, 2 + k] = 0.5 * x[r, 2 + k] + 2.0 * np.cos(val)
+    np.testing.assert_allclose(np.array(got), ref, rtol=1e-12)
+    assert got.recursive_sequence_lengths() == [lengths]
+    np.testing.assert_allclose(np.array(g), np.full_like(x, 1.5))
+
+
 # -- not differentiable ---------------------------------------------------------------------------
 def test_similarity_focus_doc_example():
     """The example of fluid's documentation (axis=1, indexes=[0])."""

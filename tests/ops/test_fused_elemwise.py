@@ -1,0 +1,46 @@
+"""OpTest cases for fluidlite/ops/fused_elemwise.py (fluid 1.8's fused_elemwise_activation)."""
+import numpy as np
+import pytest
+
+from fluidlite.core.registry import get_op_def
+from fluidlite.testing import OpTest
+
+UNARY = {"scale": lambda v: v * 0.1, "relu": lambda v: np.maximum(v, 0), "tanh": np.tanh,
+         "sigmoid": lambda v: 1 / (1 + np.exp(-v))}
+BINARY = {"elementwise_add": np.add, "elementwise_mul": np.multiply}
+
+
+@pytest.mark.parametrize("unary", list(UNARY))
+@pytest.mark.parametrize("binary", list(BINARY))
+@pytest.mark.parametrize("outside", [True, False])
+@pytest.mark.parametrize("xs,ys,axis,yb", [((2, 3, 4), (2, 3, 4), -1, (2, 3, 4)),
+                                           ((2, 3, 4), (3,), 1, (1, 3, 1)),
+                                           ((3,), (2, 3, 4), 1, None)])
+def test_fused_elemwise_activation(unary, binary, outside, xs, ys, axis, yb):
+    x = OpTest.rand(*xs, avoid=0.0)
+    y = OpTest.rand(*ys, avoid=0.0, seed=1)
+    if yb is None:                      # X is the smaller operand, placed at `axis` in Y
+        xa, ya = x.reshape(1, 3, 1), y
+    else:
+        xa, ya = x, y.reshape(yb)
+    u, b = UNARY[unary], BINARY[binary]
+    if outside:                         # [unary, binary]: Out = unary(binary(X, Y))
+        inter = b(xa, ya)
+        out, fl = u(inter), [unary, binary]
+    else:                               # [binary, unary]: Out = binary(X, unary(Y))
+        inter = u(y)
+        out, fl = b(xa, u(ya)), [binary, unary]
+    t = OpTest()
+    t.op_type = "fused_elemwise_activation"
+    t.inputs = {"X": x, "Y": y}
+    t.attrs = {"axis": axis, "scale": 0.1, "functor_list": fl, "save_intermediate_out": True}
+    t.outputs = {"Out": out, "IntermediateOut": inter}
+    t.check_infer()
+    t.check_output(rtol=1e-12, atol=1e-12)
+    t.check_grad(["X", "Y"], "Out")
+
+
+def test_fused_elemwise_activation_refuses_unknown_functors():
+    with pytest.raises(ValueError, match="functor_list must be"):
+        get_op_def("fused_elemwise_activation").forward(
+            np.ones(2), np.ones(2), functor_list=["gelu", "elementwise_add"])
