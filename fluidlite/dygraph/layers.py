@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections
+import copy
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core import mode as _mode
 from ..core import names
 from ..layer_helper import LayerHelper
 from ..param_attr import ParamAttr
@@ -32,6 +34,96 @@ class _HookHandle:
 
     def remove(self) -> None:
         self._hooks.pop(self._key, None)
+
+
+class LayerObjectHelper(LayerHelper):
+    """fluid 1.8's ``Layer._helper`` (``dygraph/layer_object_helper.py``): a LayerHelper whose
+    input, parameter-attribute and activation methods take their arguments explicitly, as
+    ``forward`` code written for fluid 1.8 calls them, e.g.
+    ``self._helper.iter_inputs_and_params(input, self._param_attr)``.
+
+    Args:
+        name (str): the layer's full name (parameters are named after it).
+    Returns:
+        LayerObjectHelper: the helper.
+    Raises:
+        TypeError: ``name`` is not a non-empty str.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     layer = fluid.dygraph.Layer("demo")
+        ...     x = fluid.dygraph.to_variable(np.ones((2, 3), "float32"))
+        ...     [type(a).__name__ for _, a in layer._helper.iter_inputs_and_params([x, x])]
+        ['ParamAttr', 'ParamAttr']
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, name=name)
+
+    def _multiple_input(self, inputs_in: Any) -> List[Any]:
+        inputs = list(inputs_in) if isinstance(inputs_in, (list, tuple)) else [inputs_in]
+        return [VarBase(np.asarray(i)) if isinstance(i, np.ndarray) else i for i in inputs]
+
+    def _input(self, inputs_in: Any) -> Any:
+        inputs = self._multiple_input(inputs_in)
+        if len(inputs) != 1:
+            raise ValueError(f"{self.layer_type} layer only takes one input, but received "
+                             f"{len(inputs)}")
+        return inputs[0]
+
+    def _multiple_param_attr(self, length: int, param_attr_in: Any = None) -> List[Any]:
+        attrs = [param_attr_in] if isinstance(param_attr_in, ParamAttr) else param_attr_in
+        if len(attrs) not in (1, length):
+            raise ValueError(f"parameter number mismatch in {self.name}: {len(attrs)} "
+                             f"param_attr for {length} inputs (give 1 or {length})")
+        if len(attrs) == 1 and length != 1:
+            attrs = [copy.deepcopy(attrs[0]) for _ in range(length)]
+        return list(attrs)
+
+    def iter_inputs_and_params(self, inputs_in: Any = None,  # type: ignore[override]
+                               param_attr_in: Any = None) -> Iterator[Tuple[Any, Any]]:
+        """Each input with its ParamAttr (one attr is copied for every input)."""
+        attr = ParamAttr._to_attr(param_attr_in)
+        if isinstance(attr, bool):
+            raise ValueError(f"Param_attr should not be False in {self.name}")
+        inputs = self._multiple_input(inputs_in if inputs_in is not None else [])
+        yield from zip(inputs, self._multiple_param_attr(len(inputs), attr))
+
+    def input_dtype(self, inputs_in: Any = None) -> Any:  # type: ignore[override]
+        """The inputs' common dtype (ValueError when they differ)."""
+        dtype = None
+        for each in self._multiple_input(inputs_in if inputs_in is not None else []):
+            if dtype is None:
+                dtype = each.dtype
+            elif dtype != each.dtype:
+                raise ValueError(f"Data Type mismatch: {dtype} to {each.dtype} in {self.name}")
+        return dtype
+
+    def append_activation(self, input_var: Any, act: Any = None,  # type: ignore[override]
+                          use_cudnn: Optional[bool] = None,
+                          use_mkl_dnn: Optional[bool] = None) -> Any:
+        """``act`` (an op type such as ``'relu'``) applied to ``input_var``; None: unchanged."""
+        if act is None:
+            return input_var
+        if not isinstance(act, str):
+            raise TypeError(f"{act!r} should be unicode or str in {self.name}")
+        attrs: Dict[str, Any] = {}
+        if use_cudnn:
+            attrs["use_cudnn"] = True
+        if use_mkl_dnn:
+            attrs["use_mkldnn"] = True
+        out = self.create_variable_for_type_inference(dtype=input_var.dtype)
+        self.append_op(type=act, inputs={"X": [input_var]}, outputs={"Out": [out]},
+                       attrs=attrs)
+        return out
+
+    def is_instance(self, param: Any, cls: type) -> None:  # type: ignore[override]
+        """TypeError unless ``param`` is a ``cls``."""
+        if not isinstance(param, cls):
+            raise TypeError(f"The input {param!r} parameter of method {self.layer_type} must "
+                            f"be {cls.__name__}, in layer {self.name}")
 
 
 class Layer:
@@ -70,10 +162,11 @@ class Layer:
 
     def __init__(self, name_scope: Optional[str] = None, dtype: Any = "float32") -> None:
         self.training = True
+        self._built = False
         if name_scope is None:
             name_scope = _camel_to_snake(type(self).__name__)
         self._full_name = names.generate(name_scope)
-        self._helper = LayerHelper(self._full_name, name=self._full_name)
+        self._helper = LayerObjectHelper(self._full_name)
         self._dtype = dtype
         self._parameters: "collections.OrderedDict[str, ParamBase]" = collections.OrderedDict()
         self._sub_layers: "collections.OrderedDict[str, Layer]" = collections.OrderedDict()
@@ -107,6 +200,8 @@ class Layer:
         """
         for layer in self.sublayers(include_sublayers=True) + [self]:
             layer.training = True
+        if _mode.tracer is not None:    # fluid 1.8: also the tracer's mode (layers.dropout)
+            _mode.tracer.train_mode = True
         return self
 
     def eval(self) -> "Layer":
@@ -130,6 +225,8 @@ class Layer:
         """
         for layer in self.sublayers(include_sublayers=True) + [self]:
             layer.training = False
+        if _mode.tracer is not None:    # fluid 1.8: also the tracer's mode (layers.dropout)
+            _mode.tracer.train_mode = False
         return self
 
     def full_name(self) -> str:
@@ -556,6 +653,10 @@ class Layer:
                 res = hook(self, inputs)
                 if res is not None:
                     inputs = res if isinstance(res, tuple) else (res,)
+        if not getattr(self, "_built", True):
+            # fluid 1.8: a layer creates what depends on its first inputs' shapes here
+            self._build_once(*inputs, **kwargs)
+            self._built = True
         outputs = self.forward(*inputs, **kwargs)
         if self._forward_post_hooks:
             for hook in list(self._forward_post_hooks.values()):
@@ -563,6 +664,11 @@ class Layer:
                 if res is not None:
                     outputs = res
         return outputs
+
+    def _build_once(self, *inputs: Any, **kwargs: Any) -> None:
+        """fluid 1.8's hook run once, before the first ``forward``, with the same arguments:
+        subclasses create the parameters whose shapes depend on the first inputs there. The
+        base layer creates nothing."""
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         """The layer's computation; subclasses override it, and calling the layer runs it (with

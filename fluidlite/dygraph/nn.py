@@ -449,8 +449,8 @@ class LayerNorm(_Op):
 
 class Embedding(_Op):
     """``W: [vocab_size, emb_dim]`` (``embedding_N.w_0``, Xavier); ``forward(ids)`` gives
-    ``ids.shape + [emb_dim]`` (op ``lookup_table_v2``; ids ending in a 1-dim use fluid 1.8's
-    ``lookup_table`` and drop it). ``padding_idx`` rows are zero and get no gradient.
+    ``ids.shape + [emb_dim]`` (op ``lookup_table_v2``, as fluid 1.8's dygraph Embedding, also
+    for ids ending in a 1-dim). ``padding_idx`` rows are zero and get no gradient.
 
     Args:
         size (list of 2 ints): ``[vocab_size, emb_dim]``.
@@ -460,8 +460,8 @@ class Embedding(_Op):
         param_attr (ParamAttr | str | None): the table's attribute.
         dtype (str, default "float32"): the table's dtype.
     Returns:
-        Embedding: the layer; ``layer(ids)`` returns ``ids.shape + [emb_dim]`` (a trailing 1 of
-        ``ids`` dropped), dtype ``dtype``.
+        Embedding: the layer; ``layer(ids)`` returns ``ids.shape + [emb_dim]``, dtype
+        ``dtype``.
     Raises:
         ValueError: ``size`` is not two positive ints or ``padding_idx`` is outside
             ``[-vocab_size, vocab_size)``; when called, the ids are not int64/int32 or an id is
@@ -475,7 +475,7 @@ class Embedding(_Op):
         ...     emb = fluid.dygraph.Embedding(size=[10, 4])
         ...     y = emb(fluid.dygraph.to_variable(np.array([[1], [5]], "int64")))
         ...     print(y.shape)
-        [2, 4]
+        [2, 1, 4]
     """
 
     def __init__(self, size: Sequence[int], is_sparse: bool = False,
@@ -497,8 +497,9 @@ class Embedding(_Op):
         self.weight = self.create_parameter(size, param_attr, dtype)
 
     def forward(self, input: VarBase) -> VarBase:
-        op_type = "lookup_table" if input.shape and input.shape[-1] == 1 else "lookup_table_v2"
-        return self._run(op_type, {"Ids": input, "W": self.weight},
+        # fluid 1.8's dygraph Embedding is always lookup_table_v2: a trailing 1 of the ids is
+        # kept ([N, 1] ids give [N, 1, emb_dim]; the zoo's similarity_net GRU indexes it)
+        return self._run("lookup_table_v2", {"Ids": input, "W": self.weight},
                          {"is_sparse": self._is_sparse, "is_distributed": self._is_distributed,
                           "remote_prefetch": False, "padding_idx": self._padding_idx})
 
@@ -538,8 +539,18 @@ class Dropout(Layer):
         self._is_test = bool(is_test)
 
     def forward(self, input: VarBase) -> VarBase:
-        return _layers.dropout(input, self._p, is_test=self._is_test or not self.training,
-                               seed=self._seed, dropout_implementation=self._impl)
+        # fluid 1.8's dygraph.Dropout follows this layer's own `training`, not the tracer's
+        # mode that layers.dropout reads (a new layer drops after another layer's eval())
+        tracer = _mode.tracer
+        mode = tracer.train_mode if tracer is not None else None
+        if tracer is not None:
+            tracer.train_mode = True
+        try:
+            return _layers.dropout(input, self._p, is_test=self._is_test or not self.training,
+                                   seed=self._seed, dropout_implementation=self._impl)
+        finally:
+            if tracer is not None:
+                tracer.train_mode = mode
 
 
 class PRelu(_Op):

@@ -93,7 +93,18 @@ def _accumulators(opt: Any, param: ParamBase) -> Dict[str, VarBase]:
             fill = acc.fill(opt) if callable(acc.fill) else acc.fill
             shape = [1] if acc.scalar else param.shape
             var_name = names.generate(param.name + "_" + name)
-            value = opt.__dict__.get("_dygraph_pending", {}).pop(var_name, None)
+            loaded = opt.__dict__.get("_dygraph_pending", {})
+            # fluid 1.8's _add_accumulator: once a state is loaded, every accumulator created
+            # afterwards must be in it (its names come from unique_name, as when it was saved)
+            if loaded and var_name not in loaded:
+                raise ValueError(
+                    f"Optimizer set error: the state loaded with set_dict has no accumulator "
+                    f"'{var_name}' for parameter '{param.name}' (it holds "
+                    f"{sorted(loaded)[:4]}...). Accumulator names come from unique_name at "
+                    f"the first minimize: build the model and optimizer and run that step in "
+                    f"the same unique_name space as when the state was saved (a new process, "
+                    f"or fluid.unique_name.guard())")
+            value = loaded.get(var_name)
             if value is None:
                 value = np.full(shape, fill, dtype=param._array().dtype)
             var = VarBase(np.array(value, dtype=param._array().dtype), name=var_name,
@@ -579,19 +590,29 @@ def state_dict(opt: Any) -> Dict[str, VarBase]:
 
 def set_dict(opt: Any, state: Dict[str, Any]) -> None:
     """Load ``state_dict`` values: existing accumulators are overwritten now, the others when
-    the optimizer creates them (same names in a model built the same way)."""
-    pending = opt.__dict__.setdefault("_dygraph_pending", {})
+    the optimizer creates them (same names in a model built the same way). As fluid 1.8: a
+    ValueError when an existing accumulator is missing from ``state``, and later when an
+    accumulator created after loading is not in it."""
     existing = {var.name: var for table in opt._accumulators.values()
                 for var in table.values() if isinstance(var, VarBase)}
+    missing = sorted(k for k in existing if k not in state)
+    if missing:                     # fluid 1.8: "optimizer variable {} not found"
+        raise ValueError(f"optimizer variable {missing[0]} not found in the state given to "
+                         f"set_dict ({len(missing)} of the optimizer's {len(existing)} "
+                         f"accumulators are missing): pass the state_dict() of an optimizer "
+                         f"of the same type over the same parameters")
+    # kept whole, as fluid 1.8's _accumulators_holder: accumulators created later (at their
+    # parameter's first update) take their value from it
+    pending = opt.__dict__["_dygraph_pending"] = {}
     lr_state = {}
     for k, v in state.items():
         arr = np.asarray(v.numpy() if isinstance(v, VarBase) else v)
         if k.startswith("LR_Scheduler@"):
             lr_state[k[len("LR_Scheduler@"):]] = arr
-        elif k in existing:
+            continue
+        if k in existing:
             existing[k].set_value(arr)
-        else:
-            pending[k] = arr
+        pending[k] = arr
     lr = opt._learning_rate
     if lr_state and hasattr(lr, "set_dict"):
         lr.set_dict(lr_state)

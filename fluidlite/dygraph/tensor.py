@@ -316,7 +316,9 @@ class VarBase(Variable):
         return int(self._scalar())
 
     def __bool__(self) -> bool:
-        return bool(self._scalar())
+        # fluid 1.8's VarBase.__nonzero__ (and Paddle 2.x's): a one-element tensor is true
+        # when its value is > 0, so a tensor holding -1 is false
+        return bool(self._scalar() > 0)
 
     def _scalar(self) -> Any:
         _note_read(self)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Optional
 
+from ..core import mode as _mode
 from ..core import shape as S
 from ..core.dtypes import VarType, is_float
 from ..core.ir import Variable
@@ -63,6 +64,12 @@ def batch_norm(input: Variable, act: Any = None, is_test: bool = False, momentum
             training too.
     Returns:
         Variable: the normalized input, same shape and dtype.
+    Raises:
+        TypeError: ``input`` is not a float Variable, ``momentum`` is neither a number nor a
+            one-element float Variable, or ``epsilon`` is not a number.
+        ValueError: ``bias_attr`` is False, ``momentum`` is outside [0, 1], ``epsilon`` is
+            negative, ``data_layout`` is not ``"NCHW"``/``"NHWC"``, or ``input`` has rank < 2 or
+            an unknown channel dimension.
 
     Example:
         >>> import numpy as np
@@ -157,6 +164,12 @@ def layer_norm(input: Variable, scale: bool = True, shift: bool = True, begin_no
         name (str | None): name prefix of the output.
     Returns:
         Variable: the normalized input, same shape.
+    Raises:
+        TypeError: ``input`` is not a float Variable, ``begin_norm_axis`` is not an int, or
+            ``epsilon`` is not a number.
+        ValueError: ``begin_norm_axis`` is outside [1, rank - 1], a normalized dimension is
+            unknown, ``epsilon`` is negative, or ``param_attr`` / ``bias_attr`` is False while
+            ``scale`` / ``shift`` is True.
 
     Example:
         >>> import numpy as np
@@ -222,6 +235,10 @@ def l2_normalize(x: Variable, axis: int, epsilon: float = 1e-12,
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x / sqrt(max(sum(x ** 2, axis), epsilon))``.
+    Raises:
+        TypeError: ``x`` is not a float Variable, ``axis`` is not an int, or ``epsilon`` is not a
+            number.
+        ValueError: ``epsilon`` is negative.
 
     Example:
         >>> import numpy as np
@@ -268,6 +285,10 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: Optio
             (train: ``x * mask / (1 - p)``; inference: ``x``).
     Returns:
         Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float Variable, or ``seed`` is not an int.
+        ValueError: ``dropout_prob`` is not a number in [0, 1], or ``dropout_implementation`` is
+            not ``"downgrade_in_infer"``/``"upscale_in_train"``.
 
     Example:
         >>> import numpy as np
@@ -290,6 +311,12 @@ def dropout(x: Variable, dropout_prob: float, is_test: bool = False, seed: Optio
     if dropout_implementation not in ("downgrade_in_infer", "upscale_in_train"):
         raise ValueError(f"dropout: dropout_implementation must be 'downgrade_in_infer' or "
                          f"'upscale_in_train', got {dropout_implementation!r}")
+    if _mode.tracer is not None and not _mode.tracer.train_mode:
+        # fluid 1.8's dygraph branch takes is_test from the tracer's mode, which
+        # Layer.eval() sets: models pass is_test=False and rely on eval() (fluid ignores the
+        # argument entirely; here is_test=True still holds in train mode, as dygraph.Dropout
+        # of an eval()-ed layer needs)
+        is_test = True
     helper = LayerHelper("dropout", name=name)
     out = helper.create_variable_for_type_inference(x.dtype)
     mask = helper.create_variable_for_type_inference(VarType.UINT8, stop_gradient=True)
