@@ -26,6 +26,11 @@ from .tensor import ParamBase, VarBase
 __all__ = ["Tracer", "Node"]
 
 _CACHE_LIMIT = 8192
+# an attr holding more values than this (assign_value's data: a NumpyArrayInitializer's weights)
+# keeps its call out of the kernel cache: the key would copy every value into a tuple that the
+# cache keeps for the process's life (1.2 GB for ResNet-18's weights), to speed up a call made
+# once
+_MAX_KEY_VALUES = 1024
 _SKIP_ATTRS = frozenset(registry.COMMON_ATTRS)
 # (op type, attrs, input shapes/dtypes, outputs) -> bound kernel; shared by every tracer (a new
 # guard keeps the warm cache)
@@ -141,9 +146,14 @@ def _given_outputs(out_slots: Sequence[Tuple[str, bool]], outputs: Dict[str, Any
 
 
 def _frozen_key(op_type: str, attrs: Dict[str, Any], sig: Sequence[Any],
-                outputs: Sequence[str], skip: Any = frozenset()) -> Tuple[Any, ...]:
+                outputs: Sequence[str], skip: Any = frozenset()) -> Optional[Tuple[Any, ...]]:
     """The kernel cache key when ``attrs`` holds unhashable values (lists): ``_freeze``'s
-    stand-ins for them, the attrs in ``skip`` left out."""
+    stand-ins for them, the attrs in ``skip`` left out. None (not to be cached) when an attr
+    holds more than ``_MAX_KEY_VALUES`` values."""
+    for x in attrs.values():
+        if (x.__class__ is list or x.__class__ is tuple or x.__class__ is np.ndarray) and \
+                len(x) > _MAX_KEY_VALUES:
+            return None
     return (op_type, tuple((k, _freeze(x)) for k, x in attrs.items() if k not in skip),
             tuple(sig), tuple(outputs))
 
@@ -291,7 +301,7 @@ class Tracer:
             entry = self._cache.get(key)
         except TypeError:               # list-valued attrs: a hashable stand-in
             key = _frozen_key(type, attrs, sig, present, _SKIP_ATTRS)
-            entry = self._cache.get(key)
+            entry = None if key is None else self._cache.get(key)
         try:
             if entry is None:
                 entry = self._cached_entry(key, opdef, type, attrs, in_arrays, present)
@@ -352,8 +362,11 @@ class Tracer:
     def _cached_entry(self, key: Any, opdef: registry.OpDef, op_type: str,
                       attrs: Dict[str, Any], in_arrays: Sequence[Any],
                       present: Sequence[str]) -> Tuple[Any, ...]:
-        """A cache miss: ``_prepare`` the entry and keep it under ``key``."""
+        """A cache miss: ``_prepare`` the entry and keep it under ``key`` (not kept when
+        ``key`` is None: see ``_frozen_key``)."""
         entry = self._prepare(opdef, op_type, attrs, in_arrays, present)
+        if key is None:
+            return entry
         if len(self._cache) >= _CACHE_LIMIT:
             self._cache.clear()
         self._cache[key] = entry
@@ -485,10 +498,11 @@ def kernel_entry(op_type: str, attrs: Optional[Dict[str, Any]], in_arrays: Seque
         entry = _KERNELS.get(key)
     except TypeError:                   # list-valued attrs: a hashable stand-in
         key = _frozen_key(op_type, attrs, sig, outputs)
-        entry = _KERNELS.get(key)
+        entry = None if key is None else _KERNELS.get(key)
     if entry is None:
         entry = _DEFAULT._prepare(meta[0], op_type, attrs, list(in_arrays), outputs)
-        _KERNELS[key] = entry
+        if key is not None:
+            _KERNELS[key] = entry
     return entry[0], entry[1], entry[2]
 
 
