@@ -8,9 +8,10 @@ docs/compatibility.md.)
 """
 from __future__ import annotations
 
+import copy
 import math
 import numbers
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -363,6 +364,13 @@ class NumpyArrayInitializer(Initializer):
         if not isinstance(value, np.ndarray):
             raise TypeError(f"NumpyArrayInitializer expects a numpy array, got {type(value)}")
         self._value = value
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "NumpyArrayInitializer":
+        # only read (into the assign_value op): copies of a ParamAttr share the array, so a
+        # layer helper's defensive copy does not duplicate every initial weight
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        return clone
 
     def __call__(self, var: Any, block: Any) -> Any:
         if tuple(self._value.shape) != tuple(var.shape):
