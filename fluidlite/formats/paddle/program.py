@@ -127,7 +127,7 @@ _FLUIDLITE_FORM = "fluidlite_form"
 # (skip_eager_deletion_vars) by type std::vector<std::string>, its type is std::vector<int>").
 _STRINGS_ATTRS = frozenset({
     "op_role_var", "op_callstack", "skip_eager_deletion_vars", "epmap", "table_names",
-    "backward_skip_vars", "ex_states", "states", "block_in_grads",
+    "backward_skip_vars", "ex_states", "states", "block_in_grads", "functor_list",
     "original_output_grad"})     # while_grad's (a grad op: no proto to check it against)
 _FLOATS_ATTRS = frozenset({
     "Scale_weights", "anchor_sizes", "aspect_ratios", "bbox_reg_weights", "fixed_ratios",
