@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -339,18 +339,20 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
     verdict("paddle_train", train)
 
 
-def run(zoo: str, models: List[str], out: str, paddle: Optional[str],
-        timeout: float = 1800) -> Dict[str, Dict[str, Any]]:
-    """Every model in a worker process of its own, then Paddle over all cases."""
+def run_workers(module: str, zoo: str, models: List[str], out: str, timeout: float,
+                env: Optional[Dict[str, str]] = None) -> Dict[str, Dict[str, Any]]:
+    """``python -m <module> --worker MODEL CASE ZOO`` for every model, each in a process of
+    its own (the import hook and the zoo's modules stay there); its ``result.json``, or a
+    failed ``build`` stage naming the crash or the timeout."""
     results: Dict[str, Dict[str, Any]] = {}
     for i, model in enumerate(models):
         case = os.path.join(out, model)
         os.makedirs(case, exist_ok=True)
         sys.stderr.write(f"[{i + 1}/{len(models)}] {model}\n")
-        cmd = [sys.executable, "-m", "tests.real.zoo18", "--worker", model, case, zoo]
+        cmd = [sys.executable, "-m", module, "--worker", model, case, zoo]
         try:
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                                  timeout=timeout)
+                                  timeout=timeout, env=env)
             failure = None if proc.returncode == 0 else proc.stderr[-2000:]
         except subprocess.TimeoutExpired:
             failure = f"timed out after {timeout} s"
@@ -360,6 +362,13 @@ def run(zoo: str, models: List[str], out: str, paddle: Optional[str],
                 results[model] = json.load(f)
         else:
             results[model] = {"model": model, "build": {"ok": False, "detail": failure}}
+    return results
+
+
+def run(zoo: str, models: List[str], out: str, paddle: Optional[str],
+        timeout: float = 1800) -> Dict[str, Dict[str, Any]]:
+    """Every model in a worker process of its own, then Paddle over all cases."""
+    results = run_workers("tests.real.zoo18", zoo, models, out, timeout)
     if paddle:
         sys.stderr.write("Paddle 2.6: inference and training of the saved programs\n")
         proc = subprocess.run([paddle, os.path.join(HERE, "paddle_zoo.py"), "run", out],
@@ -375,14 +384,15 @@ def run(zoo: str, models: List[str], out: str, paddle: Optional[str],
     return results
 
 
-def table(results: Dict[str, Dict[str, Any]]) -> str:
-    rows = ["| model | " + " | ".join(STAGES) + " |", "|---" * (len(STAGES) + 1) + "|"]
+def table(results: Dict[str, Dict[str, Any]], stages: Sequence[str] = STAGES) -> str:
+    """A markdown table model x stage (ok / FAIL / - not reached) with a "passed" row."""
+    rows = ["| model | " + " | ".join(stages) + " |", "|---" * (len(stages) + 1) + "|"]
     for model, r in results.items():
         cells = ["ok" if r.get(s, {}).get("ok") else ("FAIL" if s in r else "-")
-                 for s in STAGES]
+                 for s in stages]
         rows.append(f"| {model} | " + " | ".join(cells) + " |")
-    passed = {s: sum(1 for r in results.values() if r.get(s, {}).get("ok")) for s in STAGES}
-    rows.append("| passed | " + " | ".join(f"{passed[s]}/{len(results)}" for s in STAGES) +
+    passed = {s: sum(1 for r in results.values() if r.get(s, {}).get("ok")) for s in stages}
+    rows.append("| passed | " + " | ".join(f"{passed[s]}/{len(results)}" for s in stages) +
                 " |")
     return "\n".join(rows)
 

@@ -42,7 +42,6 @@ import importlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,9 +51,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
+from . import zoo18
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ZOO_COMMIT = "b71cf6322ad8bd293c052cbbe45f7a382fcb73ae"     # PaddlePaddle/models release/1.8
+ZOO_COMMIT = zoo18.ZOO_COMMIT      # PaddlePaddle/models release/1.8
 ZOO_SUBDIR = "dygraph"
 STAGES = ("build", "train", "learn", "round_trip")
 TRAIN_STEPS, STEPS, SEED = 3, 15, 7
@@ -790,39 +791,16 @@ def models() -> List[str]:
 
 def run(zoo: str, names: List[str], out: str, timeout: float = 900
         ) -> Dict[str, Dict[str, Any]]:
-    """Every model in a worker process of its own."""
-    results: Dict[str, Dict[str, Any]] = {}
-    for i, name in enumerate(names):
-        case = os.path.join(out, name)
-        os.makedirs(case, exist_ok=True)
-        sys.stderr.write(f"[{i + 1}/{len(names)}] {name}\n")
-        cmd = [sys.executable, "-m", "tests.real.zoo18_dygraph", "--worker", name, case, zoo]
-        try:
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                                  timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
-            failure = None if proc.returncode == 0 else proc.stderr[-2000:]
-        except subprocess.TimeoutExpired:
-            failure = f"timed out after {timeout} s"
-        path = os.path.join(case, "result.json")
-        if failure is None and os.path.exists(path):
-            with open(path) as f:
-                results[name] = json.load(f)
-        else:
-            results[name] = {"model": name, "build": {"ok": False, "detail": failure}}
+    """Every model in a worker process of its own (``zoo18.run_workers``)."""
+    results = zoo18.run_workers("tests.real.zoo18_dygraph", zoo, names, out, timeout,
+                                env=dict(os.environ, PYTHONPATH=ROOT))
     with open(os.path.join(out, "summary.json"), "w") as f:
         json.dump(results, f, indent=1)
     return results
 
 
 def table(results: Dict[str, Dict[str, Any]]) -> str:
-    rows = ["| model | " + " | ".join(STAGES) + " |", "|---" * (len(STAGES) + 1) + "|"]
-    for name, r in results.items():
-        cells = ["ok" if r.get(s, {}).get("ok") else ("FAIL" if s in r else "-")
-                 for s in STAGES]
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
-    passed = {s: sum(1 for r in results.values() if r.get(s, {}).get("ok")) for s in STAGES}
-    rows.append("| passed | " + " | ".join(f"{passed[s]}/{len(results)}" for s in STAGES) +
-                " |")
+    rows = [zoo18.table(results, STAGES)]
     rows += [f"| {name} | skipped: {why} |" for name, why in sorted(SKIPPED.items())]
     return "\n".join(rows)
 
