@@ -7,6 +7,8 @@ to fetch and where to put it.
 """
 from __future__ import annotations
 
-from . import cifar, common, imdb, imikolov, mnist, uci_housing
+from . import (cifar, common, imdb, imikolov, mnist, movielens, uci_housing, wmt14,
+               wmt16)
 
-__all__ = ["cifar", "common", "imdb", "imikolov", "mnist", "uci_housing"]
+__all__ = ["cifar", "common", "imdb", "imikolov", "mnist", "movielens", "uci_housing",
+           "wmt14", "wmt16"]
