@@ -17,9 +17,10 @@ gradient rule:
 Gradients reaching a leaf tensor (no node, ``stop_gradient=False``) accumulate into its
 ``gradient()`` (``backward``) or are returned (``grad``); ``backward`` also leaves every
 intermediate tensor that is still referenced its gradient of that pass (as fluid 1.8). Unless
-``retain_graph``, the visited nodes are released afterwards (their saved arrays are dropped); a
-second backward through them
-raises an error saying to pass ``retain_graph=True``.
+``retain_graph``, the visited nodes are released (their saved arrays are dropped) -- by
+``backward`` each as soon as its gradient has run, so activations go as the pass walks back
+(an error mid-pass leaves the walked part released, as in PyTorch); a second backward through
+them raises an error saying to pass ``retain_graph=True``.
 """
 from __future__ import annotations
 
@@ -876,28 +877,49 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
     grads, leaves, order = _discover(roots, root_grads)
     pop = grads.pop
     steps = _STEPS
+    # Without retain_graph each node is released as soon as its step has run, so the saved
+    # activations go as the pass walks back (as the static plan frees them after their last
+    # gradient op), not all at its end. A released consumer no longer keeps its inputs alive,
+    # but the pass finds an input's gradient through that tensor (``out_refs`` are weak):
+    # ``held`` keeps the intermediate tensors that have a pending gradient until their
+    # producer has taken it.
+    held: Dict[int, VarBase] = {}
     for n in order:
         if n.__class__ is not Node:     # a @declarative call: its static backward
             _declarative_step(n, grads, leaves, pop)
-            continue
-        try:
-            stops = tuple(map(_sg, n.in_vars))  # the common case: one tensor in every slot
-        except AttributeError:
-            stops = _stop_flags(n.in_vars)
-        entry = steps.get((n.key, stops))
-        if entry is None or entry[0] is not n.opdef:
-            if len(steps) > 8192:
-                steps.clear()
-            entry = steps[(n.key, stops)] = (n.opdef, _make_step(n, stops))
-        entry[1](n, grads, leaves, pop)
-    if not retain_graph:
-        for n in order:
-            if n.__class__ is Node:     # Node.release, inlined
-                n.released = True
-                n.in_vars = n.in_arrays = n.out_arrays = n.out_refs = None
-            else:
-                n.release()
+        else:
+            try:
+                stops = tuple(map(_sg, n.in_vars))  # the common case: one tensor per slot
+            except AttributeError:
+                stops = _stop_flags(n.in_vars)
+            entry = steps.get((n.key, stops))
+            if entry is None or entry[0] is not n.opdef:
+                if len(steps) > 8192:
+                    steps.clear()
+                entry = steps[(n.key, stops)] = (n.opdef, _make_step(n, stops))
+            entry[1](n, grads, leaves, pop)
+        if not retain_graph:
+            _release_walked(n, grads, held)
     return grads, leaves
+
+
+def _release_walked(n: Node, grads: Dict[int, Any], held: Dict[int, VarBase]) -> None:
+    """``n``'s step has run: its outputs' gradients are taken (``held`` lets them go), its
+    inputs' pending gradients keep their tensors in ``held``, and ``n`` is released."""
+    for refs in n.out_refs or ():
+        if refs is None:
+            continue
+        for ref in (refs if refs.__class__ is list else (refs,)):
+            v = ref()
+            if v is not None:
+                held.pop(id(v), None)
+    for v in n.in_vars or ():
+        if v is None:
+            continue
+        for x in (v if v.__class__ is list else (v,)):
+            if x is not None and x._node is not None and id(x) in grads:
+                held[id(x)] = x
+    n.release()
 
 
 def _root_grads(roots: Sequence[VarBase], grad_tensors: Optional[Sequence[Any]],

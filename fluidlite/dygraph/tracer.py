@@ -309,12 +309,6 @@ class Tracer:
             res = fn(*in_arrays, rng=self._rng_for(checked)) if uses_rng else fn(*in_arrays)
         except (TypeError, ValueError, IndexError, FloatingPointError) as e:
             raise _at_user_line(e, type) from None
-        if rp.tape is not None:             # an eager step replay.py may compile
-            if self.recorder is None:
-                rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad),
-                          uses_rng)
-            else:
-                rp.tape = None
         if self.recorder is not None:
             self._record(type, in_slots, in_vars, out_slots, out_vars, checked)
         record = requires and diff and self.has_grad and not stop_gradient
@@ -326,6 +320,12 @@ class Tracer:
             if x.__class__ is not ParamBase:
                 x._node = node
                 x._stop_gradient = not record
+        if rp.tape is not None:             # an eager step replay.py may compile (recorded
+            if self.recorder is None:       # once the outputs hold their values and flags)
+                rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad),
+                          uses_rng)
+            else:
+                rp.tape = None
 
     def _write_outputs(self, op_type: str, out_slots: Sequence[Tuple[str, bool]],
                        out_vars: List[Any], value: Any, results: Optional[Dict[str, Any]],
