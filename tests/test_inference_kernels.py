@@ -1,6 +1,6 @@
 """The inference fast paths (``fluidlite/inference/ops.py``) and the passes that create them:
 ``attention_fuse_pass`` (``scaled_dot_product_attention``), relu6 in
-``conv_elementwise_add_act_fuse_pass``, and ``conv2d_fusion``'s 1x1 and depthwise kernels.
+``conv_elementwise_add_act_fuse_pass``, and ``conv2d_fusion`` on 1x1 and depthwise geometries.
 Every optimised program must equal the unoptimised one within 1e-5 relative, and every pass can
 be switched off on its own."""
 from __future__ import annotations

@@ -3,11 +3,9 @@
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
 makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
-kernel adds the bias and activation in place on the fresh product -- one temporary and one
-pass over memory less per fused op -- and has two inference fast paths of its own: a 1x1
-convolution is one (batched) GEMM on the input as it lies (no im2col, no layout copies), and a
-depthwise convolution is kh*kw shifted multiply-adds on the padded input (no kh*kw-times
-larger column matrix, no per-channel GEMMs); every other geometry runs the ``conv2d`` kernel.
+kernel is ``conv2d``'s (with its pointwise, depthwise and im2col paths) followed by the bias
+and the activation in place on the fresh product -- one temporary and one pass over memory
+less per fused op.
 
 ``scaled_dot_product_attention`` (made by ``attention_fuse_pass``; fluidlite's own type, Paddle
 fuses attention only together with its QKV projections) is
@@ -21,12 +19,11 @@ Inference-only: ``no_grad`` (the passes run on test-mode programs). Registered o
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
-from ..ops.conv import resolve_padding
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
@@ -94,73 +91,18 @@ class Conv2DFusion(OpDef):
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
-        out = None
-        if data_format in ("NCHW", "AnyLayout") and Input.ndim == 4 and \
-                Input.dtype == Filter.dtype and Input.dtype != np.float16:
-            out = _fast_conv(Input, Filter, strides, paddings, padding_algorithm, groups,
-                             dilations)
-        if out is None:
-            out = get_op_def("conv2d").forward(
-                Input, Filter, strides=strides, paddings=paddings,
-                padding_algorithm=padding_algorithm, groups=groups, dilations=dilations,
-                data_format=data_format)["Output"]
-            if not out.flags.writeable:
-                out = out.copy()
+        # conv2d's own kernels (depthwise, pointwise and im2col paths, one place for all)
+        out = get_op_def("conv2d").forward(
+            Input, Filter, strides=strides, paddings=paddings,
+            padding_algorithm=padding_algorithm, groups=groups, dilations=dilations,
+            data_format=data_format)["Output"]
+        if not out.flags.writeable:
+            out = out.copy()
         if Bias is not None:
             last = data_format in ("NHWC", "NDHWC")
             b = Bias.reshape(-1).astype(out.dtype, copy=False)
             out += b if last else b.reshape(-1, 1, 1)
         return {"Output": _activate(out, activation, self.type)}
-
-
-def _fast_conv(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any, algorithm: str,
-               groups: int, dilations: Any) -> Optional[np.ndarray]:
-    """The 1x1 and depthwise fast paths (NCHW), or None for any other geometry."""
-    N, C, H, W = x.shape
-    F, Cg, kh, kw = w.shape
-    pads, dil = resolve_padding((H, W), (kh, kw), list(strides), list(paddings),
-                                list(dilations), algorithm)
-    sh, sw = int(strides[0]), int(strides[1])
-    if groups == 1 and (kh, kw) == (1, 1) and not any(pads) and Cg == C:
-        xs = x if (sh, sw) == (1, 1) else x[:, :, ::sh, ::sw]
-        oh, ow = xs.shape[2], xs.shape[3]
-        cols = xs.reshape(N, C, oh * ow)                 # a view when stride 1
-        out = np.matmul(w.reshape(F, C), cols)           # [N, F, oh*ow]: one GEMM per image
-        return out.reshape(N, F, oh, ow)
-    if groups == C == F and Cg == 1:
-        return _depthwise(x, w.reshape(C, kh, kw), pads, (sh, sw), dil)
-    return None
-
-
-def _depthwise(x: np.ndarray, w: np.ndarray, pads: Any, strides: Any, dil: Any
-               ) -> np.ndarray:
-    """Y[n,c] = sum_{i,j} W[c,i,j] * Xpad[n, c, y*sh + i*dh, x*sw + j*dw]: one multiply-add
-    per tap over the output (fluid's im2col reads zeros past the padding the same way)."""
-    N, C, H, W = x.shape
-    _, kh, kw = w.shape
-    (sh, sw), (dh, dw) = strides, dil
-    oh = (H + pads[0] + pads[1] - (dh * (kh - 1) + 1)) // sh + 1
-    ow = (W + pads[2] + pads[3] - (dw * (kw - 1) + 1)) // sw + 1
-    # the canvas reaches every tap of the last window (a truncated window reads zeros)
-    Hp = max(H + pads[0] + pads[1], (oh - 1) * sh + dh * (kh - 1) + 1)
-    Wp = max(W + pads[2] + pads[3], (ow - 1) * sw + dw * (kw - 1) + 1)
-    if (Hp, Wp) == (H, W):
-        xp = x
-    else:
-        xp = np.zeros((N, C, Hp, Wp), x.dtype)
-        xp[:, :, pads[0]:pads[0] + H, pads[2]:pads[2] + W] = x
-    out = np.empty((N, C, oh, ow), x.dtype)
-    tmp = np.empty_like(out)
-    taps = w.reshape(C, kh * kw, 1, 1)
-    for t in range(kh * kw):
-        i, j = divmod(t, kw)
-        win = xp[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
-        if t == 0:
-            np.multiply(win, taps[:, t], out=out)
-        else:
-            np.multiply(win, taps[:, t], out=tmp)
-            out += tmp
-    return out
 
 
 def _attention_shape(q: Any, k: Any, v: Any, transpose_k: bool) -> Tuple[int, ...]:
