@@ -1,7 +1,9 @@
 """Input layers: ``fluid.data`` (checked feeds) and ``fluid.layers.data`` (append_batch_size)."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
 
 from ..core.dtypes import VarType
 from ..core.ir import Variable, default_main_program
@@ -46,8 +48,7 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
         ((-1, 13), (4, 1))
     """
     _check_name(name, "data")
-    shape = [-1 if d is None else int(d) for d in shape]
-    _check_dims(shape, f"fluid.layers.data '{name}'")
+    shape = _shape_list(shape, f"fluid.layers.data '{name}'")
     if any(d < 0 for d in shape):
         append_batch_size = False
     if append_batch_size:
@@ -55,6 +56,27 @@ def data(name: str, shape: Sequence[Optional[int]], append_batch_size: bool = Tr
     return default_main_program().global_block().create_var(
         name=name, shape=shape, dtype=dtype, type=type, stop_gradient=stop_gradient,
         lod_level=lod_level, is_data=True, need_check_feed=False)
+
+
+def _shape_list(shape: Any, what: str) -> List[int]:
+    """``shape`` as a list of ints (None -> -1), checked (``_check_dims``)."""
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"{what}: shape must be a list or tuple of ints (None or -1 for a size "
+                        f"given by the feed), but received {type(shape).__name__} {shape!r}; "
+                        f"e.g. shape=[None, {shape!r}]" if isinstance(shape, int) else
+                        f"{what}: shape must be a list or tuple of ints (None or -1 for a size "
+                        f"given by the feed), but received {type(shape).__name__} {shape!r}")
+    out = []
+    for i, d in enumerate(shape):
+        if d is None:
+            out.append(-1)
+        elif isinstance(d, (int, np.integer)) and not isinstance(d, bool):
+            out.append(int(d))
+        else:
+            raise ValueError(f"{what}: shape[{i}] must be an int (or None), but received "
+                             f"{type(d).__name__} {d!r}; shape = {list(shape)}")
+    _check_dims(out, what)
+    return out
 
 
 def _check_dims(shape: Sequence[int], what: str) -> None:
@@ -93,8 +115,7 @@ def fluid_data(name: str, shape: Sequence[Optional[int]], dtype: Any = "float32"
         ((-1, 1, 28, 28), True)
     """
     _check_name(name, "data")
-    shape = [-1 if d is None else int(d) for d in shape]
-    _check_dims(shape, f"fluid.data '{name}'")
+    shape = _shape_list(shape, f"fluid.data '{name}'")
     return default_main_program().global_block().create_var(
         name=name, shape=shape, dtype=dtype, type=VarType.LOD_TENSOR, stop_gradient=True,
         lod_level=lod_level, is_data=True, need_check_feed=True)

@@ -7,7 +7,7 @@ over positions, vectorised across the sequence pairs.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -20,31 +20,50 @@ from .sequence import _context, _off, _offsets, _pad_index, _seg_reduce, _unpad_
 @register
 class RowConv(OpDef):
     """Out[t] = sum_j X[t + j] * Filter[j] for j <= future_context (rows past the end of t's
-    sequence count as zero); keeps X's LoD. dFilter[j] = sum_t dOut[t] * X[t + j], dX
-    scatter-adds dOut[t] * Filter[j] to row t + j."""
+    sequence count as zero). X is a LoD tensor [T, D] (keeps its LoD) or, without LoD, a padded
+    batch [B, T, D] whose B rows are each one sequence of T steps (fluid 1.8's tensor form).
+    dFilter[j] = sum_t dOut[t] * X[t + j], dX scatter-adds dOut[t] * Filter[j] to row t + j."""
     type, inputs, outputs = "row_conv", ("X", "Filter"), ("Out",)
     grad_uses = ("X", "Filter")
     lod_aware = True
 
     def infer(self, X, Filter):
-        if X.ndim != 2 or Filter.ndim != 2:
-            raise ValueError("row_conv: X must be [N, D] and Filter [future_context + 1, D]")
+        if X.ndim not in (2, 3) or Filter.ndim != 2 or (
+                X.shape[-1] >= 0 and Filter.shape[1] >= 0 and X.shape[-1] != Filter.shape[1]):
+            raise ValueError(f"row_conv: X must be [T, D] (with LoD) or [B, T, D] and Filter "
+                             f"[future_context + 1, D], got X {list(X.shape)} and Filter "
+                             f"{list(Filter.shape)}")
         return {"Out": X}
 
-    def _gather(self, X: np.ndarray, Filter: np.ndarray, lod: Any):
-        off = _off(self.type, (lod or {}).get("X"))
-        idx, valid = _context(X, off, Filter.shape[0], 0)
-        return idx, valid, X[idx] * valid[..., None].astype(X.dtype)
+    def _rows(self, X: np.ndarray, lod: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """(X as [rows, D], sequence offsets): the LoD's, or B sequences of T rows."""
+        x_lod = (lod or {}).get("X")
+        if X.ndim == 3 and not x_lod:
+            B, T = X.shape[:2]
+            return X.reshape(B * T, X.shape[2]), np.arange(B + 1, dtype=np.int64) * T
+        if X.ndim != 2:
+            raise ValueError(f"row_conv: a LoD X must be [T, D], got {list(X.shape)}")
+        return X, _off(self.type, x_lod)
+
+    def _gather(self, X2: np.ndarray, off: np.ndarray, Filter: np.ndarray):
+        idx, valid = _context(X2, off, Filter.shape[0], 0)
+        return idx, valid, X2[idx] * valid[..., None].astype(X2.dtype)
 
     def forward(self, X, Filter, lod=None):
-        _, _, ctx = self._gather(X, Filter, lod)
-        return {"Out": (ctx * Filter[None]).sum(1), "lod": {"Out": lod["X"]}}
+        X2, off = self._rows(X, lod)
+        _, _, ctx = self._gather(X2, off, Filter)
+        out = {"Out": (ctx * Filter[None]).sum(1).reshape(X.shape)}
+        if (lod or {}).get("X"):
+            out["lod"] = {"Out": lod["X"]}
+        return out
 
     def backward(self, X, Filter, dOut, lod=None):
-        idx, valid, ctx = self._gather(X, Filter, lod)
-        dX = np.zeros_like(X)
-        np.add.at(dX, idx[valid], (dOut[:, None, :] * Filter[None])[valid])
-        return {"X": dX, "Filter": (dOut[:, None, :] * ctx).sum(0)}
+        X2, off = self._rows(X, lod)
+        d2 = dOut.reshape(X2.shape)
+        idx, valid, ctx = self._gather(X2, off, Filter)
+        dX = np.zeros_like(X2)
+        np.add.at(dX, idx[valid], (d2[:, None, :] * Filter[None])[valid])
+        return {"X": dX.reshape(X.shape), "Filter": (d2[:, None, :] * ctx).sum(0)}
 
 
 @register
@@ -224,7 +243,10 @@ class ChunkEval(OpDef):
     no_grad = True
     lod_aware = True
 
-    def infer(self, Inference, Label, SeqLength):
+    def infer(self, Inference, Label, SeqLength, *, chunk_scheme="IOB"):
+        if chunk_scheme not in _SCHEMES:
+            raise ValueError(f"chunk_eval: chunk_scheme must be one of {list(_SCHEMES)}, got "
+                             f"{chunk_scheme!r}")
         if SeqLength is not None and len(Inference.shape) not in (2, 3):
             raise ValueError(f"chunk_eval: with SeqLength, Inference must be padded [batch, "
                              f"max_len] (or [batch, max_len, 1]), got {list(Inference.shape)}")

@@ -236,6 +236,13 @@ def _check_rnn_args(who: str, input: Any, hidden_size: int, num_layers: int) -> 
     check_int(num_layers, "num_layers", who, minimum=1)
 
 
+def _check_dropout(who: str, dropout_prob: Optional[float]) -> None:
+    if dropout_prob is not None and not (isinstance(dropout_prob, (int, float)) and
+                                         0.0 <= dropout_prob <= 1.0):
+        raise ValueError(f"{who}: dropout_prob must be None or a probability in [0, 1], but "
+                         f"received {dropout_prob!r}")
+
+
 def _unit_attrs(param_attr: Any, bias_attr: Any, tag: str, i: int) -> Tuple[Any, Any]:
     """Layer ``i``'s attrs: a named attr gets ``_<tag>_w_<i>`` / ``_<tag>_b_<i>`` appended
     (tag ``fw`` / ``bw``), as fluid 1.8 named them."""
@@ -327,6 +334,7 @@ def _basic_rnn(who: str, make_unit: Callable[[str, Any, Any], Layer], n_states: 
                param_attr: Any, bias_attr: Any, name: str,
                dropout_implementation: str) -> Tuple[Variable, List[Variable]]:
     _check_rnn_args(who, input, hidden_size, num_layers)
+    _check_dropout(who, dropout_prob)
     directions = [("fw", f"{name}_layers_")] + \
         ([("bw", f"{name}_reverse_layers_")] if bidirectional else [])
     units = [[make_unit(prefix + str(i), *_unit_attrs(param_attr, bias_attr, tag, i))
@@ -393,7 +401,7 @@ def basic_gru(input: Variable, init_hidden: Optional[Variable], hidden_size: int
         TypeError: ``input`` or a given ``init_hidden`` is not a Variable, or ``hidden_size`` /
             ``num_layers`` is not an int.
         ValueError: ``input`` is not 3-D, ``hidden_size`` / ``num_layers`` is below 1, or
-            ``dropout_prob`` is above 1.
+            ``dropout_prob`` is outside [0, 1].
 
     Example:
         >>> import fluidlite as fluid
@@ -457,7 +465,7 @@ def basic_lstm(input: Variable, init_hidden: Optional[Variable],
         TypeError: ``input`` or a given ``init_hidden`` / ``init_cell`` is not a Variable, or
             ``hidden_size`` / ``num_layers`` is not an int.
         ValueError: ``input`` is not 3-D, ``hidden_size`` / ``num_layers`` is below 1, or
-            ``dropout_prob`` is above 1.
+            ``dropout_prob`` is outside [0, 1].
 
     Example:
         >>> import fluidlite as fluid
