@@ -1,0 +1,93 @@
+"""conv2d's im2col routines run the batch in blocks whose columns fit the cache
+(``_batch_blocks``): forward, input gradient and filter gradient over several blocks equal a
+direct float64 convolution (``sliding_window_view`` + einsum, no im2col), for every geometry
+the blocks meet (strides, dilations, groups, uneven padding, a partial last block)."""
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
+from fluidlite.core.registry import get_op_def
+from fluidlite.ops import conv as C
+
+CONV, GRAD = get_op_def("conv2d"), get_op_def("conv2d_grad")
+
+
+def _direct(x, w, stride, pads, dil, groups):
+    """float64 reference: Y[n, f] = sum_{c in group(f), i, j} W[f, c, i, j] Xpad[n, c, ...]."""
+    x = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pads[0], pads[1]), (pads[2], pads[3])))
+    F, Cg, kh, kw = w.shape
+    win = sliding_window_view(x, ((kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), axis=(2, 3))
+    win = win[:, :, ::stride[0], ::stride[1], ::dil[0], ::dil[1]]      # [N, C, oh, ow, kh, kw]
+    fg = F // groups
+    outs = [np.einsum("ncyxij,fcij->nfyx", win[:, g * Cg:(g + 1) * Cg],
+                      w[g * fg:(g + 1) * fg].astype(np.float64)) for g in range(groups)]
+    return np.concatenate(outs, axis=1)
+
+
+def _grads(x, w, dy, stride, pads, dil, groups):
+    """float64 reference gradients: the reference convolution is linear in x and in w, so
+    dX and dW are its adjoints, taken exactly through einsum on basis probes."""
+    dx = np.zeros(x.shape)
+    for idx in np.ndindex(*x.shape[1:]):           # one probe per input position (small x)
+        e = np.zeros((1,) + x.shape[1:])
+        e[(0,) + idx] = 1
+        col = _direct(e, w, stride, pads, dil, groups)[0]
+        dx[(slice(None),) + idx] = np.einsum("nfyx,fyx->n", dy.astype(np.float64), col)
+    dw = np.zeros(w.shape)
+    for idx in np.ndindex(*w.shape):
+        e = np.zeros(w.shape)
+        e[idx] = 1
+        dw[idx] = np.sum(_direct(x, e, stride, pads, dil, groups) * dy)
+    return dx, dw
+
+
+@pytest.mark.parametrize("stride,pads,dil,groups", [
+    ((1, 1), (1, 1, 1, 1), (1, 1), 1),
+    ((2, 1), (0, 1, 2, 0), (1, 1), 1),
+    ((1, 2), (1, 1, 0, 1), (2, 1), 2),
+])
+def test_blocked_conv_equals_a_direct_convolution(monkeypatch, stride, pads, dil, groups):
+    monkeypatch.setattr(C, "_COLS_BUDGET", 1)       # one image per block
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 7, 6))           # 5 blocks, float64: exact to rounding
+    w = rng.standard_normal((6, 4 // groups, 3, 2))
+    attrs = dict(strides=list(stride), paddings=list(pads), dilations=list(dil), groups=groups)
+    assert len(C._batch_blocks(4, C._conv_geom(x, w, attrs["strides"], attrs["paddings"],
+                                               attrs["dilations"], "EXPLICIT", groups), 5)) == 5
+    y = CONV.forward(x, w, **attrs)["Output"]
+    want = _direct(x, w, stride, pads, dil, groups)
+    assert y.shape == want.shape and y.dtype == np.float64
+    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    got = GRAD.forward(x, w, dy, **attrs)
+    dx, dw = _grads(x, w, dy, stride, pads, dil, groups)
+    np.testing.assert_allclose(got["Input@GRAD"], dx, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(got["Filter@GRAD"], dw, rtol=1e-11, atol=1e-11)
+
+
+def test_blocks_of_a_real_layer_in_float32():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 64, 32, 32)).astype(np.float32)    # 2.4 MB of columns each
+    w = (rng.standard_normal((16, 64, 3, 3)) * 0.1).astype(np.float32)
+    attrs = dict(strides=[1, 1], paddings=[1, 1], dilations=[1, 1], groups=1)
+    g = C._conv_geom(x, w, [1, 1], [1, 1], [1, 1], "EXPLICIT", 1)
+    assert len(C._batch_blocks(64, g, 5)) == 3                      # 2 + 2 + 1 images
+    y = CONV.forward(x, w, **attrs)["Output"]
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, _direct(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1),
+                               rtol=1e-4, atol=1e-4)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    got = GRAD.forward(x, w, dy, **attrs)
+    # dW = sum_n dY[n] (x) X[n]: the float64 sum over the same windows
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    win = sliding_window_view(xp, (3, 3), axis=(2, 3))               # [N, C, 32, 32, 3, 3]
+    dw = np.einsum("nfyx,ncyxij->fcij", dy.astype(np.float64), win)
+    assert got["Filter@GRAD"].dtype == np.float32
+    np.testing.assert_allclose(got["Filter@GRAD"], dw, rtol=1e-4, atol=2e-3)
+    # dX: the transposed convolution, by the same windows' adjoint on each image
+    dx = got["Input@GRAD"]
+    assert dx.shape == x.shape and dx.dtype == np.float32
+    probe = rng.standard_normal(x.shape)
+    lhs = np.sum(dx.astype(np.float64) * probe)          # <dX, p> = <dY, conv(p)>
+    rhs = np.sum(dy.astype(np.float64) * _direct(probe, w, (1, 1), (1, 1, 1, 1), (1, 1), 1))
+    assert abs(lhs - rhs) <= 1e-4 * abs(rhs) + 1e-2
