@@ -8,7 +8,9 @@
   alike. The filter gradient sums each row's products, then the N rows of a channel in a fixed
   order. Maps under ``_ROWS_LAST_MAX`` pixels (7x7, 14x14) put the rows last instead
   (``[Hp, Wp, N*C]``) so that each pass is one long contiguous loop, not thousands of 7-wide
-  ones.
+  ones. The forward (stride 1) and input gradient (stride 1, or big maps) of bigger maps
+  split each row's padded map into its stride phases laid out flat, so that every tap is one
+  contiguous slice per row.
 * **1x1** convolutions with groups 1 and no padding: a plain GEMM per image on the NCHW
   arrays, ``Y[n] = W X[n]``, with no im2col and no layout transposes.
 * ``copy_parts`` / ``run_parts``: the layout copies and col2im adds of ``conv.py``'s im2col
@@ -38,6 +40,7 @@ _BLOCK = 1 << 16        # output elements per block of rows (256 KiB of float32)
 _PARTS = 2              # fixed split of the rows (results never depend on the thread count)
 _ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
 _POINTWISE_MIN = 128    # 1x1 GEMM per image only for maps of at least this many pixels
+_PHASES_MIN = 2048      # a strided depthwise input gradient on phase planes from this many pixels
 _pool: List[ThreadPoolExecutor] = []
 
 
@@ -137,6 +140,13 @@ def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow]."""
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_fwd_last(x, w, g)
+    if (g.sh, g.sw) == (1, 1):
+        return _depthwise_fwd_flat(x, w, g)
+    return _depthwise_fwd_rows(x, w, g)     # (a strided forward gains nothing from phases)
+
+
+def _depthwise_fwd_rows(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    """``depthwise_fwd`` over blocks of rows, each tap a strided view (any stride)."""
     N, C = x.shape[:2]
     m = w.shape[0] // C
     xp = _padded_rows(x, g)
@@ -168,6 +178,13 @@ def depthwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
     through its strided view (the adjoint of ``depthwise_fwd``)."""
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_dx_last(dy, w, g, C)
+    if (g.sh, g.sw) == (1, 1) or g.oh * g.ow >= _PHASES_MIN:
+        return _depthwise_dx_flat(dy, w, g, C)
+    return _depthwise_dx_rows(dy, w, g, C)
+
+
+def _depthwise_dx_rows(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+    """``depthwise_dx`` over blocks of rows, each tap a strided view (any stride)."""
     N, m = dy.shape[0], dy.shape[1] // C
     dyr = np.ascontiguousarray(dy).reshape(N * C, m, g.oh, g.ow)
     wr = _rows_weights(w, C, N)
@@ -229,6 +246,118 @@ def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray
                                   out=sums[k, i, j, r0:r1])
     _run_parts(part, N * C)
     return sums
+
+
+# -- depthwise on flat phase planes ---------------------------------------------------------------
+# The padded map of each row is split into its sh*sw stride phases (padded rows a, a+sh, ...
+# and columns b, b+sw, ...: one plane for stride 1), each laid out flat ``Wq`` wide. Tap (i, j)
+# of output pixel (y, x) is then pixel (y + qi, x + qj) of phase (pi, pj) (i*dh = qi*sh + pi,
+# j*dw = qj*sw + pj): with output pixels numbered p = y*Wq + x, every tap of a block of rows
+# is ONE contiguous slice of oh*Wq elements per row, instead of oh strided slices of ow. The
+# Wq - ow columns past each output row are computed and dropped (forward) or zeroed before
+# they are added back (input gradient); each plane has a spare zero row, so a map's last
+# taps stay inside it. The same operations per element, in the same order, as the strided
+# row kernels (``_depthwise_fwd_rows``): the forward is bit-identical.
+class _Phases:
+    """Where the stride phases of a padded map lie: ``planes`` (sh*sw) of ``Hq`` x ``Wq``,
+    the plane and flat offset of every tap (``taps``), and per plane the input rows and
+    columns that land in it (``parts``)."""
+
+    def __init__(self, g: Any) -> None:
+        self.Wq = -(-g.Wp // g.sw)
+        self.Hq = -(-g.Hp // g.sh) + 1
+        self.planes = g.sh * g.sw
+        self.taps = []
+        for i in range(g.kh):
+            qi, pi = divmod(i * g.dh, g.sh)
+            for j in range(g.kw):
+                qj, pj = divmod(j * g.dw, g.sw)
+                self.taps.append((pi * g.sw + pj, qi * self.Wq + qj))
+        self.parts = []                 # (plane, h0, w0, first plane row, first plane column)
+        for a in range(g.sh):
+            h0 = (a - g.pt) % g.sh
+            for b in range(g.sw):
+                w0 = (b - g.pl) % g.sw
+                if h0 < g.H and w0 < g.W:
+                    self.parts.append((a * g.sw + b, h0, w0, (g.pt + h0) // g.sh,
+                                       (g.pl + w0) // g.sw))
+
+    def split(self, x: np.ndarray, g: Any) -> np.ndarray:
+        """``x`` [N, C, H, W] -> zero-padded phase planes [N*C, planes, Hq*Wq]."""
+        N, C = x.shape[:2]
+        buf = np.zeros((N, C, self.planes, self.Hq, self.Wq), x.dtype)
+        for ph, h0, w0, r, c in self.parts:
+            src = x[:, :, h0::g.sh, w0::g.sw]
+            buf[:, :, ph, r:r + src.shape[2], c:c + src.shape[3]] = src
+        return buf.reshape(N * C, self.planes, -1)
+
+    def join(self, buf: np.ndarray, g: Any, N: int, C: int) -> np.ndarray:
+        """Phase planes [N*C, planes, Hq*Wq] -> the unpadded map [N, C, H, W]."""
+        planes = buf.reshape(N, C, self.planes, self.Hq, self.Wq)
+        out = np.empty((N, C, g.H, g.W), buf.dtype)
+        for ph, h0, w0, r, c in self.parts:
+            dst = out[:, :, h0::g.sh, w0::g.sw]
+            dst[...] = planes[:, :, ph, r:r + dst.shape[2], c:c + dst.shape[3]]
+        return out
+
+
+def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    N, C = x.shape[:2]
+    m = w.shape[0] // C
+    q = _Phases(g)
+    xf = q.split(x, g)
+    wr = _rows_weights(w, C, N).reshape(m, g.kh * g.kw, N * C, 1)
+    L = g.oh * q.Wq
+    y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
+    rb = max(1, _BLOCK // L)
+
+    def part(lo: int, hi: int) -> None:
+        acc = np.empty((min(rb, hi - lo), L), x.dtype)
+        tmp = np.empty_like(acc)
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            a, t = acc[:r1 - r0], tmp[:r1 - r0]
+            for k in range(m):
+                for n, (ph, off) in enumerate(q.taps):
+                    if n == 0:
+                        np.multiply(xf[r0:r1, ph, off:off + L], wr[k, n, r0:r1], out=a)
+                    else:
+                        np.multiply(xf[r0:r1, ph, off:off + L], wr[k, n, r0:r1], out=t)
+                        a += t
+                y[r0:r1, k] = a.reshape(r1 - r0, g.oh, q.Wq)[:, :, :g.ow]
+    _run_parts(part, N * C)
+    return y.reshape(N, C * m, g.oh, g.ow)
+
+
+def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+    N, m = dy.shape[0], dy.shape[1] // C
+    q = _Phases(g)
+    dyr = np.zeros((N * C, m, g.oh, q.Wq), dy.dtype)       # dY rows laid out Wq wide
+    dyr[:, :, :, :g.ow] = dy.reshape(N * C, m, g.oh, g.ow)
+    dyr = dyr.reshape(N * C, m, -1)
+    wr = _rows_weights(w, C, N).reshape(m, g.kh * g.kw, N * C, 1)
+    L = g.oh * q.Wq
+    dxf = np.zeros((N * C, q.planes, q.Hq * q.Wq), dy.dtype)
+    rb = max(1, _BLOCK // L)
+
+    def part(lo: int, hi: int) -> None:
+        tmp = np.empty((min(rb, hi - lo), L), dy.dtype)
+        acc = np.empty_like(tmp) if m > 1 else None
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            t = tmp[:r1 - r0]
+            for n, (ph, off) in enumerate(q.taps):
+                np.multiply(dyr[r0:r1, 0], wr[0, n, r0:r1], out=t)
+                for k in range(1, m):
+                    a = acc[:r1 - r0]
+                    np.multiply(dyr[r0:r1, k], wr[k, n, r0:r1], out=a)
+                    t += a
+                # the dropped columns add exact zeros (even where W is not finite)
+                t.reshape(r1 - r0, g.oh, q.Wq)[:, :, g.ow:] = 0
+                view = dxf[r0:r1, ph, off:off + L]
+                view += t
+    _run_parts(part, N * C)
+    return q.join(dxf, g, N, C)
 
 
 # -- depthwise on small maps: rows last ---------------------------------------------------------

@@ -1,0 +1,81 @@
+"""Depthwise convolutions run on flat stride-phase planes (``_depthwise_fwd_flat`` /
+``_depthwise_dx_flat``: each tap one contiguous slice per row): the same numbers as the
+strided row kernels -- bit for bit forward -- and as a direct float64 convolution, for
+strides, channel multipliers, dilations, uneven and zero paddings; non-finite weights spoil
+only what they touch."""
+import numpy as np
+import pytest
+
+from fluidlite.ops import _conv_kernels as K
+from fluidlite.ops import conv as CV
+
+CASES = [  # N, C, m, H, W, kernel, pads (t, b, l, r), dilation, strides
+    (2, 3, 1, 20, 18, (3, 3), (1, 1, 1, 1), 1, (1, 1)),
+    (1, 2, 3, 17, 23, (3, 3), (2, 0, 1, 2), 2, (1, 1)),
+    (3, 4, 2, 21, 20, (5, 3), (0, 0, 0, 0), 1, (1, 1)),
+    (2, 5, 1, 31, 9, (3, 5), (1, 2, 2, 1), 1, (1, 1)),
+    (2, 3, 1, 40, 38, (3, 3), (1, 1, 1, 1), 1, (2, 2)),
+    (1, 2, 2, 41, 37, (3, 3), (0, 1, 1, 0), 1, (2, 2)),
+    (2, 2, 1, 55, 50, (5, 5), (2, 2, 2, 2), 2, (3, 2)),
+    (1, 3, 1, 33, 20, (3, 3), (1, 1, 0, 2), 1, (2, 1)),
+]
+
+
+def _geom(x, w, pads, dil, strides=(1, 1)):
+    return CV._conv_geom(x, w, list(strides), list(pads), [dil, dil], "EXPLICIT", x.shape[1])
+
+
+def _direct(x, w, g):
+    """float64 Y[n, c*m+k] = sum_{i,j} W[c*m+k, 0, i, j] Xpad[n, c, y + i*dh, x + j*dw]."""
+    N, C = x.shape[:2]
+    m = w.shape[0] // C
+    xp = np.zeros((N, C, g.Hp, g.Wp))
+    xp[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    y = np.zeros((N, C * m, g.oh, g.ow))
+    for f in range(C * m):
+        c = f // m
+        for i in range(g.kh):
+            for j in range(g.kw):
+                y[:, f] += w[f, 0, i, j] * xp[:, c, i * g.dh:i * g.dh + g.sh * (g.oh - 1) + 1:g.sh,
+                                              j * g.dw:j * g.dw + g.sw * (g.ow - 1) + 1:g.sw]
+    return y
+
+
+@pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", CASES)
+def test_flat_planes_equal_the_strided_rows_and_a_direct_convolution(N, C, m, H, W, k, pads,
+                                                                     dil, strides):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
+    g = _geom(x, w, pads, dil, strides)
+    assert g.oh * g.ow >= K._ROWS_LAST_MAX          # the rows-first layout applies
+    y = K._depthwise_fwd_flat(x, w, g)
+    np.testing.assert_array_equal(y, K._depthwise_fwd_rows(x, w, g))
+    np.testing.assert_array_equal(K.depthwise_fwd(x, w, g), y)      # whichever one runs
+    np.testing.assert_allclose(y, _direct(x.astype(np.float64), w.astype(np.float64), g),
+                               rtol=1e-5, atol=1e-5)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    dx = K._depthwise_dx_flat(dy, w, g, C)
+    assert dx.shape == x.shape and dx.dtype == np.float32
+    np.testing.assert_allclose(K.depthwise_dx(dy, w, g, C), dx, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(dx, K._depthwise_dx_rows(dy, w, g, C), rtol=1e-6, atol=1e-6)
+    # the adjoint: <dX, p> = <dY, conv(p)> in float64
+    probe = rng.standard_normal(x.shape)
+    lhs = np.sum(dx.astype(np.float64) * probe)
+    rhs = np.sum(dy.astype(np.float64) * _direct(probe, w.astype(np.float64), g))
+    assert abs(lhs - rhs) <= 1e-5 * (abs(rhs) + np.abs(dy).sum())
+
+
+def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 2, 18, 18)).astype(np.float32)
+    w = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    w[0, 0, 2, 2] = np.nan                          # bottom-right tap of channel 0
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    dy = rng.standard_normal((1, 2, g.oh, g.ow)).astype(np.float32)
+    dx = K._depthwise_dx_flat(dy, w, g, 2)
+    # NaN * dY reaches the inputs that tap reads (rows and columns 1..17 of channel 0), and
+    # nothing else: not the first row or column, which only the dropped columns would wrap to
+    np.testing.assert_array_equal(np.isnan(dx), np.isnan(K._depthwise_dx_rows(dy, w, g, 2)))
+    assert np.isnan(dx[0, 0, 1:, 1:]).all() and not np.isnan(dx[0, 0, 0]).any() and \
+        not np.isnan(dx[0, 0, :, 0]).any() and not np.isnan(dx[0, 1]).any()
