@@ -60,6 +60,8 @@ ap.add_argument("--json", default=None, help="also write the results to this fil
 ARGS = ap.parse_args()
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _blas  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -685,8 +687,9 @@ def main():
         except ImportError:
             print("torch: skipped (not importable)")
             ARGS.engines.remove("torch")
-    print(f"median ms per run over {ARGS.runs} interleaved runs, {ARGS.threads} threads each; "
-          f"ratios > 1 = fluidlite slower; peak MiB = RSS growth of one run")
+    print(f"median ms per run over {ARGS.runs} interleaved runs, {ARGS.threads} threads each "
+          f"(OpenBLAS {_blas.describe()} kernels); ratios > 1 = fluidlite slower; peak MiB = "
+          f"RSS growth of one run")
     print(HEAD, flush=True)
     rng = np.random.default_rng(0)
     results, passes = [], {}

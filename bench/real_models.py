@@ -44,6 +44,8 @@ ap.add_argument("--child", nargs=2, metavar=("MODEL", "FRAMEWORK"), help=argpars
 ARGS = ap.parse_args()
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, str(ARGS.threads))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _blas  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -652,7 +654,8 @@ def main():
         except ImportError:
             torch_ok = False
             print("note: PyTorch is not installed; no torch column")
-    print(f"threads={ARGS.threads}; numpy {np.__version__}; python {sys.version.split()[0]}; "
+    print(f"threads={ARGS.threads}; numpy {np.__version__} (OpenBLAS {_blas.describe()} "
+          f"kernels); python {sys.version.split()[0]}; "
           f"{ARGS.steps} timed steps per framework, interleaved in blocks of {ARGS.block}; "
           f"median ms/step; peak = peak RSS (MiB) of a fresh process running 3 steps")
     print(f"{'model':<44}{'static':>9}{'dygraph':>9}{'torch':>9}{'st/torch':>9}"
