@@ -407,8 +407,24 @@ def _array_grads(rng):
                   "label": rng.randint(0, 3, (4, 1)).astype("int64")}
 
 
+def _global_norm_clip(rng):
+    """``GradientClipByGlobalNorm``, as the zoo's language models and din train: fluidlite's
+    squared norms are float64 sums of the float32 gradients (docs/compatibility.md), which
+    the writer gives Paddle as a ``cast`` + ``squared_l2_norm`` (Paddle's op keeps its input's
+    dtype). The clip is active: the gradients' norm is far above 0.05."""
+    x = L.data("x", [5], dtype="float32")
+    label = L.data("label", [1], dtype="int64")
+    h = L.fc(L.fc(x, 7, act="tanh"), 6, act="sigmoid")
+    loss = L.mean(L.softmax_with_cross_entropy(L.fc(h, 3), label))
+    fluid.optimizer.Momentum(0.1, 0.9, grad_clip=fluid.clip.GradientClipByGlobalNorm(0.05)) \
+        .minimize(loss)
+    return loss, {"x": rng.rand(6, 5).astype("float32") * 4,
+                  "label": rng.randint(0, 3, (6, 1)).astype("int64")}
+
+
 TRAINERS = {"conv_momentum": _conv_momentum, "attention_adam": _attention_adam,
-            "cross_entropy_while": _cross_entropy_while, "array_grads": _array_grads}
+            "cross_entropy_while": _cross_entropy_while, "array_grads": _array_grads,
+            "global_norm_clip": _global_norm_clip}
 
 
 def _write_lines(path: str, lines: List[str]) -> None:
@@ -515,6 +531,22 @@ def test_writer_adds_batch_norm_reserve_space_for_paddle():
     # an inference (is_test) batch_norm gets none, as Paddle writes it
     test_desc = pf.program_to_desc(main.clone(for_test=True))
     assert "ReserveSpace" not in _slots(_ops(test_desc, "batch_norm")[0], inputs=False)
+
+
+def test_writer_widens_squared_l2_norm_with_a_cast_for_paddle():
+    main, desc = _training_desc(_global_norm_clip)
+    norms = _ops(desc, "squared_l2_norm")
+    assert len(norms) == 6                          # one per gradient
+    casts = {_slots(od, inputs=False)["Out"][0]: od for od in _ops(desc, "cast")}
+    fp64 = {v.name for v in desc.blocks[0].vars if v.type.lod_tensor.tensor.data_type == 6}
+    for od in norms:
+        (x,) = _slots(od)["X"]
+        (out,) = _slots(od, inputs=False)["Out"]
+        assert x.endswith("@GRAD@WIDENED") and x in casts and x in fp64 and out in fp64
+        assert _attrs(casts[x])["in_dtype"].i == 5 and _attrs(casts[x])["out_dtype"].i == 6
+    # the program itself is untouched: one float64 squared_l2_norm per float32 gradient
+    ops = [op for op in main.global_block().ops if op.type == "squared_l2_norm"]
+    assert len(ops) == 6 and all(not op.input("X")[0].endswith("@WIDENED") for op in ops)
 
 
 def test_writer_adds_grad_attrs_and_inputs_paddle_reads():

