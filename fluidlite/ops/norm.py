@@ -78,7 +78,9 @@ class BatchNorm(OpDef):
         xc = X - mu.reshape(bs)
         var = np.mean(np.square(xc), axis=axes)
         inv_std = 1.0 / np.sqrt(var + eps)
-        y = xc * (Scale * inv_std).reshape(bs)
+        # Y in xc's buffer: the same products and sums, one batch-sized array fewer
+        y = np.multiply(xc, (Scale * inv_std).reshape(bs), out=xc) \
+            if xc.dtype == np.result_type(xc, Scale, inv_std) else xc * (Scale * inv_std).reshape(bs)
         y += Bias.reshape(bs)
         m = float(momentum if MomentumTensor is None else MomentumTensor.reshape(-1)[0])
         return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
@@ -118,7 +120,12 @@ class BatchNormGrad(OpDef):
 
         def xhat() -> np.ndarray:
             if "xh" not in cache:
-                cache["xh"] = (X - SavedMean.reshape(bs)) * SavedVariance.reshape(bs)
+                xh = X - SavedMean.reshape(bs)
+                if xh.dtype == np.result_type(xh, SavedVariance):
+                    xh *= SavedVariance.reshape(bs)     # (in place: one array fewer)
+                else:
+                    xh = xh * SavedVariance.reshape(bs)
+                cache["xh"] = xh
             return cache["xh"]
 
         def dbias() -> np.ndarray:
@@ -128,7 +135,9 @@ class BatchNormGrad(OpDef):
 
         def dscale() -> np.ndarray:
             if "ds" not in cache:
-                cache["ds"] = (dY * xhat()).sum(axis=axes)
+                prod = dY * xhat()
+                cache["ds"] = prod.sum(axis=axes)
+                cache["scratch"] = prod         # (dx may write its result here)
             return cache["ds"]
 
         def dx() -> np.ndarray:
@@ -136,8 +145,20 @@ class BatchNormGrad(OpDef):
             if global_stats:
                 return dY * k
             inv_m = 1.0 / m
-            t = dY - (dbias() * inv_m).reshape(bs)
-            t -= xhat() * (dscale() * inv_m).reshape(bs)
+            ds, db = dscale(), dbias()          # (before xhat is scaled in place below)
+            c = (db * inv_m).reshape(bs)
+            t = cache.pop("scratch")
+            if t.dtype == np.result_type(dY, c):
+                np.subtract(dY, c, out=t)
+            else:
+                t = dY - c
+            xh = cache.pop("xh")
+            c = (ds * inv_m).reshape(bs)
+            if xh.dtype == np.result_type(xh, c):
+                xh *= c
+            else:
+                xh = xh * c
+            t -= xh
             t *= k
             return t
 
