@@ -272,7 +272,14 @@ class LeakyRelu(_Act):
 class Relu6(_Act):
     """Out = min(max(X, 0), threshold);  dX = dOut * (0 < Out < threshold)."""
     type, grad_uses = "relu6", ("Out",)
-    f = staticmethod(lambda x, threshold=6.0: np.minimum(np.maximum(x, 0), threshold))
+
+    @staticmethod
+    def f(x, threshold=6.0):
+        x = np.asarray(x)
+        if x.dtype.kind != "f" or x.ndim == 0:
+            return np.minimum(np.maximum(x, 0), threshold)
+        out = np.maximum(x, x.dtype.type(0))
+        return np.minimum(out, out.dtype.type(threshold), out=out)     # (one array, not two)
 
     def forward(self, X, *, threshold=6.0):
         return {"Out": self.f(X, threshold)}
