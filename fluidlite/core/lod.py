@@ -18,6 +18,10 @@ op's rule. Programs without LoD compile exactly as before (no wrapper, no cost).
   holding each element's LoD, so every element keeps its own. Unlike ``lod_aware`` it does not
   by itself make a program track LoD (a program of arrays of plain tensors stays unwrapped).
   The slots in ``reads_outputs`` (the array's previous value) get their LoD too.
+* ``lod_passthrough = True`` (with ``lod_aware``): the op only passes on LoD its inputs have
+  (``concat`` joins them); it makes no LoD of its own, so it does not by itself make a program
+  track LoD either -- a ResNet or an LSTM that concatenates plain tensors stays unwrapped (and
+  a dygraph step of it can be replayed).
 * ``lod_share = ("X",)`` (default: every input slot, in order): fluid's ``ShareLoD`` -- each
   output whose first dimension equals the row count of the first of these inputs that has a
   LoD gets that LoD; ``lod_share = ()`` drops it (reductions, losses). A generated
@@ -111,12 +115,17 @@ def drop_stale(holders: Sequence[Any], written: Sequence[Any],
 
 
 def block_uses_lod(block: Any) -> bool:
-    """Does a block need LoD tracking: a variable with ``lod_level > 0`` or a LoD-aware op."""
+    """Does a block need LoD tracking: a variable with ``lod_level > 0`` or a LoD-aware op
+    that can make LoD (not only pass it on: ``lod_passthrough``)."""
     from .registry import has_op, get_op_def
     if any(getattr(v, "lod_level", 0) for v in block.vars.values()):
         return True
-    return any(has_op(op.type) and getattr(get_op_def(op.type), "lod_aware", False)
-               for op in block.ops)
+    for op in block.ops:
+        if has_op(op.type):
+            d = get_op_def(op.type)
+            if getattr(d, "lod_aware", False) and not getattr(d, "lod_passthrough", False):
+                return True
+    return False
 
 
 # -- binding wrappers -------------------------------------------------------------------------

@@ -90,7 +90,8 @@ class Reshape2(_XShapeOp):
     ``ShapeTensor`` list overrides the attr at run time);  dX = reshape(dOut, X.shape)."""
     type = "reshape2"
     inputs = ("X", "Shape?", "ShapeTensor*?")
-    extra_attrs = {"use_quantizer": False}
+    # Paddle 2.x's reshape2 also declares its oneDNN kernel switches (one CPU kernel here)
+    extra_attrs = {"use_quantizer": False, "use_mkldnn": False, "mkldnn_data_type": "float32"}
 
     def infer(self, X, Shape, ShapeTensor, *, shape=()):
         if Shape is not None or ShapeTensor:
@@ -371,6 +372,7 @@ class Concat(OpDef):
     fresh_outputs = ("Out",)        # np.concatenate always allocates (also for one input)
     extra_attrs = {"use_mkldnn": False, "use_quantizer": False}
     lod_aware = True                # axis 0 joins the inputs' LoDs (see _out_lod)
+    lod_passthrough = True          # ... and makes none: plain programs stay unwrapped
 
     def infer(self, X, AxisTensor=None, *, axis=0):
         if not X:
