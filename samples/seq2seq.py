@@ -69,7 +69,7 @@ def train_program():
         enc_out, enc_state = encoder(src)
         helper = L.TrainingHelper(embed(trg_in, "trg_emb"), trg_len)
         decoder = L.BasicDecoder(AttentionGRUCell(), helper, output_fn=project)
-        outputs, _, _ = L.dynamic_decode(decoder, inits=enc_state, encoder_output=enc_out)
+        outputs, _ = L.dynamic_decode(decoder, inits=enc_state, encoder_output=enc_out)
         logits = outputs.cell_outputs                                      # [B, T, VOCAB]
         loss = L.mean(L.softmax_with_cross_entropy(logits, L.unsqueeze(trg_out, [2])))
         fluid.optimizer.Adam(learning_rate=0.01).minimize(loss)
@@ -85,7 +85,7 @@ def infer_program(beam_size):
         decoder = L.BeamSearchDecoder(AttentionGRUCell(), START, END, beam_size,
                                       embedding_fn=lambda ids: embed(ids, "trg_emb"),
                                       output_fn=project)
-        ids, _, _ = L.dynamic_decode(decoder, inits=enc_state, max_step_num=SRC_LEN + 2,
+        ids, _ = L.dynamic_decode(decoder, inits=enc_state, max_step_num=SRC_LEN + 2,
                                      encoder_output=enc_out)
     return main, ids                                                       # [B, T, beam]
 

@@ -289,6 +289,7 @@ def _decoder_program(kind, max_step=5, K=3, **decode_kw):
             helper = L.GreedyEmbeddingHelper(emb, start, end_token=1)
             dec = L.BasicDecoder(cell, helper, output_fn=out_fn)
         outputs, states, lengths = L.dynamic_decode(dec, inits=h0, max_step_num=max_step,
+                                                    return_length=True,
                                                     **decode_kw)
     return main, startup, outputs, states, lengths
 
@@ -328,7 +329,7 @@ def test_beam_search_dygraph_equals_static():
         for p, arr in zip(cell.parameters(), GRU_W):
             p.set_value(arr.astype("float32"))
         dec = L.BeamSearchDecoder(cell, 0, 1, 2, embedding_fn=emb, output_fn=out_fn)
-        ids, _, _ = L.dynamic_decode(dec, inits=hv, max_step_num=4)
+        ids, _ = L.dynamic_decode(dec, inits=hv, max_step_num=4)
         np.testing.assert_array_equal(ids.numpy(), static_ids)
 
 
@@ -340,7 +341,8 @@ def test_training_helper_decoding_equals_rnn():
         cell = L.GRUCell(H)
         lens = fluid.dygraph.to_variable(np.array([T, T], "int64"))
         dec = L.BasicDecoder(cell, L.TrainingHelper(xs, lens))
-        outs, _, lengths = L.dynamic_decode(dec, inits=cell.get_initial_states(xs))
+        outs, _, lengths = L.dynamic_decode(dec, inits=cell.get_initial_states(xs),
+                                             return_length=True)
         ref, _ = L.rnn(cell, xs)
         np.testing.assert_allclose(outs.cell_outputs.numpy(), ref.numpy(), atol=1e-6)
         np.testing.assert_array_equal(lengths.numpy(), [T, T])
@@ -358,7 +360,7 @@ def test_sample_embedding_helper_is_seeded():
         for _ in range(2):
             helper = L.SampleEmbeddingHelper(emb, start, end_token=1, seed=7,
                                              softmax_temperature=2.0)
-            outs, _, _ = L.dynamic_decode(L.BasicDecoder(cell, helper, output_fn=out_fn),
+            outs, _ = L.dynamic_decode(L.BasicDecoder(cell, helper, output_fn=out_fn),
                                           inits=h0, max_step_num=3)
             runs.append(outs.sample_ids.numpy())
         np.testing.assert_array_equal(runs[0], runs[1])
@@ -418,7 +420,7 @@ def test_dynamic_decode_gradient_is_numeric():
         x.stop_gradient = h0.stop_gradient = False
         cell = L.GRUCell(H, dtype="float64")
         dec = L.BasicDecoder(cell, L.TrainingHelper(x, lens))
-        outs, final, _ = L.dynamic_decode(dec, inits=h0, impute_finished=True)
+        outs, final = L.dynamic_decode(dec, inits=h0, impute_finished=True)
         loss = L.reduce_sum(L.elementwise_mul(outs.cell_outputs, proj)) + L.reduce_sum(final)
         gx, gh = fluid.gradients(loss, [x, h0])
     exe, scope = fluid.Executor(), fluid.Scope()

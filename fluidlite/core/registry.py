@@ -122,6 +122,9 @@ class OpDef:
     outputs: ClassVar[Tuple[str, ...]] = ()
     grad_uses: ClassVar[Optional[Tuple[str, ...]]] = None   # None: all forward inputs
     grad_like: ClassVar[Dict[str, str]] = {}     # input slot -> grad_uses slot with its spec
+    # the input slots whose gradients the generated grad op writes (Paddle's grad maker sets
+    # only these ``<slot>@GRAD`` outputs, e.g. sequence_expand_as: X, never Y); None: all
+    grad_outputs: ClassVar[Optional[Tuple[str, ...]]] = None
     no_grad: ClassVar[bool] = False
     uses_rng: ClassVar[bool] = False
     extra_attrs: ClassVar[Dict[str, Any]] = {}
@@ -259,6 +262,8 @@ class OpDef:
                     inputs[s.name + names.GRAD_SUFFIX] = _as_list(grads)
             outputs = {}
             for s in self.in_slots:
+                if self.grad_outputs is not None and s.name not in self.grad_outputs:
+                    continue
                 grads = g.input_grad(s.name)
                 if grads is not None:
                     outputs[s.name + names.GRAD_SUFFIX] = _as_list(grads)
@@ -373,7 +378,8 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
     ins += tuple(s.name + names.GRAD_SUFFIX + ("*" if s.duplicable else "") + "?"
                  for s in fwd.out_slots)
     outs = tuple(s.name + names.GRAD_SUFFIX + ("*" if s.duplicable else "") + "?"
-                 for s in fwd.in_slots)
+                 for s in fwd.in_slots
+                 if fwd.grad_outputs is None or s.name in fwd.grad_outputs)
     out_slot_names = [s.name for s in fwd.out_slots]
     # a backward rule may take ``wanted`` (the input slots whose gradients are consumed) to
     # skip work for gradients nobody reads, e.g. mul_grad's dX when X is fed data

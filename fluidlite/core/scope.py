@@ -255,6 +255,21 @@ class LoDTensor:
         """
         return list(self._array.shape) if self._array is not None else []
 
+    def _get_dims(self) -> List[int]:
+        """fluid 1.8's private ``Tensor._get_dims()`` (pybind ``vectorize(dims())``): the shape
+        as a list, as ``shape()``. Zoo scripts call it to reset metric states
+        (PaddleRec/multi_task's ``set_zero``: ``np.zeros(param._get_dims())``).
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.ones((2, 5), "int64"), fluid.CPUPlace())
+            >>> t._get_dims()
+            [2, 5]
+        """
+        return self.shape()
+
     def _dtype(self) -> VarType:
         return convert_np_dtype_to_dtype_(self._array.dtype)
 

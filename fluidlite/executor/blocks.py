@@ -29,8 +29,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-import numpy as np
-
 from ..core import control_flow as cf
 from ..core import names, registry
 from ..core.dtypes import VarType
@@ -48,13 +46,6 @@ def add_up(acc: Any, g: Any) -> Any:
     if isinstance(acc, list) or isinstance(g, list):
         return add_arrays(acc, g)
     return acc + g
-
-
-def shape_changed(name: str, before: Any, after: Any) -> None:
-    """Raise the error of a loop variable whose shape changed in an iteration."""
-    raise ValueError(f"loop variable '{name}' changed its shape inside the while loop: "
-                     f"{list(np.shape(before))} before the iteration, {list(np.shape(after))} "
-                     f"after it; a loop variable must keep its shape across iterations")
 
 
 def versions_of(gen: Any, op: Any, outs: List[Tuple[str, str]]) -> Dict[str, str]:
@@ -304,14 +295,8 @@ class _ForwardBlock:
             inner = gen.local.get(n, phis[n])
             if inner == phis[n]:
                 continue
-            var = gen._var(n)
-            if self.loops and var is not None and var.type == VarType.LOD_TENSOR and \
-                    any(d < 0 for d in var.shape) and n != self.cond:
-                # a shape the build could not check: the loop variable keeps it
-                gen._emit(self.idx, f"if {phis[n]} is not None and {inner}.shape != "
-                                    f"{phis[n]}.shape: _shape_changed({n!r}, {phis[n]}, "
-                                    f"{inner})")
-                _use(gen, phis[n])
+            # a loop variable may change its shape between iterations, as in fluid 1.8's
+            # WhileOp (a beam search grows its ids from batch to batch * beam rows)
             gen._emit(self.idx, f"{phis[n]} = {inner}")
             _use(gen, inner)
 

@@ -82,7 +82,7 @@ def _check_dtype(value: Any, want: np.dtype, name: str) -> None:
             f"return exactly the declared dtype on NumPy 1.x and 2.x alike)")
 
 
-_PLAN_GLOBALS = {"np": np, "_acc": _blocks.add_up, "_shape_changed": _blocks.shape_changed,
+_PLAN_GLOBALS = {"np": np, "_acc": _blocks.add_up,
                  "_ckd": _check_dtype}
 _KEEP_ERROR_TYPES = (ValueError, TypeError, ArithmeticError, ZeroDivisionError,
                      FloatingPointError, IndexError, OverflowError)

@@ -1006,7 +1006,8 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any],
     Args:
         cond (callable): ``cond(*loop_vars)`` builds a bool ``[1]`` tensor.
         body (callable): ``body(*loop_vars)`` builds the next values (same structure).
-        loop_vars (list): the initial values.
+        loop_vars (list): the initial values: Variables, or lists / tuples / dicts of them
+            (the body returns the same structure).
         is_test (bool, default False): accepted for fluid's signature.
         name (str | None): name prefix.
     Returns:
@@ -1054,21 +1055,32 @@ def while_loop(cond: Callable[..., Variable], body: Callable[..., Any],
     _check_bool_scalar(pre_cond, "the result of cond", "fluid.layers.while_loop")
     loop = While(pre_cond, is_test, name)
     with loop.block():
-        out = body(*loop_vars)
+        # as fluid 1.8: loop_vars may nest lists / tuples / dicts of Variables (the
+        # transformer's per-layer caches); the body gets copies of the containers, so that it
+        # may change them without changing loop_vars, and returns the same structure
+        body_vars = _nest.copy_mutable_vars(loop_vars) if _nest.hold_mutable_vars(loop_vars) \
+            else loop_vars
+        out = body(*body_vars)
         out = list(out) if isinstance(out, (list, tuple)) else [out]
         if len(out) != len(loop_vars):
             raise ValueError(f"while_loop: body in while_loop should return the same arity "
                              f"(length and structure) as loop_vars: {len(loop_vars)} loop "
                              f"variable(s), but body returned {len(out)}")
+        try:
+            _nest.assert_same_structure(out, list(loop_vars), check_types=False)
+        except ValueError as e:
+            raise ValueError(f"while_loop: body in while_loop should return the same arity "
+                             f"(length and structure) as loop_vars: {e}") from None
         now_cond = cond(*out)
+        out, flat_vars = _nest.flatten(out), _nest.flatten(list(loop_vars))
         # an output that is itself another loop variable (``lambda a, b: [a + 1, a]``) is read
         # before any loop variable is written: copied first (1.8 assigned in order, so ``b``
         # got the new ``a``)
-        names = {v.name for v in loop_vars if isinstance(v, Variable)}
+        names = {v.name for v in flat_vars if isinstance(v, Variable)}
         out = [assign(new) if isinstance(new, Variable) and new is not var and new.name in names
                and getattr(var, "type", None) != VarType.LOD_TENSOR_ARRAY else new
-               for new, var in zip(out, loop_vars)]
-        for k, (new, var) in enumerate(zip(out, loop_vars)):
+               for new, var in zip(out, flat_vars)]
+        for k, (new, var) in enumerate(zip(out, flat_vars)):
             if not isinstance(var, Variable):
                 raise TypeError(f"while_loop: loop_vars[{k}] must be a Variable, but received "
                                 f"{type(var).__name__}")
@@ -1357,7 +1369,169 @@ def shrink_memory(x: Variable, i: Variable, table: Variable) -> Variable:
 
 
 from .tensor import assign, fill_constant  # noqa: E402  (layers import each other)
+from . import utils as _nest  # noqa: E402
 from .ops import equal, logical_and, logical_not  # noqa: E402
 
 __all__ += ["cond", "case", "switch_case", "Switch", "while_loop", "is_empty", "IfElse",
             "reorder_lod_tensor_by_rank"]
+
+
+# -- fluid 1.8's module-level control-flow helpers (not in fluid.layers' __all__: fluid's own
+# tests and IfElse import them from fluid.layers.control_flow) -------------------------------
+def select_output(input: Variable, outputs: Sequence[Variable], mask: Variable
+                  ) -> Sequence[Variable]:
+    """Copy ``input`` to ``outputs[mask]`` (op ``select_output``; ``mask``: an int32 tensor of
+    one element in ``[0, len(outputs))``); the other outputs are not written.
+
+    Args:
+        input (Variable): the value to route.
+        outputs (list | tuple of Variable): the candidate destinations.
+        mask (Variable): int32, one element: the index of the destination.
+    Returns:
+        list | tuple of Variable: ``outputs``.
+    Raises:
+        TypeError: ``input`` is not a Variable, ``outputs`` not a list or tuple, or ``mask``
+            not an int32 Variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.layers.control_flow import select_input, select_output
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main, fluid.Program()):
+        ...     x = fluid.data("x", [2])
+        ...     m = fluid.data("m", [1], "int32")
+        ...     outs = [main.current_block().create_var(dtype="float32") for _ in range(3)]
+        ...     y = select_input(select_output(x, outs, m), m)
+        >>> fluid.Executor().run(main, feed={"x": np.array([1.5, 2], "float32"),
+        ...                                  "m": np.array([2], "int32")}, fetch_list=[y])[0]
+        array([1.5, 2. ], dtype=float32)
+    """
+    check_type(input, "input", Variable, "select_output")
+    check_variable_and_dtype(mask, "mask", ["int32"], "select_output")
+    check_type(outputs, "outputs", (list, tuple), "select_output")
+    LayerHelper("select_output").append_op(type="select_output",
+                                           inputs={"X": [input], "Mask": [mask]},
+                                           outputs={"Out": list(outputs)})
+    return outputs
+
+
+def select_input(inputs: Sequence[Variable], mask: Variable) -> Variable:
+    """``inputs[mask]`` (op ``select_input``; ``mask``: an int32 tensor of one element in
+    ``[0, len(inputs))``); the output has ``inputs[0]``'s dtype and shape.
+
+    Args:
+        inputs (list | tuple of Variable): the candidates.
+        mask (Variable): int32, one element: the index of the one to output.
+    Returns:
+        Variable: the selected input's value.
+    Raises:
+        TypeError: ``inputs`` is not a list or tuple, or ``mask`` not an int32 Variable.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.layers.control_flow import select_input
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main, fluid.Program()):
+        ...     a, b = fluid.data("a", [1]), fluid.data("b", [1])
+        ...     m = fluid.data("m", [1], "int32")
+        ...     y = select_input([a, b], m)
+        >>> fluid.Executor().run(main, feed={"a": np.array([1.0], "float32"),
+        ...                                  "b": np.array([2.0], "float32"),
+        ...                                  "m": np.array([1], "int32")}, fetch_list=[y])[0]
+        array([2.], dtype=float32)
+    """
+    check_type(inputs, "inputs", (list, tuple), "select_input")
+    check_variable_and_dtype(mask, "mask", ["int32"], "select_input")
+    helper = LayerHelper("select_input")
+    out = helper.create_variable(dtype=inputs[0].dtype, shape=inputs[0].shape,
+                                 type=inputs[0].type)
+    helper.append_op(type="select_input", inputs={"X": list(inputs), "Mask": [mask]},
+                     outputs={"Out": [out]})
+    return out
+
+
+def split_lod_tensor(input: Variable, mask: Variable, level: int = 0
+                     ) -> Tuple[Variable, Variable]:
+    """The rows (sequences at LoD ``level``) of ``input`` whose ``mask`` entry is true, and
+    those whose entry is false (op ``split_lod_tensor``, what IfElse splits its inputs with).
+
+    Args:
+        input (Variable): the tensor to split.
+        mask (Variable): bool column vector, one entry per row (per sequence at ``level``).
+        level (int): the LoD level whose sequences are split.
+    Returns:
+        tuple(Variable, Variable): ``(out_true, out_false)``.
+    Raises:
+        TypeError: ``input`` or ``mask`` is not a Variable, or ``level`` not an int.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.layers.control_flow import merge_lod_tensor, split_lod_tensor
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main, fluid.Program()):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     m = fluid.data("m", [-1, 1], "bool")
+        ...     t, f = split_lod_tensor(x, m)
+        ...     y = merge_lod_tensor(t, f, x, m)
+        >>> fluid.Executor().run(main, feed={"x": np.array([[1], [2]], "float32"),
+        ...                                  "m": np.array([[True], [False]])},
+        ...                      fetch_list=[t, y])[0]
+        array([[1.]], dtype=float32)
+    """
+    check_type(input, "input", Variable, "fluid.layers.split_lod_tensor")
+    check_type(mask, "mask", Variable, "fluid.layers.split_lod_tensor")
+    check_type(level, "level", int, "fluid.layers.split_lod_tensor")
+    helper = LayerHelper("split_lod_tensor")
+    out_true = helper.create_variable_for_type_inference(dtype=input.dtype)
+    out_false = helper.create_variable_for_type_inference(dtype=input.dtype)
+    helper.append_op(type="split_lod_tensor", inputs={"X": [input], "Mask": [mask]},
+                     outputs={"OutTrue": [out_true], "OutFalse": [out_false]},
+                     attrs={"level": level})
+    return out_true, out_false
+
+
+def merge_lod_tensor(in_true: Variable, in_false: Variable, x: Variable, mask: Variable,
+                     level: int = 0) -> Variable:
+    """The inverse of ``split_lod_tensor``: rows of ``in_true`` where ``mask`` is true and of
+    ``in_false`` elsewhere, in ``x``'s row order and LoD (op ``merge_lod_tensor``).
+
+    Args:
+        in_true (Variable): the true branch's rows.
+        in_false (Variable): the false branch's rows.
+        x (Variable): the tensor that was split (its LoD orders the result).
+        mask (Variable): the bool column vector it was split by.
+        level (int): the LoD level it was split at.
+    Returns:
+        Variable: the merged tensor.
+    Raises:
+        TypeError: an argument is not a Variable, or ``level`` not an int.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.layers.control_flow import merge_lod_tensor, split_lod_tensor
+        >>> main = fluid.Program()
+        >>> with fluid.program_guard(main, fluid.Program()):
+        ...     x = fluid.data("x", [-1, 1])
+        ...     m = fluid.data("m", [-1, 1], "bool")
+        ...     t, f = split_lod_tensor(x, m)
+        ...     y = merge_lod_tensor(fluid.layers.scale(t, 10.0), f, x, m)
+        >>> fluid.Executor().run(main, feed={"x": np.array([[1], [2]], "float32"),
+        ...                                  "m": np.array([[True], [False]])},
+        ...                      fetch_list=[y])[0]
+        array([[10.],
+               [ 2.]], dtype=float32)
+    """
+    for arg, name in ((x, "x"), (mask, "mask"), (in_true, "in_true"), (in_false, "in_false")):
+        check_type(arg, name, Variable, "fluid.layers.merge_lod_tensor")
+    check_type(level, "level", int, "fluid.layers.merge_lod_tensor")
+    helper = LayerHelper("merge_lod_tensor")
+    out = helper.create_variable_for_type_inference(dtype=in_true.dtype)
+    helper.append_op(type="merge_lod_tensor",
+                     inputs={"X": [x], "Mask": [mask], "InTrue": [in_true],
+                             "InFalse": [in_false]},
+                     outputs={"Out": [out]}, attrs={"level": level})
+    return out

@@ -50,7 +50,7 @@ class Decoder:
         ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
@@ -87,7 +87,7 @@ class Decoder:
             ...     helper = fluid.layers.TrainingHelper(trg, length)
             ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
             ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
@@ -125,7 +125,7 @@ class Decoder:
             ...     helper = fluid.layers.TrainingHelper(trg, length)
             ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
             ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
@@ -165,7 +165,7 @@ class DecodeHelper:
         ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
@@ -214,7 +214,7 @@ class TrainingHelper(DecodeHelper):
         ...     helper = fluid.layers.TrainingHelper(trg, length)     # feeds the true previous word
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> feed = {"enc": np.ones((2, 8), "float32"), "trg": np.ones((2, 5, 8), "float32"),
@@ -286,7 +286,7 @@ class GreedyEmbeddingHelper(DecodeHelper):
         ...     helper = fluid.layers.GreedyEmbeddingHelper(emb, start, end_token=1)
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
@@ -342,7 +342,7 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
         ...     helper = fluid.layers.SampleEmbeddingHelper(emb, start, end_token=1, seed=1)
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
@@ -396,7 +396,7 @@ class BasicDecoder(Decoder):
         ...     helper = fluid.layers.GreedyEmbeddingHelper(emb, start, end_token=1)
         ...     decoder = fluid.layers.BasicDecoder(fluid.layers.GRUCell(hidden_size=8), helper,
         ...                                         output_fn=lambda h: fluid.layers.fc(h, size=10))
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=4)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs.sample_ids])
@@ -458,7 +458,7 @@ class BeamSearchDecoder(Decoder):
         ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
         ...                                              end_token=1, beam_size=3, embedding_fn=emb,
         ...                                              output_fn=out_fn)
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
@@ -515,8 +515,13 @@ class BeamSearchDecoder(Decoder):
         x = L.unsqueeze(x, [1])
         times = [1] * len(x.shape)
         times[1] = beam_size
-        x = L.expand(x, times)
-        return L.reshape(x, [-1] + [int(d) for d in x.shape[2:]])
+        x = L.expand(x, times)                                       # [batch, beam, ...]
+        # as fluid 1.8: batch and beam moved last and merged with a copy-dims (0) reshape, so
+        # that other unknown dims (an encoder output's time) need no compile-time value
+        rank = len(x.shape)
+        x = L.transpose(x, list(range(2, rank)) + [0, 1])            # [..., batch, beam]
+        x = L.reshape(x, [0] * (rank - 2) + [-1])                    # [..., batch * beam]
+        return L.transpose(x, [rank - 2] + list(range(rank - 2)))    # [batch * beam, ...]
 
     def _split_batch_beams(self, x: Variable) -> Variable:
         return _L().reshape(x, [-1, self.beam_size] + [int(d) for d in x.shape[1:]])
@@ -574,7 +579,7 @@ class BeamSearchDecoder(Decoder):
             ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
             ...                                              end_token=1, beam_size=3, embedding_fn=emb,
             ...                                              output_fn=out_fn)
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
@@ -662,7 +667,7 @@ class BeamSearchDecoder(Decoder):
             ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
             ...                                              end_token=1, beam_size=3, embedding_fn=emb,
             ...                                              output_fn=out_fn)
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
@@ -707,7 +712,7 @@ class BeamSearchDecoder(Decoder):
             ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
             ...                                              end_token=1, beam_size=3, embedding_fn=emb,
             ...                                              output_fn=out_fn)
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> _ = exe.run(startup)
             >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
@@ -739,7 +744,7 @@ class BeamSearchDecoder(Decoder):
             ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
             ...                                              end_token=1, beam_size=3, embedding_fn=emb,
             ...                                              output_fn=out_fn)
-            ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+            ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
             >>> exe = fluid.Executor(fluid.CPUPlace())
             >>> decoder.output_dtype
             OutputWrapper(scores='float32', predicted_ids='int64', parent_ids='int64')
@@ -753,9 +758,9 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
                    ) -> Tuple[Any, ...]:
     """Run ``decoder.step`` until every entry is finished (or ``max_step_num`` steps have
     run after the first, as fluid counts): ``initialize(inits)`` once, then steps, then
-    ``finalize`` if the decoder has one. Returns ``(final_outputs, final_states,
-    sequence_lengths)`` (fluid 1.8's triple; ``return_length`` is accepted for the 2.x
-    spelling and changes nothing). Outputs are batch major unless ``output_time_major``.
+    ``finalize`` if the decoder has one. Returns ``(final_outputs, final_states)``, and
+    ``sequence_lengths`` as a third item with ``return_length=True`` (fluid 1.8.0's contract;
+    the zoo's seq2seq unpacks two). Outputs are batch major unless ``output_time_major``.
     Static programs loop with ``While`` (outputs collected in tensor arrays); dygraph runs a
     Python loop.
 
@@ -769,12 +774,13 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
             [batch, time, ...].
         impute_finished (bool, default False): keep the states of finished entries unchanged.
         is_test (bool, default False): passed to the ``While`` loop (static mode).
-        return_length (bool, default False): accepted for the 2.x spelling; the lengths are
-            always returned.
+        return_length (bool, default False): also return the lengths of the decoded
+            sequences.
         **kwargs: passed to every ``decoder.step``.
     Returns:
-        tuple: ``(final_outputs, final_states, sequence_lengths)``; ``sequence_lengths`` is
-        int64 in the shape of ``finished``.
+        tuple: ``(final_outputs, final_states)``, or ``(final_outputs, final_states,
+        sequence_lengths)`` with ``return_length``; ``sequence_lengths`` is int64 in the shape
+        of ``finished``.
     Raises:
         TypeError: ``decoder`` is not a Decoder (nor has a ``step``), or ``max_step_num`` is not
             an int.
@@ -791,7 +797,7 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
         ...     decoder = fluid.layers.BeamSearchDecoder(fluid.layers.GRUCell(hidden_size=8), start_token=0,
         ...                                              end_token=1, beam_size=3, embedding_fn=emb,
         ...                                              output_fn=out_fn)
-        ...     outputs, final, lengths = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
+        ...     outputs, final = fluid.layers.dynamic_decode(decoder, inits=enc, max_step_num=5)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> _ = exe.run(startup)
         >>> ids, = exe.run(main, feed={"enc": np.ones((2, 8), "float32")}, fetch_list=[outputs])
@@ -815,7 +821,7 @@ def dynamic_decode(decoder: Decoder, inits: Any = None, max_step_num: Optional[i
         pass
     if not output_time_major:
         outputs = _map(_transpose_batch_time, outputs)
-    return outputs, states, lengths
+    return (outputs, states, lengths) if return_length else (outputs, states)
 
 
 def _keep_finished(state: Variable, new_state: Variable, finished: Variable) -> Variable:

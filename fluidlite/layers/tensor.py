@@ -547,7 +547,9 @@ def split(input: Variable, num_or_sections: Union[int, Sequence[Any]],
         if not -rank <= dim < rank:
             raise ValueError(f"split: dim {dim} is out of range for input of shape "
                              f"{list(input.shape)}")
-        attrs = {"axis": dim}
+        # fluid 1.8 writes the axis normalized (rank + dim for dim < 0); Paddle 2.6's split
+        # kernel refuses a negative axis in a saved program
+        attrs = {"axis": dim + rank if dim < 0 else dim}
     if is_int(num_or_sections):
         num = int(num_or_sections)
         if num < 1:

@@ -68,7 +68,10 @@ class LinearChainCrf(OpDef):
     type = "linear_chain_crf"
     inputs = ("Emission", "Transition", "Label", "Length?")
     outputs = ("Alpha?", "EmissionExps?", "TransitionExps?", "LogLikelihood")
-    grad_uses = ("Emission", "Transition", "Label", "Length")
+    # Paddle's LinearChainCRFGradMaker also passes the forward's Alpha / EmissionExps /
+    # TransitionExps (its kernel reads them); this backward recomputes what it needs
+    grad_uses = ("Emission", "Transition", "Label", "Length", "Alpha", "EmissionExps",
+                 "TransitionExps")
     lod_aware = True
 
     def infer(self, Emission, Transition, Label, Length):
@@ -147,7 +150,8 @@ class LinearChainCrf(OpDef):
                 "LogLikelihood": nll.reshape(-1, 1).astype(Emission.dtype),
                 "EmissionExps": exps, "TransitionExps": np.exp(Transition)}
 
-    def backward(self, Emission, Transition, Label, Length=None, dAlpha=None,
+    def backward(self, Emission, Transition, Label, Length=None, Alpha=None,
+                 EmissionExps=None, TransitionExps=None, dAlpha=None,
                  dEmissionExps=None, dTransitionExps=None, dLogLikelihood=None, lod=None):
         P, mask, lens, idx, y, scatter = self._setup(Emission, Label, Length, lod)
         T, W = Transition, Transition[2:]

@@ -263,6 +263,7 @@ class SequenceExpandAs(OpDef):
     Out takes Y's last LoD level. dX[i] = sum of dOut over Y's i-th sequence."""
     type, inputs, outputs = "sequence_expand_as", ("X", "Y"), ("Out",)
     grad_uses = ("X", "Y")
+    grad_outputs = ("X",)       # Paddle's SequenceExpandAsOpGradOpMaker: X@GRAD only
     lod_aware = True
 
     def infer(self, X, Y):
@@ -624,21 +625,29 @@ class SequenceScatter(OpDef):
 # -- lod_reset (also lod_append) --------------------------------------------------------------
 @register
 class LodReset(OpDef):
-    """Out = X with a new LoD: Y's LoD when Y has one, else Y's values as offsets, else the
-    ``target_lod`` attr (offsets); with ``append`` the new level is added below X's levels
-    (``lod_append``). dX = dOut."""
+    """Out = X with a new LoD: Y's whole LoD (every level) when Y has one, else Y's values as
+    offsets, else the ``target_lod`` attr (offsets); with ``append`` the new offsets are added
+    below X's levels (``lod_append``). dX = dOut."""
     type, inputs, outputs = "lod_reset", ("X", "Y?"), ("Out",)
     grad_uses = ("X",)
     lod_aware = True
 
     def infer(self, X, Y, *, append):
+        if Y is not None:       # fluid 1.8's LoDResetOpVarTypeInference: Y's level count
+            return {"Out": VarSpec(X.shape, X.dtype, max(Y.lod_level, 1))}
         return {"Out": VarSpec(X.shape, X.dtype, (X.lod_level if append else 0) + 1)}
 
     def forward(self, X, Y=None, lod=None, *, target_lod=[], append=False):  # noqa: B006
         lod = lod or {}
         if Y is not None and lod.get("Y"):
-            level = tuple(lod["Y"][-1])
-        elif Y is not None:
+            # fluid 1.8's kernel: Out takes Y's LoD as it is, all levels (``append`` aside);
+            # beam_search reads the source level of ``lod_reset(accu_scores, pre_ids)``
+            y_lod = tuple(tuple(int(v) for v in lv) for lv in lod["Y"])
+            if y_lod[-1][-1] != X.shape[0]:
+                raise ValueError(f"lod_reset: the last level of Y's LoD {list(y_lod[-1])} must "
+                                 f"end at X's row count {X.shape[0]}")
+            return {"Out": X, "lod": {"Out": y_lod}}
+        if Y is not None:
             level = tuple(int(v) for v in np.asarray(Y).reshape(-1))
         elif target_lod:
             level = tuple(int(v) for v in target_lod)

@@ -163,8 +163,12 @@ def run_infer(case):
             os.path.join(case, "infer"), exe, model_filename=None,
             params_filename="__params__")
         feeds = {n: _load_feed(case, i) for i, n in enumerate(feed_names)}
-        for i, o in enumerate(exe.run(program, feed=feeds, fetch_list=targets)):
-            np.save(os.path.join(case, f"paddle_{i}.npy"), np.asarray(o))
+        # LoD outputs (a sequence net's) come back as LoDTensors: the array and its LoD
+        outs = exe.run(program, feed=feeds, fetch_list=targets, return_numpy=False)
+        for i, o in enumerate(outs):
+            np.save(os.path.join(case, f"paddle_{i}.npy"), np.array(o))
+            with open(os.path.join(case, f"paddle_lod_{i}.json"), "w") as f:
+                json.dump(o.recursive_sequence_lengths(), f)
 
 
 def run_train(case):
@@ -190,6 +194,8 @@ def run_train(case):
 def run(cases):
     for name in sorted(os.listdir(cases)):
         case = os.path.join(cases, name)
+        if not os.path.isdir(case):         # summary.json of an earlier run
+            continue
         for what, fn in (("infer", run_infer), ("train", run_train)):
             try:
                 fn(case)

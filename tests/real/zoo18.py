@@ -385,14 +385,18 @@ def run(zoo: str, models: List[str], out: str, paddle: Optional[str],
 
 
 def table(results: Dict[str, Dict[str, Any]], stages: Sequence[str] = STAGES) -> str:
-    """A markdown table model x stage (ok / FAIL / - not reached) with a "passed" row."""
+    """A markdown table model x stage (ok / FAIL / - not reached / n/a: a stage a harness marks
+    ``{"na": reason}`` as not applicable) with a "passed" row (out of the applicable)."""
     rows = ["| model | " + " | ".join(stages) + " |", "|---" * (len(stages) + 1) + "|"]
     for model, r in results.items():
-        cells = ["ok" if r.get(s, {}).get("ok") else ("FAIL" if s in r else "-")
+        cells = ["n/a" if r.get(s, {}).get("na") else
+                 "ok" if r.get(s, {}).get("ok") else ("FAIL" if s in r else "-")
                  for s in stages]
         rows.append(f"| {model} | " + " | ".join(cells) + " |")
     passed = {s: sum(1 for r in results.values() if r.get(s, {}).get("ok")) for s in stages}
-    rows.append("| passed | " + " | ".join(f"{passed[s]}/{len(results)}" for s in stages) +
+    applicable = {s: sum(1 for r in results.values() if not r.get(s, {}).get("na"))
+                  for s in stages}
+    rows.append("| passed | " + " | ".join(f"{passed[s]}/{applicable[s]}" for s in stages) +
                 " |")
     return "\n".join(rows)
 

@@ -1,0 +1,88 @@
+"""The fluid 1.8 model zoo's static NLP and recommendation models (tests/real/zoo18_static.py)
+on fluidlite.
+
+Skipped unless ``FLUIDLITE_ZOO18`` names a checkout of PaddlePaddle/models at
+``zoo18_static.ZOO_COMMIT`` (the directory holding ``PaddleRec/`` and ``PaddleNLP/``; CI has no
+access to GitHub and the zoo's code is not vendored). The ``paddle_infer`` stage also needs
+``FLUIDLITE_PADDLE_PYTHON``. A few seconds per model:
+
+    FLUIDLITE_ZOO18=/path/to/models FLUIDLITE_PADDLE_PYTHON=/tmp/paddle-venv/bin/python \\
+        python -m pytest -q tests/real/test_zoo18_static.py -m slow
+"""
+import os
+from typing import Any, Dict
+
+import pytest
+
+from . import zoo18_static
+
+# open failures, each with its cause; a stage listed here must still fail with that message,
+# so a fix shows up as an unexpected pass to remove from the list
+KNOWN: Dict[Any, str] = {
+    # the zoo itself: nets.py's CNNEncoder feeds fluid.embedding's [N, 1, D] output to
+    # sequence_conv, whose InferShape in fluid 1.8 requires a 2-D input (fails there too)
+    ("multiview_simnet_cnn", "build"): "sequence_conv: input must be [N, D]",
+    # fluid.contrib.layers.shuffle_batch: fluid 1.8's contrib CTR layers are outside
+    # fluidlite's scope (docs/api_coverage.md)
+    ("word2vec_shuffle_batch", "build"): "shuffle_batch is not provided by fluidlite",
+    # fluidlite's GradientClipByGlobalNorm computes the global norm in float64
+    # (docs/compatibility.md, "Global norm ops, overflow-safe"): its squared_l2_norm outputs
+    # are declared float64, which Paddle 2.6's float32 kernel refuses -- Paddle cannot run
+    # these training programs
+    ("ctr_din", "paddle_train"): "does not match the type of data (float32)",
+    ("language_model_static", "paddle_train"): "does not match the type of data (float32)",
+    # the backward of a StaticRNN / While loop: fluidlite's program keeps a ``sum_tensor_array``
+    # without inputs (an empty array gradient; its Paddle writer maps only the op with inputs
+    # to ``sum``), and its while_grad's Out@GRAD / X@GRAD lists are not the ones Paddle's
+    # while_grad expects
+    ("language_model_padding", "paddle_train"): "Operator (sum_tensor_array) is not registered",
+    ("language_model_basic_lstm", "paddle_train"):
+        "Operator (sum_tensor_array) is not registered",
+    ("seq2seq_base", "paddle_train"): "Operator (sum_tensor_array) is not registered",
+    ("seq2seq_base_beam", "paddle_train"): "Operator (sum_tensor_array) is not registered",
+    ("seq2seq_attention", "paddle_train"): "number of original output gradient names",
+    ("seq2seq_attention_beam", "paddle_train"): "number of original output gradient names",
+    # dynamic_lstm (peepholes) nets: Paddle 2.6's first update differs from fluidlite's, whose
+    # lstm gradients agree with central differences to 1e-9 -- not resolved
+    ("sentiment_lstm", "paddle_train"): "step 1: Paddle",
+    ("sentiment_bilstm", "paddle_train"): "step 1: Paddle",
+    ("emotion_lstm", "paddle_train"): "step 1: Paddle",
+    ("emotion_bilstm", "paddle_train"): "step 1: Paddle",
+}
+
+
+@pytest.fixture(scope="module")
+def zoo_results(tmp_path_factory) -> Dict[str, Dict[str, Any]]:
+    zoo = os.environ.get("FLUIDLITE_ZOO18")
+    if not zoo:
+        pytest.skip("FLUIDLITE_ZOO18 is not set (a checkout of PaddlePaddle/models at "
+                    f"{zoo18_static.ZOO_COMMIT})")
+    out = str(tmp_path_factory.mktemp("zoo18_static"))
+    return zoo18_static.run(os.path.abspath(zoo), zoo18_static.models(), out,
+                            os.environ.get("FLUIDLITE_PADDLE_PYTHON"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", zoo18_static.STAGES)
+@pytest.mark.parametrize("model", zoo18_static.models())
+def test_zoo_static_model_stage(zoo_results, model, stage):
+    result = zoo_results[model]
+    known = KNOWN.get((model, stage))
+    if known is None and any(m == model for m, _ in KNOWN) and stage not in result:
+        pytest.skip(f"{model}: an earlier stage fails for a known reason")
+    if known is not None:
+        assert not result[stage]["ok"] and known in result[stage]["detail"], \
+            f"{model} {stage}: expected the known failure {known!r}, got {result[stage]}"
+        return
+    if stage.startswith("paddle"):
+        if stage not in result and not os.environ.get("FLUIDLITE_PADDLE_PYTHON"):
+            pytest.skip("FLUIDLITE_PADDLE_PYTHON is not set")
+        if result.get(stage, {}).get("na"):
+            # a fluid 1.8 program Paddle 2.6 cannot run: it must be the documented reason
+            listed = (zoo18_static.NA_MODELS if stage == "paddle_infer"
+                      else zoo18_static.TRAIN_NA_MODELS)
+            assert listed.get(model), f"{model}: n/a without a listed reason"
+            pytest.skip(result[stage]["na"])
+    got = result.get(stage)
+    assert got is not None, f"{model}: stage {stage} did not run (an earlier stage failed)"
+    assert got["ok"], f"{model} {stage}: {got['detail']}"
