@@ -240,9 +240,12 @@ class CompiledProgram:
 
 
 def _cpu_places(places: Any) -> int:
-    """How many CPU places data parallel uses in one process: ``len(places)`` when given, else
-    ``CPU_NUM`` (fluid 1.8), else 1 (fluid used every core; the number of places changes the
-    numbers, so fluidlite does not take it from the machine)."""
+    """How many CPU places data parallel uses in one process: ``len(places)`` when given (one
+    place alone counts as ``[place]``, as fluid 1.8 wraps it), else ``CPU_NUM`` (fluid 1.8),
+    else 1 (fluid used every core; the number of places changes the numbers, so fluidlite does
+    not take it from the machine)."""
+    if places is not None and not isinstance(places, (list, tuple, int, str)):
+        places = [places]
     if places is not None:
         n = len(places) if isinstance(places, (list, tuple)) else int(places)
     else:

@@ -19,7 +19,7 @@ from .core.registry import get_op_def
 from .core.scope import CPUPlace, LoDTensor, Scope
 from .executor import Executor
 
-__all__ = ["Operator"]
+__all__ = ["Operator", "RecurrentOp", "DynamicRecurrentOp"]
 
 
 def _names(slot: str, value: Any) -> List[str]:
@@ -132,3 +132,27 @@ class Operator:
             dst.set(np.asarray(t))
             dst.set_lod(t.lod() if isinstance(t, LoDTensor) else [])
 
+
+class _RetiredRNNOp:
+    """fluid 1.8's ``fluid.op.RecurrentOp`` / ``DynamicRecurrentOp`` factories: importable, as
+    in fluid 1.8, but the C++ classes they create (``core.RecurrentOp``,
+    ``core.DynamicRecurrentOp``) no longer existed in fluid 1.8, so calling one failed there;
+    it fails here with an error that says so and names the replacement."""
+
+    def __init__(self, name: str, op_type: str, replacement: str) -> None:
+        self.name, self.type, self.replacement = name, op_type, replacement
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # fluid 1.8 failed here with AttributeError (no core.RecurrentOp): the same type
+        raise AttributeError(
+            f"fluid.op.{self.name} creates core.{self.name}, which fluid 1.8 had already "
+            f"removed (calling it failed in fluid 1.8 too); build the loop with "
+            f"{self.replacement} instead")
+
+    def __repr__(self) -> str:
+        return f"<fluid.op.{self.name} (retired in fluid 1.8)>"
+
+
+RecurrentOp = _RetiredRNNOp("RecurrentOp", "recurrent", "fluid.layers.StaticRNN")
+DynamicRecurrentOp = _RetiredRNNOp("DynamicRecurrentOp", "dynamic_recurrent",
+                                   "fluid.layers.DynamicRNN")

@@ -74,3 +74,15 @@ def test_plain_program_rejects_a_feed_list_and_says_how():
     one = fluid.CompiledProgram(main).with_data_parallel(loss_name=loss.name)
     assert one._local_places == 1               # CPU_NUM unset: one place, as before
     exe.run(one, feed=[{"x": X, "y": Y}], fetch_list=[loss], scope=scope)
+
+
+def test_a_single_place_counts_as_one_place():
+    """fluid 1.8 wraps a lone place in a list (``with_data_parallel(places=fluid.CPUPlace())``,
+    as its op tests call it): one place, the plain step's numbers."""
+    main, exe, scope, loss, lr = build()
+    (whole,) = exe.run(main, feed={"x": X, "y": Y}, fetch_list=[loss], scope=scope)
+    main2, exe2, scope2, loss2, lr2 = build()
+    compiled = fluid.CompiledProgram(main2).with_data_parallel(loss_name=loss2.name,
+                                                               places=fluid.CPUPlace())
+    (got,) = exe2.run(compiled, feed={"x": X, "y": Y}, fetch_list=[loss2], scope=scope2)
+    np.testing.assert_allclose(np.asarray(got).reshape(-1), whole, rtol=1e-6)

@@ -43,3 +43,14 @@ def test_an_uninitialized_input_and_an_unknown_op_are_refused():
         Operator("no_such_op", X="x")
     with pytest.raises(TypeError, match="slot 'X' takes a variable name"):
         Operator("scale", X=3, Out="y")
+
+
+def test_fluid18s_retired_rnn_op_factories_are_importable_and_say_they_are_retired():
+    """fluid 1.8's fluid.op still exported RecurrentOp / DynamicRecurrentOp (its op tests
+    import them) although the C++ classes behind them were gone: importing works, calling
+    names the replacement."""
+    from fluidlite.op import DynamicRecurrentOp, RecurrentOp
+    with pytest.raises(AttributeError, match="fluid.layers.DynamicRNN"):
+        DynamicRecurrentOp(inputs=["x"])
+    with pytest.raises(AttributeError, match="fluid.layers.StaticRNN"):
+        RecurrentOp()

@@ -501,7 +501,10 @@ def scale(x: Variable, scale: Union[float, Variable] = 1.0, bias: float = 0.0,
 
 # -- comparisons and logic ----------------------------------------------------------------------
 def _compare(op_type: str, with_force_cpu: bool) -> Callable[..., Variable]:
-    dtypes = _NUMBER_NAMES + (["bool"] if op_type in ("equal", "not_equal") else [])
+    # fluid 1.8's check_variable_and_dtype lists (control_flow.py); bool for equal/not_equal
+    # is fluidlite's (Paddle 2.x's) addition
+    dtypes = ["float32", "float64", "int32", "int64"] + (
+        ["bool"] if op_type in ("equal", "not_equal") else [])
 
     def build(x: Variable, y: Variable, force_cpu: Optional[bool], cond: Optional[Variable]
               ) -> Variable:
@@ -510,6 +513,9 @@ def _compare(op_type: str, with_force_cpu: bool) -> Callable[..., Variable]:
         if cond is not None and not isinstance(cond, Variable):
             raise TypeError(f"{op_type}: cond must be a Variable, but received "
                             f"{type(cond).__name__}")
+        if force_cpu is not None and not isinstance(force_cpu, bool):
+            raise TypeError(f"{op_type}: force_cpu must be a bool, but received "
+                            f"{type(force_cpu).__name__} ({force_cpu!r})")
         helper = LayerHelper(op_type)
         if cond is None:
             cond = helper.create_variable_for_type_inference(dtype="bool", stop_gradient=True)

@@ -189,7 +189,8 @@ class GatherNd(_GatherByIndex):
 
 @register
 class ScatterNdAdd(OpDef):
-    """Out = X, then Out[Index[i..., :]] += Updates[i...] for every i (repeats add up);
+    """Out = X, then Out[Index[i..., :]] += Updates[i...] for every i (repeats add up; an
+    Index whose last dim is 0 names all of X, so every Updates[i...] adds to the whole);
     dX = dOut, dUpdates = gather_nd(dOut, Index)."""
     type, inputs, outputs = "scatter_nd_add", ("X", "Index", "Updates"), ("Out",)
     grad_uses = ("Index",)
@@ -210,10 +211,17 @@ class ScatterNdAdd(OpDef):
 
     def forward(self, X, Index, Updates):
         out = np.array(X, copy=True)
+        if np.shape(Index)[-1] == 0:        # an empty index names all of X: every update adds
+            out += Updates.reshape((-1,) + X.shape).sum(axis=0, dtype=X.dtype)
+            return {"Out": out}
         np.add.at(out, _nd_index("scatter_nd_add", Index, X.shape), Updates)
         return {"Out": out}
 
     def backward(self, Index, dOut):
+        if np.shape(Index)[-1] == 0:
+            lead = tuple(np.shape(Index)[:-1])
+            return {"X": np.array(dOut, copy=True),
+                    "Updates": np.array(np.broadcast_to(dOut, lead + dOut.shape))}
         index = _nd_index("scatter_nd_add_grad", Index, dOut.shape)
         return {"X": np.array(dOut, copy=True), "Updates": np.array(dOut[index])}
 

@@ -443,7 +443,13 @@ class CenterLoss(OpDef):
         if Centers.shape[0] not in (cluster_num, -1):
             raise ValueError(f"center_loss: Centers has {Centers.shape[0]} rows but cluster_num "
                              f"is {cluster_num}")
-        _int_labels("center_loss", X, Label)
+        # fluid 1.8's kernel reads Label as N flat ids: [N] or [N, 1]
+        if len(Label.shape) == 1 and Label.dtype in INTS:
+            if not S.dims_match(Label.shape[0], X.shape[0]):
+                raise ValueError(f"center_loss: Label [N] must have one id per row of X, but "
+                                 f"received X {list(X.shape)} and Label {list(Label.shape)}")
+        else:
+            _int_labels("center_loss", X, Label)
         return {"SampleCenterDiff": X, "Loss": X.with_(shape=(X.shape[0], 1)),
                 "CentersOut": Centers}
 

@@ -46,15 +46,31 @@ def _run_shape(ShapeTensor, ShapeTensorList, shape):
 
 @register
 class UniformRandom(_ShapedRandomOp):
-    """Out ~ U[min, max)."""
+    """Out ~ U[min, max); with ``diag_num`` > 0, the flat elements i * (diag_step + 1),
+    i < diag_num, are then set to ``diag_val`` (fluid 1.8's diagonal init)."""
     type = "uniform_random"
 
+    def infer(self, ShapeTensor=None, ShapeTensorList=(), *, shape=(), dtype=VarType.FP32,
+              diag_num=0, diag_step=0):
+        if diag_num < 0 or diag_step < 0:
+            raise ValueError(f"uniform_random: diag_num and diag_step must be >= 0, got "
+                             f"diag_num={diag_num}, diag_step={diag_step}")
+        return super().infer(ShapeTensor, ShapeTensorList, shape=shape, dtype=dtype)
+
     def forward(self, ShapeTensor=None, ShapeTensorList=(), *, rng, shape=[],
-                dtype=VarType.FP32, min=-1.0, max=1.0, seed=0):
+                dtype=VarType.FP32, min=-1.0, max=1.0, seed=0, diag_num=0, diag_step=0,
+                diag_val=1.0):
         shape = _run_shape(ShapeTensor, ShapeTensorList, shape)
         out = _standard(rng.random, shape, dtype)
         out *= max - min
         out += min
+        if diag_num > 0:
+            last = (diag_num - 1) * (diag_step + 1)
+            if out.size <= last:
+                raise ValueError(f"uniform_random: the diagonal's last element {last} "
+                                 f"((diag_num - 1) * (diag_step + 1)) is outside the "
+                                 f"{out.size} elements of shape {list(out.shape)}")
+            out.reshape(-1)[np.arange(diag_num) * (diag_step + 1)] = diag_val
         return {"Out": out}
 
 

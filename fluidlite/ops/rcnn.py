@@ -8,6 +8,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from ..core.dtypes import VarType
 from ..core.registry import OpDef, VarSpec, register
 from .detection import iou_matrix, offsets_of
 
@@ -45,10 +46,11 @@ class GenerateProposals(OpDef):
     the image (ImInfo = (h, w, scale)), drop boxes smaller than ``min_size`` (at the original
     scale) or centred outside the image, NMS at ``nms_thresh`` (adaptive with ``eta``), keep
     ``post_nms_topN``. RpnRois [R, 4] and RpnRoiProbs [R, 1] with a per-image LoD (an image
-    with nothing left yields one zero box)."""
+    with nothing left yields one zero box); RpnRoisLod (int64 [N], optional) holds each image's
+    end offset into RpnRois, as fluid 1.8's kernel writes it."""
     type = "generate_proposals"
     inputs = ("Scores", "BboxDeltas", "ImInfo", "Anchors", "Variances")
-    outputs = ("RpnRois", "RpnRoiProbs")
+    outputs = ("RpnRois", "RpnRoiProbs", "RpnRoisLod?")
     no_grad = True
     lod_aware = True
 
@@ -64,7 +66,8 @@ class GenerateProposals(OpDef):
               f"Anchors and Variances must end in 4, got {list(Anchors.shape)} and "
               f"{list(Variances.shape)}")
         return {"RpnRois": VarSpec([-1, 4], Scores.dtype, 1),
-                "RpnRoiProbs": VarSpec([-1, 1], Scores.dtype, 1)}
+                "RpnRoiProbs": VarSpec([-1, 1], Scores.dtype, 1),
+                "RpnRoisLod": VarSpec([Scores.shape[0]], VarType.INT64)}
 
     def forward(self, Scores, BboxDeltas, ImInfo, Anchors, Variances, lod=None, *,
                 pre_nms_topN=6000, post_nms_topN=1000, nms_thresh=0.5, min_size=0.1, eta=1.0):
@@ -101,6 +104,8 @@ class GenerateProposals(OpDef):
         lod = (_offsets(counts),)
         return {"RpnRois": np.concatenate(rois).astype(Scores.dtype),
                 "RpnRoiProbs": np.concatenate(probs).astype(Scores.dtype),
+                # fluid's kernel writes each image's *end* offset (the LoD without its 0)
+                "RpnRoisLod": np.asarray(lod[0][1:], np.int64),
                 "lod": {"RpnRois": lod, "RpnRoiProbs": lod}}
 
     @staticmethod

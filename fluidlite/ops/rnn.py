@@ -163,8 +163,10 @@ class GRU(OpDef):
     """fluid's ``gru`` (dynamic_gru) over a LoD batch; Input [T, 3D] holds the projected inputs
     ``[x_u, x_r, x_c]``. Per step: u = act_g(x_u + h W_u + b_u), r = act_g(x_r + h W_r + b_r),
     c = act(x_c + (r*h) W_c + b_c), h' = (1-u)*h + u*c, or u*h + (1-u)*c with origin_mode.
-    Hidden keeps Input's LoD; BatchGate holds [u, r, c], BatchResetHiddenPrev r*h_prev,
-    BatchHidden h_prev (all in Input's row order). Gradient: BPTT."""
+    Hidden keeps Input's LoD. The intermediate outputs are in fluid's *batch* layout (the
+    rows of step 0 of every sequence, sorted longest first, then those of step 1, ...; what
+    fluid's sequence2batch gives and its gru_grad reads), without LoD: BatchGate holds the
+    activated [u, r, c], BatchResetHiddenPrev r*h_prev, BatchHidden the new h. Gradient: BPTT."""
     type = "gru"
     inputs = ("Input", "H0?", "Weight", "Bias?")
     outputs = ("BatchGate?", "BatchResetHiddenPrev?", "BatchHidden?", "Hidden")
@@ -175,8 +177,9 @@ class GRU(OpDef):
     def infer(self, Input, H0, Weight, Bias):
         D = _infer_hidden_size(self.type, Input, Weight, 3, " (D = size of dynamic_gru)")
         rows, lvl = Input.shape[0], Input.lod_level
-        spec = VarSpec((rows, D), Input.dtype, lvl)
-        return {"Hidden": spec, "BatchGate": VarSpec((rows, 3 * D), Input.dtype, lvl),
+        spec = VarSpec((rows, D), Input.dtype)
+        return {"Hidden": VarSpec((rows, D), Input.dtype, lvl),
+                "BatchGate": VarSpec((rows, 3 * D), Input.dtype),
                 "BatchResetHiddenPrev": spec, "BatchHidden": spec}
 
     def _setup(self, Input, H0, Weight, Bias, lod, activation, gate_activation, is_reverse):
@@ -194,18 +197,17 @@ class GRU(OpDef):
         Wg, Wc, sch, X, h, act, gact = self._setup(Input, H0, Weight, Bias, lod, activation,
                                                    gate_activation, is_reverse)
         R, D = Input.shape[0], Weight.shape[0]
-        Hid, Hp, RH = (np.zeros((R, D), Input.dtype) for _ in range(3))
+        Hid, RH = (np.zeros((R, D), Input.dtype) for _ in range(2))
         gates = np.zeros((R, 3 * D), Input.dtype)
         for r in sch.rows:
             n = r.size
             u, rr, c, rh, hn = _gru_step(X[r], h[:n], Wg, Wc, act[0], gact[0], origin_mode)
-            Hp[r], RH[r], Hid[r] = h[:n], rh, hn
+            RH[r], Hid[r] = rh, hn
             gates[r] = np.concatenate([u, rr, c], axis=1)
             h[:n] = hn
-        return {"Hidden": Hid, "BatchGate": gates, "BatchResetHiddenPrev": RH,
-                "BatchHidden": Hp,
-                "lod": _lod_out(lod, "Hidden", "BatchGate", "BatchResetHiddenPrev",
-                                "BatchHidden")}
+        perm = sch.batch_order()
+        return {"Hidden": Hid, "BatchGate": gates[perm], "BatchResetHiddenPrev": RH[perm],
+                "BatchHidden": Hid[perm], "lod": _lod_out(lod, "Hidden")}
 
     def backward(self, Input, H0, Weight, Bias, BatchGate, BatchResetHiddenPrev, BatchHidden,
                  dBatchGate, dBatchResetHiddenPrev, dBatchHidden, dHidden, lod=None, *,
@@ -219,6 +221,13 @@ class GRU(OpDef):
             BatchHidden = fw["BatchHidden"]
         Wg, Wc, sch, X, h0, act, gact = self._setup(Input, H0, Weight, Bias, lod, activation,
                                                     gate_activation, is_reverse)
+        # back to Input's row order; h_prev of step t is the new h of step t - 1 (h0 at t = 0)
+        perm = sch.batch_order()
+        BatchGate, BatchResetHiddenPrev, Hid = (
+            sch.unbatch(a, perm) for a in (BatchGate, BatchResetHiddenPrev, BatchHidden))
+        BatchHidden = np.empty_like(Hid)
+        for t, r in enumerate(sch.rows):
+            BatchHidden[r] = h0[:r.size] if t == 0 else Hid[sch.rows[t - 1][:r.size]]
         dX = np.zeros_like(X)
         dh_s = np.zeros_like(h0)
         for t in range(len(sch.rows) - 1, -1, -1):

@@ -95,6 +95,17 @@ class _Schedule:
             return np.zeros((self.n_seq, width), dtype)
         return np.array(x[self.order], dtype=dtype)
 
+    def batch_order(self) -> np.ndarray:
+        """Input row of each row of fluid's batch layout (step 0's rows, then step 1's, ...)."""
+        return np.concatenate(self.rows) if self.rows else np.zeros(0, np.int64)
+
+    @staticmethod
+    def unbatch(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
+        """Rows of a batch-layout array ``x`` back in Input's row order."""
+        out = np.empty_like(x)
+        out[perm] = x
+        return out
+
     def unsort(self, x: np.ndarray) -> np.ndarray:
         out = np.empty_like(x)
         out[self.order] = x

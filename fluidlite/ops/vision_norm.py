@@ -239,11 +239,16 @@ class DataNorm(OpDef):
     Scales = sqrt(BatchSize / BatchSquareSum). dX = dY * Scales; the "gradients" of the three
     statistics are this batch's summary as fluid's kernel writes them: BatchSize@GRAD = N,
     BatchSum@GRAD = sum_n X, BatchSquareSum@GRAD = sum_n (X - Means)^2 + N * epsilon (the
-    optimizer folds them into the running statistics)."""
+    optimizer folds them into the running statistics). With ``slot_dim`` > 0 (X joins slot
+    embeddings led by a show count), a slot whose show count is 0 gives zeros and is left out
+    of the statistics, which become per-slot means (see ``_slot_stats``); dX stays dY * Scales
+    everywhere, as fluid's kernel computes it."""
     type = "data_norm"
     inputs = ("X", "BatchSize", "BatchSum", "BatchSquareSum")
     outputs = ("Y", "Means", "Scales")
     grad_uses = ("X", "BatchSize", "BatchSum", "BatchSquareSum")
+    # fluid 1.8 declares them; its CPU kernels do not read them (multi-GPU / oneDNN only)
+    extra_attrs = {"use_mkldnn": False, "summary_decay_rate": 0.9999999, "sync_stats": False}
 
     def _cols(self, X_ndim: int, data_layout: str) -> None:
         _need(self.type, X_ndim >= 2, f"X must have rank >= 2, got {X_ndim}")
@@ -278,28 +283,61 @@ class DataNorm(OpDef):
         shaped = rows.reshape((X.shape[0],) + X.shape[2:] + (X.shape[1],))
         return np.ascontiguousarray(np.moveaxis(shaped, -1, 1))
 
+    @staticmethod
+    def _shown(rows: np.ndarray, slot_dim: int) -> np.ndarray:
+        """With ``slot_dim`` > 0 (X concatenates slot embeddings whose first value is the
+        show count): per element, whether its slot's show count is non-zero (|show| >= 1e-7,
+        fluid's min_precision); the others are skipped."""
+        show = rows[:, ::slot_dim]
+        live = (show <= rows.dtype.type(-1e-7)) | (show >= rows.dtype.type(1e-7))
+        return np.repeat(live, slot_dim, axis=1)[:, :rows.shape[1]]
+
     def forward(self, X, BatchSize, BatchSum, BatchSquareSum, *, epsilon=1e-4,
-                data_layout="NCHW"):
+                data_layout="NCHW", slot_dim=-1):
         self._cols(X.ndim, data_layout)
         means = BatchSum / BatchSize
         scales = np.sqrt(BatchSize / BatchSquareSum)
-        y = (self._rows(X, data_layout) - means) * scales
+        rows = self._rows(X, data_layout)
+        y = (rows - means) * scales
+        if slot_dim > 0 and rows.shape[0]:       # a slot never shown normalizes to zeros
+            y = np.where(self._shown(rows, slot_dim), y, y.dtype.type(0))
         return {"Y": self._unrows(y, X, data_layout).astype(X.dtype, copy=False),
                 "Means": means.astype(X.dtype, copy=False),
                 "Scales": scales.astype(X.dtype, copy=False)}
 
     def backward(self, X, BatchSize, BatchSum, BatchSquareSum, dY, dMeans=None, dScales=None,
-                 *, epsilon=1e-4, data_layout="NCHW"):
+                 *, epsilon=1e-4, data_layout="NCHW", slot_dim=-1):
         rows = self._rows(X, data_layout)
         means = BatchSum / BatchSize
         scales = np.sqrt(BatchSize / BatchSquareSum)
+        # fluid's kernel: dX = dY * Scales everywhere (also in skipped slots)
         dx = self._unrows(self._rows(dY, data_layout) * scales, X, data_layout)
         n = rows.shape[0]
+        if slot_dim > 0 and n:
+            return dict(self._slot_stats(rows, means, epsilon, slot_dim),
+                        X=dx.astype(X.dtype, copy=False))
         return {"X": dx.astype(X.dtype, copy=False),
                 "BatchSize": np.full_like(BatchSize, n),
                 "BatchSum": rows.sum(axis=0).astype(BatchSum.dtype, copy=False),
                 "BatchSquareSum": (((rows - means) ** 2).sum(axis=0) + n * epsilon).astype(
                     BatchSquareSum.dtype, copy=False)}
+
+    def _slot_stats(self, rows: np.ndarray, means: np.ndarray, epsilon: float,
+                    slot_dim: int) -> Dict[str, np.ndarray]:
+        """fluid's per-slot summary: over the rows where the slot was shown (count c), the
+        mean and the mean squared deviation + c * epsilon, with BatchSize 1; zeros where c
+        is 0."""
+        live = self._shown(rows, slot_dim).astype(rows.dtype)
+        c = live.sum(axis=0)
+        s = (rows * live).sum(axis=0)
+        sq = (((rows - means) ** 2) * live).sum(axis=0)
+        seen = c >= 1
+        safe = np.where(seen, c, 1)
+        t = rows.dtype.type
+        return {"BatchSize": np.where(seen, t(1), t(0)).astype(rows.dtype),
+                "BatchSum": np.where(seen, s / safe, t(0)).astype(rows.dtype),
+                "BatchSquareSum": np.where(seen, sq / safe + c * t(epsilon),
+                                           t(0)).astype(rows.dtype)}
 
 
 # -- inplace_abn: batch_norm followed by an activation, one op ---------------------------------

@@ -95,6 +95,24 @@ def test_compare_errors():
         fluid.layers.logical_not(flag, out="o")
 
 
+def test_compare_dtypes_and_force_cpu_are_checked_as_fluid_18():
+    """fluid 1.8's comparisons take float32/float64/int32/int64 (check_variable_and_dtype)
+    and a bool force_cpu (check_type): anything else is a TypeError, not a later ValueError."""
+    x = fluid.data("x", [2], "int32")
+    a = fluid.data("a", [2], "int16")
+    for op in ("less_than", "less_equal", "greater_than", "greater_equal", "equal",
+               "not_equal"):
+        layer = getattr(fluid.layers, op)
+        with pytest.raises(TypeError, match=f"The data type of 'y' in {op} must be one of "
+                                            r"\['float32', 'float64', 'int32', 'int64'"):
+            layer(x, a)
+        with pytest.raises(TypeError, match=f"The data type of 'x' in {op}"):
+            layer(a, x)
+    with pytest.raises(TypeError, match=r"less_than: force_cpu must be a bool, but received int"):
+        fluid.layers.less_than(x, x, force_cpu=1)
+    assert fluid.layers.less_than(x, x, force_cpu=True).dtype == fluid.core.VarDesc.VarType.BOOL
+
+
 def test_equal_reduce_is_one_bool_for_the_whole_broadcast_comparison():
     # fluid 1.8's compare_reduce_op: Out = [all(X == Y)], Y broadcast from `axis`
     x = np.arange(24, dtype="int64").reshape(2, 3, 4)

@@ -624,6 +624,9 @@ def test_generate_proposals():
     np.testing.assert_allclose(got["RpnRois"], np.concatenate(rois), rtol=1e-6)
     np.testing.assert_allclose(got["RpnRoiProbs"], np.concatenate(probs), rtol=1e-6)
     assert got["lod"]["RpnRois"] == ((0, len(rois[0]), len(rois[0]) + len(rois[1])),)
+    # fluid 1.8's RpnRoisLod output: each image's end offset, int64
+    assert got["RpnRoisLod"].dtype == np.int64
+    assert got["RpnRoisLod"].tolist() == [len(rois[0]), len(rois[0]) + len(rois[1])]
 
 
 def test_distribute_and_collect_fpn_proposals():

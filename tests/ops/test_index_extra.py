@@ -108,6 +108,14 @@ def test_scatter_nd_add():
            check_grad=["X", "Updates"])
 
 
+def test_scatter_nd_add_with_an_empty_index_adds_every_update_to_all_of_x():
+    """fluid 1.8 (TestScatterNdAddWithEmptyIndex): Index [2, 0] names the whole of X twice."""
+    x = OpTest.rand(3, 4)
+    up = OpTest.rand(2, 3, 4, seed=3)
+    run_op("scatter_nd_add", {"X": x, "Index": np.zeros((2, 0), np.int32), "Updates": up}, {},
+           {"Out": x + up[0] + up[1]}, check_grad=["X", "Updates"])
+
+
 def test_scatter_nd_add_bad_updates():
     expect_error("scatter_nd_add", {"X": OpTest.rand(3, 4), "Index": np.array([[1]], np.int64),
                                     "Updates": OpTest.rand(1, 5)}, {}, {"Out": X},

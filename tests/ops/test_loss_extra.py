@@ -465,3 +465,20 @@ def test_rank_loss_accepts_n_and_n_by_1():
         d.infer(VarSpec([2], "float32"), VarSpec([2, 2], "float32"), VarSpec([2], "float32"))
     with pytest.raises(ValueError, match="same first dim"):
         d.infer(VarSpec([2], "float32"), VarSpec([3], "float32"), VarSpec([2], "float32"))
+
+
+def test_center_loss_takes_a_rank_1_label():
+    """fluid 1.8's center_loss reads Label as N flat ids (its InferShape has no label check):
+    a [N] label gives what the [N, 1] one gives; a wrong length is refused."""
+    x, centers = OpTest.rand(4, 3, seed=1), OpTest.rand(3, 3, seed=2)
+    lab = np.array([2, 0, 2, 1], dtype="int64")
+    diff = x - centers[lab]
+    t = _t("center_loss", {"X": x, "Label": lab, "Centers": centers,
+                           "CenterUpdateRate": np.array([0.1])},
+           {"SampleCenterDiff": diff, "Loss": 0.5 * (diff ** 2).sum(1, keepdims=True)},
+           {"cluster_num": 3, "need_update": False})
+    t.check_grad(["X"], "Loss")
+    with pytest.raises(ValueError, match=r"Label \[N\] must have one id per row of X"):
+        _build(lambda: fluid.layers.center_loss(fluid.data("a", [4, 3]),
+                                                fluid.data("b", [5], "int64"), 3, 0.1,
+                                                param_attr=None))

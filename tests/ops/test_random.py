@@ -57,3 +57,14 @@ def test_seeding(op_type):
 def test_random_ops_are_declared_non_differentiable(op_type):
     d = get_op_def(op_type)
     assert d.no_grad and not d.differentiable and d.uses_rng
+
+
+def test_uniform_random_diagonal_init():
+    """fluid 1.8's diag_num / diag_step / diag_val: flat elements i * (diag_step + 1) set."""
+    (v,) = draw("uniform_random", shape=[3, 4], min=-0.5, max=0.5, diag_num=3, diag_step=4,
+                diag_val=7.0)
+    flat = np.asarray(v).reshape(-1)
+    assert flat[[0, 5, 10]].tolist() == [7.0, 7.0, 7.0]
+    assert np.all(np.abs(np.delete(flat, [0, 5, 10])) <= 0.5)
+    with pytest.raises(ValueError, match="outside the 12 elements"):
+        draw("uniform_random", shape=[3, 4], diag_num=4, diag_step=4)

@@ -277,6 +277,32 @@ def test_gru_weight_layout_is_fluids_memory_split():
     np.testing.assert_allclose(hid[0], (1 - u) + u * c, atol=1e-12)
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_gru_intermediates_are_in_fluids_batch_layout(reverse):
+    """fluid's gru writes BatchGate / BatchResetHiddenPrev / BatchHidden through
+    sequence2batch: step 0's rows of the sequences sorted longest first, then step 1's, ...;
+    BatchHidden is the new h (what fluid's gru_grad reads back)."""
+    ins = gru_inputs()
+    x, w, b, h0 = ins["Input"][0], ins["Weight"], ins["Bias"], ins["H0"]
+    gate, rh, bh = run("gru", ins, {"is_reverse": reverse},
+                       ["BatchGate", "BatchResetHiddenPrev", "BatchHidden"])
+    off = np.concatenate([[0], np.cumsum(LENS)])
+    order = sorted((k for k in range(len(LENS)) if LENS[k]), key=lambda k: -LENS[k])
+    h = {k: h0[k] for k in order}
+    want_g, want_rh, want_h = [], [], []
+    for t in range(max(LENS)):
+        for k in [k for k in order if LENS[k] > t]:
+            row = off[k + 1] - 1 - t if reverse else off[k] + t
+            u, r, c, rhk, hn = ref_gru_step(x[row] + b.reshape(-1), h[k], w)
+            want_g.append(np.concatenate([u, r, c]))
+            want_rh.append(rhk)
+            want_h.append(hn)
+            h[k] = hn
+    np.testing.assert_allclose(gate, want_g, atol=1e-12)
+    np.testing.assert_allclose(rh, want_rh, atol=1e-12)
+    np.testing.assert_allclose(bh, want_h, atol=1e-12)
+
+
 @pytest.mark.parametrize("origin", [False, True])
 def test_gru_grad(origin):
     ins = gru_inputs(D=2, lens=[3, 1, 2])

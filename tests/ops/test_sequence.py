@@ -448,6 +448,17 @@ def test_row_conv():
         check_grad("row_conv", {"X": (x, LENS), "Filter": (w, None)}, slot)
 
 
+def test_row_conv_on_a_padded_batch():
+    """fluid 1.8's tensor form: X [B, T, D] without LoD, each of the B rows one sequence."""
+    x, w = RNG.uniform(-1, 1, (2, 4, 3)), RNG.uniform(-1, 1, (2, 3))
+    out, = run("row_conv", {"X": (x, None), "Filter": (w, None)})
+    want = [[sum(x[b, t + j] * w[j] for j in range(2) if t + j < 4) for t in range(4)]
+            for b in range(2)]
+    np.testing.assert_allclose(np.array(out), np.array(want), rtol=1e-12)
+    for slot in ("X", "Filter"):
+        check_grad("row_conv", {"X": (x, None), "Filter": (w, None)}, slot)
+
+
 def _levenshtein(a, b):
     d = np.arange(len(b) + 1)
     for i, x in enumerate(a, 1):

@@ -633,6 +633,34 @@ class TestDataNorm(OpTest):
         np.testing.assert_allclose(g["BatchSquareSum"],
                                    ((x - bsum / size) ** 2).sum(axis=0) + 5 * 0.5)
 
+    def test_slot_dim_skips_slots_never_shown(self):
+        """fluid 1.8's slot_dim: X joins slots of slot_dim values whose first is the show
+        count; a slot with show 0 normalizes to zeros and is left out of the statistics."""
+        x = self.rand(3, 4)
+        x[1, 0] = 0.0                          # row 1, slot 0 not shown
+        size, bsum, sq = np.full(4, 10.0), self.rand(4, seed=2), np.full(4, 4.0)
+        means, scales = bsum / size, np.sqrt(size / sq)
+        y = (x - means) * scales
+        y[1, :2] = 0.0
+        self.inputs = {"X": x, "BatchSize": size, "BatchSum": bsum, "BatchSquareSum": sq}
+        self.attrs = {"epsilon": 1e-4, "slot_dim": 2}
+        self.outputs = {"Y": y, "Means": means, "Scales": scales}
+        self.check_output()
+        from fluidlite.core.registry import get_op_def
+        g = get_op_def("data_norm").backward(x, size, bsum, sq, np.ones_like(x), epsilon=0.5,
+                                             slot_dim=2)
+        # fluid's kernel: dX = dY * Scales in every slot, shown or not
+        np.testing.assert_allclose(g["X"], np.ones_like(x) * scales)
+        shown = np.array([[1, 1, 1, 1], [0, 0, 1, 1], [1, 1, 1, 1]], bool)
+        c = shown.sum(0)
+        np.testing.assert_array_equal(g["BatchSize"], np.ones(4))
+        np.testing.assert_allclose(g["BatchSum"], (x * shown).sum(0) / c)
+        np.testing.assert_allclose(g["BatchSquareSum"],
+                                   (((x - means) ** 2) * shown).sum(0) / c + c * 0.5)
+        self.inputs["X"] = self.rand(3, 4, seed=5) + 2.0       # every slot shown
+        self.outputs["Y"] = (self.inputs["X"] - means) * scales
+        self.check_grad(["X"], "Y", weighted=True)
+
 
 def test_norm_errors():
     from fluidlite.core.registry import VarSpec, get_op_def

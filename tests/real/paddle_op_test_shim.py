@@ -8,7 +8,8 @@ re-implemented here on fluidlite's Program/Executor and fluidlite.testing's grad
   for LoD, or for a duplicable slot a list of ``(name, value)``), ``self.attrs``. Every
   non-duplicable slot's variable is named after the slot (``X``, ``Out``), duplicable entries
   after their given names; ``None`` attributes are dropped, and so are attributes the op's
-  Paddle proto does not declare (fluid's ``Operator`` skips both; see ``PADDLE_ATTRS``).
+  Paddle proto does not declare (fluid's ``Operator`` skips both; see ``PADDLE_ATTRS``; for an
+  op Paddle 2.6 no longer has, fluidlite's declaration stands in for fluid 1.8's proto).
 * ``check_output(atol=1e-5, no_check_set, equal_nan)``: runs the one-op program on the CPU,
   compares every expected output with ``np.allclose(actual, expected, atol=atol)`` (atol 0 when
   the test's precision is float64, unless the op is in fluid's
@@ -28,8 +29,10 @@ re-implemented here on fluidlite's Program/Executor and fluidlite.testing's grad
 Not reproduced: fluid's CI meta-checks of the test files themselves (``tearDownClass``'s
 "needs check_grad with fp64", input-size >= 100, ``no_check_set`` / ``no_grad_set``
 whitelists) and the dygraph re-run of every check (``check_dygraph``): the runner reports the
-static checks only. ``CHECKS`` counts the checks that ran, so the runner can tell a test that
-checked nothing on the CPU (a GPU-only branch) from one that passed.
+static checks only. ``CHECKS`` counts what ran on the CPU -- the checks above, every run of the
+one-op program (``_calc_output``, which some tests check themselves) and every unittest
+assertion of an OpTest (``self.assertRaises`` in a ``test_errors``) -- so the runner can tell
+a test that did nothing on the CPU (a GPU-only branch) from one that passed.
 """
 import random
 import unittest
@@ -39,6 +42,7 @@ import numpy as np
 
 from fluidlite import core
 from fluidlite.backward import append_backward
+from fluidlite.compiler import CompiledProgram
 from fluidlite.core import names
 from fluidlite.core.ir import Program, program_guard
 from fluidlite.core.registry import COMMON_ATTRS, get_op_def
@@ -161,7 +165,12 @@ class OpTest(unittest.TestCase):
         unless fluidlite declares it."""
         attrs = getattr(self, "attrs", None) or {}
         paddle_declared = PADDLE_ATTRS.get(self.op_type)
-        ours = set(get_op_def(self.op_type).attr_defaults) | set(COMMON_ATTRS)
+        opdef = get_op_def(self.op_type)
+        ours = set(opdef.attr_defaults) | set(opdef.extra_attrs) | set(COMMON_ATTRS)
+        if paddle_declared is None and PADDLE_ATTRS:
+            # an op Paddle 2.6 no longer has (center_loss, ...): fluidlite's declaration, which
+            # follows fluid 1.8's OpMaker, stands in for 1.8's proto
+            paddle_declared = ours
         return {k: v for k, v in attrs.items() if v is not None and (
             paddle_declared is None or k in paddle_declared or k in ours)}
 
@@ -206,17 +215,28 @@ class OpTest(unittest.TestCase):
         return {n: (_lod_tensor(a, lod) if lod else a) for n, (a, lod) in feed.items()}
 
     # -- check_output -------------------------------------------------------------------------
-    def _calc_output(self, place: Any, no_check_set: Optional[Sequence[str]] = None
+    def _calc_output(self, place: Any, parallel: bool = False,
+                     no_check_set: Optional[Sequence[str]] = None, loss: Any = None,
+                     enable_inplace: Optional[bool] = None, for_inplace_test: Any = None
                      ) -> Tuple[List[Any], List[str]]:
+        """fluid's ``_calc_output``: fetches ``self.fetch_list`` when the test sets one, else
+        every expected output; ``parallel`` / ``enable_inplace`` run the program through a
+        ``CompiledProgram`` (data parallel on the one CPU place)."""
         if isinstance(place, core.CUDAPlace):
             raise unittest.SkipTest("CUDAPlace: fluidlite runs on the CPU only")
+        CHECKS[0] += 1
         prog, feed, _ = self._program()
-        fetch = []
-        for slot, value in self.outputs.items():
-            if no_check_set is not None and slot in no_check_set:
-                continue
-            fetch += [n for n, _ in _entries(slot, value)]
-        outs = Executor(core.CPUPlace()).run(prog, feed=self._feed(feed), fetch_list=fetch,
+        fetch = list(getattr(self, "fetch_list", None) or [])
+        if not fetch:
+            for slot, value in self.outputs.items():
+                if no_check_set is not None and slot in no_check_set:
+                    continue
+                fetch += [n for n, _ in _entries(slot, value)]
+        run_prog: Any = prog
+        if parallel or enable_inplace is not None:
+            run_prog = CompiledProgram(prog).with_data_parallel(
+                loss_name=loss.name if loss is not None else None, places=place)
+        outs = Executor(core.CPUPlace()).run(run_prog, feed=self._feed(feed), fetch_list=fetch,
                                              scope=Scope(), return_numpy=False)
         return outs, fetch
 
@@ -228,7 +248,7 @@ class OpTest(unittest.TestCase):
                                 equal_nan: bool = False, check_dygraph: bool = True,
                                 inplace_atol: Optional[float] = None
                                 ) -> Tuple[List[Any], List[str]]:
-        outs, fetch = self._calc_output(place, no_check_set)
+        outs, fetch = self._calc_output(place, no_check_set=no_check_set)
         CHECKS[0] += 1
         if self.dtype == np.float64 and self.op_type not in _white_list(
                 "op_threshold_white_list", "NEED_FIX_FP64_CHECK_OUTPUT_THRESHOLD_OP_LIST"):
@@ -322,6 +342,33 @@ class OpTest(unittest.TestCase):
         numeric = [numeric_grad(self._loss_of(exe, fwd, feed, n, loss.name), {n: feed[n][0]}, n,
                                 delta).astype(feed[n][0].dtype) for n in inputs_to_check]
         return numeric, analytic
+
+    def _get_gradient(self, input_to_check: Sequence[str], place: Any,
+                      output_names: Any, no_grad_set: Any, parallel: bool = False
+                      ) -> List[np.ndarray]:
+        """fluid's ``_get_gradient``: the analytic gradients of the mean of ``output_names``
+        w.r.t. ``input_to_check`` (``parallel``: through a data-parallel CompiledProgram)."""
+        if isinstance(place, core.CUDAPlace):
+            raise unittest.SkipTest("CUDAPlace: fluidlite runs on the CPU only")
+        CHECKS[0] += 1
+        if not isinstance(output_names, list):
+            output_names = [output_names]
+        prog, feed, _ = self._program()
+        block = prog.global_block()
+        for n in input_to_check:
+            block.var(n).stop_gradient = False
+        with program_guard(prog, Program()):
+            loss = self._loss(block, output_names)
+            append_backward(loss, parameter_list=list(input_to_check),
+                            no_grad_set=set(no_grad_set or ()))
+        run_prog: Any = prog
+        if parallel:
+            run_prog = CompiledProgram(prog).with_data_parallel(loss_name=loss.name,
+                                                                places=place)
+        grads = [names.grad_var_name(n) for n in input_to_check]
+        outs = Executor(core.CPUPlace()).run(run_prog, feed=self._feed(feed), fetch_list=grads,
+                                             scope=Scope(), return_numpy=False)
+        return [np.array(g) for g in outs]
 
     def _loss_of(self, exe: Executor, fwd: Program, feed: Dict[str, Any], name: str,
                  loss: str) -> Any:
@@ -449,3 +496,19 @@ class OpTest(unittest.TestCase):
 
     def fluid_dtype_to_np_dtype(self, dtype: Any) -> Any:
         return dtype
+
+
+def _counted(name: str) -> Any:
+    """unittest's assertion ``name``, counted in ``CHECKS`` (it ran on the CPU)."""
+    method = getattr(unittest.TestCase, name)
+
+    def assertion(self: Any, *args: Any, **kwargs: Any) -> Any:
+        CHECKS[0] += 1
+        return method(self, *args, **kwargs)
+    assertion.__name__ = assertion.__qualname__ = name
+    assertion.__doc__ = method.__doc__
+    return assertion
+
+
+for _name in [n for n in vars(unittest.TestCase) if n.startswith("assert") and "_" not in n]:
+    setattr(OpTest, _name, _counted(_name))

@@ -13,8 +13,9 @@ fluidlite). Prints one line per file (passed / failed / skipped cases) and the t
 
 * a case is one test method of one TestCase class (unittest's count);
 * ``skipped`` = unittest skips (``skipIf(not core.is_compiled_with_cuda())``, CUDAPlace) plus
-  OpTest cases that finished without running a single check on the CPU (a test whose body
-  only checks ``if core.is_compiled_with_cuda()``): GPU-only, out of scope;
+  OpTest cases that finished without running anything on the CPU -- no check, no run of the
+  op, no unittest assertion (a test whose body only checks ``if core.is_compiled_with_cuda()``):
+  GPU-only, out of scope;
 * ``in scope`` = cases that ran on the CPU = passed + failed;
 * every failure is classified (``missing_op``, ``missing_attr``, ``missing_api``,
   ``selected_rows`` (fluid's SelectedRows tensors in the
