@@ -324,26 +324,27 @@ class SequencePad(OpDef):
 @register
 class SequenceUnpad(OpDef):
     """The inverse of sequence_pad: Out = the first Length[i] rows of X[i], concatenated, with
-    LoD from Length. dX scatters dOut into zeros."""
+    LoD from Length (X [N, T] gives Out [sum(Length), 1], as fluid's kernel resizes it). dX
+    scatters dOut into zeros."""
     type, inputs, outputs = "sequence_unpad", ("X", "Length"), ("Out",)
     grad_uses = ("X", "Length")
     lod_aware = True
 
     def infer(self, X, Length):
-        return {"Out": VarSpec((-1,) + tuple(X.shape[2:]), X.dtype, 1)}
+        return {"Out": VarSpec((-1,) + (tuple(X.shape[2:]) or (1,)), X.dtype, 1)}
 
     def forward(self, X, Length, lod=None):
         lens = np.asarray(Length, np.int64).reshape(-1)
         if lens.size != X.shape[0] or (lens.size and (lens.min() < 0 or lens.max() > X.shape[1])):
             raise ValueError(f"sequence_unpad: Length {lens.tolist()} does not fit X of shape "
                              f"{list(X.shape)}")
-        flat = X.reshape((-1,) + X.shape[2:])
+        flat = X.reshape((-1,) + (X.shape[2:] or (1,)))
         return {"Out": flat[_pad_index(lens, X.shape[1])], "lod": {"Out": (_offsets(lens),)}}
 
     def backward(self, X, Length, dOut, lod=None):
         lens = np.asarray(Length, np.int64).reshape(-1)
         dX = np.zeros((X.shape[0] * X.shape[1],) + X.shape[2:], dOut.dtype)
-        dX[_pad_index(lens, X.shape[1])] = dOut
+        dX[_pad_index(lens, X.shape[1])] = dOut.reshape((-1,) + X.shape[2:])
         return {"X": dX.reshape(X.shape)}
 
 

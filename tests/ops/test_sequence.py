@@ -191,6 +191,17 @@ def test_sequence_pad_and_unpad_round_trip():
     check_grad("sequence_unpad", {"X": (out, None), "Length": (np.array(LENS), None)}, "X")
 
 
+def test_sequence_unpad_of_a_2d_input_gives_one_column_as_fluid():
+    """fluid 1.8's kernel resizes Out to [sum(Length), 1] when X is [N, T]."""
+    x = np.arange(12, dtype="float64").reshape(3, 4)
+    lens = np.array([2, 4, 1])
+    back, = run("sequence_unpad", {"X": (x, None), "Length": (lens, None)})
+    assert np.array(back).shape == (7, 1)
+    np.testing.assert_array_equal(np.array(back)[:, 0], [0, 1, 4, 5, 6, 7, 8])
+    assert back.recursive_sequence_lengths() == [[2, 4, 1]]
+    check_grad("sequence_unpad", {"X": (x, None), "Length": (lens, None)}, "X")
+
+
 def test_sequence_pad_too_short_is_an_error():
     with pytest.raises(ValueError, match="shorter than the longest"):
         run("sequence_pad", {"X": (_x(), LENS), "PadValue": (np.array([0.0]), None)},
