@@ -318,7 +318,6 @@ MODULE_PATH_REASONS: Dict[Any, str] = {
     "fluid.trainer_desc": _TRAINERS,
     "fluid.trainer_factory": _TRAINERS,
     ("fluid.layers.detection", "matrix_nms"): _PATCH_RELEASE,
-    ("fluid.layers.nn", "mish"): _PATCH_RELEASE,
     "fluid.layers.layer_function_generator": "Paddle's docstring generators for its C++ op "
                                              "protos (and its own layers' deprecation "
                                              "marker); fluidlite's layers document themselves",

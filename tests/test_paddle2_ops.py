@@ -167,10 +167,17 @@ def test_elementwise_tests(op, fn):
 class TestMish(OpTest):
     op_type = "mish"
 
-    @pytest.mark.parametrize("threshold", [20.0, 0.5])
+    @pytest.mark.parametrize("threshold", [20.0, 0.5, 0.0])
     def test_forward_and_grad(self, threshold):
+        # fluid 1.8's mish_op.h CalcSoftplus: x past t, exp(x) below -t, log1p(exp(x))
+        # between (t > 0; t <= 0: always the last)
         x = self.rand(3, 4, low=-3, high=3, avoid=threshold)
-        sp = np.where(x > threshold, x, np.log1p(np.exp(x)))
+        if threshold > 0:
+            x = np.where(np.abs(x + threshold) < 1e-3, x + 0.01, x)    # off the -t kink
+            sp = np.where(x > threshold, x, np.where(x < -threshold, np.exp(x),
+                                                     np.log1p(np.exp(x))))
+        else:
+            sp = np.log1p(np.exp(x))
         self.inputs, self.attrs = {"X": x}, {"threshold": threshold}
         self.outputs = {"Out": x * np.tanh(sp)}
         self.check_infer()
@@ -236,3 +243,28 @@ class TestPad3d(OpTest):
             d.forward(np.zeros((1, 1, 1, 1, 3)), paddings=[3, 0, 0, 0, 0, 0], mode="reflect")
         with pytest.raises(ValueError, match="6 non-negative ints"):
             d.forward(np.zeros((1, 1, 1, 1, 3)), paddings=[1, 1])
+
+
+def test_mish_layer_as_fluid18_with_its_documented_threshold_rules():
+    import fluidlite as fluid
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 3], "float32")
+        outs = [fluid.layers.mish(x), fluid.layers.mish(x, threshold=0.5),
+                fluid.layers.mish(x, threshold=None)]
+        with pytest.raises(TypeError, match="float32.*float64.*int32"):
+            fluid.layers.mish(fluid.data("i", [-1, 3], "int32"))
+        with pytest.raises(TypeError, match="threshold"):
+            fluid.layers.mish(x, threshold="1")
+        with pytest.raises(TypeError):
+            fluid.layers.mish(0.1, 20)
+    assert [op.attr("threshold") for op in main.global_block().ops if op.type == "mish"] == \
+        [20.0, 0.5, -1.0]
+    xs = np.array([[-2.0, 0.25, 1.0]], "float32")
+    got = fluid.Executor().run(main, feed={"x": xs}, fetch_list=outs)
+    exact = xs * np.tanh(np.log1p(np.exp(xs)))
+    np.testing.assert_allclose(got[0], exact, rtol=1e-6)
+    np.testing.assert_allclose(got[2], exact, rtol=1e-6)
+    # threshold 0.5: 1.0 > t -> x * tanh(x); -2 < -t -> x * tanh(exp(x))
+    np.testing.assert_allclose(got[1], [[-2 * np.tanh(np.exp(-2.0)), exact[0, 1],
+                                         np.tanh(1.0)]], rtol=1e-6)

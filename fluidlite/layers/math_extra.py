@@ -17,7 +17,7 @@ from ..layer_helper import LayerHelper, check_int, is_number
 from .layer_function_generator import generate_activation_fn
 
 __all__ = ["acos", "asin", "atan", "tanh_shrink", "erf", "log1p", "hard_shrink", "softshrink",
-           "thresholded_relu", "brelu", "soft_relu", "selu", "stanh", "hard_swish", "maxout",
+           "thresholded_relu", "brelu", "soft_relu", "selu", "stanh", "hard_swish", "mish", "maxout",
            "prelu", "cumsum", "logsumexp", "log_softmax", "reduce_prod", "reduce_all",
            "reduce_any", "isfinite", "has_inf", "has_nan", "sum", "rank", "size", "clamp",
            "kron", "dot", "bmm", "cross", "trace", "addmm", "addcmul", "t", "allclose", "dist",
@@ -481,6 +481,44 @@ def hard_swish(x: Variable, threshold: float = 6.0, scale: float = 6.0, offset: 
     return _act("hard_swish", x, name, threshold=_float("hard_swish", "threshold", threshold),
                 scale=_float("hard_swish", "scale", scale),
                 offset=_float("hard_swish", "offset", offset))
+
+
+def mish(x: Variable, threshold: Optional[float] = 20, name: Optional[str] = None) -> Variable:
+    """x * tanh(softplus(x)) (op ``mish``): with a positive ``threshold`` fluid's approximate
+    softplus -- x above ``threshold``, exp(x) below ``-threshold``, ln(1 + e^x) between --
+    else ln(1 + e^x) everywhere.
+
+    Args:
+        x (Variable): float32 or float64 input.
+        threshold (float | int | None, default 20): where the softplus approximations start;
+            None or a value <= 0 uses none (fluid 1.8's documented behaviour; its code
+            asserted a positive value -- docs/compatibility.md).
+        name (str | None): name prefix of the output.
+    Returns:
+        Variable: same shape and dtype as ``x``.
+    Raises:
+        TypeError: ``x`` is not a float32/float64 Variable, or ``threshold`` is not a number
+            or None.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4], "float32")
+        ...     out = fluid.layers.mish(x)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> res, = exe.run(main, feed={"x": np.array([[-1.0, 0.0, 1.0, 3.0]], "float32")},
+        ...                fetch_list=[out])
+        >>> res.round(4)
+        array([[-0.3034,  0.    ,  0.8651,  2.9865]], dtype=float32)
+    """
+    check_variable_and_dtype(x, "x", ["float32", "float64"], "mish")
+    if threshold is not None and (isinstance(threshold, bool) or not is_number(threshold)):
+        raise TypeError(f"mish: threshold must be a number or None, but received "
+                        f"{type(threshold).__name__} ({threshold!r})")
+    t = -1.0 if threshold is None or threshold <= 0 else float(threshold)
+    return _act("mish", x, name, threshold=t)
 
 
 def maxout(x: Variable, groups: int, name: Optional[str] = None, axis: int = 1) -> Variable:

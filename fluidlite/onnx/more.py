@@ -617,10 +617,15 @@ def _top_k_v2(c: _Ctx, op: Any) -> None:
 
 
 @_conv("mish")
-def _mish(c: _Ctx, op: Any) -> None:        # x * tanh(softplus(x)); softplus(x) = x past t
+def _mish(c: _Ctx, op: Any) -> None:
+    """x * tanh(sp), sp = fluid's softplus: x past t, exp(x) below -t (t > 0), else
+    softplus(x)."""
     x, t = _x(op, "X"), float(op.attr("threshold"))
-    sp = c.node("Where", [c.node("Greater", [x, _const_like(c, x, t)]), x,
-                          c.node("Softplus", [x])])
+    sp = c.node("Softplus", [x])
+    if t > 0:
+        sp = c.node("Where", [c.node("Less", [x, _const_like(c, x, -t)]), c.node("Exp", [x]),
+                              sp])
+        sp = c.node("Where", [c.node("Greater", [x, _const_like(c, x, t)]), x, sp])
     c.node("Mul", [x, c.node("Tanh", [sp])], [_out(op)])
 
 

@@ -340,14 +340,26 @@ class IsinfV2(_ElementwiseTest):
     test = staticmethod(np.isinf)
 
 
-def _softplus_thr(x: np.ndarray, threshold: float) -> np.ndarray:
-    return np.where(x > threshold, x, np.logaddexp(0, np.minimum(x, threshold)))
+def _mish_softplus(x: np.ndarray, threshold: float) -> np.ndarray:
+    """fluid's CalcSoftplus: x above ``threshold``, exp(x) below ``-threshold`` (threshold > 0
+    only), log1p(exp(x)) between; in x's dtype."""
+    with np.errstate(over="ignore"):
+        e = np.exp(x)
+        sp = np.log1p(e)
+    if threshold > 0:
+        t = x.dtype.type(threshold)
+        sp = np.where(x > t, x, np.where(x < -t, e, sp))
+    return sp
 
 
 @register
 class Mish(OpDef):
-    """Out = X * tanh(sp), sp = softplus(X) (X itself above ``threshold``);
-    dX = dOut * (tanh(sp) + X * (1 - tanh(sp)^2) * dsp), dsp = sigmoid(X) (1 above it)."""
+    """Out = X * tanh(sp), sp = fluid's softplus: X above ``threshold``, exp(X) below
+    ``-threshold``, log1p(exp(X)) between (``threshold`` > 0; else always the last);
+    dX = dOut * (X * (1 - tanh(sp)^2) * dsp + tanh(sp)), dsp = sp's derivative on its piece:
+    1, exp(X) or sigmoid(X). (fluid's kernel used 1 - exp(-sp), sigmoid(X)'s value on the
+    middle piece, everywhere: the same to 1e-9 at the default threshold of 20, not the
+    derivative of its own forward near a small one -- docs/compatibility.md.)"""
     type, inputs, outputs = "mish", ("X",), ("Out",)
     grad_uses = ("X",)
 
@@ -355,12 +367,17 @@ class Mish(OpDef):
         return {"Out": X}
 
     def forward(self, X, *, threshold=20.0):
-        return {"Out": (X * np.tanh(_softplus_thr(X, threshold))).astype(X.dtype, copy=False)}
+        return {"Out": (X * np.tanh(_mish_softplus(X, threshold))).astype(X.dtype, copy=False)}
 
     def backward(self, X, dOut, *, threshold=20.0):
-        t = np.tanh(_softplus_thr(X, threshold))
-        dsp = np.where(X > threshold, 1.0, 0.5 * (1.0 + np.tanh(0.5 * X)))   # sigmoid(X)
-        return {"X": (dOut * (t + X * (1.0 - t * t) * dsp)).astype(X.dtype, copy=False)}
+        sp = _mish_softplus(X, threshold)
+        t = np.tanh(sp)
+        one = X.dtype.type(1)
+        dsp = -np.expm1(-sp)                 # sigmoid(X) where sp = log1p(exp(X))
+        if threshold > 0:
+            th = X.dtype.type(threshold)
+            dsp = np.where(X > th, one, np.where(X < -th, np.exp(X), dsp))
+        return {"X": (dOut * (X * ((one - t * t) * dsp) + t)).astype(X.dtype, copy=False)}
 
 
 @register
