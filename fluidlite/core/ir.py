@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Unio
 from . import names, registry
 from .dtypes import VarType, convert_np_dtype_to_dtype_
 from .callstack import creation_site, user_callstack  # noqa: F401  (re-exported)
+from .errors import InvalidArgument
 from .registry import VarSpec
 from .variable import Parameter, Variable, _journal, _restore_dict  # noqa: F401  (re-exported)
 
@@ -539,8 +540,10 @@ class Block:
         except (ValueError, TypeError, IndexError, AssertionError) as e:
             shown = ", ".join(
                 f"{s.name}={_fmt_specs(sp)}" for s, sp in zip(opdef.in_slots, specs) if sp)
-            raise ValueError(f"op '{op.type}' shape inference failed: {e}\n  inputs: {shown}\n"
-                             f"  (created at {creation_site(op.attrs.get('op_callstack'))})") \
+            # (an InvalidArgument stays one: also fluid's core.EnforceNotMet)
+            kind = InvalidArgument if isinstance(e, InvalidArgument) else ValueError
+            raise kind(f"op '{op.type}' shape inference failed: {e}\n  inputs: {shown}\n"
+                       f"  (created at {creation_site(op.attrs.get('op_callstack'))})") \
                 from None
         for slot, spec in (result or {}).items():
             for n, sp in zip(op.outputs.get(slot, []), spec if isinstance(spec, list) else [spec]):

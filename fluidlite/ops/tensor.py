@@ -4,11 +4,13 @@ helpers the other op modules share (``norm_axis``, ``emit_grad_op``, ``live``,
 ``tensor_values``). Shape manipulation lives in manip.py, indexing and tiling in index.py."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
+from ..core.errors import InvalidArgument
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..core.selected_rows import SelectedRows, concat
 
@@ -90,14 +92,31 @@ class AssignValue(OpDef):
         return {"Out": np.asarray(data, dtype=to_numpy_dtype(dtype)).reshape(shape)}
 
 
+def _check_fill_value(op: str, value: Any, dt: np.dtype) -> None:
+    """fluid's fill_any_like range check: the float32 ``value`` within ``dt``'s range, not NaN."""
+    with np.errstate(over="ignore"):     # (1e100 becomes inf, as in fluid's float attr)
+        v = float(np.float32(value))
+    info = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt) if dt.kind == "f" else None
+    if math.isnan(v) or (info is not None and not float(info.min) <= v <= float(info.max)):
+        raise InvalidArgument(
+            f"{op}: the filled value {value!r} ({v!r} as the float32 attribute) is "
+            f"{'NaN' if math.isnan(v) else 'out of range'} for the output dtype {dt} "
+            f"[{info.min if info is not None else ''}, {info.max if info is not None else ''}]; "
+            f"pass a value {dt} can hold")
+
+
 @register
 class FillAnyLike(OpDef):
-    """Out = full_like(X, value) (dtype: X's unless ``dtype`` >= 0)."""
+    """Out = full_like(X, value) (dtype: X's unless ``dtype`` >= 0). ``value`` is a FLOAT
+    attr (float32, as fluid keeps it) and must be a number the output dtype holds: NaN or a
+    value out of its range raises ``InvalidArgument`` (fluid's kernel check), at build."""
     type, inputs, outputs = "fill_any_like", ("X",), ("Out",)
     no_grad = True
 
-    def infer(self, X, *, dtype=-1):
-        return {"Out": X if dtype < 0 else X.with_(dtype=dtype)}
+    def infer(self, X, *, value=0.0, dtype=-1):
+        out = X if dtype < 0 else X.with_(dtype=dtype)
+        _check_fill_value(self.type, value, to_numpy_dtype(out.dtype))
+        return {"Out": out}
 
     def forward(self, X, *, value=0.0, dtype=-1):
         dt = X.dtype if dtype < 0 else to_numpy_dtype(dtype)

@@ -66,3 +66,27 @@ def test_fill_zeros_like2_takes_the_output_dtype_from_its_attribute():
         t.check_output()
     from fluidlite.core.registry import get_op_def
     assert get_op_def("fill_zeros_like2").forward(x)["Out"].dtype == np.float32
+
+
+@pytest.mark.parametrize("value,dtype", [(1e100, "int32"), (3e9, "int32"), (-1e39, "float32"),
+                                         (float("nan"), "float64"), (300, "uint8")])
+def test_fill_any_like_refuses_a_value_its_dtype_cannot_hold(value, dtype):
+    """fluid's kernel check (InvalidArgument): the float32 value must lie in the output dtype's
+    range and not be NaN; raised when the op is built, as a ValueError that fluid 1.x scripts
+    catch as core.EnforceNotMet."""
+    import fluidlite as fluid
+    from fluidlite.core.registry import get_op_def
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [2, 3], dtype)
+        out = main.global_block().create_var(name="out")
+        with pytest.raises(ValueError, match="out of range|NaN") as e:
+            main.global_block().append_op("fill_any_like", {"X": x}, {"Out": out},
+                                          {"value": value})
+        assert isinstance(e.value, fluid.core.EnforceNotMet)
+        assert not [op for op in main.global_block().ops if op.type == "fill_any_like"]
+        # the bounds themselves are fine
+        main.global_block().append_op("fill_any_like", {"X": x}, {"Out": out},
+                                      {"value": 255 if dtype == "uint8" else 7})
+    assert get_op_def("fill_any_like").forward(
+        np.zeros((2, 3), dtype), value=255 if dtype == "uint8" else 7)["Out"].dtype == dtype
