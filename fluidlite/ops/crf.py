@@ -143,12 +143,16 @@ class LinearChainCrf(OpDef):
         # kernel's NormalizeL1 of exp-space alpha), not the log-space alpha computed here
         norm = np.exp(alpha - _lse(alpha, axis=2)[..., None])
         flat_alpha = norm.reshape(-1, P.shape[2])[idx].astype(Emission.dtype, copy=False)
+        # fluid's kernel: exp(E - row max) of every row, the padding rows of a padded
+        # Emission included
         exps = np.exp(Emission - Emission.max(-1, keepdims=True))
-        if scatter is not None:
-            exps = self._scatter(exps.reshape(-1, P.shape[2])[scatter], scatter, Emission)
-        return {"Alpha": self._scatter(flat_alpha, scatter, Emission),
-                "LogLikelihood": nll.reshape(-1, 1).astype(Emission.dtype),
-                "EmissionExps": exps, "TransitionExps": np.exp(Transition)}
+        out = {"Alpha": self._scatter(flat_alpha, scatter, Emission),
+               "LogLikelihood": nll.reshape(-1, 1).astype(Emission.dtype),
+               "EmissionExps": exps, "TransitionExps": np.exp(Transition)}
+        emission_lod = (lod or {}).get("Emission")
+        if scatter is None and emission_lod:        # Alpha, EmissionExps: Emission's rows
+            out["lod"] = {"Alpha": emission_lod, "EmissionExps": emission_lod}
+        return out
 
     def backward(self, Emission, Transition, Label, Length=None, Alpha=None,
                  EmissionExps=None, TransitionExps=None, dAlpha=None,

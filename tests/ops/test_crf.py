@@ -125,3 +125,22 @@ def test_alpha_output_is_fluids_normalized_forward_variables():
         np.testing.assert_allclose(alpha[start], a0 / a0.sum())
     a1 = (alpha[0] @ np.exp(tr[2:])) * np.exp(em[1])        # the recursion, exp space
     np.testing.assert_allclose(alpha[1], a1 / a1.sum())
+
+
+def test_linear_chain_crf_alpha_and_emission_exps_as_fluid():
+    """Alpha and EmissionExps carry Emission's LoD (fluid shares it); EmissionExps is
+    exp(E - row max) of every row -- also the padding rows of a padded Emission."""
+    e, t, y = _inputs()
+    alpha, exps = run("linear_chain_crf", {"Emission": (e, LENS), "Transition": (t, None),
+                                           "Label": (y, LENS)}, outs=("Alpha", "EmissionExps"))
+    assert alpha.recursive_sequence_lengths() == [LENS]
+    assert exps.recursive_sequence_lengths() == [LENS]
+    np.testing.assert_allclose(np.array(alpha).sum(1), 1.0, rtol=1e-12)   # normalised steps
+    np.testing.assert_allclose(np.array(exps), np.exp(e - e.max(1, keepdims=True)))
+    padded = RNG.uniform(-1, 1, (3, 4, D))
+    labels = RNG.integers(0, D, (3, 4))
+    exps, = run("linear_chain_crf", {"Emission": (padded, None), "Transition": (t, None),
+                                     "Label": (labels, None), "Length": (np.array([2, 4, 1]),
+                                                                          None)},
+                outs=("EmissionExps",))
+    np.testing.assert_allclose(np.array(exps), np.exp(padded - padded.max(2, keepdims=True)))
