@@ -56,6 +56,8 @@ def resolve_pool(op: str, size: Sequence[int], ksize: Sequence[int], strides: Se
                          f"strides {strides}")
     pads = nd_paddings(paddings, n, f"{op}: paddings")
     if global_pooling:
+        if adaptive:        # fluid: ksize := the input's size, and adaptive outputs ksize
+            return list(size), strides, [(0, 0)] * n, list(size)
         return list(size), [1] * n, [(0, 0)] * n, [1] * n
     if adaptive:
         if any(k < 1 for k in ksize):
@@ -141,7 +143,7 @@ def _geometry(x: np.ndarray, ksize, strides, paddings, global_pooling, algorithm
     if any(o < 1 for o in out):
         raise ValueError(f"{op}: output size {out} is not positive for input {list(x.shape)}, "
                          f"ksize {k}, strides {s}, paddings {p}")
-    return k, _windows(size, k, s, p, out, adaptive and not global_pooling)
+    return k, _windows(size, k, s, p, out, adaptive)
 
 
 def pool_nd(x: np.ndarray, pooling_type: str, ksize, strides, paddings, global_pooling,
