@@ -615,6 +615,11 @@ def _check_redeclare(old: Variable, kw: Dict[str, Any]) -> None:
 
 
 # -- Program ----------------------------------------------------------------------------------
+# the random_seed a new Program starts with: fluid 1.8's framework.global_prog_seed, set by
+# Program.global_seed
+_global_prog_seed = 0
+
+
 class Program:
     """A list of Blocks (block 0 is the global block) plus the state layers read while building.
 
@@ -647,7 +652,7 @@ class Program:
         self._journal = None
         self.blocks: List[Block] = [Block(self, 0)]
         self.current_block_idx = 0
-        self._seed = 0
+        self._seed = _global_prog_seed      # fluid 1.8: Program.global_seed sets it
         self._version = 0
         self._current_role = OpRole.Forward
         self._op_role_var: List[str] = []
@@ -813,6 +818,26 @@ class Program:
             raise ValueError("Seed must be a integer.")
         self._seed = seed
         self._bump()
+
+    def global_seed(self, seed: int = 0) -> None:
+        """Set this program's ``random_seed`` and the seed every Program created afterwards
+        starts with (fluid 1.8's module-level ``global_prog_seed``; the default is 0).
+
+        Args:
+            seed (int): the seed.
+        Raises:
+            ValueError: ``seed`` is not an int.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> fluid.Program().global_seed(102)
+            >>> fluid.Program().random_seed
+            102
+            >>> fluid.Program().global_seed(0)       # back to fluid's default
+        """
+        global _global_prog_seed
+        self.random_seed = seed         # validates before the global changes
+        _global_prog_seed = seed
 
     # -- role guards used by passes -------------------------------------------------------
     @property

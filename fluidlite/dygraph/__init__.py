@@ -22,13 +22,18 @@ from .checkpoint import load_dygraph, save_dygraph  # noqa: F401,E402
 from .learning_rate_scheduler import (CosineDecay, ExponentialDecay,  # noqa: F401,E402
                                       InverseTimeDecay, LearningRateDecay, LinearLrWarmup,
                                       NaturalExpDecay, NoamDecay, PiecewiseDecay,
-                                      PolynomialDecay, ReduceLROnPlateau)
+                                      PolynomialDecay, ReduceLROnPlateau, StepDecay,
+                                      MultiStepDecay, LambdaDecay)
 # issue 17: data-parallel dygraph on MPI (fluid.dygraph.parallel / fluid.dygraph.DataParallel)
 from . import parallel  # noqa: F401,E402
 from .parallel import DataParallel, ParallelEnv, prepare_context  # noqa: F401,E402
 from .traced import TracedLayer  # noqa: F401,E402
 # issue 16: the 3-D convolution layers of fluid 1.8
 from .nn3d import Conv3D, Conv3DTranspose  # noqa: F401,E402
+# fluid 1.8 defines them in dygraph/nn.py (``fluid.dygraph.nn.Conv3D``); nn3d builds on nn, so
+# nn cannot import them without a cycle
+from . import nn as _nn  # noqa: E402
+_nn.Conv3D, _nn.Conv3DTranspose = Conv3D, Conv3DTranspose
 # issue 12: dygraph to static by tracing (fluid.dygraph.declarative / ProgramTranslator)
 from . import declarative as dygraph_to_static  # noqa: F401,E402
 from .declarative import ProgramTranslator, declarative, to_static  # noqa: F401,E402

@@ -931,13 +931,10 @@ def _root_grads(roots: Sequence[VarBase], grad_tensors: Optional[Sequence[Any]],
                             f"{type(r).__name__}")
         g = grad_tensors[i] if grad_tensors is not None and i < len(grad_tensors) else None
         if g is None:
-            a = r._array()
-            if a.size != 1:
-                raise RuntimeError(
-                    f"backward: tensor '{r.name}' has shape {list(a.shape)}: the gradient can "
-                    f"be created implicitly only for a scalar (one-element) output; pass "
-                    f"grad_tensors (or grad_tensor=) with its shape")
-            g = np.ones_like(a)
+            # fluid 1.8 (imperative BasicEngine::Init, PartialGradEngine) starts from ones of
+            # the output's shape whatever its size: y.backward() on a non-scalar y is the
+            # gradient of sum(y)
+            g = np.ones_like(r._array())
         else:
             g = _to_array(g) if not create_graph else g
             if tuple(np.shape(_to_array(g))) != tuple(r._array().shape):

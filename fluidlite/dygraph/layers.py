@@ -770,6 +770,13 @@ class Sequential(Layer):
                 self.add_sublayer(str(i), layer)
 
     def __getitem__(self, idx: Any) -> Layer:
+        """``seq[i]`` (position) or ``seq["name"]`` (a ``(name, layer)`` pair's name, as fluid
+        1.8's ``self._sub_layers[str(name)]``)."""
+        if isinstance(idx, str):
+            if idx not in self._sub_layers:
+                raise KeyError(f"Sequential has no sublayer named {idx!r}; its sublayers are "
+                               f"{list(self._sub_layers)}")
+            return self._sub_layers[idx]
         return list(self._sub_layers.values())[idx]
 
     def __len__(self) -> int:
@@ -829,6 +836,40 @@ class LayerList(Layer):
         for layer in sublayers:
             self.append(layer)
         return self
+
+    def insert(self, index: int, sublayer: Layer) -> None:
+        """Insert ``sublayer`` before position ``index`` (fluid 1.8: ``0 <= index < len``);
+        the later sublayers move up one name (``"3"`` becomes ``"4"``, ...).
+
+        Args:
+            index (int): the position the new sublayer takes.
+            sublayer (Layer): the layer to insert.
+        Raises:
+            TypeError: ``index`` is not an int or ``sublayer`` not a Layer.
+            IndexError: ``index`` is outside ``[0, len(self))``.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> with fluid.dygraph.guard():
+            ...     linears = fluid.dygraph.LayerList(
+            ...         [fluid.dygraph.Linear(2, 2) for _ in range(3)])
+            ...     another = fluid.dygraph.Linear(2, 2)
+            ...     linears.insert(1, another)
+            ...     print(linears[1] is another, len(linears))
+            True 4
+        """
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"LayerList.insert: index must be an int, but received "
+                            f"{type(index).__name__}")
+        if not 0 <= index < len(self._sub_layers):
+            raise IndexError(f"LayerList.insert: index must be in [0, {len(self._sub_layers)}), "
+                             f"but received {index}")
+        if not isinstance(sublayer, Layer):
+            raise TypeError(f"LayerList.insert: sublayer must be a Layer, but received "
+                            f"{type(sublayer).__name__}")
+        for i in range(len(self._sub_layers), index, -1):
+            self._sub_layers[str(i)] = self._sub_layers[str(i - 1)]
+        self._sub_layers[str(index)] = sublayer
 
 
 class ParameterList(Layer):

@@ -15,7 +15,7 @@ from .tensor import VarBase
 
 __all__ = ["LearningRateDecay", "PiecewiseDecay", "NaturalExpDecay", "ExponentialDecay",
            "InverseTimeDecay", "PolynomialDecay", "CosineDecay", "NoamDecay", "LinearLrWarmup",
-           "ReduceLROnPlateau"]
+           "ReduceLROnPlateau", "StepDecay", "MultiStepDecay", "LambdaDecay"]
 
 
 class LearningRateDecay:
@@ -41,6 +41,10 @@ class LearningRateDecay:
 
     def step(self) -> float:
         raise NotImplementedError(f"{type(self).__name__} must define step()")
+
+    def _peek(self) -> Any:
+        """The rate the next ``minimize`` uses, without advancing (``current_step_lr``)."""
+        return self.step()
 
     def state_dict(self) -> Dict[str, Any]:
         return {"step_num": self.step_num}
@@ -405,6 +409,9 @@ class ReduceLROnPlateau(LearningRateDecay):
     def __call__(self) -> VarBase:
         return self.create_lr_var(self.learning_rate)
 
+    def _peek(self) -> Any:
+        return self.learning_rate
+
     def step(self, loss: Any) -> None:  # type: ignore[override]
         loss = float(np.asarray(loss.numpy() if isinstance(loss, VarBase) else loss)
                      .reshape(-1)[0])
@@ -443,6 +450,161 @@ class ReduceLROnPlateau(LearningRateDecay):
         for k in ("num_bad_epochs", "cooldown_counter", "epoch_num"):
             if k in state:
                 setattr(self, k, int(np.asarray(state[k]).reshape(-1)[0]))
+
+
+class _LearningRateEpochDecay(LearningRateDecay):
+    """fluid 1.8's per-epoch decays: ``epoch()`` (once per epoch, after its steps) moves to the
+    next epoch and computes its rate with ``get_lr()``; calling the object returns that rate
+    (``minimize`` does not advance it)."""
+
+    def __init__(self, learning_rate: float, dtype: Any = None) -> None:
+        super().__init__(dtype=dtype or "float32")
+        name = type(self).__name__
+        if isinstance(learning_rate, bool) or not isinstance(learning_rate, (float, int)):
+            raise TypeError(f"{name}: the type of 'learning_rate' must be float or int, but "
+                            f"received {type(learning_rate).__name__}")
+        self.base_lr = check_finite(learning_rate, "learning_rate", name, minimum=0.0)
+        self.epoch_num = -1
+        self.learning_rate: Any = self.base_lr
+        self.epoch()
+
+    def __call__(self) -> VarBase:
+        return self.create_lr_var(self.learning_rate)
+
+    def _peek(self) -> Any:
+        return self.learning_rate
+
+    def epoch(self, epoch: Any = None) -> None:
+        """Move to epoch ``epoch`` (default: the next one) and compute its rate."""
+        self.epoch_num = self.epoch_num + 1 if epoch is None else int(epoch)
+        self.learning_rate = self.get_lr()
+
+    def get_lr(self) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define get_lr()")
+
+    def state_dict(self) -> Dict[str, Any]:
+        return {"epoch_num": self.epoch_num, "learning_rate": self.learning_rate}
+
+    def set_dict(self, state: Dict[str, Any]) -> None:
+        if "epoch_num" in state:
+            self.epoch_num = int(np.asarray(state["epoch_num"]).reshape(-1)[0])
+        if "learning_rate" in state:
+            lr = state["learning_rate"]
+            self.learning_rate = float(np.asarray(
+                lr.numpy() if isinstance(lr, VarBase) else lr).reshape(-1)[0])
+
+    set_state_dict = set_dict
+
+    def _decayed(self, times: int) -> np.float32:
+        # fluid 1.8: base_lr * decay_rate_var ** times, in float32 (elementwise_pow, scale)
+        f32 = np.float32
+        return f32(self.base_lr) * (f32(self.decay_rate) ** f32(times))   # type: ignore
+
+
+def _check_decay_rate(decay_rate: Any, name: str) -> float:
+    rate = check_finite(decay_rate, "decay_rate", name)
+    if not rate < 1.0:
+        raise ValueError(f"{name}: decay_rate should be < 1.0 (new_lr = origin_lr * "
+                         f"decay_rate), but received {decay_rate!r}")
+    return rate
+
+
+class StepDecay(_LearningRateEpochDecay):
+    """``learning_rate * decay_rate ** (epoch // step_size)`` (fluid 1.8).
+
+    Args:
+        learning_rate (float | int): the rate of epoch 0.
+        step_size (int): epochs between two decays.
+        decay_rate (float): the factor, < 1.0. Default 0.1.
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     s = fluid.dygraph.StepDecay(0.5, step_size=2)
+        ...     rates = []
+        ...     for _ in range(5):
+        ...         rates.append(round(float(s().numpy()[0]), 4))
+        ...         s.epoch()
+        >>> rates
+        [0.5, 0.5, 0.05, 0.05, 0.005]
+    """
+
+    def __init__(self, learning_rate: float, step_size: int, decay_rate: float = 0.1) -> None:
+        if isinstance(step_size, bool) or not isinstance(step_size, int) or step_size < 1:
+            raise TypeError(f"StepDecay: step_size must be a positive int, but received "
+                            f"{step_size!r}")
+        self.step_size_epochs = step_size
+        self.decay_rate = _check_decay_rate(decay_rate, "StepDecay")
+        super().__init__(learning_rate)
+        self.step_size = step_size      # fluid 1.8's attribute (the base's step increment is
+        # unused: calling an epoch decay does not advance it)
+
+    def get_lr(self) -> Any:
+        return self._decayed(self.epoch_num // self.step_size_epochs)
+
+
+class MultiStepDecay(_LearningRateEpochDecay):
+    """``learning_rate * decay_rate ** k`` where ``k`` milestones are <= the epoch (fluid 1.8).
+
+    Args:
+        learning_rate (float | int): the rate before the first milestone.
+        milestones (list | tuple of int): increasing epochs where the rate decays.
+        decay_rate (float): the factor, < 1.0. Default 0.1.
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     s = fluid.dygraph.MultiStepDecay(0.5, milestones=[1, 3])
+        ...     rates = []
+        ...     for _ in range(4):
+        ...         rates.append(round(float(s().numpy()[0]), 4))
+        ...         s.epoch()
+        >>> rates
+        [0.5, 0.05, 0.05, 0.005]
+    """
+
+    def __init__(self, learning_rate: float, milestones: Sequence[int],
+                 decay_rate: float = 0.1) -> None:
+        if not isinstance(milestones, (tuple, list)):
+            raise TypeError(f"MultiStepDecay: milestones must be a tuple or list, but received "
+                            f"{type(milestones).__name__}")
+        if any(a >= b for a, b in zip(milestones, milestones[1:])):
+            raise ValueError(f"MultiStepDecay: the elements of milestones must be increasing, "
+                             f"but received {list(milestones)}")
+        self.milestones = list(milestones)
+        self.decay_rate = _check_decay_rate(decay_rate, "MultiStepDecay")
+        super().__init__(learning_rate)
+
+    def get_lr(self) -> Any:
+        passed = sum(1 for m in self.milestones if self.epoch_num >= m)
+        return self._decayed(passed)
+
+
+class LambdaDecay(_LearningRateEpochDecay):
+    """``learning_rate * lr_lambda(epoch)`` (fluid 1.8).
+
+    Args:
+        learning_rate (float | int): the initial rate.
+        lr_lambda (callable): epoch -> multiplicative factor.
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     s = fluid.dygraph.LambdaDecay(0.5, lr_lambda=lambda e: 0.9 ** e)
+        ...     s.epoch(); s.epoch()
+        ...     print(round(float(s().numpy()[0]), 4))
+        0.405
+    """
+
+    def __init__(self, learning_rate: float, lr_lambda: Any) -> None:
+        if not callable(lr_lambda):
+            raise TypeError(f"LambdaDecay: lr_lambda must be callable, but received "
+                            f"{type(lr_lambda).__name__}")
+        self.lr_lambda = lr_lambda
+        super().__init__(learning_rate)
+
+    def get_lr(self) -> Any:
+        return self.base_lr * self.lr_lambda(self.epoch_num)
 
 
 # issue 29: fluid.layers' decay functions return these objects in dygraph mode, as fluid 1.8's

@@ -237,7 +237,9 @@ class _ForwardBlock:
                 raise ValueError(f"{op.type} ({self.where}) with is_scalar_condition needs "
                                  f"exactly one {self.opdef.condition_slot} variable, got "
                                  f"{len(conds)}")
-            test = f"{conds[0]}.reshape(-1)[0]"
+            # fluid 1.8 (conditional_block_op ScalarCondition): exactly one element; item()
+            # raises otherwise (a [-1, 1] predicate fed a batch of more than one)
+            test = f"{conds[0]}.item()"
         else:
             ins = []
             for n in op.inputs.get(self.opdef.block_inputs_slot, []):

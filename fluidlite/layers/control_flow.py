@@ -131,9 +131,13 @@ def _numel(shape: Sequence[int]) -> int:
     return n
 
 
-def _check_bool_scalar(cond: Any, arg: str, api: str) -> None:
+def _check_bool_scalar(cond: Any, arg: str, api: str, batch_ok: bool = False) -> None:
+    """``cond`` is a one-element bool Variable. ``batch_ok``: -1 dims pass (fluid 1.8's
+    ``cond`` / ``case`` check only the dtype when building; conditional_block then requires
+    one element when it runs, e.g. a ``[-1, 1]`` comparison fed a batch of one)."""
     check_variable_and_dtype(cond, arg, ["bool"], api)
-    if _numel(cond.shape) != 1:
+    shape = [d for d in cond.shape if not (batch_ok and d == -1)]
+    if _numel(shape) != 1:
         raise TypeError(f"{api}: {arg} '{cond.name}' must be a bool scalar (shape [1] or []), "
                         f"but its shape is {list(cond.shape)}")
 
@@ -666,11 +670,13 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
 
     Static mode builds both branches as conditional blocks; only the taken one runs, and
     gradients flow only through it. Both branches must return the same structure of Variables
-    with the same dtypes and shapes (else a ValueError naming both branches), or both None.
-    Dygraph mode calls the taken function only.
+    (else a ValueError naming both branches), or both None; as in fluid 1.8 their shapes may
+    differ: the output is declared with the false branch's shape and holds the value of the
+    branch taken. Unlike fluid 1.8 the dtypes must agree (a value always has the dtype its
+    variable declares). Dygraph mode calls the taken function only.
 
     Args:
-        pred (Variable): a bool tensor of one element.
+        pred (Variable): a bool tensor of one element (a ``-1`` dim is checked when it runs).
         true_fn (callable | None): builds the branch taken when ``pred`` is true.
         false_fn (callable | None): builds the other branch.
         name (str | None): name prefix.
@@ -679,8 +685,8 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
     Raises:
         TypeError: ``pred`` is not a one-element bool Variable, ``true_fn`` / ``false_fn`` is
             neither callable nor None, or a branch returns something other than Variables.
-        ValueError: the branches return different structures, dtypes or shapes (or only one
-            returns None).
+        ValueError: the branches return different structures or dtypes (or only one returns
+            None).
 
     Example:
         >>> import numpy as np
@@ -699,7 +705,7 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
         if _scalar_true(pred):
             return true_fn() if true_fn is not None else None
         return false_fn() if false_fn is not None else None
-    _check_bool_scalar(pred, "pred", "fluid.layers.cond")
+    _check_bool_scalar(pred, "pred", "fluid.layers.cond", batch_ok=True)
     for arg, fn in (("true_fn", true_fn), ("false_fn", false_fn)):
         if fn is not None and not callable(fn):
             raise TypeError(f"fluid.layers.cond: {arg} must be callable or None, but received "
@@ -738,8 +744,11 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
                         f"{_describe(false_ret)}; both branches must return the same "
                         f"structure")
                 flat = _check_vars(_flatten(false_ret), "false_fn")
+                # fluid 1.8 checks only the structure: the branches may differ in shape; the
+                # merged output is declared as the false branch's (select_input's inputs[0])
+                # and holds the taken branch's value
                 for k, (t, f) in enumerate(zip(outs, flat)):
-                    _check_branch_pair(k, t, f)
+                    _check_branch_dtypes(k, t, f)
                     assign(f, t)
     if true_ret is None and false_ret is None:
         return None
@@ -769,15 +778,16 @@ def _check_vars(flat: List[Any], fn: str) -> List[Variable]:
     return flat
 
 
-def _check_branch_pair(k: int, t: Variable, f: Variable) -> None:
-    shape_ok = len(t.shape) == len(f.shape) and all(
-        a == b or a == -1 or b == -1 for a, b in zip(t.shape, f.shape))
-    if t.dtype != f.dtype or not shape_ok:
+def _check_branch_dtypes(k: int, t: Variable, f: Variable) -> None:
+    if t.dtype != f.dtype:
+        # a deviation from fluid 1.8 (docs/compatibility.md): fluid's merged output would
+        # hold a value whose dtype differs from the one it declares whenever true_fn is taken
         raise ValueError(
             f"Incompatible return values of true_fn and false_fn in cond: output {k} of "
             f"true_fn is {list(t.shape)} {_dt(t.dtype)} while output {k} of false_fn is "
-            f"'{f.name}' {list(f.shape)} {_dt(f.dtype)}; both branches must return the same "
-            f"shapes and dtypes")
+            f"'{f.name}' {list(f.shape)} {_dt(f.dtype)}; fluidlite needs the same dtype in "
+            f"both branches (cast one, e.g. fluid.layers.cast(x, '{_dt(f.dtype)}')); shapes "
+            f"may differ")
 
 
 def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]],
@@ -818,7 +828,7 @@ def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]],
                             f"{_what(pair)}")
         pred, fn = pair
         if _mode.tracer is None:
-            _check_bool_scalar(pred, f"pred_fn_pairs[{k}][0]", "case")
+            _check_bool_scalar(pred, f"pred_fn_pairs[{k}][0]", "case", batch_ok=True)
         if not callable(fn):
             raise TypeError(f"case: the fn of pred_fn_pairs[{k}] must be callable, but received "
                             f"{type(fn).__name__}")

@@ -455,7 +455,9 @@ class Optimizer:
         if isinstance(lr, float):
             return lr
         if getattr(lr, "_fluidlite_dygraph_lr", False):
-            value = lr.step()
+            # per-step decays evaluate step() at the current step; per-epoch decays and
+            # ReduceLROnPlateau hold their rate (fluid 1.8 calls them, step() takes a loss)
+            value = lr._peek() if hasattr(lr, "_peek") else lr.step()
         elif hasattr(lr, "numpy") and not isinstance(lr, Variable):     # a dygraph tensor
             value = lr.numpy()
         else:

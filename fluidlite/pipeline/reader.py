@@ -177,10 +177,12 @@ class _Converter:
             if var.lod_level:
                 continue
             dtype = np.dtype(to_numpy_dtype(var.dtype))
+            # fluid 1.8's DataFeeder converts every numeric field with
+            # np.array(data, dtype=var.dtype) (a float label 1.0 into int64 is 1); only
+            # non-numeric fields are refused
             try:
                 arr = np.asarray(field)
-                ok = arr.dtype.kind in "biuf" and np.can_cast(arr.dtype, dtype, "same_kind") \
-                    or (arr.dtype.kind in "iub" and dtype.kind == "f")
+                ok = arr.dtype.kind in "biuf"
             except (TypeError, ValueError):
                 ok = False
             if not ok:

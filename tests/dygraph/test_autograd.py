@@ -115,13 +115,19 @@ def test_grad_outputs_allow_unused_and_no_grad_vars():
     np.testing.assert_allclose(gx.numpy(), 2 * np.array([1.0, 2.0]) * [3.0, 4.0])
 
 
-def test_non_scalar_backward_needs_grad_tensor():
+def test_non_scalar_backward_starts_from_ones_as_fluid18():
+    # fluid 1.8's imperative engine fills the initial gradient with ones of the output's
+    # shape (BasicEngine::Init), so backward() of a non-scalar is the gradient of its sum
     x = leaf([1.0, 2.0])
+    y = x * x * 2
+    y.backward()
+    np.testing.assert_allclose(x.gradient(), [4.0, 8.0])
+    x.clear_gradient()
     y = x * 2
-    with pytest.raises(RuntimeError, match="scalar"):
-        y.backward()
     y.backward(grad_tensor=np.array([1.0, 3.0], "float32"))
     np.testing.assert_allclose(x.gradient(), [2.0, 6.0])
+    (gx,) = dygraph.grad(x * x, [x])
+    np.testing.assert_allclose(gx.numpy(), [2.0, 4.0])
 
 
 def test_stop_gradient_semantics():
