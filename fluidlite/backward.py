@@ -320,7 +320,7 @@ def _grad_descs_with_recompute(block: Block, path: Sequence[Operator], tracked: 
                 hold.add(n)
     new_vars: Dict[str, str] = {}                 # recomputed name -> original name
     descs: List[OpDesc] = []
-    seg_idx = len(segments) - 1
+    seg_idx = 0              # fluid 1.8 numbers the segments from the last one: .subprog_0
     i = len(path) - 1
     while i >= 0:
         k = in_segment.get(i, -1)
@@ -346,7 +346,7 @@ def _grad_descs_with_recompute(block: Block, path: Sequence[Operator], tracked: 
         for d in _grad_descs(path[a:b], tracked, no_grad, grad_name):
             d.inputs = _renamed(d.inputs, rename)
             descs.append(d)
-        seg_idx -= 1
+        seg_idx += 1
         i = a - 1
     return descs, new_vars
 
@@ -476,8 +476,10 @@ def _annotate_role_var(block: Block, start: int,
 
 
 def _loss_seed_shape(loss: Variable) -> List[int]:
+    """The seed's shape: the loss's own when every dim is 1 (``[1, 1]``, and ``[]`` for a 0-d
+    loss, as Paddle 2.x: a gradient has its variable's shape), else fluid's ``[1]``."""
     shape = list(loss.shape)
-    return shape if len(shape) > 1 and all(d == 1 for d in shape) else [1]
+    return shape if all(d == 1 for d in shape) else [1]
 
 
 # -- public API ----------------------------------------------------------------------------------
