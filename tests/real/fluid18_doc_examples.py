@@ -302,8 +302,22 @@ def _child(code: str, workdir: str, result: str) -> None:
 
 def run_all(items: Sequence[Example], jobs: int, timeout: float
             ) -> Dict[int, Dict[str, object]]:
-    """Run each example in a forked child, ``jobs`` at a time; index -> its raw result."""
+    """Run each example in a forked child, ``jobs`` at a time; index -> its raw result. The
+    ``paddle`` alias lives only while they run: the caller's process (a pytest run, where
+    another test checks that ``paddle`` is not fluidlite) gets its import system back."""
+    meta, modules = list(sys.meta_path), set(sys.modules)
     _preload()
+    try:
+        return _run_forked(items, jobs, timeout)
+    finally:
+        sys.meta_path[:] = meta
+        for name in set(sys.modules) - modules:
+            if name == "paddle" or name.startswith("paddle."):
+                del sys.modules[name]
+
+
+def _run_forked(items: Sequence[Example], jobs: int, timeout: float
+                ) -> Dict[int, Dict[str, object]]:
     tmp = tempfile.mkdtemp(prefix="fluid18-doc-")
     results: Dict[int, Dict[str, object]] = {}
     running: Dict[int, Tuple[int, float, str]] = {}
