@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -401,41 +401,61 @@ def table(results: Dict[str, Dict[str, Any]], stages: Sequence[str] = STAGES) ->
     return "\n".join(rows)
 
 
-def main(argv: List[str]) -> int:
+def failures(results: Dict[str, Dict[str, Any]], stages: Sequence[str] = STAGES) -> str:
+    """One line per failed (or not applicable: ``na``) stage of every case."""
+    lines = []
+    for name, r in results.items():
+        for s in stages:
+            if s in r and not r[s]["ok"]:
+                why = r[s].get("na") or r[s].get("detail")
+                lines.append(f"{name} {s}{' n/a' if r[s].get('na') else ''}: {str(why)[:300]}\n")
+    return "".join(lines)
+
+
+def cli(argv: List[str], *, doc: str, names: Sequence[str], needs: str, prefix: str,
+        worker: Callable[[str, str, str], Dict[str, Any]],
+        run_all: Callable[[str, List[str], str], Dict[str, Dict[str, Any]]],
+        report: Callable[[Dict[str, Dict[str, Any]]], str],
+        rescore: Optional[Callable[[str, Dict[str, Any]], None]] = None) -> int:
+    """The command line the zoo harnesses share: ``--worker NAME CASE ZOO`` runs one case (in
+    the process ``run_workers`` starts) into ``CASE/result.json``; ``--rescore DIR`` gives a
+    finished run's verdicts again (for harnesses with a ``rescore`` step); otherwise ``ZOO
+    [--models ...] [--out DIR]`` runs the cases (``ZOO`` must contain ``needs``) and prints
+    ``report`` (the table and the failures) and where the cases went."""
     if argv[:1] == ["--worker"]:
-        model, case, zoo = argv[1:4]
-        result = build_case(zoo, model, case)
+        name, case, zoo = argv[1:4]
+        result = worker(os.path.abspath(zoo), name, case)
         with open(os.path.join(case, "result.json"), "w") as f:
             json.dump(result, f, indent=1)
         return 0
-    if argv[:1] == ["--rescore"]:       # the verdicts again, from a finished run's cases
+    if rescore is not None and argv[:1] == ["--rescore"]:
         with open(os.path.join(argv[1], "summary.json")) as f:
             results = json.load(f)
-        for model, result in results.items():
-            paddle_stages(os.path.join(argv[1], model), result)
-        sys.stdout.write(table(results) + "\n")
-        _failures(results)
+        for name, result in results.items():
+            rescore(os.path.join(argv[1], name), result)
+        sys.stdout.write(report(results))
         return 0
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("zoo", help="a checkout of PaddlePaddle/models at release/1.8")
-    ap.add_argument("--models", nargs="+", default=sorted(SIZES), choices=sorted(SIZES))
+    ap.add_argument("--models", nargs="+", default=list(names), choices=list(names))
     ap.add_argument("--out", help="where the cases go (default: a new temporary directory)")
     a = ap.parse_args(argv)
-    if not os.path.isdir(os.path.join(a.zoo, ZOO_SUBDIR, "models")):
-        ap.error(f"'{a.zoo}' has no {ZOO_SUBDIR}/models: check out PaddlePaddle/models at "
-                 f"{ZOO_COMMIT}")
-    out = a.out or tempfile.mkdtemp(prefix="zoo18-")
-    results = run(a.zoo, a.models, out, os.environ.get("FLUIDLITE_PADDLE_PYTHON"))
-    sys.stdout.write(table(results) + f"\n\ncases and summary.json in {out}\n")
-    _failures(results)
+    if not os.path.isdir(os.path.join(a.zoo, needs)):
+        ap.error(f"'{a.zoo}' has no {needs}: check out PaddlePaddle/models at {ZOO_COMMIT}")
+    out = a.out or tempfile.mkdtemp(prefix=prefix)
+    results = run_all(os.path.abspath(a.zoo), a.models, out)
+    sys.stdout.write(report(results) + f"cases and summary.json in {out}\n")
     return 0
 
 
-def _failures(results: Dict[str, Dict[str, Any]]) -> None:
-    for model, r in results.items():
-        for s in STAGES:
-            if s in r and not r[s]["ok"]:
-                sys.stdout.write(f"{model} {s}: {str(r[s]['detail'])[:300]}\n")
+def main(argv: List[str]) -> int:
+    return cli(argv, doc=__doc__, names=sorted(SIZES),
+               needs=os.path.join(ZOO_SUBDIR, "models"), prefix="zoo18-",
+               worker=lambda zoo, model, case: build_case(zoo, model, case),
+               run_all=lambda zoo, models, out: run(
+                   zoo, models, out, os.environ.get("FLUIDLITE_PADDLE_PYTHON")),
+               report=lambda results: table(results) + "\n" + failures(results),
+               rescore=paddle_stages)
 
 
 if __name__ == "__main__":

@@ -806,28 +806,10 @@ def table(results: Dict[str, Dict[str, Any]]) -> str:
 
 
 def main(argv: List[str]) -> int:
-    if argv[:1] == ["--worker"]:
-        name, case, zoo = argv[1:4]
-        result = run_case(zoo, name, case)
-        with open(os.path.join(case, "result.json"), "w") as f:
-            json.dump(result, f, indent=1)
-        return 0
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("zoo", help="a checkout of PaddlePaddle/models at release/1.8")
-    ap.add_argument("--models", nargs="+", default=models(), choices=models())
-    ap.add_argument("--out", help="where the cases go (default: a new temporary directory)")
-    a = ap.parse_args(argv)
-    if not os.path.isdir(os.path.join(a.zoo, ZOO_SUBDIR)):
-        ap.error(f"'{a.zoo}' has no {ZOO_SUBDIR}/: check out PaddlePaddle/models at "
-                 f"{ZOO_COMMIT}")
-    out = a.out or tempfile.mkdtemp(prefix="zoo18-dygraph-")
-    results = run(os.path.abspath(a.zoo), a.models, out)
-    sys.stdout.write(table(results) + f"\n\ncases and summary.json in {out}\n")
-    for name, r in results.items():
-        for s in STAGES:
-            if s in r and not r[s]["ok"]:
-                sys.stdout.write(f"{name} {s}: {str(r[s]['detail'])[:300]}\n")
-    return 0
+    return zoo18.cli(argv, doc=__doc__, names=models(), needs=ZOO_SUBDIR,
+                     prefix="zoo18-dygraph-", worker=run_case, run_all=run,
+                     report=lambda results: table(results) + "\n" +
+                     zoo18.failures(results, STAGES))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -1667,44 +1666,17 @@ def table(results: Dict[str, Dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def _failures(results: Dict[str, Dict[str, Any]]) -> None:
-    for name, r in results.items():
-        for s in STAGES:
-            if s in r and not r[s]["ok"]:
-                why = r[s].get("na") or r[s].get("detail")
-                sys.stdout.write(f"{name} {s}{' n/a' if r[s].get('na') else ''}: "
-                                 f"{str(why)[:300]}\n")
-
-
 def main(argv: List[str]) -> int:
-    if argv[:1] == ["--worker"]:
-        name, case, zoo = argv[1:4]
-        result = run_case(os.path.abspath(zoo), name, case)
-        with open(os.path.join(case, "result.json"), "w") as f:
-            json.dump(result, f, indent=1)
-        return 0
-    if argv[:1] == ["--rescore"]:       # the verdicts again, from a finished run's cases
-        with open(os.path.join(argv[1], "summary.json")) as f:
-            results = json.load(f)
-        for name, result in results.items():
-            paddle_infer(os.path.join(argv[1], name), result)
-            paddle_train(os.path.join(argv[1], name), result)
-        sys.stdout.write(table(results) + "\n")
-        _failures(results)
-        return 0
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("zoo", help="a checkout of PaddlePaddle/models at release/1.8")
-    ap.add_argument("--models", nargs="+", default=models(), choices=models())
-    ap.add_argument("--out", help="where the cases go (default: a new temporary directory)")
-    a = ap.parse_args(argv)
-    if not os.path.isdir(os.path.join(a.zoo, "PaddleRec")):
-        ap.error(f"'{a.zoo}' has no PaddleRec/: check out PaddlePaddle/models at {ZOO_COMMIT}")
-    out = a.out or tempfile.mkdtemp(prefix="zoo18-static-")
-    results = run(os.path.abspath(a.zoo), a.models, out,
-                  os.environ.get("FLUIDLITE_PADDLE_PYTHON"))
-    sys.stdout.write(table(results) + f"\n\ncases and summary.json in {out}\n")
-    _failures(results)
-    return 0
+    def rescore(case: str, result: Dict[str, Any]) -> None:
+        paddle_infer(case, result)
+        paddle_train(case, result)
+    return zoo18.cli(argv, doc=__doc__, names=models(), needs="PaddleRec",
+                     prefix="zoo18-static-", worker=run_case,
+                     run_all=lambda zoo, names, out: run(
+                         zoo, names, out, os.environ.get("FLUIDLITE_PADDLE_PYTHON")),
+                     report=lambda results: table(results) + "\n" +
+                     zoo18.failures(results, STAGES),
+                     rescore=rescore)
 
 
 if __name__ == "__main__":
