@@ -24,7 +24,8 @@ is timed: max |diff| / max |reference| <= 1e-5 is OK; above that the row says wh
 difference is within twice the spread of the independent float32 engines (ort, torch, paddle)
 among themselves -- the accumulation-order noise a 50-layer network amplifies -- or a
 MISMATCH. Engines run
-interleaved in blocks of ``--block`` runs, ``--runs`` timed runs each; printed are medians
+interleaved in blocks of ``--block`` runs (each block after one untimed run), ``--runs`` timed
+runs each; printed are medians
 (ms), the ratios np+ir/torch, np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower), the peak
 RSS growth of one run (``VmHWM`` after a reset through ``/proc/self/clear_refs``) and the
 passes that fired. A report, never an assertion; on a shared machine the numbers are noisy.
@@ -587,8 +588,12 @@ def in_process_runners(name, dirname, feeds, inputs):
 
 
 def timed(run):
-    """``block(n) -> [seconds]`` of an in-process ``run``."""
+    """``block(n) -> [seconds]`` of an in-process ``run``, after one untimed run: the engine
+    timed before may leave threads busy for a moment (onnxruntime's pool spins after a run;
+    two sessions timed in turn measured 0.7-1.5x of each other without this, 1.0x back to
+    back), and that first run absorbs it."""
     def block(n):
+        run()
         ts = []
         for _ in range(n):
             t0 = time.perf_counter()

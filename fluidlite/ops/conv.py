@@ -26,14 +26,16 @@ binds, so a gradient nobody asked for (the image input of the first conv) is nev
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
 from . import _conv_kernels as K
+from . import _winograd as WG
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
 __all__ = ["LazyOutputs", "c_div", "conv_out_size", "normalize_paddings"]
@@ -232,19 +234,23 @@ def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
     return a.reshape(groups, a.shape[0] // groups, -1)
 
 
-def _kind(C: int, w_shape: Sequence[int], g: _Geom) -> str:
+def _kind(C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> str:
     """Which kernels run a convolution with C input channels: "depthwise" / "pointwise"
-    (``_conv_kernels``) or "" (im2col + GEMM here)."""
+    (``_conv_kernels``), "winograd" (``_winograd``) or "" (im2col + GEMM here)."""
     if K.use_depthwise((0, C), w_shape, g.groups):
         return "depthwise"
-    return "pointwise" if K.use_pointwise(g, w_shape) else ""
+    if K.use_pointwise(g, w_shape):
+        return "pointwise"
+    return "winograd" if WG.use_winograd(g, C, w_shape[0], dtype) else ""
 
 
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
-    kind = _kind(x.shape[1], w.shape, g)
+    kind = _kind(x.shape[1], w.shape, g, x.dtype)
     if kind == "depthwise":
         return K.depthwise_fwd(x, w, g)
+    if kind == "winograd":
+        return WG.winograd_fwd(x, w, g)
     if kind == "pointwise":
         return K.pointwise_fwd(x, w, g, _mm)
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
@@ -335,9 +341,11 @@ def _conv_dw_blocks(x: np.ndarray, dy: np.ndarray, g: _Geom,
 def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """dX [N,C,H,W] from dY [N,F,oh,ow] (the kernels of ``_kind``)."""
     C = w.shape[1] * g.groups
-    kind = _kind(C, w.shape, g)
+    kind = _kind(C, w.shape, g, dy.dtype)
     if kind == "depthwise":
         return K.depthwise_dx(dy, w, g, C)
+    if kind == "winograd":
+        return WG.winograd_dx(dy, w, g)
     if kind == "pointwise":
         return K.pointwise_dx(dy, w, g, _mm)
     return _conv_dx_blocks(dy, w, g)
@@ -346,9 +354,11 @@ def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
 def _conv_dw_nchw(x: np.ndarray, dy: np.ndarray, g: _Geom,
                   w_shape: Sequence[int]) -> np.ndarray:
     """dW from X [N,C,H,W] and dY [N,F,oh,ow] (the kernels of ``_kind``)."""
-    kind = _kind(x.shape[1], w_shape, g)
+    kind = _kind(x.shape[1], w_shape, g, x.dtype)
     if kind == "depthwise":
         return K.depthwise_dw(x, dy, g, w_shape)
+    if kind == "winograd":
+        return WG.winograd_dw(x, dy, g, w_shape)
     if kind == "pointwise":
         return K.pointwise_dw(x, dy, g, w_shape, _mm)
     return _conv_dw_blocks(x, dy, g, w_shape)
@@ -486,12 +496,28 @@ class Conv2DGrad(_ConvGradBase):
     """Gradient of conv2d: dInput = conv2d^T(dOutput, Filter), dFilter = dOutput (x) Input."""
     type = "conv2d_grad"
 
-    def forward(self, Input, Filter, dOutput, *, strides=[1, 1], paddings=[0, 0],
+    def bind(self, in_specs, attrs, outputs_present):
+        """``forward`` told which gradients the program writes (``wanted``)."""
+        kw = self.kernel_attrs(attrs)
+        return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present), **kw),
+                       False)
+
+    def forward(self, Input, Filter, dOutput, wanted=None, *, strides=[1, 1], paddings=[0, 0],
                 padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
         last = _channels_last(data_format)
         x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
         g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
-        if _kind(x.shape[1], Filter.shape, g) or \
+        kind = _kind(x.shape[1], Filter.shape, g, x.dtype)
+        if kind == "winograd" and wanted is not None:
+            # both gradients in one pass over the blocks: each block's transformed dY serves
+            # both products
+            dx, dw = WG.winograd_grads(dy, g, w=Filter if "Input@GRAD" in wanted else None,
+                                       x=x if "Filter@GRAD" in wanted else None)
+            out = {"Filter@GRAD": dw} if dw is not None else {}
+            if dx is not None:
+                out["Input@GRAD"] = _from_nchw(dx, last)
+            return out
+        if kind or \
                 len(_batch_blocks(x.shape[1], g, x.shape[0])) > 1:
             return LazyOutputs({
                 "Input@GRAD": lambda: _from_nchw(_conv_dx_nchw(dy, Filter, g), last),

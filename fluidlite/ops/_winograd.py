@@ -1,0 +1,319 @@
+"""Winograd F(2x2, 3x3) kernels for 3x3, stride-1, undilated, ungrouped convolutions.
+
+The output is cut into 2x2 tiles; tile t of image n reads the 4x4 patch ``d`` of the padded
+input at (2*ti, 2*tj). With the transforms (Lavin & Gray, 2016)
+
+    B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
+    G   = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]
+    A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
+
+a tile of one output channel is ``Y = A^T [ sum_c (G W_c G^T) .* (B^T d_c B) ] A``. Each of the
+16 positions xi of the 4x4 products is one GEMM over the channels,
+``M[xi] = U[xi] (K x C) @ V[xi] (C x P)`` (P = tiles of all images), so a 3x3 layer costs
+16*K*C*P = 4*K*C*N*oh*ow multiply-adds instead of im2col's 9*K*C*N*oh*ow, and the 4x4 input
+patches overlap by half where im2col copies every pixel nine times.
+
+The gradients are the exact adjoints of that forward (the same bilinear map, so they are the
+true convolution gradients): ``dM[xi] = A dY_tile A^T``, then ``dU[xi] = dM[xi] @ V[xi]^T``
+(``dW = G^T dU G``) and ``dV[xi] = U[xi]^T @ dM[xi]`` (``dX = B dV B^T``, the overlapping
+patches added back through the even/odd phases of the padded rows and columns).
+
+The transforms are adds over whole blocks of feature maps, never per tile. Padded row 2i + k
+of the input is row i + k//2 of phase k%2, so the canvases are stored with their rows and
+columns split by phase, ``[lead, b, 2 (row phase), 2 (column phase), rows, cols * u]``: in
+the channel-major layout of ``conv.py``'s im2col with the batch either second (``u = 1``) or,
+for narrow maps, innermost (``b = 1``, ``u`` = images). Within a phase plane every transform
+stage is then a shift along one flat axis: tile row i + 1 is ``(tw + 1) * u`` entries on,
+tile column j + 1 is ``u`` entries on. With the batch second the column stage runs over whole
+planes, so each plane row carries one extra tile column whose values are discarded (``wide``;
+its dY is zero, so it adds nothing to the gradients): one 4-long ufunc pass per plane instead
+of one per tile row. The interleaving into and out of NCHW is done once, by the copies that
+move a block in and out of the canvas. Blocks hold as many images as keep the transformed
+tiles within ``_BUDGET`` bytes; the filter gradient adds the blocks' products in batch order.
+Results are deterministic (a fixed order of operations) and equal the direct convolution to
+within float rounding (a few ulps of the sums' magnitude).
+"""
+from __future__ import annotations
+
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .linalg import _mm
+
+__all__ = ["use_winograd", "winograd_fwd", "winograd_grads", "winograd_dx", "winograd_dw"]
+
+_BUDGET = 4 << 20        # bytes of transformed tiles (16 x C x tiles) per block of images
+_MIN_CHANNELS = 16       # below this the per-position GEMMs are too thin to beat one im2col GEMM
+_NARROW = 16             # maps narrower than this put the batch innermost
+_WIDE_MIN = 4            # tile columns from which a batch-second plane row carries a spare one
+
+
+def use_winograd(g: Any, C: int, F: int, dtype: np.dtype) -> bool:
+    """The Winograd kernels apply: a 3x3 filter, stride 1, dilation 1, groups 1, a canvas of
+    exactly the output size + 2 (not a transposed convolution's larger one), float32 or
+    float64, and at least ``_MIN_CHANNELS`` input and output channels."""
+    return ((g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) == (3, 3, 1, 1, 1, 1, 1)
+            and g.Hp == g.oh + 2 and g.Wp == g.ow + 2      # every padded row is read
+            and C >= _MIN_CHANNELS and F >= _MIN_CHANNELS
+            and np.dtype(dtype) in (np.float32, np.float64))
+
+
+class _Plan(NamedTuple):
+    """Tiling of one block of ``b`` images: th x tw tiles of 2x2 outputs."""
+    th: int
+    tw: int
+    b: int
+    bl: bool                          # batch innermost: u = b entries per pixel, one "image"
+
+    @property
+    def u(self) -> int:
+        return self.b if self.bl else 1
+
+    @property
+    def nb(self) -> int:              # the batch axis' length in the canvases
+        return 1 if self.bl else self.b
+
+    @property
+    def wide(self) -> bool:           # plane rows carry a spare tile column (module docstring)
+        return not self.bl and self.tw >= _WIDE_MIN
+
+    @property
+    def row(self) -> int:             # entries per canvas row of one phase plane
+        return (self.tw + 1) * self.u
+
+    @property
+    def wc(self) -> int:              # entries per tile row of the transformed tiles
+        return self.row if self.wide else self.tw * self.u
+
+    def images(self, a: np.ndarray) -> np.ndarray:
+        """A canvas [lead, nb, 2, 2, r, c*u] seen as [lead, b, 2, 2, r, c] (a view)."""
+        if not self.bl:
+            return a
+        lead, _, _, _, r, cu = a.shape
+        return a.reshape(lead, 2, 2, r, cu // self.b, self.b).transpose(0, 5, 1, 2, 3, 4)
+
+    def tile_images(self, a: np.ndarray) -> np.ndarray:
+        """Tiles [lead, nb, th, wc] seen as [lead, b, th, tw'] (tw' = wc / u)."""
+        if not self.bl:
+            return a
+        return a.reshape(a.shape[0], self.th, -1, self.b).transpose(0, 3, 1, 2)
+
+
+def _blocks(g: Any, N: int, C: int, itemsize: int) -> List[_Plan]:
+    """One plan per block of images (the last block may be shorter)."""
+    th, tw = (g.oh + 1) // 2, (g.ow + 1) // 2
+    b = max(1, min(N, _BUDGET // max(16 * C * th * (tw + 1) * itemsize, 1)))
+    out = []
+    for lo in range(0, N, b):
+        n = min(N, lo + b) - lo
+        out.append((lo, _Plan(th, tw, n, g.ow < _NARROW and n > 1)))
+    return out
+
+
+def _phases(canvas: np.ndarray, block: np.ndarray, offsets: Tuple[int, int], put: bool) -> None:
+    """Copy between a block [lead, b, h, w] and a phase-split canvas view
+    [lead, b, 2, 2, r, c]: pixel (y, x) sits at canvas row y + offsets[0], column
+    x + offsets[1]. ``put``: block -> canvas, else canvas -> block."""
+    h, w = block.shape[-2:]
+    for p in range(2):
+        y0 = (p - offsets[0]) % 2
+        nr, r0 = len(range(y0, h, 2)), (y0 + offsets[0]) // 2
+        for q in range(2):
+            x0 = (q - offsets[1]) % 2
+            nc, c0 = len(range(x0, w, 2)), (x0 + offsets[1]) // 2
+            view = canvas[:, :, p, q, r0:r0 + nr, c0:c0 + nc]
+            if put:
+                view[...] = block[:, :, y0::2, x0::2]
+            else:
+                block[:, :, y0::2, x0::2] = view
+
+
+# -- the transform stages: shifts along the last axis -------------------------------------------
+def _input_stage(e: np.ndarray, o: np.ndarray, shift: int, n: int,
+                 out: Sequence[np.ndarray]) -> None:
+    """``out[k] = (B^T d)[k]`` for patches of rows (2i, 2i+1, 2i+2, 2i+3) = (e[i], o[i],
+    e[i+1], o[i+1]), tile i + 1 being ``shift`` entries after tile i along the last axis of
+    the even / odd phases ``e`` / ``o``; ``n`` entries of each output."""
+    e0, o0, e1, o1 = e[..., :n], o[..., :n], e[..., shift:shift + n], o[..., shift:shift + n]
+    np.subtract(e0, e1, out=out[0])
+    np.add(o0, e1, out=out[1])
+    np.subtract(e1, o0, out=out[2])
+    np.subtract(o0, o1, out=out[3])
+
+
+def _adjoint_input_stage(v: Sequence[np.ndarray], shift: int, e: np.ndarray,
+                         o: np.ndarray) -> None:
+    """The adjoint of ``_input_stage``: the patches' (B v)[k] added back onto their rows
+    (even phase ``e``, odd phase ``o``; as long as v plus ``shift``, or as long as v when
+    v's last ``shift`` entries are zero). Row 2i gets patch i's k=0 and patch i-1's k=2 term,
+    row 2i+1 patch i's k=1 and patch i-1's k=3 term."""
+    v0, v1, v2, v3 = v
+    n = min(v0.shape[-1], e.shape[-1])
+    np.copyto(e[..., :n], v0[..., :n])                              # (B v)[0] = v0
+    e[..., n:] = 0
+    t = np.add(v1, v2)
+    t -= v0                                                         # (B v)[2] = v1 + v2 - v0
+    e[..., shift:] += t[..., :e.shape[-1] - shift]
+    np.subtract(v1, v2, out=t)
+    t += v3                                                         # (B v)[1] = v1 - v2 + v3
+    np.copyto(o[..., :n], t[..., :n])
+    o[..., n:] = 0
+    o[..., shift:] -= v3[..., :o.shape[-1] - shift]                 # (B v)[3] = -v3
+
+
+def _output_stage(m: Sequence[np.ndarray], out0: np.ndarray, out1: np.ndarray) -> None:
+    """(A^T m)[0] = m0 + m1 + m2 and (A^T m)[1] = m1 - m2 - m3, into ``out0`` / ``out1``."""
+    np.add(m[0], m[1], out=out0)
+    out0 += m[2]
+    np.subtract(m[1], m[2], out=out1)
+    out1 -= m[3]
+
+
+def _adjoint_output_stage(d0: np.ndarray, d1: np.ndarray, out: np.ndarray) -> None:
+    """``out[a] = (A d)[a]``: d0, d0 + d1, d0 - d1, -d1 (the adjoint of ``_output_stage``)."""
+    np.copyto(out[0], d0)
+    np.add(d0, d1, out=out[1])
+    np.subtract(d0, d1, out=out[2])
+    np.negative(d1, out=out[3])
+
+
+# -- the four transforms ------------------------------------------------------------------------
+def _filter_tiles(w: np.ndarray) -> np.ndarray:
+    """U [16, K, C] = G W G^T for a filter [K, C, 3, 3]: one GEMM with G (x) G, [16, 9] @
+    [9, K*C] (the filter seen transposed, so no copy)."""
+    K, C = w.shape[:2]
+    return _mm(_gg(w.dtype), w.reshape(K * C, 9).T).reshape(16, K, C)
+
+
+def _gg(dtype: np.dtype) -> np.ndarray:
+    """G (x) G [16, 9]: row 4a+b, column 3i+j holds G[a, i] * G[b, j]."""
+    half = 0.5
+    gm = np.array([[1, 0, 0], [half, half, half], [half, -half, half], [0, 0, 1]], np.float64)
+    return np.kron(gm, gm).astype(dtype)
+
+
+def _input_tiles(x: np.ndarray, pl: _Plan, pads: Tuple[int, int]) -> np.ndarray:
+    """V [16, C, P] = B^T d B of every patch of the images ``x`` [b, C, h, w] placed at
+    ``pads`` (top, left) on a zero canvas of (2th+2) x (2tw+2) pixels."""
+    C = x.shape[1]
+    th, R, u = pl.th, pl.row, pl.u
+    canvas = np.zeros((C, pl.nb, 2, 2, th + 1, R), x.dtype)
+    _phases(pl.images(canvas), x.transpose(1, 0, 2, 3), pads, put=True)
+    flat = canvas.reshape(C, pl.nb, 2, 2, (th + 1) * R)
+    rows = np.empty((4, C, pl.nb, 2, th * R), x.dtype)
+    _input_stage(flat[:, :, 0], flat[:, :, 1], R, th * R, rows)
+    v = np.empty((16, C, pl.nb, th, pl.wc), x.dtype)
+    for k in range(4):
+        out = v[4 * k:4 * k + 4]
+        if pl.wide:             # whole planes; the last tile column of the plane is spare
+            flat_v = out.reshape(4, C, pl.nb, th * R)
+            _input_stage(rows[k, :, :, 0], rows[k, :, :, 1], u, th * R - u, flat_v[..., :-u])
+            flat_v[..., -u:] = 0
+        else:
+            r = rows[k].reshape(C, pl.nb, 2, th, R)
+            _input_stage(r[:, :, 0], r[:, :, 1], u, pl.tw * u, out)
+    return v.reshape(16, C, -1)
+
+
+def _output_tiles(m: np.ndarray, pl: _Plan, y: np.ndarray) -> None:
+    """A^T m A of every tile, m [4, 4, K, P], into the block ``y`` [b, K, oh, ow]."""
+    rows = np.empty((2, 4) + m.shape[2:], m.dtype)
+    for b in range(4):
+        _output_stage(m[:, b], rows[0, b], rows[1, b])
+    out = np.empty((2, 2) + m.shape[2:], m.dtype)
+    K = m.shape[2]
+    for r in range(2):
+        _output_stage(rows[r], out[r, 0], out[r, 1])
+        for s in range(2):
+            dst = y[:, :, r::2, s::2]
+            t = pl.tile_images(out[r, s].reshape(K, pl.nb, pl.th, pl.wc))
+            dst[...] = t.transpose(1, 0, 2, 3)[:, :, :dst.shape[2], :dst.shape[3]]
+
+
+def _grad_tiles(dy: np.ndarray, pl: _Plan) -> np.ndarray:
+    """dM [16, K, P] = A dY_tile A^T of every 2x2 output tile of the block ``dy``
+    [b, K, oh, ow] (tiles past the map's edge, spare ones included, read zeros)."""
+    K = dy.shape[1]
+    canvas = np.zeros((K, pl.nb, 2, 2, pl.th, pl.wc), dy.dtype)
+    _phases(pl.images(canvas), dy.transpose(1, 0, 2, 3), (0, 0), put=True)
+    flat = canvas.reshape(K, pl.nb, 2, 2, -1)
+    rows = np.empty((4, K, pl.nb, 2, flat.shape[-1]), dy.dtype)
+    _adjoint_output_stage(flat[:, :, 0], flat[:, :, 1], rows)
+    dm = np.empty((16, K, pl.nb, flat.shape[-1]), dy.dtype)
+    for a in range(4):
+        _adjoint_output_stage(rows[a, :, :, 0], rows[a, :, :, 1], dm[4 * a:4 * a + 4])
+    return dm.reshape(16, K, -1)
+
+
+def _input_grad(dv: np.ndarray, pl: _Plan, dx: np.ndarray, pads: Tuple[int, int]) -> None:
+    """B dV B^T of every patch from dV [4, 4, C, P], the overlapping patches added, cropped
+    into the block ``dx`` [b, C, h, w] (placed at ``pads`` on the canvas)."""
+    C = dv.shape[2]
+    th, R, u = pl.th, pl.row, pl.u
+    cols = np.empty((4, C, pl.nb, 2, th, R), dv.dtype)
+    for a in range(4):
+        if pl.wide:             # whole planes (the spare tile column's dV is zero)
+            v = dv[a].reshape(4, C, pl.nb, th * R)
+            c = cols[a].reshape(C, pl.nb, 2, th * R)
+        else:
+            v = dv[a].reshape(4, C, pl.nb, th, pl.wc)
+            c = cols[a]
+        _adjoint_input_stage(v, u, c[:, :, 0], c[:, :, 1])
+    canvas = np.empty((C, pl.nb, 2, 2, (th + 1) * R), dv.dtype)
+    _adjoint_input_stage(cols.reshape(4, C, pl.nb, 2, th * R), R, canvas[:, :, 0],
+                         canvas[:, :, 1])
+    _phases(pl.images(canvas.reshape(C, pl.nb, 2, 2, th + 1, R)), dx.transpose(1, 0, 2, 3),
+            pads, put=False)
+
+
+# -- the kernels ---------------------------------------------------------------------------------
+def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``."""
+    N, C = x.shape[:2]
+    K = w.shape[0]
+    u = _filter_tiles(w)
+    y = np.empty((N, K, g.oh, g.ow), x.dtype)
+    for lo, pl in _blocks(g, N, C, x.dtype.itemsize):
+        m = np.matmul(u, _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl)))    # [16, K, P]
+        _output_tiles(m.reshape(4, 4, K, -1), pl, y[lo:lo + pl.b])
+    return y
+
+
+def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
+                   x: Optional[np.ndarray] = None
+                   ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """The gradients of ``winograd_fwd`` from dY [N, K, oh, ow]: (dX [N, C, H, W] when the
+    filter ``w`` is given, dW [K, C, 3, 3] when the input ``x`` is given; None otherwise).
+    Each block's dM = A dY A^T is made once for both: dV = U^T dM gives dX = B dV B^T, and
+    dU = the blocks' dM V^T summed in batch order gives dW = G^T dU G."""
+    N, K = dy.shape[:2]
+    C = (w.shape[1] if w is not None else x.shape[1])
+    ut = None if w is None else _filter_tiles(w.transpose(1, 0, 2, 3))  # [16, C, K]
+    dx = None if w is None else np.empty((N, C, g.H, g.W), dy.dtype)
+    du = None
+    for lo, pl in _blocks(g, N, C, dy.dtype.itemsize):
+        hi = lo + pl.b
+        dm = _grad_tiles(dy[lo:hi], pl)                                   # [16, K, P]
+        if dx is not None:
+            dv = np.matmul(ut, dm)                                        # [16, C, P]
+            _input_grad(dv.reshape(4, 4, C, -1), pl, dx[lo:hi], (g.pt, g.pl))
+        if x is not None:
+            v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl))
+            part = np.matmul(dm, v.transpose(0, 2, 1))                   # [16, K, C]
+            if du is None:
+                du = part
+            else:
+                du += part
+    dw = None if du is None else _mm(du.reshape(16, K * C).T, _gg(dy.dtype))   # [K*C, 9]
+    return dx, None if dw is None else dw.reshape(K, C, 3, 3)
+
+
+def winograd_dx(dy: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    """dX [N, C, H, W] of ``winograd_fwd`` from dY [N, K, oh, ow]."""
+    return winograd_grads(dy, g, w=w)[0]
+
+
+def winograd_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> np.ndarray:
+    """dW [K, C, 3, 3] of ``winograd_fwd``."""
+    return winograd_grads(dy, g, x=x)[1].reshape(w_shape)

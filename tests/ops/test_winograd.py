@@ -1,0 +1,133 @@
+"""fluidlite/ops/_winograd.py: Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions.
+
+Every case first asserts that conv.py dispatches it to the Winograd kernels, then checks the
+op's output against the direct convolution of test_conv.py and its gradients against float64
+central differences (random upstream gradients), in each layout: one block, blocks of one
+image, and batch-innermost blocks."""
+import numpy as np
+import pytest
+
+from fluidlite.ops import _winograd as WG
+from fluidlite.ops import conv
+from fluidlite.testing import OpTest
+from tests.ops.test_conv import ref_conv, ref_conv_transpose
+
+# (N, C, F, H, W, paddings [t, b, l, r]): odd and even maps, no / asymmetric / wide padding
+CASES = [
+    (2, 16, 17, 5, 5, (1, 1, 1, 1)),
+    (1, 16, 16, 6, 7, (0, 0, 0, 0)),
+    (3, 17, 16, 7, 4, (2, 1, 0, 2)),
+    (2, 16, 16, 5, 11, (1, 1, 1, 1)),     # 6 tile columns: spare-column planes when batch-second
+]
+
+
+@pytest.fixture(params=["one_block", "blocks_of_one", "batch_last_blocks"])
+def layout(request, monkeypatch):
+    """The layouts of ``_blocks``: the whole batch in one channel-major block (maps narrower
+    than 16 run batch-innermost), one image per block (batch-second; spare-column planes from
+    4 tile columns), and batch-innermost blocks of two."""
+    if request.param == "blocks_of_one":
+        monkeypatch.setattr(WG, "_BUDGET", 1)
+    if request.param == "batch_last_blocks":
+        monkeypatch.setattr(WG, "_NARROW", 1 << 10)
+        monkeypatch.setattr(WG, "_BUDGET", 2 * 16 * 17 * 4 * 7 * 8)   # two images of <= 8x12
+    return request.param
+
+
+def _geom(H, W, pads, k=3, stride=1, dil=1, groups=1):
+    return conv._geom((H, W), (k, k), (stride, stride), list(pads), (dil, dil), "EXPLICIT",
+                      groups)
+
+
+class TestWinogradConv(OpTest):
+    op_type = "conv2d"
+
+    @pytest.mark.parametrize("case", CASES)
+    def test_output_and_gradients(self, case, layout):
+        N, C, F, H, W, p = case
+        assert conv._kind(C, (F, C, 3, 3), _geom(H, W, p), np.dtype("float64")) == "winograd"
+        x, w = self.rand(N, C, H, W), self.rand(F, C, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": list(p)}
+        self.outputs = {"Output": ref_conv(x, w, pads=p)}
+        self.check_output(atol=1e-12, rtol=1e-12)
+        self.check_grad(["Input", "Filter"], "Output")
+
+    def test_same_padding_nhwc(self):
+        x, w = self.rand(2, 5, 6, 16), self.rand(16, 16, 3, 3, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"padding_algorithm": "SAME", "data_format": "NHWC"}
+        ref = ref_conv(x.transpose(0, 3, 1, 2), w, pads=(1, 1, 1, 1))
+        self.outputs = {"Output": ref.transpose(0, 2, 3, 1)}
+        self.check_output(atol=1e-12, rtol=1e-12)
+        self.check_grad(["Input", "Filter"], "Output")
+
+
+class TestWinogradTranspose(OpTest):
+    """conv2d_transpose runs the convolution's input gradient as its forward."""
+    op_type = "conv2d_transpose"
+
+    def test_output_and_gradients(self, layout):
+        x, w = self.rand(2, 16, 5, 6), self.rand(16, 16, 3, 3, seed=1)
+        g = _geom(5, 6, (1, 1, 1, 1))             # the convolution whose adjoint this is
+        assert conv._kind(16, w.shape, g, x.dtype) == "winograd"
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": [1, 1]}
+        self.outputs = {"Output": ref_conv_transpose(x, w, pads=(1, 1, 1, 1))}
+        self.check_output(atol=1e-12, rtol=1e-12)
+        self.check_grad(["Input", "Filter"], "Output")
+
+
+def test_float32_close_to_float64_direct():
+    """Winograd's transforms add a few roundings: float32 stays within 1e-5 of the exact
+    float64 convolution, forward and both gradients, on a ResNet-like layer."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 32, 12, 12))
+    w = rng.standard_normal((32, 32, 3, 3)) * 0.1
+    dy = rng.standard_normal((4, 32, 12, 12))
+    g = _geom(12, 12, (1, 1, 1, 1))
+    f32 = [a.astype(np.float32) for a in (x, w, dy)]
+    got = [WG.winograd_fwd(f32[0], f32[1], g), WG.winograd_dx(f32[2], f32[1], g),
+           WG.winograd_dw(f32[0], f32[2], g, w.shape)]
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    dw = np.stack([np.stack([np.einsum("nkhw,nchw->kc", dy, xp[:, :, i:i + 12, j:j + 12])
+                             for j in range(3)], -1) for i in range(3)], -2)
+    want = [ref_conv(x, w, pads=(1, 1, 1, 1)), ref_conv_transpose(dy, w, pads=(1, 1, 1, 1)), dw]
+    for a, b in zip(got, want):
+        assert a.dtype == np.float32
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-5 * np.abs(b).max())
+
+
+def test_deterministic():
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 16, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    g = _geom(9, 9, (1, 1, 1, 1))
+    a, b = WG.winograd_dw(x, x, g, w.shape), WG.winograd_dw(x, x, g, w.shape)
+    assert a.tobytes() == b.tobytes()
+    assert WG.winograd_fwd(x, w, g).tobytes() == WG.winograd_fwd(x, w, g).tobytes()
+
+
+@pytest.mark.parametrize("what, C, F, geom, dtype", [
+    ("stride 2", 16, 16, dict(stride=2), "float32"),
+    ("dilation 2", 16, 16, dict(dil=2), "float32"),
+    ("groups 2", 16, 16, dict(groups=2), "float32"),
+    ("5x5 kernel", 16, 16, dict(k=5), "float32"),
+    ("8 input channels", 8, 16, {}, "float32"),
+    ("8 filters", 16, 8, {}, "float32"),
+    ("float16", 16, 16, {}, "float16"),
+])
+def test_not_dispatched(what, C, F, geom, dtype):
+    """Shapes Winograd F(2x2, 3x3) does not cover, or where im2col's one GEMM is faster,
+    stay on the im2col route."""
+    k = geom.get("k", 3)
+    g = _geom(9, 9, (1, 1, 1, 1), **geom)
+    assert conv._kind(C, (F, C // geom.get("groups", 1), k, k), g, np.dtype(dtype)) != \
+        "winograd", what
+
+
+def test_transposed_canvas_larger_than_output_not_dispatched():
+    """A transposed convolution asked for a bigger output than the stride-1 conv implies
+    has padded rows no output reads: the im2col route handles them."""
+    g = conv._Geom(3, 3, 1, 1, 1, 1, 1, 2, 1, 1, 6, 6, 5, 6, 1)     # Hp = 9 != oh + 2
+    assert not WG.use_winograd(g, 16, 16, np.dtype("float32"))
