@@ -12,10 +12,11 @@ dilations, groups):
 gradient is ``_conv_fwd``. ``conv2d`` runs the three over blocks of images whose columns fit
 the cache (``_batch_blocks``); the filter gradient sums the blocks' products in batch order.
 
-Two shapes skip im2col (``_kind``; kernels in ``_conv_kernels.py``): depthwise convolutions
-(groups == input channels, any channel multiplier) run as kh*kw strided multiply-adds over
-blocks of feature maps, and unpadded 1x1 convolutions with groups 1 as one GEMM per image on
-the NCHW arrays.
+Three shapes skip im2col (``_kind``): depthwise convolutions (groups == input channels, any
+channel multiplier) run as kh*kw strided multiply-adds over blocks of feature maps, unpadded
+1x1 convolutions with groups 1 as one GEMM per image on the NCHW arrays (both in
+``_conv_kernels.py``), and 3x3 stride-1 convolutions with at least 16 input and output
+channels as Winograd F(2x2, 3x3) (``_winograd.py``: 16 GEMMs of 4/9 the multiply-adds).
 
 Internally everything is channel-major so that the GEMMs see plain 2-D matrices: the columns
 are ``[C*kh*kw, M]`` with M ordered (oh, ow, N) — batch last, so im2col / col2im copy runs of
