@@ -235,19 +235,19 @@ def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
     return a.reshape(groups, a.shape[0] // groups, -1)
 
 
-def _kind(C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> str:
-    """Which kernels run a convolution with C input channels: "depthwise" / "pointwise"
-    (``_conv_kernels``), "winograd" (``_winograd``) or "" (im2col + GEMM here)."""
+def _kind(N: int, C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> str:
+    """Which kernels run a convolution of N images with C input channels: "depthwise" /
+    "pointwise" (``_conv_kernels``), "winograd" (``_winograd``) or "" (im2col + GEMM here)."""
     if K.use_depthwise((0, C), w_shape, g.groups):
         return "depthwise"
     if K.use_pointwise(g, w_shape):
         return "pointwise"
-    return "winograd" if WG.use_winograd(g, C, w_shape[0], dtype) else ""
+    return "winograd" if WG.use_winograd(g, N, C, w_shape[0], dtype) else ""
 
 
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
-    kind = _kind(x.shape[1], w.shape, g, x.dtype)
+    kind = _kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
     if kind == "depthwise":
         return K.depthwise_fwd(x, w, g)
     if kind == "winograd":
@@ -342,7 +342,7 @@ def _conv_dw_blocks(x: np.ndarray, dy: np.ndarray, g: _Geom,
 def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """dX [N,C,H,W] from dY [N,F,oh,ow] (the kernels of ``_kind``)."""
     C = w.shape[1] * g.groups
-    kind = _kind(C, w.shape, g, dy.dtype)
+    kind = _kind(dy.shape[0], C, w.shape, g, dy.dtype)
     if kind == "depthwise":
         return K.depthwise_dx(dy, w, g, C)
     if kind == "winograd":
@@ -355,7 +355,7 @@ def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
 def _conv_dw_nchw(x: np.ndarray, dy: np.ndarray, g: _Geom,
                   w_shape: Sequence[int]) -> np.ndarray:
     """dW from X [N,C,H,W] and dY [N,F,oh,ow] (the kernels of ``_kind``)."""
-    kind = _kind(x.shape[1], w_shape, g, x.dtype)
+    kind = _kind(x.shape[0], x.shape[1], w_shape, g, x.dtype)
     if kind == "depthwise":
         return K.depthwise_dw(x, dy, g, w_shape)
     if kind == "winograd":
@@ -508,7 +508,7 @@ class Conv2DGrad(_ConvGradBase):
         last = _channels_last(data_format)
         x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
         g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
-        kind = _kind(x.shape[1], Filter.shape, g, x.dtype)
+        kind = _kind(x.shape[0], x.shape[1], Filter.shape, g, x.dtype)
         if kind == "winograd" and wanted is not None:
             # both gradients in one pass over the blocks: each block's transformed dY serves
             # both products

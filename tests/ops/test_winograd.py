@@ -21,6 +21,13 @@ CASES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _small_maps(monkeypatch):
+    """The cases here are small enough to check numerically: let them take Winograd (the
+    tile threshold has its own test)."""
+    monkeypatch.setattr(WG, "_MIN_TILES", 1)
+
+
 @pytest.fixture(params=["one_block", "blocks_of_one", "batch_last_blocks"])
 def layout(request, monkeypatch):
     """The layouts of ``_blocks``: the whole batch in one channel-major block (maps narrower
@@ -45,7 +52,7 @@ class TestWinogradConv(OpTest):
     @pytest.mark.parametrize("case", CASES)
     def test_output_and_gradients(self, case, layout):
         N, C, F, H, W, p = case
-        assert conv._kind(C, (F, C, 3, 3), _geom(H, W, p), np.dtype("float64")) == "winograd"
+        assert conv._kind(N, C, (F, C, 3, 3), _geom(H, W, p), np.dtype("float64")) == "winograd"
         x, w = self.rand(N, C, H, W), self.rand(F, C, 3, 3, seed=1)
         self.inputs = {"Input": x, "Filter": w}
         self.attrs = {"paddings": list(p)}
@@ -70,7 +77,7 @@ class TestWinogradTranspose(OpTest):
     def test_output_and_gradients(self, layout):
         x, w = self.rand(2, 16, 5, 6), self.rand(16, 16, 3, 3, seed=1)
         g = _geom(5, 6, (1, 1, 1, 1))             # the convolution whose adjoint this is
-        assert conv._kind(16, w.shape, g, x.dtype) == "winograd"
+        assert conv._kind(2, 16, w.shape, g, x.dtype) == "winograd"
         self.inputs = {"Input": x, "Filter": w}
         self.attrs = {"paddings": [1, 1]}
         self.outputs = {"Output": ref_conv_transpose(x, w, pads=(1, 1, 1, 1))}
@@ -122,7 +129,7 @@ def test_not_dispatched(what, C, F, geom, dtype):
     stay on the im2col route."""
     k = geom.get("k", 3)
     g = _geom(9, 9, (1, 1, 1, 1), **geom)
-    assert conv._kind(C, (F, C // geom.get("groups", 1), k, k), g, np.dtype(dtype)) != \
+    assert conv._kind(8, C, (F, C // geom.get("groups", 1), k, k), g, np.dtype(dtype)) != \
         "winograd", what
 
 
@@ -130,4 +137,13 @@ def test_transposed_canvas_larger_than_output_not_dispatched():
     """A transposed convolution asked for a bigger output than the stride-1 conv implies
     has padded rows no output reads: the im2col route handles them."""
     g = conv._Geom(3, 3, 1, 1, 1, 1, 1, 2, 1, 1, 6, 6, 5, 6, 1)     # Hp = 9 != oh + 2
-    assert not WG.use_winograd(g, 16, 16, np.dtype("float32"))
+    assert not WG.use_winograd(g, 8, 16, 16, np.dtype("float32"))
+
+
+def test_tile_threshold(monkeypatch):
+    """Too few output tiles over the batch to pay for the filter's transform: im2col."""
+    monkeypatch.setattr(WG, "_MIN_TILES", 48)
+    deep = _geom(7, 7, (1, 1, 1, 1))                  # ResNet-50's last stage: 49 pixels
+    assert not WG.use_winograd(deep, 1, 512, 512, np.dtype("float32"))
+    assert WG.use_winograd(deep, 4, 512, 512, np.dtype("float32"))
+    assert WG.use_winograd(_geom(14, 14, (1, 1, 1, 1)), 1, 256, 256, np.dtype("float32"))
