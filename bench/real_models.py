@@ -171,7 +171,8 @@ class StaticOps(FluidOps):
         w = self.init.normal((vocab, dim), std)
         return fluid.embedding(ids, [vocab, dim], is_sparse=sparse, param_attr=_attr(w))
 
-    def param(self, arr):
+    def param(self, make_arr):
+        arr = make_arr()
         return self.L.create_parameter(list(arr.shape), "float32",
                                        default_initializer=fluid.initializer.
                                        NumpyArrayInitializer(arr))
@@ -226,8 +227,9 @@ class DygraphOps(FluidOps):
                                      param_attr=_attr(self.init.normal((vocab, dim), std)))
         return self._get(make)(ids)
 
-    def param(self, arr):
+    def param(self, make_arr):
         def make():
+            arr = make_arr()
             holder = dygraph.Layer()
             return holder.create_parameter(list(arr.shape), None, "float32",
                                            default_initializer=fluid.initializer.
@@ -287,8 +289,8 @@ class TorchOps:
         w = self._get(lambda: self._t(self.init.normal((vocab, dim), std)))
         return self.F.embedding(ids, w, sparse=sparse)
 
-    def param(self, arr):
-        return self._get(lambda: self._t(arr))
+    def param(self, make_arr):
+        return self._get(lambda: self._t(make_arr()))
 
     relu = property(lambda self: self.F.relu)
     relu6 = property(lambda self: self.F.relu6)
@@ -432,8 +434,9 @@ def lstm_lm(B, ids, label):
     init = Init(7)
     xs = [B.reshape(B.slice(x, 1, t, t + 1), [0, H]) for t in range(T)]
     for _ in range(LSTM["layers"]):
-        w = B.param(init.normal((2 * H, 4 * H), 0.1))
-        b = B.param(np.zeros(4 * H, np.float32))
+        # the weights are drawn when the parameter is made (once), not on every forward
+        w = B.param(lambda: init.normal((2 * H, 4 * H), 0.1))
+        b = B.param(lambda: np.zeros(4 * H, np.float32))
         h = c = B.scale(xs[0], 0.0)
         out = []
         for t in range(T):
