@@ -36,7 +36,8 @@ def _bshape(ndim: int, ch: int, c: int) -> Tuple[int, ...]:
 def _per_channel(a: np.ndarray, ch: int) -> np.ndarray:
     """``a`` as [outer, C, inner] (channel axis ``ch``; a view when ``a`` is contiguous)."""
     outer = int(np.prod(a.shape[:ch], dtype=np.int64))
-    return a.reshape(outer, a.shape[ch], -1)
+    inner = int(np.prod(a.shape[ch + 1:], dtype=np.int64))
+    return a.reshape(outer, a.shape[ch], inner)
 
 
 def _channel_sum(a: np.ndarray, ch: int, b: Any = None, mean: bool = False) -> np.ndarray:
@@ -54,7 +55,7 @@ def _channel_sum(a: np.ndarray, ch: int, b: Any = None, mean: bool = False) -> n
     else:
         out = np.einsum("nci,nci->c", _per_channel(a, ch), _per_channel(b, ch))
     if mean:
-        out /= a.dtype.type(a.size // a.shape[ch])
+        out /= a.dtype.type(a.size // max(a.shape[ch], 1))     # (0 / 0 = NaN on an empty batch)
     return out
 
 

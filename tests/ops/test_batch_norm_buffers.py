@@ -49,3 +49,32 @@ def test_gradients_in_any_order_equal_the_formulas(layout, order):
         np.testing.assert_allclose(got, g_want[slot], rtol=1e-4, atol=1e-4)
     for before, after in zip(inputs, (x, scale, dy)):
         np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("shape, layout", [((3, 4, 7, 5), "NCHW"), ((3, 7, 5, 4), "NHWC"),
+                                           ((6, 4), "NCHW"), ((2, 4, 9), "NCHW")])
+def test_statistics_every_rank_layout_and_dtype(shape, layout, dtype):
+    """The per-channel sums (einsum for float32/64, NumPy's reductions for float16) give the
+    float64 batch mean and biased variance, in X's dtype."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    ch = 1 if layout == "NCHW" else x.ndim - 1
+    c = x.shape[ch]
+    axes = tuple(a for a in range(x.ndim) if a != ch)
+    ones, zeros = np.ones(c, dtype), np.zeros(c, dtype)
+    out = BN.forward(x, ones, zeros, zeros, ones, data_layout=layout, momentum=0.0)
+    x64 = x.astype(np.float64)
+    tol = 2e-3 if dtype == "float16" else 1e-5
+    for got, want in ((out["SavedMean"], x64.mean(axis=axes)),
+                      (out["VarianceOut"], x64.var(axis=axes))):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol)
+
+
+def test_empty_batch_gives_nan_statistics_and_an_empty_output():
+    x = np.zeros((0, 3, 4, 4), np.float32)
+    ones, zeros = np.ones(3, np.float32), np.zeros(3, np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = BN.forward(x, ones, zeros, zeros, ones)
+    assert out["Y"].shape == (0, 3, 4, 4) and np.isnan(out["SavedMean"]).all()
