@@ -79,6 +79,20 @@ tests_for() {
     fluidlite/ops/reduce.py)
       echo tests/ops/test_reduce.py tests/test_dtype_stability.py tests/test_higher_order_math.py \
            tests/test_mutants_reduce.py ;;
+    fluidlite/ops/pool.py|fluidlite/ops/pool3d.py)
+      # pool2d delegates 3-D / adaptive cases to pool3d's kernels; pool3d has no test file
+      echo tests/ops/test_pool.py tests/ops/test_pool_geometry.py tests/ops/test_pool_more.py \
+           tests/ops/test_conv3d.py tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/test_mutants_pool.py ;;
+    fluidlite/ops/embedding.py)
+      echo tests/ops/test_embedding.py tests/ops/test_lookup_dequant.py \
+           tests/test_sparse_embedding.py tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/test_mutants_embedding.py ;;
+    fluidlite/ops/sequence.py)
+      echo tests/ops/test_sequence.py tests/ops/test_seq_padded.py tests/test_dtype_stability.py \
+           tests/test_lower_grad.py tests/test_mutants_sequence.py ;;
+    fluidlite/ops/_winograd.py)
+      echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py ;;
     fluidlite/ops/loss.py)
       echo tests/ops/test_loss.py tests/ops/test_loss_extra.py tests/test_dtype_stability.py \
            tests/test_mutants_loss.py ;;
@@ -148,7 +162,12 @@ c.set("mutmut", "only_mutate", "\n" + "\n".join(mods))
 c.set("mutmut", "pytest_add_cli_args_test_selection", "\n" + "\n".join(tests))
 # tests that keep once-per-process state (a warning given once) fail when mutmut runs the
 # selection a second time in its process (the clean run); they are left out of mutation runs
-once_only = ["tests/test_executor.py::test_layers_data_is_not_feed_checked_but_warns_once"]
+once_only = ["tests/test_executor.py::test_layers_data_is_not_feed_checked_but_warns_once",
+             # draws its data from the module's RNG at call time: on mutmut's second (clean)
+             # run the new draw fails its central-difference check (analytic -0.83 against
+             # numeric -0.47 at one cell: a MAX kink); tests/test_mutants_sequence.py checks
+             # MAX's gradient against a loop instead
+             "tests/ops/test_sequence.py::test_sequence_pool_grad[MAX]"]
 deselect = [f"--deselect={t}" for t in once_only if t.split("::")[0] in tests]
 if deselect:
     c.set("mutmut", "pytest_add_cli_args", "\n" + "\n".join(deselect))

@@ -63,13 +63,10 @@ def _out_size(size: int, k: int, pad_total: int, stride: int, ceil_mode: bool) -
 
 
 def _resolve(op: str, hw: Sequence[int], ksize: Sequence[int], strides: Sequence[int],
-             paddings: Sequence[int], global_pooling: bool, algorithm: str, adaptive: bool
+             paddings: Sequence[int], global_pooling: bool, algorithm: str
              ) -> Tuple[List[int], List[int], List[int]]:
-    """(ksize, strides, [top, bottom, left, right]) after global pooling / padding_algorithm."""
-    if adaptive:
-        raise ValueError(f"{op}: adaptive=True is not supported; choose ksize/strides that tile "
-                         f"the input (for an input divisible by the output size: ksize = "
-                         f"strides = input_size // output_size)")
+    """(ksize, strides, [top, bottom, left, right]) after global pooling / padding_algorithm
+    (fixed windows: adaptive pooling runs pool3d.py's N-d kernel)."""
     strides = [int(s) for s in strides]
     if len(strides) != 2 or min(strides) < 1:
         raise ValueError(f"{op}: strides must be 2 positive ints, got {list(strides)}")
@@ -102,11 +99,10 @@ def _layout(op: str, data_format: str) -> bool:
     raise ValueError(f"{op}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
 
 
-def _geom(x: np.ndarray, ksize, strides, paddings, global_pooling, ceil_mode, algorithm,
-          adaptive) -> _PoolGeom:
+def _geom(x: np.ndarray, ksize, strides, paddings, global_pooling, ceil_mode,
+          algorithm) -> _PoolGeom:
     H, W = x.shape[2:]
-    k, s, p = _resolve("pool2d", (H, W), ksize, strides, paddings, global_pooling, algorithm,
-                       adaptive)
+    k, s, p = _resolve("pool2d", (H, W), ksize, strides, paddings, global_pooling, algorithm)
     oh = _out_size(H, k[0], p[0] + p[1], s[0], ceil_mode)
     ow = _out_size(W, k[1], p[2] + p[3], s[1], ceil_mode)
     if oh < 1 or ow < 1:
@@ -221,12 +217,13 @@ class Pool2D(OpDef):
             raise ValueError(f"pool2d: X must be 4-D ({'NHWC' if last else 'NCHW'}), got shape "
                              f"{list(X.shape)}")
         hw = X.shape[1:3] if last else X.shape[2:]
-        if adaptive and not global_pooling:     # adaptive windows: see ops/pool3d.py
-            out = [int(k) for k in ksize]
+        if adaptive:        # adaptive windows (see ops/pool3d.py); with global_pooling, fluid
+            # sets ksize to the input's size first: one window per input cell
+            out = [int(v) for v in hw] if global_pooling else [int(k) for k in ksize]
             shape = [X.shape[0], out[0], out[1], X.shape[3]] if last else list(X.shape[:2]) + out
             return {"Out": VarSpec(shape, X.dtype)}
         k, s, p = _resolve(self.type, hw, ksize, strides, paddings, global_pooling,
-                           padding_algorithm, adaptive)
+                           padding_algorithm)
         out = [_out_size(hw[i], k[i], p[2 * i] + p[2 * i + 1], s[i], ceil_mode)
                if k[i] >= 0 else -1 for i in range(2)]
         if global_pooling:
@@ -242,13 +239,12 @@ class Pool2D(OpDef):
                 data_format="NCHW", padding_algorithm="EXPLICIT"):
         last = _layout(self.type, data_format)
         x = X.transpose(0, 3, 1, 2) if last else X
-        if adaptive and not global_pooling:     # adaptive windows: the N-d kernel of pool3d.py
+        if adaptive:        # adaptive windows (also global + adaptive): pool3d.py's N-d kernel
             from .pool3d import pool_nd
-            out = pool_nd(x, pooling_type, ksize, strides, paddings, False, exclusive, True,
-                          ceil_mode, padding_algorithm, self.type)
+            out = pool_nd(x, pooling_type, ksize, strides, paddings, global_pooling, exclusive,
+                          True, ceil_mode, padding_algorithm, self.type)
             return {"Out": np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if last else out}
-        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm,
-                  adaptive)
+        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm)
         out = _pool_fwd(x, g, pooling_type, exclusive)
         return {"Out": np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if last else out}
 
@@ -258,12 +254,12 @@ class Pool2D(OpDef):
         last = _layout(self.type, data_format)
         t = (lambda a: a.transpose(0, 3, 1, 2)) if last else (lambda a: a)
         x = t(X)
-        if adaptive and not global_pooling:     # adaptive windows: the N-d kernel of pool3d.py
+        if adaptive:        # adaptive windows (also global + adaptive): pool3d.py's N-d kernel
             from .pool3d import pool_nd_grad
-            dx = pool_nd_grad(x, t(Out), t(dOut), pooling_type, ksize, strides, paddings, False,
-                              exclusive, True, ceil_mode, padding_algorithm, self.type)
+            dx = pool_nd_grad(x, t(Out), t(dOut), pooling_type, ksize, strides, paddings,
+                              global_pooling, exclusive, True, ceil_mode, padding_algorithm,
+                              self.type)
             return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}
-        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm,
-                  adaptive)
+        g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm)
         dx = _pool_bwd(x, t(Out), t(dOut), g, pooling_type, exclusive)
         return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}

@@ -161,7 +161,9 @@ def pool_nd(x: np.ndarray, pooling_type: str, ksize, strides, paddings, global_p
     out = np.full(x.shape[:2] + tuple(len(st) for st in win.start), lo, x.dtype)
     for grid, valid in _offsets(win):
         g = x[(slice(None), slice(None)) + grid]
-        g = np.where(valid, g, -np.inf) if not valid.all() else g
+        # cells outside the window read ``lo`` (the start value: no effect on the max), a
+        # scalar of x's dtype (a Python -inf would promote to float64 under NumPy 1.x rules)
+        g = np.where(valid, g, lo) if not valid.all() else g
         np.maximum(out, g, out=out)
     return out
 
@@ -192,7 +194,7 @@ def pool_nd_grad(x: np.ndarray, out: np.ndarray, dout: np.ndarray, pooling_type:
             continue
         taken |= hit
         idx = lead + tuple(np.broadcast_to(gi, out.shape[2:]) for gi in grid)
-        np.add.at(dx, idx, np.where(hit, dout, 0))
+        np.add.at(dx, idx, np.where(hit, dout, dout.dtype.type(0)))
     return dx
 
 

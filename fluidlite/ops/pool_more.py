@@ -54,7 +54,7 @@ class Spp(OpDef):
         h, w = X.shape[2:]
         out = []
         for bins, k, p in _spp_levels(h, w, pyramid_height):
-            g = _geom(X, k, k, p, False, False, "EXPLICIT", False)
+            g = _geom(X, k, k, p, False, False, "EXPLICIT")
             _need(self.type, (g.oh, g.ow) == (bins, bins),
                   f"level {len(out)} pools {h}x{w} into {g.oh}x{g.ow} bins, not {bins}x{bins}")
             out.append(g)

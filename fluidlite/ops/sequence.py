@@ -170,7 +170,9 @@ class SequencePool(OpDef):
                 MaxIndex = self._argmax(X, off, lens, _seg_reduce(np.maximum, X, off, 0.0))
             flat_idx = MaxIndex.reshape(MaxIndex.shape[0], -1)[nz]
             cols = np.broadcast_to(np.arange(flat_idx.shape[1]), flat_idx.shape)
-            dX.reshape(X.shape[0], -1)[flat_idx, cols] = dOut.reshape(dOut.shape[0], -1)[nz]
+            # the row width spelled out: reshape(0, -1) of an empty batch is ambiguous
+            width = int(np.prod(X.shape[1:]))
+            dX.reshape(X.shape[0], width)[flat_idx, cols] = dOut.reshape(dOut.shape[0], -1)[nz]
         else:
             rows = off[1:][nz] - 1 if kind == "LAST" else off[:-1][nz]
             dX[rows] = dOut[nz]
@@ -231,10 +233,11 @@ class SequenceExpand(OpDef):
         ylod = lod.get("Y")
         if not ylod:
             raise ValueError("sequence_expand: Y has no LoD; it gives the repeat counts")
-        level = ref_level if ref_level >= 0 else len(ylod) - 1
+        # fluid 1.8: ref_level is -1 (the last level) or in [0, levels); -2 is refused
+        level = len(ylod) - 1 if ref_level == -1 else ref_level
         if not 0 <= level < len(ylod):
             raise ValueError(f"sequence_expand: ref_level {ref_level} out of range for Y's "
-                             f"{len(ylod)} LoD level(s)")
+                             f"{len(ylod)} LoD level(s) (-1 or 0 to {len(ylod) - 1})")
         reps = np.diff(np.asarray(ylod[level], np.int64))
         xlod = lod.get("X")
         xoff = np.asarray(xlod[-1], np.int64) if xlod else np.arange(X.shape[0] + 1)
