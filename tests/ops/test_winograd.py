@@ -147,3 +147,42 @@ def test_tile_threshold(monkeypatch):
     assert not WG.use_winograd(deep, 1, 512, 512, np.dtype("float32"))
     assert WG.use_winograd(deep, 4, 512, 512, np.dtype("float32"))
     assert WG.use_winograd(_geom(14, 14, (1, 1, 1, 1)), 1, 256, 256, np.dtype("float32"))
+    # the boundary: 4 * 48 output pixels over the batch
+    assert WG.use_winograd(_geom(16, 12, (1, 1, 1, 1)), 1, 16, 16, np.dtype("float32"))
+    assert not WG.use_winograd(_geom(1, 191, (1, 1, 1, 1)), 1, 16, 16, np.dtype("float32"))
+
+
+@pytest.mark.parametrize("N, C, oh, ow, itemsize", [
+    (32, 64, 32, 32, 4), (8, 512, 7, 7, 4), (3, 16, 5, 9, 8), (1, 256, 14, 14, 4),
+    (16, 64, 56, 56, 4)])
+def test_blocks_contract(N, C, oh, ow, itemsize):
+    """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2), as many
+    images per block as keep 16 x C x tiles (plus the spare column) within ``_BUDGET``
+    (at least one), the batch innermost exactly for narrow maps of several images, and the
+    spare tile column exactly for batch-second plane rows of at least 4 tile columns."""
+    g = conv._Geom(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, oh, ow, oh, ow, 1)
+    blocks = WG._blocks(g, N, C, itemsize)
+    th, tw = -(-oh // 2), -(-ow // 2)
+    per_image = 16 * C * th * (tw + 1) * itemsize
+    b = max(1, min(N, WG._BUDGET // per_image))
+    assert [lo for lo, _ in blocks] == list(range(0, N, b))
+    for lo, pl in blocks:
+        assert (pl.th, pl.tw, pl.b) == (th, tw, min(b, N - lo))
+        assert pl.bl == (ow < 16 and pl.b > 1)
+        assert pl.wide == (not pl.bl and tw >= 4)
+        assert (pl.u, pl.nb) == ((pl.b, 1) if pl.bl else (1, pl.b))
+        assert pl.wc == (tw + 1 if pl.wide else tw) * pl.u
+
+
+def test_float32_stays_float32_inside():
+    """The transforms and products of a float32 convolution run in float32 (a float64
+    temporary would double the memory traffic the kernels are built to save)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    g = _geom(9, 9, (1, 1, 1, 1))
+    [(_, pl)] = WG._blocks(g, 2, 16, 4)
+    assert WG._filter_tiles(w).dtype == np.float32
+    assert WG._gg(np.float32).dtype == np.float32
+    assert WG._input_tiles(x, pl, (1, 1)).dtype == np.float32
+    assert WG._grad_tiles(x, pl).dtype == np.float32
