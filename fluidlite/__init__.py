@@ -40,6 +40,7 @@ from .framework import in_dygraph_mode  # noqa: F401
 # issue 16: fluid 1.8's other top-level names (framework.py)
 from .framework import (LoDTensorArray, Tensor, cuda_pinned_places, device_guard,  # noqa: F401
                         get_flags, require_version, set_flags)
+from .framework import ComplexVariable  # noqa: F401,E402  (issue 29: fluid 1.8's top level)
 from .layers.io import fluid_data as data  # noqa: F401
 from .param_attr import ParamAttr, WeightNormParamAttr  # noqa: F401
 from .core.version import __version__  # noqa: F401

@@ -1,6 +1,10 @@
 """``fluid.framework``: the IR classes and the default-program state."""
 from __future__ import annotations
 
+from typing import Any, Dict, List
+
+import numpy as np
+
 from .core import mode as _mode
 from .core.dtypes import convert_np_dtype_to_dtype_  # noqa: F401
 from .core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,  # noqa: F401
@@ -12,7 +16,8 @@ from .core.scope import cpu_places, cuda_places, is_compiled_with_cuda  # noqa: 
 __all__ = ["Program", "Block", "Variable", "Parameter", "Operator", "OpRole", "program_guard",
            "default_main_program", "default_startup_program", "switch_main_program",
            "switch_startup_program", "name_scope", "in_dygraph_mode", "grad_var_name",
-           "convert_np_dtype_to_dtype_", "cpu_places", "cuda_places", "is_compiled_with_cuda"]
+           "convert_np_dtype_to_dtype_", "cpu_places", "cuda_places", "is_compiled_with_cuda",
+           "ComplexVariable"]
 
 
 def in_dygraph_mode() -> bool:
@@ -426,3 +431,70 @@ def cuda_pinned_places(device_count: _Optional[int] = None) -> _List[_CUDAPinned
         raise ValueError(f"cuda_pinned_places: device_count must be a positive int or None, "
                          f"but received {device_count!r}")
     return [_CUDAPinnedPlace() for _ in range(device_count or 1)]
+
+
+class ComplexVariable:
+    """A complex tensor as fluid 1.8 held one in dygraph: two real tensors of one shape and
+    dtype, ``real`` and ``imag`` (what ``fluid.dygraph.to_variable`` returns for a complex
+    numpy array). ``dtype`` is ``'complex64'`` for float16/float32 parts and ``'complex128'``
+    otherwise; ``name`` is ``{'real': ..., 'imag': ...}``; ``numpy()`` is ``real + 1j * imag``.
+    As in fluid 1.8, fluid's layers take its parts (``var.real``, ``var.imag``), not the pair.
+
+    Args:
+        real: the real part (a dygraph tensor).
+        imag: the imaginary part, of ``real``'s shape and dtype.
+    Returns:
+        ComplexVariable: the pair.
+    Raises:
+        ValueError: the parts differ in shape or dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> with fluid.dygraph.guard():
+        ...     var = fluid.dygraph.to_variable(np.array([1.0 + 2.0j, 0.5]), name="z")
+        ...     print(var.name, var.dtype, var.shape)
+        ...     print(var.numpy())
+        {'real': 'z.real', 'imag': 'z.imag'} complex128 [2]
+        [1. +2.j 0.5+0.j]
+    """
+
+    def __init__(self, real: Any, imag: Any) -> None:
+        if list(real.shape) != list(imag.shape):
+            raise ValueError(f"ComplexVariable: the real part has shape {list(real.shape)} but "
+                             f"the imaginary part {list(imag.shape)}; they must be the same")
+        if real.dtype != imag.dtype:
+            raise ValueError(f"ComplexVariable: the real part has dtype {real.dtype} but the "
+                             f"imaginary part {imag.dtype}; they must be the same")
+        self.real, self.imag = real, imag
+        single = convert_np_dtype_to_dtype_("float32"), convert_np_dtype_to_dtype_("float16")
+        self._dtype = "complex64" if real.dtype in single else "complex128"
+
+    @property
+    def dtype(self) -> str:
+        return self._dtype
+
+    @property
+    def shape(self) -> List[int]:
+        return list(self.real.shape)
+
+    @property
+    def name(self) -> Dict[str, str]:
+        return {"real": self.real.name, "imag": self.imag.name}
+
+    @name.setter
+    def name(self, name: Any) -> None:
+        if isinstance(name, dict):
+            self.real.name, self.imag.name = name["real"], name["imag"]
+        else:
+            self.real.name, self.imag.name = f"{name}.real", f"{name}.imag"
+
+    def numpy(self) -> Any:
+        """The complex numpy array ``real + 1j * imag``."""
+        real = self.real.numpy()
+        out = np.empty(real.shape, np.complex64 if self._dtype == "complex64" else np.complex128)
+        out.real, out.imag = real, self.imag.numpy()
+        return out
+
+    def __repr__(self) -> str:
+        return f"ComplexVariable(name={self.name}, dtype={self._dtype}, shape={self.shape})"

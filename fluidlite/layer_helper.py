@@ -235,6 +235,11 @@ class LayerHelper:
         if isinstance(attr, WeightNormParamAttr):
             return self._create_weight_normalize(attr, shape, dtype)
         if _mode.tracer is not None:        # dygraph: a ParamBase, initialised now
+            if names.dygraph_parameter_name_checker(attr.name):
+                raise ValueError(f"parameter name [{attr.name}] has already been used. In "
+                                 f"dygraph mode, the name of parameter can't be same. Please "
+                                 f"check the parameter attr value passed to "
+                                 f"self.create_parameter or constructor of dygraph Layers")
             return _mode.tracer.create_parameter(attr, shape, dtype, type, stop_gradient)
         main_block = self.main_program.global_block()
         if attr.name in main_block.vars:

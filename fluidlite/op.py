@@ -15,8 +15,10 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .core.ir import Program, program_guard
+from .core.dtypes import VarType
 from .core.registry import get_op_def
 from .core.scope import CPUPlace, LoDTensor, Scope
+from .core.selected_rows import SelectedRows
 from .executor import Executor
 
 __all__ = ["Operator", "RecurrentOp", "DynamicRecurrentOp"]
@@ -88,9 +90,11 @@ class Operator:
         """The value given for attribute ``name`` (KeyError when it was not given)."""
         return self._attrs[name]
 
-    def _declare(self, block: Any, scope: Any) -> Tuple[Dict[str, Any], Dict[str, Any],
-                                                          Dict[str, Any]]:
-        """(feed, inputs, outputs) of the one-op program, the inputs read from ``scope``."""
+    def _declare(self, block: Any, scope: Any, run_scope: Any
+                 ) -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any]]:
+        """(feed, inputs, outputs) of the one-op program, the inputs read from ``scope``; a
+        SelectedRows input (``get_selected_rows``) becomes a persistable SELECTED_ROWS
+        variable of ``run_scope`` (dims ``[height, D...]``, as fluid's InferShape sees it)."""
         feed: Dict[str, Any] = {}
         ins: Dict[str, Any] = {}
         for slot, names in self._inputs.items():
@@ -101,6 +105,13 @@ class Operator:
                     raise ValueError(f"Operator '{self._type}': input '{n}' of slot '{slot}' "
                                      f"is not initialized in the scope; set it first with "
                                      f"scope.var('{n}').get_tensor().set(array, place)")
+                if holder.is_selected_rows():
+                    sr = holder.selected_rows()
+                    vs.append(block.create_var(
+                        name=n, shape=(sr.height,) + tuple(sr.value.shape[1:]),
+                        dtype=sr.value.dtype, type=VarType.SELECTED_ROWS, persistable=True))
+                    run_scope.var(n).set_array(sr)
+                    continue
                 t = holder.get_tensor()
                 arr = np.asarray(t)
                 lod = t.lod()
@@ -119,16 +130,22 @@ class Operator:
         LoD) written to it (created when missing). ``place``: fluid's device (CPU here)."""
         prog = Program()
         block = prog.global_block()
-        feed, ins, outs = self._declare(block, scope)
+        run_scope = Scope()
+        feed, ins, outs = self._declare(block, scope, run_scope)
         with program_guard(prog, Program()):
             block.append_op(self._type, ins, outs, dict(self._attrs))
         fetch: List[str] = []
         for v in outs.values():
             fetch += [x.name for x in (v if isinstance(v, list) else [v])]
         got = Executor(place or CPUPlace()).run(prog, feed=feed, fetch_list=fetch,
-                                                scope=Scope(), return_numpy=False)
+                                                scope=run_scope, return_numpy=False)
         for name, t in zip(fetch, got):
-            dst = scope.var(name).get_tensor()
+            holder = scope.var(name)
+            if type(t) is SelectedRows:         # a sparse result: rows, height and value
+                holder.set_selected_rows(t)
+                continue
+            holder._sparse = None
+            dst = holder.get_tensor()
             dst.set(np.asarray(t))
             dst.set_lod(t.lod() if isinstance(t, LoDTensor) else [])
 

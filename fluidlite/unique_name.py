@@ -1,5 +1,5 @@
 """``fluid.unique_name``: generate / guard / switch."""
-from .core.names import (UniqueNameGenerator, generate, generate_with_ignorable_key,  # noqa: F401
-                         guard, switch)
+from .core.names import (DygraphParameterNameChecker, UniqueNameGenerator,  # noqa: F401
+                         generate, generate_with_ignorable_key, guard, switch)
 
 __all__ = ["generate", "generate_with_ignorable_key", "guard", "switch", "UniqueNameGenerator"]

@@ -263,9 +263,9 @@ def test_other_errors_and_atomicity():
         mp.decorate(fluid.optimizer.SGD(0.1), amp_lists={"mul"})
     with pytest.raises(AttributeError, match="fluid.contrib.slim is not provided"):
         fluid.contrib.slim
-    with pytest.raises(AttributeError, match="tree_conv is not provided.*only "
+    with pytest.raises(AttributeError, match="search_pyramid_hash is not provided.*only "
                                              "fluid.contrib.mixed_precision"):
-        fluid.contrib.tree_conv
+        fluid.contrib.search_pyramid_hash
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         loss = mlp()

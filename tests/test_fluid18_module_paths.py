@@ -149,8 +149,10 @@ def test_builtin_named_layers_do_not_shadow_the_builtins_in_fluidlite_modules():
 
 def test_contrib_layers_names_the_missing_ones():
     import fluidlite.contrib.layers as cl
-    with pytest.raises(AttributeError, match="tree_conv is not provided by fluidlite"):
-        cl.tree_conv                                              # noqa: B018
+    assert cl.tree_conv is cl.nn.tree_conv is fluid.contrib.tree_conv
+    assert cl.ctr_metric_bundle is cl.metric_op.ctr_metric_bundle
+    with pytest.raises(AttributeError, match="search_pyramid_hash is not provided by "):
+        cl.search_pyramid_hash                                    # noqa: B018
     with pytest.raises(AttributeError, match="not provided by fluidlite"):
         fluid.contrib.slim                                        # noqa: B018
 

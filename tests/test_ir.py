@@ -48,9 +48,9 @@ def test_unique_name_guard_and_switch():
         assert fluid.unique_name.generate("fc") == "fc_1"
     with fluid.unique_name.guard("pre_"):
         assert fluid.unique_name.generate("fc") == "pre_fc_0"
-    old = fluid.unique_name.switch()
+    old = fluid.unique_name.switch()       # fluid 1.8: (generator, parameter-name checker)
     assert fluid.unique_name.generate("a") == "a_0"
-    fluid.unique_name.switch(old)
+    fluid.unique_name.switch(*old)
 
 
 def test_counters_are_global_across_programs():

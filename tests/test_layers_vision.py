@@ -303,10 +303,11 @@ def test_roi_layers_with_lod_rois():
         ra = L.roi_align(x, rois, 2, 3, 0.5, 2)
         rp = L.roi_pool(x, rois, 2, 2)
         ps = L.psroi_pool(x, rois, 3, 1.0, 2, 2)
-        pr = L.prroi_pool(x, rois, 3, 0.5, 2, 2)
+        pr = L.prroi_pool(x, rois, 0.5, 2, 2)
         loss = L.mean(ra) + L.mean(rp) + L.mean(ps) + L.mean(pr)
         fluid.backward.append_backward(loss, parameter_list=[])
     assert ra.shape == (-1, 12, 2, 3) and ps.shape == (-1, 3, 2, 2)
+    assert pr.shape == (-1, 12, 2, 2)            # fluid 1.8: prroi_pool keeps the channels
     rt = fluid.create_lod_tensor(ROIS.astype("float32"), [[1, 3]], fluid.CPUPlace())
     (a, p, s, q, gx), _ = run(main, startup, {"x": xv, "rois": rt},
                               [ra, rp, ps, pr, "x@GRAD"])
@@ -319,7 +320,7 @@ def test_roi_layers_with_lod_rois():
     np.testing.assert_allclose(s, ref_psroi(x64, ROIS.astype("float32"), bid, 3, 1.0, 2, 2),
                                rtol=1e-5)
     from tests.ops.test_roi import ref_prroi
-    np.testing.assert_allclose(q, ref_prroi(x64, ROIS.astype("float32"), bid, 3, 0.5, 2, 2),
+    np.testing.assert_allclose(q, ref_prroi(x64, ROIS.astype("float32"), bid, 0.5, 2, 2),
                                rtol=1e-3, atol=1e-4)
     assert gx.shape == xv.shape and np.abs(gx).sum() > 0
     with fluid.program_guard(fluid.Program(), fluid.Program()):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, List, Optional, Union
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Union
 
 GRAD_SUFFIX = "@GRAD"
 RENAME_SUFFIX = "@RENAME@"
@@ -75,30 +75,66 @@ def generate(key: str) -> str:
 generate_with_ignorable_key = generate
 
 
-def switch(new_generator: Optional[UniqueNameGenerator] = None) -> UniqueNameGenerator:
-    """Install ``new_generator`` (a fresh one when None) and return the previous generator.
+class DygraphParameterNameChecker:
+    """The parameter names dygraph has created in the current name space: ``checker(name)``
+    records ``name`` and says whether it was already used (fluid 1.8 refuses a second dygraph
+    parameter of one ``ParamAttr`` name)."""
+
+    def __init__(self) -> None:
+        self._name_set: set = set()
+
+    def __call__(self, name: str) -> bool:
+        if name in self._name_set:
+            return True
+        self._name_set.add(name)
+        names_set = self._name_set
+        _journal(lambda: names_set.discard(name))
+        return False
+
+
+dygraph_parameter_name_checker = DygraphParameterNameChecker()
+
+
+def switch(new_generator: Optional[UniqueNameGenerator] = None,
+           new_para_name_checker: Optional[DygraphParameterNameChecker] = None
+           ) -> Tuple[UniqueNameGenerator, DygraphParameterNameChecker]:
+    """Install ``new_generator`` and ``new_para_name_checker`` (fresh ones when None) and
+    return the previous pair, as fluid 1.8.
 
     Args:
         new_generator (UniqueNameGenerator | None): the generator to install; None installs a fresh
             one (counters from 0, no prefix). Default None.
+        new_para_name_checker (DygraphParameterNameChecker | None): the record of dygraph
+            parameter names to install; None installs an empty one. Default None.
 
     Returns:
-        UniqueNameGenerator: the generator that was active before (pass it back to ``switch`` to
-        restore it).
+        tuple: ``(UniqueNameGenerator, DygraphParameterNameChecker)`` active before (pass them
+        back to ``switch`` to restore them).
 
     Raises:
-        None: this function does not raise.
+        TypeError: ``new_generator`` or ``new_para_name_checker`` is of another type.
 
     Example:
         >>> import numpy as np
         >>> import fluidlite as fluid
-        >>> old = fluid.unique_name.switch()          # a fresh generator
+        >>> old, old_checker = fluid.unique_name.switch()     # a fresh generator
         >>> fluid.unique_name.generate("fc")
         'fc_0'
-        >>> _ = fluid.unique_name.switch(old)        # back to the previous counters
+        >>> _ = fluid.unique_name.switch(old, old_checker)    # back to the previous counters
     """
-    global generator
-    old, generator = generator, new_generator or UniqueNameGenerator()
+    global generator, dygraph_parameter_name_checker
+    if new_generator is not None and not isinstance(new_generator, UniqueNameGenerator):
+        raise TypeError(f"unique_name.switch: new_generator must be a UniqueNameGenerator or "
+                        f"None, but received {type(new_generator).__name__}; switch returns "
+                        f"the pair (generator, checker): restore with switch(*previous)")
+    if new_para_name_checker is not None and not isinstance(new_para_name_checker,
+                                                            DygraphParameterNameChecker):
+        raise TypeError(f"unique_name.switch: new_para_name_checker must be a "
+                        f"DygraphParameterNameChecker or None, but received "
+                        f"{type(new_para_name_checker).__name__}")
+    old = generator, dygraph_parameter_name_checker
+    generator = new_generator or UniqueNameGenerator()
+    dygraph_parameter_name_checker = new_para_name_checker or DygraphParameterNameChecker()
     return old
 
 
@@ -135,7 +171,7 @@ def guard(new_generator: Union[None, str, bytes, UniqueNameGenerator] = None) ->
     try:
         yield
     finally:
-        switch(old)
+        switch(*old)
 
 
 def live(name: Any) -> Optional[str]:

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
 from .dtypes import VarType, convert_np_dtype_to_dtype_
+from .selected_rows import SelectedRows
 
 _log = logging.getLogger("fluidlite")
 
@@ -121,17 +123,21 @@ def is_compiled_with_cuda() -> bool:
 
 
 def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
-    """``device_count`` CPUPlaces (default 1): fluid's list of places for data-parallel
-    loaders; every place is the CPU here.
+    """``device_count`` CPUPlaces: fluid's list of places for data-parallel loaders; every
+    place is the CPU here. Without ``device_count``, the ``CPU_NUM`` environment variable
+    gives the count, as in fluid 1.8 (1 when unset: fluid took the machine's cores, but the
+    number of places changes the numbers, so fluidlite does not -- as ``with_data_parallel``).
 
     Args:
-        device_count (int, optional): how many places; None or 0 give one. Default None.
+        device_count (int, optional): how many places; None reads ``CPU_NUM``; 0 gives one.
+            Default None.
 
     Returns:
         list[CPUPlace]: ``device_count`` CPU places.
 
     Raises:
         TypeError: ``device_count`` is not an int (e.g. a str or float).
+        ValueError: ``device_count`` is None and ``CPU_NUM`` is not a positive integer.
 
     Example:
         >>> import numpy as np
@@ -139,6 +145,15 @@ def cpu_places(device_count: Optional[int] = None) -> List[CPUPlace]:
         >>> fluid.cpu_places(2)
         [CPUPlace, CPUPlace]
     """
+    if device_count is None:
+        raw = os.environ.get("CPU_NUM", "1")
+        try:
+            device_count = int(raw)
+        except ValueError:
+            device_count = 0
+        if device_count < 1:
+            raise ValueError(f"cpu_places: the CPU_NUM environment variable must be a positive "
+                             f"integer, got {raw!r}; unset it or pass device_count") from None
     return [CPUPlace() for _ in range(device_count or 1)]
 
 
@@ -269,6 +284,30 @@ class LoDTensor:
             [2, 5]
         """
         return self.shape()
+
+    def _set_dims(self, dims: Sequence[int]) -> None:
+        """fluid 1.8's private ``Tensor._set_dims`` (``Resize``): give the tensor the shape
+        ``dims``. A value with as many elements is reshaped; otherwise the tensor holds a new
+        zero array of ``dims`` (fluid's memory is uninitialized there), float32 when it had no
+        value yet.
+
+        Example:
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> t = fluid.LoDTensor()
+            >>> t.set(np.arange(6, dtype="int64"), fluid.CPUPlace())
+            >>> t._set_dims([2, 3])
+            >>> np.array(t).tolist()
+            [[0, 1, 2], [3, 4, 5]]
+        """
+        dims = tuple(int(d) for d in dims)
+        if any(d < 0 for d in dims):
+            raise ValueError(f"LoDTensor._set_dims: dims must be >= 0, got {list(dims)}")
+        arr = self._array
+        if arr is not None and int(np.prod(dims)) == arr.size:
+            self._array = arr.reshape(dims)
+        else:
+            self._array = np.zeros(dims, arr.dtype if arr is not None else np.float32)
 
     def _dtype(self) -> VarType:
         return convert_np_dtype_to_dtype_(self._array.dtype)
@@ -422,18 +461,111 @@ def _levels(value: Any, what: str) -> List[Any]:
     return list(value)
 
 
-class _ScopeVar:
-    """What ``scope.var(name)`` / ``find_var`` return: a holder of one tensor."""
+class SelectedRowsView:
+    """fluid's ``core.SelectedRows`` as ``scope.var(name).get_selected_rows()`` returns it: the
+    row indices and height of a sparse ``[height, D...]`` variable, whose value (``[len(rows),
+    D...]``) is ``get_tensor()``. The variable stays a SelectedRows from the first
+    ``get_selected_rows()`` on; ``fluidlite.op.Operator`` feeds it to ops as
+    ``core.selected_rows.SelectedRows`` and stores a sparse result back through it.
 
-    __slots__ = ("name", "_tensor")
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> scope = fluid.core.Scope()
+        >>> sr = scope.var("g").get_selected_rows()
+        >>> sr.set_rows([0, 4]); sr.set_height(10)
+        >>> sr.get_tensor().set(np.ones((2, 3), "float32"), fluid.CPUPlace())
+        >>> sr.rows(), sr.height(), np.array(sr.get_tensor()).shape
+        ([0, 4], 10, (2, 3))
+    """
+
+    __slots__ = ("_holder",)
+
+    def __init__(self, holder: "_ScopeVar") -> None:
+        self._holder = holder
+
+    def rows(self) -> List[int]:
+        """The row indices (into the ``height`` rows), one per value row."""
+        return list(self._holder._sparse_meta()[0])
+
+    def set_rows(self, rows: Sequence[int]) -> None:
+        """Set the row indices (a list of ints)."""
+        self._holder._sparse_meta()[0] = [int(r) for r in rows]
+
+    def height(self) -> int:
+        """The height of the dense tensor the rows index into."""
+        return self._holder._sparse_meta()[1]
+
+    def set_height(self, height: int) -> None:
+        """Set the dense height."""
+        self._holder._sparse_meta()[1] = int(height)
+
+    def get_tensor(self) -> LoDTensor:
+        """The value tensor, ``[len(rows), D...]``."""
+        self._holder._sparse_meta()
+        return self._holder._tensor
+
+    def sync_index(self) -> None:
+        """fluid rebuilds its id -> row map here; fluidlite looks rows up when used, so there
+        is nothing to rebuild."""
+
+    def numel(self) -> int:
+        """Elements of the value tensor."""
+        self._holder._sparse_meta()
+        arr = self._holder._tensor._array
+        return 0 if arr is None else int(np.size(arr))
+
+
+class _ScopeVar:
+    """What ``scope.var(name)`` / ``find_var`` return: a holder of one tensor (or, once
+    ``get_selected_rows()`` was asked, of a SelectedRows: ``_sparse`` = [rows, height] and the
+    value in ``_tensor``)."""
+
+    __slots__ = ("name", "_tensor", "_sparse")
 
     def __init__(self, name: str) -> None:
-        self.name, self._tensor = name, LoDTensor()
+        self.name, self._tensor, self._sparse = name, LoDTensor(), None
 
     def get_tensor(self) -> LoDTensor:
         return self._tensor
 
-    get_selected_rows = get_tensor
+    def get_selected_rows(self) -> SelectedRowsView:
+        """The variable as fluid's SelectedRows (rows, height, value tensor); it stays one."""
+        self._sparse_meta()
+        return SelectedRowsView(self)
+
+    def _sparse_meta(self) -> List[Any]:
+        """[rows, height], unpacking a SelectedRows value an executor run stored."""
+        arr = self._tensor._array
+        if type(arr) is SelectedRows:
+            self.set_selected_rows(arr)
+        elif self._sparse is None:
+            self._sparse = [[], 0]
+        return self._sparse
+
+    def set_selected_rows(self, value: SelectedRows) -> None:
+        """Store a SelectedRows: its rows and height here, its value as the tensor."""
+        self._sparse = [value.rows.tolist(), int(value.height)]
+        self._tensor._array, self._tensor._lod = value.value, []
+
+    def selected_rows(self) -> SelectedRows:
+        """The stored SelectedRows (``get_selected_rows`` made this variable one)."""
+        arr = self._tensor._array
+        if type(arr) is SelectedRows:
+            return arr
+        if self._sparse is None or arr is None:
+            raise ValueError(f"variable '{self.name}' holds no SelectedRows: set it with "
+                             f"scope.var('{self.name}').get_selected_rows() (set_rows, "
+                             f"set_height, get_tensor().set)")
+        value = np.asarray(arr)
+        if not self._sparse[0]:         # no rows: no content, whatever the tensor holds (fluid's
+            value = value[:0]           # consumers skip an input whose rows() is empty)
+        return SelectedRows(self._sparse[0], value, self._sparse[1])
+
+    def is_selected_rows(self) -> bool:
+        """True when the variable holds a SelectedRows (``get_selected_rows`` or a sparse
+        value written by a run)."""
+        return self._sparse is not None or type(self._tensor._array) is SelectedRows
 
     def is_initialized(self) -> bool:
         return self._tensor._array is not None

@@ -40,3 +40,6 @@ from .declarative import ProgramTranslator, declarative, to_static  # noqa: F401
 from . import jit  # noqa: F401,E402  (fluid.dygraph.jit: both of the above)
 # issue 12: the remaining fluid 1.8 dygraph classes
 from .nn import BCELoss, L1Loss, MSELoss, NCE, NLLLoss, TreeConv  # noqa: F401,E402
+# issue 29: fluid 1.8's dygraph.static_runner (a saved inference model as a trainable Layer)
+from . import static_runner  # noqa: F401,E402
+from .static_runner import StaticModelRunner  # noqa: F401,E402

@@ -11,6 +11,7 @@ import numpy as np
 from ..core import mode as _mode
 from ..core import names
 from ..core.ir import Program, Variable, default_main_program, program_guard
+from ..framework import ComplexVariable
 from .tensor import VarBase
 from .tracer import Tracer
 
@@ -83,6 +84,9 @@ def enable_dygraph(place: Any = None) -> None:
     """
     if _mode.tracer is None:
         _mode.tracer = _new_tracer()
+        # a fresh record of dygraph parameter names per session, as fluid 1.8's enable_dygraph
+        # (its guard switched unique_name); the name counters go on
+        names.switch(names.generator)
 
 
 def disable_dygraph() -> None:
@@ -199,7 +203,7 @@ no_grad = _NoGrad
 
 
 def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool] = None,
-                dtype: Any = None) -> VarBase:
+                dtype: Any = None) -> Any:
     """A dygraph tensor holding ``value`` (ndarray, number, list, or a tensor, returned as is),
     with ``stop_gradient=True`` as in fluid. ``zero_copy=True`` shares the ndarray's memory.
 
@@ -209,10 +213,11 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
         zero_copy (bool | None): share the ndarray's memory instead of copying it.
         dtype (str | None): convert to this dtype.
     Returns:
-        VarBase: a dygraph tensor (``stop_gradient=True``).
+        VarBase: a dygraph tensor (``stop_gradient=True``); for a complex value fluid 1.8's
+        ``ComplexVariable`` of two such tensors, ``<name>.real`` and ``<name>.imag``.
     Raises:
         TypeError: ``value`` is a static Variable, an object array or holds strings, or
-            ``dtype`` is unknown.
+            ``dtype`` is unknown (or given for a complex value).
         RuntimeError: called outside dygraph mode.
 
     Example:
@@ -240,6 +245,14 @@ def to_variable(value: Any, name: Optional[str] = None, zero_copy: Optional[bool
     if kind in "USV":       # a tensor holds numbers: ["a", 1] would become a string array
         raise TypeError(f"to_variable: the value{' ' + repr(name) if name else ''} holds "
                         f"strings or bytes (numpy dtype {arr.dtype}); pass numbers")
+    if kind == "c":         # fluid 1.8: a ComplexVariable, two real tensors
+        if dtype is not None:
+            raise TypeError(f"to_variable: a complex value takes no dtype (its parts keep "
+                            f"the precision of {arr.dtype}), but received dtype={dtype!r}")
+        stem = name or names.generate("_generated_var")
+        return ComplexVariable(
+            VarBase(np.ascontiguousarray(arr.real), name=stem + ".real", stop_gradient=True),
+            VarBase(np.ascontiguousarray(arr.imag), name=stem + ".imag", stop_gradient=True))
     if dtype is not None:
         from ..core.dtypes import to_numpy_dtype
         arr = arr.astype(to_numpy_dtype(dtype))

@@ -54,7 +54,7 @@ import inspect
 import logging
 import textwrap
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -560,6 +560,83 @@ def _run(entry: _Entry, feed: Dict[str, np.ndarray], fetch: List[Any]) -> List[A
         _mode.tracer = saved
 
 
+class ConcreteProgram(NamedTuple):
+    """One traced input signature of a ``@declarative`` function, as fluid 1.8's
+    ``ConcreteProgram``: the forward program, its feed and output Variables and the dygraph
+    parameters it reads (the startup program is empty: parameters keep their dygraph
+    values)."""
+    inputs: List[Variable]
+    outputs: List[Variable]
+    parameters: List[ParamBase]
+    func: Callable
+    main_program: Program
+    startup_program: Program
+
+
+class ProgramCache:
+    """The programs the ``@declarative`` functions have traced, in the order they were traced
+    (fluid 1.8's ``ProgramCache``, kept by the ``ProgramTranslator``). Each function keeps its
+    own per-signature entries; this records only which function and signature came last, by
+    weak reference, so a dropped function (or Layer) is not kept alive.
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> @fluid.dygraph.declarative
+        ... def double(x):
+        ...     return x * 2
+        >>> with fluid.dygraph.guard():
+        ...     _ = double(fluid.dygraph.to_variable(np.ones([2], "float32")))
+        >>> cache = fluid.dygraph.ProgramTranslator().get_program_cache()
+        >>> key, concrete = cache.last()
+        >>> [v.name for v in concrete.inputs]
+        ['feed_0']
+    """
+
+    def __init__(self) -> None:
+        self._order: "Dict[Tuple[int, Any], Tuple[weakref.ref, Any]]" = {}
+
+    def _add(self, fn: "StaticFunction", key: Any) -> None:
+        for k in [k for k, (ref, _) in self._order.items() if ref() is None]:
+            del self._order[k]              # functions garbage-collected since
+        self._order[(id(fn), key)] = (weakref.ref(fn), key)
+
+    def _live(self) -> List[Tuple["StaticFunction", Any]]:
+        out = []
+        for ref, key in self._order.values():
+            fn = ref()
+            if fn is not None and key in fn._cache:
+                out.append((fn, key))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._live())
+
+    def _last_entry(self) -> Tuple["StaticFunction", Any, "_Entry"]:
+        live = self._live()
+        if not live:
+            raise ValueError("ProgramCache.last: no @declarative function has been traced yet "
+                             "(no valid cached program); call one in dygraph mode first")
+        fn, key = live[-1]
+        return fn, key, fn._cache[key]
+
+    def last(self) -> Tuple[Any, ConcreteProgram]:
+        """``(key, ConcreteProgram)`` of the signature traced last; the key is
+        ``(function name, input signature)``.
+
+        Raises:
+            ValueError: nothing has been traced yet.
+        """
+        fn, key, entry = self._last_entry()
+        block = entry.forward.global_block()
+        concrete = ConcreteProgram(
+            inputs=[block.var(n) for n in entry.feed_names],
+            outputs=[block.var(v.name) for v in entry.outs],
+            parameters=list(entry.traced._params.values()), func=fn,
+            main_program=entry.forward, startup_program=Program())
+        return (fn.__name__, key), concrete
+
+
 class ProgramTranslator:
     """The singleton switching ``@declarative`` functions between static (traced program,
     default) and eager execution, and giving access to their programs (fluid 1.8's
@@ -595,6 +672,7 @@ class ProgramTranslator:
         if cls._instance is None:
             inst = super().__new__(cls)
             inst.enable_declarative = True
+            inst._program_cache = ProgramCache()
             cls._instance = inst
         return cls._instance
 
@@ -682,6 +760,32 @@ class ProgramTranslator:
             return textwrap.dedent(inspect.getsource(sf._fn))
         except (OSError, TypeError):
             return repr(sf._fn)
+
+
+    def get_program_cache(self) -> ProgramCache:
+        """The ``ProgramCache`` of the programs traced so far (fluid 1.8; its ``last()`` is
+        the signature traced last)."""
+        return self._program_cache
+
+    def save_inference_model(self, dirname: str, feed: Optional[Sequence[int]] = None,
+                             fetch: Optional[Sequence[int]] = None) -> List[str]:
+        """Save the program traced last (``get_program_cache().last()``) with the current
+        parameter values as an inference model (``fluid.io.save_inference_model``), as fluid
+        1.8: ``feed`` / ``fetch`` pick the inputs / tensor outputs by index (default: all),
+        the program is pruned to them.
+
+        Args:
+            dirname (str): the directory to write.
+            feed (list of int | None): indices of the inputs to keep as feeds.
+            fetch (list of int | None): indices of the tensor outputs to save as targets.
+        Returns:
+            list of str: the names of the saved fetch targets.
+        Raises:
+            ValueError: no ``@declarative`` function has been traced yet.
+            IndexError: an index in ``feed`` / ``fetch`` is out of range.
+        """
+        entry = self._program_cache._last_entry()[2]
+        return entry.traced.save_inference_model(dirname, feed=feed, fetch=fetch)
 
 
 _PLAIN: "weakref.WeakKeyDictionary[Any, StaticFunction]" = weakref.WeakKeyDictionary()
@@ -772,6 +876,8 @@ class StaticFunction:
         entry = self._cache.get(key)
         if entry is None:
             entry = self._cache[key] = self._trace(args, kwargs, leaves)
+            if not entry.eager:
+                ProgramTranslator()._program_cache._add(self, key)
         self._last = entry
         return entry, leaves
 

@@ -50,14 +50,22 @@ def split_program(program: Program) -> Tuple[Program, Program, List[str]]:
     return compute, apply, grads
 
 
-def place_feeds(feed: Any, places: int) -> List[Dict[str, Any]]:
+def place_feeds(feed: Any, places: int, partial: bool = False) -> List[Dict[str, Any]]:
     """One feed dict per place: a list of ``places`` dicts as given, or one dict whose arrays
-    are split evenly along dim 0 (each place gets at least one row)."""
+    are split evenly along dim 0 (each place gets at least one row). ``partial`` (an
+    inference program): a list of 1..places dicts runs on that many places, as fluid 1.8's
+    partial feed (a DataLoader's last step with drop_last=False)."""
     if isinstance(feed, (list, tuple)):
-        if len(feed) != places or not all(isinstance(f, dict) for f in feed):
+        if not all(isinstance(f, dict) for f in feed) or not (
+                len(feed) == places or partial and 0 < len(feed) < places):
+            upto = f"1 to {places}" if partial else f"{places}"
             raise ValueError(f"with_data_parallel runs on {places} places: feed a list of "
-                             f"{places} dicts (one per place) or one dict to split, but "
-                             f"received a {type(feed).__name__} of {len(feed)} item(s)")
+                             f"{upto} dicts (one per place) or one dict to split, but "
+                             f"received a {type(feed).__name__} of {len(feed)} item(s)"
+                             + ("" if partial or len(feed) > places else
+                                "; a training program needs a batch on every place (fluid "
+                                "1.8: drop_last=False of a DataLoader is not supported for "
+                                "training, set drop_last=True)"))
         for f in feed:
             check_feed_keys(f)
         return [dict(f) for f in feed]
@@ -85,10 +93,11 @@ def place_feeds(feed: Any, places: int) -> List[Dict[str, Any]]:
 def run(executor: Any, compiled: Any, feed: Any, fetch_names: Sequence[str], scope: Scope,
         return_numpy: bool, return_merged: bool) -> List[Any]:
     """One data-parallel step of ``compiled`` on ``compiled._local_places`` places."""
-    places = compiled._local_places
     compute, apply, grads = compiled._split()
-    feeds = place_feeds(feed, places)
     apply_block = apply.global_block()
+    feeds = place_feeds(feed, compiled._local_places,
+                        partial=not grads and not apply_block.ops)
+    places = len(feeds)
     late = [n for n in fetch_names if apply_block._find_var_recursive(n) is not None and
             any(n in op.output_arg_names for op in apply_block.ops)]
     early = [n for n in fetch_names if n not in late]

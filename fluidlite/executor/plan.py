@@ -125,6 +125,12 @@ class FeedSpec(NamedTuple):
                 f"received '{value.dtype.name}'. Convert the array before feeding: "
                 f"feed={{'{self.name}': array.astype('{self.dtype.name}')}}")
         shape = self.shape
+        if shape and lod is None and 0 < value.ndim < len(shape) and \
+                all(d == 1 for d in shape[value.ndim:]):
+            # fluid 1.8 compares only the fed tensor's own dims (DiffTensorShape): a [3] array
+            # fed for [3, 1] passes; here it also gets the declared trailing 1s, so the
+            # shapes the program inferred hold (docs/compatibility.md)
+            value = value.reshape(value.shape + (1,) * (len(shape) - value.ndim))
         if shape and (len(shape) != value.ndim or lod is not None or any(
                 w >= 0 and w != g for w, g in zip(shape, value.shape))):
             self._check_shape(value.shape, has_lod=lod is not None)

@@ -18,7 +18,7 @@ __all__ = ["prior_box", "density_prior_box", "anchor_generator", "box_coder", "b
            "box_decoder_and_assign", "polygon_box_transform", "detection_map",
            "locality_aware_nms", "retinanet_detection_output", "rpn_target_assign",
            "retinanet_target_assign", "generate_proposal_labels",
-           "roi_perspective_transform", "generate_mask_labels"]
+           "roi_perspective_transform", "generate_mask_labels", "matrix_nms"]
 
 _FLOATS = ["float32", "float64"]
 
@@ -502,23 +502,29 @@ def target_assign(input: Variable, matched_indices: Variable,
 
 def _nms_op(layer: str, bboxes: Variable, scores: Variable, score_threshold: float,
             nms_top_k: int, keep_top_k: int, nms_threshold: float, normalized: bool,
-            nms_eta: float, background_label: int, name: Optional[str]) -> Variable:
+            nms_eta: float, background_label: int, name: Optional[str],
+            with_index: bool = False) -> Any:
     """The ``multiclass_nms`` / ``locality_aware_nms`` op (same slots and attributes), its int
-    arguments checked; a LoD tensor ``[K, 6]`` that stops gradients."""
+    arguments checked; a LoD tensor ``[K, 6]`` that stops gradients. ``with_index``: the
+    ``multiclass_nms2`` op instead, returning ``(out, index)`` (Index ``[K, 1]`` int32)."""
     for arg, v in (("nms_top_k", nms_top_k), ("keep_top_k", keep_top_k),
                    ("background_label", background_label)):
         if not is_int(v):
             raise TypeError(f"{layer}: {arg} must be an int, but received {v!r}")
     helper = LayerHelper(layer, name=name)
     out = helper.create_variable_for_type_inference(bboxes.dtype, stop_gradient=True)
-    helper.append_op(type=layer, inputs={"BBoxes": bboxes, "Scores": scores},
-                     outputs={"Out": out},
+    outputs = {"Out": out}
+    if with_index:
+        outputs["Index"] = helper.create_variable_for_type_inference("int32",
+                                                                     stop_gradient=True)
+    helper.append_op(type="multiclass_nms2" if with_index else layer,
+                     inputs={"BBoxes": bboxes, "Scores": scores}, outputs=outputs,
                      attrs={"background_label": int(background_label),
                             "score_threshold": float(score_threshold),
                             "nms_top_k": int(nms_top_k), "nms_threshold": float(nms_threshold),
                             "nms_eta": float(nms_eta), "keep_top_k": int(keep_top_k),
                             "normalized": normalized})
-    return out
+    return (out, outputs["Index"]) if with_index else out
 
 
 def multiclass_nms(bboxes: Variable, scores: Variable, score_threshold: float, nms_top_k: int,
@@ -723,9 +729,11 @@ def yolov3_loss(x: Variable, gt_box: Variable, gt_label: Variable, anchors: Sequ
 def detection_output(loc: Variable, scores: Variable, prior_box: Variable,
                      prior_box_var: Variable, background_label: int = 0,
                      nms_threshold: float = 0.3, nms_top_k: int = 400, keep_top_k: int = 200,
-                     score_threshold: float = 0.01, nms_eta: float = 1.0) -> Variable:
+                     score_threshold: float = 0.01, nms_eta: float = 1.0,
+                     return_index: bool = False) -> Any:
     """SSD's detection output: decode ``loc`` ``[N, Np, 4]`` against the priors, softmax the
-    class ``scores`` ``[N, Np, C]``, then ``multiclass_nms``: a LoD tensor ``[K, 6]``.
+    class ``scores`` ``[N, Np, C]``, then ``multiclass_nms``: a LoD tensor ``[K, 6]``
+    (``return_index``: ``multiclass_nms2``, also giving each kept box's row).
 
     Args:
         loc (Variable): ``[N, Np, 4]`` predicted box offsets (float32/float64).
@@ -738,12 +746,14 @@ def detection_output(loc: Variable, scores: Variable, prior_box: Variable,
         keep_top_k (int): boxes kept per image after NMS. Default 200.
         score_threshold (float): drop boxes scoring below it. Default 0.01.
         nms_eta (float): adaptive NMS factor (1.0: fixed threshold). Default 1.0.
+        return_index (bool): also return Index (fluid 1.8). Default False.
     Returns:
         Variable: ``[K, 6]`` LoD tensor of ``(label, score, xmin, ymin, xmax, ymax)``, one
-        sequence per image.
+        sequence per image; with ``return_index`` the pair ``(out, index)``, ``index`` an int32
+        ``[K, 1]`` LoD tensor of each kept box's row in the ``[N * Np]`` boxes of the batch.
     Raises:
-        TypeError: an input is not a float32/float64 Variable, or an NMS argument has the wrong
-            type (see ``multiclass_nms``).
+        TypeError: an input is not a float32/float64 Variable, an NMS argument has the wrong
+            type (see ``multiclass_nms``), or ``return_index`` is not a bool.
         ValueError: the shapes do not fit together (shape inference of ``box_coder``,
             ``softmax`` or ``multiclass_nms``).
 
@@ -767,15 +777,24 @@ def detection_output(loc: Variable, scores: Variable, prior_box: Variable,
                [1.    , 0.3543, 0.5   , 0.5   , 1.    , 1.    ]], dtype=float32)
     """
     from . import softmax as _softmax, transpose
+    if not isinstance(return_index, bool):
+        raise TypeError(f"detection_output: return_index must be a bool, but received "
+                        f"{return_index!r}")
     decoded = box_coder(prior_box=prior_box, prior_box_var=prior_box_var, target_box=loc,
                         code_type="decode_center_size")
     probs = _softmax(input=scores)
     probs = transpose(probs, perm=[0, 2, 1])
     probs.stop_gradient = True
-    return multiclass_nms(decoded, probs, score_threshold=score_threshold,
-                          nms_top_k=nms_top_k, keep_top_k=keep_top_k,
-                          nms_threshold=nms_threshold, nms_eta=nms_eta,
-                          background_label=background_label)
+    if not return_index:
+        return multiclass_nms(decoded, probs, score_threshold=score_threshold,
+                              nms_top_k=nms_top_k, keep_top_k=keep_top_k,
+                              nms_threshold=nms_threshold, nms_eta=nms_eta,
+                              background_label=background_label)
+    for arg, v in (("score_threshold", score_threshold), ("nms_threshold", nms_threshold),
+                   ("nms_eta", nms_eta)):
+        check_type(v, arg, (float, int), "detection_output")
+    return _nms_op("multiclass_nms", decoded, probs, score_threshold, nms_top_k, keep_top_k,
+                   nms_threshold, True, nms_eta, background_label, None, with_index=True)
 
 
 def ssd_loss(location: Variable, confidence: Variable, gt_box: Variable, gt_label: Variable,
@@ -1376,10 +1395,12 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
                        normalized: bool = True, nms_eta: float = 1.0,
                        background_label: int = -1, name: Optional[str] = None) -> Variable:
     """Locality-aware NMS (EAST): merge consecutive overlapping boxes by score, then per-class
-    NMS; a LoD tensor ``[K, 6]`` (see the ``locality_aware_nms`` op; 4-coordinate boxes).
+    NMS; a LoD tensor ``[K, 2 + box size]`` (see the ``locality_aware_nms`` op; boxes of 4
+    coordinates, or polygons of 8, 16, 24 or 32 compared by polygon IoU).
 
     Args:
-        bboxes (Variable): ``[N, M, 4]`` float32/float64 boxes (4 coordinates only).
+        bboxes (Variable): ``[N, M, 4]`` float32/float64 boxes (or ``[N, M, 8|16|24|32]``
+            polygons: x1, y1, x2, y2, ...).
         scores (Variable): ``[N, C, M]`` scores.
         score_threshold (float): drop boxes scoring below it.
         nms_top_k (int): boxes kept per class before NMS (-1: all).
@@ -1396,9 +1417,10 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
         (``stop_gradient=True``).
     Raises:
         TypeError: ``bboxes`` or ``scores`` is not a float32/float64 Variable, ``nms_top_k``/
-            ``keep_top_k``/``background_label`` is not an int, or ``normalized`` is not a bool.
-        ValueError: the box/score shapes are invalid (shape inference; e.g. boxes with more than 4
-            coordinates).
+            ``keep_top_k``/``background_label`` is not an int, ``score_threshold``/
+            ``nms_threshold``/``nms_eta`` is not a float, or ``normalized`` is not a bool.
+        ValueError: the box/score shapes are invalid (shape inference; e.g. a box size other
+            than 4, 8, 16, 24 or 32).
 
     Example:
         >>> import numpy as np
@@ -1418,6 +1440,13 @@ def locality_aware_nms(bboxes: Variable, scores: Variable, score_threshold: floa
     layer = "locality_aware_nms"
     check_variable_and_dtype(bboxes, "bboxes", _FLOATS, layer)
     check_variable_and_dtype(scores, "scores", _FLOATS, layer)
+    # fluid 1.8 checks these types exactly (an int threshold is a TypeError)
+    for arg, v, typ in (("background_label", background_label, int),
+                        ("score_threshold", score_threshold, float),
+                        ("nms_top_k", nms_top_k, int), ("nms_eta", nms_eta, float),
+                        ("nms_threshold", nms_threshold, float),
+                        ("keep_top_k", keep_top_k, int), ("normalized", normalized, bool)):
+        check_type(v, arg, typ, layer)
     return _nms_op(layer, bboxes, scores, score_threshold, nms_top_k, keep_top_k, nms_threshold,
                    normalized, nms_eta, background_label, name)
 
@@ -1815,9 +1844,11 @@ def roi_perspective_transform(input: Variable, rois: Variable, transformed_heigh
         tuple(Variable, Variable, Variable): ``(out [R, C, th, tw], mask [R, 1, th, tw] int32,
         transform_matrix [R, 9])``.
     Raises:
-        TypeError: ``input`` or ``rois`` is not a float32/float64 Variable.
-        ValueError: ``transformed_height``/``transformed_width`` is not a positive int, or
-            ``rois`` is not ``[R, 8]`` (shape inference).
+        TypeError: ``input`` or ``rois`` is not a float32/float64 Variable, or
+            ``transformed_height``/``transformed_width`` is not an int, or ``spatial_scale``
+            is not a float.
+        ValueError: ``transformed_height``/``transformed_width`` is below 1, or ``rois`` is
+            not ``[R, 8]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -1839,8 +1870,10 @@ def roi_perspective_transform(input: Variable, rois: Variable, transformed_heigh
     check_variable_and_dtype(rois, "rois", _FLOATS, layer)
     for arg, v in (("transformed_height", transformed_height),
                    ("transformed_width", transformed_width)):
-        if not is_int(v) or v < 1:
+        check_type(v, arg, int, layer)          # fluid 1.8: a float size is a TypeError
+        if v < 1:
             raise ValueError(f"{layer}: {arg} must be a positive int, but received {v!r}")
+    check_type(spatial_scale, "spatial_scale", float, layer)     # fluid 1.8: an int too
     helper = LayerHelper(layer)
     out = helper.create_variable_for_type_inference(input.dtype)
     mask = helper.create_variable_for_type_inference("int32", stop_gradient=True)
@@ -1943,3 +1976,79 @@ def generate_mask_labels(im_info: Variable, gt_classes: Variable, is_crowd: Vari
                               "MaskInt32": masks},
                      attrs={"num_classes": int(num_classes), "resolution": int(resolution)})
     return mask_rois, has_mask, masks
+
+
+def matrix_nms(bboxes: Variable, scores: Variable, score_threshold: float,
+               post_threshold: float, nms_top_k: int, keep_top_k: int,
+               use_gaussian: bool = False, gaussian_sigma: float = 2., background_label: int = 0,
+               normalized: bool = True, return_index: bool = False,
+               name: Optional[str] = None) -> Any:
+    """Matrix NMS (SOLOv2): per class, each candidate's score is decayed by its IoU with the
+    higher-scored candidates instead of being suppressed; see the ``matrix_nms`` op.
+
+    For candidate i and every higher-scored candidate j of the same class (at most
+    ``nms_top_k`` candidates scoring above ``score_threshold``), with ``max_iou_j`` j's largest
+    IoU with a candidate above it: ``decay_i = min_j (1 - iou_ij) / (1 - max_iou_j)`` (linear)
+    or ``min_j exp((max_iou_j^2 - iou_ij^2) * gaussian_sigma)``; a detection is kept when
+    ``score_i * decay_i > post_threshold``, then the ``keep_top_k`` best of the image.
+
+    Args:
+        bboxes (Variable): ``[N, M, 4]`` boxes (xmin, ymin, xmax, ymax), float32/float64.
+        scores (Variable): ``[N, C, M]`` class scores, float32/float64.
+        score_threshold (float): candidates must score above it.
+        post_threshold (float): decayed scores must be above it.
+        nms_top_k (int): candidates per class (-1: all).
+        keep_top_k (int): detections per image (-1: all).
+        use_gaussian (bool): gaussian decay instead of linear. Default False.
+        gaussian_sigma (float): sigma of the gaussian decay. Default 2.0.
+        background_label (int): the class skipped (-1: none). Default 0.
+        normalized (bool): the boxes are normalized (else pixel boxes, +1 in widths).
+            Default True.
+        return_index (bool): also return Index. Default False.
+        name (str | None): name prefix of the outputs. Default None.
+    Returns:
+        Variable | tuple: the LoD tensor ``[K, 6]`` of ``(label, decayed score, xmin, ymin,
+        xmax, ymax)``, one sequence per image (``stop_gradient=True``); with
+        ``return_index`` also Index ``[K, 1]`` int32, each detection's row ``n * M + box``.
+    Raises:
+        TypeError: ``bboxes``/``scores`` is not a float32/float64 Variable, or an argument
+            has the wrong type (as fluid 1.8: thresholds and sigma float, top-ks and
+            background_label int, flags bool).
+
+    Example:
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     boxes = fluid.data("boxes", [-1, 2, 4])
+        ...     scores = fluid.data("scores", [-1, 2, 2])
+        ...     out = fluid.layers.matrix_nms(boxes, scores, score_threshold=0.1,
+        ...                                   post_threshold=0.0, nms_top_k=10, keep_top_k=10)
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> feed = {"boxes": np.array([[[0, 0, 1, 1], [0, 0, 1, 0.5]]], "float32"),
+        ...         "scores": np.array([[[0.1, 0.1], [0.9, 0.8]]], "float32")}
+        >>> exe.run(main, feed=feed, fetch_list=[out])[0][:, :2]   # label, decayed score
+        array([[1. , 0.9],
+               [1. , 0.4]], dtype=float32)
+    """
+    layer = "matrix_nms"
+    check_variable_and_dtype(bboxes, "BBoxes", _FLOATS, layer)
+    check_variable_and_dtype(scores, "Scores", _FLOATS, layer)
+    for arg, v, typ in (("score_threshold", score_threshold, float),
+                        ("post_threshold", post_threshold, float),
+                        ("nums_top_k", nms_top_k, int), ("keep_top_k", keep_top_k, int),
+                        ("normalized", normalized, bool), ("use_gaussian", use_gaussian, bool),
+                        ("gaussian_sigma", gaussian_sigma, float),
+                        ("background_label", background_label, int)):
+        check_type(v, arg, typ, layer)
+    helper = LayerHelper(layer, name=name)
+    out = helper.create_variable_for_type_inference(bboxes.dtype, stop_gradient=True)
+    index = helper.create_variable_for_type_inference("int32", stop_gradient=True)
+    helper.append_op(type=layer, inputs={"BBoxes": bboxes, "Scores": scores},
+                     outputs={"Out": out, "Index": index},
+                     attrs={"background_label": background_label,
+                            "score_threshold": score_threshold,
+                            "post_threshold": post_threshold, "nms_top_k": nms_top_k,
+                            "gaussian_sigma": gaussian_sigma, "use_gaussian": use_gaussian,
+                            "keep_top_k": keep_top_k, "normalized": normalized})
+    return (out, index) if return_index else out

@@ -29,6 +29,7 @@ __all__ = (_ACTIVATIONS + ["softmax", "leaky_relu", "elu", "gelu", "pow", "relu6
 
 _FLOAT_NAMES = sorted(convert_dtype(t) for t in FLOATS)
 _NUMBER_NAMES = sorted(convert_dtype(t) for t in FLOATS | INTS)
+_POW_DTYPES = ["float16", "float32", "float64", "int32", "int64"]    # fluid 1.8's (+ float16)
 
 
 def _check(x: Any, arg: str, layer: str, dtypes: Optional[Sequence[str]] = None) -> None:
@@ -291,15 +292,16 @@ def pow(x: Variable, factor: Union[float, Variable] = 1.0,
     ``elementwise_pow``.
 
     Args:
-        x (Variable): the input.
+        x (Variable): the input: float16/32/64, or int32/int64 (then the exponent is
+            ``int(factor)`` and the result keeps x's integer dtype, as fluid 1.8's kernels).
         factor (float | Variable, default 1.0): the exponent (a ``[1]`` Variable is read at run
             time).
         name (str | None): name prefix of the output.
     Returns:
         Variable: ``x ** factor``.
     Raises:
-        TypeError: ``x`` is not a float Variable, a number ``factor`` is not a number, or a Variable
-            ``factor`` is not float32.
+        TypeError: ``x`` is not a float16/32/64 or int32/int64 Variable, a number ``factor`` is
+            not a number, or a Variable ``factor`` is not float32.
         ValueError: a Variable ``factor`` holds more than one element.
 
     Example:
@@ -315,9 +317,9 @@ def pow(x: Variable, factor: Union[float, Variable] = 1.0,
         >>> res.round(4)
         array([[4., 0., 9.]], dtype=float32)
     """
+    _check(x, "x", "pow", _POW_DTYPES)
     if not isinstance(factor, Variable):
         return _act_with_attrs("pow", x, name, factor=_float("pow", "factor", factor))
-    check_variable_and_dtype(x, "x", ["float32", "float64"], "pow")
     check_variable_and_dtype(factor, "factor", ["float32"], "pow")
     if factor.shape and S.numel(factor.shape) not in (1, -1):
         raise ValueError(f"pow: factor '{factor.name}' must hold one element, but its shape is "

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Sequence
 
+import numpy as np
+
 from ..core.ir import Variable
 from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant, Normal
@@ -1672,10 +1674,10 @@ def _roi_args(layer: str, input: Any, rois: Any, pooled_height: Any, pooled_widt
 
 def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_width: int = 1,
               spatial_scale: float = 1.0, sampling_ratio: int = -1,
-              name: Optional[str] = None) -> Variable:
-    """RoIAlign: each ROI (a LoD tensor ``[R, 4]``, its LoD giving the image of each ROI) is
-    split into ``pooled_height x pooled_width`` bins averaging bilinear samples:
-    ``[R, C, pooled_height, pooled_width]``.
+              name: Optional[str] = None, rois_lod: Optional[Variable] = None) -> Variable:
+    """RoIAlign: each ROI (a LoD tensor ``[R, 4]``, its LoD giving the image of each ROI, or a
+    plain tensor with ``rois_lod``) is split into ``pooled_height x pooled_width`` bins
+    averaging bilinear samples: ``[R, C, pooled_height, pooled_width]``.
 
     Args:
         input (Variable): ``[N, C, H, W]`` float16/32/64 feature map.
@@ -1687,11 +1689,14 @@ def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wi
         sampling_ratio (int): samples per bin side; <= 0: adaptive
             (``ceil(roi_size / pooled_size)``). Default -1.
         name (str | None): name prefix of the output. Default None.
+        rois_lod (Variable | None): int64 ``[N + 1]`` offsets of each image's ROIs in ``rois``
+            (op input ``RoisLod``, fluid 1.8), in place of the ROIs' LoD. Default None.
     Returns:
         Variable: ``[R, C, pooled_height, pooled_width]``, ``input``'s dtype.
     Raises:
         TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
-            Variable, or ``pooled_height``/``pooled_width`` is not an int.
+            Variable, ``rois_lod`` is not an int64 Variable, or ``pooled_height`` /
+            ``pooled_width`` is not an int.
         ValueError: ``pooled_height``/``pooled_width`` < 1, or ``input`` is not 4-D or ``rois``
             not ``[R, 4]`` (shape inference).
 
@@ -1710,7 +1715,12 @@ def roi_align(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wi
         array([1.], dtype=float32)
     """
     _roi_args("roi_align", input, rois, pooled_height, pooled_width)
-    return _simple("roi_align", "roi_align", {"X": input, "ROIs": rois},
+    inputs = {"X": input, "ROIs": rois}
+    if rois_lod is not None:
+        # fluid 1.8's kernel reads RoisLod as int64 offsets (roi_align_op.h)
+        check_variable_and_dtype(rois_lod, "rois_lod", ["int64"], "roi_align")
+        inputs["RoisLod"] = rois_lod
+    return _simple("roi_align", "roi_align", inputs,
                    {"pooled_height": int(pooled_height), "pooled_width": int(pooled_width),
                     "spatial_scale": float(spatial_scale),
                     "sampling_ratio": int(sampling_ratio)}, input.dtype, name)
@@ -1766,7 +1776,7 @@ def roi_pool(input: Variable, rois: Variable, pooled_height: int = 1, pooled_wid
 def _position_sensitive(layer: str, input: Variable, rois: Variable, output_channels: int,
                         spatial_scale: float, pooled_height: int, pooled_width: int,
                         name: Optional[str]) -> Variable:
-    """The op of ``psroi_pool`` / ``prroi_pool`` (same slots and attributes), arguments checked."""
+    """The ``psroi_pool`` op, arguments checked."""
     _roi_args(layer, input, rois, pooled_height, pooled_width)
     output_channels = check_int(output_channels, "output_channels", layer, minimum=1)
     if not is_number(spatial_scale):
@@ -2010,31 +2020,33 @@ def deformable_conv(input: Variable, offset: Variable, mask: Optional[Variable],
     return helper.append_bias_op(pre_bias, dim_start=1, dim_end=2)
 
 
-def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_scale: float,
-               pooled_height: int, pooled_width: int, name: Optional[str] = None) -> Variable:
-    """Precise RoI pooling (position-sensitive; ``input`` has ``output_channels *
-    pooled_height * pooled_width`` channels): each bin is the exact integral of the bilinear
-    interpolant over the bin divided by its area; ``[R, output_channels, pooled_height,
-    pooled_width]``.
+def prroi_pool(input: Variable, rois: Variable, spatial_scale: float = 1.0,
+               pooled_height: int = 1, pooled_width: int = 1,
+               batch_roi_nums: Optional[Variable] = None,
+               name: Optional[str] = None) -> Variable:
+    """Precise RoI pooling (fluid 1.8): each bin is the exact integral of the bilinear
+    interpolant of the feature map over the bin divided by its area, per channel;
+    ``[R, C, pooled_height, pooled_width]``.
 
     Args:
-        input (Variable): ``[N, output_channels * pooled_height * pooled_width, H, W]``
-            float16/32/64 feature map.
+        input (Variable): ``[N, C, H, W]`` float16/32/64 feature map.
         rois (Variable): ``[R, 4]`` float32/float64 boxes ``(x1, y1, x2, y2)``, a LoD tensor
-            whose LoD maps each box to its image.
-        output_channels (int): channels of the output (>= 1).
-        spatial_scale (float): factor from image to feature-map coordinates.
-        pooled_height (int): output bins per column (>= 1).
-        pooled_width (int): output bins per row (>= 1).
+            whose LoD maps each box to its image (or a plain tensor with ``batch_roi_nums``).
+        spatial_scale (float): factor from image to feature-map coordinates. Default 1.0.
+        pooled_height (int): output bins per column (>= 1). Default 1.
+        pooled_width (int): output bins per row (>= 1). Default 1.
+        batch_roi_nums (Variable | None): int64 ``[N]``, the number of ROIs of each image
+            (op input ``BatchRoINums``), in place of the ROIs' LoD. Default None.
         name (str | None): name prefix of the output. Default None.
     Returns:
-        Variable: ``[R, output_channels, pooled_height, pooled_width]``, ``input``'s dtype.
+        Variable: ``[R, C, pooled_height, pooled_width]``, ``input``'s dtype.
     Raises:
         TypeError: ``input`` is not a float16/32/64 Variable, ``rois`` is not a float32/float64
-            Variable, ``output_channels``/``pooled_height``/``pooled_width`` is not an int, or
-            ``spatial_scale`` is not a number.
-        ValueError: ``output_channels``/``pooled_height``/``pooled_width`` < 1, or the channels
-            of ``input`` do not equal their product (shape inference).
+            Variable, ``batch_roi_nums`` is not an int64 Variable, ``pooled_height`` /
+            ``pooled_width`` is not an int, or ``spatial_scale`` is not a float (an int is
+            refused, as in fluid 1.8).
+        ValueError: ``pooled_height``/``pooled_width`` < 1, or ``input`` is not 4-D or ``rois``
+            not ``[R, 4]`` (shape inference).
 
     Example:
         >>> import numpy as np
@@ -2043,8 +2055,7 @@ def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
         >>> with fluid.program_guard(main, startup):
         ...     x = fluid.data("x", [-1, 1, 4, 4])
         ...     rois = fluid.data("rois", [-1, 4], lod_level=1)
-        ...     out = fluid.layers.prroi_pool(x, rois, output_channels=1, spatial_scale=1.0,
-        ...                                   pooled_height=1, pooled_width=1)
+        ...     out = fluid.layers.prroi_pool(x, rois, 1.0, 1, 1)
         >>> exe = fluid.Executor(fluid.CPUPlace())
         >>> rois = fluid.create_lod_tensor(np.array([[0.5, 0.5, 2.5, 2.5]], "float32"), [[1]],
         ...                              fluid.CPUPlace())
@@ -2052,8 +2063,19 @@ def prroi_pool(input: Variable, rois: Variable, output_channels: int, spatial_sc
         ...         fetch_list=[out])[0].ravel()             # the mean of the interpolated map
         array([1.], dtype=float32)
     """
-    return _position_sensitive("prroi_pool", input, rois, output_channels, spatial_scale,
-                               pooled_height, pooled_width, name)
+    layer = "prroi_pool"
+    _roi_args(layer, input, rois, pooled_height, pooled_width)
+    if not isinstance(spatial_scale, (float, np.floating)):     # fluid 1.8 refuses an int too
+        raise TypeError(f"{layer}: spatial_scale must be a float, but received "
+                        f"{spatial_scale!r} of type {type(spatial_scale).__name__}")
+    inputs = {"X": input, "ROIs": rois}
+    if batch_roi_nums is not None:
+        # fluid 1.8's kernel reads BatchRoINums as int64 counts (prroi_pool_op.h)
+        check_variable_and_dtype(batch_roi_nums, "batch_roi_nums", ["int64"], layer)
+        inputs["BatchRoINums"] = batch_roi_nums
+    return _simple(layer, layer, inputs,
+                   {"spatial_scale": float(spatial_scale), "pooled_height": int(pooled_height),
+                    "pooled_width": int(pooled_width)}, input.dtype, name)
 
 
 def deformable_roi_pooling(input: Variable, rois: Variable, trans: Variable,

@@ -738,6 +738,32 @@ class ShrinkRnnMemory(OpDef):
 
 
 @register
+class MergeLodTensorInfer(MergeLodTensor):
+    """``merge_lod_tensor`` for inference programs (fluid 1.8: the same merge, no gradient;
+    fluid also frees InTrue / InFalse afterwards, a memory saving with no visible effect)."""
+    type = "merge_lod_tensor_infer"
+    grad_uses = None
+    no_grad = True
+
+
+@register
+class RnnMemoryHelper(OpDef):
+    """fluid's StaticRNN memory link: ``Out = X`` (a copy, X's LoD kept). ``dX = dOut``, zeros
+    of X's shape when no gradient reaches Out (fluid: a fill_constant 0)."""
+    type, inputs, outputs = "rnn_memory_helper", ("X",), ("Out",)
+    grad_uses = ("X", "Out")
+
+    def infer(self, X, *, dtype=int(VarType.FP32)):
+        return {"Out": X}
+
+    def forward(self, X, *, dtype=int(VarType.FP32)):
+        return {"Out": np.array(X, copy=True)}
+
+    def backward(self, X, Out, dOut=None, *, dtype=int(VarType.FP32)):
+        return {"X": np.zeros_like(X) if dOut is None else np.array(dOut, copy=True)}
+
+
+@register
 class SelectOutput(OpDef):
     """The inverse of ``select_input``: ``Out[Mask] = X`` (``Mask``: an integer tensor of one
     element in ``[0, len(Out))``; the value is passed through, no copy). The other outputs are

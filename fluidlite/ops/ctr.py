@@ -1,5 +1,6 @@
 """CTR ops of fluid's recommendation stack: ``cvm`` (continuous value model: the show / click
-columns of an embedding) and ``filter_by_instag`` (keep the instances whose tags meet a filter).
+columns of an embedding), ``filter_by_instag`` (keep the instances whose tags meet a filter)
+and ``rank_attention`` (a rank-pair-specific projection of the ads shown together).
 
 Both are ``lod_aware`` (see ``core/lod.py``): ``cvm_grad`` reads X's LoD to find which row of CVM
 belongs to each instance, ``filter_by_instag`` reads the LoD of Ins / Ins_tag and writes the LoD
@@ -189,3 +190,73 @@ class FilterByInstag(OpDef):
         dst = np.repeat(imap[:, 1], lens) + base
         dIns[dst] = dOut[src]
         return {"Ins": dIns}
+
+
+def _rank_pairs(X: np.ndarray, RankOffset: np.ndarray, max_rank: int):
+    """(rows i, source rows idx, parameter blocks) of every valid (instance, k) pair of
+    rank_attention: instance i of rank ``lower + 1`` and its k-th neighbour (rank ``faster +
+    1``, at row ``idx``) use block ``lower * max_rank + faster`` of the parameter."""
+    ro = np.asarray(RankOffset).astype(np.int64)
+    n = X.shape[0]
+    if ro.shape != (n, 2 * max_rank + 1):
+        raise ValueError(f"rank_attention: RankOffset must be [{n}, 2 * MaxRank + 1 = "
+                         f"{2 * max_rank + 1}] (X has {n} rows), got {list(ro.shape)}")
+    lower = ro[:, :1] - 1                                   # [n, 1]
+    faster = ro[:, 1::2] - 1                                # [n, max_rank]
+    idx = ro[:, 2::2]                                       # [n, max_rank]
+    valid = (lower >= 0) & (faster >= 0)
+    rows, ks = np.nonzero(valid)
+    src = idx[rows, ks]
+    if src.size and (src.min() < 0 or src.max() >= n):
+        raise ValueError(f"rank_attention: RankOffset's row indices must be in [0, {n}), got "
+                         f"{int(src.min() if src.min() < 0 else src.max())}")
+    block = lower[rows, 0] * max_rank + faster[rows, ks]
+    if block.size and block.max() >= max_rank * max_rank:
+        raise ValueError(f"rank_attention: ranks in RankOffset must be <= MaxRank "
+                         f"({max_rank})")
+    return rows, src, block
+
+
+@register
+class RankAttention(OpDef):
+    """fluid 1.8's rank_attention (PaddleRec): X [N, C] holds the ads of page views,
+    RankOffset [N, 2 * MaxRank + 1] (int32) per instance i its rank r_i (column 0, -1: none)
+    and, for each neighbour rank k + 1, (k + 1, row of that neighbour) in columns 2k+1, 2k+2
+    (-1: absent); RankParam [MaxRank^2 * C, P] holds one [C, P] block per (rank, neighbour
+    rank) pair::
+
+        Out[i] = sum_k X[row_ik] @ RankParam[block(r_i - 1, k) rows]   (valid pairs only)
+
+    Out [N, P] shares X's LoD. As in fluid only RankParam gets a gradient:
+    dRankParam[block] += X[row_ik]^T dOut[i]. (fluid 1.8 ran it on GPU only; this is its
+    computation on the CPU.)"""
+    type, inputs, outputs = "rank_attention", ("X", "RankOffset", "RankParam"), ("Out",)
+    grad_uses = ("X", "RankOffset", "RankParam")
+    grad_outputs = ("RankParam",)
+
+    def infer(self, X, RankOffset, RankParam, *, MaxRank=3):
+        if X.ndim != 2 or RankOffset.ndim != 2 or RankParam.ndim != 2:
+            raise ValueError(f"rank_attention: X, RankOffset and RankParam must be 2-D, got "
+                             f"{list(X.shape)}, {list(RankOffset.shape)} and "
+                             f"{list(RankParam.shape)}")
+        if RankOffset.shape[1] not in (-1, 2 * MaxRank + 1):
+            raise ValueError(f"rank_attention: RankOffset must have 2 * MaxRank + 1 = "
+                             f"{2 * MaxRank + 1} columns, got {RankOffset.shape[1]}")
+        want = MaxRank * MaxRank * X.shape[1]
+        if X.shape[1] > 0 and RankParam.shape[0] not in (-1, want):
+            raise ValueError(f"rank_attention: RankParam must have MaxRank^2 * X.shape[1] = "
+                             f"{want} rows, got {RankParam.shape[0]}")
+        return {"Out": VarSpec((X.shape[0], RankParam.shape[1]), X.dtype, X.lod_level)}
+
+    def forward(self, X, RankOffset, RankParam, *, MaxRank=3):
+        rows, src, block = _rank_pairs(X, RankOffset, MaxRank)
+        blocks = RankParam.reshape(MaxRank * MaxRank, X.shape[1], RankParam.shape[1])
+        out = np.zeros((X.shape[0], RankParam.shape[1]), X.dtype)
+        np.add.at(out, rows, np.einsum("nc,ncp->np", X[src], blocks[block]))
+        return {"Out": out}
+
+    def backward(self, X, RankOffset, RankParam, dOut, *, MaxRank=3):
+        rows, src, block = _rank_pairs(X, RankOffset, MaxRank)
+        d = np.zeros((MaxRank * MaxRank, X.shape[1], RankParam.shape[1]), dOut.dtype)
+        np.add.at(d, block, np.einsum("nc,np->ncp", X[src], dOut[rows]))
+        return {"RankParam": d.reshape(RankParam.shape)}

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
 
-__all__ = ["iou_matrix", "nms", "expand_aspect_ratios", "offsets_of"]
+__all__ = ["iou_matrix", "jaccard_matrix", "nms", "expand_aspect_ratios", "offsets_of"]
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -339,6 +339,27 @@ def iou_matrix(a: np.ndarray, b: np.ndarray, normalized: bool = True) -> np.ndar
     return out
 
 
+def jaccard_matrix(a: np.ndarray, b: np.ndarray, normalized: bool = True) -> np.ndarray:
+    """fluid's ``JaccardOverlap`` (detection/nms_util.h, used by the NMS ops) of every box of
+    ``a`` [N, 4] with every box of ``b`` [M, 4] -> [N, M]. Unlike ``iou_matrix`` a pair that
+    does not touch is 0 even for pixel boxes (the +1 of ``normalized=False`` widths only
+    applies to overlapping boxes), and a box with xmax < xmin or ymax < ymin has area 0."""
+    extra = a.dtype.type(0 if normalized else 1)
+
+    def area(r: np.ndarray) -> np.ndarray:
+        valid = (r[:, 2] >= r[:, 0]) & (r[:, 3] >= r[:, 1])
+        return np.where(valid, (r[:, 2] - r[:, 0] + extra) * (r[:, 3] - r[:, 1] + extra),
+                        a.dtype.type(0))
+    apart = ((b[None, :, 0] > a[:, None, 2]) | (b[None, :, 2] < a[:, None, 0]) |
+             (b[None, :, 1] > a[:, None, 3]) | (b[None, :, 3] < a[:, None, 1]))
+    iw = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
+    ih = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    inter = (iw + extra) * (ih + extra)
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(apart, a.dtype.type(0), inter / union)
+
+
 @register
 class IouSimilarity(OpDef):
     """Out[i, j] = IoU(X[i], Y[j]) (areas and intersections add 1 per side unless
@@ -493,6 +514,91 @@ class TargetAssign(OpDef):
         return {"Out": out.astype(X.dtype, copy=False), "OutWeight": weight}
 
 
+# -- polygon IoU (fluid's poly_util: boxes of 8, 16, 24 or 32 coordinates) ----------------------
+POLY_BOX_SIZES = (8, 16, 24, 32)
+
+
+def _signed_area(pts: np.ndarray) -> float:
+    x, y = pts[:, 0], pts[:, 1]
+    return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+
+def _clip_convex(subject: List[Tuple[float, float]], clip: np.ndarray
+                 ) -> List[Tuple[float, float]]:
+    """Sutherland-Hodgman: ``subject`` clipped by the counter-clockwise convex ``clip``."""
+    out = subject
+    for k in range(len(clip)):
+        (ax, ay), (bx, by) = clip[k], clip[(k + 1) % len(clip)]
+        inp, out = out, []
+        if not inp:
+            break
+        side = [(bx - ax) * (py - ay) - (by - ay) * (px - ax) for px, py in inp]
+        for i, p in enumerate(inp):
+            q, sp, sq = inp[i - 1], side[i], side[i - 1]
+            if sp >= 0:
+                if sq < 0:
+                    t = sq / (sq - sp)
+                    out.append((q[0] + t * (p[0] - q[0]), q[1] + t * (p[1] - q[1])))
+                out.append(p)
+            elif sq >= 0:
+                t = sq / (sq - sp)
+                out.append((q[0] + t * (p[0] - q[0]), q[1] + t * (p[1] - q[1])))
+    return out
+
+
+def _fan(pts: np.ndarray) -> List[Tuple[float, np.ndarray]]:
+    """The polygon as signed triangles (p0, p_i, p_i+1), each (sign, ccw vertices)."""
+    tris = []
+    for i in range(1, len(pts) - 1):
+        tri = np.stack([pts[0], pts[i], pts[i + 1]])
+        a = _signed_area(tri)
+        if a != 0:
+            tris.append((1.0 if a > 0 else -1.0, tri if a > 0 else tri[::-1]))
+    return tris
+
+
+def poly_overlap_area(a: np.ndarray, b: np.ndarray) -> float:
+    """Area of the intersection of the simple polygons ``a`` and ``b`` ([k, 2] vertices, any
+    orientation; fluid clips them with GPC): the indicator of a polygon is the signed sum of
+    its fan triangles' indicators, so the overlap is the signed sum of the triangle-pair
+    overlaps (each a convex clip)."""
+    sa, sb = _signed_area(a), _signed_area(b)
+    if sa == 0 or sb == 0:
+        return 0.0
+    total = 0.0
+    for s1, t1 in _fan(a):
+        for s2, t2 in _fan(b):
+            piece = _clip_convex([tuple(v) for v in t1], t2)
+            if len(piece) >= 3:
+                total += s1 * s2 * _signed_area(np.asarray(piece))
+    return abs(total)                  # sign(sa) * sign(sb) * total, >= 0
+
+
+def poly_iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """fluid's PolyIoU of every polygon box of ``a`` [N, 2k] with every one of ``b`` [M, 2k]:
+    overlap / (area_a + area_b - overlap), 0 when an area or the overlap is 0 (``normalized``
+    plays no part for polygons in fluid)."""
+    pa = a.astype(np.float64).reshape(len(a), -1, 2)
+    pb = b.astype(np.float64).reshape(len(b), -1, 2)
+    area_a = [abs(_signed_area(p)) for p in pa]
+    area_b = [abs(_signed_area(p)) for p in pb]
+    out = np.zeros((len(a), len(b)), a.dtype)
+    for i, p in enumerate(pa):
+        for j, q in enumerate(pb):
+            inter = poly_overlap_area(p, q)
+            if area_a[i] and area_b[j] and inter:
+                out[i, j] = inter / (area_a[i] + area_b[j] - inter)
+    return out
+
+
+def box_overlap_matrix(a: np.ndarray, b: np.ndarray, normalized: bool) -> np.ndarray:
+    """The NMS ops' overlap: ``jaccard_matrix`` for 4-coordinate boxes, ``poly_iou_matrix``
+    for polygon boxes of 8, 16, 24 or 32 coordinates (as fluid's NMSFast)."""
+    if a.shape[-1] in POLY_BOX_SIZES:
+        return poly_iou_matrix(a, b)
+    return jaccard_matrix(a, b, normalized)
+
+
 # -- non-maximum suppression ----------------------------------------------------------------------
 def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float, nms_threshold: float,
         eta: float, top_k: int, normalized: bool) -> List[int]:
@@ -507,7 +613,7 @@ def nms(boxes: np.ndarray, scores: np.ndarray, score_threshold: float, nms_thres
     thr = nms_threshold
     if order.size == 0:
         return kept
-    iou = iou_matrix(boxes[order], boxes[order], normalized)
+    iou = box_overlap_matrix(boxes[order], boxes[order], normalized)
     kept_pos: List[int] = []
     for pos in range(order.size):
         if all(iou[pos, k] <= thr for k in kept_pos):
@@ -555,8 +661,8 @@ def multiclass_nms_one(boxes: np.ndarray, scores: np.ndarray, background_label: 
     rows = []
     for c, i in picked:
         b = boxes[i, c] if boxes.ndim == 3 else boxes[i]
-        rows.append([c, scores[c, i], b[0], b[1], b[2], b[3]])
-    return np.asarray(rows, boxes.dtype).reshape(-1, 6)
+        rows.append([c, scores[c, i], *b])
+    return np.asarray(rows, boxes.dtype).reshape(-1, boxes.shape[-1] + 2)
 
 
 @register
@@ -741,7 +847,8 @@ def _locality_merge(boxes: np.ndarray, scores: np.ndarray, nms_threshold: float,
     index = -1
     for i in range(len(scores)):
         if index > -1:
-            overlap = iou_matrix(boxes[i:i + 1], boxes[index:index + 1], normalized)[0, 0]
+            overlap = box_overlap_matrix(boxes[i:i + 1], boxes[index:index + 1],
+                                         normalized)[0, 0]
             if overlap > nms_threshold:
                 total = scores[i] + scores[index]
                 boxes[index] = (boxes[i] * scores[i] + boxes[index] * scores[index]) / total
@@ -771,15 +878,17 @@ class LocalityAwareNMS(OpDef):
         _need(self.type, BBoxes.ndim == 3 and Scores.ndim == 3,
               f"BBoxes [N, M, 4] and Scores [N, C, M] must be 3-D, got {list(BBoxes.shape)} "
               f"and {list(Scores.shape)}")
-        _need(self.type, BBoxes.shape[2] == 4,
-              f"only 4-coordinate boxes are supported (polygon boxes need polygon IoU), got "
-              f"box size {BBoxes.shape[2]}")
-        return {"Out": VarSpec([-1, 6], BBoxes.dtype, 1)}
+        _need(self.type, BBoxes.shape[2] in (4, -1) + POLY_BOX_SIZES,
+              f"the box size (BBoxes.shape[2]) must be 4 or a polygon's 8, 16, 24 or 32 "
+              f"coordinates, got {BBoxes.shape[2]}")
+        box = BBoxes.shape[2]
+        return {"Out": VarSpec([-1, box + 2 if box > 0 else -1], BBoxes.dtype, 1)}
 
     def forward(self, BBoxes, Scores, lod=None, *, background_label=-1, score_threshold=0.0,
                 nms_top_k=-1, nms_threshold=0.3, nms_eta=1.0, keep_top_k=-1, normalized=True):
-        _need(self.type, BBoxes.shape[2] == 4,
-              f"only 4-coordinate boxes are supported, got box size {BBoxes.shape[2]}")
+        _need(self.type, BBoxes.shape[2] in (4,) + POLY_BOX_SIZES,
+              f"the box size (BBoxes.shape[2]) must be 4 or a polygon's 8, 16, 24 or 32 "
+              f"coordinates, got {BBoxes.shape[2]}")
         outs = []
         for n in range(Scores.shape[0]):
             picked = []                       # (label, score, box)
@@ -799,7 +908,7 @@ class LocalityAwareNMS(OpDef):
                 order = sorted(range(len(picked)), key=lambda k: -picked[k][1])[:keep_top_k]
                 picked = sorted((picked[k] for k in order), key=lambda t: t[0])
             outs.append(np.array([[c, s, *b] for c, s, b in picked],
-                                 BBoxes.dtype).reshape(-1, 6))
+                                 BBoxes.dtype).reshape(-1, BBoxes.shape[2] + 2))
         counts = [o.shape[0] for o in outs]
         if sum(counts) == 0:
             return {"Out": np.full((1, 1), -1, BBoxes.dtype), "lod": {"Out": ((0, 1),)}}

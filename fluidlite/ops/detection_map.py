@@ -67,7 +67,8 @@ class DetectionMAP(OpDef):
     """Mean average precision of DetectRes [M, 6] (label, score, x1, y1, x2, y2) against
     Label [G, 6] (label, difficult, x1, y1, x2, y2) or [G, 5] (no difficult flag), both with a
     per-image LoD; accumulates into AccumPosCount / AccumTruePos / AccumFalsePos (module
-    docstring). Classes equal to ``background_label`` are left out of the mean."""
+    docstring). Classes equal to ``background_label`` or without positives are left out of
+    the mean; a class with positives but no detection counts with AP 0 (fluid 1.8)."""
     type = "detection_map"
     inputs = ("DetectRes", "Label", "HasState?", "PosCount?", "TruePos?", "FalsePos?")
     outputs = ("MAP", "AccumPosCount", "AccumTruePos", "AccumFalsePos")
@@ -160,12 +161,13 @@ class DetectionMAP(OpDef):
                         fp.append((s, 1))
         total, count = 0.0, 0
         for c in sorted(pos_count):
-            # fluid 1.8 compares the positive *count* with background_label here (a bug);
-            # the intended rule, used here, leaves the background class out
-            if c == background_label or c not in true_pos:
+            # fluid 1.8 compares the positive *count* with background_label (a bug); the
+            # intended rule, used here, leaves out the background and classes without positives
+            if c == background_label or pos_count[c] == 0:
                 continue
-            total += average_precision(true_pos[c], false_pos[c], pos_count[c], ap_type)
             count += 1
+            if c in true_pos:       # fluid: a class with positives but no detection has AP 0
+                total += average_precision(true_pos[c], false_pos[c], pos_count[c], ap_type)
         m_ap = total / count if count else 0.0
         pc = np.array([[pos_count.get(c, 0)] for c in range(class_num)], np.int32)
 

@@ -1,4 +1,5 @@
-"""``multiclass_nms2`` (fluid 1.8: ``multiclass_nms`` plus the kept boxes' Index) and
+"""``multiclass_nms2`` (fluid 1.8: ``multiclass_nms`` plus the kept boxes' Index), ``matrix_nms``
+(fluid 1.8: score decay instead of suppression) and
 ``multiclass_nms3`` (Paddle 2.x exports: the LoD form takes ``RoisNum``, per-image counts come
 out as ``NmsRoisNum``), on the NMS of ``ops/detection.py``.
 
@@ -14,7 +15,7 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
-from .detection import multiclass_nms_pick, offsets_of
+from .detection import jaccard_matrix, multiclass_nms_pick, offsets_of
 
 
 def _need(op: str, cond: bool, msg: str) -> None:
@@ -44,7 +45,7 @@ def _run(op: str, BBoxes: np.ndarray, Scores: np.ndarray, offsets: Optional[np.n
         for n in range(Scores.shape[0]):
             picked = multiclass_nms_pick(BBoxes[n], Scores[n], *attrs)
             for c, i in picked:
-                rows.append([c, Scores[n, c, i], *BBoxes[n, i, :4]])
+                rows.append([c, Scores[n, c, i], *BBoxes[n, i]])
                 index.append(n * m + i)
             counts.append(len(picked))
     else:
@@ -53,10 +54,10 @@ def _run(op: str, BBoxes: np.ndarray, Scores: np.ndarray, offsets: Optional[np.n
             lo, hi = int(offsets[k]), int(offsets[k + 1])
             picked = multiclass_nms_pick(BBoxes[lo:hi], Scores[lo:hi].T, *attrs)
             for c, i in picked:
-                rows.append([c, Scores[lo + i, c], *BBoxes[lo + i, c, :4]])
+                rows.append([c, Scores[lo + i, c], *BBoxes[lo + i, c]])
                 index.append((lo + i) * c_num + c)
             counts.append(len(picked))
-    out = np.asarray(rows, BBoxes.dtype).reshape(-1, 6)
+    out = np.asarray(rows, BBoxes.dtype).reshape(-1, BBoxes.shape[-1] + 2)
     return out, np.asarray(index, np.int32).reshape(-1, 1), counts
 
 
@@ -128,4 +129,103 @@ class MulticlassNMS3(OpDef):
         out, index, counts = _run(self.type, BBoxes, Scores, offsets, attrs)
         lod_out = _lod(counts)
         return {"Out": out, "Index": index, "NmsRoisNum": np.asarray(counts, np.int32),
+                "lod": {"Out": lod_out, "Index": lod_out}}
+
+
+def _matrix_nms_class(boxes: np.ndarray, scores: np.ndarray, score_threshold: float,
+                      post_threshold: float, top_k: int, normalized: bool, use_gaussian: bool,
+                      sigma: float) -> Tuple[np.ndarray, np.ndarray]:
+    """fluid 1.8's NMSMatrix for one class: the candidates scoring above ``score_threshold``
+    (descending score, ties by box index; at most ``top_k``) have their scores decayed by the
+    minimum over every higher-scored candidate j of ``(1 - iou_ij) / (1 - max_iou_j)``
+    (linear) or ``exp((max_iou_j^2 - iou_ij^2) * sigma)`` (gaussian), max_iou_j being j's
+    largest IoU with a candidate scored above it; kept are those whose decayed score is
+    > ``post_threshold``. Returns (box indices, decayed scores)."""
+    cand = np.nonzero(scores > score_threshold)[0]
+    order = cand[np.argsort(-scores[cand], kind="stable")]
+    if top_k > -1:
+        order = order[:top_k]
+    if order.size == 0:
+        return order, scores[order]
+    # iou[j, i] for j < i (j scored higher); the lower triangle and diagonal are unused
+    iou = np.triu(jaccard_matrix(boxes[order], boxes[order], normalized), k=1)
+    max_iou = iou.max(axis=0)
+    one = iou.dtype.type(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if use_gaussian:
+            decay = np.exp((max_iou[:, None] ** 2 - iou ** 2) * iou.dtype.type(sigma))
+        else:
+            decay = (one - iou) / (one - max_iou[:, None])
+    # only the pairs j < i decay candidate i (candidate 0 keeps its score); fmin skips the NaN
+    # of a 0/0 decay as fluid's std::min(min_decay, NaN) does
+    decay = np.where(np.triu(np.ones(iou.shape, bool), k=1), decay, one)
+    decayed = scores[order] * np.fmin.reduce(decay, axis=0)
+    keep = decayed > post_threshold
+    return order[keep], decayed[keep]
+
+
+@register
+class MatrixNMS(OpDef):
+    """Matrix NMS (SOLOv2, fluid 1.8's ``matrix_nms``): per image and class (but
+    ``background_label``), the candidates' scores are decayed by their overlap with
+    higher-scored ones (``_matrix_nms_class``) instead of being suppressed; then the
+    ``keep_top_k`` best decayed detections of the image (all when -1) by descending score.
+    Out [K, 6] rows (label, decayed score, x1, y1, x2, y2) and Index [K, 1] (int32, the box's
+    absolute row ``n * M + box``) share the per-image LoD; nothing kept gives [0, 6] / [0, 1].
+    BBoxes [N, M, 4], Scores [N, C, M]. No gradient (fluid: EmptyGradOpMaker)."""
+    type = "matrix_nms"
+    inputs, outputs = ("BBoxes", "Scores"), ("Out", "Index")
+    no_grad = True
+    lod_aware = True
+
+    def infer(self, BBoxes, Scores, *, background_label=0, score_threshold=0.0,
+              post_threshold=0.0, nms_top_k=-1, keep_top_k=-1, normalized=True,
+              use_gaussian=False, gaussian_sigma=2.0):
+        # fluid checks the ranks only at run time (a compile-time [M, C, 4] BBoxes passes)
+        box = BBoxes.shape[-1] if BBoxes.ndim else -1
+        lod_level = max(BBoxes.lod_level, 1)
+        return {"Out": VarSpec([-1, box + 2 if box > 0 else -1], BBoxes.dtype, lod_level),
+                "Index": VarSpec([-1, 1], "int32", lod_level)}
+
+    def forward(self, BBoxes, Scores, lod=None, *, background_label=0, score_threshold=0.0,
+                post_threshold=0.0, nms_top_k=-1, keep_top_k=-1, normalized=True,
+                use_gaussian=False, gaussian_sigma=2.0):
+        _need(self.type, Scores.ndim == 3, f"Scores must be 3-D [N, C, M], got "
+                                           f"{list(Scores.shape)}")
+        _need(self.type, BBoxes.ndim == 3 and BBoxes.shape[2] == 4,
+              f"BBoxes must be 3-D [N, M, 4] (xmin, ymin, xmax, ymax), got "
+              f"{list(BBoxes.shape)}")
+        _need(self.type, BBoxes.shape[:2] == (Scores.shape[0], Scores.shape[2]),
+              f"BBoxes {list(BBoxes.shape)} and Scores {list(Scores.shape)} disagree "
+              f"(expected [N, M, 4] and [N, C, M])")
+        n_img, n_cls, m = Scores.shape
+        outs, index, counts = [], [], []
+        for n in range(n_img):
+            labels, idx, dec = [], [], []
+            for c in range(n_cls):
+                if c == background_label:
+                    continue
+                i, d = _matrix_nms_class(BBoxes[n], Scores[n, c], score_threshold,
+                                         post_threshold, nms_top_k, normalized, use_gaussian,
+                                         gaussian_sigma)
+                labels.append(np.full(i.size, c, np.int64))
+                idx.append(i)
+                dec.append(d)
+            lab = np.concatenate(labels) if labels else np.zeros(0, np.int64)
+            ids = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+            sc = np.concatenate(dec) if dec else np.zeros(0, Scores.dtype)
+            order = np.argsort(-sc, kind="stable")
+            if keep_top_k > -1:
+                order = order[:keep_top_k]
+            rows = np.concatenate([lab[order, None].astype(BBoxes.dtype),
+                                   sc[order, None].astype(BBoxes.dtype),
+                                   BBoxes[n, ids[order]]], axis=1)
+            outs.append(rows)
+            index.append(n * m + ids[order])
+            counts.append(int(order.size))
+        out = np.concatenate(outs).astype(BBoxes.dtype) if outs else \
+            np.zeros((0, 6), BBoxes.dtype)
+        idx_out = (np.concatenate(index) if index else np.zeros(0)).astype(np.int32)
+        lod_out = _lod(counts)
+        return {"Out": out.reshape(-1, 6), "Index": idx_out.reshape(-1, 1),
                 "lod": {"Out": lod_out, "Index": lod_out}}

@@ -120,3 +120,41 @@ class LookupTableV2(OpDef):
 
     def grad_var_types(self, in_types, attrs):
         return _sparse_w_grad(attrs)
+
+
+@register
+class LookupTableDequant(OpDef):
+    """fluid 1.8's lookup of an 8-bit quantized table: each float32 row of W [rows, q] holds
+    (min, max, then the quantized values packed four bytes per float); the row of an id
+    dequantizes every byte b to ``(max - min) / 256 * b + min`` (float32, as fluid), giving
+    ``(q - 2) * 4`` values. Ids [..., 1] (int64) -> Out [..., (q - 2) * 4]; ``padding_idx``
+    rows are zeros. Out keeps Ids' LoD. No gradient (fluid: EmptyGradOpMaker)."""
+    type, inputs, outputs = "lookup_table_dequant", ("W", "Ids"), ("Out",)
+    no_grad = True
+
+    def infer(self, W, Ids, *, padding_idx=-1):
+        if W.ndim != 2 or (W.shape[1] != -1 and W.shape[1] < 2):
+            raise ValueError(f"lookup_table_dequant: W must be 2-D [rows, 2 + packed values], "
+                             f"got {list(W.shape)}")
+        if Ids.shape[-1] not in (1, -1):
+            raise ValueError(f"lookup_table_dequant: the last dim of Ids must be 1, got shape "
+                             f"{list(Ids.shape)}")
+        width = (W.shape[1] - 2) * 4 if W.shape[1] > 0 else -1
+        return {"Out": VarSpec(tuple(Ids.shape[:-1]) + (width,), VarType.FP32, Ids.lod_level)}
+
+    def forward(self, W, Ids, *, padding_idx=-1):
+        table = np.ascontiguousarray(W, dtype=np.float32)
+        ids = np.asarray(Ids).reshape(-1).astype(np.int64)
+        bad = (ids < 0) | (ids >= table.shape[0])
+        if padding_idx != -1:
+            bad &= ids != padding_idx
+        if bad.any():
+            raise ValueError(f"lookup_table_dequant: ids must be in [0, {table.shape[0]}), got "
+                             f"{int(ids[bad][0])}")
+        rows = table[np.clip(ids, 0, table.shape[0] - 1)]
+        lo, hi = rows[:, :1], rows[:, 1:2]
+        codes = np.ascontiguousarray(rows[:, 2:]).view(np.uint8).astype(np.float32)
+        out = (hi - lo) / np.float32(256) * codes + lo
+        if padding_idx != -1:
+            out[ids == padding_idx] = np.float32(0)
+        return {"Out": out.reshape(tuple(np.shape(Ids)[:-1]) + (out.shape[1],))}

@@ -1,8 +1,9 @@
-"""More random ops of fluid 1.8: randint, randperm, sampling_id and random_crop.
+"""More random ops of fluid 1.8: randint, randperm, sampling_id, random_crop and shuffle_batch.
 
 Like the other random ops they are deterministic: the executor supplies ``rng`` (a fixed
-non-zero ``seed`` attr reseeds every call, as in fluid). ``random_crop`` may instead carry its
-generator state in the ``Seed`` tensor, which it advances through ``SeedOut``, as fluid does."""
+non-zero ``seed`` attr reseeds every call, as in fluid). ``random_crop`` and ``shuffle_batch``
+may instead carry their generator state in the ``Seed`` tensor, which they advance through
+``SeedOut``, as fluid does."""
 from __future__ import annotations
 
 import numpy as np
@@ -119,3 +120,41 @@ class RandomCrop(OpDef):
             out[i] = flat[i][idx]
         seed_out = np.array([rng.integers(0, np.iinfo(np.int64).max)], dtype=np.int64)
         return {"Out": out.reshape(tuple(lead) + tuple(shape)), "SeedOut": seed_out}
+
+
+@register
+class ShuffleBatch(OpDef):
+    """Shuffles the rows of X (every dim but the last is a row index: X viewed as
+    [prod(dims[:-1]), dims[-1]]): ``Out[ShuffleIdx[i]] = X[i]`` for a random permutation
+    ShuffleIdx (int64). The permutation's generator is seeded from the int64 ``Seed`` tensor
+    when given (else ``startup_seed``) and SeedOut [1] carries the next seed, so a persistable
+    Seed fed back as SeedOut gives a new order every run, as in fluid 1.8. The permutation is
+    NumPy's (``default_rng(seed)``), not libstdc++'s minstd_rand0 ``std::shuffle``, so the
+    orders differ from fluid's for the same seed. dX[i] = dOut[ShuffleIdx[i]]."""
+    type, inputs, outputs = "shuffle_batch", ("X", "Seed?"), ("Out", "ShuffleIdx", "SeedOut?")
+    grad_uses = ("ShuffleIdx",)
+    grad_outputs = ("X",)
+
+    def infer(self, X, Seed, *, startup_seed=0):
+        if X.ndim < 1:
+            raise ValueError(f"shuffle_batch: X must have at least one dim, got shape "
+                             f"{list(X.shape)}")
+        if Seed is not None and Seed.dtype != VarType.INT64:
+            raise ValueError(f"shuffle_batch: Seed must be an int64 tensor, got {Seed.dtype}")
+        return {"Out": X, "ShuffleIdx": VarSpec((-1,), VarType.INT64),
+                "SeedOut": VarSpec((1,), VarType.INT64)}
+
+    def forward(self, X, Seed, *, startup_seed=0):
+        seed = int(np.asarray(Seed).reshape(-1)[0]) if Seed is not None and np.size(Seed) \
+            else int(startup_seed)
+        rng = np.random.default_rng(seed & 0xFFFFFFFFFFFFFFFF)
+        flat = X.reshape(-1, X.shape[-1]) if X.ndim > 1 else X.reshape(-1, 1)
+        idx = rng.permutation(flat.shape[0]).astype(np.int64)
+        out = np.empty_like(flat)
+        out[idx] = flat
+        seed_out = np.array([rng.integers(0, np.iinfo(np.int64).max)], dtype=np.int64)
+        return {"Out": out.reshape(X.shape), "ShuffleIdx": idx, "SeedOut": seed_out}
+
+    def backward(self, ShuffleIdx, dOut, dShuffleIdx=None, dSeedOut=None, *, startup_seed=0):
+        flat = dOut.reshape(-1, dOut.shape[-1]) if dOut.ndim > 1 else dOut.reshape(-1, 1)
+        return {"X": flat[np.asarray(ShuffleIdx, np.int64)].reshape(dOut.shape)}

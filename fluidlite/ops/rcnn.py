@@ -600,23 +600,29 @@ class GenerateProposalLabels(OpDef):
         for i in range(len(offs["RpnRois"]) - 1):
             sl = {k: slice(o[i], o[i + 1]) for k, o in offs.items()}
             scale = float(ImInfo[i][2])
-            rois = RpnRois[sl["RpnRois"]].astype(np.float64) / scale
             gt = GtBoxes[sl["GtBoxes"]].astype(np.float64)
+            rois = RpnRois[sl["RpnRois"]].astype(np.float64) / scale
             cls = np.asarray(GtClasses[sl["GtClasses"]]).reshape(-1)
             crowd = np.asarray(IsCrowd[sl["IsCrowd"]]).reshape(-1)
             if is_cascade_rcnn:
-                ok = (rois[:, 2] - rois[:, 0] > 0) & (rois[:, 3] - rois[:, 1] > 0)
-                boxes, n_gt_rows = rois[ok], 0
+                # fluid: the caller put the ground truths first in RpnRois, already at
+                # image scale; rows of non-positive size (x2 - x1 + 1 <= 0) are skipped
+                n_lead = min(gt.shape[0], rois.shape[0])
+                rois[:n_lead] = RpnRois[sl["RpnRois"]][:n_lead]
+                boxes = rois
+                skip = (boxes[:, 2] - boxes[:, 0] + 1 <= 0) | (boxes[:, 3] - boxes[:, 1] + 1 <= 0)
             else:
-                boxes, n_gt_rows = np.concatenate([gt, rois]), gt.shape[0]
+                boxes = np.concatenate([gt, rois])
+                skip = np.zeros(boxes.shape[0], bool)
             ov = iou_matrix(boxes, gt, normalized=False) if gt.shape[0] else \
                 np.zeros((boxes.shape[0], 1))
             best = ov.max(axis=1) if boxes.shape[0] else np.zeros(0)
-            if n_gt_rows:
-                best[:n_gt_rows] = np.where(crowd[:n_gt_rows] != 0, -1.0, best[:n_gt_rows])
-            fg = [int(r) for r in np.nonzero(best > fg_thresh)[0]] if gt.shape[0] else []
+            n_crowd = min(crowd.size, best.size)     # fluid: row i < #gt with IsCrowd[i]
+            best[:n_crowd] = np.where(crowd[:n_crowd] != 0, -1.0, best[:n_crowd])
+            is_fg = (best >= fg_thresh) & ~skip & (gt.shape[0] > 0)
+            fg = [int(r) for r in np.nonzero(is_fg)[0]]
             gt_of = {r: int(np.nonzero(np.abs(best[r] - ov[r]) < 1e-5)[0][0]) for r in fg}
-            bg = [int(r) for r in np.nonzero((best <= fg_thresh) & (best >= bg_thresh_lo)
+            bg = [int(r) for r in np.nonzero(~is_fg & ~skip & (best >= bg_thresh_lo)
                                              & (best < bg_thresh_hi))[0]]
             if not is_cascade_rcnn:
                 fg = _subsample(fg, int(np.floor(batch_size_per_im * fg_fraction)),

@@ -313,28 +313,23 @@ def _integral_weight_grads(start: float, size: float, pooled: int, n: int):
 
 @register
 class PrroiPool(_RoiBase):
-    """Precise RoI pooling (position-sensitive as psroi_pool's channel layout): Out[r, c, i, j]
-    = (integral of the bilinear interpolant of X[b(r), (c*ph + i)*pw + j] over bin (i, j)) /
-    bin area, with the ROI scaled by ``spatial_scale`` (not rounded) and empty bins giving 0;
-    the integral factorises per axis, so each ROI costs two small matrices. dX spreads dOut
-    with the same weights; dROIs is the exact derivative w.r.t. the box corners (the bins'
-    edges move with them), as fluid's PrRoIPoolingCoorBackward."""
+    """Precise RoI pooling, fluid 1.8's op (prroi_pool_op.h; not position-sensitive: the
+    output keeps the input's channels): Out[r, c, i, j] = (integral of the bilinear
+    interpolant of X[b(r), c] over bin (i, j)) / bin area, with the ROI scaled by
+    ``spatial_scale`` (not rounded) and empty bins giving 0; the integral factorises per axis,
+    so each ROI costs two small matrices. The image of each ROI comes from ``BatchRoINums``
+    (ROIs per image) or the ROIs' LoD. dX spreads dOut with the same weights; dROIs is the
+    exact derivative w.r.t. the box corners (the bins' edges move with them), as fluid's
+    PrRoIPoolingCoorBackward."""
     type, inputs, outputs = "prroi_pool", ("X", "ROIs", "BatchRoINums?"), ("Out",)
     grad_uses = ("X", "ROIs", "BatchRoINums")
 
-    def infer(self, X, ROIs, BatchRoINums=None, *, output_channels=1, spatial_scale=1.0,
-              pooled_height=1, pooled_width=1):
-        _need(self.type, X.shape[1] < 0 or
-              X.shape[1] == output_channels * pooled_height * pooled_width,
-              f"the input channels ({X.shape[1]}) must equal output_channels * pooled_height "
-              f"* pooled_width = {output_channels * pooled_height * pooled_width}")
-        return {"Out": self._spec(X, ROIs, output_channels, pooled_height, pooled_width)}
+    def infer(self, X, ROIs, BatchRoINums=None, *, spatial_scale=1.0, pooled_height=1,
+              pooled_width=1):
+        return {"Out": self._spec(X, ROIs, X.shape[1], pooled_height, pooled_width)}
 
-    def _mats(self, X, ROIs, BatchRoINums, lod, output_channels, spatial_scale, ph, pw):
+    def _mats(self, X, ROIs, BatchRoINums, lod, spatial_scale, ph, pw):
         N, C, H, W = X.shape
-        _need(self.type, C == output_channels * ph * pw,
-              f"the input channels ({C}) must equal output_channels * pooled_height * "
-              f"pooled_width = {output_channels * ph * pw}")
         nums = None if BatchRoINums is None else np.concatenate(
             [[0], np.cumsum(np.asarray(BatchRoINums).reshape(-1))])
         bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), nums, N)
@@ -348,44 +343,37 @@ class PrroiPool(_RoiBase):
             mats.append((wy, wx, area))
         return bid, mats
 
-    def forward(self, X, ROIs, BatchRoINums=None, lod=None, *, output_channels=1,
-                spatial_scale=1.0, pooled_height=1, pooled_width=1):
+    def forward(self, X, ROIs, BatchRoINums=None, lod=None, *, spatial_scale=1.0,
+                pooled_height=1, pooled_width=1):
         ph, pw = pooled_height, pooled_width
-        bid, mats = self._mats(X, ROIs, BatchRoINums, lod, output_channels, spatial_scale,
-                               ph, pw)
-        xs = X.reshape(X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3])
-        out = np.zeros((ROIs.shape[0], output_channels, ph, pw), X.dtype)
+        bid, mats = self._mats(X, ROIs, BatchRoINums, lod, spatial_scale, ph, pw)
+        out = np.zeros((ROIs.shape[0], X.shape[1], ph, pw), X.dtype)
         for r, (wy, wx, area) in enumerate(mats):
             if area > 0:
-                out[r] = np.einsum("ih,cijhw,jw->cij", wy, xs[bid[r]], wx,
-                                   optimize=True) / area
+                out[r] = np.einsum("ih,chw,jw->cij", wy, X[bid[r]], wx, optimize=True) / area
         return {"Out": out}
 
-    def backward(self, X, ROIs, BatchRoINums, dOut, lod=None, *, output_channels=1,
-                 spatial_scale=1.0, pooled_height=1, pooled_width=1, wanted=None):
+    def backward(self, X, ROIs, BatchRoINums, dOut, lod=None, *, spatial_scale=1.0,
+                 pooled_height=1, pooled_width=1, wanted=None):
         ph, pw = pooled_height, pooled_width
-        bid, mats = self._mats(X, ROIs, BatchRoINums, lod, output_channels, spatial_scale,
-                               ph, pw)
+        bid, mats = self._mats(X, ROIs, BatchRoINums, lod, spatial_scale, ph, pw)
         res = {}
         if wanted is None or "X" in wanted:
-            dx = np.zeros((X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3]),
-                          dOut.dtype)
+            dx = np.zeros(X.shape, dOut.dtype)
             for r, (wy, wx, area) in enumerate(mats):
                 if area > 0:
-                    dx[bid[r]] += np.einsum("ih,cij,jw->cijhw", wy, dOut[r], wx,
+                    dx[bid[r]] += np.einsum("ih,cij,jw->chw", wy, dOut[r], wx,
                                             optimize=True) / area
-            res["X"] = dx.reshape(X.shape)
+            res["X"] = dx
         if wanted is None or "ROIs" in wanted:
-            res["ROIs"] = self._roi_grad(X, ROIs, dOut, bid, mats, output_channels,
-                                         spatial_scale, ph, pw)
+            res["ROIs"] = self._roi_grad(X, ROIs, dOut, bid, mats, spatial_scale, ph, pw)
         return res
 
     @staticmethod
-    def _roi_grad(X, ROIs, dOut, bid, mats, output_channels, spatial_scale, ph, pw):
+    def _roi_grad(X, ROIs, dOut, bid, mats, spatial_scale, ph, pw):
         """Out = S / area with S = wy X wx^T per bin and area = bw * bh, so
         dOut/dcorner = (dS/dcorner - Out * darea/dcorner) / area, times spatial_scale."""
         H, W = X.shape[2:]
-        xs = X.reshape(X.shape[0], output_channels, ph, pw, H, W).astype(np.float64)
         g = np.zeros(ROIs.shape, np.float64)
         for r, (wy, wx, area) in enumerate(mats):
             if area <= 0:
@@ -394,11 +382,11 @@ class PrroiPool(_RoiBase):
             bw, bh = (x2 - x1) / pw, (y2 - y1) / ph
             dy1, dy2 = _integral_weight_grads(y1, bh, ph, H)
             dx1, dx2 = _integral_weight_grads(x1, bw, pw, W)
-            xr, d = xs[bid[r]], dOut[r].astype(np.float64)
-            out = np.einsum("ih,cijhw,jw->cij", wy, xr, wx, optimize=True) / area
+            xr, d = X[bid[r]].astype(np.float64), dOut[r].astype(np.float64)
+            out = np.einsum("ih,chw,jw->cij", wy, xr, wx, optimize=True) / area
 
             def along(dwy, dwx, d_area):
-                ds = np.einsum("ih,cijhw,jw->cij", dwy, xr, dwx, optimize=True)
+                ds = np.einsum("ih,chw,jw->cij", dwy, xr, dwx, optimize=True)
                 return float(np.sum(d * (ds - out * d_area))) / area
 
             g[r] = [along(wy, dx1, -bh / pw), along(dy1, wx, -bw / ph),
@@ -569,7 +557,7 @@ def _perspective_matrix(tw: int, th: int, xs: np.ndarray, ys: np.ndarray) -> np.
     dx1, dx2, dx3 = x1 - x2, x3 - x2, x0 - x1 + x2 - x3
     dy1, dy2, dy3 = y1 - y2, y3 - y2, y0 - y1 + y2 - y3
     m = np.zeros(9)
-    den = dx1 * dy2 - dx2 * dy1
+    den = dx1 * dy2 - dx2 * dy1 + 1e-5      # fluid's guard against a degenerate quad
     m[6] = (dx3 * dy2 - dx2 * dy3) / den / (nw - 1)
     m[7] = (dx1 * dy3 - dx3 * dy1) / den / (nh - 1)
     m[8] = 1.0

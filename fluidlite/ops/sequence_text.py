@@ -184,13 +184,16 @@ class SequenceErase(OpDef):
     lod_aware = True
 
     def infer(self, X):
-        return {"Out": VarSpec((-1,) + tuple(X.shape[1:]), X.dtype, 1)}
+        return {"Out": VarSpec((-1,) + tuple(X.shape[1:]), X.dtype, max(X.lod_level, 1))}
 
     def forward(self, X, lod=None, *, tokens=[]):  # noqa: B006
-        off = _off(self.type, (lod or {}).get("X"))
+        x_lod = (lod or {}).get("X")
+        off = _off(self.type, x_lod)
         keep = ~np.isin(X.reshape(X.shape[0], -1)[:, 0], np.asarray(tokens, X.dtype))
         lens = _seg_reduce(np.add, keep.astype(np.int64), off, 0)
-        return {"Out": X[keep], "lod": {"Out": (_offsets(lens),)}}
+        # fluid keeps the upper LoD levels and rewrites the last one
+        upper = tuple(tuple(int(v) for v in level) for level in x_lod[:-1])
+        return {"Out": X[keep], "lod": {"Out": upper + (_offsets(lens),)}}
 
 
 # -- chunk_eval -------------------------------------------------------------------------------
@@ -283,14 +286,17 @@ class ChunkEval(OpDef):
 
 
 # -- im2sequence ------------------------------------------------------------------------------
-def _im2seq_index(shape: Any, kernels: Any, strides: Any, paddings: Any):
-    """Gather indices into the zero-padded image for every (output position, patch element)."""
+def _im2seq_index(shape: Any, kernels: Any, strides: Any, paddings: Any, grid: Any = None):
+    """Gather indices into the zero-padded image for every (output position, patch element);
+    ``grid`` (oh, ow) overrides the full image's patch grid (real sizes larger than X)."""
     _, c, h, w = shape
     kh, kw = kernels
     sh, sw = strides
     up, left, down, right = paddings
     oh = c_div(h + up + down - kh, sh) + 1          # fluid's Im2SeqOutputSize (C++ int division)
     ow = c_div(w + left + right - kw, sw) + 1
+    if grid is not None:
+        oh, ow = grid
     if oh < 1 or ow < 1:
         raise ValueError(f"im2sequence: kernel {list(kernels)} does not fit the padded image "
                          f"{[h + up + down, w + left + right]}")
@@ -307,11 +313,11 @@ def _im2seq_pads(shape: Any, paddings: Any, ys: np.ndarray, xs: np.ndarray):
             max(right, int(xs.max()) + 1 - shape[3] - left))
 
 
-def _im2seq_keep(Y: Any, n: int, oh: int, ow: int, kernels: Any, strides: Any, paddings: Any,
-                 out_stride: Any) -> np.ndarray:
-    """Which of the [n, oh, ow] patch positions each image keeps given its real size Y[i] =
-    (h_i, w_i) (fluid's ``Y`` input): the size is divided by ``out_stride`` (rounded up), and
-    the top-left oh_i x ow_i positions of the full image's patch grid are kept."""
+def _im2seq_real(Y: Any, n: int, kernels: Any, strides: Any, paddings: Any,
+                 out_stride: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """Each image's patch grid (oh_i, ow_i) from its real size Y[i] = (h_i, w_i) (fluid's
+    ``Y`` input) divided by ``out_stride`` (rounded up). A real size beyond X's is allowed: as
+    fluid's im2col, the patches there read zeros."""
     real = np.asarray(Y).reshape(-1)
     if real.size != 2 * n:
         raise ValueError(f"im2sequence: Y (input_image_size) must be [N, 2] = [{n}, 2] (the "
@@ -322,14 +328,27 @@ def _im2seq_keep(Y: Any, n: int, oh: int, ow: int, kernels: Any, strides: Any, p
     # C++ int division (truncated toward zero), as fluid's Im2SeqOutputSize
     ohs = np.trunc((size[:, 0] + up + down - kernels[0]) / strides[0]).astype(np.int64) + 1
     ows = np.trunc((size[:, 1] + left + right - kernels[1]) / strides[1]).astype(np.int64) + 1
-    if (ohs < 1).any() or (ows < 1).any() or (ohs > oh).any() or (ows > ow).any():
+    if (ohs < 1).any() or (ows < 1).any():
         raise ValueError(f"im2sequence: each image's real size (Y {real.tolist()}, divided by "
-                         f"out_stride {list(out_stride)}) must give between 1 x 1 and "
-                         f"{oh} x {ow} patches (the full image's grid), got "
-                         f"{list(zip(ohs.tolist(), ows.tolist()))}")
+                         f"out_stride {list(out_stride)}) must give at least 1 x 1 patches, "
+                         f"got {list(zip(ohs.tolist(), ows.tolist()))}")
+    return ohs, ows
+
+
+def _im2seq_layout(X: np.ndarray, Y: Any, kernels: Any, strides: Any, paddings: Any,
+                   out_stride: Any) -> Tuple[int, int, np.ndarray, np.ndarray, Any]:
+    """(oh, ow, ys, xs, keep): the patch grid and gather indices, and with real sizes the
+    [N, oh, ow] mask of the top-left oh_i x ow_i positions image i keeps (None without).
+    fluid reads Y only for a batch of more than one image."""
+    if Y is None or X.shape[0] <= 1:
+        return (*_im2seq_index(X.shape, kernels, strides, paddings), None)
+    ohs, ows = _im2seq_real(Y, X.shape[0], kernels, strides, paddings, out_stride)
+    oh, ow, _, _ = _im2seq_index(X.shape, kernels, strides, paddings)
+    grid = (max(oh, int(ohs.max())), max(ow, int(ows.max())))
+    oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings, grid)
     keep = (np.arange(oh)[None, :, None] < ohs[:, None, None]) & \
         (np.arange(ow)[None, None, :] < ows[:, None, None])
-    return keep
+    return oh, ow, ys, xs, keep
 
 
 @register
@@ -337,8 +356,9 @@ class Im2Sequence(OpDef):
     """Each image of X [N, C, H, W] becomes a sequence of its kernel patches (row-major over
     output positions), each row the patch's C * kh * kw values: Out [N * oh * ow, C*kh*kw] with
     one sequence per image. dX adds every patch gradient back at its pixels. With Y (fluid's
-    ``input_image_size``, [N, 2] real heights and widths) image i keeps only the top-left
-    oh_i x ow_i patches, oh_i / ow_i computed from ceil(Y[i] / out_stride) like oh / ow."""
+    ``input_image_size``, [N, 2] real heights and widths) and N > 1 (fluid ignores Y for a
+    single image) image i gives the top-left oh_i x ow_i patches, oh_i / ow_i computed from
+    ceil(Y[i] / out_stride) like oh / ow (patches beyond X read zeros, as fluid's im2col)."""
     type, inputs, outputs = "im2sequence", ("X", "Y?"), ("Out",)
     grad_uses = ("X", "Y")
     lod_aware = True
@@ -354,25 +374,23 @@ class Im2Sequence(OpDef):
 
     def forward(self, X, Y=None, lod=None, *, kernels=[1, 1], strides=[1, 1],  # noqa: B006
                 paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
-        oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
+        oh, ow, ys, xs, keep = _im2seq_layout(X, Y, kernels, strides, paddings, out_stride)
         up, left, down, right = _im2seq_pads(X.shape, paddings, ys, xs)
         padded = np.pad(X, ((0, 0), (0, 0), (up, down), (left, right)))
         patches = padded[:, :, ys, xs]                       # [N, C, oh, ow, kh, kw]
         grid = patches.transpose(0, 2, 3, 1, 4, 5).reshape(X.shape[0], oh, ow, -1)
-        if Y is None:
+        if keep is None:
             lens = np.full(X.shape[0], oh * ow)
             return {"Out": grid.reshape(X.shape[0] * oh * ow, -1),
                     "lod": {"Out": (_offsets(lens),)}}
-        keep = _im2seq_keep(Y, X.shape[0], oh, ow, kernels, strides, paddings, out_stride)
         return {"Out": grid[keep], "lod": {"Out": (_offsets(keep.sum((1, 2))),)}}
 
     def backward(self, X, Y=None, dOut=None, lod=None, *, kernels=[1, 1],  # noqa: B006
                  strides=[1, 1], paddings=[0, 0, 0, 0], out_stride=[1, 1]):  # noqa: B006
         n, c, h, w = X.shape
-        oh, ow, ys, xs = _im2seq_index(X.shape, kernels, strides, paddings)
+        oh, ow, ys, xs, keep = _im2seq_layout(X, Y, kernels, strides, paddings, out_stride)
         up, left, down, right = _im2seq_pads(X.shape, paddings, ys, xs)
-        if Y is not None:            # the dropped positions get no gradient
-            keep = _im2seq_keep(Y, n, oh, ow, kernels, strides, paddings, out_stride)
+        if keep is not None:            # the dropped positions get no gradient
             full = np.zeros((n, oh, ow, dOut.shape[1]), dOut.dtype)
             full[keep] = dOut
             dOut = full

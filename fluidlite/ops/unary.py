@@ -111,11 +111,22 @@ class Reciprocal(_Act):
 class Pow(_Act):
     """Out = X^factor;  dX = dOut * factor * X^(factor - 1). ``factor`` comes from the
     1-element ``FactorTensor`` when given (fluid 1.8's ``pow(x, factor=Variable)``);
-    dFactorTensor = sum(dOut * X^factor * ln X)."""
-    type = "pow"
+    dFactorTensor = sum(dOut * X^factor * ln X). On int32 / int64 ``X`` (fluid 1.8 has those
+    kernels) the exponent is ``int(factor)`` and the result is truncated to X's dtype."""
+    type, int_ok = "pow", True
     inputs = ("X", "FactorTensor?")
     grad_uses = ("X", "FactorTensor")
-    f = staticmethod(lambda x, factor=1.0: np.power(x, factor))
+
+    @staticmethod
+    def f(x, factor=1.0):
+        if x.dtype.kind == "f":
+            return np.power(x, factor)
+        # fluid 1.8's integer kernels (PowFunctor<int> / <int64_t>): the exponent cast to the
+        # integer type, std::pow's result truncated back to it
+        e = int(factor)
+        if e >= 0:
+            return np.power(x, x.dtype.type(e))
+        return np.trunc(np.power(x.astype(np.float64), np.float64(e))).astype(x.dtype)
 
     def infer(self, X, FactorTensor=None, **_):
         return super().infer(X)

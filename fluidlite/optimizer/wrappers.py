@@ -498,8 +498,9 @@ def _switch(block: Block, cond: Variable, body: Callable[[Block], None]) -> None
         pass
 
 
-class RecomputeLoadError(Exception):
-    """``RecomputeOptimizer.load``'s error (fluid 1.8 raised a plain Exception)."""
+class RecomputeLoadError(NotImplementedError):
+    """``RecomputeOptimizer.load``'s error: a ``NotImplementedError``, as fluid 1.8 raised
+    (its documented example catches that type)."""
 
 
 def _seed_dropouts(block: Block) -> None:

@@ -12,6 +12,13 @@ time) and can ``local_shuffle`` / ``global_shuffle`` (one process: the same as a
 shuffle); ``QueueDataset`` streams the files on every pass. Batches are converted to feed
 dicts in a background thread while the executor runs the previous batch.
 
+**Line prefixes** (``InMemoryDataset``, fluid 1.8's ``MultiSlotInMemoryDataFeed``): with
+``set_parse_ins_id(True)`` / ``set_parse_content(True)`` / ``set_parse_logkey(True)`` each line
+starts, in this order, with ``1 <ins_id>``, ``1 <content>``, ``1 <logkey>`` before the slots;
+the parsed values are kept on each loaded sample (a ``Record``: ``ins_id``, ``content``, and from
+the hexadecimal log key ``search_id`` = chars 16..31, ``cmatch`` = chars 11..13, ``rank`` =
+chars 14..15).
+
 **Slots shuffle** (feature-importance evaluation): after ``set_fea_eval(record_candidate_size)``,
 ``slots_shuffle(["slot", ...])`` replaces, in every sample, the values of those integer (sparse
 id) slots with the values of a random earlier-or-same sample: a reservoir of at most
@@ -29,7 +36,7 @@ import subprocess
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -40,9 +47,35 @@ from .feeder import DataFeeder
 from .prefetch import _END, _Prefetcher
 
 __all__ = ["DatasetFactory", "DatasetBase", "InMemoryDataset", "QueueDataset",
-           "FileInstantDataset", "DatasetLoader"]
+           "FileInstantDataset", "DatasetLoader", "Record"]
 
 _log = logging.getLogger("fluidlite")
+
+
+class Record(tuple):
+    """One parsed line: the tuple of its slot arrays (in ``set_use_var`` order), plus what the
+    line prefixes gave (``ins_id``, ``content``: str or None; ``search_id``, ``cmatch``,
+    ``rank``: int or None, from the log key)."""
+
+    ins_id: Optional[str] = None
+    content: Optional[str] = None
+    search_id: Optional[int] = None
+    cmatch: Optional[int] = None
+    rank: Optional[int] = None
+
+
+def _logkey_fields(log_key: str, where: str) -> Dict[str, int]:
+    """fluid 1.8's GetMsgFromLogKey: hexadecimal search id (chars 16..31), cmatch (11..13) and
+    rank (14..15) of a log key."""
+    try:
+        if len(log_key) < 32:
+            raise ValueError
+        return {"search_id": int(log_key[16:32], 16), "cmatch": int(log_key[11:14], 16),
+                "rank": int(log_key[14:16], 16)}
+    except ValueError:
+        raise ValueError(f"dataset: {where}: log key {log_key!r} must be at least 32 "
+                         f"hexadecimal characters (cmatch at 11..13, rank at 14..15, search id "
+                         f"at 16..31)") from None
 
 
 class DatasetFactory:
@@ -107,6 +140,8 @@ class DatasetBase:
         self.fea_eval = False
         self._record_candidate_size = 0
         self._slots_shuffle_seed: Optional[int] = None   # tests fix the reservoir's draws
+        # line prefixes before the slots (InMemoryDataset's set_parse_*), in this order
+        self._prefixes: Dict[str, bool] = {"ins_id": False, "content": False, "logkey": False}
 
     # -- configuration --------------------------------------------------------------------
     def set_pipe_command(self, pipe_command: str) -> None:
@@ -529,7 +564,10 @@ class DatasetBase:
                 fields = list(sample)
                 for i in idx:
                     fields[i] = cand[i]
-                sample = tuple(fields)
+                shuffled = type(sample)(fields)
+                if isinstance(sample, Record):      # the line prefixes stay the sample's own
+                    shuffled.__dict__.update(sample.__dict__)
+                sample = shuffled
             yield sample
 
     # -- reading ----------------------------------------------------------------------------
@@ -553,9 +591,28 @@ class DatasetBase:
         return [self._parse_line(line, path, i) for i, line in enumerate(text.splitlines())
                 if line.strip()]
 
+    def _parse_prefixes(self, tokens: List[str], where: str) -> Tuple[int, Dict[str, Any]]:
+        """The ``1 <value>`` prefixes enabled by ``set_parse_*``: (tokens used, the fields)."""
+        pos, meta = 0, {}
+        for key in ("ins_id", "content", "logkey"):
+            if not self._prefixes[key]:
+                continue
+            if pos + 1 >= len(tokens) or tokens[pos] != "1":
+                got = tokens[pos] if pos < len(tokens) else "the end of the line"
+                raise ValueError(f"dataset: {where}: set_parse_{key}(True) needs the line to "
+                                 f"continue with '1 <{key}>' but found {got!r}")
+            value = tokens[pos + 1]
+            pos += 2
+            if key == "logkey":
+                meta.update(_logkey_fields(value, where))
+            else:
+                meta[key] = value
+        return pos, meta
+
     def _parse_line(self, line: str, path: str, lineno: int) -> tuple:
         tokens = line.split()
-        pos, fields = 0, []
+        pos, meta = self._parse_prefixes(tokens, f"{path}:{lineno + 1}")
+        fields: List[Any] = []
         for var in self.use_vars:
             where = f"{path}:{lineno + 1}"
             if pos >= len(tokens):
@@ -581,7 +638,12 @@ class DatasetBase:
         if pos != len(tokens):
             raise ValueError(f"dataset: {path}:{lineno + 1}: {len(tokens) - pos} values left "
                              f"after the {len(self.use_vars)} slots of set_use_var")
-        return tuple(fields)
+        if not meta:
+            return tuple(fields)
+        record = Record(fields)
+        for key, value in meta.items():
+            setattr(record, key, value)
+        return record
 
     def _samples(self) -> Iterator[tuple]:
         for path in self.filelist:
@@ -655,6 +717,11 @@ class InMemoryDataset(DatasetBase):
         self._memory: Optional[List[tuple]] = None
         self._shuffled = 0
         self._original: Optional[List[tuple]] = None    # the data before any slots_shuffle
+        # page views (fluid 1.8's PvInstance): preprocess_instance groups the samples into
+        # them, postprocess_instance turns them back into samples
+        self._merge_by_sid = True
+        self._enable_pv_merge = False
+        self._pv: Optional[List[List[tuple]]] = None
 
     def load_into_memory(self) -> None:
         """Parse every file (``set_thread`` files in parallel).
@@ -890,6 +957,7 @@ class InMemoryDataset(DatasetBase):
         self._memory = None
         self._original = None
         self._shuffled = 0
+        self._pv = None
 
     def _apply_slots_shuffle(self, idx: List[int]) -> None:
         self._require_memory("slots_shuffle")
@@ -970,6 +1038,228 @@ class InMemoryDataset(DatasetBase):
             3
         """
         return self._shuffled
+
+    def _set_prefix(self, key: str, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"InMemoryDataset.set_parse_{key}: parse_{key} must be a bool, but "
+                            f"received {type(value).__name__}")
+        self._prefixes[key] = value
+
+    def set_parse_ins_id(self, parse_ins_id: bool) -> None:
+        """Each line starts with ``1 <ins_id>`` (an instance id token) before the slots; the
+        id is kept on the loaded sample (``Record.ins_id``). Applies to the next
+        ``load_into_memory``.
+
+        Args:
+            parse_ins_id (bool): parse the instance id or not.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``parse_ins_id`` is not a bool.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> with open(path, "w") as f:
+            ...     print("1 ins_a 2 1.0 2.0", file=f)
+            >>> with fluid.program_guard(fluid.Program(), fluid.Program()):
+            ...     x = fluid.data("x", [-1, 2], "float32")
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x])
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_parse_ins_id(True)
+            >>> dataset.load_into_memory()
+            >>> dataset.get_memory_data_size()
+            1
+        """
+        self._set_prefix("ins_id", parse_ins_id)
+
+    def set_parse_content(self, parse_content: bool) -> None:
+        """Each line has ``1 <content>`` (after the instance id, when parsed) before the slots;
+        the token is kept on the loaded sample (``Record.content``).
+
+        Args:
+            parse_content (bool): parse the content token or not.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``parse_content`` is not a bool.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_parse_content(True)
+        """
+        self._set_prefix("content", parse_content)
+
+    def set_parse_logkey(self, parse_logkey: bool) -> None:
+        """Each line has ``1 <logkey>`` (after the instance id and content, when parsed) before
+        the slots: a hexadecimal log key giving the sample's ``search_id`` (chars 16..31),
+        ``cmatch`` (11..13) and ``rank`` (14..15), kept on the loaded sample (``Record``).
+
+        Args:
+            parse_logkey (bool): parse the log key or not.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``parse_logkey`` is not a bool.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_parse_logkey(True)
+        """
+        self._set_prefix("logkey", parse_logkey)
+
+    def set_merge_by_sid(self, merge_by_sid: bool) -> None:
+        """Whether ``preprocess_instance`` (with ``set_enable_pv_merge(True)``) merges the
+        samples of one search id (from the log key, ``set_parse_logkey(True)``) into one page
+        view; False: every sample is its own page view. Default True, as in fluid 1.8.
+
+        Args:
+            merge_by_sid (bool): merge by search id or not.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``merge_by_sid`` is not a bool.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_merge_by_sid(True)
+        """
+        if not isinstance(merge_by_sid, bool):
+            raise TypeError(f"InMemoryDataset.set_merge_by_sid: merge_by_sid must be a bool, "
+                            f"but received {type(merge_by_sid).__name__}")
+        self._merge_by_sid = merge_by_sid
+
+    def set_enable_pv_merge(self, enable_pv_merge: bool) -> None:
+        """Whether ``preprocess_instance`` groups the samples into page views (see
+        ``set_merge_by_sid``) and shuffles whole page views; False: it shuffles samples.
+        Default False, as in fluid 1.8.
+
+        Args:
+            enable_pv_merge (bool): merge page views or not.
+
+        Returns:
+            None.
+
+        Raises:
+            TypeError: ``enable_pv_merge`` is not a bool.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_enable_pv_merge(True)
+        """
+        if not isinstance(enable_pv_merge, bool):
+            raise TypeError(f"InMemoryDataset.set_enable_pv_merge: enable_pv_merge must be a "
+                            f"bool, but received {type(enable_pv_merge).__name__}")
+        self._enable_pv_merge = enable_pv_merge
+
+    def preprocess_instance(self, seed: Optional[int] = None) -> None:
+        """fluid 1.8's ``PreprocessInstance``: with ``set_enable_pv_merge(True)`` the loaded
+        samples are sorted by search id, grouped into page views (one per search id with
+        ``set_merge_by_sid(True)``, else one per sample) and the page views shuffled; they stay
+        page views (``get_pv_data_size``) until ``postprocess_instance``. Without PV merge it is
+        ``local_shuffle``.
+
+        Args:
+            seed (int, optional): seed of the shuffle; None draws a fresh order. Default None.
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called before ``load_into_memory``.
+            ValueError: merging by search id, but a sample has none (parse the log key with
+                ``set_parse_logkey(True)`` before ``load_into_memory``).
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> import os, tempfile
+            >>> path = os.path.join(tempfile.mkdtemp(), "part-0")
+            >>> key = lambda sid: "0" * 16 + "%016x" % sid
+            >>> with open(path, "w") as f:
+            ...     for sid, v in [(7, 1.0), (9, 2.0), (7, 3.0)]:
+            ...         print("1", key(sid), "1", v, file=f)
+            >>> with fluid.program_guard(fluid.Program(), fluid.Program()):
+            ...     x = fluid.data("x", [-1, 1], "float32")
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.set_use_var([x])
+            >>> dataset.set_filelist([path])
+            >>> dataset.set_parse_logkey(True)
+            >>> dataset.load_into_memory()
+            >>> dataset.set_enable_pv_merge(True)
+            >>> dataset.preprocess_instance(seed=0)
+            >>> dataset.get_pv_data_size()               # search ids 7 and 9
+            2
+            >>> dataset.postprocess_instance()
+            >>> dataset.get_memory_data_size()
+            3
+        """
+        self._require_memory("preprocess_instance")
+        if not self._enable_pv_merge:
+            self.local_shuffle(seed)
+            return
+        samples = list(self._memory or [])
+        if self._merge_by_sid and any(getattr(r, "search_id", None) is None for r in samples):
+            raise ValueError("InMemoryDataset.preprocess_instance: merging page views by search "
+                             "id (set_merge_by_sid(True)) needs each sample's search id: call "
+                             "set_parse_logkey(True) before load_into_memory()")
+        samples.sort(key=lambda r: getattr(r, "search_id", None) or 0)
+        pvs: List[List[tuple]] = []
+        for r in samples:
+            if self._merge_by_sid and pvs and pvs[-1][0].search_id == r.search_id:
+                pvs[-1].append(r)
+            else:
+                pvs.append([r])
+        random.Random(seed).shuffle(pvs)
+        self._pv, self._memory = pvs, []
+
+    def postprocess_instance(self) -> None:
+        """fluid 1.8's ``PostprocessInstance``: the page views of ``preprocess_instance`` back
+        into samples, in page-view order (a page view's samples stay together).
+
+        Returns:
+            None.
+
+        Raises:
+            RuntimeError: called before ``load_into_memory``.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.get_pv_data_size()
+            0
+        """
+        self._require_memory("postprocess_instance")
+        if self._pv is not None:
+            self._memory = [r for pv in self._pv for r in pv]
+            self._pv = None
+
+    def get_pv_data_size(self) -> int:
+        """How many page views ``preprocess_instance`` holds (0 when none).
+
+        Returns:
+            int: the number of page views.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> dataset = fluid.DatasetFactory().create_dataset("InMemoryDataset")
+            >>> dataset.get_pv_data_size()
+            0
+        """
+        return len(self._pv or [])
 
     def set_queue_num(self, queue_num: int) -> None:
         """Accepted for compatibility (one in-process queue).
@@ -1083,6 +1373,11 @@ class InMemoryDataset(DatasetBase):
 
     def _samples(self) -> Iterator[tuple]:
         self._require_memory("reading")
+        if self._pv is not None:
+            raise RuntimeError("InMemoryDataset: preprocess_instance() holds the samples as "
+                               "page views; call postprocess_instance() to read them as "
+                               "samples (fluid's feed of page-view batches, PaddleBox's join "
+                               "phase, is not provided)")
         return iter(list(self._memory or []))
 
 

@@ -28,10 +28,11 @@ import signal
 import threading
 import traceback
 import weakref
-from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import numpy as np
 
+from ..core import mode as _mode
 from ..core import readers as _readers
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Variable
@@ -231,6 +232,38 @@ class _Converter:
         return out
 
 
+def _count_places(places: Any) -> int:
+    """How many places a data source feeds: ``len(places)`` of a list, else one."""
+    return len(places) if isinstance(places, (list, tuple)) and places else 1
+
+
+def _regular_array(value: Any, batch: int, field: int) -> Any:
+    """A dygraph loader's field: a LoDTensor as it is, else a regular ndarray (fluid 1.8's
+    ``_check_input_array``)."""
+    if isinstance(value, LoDTensor):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(f"DataLoader: field {field} of batch {batch} does not convert to a "
+                        f"regular ndarray (nested lists of different lengths?); use "
+                        f"fluid.create_lod_tensor for variable-length data")
+    return arr
+
+
+def _stack_samples(samples: Any, batch: int) -> list:
+    """A list of samples (tuples of fields) as one array per field, the samples stacked
+    along a new first axis (fluid 1.8's dygraph ``set_sample_list_generator``)."""
+    samples = list(samples)
+    if not samples:
+        raise ValueError(f"DataLoader: batch {batch} holds no samples")
+    width = len(samples[0])
+    for k, sample in enumerate(samples):
+        if len(sample) != width:
+            raise ValueError(f"DataLoader: sample {k} of batch {batch} has {len(sample)} "
+                             f"fields, sample 0 has {width}")
+    return [_regular_array([sample[j] for sample in samples], batch, j) for j in range(width)]
+
+
 # -- the loader -----------------------------------------------------------------------------
 class GeneratorLoader:
     """What ``DataLoader.from_generator`` returns (see the module docstring)."""
@@ -239,15 +272,28 @@ class GeneratorLoader:
                  use_double_buffer: bool = True, iterable: bool = True,
                  return_list: bool = False, use_multiprocess: bool = False,
                  drop_last: bool = True) -> None:
-        if not feed_list:
+        # fluid 1.8: made in dygraph mode, the loader is its DygraphGeneratorLoader: no
+        # feed_list, iterable, each batch a list of dygraph tensors (one per field)
+        self._dygraph = _mode.tracer is not None
+        if self._dygraph and feed_list:
+            raise ValueError("DataLoader.from_generator: in dygraph mode the loader yields "
+                             "dygraph tensors, one per field of each batch; omit feed_list "
+                             "(it names static variables)")
+        if not feed_list and not self._dygraph:
             raise ValueError("DataLoader.from_generator: feed_list must name the variables the "
-                             "loader feeds (the fluid.data variables of the program)")
-        if not all(isinstance(v, Variable) for v in feed_list):
+                             "loader feeds (the fluid.data variables of the program); only in "
+                             "dygraph mode (inside fluid.dygraph.guard()) is it omitted")
+        if not all(isinstance(v, Variable) for v in feed_list or []):
             raise TypeError("DataLoader.from_generator: feed_list must hold Variables")
         if capacity is None or int(capacity) < 1:
             raise ValueError(f"DataLoader.from_generator: capacity must be >= 1, got "
                              f"{capacity!r}")
-        self.feed_list = list(feed_list)
+        if self._dygraph and not (iterable and return_list):
+            _log.warning("DataLoader.from_generator in dygraph mode is iterable and returns "
+                         "lists of tensors (fluid 1.8: imperative mode supports only these); "
+                         "iterable=%s, return_list=%s changed to True", iterable, return_list)
+            iterable = return_list = True
+        self.feed_list = list(feed_list or [])
         self.feed_names = [v.name for v in self.feed_list]
         self.capacity = int(capacity)
         self.iterable = bool(iterable)
@@ -256,8 +302,9 @@ class GeneratorLoader:
         # use_multiprocess: batches are prepared in a forked worker process (not on Windows)
         self.use_multiprocess = bool(use_multiprocess) and \
             "fork" in multiprocessing.get_all_start_methods()
-        self._program = self.feed_list[0].block.program
-        self._make: Optional[Callable[[], Iterator[Dict[str, Any]]]] = None
+        self._program = self.feed_list[0].block.program if self.feed_list else None
+        self._num_places = 1            # the places of the data source (set_*_generator)
+        self._make: Optional[Callable[[], Iterator[Any]]] = None
         self._running: Optional[_Prefetcher] = None
         self._current: Optional["weakref.ReferenceType[Any]"] = None   # iter()'s epoch
         self._owned: Optional[Iterator[Any]] = None      # an epoch next() started itself
@@ -274,7 +321,13 @@ class GeneratorLoader:
     def set_sample_list_generator(self, reader: Callable[[], Iterable[Any]],
                                   places: Any = None) -> "GeneratorLoader":
         """``reader()`` yields lists of samples (one list per batch)."""
-        def make() -> Iterator[Dict[str, Any]]:
+        self._num_places = _count_places(places)
+
+        def make() -> Iterator[Any]:
+            if self._dygraph:
+                for i, batch in enumerate(reader()):
+                    yield _stack_samples(batch, i)
+                return
             conv = _Converter(self.feed_list)
             for batch in reader():
                 yield conv.samples(batch)
@@ -284,7 +337,13 @@ class GeneratorLoader:
     def set_batch_generator(self, reader: Callable[[], Iterable[Any]],
                             places: Any = None) -> "GeneratorLoader":
         """``reader()`` yields batches: one array (or LoDTensor) per variable."""
-        def make() -> Iterator[Dict[str, Any]]:
+        self._num_places = _count_places(places)
+
+        def make() -> Iterator[Any]:
+            if self._dygraph:
+                for i, fields in enumerate(reader()):
+                    yield [_regular_array(f, i, j) for j, f in enumerate(fields)]
+                return
             conv = _Converter(self.feed_list)
             for i, fields in enumerate(reader()):
                 yield conv.batch(fields, i)
@@ -371,12 +430,25 @@ class GeneratorLoader:
 
     def _epoch(self) -> Iterator[Any]:
         worker = self._start_worker()
+        group: List[Dict[str, Any]] = []    # feed dicts of several places (fluid 1.8)
         try:
             while True:
                 item = worker.get()
                 if item is _END:
+                    if group and not self.drop_last:
+                        yield group         # fewer dicts than places: inference runs on them
                     return
-                if self.return_list:
+                if self._num_places > 1 and not (self._dygraph or self.return_list):
+                    # one batch per place and step; a last incomplete step is dropped with
+                    # drop_last, as fluid 1.8's multi-device reader
+                    group.append(item)
+                    if len(group) == self._num_places:
+                        yield group
+                        group = []
+                elif self._dygraph:
+                    to_variable = _mode.implementation("to_variable")
+                    yield [to_variable(a) for a in item]
+                elif self.return_list:
                     yield [np.asarray(item[n]) for n in self.feed_names]
                 else:
                     yield [item]
@@ -526,20 +598,26 @@ class DataLoader:
 
         Args:
             feed_list (list of Variable | None): the variables each batch feeds, in order.
+                In dygraph mode (inside ``fluid.dygraph.guard()``) omitted: the loader then
+                yields each batch as a list of dygraph tensors, one per field (fluid 1.8's
+                DygraphGeneratorLoader; always iterable and ``return_list``).
             capacity (int, default 64): batches buffered ahead by the background thread.
             use_double_buffer (bool, default True): accepted (batches are prepared ahead anyway).
             iterable (bool, default True): iterate over the loader (else the program reads it
                 after ``start()``).
             return_list (bool, default False): yield lists instead of feed dicts (dygraph).
             use_multiprocess (bool, default False): prepare batches in a child process.
-            drop_last (bool, default True): drop a last batch smaller than the others.
+            drop_last (bool, default True): with several places (a list of places given to
+                the ``set_*_generator`` call), each step holds one batch per place; drop a
+                last step with fewer batches than places (else it is yielded as a shorter
+                list, which a data-parallel inference program runs on that many places).
         Returns:
             GeneratorLoader: set its data with ``set_sample_generator``,
             ``set_sample_list_generator`` or ``set_batch_generator``.
 
         Raises:
-            ValueError: ``feed_list`` is empty or None, or ``capacity`` is below 1 (or a non-integer
-                string).
+            ValueError: ``feed_list`` is empty or None outside dygraph mode (given in dygraph
+                mode), or ``capacity`` is below 1 (or a non-integer string).
             TypeError: an entry of ``feed_list`` is not a Variable, or ``capacity`` is not a number.
 
         Example:

@@ -805,6 +805,18 @@ def test_detection_map(ap, difficult):
     assert again["AccumPosCount"].sum() == 2 * got["AccumPosCount"].sum()
 
 
+def test_detection_map_counts_a_class_without_detections():
+    """fluid 1.8 (test_detection_map_op's ...WithClassNoTP): class 2 has a ground truth but
+    no detection, so its AP is 0 and the mean over classes 1 and 2 is 0.5."""
+    gt = np.array([[2, 0, 0.3, 0.3, 0.6, 0.5], [1, 0, 0.7, 0.1, 0.9, 0.3]])
+    det = np.array([[1, 0.2, 0.8, 0.1, 1.0, 0.3]])
+    got = op("detection_map").forward(det, gt, lod={"DetectRes": ((0, 1),),
+                                                    "Label": ((0, 2),)},
+                                      overlap_threshold=0.3, evaluate_difficult=True,
+                                      ap_type="11point", class_num=3)
+    np.testing.assert_allclose(got["MAP"], [0.5])
+
+
 def ref_locality_aware_nms(bboxes, scores, bg, sthr, top_k, nthr, keep_top_k):
     rows = []
     for c in range(scores.shape[0]):
@@ -854,8 +866,8 @@ def test_locality_aware_nms(keep_top_k):
     ref = ref_locality_aware_nms(bb, sc[0], -1, 0.1, 10, 0.5, keep_top_k)
     np.testing.assert_allclose(got["Out"], ref, rtol=1e-6)
     assert got["Out"].shape[0] < 15 * 2 and got["lod"]["Out"] == ((0, len(ref)),)
-    with pytest.raises(ValueError, match="4-coordinate"):
-        op("locality_aware_nms").infer(VarSpec([1, 5, 8], "float32"),
+    with pytest.raises(ValueError, match="must be 4 or a polygon's 8, 16, 24 or 32"):
+        op("locality_aware_nms").infer(VarSpec([1, 5, 6], "float32"),
                                        VarSpec([1, 2, 5], "float32"))
 
 
@@ -1024,7 +1036,7 @@ def test_generate_proposal_labels():
     ov = ref_iou(boxes, gt, False)
     best = ov.max(1)
     best[2] = -1.0                                    # the crowd ground-truth row
-    fg = [r for r in range(len(boxes)) if best[r] > 0.5][:3]
+    fg = [r for r in range(len(boxes)) if best[r] >= 0.5][:3]       # fluid: >= fg_thresh
     bg = [r for r in range(len(boxes)) if 0 <= best[r] < 0.5][:6 - len(fg)]
     np.testing.assert_allclose(got["Rois"], boxes[fg + bg] * 2.0)
     lab = [cls[int(np.argmax(ov[r])), 0] for r in fg] + [0] * len(bg)
@@ -1039,6 +1051,29 @@ def test_generate_proposal_labels():
         assert got["BboxInsideWeights"][k].sum() == 4
     assert got["BboxTargets"][len(fg):].sum() == 0
     assert got["lod"]["Rois"] == ((0, len(fg) + len(bg)),)
+
+
+def test_generate_proposal_labels_cascade():
+    """fluid 1.8's cascade mode: RpnRois starts with the ground truths at image scale (not
+    divided by the scale, the crowd rule applies to them), rows of non-positive size
+    (x2 - x1 + 1 <= 0) are skipped, a best IoU equal to fg_thresh is foreground, and every
+    foreground / background row is kept."""
+    gt = np.array([[0, 0, 20, 21], [40, 38, 62, 60]], np.float64)
+    props = np.array([[0, 0, 40, 42], [80, 76, 124, 120], [10, 10, 8, 30],
+                      [200, 200, 240, 240]], np.float64)          # at scale 2
+    rpn = np.concatenate([gt, props])
+    cls, crowd = np.array([[3], [1]], np.int32), np.array([[0], [1]], np.int32)
+    got = op("generate_proposal_labels").forward(
+        rpn, cls, crowd, gt, np.array([[128, 128, 2.0]]),
+        lod={"RpnRois": ((0, 6),), "GtClasses": ((0, 2),), "IsCrowd": ((0, 2),),
+             "GtBoxes": ((0, 2),)},
+        batch_size_per_im=2, fg_fraction=0.5, fg_thresh=1.0, bg_thresh_hi=1.0,
+        bg_thresh_lo=0.0, class_nums=4, use_random=False, is_cascade_rcnn=True)
+    boxes = np.concatenate([gt, props / 2.0])
+    # fg: gt row 0 (IoU exactly 1.0 = fg_thresh), scaled proposals 0 and 1 (IoU 1 with
+    # gt 0 and 1); bg: the far box; the crowd row 1 and the inverted row 4 are dropped
+    np.testing.assert_allclose(got["Rois"], boxes[[0, 2, 3, 5]] * 2.0)
+    np.testing.assert_array_equal(got["LabelsInt32"][:, 0], [3, 3, 1, 0])
 
 
 # -- generate_mask_labels -------------------------------------------------------------------------

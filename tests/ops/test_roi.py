@@ -174,9 +174,9 @@ def test_roi_errors():
                                         RoisLod=np.array([0, 1, 2]))
 
 
-def ref_prroi(x, rois, bid, oc, scale, ph, pw, steps=400):
+def ref_prroi(x, rois, bid, scale, ph, pw, steps=400):
     """Numerical integration (midpoint rule, fine grid) of fluid's bilinear interpolant with
-    zero outside the map."""
+    zero outside the map, per channel (fluid 1.8's prroi_pool is not position-sensitive)."""
     N, C, H, W = x.shape
 
     def interp(img, yy, xx):
@@ -191,11 +191,11 @@ def ref_prroi(x, rois, bid, oc, scale, ph, pw, steps=400):
                     * wgt
         return val
 
-    out = np.zeros((len(rois), oc, ph, pw))
+    out = np.zeros((len(rois), C, ph, pw))
     for r, roi in enumerate(rois):
         x1, y1, x2, y2 = roi * scale
         bw, bh = max(x2 - x1, 0) / pw, max(y2 - y1, 0) / ph
-        for c in range(oc):
+        for c in range(C):
             for i in range(ph):
                 for j in range(pw):
                     if bw * bh == 0:
@@ -203,7 +203,7 @@ def ref_prroi(x, rois, bid, oc, scale, ph, pw, steps=400):
                     t = (np.arange(steps) + 0.5) / steps
                     yy = (y1 + i * bh + t * bh)[:, None]
                     xx = (x1 + j * bw + t * bw)[None, :]
-                    img = x[bid[r], (c * ph + i) * pw + j]
+                    img = x[bid[r], c]
                     out[r, c, i, j] = interp(img, yy, xx).mean()
     return out
 
@@ -212,12 +212,11 @@ class TestPrroiPool(OpTest):
     op_type = "prroi_pool"
 
     def test_prroi(self):
-        x = self.rand(2, 2 * 2 * 2, 5, 6)
+        x = self.rand(2, 3, 5, 6)
         rois = np.array([[0.3, 0.7, 4.2, 3.9], [-0.5, 1.2, 6.3, 5.8], [2.0, 2.0, 2.0, 3.0]])
         self.inputs = {"X": x, "ROIs": rois, "BatchRoINums": np.array([1, 2], np.int64)}
-        self.attrs = {"output_channels": 2, "spatial_scale": 0.9, "pooled_height": 2,
-                      "pooled_width": 2}
-        self.outputs = {"Out": ref_prroi(x, rois, [0, 1, 1], 2, 0.9, 2, 2)}
+        self.attrs = {"spatial_scale": 0.9, "pooled_height": 2, "pooled_width": 3}
+        self.outputs = {"Out": ref_prroi(x, rois, [0, 1, 1], 0.9, 2, 3)}
         self.check_infer()
         self.check_output(atol=2e-5, rtol=1e-4)
         self.check_grad(["X"], "Out", weighted=True)
@@ -226,12 +225,11 @@ class TestPrroiPool(OpTest):
         """fluid's prroi_pool also differentiates the boxes (PRROIPoolGradMaker writes
         ROIs@GRAD): the exact derivative of the bin integrals / bin area w.r.t. the corners
         (boxes kept off pixel centres and with positive area, where it is smooth)."""
-        x = self.rand(2, 2 * 2 * 2, 5, 6, seed=3)
+        x = self.rand(2, 2, 5, 6, seed=3)
         rois = np.array([[0.3, 0.7, 4.2, 3.9], [-0.45, 1.2, 6.3, 5.85], [1.1, 2.2, 2.6, 3.3]])
         self.inputs = {"X": x, "ROIs": rois, "BatchRoINums": np.array([1, 2], np.int64)}
-        self.attrs = {"output_channels": 2, "spatial_scale": 0.9, "pooled_height": 2,
-                      "pooled_width": 2}
-        self.outputs = {"Out": ref_prroi(x, rois, [0, 1, 1], 2, 0.9, 2, 2)}
+        self.attrs = {"spatial_scale": 0.9, "pooled_height": 2, "pooled_width": 2}
+        self.outputs = {"Out": ref_prroi(x, rois, [0, 1, 1], 0.9, 2, 2)}
         self.check_grad(["X", "ROIs"], "Out", weighted=True, delta=1e-5)
 
 
@@ -423,8 +421,8 @@ def grads_with_everything_requested(op_type, inputs, attrs, out_slot):
      {"pooled_height": 2, "pooled_width": 2}, "Out", {"X"}),
     ("psroi_pool", {"X": OpTest.rand(1, 8, 6, 7), "ROIs": np.array([[0.5, 1.0, 4.5, 5.0]])},
      {"output_channels": 2, "pooled_height": 2, "pooled_width": 2}, "Out", {"X"}),
-    ("prroi_pool", {"X": OpTest.rand(1, 8, 6, 7), "ROIs": np.array([[0.5, 1.1, 4.5, 5.2]])},
-     {"output_channels": 2, "pooled_height": 2, "pooled_width": 2}, "Out", {"X", "ROIs"}),
+    ("prroi_pool", {"X": OpTest.rand(1, 2, 6, 7), "ROIs": np.array([[0.5, 1.1, 4.5, 5.2]])},
+     {"pooled_height": 2, "pooled_width": 2}, "Out", {"X", "ROIs"}),
     ("deformable_psroi_pooling", {"Input": OpTest.rand(1, 8, 8, 9),
                                   "ROIs": np.array([[1.2, 1.4, 5.6, 6.2]]),
                                   "Trans": OpTest.rand(1, 2, 2, 2, low=-0.3, high=0.3)},

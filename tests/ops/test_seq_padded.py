@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
 from tests.ops.test_sequence import check_grad, run
 
 LENS = [2, 0, 3, 1]          # an empty sequence included: fluid's padded ops allow it
@@ -376,6 +377,10 @@ def test_sequence_erase_per_sequence():
     out, = run("sequence_erase", {"X": (x, lens)}, {"tokens": [3, 0]})
     assert np.array(out).ravel().tolist() == [1, 2, 5]
     assert out.recursive_sequence_lengths() == [[2, 0, 0, 1]]
+    # a 2-level LoD keeps its upper level; only the last one shrinks (fluid)
+    two = get_op_def("sequence_erase").forward(
+        x, lod={"X": ((0, 1, 4), (0, 4, 6, 6, 9))}, tokens=[3, 0])
+    assert two["lod"]["Out"] == ((0, 1, 4), (0, 2, 2, 2, 3))
 
 
 def test_edit_distance_ignored_tokens():

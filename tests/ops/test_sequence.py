@@ -661,10 +661,23 @@ def test_im2sequence_real_image_size_layer_and_errors():
     # image 0: ceil(8/2)=4 -> 2 x 2 patches; image 1: (2, 3) -> 1 x 1 patch
     assert got.recursive_sequence_lengths() == [[4, 1]]
     np.testing.assert_array_equal(np.array(got)[4], x[1, 0, :2, :2].reshape(-1))
+    # a real size beyond the image (fluid 1.8's Case6): ceil(20/2) = 10 -> 5 patch rows, the
+    # rows past the 4 x 4 image read zeros (fluid's im2col bounds check)
+    got, = fluid.Executor().run(main, feed={"img": x, "size": np.array([[8, 8], [20, 6]],
+                                                                      "float32")},
+                                fetch_list=[out], scope=fluid.Scope(), return_numpy=False)
+    assert got.recursive_sequence_lengths() == [[4, 5]]
+    np.testing.assert_array_equal(np.array(got)[4], x[1, 0, :2, :2].reshape(-1))
+    assert not np.array(got)[6:].any()
     with pytest.raises(ValueError, match=r"im2sequence: each image's real size \(Y"):
-        fluid.Executor().run(main, feed={"img": x, "size": np.array([[8, 8], [20, 6]],
+        fluid.Executor().run(main, feed={"img": x, "size": np.array([[8, 8], [0, 6]],
                                                                    "float32")},
                              fetch_list=[out], scope=fluid.Scope())
+    # fluid reads Y only for a batch of several images
+    one, = fluid.Executor().run(main, feed={"img": x[:1], "size": np.array([[2, 2]],
+                                                                          "float32")},
+                                fetch_list=[out], scope=fluid.Scope(), return_numpy=False)
+    assert one.recursive_sequence_lengths() == [[4]]
 
 
 def test_im2sequence_truncated_output_size():

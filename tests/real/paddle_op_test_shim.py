@@ -48,6 +48,7 @@ from fluidlite.core.ir import Program, program_guard
 from fluidlite.core.registry import COMMON_ATTRS, get_op_def
 from fluidlite.core.scope import Scope
 from fluidlite.executor import Executor
+from fluidlite.op import Operator  # noqa: F401  (1.8's op_test imports it: fluid.op resolves)
 from fluidlite.testing import numeric_grad
 
 CHECKS = [0]     # checks run in this process (the runner reads it around every test)
@@ -261,6 +262,11 @@ class OpTest(unittest.TestCase):
                 exp, lod = _split(expect)
                 actual = got[name]
                 act = np.array(actual)
+                if act.size == 0:
+                    # fluid 1.8's fetch op hands back an empty tensor as shape [0] (fetch_op.cc
+                    # DataCopy: "Not copy, if the src tensor is empty"); fluidlite keeps the
+                    # kernel's shape ([0, 6]), which the tests' empty expectations never have
+                    act = act.reshape(0)
                 self.assertTrue(
                     np.allclose(act, exp, atol=atol, equal_nan=equal_nan),
                     f"Output ({name}) has diff at {place}\nExpect {exp}\nBut Got {act} "
