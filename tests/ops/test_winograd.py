@@ -154,7 +154,7 @@ def test_tile_threshold(monkeypatch):
 
 @pytest.mark.parametrize("N, C, oh, ow, itemsize", [
     (32, 64, 32, 32, 4), (8, 512, 7, 7, 4), (3, 16, 5, 9, 8), (1, 256, 14, 14, 4),
-    (16, 64, 56, 56, 4)])
+    (16, 64, 56, 56, 4), (512, 16, 8, 8, 4), (4, 16, 16, 16, 4)])
 def test_blocks_contract(N, C, oh, ow, itemsize):
     """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2), as many
     images per block as keep 16 x C x tiles (plus the spare column) within ``_BUDGET``
