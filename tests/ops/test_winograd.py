@@ -18,6 +18,7 @@ CASES = [
     (1, 16, 16, 6, 7, (0, 0, 0, 0)),
     (3, 17, 16, 7, 4, (2, 1, 0, 2)),
     (2, 16, 16, 5, 11, (1, 1, 1, 1)),     # 6 tile columns: spare-column planes when batch-second
+    (2, 16, 16, 6, 5, (1, 0, 0, 1)),      # top and left paddings of different parity
 ]
 
 
