@@ -509,7 +509,7 @@ class Conv2DGrad(_ConvGradBase):
         x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
         g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
         kind = _kind(x.shape[0], x.shape[1], Filter.shape, g, x.dtype)
-        if kind == "winograd" and wanted is not None:
+        if kind == "winograd" and wanted:
             # both gradients in one pass over the blocks: each block's transformed dY serves
             # both products
             dx, dw = WG.winograd_grads(dy, g, w=Filter if "Input@GRAD" in wanted else None,

@@ -187,3 +187,31 @@ def test_float32_stays_float32_inside():
     assert WG._gg(np.float32).dtype == np.float32
     assert WG._input_tiles(x, pl, (1, 1)).dtype == np.float32
     assert WG._grad_tiles(x, pl).dtype == np.float32
+
+
+def test_program_reading_only_the_filter_gradient(monkeypatch):
+    """A first layer (the image needs no gradient): conv2d_grad is bound with Filter@GRAD
+    alone, and Winograd's filter gradient equals the im2col route's."""
+    import fluidlite as fluid
+    rng = np.random.default_rng(8)
+    img = rng.standard_normal((2, 16, 8, 8)).astype(np.float32)
+
+    def filter_grad():
+        main, startup = fluid.Program(), fluid.Program()
+        with fluid.program_guard(main, startup):
+            x = fluid.data("x", [-1, 16, 8, 8])
+            y = fluid.layers.conv2d(x, 16, 3, padding=1, bias_attr=False,
+                                    param_attr=fluid.initializer.Constant(0.01))
+            loss = fluid.layers.reduce_sum(fluid.layers.square(y))
+            (_, grad), = fluid.backward.append_backward(loss)
+        exe = fluid.Executor(fluid.CPUPlace())
+        scope = fluid.Scope()
+        exe.run(startup, scope=scope)
+        ops = [op.type for op in main.global_block().ops]
+        assert "conv2d_grad" in ops and not main.global_block().has_var("x@GRAD")
+        return exe.run(main, feed={"x": img}, fetch_list=[grad], scope=scope)[0]
+
+    got = filter_grad()
+    monkeypatch.setattr(WG, "_MIN_CHANNELS", 1 << 30)
+    want = filter_grad()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
