@@ -11,12 +11,13 @@ from .ir import OpRole
 from .readers import EOFException  # noqa: F401  (fluid.core.EOFException; core/readers.py)
 from .scope import (CPUPlace, CUDAPinnedPlace, CUDAPlace, LoDTensor, Scope, cpu_places,
                     cuda_places, is_compiled_with_cuda)
+from .threads import get_num_threads, set_num_threads
 
 
 __all__ = ["VarType", "VarDesc", "OpRole", "op_proto_and_checker_maker", "EnforceNotMet",
            "Scope", "LoDTensor", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "cpu_places",
            "cuda_places", "is_compiled_with_cuda", "get_cuda_device_count", "dtypes", "names",
-           "registry"]
+           "registry", "get_num_threads", "set_num_threads"]
 
 
 class VarDesc:

@@ -124,6 +124,7 @@ class AnalysisConfig:
         self._ir_optim = True
         self._passes = PassStrategy()
         self._threads = 1
+        self._threads_set = False
         self._feed_fetch_ops = True
         self._specify_input_names = False
         self._memory_optim = False
@@ -211,13 +212,16 @@ class AnalysisConfig:
         """Accepted (no effect here)."""
 
     def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
-        """Threads of the math library. Used by the onnxruntime engine (intra-op threads);
-        the NumPy engine's BLAS reads its own environment (``OMP_NUM_THREADS``) at start-up,
-        so there it is recorded only."""
+        """Threads of the math library. The NumPy engine: creating the predictor sets the
+        process's intra-op threads to this (``fluid.core.set_num_threads``: the kernels'
+        parallel parts and BLAS), as Paddle's predictor sets its math library's threads at
+        creation; left as they are when this was never called. onnxruntime: its intra-op
+        threads."""
         n = int(cpu_math_library_num_threads)
         if n < 1:
             raise ValueError(f"cpu_math_library_num_threads must be >= 1, got {n}")
         self._threads = n
+        self._threads_set = True
 
     def cpu_math_library_num_threads(self) -> int:
         """The value of ``set_cpu_math_library_num_threads`` (default 1)."""

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..core import names
+from ..core import names, threads
 from ..core import scope as scope_mod
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Program
@@ -98,6 +98,8 @@ class _Shared:
         if config.use_onnxruntime():
             self.session = self._onnx_session(config)
             self.engine = "onnxruntime" if self.session is not None else "numpy"
+        if self.engine == "numpy" and config._threads_set:
+            threads.set_num_threads(config.cpu_math_library_num_threads())
 
     def _onnx_session(self, config: AnalysisConfig) -> Any:
         """An onnxruntime session of the loaded program, or None (warned: the NumPy engine

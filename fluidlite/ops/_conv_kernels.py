@@ -27,13 +27,13 @@ paddings pt, pb, pl, pr; input H, W; output oh, ow; groups; padded Hp, Wp).
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["copy_parts", "run_parts", "shutdown_pool", "use_depthwise", "depthwise_fwd", "depthwise_dx",
+from ..core import threads
+
+__all__ = ["copy_parts", "run_parts", "use_depthwise", "depthwise_fwd", "depthwise_dx",
            "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx", "pointwise_dw"]
 
 _BLOCK = 1 << 16        # output elements per block of rows (256 KiB of float32)
@@ -41,39 +41,14 @@ _PARTS = 2              # fixed split of the rows (results never depend on the t
 _ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
 _POINTWISE_MIN = 128    # 1x1 GEMM per image only for maps of at least this many pixels
 _PHASES_MIN = 2048      # a strided depthwise input gradient on phase planes from this many pixels
-_pool: List[ThreadPoolExecutor] = []
-
-
-def _workers() -> int:
-    """Threads for the parts: ``FLUIDLITE_CONV_THREADS`` (default 1: measured on 2 cores, a
-    second thread next to OpenBLAS's own threads made ResNet-18 / MobileNetV2 steps ~5%
-    slower; the parts still run, so results are the same either way)."""
-    env = os.environ.get("FLUIDLITE_CONV_THREADS")
-    return max(1, int(env)) if env else 1
-
-
-def shutdown_pool() -> None:
-    """Stop the worker threads (they are started on the first parallel call with
-    ``FLUIDLITE_CONV_THREADS`` >= 2 and otherwise live as long as the process)."""
-    while _pool:
-        _pool.pop().shutdown(wait=True)
 
 
 def _run_parts(fn: Callable[[int, int], None], n: int) -> None:
     """``fn(lo, hi)`` over ``_PARTS`` fixed slices of ``range(n)``, in parallel when there
-    are workers (each part writes disjoint outputs)."""
+    are threads (each part writes disjoint outputs)."""
     cuts = [n * i // _PARTS for i in range(_PARTS + 1)]
     parts = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
-    if len(parts) < 2 or _workers() < 2:
-        for lo, hi in parts:
-            fn(lo, hi)
-        return
-    if not _pool:
-        _pool.append(ThreadPoolExecutor(max_workers=_workers(),
-                                        thread_name_prefix="fluidlite-conv"))
-    futures = [_pool[0].submit(fn, lo, hi) for lo, hi in parts]
-    for f in futures:
-        f.result()
+    threads.parallel(lambda k: fn(*parts[k]), len(parts))
 
 
 _COPY_MIN = 1 << 17      # elements below which a copy is not worth a second thread
@@ -83,7 +58,7 @@ def copy_parts(dst: np.ndarray, src: Any) -> np.ndarray:
     """``dst[...] = src`` (broadcasting), split along axis 0 over the pool for big arrays:
     the layout copies of im2col run on both cores (a copy's result never depends on how it is
     split)."""
-    if dst.size < _COPY_MIN or dst.ndim == 0 or _workers() < 2:
+    if dst.size < _COPY_MIN or dst.ndim == 0 or threads.get_num_threads() < 2:
         np.copyto(dst, src)
         return dst
     src = np.broadcast_to(src, dst.shape)
@@ -478,31 +453,54 @@ def _strided_rows(x: np.ndarray, g: Any) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], g.oh * g.ow)
 
 
+def _mm_into(mm: Callable, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out[...] = a @ b`` (float16 through ``mm``'s float32 product)."""
+    if out.dtype == np.float16:
+        out[...] = mm(a, b)
+    else:
+        np.matmul(a, b, out=out)
+
+
 def pointwise_fwd(x: np.ndarray, w: np.ndarray, g: Any, mm: Callable) -> np.ndarray:
-    """Y[n] = W X[n] (W [F, C]);  -> [N, F, oh, ow]."""
-    y = mm(w.reshape(w.shape[0], -1), _strided_rows(x, g))
-    return y.reshape(x.shape[0], w.shape[0], g.oh, g.ow)
+    """Y[n] = W X[n] (W [F, C]);  -> [N, F, oh, ow], one GEMM per image (the images in
+    parallel)."""
+    N, F = x.shape[0], w.shape[0]
+    xs, wm = _strided_rows(x, g), w.reshape(F, -1)
+    y = np.empty((N, F, g.oh * g.ow), np.result_type(x.dtype, w.dtype))
+    threads.parallel(lambda n: _mm_into(mm, wm, xs[n], y[n]), N)
+    return y.reshape(N, F, g.oh, g.ow)
 
 
 def pointwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, mm: Callable) -> np.ndarray:
     """dX[n] = W^T dY[n], scattered back to the strided positions."""
     N, F = dy.shape[:2]
-    d = mm(w.reshape(F, -1).T, np.ascontiguousarray(dy).reshape(N, F, g.oh * g.ow))
-    C = d.shape[1]
+    wt, C = w.reshape(F, -1).T, w.shape[1]
+    dyr = np.ascontiguousarray(dy).reshape(N, F, g.oh * g.ow)
     if (g.sh, g.sw) == (1, 1):
-        return d.reshape(N, C, g.H, g.W)
+        dx = np.empty((N, C, g.H * g.W), np.result_type(dy.dtype, w.dtype))
+        threads.parallel(lambda n: _mm_into(mm, wt, dyr[n], dx[n]), N)
+        return dx.reshape(N, C, g.H, g.W)
     dx = np.zeros((N, C, g.H, g.W), dy.dtype)
-    dx[:, :, ::g.sh, ::g.sw][:, :, :g.oh, :g.ow] = d.reshape(N, C, g.oh, g.ow)
+
+    def one(n: int) -> None:
+        dx[n, :, ::g.sh, ::g.sw][:, :g.oh, :g.ow] = mm(wt, dyr[n]).reshape(C, g.oh, g.ow)
+    threads.parallel(one, N)
     return dx
 
 
 def pointwise_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int],
                  mm: Callable) -> np.ndarray:
-    """dW = sum_n dY[n] X[n]^T, the images added in order."""
+    """dW = sum_n dY[n] X[n]^T, the images' products computed in parallel and added in
+    batch order."""
     N, F = dy.shape[:2]
     xs = _strided_rows(x, g)
     dyr = np.ascontiguousarray(dy).reshape(N, F, g.oh * g.ow)
-    dw = mm(dyr[0], xs[0].T)
-    for n in range(1, N):
-        dw += mm(dyr[n], xs[n].T)
-    return dw.reshape(w_shape)
+    acc: list = []
+
+    def add(n: int, part: np.ndarray) -> None:
+        if acc:
+            acc[0] += part
+        else:
+            acc.append(part)
+    threads.parallel(lambda n: mm(dyr[n], xs[n].T), N, add)
+    return acc[0].reshape(w_shape)

@@ -39,6 +39,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core import threads
 from .linalg import _mm
 
 __all__ = ["use_winograd", "winograd_fwd", "winograd_grads", "winograd_dx", "winograd_dw"]
@@ -108,6 +109,10 @@ def _blocks(g: Any, N: int, C: int, itemsize: int) -> List[_Plan]:
     """One plan per block of images (the last block may be shorter)."""
     th, tw = (g.oh + 1) // 2, (g.ow + 1) // 2
     b = max(1, min(N, _BUDGET // max(16 * C * th * (tw + 1) * itemsize, 1)))
+    # blocks of equal size, at least two (the threads of ``parallel`` share them; the split
+    # never depends on the thread count, so neither do the results)
+    count = max(-(-N // b), min(N, 2))
+    b = -(-N // count)
     out = []
     for lo in range(0, N, b):
         n = min(N, lo + b) - lo
@@ -273,14 +278,19 @@ def _input_grad(dv: np.ndarray, pl: _Plan, dx: np.ndarray, pads: Tuple[int, int]
 
 # -- the kernels ---------------------------------------------------------------------------------
 def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
-    """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``."""
+    """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``
+    (the blocks of images in parallel)."""
     N, C = x.shape[:2]
     K = w.shape[0]
     u = _filter_tiles(w)
     y = np.empty((N, K, g.oh, g.ow), x.dtype)
-    for lo, pl in _blocks(g, N, C, x.dtype.itemsize):
+    blocks = _blocks(g, N, C, x.dtype.itemsize)
+
+    def one(i: int) -> None:
+        lo, pl = blocks[i]
         m = np.matmul(u, _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl)))    # [16, K, P]
         _output_tiles(m.reshape(4, 4, K, -1), pl, y[lo:lo + pl.b])
+    threads.parallel(one, len(blocks))
     return y
 
 
@@ -290,26 +300,36 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
     """The gradients of ``winograd_fwd`` from dY [N, K, oh, ow]: (dX [N, C, H, W] when the
     filter ``w`` is given, dW [K, C, 3, 3] when the input ``x`` is given; None otherwise).
     Each block's dM = A dY A^T is made once for both: dV = U^T dM gives dX = B dV B^T, and
-    dU = the blocks' dM V^T summed in batch order gives dW = G^T dU G."""
+    dU = the blocks' dM V^T summed in batch order gives dW = G^T dU G (the blocks run in
+    parallel; their dU are added in order whatever thread made them)."""
     N, K = dy.shape[:2]
     C = (w.shape[1] if w is not None else x.shape[1])
     ut = None if w is None else _filter_tiles(w.transpose(1, 0, 2, 3))  # [16, C, K]
     dx = None if w is None else np.empty((N, C, g.H, g.W), dy.dtype)
-    du = None
-    for lo, pl in _blocks(g, N, C, dy.dtype.itemsize):
+    blocks = _blocks(g, N, C, dy.dtype.itemsize)
+    du: List[np.ndarray] = []
+
+    def one(i: int) -> Optional[np.ndarray]:
+        lo, pl = blocks[i]
         hi = lo + pl.b
         dm = _grad_tiles(dy[lo:hi], pl)                                   # [16, K, P]
         if dx is not None:
             dv = np.matmul(ut, dm)                                        # [16, C, P]
             _input_grad(dv.reshape(4, 4, C, -1), pl, dx[lo:hi], (g.pt, g.pl))
-        if x is not None:
-            v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl))
-            part = np.matmul(dm, v.transpose(0, 2, 1))                   # [16, K, C]
-            if du is None:
-                du = part
-            else:
-                du += part
-    dw = None if du is None else _mm(du.reshape(16, K * C).T, _gg(dy.dtype))   # [K*C, 9]
+        if x is None:
+            return None
+        v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl))
+        return np.matmul(dm, v.transpose(0, 2, 1))                       # [16, K, C]
+
+    def add(i: int, part: Optional[np.ndarray]) -> None:
+        if part is None:
+            return
+        if du:
+            du[0] += part
+        else:
+            du.append(part)
+    threads.parallel(one, len(blocks), add)
+    dw = None if not du else _mm(du[0].reshape(16, K * C).T, _gg(dy.dtype))   # [K*C, 9]
     return dx, None if dw is None else dw.reshape(K, C, 3, 3)
 
 

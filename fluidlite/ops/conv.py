@@ -34,6 +34,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..core import threads
 from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
 from . import _conv_kernels as K
 from . import _winograd as WG
@@ -228,6 +229,7 @@ def _batch_blocks(C: int, g: _Geom, N: int) -> List[Tuple[int, int]]:
     matrix through memory (25 % off a 64-channel 3x3 layer on 32x32 maps, batch 32)."""
     per_image = C * g.kh * g.kw * g.oh * g.ow * 4
     b = max(1, min(N, _COLS_BUDGET // max(per_image, 1)))
+    b = -(-N // -(-N // b))         # blocks of equal size (the threads share them)
     return [(i, min(N, i + b)) for i in range(0, N, b)]
 
 
@@ -257,11 +259,12 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
     if len(blocks) == 1:
         return _conv_fwd_cols(x, w, g)
-    first = _conv_fwd_cols(x[:blocks[0][1]], w, g)
-    out = np.empty((x.shape[0],) + first.shape[1:], first.dtype)
-    out[:blocks[0][1]] = first
-    for lo, hi in blocks[1:]:
+    out = np.empty((x.shape[0], w.shape[0], g.oh, g.ow), np.result_type(x.dtype, w.dtype))
+
+    def one(i: int) -> None:
+        lo, hi = blocks[i]
         _conv_fwd_cols(x[lo:hi], w, g, out[lo:hi])
+    threads.parallel(one, len(blocks))
     return out
 
 
@@ -278,8 +281,10 @@ def _conv_fwd_cols(x: np.ndarray, w: np.ndarray, g: _Geom,
     return _from_rows(y, g, N, bl, out)
 
 
-def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int) -> np.ndarray:
-    """dX [N,C,H,W] from dY rows [F, M]: one GEMM, then col2im (kh*kw strided adds)."""
+def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int,
+             out: Optional[np.ndarray] = None) -> np.ndarray:
+    """dX [N,C,H,W] from dY rows [F, M]: one GEMM, then col2im (kh*kw strided adds); into
+    ``out`` if given."""
     bl = _batch_last(g, N)
     C = w.shape[1] * g.groups
     if g.groups == 1:
@@ -300,7 +305,7 @@ def _conv_dx(dy_rows: np.ndarray, w: np.ndarray, g: _Geom, N: int) -> np.ndarray
                        ws:ws + g.sw * (g.ow - 1) + 1:g.sw] += cells[lo:hi, i, j]
     K.run_parts(col2im, C, dcols.size)
     dx = planes[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
-    return _to_batch_major(dx.transpose(3, 0, 1, 2))
+    return _to_batch_major(dx.transpose(3, 0, 1, 2), out)
 
 
 def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int]) -> np.ndarray:
@@ -315,28 +320,40 @@ def _conv_dw(x: np.ndarray, dy_rows: np.ndarray, g: _Geom, w_shape: Sequence[int
 
 def _conv_dx_blocks(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
     """``_conv_dx`` over the batch blocks of ``_batch_blocks`` (each block's columns stay in
-    cache); dX of an image depends on that image alone."""
+    cache; the blocks in parallel); dX of an image depends on that image alone."""
     C = w.shape[1] * g.groups
-    parts = []
-    for lo, hi in _batch_blocks(C, g, dy.shape[0]):
+    blocks = _batch_blocks(C, g, dy.shape[0])
+    if len(blocks) == 1:
+        return _conv_dx(_dy_rows(dy, _batch_last(g, dy.shape[0])), w, g, dy.shape[0])
+    dx = np.empty((dy.shape[0], C, g.H, g.W), np.result_type(dy.dtype, w.dtype))
+
+    def one(i: int) -> None:
+        lo, hi = blocks[i]
         d = dy[lo:hi]
-        parts.append(_conv_dx(_dy_rows(d, _batch_last(g, d.shape[0])), w, g, d.shape[0]))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        _conv_dx(_dy_rows(d, _batch_last(g, d.shape[0])), w, g, d.shape[0], dx[lo:hi])
+    threads.parallel(one, len(blocks))
+    return dx
 
 
 def _conv_dw_blocks(x: np.ndarray, dy: np.ndarray, g: _Geom,
                     w_shape: Sequence[int]) -> np.ndarray:
-    """``_conv_dw`` over the batch blocks of ``_batch_blocks``, the blocks' dW summed in
-    batch order (fluid's kernel sums per image in batch order too)."""
-    dw = None
-    for lo, hi in _batch_blocks(x.shape[1], g, x.shape[0]):
+    """``_conv_dw`` over the batch blocks of ``_batch_blocks`` (in parallel), the blocks' dW
+    summed in batch order (fluid's kernel sums per image in batch order too)."""
+    blocks = _batch_blocks(x.shape[1], g, x.shape[0])
+    acc: List[np.ndarray] = []
+
+    def one(i: int) -> np.ndarray:
+        lo, hi = blocks[i]
         d = dy[lo:hi]
-        part = _conv_dw(x[lo:hi], _dy_rows(d, _batch_last(g, d.shape[0])), g, w_shape)
-        if dw is None:
-            dw = part
+        return _conv_dw(x[lo:hi], _dy_rows(d, _batch_last(g, d.shape[0])), g, w_shape)
+
+    def add(i: int, part: np.ndarray) -> None:
+        if acc:
+            acc[0] += part
         else:
-            dw += part
-    return dw
+            acc.append(part)
+    threads.parallel(one, len(blocks), add)
+    return acc[0]
 
 
 def _conv_dx_nchw(dy: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:

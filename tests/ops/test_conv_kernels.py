@@ -5,6 +5,7 @@ numeric gradients; results independent of the thread count and of the block size
 import numpy as np
 import pytest
 
+from fluidlite.core import threads as TH
 from fluidlite.core.registry import get_op_def
 from fluidlite.ops import _conv_kernels as K
 from fluidlite.ops import conv
@@ -24,7 +25,7 @@ DEPTHWISE = [
 def _no_pool_left():
     """Tests that switch the threads on stop them again: no test after these sees them."""
     yield
-    K.shutdown_pool()
+    TH.shutdown()
 
 
 
@@ -112,10 +113,10 @@ def test_results_do_not_depend_on_threads(hw, monkeypatch):
     dy = rng.standard_normal((4, 12) + hw).astype(np.float32)
     attrs = {"paddings": [1, 1], "groups": 6}
     runs = []
-    for threads in ("1", "2", "2"):
-        monkeypatch.setenv("FLUIDLITE_CONV_THREADS", threads)
-        y = get_op_def("depthwise_conv2d").forward(x, w, **attrs)["Output"]
-        grads = get_op_def("depthwise_conv2d_grad").forward(x, w, dy, **attrs)
+    for threads in (1, 2, 2):
+        with TH.using(threads):
+            y = get_op_def("depthwise_conv2d").forward(x, w, **attrs)["Output"]
+            grads = get_op_def("depthwise_conv2d_grad").forward(x, w, dy, **attrs)
         runs.append([y, grads["Input@GRAD"], grads["Filter@GRAD"]])
     for run in runs[1:]:
         for a, b in zip(runs[0], run):
@@ -144,11 +145,11 @@ def test_threaded_im2col_copies_and_col2im_are_exact(wide, monkeypatch):
     np.testing.assert_allclose(y, ref_conv(x, w, (1, 2), (1, 0, 2, 1), (2, 1)), rtol=1e-12)
     dy = rng.standard_normal(y.shape)
     runs = []
-    for threads in ("1", "2"):
-        monkeypatch.setenv("FLUIDLITE_CONV_THREADS", threads)
-        g = get_op_def("conv2d_grad").forward(x, w, dy, **attrs)
-        runs.append((get_op_def("conv2d").forward(x, w, **attrs)["Output"], g["Input@GRAD"],
-                     g["Filter@GRAD"]))
+    for threads in (1, 2):
+        with TH.using(threads):
+            g = get_op_def("conv2d_grad").forward(x, w, dy, **attrs)
+            runs.append((get_op_def("conv2d").forward(x, w, **attrs)["Output"],
+                         g["Input@GRAD"], g["Filter@GRAD"]))
     for a, b in zip(*runs):
         assert np.array_equal(a, b)
     np.testing.assert_array_equal(runs[0][0], y)

@@ -157,15 +157,20 @@ def test_tile_threshold(monkeypatch):
     (32, 64, 32, 32, 4), (8, 512, 7, 7, 4), (3, 16, 5, 9, 8), (1, 256, 14, 14, 4),
     (16, 64, 56, 56, 4), (512, 16, 8, 8, 4), (4, 16, 16, 16, 4)])
 def test_blocks_contract(N, C, oh, ow, itemsize):
-    """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2), as many
-    images per block as keep 16 x C x tiles (plus the spare column) within ``_BUDGET``
-    (at least one), the batch innermost exactly for narrow maps of several images, and the
-    spare tile column exactly for batch-second plane rows of at least 4 tile columns."""
+    """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2) in as few
+    blocks of equal size (the last may be shorter) as keep 16 x C x tiles (plus the spare
+    column) within ``_BUDGET`` (at least one image each), but at least two blocks for two
+    images or more (the threads share them), the batch innermost exactly for narrow maps of
+    several images, and the spare tile column exactly for batch-second plane rows of at
+    least 4 tile columns."""
     g = conv._Geom(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, oh, ow, oh, ow, 1)
     blocks = WG._blocks(g, N, C, itemsize)
     th, tw = -(-oh // 2), -(-ow // 2)
     per_image = 16 * C * th * (tw + 1) * itemsize
-    b = max(1, min(N, WG._BUDGET // per_image))
+    fit = max(1, min(N, WG._BUDGET // per_image))
+    count = max(-(-N // fit), min(N, 2))
+    b = -(-N // count)
+    assert b <= fit and len(blocks) == count
     assert [lo for lo, _ in blocks] == list(range(0, N, b))
     for lo, pl in blocks:
         assert (pl.th, pl.tw, pl.b) == (th, tw, min(b, N - lo))
@@ -179,10 +184,10 @@ def test_float32_stays_float32_inside():
     """The transforms and products of a float32 convolution run in float32 (a float64
     temporary would double the memory traffic the kernels are built to save)."""
     rng = np.random.default_rng(6)
-    x = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    x = rng.standard_normal((1, 16, 9, 9)).astype(np.float32)
     w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
     g = _geom(9, 9, (1, 1, 1, 1))
-    [(_, pl)] = WG._blocks(g, 2, 16, 4)
+    [(_, pl)] = WG._blocks(g, 1, 16, 4)
     assert WG._filter_tiles(w).dtype == np.float32
     assert WG._gg(np.float32).dtype == np.float32
     assert WG._input_tiles(x, pl, (1, 1)).dtype == np.float32

@@ -1,0 +1,211 @@
+"""fluidlite/core/threads.py: the intra-op thread pool, BLAS's thread count around it, and
+fluid's ``fluid.core.set_num_threads``.
+
+The contract under test: every item runs exactly once, results reach ``sink`` in item order
+whatever thread made them, an item's exception surfaces in the caller (and no further items
+start), nested calls run inline, BLAS's thread count is lowered only while items run and is
+restored after (also when two caller threads overlap), and kernels built on ``parallel`` give
+bit-identical results for every thread count.
+"""
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.core import threads as T
+
+needs_blas_control = pytest.mark.skipif(not T.blas_available(),
+                                        reason="threadpoolctl is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _restore_setting():
+    saved, blas = list(T._setting), T._blas_threads()
+    yield
+    T._setting[:] = saved
+    for c in T._controllers():
+        c.set_num_threads(blas)
+    T.shutdown()
+
+
+def test_fluid_core_names_the_functions():
+    assert fluid.core.set_num_threads is T.set_num_threads
+    assert fluid.core.get_num_threads is T.get_num_threads
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
+def test_bad_thread_counts_are_refused(bad):
+    with pytest.raises(ValueError, match="thread count must be an int >= 1"):
+        T.set_num_threads(bad)
+    if bad is not None:         # using(None) means "the process setting"
+        with pytest.raises(ValueError, match="thread count must be an int >= 1"):
+            with T.using(bad):
+                pass
+
+
+def test_env_variable_is_validated(monkeypatch):
+    monkeypatch.setenv("FLUIDLITE_NUM_THREADS", "two")
+    T._setting.clear()
+    with pytest.raises(ValueError, match="FLUIDLITE_NUM_THREADS must be an integer"):
+        T.get_num_threads()
+    monkeypatch.setenv("FLUIDLITE_NUM_THREADS", "3")
+    T._setting.clear()
+    assert T.get_num_threads() == 3
+
+
+def test_using_is_per_thread_and_nests():
+    T.set_num_threads(3)
+    seen = {}
+    with T.using(1):
+        assert T.get_num_threads() == 1
+        with T.using(2):
+            assert T.get_num_threads() == 2
+        assert T.get_num_threads() == 1
+        t = threading.Thread(target=lambda: seen.setdefault("other", T.get_num_threads()))
+        t.start()
+        t.join()
+    assert seen["other"] == 3 and T.get_num_threads() == 3
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_every_item_once_and_sink_in_order(threads):
+    ran, sunk = [], []
+    lock = threading.Lock()
+
+    def item(i):
+        time.sleep(0.002 * ((7 * i) % 5))          # finish out of order
+        with lock:
+            ran.append(i)
+        return i * i
+
+    with T.using(threads):
+        T.parallel(item, 23, lambda i, r: sunk.append((i, r)))
+    assert sorted(ran) == list(range(23))
+    assert sunk == [(i, i * i) for i in range(23)]
+
+
+@needs_blas_control
+def test_items_run_on_two_threads_and_nested_calls_inline():
+    names, inner = set(), []
+    lock = threading.Lock()
+
+    def item(i):
+        time.sleep(0.01)
+        with lock:
+            names.add(threading.current_thread().name)
+        T.parallel(lambda j: inner.append((i, j, threading.current_thread().name)), 2)
+
+    with T.using(2):
+        T.parallel(item, 6)
+    assert len(names) == 2 and any(n.startswith("fluidlite-op") for n in names)
+    # a nested call ran on the thread of its item, in order
+    by_item = {}
+    for i, j, name in inner:
+        by_item.setdefault(i, []).append((j, name))
+    assert all([j for j, _ in v] == [0, 1] and len({n for _, n in v}) == 1
+               for v in by_item.values())
+
+
+@needs_blas_control
+def test_error_stops_hand_out_and_is_raised_after_running_items():
+    started = []
+
+    def item(i):
+        started.append(i)
+        if i == 1:
+            raise KeyError("item 1 failed")
+        time.sleep(0.01)
+
+    with T.using(2):
+        with pytest.raises(KeyError, match="item 1 failed"):
+            T.parallel(item, 50)
+    assert len(started) < 50
+    assert T._region["depth"] == 0
+
+
+@needs_blas_control
+def test_blas_count_lowered_only_inside_and_restored():
+    T.set_num_threads(2)
+    before = T._blas_threads()
+    inside = []
+    with T.using(2):
+        T.parallel(lambda i: inside.append(T._blas_threads()), 4)
+    assert inside == [max(1, before // 2)] * 4
+    assert T._blas_threads() == before and T._region["depth"] == 0
+
+
+@needs_blas_control
+def test_overlapping_callers_restore_blas_once():
+    T.set_num_threads(2)
+    before = T._blas_threads()
+    barrier = threading.Barrier(2)
+
+    def caller():
+        with T.using(2):
+            T.parallel(lambda i: barrier.wait(timeout=5) if i == 0 else time.sleep(0.01), 2)
+
+    ts = [threading.Thread(target=caller) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert T._blas_threads() == before and T._region["depth"] == 0
+
+
+@needs_blas_control
+def test_set_num_threads_sets_blas_and_waits_for_running_regions():
+    T.set_num_threads(1)
+    assert T._blas_threads() == 1
+    T.set_num_threads(2)
+    assert T._blas_threads() == 2
+    with T.using(2):
+        T.parallel(lambda i: T.set_num_threads(2) if i == 0 else None, 2)
+    assert T._blas_threads() == 2
+
+
+@pytest.mark.parametrize("op, shapes, attrs", [
+    ("conv2d", ((8, 16, 12, 12), (16, 16, 3, 3)), {"paddings": [1, 1]}),      # Winograd
+    ("conv2d", ((6, 5, 40, 40), (7, 5, 3, 3)), {"strides": [2, 2]}),          # im2col blocks
+    ("conv2d", ((4, 8, 16, 16), (12, 8, 1, 1)), {}),                          # 1x1 per image
+    ("depthwise_conv2d", ((4, 6, 20, 20), (6, 1, 3, 3)),
+     {"paddings": [1, 1], "groups": 6}),
+])
+def test_conv_results_bit_identical_for_any_thread_count(op, shapes, attrs, monkeypatch):
+    from fluidlite.core.registry import get_op_def
+    from fluidlite.ops import conv
+    monkeypatch.setattr(conv, "_COLS_BUDGET", 1 << 16)      # several im2col blocks
+    rng = np.random.default_rng(11)
+    x, w = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    y0 = get_op_def(op).forward(x, w, **attrs)["Output"]
+    dy = rng.standard_normal(y0.shape).astype(np.float32)
+    runs = []
+    for n in (1, 2, 3):
+        with T.using(n):
+            y = get_op_def(op).forward(x, w, **attrs)["Output"]
+            g = get_op_def(op + "_grad").forward(x, w, dy, **attrs)
+            runs.append((y, g["Input@GRAD"], g["Filter@GRAD"]))
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run):
+            assert a.dtype == np.float32 and np.array_equal(a, b)
+
+
+def test_predictor_sets_the_process_threads_only_when_told(tmp_path):
+    from fluidlite.inference import AnalysisConfig, create_paddle_predictor
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 4])
+        y = fluid.layers.fc(x, size=3)
+    exe = fluid.Executor(fluid.CPUPlace())
+    exe.run(startup)
+    fluid.io.save_inference_model(str(tmp_path), ["x"], [y], exe, main_program=main)
+    T.set_num_threads(2)
+    create_paddle_predictor(AnalysisConfig(str(tmp_path)))
+    assert T.get_num_threads() == 2                     # never called: left as it was
+    config = AnalysisConfig(str(tmp_path))
+    config.set_cpu_math_library_num_threads(1)
+    create_paddle_predictor(config)
+    assert T.get_num_threads() == 1
+    if T.blas_available():
+        assert T._blas_threads() == 1
