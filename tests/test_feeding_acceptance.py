@@ -7,6 +7,7 @@ import threading
 import numpy as np
 
 import fluidlite as fluid
+from fluidlite.core.threads import POOL_PREFIX
 
 N, BATCH, EPOCHS = 12, 4, 2
 DIM = 3
@@ -172,7 +173,8 @@ def _check_paths(tmp_path, paths):
         assert len(got) == len(want) == 4, path     # embedding, fc: a weight per input, bias
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7, err_msg=path)
-    assert not [t for t in threading.enumerate() if t.name.startswith("fluidlite-")]
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith("fluidlite-") and not t.name.startswith(POOL_PREFIX)]
 
 
 def test_every_feeding_path_gives_the_same_parameters(tmp_path):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.core.threads import POOL_PREFIX
 
 N, BATCH = 24, 6
 
@@ -38,9 +39,9 @@ def _params(main, scope):
 
 
 def _reader_threads():
-    # the convolution kernels' pool (fluidlite-conv_*) lives as long as the process, by design
+    # the kernels' intra-op pool (core/threads.py) lives as long as the process, by design
     return [t for t in threading.enumerate()
-            if t.name.startswith("fluidlite-") and not t.name.startswith("fluidlite-conv")]
+            if t.name.startswith("fluidlite-") and not t.name.startswith(POOL_PREFIX)]
 
 
 def _train(feeding):

@@ -30,7 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 __all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "blas_available",
-           "shutdown"]
+           "shutdown", "POOL_PREFIX"]
+
+POOL_PREFIX = "fluidlite-op"      # the pool threads' names (they live as long as the process)
 
 _log = logging.getLogger(__name__)
 
@@ -161,7 +163,7 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         pool = _pool.get(workers)
         if pool is None:
             pool = _pool[workers] = ThreadPoolExecutor(max_workers=workers - 1,
-                                                       thread_name_prefix="fluidlite-op")
+                                                       thread_name_prefix=POOL_PREFIX)
         return pool
 
 
