@@ -3,9 +3,9 @@ fluid's ``fluid.core.set_num_threads``.
 
 The contract under test: every item runs exactly once, results reach ``sink`` in item order
 whatever thread made them, an item's exception surfaces in the caller (and no further items
-start), nested calls run inline, BLAS's thread count is lowered only while items run and is
-restored after (also when two caller threads overlap), and kernels built on ``parallel`` give
-bit-identical results for every thread count.
+start), nested calls run inline, BLAS is held to one thread from the first run on (and the
+default thread count is what BLAS had before), and kernels built on ``parallel`` give
+bit-identical results for every thread count -- also two executors running at once.
 """
 import threading
 import time
@@ -22,11 +22,9 @@ needs_blas_control = pytest.mark.skipif(not T.blas_available(),
 
 @pytest.fixture(autouse=True)
 def _restore_setting():
-    saved, blas = list(T._setting), T._blas_threads()
+    saved = list(T._setting)
     yield
     T._setting[:] = saved
-    for c in T._controllers():
-        c.set_num_threads(blas)
     T.shutdown()
 
 
@@ -122,47 +120,53 @@ def test_error_stops_hand_out_and_is_raised_after_running_items():
         with pytest.raises(KeyError, match="item 1 failed"):
             T.parallel(item, 50)
     assert len(started) < 50
-    assert T._region["depth"] == 0
 
 
 @needs_blas_control
-def test_blas_count_lowered_only_inside_and_restored():
-    T.set_num_threads(2)
-    before = T._blas_threads()
+def test_blas_is_held_to_one_thread_and_the_default_is_its_count_before():
+    T.hold()
+    assert T._held[0] and T._blas_threads() == 1
     inside = []
     with T.using(2):
         T.parallel(lambda i: inside.append(T._blas_threads()), 4)
-    assert inside == [max(1, before // 2)] * 4
-    assert T._blas_threads() == before and T._region["depth"] == 0
+    assert inside == [1] * 4
+    T._setting.clear()
+    assert T.get_num_threads() == T._blas_before[0] >= 1
+    T.set_num_threads(3)                    # fluidlite's threads; BLAS stays held
+    assert T.get_num_threads() == 3 and T._blas_threads() == 1
 
 
-@needs_blas_control
-def test_overlapping_callers_restore_blas_once():
-    T.set_num_threads(2)
-    before = T._blas_threads()
-    barrier = threading.Barrier(2)
+def test_two_executors_at_once_give_the_sequential_bits():
+    """(OpenBLAS switched between thread counts around each run gave concurrent callers other
+    bits than a sequential run: the hold never switches.)"""
+    rng = np.random.default_rng(5)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 300])
+        h = fluid.layers.fc(x, size=400, act="relu")
+        loss = fluid.layers.mean(fluid.layers.fc(h, size=300))
+        fluid.optimizer.SGD(0.1).minimize(loss)
+    feeds = [[{"x": rng.standard_normal((256, 300)).astype(np.float32)} for _ in range(3)]
+             for _ in range(2)]
 
-    def caller():
-        with T.using(2):
-            T.parallel(lambda i: barrier.wait(timeout=5) if i == 0 else time.sleep(0.01), 2)
+    def train(feed_list, out):
+        scope = fluid.Scope()
+        exe = fluid.Executor()
+        exe.run(startup, scope=scope)
+        out.extend(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0].tobytes()
+                   for f in feed_list)
 
-    ts = [threading.Thread(target=caller) for _ in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert T._blas_threads() == before and T._region["depth"] == 0
-
-
-@needs_blas_control
-def test_set_num_threads_sets_blas_and_waits_for_running_regions():
-    T.set_num_threads(1)
-    assert T._blas_threads() == 1
-    T.set_num_threads(2)
-    assert T._blas_threads() == 2
+    seq = [[], []]
+    for f, o in zip(feeds, seq):
+        train(f, o)
+    got = [[], []]
     with T.using(2):
-        T.parallel(lambda i: T.set_num_threads(2) if i == 0 else None, 2)
-    assert T._blas_threads() == 2
+        ts = [threading.Thread(target=train, args=(f, o)) for f, o in zip(feeds, got)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert got == seq
 
 
 @pytest.mark.parametrize("op, shapes, attrs", [
@@ -207,5 +211,3 @@ def test_predictor_sets_the_process_threads_only_when_told(tmp_path):
     config.set_cpu_math_library_num_threads(1)
     create_paddle_predictor(config)
     assert T.get_num_threads() == 1
-    if T.blas_available():
-        assert T._blas_threads() == 1

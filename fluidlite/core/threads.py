@@ -1,24 +1,31 @@
-"""Intra-op parallelism: a kernel's independent items on a small thread pool, with the BLAS
-library held to its share of the cores meanwhile.
+"""Intra-op parallelism: a kernel's independent items on a small thread pool, BLAS on one
+thread.
 
 NumPy runs each loop on one core (releasing the GIL inside it) and OpenBLAS threads only its
-own GEMMs, so a convolution's layout copies and Winograd transforms, batch norm and ReLU ran on
-one core of two. A kernel that can cut its work into independent items (the image blocks of a
-convolution, the channels of batch norm, the halves of an elementwise pass) hands them to
-``parallel``: the calling thread and ``get_num_threads() - 1`` pool threads take the items in
-order, each item's GEMMs running on ``blas_threads // workers`` BLAS threads so that the cores
-are not oversubscribed (``threadpoolctl`` sets the count at run time; without it the items run
-one after another, as they would with one thread).
+own GEMMs, whose worker threads then spin for a while waiting for the next one, competing for
+the cores with everything NumPy does in between. So fluidlite does the threading itself: a
+kernel that can cut its work into independent items (the image blocks of a convolution, the
+channel halves of batch norm, the row halves of a large GEMM) hands them to ``parallel``, and
+the calling thread and ``get_num_threads() - 1`` pool threads take the items in order.
+From fluidlite's first compiled run, dygraph guard or parallel call on, BLAS is held to one
+thread (``hold``, through ``threadpoolctl``), process-wide -- as fluid held its math library
+to ``FLAGS_paddle_num_threads`` (1) from start-up: NumPy products elsewhere in the process run
+on one thread from then on. (Switching BLAS's count back and forth around each run is not an
+option: OpenBLAS then gives concurrent callers bits that differ from a sequential run.)
+Without ``threadpoolctl`` nothing is held, BLAS keeps its own threads and the items run one
+after another on the calling thread.
 
-Determinism: which thread runs an item never changes what it computes, and ``parallel`` hands
-the items' results to ``sink`` strictly in item order, so a reduction over items adds in one
-fixed order: results are bit-identical for every thread count.
+Determinism: how work is cut into items never depends on the thread count, which thread runs
+an item never changes what it computes, ``parallel`` hands results to ``sink`` strictly in item
+order (a reduction over items adds in one fixed order), and every GEMM runs on one BLAS thread
+(OpenBLAS's results change with its own thread count). So results are the same bits for every
+thread count.
 
 The thread count follows fluid: ``fluid.core.set_num_threads(n)`` (fluid 1.8's
-``platform::SetNumThreads``: the math library's threads) sets it for the process, also setting
-BLAS's own count; ``using(n)`` overrides it for the calling thread (a predictor's
-``cpu_math_library_num_threads``); the default is ``FLUIDLITE_NUM_THREADS`` or else BLAS's
-thread count at first use (``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``, else the cores).
+``platform::SetNumThreads``: the CPU math threads) sets it for the process; ``using(n)``
+overrides it for the calling thread; the default is ``FLUIDLITE_NUM_THREADS`` or else the
+thread count BLAS had before it was held (``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``, else
+the cores).
 """
 from __future__ import annotations
 
@@ -29,19 +36,20 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-__all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "blas_available",
-           "shutdown", "POOL_PREFIX"]
-
-POOL_PREFIX = "fluidlite-op"      # the pool threads' names (they live as long as the process)
+__all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "hold",
+           "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
+
+POOL_PREFIX = "fluidlite-op"      # the pool threads' names (they live as long as the process)
 
 _lock = threading.Lock()          # guards everything below
 _tls = threading.local()          # .threads: ``using`` override; .busy: inside an item
 _blas: List[Any] = []             # [threadpoolctl lib controllers] once probed
+_blas_before: List[int] = []      # [BLAS's thread count before ``hold``]
 _setting: List[int] = []          # [count] once set or derived
+_held: List[bool] = [False]
 _pool: Dict[int, ThreadPoolExecutor] = {}
-_region = {"depth": 0, "saved": None}   # nested / concurrent regions share one BLAS change
 
 
 def _controllers() -> List[Any]:
@@ -68,9 +76,22 @@ def _blas_threads() -> int:
     return max((int(c.get_num_threads() or 1) for c in libs), default=1)
 
 
+def hold() -> None:
+    """Hold BLAS to one thread from now on (module docstring; cheap once done)."""
+    if _held[0]:
+        return
+    with _lock:
+        if not _held[0]:
+            if not _blas_before:
+                _blas_before.append(_blas_threads())
+            for c in _controllers():
+                c.set_num_threads(1)
+            _held[0] = True
+
+
 def get_num_threads() -> int:
     """The intra-op thread count of the calling thread (module docstring: ``using`` >
-    ``set_num_threads`` > ``FLUIDLITE_NUM_THREADS`` > BLAS's count at first use)."""
+    ``set_num_threads`` > ``FLUIDLITE_NUM_THREADS`` > BLAS's count before ``hold``)."""
     own = getattr(_tls, "threads", None)
     if own is not None:
         return own
@@ -87,7 +108,9 @@ def get_num_threads() -> int:
                     if n < 1:
                         raise ValueError(f"FLUIDLITE_NUM_THREADS must be >= 1, got {n}")
                 else:
-                    n = _blas_threads()
+                    if not _blas_before:
+                        _blas_before.append(_blas_threads())
+                    n = _blas_before[0]
                 _setting.append(n)
     return _setting[0]
 
@@ -99,24 +122,20 @@ def _checked(n: Any, what: str) -> int:
 
 
 def set_num_threads(n: int) -> None:
-    """Use ``n`` threads for the kernels' parallel parts and for BLAS (fluid's
-    ``fluid.core.set_num_threads``: the CPU math library's threads), process-wide.
+    """Use ``n`` threads for the kernels' parallel parts, process-wide (fluid's
+    ``fluid.core.set_num_threads``: the CPU math threads; BLAS itself is held to one thread
+    per part, see the module docstring).
 
     Args:
-        n: threads, >= 1. Results do not depend on it (module docstring).
+        n: threads, >= 1. Results do not depend on it.
 
     Example:
         >>> import fluidlite as fluid
-        >>> fluid.core.set_num_threads(1)      # one core: no pool, single-threaded BLAS
+        >>> fluid.core.set_num_threads(1)      # one core: the parts run one after another
     """
     n = _checked(n, "set_num_threads")
     with _lock:
         _setting[:] = [n]
-        if _region["depth"] == 0:
-            for c in _controllers():
-                c.set_num_threads(n)
-        else:       # restored to n when the running regions end
-            _region["saved"] = n
 
 
 @contextlib.contextmanager
@@ -137,25 +156,6 @@ def using(n: Optional[int]) -> Iterator[None]:
         yield
     finally:
         _tls.threads = old
-
-
-def _enter(workers: int) -> None:
-    """The first of the running regions gives each worker its share of BLAS's threads."""
-    with _lock:
-        if _region["depth"] == 0:
-            total = _blas_threads()
-            _region["saved"] = total
-            for c in _controllers():
-                c.set_num_threads(max(1, total // workers))
-        _region["depth"] += 1
-
-
-def _leave() -> None:
-    with _lock:
-        _region["depth"] -= 1
-        if _region["depth"] == 0:
-            for c in _controllers():
-                c.set_num_threads(_region["saved"])
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:
@@ -195,6 +195,7 @@ def parallel(fn: Callable[[int], Any], n: int,
         >>> float(out[7])
         49.0
     """
+    hold()
     workers = min(get_num_threads(), n)
     if workers < 2 or getattr(_tls, "busy", False) or not blas_available():
         for i in range(n):
@@ -251,13 +252,9 @@ class _Run:
 
     def go(self, workers: int) -> None:
         pool = _executor(workers)
-        _enter(workers)
-        try:
-            futures = [pool.submit(self.work) for _ in range(workers - 1)]
-            self.work()
-            for f in futures:
-                f.result()
-        finally:
-            _leave()
+        futures = [pool.submit(self.work) for _ in range(workers - 1)]
+        self.work()
+        for f in futures:
+            f.result()
         if self.error is not None:
             raise self.error

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 
 from ..core import mode as _mode
-from ..core import names
+from ..core import names, threads
 from ..core.ir import Program, Variable, default_main_program, program_guard
 from ..framework import ComplexVariable
 from .tensor import VarBase
@@ -53,6 +53,9 @@ def guard(place: Any = None) -> Iterator[None]:
         [3. 6.]
     """
     old = _mode.tracer
+    # BLAS on one thread, as for the plans a replayed step runs: an eager step and its replay
+    # give the same bits
+    threads.hold()
     with program_guard(Program(), Program()), names.guard():
         tracer = _new_tracer()
         _mode.tracer = tracer
@@ -87,6 +90,7 @@ def enable_dygraph(place: Any = None) -> None:
         # a fresh record of dygraph parameter names per session, as fluid 1.8's enable_dygraph
         # (its guard switched unique_name); the name counters go on
         names.switch(names.generator)
+        threads.hold()          # (as in guard)
 
 
 def disable_dygraph() -> None:

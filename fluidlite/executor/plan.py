@@ -45,7 +45,7 @@ from typing import (Any, Callable, Dict, Iterable, List, NamedTuple, Optional, S
 
 import numpy as np
 
-from ..core import names, registry
+from ..core import names, registry, threads
 from ..core import lod as _lod      # LoD travels between kernels as LoDArray (core/lod.py)
 from ..core.callstack import creation_site
 from ..core.dtypes import VarType, to_numpy_dtype
@@ -328,6 +328,7 @@ class Plan:
         """Run one step. ``feeds`` follow ``feed_specs`` (already checked), ``persist`` follows
         ``persist_reads``, ``streams`` comes from ``new_streams`` (needed when
         ``stream_seeds`` is not empty). Returns (fetched values, written persistables)."""
+        threads.hold()      # BLAS on one thread: the kernels' items are the only threads
         try:
             return self._fn(feeds, persist, self.kernels, streams)
         except Exception as e:  # re-raise naming the op and the user's line
@@ -344,6 +345,7 @@ class Plan:
                     name = self.filename + "-profiled"
                     self._profiled_fn = self._compile(self._emit(profile=True), name)
                 fn = self._profiled_fn
+        threads.hold()
         try:
             return fn(feeds, persist, self.kernels, streams, times, time.perf_counter)
         except Exception as e:

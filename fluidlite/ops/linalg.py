@@ -16,6 +16,7 @@ from typing import Tuple
 import numpy as np
 
 from ..core import shape as S
+from ..core import threads
 from ..core.dtypes import VarType
 from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
@@ -26,24 +27,70 @@ _prod = math.prod    # int(np.prod(dims)) is ~25x slower on the small tuples use
 def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b``; float16 operands multiply in float32 and round once (NumPy has no float16
     BLAS: a float16 product is ~100x slower, and accumulating in float16 loses accuracy).
-    Two 2-D operands go through ``ndarray.dot``: the same BLAS GEMM as ``np.matmul`` with
-    less dispatch (~0.4 us a call, which small models pay several times a step)."""
+    Two 2-D operands go through ``_gemm``, stacks of matrices through ``_bmm``."""
     if a.dtype == np.float16 or b.dtype == np.float16:
         out = np.matmul(a.astype(np.float32), b.astype(np.float32))
         return out.astype(np.result_type(a.dtype, b.dtype))
     if a.ndim == 2 and b.ndim == 2:
-        return _dot(a, b)
-    return np.matmul(a, b)
+        return _gemm(a, b)
+    return _bmm(a, b)
 
 
 _dot = np.ndarray.dot
+_GEMM_PARTS = 2             # row parts of a large GEMM (fixed: the bits never follow threads)
+_GEMM_MIN = 1 << 21         # multiply-adds from which a GEMM is cut into parts
+_GEMM_ROWS = 64             # rows a part needs at least
+
+
+def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of two 2-D arrays through ``ndarray.dot`` (the BLAS GEMM with the least
+    dispatch: ~0.4 us a call, which small models pay several times a step). A large product
+    is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that run as
+    ``core.threads`` items (BLAS on one thread each): the cut depends on the shapes only, so
+    the bits never depend on the thread count."""
+    m, n = a.shape[0], b.shape[1]
+    if m * a.shape[1] * n < _GEMM_MIN:
+        return _dot(a, b)
+    out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
+    if m >= _GEMM_PARTS * _GEMM_ROWS:           # row blocks, written in place
+        cuts = [m * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
+        threads.parallel(lambda i: _dot(a[cuts[i]:cuts[i + 1]], b,
+                                        out=out[cuts[i]:cuts[i + 1]]), _GEMM_PARTS)
+    elif n >= _GEMM_PARTS * _GEMM_ROWS:         # few rows (a recurrent step): column blocks
+        cuts = [n * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
+
+        def part(i: int) -> None:
+            out[:, cuts[i]:cuts[i + 1]] = _dot(a, b[:, cuts[i]:cuts[i + 1]])
+        threads.parallel(part, _GEMM_PARTS)
+    else:
+        return _dot(a, b)
+    return out
+
+
+def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.matmul`` of stacks of matrices; a large stack whose batch dims match is split in
+    halves of the batch run as ``core.threads`` items (each matrix is its own BLAS call either
+    way, so the bits do not change)."""
+    if a.ndim < 3 or a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype \
+            or a.shape[-2] * a.shape[-1] * b.shape[-1] * _prod(a.shape[:-2]) < _GEMM_MIN:
+        return np.matmul(a, b)
+    lead = a.shape[:-2]
+    n = _prod(lead)
+    if n < 2:
+        return np.matmul(a, b)
+    a3, b3 = a.reshape((n,) + a.shape[-2:]), b.reshape((n,) + b.shape[-2:])
+    out = np.empty((n, a.shape[-2], b.shape[-1]), a.dtype)
+    cuts = [n * i // 2 for i in range(3)]
+    threads.parallel(lambda i: np.matmul(a3[cuts[i]:cuts[i + 1]], b3[cuts[i]:cuts[i + 1]],
+                                         out=out[cuts[i]:cuts[i + 1]]), 2)
+    return out.reshape(lead + out.shape[1:])
 
 
 def _product(in_specs) -> object:
-    """The fast-path product of two 2-D operands with these specs: ``ndarray.dot`` (what
-    ``_mm`` calls for them), or ``_mm`` itself for float16."""
+    """The fast-path product of two 2-D operands with these specs: ``_gemm`` (what ``_mm``
+    calls for them), or ``_mm`` itself for float16."""
     fp16 = any(s is not None and s.dtype == VarType.FP16 for s in in_specs)
-    return _mm if fp16 else _dot
+    return _mm if fp16 else _gemm
 
 
 def _sum_to(grad: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:
@@ -133,9 +180,9 @@ class Mul(OpDef):
         x, y = in_specs[0], in_specs[1]
         if (x is None or y is None or len(x.shape) != 2 or len(y.shape) != 2
                 or attrs.get("x_num_col_dims", 1) != 1 or attrs.get("y_num_col_dims", 1) != 1
-                or _product(in_specs[:2]) is not _dot):
+                or _product(in_specs[:2]) is not _gemm):
             return None
-        mm = _dot
+        mm = _gemm
         if wanted == {"X", "Y"}:
             return lambda X, Y, dOut: {"X": mm(dOut, Y.T), "Y": mm(X.T, dOut)}
         if wanted == {"Y"}:
@@ -277,7 +324,7 @@ class Matmul(OpDef):
                 len(y.shape) >= 2:
             if len(x.shape) == 2 and len(y.shape) == 2:
                 return _product(in_specs)
-            return _mm if _product(in_specs) is _mm else np.matmul     # batched
+            return _mm if _product(in_specs) is _mm else _bmm          # batched
         return None
 
     def backward(self, X, Y, dOut, wanted=None, *, transpose_X=False, transpose_Y=False,

@@ -4,14 +4,21 @@ Their extra outputs (running statistics, saved mean / inverse std, norms) carry 
 each op emits its grad op by hand (fluid's grad makers do the same) instead of asking for
 gradients of every output. The grad kernels return a lazy mapping (``LazyOutputs``): a
 gradient the program does not bind is never computed.
+
+Training-mode ``batch_norm`` and its gradient on NCHW maps of at least ``_PARALLEL_MIN``
+elements run as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool: the parts
+never depend on the thread count, so neither do the results (bit for bit); they are the
+one-pass kernels' formulas, with einsum free to order a part's sums its own way.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+import functools
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..core import threads
+from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
 from .conv import LazyOutputs
 from .tensor import norm_axis
 
@@ -60,6 +67,77 @@ def _channel_sum(a: np.ndarray, ch: int, b: Any = None, mean: bool = False) -> n
 
 
 # -- batch_norm ---------------------------------------------------------------------------------
+_PARTS = 2                  # fixed channel parts (never the thread count: results stay put)
+_PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread each
+
+
+def _channel_parts(X: np.ndarray, ch: int) -> Optional[List[Tuple[int, int]]]:
+    """The channel parts of a training-mode batch norm of ``X``, or None for one pass (not
+    NCHW with a map, too small, too few channels, or not float32/float64)."""
+    if ch != 1 or X.ndim < 3 or X.size < _PARALLEL_MIN or X.shape[1] < _PARTS \
+            or X.dtype not in (np.float32, np.float64):
+        return None
+    C = X.shape[1]
+    return [(C * i // _PARTS, C * (i + 1) // _PARTS) for i in range(_PARTS)]
+
+
+def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
+              y: Optional[np.ndarray], ch: int) -> Tuple[np.ndarray, ...]:
+    """Training batch norm of ``X``: (mu, var, inv_std per channel, Y), Y into ``y`` when
+    given (else into the centred copy of X: one batch-sized array fewer)."""
+    bs = _bshape(X.ndim, ch, X.shape[ch])
+    mu = _channel_sum(X, ch, mean=True)
+    xc = X - mu.reshape(bs)
+    var = _channel_sum(xc, ch, xc, mean=True)
+    inv_std = 1.0 / np.sqrt(var + eps)
+    a = (Scale * inv_std).reshape(bs)
+    if y is None:
+        y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
+    else:
+        np.multiply(xc, a, out=y)
+    y += Bias.reshape(bs)
+    return mu, var, inv_std, y
+
+
+def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
+                    parts: List[Tuple[int, int]]) -> Tuple[np.ndarray, ...]:
+    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std)."""
+    y = np.empty(X.shape, X.dtype)
+    stats: List[Any] = [None] * len(parts)
+
+    def one(i: int) -> None:
+        lo, hi = parts[i]
+        stats[i] = _bn_train(X[:, lo:hi], Scale[lo:hi], Bias[lo:hi], eps, y[:, lo:hi], 1)[:3]
+    threads.parallel(one, len(parts))
+    mu, var, inv_std = (np.concatenate([st[k] for st in stats]) for k in range(3))
+    return y, mu, var, inv_std
+
+
+def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: np.ndarray,
+                  dY: np.ndarray, dx: Optional[np.ndarray], m: int
+                  ) -> Tuple[np.ndarray, np.ndarray]:
+    """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
+    ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
+    bs = _bshape(X.ndim, 1, X.shape[1])
+    xh = X - mean.reshape(bs)
+    if xh.dtype == np.result_type(xh, inv_std):
+        xh *= inv_std.reshape(bs)
+    else:
+        xh = xh * inv_std.reshape(bs)
+    db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xh)
+    if dx is not None:
+        inv_m = 1.0 / m
+        np.subtract(dY, (db * inv_m).reshape(bs), out=dx)
+        c = (ds * inv_m).reshape(bs)
+        if xh.dtype == np.result_type(xh, c):
+            xh *= c
+        else:
+            xh = xh * c
+        dx -= xh
+        dx *= (Scale * inv_std).reshape(bs)
+    return ds, db
+
+
 @register
 class BatchNorm(OpDef):
     """Train: mu, var = batch mean / biased variance over all axes but the channel axis;
@@ -100,14 +178,11 @@ class BatchNorm(OpDef):
             return {"Y": y.astype(X.dtype, copy=False), "MeanOut": Mean,
                     "VarianceOut": Variance, "SavedMean": Mean,
                     "SavedVariance": inv_std.astype(X.dtype, copy=False)}
-        mu = _channel_sum(X, ch, mean=True)
-        xc = X - mu.reshape(bs)
-        var = _channel_sum(xc, ch, xc, mean=True)
-        inv_std = 1.0 / np.sqrt(var + eps)
-        # Y in xc's buffer: the same products and sums, one batch-sized array fewer
-        y = np.multiply(xc, (Scale * inv_std).reshape(bs), out=xc) \
-            if xc.dtype == np.result_type(xc, Scale, inv_std) else xc * (Scale * inv_std).reshape(bs)
-        y += Bias.reshape(bs)
+        parts = _channel_parts(X, ch)
+        if parts is None:
+            mu, var, inv_std, y = _bn_train(X, Scale, Bias, eps, None, ch)
+        else:
+            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts)
         m = float(momentum if MomentumTensor is None else MomentumTensor.reshape(-1)[0])
         return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
                 "VarianceOut": Variance * m + var * (1.0 - m),
@@ -135,13 +210,22 @@ class BatchNormGrad(OpDef):
     def infer(self, *specs, **attrs):
         return {}
 
-    def forward(self, X, Scale, SavedMean, SavedVariance, dY, *, momentum=0.9, epsilon=1e-5,
-                is_test=False, data_layout="NCHW", use_global_stats=False,
+    def bind(self, in_specs, attrs, outputs_present):
+        """``forward`` told which gradients the program writes (``wanted``)."""
+        kw = self.kernel_attrs(attrs)
+        return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present), **kw),
+                       False)
+
+    def forward(self, X, Scale, SavedMean, SavedVariance, dY, wanted=None, *, momentum=0.9,
+                epsilon=1e-5, is_test=False, data_layout="NCHW", use_global_stats=False,
                 trainable_statistics=False):
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         global_stats = use_global_stats or (is_test and not trainable_statistics)
         m = X.size // X.shape[ch]
+        parts = None if global_stats else _channel_parts(X, ch)
+        if parts is not None and (wanted is None or "X@GRAD" in wanted):
+            return self._parts(X, Scale, SavedMean, SavedVariance, dY, m, parts, wanted)
         cache: Dict[str, Any] = {}
 
         def xhat() -> np.ndarray:
@@ -182,6 +266,21 @@ class BatchNormGrad(OpDef):
             return t
 
         return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
+
+    @staticmethod
+    def _parts(X, Scale, SavedMean, SavedVariance, dY, m, parts, wanted) -> Dict[str, Any]:
+        """The three gradients over the channel ``parts`` in parallel (dX wanted)."""
+        dx = np.empty(X.shape, np.result_type(dY, Scale, SavedVariance))
+        sums: List[Any] = [None] * len(parts)
+
+        def one(i: int) -> None:
+            lo, hi = parts[i]
+            sums[i] = _bn_grad_part(X[:, lo:hi], Scale[lo:hi], SavedMean[lo:hi],
+                                    SavedVariance[lo:hi], dY[:, lo:hi], dx[:, lo:hi], m)
+        threads.parallel(one, len(parts))
+        out = {"X@GRAD": dx, "Scale@GRAD": np.concatenate([s[0] for s in sums]),
+               "Bias@GRAD": np.concatenate([s[1] for s in sums])}
+        return out if wanted is None else {k: v for k, v in out.items() if k in wanted}
 
 
 BatchNormGrad.forward_def = get_op_def("batch_norm")
