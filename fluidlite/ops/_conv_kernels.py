@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import threads
+from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "use_depthwise", "depthwise_fwd", "depthwise_dx",
            "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx", "pointwise_dw"]
@@ -454,11 +455,12 @@ def _strided_rows(x: np.ndarray, g: Any) -> np.ndarray:
 
 
 def _mm_into(mm: Callable, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """``out[...] = a @ b`` (float16 through ``mm``'s float32 product)."""
+    """``out[...] = a @ b`` (float16 through ``mm``'s float32 product; one image alone through
+    ``_gemm``, whose blocks use the threads the images would)."""
     if out.dtype == np.float16:
         out[...] = mm(a, b)
     else:
-        np.matmul(a, b, out=out)
+        _gemm(a, b, out)
 
 
 def pointwise_fwd(x: np.ndarray, w: np.ndarray, g: Any, mm: Callable) -> np.ndarray:

@@ -40,7 +40,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core import threads
-from .linalg import _mm
+from .linalg import _bmm, _mm
 
 __all__ = ["use_winograd", "winograd_fwd", "winograd_grads", "winograd_dx", "winograd_dw"]
 
@@ -288,7 +288,7 @@ def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
 
     def one(i: int) -> None:
         lo, pl = blocks[i]
-        m = np.matmul(u, _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl)))    # [16, K, P]
+        m = _bmm(u, _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl)))    # [16, K, P]
         _output_tiles(m.reshape(4, 4, K, -1), pl, y[lo:lo + pl.b])
     threads.parallel(one, len(blocks))
     return y
@@ -314,12 +314,12 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
         hi = lo + pl.b
         dm = _grad_tiles(dy[lo:hi], pl)                                   # [16, K, P]
         if dx is not None:
-            dv = np.matmul(ut, dm)                                        # [16, C, P]
+            dv = _bmm(ut, dm)                                        # [16, C, P]
             _input_grad(dv.reshape(4, 4, C, -1), pl, dx[lo:hi], (g.pt, g.pl))
         if x is None:
             return None
         v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl))
-        return np.matmul(dm, v.transpose(0, 2, 1))                       # [16, K, C]
+        return _bmm(dm, v.transpose(0, 2, 1))                       # [16, K, C]
 
     def add(i: int, part: Optional[np.ndarray]) -> None:
         if part is None:

@@ -11,7 +11,7 @@ which keeps every order differentiable.
 from __future__ import annotations
 
 import math
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -42,16 +42,19 @@ _GEMM_MIN = 1 << 21         # multiply-adds from which a GEMM is cut into parts
 _GEMM_ROWS = 64             # rows a part needs at least
 
 
-def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """``a @ b`` of two 2-D arrays through ``ndarray.dot`` (the BLAS GEMM with the least
     dispatch: ~0.4 us a call, which small models pay several times a step). A large product
     is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that run as
     ``core.threads`` items (BLAS on one thread each): the cut depends on the shapes only, so
-    the bits never depend on the thread count."""
+    the bits never depend on the thread count. Into ``out`` (C-contiguous, the product's
+    dtype) when given."""
     m, n = a.shape[0], b.shape[1]
-    if m * a.shape[1] * n < _GEMM_MIN:
-        return _dot(a, b)
-    out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
+    if m * a.shape[1] * n < _GEMM_MIN or (m < _GEMM_PARTS * _GEMM_ROWS
+                                          and n < _GEMM_PARTS * _GEMM_ROWS):
+        return _dot(a, b) if out is None else _dot(a, b, out=out)
+    if out is None:
+        out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
     if m >= _GEMM_PARTS * _GEMM_ROWS:           # row blocks, written in place
         cuts = [m * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
         threads.parallel(lambda i: _dot(a[cuts[i]:cuts[i + 1]], b,
@@ -62,8 +65,6 @@ def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         def part(i: int) -> None:
             out[:, cuts[i]:cuts[i + 1]] = _dot(a, b[:, cuts[i]:cuts[i + 1]])
         threads.parallel(part, _GEMM_PARTS)
-    else:
-        return _dot(a, b)
     return out
 
 
