@@ -211,3 +211,25 @@ def test_predictor_sets_the_process_threads_only_when_told(tmp_path):
     config.set_cpu_math_library_num_threads(1)
     create_paddle_predictor(config)
     assert T.get_num_threads() == 1
+
+
+@needs_blas_control
+def test_a_forked_child_runs_parallel_items():
+    """The child of a fork (a multiprocess data-loader worker) has no pool threads: its first
+    parallel call must start new ones, not wait for the parent's."""
+    import multiprocessing
+    with T.using(2):
+        T.parallel(lambda i: None, 4)                  # the parent's pool exists
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+
+    def child():
+        out = []
+        with T.using(2):
+            T.parallel(lambda i: time.sleep(0.01), 4, lambda i, r: out.append(i))
+        q.put(out)
+
+    p = ctx.Process(target=child)
+    p.start()
+    p.join(timeout=30)
+    assert p.exitcode == 0 and q.get(timeout=5) == [0, 1, 2, 3]

@@ -255,6 +255,18 @@ class _Run:
         futures = [pool.submit(self.work) for _ in range(workers - 1)]
         self.work()
         for f in futures:
-            f.result()
+            if not f.cancel():          # a helper that never started has nothing left to do
+                f.result()
         if self.error is not None:
             raise self.error
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's pool threads (and maybe a lock a parent thread
+    held): start afresh."""
+    global _lock
+    _lock = threading.Lock()
+    _pool.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
