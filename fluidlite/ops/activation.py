@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..core import threads
 from ..core.dtypes import FLOATS, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, register
 from .compose import Compose, Sym, live
@@ -231,7 +232,7 @@ class Relu(_Act):
         if zero is None:
             return super().lower(in_specs, attrs)
         maximum = np.maximum
-        return lambda x: maximum(x, zero)
+        return lambda x: _relu_into(x, zero) if _big(x) else maximum(x, zero)
 
     def lower_grad(self, in_specs, attrs, wanted):
         """``backward`` with the same 0-d zero (a float ``Out``)."""
@@ -239,7 +240,8 @@ class Relu(_Act):
         if zero is None or wanted != {"X"}:
             return None
         greater = np.greater
-        return lambda Out, dOut: {"X": dOut * greater(Out, zero)}
+        return lambda Out, dOut: {"X": _relu_grad_into(Out, dOut, zero) if _big(Out, dOut)
+                                  else dOut * greater(Out, zero)}
 
 
 def _float_zero(spec: Any) -> Optional[np.ndarray]:
@@ -358,12 +360,58 @@ class Elu(_Act):
 def _float32_blocks(fn: Any, *xs: np.ndarray) -> np.ndarray:
     """``fn(*blocks, out_block)`` over cache-sized blocks (``_ERF_BLOCK``) of the float32
     arrays ``xs`` (one shape), into a new array of that shape: the passes of an elementwise
-    formula then run from cache."""
+    formula then run from cache. The blocks are shared by two fixed parts run as
+    ``core.threads`` items (elementwise: the bits never depend on the split)."""
     flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
     out = np.empty(flat[0].shape, np.float32)
-    for i in range(0, out.size, _ERF_BLOCK):
-        fn(*(a[i:i + _ERF_BLOCK] for a in flat), out[i:i + _ERF_BLOCK])
+    starts = range(0, out.size, _ERF_BLOCK)
+    cuts = [0, len(starts) // 2, len(starts)]
+
+    def part(k: int) -> None:
+        for i in starts[cuts[k]:cuts[k + 1]]:
+            fn(*(a[i:i + _ERF_BLOCK] for a in flat), out[i:i + _ERF_BLOCK])
+    if len(starts) > 1:
+        threads.parallel(part, 2)
+    else:
+        part(1)                         # (one block: the second part holds it)
     return out.reshape(xs[0].shape)
+
+
+_SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in two parts
+
+
+def _halves(n: int) -> list:
+    return [(0, n // 2), (n // 2, n)]
+
+
+def _relu_into(x: np.ndarray, zero: Any) -> np.ndarray:
+    """max(x, zero) of a large contiguous array as two parallel halves (elementwise: the same
+    bits as one pass)."""
+    out = np.empty(x.shape, x.dtype)
+    xf, of = x.reshape(-1), out.reshape(-1)
+    cuts = _halves(xf.size)
+    threads.parallel(lambda k: np.maximum(xf[cuts[k][0]:cuts[k][1]], zero,
+                                          out=of[cuts[k][0]:cuts[k][1]]), 2)
+    return out
+
+
+def _relu_grad_into(out_: np.ndarray, dout: np.ndarray, zero: Any) -> np.ndarray:
+    """dOut * (Out > 0) of large contiguous arrays as two parallel halves."""
+    res = np.empty(dout.shape, np.result_type(dout.dtype, np.bool_))
+    o, d, r = out_.reshape(-1), dout.reshape(-1), res.reshape(-1)
+    cuts = _halves(r.size)
+
+    def part(k: int) -> None:
+        lo, hi = cuts[k]
+        np.multiply(d[lo:hi], np.greater(o[lo:hi], zero), out=r[lo:hi])
+    threads.parallel(part, 2)
+    return res
+
+
+def _big(*xs: np.ndarray) -> bool:
+    """Every array contiguous, of one shape, and at least ``_SPLIT_MIN`` elements."""
+    return xs[0].size >= _SPLIT_MIN and all(
+        x.flags.c_contiguous and x.shape == xs[0].shape for x in xs)
 
 
 def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
