@@ -14,10 +14,11 @@ cell count ``(hend - hstart) * (wend - wstart)`` (NaN for 0 cells, -0 for a nega
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Sequence, Tuple
+from typing import Any, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
 
+from ..core import threads
 from ..core.registry import OpDef, VarSpec, register
 from .conv import c_div, normalize_paddings
 
@@ -197,6 +198,28 @@ def _pool_bwd(x: np.ndarray, out: np.ndarray, dout: np.ndarray, g: _PoolGeom,
     return dxp
 
 
+_PARTS_MIN = 1 << 18        # input elements from which a pooling runs as two parallel parts
+
+
+def _in_parts(fn: Any, arrays: Sequence[np.ndarray], shape: Tuple[int, ...],
+              dtype: np.dtype) -> np.ndarray:
+    """``fn(*arrays)`` (a pooling of [N, C, ...] maps, each (n, c) on its own) as two fixed
+    parts of the batch -- of the channels for one image -- run as ``core.threads`` items:
+    the same bits as one call."""
+    axis = 0 if arrays[0].shape[0] >= 2 else 1
+    n = arrays[0].shape[axis]
+    if n < 2 or arrays[0].size < _PARTS_MIN:
+        return fn(*arrays)
+    out = np.empty(shape, dtype)
+    cuts = [0, n // 2, n]
+
+    def part(k: int) -> None:
+        sl = (slice(None),) * axis + (slice(cuts[k], cuts[k + 1]),)
+        out[sl] = fn(*(a[sl] for a in arrays))
+    threads.parallel(part, 2)
+    return out
+
+
 @register
 class Pool2D(OpDef):
     """Out[n,c,y,x] = max (or mean) of X[n,c] over the window at (y*sh - pt, x*sw - pl) of
@@ -245,7 +268,8 @@ class Pool2D(OpDef):
                           True, ceil_mode, padding_algorithm, self.type)
             return {"Out": np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if last else out}
         g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm)
-        out = _pool_fwd(x, g, pooling_type, exclusive)
+        out = _in_parts(lambda a: _pool_fwd(a, g, pooling_type, exclusive), [x],
+                        x.shape[:2] + (g.oh, g.ow), x.dtype)
         return {"Out": np.ascontiguousarray(out.transpose(0, 2, 3, 1)) if last else out}
 
     def backward(self, X, Out, dOut, *, pooling_type="max", ksize=[], global_pooling=False,
@@ -261,5 +285,6 @@ class Pool2D(OpDef):
                               self.type)
             return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}
         g = _geom(x, ksize, strides, paddings, global_pooling, ceil_mode, padding_algorithm)
-        dx = _pool_bwd(x, t(Out), t(dOut), g, pooling_type, exclusive)
+        dx = _in_parts(lambda a, o, d: _pool_bwd(a, o, d, g, pooling_type, exclusive),
+                       [x, t(Out), t(dOut)], x.shape, dOut.dtype)
         return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}
