@@ -153,7 +153,20 @@ def fluid_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     max are clipped at -64 (``ValueClip``: no probability below e^-64 of the largest, so
     -log(p) stays below ~64 + log(classes) and gradients stay finite), exponentiated, and
     multiplied by the reciprocal of their sum."""
-    e = x - x.max(axis=axis, keepdims=True)
+    if axis in (-1, x.ndim - 1) and x.size > x.shape[-1] > 0 and _big(x):   # rows: 2 parts
+        rows = x.reshape(-1, x.shape[-1])
+        out = np.empty(rows.shape, x.dtype)
+        cuts = _halves(rows.shape[0])
+        threads.parallel(lambda k: _softmax_into(rows[cuts[k][0]:cuts[k][1]], -1,
+                                                 out[cuts[k][0]:cuts[k][1]]), 2)
+        return out.reshape(x.shape)
+    return _softmax_into(x, axis, None)
+
+
+def _softmax_into(x: np.ndarray, axis: int, out: Optional[np.ndarray]) -> np.ndarray:
+    """``fluid_softmax`` into ``out`` (a new array when None); rows are independent, so a
+    block of rows gives the same bits as the whole."""
+    e = np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
     np.maximum(e, e.dtype.type(_SOFTMAX_CLIP), out=e)
     np.exp(e, out=e)
     e *= np.reciprocal(e.sum(axis=axis, keepdims=True))
@@ -567,6 +580,14 @@ class Swish(_Act):
         return p * (beta * (s * (1.0 - s)) * (2.0 + beta * (x * (1.0 - 2.0 * s))))
 
 
+def _softmax_grad_into(out_: np.ndarray, dout: np.ndarray, axis: int,
+                       dx: Optional[np.ndarray]) -> np.ndarray:
+    """(dOut - sum(dOut * Out, axis)) * Out, into ``dx`` when given."""
+    dx = np.subtract(dout, (dout * out_).sum(axis=axis, keepdims=True), out=dx)
+    dx *= out_
+    return dx
+
+
 @register
 class Softmax(_Act):
     """Out = exp(max(X - max, -64)) / sum(...) along ``axis`` (fluid's SoftmaxFunctor with its
@@ -589,9 +610,18 @@ class Softmax(_Act):
         return {"Out": self.f(X, axis)}
 
     def backward(self, Out, dOut, *, axis=-1):
-        dx = dOut - (dOut * Out).sum(axis=axis, keepdims=True)
-        dx *= Out
-        return {"X": dx}
+        if axis in (-1, Out.ndim - 1) and Out.size > Out.shape[-1] > 0 and _big(Out, dOut) \
+                and Out.dtype == dOut.dtype:
+            o, d = Out.reshape(-1, Out.shape[-1]), dOut.reshape(-1, Out.shape[-1])
+            dx = np.empty(o.shape, Out.dtype)
+            cuts = _halves(o.shape[0])
+
+            def part(k: int) -> None:       # rows are independent: the same bits
+                lo, hi = cuts[k]
+                _softmax_grad_into(o[lo:hi], d[lo:hi], -1, dx[lo:hi])
+            threads.parallel(part, 2)
+            return {"X": dx.reshape(Out.shape)}
+        return {"X": _softmax_grad_into(Out, dOut, axis, None)}
 
     def second(self, c, out, p, axis=-1):
         """d(Out) = ddX * (dOut - S(dOut*Out)) - dOut * S(ddX*Out), S = broadcast sum on axis.

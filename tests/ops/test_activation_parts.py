@@ -51,3 +51,25 @@ def test_gelu_float32_in_parts_matches_float64_and_thread_counts():
     dwant = dout * (0.5 * (1 + erf) + x64 * np.exp(-0.5 * x64 * x64) / math.sqrt(2 * math.pi))
     np.testing.assert_allclose(runs[0][0], want, rtol=2e-6, atol=2e-6)
     np.testing.assert_allclose(runs[0][1], dwant, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 64, 1024), (3, 87383), (1, 1 << 18), (513, 512)])
+def test_softmax_and_its_gradient_in_row_parts(shape):
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(shape) * 20).astype(np.float32)        # some clip at -64
+    dout = rng.standard_normal(shape).astype(np.float32)
+    sm = get_op_def("softmax")
+    runs = []
+    for t in (1, 2):
+        with threads.using(t):
+            out = sm.forward(x)["Out"]
+            runs.append((out, sm.backward(out, dout)["X"]))
+    # one pass over all rows (the kernels' own one-block path)
+    want = A._softmax_into(x, -1, None)
+    dwant = A._softmax_grad_into(want, dout, -1, None)
+    for out, dx in runs:
+        assert out.dtype == np.float32 and np.array_equal(out, want)
+        assert dx.dtype == np.float32 and np.array_equal(dx, dwant)
+    x64 = x.astype(np.float64)
+    e = np.exp(np.maximum(x64 - x64.max(-1, keepdims=True), -64))
+    np.testing.assert_allclose(want, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
