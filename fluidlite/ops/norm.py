@@ -286,6 +286,17 @@ class BatchNormGrad(OpDef):
 BatchNormGrad.forward_def = get_op_def("batch_norm")
 
 
+def _ln_dx_rows(dy: np.ndarray, scale: Any, xh: np.ndarray, inv_std: np.ndarray,
+                out: Any) -> np.ndarray:
+    """layer_norm's dX of rows: (g - mean_row(g) - xh * mean_row(g * xh)) * inv_std with
+    g = dY * Scale, into ``out`` when given."""
+    gy = dy * scale if scale is not None else dy
+    out = np.subtract(gy, gy.mean(axis=1, keepdims=True), out=out)
+    out -= xh * (gy * xh).mean(axis=1, keepdims=True)
+    out *= inv_std
+    return out
+
+
 # -- layer_norm ---------------------------------------------------------------------------------
 def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, int]:
     if not 0 < begin_norm_axis < len(shape):
@@ -297,6 +308,28 @@ def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, 
     for d in shape[begin_norm_axis:]:
         right = -1 if d < 0 or right < 0 else right * d
     return left, right
+
+
+def _row_parts(x: np.ndarray, *others: Any) -> bool:
+    """layer_norm's rows [left, right] run as two parallel parts: float32/float64 throughout,
+    at least two rows and ``_PARALLEL_MIN`` elements."""
+    return (x.dtype in (np.float32, np.float64) and x.shape[0] >= 2
+            and x.size >= _PARALLEL_MIN and all(o is None or o.dtype == x.dtype for o in others))
+
+
+def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,
+             var: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """layer_norm of the rows ``x`` [rows, right]: (Y, Mean, Variance), into ``y``, ``mu``,
+    ``var`` when given (every row on its own: a block of rows gives the whole's bits)."""
+    m = x.mean(axis=1, out=mu)
+    xc = x - m[:, None]
+    v = np.mean(np.square(xc), axis=1, out=var)
+    out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None], out=y)
+    if scale is not None:
+        out *= scale
+    if bias is not None:
+        out += bias
+    return out, m, v
 
 
 @register
@@ -321,14 +354,16 @@ class LayerNorm(OpDef):
     def forward(self, X, Scale, Bias, *, epsilon=1e-5, begin_norm_axis=1):
         left, right = _split(self.type, X.shape, begin_norm_axis)
         x = X.reshape(left, right)
-        mu = x.mean(axis=1)
-        xc = x - mu[:, None]
-        var = np.mean(np.square(xc), axis=1)
-        y = xc * (1.0 / np.sqrt(var + float(epsilon)))[:, None]
-        if Scale is not None:
-            y *= Scale
-        if Bias is not None:
-            y += Bias
+        if _row_parts(x, Scale, Bias):       # two parallel parts of the rows: the same bits
+            y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
+            cuts = [0, left // 2, left]
+
+            def part(k: int) -> None:
+                lo, hi = cuts[k], cuts[k + 1]
+                _ln_rows(x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi])
+            threads.parallel(part, 2)
+            return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
+        y, mu, var = _ln_rows(x, Scale, Bias, epsilon)
         return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
 
     def make_grad(self, g, **attrs):
@@ -364,12 +399,21 @@ class LayerNormGrad(OpDef):
             return cache["xh"]
 
         def dx() -> np.ndarray:
-            gy = dy * Scale if Scale is not None else dy
-            xh = xhat()
-            out = gy - gy.mean(axis=1, keepdims=True)
-            out -= xh * (gy * xh).mean(axis=1, keepdims=True)
-            out *= inv_std
-            return out.reshape(X.shape)
+            x = X.reshape(left, right)
+            if "xh" not in cache and _row_parts(x, Scale, dy, Mean):
+                # two parallel parts of the rows (row-wise: the same bits); xh kept for dScale
+                xh, out = np.empty_like(x), np.empty(x.shape, dy.dtype)
+                cuts = [0, left // 2, left]
+
+                def part(k: int) -> None:
+                    lo, hi = cuts[k], cuts[k + 1]
+                    np.subtract(x[lo:hi], Mean[lo:hi, None], out=xh[lo:hi])
+                    xh[lo:hi] *= inv_std[lo:hi]
+                    _ln_dx_rows(dy[lo:hi], Scale, xh[lo:hi], inv_std[lo:hi], out[lo:hi])
+                threads.parallel(part, 2)
+                cache["xh"] = xh
+                return out.reshape(X.shape)
+            return _ln_dx_rows(dy, Scale, xhat(), inv_std, None).reshape(X.shape)
 
         return LazyOutputs({"X@GRAD": dx,
                             "Scale@GRAD": lambda: (dy * xhat()).sum(axis=0),
