@@ -412,6 +412,18 @@ class _Appender:
             for n in arg_names:
                 if n in fwd_of:
                     self.ensure_var(n)
+        loop = desc.attrs.get(_SNAPSHOT)
+        if loop is not None:                # restore a loop counter (_control_flow_grad)
+            desc = OpDesc(desc.type, desc.inputs, desc.outputs,
+                          {k: v for k, v in desc.attrs.items() if k != _SNAPSHOT})
+            counter, copy = desc.outputs["Out"][0], desc.inputs["X"][0]
+            if not block.has_var(copy):
+                like = block._find_var_recursive(counter)
+                block.create_var(name=copy, shape=like.shape, dtype=like.dtype,
+                                 stop_gradient=True)
+                with rewrite.role(block.program, OpRole.Forward):
+                    block._insert_op(block.ops.index(loop), "assign", {"X": [counter]},
+                                     {"Out": [copy]})
         pending = desc.attrs.get("sub_block")
         if isinstance(pending, _PendingGradBlock):
             desc = OpDesc(desc.type, desc.inputs, desc.outputs,
@@ -828,6 +840,30 @@ class _PendingGradBlock:
         return gb
 
 
+_LOOP_START = "@LOOP_START"        # the copy of a loop counter taken before its loop
+_SNAPSHOT = "@snapshot_before"     # desc attr: take that copy before this forward op
+
+
+def _counters_read_before(op: Any, body: Block, xs: Sequence[str],
+                          outs: Sequence[str]) -> List[str]:
+    """The loop counters of while ``op`` (outer variables the body changes only by in-place
+    ``increment``) that a differentiable op before the loop reads: their gradients read the
+    counter's value from before the loop. Empty for a loop nested in another block op."""
+    if getattr(op, "orig", op) is not op or op not in op.block.ops:
+        return []
+    found = []
+    before = op.block.ops[:op.block.ops.index(op)]
+    for v in sorted(set(xs) & set(outs)):
+        writers = [o for o in body.ops if v in o.output_arg_names]
+        if not writers or v in body.vars or any(
+                o.type != "increment" or o.inputs.get("X") != [v] or o.outputs.get("Out") != [v]
+                for o in writers):
+            continue
+        if any(v in o.input_arg_names and get_op_def(o.type).differentiable for o in before):
+            found.append(v)
+    return found
+
+
 def _control_flow_grad(g: GradBuilder) -> None:
     """The grad op of a ``while`` / ``conditional_block`` (called by their ``make_grad``).
 
@@ -900,6 +936,13 @@ def _control_flow_grad(g: GradBuilder) -> None:
     if is_while:
         g.append("while_grad", {"X": xs_outer, "Out": outs_outer, "Out@GRAD": douts,
                                 "StepScopes": scope}, {"X@GRAD": dxs}, attrs)
+        for v in _counters_read_before(op, fwd_block, xs, outs):
+            # fluid's grad block undoes each increment of a loop counter (increment's
+            # gradient), so after while_grad the counter again holds its value from before
+            # the loop, which the gradients of the ops before the loop read (an array entry
+            # written at the counter). fluidlite's grad block reads recorded values instead:
+            # the counter is restored from a copy taken before the loop (_Appender.append).
+            g.append("assign", {"X": [v + _LOOP_START]}, {"Out": [v]}, {_SNAPSHOT: op})
     else:
         attrs["is_scalar_condition"] = op.attrs.get("is_scalar_condition", False)
         g.append("conditional_block_grad",

@@ -61,6 +61,7 @@ class Operator:
         self._type = type
         self._in_slots = {s.name: s for s in opdef.in_slots}
         self._out_slots = {s.name: s for s in opdef.out_slots}
+        self._reads_outputs = frozenset(opdef.reads_outputs)
         self._inputs = {k: _names(k, v) for k, v in kwargs.items() if k in self._in_slots}
         self._outputs = {k: _names(k, v) for k, v in kwargs.items() if k in self._out_slots}
         self._attrs = {k: v for k, v in kwargs.items()
@@ -121,9 +122,23 @@ class Operator:
             ins[slot] = vs if self._in_slots[slot].duplicable else vs[0]
         outs: Dict[str, Any] = {}
         for slot, names in self._outputs.items():
-            vs = [block.create_var(name=n) for n in names]
+            vs = [self._output_var(block, scope, run_scope, slot, n) for n in names]
             outs[slot] = vs if self._out_slots[slot].duplicable else vs[0]
         return feed, ins, outs
+
+    def _output_var(self, block: Any, scope: Any, run_scope: Any, slot: str, name: str
+                    ) -> Any:
+        """The variable of output ``name``. For a slot the kernel reads the previous value of
+        (``reads_outputs``: e.g. adam's lazy sparse update keeps the rows it does not write)
+        the value ``scope`` holds is carried over (a persistable of ``run_scope``), as fluid's
+        op writes into the output's existing buffer."""
+        holder = scope.find_var(name)
+        if slot not in self._reads_outputs or block.has_var(name) or holder is None \
+                or not holder.is_initialized() or holder.is_selected_rows():
+            return block.create_var(name=name)
+        arr = np.asarray(holder.get_tensor())
+        run_scope.var(name).get_tensor().set(arr.copy())
+        return block.create_var(name=name, shape=arr.shape, dtype=arr.dtype, persistable=True)
 
     def run(self, scope: Any, place: Any = None) -> None:
         """Run the op on ``scope``'s variables: inputs are read from it, outputs (value and

@@ -514,9 +514,12 @@ def test_label_smooth_layer():
 
 
 def test_tril_diag_embed_errors():
-    with pytest.raises(ValueError, match=r"tril: input must have at least 2 dims, but its shape "
-                                         r"is \[3\]"):
+    with pytest.raises(ValueError, match=r"input shape in tril must be at least 2-D, but its "
+                                         r"shape is \[3\]"):
         L.tril(fluid.data("v", [3], "float32"))
+    with pytest.raises(TypeError, match=r"diagonal in triu must be a python Int, but received "
+                                        r"2.5 of type float"):
+        L.triu(fluid.data("m", [3, 3], "float32"), diagonal=2.5)
     with pytest.raises(ValueError, match="diag_embed: dim1 .* and dim2 .* must name different"):
         L.diag_embed(np.ones((2, 3), np.float32), dim1=0, dim2=-3)
 

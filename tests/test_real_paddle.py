@@ -422,9 +422,67 @@ def _global_norm_clip(rng):
                   "label": rng.randint(0, 3, (6, 1)).astype("int64")}
 
 
+def _while_rnn(rng):
+    """A While loop that gradients flow through (fluid 1.8's test_while_op.py pattern, with a
+    shared fc inside the body): step t reads input t and the memory of step t from arrays,
+    writes the new memory at t + 1; the loss reads the last. Its grad is a ``while_grad`` op
+    over the body's grad block, and the fc's weight gradient is summed over the steps; the
+    grad block reads the counter before and after the body's ``increment``, which Paddle's
+    form expresses with decrements (formats/paddle/while_grad.py)."""
+    x = L.data("x", [3, 4], dtype="float32")
+    label = L.data("label", [1], dtype="int64")
+    steps = L.unstack(x, axis=1)
+    i = L.fill_constant([1], "int64", 0)
+    inputs = L.array_write(steps[0], i)
+    for t in (1, 2):
+        L.array_write(steps[t], L.fill_constant([1], "int64", t), array=inputs)
+    # the first memory, written at the counter before the loop: its gradient reads the
+    # counter's value from before the loop (restored after while_grad, backward.py)
+    mem = L.array_write(L.fc(steps[0], 5, act="tanh"), i)
+    n = L.fill_constant([1], "int64", 3)
+    cond = L.less_than(i, n)
+    loop = L.While(cond)
+    with loop.block():
+        h = L.fc(L.concat([L.array_read(inputs, i), L.array_read(mem, i)], axis=1), 5,
+                 act="tanh", param_attr="loop_w", bias_attr="loop_b")
+        L.increment(i, in_place=True)
+        L.array_write(h, i, array=mem)
+        L.less_than(i, n, cond=cond)
+    last = L.array_read(mem, n)
+    loss = L.mean(L.softmax_with_cross_entropy(L.fc(last, 3), label))
+    fluid.optimizer.Adam(0.05).minimize(loss)
+    return loss, {"x": rng.rand(4, 3, 4).astype("float32"),
+                  "label": rng.randint(0, 3, (4, 1)).astype("int64")}
+
+
+def _static_rnn(rng):
+    """fluidlite's ``StaticRNN`` (a While over the time steps, the memory carried by
+    ``assign``, the counter by ``increment``): Paddle links the memory's incoming gradient by
+    its versioned inner name and reads the counter undone by decrements; the unused output's
+    all-zero array gradient (``sum_tensor_array`` of nothing) is an unwritten array there."""
+    x = fluid.data("x", [4, 2, 3], "float32")          # [T, N, D]
+    label = fluid.data("label", [2, 1], "int64")
+    h0 = L.fill_constant([2, 5], "float32", 0.0)
+    rnn = L.StaticRNN()
+    with rnn.step():
+        xt = rnn.step_input(x)
+        h = rnn.memory(init=h0)
+        nh = L.fc([xt, h], 5, act="tanh")
+        rnn.update_memory(h, nh)
+        rnn.step_output(nh)
+        rnn.step_output(L.scale(nh, 2.0))     # unused: its array gradient is all zero
+    out, _ = rnn()
+    last = L.reshape(L.slice(out, axes=[0], starts=[3], ends=[4]), [2, 5])
+    loss = L.mean(L.softmax_with_cross_entropy(L.fc(last, 3), label))
+    fluid.optimizer.Momentum(0.1, 0.9).minimize(loss)
+    return loss, {"x": rng.rand(4, 2, 3).astype("float32"),
+                  "label": rng.randint(0, 3, (2, 1)).astype("int64")}
+
+
 TRAINERS = {"conv_momentum": _conv_momentum, "attention_adam": _attention_adam,
             "cross_entropy_while": _cross_entropy_while, "array_grads": _array_grads,
-            "global_norm_clip": _global_norm_clip}
+            "global_norm_clip": _global_norm_clip, "while_rnn": _while_rnn,
+            "static_rnn": _static_rnn}
 
 
 def _write_lines(path: str, lines: List[str]) -> None:
@@ -660,6 +718,55 @@ def test_writer_uses_paddle_grad_type_and_list_types():
     back = pf.program_from_bytes(pf.program_to_bytes(main))
     assert str(back) == str(main)
     assert "cross_entropy2_grad" in [op.type for op in back.global_block().ops]
+
+
+def test_writer_gives_while_grad_in_paddles_form():
+    """A While loop's gradient as Paddle 2.6 runs it (formats/paddle/while_grad.py): one
+    ``original_output_grad`` name per ``Out@GRAD``; no SSA version in the grad block, where
+    the counter's versions become the counter with ``increment`` ops of the opposite step
+    (back to the iteration's start at the end); the body's variables not declared again."""
+    from fluidlite.formats.paddle import program as pf
+    main, desc = _training_desc(_while_rnn)
+    (wg,) = _ops(desc, "while_grad")
+    og = [b.decode() for b in _attrs(wg)["original_output_grad"].strings]
+    assert len(og) == len(_slots(wg)["Out@GRAD"]) and "array_write_3.out@GRAD" in og
+    gb = desc.blocks[main.global_block().ops[[op.type for op in main.global_block().ops]
+                                              .index("while_grad")].attrs["sub_block"].idx]
+    args = [a for od in gb.ops for v in list(od.inputs) + list(od.outputs) for a in v.arguments]
+    assert not [a for a in args if "@SSA@" in a]
+    steps = [_attrs(od)["step"].f for od in gb.ops if od.type == "increment"]
+    assert steps == [-1.0]                  # after i's post-increment value was read
+    body = {v.name for v in desc.blocks[gb.forward_block_idx].vars}
+    assert body and not body & {v.name for v in gb.vars}
+    back = pf.program_from_bytes(pf.program_to_bytes(main))
+    assert str(back) == str(main)
+
+
+def test_while_grad_without_a_paddle_form_is_written_as_fluidlites(caplog):
+    """A loop-carried tensor overwritten by ``assign`` whose new value an op of the body
+    reads (so its gradient op reads it too) has no Paddle form: written unchanged (fluidlite
+    reads it back exactly), with a warning naming the variable. (Only overwriting, as
+    StaticRNN's memories do, has one: tests ``static_rnn`` above.)"""
+    from fluidlite.formats.paddle import program as pf
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = L.data("x", [3], dtype="float32")
+        h = L.assign(x)
+        w = L.create_parameter([3, 3], "float32", name="w")
+        i, n = L.fill_constant([1], "int64", 0), L.fill_constant([1], "int64", 2)
+        cond = L.less_than(i, n)
+        loop = L.While(cond)
+        with loop.block():
+            L.assign(L.tanh(h), h)
+            L.assign(L.matmul(h, w), h)         # reads the value the first assign wrote
+            L.increment(i)
+            L.less_than(i, n, cond=cond)
+        fluid.optimizer.SGD(0.1).minimize(L.mean(h))
+    with caplog.at_level("WARNING", logger="fluidlite"):
+        data = pf.program_to_bytes(main)
+    (rec,) = [r for r in caplog.records if "while_grad" in r.getMessage()]
+    assert repr(h.name) in rec.getMessage() and "Paddle cannot" in rec.getMessage()
+    assert str(pf.program_from_bytes(data)) == str(main)
 
 
 def test_writer_gives_array_gradients_in_fluids_form():

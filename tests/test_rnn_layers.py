@@ -159,6 +159,28 @@ def test_argument_errors(call, err, pattern):
         assert len(main.global_block().ops) == n_ops
 
 
+@pytest.mark.parametrize("layer,kwargs", [
+    ("dynamic_lstm", dict(size=8)), ("dynamic_lstmp", dict(size=8, proj_size=4)),
+    ("dynamic_gru", dict(size=2))])
+@pytest.mark.parametrize("bad", ["h_0", "c_0"])
+def test_initial_states_must_be_float_before_any_shape_check(layer, kwargs, bad):
+    """fluid 1.8's test_{lstm,lstmp,gru}_op: an int32 initial state is a TypeError, raised
+    before the (here also wrong) width of the other state is looked at."""
+    if layer == "dynamic_gru" and bad == "c_0":
+        pytest.skip("dynamic_gru has no c_0")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        width = 6 if layer == "dynamic_gru" else 8
+        x = fluid.data("x", [None, width], lod_level=1)
+        wrong = fluid.data("wrong", [None, 7], "float32")        # no layer's width
+        states = {"h_0": wrong, "c_0": wrong} if layer != "dynamic_gru" else {"h_0": wrong}
+        states[bad] = fluid.data("s", [None, 7], "int32")
+        with pytest.raises(TypeError, match=f"{layer}: {bad} must be float32 or float64, "
+                                            f"but received int32"):
+            getattr(L, layer)(x, **kwargs, **states)
+
+
+
 def test_lod_layers_are_static_only_as_in_fluid():
     with fluid.dygraph.guard():
         x = fluid.dygraph.to_variable(np.zeros((3, 8), "float32"))

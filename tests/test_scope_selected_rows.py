@@ -111,3 +111,79 @@ class TestSplitSelectedRowsGrad(OpTest):
         self.outputs = {"Out": [("o0", x[:2]), ("o1", x[2:5]), ("o2", x[5:])]}
         self.check_output(atol=0, rtol=0)
         self.check_grad(["X"], ["Out"])
+
+
+def _adam_reference(p, m1, m2, g, lr, b1p, b2p, b1, b2, eps):
+    """fluidlite's Adam formula (ops/optim_adam.py) in float64, for a dense gradient."""
+    m1 = b1 * m1 + (1 - b1) * g
+    m2 = b2 * m2 + (1 - b2) * g * g
+    c2 = np.sqrt(1 - b2p)
+    return p - lr * c2 / (1 - b1p) * m1 / (np.sqrt(m2) + eps * c2), m1, m2
+
+
+@pytest.mark.parametrize("lazy_mode", [True, False])
+@pytest.mark.parametrize("separate_outputs", [True, False])
+def test_sparse_adam_against_the_dense_update(lazy_mode, separate_outputs):
+    """fluid 1.8's adam on a SelectedRows Grad (duplicated rows merged first), float64.
+    Without lazy_mode: exactly the dense update on the densified gradient. With it: only the
+    gradient's rows move; the outputs' other rows keep what the outputs held (fluid writes
+    the rows into the output buffers: test_adam_op.py's TestSparseAdamOp), which is the
+    input itself when ParamOut is Param."""
+    rng = np.random.RandomState(7)
+    height, width, rows = 9, 5, [6, 1, 6, 3]
+    b1, b2, eps = 0.78, 0.836, 1e-4
+    p, m1 = rng.randn(height, width), rng.randn(height, width)
+    m2 = rng.rand(height, width) + 0.1
+    value = rng.randn(len(rows), width)
+    lr, b1p, b2p = np.array([0.3]), np.array([b1 ** 3]), np.array([b2 ** 3])
+    scope, place = fluid.core.Scope(), fluid.CPUPlace()
+    for name, arr in (("Param", p), ("Moment1", m1), ("Moment2", m2), ("LearningRate", lr),
+                      ("Beta1Pow", b1p), ("Beta2Pow", b2p)):
+        scope.var(name).get_tensor().set(arr.copy(), place)
+    _sparse(scope, "Grad", rows, value, height)
+    outs = {"ParamOut": "Param", "Moment1Out": "Moment1", "Moment2Out": "Moment2"}
+    before = {}
+    if separate_outputs:            # outputs with earlier contents of their own
+        outs = {k: k for k in outs}
+        for k in outs:
+            before[k] = rng.randn(height, width)
+            scope.var(k).get_tensor().set(before[k].copy(), place)
+    Operator("adam", Param="Param", Grad="Grad", LearningRate="LearningRate",
+             Moment1="Moment1", Moment2="Moment2", Beta1Pow="Beta1Pow", Beta2Pow="Beta2Pow",
+             Beta1PowOut="Beta1PowOut", Beta2PowOut="Beta2PowOut", beta1=b1, beta2=b2,
+             epsilon=eps, lazy_mode=lazy_mode, **outs).run(scope, place)
+    dense = np.zeros((height, width))
+    np.add.at(dense, rows, value)
+    want = dict(zip(("ParamOut", "Moment1Out", "Moment2Out"),
+                    _adam_reference(p, m1, m2, dense, lr, b1p, b2p, b1, b2, eps)))
+    touched = sorted(set(rows))
+    untouched = [r for r in range(height) if r not in touched]
+    olds = {"ParamOut": p, "Moment1Out": m1, "Moment2Out": m2}
+    for slot, var in outs.items():
+        got = np.array(scope.find_var(var).get_tensor())
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got[touched], want[slot][touched], rtol=1e-12, atol=1e-12)
+        if not lazy_mode:           # missing rows: a zero gradient, as the dense kernel
+            np.testing.assert_allclose(got[untouched], want[slot][untouched], rtol=1e-12,
+                                       atol=1e-12)
+        else:                       # left as the output held them
+            keep = before[slot] if separate_outputs else olds[slot]
+            np.testing.assert_array_equal(got[untouched], keep[untouched])
+    np.testing.assert_allclose(np.array(scope.find_var("Beta1PowOut").get_tensor()), b1p * b1)
+
+
+def test_lazy_sparse_adam_into_fresh_outputs_copies_the_other_rows():
+    """An output with no value yet (nothing to keep) gets the input's untouched rows."""
+    scope, place = fluid.core.Scope(), fluid.CPUPlace()
+    p = np.arange(12, dtype="float64").reshape(4, 3)
+    for name, arr in (("P", p), ("M1", np.zeros((4, 3))), ("M2", np.zeros((4, 3))),
+                      ("LR", np.array([0.1])), ("B1P", np.array([0.9])),
+                      ("B2P", np.array([0.999]))):
+        scope.var(name).get_tensor().set(arr, place)
+    _sparse(scope, "G", [2], np.ones((1, 3)), 4)
+    Operator("adam", Param="P", Grad="G", LearningRate="LR", Moment1="M1", Moment2="M2",
+             Beta1Pow="B1P", Beta2Pow="B2P", ParamOut="PO", Moment1Out="M1O",
+             Moment2Out="M2O", lazy_mode=True).run(scope, place)
+    got = np.array(scope.find_var("PO").get_tensor())
+    np.testing.assert_array_equal(got[[0, 1, 3]], p[[0, 1, 3]])
+    assert np.all(got[2] < p[2])                       # a positive gradient: moved down

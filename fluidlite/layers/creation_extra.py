@@ -262,9 +262,14 @@ def diag_embed(input: Union[Variable, np.ndarray], offset: int = 0, dim1: int = 
 
 def _tril_triu(layer: str, input: Variable, diagonal: int, name: Optional[str]) -> Variable:
     check_variable_and_dtype(input, "input", ["bool"] + _FLOAT + _INT, layer)
+    # fluid 1.8's messages and order (its test_tril_triu_op.py matches them), with what was
+    # received
     if len(input.shape) < 2:
-        raise ValueError(f"{layer}: input must have at least 2 dims, but its shape is "
+        raise ValueError(f"input shape in {layer} must be at least 2-D, but its shape is "
                          f"{list(input.shape)}")
+    if not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"diagonal in {layer} must be a python Int, but received "
+                        f"{diagonal!r} of type {type(diagonal).__name__}")
     helper = LayerHelper("tril_triu", name=name)
     out = helper.create_variable_for_type_inference(dtype=input.dtype)
     helper.append_op(type="tril_triu", inputs={"X": input}, outputs={"Out": out},

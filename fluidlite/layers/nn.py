@@ -108,7 +108,7 @@ def mean(x: Variable, name: Optional[str] = None) -> Variable:
     Returns:
         Variable: shape ``[1]``, ``x``'s dtype.
     Raises:
-        TypeError: ``x`` is not a Variable.
+        TypeError: ``x`` is not a Variable or not float16/32/64 (in static mode).
 
     Example:
         >>> import numpy as np
@@ -126,6 +126,7 @@ def mean(x: Variable, name: Optional[str] = None) -> Variable:
     helper = LayerHelper("mean", x=x, name=name)
     if not isinstance(x, Variable):
         raise TypeError(f"mean: x must be a Variable, got {type(x).__name__}")
+    check_variable_and_dtype(x, "x", _FLOATS, "mean")       # fluid 1.8's check
     out = helper.create_variable_for_type_inference(dtype=x.dtype)
     helper.append_op(type="mean", inputs={"X": x}, outputs={"Out": out})
     return out

@@ -55,10 +55,19 @@ def _size(size: Any, k: int, layer: str, what: str) -> int:
     return size // k
 
 
+def _init_dtypes(layer: str, **states: Any) -> None:
+    """fluid 1.8 checks every initial state's type and dtype (TypeError) before any shape."""
+    for arg, x in states.items():
+        if x is not None:
+            _var(x, arg, layer)
+            _float_dtype(x, arg, layer)
+
+
 def _init_state(x: Any, arg: str, width: int, layer: str) -> Optional[Variable]:
     if x is None:
         return None
     _var(x, arg, layer)
+    _float_dtype(x, arg, layer)
     if len(x.shape) != 2 or (x.shape[1] >= 0 and x.shape[1] != width):
         raise ValueError(f"{layer}: {arg} must be [batch_size, {width}], but received shape "
                          f"{list(x.shape)}")
@@ -127,8 +136,8 @@ def dynamic_lstm(input: Variable, size: int, h_0: Optional[Variable] = None,
         tuple: ``(hidden, cell)``, LoD tensors ``[T, hidden]``.
     Raises:
         AssertionError: called in dygraph mode (use ``fluid.dygraph`` LSTM layers there).
-        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable, ``input`` is not
-            float32/float64, or ``size`` is not an int.
+        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable or not float32/float64,
+            or ``size`` is not an int.
         ValueError: ``bias_attr`` is False, an activation is not sigmoid/tanh/relu/identity,
             ``size`` is not a positive multiple of 4, ``input``'s width is not ``size``, or
             ``h_0`` / ``c_0`` is not [batch_size, size / 4].
@@ -152,6 +161,7 @@ def dynamic_lstm(input: Variable, size: int, h_0: Optional[Variable] = None,
                        gate_activation=gate_activation, cell_activation=cell_activation,
                        candidate_activation=candidate_activation)
     _check_input_width(input, 4 * d, "dynamic_lstm")
+    _init_dtypes("dynamic_lstm", h_0=h_0, c_0=c_0)
     h_0 = _init_state(h_0, "h_0", d, "dynamic_lstm")
     c_0 = _init_state(c_0, "c_0", d, "dynamic_lstm")
     helper = LayerHelper("lstm", param_attr=param_attr, bias_attr=bias_attr, name=name)
@@ -204,8 +214,8 @@ def dynamic_lstmp(input: Variable, size: int, proj_size: int, param_attr: Any = 
         tuple of Variable: ``(projection, cell)``, LoD tensors [T, P] and [T, D].
     Raises:
         AssertionError: called in dygraph mode.
-        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable, ``input`` is not
-            float32/float64, ``size`` / ``proj_size`` is not an int, or a clip is not a number.
+        TypeError: ``input`` / ``h_0`` / ``c_0`` is not a Variable or not float32/float64,
+            ``size`` / ``proj_size`` is not an int, or a clip is not a number.
         ValueError: ``bias_attr`` is False, an activation is not sigmoid/tanh/relu/identity,
             ``size`` is not a positive multiple of 4, ``proj_size`` is below 1, ``input``'s width
             is not ``size``, a clip is negative, or ``h_0`` / ``c_0`` has the wrong width.
@@ -235,6 +245,7 @@ def dynamic_lstmp(input: Variable, size: int, proj_size: int, param_attr: Any = 
         if v < 0:
             raise ValueError(f"dynamic_lstmp: {arg} should not be negative, but received {v}")
         clips[arg] = float(v)
+    _init_dtypes("dynamic_lstmp", h_0=h_0, c_0=c_0)
     h_0 = _init_state(h_0, "h_0", p, "dynamic_lstmp")
     c_0 = _init_state(c_0, "c_0", d, "dynamic_lstmp")
     helper = LayerHelper("lstmp", param_attr=param_attr, bias_attr=bias_attr, name=name)
@@ -275,8 +286,8 @@ def dynamic_gru(input: Variable, size: int, param_attr: Any = None, bias_attr: A
         Variable: LoD tensor ``[T, size]``, the hidden states.
     Raises:
         AssertionError: called in dygraph mode (use ``fluid.dygraph.GRUUnit`` there).
-        TypeError: ``input`` / ``h_0`` is not a Variable, ``input`` is not float32/float64, or
-            ``size`` is not an int.
+        TypeError: ``input`` / ``h_0`` is not a Variable or not float32/float64, or ``size``
+            is not an int.
         ValueError: an activation is not sigmoid/tanh/relu/identity, ``size`` is below 1,
             ``input``'s width is not 3 * ``size``, or ``h_0`` is not [batch_size, size].
 

@@ -728,12 +728,13 @@ class Auc(MetricBase):
         if curve != "ROC":
             raise ValueError(f"Auc: only curve='ROC' is supported, got {curve!r}")
         self._curve, self._num_thresholds = curve, int(num_thresholds)
-        self._stat_pos = np.zeros(self._num_thresholds + 1, dtype=np.int64)
-        self._stat_neg = np.zeros(self._num_thresholds + 1, dtype=np.int64)
+        # Python lists of counts, as fluid 1.8's (its op tests extend ``_stat_pos * 2``)
+        self._stat_pos: List[float] = [0] * (self._num_thresholds + 1)
+        self._stat_neg: List[float] = [0] * (self._num_thresholds + 1)
 
     def reset(self) -> None:
-        self._stat_pos[:] = 0
-        self._stat_neg[:] = 0
+        self._stat_pos = [0] * (self._num_thresholds + 1)
+        self._stat_neg = [0] * (self._num_thresholds + 1)
 
     def update(self, preds: Any, labels: Any) -> None:
         """Accumulate a batch: ``preds`` ``[N, 2]`` class probabilities (column 1 is the positive
@@ -763,8 +764,11 @@ class Auc(MetricBase):
                              f"{list(preds.shape)} and {list(labels.shape)}")
         bins = (preds[:, 1] * self._num_thresholds).astype(np.int64)
         bins = np.clip(bins, 0, self._num_thresholds)
-        self._stat_pos += np.bincount(bins[labels != 0], minlength=self._num_thresholds + 1)
-        self._stat_neg += np.bincount(bins[labels == 0], minlength=self._num_thresholds + 1)
+        n = self._num_thresholds + 1
+        self._stat_pos = (np.asarray(self._stat_pos, dtype=np.float64)
+                          + np.bincount(bins[labels != 0], minlength=n)).tolist()
+        self._stat_neg = (np.asarray(self._stat_neg, dtype=np.float64)
+                          + np.bincount(bins[labels == 0], minlength=n)).tolist()
 
     def eval(self) -> float:
         """The area under the ROC curve of everything ``update`` saw (from ``num_thresholds``
@@ -788,8 +792,9 @@ class Auc(MetricBase):
             >>> m.eval()
             0.0
         """
-        pos = self._stat_pos[::-1].cumsum()      # true positives above each threshold
-        neg = self._stat_neg[::-1].cumsum()
+        # true positives / negatives above each threshold
+        pos = np.asarray(self._stat_pos, dtype=np.float64)[::-1].cumsum()
+        neg = np.asarray(self._stat_neg, dtype=np.float64)[::-1].cumsum()
         tot_pos, tot_neg = pos[-1], neg[-1]
         if tot_pos == 0 or tot_neg == 0:
             return 0.0

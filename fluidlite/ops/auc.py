@@ -7,7 +7,8 @@ bucket and are carried across runs (persistable, written back through ``StatPosO
 ``slide_steps == 0``: the counts accumulate forever (global AUC); the stat tensors hold
 ``num_thresholds + 1`` buckets. ``slide_steps = k > 0``: the AUC of the last k batches. The
 stat tensors then hold k per-batch slots, their running sum and one trailing entry counting
-the batches: ``(k + 1) * (num_thresholds + 1) + 1`` values.
+the batches (in both tensors; the slot is chosen by StatPos's): ``(k + 1) *
+(num_thresholds + 1) + 1`` values.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class Auc(OpDef):
                 stat[total] -= stat[slot]            # drop the batch k steps ago
                 stat[slot] = batch
                 stat[total] += batch
-            pos[-1] += 1
+            pos[-1] += 1            # fluid 1.8 counts the batches in both tensors
+            neg[-1] += 1
             total_pos, total_neg = pos[total], neg[total]
         auc = _trapezoid_auc(total_pos, total_neg)
         return {"AUC": np.array([auc], np.float64),

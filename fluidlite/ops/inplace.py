@@ -13,7 +13,8 @@ accumulated in float64: a finite float32 tensor never overflows to an infinite n
 from __future__ import annotations
 
 import threading
-from typing import AbstractSet, Any, Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, Sequence,
+                    Tuple)
 
 import numpy as np
 
@@ -213,22 +214,36 @@ class Update(OpDef):
                 var_type("Grad") != VarType.SELECTED_ROWS:
             return b
         gi, kw, dense, single = slots.index("Grad"), self.kernel_attrs(attrs), b.fn, b.single
-        key = self.out_slots[0].name
+        key, n = self.out_slots[0].name, len(slots)
 
         def run(*args: Any) -> Any:
             if type(args[gi]) is not SelectedRows:
                 return dense(*args)
-            out = self.sparse_forward(dict(zip(slots, args)), kw)
+            # after the inputs, the previous values of the ``reads_outputs`` slots
+            out = self.sparse_forward(dict(zip(slots, args)), kw,
+                                      dict(zip(self.reads_outputs, args[n:])))
             return out[key] if single else out
         return Binding(run, single, b.result_keys)
 
-    def sparse_forward(self, ins: Dict[str, Any], attrs: Mapping[str, Any]
-                       ) -> Dict[str, np.ndarray]:
-        """``forward`` for a SelectedRows Grad, out of place (new arrays, nothing written)."""
+    def sparse_forward(self, ins: Dict[str, Any], attrs: Mapping[str, Any],
+                       previous: Optional[Mapping[str, Any]] = None) -> Dict[str, np.ndarray]:
+        """``forward`` for a SelectedRows Grad, out of place (new arrays, nothing written).
+
+        A rows-only update writes the gradient's rows of each output; its other rows are
+        those of the output's previous value (``previous``: output slot -> array, for the ops
+        reading them, ``reads_outputs``) when that is an array of the input's shape and dtype
+        -- fluid 1.8's kernels write only those rows into the output's buffer, which keeps
+        its earlier contents (the same buffer as the input's when ParamOut is Param) -- and
+        otherwise a copy of the input's."""
         if not self.sparse_rows_only(attrs):
             return self.forward(**dict(ins, Grad=ins["Grad"].to_dense()), **attrs)
-        own = {i: ins[i].copy() for i, _ in self._row_pairs(ins)}
-        return self._row_update(dict(ins, **own), attrs)
+        dest = {}
+        for i, o in self._row_pairs(ins):
+            old = (previous or {}).get(o)
+            keep = (isinstance(old, np.ndarray) and old.shape == ins[i].shape
+                    and old.dtype == ins[i].dtype)
+            dest[i] = old.copy() if keep else ins[i].copy()
+        return self._row_update(ins, attrs, dest)
 
     def sparse_in_place(self, ins: Dict[str, Any], scale: Any,
                         attrs: Mapping[str, Any]) -> Dict[str, np.ndarray]:
@@ -264,10 +279,12 @@ class Update(OpDef):
         return [("Param", "ParamOut")] + [p for p in self.state_slots
                                           if ins.get(p[0]) is not None]
 
-    def _row_update(self, ins: Dict[str, Any], attrs: Mapping[str, Any]) -> Dict[str, Any]:
+    def _row_update(self, ins: Dict[str, Any], attrs: Mapping[str, Any],
+                    dest: Optional[Mapping[str, np.ndarray]] = None) -> Dict[str, Any]:
         """``forward`` on the gradient's merged rows of Param and the states (the same
-        per-element arithmetic as the dense kernel), written back into those rows of
-        ``ins``' arrays; returns every output."""
+        per-element arithmetic as the dense kernel), written into those rows of ``dest``'s
+        arrays (input slot -> array; default: ``ins``' own arrays, in place); returns every
+        output."""
         g = ins["Grad"].merged()
         rows, pairs = g.rows, self._row_pairs(ins)
         sub = dict(ins, Grad=g.value)
@@ -275,8 +292,9 @@ class Update(OpDef):
             sub[i] = ins[i][rows]
         out = dict(self.forward(**sub, **attrs))
         for i, o in pairs:
-            ins[i][rows] = out[o]
-            out[o] = ins[i]
+            target = ins[i] if dest is None else dest[i]
+            target[rows] = out[o]
+            out[o] = target
         return out
 
     def update_in_place(self, ins: Dict[str, np.ndarray], scale: Any,

@@ -20,12 +20,20 @@ class Adam(Update):
     ParamOut = Param - lr_t * Moment1Out / (sqrt(Moment2Out) + epsilon * sqrt(1 - Beta2Pow));
     Beta1PowOut = Beta1Pow * b1, Beta2PowOut = Beta2Pow * b2.
     ``Beta1Tensor`` / ``Beta2Tensor`` ([1]), when given, override the ``beta1`` / ``beta2``
-    attrs."""
+    attrs.
+
+    A SelectedRows Grad with ``lazy_mode`` updates only the gradient's rows of ParamOut,
+    Moment1Out and Moment2Out; their other rows keep the outputs' previous values (fluid 1.8
+    writes those rows into the output buffers; ParamOut is normally Param itself), or copy
+    the inputs' when an output has no value of that shape yet. Without ``lazy_mode`` every row
+    is updated, the missing ones with a zero gradient (the dense update)."""
     type = "adam"
     sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
     inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
               "Beta1Tensor?", "Beta2Tensor?")
     outputs = ("ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?")
+    # the lazy sparse update keeps the outputs' rows it does not update (sparse_forward)
+    reads_outputs = ("ParamOut", "Moment1Out", "Moment2Out")
 
     def sparse_rows_only(self, attrs):
         """fluid 1.8: with ``lazy_mode`` a SelectedRows Grad updates the moments and params of
@@ -42,8 +50,11 @@ class Adam(Update):
                 "Beta1PowOut": Beta1Pow, "Beta2PowOut": Beta2Pow}
 
     def forward(self, Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
-                Beta1Tensor=None, Beta2Tensor=None, *, beta1=0.9, beta2=0.999, epsilon=1.0e-8,
-                lazy_mode=False, min_row_size_to_use_multithread=1000):
+                Beta1Tensor=None, Beta2Tensor=None, ParamOut=None, Moment1Out=None,
+                Moment2Out=None, *, beta1=0.9, beta2=0.999, epsilon=1.0e-8, lazy_mode=False,
+                min_row_size_to_use_multithread=1000):
+        # ParamOut, Moment1Out, Moment2Out: the outputs' previous values (reads_outputs); a
+        # dense Grad rewrites every element, so only the lazy sparse update uses them
         # a Python float beta: 1 - beta in double, rounded once by the product (NumPy 1 and 2
         # alike); a beta tensor: 1 - beta in its own dtype
         b1 = Beta1Tensor.reshape(()) if Beta1Tensor is not None else beta1
@@ -77,7 +88,8 @@ class Adam(Update):
         sqrt, array = np.sqrt, np.array
 
         def fast(Param, Grad, LearningRate, Moment1, Moment2, Beta1Pow, Beta2Pow,
-                 Beta1Tensor=None, Beta2Tensor=None):
+                 Beta1Tensor=None, Beta2Tensor=None, *previous):
+            # previous: the outputs' old values (reads_outputs), unused by a dense update
             if (Param.dtype != dtype or Beta1Tensor is not None or Beta2Tensor is not None
                     or LearningRate.shape != (1,) or Beta1Pow.shape != (1,)
                     or Beta2Pow.shape != (1,) or LearningRate.dtype != dtype

@@ -279,6 +279,31 @@ class FakeChannelWiseDequantizeMaxAbs(OpDef):
 
 
 @register
+class DequantizeLog(OpDef):
+    """Out (float32) = Dict[X] for X >= 0, -Dict[X + 128] for X < 0: the inverse of fluid's
+    log quantizer for an int8 X, ``Dict`` holding the 128 magnitudes. No gradient."""
+    type, inputs, outputs = "dequantize_log", ("X", "Dict"), ("Out",)
+    no_grad = True
+
+    def infer(self, X, Dict):
+        if X.dtype != VarType.INT8:
+            raise TypeError(f"dequantize_log: X must be int8, but it is {X.dtype.name}; "
+                            f"it holds the codes of fluid's log quantizer")
+        return {"Out": VarSpec(X.shape, VarType.FP32, X.lod_level)}
+
+    def forward(self, X, Dict):
+        table = np.asarray(Dict, dtype=np.float32).reshape(-1)
+        if table.size < 128:
+            raise ValueError(f"dequantize_log: Dict must hold 128 values (one per int8 code "
+                             f"magnitude), but it holds {table.size}")
+        code = np.asarray(X).astype(np.int64)
+        neg = code < 0
+        # int8 codes: 0..127 index Dict directly, -128..-1 index it at code + 128, negated
+        out = table[np.where(neg, code + 128, code)]
+        return {"Out": np.where(neg, -out, out).astype(np.float32, copy=False)}
+
+
+@register
 class DequantizeAbsMax(OpDef):
     """Out (float32) = Scale * X / max_range for an int8 X (fluid's int8 inference
     dequantizer). No gradient."""

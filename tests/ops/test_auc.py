@@ -74,3 +74,28 @@ def test_op_kernel_slide_zero_and_errors():
     # a negative count is refused
     with pytest.raises((TypeError, ValueError), match="slide_steps"):
         fluid.layers.auc(x, lab, slide_steps=-1)
+
+
+def test_op_kernel_sliding_window_counts_batches_in_both_tensors():
+    """fluid 1.8's auc kernel (and test_auc_op.py): with slide_steps=k the trailing entry of
+    StatPosOut and of StatNegOut both count the batches; the slot is StatPos's count mod k."""
+    pv, yv = batches(1)[0]
+    n, k = 10, 2
+    size = (k + 1) * (n + 1) + 1
+    pos_in, neg_in = np.zeros(size, np.int64), np.zeros(size, np.int64)
+    pos_in[-1] = neg_in[-1] = 3                 # three batches seen: this one goes to slot 1
+    t = OpTest()
+    t.op_type = "auc"
+    t.inputs = {"Predict": pv, "Label": yv, "StatPos": pos_in, "StatNeg": neg_in}
+    t.attrs = {"num_thresholds": n, "slide_steps": k}
+    bins = (pv[:, 1] * np.float32(n)).astype(int)
+    pos, neg = pos_in.copy(), neg_in.copy()
+    for stat, lab in ((pos, 1), (neg, 0)):
+        counts = np.bincount(bins[yv[:, 0] == lab], minlength=n + 1)
+        stat[(n + 1):2 * (n + 1)] = counts          # slot 1
+        stat[k * (n + 1):(k + 1) * (n + 1)] = counts  # the window's sum
+        stat[-1] = 4
+    ref = fluid.metrics.Auc(num_thresholds=n)
+    ref.update(pv, yv)
+    t.outputs = {"AUC": np.array([ref.eval()]), "StatPosOut": pos, "StatNegOut": neg}
+    t.check_output()

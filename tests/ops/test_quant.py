@@ -100,6 +100,20 @@ def test_dequantize_ops_and_errors():
                                                   "InScale": np.ones(1, F)}, {})
 
 
+def test_dequantize_log_looks_codes_up_in_the_dict():
+    """fluid 1.8's dequantize_log: code c >= 0 -> Dict[c], c < 0 -> -Dict[c + 128]."""
+    table = np.linspace(0.5, 64.0, 128).astype(F)
+    x = np.array([[-128, -1, 0], [1, 127, -64]], np.int8)
+    got = np.asarray(run("dequantize_log", {"X": x, "Dict": table}, {}))
+    want = np.array([[-table[0], -table[127], table[0]], [table[1], table[127], -table[64]]])
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want.astype(F))
+    with pytest.raises(ValueError, match="Dict must hold 128 values"):
+        run("dequantize_log", {"X": x, "Dict": table[:10]}, {})
+    with pytest.raises(ValueError, match="X must be int8, but it is INT32"):
+        run("dequantize_log", {"X": x.astype(np.int32), "Dict": table}, {})
+
+
 def test_is_test_steps_leave_the_state_as_it_is():
     """Inference (is_test) quantizes with InScale and writes the moving / windowed state back
     unchanged (a program that declares those outputs runs; fluid's kernels do not touch them)."""

@@ -1,7 +1,7 @@
 """Paddle's own fluid 1.8 operator unit tests (``test_*_op.py``) run against fluidlite (issue 29).
 
 usage: python -m tests.real.paddle_optests DIR [--jobs N] [--timeout S] [--json OUT]
-                                             [--only NAME ...]
+                                             [--only NAME ...] [--python PYTHON]
 
 DIR holds the files of python/paddle/fluid/tests/unittests/ of PaddlePaddle/Paddle at
 release/1.8 (``test_*_op.py``, their helper modules and ``white_list/``); they are Paddle's
@@ -25,6 +25,22 @@ fluidlite). Prints one line per file (passed / failed / skipped cases) and the t
   ``other``) from its exception.
 
 ``--json OUT`` writes every case's outcome, class and message.
+
+``--python PYTHON`` runs each file under another interpreter (default: this one). fluid 1.8's
+test files were written for the NumPy of 2020: under NumPy 2 some of them fail in their own
+set-up code (ragged ``np.array`` of sequences, ``float()`` of a 1-element array, ...) before
+fluidlite is reached. The aliases NumPy 2 removed (``np.float``, ``np.asscalar``, ...) are put
+back in every interpreter; for the rest, run the files under NumPy 1.x as Paddle 1.8 did. That
+interpreter needs fluidlite's dependencies (NumPy, networkx, protobuf) and the test files' own
+imports (``six``, ``scipy``), e.g.::
+
+    python3 -m venv /tmp/optests-np1
+    echo numpy==1.23.5 > /tmp/optests-np1/c.txt
+    /tmp/optests-np1/bin/pip install -c /tmp/optests-np1/c.txt numpy networkx protobuf six scipy
+    python -m tests.real.paddle_optests DIR --python /tmp/optests-np1/bin/python
+
+fluidlite itself always comes from this checkout (``PYTHONPATH``). The totals name the NumPy
+the files ran under.
 
 fluid's ``Operator`` keeps only the attributes the op's proto declares and silently drops the
 others (several tests pass attributes their op does not have, e.g. ``lambda`` to
@@ -210,14 +226,15 @@ def run_one(path: str, out_path: str) -> None:
 
 
 # -- parent --------------------------------------------------------------------------------------
-def run_file(path: str, timeout: float) -> Dict[str, Any]:
-    """Run one file in a subprocess; its cases (a timeout fails the cases not yet run)."""
+def run_file(path: str, timeout: float, python: str = sys.executable) -> Dict[str, Any]:
+    """Run one file in a subprocess of ``python``; its cases (a timeout fails the cases not
+    yet run)."""
     fd, out_path = tempfile.mkstemp(suffix=".jsonl")
     os.close(fd)
     env = dict(os.environ, PYTHONPATH=ROOT, PYTHONDONTWRITEBYTECODE="1")
     t0 = time.time()
     # own session: a test that starts servers (listen_and_serv) is killed with its children
-    proc = subprocess.Popen([sys.executable, "-m", "tests.real.paddle_optests", "--one", path,
+    proc = subprocess.Popen([python, "-m", "tests.real.paddle_optests", "--one", path,
                              out_path], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, encoding="utf-8",
                             errors="replace", start_new_session=True)
@@ -278,6 +295,20 @@ def is_op_test_file(directory: str, name: str) -> bool:
         return re.search(r"^\s*(from op_test import|import op_test)", f.read(), re.M) is not None
 
 
+def _numpy_version(python: str) -> str:
+    """The NumPy version of interpreter ``python`` (it must import NumPy to run the files)."""
+    try:
+        done = subprocess.run([python, "-c", "import numpy; print(numpy.__version__)"],
+                              capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise SystemExit(f"--python {python!r}: cannot run it ({e}); pass the path of a "
+                         "Python interpreter, e.g. /tmp/optests-np1/bin/python") from None
+    if done.returncode != 0:
+        raise SystemExit(f"--python {python!r} cannot import numpy:\n{done.stderr[-800:]}"
+                         "install fluidlite's dependencies and six, scipy into it")
+    return done.stdout.strip()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir")
@@ -285,20 +316,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--json")
     ap.add_argument("--only", nargs="*", help="file names (test_x_op.py) to run")
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter to run the files under (e.g. a venv with NumPy 1.x)")
     args = ap.parse_args(argv)
+    numpy_version = _numpy_version(args.python)
     files = sorted(f for f in os.listdir(args.dir) if is_op_test_file(args.dir, f))
     if args.only:
         files = [f for f in files if f in set(args.only)]
     paths = [os.path.join(args.dir, f) for f in files]
     results = []
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        for r in pool.map(lambda p: run_file(p, args.timeout), paths):
+        for r in pool.map(lambda p: run_file(p, args.timeout, args.python), paths):
             results.append(r)
             print(_line(r), flush=True)
             if args.json:           # kept up to date: a long run interrupted keeps its results
                 with open(args.json, "w") as f:
                     json.dump({"files": results}, f)
     tot, opt = summarize(results), summarize(results, optest_only=True)
+    print(f"\n{args.python}: NumPy {numpy_version}")
     for what, t in (("all cases", tot), ("OpTest cases", opt)):
         print(f"\n{what}: files {t['files']}  cases {t['cases']}  in scope (CPU) "
               f"{t['in_scope']}  passed {t['pass']}  failed {t['fail']}  skipped (GPU-only) "
@@ -307,7 +342,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             t["classes"].items(), key=lambda kv: -kv[1])))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"totals": tot, "optest_totals": opt, "files": results}, f, indent=1)
+            json.dump({"python": args.python, "numpy": numpy_version, "totals": tot,
+                       "optest_totals": opt, "files": results}, f, indent=1)
     return 0
 
 

@@ -9,7 +9,10 @@ half an hour on two busy cores.
     FLUIDLITE_PADDLE18_TESTS=/tmp/paddle18_unittests python -m pytest -q \\
         tests/real/test_paddle_optests.py -m slow
 """
+import json
 import os
+import stat
+import sys
 import textwrap
 
 import pytest
@@ -87,6 +90,41 @@ def test_the_shim_fails_a_wrong_output_and_a_wrong_gradient(tmp_path):
     assert grad["outcome"] == "fail" and grad["cls"] == "wrong_grad"
 
 
+MARKER_TEST = textwrap.dedent('''
+    import os
+    import unittest
+
+
+    class TestInterpreter(unittest.TestCase):
+        def test_runs_under_the_given_python(self):
+            self.assertEqual(os.environ.get("OPTESTS_WRAPPER"), "1")
+''')
+
+
+def test_python_option_runs_the_files_under_that_interpreter(tmp_path):
+    # a wrapper interpreter that marks its environment: the file passes only when run by it
+    d = tmp_path / "unittests"
+    d.mkdir()
+    (d / "test_marker_op.py").write_text(MARKER_TEST)
+    wrapper = tmp_path / "python-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nOPTESTS_WRAPPER=1 exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    out = tmp_path / "results.json"
+    assert paddle_optests.main([str(d), "--json", str(out), "--python", str(wrapper)]) == 0
+    got = json.loads(out.read_text())
+    assert got["totals"]["pass"] == 1 and got["totals"]["fail"] == 0, got["files"]
+    import numpy
+    assert got["numpy"] == numpy.__version__ and got["python"] == str(wrapper)
+    # without it the same file runs under this interpreter (no marker) and fails
+    assert paddle_optests.main([str(d), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["totals"]["fail"] == 1
+
+
+def test_python_option_refuses_an_interpreter_that_cannot_run(tmp_path):
+    with pytest.raises(SystemExit, match="no-such-python.*cannot run it"):
+        paddle_optests.main([str(tmp_path), "--python", str(tmp_path / "no-such-python")])
+
+
 @pytest.mark.slow
 def test_paddles_fluid18_op_tests(tmp_path):
     src = os.environ.get("FLUIDLITE_PADDLE18_TESTS")
@@ -95,6 +133,5 @@ def test_paddles_fluid18_op_tests(tmp_path):
                     "of PaddlePaddle/Paddle at release/1.8)")
     out = tmp_path / "results.json"
     assert paddle_optests.main([src, "--json", str(out)]) == 0
-    import json
     totals = json.loads(out.read_text())["optest_totals"]
     assert totals["pass_rate"] >= MIN_OPTEST_PASS_RATE, totals

@@ -25,25 +25,12 @@ KNOWN: Dict[Any, str] = {
     # fluid.contrib.layers.shuffle_batch: fluid 1.8's contrib CTR layers are outside
     # fluidlite's scope (docs/api_coverage.md)
     ("word2vec_shuffle_batch", "build"): "shuffle_batch is not provided by fluidlite",
-    # fluidlite's GradientClipByGlobalNorm computes the global norm in float64
-    # (docs/compatibility.md, "Global norm ops, overflow-safe"): its squared_l2_norm outputs
-    # are declared float64, which Paddle 2.6's float32 kernel refuses -- Paddle cannot run
-    # these training programs
-    ("ctr_din", "paddle_train"): "does not match the type of data (float32)",
-    ("language_model_static", "paddle_train"): "does not match the type of data (float32)",
-    # the backward of a StaticRNN / While loop: fluidlite's program keeps a ``sum_tensor_array``
-    # without inputs (an empty array gradient; its Paddle writer maps only the op with inputs
-    # to ``sum``), and its while_grad's Out@GRAD / X@GRAD lists are not the ones Paddle's
-    # while_grad expects
-    ("language_model_padding", "paddle_train"): "Operator (sum_tensor_array) is not registered",
-    ("language_model_basic_lstm", "paddle_train"):
-        "Operator (sum_tensor_array) is not registered",
-    ("seq2seq_base", "paddle_train"): "Operator (sum_tensor_array) is not registered",
-    ("seq2seq_base_beam", "paddle_train"): "Operator (sum_tensor_array) is not registered",
-    ("seq2seq_attention", "paddle_train"): "number of original output gradient names",
-    ("seq2seq_attention_beam", "paddle_train"): "number of original output gradient names",
-    # dynamic_lstm (peepholes) nets: Paddle 2.6's first update differs from fluidlite's, whose
-    # lstm gradients agree with central differences to 1e-9 -- not resolved
+    # dynamic_lstm nets (hidden size 128): Paddle 2.6.2's CPU lstm_grad is wrong when the
+    # hidden size is a multiple of 8 (its vectorized path): the candidate, input and forget
+    # gates get zero gradients, against Paddle's own central differences (0.052 for the
+    # first bias entry of a D=8 lstm, where Paddle's lstm_grad gives 0 and fluidlite 0.0518);
+    # for D=5 Paddle and fluidlite agree to 1e-8, with and without peepholes, both
+    # directions. Paddle's bug: its first update cannot match fluidlite's
     ("sentiment_lstm", "paddle_train"): "step 1: Paddle",
     ("sentiment_bilstm", "paddle_train"): "step 1: Paddle",
     ("emotion_lstm", "paddle_train"): "step 1: Paddle",

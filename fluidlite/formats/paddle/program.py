@@ -41,6 +41,7 @@ from ..checkpoint import CheckpointError
 from ...core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ...core.ir import Block, Operator, Parameter, Program, Variable
 from ..tree import check_parent, check_tree
+from . import while_grad as _while_grad
 from .proto import messages
 
 __all__ = ["PaddleFormatError", "program_to_bytes", "program_from_bytes", "is_json_program",
@@ -89,6 +90,9 @@ _TENSOR_TYPES = (VarType.LOD_TENSOR, VarType.SELECTED_ROWS, VarType.LOD_TENSOR_A
 # exactly these values (so fluidlite round trips are unchanged).
 _PADDLE_GRAD_ATTRS: Dict[str, Dict[str, Any]] = {
     "softmax_with_cross_entropy_grad": {"use_softmax": True},
+    # StaticRNN's step input (a gather at the step counter) inside a while's grad block:
+    # "gather_grad raises an exception std::out_of_range, map::at" without it
+    "gather_grad": {"axis": 0},
 }
 _REDUCE_GRAD_ATTRS = {"in_dtype": -1, "out_dtype": -1}
 # Paddle 2.6's batch_norm kernel in training mode (is_test false) writes its ReserveSpace
@@ -251,7 +255,10 @@ def program_to_desc(program: Any) -> Any:
         bd = msg.blocks.add(idx=b.idx, parent_idx=b.parent_idx)
         if b.forward_block_idx != -1:
             bd.forward_block_idx = b.forward_block_idx
+        hidden = _while_grad.forward_locals(program, b)     # Paddle's while_grad form
         for name, v in b.vars.items():
+            if name in hidden:
+                continue
             vd = bd.vars.add(name=name)
             vd.type.type = int(v.type)
             if v.type == VarType.LOD_TENSOR:
@@ -272,7 +279,7 @@ def program_to_desc(program: Any) -> Any:
             else:
                 vd.stop_gradient = bool(v.stop_gradient)
         extra: List[Tuple[str, Any, Any]] = []
-        for i, op_type, inputs, outputs, attrs in _paddle_ops(b, extra):
+        for i, op_type, inputs, outputs, attrs in _paddle_block_ops(program, b, extra):
             _write_op(bd, f"block {b.idx} op #{i} '{op_type}'", op_type, inputs, outputs,
                       attrs)
         for name, like, dtype in extra:         # temporaries the written ops added
@@ -285,6 +292,47 @@ def program_to_desc(program: Any) -> Any:
             vd.stop_gradient = True
     msg.version.version = PROGRAM_VERSION
     return msg
+
+
+def _paddle_block_ops(program: Any, b: Any, extra: List[Tuple[str, Any, Any]]) -> Any:
+    """``_paddle_ops`` of block ``b``; the grad block of a ``while`` in Paddle's form
+    (``while_grad.py``; an inserted op carries the index of the op it precedes)."""
+    ops = _fold_zero_arrays(list(_paddle_ops(b, extra)))
+    if not _while_grad.forward_locals(program, b):
+        return ops
+    out, k = [], 0          # the written ops keep their order; the inserted ones are extra
+    for op in _while_grad.paddle_grad_block(b, [o[1:] for o in ops]):
+        out.append((ops[min(k, len(ops) - 1)][0],) + tuple(op))
+        if op[3].get(_FLUIDLITE_FORM) != _while_grad.STEP_FORM:
+            k += 1
+    return out
+
+
+# attr naming the all-zero array gradients (``sum_tensor_array`` of no arrays) fluidlite makes
+# just before the op carrying it: Paddle has no such op ("sum" needs inputs) and needs none --
+# an array variable nothing wrote is an empty array there, which its readers take as zeros
+_ZERO_ARRAYS = "fluidlite_zero_arrays"
+
+
+def _fold_zero_arrays(ops: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
+    """The written ops with each ``sum_tensor_array`` of no inputs left out and its output
+    named in the next op's ``_ZERO_ARRAYS`` attr (the reader puts it back there); one at the
+    end of a block is kept."""
+    out: List[Tuple[Any, ...]] = []
+    pending: List[str] = []
+    for op in ops:
+        i, op_type, inputs, outputs, attrs = op
+        if op_type == "sum_tensor_array" and not inputs.get("X") and outputs.get("Out"):
+            pending += outputs["Out"]
+            continue
+        if pending:
+            op = (i, op_type, inputs, outputs, dict(attrs, **{_ZERO_ARRAYS: pending}))
+            pending = []
+        out.append(op)
+    if pending:                         # nothing follows: written as it is
+        out += [o for o in ops if o[1] == "sum_tensor_array" and not o[2].get("X")
+                and o[3].get("Out", [None])[0] in pending]
+    return out
 
 
 def _paddle_ops(b: Any, extra: List[Tuple[str, Any, Any]]) -> Any:
@@ -314,6 +362,8 @@ def _paddle_ops(b: Any, extra: List[Tuple[str, Any, Any]]) -> Any:
         inputs = {k: list(v) for k, v in op.inputs.items()}
         inputs.update(_paddle_grad_inputs(b, op))
         attrs = dict(op.attrs)
+        if op.type == "while_grad":
+            attrs = _while_grad.while_grad_attrs(inputs, attrs)
         for name, value in _paddle_grad_attrs(op.type).items():
             if attrs.get(name) is None:
                 attrs[name] = value
@@ -985,6 +1035,10 @@ def program_from_bytes(data: bytes, source: str = "<bytes>") -> Any:
             if vd.name.endswith((_RESERVE_SUFFIX, _WIDEN_SUFFIX)):
                 continue        # what the writer added for Paddle (ReserveSpace, widening)
             _read_var(b, vd, f"{where} variable '{vd.name}'")
+        if b.forward_block_idx != -1:       # a grad block written in Paddle's form
+            _while_grad.redeclare_forward_locals(
+                p, b, [a for od in bd.ops for v in list(od.inputs) + list(od.outputs)
+                       for a in v.arguments], lambda n, b=b: _declared(p, b, n))
         widened: Dict[str, str] = {}        # the writer's widening casts: cast output -> X
         for oi, od in enumerate(bd.ops):
             cast_to = [a for v in od.outputs for a in v.arguments] if od.type == "cast" else []
@@ -1163,9 +1217,19 @@ def _read_op(p: Any, b: Any, od: Any, block_ref: Any, source: str, bi: int,
     inputs = {v.parameter: list(v.arguments) for v in od.inputs}
     outputs = {v.parameter: list(v.arguments) for v in od.outputs}
     try:
+        # the writer's Paddle form of a while's grad block (while_grad.py)
+        restored = _while_grad.from_paddle(inputs, raw)
+        if restored is None:
+            return []
+        inputs = restored
+        if od.type == "while_grad":
+            _while_grad.while_grad_from_paddle(raw)
+        zero = raw.pop(_ZERO_ARRAYS, None) or []        # _fold_zero_arrays's
         mapped = _map_op(od.type, inputs, outputs, raw, _Rewriter(p, b))
     except ValueError as e:
         raise PaddleFormatError(f"{owhere}: {e}") from None
+    role = {k: v for k, v in raw.items() if k in ("op_role", "op_namescope", "op_device")}
+    mapped = [("sum_tensor_array", {"X": []}, {"Out": [str(n)]}, role) for n in zero] + mapped
     return [_make_op(p, b, op_type, ins, outs, attrs, source, owhere, od.type, bi, oi)
             for op_type, ins, outs, attrs in mapped]
 
