@@ -233,3 +233,100 @@ def test_a_forked_child_runs_parallel_items():
     p.start()
     p.join(timeout=30)
     assert p.exitcode == 0 and q.get(timeout=5) == [0, 1, 2, 3]
+
+
+@pytest.fixture
+def fresh_state(monkeypatch):
+    """The module's probed state cleared (restored after): what a new process starts with."""
+    saved = (list(T._blas), list(T._blas_before), list(T._setting), T._held[0])
+    T._blas.clear()
+    T._blas_before.clear()
+    T._setting.clear()
+    T._held[0] = False
+    monkeypatch.delenv("FLUIDLITE_NUM_THREADS", raising=False)
+    yield
+    T._blas[:], T._blas_before[:], T._setting[:] = saved[0], saved[1], saved[2]
+    T._held[0] = saved[3]
+    for c in T._controllers():
+        c.set_num_threads(1)                 # held again, as the rest of the suite runs
+
+
+@needs_blas_control
+def test_first_hold_records_blas_count_then_holds_one(fresh_state):
+    import threadpoolctl
+    for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers:
+        c.set_num_threads(2)
+    assert T.blas_available() and isinstance(T._blas[0], list) and T._blas[0]
+    assert T._blas_threads() == 2
+    T.hold()
+    assert T._held[0] is True and T._blas_before == [2] and T._blas_threads() == 1
+    for c in T._controllers():
+        c.set_num_threads(2)                 # a second hold is a no-op once held
+    T.hold()
+    assert T._blas_threads() == 2 and T._blas_before == [2]
+    assert T.get_num_threads() == 2          # the default: BLAS's count before the hold
+
+
+def test_without_threadpoolctl_items_run_on_the_caller(fresh_state, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)     # import fails
+    assert not T.blas_available() and T._blas == [[]]
+    assert T._blas_threads() == 1 and T.get_num_threads() == 1
+    T.hold()                                                     # nothing to hold
+    names = []
+    with T.using(2):
+        T.parallel(lambda i: names.append(threading.current_thread().name), 4)
+    assert names == [threading.current_thread().name] * 4
+
+
+def test_env_thread_count_of_one_is_accepted(fresh_state, monkeypatch):
+    monkeypatch.setenv("FLUIDLITE_NUM_THREADS", "1")
+    assert T.get_num_threads() == 1
+    T._setting.clear()
+    monkeypatch.setenv("FLUIDLITE_NUM_THREADS", "0")
+    with pytest.raises(ValueError, match="FLUIDLITE_NUM_THREADS must be >= 1, got 0"):
+        T.get_num_threads()
+
+
+def test_set_num_threads_names_itself_in_errors():
+    with pytest.raises(ValueError, match=r"^set_num_threads: the thread count"):
+        T.set_num_threads(0)
+
+
+@needs_blas_control
+def test_items_know_they_are_items_and_the_pool_is_reused():
+    flags = []
+    with T.using(2):
+        T.parallel(lambda i: flags.append(T._tls.busy), 4)
+        pool = T._pool[2]
+        T.parallel(lambda i: None, 4)
+        assert T._pool[2] is pool and pool._max_workers == 1     # workers - 1 threads
+        assert len(T._pool) == 1
+    assert flags == [True] * 4 and getattr(T._tls, "busy", False) is False
+    T.shutdown()
+    assert not T._pool
+
+
+@needs_blas_control
+def test_a_new_thread_uses_the_pool_and_nested_calls_never_do(monkeypatch):
+    runs = []
+    real_go = T._Run.go
+    monkeypatch.setattr(T._Run, "go", lambda self, w: (runs.append(self.n), real_go(self, w)))
+    names = []
+    lock = threading.Lock()
+
+    def item(i):
+        time.sleep(0.02)
+        with lock:
+            names.append(threading.current_thread().name)
+        T.parallel(lambda j: None, 3)                   # nested: inline, no second run
+
+    def caller():
+        with T.using(2):
+            T.parallel(item, 4)
+
+    t = threading.Thread(target=caller)                 # never ran an item before
+    t.start()
+    t.join()
+    assert runs == [4]
+    assert any(n.startswith(T.POOL_PREFIX) for n in names)
