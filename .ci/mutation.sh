@@ -6,12 +6,17 @@
 #   .ci/mutation.sh --ci          # the CI subset: ops/optim.py + regularizer.py, threshold below
 #   .ci/mutation.sh --all         # every module of the [mutmut] section of setup.cfg
 #   .ci/mutation.sh --full        # ops/, the passes and the executor (hours; docs/mutation.md)
+#   .ci/mutation.sh --ops-passes  # --full without the executor
+#   .ci/mutation.sh --sample N --seed S --ops-passes   # a seeded uniform sample of N mutants
 #
 # MODULE is a path such as fluidlite/ops/optim.py. The run happens in a copy of the work tree
 # (tracked and untracked, not ignored files) under a temporary directory, so mutmut's mutants/
 # never appears here and no file of fluidlite/ is touched. Prints per-module counts
 # (killed / survived / timeout / no tests / total), the surviving mutants, and exits 1 when the
 # score (killed + timeout) / (total - skipped) of the whole run is below --min-score.
+# With --sample N, all mutants are generated but only N of them, drawn uniformly at random with
+# Python's random.Random(S).sample over the sorted names, are run; the report counts only those
+# and adds a 95 % Wilson interval for the score (docs/mutation.md, seventh round).
 set -euo pipefail
 # the whole script is one block: bash parses it before running, so editing this file while a
 # run is going does not change that run
@@ -22,12 +27,16 @@ repo=$(pwd)
 min_score=0
 jobs=$(nproc)
 keep=""
+sample=0
+seed=0
 modules=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --min-score) min_score=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --sample) sample=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     --ci) modules+=(fluidlite/ops/optim.py fluidlite/regularizer.py)
           min_score=${MUTATION_CI_MIN_SCORE:-93}; shift ;;
     --full)
@@ -38,6 +47,13 @@ while [ $# -gt 0 ]; do
            fluidlite/optimizer/*.py fluidlite/executor/*.py fluidlite/executor/fusion/*.py \
            fluidlite/executor/fusion/*/*.py | grep -v '/__init__\.py$')
       shift ;;
+    --ops-passes)
+      # --full without the executor: the population of the sampled score (seventh round;
+      # mutating executor/fusion makes mutmut 3.8.1's stats run fail, docs/mutation.md)
+      mapfile -t -O "${#modules[@]}" modules < <(
+        ls fluidlite/ops/*.py fluidlite/backward.py fluidlite/clip.py fluidlite/regularizer.py \
+           fluidlite/optimizer/*.py | grep -v '/__init__\.py$')
+      shift ;;
     --all)
       mapfile -t -O "${#modules[@]}" modules < <(python3 - <<'PY'
 import configparser
@@ -46,7 +62,7 @@ print("\n".join(x for x in c.get("mutmut", "only_mutate").split("\n") if x))
 PY
 )
       shift ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) modules+=("$1"); shift ;;
   esac
 done
@@ -93,6 +109,14 @@ tests_for() {
            tests/test_lower_grad.py tests/test_mutants_sequence.py ;;
     fluidlite/ops/_winograd.py)
       echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py ;;
+    fluidlite/core/threads.py)
+      echo tests/test_threads.py tests/ops/test_conv_kernels.py tests/ops/test_batch_norm_parts.py \
+           tests/ops/test_activation_parts.py tests/ops/test_layer_norm_parts.py \
+           tests/ops/test_pool_parts.py ;;
+    fluidlite/ops/paddle2.py)
+      # the Paddle 2 ops are tested outside tests/ops (the sampled run found them "no tests")
+      echo tests/test_paddle2_ops.py tests/test_paddle2_programs.py tests/test_dtype_stability.py \
+           tests/test_lower_grad.py tests/test_mutants_paddle2.py ;;
     fluidlite/ops/loss.py)
       echo tests/ops/test_loss.py tests/ops/test_loss_extra.py tests/test_dtype_stability.py \
            tests/test_mutants_loss.py ;;
@@ -167,7 +191,13 @@ once_only = ["tests/test_executor.py::test_layers_data_is_not_feed_checked_but_w
              # run the new draw fails its central-difference check (analytic -0.83 against
              # numeric -0.47 at one cell: a MAX kink); tests/test_mutants_sequence.py checks
              # MAX's gradient against a loop instead
-             "tests/ops/test_sequence.py::test_sequence_pool_grad[MAX]"]
+             "tests/ops/test_sequence.py::test_sequence_pool_grad[MAX]",
+             # seen failing in mutmut's stats run over the whole --full selection on
+             # 2026-11-29 (they pass alone and in the suite): a layer-check TypeError after
+             # other tests in the same process; a segfault inside mutmut's trampoline under
+             # hypothesis (docs/mutation.md, seventh round)
+             "tests/ops/test_activation.py::test_layer_errors",
+             "tests/test_clip.py::test_property_clip_by_norm_never_increases_a_norm"]
 deselect = [f"--deselect={t}" for t in once_only if t.split("::")[0] in tests]
 if deselect:
     c.set("mutmut", "pytest_add_cli_args", "\n" + "\n".join(deselect))
@@ -180,11 +210,40 @@ PY
 echo "mutating: ${modules[*]}"
 echo "tests:    ${selection[*]}"
 start=$(date +%s)
+names=()
+if [ "$sample" -gt 0 ]; then
+  # generate every mutant without running any (mutmut run's first step), list their names
+  # sorted, and draw the sample from them; the names go to $work/sample.txt
+  python3 - "$sample" "$seed" "$work/all-mutants.txt" "$work/sample.txt" \
+    > "$work/generate.log" 2>&1 <<'PY' || { tail -30 "$work/generate.log"; echo "mutant generation failed" >&2; exit 3; }
+import os, random, sys
+from pathlib import Path
+import mutmut.__main__ as mm
+from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths
+n, seed, all_path, sample_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+mm.set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); mm.store_lines_covered_by_tests()
+mm.create_mutants(os.cpu_count() or 2)
+names = sorted(name for _, name, _ in mm.collect_source_file_mutation_data(mutant_names=())[0])
+if n > len(names):
+    sys.exit(f"--sample {n}: only {len(names)} mutants were generated")
+Path(all_path).write_text("\n".join(names) + "\n")
+Path(sample_path).write_text("\n".join(sorted(random.Random(seed).sample(names, n))) + "\n")
+PY
+  echo "sample: $sample of $(wc -l < "$work/all-mutants.txt") mutants, seed $seed ($work/sample.txt)"
+  mapfile -t names < "$work/sample.txt"
+fi
 # mutmut's exit code is not the verdict (the score below is); a crash shows in the report
-mutmut run --max-children "$jobs" > "$work/mutmut-run.log" 2>&1 || \
+mutmut run --max-children "$jobs" "${names[@]}" > "$work/mutmut-run.log" 2>&1 || \
   { tail -30 "$work/mutmut-run.log"; echo "mutmut run failed" >&2; exit 3; }
 echo "mutmut run: $(( $(date +%s) - start )) s"
-mutmut results --all true > "$work/results.txt"
+if [ "$sample" -gt 0 ]; then
+  # only the sampled mutants have a result; the others are "not checked"
+  mutmut results --all true | grep -F -f <(sed 's/$/:/' "$work/sample.txt") > "$work/results.txt" || true
+else
+  mutmut results --all true > "$work/results.txt"
+fi
 
 python3 - "$min_score" "$work/results.txt" <<'PY'
 import collections, sys
@@ -211,6 +270,12 @@ for module, c in sorted(per.items()):
 n = sum(tot.values()) - tot["skipped"]
 score = 100 * (tot["killed"] + tot["timeout"]) / max(n, 1)
 print(f"{'total':40s} {tot['killed']:7d} {tot['survived']:8d} {tot['timeout']:7d} {tot['no tests']:8d} {'':5s} {sum(tot.values()):5d}  {score:5.1f}%")
+if n:
+    # Wilson score interval, 95 %: the interval for a sample's killed fraction (--sample)
+    z, p = 1.959964, score / 100
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    print(f"95 % Wilson interval of the score: {100 * (mid - half):.1f}% .. {100 * (mid + half):.1f}% (n = {n})")
 if survivors:
     print("not killed (`mutmut show NAME` in the --keep directory shows the diff):")
     for s in survivors:
