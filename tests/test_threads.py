@@ -123,15 +123,11 @@ def test_error_stops_hand_out_and_is_raised_after_running_items():
 
 
 @needs_blas_control
-def test_blas_is_held_to_one_thread_and_the_default_is_its_count_before():
-    T.hold()
-    assert T._held[0] and T._blas_threads() == 1
+def test_blas_is_held_to_one_thread_from_two_threads_on():
     inside = []
     with T.using(2):
         T.parallel(lambda i: inside.append(T._blas_threads()), 4)
-    assert inside == [1] * 4
-    T._setting.clear()
-    assert T.get_num_threads() == T._blas_before[0] >= 1
+    assert inside == [1] * 4 and T._held[0]
     T.set_num_threads(3)                    # fluidlite's threads; BLAS stays held
     assert T.get_num_threads() == 3 and T._blas_threads() == 1
 
@@ -156,11 +152,12 @@ def test_two_executors_at_once_give_the_sequential_bits():
         out.extend(exe.run(main, feed=f, fetch_list=[loss], scope=scope)[0].tobytes()
                    for f in feed_list)
 
+    T.set_num_threads(2)                            # GEMMs cut into parallel parts
     seq = [[], []]
     for f, o in zip(feeds, seq):
         train(f, o)
     got = [[], []]
-    with T.using(2):
+    if True:
         ts = [threading.Thread(target=train, args=(f, o)) for f, o in zip(feeds, got)]
         for t in ts:
             t.start()
@@ -258,13 +255,18 @@ def test_first_hold_records_blas_count_then_holds_one(fresh_state):
         c.set_num_threads(2)
     assert T.blas_available() and isinstance(T._blas[0], list) and T._blas[0]
     assert T._blas_threads() == 2
+    assert T.get_num_threads() == 1          # the default: one thread, nothing held
+    T.hold()
+    assert T._held[0] is False and T._blas_threads() == 2
+    T.set_num_threads(2)
     T.hold()
     assert T._held[0] is True and T._blas_before == [2] and T._blas_threads() == 1
     for c in T._controllers():
-        c.set_num_threads(2)                 # a second hold is a no-op once held
+        c.set_num_threads(3)                 # a second hold is a no-op once held
     T.hold()
-    assert T._blas_threads() == 2 and T._blas_before == [2]
-    assert T.get_num_threads() == 2          # the default: BLAS's count before the hold
+    assert T._blas_threads() == 3 and T._blas_before == [2]
+    T.set_num_threads(1)                     # BLAS's own threads back
+    assert T._held[0] is False and T._blas_threads() == 2
 
 
 def test_without_threadpoolctl_items_run_on_the_caller(fresh_state, monkeypatch):

@@ -7,25 +7,27 @@ the cores with everything NumPy does in between. So fluidlite does the threading
 kernel that can cut its work into independent items (the image blocks of a convolution, the
 channel halves of batch norm, the row halves of a large GEMM) hands them to ``parallel``, and
 the calling thread and ``get_num_threads() - 1`` pool threads take the items in order.
-From fluidlite's first compiled run, dygraph guard or parallel call on, BLAS is held to one
-thread (``hold``, through ``threadpoolctl``), process-wide -- as fluid held its math library
-to ``FLAGS_paddle_num_threads`` (1) from start-up: NumPy products elsewhere in the process run
-on one thread from then on. (Switching BLAS's count back and forth around each run is not an
-option: OpenBLAS then gives concurrent callers bits that differ from a sequential run.)
-Without ``threadpoolctl`` nothing is held, BLAS keeps its own threads and the items run one
-after another on the calling thread.
 
-Determinism: how work is cut into items never depends on the thread count, which thread runs
-an item never changes what it computes, ``parallel`` hands results to ``sink`` strictly in item
-order (a reduction over items adds in one fixed order), and every GEMM runs on one BLAS thread
-(OpenBLAS's results change with its own thread count). So results are the same bits for every
-thread count.
+This is opt-in: by default (one thread) the items run one after another on the calling thread
+and BLAS keeps its own threads, which on the 2-core machines measured is as fast or faster
+(``docs/benchmarks.md``: the pool's hand-off costs tens of microseconds a call, more than
+OpenBLAS's own threads on medium GEMMs, and memory-bound passes do not speed up). With
+``fluid.core.set_num_threads(n)``, n >= 2 (or ``FLUIDLITE_NUM_THREADS``), and ``threadpoolctl``
+installed, fluidlite's next compiled run, dygraph guard or parallel call holds BLAS to one
+thread (``hold``), process-wide -- as fluid held its math library to
+``FLAGS_paddle_num_threads`` -- so that the items are the only threads: NumPy products
+elsewhere in the process then run on one BLAS thread; ``set_num_threads(1)`` gives BLAS its
+threads back. (Switching BLAS's count around each run instead is not an option: OpenBLAS then
+gives concurrent callers other bits than a sequential run.)
 
-The thread count follows fluid: ``fluid.core.set_num_threads(n)`` (fluid 1.8's
-``platform::SetNumThreads``: the CPU math threads) sets it for the process; ``using(n)``
-overrides it for the calling thread; the default is ``FLUIDLITE_NUM_THREADS`` or else the
-thread count BLAS had before it was held (``OPENBLAS_NUM_THREADS`` / ``OMP_NUM_THREADS``, else
-the cores).
+Determinism: how work is cut into items depends on the shapes only, which thread runs an item
+never changes what it computes, ``parallel`` hands results to ``sink`` strictly in item order
+(a reduction over items adds in one fixed order), and while held every GEMM runs on one BLAS
+thread (OpenBLAS's results change with its own thread count). So every thread count from 2 on
+gives the same bits; with one thread, large GEMMs are not cut and run on BLAS's own threads.
+
+``using(n)`` overrides the count for the calling thread; the process count is
+``set_num_threads``'s, else ``FLUIDLITE_NUM_THREADS``, else 1.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-__all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "hold",
+__all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "hold", "splitting",
            "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
@@ -77,8 +79,9 @@ def _blas_threads() -> int:
 
 
 def hold() -> None:
-    """Hold BLAS to one thread from now on (module docstring; cheap once done)."""
-    if _held[0]:
+    """With two threads or more, hold BLAS to one thread from now on (module docstring; cheap
+    once done, a no-op with one thread)."""
+    if _held[0] or get_num_threads() < 2:
         return
     with _lock:
         if not _held[0]:
@@ -89,9 +92,22 @@ def hold() -> None:
             _held[0] = True
 
 
+def _release() -> None:
+    """Give BLAS back the thread count it had before ``hold`` (under ``_lock``)."""
+    if _held[0]:
+        for c in _controllers():
+            c.set_num_threads(_blas_before[0])
+        _held[0] = False
+
+
+def splitting() -> bool:
+    """Whether kernels should cut their GEMMs into parallel parts: two threads or more."""
+    return get_num_threads() >= 2
+
+
 def get_num_threads() -> int:
     """The intra-op thread count of the calling thread (module docstring: ``using`` >
-    ``set_num_threads`` > ``FLUIDLITE_NUM_THREADS`` > BLAS's count before ``hold``)."""
+    ``set_num_threads`` > ``FLUIDLITE_NUM_THREADS`` > 1)."""
     own = getattr(_tls, "threads", None)
     if own is not None:
         return own
@@ -108,9 +124,7 @@ def get_num_threads() -> int:
                     if n < 1:
                         raise ValueError(f"FLUIDLITE_NUM_THREADS must be >= 1, got {n}")
                 else:
-                    if not _blas_before:
-                        _blas_before.append(_blas_threads())
-                    n = _blas_before[0]
+                    n = 1
                 _setting.append(n)
     return _setting[0]
 
@@ -123,19 +137,21 @@ def _checked(n: Any, what: str) -> int:
 
 def set_num_threads(n: int) -> None:
     """Use ``n`` threads for the kernels' parallel parts, process-wide (fluid's
-    ``fluid.core.set_num_threads``: the CPU math threads; BLAS itself is held to one thread
-    per part, see the module docstring).
+    ``fluid.core.set_num_threads``: the CPU math threads). From 2 on, BLAS is held to one
+    thread per part at the next run; 1 gives BLAS its own threads back (module docstring).
 
     Args:
-        n: threads, >= 1. Results do not depend on it.
+        n: threads, >= 1. Every n >= 2 gives the same bits.
 
     Example:
         >>> import fluidlite as fluid
-        >>> fluid.core.set_num_threads(1)      # one core: the parts run one after another
+        >>> fluid.core.set_num_threads(1)      # the default: BLAS threads its own GEMMs
     """
     n = _checked(n, "set_num_threads")
     with _lock:
         _setting[:] = [n]
+        if n < 2:
+            _release()
 
 
 @contextlib.contextmanager

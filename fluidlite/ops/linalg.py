@@ -46,12 +46,12 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.
     """``a @ b`` of two 2-D arrays through ``ndarray.dot`` (the BLAS GEMM with the least
     dispatch: ~0.4 us a call, which small models pay several times a step). A large product
     is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that run as
-    ``core.threads`` items (BLAS on one thread each): the cut depends on the shapes only, so
-    the bits never depend on the thread count. Into ``out`` (C-contiguous, the product's
+    ``core.threads`` items (BLAS on one thread each) when two threads or more are set: the
+    cut depends on the shapes only, so every such thread count gives the same bits. Into ``out`` (C-contiguous, the product's
     dtype) when given."""
     m, n = a.shape[0], b.shape[1]
-    if m * a.shape[1] * n < _GEMM_MIN or (m < _GEMM_PARTS * _GEMM_ROWS
-                                          and n < _GEMM_PARTS * _GEMM_ROWS):
+    if m * a.shape[1] * n < _GEMM_MIN or (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS
+                                          * _GEMM_ROWS) or not threads.splitting():
         return _dot(a, b) if out is None else _dot(a, b, out=out)
     if out is None:
         out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
@@ -73,6 +73,7 @@ def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     halves of the batch run as ``core.threads`` items (each matrix is its own BLAS call either
     way, so the bits do not change)."""
     if a.ndim < 3 or a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype \
+            or not threads.splitting() \
             or a.shape[-2] * a.shape[-1] * b.shape[-1] * _prod(a.shape[:-2]) < _GEMM_MIN:
         return np.matmul(a, b)
     lead = a.shape[:-2]

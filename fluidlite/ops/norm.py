@@ -6,9 +6,10 @@ gradients of every output. The grad kernels return a lazy mapping (``LazyOutputs
 gradient the program does not bind is never computed.
 
 Training-mode ``batch_norm`` and its gradient on NCHW maps of at least ``_PARALLEL_MIN``
-elements run as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool: the parts
-never depend on the thread count, so neither do the results (bit for bit); they are the
-one-pass kernels' formulas, with einsum free to order a part's sums its own way.
+elements run as ``_PARTS`` fixed halves of the channels as ``core.threads`` items (in parallel
+when two threads or more are set): the parts never depend on the thread count, so neither do
+the results (bit for bit); they are the one-pass kernels' formulas, with einsum free to order a
+part's sums its own way.
 """
 from __future__ import annotations
 
