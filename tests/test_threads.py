@@ -201,13 +201,24 @@ def test_predictor_sets_the_process_threads_only_when_told(tmp_path):
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup)
     fluid.io.save_inference_model(str(tmp_path), ["x"], [y], exe, main_program=main)
-    T.set_num_threads(2)
+    T.set_num_threads(1)                                # BLAS not held
+    if not T.blas_available():
+        return
+    for c in T._controllers():
+        c.set_num_threads(2)
     create_paddle_predictor(AnalysisConfig(str(tmp_path)))
-    assert T.get_num_threads() == 2                     # never called: left as it was
+    assert T._blas_threads() == 2                       # never called: left as it was
     config = AnalysisConfig(str(tmp_path))
     config.set_cpu_math_library_num_threads(1)
     create_paddle_predictor(config)
-    assert T.get_num_threads() == 1
+    assert T._blas_threads() == 1 and T.get_num_threads() == 1
+    T.set_num_threads(2)
+    T.hold()                                            # held: the count to give back
+    config.set_cpu_math_library_num_threads(2)
+    create_paddle_predictor(config)
+    assert T._blas_threads() == 1 and T._blas_before == [2]
+    T.set_num_threads(1)
+    assert T._blas_threads() == 2
 
 
 @needs_blas_control

@@ -38,8 +38,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-__all__ = ["get_num_threads", "set_num_threads", "using", "parallel", "hold", "splitting",
-           "blas_available", "shutdown", "POOL_PREFIX"]
+__all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel", "hold",
+           "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
 
@@ -85,8 +85,7 @@ def hold() -> None:
         return
     with _lock:
         if not _held[0]:
-            if not _blas_before:
-                _blas_before.append(_blas_threads())
+            _blas_before[:] = [_blas_threads()]      # what set_num_threads(1) gives back
             for c in _controllers():
                 c.set_num_threads(1)
             _held[0] = True
@@ -98,6 +97,20 @@ def _release() -> None:
         for c in _controllers():
             c.set_num_threads(_blas_before[0])
         _held[0] = False
+
+
+def set_blas_threads(n: int) -> None:
+    """Set BLAS's own thread count, process-wide (a predictor's
+    ``cpu_math_library_num_threads``, as Paddle's predictor sets its math library's threads).
+    While BLAS is held (two fluidlite threads or more) the count is what ``set_num_threads(1)``
+    gives back. Nothing happens without ``threadpoolctl``."""
+    n = _checked(n, "set_blas_threads")
+    with _lock:
+        if _held[0]:
+            _blas_before[:] = [n]
+        else:
+            for c in _controllers():
+                c.set_num_threads(n)
 
 
 def splitting() -> bool:

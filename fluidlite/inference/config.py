@@ -212,11 +212,10 @@ class AnalysisConfig:
         """Accepted (no effect here)."""
 
     def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
-        """Threads of the math library. The NumPy engine: creating the predictor sets the
-        process's intra-op threads to this (``fluid.core.set_num_threads``: the threads the
-        kernels' parallel parts run on), as Paddle's predictor sets its math library's
-        threads at creation; left as they are when this was never called. onnxruntime: its
-        intra-op threads."""
+        """Threads of the math library. The NumPy engine: creating the predictor sets BLAS's
+        thread count to this, process-wide, as Paddle's predictor sets its math library's
+        threads at creation (needs ``threadpoolctl``, the ``threads`` extra); left as they
+        are when this was never called. onnxruntime: its intra-op threads."""
         n = int(cpu_math_library_num_threads)
         if n < 1:
             raise ValueError(f"cpu_math_library_num_threads must be >= 1, got {n}")
