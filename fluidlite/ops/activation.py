@@ -422,9 +422,10 @@ def _relu_grad_into(out_: np.ndarray, dout: np.ndarray, zero: Any) -> np.ndarray
 
 
 def _big(*xs: np.ndarray) -> bool:
-    """Every array contiguous, of one shape, and at least ``_SPLIT_MIN`` elements."""
+    """Two threads or more, and every array contiguous, of one shape, and at least
+    ``_SPLIT_MIN`` elements."""
     return xs[0].size >= _SPLIT_MIN and all(
-        x.flags.c_contiguous and x.shape == xs[0].shape for x in xs)
+        x.flags.c_contiguous and x.shape == xs[0].shape for x in xs) and threads.splitting()
 
 
 def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:

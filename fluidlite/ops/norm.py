@@ -6,10 +6,10 @@ gradients of every output. The grad kernels return a lazy mapping (``LazyOutputs
 gradient the program does not bind is never computed.
 
 Training-mode ``batch_norm`` and its gradient on NCHW maps of at least ``_PARALLEL_MIN``
-elements run as ``_PARTS`` fixed halves of the channels as ``core.threads`` items (in parallel
-when two threads or more are set): the parts never depend on the thread count, so neither do
-the results (bit for bit); they are the one-pass kernels' formulas, with einsum free to order a
-part's sums its own way.
+elements run, when two threads or more are set, as ``_PARTS`` fixed halves of the channels on
+``core.threads``' pool: the parts never depend on the thread count, so neither do the results
+(bit for bit); they are the one-pass kernels' formulas, with einsum free to order a part's sums
+its own way. layer_norm's rows split the same way (row-wise: the one-pass bits).
 """
 from __future__ import annotations
 
@@ -73,10 +73,10 @@ _PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread e
 
 
 def _channel_parts(X: np.ndarray, ch: int) -> Optional[List[Tuple[int, int]]]:
-    """The channel parts of a training-mode batch norm of ``X``, or None for one pass (not
-    NCHW with a map, too small, too few channels, or not float32/float64)."""
+    """The channel parts of a training-mode batch norm of ``X``, or None for one pass (one
+    thread, not NCHW with a map, too small, too few channels, or not float32/float64)."""
     if ch != 1 or X.ndim < 3 or X.size < _PARALLEL_MIN or X.shape[1] < _PARTS \
-            or X.dtype not in (np.float32, np.float64):
+            or X.dtype not in (np.float32, np.float64) or not threads.splitting():
         return None
     C = X.shape[1]
     return [(C * i // _PARTS, C * (i + 1) // _PARTS) for i in range(_PARTS)]
@@ -312,10 +312,11 @@ def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, 
 
 
 def _row_parts(x: np.ndarray, *others: Any) -> bool:
-    """layer_norm's rows [left, right] run as two parallel parts: float32/float64 throughout,
-    at least two rows and ``_PARALLEL_MIN`` elements."""
+    """layer_norm's rows [left, right] run as two parallel parts: two threads or more,
+    float32/float64 throughout, at least two rows and ``_PARALLEL_MIN`` elements."""
     return (x.dtype in (np.float32, np.float64) and x.shape[0] >= 2
-            and x.size >= _PARALLEL_MIN and all(o is None or o.dtype == x.dtype for o in others))
+            and x.size >= _PARALLEL_MIN and all(o is None or o.dtype == x.dtype for o in others)
+            and threads.splitting())
 
 
 def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,

@@ -203,12 +203,12 @@ _PARTS_MIN = 1 << 18        # input elements from which a pooling runs as two pa
 
 def _in_parts(fn: Any, arrays: Sequence[np.ndarray], shape: Tuple[int, ...],
               dtype: np.dtype) -> np.ndarray:
-    """``fn(*arrays)`` (a pooling of [N, C, ...] maps, each (n, c) on its own) as two fixed
-    parts of the batch -- of the channels for one image -- run as ``core.threads`` items:
-    the same bits as one call."""
+    """``fn(*arrays)`` (a pooling of [N, C, ...] maps, each (n, c) on its own), with two
+    threads or more as two fixed parts of the batch -- of the channels for one image -- run
+    as ``core.threads`` items: the same bits as one call."""
     axis = 0 if arrays[0].shape[0] >= 2 else 1
     n = arrays[0].shape[axis]
-    if n < 2 or arrays[0].size < _PARTS_MIN:
+    if n < 2 or arrays[0].size < _PARTS_MIN or not threads.splitting():
         return fn(*arrays)
     out = np.empty(shape, dtype)
     cuts = [0, n // 2, n]

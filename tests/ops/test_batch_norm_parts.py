@@ -1,5 +1,6 @@
-"""batch_norm and batch_norm_grad over channel parts on the thread pool (fluidlite/ops/norm.py):
-the same bits for every thread count, the one-pass kernels' values, float64 formulas,
+"""batch_norm and batch_norm_grad over channel parts on the thread pool (fluidlite/ops/norm.py,
+two threads or more): the same bits for every such thread count, the one-pass kernels' values
+(one thread), float64 formulas,
 every requested gradient and only those, and a float64 numeric gradient check through the
 parts."""
 import numpy as np
@@ -34,12 +35,13 @@ def _run(x, scale, bias, dy, wanted=None):
 
 @pytest.mark.parametrize("shape", [(4, 5, 64, 64), (2, 64, 33, 31), (3, 2, 128, 100)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_parts_give_the_one_pass_bits_for_any_thread_count(shape, dtype, monkeypatch):
+def test_parts_give_the_one_pass_bits_for_any_thread_count(shape, dtype):
     x, scale, bias, dy = _case(shape, dtype)
-    assert norm._channel_parts(x, 1) is not None
+    with threads.using(2):
+        assert norm._channel_parts(x, 1) is not None
     inputs = [a.copy() for a in (x, scale, bias, dy)]
     runs = []
-    for n in (1, 2, 3):
+    for n in (2, 3, 4):
         with threads.using(n):
             runs.append(_run(x, scale, bias, dy))
     for out, grads in runs[1:]:
@@ -47,10 +49,11 @@ def test_parts_give_the_one_pass_bits_for_any_thread_count(shape, dtype, monkeyp
             assert out[k].dtype == dtype and np.array_equal(out[k], runs[0][0][k]), k
         for k in SLOTS:
             assert grads[k].dtype == dtype and np.array_equal(grads[k], runs[0][1][k]), k
-    # the one-pass kernel: the same formulas (einsum may order a part's sums differently)
-    monkeypatch.setattr(norm, "_PARALLEL_MIN", 1 << 62)
-    assert norm._channel_parts(x, 1) is None
-    out1, grads1 = _run(x, scale, bias, dy)
+    # one thread: the one-pass kernel, the same formulas (einsum may order a part's sums
+    # differently)
+    with threads.using(1):
+        assert norm._channel_parts(x, 1) is None
+        out1, grads1 = _run(x, scale, bias, dy)
     close = 2e-6 if dtype == np.float32 else 1e-13
     for k in ("Y", "SavedMean", "SavedVariance"):
         np.testing.assert_allclose(out1[k], runs[0][0][k], rtol=close, atol=close)
@@ -81,7 +84,8 @@ def test_numeric_gradient_through_the_parts(monkeypatch):
     monkeypatch.setattr(norm, "_PARALLEL_MIN", 1)
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 4, 5, 6)) * 2 + 1
-    assert norm._channel_parts(x, 1) is not None
+    with threads.using(2):
+        assert norm._channel_parts(x, 1) is not None
     check = OpTest()
     check.op_type = "batch_norm"
     c = x.shape[1]
@@ -93,10 +97,12 @@ def test_numeric_gradient_through_the_parts(monkeypatch):
         check.check_grad(["X", "Scale", "Bias"], "Y")
 
 
-def test_small_channel_last_and_test_mode_keep_one_pass():
+def test_one_thread_small_channel_last_and_test_mode_keep_one_pass():
     x = np.ones((64, 64, 8, 4), np.float32)
-    assert norm._channel_parts(x, 1) is not None
-    assert norm._channel_parts(x, 3) is None                       # NHWC
-    assert norm._channel_parts(np.ones((2, 3, 4, 4), np.float32), 1) is None   # small
-    assert norm._channel_parts(np.ones((70000, 1), np.float32), 1) is None     # no map
-    assert norm._channel_parts(x.astype(np.float16), 1) is None
+    assert norm._channel_parts(x, 1) is None                                   # one thread
+    with threads.using(2):
+        assert norm._channel_parts(x, 1) is not None
+        assert norm._channel_parts(x, 3) is None                               # NHWC
+        assert norm._channel_parts(np.ones((2, 3, 4, 4), np.float32), 1) is None   # small
+        assert norm._channel_parts(np.ones((70000, 1), np.float32), 1) is None     # no map
+        assert norm._channel_parts(x.astype(np.float16), 1) is None

@@ -22,19 +22,21 @@ def _run(x, scale, bias, dy, axis):
 @pytest.mark.parametrize("shape, axis", [((8, 128, 256), 2), ((1025, 300), 1),
                                          ((4, 33, 40, 50), 2)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_parts_give_the_one_part_bits(shape, axis, dtype, monkeypatch):
+def test_row_parts_give_the_one_part_bits(shape, axis, dtype):
     rng = np.random.default_rng(0)
     x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
     right = int(np.prod(shape[axis:]))
     scale, bias = (rng.standard_normal(right).astype(dtype) for _ in range(2))
     dy = rng.standard_normal(shape).astype(dtype)
-    assert norm._row_parts(x.reshape(-1, right), scale, bias)
+    with threads.using(2):
+        assert norm._row_parts(x.reshape(-1, right), scale, bias)
     runs = []
-    for t in (1, 2):
+    for t in (2, 3):
         with threads.using(t):
             runs.append(_run(x, scale, bias, dy, axis))
-    monkeypatch.setattr(norm, "_PARALLEL_MIN", 1 << 62)
-    one = _run(x, scale, bias, dy, axis)
+    with threads.using(1):                                       # one part
+        assert not norm._row_parts(x.reshape(-1, right), scale, bias)
+        one = _run(x, scale, bias, dy, axis)
     for run in runs:
         for a, b in zip(run, one):
             assert a.dtype == dtype and np.array_equal(a, b)
