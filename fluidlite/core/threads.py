@@ -38,8 +38,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-__all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel", "hold",
-           "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
+__all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel",
+           "parallel_ranges", "hold", "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
 
@@ -233,6 +233,23 @@ def parallel(fn: Callable[[int], Any], n: int,
                 sink(i, r)
         return
     _Run(fn, n, sink).go(workers)
+
+
+def parallel_ranges(fn: Callable[[int, int], Any], n: int, parts: int = 2) -> None:
+    """``fn(lo, hi)`` over ``parts`` fixed slices of ``range(n)`` (cut at ``n * i // parts``;
+    empty ones skipped) as ``parallel`` items; each slice must write its own outputs.
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.core.threads import parallel_ranges
+        >>> x, out = np.arange(5.0), np.empty(5)
+        >>> parallel_ranges(lambda lo, hi: np.negative(x[lo:hi], out=out[lo:hi]), 5)
+        >>> out.tolist()
+        [-0.0, -1.0, -2.0, -3.0, -4.0]
+    """
+    cuts = [n * i // parts for i in range(parts + 1)]
+    spans = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+    parallel(lambda k: fn(*spans[k]), len(spans))
 
 
 class _Run:

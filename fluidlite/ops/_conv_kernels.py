@@ -47,9 +47,7 @@ _PHASES_MIN = 2048      # a strided depthwise input gradient on phase planes fro
 def _run_parts(fn: Callable[[int, int], None], n: int) -> None:
     """``fn(lo, hi)`` over ``_PARTS`` fixed slices of ``range(n)``, in parallel when there
     are threads (each part writes disjoint outputs)."""
-    cuts = [n * i // _PARTS for i in range(_PARTS + 1)]
-    parts = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
-    threads.parallel(lambda k: fn(*parts[k]), len(parts))
+    threads.parallel_ranges(fn, n, _PARTS)
 
 
 _COPY_MIN = 1 << 17      # elements below which a copy is not worth a second thread

@@ -156,9 +156,8 @@ def fluid_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     if axis in (-1, x.ndim - 1) and x.size > x.shape[-1] > 0 and _big(x):   # rows: 2 parts
         rows = x.reshape(-1, x.shape[-1])
         out = np.empty(rows.shape, x.dtype)
-        cuts = _halves(rows.shape[0])
-        threads.parallel(lambda k: _softmax_into(rows[cuts[k][0]:cuts[k][1]], -1,
-                                                 out[cuts[k][0]:cuts[k][1]]), 2)
+        threads.parallel_ranges(lambda lo, hi: _softmax_into(rows[lo:hi], -1, out[lo:hi]),
+                                rows.shape[0])
         return out.reshape(x.shape)
     return _softmax_into(x, axis, None)
 
@@ -378,23 +377,15 @@ def _float32_blocks(fn: Any, *xs: np.ndarray) -> np.ndarray:
     flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
     out = np.empty(flat[0].shape, np.float32)
     starts = range(0, out.size, _ERF_BLOCK)
-    cuts = [0, len(starts) // 2, len(starts)]
 
-    def part(k: int) -> None:
-        for i in starts[cuts[k]:cuts[k + 1]]:
+    def part(lo: int, hi: int) -> None:
+        for i in starts[lo:hi]:
             fn(*(a[i:i + _ERF_BLOCK] for a in flat), out[i:i + _ERF_BLOCK])
-    if len(starts) > 1:
-        threads.parallel(part, 2)
-    else:
-        part(1)                         # (one block: the second part holds it)
+    threads.parallel_ranges(part, len(starts))
     return out.reshape(xs[0].shape)
 
 
 _SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in two parts
-
-
-def _halves(n: int) -> list:
-    return [(0, n // 2), (n // 2, n)]
 
 
 def _relu_into(x: np.ndarray, zero: Any) -> np.ndarray:
@@ -402,9 +393,7 @@ def _relu_into(x: np.ndarray, zero: Any) -> np.ndarray:
     bits as one pass)."""
     out = np.empty(x.shape, x.dtype)
     xf, of = x.reshape(-1), out.reshape(-1)
-    cuts = _halves(xf.size)
-    threads.parallel(lambda k: np.maximum(xf[cuts[k][0]:cuts[k][1]], zero,
-                                          out=of[cuts[k][0]:cuts[k][1]]), 2)
+    threads.parallel_ranges(lambda lo, hi: np.maximum(xf[lo:hi], zero, out=of[lo:hi]), xf.size)
     return out
 
 
@@ -412,12 +401,8 @@ def _relu_grad_into(out_: np.ndarray, dout: np.ndarray, zero: Any) -> np.ndarray
     """dOut * (Out > 0) of large contiguous arrays as two parallel halves."""
     res = np.empty(dout.shape, np.result_type(dout.dtype, np.bool_))
     o, d, r = out_.reshape(-1), dout.reshape(-1), res.reshape(-1)
-    cuts = _halves(r.size)
-
-    def part(k: int) -> None:
-        lo, hi = cuts[k]
-        np.multiply(d[lo:hi], np.greater(o[lo:hi], zero), out=r[lo:hi])
-    threads.parallel(part, 2)
+    threads.parallel_ranges(
+        lambda lo, hi: np.multiply(d[lo:hi], np.greater(o[lo:hi], zero), out=r[lo:hi]), r.size)
     return res
 
 
@@ -615,12 +600,10 @@ class Softmax(_Act):
                 and Out.dtype == dOut.dtype:
             o, d = Out.reshape(-1, Out.shape[-1]), dOut.reshape(-1, Out.shape[-1])
             dx = np.empty(o.shape, Out.dtype)
-            cuts = _halves(o.shape[0])
-
-            def part(k: int) -> None:       # rows are independent: the same bits
-                lo, hi = cuts[k]
-                _softmax_grad_into(o[lo:hi], d[lo:hi], -1, dx[lo:hi])
-            threads.parallel(part, 2)
+            # rows are independent: the same bits as one pass
+            threads.parallel_ranges(
+                lambda lo, hi: _softmax_grad_into(o[lo:hi], d[lo:hi], -1, dx[lo:hi]),
+                o.shape[0])
             return {"X": dx.reshape(Out.shape)}
         return {"X": _softmax_grad_into(Out, dOut, axis, None)}
 

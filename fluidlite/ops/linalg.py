@@ -56,15 +56,13 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.
     if out is None:
         out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
     if m >= _GEMM_PARTS * _GEMM_ROWS:           # row blocks, written in place
-        cuts = [m * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
-        threads.parallel(lambda i: _dot(a[cuts[i]:cuts[i + 1]], b,
-                                        out=out[cuts[i]:cuts[i + 1]]), _GEMM_PARTS)
-    elif n >= _GEMM_PARTS * _GEMM_ROWS:         # few rows (a recurrent step): column blocks
-        cuts = [n * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
+        threads.parallel_ranges(lambda lo, hi: _dot(a[lo:hi], b, out=out[lo:hi]), m,
+                                _GEMM_PARTS)
+    else:                                       # few rows (a recurrent step): column blocks
 
-        def part(i: int) -> None:
-            out[:, cuts[i]:cuts[i + 1]] = _dot(a, b[:, cuts[i]:cuts[i + 1]])
-        threads.parallel(part, _GEMM_PARTS)
+        def part(lo: int, hi: int) -> None:
+            out[:, lo:hi] = _dot(a, b[:, lo:hi])
+        threads.parallel_ranges(part, n, _GEMM_PARTS)
     return out
 
 
@@ -82,9 +80,8 @@ def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.matmul(a, b)
     a3, b3 = a.reshape((n,) + a.shape[-2:]), b.reshape((n,) + b.shape[-2:])
     out = np.empty((n, a.shape[-2], b.shape[-1]), a.dtype)
-    cuts = [n * i // 2 for i in range(3)]
-    threads.parallel(lambda i: np.matmul(a3[cuts[i]:cuts[i + 1]], b3[cuts[i]:cuts[i + 1]],
-                                         out=out[cuts[i]:cuts[i + 1]]), 2)
+    threads.parallel_ranges(
+        lambda lo, hi: np.matmul(a3[lo:hi], b3[lo:hi], out=out[lo:hi]), n)
     return out.reshape(lead + out.shape[1:])
 
 

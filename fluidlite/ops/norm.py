@@ -358,12 +358,8 @@ class LayerNorm(OpDef):
         x = X.reshape(left, right)
         if _row_parts(x, Scale, Bias):       # two parallel parts of the rows: the same bits
             y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
-            cuts = [0, left // 2, left]
-
-            def part(k: int) -> None:
-                lo, hi = cuts[k], cuts[k + 1]
-                _ln_rows(x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi])
-            threads.parallel(part, 2)
+            threads.parallel_ranges(lambda lo, hi: _ln_rows(
+                x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi]), left)
             return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
         y, mu, var = _ln_rows(x, Scale, Bias, epsilon)
         return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
@@ -405,14 +401,12 @@ class LayerNormGrad(OpDef):
             if "xh" not in cache and _row_parts(x, Scale, dy, Mean):
                 # two parallel parts of the rows (row-wise: the same bits); xh kept for dScale
                 xh, out = np.empty_like(x), np.empty(x.shape, dy.dtype)
-                cuts = [0, left // 2, left]
 
-                def part(k: int) -> None:
-                    lo, hi = cuts[k], cuts[k + 1]
+                def part(lo: int, hi: int) -> None:
                     np.subtract(x[lo:hi], Mean[lo:hi, None], out=xh[lo:hi])
                     xh[lo:hi] *= inv_std[lo:hi]
                     _ln_dx_rows(dy[lo:hi], Scale, xh[lo:hi], inv_std[lo:hi], out[lo:hi])
-                threads.parallel(part, 2)
+                threads.parallel_ranges(part, left)
                 cache["xh"] = xh
                 return out.reshape(X.shape)
             return _ln_dx_rows(dy, Scale, xhat(), inv_std, None).reshape(X.shape)

@@ -211,12 +211,11 @@ def _in_parts(fn: Any, arrays: Sequence[np.ndarray], shape: Tuple[int, ...],
     if n < 2 or arrays[0].size < _PARTS_MIN or not threads.splitting():
         return fn(*arrays)
     out = np.empty(shape, dtype)
-    cuts = [0, n // 2, n]
 
-    def part(k: int) -> None:
-        sl = (slice(None),) * axis + (slice(cuts[k], cuts[k + 1]),)
+    def part(lo: int, hi: int) -> None:
+        sl = (slice(None),) * axis + (slice(lo, hi),)
         out[sl] = fn(*(a[sl] for a in arrays))
-    threads.parallel(part, 2)
+    threads.parallel_ranges(part, n)
     return out
 
 
