@@ -22,9 +22,6 @@ KNOWN: Dict[Any, str] = {
     # the zoo itself: nets.py's CNNEncoder feeds fluid.embedding's [N, 1, D] output to
     # sequence_conv, whose InferShape in fluid 1.8 requires a 2-D input (fails there too)
     ("multiview_simnet_cnn", "build"): "sequence_conv: input must be [N, D]",
-    # fluid.contrib.layers.shuffle_batch: fluid 1.8's contrib CTR layers are outside
-    # fluidlite's scope (docs/api_coverage.md)
-    ("word2vec_shuffle_batch", "build"): "shuffle_batch is not provided by fluidlite",
     # dynamic_lstm nets (hidden size 128): Paddle 2.6.2's CPU lstm_grad is wrong when the
     # hidden size is a multiple of 8 (its vectorized path): the candidate, input and forget
     # gates get zero gradients, against Paddle's own central differences (0.052 for the
