@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core.registry import get_op_def
+from fluidlite.core.dtypes import VarType
+from fluidlite.core.registry import VarSpec, get_op_def
 from fluidlite.inference import AnalysisConfig, PaddleTensor, create_paddle_predictor
 
 L = fluid.layers
@@ -182,3 +183,70 @@ def test_relu6_other_threshold_not_fused(tmp_path):
     _close(fused, _run(d, [x], ir_optim=False)[1])
     fusion = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
     assert "relu6" in _types(p) and fusion[0].attr("activation") == "identity"
+
+
+def _winograd_net():
+    x = fluid.data("x", [-1, 16, 10, 10], "float32")
+    shared = fluid.ParamAttr(name="shared_w")
+    y = L.batch_norm(L.conv2d(x, 16, 3, padding=1, bias_attr=False), act="relu", is_test=True)
+    a = L.conv2d(y, 16, 3, padding=1, param_attr=shared)            # shares its filter ...
+    b = L.conv2d(y, 16, 3, padding=1, param_attr=shared)            # ... with this one
+    s2 = L.conv2d(y, 16, 3, stride=2, padding=1)                    # strided: no Winograd
+    thin = L.conv2d(y, 8, 3, padding=1)                             # 8 channels: too thin
+    k5 = L.conv2d(y, 16, 5, padding=2)                              # 5x5: no Winograd
+    return [L.elementwise_add(a, b), s2, thin, k5]
+
+
+def _winograd_reference(w):
+    """U[4a + b, k, c] = (G W[k, c] G^T)[a, b], F(2x2, 3x3)'s filter transform in float64."""
+    g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
+    u = np.einsum("ai,kcij,bj->abkc", g, w.astype(np.float64), g)
+    return u.reshape(16, w.shape[0], w.shape[1])
+
+
+def test_conv_winograd_filter_pass(tmp_path):
+    d = _save(tmp_path, _winograd_net, ["x"])
+    x = np.random.default_rng(7).standard_normal((2, 16, 10, 10)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    # the kernel uses the tiles instead of transforming the filter: the same bits
+    _, untransformed = _run(d, [x], delete=["conv_winograd_filter_pass"])
+    for got, want in zip(fused, untransformed):
+        np.testing.assert_array_equal(got, want)
+    assert ("conv_winograd_filter_pass", 3) in p.applied_passes()
+    block = p.program().global_block()
+    ops = [op for op in block.ops if op.type == "conv2d_fusion"]
+    with_tiles = [op for op in ops if op.input("FilterTiles")]
+    assert len(ops) == 6 and len(with_tiles) == 3
+    # the two convolutions sharing a filter share one transform
+    assert len({op.input("FilterTiles")[0] for op in with_tiles}) == 2
+    params = p._shared.params
+    for op in with_tiles:
+        w = np.asarray(params.find_var(op.input("Filter")[0]).get_tensor())
+        u = np.asarray(params.find_var(op.input("FilterTiles")[0]).get_tensor())
+        assert u.dtype == np.float32 and u.shape == (16, 16, 16)
+        np.testing.assert_allclose(u, _winograd_reference(w), rtol=1e-6, atol=1e-6)
+        assert block.var(op.input("FilterTiles")[0]).persistable
+
+
+def test_conv2d_fusion_refuses_tiles_of_another_filter():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 16, 10, 10)).astype("float32")
+    w = rng.standard_normal((16, 16, 3, 3)).astype("float32")
+    fusion = get_op_def("conv2d_fusion")
+    good = get_op_def("winograd_filter_tiles").forward(w)["Out"]
+    attrs = dict(strides=[1, 1], paddings=[1, 1])
+    want = get_op_def("conv2d").forward(x, w, **attrs)["Output"]
+    np.testing.assert_array_equal(fusion.forward(x, w, None, good, **attrs)["Output"], want)
+    # the kernel computes with the tiles it is given (not a transform of Filter of its own)
+    w2 = rng.standard_normal((16, 16, 3, 3)).astype("float32")
+    other = get_op_def("winograd_filter_tiles").forward(w2)["Out"]
+    np.testing.assert_allclose(fusion.forward(x, w, None, other, **attrs)["Output"],
+                               get_op_def("conv2d").forward(x, w2, **attrs)["Output"],
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match=r"filter tiles must be float32 \[16, 16, 16\]"):
+        fusion.forward(x, w, None, good[:, :8], **attrs)
+    with pytest.raises(ValueError, match=r"Filter must be \[K, C, 3, 3\], got \[16, 16, 3, 2\]"):
+        get_op_def("winograd_filter_tiles").run_infer(
+            [VarSpec((16, 16, 3, 2), VarType.FP32)], {})

@@ -1,4 +1,4 @@
-"""The fused op types the inference passes create: ``conv2d_fusion`` and
+"""The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles`` and
 ``scaled_dot_product_attention`` (``fc`` is fluid's own op, in ``ops/math_more.py``).
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
@@ -24,11 +24,13 @@ from typing import Any, Dict, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, get_op_def, register
+from ..ops import _winograd
+from ..ops.conv import conv2d_forward
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
-__all__ = ["ACTIVATIONS", "Conv2DFusion", "ScaledDotProductAttention"]
+__all__ = ["ACTIVATIONS", "Conv2DFusion", "ScaledDotProductAttention", "WinogradFilterTiles"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -68,34 +70,61 @@ def _activate(out: np.ndarray, activation: str, op_type: str) -> np.ndarray:
 
 
 @register
+class WinogradFilterTiles(OpDef):
+    """Out [16, K, C] = (G (x) G) W: the Winograd F(2x2, 3x3) transform of a 3x3 filter
+    W [K, C, 3, 3] (``ops/_winograd.py``), which ``conv2d_fusion`` takes as ``FilterTiles``
+    so that a constant filter is transformed once, at load (fluidlite's own op;
+    ``conv_winograd_filter_pass`` folds it)."""
+    type, inputs, outputs = "winograd_filter_tiles", ("Filter",), ("Out",)
+    no_grad = True
+
+    def infer(self, Filter: Any) -> Dict[str, Any]:
+        if len(Filter.shape) != 4 or tuple(Filter.shape[2:]) != (3, 3):
+            raise ValueError(f"winograd_filter_tiles: Filter must be [K, C, 3, 3], got "
+                             f"{list(Filter.shape)}")
+        return {"Out": VarSpec((16, Filter.shape[0], Filter.shape[1]), Filter.dtype)}
+
+    def forward(self, Filter: np.ndarray) -> Dict[str, np.ndarray]:
+        return {"Out": _winograd.filter_tiles(Filter)}
+
+
+@register
 class Conv2DFusion(OpDef):
     """Output = act(conv2d(Input, Filter) + Bias[channel]) (Paddle's ``conv2d_fusion``;
     ``activation`` identity, relu, relu6 (threshold 6), sigmoid or tanh; NCHW or NHWC as
-    ``data_format``)."""
-    type, inputs, outputs = "conv2d_fusion", ("Input", "Filter", "Bias?"), ("Output",)
+    ``data_format``). ``FilterTiles`` (fluidlite's own slot, made by
+    ``conv_winograd_filter_pass``): the filter's ``winograd_filter_tiles``, used instead of
+    transforming the filter on every run when the Winograd kernel runs (same bits)."""
+    type, inputs, outputs = ("conv2d_fusion", ("Input", "Filter", "Bias?", "FilterTiles?"),
+                             ("Output",))
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
                    "exhaustive_search": False, "split_channels": [], "is_test": True}
 
-    def infer(self, Input: Any, Filter: Any, Bias: Any = None, *, strides: Any = (1, 1),
+    def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None, *,
+              strides: Any = (1, 1),
               paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
               dilations: Any = (1, 1), data_format: str = "NCHW",
               activation: str = "identity") -> Dict[str, Any]:
+        if FilterTiles is not None:
+            want = (16,) + tuple(Filter.shape[:2])
+            if tuple(FilterTiles.shape) != want or FilterTiles.dtype != Filter.dtype:
+                raise ValueError(f"conv2d_fusion: FilterTiles must be the filter's Winograd "
+                                 f"transform, {Filter.dtype} {list(want)}, got "
+                                 f"{FilterTiles.dtype} {list(FilterTiles.shape)}")
         return get_op_def("conv2d").run_infer(
             [Input, Filter], dict(strides=strides, paddings=paddings,
                                   padding_algorithm=padding_algorithm, groups=groups,
                                   dilations=dilations, data_format=data_format))
 
-    def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None, *,
-                strides: Any = [1, 1], paddings: Any = [0, 0],
+    def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None,
+                FilterTiles: Any = None, *, strides: Any = [1, 1], paddings: Any = [0, 0],
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
-        # conv2d's own kernels (depthwise, pointwise and im2col paths, one place for all)
-        out = get_op_def("conv2d").forward(
-            Input, Filter, strides=strides, paddings=paddings,
-            padding_algorithm=padding_algorithm, groups=groups, dilations=dilations,
-            data_format=data_format)["Output"]
+        # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place)
+        out = conv2d_forward(Input, Filter, strides, paddings, padding_algorithm, groups,
+                             dilations, data_format, FilterTiles)
         if not out.flags.writeable:
             out = out.copy()
         if Bias is not None:

@@ -23,6 +23,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..core import rewrite
 from ..core.ir import Block, Operator, OpRole, Program
+from ..core.dtypes import VarType
+from ..ops._winograd import MIN_CHANNELS as MIN_WINOGRAD_CHANNELS
 from .ops import ACTIVATIONS
 
 __all__ = ["PASSES", "DEFAULT_PASSES", "PassContext", "describe", "run_passes"]
@@ -410,6 +412,53 @@ def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     return count
 
 
+def conv_winograd_filter_pass(ctx: PassContext) -> int:
+    """Transform the constant 3x3 filters of ``conv2d_fusion`` ops that can run the Winograd
+    F(2x2, 3x3) kernel (groups 1, stride 1, dilation 1, NCHW, float32/64, at least 16 input
+    and output channels) once, at load: a ``winograd_filter_tiles`` op folded into a new
+    persistable ``[16, K, C]`` becomes the op's ``FilterTiles`` (16/9 of the filter's memory;
+    the kernel still chooses per run, by the batch, whether Winograd pays)."""
+    block = ctx.block
+    done: Dict[str, str] = {}           # a filter shared by several convolutions: one transform
+    count = 0
+    for op in list(block.ops):
+        if op.type != "conv2d_fusion" or op.input("FilterTiles"):
+            continue
+        w = op.input("Filter")[0]
+        if not _persistable(block, w, 4) or not _winograd_fits(block.var(w), op):
+            continue
+        if w not in done:
+            wvar = block.var(w)
+            tiles = _fresh(block, w + "@winograd")
+            block.create_var(name=tiles, shape=(16,) + tuple(wvar.shape[:2]),
+                             dtype=wvar.dtype, persistable=True)
+
+            def build(fb: Block, w: str = w, tiles: str = tiles) -> None:
+                src = fb.create_var(name=w, shape=block.var(w).shape,
+                                    dtype=block.var(w).dtype, persistable=True)
+                dst = fb.create_var(name=tiles, shape=block.var(tiles).shape,
+                                    dtype=block.var(tiles).dtype, persistable=True)
+                rewrite.op(fb, "winograd_filter_tiles", out=dst, Filter=src)
+            ctx.fold(build)
+            done[w] = tiles
+        _replace(block, op, inputs={**_slots(op), "FilterTiles": [done[w]]})
+        count += 1
+    return count
+
+
+def _winograd_fits(wvar: Any, op: Operator) -> bool:
+    """The filter and the attributes of a ``conv2d_fusion`` are those of the Winograd kernel
+    (``ops/_winograd.use_winograd``, all but the batch-dependent part)."""
+    a = op.attrs
+    shape = tuple(wvar.shape)
+    return (shape[2:] == (3, 3) and min(shape[:2]) >= MIN_WINOGRAD_CHANNELS
+            and int(a.get("groups", 1) or 1) == 1
+            and list(a.get("strides", [1, 1])) == [1, 1]
+            and list(a.get("dilations", [1, 1])) == [1, 1]
+            and a.get("data_format", "NCHW") in ("NCHW", "AnyLayout")
+            and wvar.dtype in (VarType.FP32, VarType.FP64))
+
+
 def _attention_head(uses: rewrite.Uses, ctx: PassContext, skip: Set[str], mm1: Operator
                     ) -> Optional[Tuple[List[Operator], float, Optional[str], Operator]]:
     """From the scores ``matmul``: ([ops to remove], alpha, mask name, the softmax) when an
@@ -491,6 +540,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "depthwise_conv_bn_fuse_pass": depthwise_conv_bn_fuse_pass,
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
+    "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "fc_fuse_pass": fc_fuse_pass,
     "attention_fuse_pass": attention_fuse_pass,
 }

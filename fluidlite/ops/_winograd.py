@@ -45,7 +45,7 @@ from .linalg import _bmm, _mm
 __all__ = ["use_winograd", "winograd_fwd", "winograd_grads", "winograd_dx", "winograd_dw"]
 
 _BUDGET = 4 << 20        # bytes of transformed tiles (16 x C x tiles) per block of images
-_MIN_CHANNELS = 16       # below this the per-position GEMMs are too thin to beat one im2col GEMM
+MIN_CHANNELS = 16       # below this the per-position GEMMs are too thin to beat one im2col GEMM
 _MIN_TILES = 48          # output pixels / 4 over the batch (``use_winograd``)
 _NARROW = 16             # maps narrower than this put the batch innermost
 _WIDE_MIN = 4            # tile columns from which a batch-second plane row carries a spare one
@@ -54,12 +54,12 @@ _WIDE_MIN = 4            # tile columns from which a batch-second plane row carr
 def use_winograd(g: Any, N: int, C: int, F: int, dtype: np.dtype) -> bool:
     """The Winograd kernels apply: a 3x3 filter, stride 1, dilation 1, groups 1, a canvas of
     exactly the output size + 2 (not a transposed convolution's larger one), float32 or
-    float64, at least ``_MIN_CHANNELS`` input and output channels, and outputs worth at least
+    float64, at least ``MIN_CHANNELS`` input and output channels, and outputs worth at least
     ``_MIN_TILES`` full tiles over the batch (the filter's transform, 16 x F x C, is paid per
     call: a 512-channel 7x7 layer at batch 1 ran 1.9x slower than im2col, 0.82x at 14x14)."""
     return ((g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.groups) == (3, 3, 1, 1, 1, 1, 1)
             and g.Hp == g.oh + 2 and g.Wp == g.ow + 2      # every padded row is read
-            and C >= _MIN_CHANNELS and F >= _MIN_CHANNELS
+            and C >= MIN_CHANNELS and F >= MIN_CHANNELS
             and N * g.oh * g.ow >= 4 * _MIN_TILES
             and np.dtype(dtype) in (np.float32, np.float64))
 
@@ -188,7 +188,7 @@ def _adjoint_output_stage(d0: np.ndarray, d1: np.ndarray, out: np.ndarray) -> No
 
 
 # -- the four transforms ------------------------------------------------------------------------
-def _filter_tiles(w: np.ndarray) -> np.ndarray:
+def filter_tiles(w: np.ndarray) -> np.ndarray:
     """U [16, K, C] = G W G^T for a filter [K, C, 3, 3]: one GEMM with G (x) G, [16, 9] @
     [9, K*C] (the filter seen transposed, so no copy)."""
     K, C = w.shape[:2]
@@ -277,12 +277,19 @@ def _input_grad(dv: np.ndarray, pl: _Plan, dx: np.ndarray, pads: Tuple[int, int]
 
 
 # -- the kernels ---------------------------------------------------------------------------------
-def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any,
+                 u: Optional[np.ndarray] = None) -> np.ndarray:
     """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``
-    (the blocks of images in parallel)."""
+    (the blocks of images in parallel); ``u``: ``filter_tiles(w)`` when the caller has it
+    already (an inference program transforms its constant filters once, at load)."""
     N, C = x.shape[:2]
     K = w.shape[0]
-    u = _filter_tiles(w)
+    if u is None:
+        u = filter_tiles(w)
+    elif u.shape != (16, K, C) or u.dtype != w.dtype:
+        raise ValueError(f"winograd: the filter tiles must be {w.dtype} [16, {K}, {C}] (the "
+                         f"transform of the filter {list(w.shape)}), got {u.dtype} "
+                         f"{list(u.shape)}")
     y = np.empty((N, K, g.oh, g.ow), x.dtype)
     blocks = _blocks(g, N, C, x.dtype.itemsize)
 
@@ -304,7 +311,7 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
     parallel; their dU are added in order whatever thread made them)."""
     N, K = dy.shape[:2]
     C = (w.shape[1] if w is not None else x.shape[1])
-    ut = None if w is None else _filter_tiles(w.transpose(1, 0, 2, 3))  # [16, C, K]
+    ut = None if w is None else filter_tiles(w.transpose(1, 0, 2, 3))  # [16, C, K]
     dx = None if w is None else np.empty((N, C, g.H, g.W), dy.dtype)
     blocks = _blocks(g, N, C, dy.dtype.itemsize)
     du: List[np.ndarray] = []

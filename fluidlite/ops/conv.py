@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -40,7 +40,7 @@ from . import _conv_kernels as K
 from . import _winograd as WG
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
-__all__ = ["LazyOutputs", "c_div", "conv_out_size", "normalize_paddings"]
+__all__ = ["LazyOutputs", "c_div", "conv2d_forward", "conv_out_size", "normalize_paddings"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
 # last-level cache next to the GEMM's own working set
@@ -247,13 +247,15 @@ def _kind(N: int, C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> 
     return "winograd" if WG.use_winograd(g, N, C, w_shape[0], dtype) else ""
 
 
-def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom) -> np.ndarray:
-    """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]."""
+def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom,
+              tiles: Optional[np.ndarray] = None) -> np.ndarray:
+    """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]
+    (``tiles``: ``WG.filter_tiles(w)`` computed ahead, used when the Winograd kernel runs)."""
     kind = _kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
     if kind == "depthwise":
         return K.depthwise_fwd(x, w, g)
     if kind == "winograd":
-        return WG.winograd_fwd(x, w, g)
+        return WG.winograd_fwd(x, w, g, tiles)
     if kind == "pointwise":
         return K.pointwise_fwd(x, w, g, _mm)
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
@@ -487,10 +489,25 @@ class Conv2D(_ConvBase):
 
     def forward(self, Input, Filter, *, strides=[1, 1], paddings=[0, 0],
                 padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
-        last = _channels_last(data_format)
-        x = _to_nchw(Input, last)
-        g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
-        return {"Output": _from_nchw(_conv_fwd(x, Filter, g), last)}
+        return {"Output": conv2d_forward(Input, Filter, strides, paddings, padding_algorithm,
+                                         groups, dilations, data_format)}
+
+
+def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
+                   padding_algorithm: str, groups: int, dilations: Any, data_format: str,
+                   filter_tiles: Optional[np.ndarray] = None) -> np.ndarray:
+    """conv2d's output for ``x`` (NCHW or NHWC as ``data_format``) and the filter ``w``
+    [F, C/groups, kh, kw]: its pointwise, depthwise, Winograd and im2col kernels.
+
+    Args:
+        filter_tiles: ``_winograd.filter_tiles(w)`` [16, F, C] computed ahead (an inference
+            program's constant filter, transformed once at load); used when the Winograd
+            kernel runs, with the same result bits as transforming ``w`` here.
+    """
+    last = _channels_last(data_format)
+    x = _to_nchw(x, last)
+    g = _conv_geom(x, w, strides, paddings, dilations, padding_algorithm, groups)
+    return _from_nchw(_conv_fwd(x, w, g, filter_tiles), last)
 
 
 @register

@@ -188,7 +188,7 @@ def test_float32_stays_float32_inside():
     w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
     g = _geom(9, 9, (1, 1, 1, 1))
     [(_, pl)] = WG._blocks(g, 1, 16, 4)
-    assert WG._filter_tiles(w).dtype == np.float32
+    assert WG.filter_tiles(w).dtype == np.float32
     assert WG._gg(np.float32).dtype == np.float32
     assert WG._input_tiles(x, pl, (1, 1)).dtype == np.float32
     assert WG._grad_tiles(x, pl).dtype == np.float32
@@ -217,6 +217,6 @@ def test_program_reading_only_the_filter_gradient(monkeypatch):
         return exe.run(main, feed={"x": img}, fetch_list=[grad], scope=scope)[0]
 
     got = filter_grad()
-    monkeypatch.setattr(WG, "_MIN_CHANNELS", 1 << 30)
+    monkeypatch.setattr(WG, "MIN_CHANNELS", 1 << 30)
     want = filter_grad()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
