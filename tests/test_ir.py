@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.core.registry import UnknownAttributeWarning
 from fluidlite.core.dtypes import VarType, convert_dtype, convert_np_dtype_to_dtype_
 from fluidlite.core.ir import OpRole
 
@@ -268,8 +269,14 @@ def test_missing_slot_names_op_and_line():
 def test_unknown_and_ill_typed_attrs():
     x = fluid.data("x", [2, 3])
     block = fluid.default_main_program().global_block()
-    with pytest.raises(ValueError, match="has no attribute 'scal'"):
-        block.append_op("scale", {"X": x}, {"Out": "o"}, {"scal": 2.0})
+    # fluid 1.8 dropped attributes an op does not declare; fluidlite too, with a warning
+    # naming the user's line, the attribute and the op's attributes
+    with pytest.warns(UnknownAttributeWarning,
+                      match=r"op 'scale' has no attribute 'scal' \(its attributes are "
+                            r"\['bias', 'bias_after_scale', 'scale'") as rec:
+        op = block.append_op("scale", {"X": x}, {"Out": "o"}, {"scal": 2.0})
+    assert rec[0].filename == __file__
+    assert "scal" not in op.attrs and op.attr("scale") == 1.0
     with pytest.raises(TypeError, match="attribute 'scale' expects float.*'two'"):
         block.append_op("scale", {"X": x}, {"Out": "o"}, {"scale": "two"})
     with pytest.raises(TypeError, match="expects bool"):
@@ -313,3 +320,17 @@ def test_param_attr_sharing_and_bias_false():
     startup = fluid.default_startup_program().global_block()
     assert [op.type for op in startup.ops] == ["uniform_random"]
     assert y1.op.type == y2.op.type == "mul"
+
+
+def test_unknown_attr_is_dropped_with_a_warning_in_dygraph_too():
+    # the 1.8 zoo's dygraph LAC model passes is_test to crf_decoding, which never had it
+    from fluidlite import dygraph
+    from fluidlite.layer_helper import LayerHelper
+    with dygraph.guard():
+        x = dygraph.to_variable(np.ones((2, 3), "float32"))
+        helper = LayerHelper("scale")
+        out = helper.create_variable_for_type_inference(x.dtype)
+        with pytest.warns(UnknownAttributeWarning, match="op 'scale' has no attribute 'is_test'"):
+            helper.append_op(type="scale", inputs={"X": [x]}, outputs={"Out": [out]},
+                             attrs={"scale": 3.0, "is_test": True})
+        np.testing.assert_array_equal(out.numpy(), np.full((2, 3), 3.0, "float32"))

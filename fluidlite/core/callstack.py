@@ -28,6 +28,17 @@ def user_callstack(limit: int = 8) -> List[str]:
     return out
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called by this function's caller that names
+    the innermost frame outside fluidlite (the user's line, however deep the library call)."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PKG_DIR)
+                             or f.f_code.co_filename.startswith("<fluidlite")):
+        f = f.f_back
+        level += 1
+    return level
+
+
 def creation_site(callstack: Optional[Sequence[str]]) -> str:
     """The user's innermost source line from an ``op_callstack`` attr (for error messages)."""
     if not callstack:

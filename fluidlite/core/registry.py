@@ -48,12 +48,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import warnings
 from typing import (AbstractSet, Any, Callable, ClassVar, Dict, Iterable, List, Mapping,
                     NamedTuple, Optional, Sequence, Tuple, Type, TypeVar, Union)
 
 import numpy as np
 
 from . import names
+from .callstack import user_stacklevel
 from .dtypes import VarType, convert_np_dtype_to_dtype_
 
 _INFER_PARAMS: Dict[type, Optional[frozenset]] = {}   # OpDef class -> attrs its infer accepts
@@ -113,6 +115,11 @@ class OpDesc:
     outputs: Dict[str, List[str]]
     attrs: Dict[str, Any]
 
+
+
+class UnknownAttributeWarning(UserWarning):
+    """An op was given an attribute it does not declare; the attribute was dropped (fluid
+    1.8 dropped such attributes silently)."""
 
 class OpDef:
     """Base class of every op definition (see module docstring)."""
@@ -276,7 +283,10 @@ class OpDef:
 
     # -- attrs ------------------------------------------------------------------------------
     def check_attrs(self, attrs: Dict[str, Any]) -> Dict[str, Any]:
-        """Fill defaults, reject unknown or ill-typed attrs; returns the normalized dict."""
+        """Fill defaults, reject ill-typed attrs, drop (with an ``UnknownAttributeWarning``)
+        attrs the op does not declare -- fluid 1.8 copied only its OpProto's attributes into
+        an op and ignored the rest, and scripts of its model zoo rely on that; the warning
+        makes a misspelt name visible. Returns the normalized dict."""
         out: Dict[str, Any] = {}
         for key, value in attrs.items():
             if key in COMMON_ATTRS:
@@ -288,8 +298,11 @@ class OpDef:
                 default = self.extra_attrs[key]
             else:
                 known = sorted(self.attr_defaults) + sorted(self.extra_attrs)
-                raise ValueError(f"op '{self.type}' has no attribute '{key}'; "
-                                 f"its attributes are {known}")
+                warnings.warn(f"op '{self.type}' has no attribute '{key}' (its attributes are "
+                              f"{known}): ignored, as fluid ignored attributes its ops do not "
+                              f"declare; if you meant one of those, fix the spelling",
+                              UnknownAttributeWarning, stacklevel=user_stacklevel())
+                continue
             out[key] = _coerce_attr(self.type, key, value, default)
         for key, default in self.attr_defaults.items():
             out.setdefault(key, _copy_default(default))
