@@ -24,12 +24,15 @@ Nothing else changes: reading a pending value (``numpy()``, ``float(loss)``, a k
 it, ``x._value`` anywhere), a parameter's gradient before ``minimize``, an op that does not
 match, ``backward`` with arguments, another optimizer, ``set_value`` ... first *materializes*
 the step: its recorded ops run eagerly in order (values, autograd nodes, the deferred backward)
-exactly as if replay had never started, and the step continues eagerly. Steps with random ops,
-ops writing other parameters or persistable tensors, gradients already accumulated in a
+exactly as if replay had never started, and the step continues eagerly. Steps with ops writing
+other parameters or persistable tensors, gradients already accumulated in a
 parameter, learning-rate schedulers or non-tensor optimizer inputs are never replayed. An op's
 own state is the exception: a non-trainable parameter an op reads and writes (``batch_norm``'s
 moving mean and variance) is a persistable of the compiled program, written by the plan.
-``FLUIDLITE_STEP_REPLAY=0`` turns replay off.
+Random ops (dropout, noise) are replayed: the plan's random streams are all the tracer's
+generator (``Tracer.random_stream``), so they draw in program order what the eager ops would
+have drawn, and leave the generator as an eager step does. ``FLUIDLITE_STEP_REPLAY=0`` turns
+replay off.
 
 Numbers: a replayed step computes what static training computes for the same program, which
 is what the eager step computes, bit for bit (tested for SGD, Momentum, Adam, RMSProp and
@@ -51,6 +54,7 @@ import numpy as np
 from .. import unique_name
 from ..core import mode as _mode
 from ..core.ir import Program, program_guard
+from ..core.registry import get_op_def
 from ..core.scope import Scope
 from ..executor import Executor
 from .autograd import run_backward
@@ -167,6 +171,9 @@ class _Compiled:
         self._share(opt, so, names_used)
         self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
                       enumerate(zip(tape, self.sources, self.out_specs))]
+        # the ops that draw from the tracer's generator (random, no fixed seed): the plan
+        # must have exactly as many random streams, or it would draw other numbers
+        self.draws = sum(1 for call in tape if _draws(call))
         self._plan(so)
 
     # -- building the program ---------------------------------------------------------------
@@ -303,19 +310,38 @@ class _Compiled:
         finally:
             for n in self.shared:                   # (not kept alive by the scope)
                 self.scope.var(n).set_array(None)
+        if r.stream_count != self.draws:
+            # (a random op the plan prunes or duplicates would shift every later draw)
+            raise ValueError(f"the plan has {r.stream_count} random streams, the eager step "
+                             f"drew from {self.draws}")
         self.runners[live] = r
         return r
 
-    def run(self, runner: Any, feeds: List[np.ndarray]) -> List[np.ndarray]:
+    def run(self, runner: Any, feeds: List[np.ndarray], tracer: Any) -> List[np.ndarray]:
         lr = self.opt._learning_rate
         if lr != self.lr_value and self.lr_holder is not None:
             self.lr_holder.set_array(np.array([lr], self.lr_holder.get_array().dtype))
             self.lr_value = lr
         saved, _mode.tracer = _mode.tracer, None
         try:
-            return runner(feeds)
+            if not runner.stream_count:
+                return runner(feeds)
+            # the plan's random ops (dropout ...) draw, in program order, from the generator
+            # the eager ops draw from: the same masks as an eager step, and the same state after
+            g = tracer.random_stream()
+            return runner(feeds, [g] * runner.stream_count)
         finally:
             _mode.tracer = saved
+
+
+def _draws(call: _Call) -> bool:
+    """The eager op drew from the tracer's generator (``Tracer._rng_for``): a random op
+    without a fixed nonzero ``seed``."""
+    opdef = get_op_def(call.type)
+    if not opdef.uses_rng:
+        return False
+    attrs = {**opdef.attr_defaults, **(call.attrs or _NO_ATTRS)}     # as check_attrs fills
+    return not (int(attrs.get("seed", 0) or 0) and attrs.get("fix_seed", True))
 
 
 def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
@@ -626,7 +652,8 @@ class _Step:
             self.materialize()
             return None
         try:
-            res = c.run(runner, self.feeds)
+            res = c.run(runner, self.feeds,
+                        _mode.tracer if _mode.tracer is not None else self.tracer)
         except Exception:               # the eager run says where, in the user's terms
             self.materialize()
             raise
@@ -684,7 +711,7 @@ class Replayer:
     # -- called by the tracer ---------------------------------------------------------------
     def record(self, call: _Call, uses_rng: bool) -> None:
         tape = self.tape
-        if uses_rng or len(tape) >= _MAX_TAPE:
+        if len(tape) >= _MAX_TAPE:
             self.tape = None
             return
         tape.add(call)

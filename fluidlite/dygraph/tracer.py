@@ -372,6 +372,11 @@ class Tracer:
         self._cache[key] = entry
         return entry
 
+    def random_stream(self) -> np.random.Generator:
+        """The generator a random op without a fixed seed draws from now (step replay runs
+        a compiled step's random ops on it, in the order the eager ops would draw)."""
+        return self._rng_for({})
+
     def _rng_for(self, checked: Dict[str, Any]) -> np.random.Generator:
         """The generator a random op draws from: its own for a fixed nonzero ``seed`` attr,
         else the tracer's (reseeded when ``program.random_seed`` changed inside the guard)."""

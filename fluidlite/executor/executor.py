@@ -438,7 +438,11 @@ class Executor:
         are resolved once; each call checks the feeds (arrays in ``feed_names`` order), runs
         the plan, writes the persistables back and returns the fetched arrays (copied where
         ``run`` copies them). A failed call leaves the persistables and the random streams as
-        they were. Programs using LoD are not supported (ValueError). ``trusted``: the caller
+        they were. ``run(feeds, own_streams)``: the plan's random ops draw from
+        ``own_streams`` (one generator per stream, ``run.stream_count`` of them, in program
+        order; the same generator may be given for several) instead of the scope's streams --
+        dygraph replay gives the tracer's generator, so dropout draws what the eager ops would
+        have. Programs using LoD are not supported (ValueError). ``trusted``: the caller
         passes C-contiguous arrays of exactly the fed variables' shapes and dtypes, so the
         feed checks are skipped. ``cells``: persistables held outside the scope, by name: the
         plan reads each from ``cell._value`` and stores its new array there (the dygraph
@@ -462,13 +466,20 @@ class Executor:
         any_copy = any(copies)
         check = None if trusted else plan.check_feeds
 
-        def run(feeds: Sequence[Any]) -> List[Any]:
+        def run(feeds: Sequence[Any],
+                own_streams: Optional[Sequence[np.random.Generator]] = None) -> List[Any]:
             arrays = feeds if check is None else check(feeds)[0]
-            saved = [g.bit_generator.state for g in streams] if streams else None
+            gens = streams
+            if own_streams is not None:
+                if len(own_streams) != len(streams):
+                    raise ValueError(f"Executor._runner: the plan has {len(streams)} random "
+                                     f"stream(s), {len(own_streams)} generator(s) given")
+                gens = own_streams
+            saved = [g.bit_generator.state for g in gens] if gens else None
             try:
-                fetched, written = plan.run(arrays, [c._value for c in reads], streams)
+                fetched, written = plan.run(arrays, [c._value for c in reads], gens)
             except BaseException:
-                for g, state in zip(streams, saved or ()):
+                for g, state in zip(gens, saved or ()):
                     g.bit_generator.state = state
                 raise
             for c, a in zip(writes, written):
@@ -477,6 +488,7 @@ class Executor:
                 return [a.copy() if c and isinstance(a, np.ndarray) else a
                         for a, c in zip(fetched, copies)]
             return list(fetched)
+        run.stream_count = len(streams)     # type: ignore[attr-defined]
         return run
 
     # -- plan cache --------------------------------------------------------------------------

@@ -167,20 +167,51 @@ def test_a_kernel_error_in_a_replayed_step_raises_and_changes_nothing():
         np.testing.assert_array_equal(p.numpy(), b)
 
 
-def test_random_ops_are_never_replayed():
+def _dropout_training(replayed, seed, steps=6, reseed_at=None):
+    """An MLP with two dropouts (one upscale_in_train) and a fixed-seed dropout, trained
+    ``steps`` steps; returns (losses, parameters, masks drawn after training, replayed)."""
     R.reset()
-    R.off = False
+    R.off = not replayed
     before = R.replayed
     with dygraph.guard():
-        lin = dygraph.Linear(8, 3)
-        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
-        for _ in range(5):
-            out = fluid.layers.dropout(lin(dygraph.to_variable(X)), 0.5)
-            loss = fluid.layers.mean(out)
+        fluid.default_main_program().random_seed = seed      # fluid 1.8's dygraph seeding
+        l1, l2 = dygraph.Linear(8, 10, act="tanh"), dygraph.Linear(10, 3)
+        params = l1.parameters() + l2.parameters()
+        for i, p in enumerate(params):
+            p.set_value(np.random.default_rng(i).uniform(-0.5, 0.5, p.shape))
+        opt = fluid.optimizer.Adam(0.01, parameter_list=params)
+        losses = []
+        for s in range(steps):
+            if s == reseed_at:
+                fluid.default_main_program().random_seed = 99
+            h = fluid.layers.dropout(l1(dygraph.to_variable(X)), 0.3)
+            h = fluid.layers.dropout(h, 0.5, dropout_implementation="upscale_in_train")
+            h = fluid.layers.dropout(h, 0.2, seed=7)
+            loss = fluid.layers.mean(fluid.layers.softmax_with_cross_entropy(
+                l2(h), dygraph.to_variable(Y)))
             loss.backward()
             opt.minimize(loss)
             opt.clear_gradients()
-    assert R.compiled is None and R.replayed == before
+            losses.append(float(loss))
+        # the generator's state after training: what the next eager draw gives
+        after = fluid.layers.dropout(dygraph.to_variable(X), 0.5).numpy()
+        return losses, [p.numpy() for p in params], after, R.replayed - before
+
+
+@pytest.mark.parametrize("reseed_at", [None, 4])
+def test_random_ops_are_replayed_drawing_what_eager_draws(reseed_at):
+    # a replayed step's dropouts draw from the tracer's generator in program order: the
+    # same masks, losses and parameters as eager steps, bit for bit, and the generator ends
+    # in the same state (also when program.random_seed reseeds it mid-training)
+    want = _dropout_training(False, 5, reseed_at=reseed_at)
+    got = _dropout_training(True, 5, reseed_at=reseed_at)
+    assert got[3] > 0 and want[3] == 0
+    assert got[0] == want[0]
+    for a, b in zip(got[1], want[1]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[2], want[2])
+    # another seed gives other masks (the streams are really drawn, not fixed)
+    assert _dropout_training(True, 6)[0] != got[0]
 
 
 def test_a_replayed_step_keeps_no_graph():
