@@ -678,6 +678,20 @@ def _state(d: Dict[str, Any]) -> Dict[str, np.ndarray]:
     return {k: np.array(v.numpy() if hasattr(v, "numpy") else v) for k, v in d.items()}
 
 
+def _shared_keys(trained: Dict[str, Any], fresh: Dict[str, Any]) -> List[str]:
+    """The keys of the trained model's state to compare with the fresh model's. A key only
+    the trained one has must name a parameter another key of both also holds: an alias made by
+    the training forward (the LAC model's ``self.crf_decoding.weight =
+    self.linear_chain_crf.weight`` registers the CRF's transitions under a second name, as
+    fluid 1.8's ``Layer.__setattr__`` did), which an eval forward never makes."""
+    shared = [k for k in trained if k in fresh]
+    held = {id(trained[k]) for k in shared}
+    lost = [k for k in trained if k not in fresh and id(trained[k]) not in held]
+    if lost:
+        raise AssertionError(f"the reloaded model lacks {lost[:10]}")
+    return shared
+
+
 def _round_trip(spec: Spec, trained: List[Any], case: str) -> str:
     """``save_dygraph`` of the trained model's and optimizer's state, ``load_dygraph`` into a
     fresh model and optimizer: the same parameters, eval outputs, and next step."""
@@ -700,8 +714,10 @@ def _round_trip(spec: Spec, trained: List[Any], case: str) -> str:
         _outputs(spec, fresh)
         fresh.set_dict(params)
         spec.inner(fresh_opt).set_dict(opt_state)
+        keys = _shared_keys(model.state_dict(), fresh.state_dict())
         for k, v in _state(model.state_dict()).items():
-            np.testing.assert_array_equal(fresh.state_dict()[k].numpy(), v, err_msg=k)
+            if k in keys:
+                np.testing.assert_array_equal(fresh.state_dict()[k].numpy(), v, err_msg=k)
         for g, w in zip(_outputs(spec, fresh), want):
             np.testing.assert_array_equal(g, w,
                                           err_msg="eval output after load_dygraph")
@@ -715,8 +731,9 @@ def _round_trip(spec: Spec, trained: List[Any], case: str) -> str:
     _seed()
     _steps(spec, model, opt, 1)
     for k, v in _state(model.state_dict()).items():
-        np.testing.assert_array_equal(fresh.state_dict()[k].numpy(), v,
-                                      err_msg=f"{k} after one more step")
+        if k in keys:
+            np.testing.assert_array_equal(fresh.state_dict()[k].numpy(), v,
+                                          err_msg=f"{k} after one more step")
     got_opt = _state(spec.inner(fresh_opt).state_dict())
     want_opt = _state(spec.inner(opt).state_dict())
     if sorted(got_opt) != sorted(want_opt):
