@@ -41,11 +41,13 @@ def _slice_index(op_type, shape, axes, starts, ends, strides, decrease_axis):
     """Index tuple and the kept (un-decreased) output shape for a slice."""
     idx = [slice(None)] * len(shape)
     full = list(shape)
+    # decrease_axis entries may count from the end, as in the shape inference
+    dec = {d % len(shape) for d in decrease_axis} if shape else set()
     for i, a in enumerate(axes):
         a = norm_axis(op_type, a, len(shape), "axes entry")
         s, e = int(starts[i]), int(ends[i])
         st = int(strides[i]) if strides is not None else 1
-        if s == -1 and e == 0 and st == 1 and a in decrease_axis:
+        if s == -1 and e == 0 and st == 1 and a in dec:
             e = 1 << 62          # x[-1]: "from -1 to the end"
         idx[a], full[a] = _slice_bounds(shape[a], s, e, st, op_type)
     return tuple(idx), full

@@ -179,9 +179,13 @@ class GatherNd(_GatherByIndex):
         return {"Out": VarSpec(tuple(Index.shape[:-1]) + tuple(rest), X.dtype)}
 
     def forward(self, X, Index):
+        if np.shape(Index)[-1] == 0:    # an empty index names all of X: one copy per index row
+            return {"Out": np.array(np.broadcast_to(X, np.shape(Index)[:-1] + X.shape))}
         return {"Out": np.array(X[_nd_index("gather_nd", Index, X.shape)])}
 
     def backward(self, X, Index, dOut):
+        if np.shape(Index)[-1] == 0:    # every copy of X sends its gradient back to all of X
+            return {"X": dOut.reshape((-1,) + X.shape).sum(axis=0, dtype=dOut.dtype)}
         dx = np.zeros(X.shape, dtype=dOut.dtype)
         np.add.at(dx, _nd_index("gather_nd_grad", Index, X.shape), dOut)
         return {"X": dx}
@@ -303,14 +307,24 @@ class IndexSelect(_GatherByIndex):
         out[a] = Index.shape[0]
         return {"Out": VarSpec(out, X.dtype)}
 
+    @staticmethod
+    def _index(X, Index, dim):
+        """The axis and Index's entries, each checked to lie inside that dim (fluid's kernel
+        refuses the others; np.take would wrap a negative one around)."""
+        a = norm_axis("index_select", dim, X.ndim, "dim")
+        ids = _ids(Index)
+        _in_range("index_select", f"dim {a} of X", ids, X.shape[a])
+        return a, ids
+
     def forward(self, X, Index, *, dim=0):
-        return {"Out": np.take(X, _ids(Index), axis=dim)}
+        a, ids = self._index(X, Index, dim)
+        return {"Out": np.take(X, ids, axis=a)}
 
     def backward(self, X, Index, dOut, *, dim=0):
-        a = norm_axis("index_select", dim, X.ndim, "dim")
+        a, ids = self._index(X, Index, dim)
         dx = np.zeros(X.shape, dtype=dOut.dtype)
         idx = [slice(None)] * X.ndim
-        idx[a] = _ids(Index)
+        idx[a] = ids
         np.add.at(dx, tuple(idx), dOut)
         return {"X": dx}
 
