@@ -486,14 +486,15 @@ class Print(OpDef):
 
     def bind(self, in_specs, attrs, outputs_present):
         """``first_n`` > 0 logs only the first ``first_n`` runs of this op (counted per
-        compiled plan); the value always passes through."""
+        compiled plan); 0 or below logs every run (fluid's print_op: ``first_n > 0 &&
+        ++times_ > first_n`` skips). The value always passes through."""
         kw = self.kernel_attrs(attrs)
         first_n = int(kw.get("first_n", -1))
         runs = [0]
 
         def run(In):
             runs[0] += 1
-            if first_n < 0 or runs[0] <= first_n:
+            if first_n <= 0 or runs[0] <= first_n:
                 return self.forward(In, **kw)
             return {"Out": In}
         return Binding(run, False)
@@ -501,7 +502,8 @@ class Print(OpDef):
     def forward(self, In, *, first_n=-1, message="", summarize=20, print_tensor_name=True,
                 print_tensor_type=True, print_tensor_shape=True, print_tensor_lod=True,
                 print_phase="both", var_name="", is_forward=True):
-        if print_phase in ("forward", "both"):
+        # fluid 1.8's layers.Print stores the phase upper-case ("BOTH"): a loaded program has it
+        if print_phase.lower() in ("forward", "both"):
             _log_tensor(In, message, summarize, var_name if print_tensor_name else "",
                         print_tensor_type, print_tensor_shape, print_tensor_lod)
         return {"Out": In}
@@ -509,7 +511,7 @@ class Print(OpDef):
     def backward(self, dOut, *, message="", summarize=20, print_tensor_name=True,
                  print_tensor_type=True, print_tensor_shape=True, print_tensor_lod=True,
                  print_phase="both", var_name="", **_):
-        if print_phase in ("backward", "both"):
+        if print_phase.lower() in ("backward", "both"):
             _log_tensor(dOut, message, summarize,
                         (var_name + "@GRAD") if print_tensor_name else "",
                         print_tensor_type, print_tensor_shape, print_tensor_lod)

@@ -224,7 +224,8 @@ class CudnnLSTM(OpDef):
                 k = l * dirs + d
                 wih, whh = P[f"w_ih_{l}_{d}"], P[f"w_hh_{l}_{d}"]
                 b = P[f"b_ih_{l}_{d}"] + P[f"b_hh_{l}_{d}"]
-                G = (x.reshape(T * B, -1) @ wih.T + b)[:, perm]
+                # the width spelled out: -1 cannot be inferred with no time steps (T = 0)
+                G = (x.reshape(T * B, x.shape[-1]) @ wih.T + b)[:, perm]
                 Wr = whh.T[:, perm]
                 steps = range(T - 1, -1, -1) if d else range(T)
                 rows = [np.arange(t * B, (t + 1) * B) for t in steps]
@@ -297,7 +298,7 @@ class CudnnLSTM(OpDef):
                 dGc[:, perm] = bw["dG"]                      # back to cuDNN's gate order
                 dWr = np.empty_like(bw["dW"])
                 dWr[:, perm] = bw["dW"]
-                xf = x.reshape(T * B, -1)
+                xf = x.reshape(T * B, x.shape[-1])
                 wih = _cudnn_unpack(W.reshape(-1), I, H, L, is_bidirec)[f"w_ih_{l}_{d}"]
                 grads[f"w_ih_{l}_{d}"] = dGc.T @ xf
                 grads[f"w_hh_{l}_{d}"] = dWr.T
