@@ -117,9 +117,41 @@ tests_for() {
       # the Paddle 2 ops are tested outside tests/ops (the sampled run found them "no tests")
       echo tests/test_paddle2_ops.py tests/test_paddle2_programs.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_paddle2.py ;;
+    fluidlite/ops/control_flow.py)
+      # no tests/ops/test_control_flow.py: the arrays, Print, While and the LoD ops are tested
+      # through the layers (tests/test_control_flow*.py, test_rnn_*.py)
+      echo tests/ops/test_control.py tests/ops/test_array_length.py tests/ops/test_select_output.py \
+           tests/ops/test_rnn_memory_helper.py tests/test_control_flow.py \
+           tests/test_control_flow_grad.py tests/test_while_counter_grad.py tests/test_rnn_static.py \
+           tests/test_rnn_layers.py tests/test_api_arguments_round3.py tests/test_op_operator.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_control_flow.py ;;
+    fluidlite/ops/rnn.py|fluidlite/ops/rnn_unit.py)
+      # lstm / gru / lstmp and gru_unit / lstm_unit / cudnn_lstm share tests/ops/test_rnn.py
+      # and the layers' tests (rnn_unit.py has no test file of its own)
+      echo tests/ops/test_rnn.py tests/test_rnn_layers.py tests/test_rnn_static.py \
+           tests/test_contrib_basic_rnn.py tests/dygraph/test_nn_dedicated_ops.py \
+           tests/test_dtype_stability.py tests/test_higher_order_math.py tests/test_lower_grad.py \
+           tests/test_mutants_$base.py ;;
+    fluidlite/ops/ctc.py|fluidlite/ops/crf.py)
+      # the padded (Length) forms of warpctc / linear_chain_crf / crf_decoding are tested in
+      # tests/ops/test_seq_padded.py
+      echo tests/ops/test_$base.py tests/ops/test_seq_padded.py tests/test_zoo18_static_fixes.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_$base.py ;;
     fluidlite/ops/loss.py)
       echo tests/ops/test_loss.py tests/ops/test_loss_extra.py tests/test_dtype_stability.py \
            tests/test_mutants_loss.py ;;
+    fluidlite/ops/detection.py|fluidlite/ops/rcnn.py|fluidlite/ops/yolo_loss.py)
+      # the detection ops are tested in tests/ops/test_detection*.py, test_poly_nms.py and
+      # through the layers (rcnn / yolo_loss have no test file of their own)
+      echo tests/ops/test_detection.py tests/ops/test_detection_nms.py tests/ops/test_poly_nms.py \
+           tests/test_layers_detection.py tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/test_mutants_$base.py ;;
+    fluidlite/ops/roi.py)
+      echo tests/ops/test_roi.py tests/test_layers_detection.py tests/test_layers_vision.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_roi.py ;;
+    fluidlite/ops/vision.py)
+      echo tests/ops/test_vision.py tests/test_layers_vision.py tests/test_dtype_stability.py \
+           tests/test_lower_grad.py tests/test_mutants_vision.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files

@@ -67,7 +67,8 @@ class _Plan:
         input_size = downsample_ratio * H
         gt = GTBox.astype(np.float64)
         score = np.ones(GTLabel.shape) if GTScore is None else GTScore.astype(np.float64)
-        valid = (gt[..., 2] > 1e-6) & (gt[..., 3] > 1e-6)
+        # fluid's LessEqualZero skips a box only when w < 1e-6 or h < 1e-6
+        valid = (gt[..., 2] >= 1e-6) & (gt[..., 3] >= 1e-6)
         # predicted boxes (normalized, centre format) of every masked anchor and cell
         aw = np.array([anchors[2 * m] for m in anchor_mask], np.float64)
         ah = np.array([anchors[2 * m + 1] for m in anchor_mask], np.float64)
