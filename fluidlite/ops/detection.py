@@ -100,14 +100,14 @@ class PriorBox(_PriorBase):
         _need(op, len(variances) == 4, f"variances must have 4 values, got {list(variances)}")
 
     def infer(self, Input, Image, *, min_sizes=(), max_sizes=(), aspect_ratios=(),
-              variances=(), flip=False, clip=False, step_w=0.0, step_h=0.0, offset=0.5,
+              variances=(), flip=True, clip=True, step_w=0.0, step_h=0.0, offset=0.5,
               min_max_aspect_ratios_order=False):
         self._check(self.type, min_sizes, max_sizes, variances)
         n = len(expand_aspect_ratios(aspect_ratios, flip)) * len(min_sizes) + len(max_sizes)
         return self._spec(Input, Image, n)
 
     def forward(self, Input, Image, *, min_sizes=[], max_sizes=[], aspect_ratios=[],
-                variances=[], flip=False, clip=False, step_w=0.0, step_h=0.0, offset=0.5,
+                variances=[], flip=True, clip=True, step_w=0.0, step_h=0.0, offset=0.5,
                 min_max_aspect_ratios_order=False):
         self._check(self.type, min_sizes, max_sizes, variances)
         ars = expand_aspect_ratios(aspect_ratios, flip)
@@ -154,12 +154,12 @@ class DensityPriorBox(_PriorBase):
               f"{list(fixed_ratios)} and {list(densities)}")
         return len(fixed_ratios) * int(sum(d * d for d in densities))
 
-    def infer(self, Input, Image, *, variances=(), clip=False, step_w=0.0, step_h=0.0,
+    def infer(self, Input, Image, *, variances=(), clip=True, step_w=0.0, step_h=0.0,
               offset=0.5, densities=(), fixed_sizes=(), fixed_ratios=(), flatten_to_2d=False):
         return self._spec(Input, Image, self._count(densities, fixed_sizes, fixed_ratios),
                           flatten_to_2d)
 
-    def forward(self, Input, Image, *, variances=[], clip=False, step_w=0.0, step_h=0.0,
+    def forward(self, Input, Image, *, variances=[], clip=True, step_w=0.0, step_h=0.0,
                 offset=0.5, densities=[], fixed_sizes=[], fixed_ratios=[],
                 flatten_to_2d=False):
         self._count(densities, fixed_sizes, fixed_ratios)

@@ -70,12 +70,24 @@ class TestPriorBox(OpTest):
         feat, img = np.zeros((1, 2, 2, 2)), np.zeros((1, 3, 20, 20))
         self.inputs = {"Input": feat, "Image": img}
         self.attrs = {"min_sizes": [4.0], "variances": [0.1, 0.1, 0.2, 0.2], "step_w": 6.0,
-                      "step_h": 7.0, "offset": 0.0, "aspect_ratios": [1.0]}
+                      "step_h": 7.0, "offset": 0.0, "aspect_ratios": [1.0], "clip": False}
         boxes = ref_prior_box(2, 2, 20, 20, [4.0], [], [1.0], False, False, (6.0, 7.0), 0.0,
                               False)
         self.outputs = {"Boxes": boxes, "Variances": np.broadcast_to([0.1, 0.1, 0.2, 0.2],
                                                                      boxes.shape)}
         self.check_output()
+
+
+def test_prior_box_defaults_are_fluids():
+    # fluid 1.8's PriorBoxOpMaker / DensityPriorBoxOpMaker: flip and clip default to true
+    assert op("prior_box").attr_defaults["flip"] is True
+    assert op("prior_box").attr_defaults["clip"] is True
+    assert op("density_prior_box").attr_defaults["clip"] is True
+    feat, img = np.zeros((1, 2, 2, 2)), np.zeros((1, 3, 20, 20))
+    boxes = op("prior_box").forward(feat, img, min_sizes=[30.0], aspect_ratios=[2.0],
+                                    variances=[0.1] * 4)["Boxes"]
+    assert boxes.shape == (2, 2, 3, 4)                  # 1, 2 and the flipped 1/2
+    assert boxes.min() == 0.0 and boxes.max() == 1.0    # clipped to the image
 
 
 def test_prior_box_errors():
