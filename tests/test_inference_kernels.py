@@ -250,3 +250,17 @@ def test_conv2d_fusion_refuses_tiles_of_another_filter():
     with pytest.raises(ValueError, match=r"Filter must be \[K, C, 3, 3\], got \[16, 16, 3, 2\]"):
         get_op_def("winograd_filter_tiles").run_infer(
             [VarSpec((16, 16, 3, 2), VarType.FP32)], {})
+
+
+def test_winograd_filter_tiles_op_runs_in_a_program():
+    # the op the pass folds, in a program of its own through the Executor (its declared
+    # float32 output checked by the plan), against the float64 transform
+    w = np.random.default_rng(9).standard_normal((4, 3, 3, 3)).astype("float32")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("w", [4, 3, 3, 3], "float32")
+        out = main.global_block().create_var(name="tiles", dtype="float32")
+        main.global_block().append_op("winograd_filter_tiles", {"Filter": x}, {"Out": out})
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"w": w}, fetch_list=[out])
+    assert got.dtype == np.float32 and got.shape == (16, 4, 3)
+    np.testing.assert_allclose(got, _winograd_reference(w), rtol=1e-6, atol=1e-6)
