@@ -179,9 +179,14 @@ tests_for() {
            tests/test_local_places.py tests/test_lod_persistable.py tests/test_lod_tensor.py \
            tests/test_reader.py tests/test_mutants_executor.py ;;
     fluidlite/executor/*)
+      # plans, control-flow blocks, fusion: also where their errors (empty batches, bad
+      # feeds), loops, fused updates (optimizers, AMP) and small kernels are tested
       echo tests/test_executor.py tests/test_executor_prune.py tests/test_executor_reliability.py \
            tests/test_executor_structure.py tests/test_fusion.py tests/test_fusion_patterns.py \
-           tests/test_control_flow_grad.py tests/test_mutants_executor.py ;;
+           tests/test_control_flow_grad.py tests/test_control_flow.py \
+           tests/test_while_counter_grad.py tests/test_api_arguments_round3.py \
+           tests/test_small_kernels.py tests/test_amp_mixed_precision.py tests/test_optimizer.py \
+           tests/test_mutants_executor.py ;;
     *) echo "no test list for $1: add it to tests_for in $0" >&2; exit 2 ;;
   esac
 }
