@@ -149,6 +149,10 @@ tests_for() {
     fluidlite/ops/roi.py)
       echo tests/ops/test_roi.py tests/test_layers_detection.py tests/test_layers_vision.py \
            tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_roi.py ;;
+    fluidlite/ops/hash.py)
+      # the hash op and XXH64 are tested with creation_extra's ops (no test_hash.py)
+      echo tests/ops/test_creation_extra.py tests/test_dtype_stability.py \
+           tests/test_mutants_hash.py ;;
     fluidlite/ops/vision.py)
       echo tests/ops/test_vision.py tests/test_layers_vision.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_vision.py ;;

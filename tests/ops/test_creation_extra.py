@@ -1,6 +1,7 @@
 """OpTest cases for fluidlite/ops/creation_extra.py (range, linspace, diag, eye) and
 fluidlite/ops/hash.py (hash, XXH64)."""
 import numpy as np
+import pytest
 
 from fluidlite.ops.hash import xxh64_rows
 from fluidlite.testing import OpTest
@@ -97,3 +98,16 @@ def test_hash():
            {"Out": np.array([[[877], [264]], [[408], [584]]], np.int64)})
     expect_error("hash", {"X": np.ones((2, 2))}, {}, {"Out": ref},
                  "hash: X must be int32 or int64")
+
+
+def test_xxh64_rows_equal_the_reference_implementation_for_every_tail():
+    # rows of 0 to 80 bytes (the 32-byte stripes, then 8-, 4- and 1-byte tails in every
+    # combination) and seeds 0, 1 and 2**63 + 5, against the xxHash library's XXH64
+    xxhash = pytest.importorskip("xxhash")
+    rng = np.random.default_rng(11)
+    for n in range(81):
+        data = rng.integers(0, 256, (3, n), dtype=np.uint8)
+        for seed in (0, 1, 2 ** 63 + 5):
+            got = xxh64_rows(data, seed)
+            want = [xxhash.xxh64_intdigest(row.tobytes(), seed=seed) for row in data]
+            assert [int(v) for v in got] == want, (n, seed)
