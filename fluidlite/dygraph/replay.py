@@ -709,7 +709,7 @@ class Replayer:
         self.tape = self.prev = self.refused = self.compiled = None
 
     # -- called by the tracer ---------------------------------------------------------------
-    def record(self, call: _Call, uses_rng: bool) -> None:
+    def record(self, call: _Call) -> None:
         tape = self.tape
         if len(tape) >= _MAX_TAPE:
             self.tape = None

@@ -191,7 +191,7 @@ _replayer: Any = _NoReplay()
 
 def install_replayer(replayer: Any) -> None:
     """Make ``replayer`` every tracer's step replayer (``Tracer._replay``: read per op, with
-    ``active``, ``tape`` and ``record(call, uses_rng)``), existing tracers included."""
+    ``active``, ``tape`` and ``record(call)``), existing tracers included."""
     global _replayer
     _replayer = replayer
     _DEFAULT._replay = replayer
@@ -322,8 +322,7 @@ class Tracer:
                 x._stop_gradient = not record
         if rp.tape is not None:             # an eager step replay.py may compile (recorded
             if self.recorder is None:       # once the outputs hold their values and flags)
-                rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad),
-                          uses_rng)
+                rp.record(_Call(type, inputs, outputs, attrs, stop_gradient, self.has_grad))
             else:
                 rp.tape = None
 
