@@ -232,6 +232,18 @@ def test_unknown_and_run_time_dims_in_the_shape_inference():
     assert tuple(spec.shape) == (2, 6, 4)
 
 
+def _check_windows(d, x, attrs, cases):
+    """Each (run-time inputs, window): the op's output is ``x[window]`` (Python's slicing)
+    and its gradient scatters a ramp back into that window only."""
+    for ins, window in cases:
+        want = x[window]
+        np.testing.assert_array_equal(d.forward(x, *ins, **attrs)["Out"], want)
+        g = np.arange(1.0, want.size + 1).reshape(want.shape)
+        ref = np.zeros_like(x)
+        ref[window] = g
+        np.testing.assert_array_equal(d.backward(x, *ins, g, **attrs)["Input"], ref)
+
+
 def test_run_time_starts_ends_and_strides():
     x = np.arange(60.0).reshape(3, 4, 5)
     i64 = lambda *v: np.array(v, np.int64)
@@ -241,13 +253,7 @@ def test_run_time_starts_ends_and_strides():
              ((None, i64(4, 2), [], []), np.s_[:, 2:4, 1:2]),
              ((None, None, [i64(0), i64(1)], []), np.s_[:, 0:3, 1:2]),
              ((None, None, [], [i64(3), i64(5)]), np.s_[:, 2:3, 1:5])]
-    for ins, window in cases:
-        want = x[window]
-        np.testing.assert_array_equal(d.forward(x, *ins, **attrs)["Out"], want)
-        g = np.arange(1.0, want.size + 1).reshape(want.shape)
-        ref = np.zeros_like(x)
-        ref[window] = g
-        np.testing.assert_array_equal(d.backward(x, *ins, g, **attrs)["Input"], ref)
+    _check_windows(d, x, attrs, cases)
     d = get_op_def("strided_slice")
     attrs = dict(axes=[1, 2], starts=[0, 0], ends=[4, 5], strides=[1, 1])
     cases = [((i64(3, 4), None, None, [], [], []), np.s_[:, 3:4, 4:5]),
@@ -256,13 +262,7 @@ def test_run_time_starts_ends_and_strides():
              ((None, None, None, [i64(1), i64(2)], [], []), np.s_[:, 1:4, 2:5]),
              ((None, None, None, [], [i64(1), i64(2)], []), np.s_[:, 0:1, 0:2]),
              ((None, None, None, [], [], [i64(3), i64(2)]), np.s_[:, 0:4:3, 0:5:2])]
-    for ins, window in cases:
-        want = x[window]
-        np.testing.assert_array_equal(d.forward(x, *ins, **attrs)["Out"], want)
-        g = np.arange(1.0, want.size + 1).reshape(want.shape)
-        ref = np.zeros_like(x)
-        ref[window] = g
-        np.testing.assert_array_equal(d.backward(x, *ins, g, **attrs)["Input"], ref)
+    _check_windows(d, x, attrs, cases)
 
 
 def _double(op, inputs, attrs, check):

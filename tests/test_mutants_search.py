@@ -12,6 +12,7 @@ import pytest
 from fluidlite.core.dtypes import VarType
 from fluidlite.core.registry import VarSpec, get_op_def
 from tests.ops.test_rnn import check_grad
+from tests.ops.test_search import _var_conv_ref as _conv_ref
 
 F16, F32, F64 = VarType.FP16, VarType.FP32, VarType.FP64
 
@@ -129,25 +130,6 @@ def test_var_conv_2d_build_time_checks_and_specs():
         assert _err("var_conv_2d", _spec((40, 1)), row, col, _spec(w), **attrs) == (
             f"var_conv_2d: W must be [OutputChannel, InputChannel * KernelH * KernelW] = "
             f"[3, 12], got {list(w)}")
-
-
-def _conv_ref(img, kh, kw, sh, sw, w):
-    """img [C, H, W]: loops over output pixels and taps, the kernel centred (kh // 2 rows and
-    kw // 2 columns before the pixel), zeros outside."""
-    C, H, W_ = img.shape
-    oh = (H - 1) // sh + 1 if H else 0
-    ow = (W_ - 1) // sw + 1 if W_ else 0
-    col = np.zeros((C, kh, kw, oh, ow))
-    for z in range(C):
-        for oy in range(oh):
-            for ox in range(ow):
-                for ky in range(kh):
-                    for kx in range(kw):
-                        iy, ix = oy * sh + ky - kh // 2, ox * sw + kx - kw // 2
-                        if 0 <= iy < H and 0 <= ix < W_:
-                            col[z, ky, kx, oy, ox] = img[z, iy, ix]
-    col = col.reshape(C * kh * kw, oh * ow)
-    return (w @ col).reshape(-1), col.reshape(-1)
 
 
 @pytest.mark.parametrize("rows,cols,k,s", [

@@ -35,9 +35,12 @@ def test_match_matrix_tensor_grad():
 
 
 def _var_conv_ref(img, kh, kw, sh, sw, w):
-    """img [C, H, W]: plain loops over output pixels and kernel taps."""
+    """img [C, H, W]: plain loops over output pixels and kernel taps, the kernel centred
+    (kh // 2 rows and kw // 2 columns before the pixel), zeros outside; an empty map gives
+    no output pixels."""
     C, H, W_ = img.shape
-    oh, ow = (H - 1) // sh + 1, (W_ - 1) // sw + 1
+    oh = (H - 1) // sh + 1 if H else 0
+    ow = (W_ - 1) // sw + 1 if W_ else 0
     col = np.zeros((C, kh, kw, oh, ow))
     for z in range(C):
         for oy in range(oh):
