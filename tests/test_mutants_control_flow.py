@@ -6,6 +6,7 @@ a kernel an absent array). References: Python lists and NumPy slicing written he
 1.8's documented behaviour (tensor_array_to_tensor_op.cc: concat / stack along ``axis``,
 ``OutIndex`` the sizes along it; lod_rank_table.cc: a stable sort by length, longest first;
 print_op.cc's layout)."""
+import pickle
 import warnings
 
 import numpy as np
@@ -652,11 +653,18 @@ def test_lod_rank_table_stable_longest_first_and_levels():
     assert r.forward(x, lod={"X": lod}, level=0)["Out"] == ((1, 3), (0, 2), (2, 2), (3, 2))
     # no LoD: one row per sequence, order kept
     assert r.forward(np.zeros((3, 2)))["Out"] == ((0, 1), (1, 1), (2, 1))
-    # two levels: level 1 ranks the sub-sequences by their rows (lod_rank_table.cc: the
-    # lengths of lod[level]). Level 0 of a nested LoD is not pinned here: fluid counts
-    # sub-sequences there, fluidlite rows (docs/mutation.md, a known deviation)
+    # two levels (lod_rank_table.cc: a length is the difference of lod[level]): level 1 ranks
+    # the sub-sequences by their rows, level 0 the sequences by their sub-sequence counts
     lod2 = ((0, 1, 3), (0, 2, 3, 6))
-    assert r.forward(np.zeros((6, 1)), lod={"X": lod2}, level=1)["Out"] == ((2, 3), (0, 2), (1, 1))
+    t1 = r.forward(np.zeros((6, 1)), lod={"X": lod2}, level=1)["Out"]
+    assert t1 == ((2, 3), (0, 2), (1, 1)) and t1.level == 1 and t1.coarse_lod == ((0, 1, 3),)
+    t0 = r.forward(np.zeros((6, 1)), lod={"X": lod2}, level=0)["Out"]
+    assert t0 == ((1, 2), (0, 1)) and t0.level == 0 and t0.coarse_lod == ()
+    assert pickle.loads(pickle.dumps(t1)).coarse_lod == t1.coarse_lod
+    with pytest.raises(ValueError, match="level 2 is out of range for X's LoD of 2 level"):
+        r.forward(np.zeros((6, 1)), lod={"X": lod2}, level=2)
+    with pytest.raises(ValueError, match="X has no LoD, so only level 0"):
+        r.forward(np.zeros((6, 1)), level=1)
     assert r.infer(VarSpec((9, 1), F32)) == {} and r.no_grad
 
 

@@ -291,6 +291,87 @@ def test_dynamic_rnn_fluid_doc_decoder_example_trains():
     assert lv.shape == (3, 4)
 
 
+# paragraphs of sentences of words: 3 paragraphs of 2, 1, 3 sentences of 2, 3, 1, 1, 2, 2 words
+NESTED = [[2, 1, 3], [2, 3, 1, 1, 2, 2]]
+
+
+def _nested_program(level):
+    """A DynamicRNN over ``x``'s LoD ``level``: level 0 steps over sentences (each step the
+    current sentence of every running paragraph, a LoD tensor pooled to one row), level 1 over
+    the words of every sentence."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 3], dtype="float64", lod_level=2)
+        x.stop_gradient = False
+        drnn = L.DynamicRNN()
+        with drnn.block():
+            step = drnn.step_input(x, level=level)
+            vec = L.sequence_pool(step, "sum") if level == 0 else step
+            m = drnn.memory(shape=[4], value=0.1, dtype="float64")
+            h = L.fc([vec, m], 4, act="tanh", param_attr=[fluid.ParamAttr(name="W"),
+                                                          fluid.ParamAttr(name="U")],
+                     bias_attr=fluid.ParamAttr(name="b"))
+            drnn.update_memory(m, h)
+            drnn.output(h, L.scale(step, 2.0))
+        out, twice = drnn()
+        loss = L.reduce_sum(L.square(out))
+        gx, = fluid.gradients(loss, [x])
+    return main, startup, out, twice, loss, gx
+
+
+def _nested_reference(xv, W, U, b, level):
+    """Per paragraph (level 0: the RNN runs over its sentences' word sums) or per sentence
+    (level 1: over its words), the hidden states in input order."""
+    word_offs = np.concatenate([[0], np.cumsum(NESTED[1])])
+    sent_offs = np.concatenate([[0], np.cumsum(NESTED[0])])
+    seqs = []
+    if level == 0:
+        for p in range(len(NESTED[0])):
+            seqs.append([xv[word_offs[s]:word_offs[s + 1]].sum(0)
+                         for s in range(sent_offs[p], sent_offs[p + 1])])
+    else:
+        seqs = [list(xv[word_offs[s]:word_offs[s + 1]]) for s in range(len(NESTED[1]))]
+    outs = []
+    for seq in seqs:
+        h = np.full(4, 0.1)
+        for v in seq:
+            h = np.tanh(v @ W + h @ U + b)
+            outs.append(h)
+    return np.array(outs)
+
+
+@pytest.mark.parametrize("level", [0, 1])
+def test_dynamic_rnn_over_nested_sequences(level):
+    """fluid's hierarchical DynamicRNN: the rank table ranks x's LoD ``level`` by its count of
+    next-level elements, a step of level 0 is a whole sentence with its LoD, and the outputs
+    come back in the input's order with the LoD above the stepped level (lod_tensor_to_array /
+    array_to_lod_tensor / shrink_rnn_memory of fluid 1.8)."""
+    rng = np.random.default_rng(7)
+    xv = rng.uniform(-1, 1, (sum(NESTED[1]), 3))
+    main, startup, out, twice, loss, gx = _nested_program(level)
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+
+    def feed(x):
+        return {"x": fluid.create_lod_tensor(x, NESTED, fluid.CPUPlace())}
+
+    o, t, g = exe.run(main, feed=feed(xv), fetch_list=[out, twice, gx], scope=scope,
+                      return_numpy=False)
+    W, U, b = [np.array(scope.find_var(n).get_tensor()) for n in "WUb"]
+    np.testing.assert_allclose(np.asarray(o), _nested_reference(xv, W, U, b, level), atol=1e-12)
+    # one state per step of the stepped level, grouped by the level above it
+    assert o.recursive_sequence_lengths() == NESTED[:level + 1]
+    # a step output that is itself a LoD tensor (level 0) or a row (level 1) reassembles into x
+    np.testing.assert_allclose(np.asarray(t), 2 * xv, atol=0)
+    assert t.recursive_sequence_lengths() == NESTED
+
+    def f(fd):
+        return float(exe.run(main, feed=feed(fd["x"]), fetch_list=[loss],
+                             scope=scope)[0].reshape(-1)[0])
+    assert_grads_close(np.asarray(g), numeric_grad(f, {"x": xv}, "x", 1e-5), 1e-5,
+                       f"nested DynamicRNN dx (level {level})")
+
+
 def test_dynamic_rnn_errors():
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
@@ -312,9 +393,10 @@ def test_dynamic_rnn_errors():
                 drnn.update_memory(w, w)
         drnn = L.DynamicRNN()
         x2 = fluid.data("x2", [None, 3], lod_level=2)
-        with pytest.raises(ValueError, match="steps over lod_level 1 sequences"):
+        with pytest.raises(ValueError, match=r"level must be an LoD level of 'x2', in \[0, 2\) "
+                                             r"for its lod_level 2, but received 2"):
             with drnn.block():
-                drnn.step_input(x2)
+                drnn.step_input(x2, level=2)
         drnn = L.DynamicRNN()
         with pytest.raises(TypeError, match="step_input\\(\\) can only take a Variable"):
             with drnn.block():

@@ -1,9 +1,10 @@
 """``DynamicRNN`` (fluid 1.8 API) over LoD sequences, built as fluid built it: a ``While``
 loop over the steps of a ``lod_rank_table``.
 
-The rank table orders the sequences longest first. ``step_input(x)`` splits ``x`` into
-per-step batches (``lod_tensor_to_array``: entry t holds row t of every sequence longer than t,
-in rank order) and reads entry ``i`` in the body; a memory is a loop variable holding one row
+The rank table orders the sequences longest first. ``step_input(x, level)`` splits ``x`` into
+per-step batches (``lod_tensor_to_array``: entry t holds step t of every sequence longer than t,
+in rank order -- a row, or for a nested LoD stepped above its last level a whole sub-sequence
+with its LoD) and reads entry ``i`` in the body; a memory is a loop variable holding one row
 per sequence in rank order, cut to the sequences still running (``shrink_rnn_memory``) when a
 step reads it; ``update_memory`` writes the new rows of the running sequences over its first
 rows (fluid kept memories in tensor arrays written at step t + 1; the values are the same); a
@@ -159,13 +160,17 @@ class DynamicRNN(_WhileLoopBuild):
         this step's rows of the running sequences.
 
         Args:
-            x (Variable): a LoD tensor (``lod_level`` 1) of the input sequences.
-            level (int, default 0): the LoD level to step over (only 0 is supported).
+            x (Variable): a LoD tensor of the input sequences.
+            level (int, default 0): the LoD level whose sequences are stepped over. A step of a
+                sequence is one element of the next level: a row when ``level`` is ``x``'s
+                last LoD level, a whole sub-sequence (with its LoD) above it -- fluid's
+                hierarchical RNN over sentences of words.
         Returns:
-            Variable: this step's rows of the running sequences, [num_running, ...].
+            Variable: this step of the running sequences, longest first: [num_running, ...]
+            rows, or the running sequences' current sub-sequences as a LoD tensor.
         Raises:
-            ValueError: called outside ``block()``, or ``level`` is not 0 / ``x`` has
-                ``lod_level`` > 1.
+            ValueError: called outside ``block()``, or ``level`` is not one of ``x``'s LoD
+                levels.
             TypeError: ``x`` is not a Variable.
 
         Example:
@@ -196,10 +201,11 @@ class DynamicRNN(_WhileLoopBuild):
         if not isinstance(x, Variable):
             raise TypeError(f"step_input() can only take a Variable as its input, but "
                             f"received {type(x).__name__}")
-        if level != 0 or getattr(x, "lod_level", 0) > 1:
-            raise ValueError(f"DynamicRNN.step_input: fluidlite steps over lod_level 1 "
-                             f"sequences (level 0); '{x.name}' has lod_level "
-                             f"{getattr(x, 'lod_level', 0)} and level={level} was asked")
+        lod_level = getattr(x, "lod_level", 0)
+        if not isinstance(level, int) or level < 0 or level >= max(lod_level, 1):
+            raise ValueError(f"DynamicRNN.step_input: level must be an LoD level of '{x.name}', "
+                             f"in [0, {max(lod_level, 1)}) for its lod_level {lod_level}, but "
+                             f"received {level!r}")
         with self._parent():
             if self.lod_rank_table is None:
                 self.lod_rank_table = cf.lod_rank_table(x, level=level)

@@ -585,14 +585,55 @@ def _seq_offsets(X: Any, lod: Any, level: int = 0) -> np.ndarray:
     return np.arange(np.shape(X)[0] + 1, dtype=np.int64)
 
 
+class RankTable(tuple):
+    """fluid's ``LoDRankTable``: the ``(index, length)`` of each sequence at LoD ``level``
+    (its length counted in elements of the next level: rows for the last level, sub-sequences
+    above it), longest first with ties in input order, and ``coarse_lod``, the LoD levels above
+    ``level`` that ``array_to_lod_tensor`` puts back."""
+
+    def __new__(cls, items: Any = (), level: int = 0, coarse_lod: Any = ()) -> "RankTable":
+        self = super().__new__(cls, (tuple(item) for item in items))
+        self.level, self.coarse_lod = int(level), tuple(tuple(l) for l in coarse_lod)
+        return self
+
+    def __getnewargs__(self) -> tuple:
+        return tuple(self), self.level, self.coarse_lod
+
+
 def _table_of(RankTable: Any) -> List[tuple]:
     return [tuple(item) for item in RankTable]
 
 
+def _sub_lod(lod: Any, start: int, end: int, level: int) -> tuple:
+    """fluid's ``GetSubLoDAndAbsoluteOffset``: the lengths, level by level from ``level`` down,
+    of the elements ``[start, end)`` of LoD ``level``, and the rows ``[first, last)`` they
+    span."""
+    lengths = []
+    for offs in lod[level:]:
+        lengths.append([offs[i + 1] - offs[i] for i in range(start, end)])
+        start, end = offs[start], offs[end]
+    return lengths, int(start), int(end)
+
+
+def _append_lod(acc: List[List[int]], lengths: List[List[int]]) -> None:
+    """fluid's ``AppendLoD``: extend the offset levels ``acc`` by ``lengths``."""
+    if not acc:
+        acc.extend([0] for _ in lengths)
+    for level, lens in zip(acc, lengths):
+        for n in lens:
+            level.append(level[-1] + n)
+
+
+def _frozen(acc: List[List[int]]) -> Optional[tuple]:
+    return tuple(tuple(level) for level in acc) or None
+
+
 @register
 class LodRankTable(OpDef):
-    """``Out``: the rank table of ``X``'s sequences at LoD ``level`` -- (index, length) of each
-    sequence, longest first (ties keep their order)."""
+    """``Out``: the rank table of ``X``'s sequences at LoD ``level`` (``RankTable``): the
+    (index, length) of each, longest first, ties in order. A length counts the elements of the
+    next level (rows when ``level`` is ``X``'s last, sub-sequences above it). ``X`` without
+    LoD ranks its rows as sequences of one."""
     type, inputs, outputs = "lod_rank_table", ("X",), ("Out",)
     lod_aware = True
     no_grad = True
@@ -601,10 +642,20 @@ class LodRankTable(OpDef):
         return {}
 
     def forward(self, X, lod=None, *, level=0):
-        offs = _seq_offsets(X, (lod or {}).get("X"), level)
-        lengths = np.diff(offs)
+        x_lod = (lod or {}).get("X")
+        if x_lod:
+            if not 0 <= level < len(x_lod):
+                raise ValueError(f"lod_rank_table: level {level} is out of range for X's LoD of "
+                                 f"{len(x_lod)} level(s); pick a level in [0, {len(x_lod)})")
+            lengths = np.diff(np.asarray(x_lod[level], np.int64))
+        elif level != 0:
+            raise ValueError(f"lod_rank_table: X has no LoD, so only level 0 (its rows) can be "
+                             f"ranked, but level is {level}")
+        else:
+            lengths = np.ones(np.shape(X)[0], np.int64)
         order = sorted(range(len(lengths)), key=lambda k: -int(lengths[k]))
-        return {"Out": tuple((k, int(lengths[k])) for k in order)}
+        return {"Out": RankTable(((k, int(lengths[k])) for k in order), level,
+                                 tuple(x_lod[:level]) if x_lod else ())}
 
 
 @register
@@ -621,14 +672,42 @@ class MaxSequenceLen(OpDef):
         return {"Out": np.array([table[0][1] if table else 0], np.int64)}
 
 
-def _step_rows(table: List[tuple], offs: np.ndarray, t: int) -> np.ndarray:
-    return np.array([offs[k] + t for k, n in table if n > t], np.int64)
+def _step_pieces(X: Any, RankTable: Any, x_lod: Any) -> List[tuple]:
+    """Per step t, the row ranges and the sub-LoD lengths of step t of each sequence still
+    running (in rank order): element t (at the level below the table's) of every sequence."""
+    table, level = _table_of(RankTable), getattr(RankTable, "level", 0)
+    if not x_lod:
+        if level != 0:
+            raise ValueError(f"lod_tensor_to_array: the rank table ranks LoD level {level}, but X "
+                             f"has no LoD")
+        x_lod = (tuple(range(np.shape(X)[0] + 1)),)
+    elif level >= len(x_lod):
+        raise ValueError(f"lod_tensor_to_array: the rank table ranks LoD level {level}, but X's "
+                         f"LoD has {len(x_lod)} level(s)")
+    steps: List[tuple] = [([], []) for _ in range(table[0][1] if table else 0)]
+    for k, n in table:
+        first = x_lod[level][k]
+        if x_lod[level][k + 1] - first != n:
+            raise ValueError(f"lod_tensor_to_array: sequence {k} of X has "
+                             f"{x_lod[level][k + 1] - first} steps but the rank table says {n}; "
+                             f"build the table from a tensor with X's LoD")
+        for t in range(n):
+            lengths, lo, hi = _sub_lod(x_lod, first + t, first + t + 1, level + 1)
+            steps[t][0].append((lo, hi))
+            steps[t][1].append(lengths)
+    return steps
+
+
+def _rows_of(ranges: List[tuple]) -> np.ndarray:
+    parts = [np.arange(lo, hi) for lo, hi in ranges]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
 @register
 class LodTensorToArray(OpDef):
-    """Time-major slices of ``X``'s sequences in rank-table order: ``Out[t]`` holds row t of
-    every sequence longer than t (longest first). ``dX`` scatters the slices back."""
+    """Time-major slices of ``X``'s sequences in rank-table order: ``Out[t]`` holds step t of
+    every sequence longer than t (longest first) -- a row when the table ranks ``X``'s last
+    LoD level, a whole sub-sequence (with its LoD) above it. ``dX`` scatters the slices back."""
     type, inputs, outputs = "lod_tensor_to_array", ("X", "RankTable"), ("Out",)
     lod_aware = True
     grad_uses = ("X", "RankTable")
@@ -637,18 +716,21 @@ class LodTensorToArray(OpDef):
         return {"Out": X.with_(shape=(-1,) + tuple(X.shape[1:]))}
 
     def forward(self, X, RankTable, lod=None):
-        table = _table_of(RankTable)
-        offs = _seq_offsets(X, (lod or {}).get("X"))
-        steps = table[0][1] if table else 0
-        return {"Out": [X[_step_rows(table, offs, t)] for t in range(steps)]}
+        out, lods = [], []
+        for ranges, lengths in _step_pieces(X, RankTable, (lod or {}).get("X")):
+            out.append(X[_rows_of(ranges)])
+            acc: List[List[int]] = []
+            for piece in lengths:
+                _append_lod(acc, piece)
+            lods.append(_frozen(acc))
+        return {"Out": out, "lod": {"Out": lods}}
 
     def backward(self, X, RankTable, dOut, lod=None):
-        table = _table_of(RankTable)
-        offs = _seq_offsets(X, (lod or {}).get("X"))
         dX = np.zeros_like(X)
-        for t, g in enumerate(dOut or []):
+        steps = _step_pieces(X, RankTable, (lod or {}).get("X"))
+        for (ranges, _), g in zip(steps, dOut or []):
             if g is not None and np.size(g):
-                dX[_step_rows(table, offs, t)] += g
+                dX[_rows_of(ranges)] += g
         return {"X": dX}
 
 
@@ -664,33 +746,58 @@ class ArrayToLodTensor(OpDef):
         return {"Out": X.with_(shape=(-1,) + tuple(X.shape[1:]))} if X.shape else {}
 
     @staticmethod
-    def _rows(table: List[tuple]) -> tuple:
-        lengths = [0] * len(table)
-        for k, n in table:
-            lengths[k] = n
-        offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        return lengths, offs
+    def _pieces(X: List[Any], RankTable: Any, x_lods: Any) -> tuple:
+        """Where each piece goes: per step t, (source rows in ``X[t]``, rows of ``Out``), and
+        ``Out``'s LoD -- the table's coarse levels, the sequences' step counts, then the pieces'
+        own LoD in output order (fluid's ``array_to_lod_tensor``)."""
+        table = _table_of(RankTable)
+        x_lods = list(x_lods or []) + [None] * len(X)
+        rank_of = {k: p for p, (k, _) in enumerate(table)}
+        top, deeper, moves = [0], [], [([], []) for _ in X]
+        row = 0
+        for k in sorted(rank_of):
+            n = table[rank_of[k]][1]
+            if n > len(X):
+                raise ValueError(f"array_to_lod_tensor: sequence {k} has {n} steps but the "
+                                 f"array holds {len(X)}")
+            top.append(top[-1] + n)
+            for t in range(n):
+                p = rank_of[k]
+                if x_lods[t]:
+                    lengths, lo, hi = _sub_lod(x_lods[t], p, p + 1, 0)
+                    _append_lod(deeper, lengths)
+                else:
+                    lo, hi = p, p + 1
+                moves[t][0].append((lo, hi))
+                moves[t][1].append((row, row + hi - lo))
+                row += hi - lo
+        coarse = tuple(getattr(RankTable, "coarse_lod", ()))
+        return moves, row, coarse + (tuple(top),) + (_frozen(deeper) or ())
 
     def forward(self, X, RankTable, lod=None):
-        table = _table_of(RankTable)
-        lengths, offs = self._rows(table)
         if not X:
             raise ValueError("array_to_lod_tensor: the array is empty")
-        out = np.zeros((int(offs[-1]),) + tuple(X[0].shape[1:]), X[0].dtype)
-        for t, x in enumerate(X):
-            out[_step_rows(table, offs, t)] = x
-        return {"Out": out, "lod": {"Out": (tuple(int(v) for v in offs),)}}
+        moves, rows, out_lod = self._pieces(X, RankTable, (lod or {}).get("X"))
+        out = np.zeros((rows,) + tuple(X[0].shape[1:]), X[0].dtype)
+        for x, (src, dst) in zip(X, moves):
+            out[_rows_of(dst)] = x[_rows_of(src)]
+        return {"Out": out, "lod": {"Out": out_lod}}
 
     def backward(self, X, RankTable, dOut, lod=None):
-        table = _table_of(RankTable)
-        _, offs = self._rows(table)
-        return {"X": [dOut[_step_rows(table, offs, t)] for t in range(len(X))]}
+        moves, _, _ = self._pieces(X, RankTable, (lod or {}).get("X"))
+        dX = []
+        for x, (src, dst) in zip(X, moves):
+            g = np.zeros(np.shape(x), dOut.dtype)
+            g[_rows_of(src)] = dOut[_rows_of(dst)]
+            dX.append(g)
+        return {"X": dX}
 
 
 @register
 class ReorderLodTensorByRank(OpDef):
-    """``X``'s sequences (rows without LoD) reordered as the rank table lists them (longest
-    first); ``dX`` puts the gradient back in the original order."""
+    """``X``'s sequences (at its LoD level 0, each with its nested LoD; rows without LoD)
+    reordered as the rank table lists them (longest first); ``dX`` puts the gradient back in
+    the original order."""
     type, inputs, outputs = "reorder_lod_tensor_by_rank", ("X", "RankTable"), ("Out",)
     lod_aware = True
     grad_uses = ("X", "RankTable")
@@ -700,16 +807,23 @@ class ReorderLodTensorByRank(OpDef):
 
     @staticmethod
     def _index(X: Any, table: List[tuple], lod: Any) -> tuple:
-        offs = _seq_offsets(X, lod)
-        rows = np.concatenate([np.arange(offs[k], offs[k + 1]) for k, _ in table]) \
-            if table else np.zeros(0, np.int64)
-        new = np.concatenate([[0], np.cumsum([offs[k + 1] - offs[k] for k, _ in table])])
-        return rows.astype(np.int64), tuple(int(v) for v in new)
+        n = len(lod[0]) - 1 if lod else np.shape(X)[0]
+        ranges, acc = [], [[0] for _ in lod or ()]
+        for k, _ in table:
+            if not 0 <= k < n:
+                raise ValueError(f"reorder_lod_tensor_by_rank: the rank table names sequence {k} "
+                                 f"but X has {n}; build the table from X's batch")
+            if lod:
+                lengths, lo, hi = _sub_lod(lod, k, k + 1, 0)
+                _append_lod(acc, lengths)
+            else:
+                lo, hi = k, k + 1
+            ranges.append((lo, hi))
+        return _rows_of(ranges), _frozen(acc)
 
     def forward(self, X, RankTable, lod=None):
-        x_lod = (lod or {}).get("X")
-        rows, new = self._index(X, _table_of(RankTable), x_lod)
-        return {"Out": X[rows], "lod": {"Out": (new,)} if x_lod else {}}
+        rows, out_lod = self._index(X, _table_of(RankTable), (lod or {}).get("X"))
+        return {"Out": X[rows], "lod": {"Out": out_lod} if out_lod else {}}
 
     def backward(self, X, RankTable, dOut, lod=None):
         rows, _ = self._index(X, _table_of(RankTable), (lod or {}).get("X"))
@@ -721,19 +835,27 @@ class ReorderLodTensorByRank(OpDef):
 @register
 class ShrinkRnnMemory(OpDef):
     """``Out = X[:k]``, k the number of sequences longer than step ``I`` (the batch of a
-    DynamicRNN step in rank order); ``dX`` is ``dOut`` padded with zero rows."""
+    DynamicRNN step in rank order); when ``X`` has a LoD, its first k sequences with their
+    LoD. ``dX`` is ``dOut`` padded with zero rows."""
     type, inputs, outputs = "shrink_rnn_memory", ("X", "I", "RankTable"), ("Out",)
+    lod_aware = True
     grad_uses = ("X", "I", "RankTable")
 
     def infer(self, X, I, RankTable):
         return {"Out": X.with_(shape=(-1,) + tuple(X.shape[1:]))}
 
-    def forward(self, X, I, RankTable):
+    def forward(self, X, I, RankTable, lod=None):
         i = _index(I, "shrink_memory")
         k = sum(1 for _, n in _table_of(RankTable) if n > i)
+        x_lod = (lod or {}).get("X")
+        if x_lod and len(x_lod[0]) > k:
+            lengths, _, rows = _sub_lod(x_lod, 0, k, 0)
+            acc: List[List[int]] = []
+            _append_lod(acc, lengths)
+            return {"Out": X[:rows], "lod": {"Out": _frozen(acc)}}
         return {"Out": X[:k]}
 
-    def backward(self, X, I, RankTable, dOut):
+    def backward(self, X, I, RankTable, dOut, lod=None):
         dX = np.zeros_like(X)
         dX[:dOut.shape[0]] = dOut
         return {"X": dX}

@@ -38,13 +38,20 @@ class _BatchSizeLike(OpDef):
 
 @register
 class FillConstantBatchSizeLike(_BatchSizeLike):
-    """Out = full(shape with the batch dim of Input, value, dtype)."""
+    """Out = full(shape with the batch dim of Input, value, dtype). When Input has a LoD and
+    ``input_dim_idx`` is 0, the batch is its number of sequences (of the last LoD level), not
+    its rows, as in fluid's kernel."""
     type = "fill_constant_batch_size_like"
     extra_attrs = {"force_cpu": False, "str_value": ""}
+    # reads Input's LoD when it has one; gives Out none and makes no program track LoD
+    lod_aware = lod_passthrough = True
 
-    def forward(self, Input, *, shape=[], dtype=VarType.FP32, value=0.0, input_dim_idx=0,
-                output_dim_idx=0):
+    def forward(self, Input, lod=None, *, shape=[], dtype=VarType.FP32, value=0.0,
+                input_dim_idx=0, output_dim_idx=0):
         out = _shape(self.type, Input.shape, shape, input_dim_idx, output_dim_idx)
+        in_lod = (lod or {}).get("Input")
+        if in_lod and input_dim_idx == 0:
+            out[output_dim_idx] = len(in_lod[-1]) - 1
         return {"Out": np.full(out, value, dtype=to_numpy_dtype(dtype))}
 
 

@@ -32,6 +32,26 @@ class TestFillConstantBatchSizeLike(OpTest):
             self.check_infer()
 
 
+def test_fill_constant_batch_size_like_counts_the_sequences_of_a_lod_input():
+    """fill_constant_batch_size_like_op.h: with a LoD Input and input_dim_idx 0, the batch is
+    the number of sequences of its last LoD level, not its rows; other dims keep the rows."""
+    place = fluid.CPUPlace()
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 3], "float32", lod_level=2)
+        by_seq = fluid.layers.fill_constant_batch_size_like(x, [-1, 4], "float32", 1.5)
+        by_col = fluid.layers.fill_constant_batch_size_like(x, [2, -1], "int64", 7,
+                                                            input_dim_idx=1,
+                                                            output_dim_idx=1)
+    exe = fluid.Executor(place)
+    seq = fluid.create_lod_tensor(np.zeros((6, 3), "float32"), [[1, 2], [2, 1, 3]], place)
+    a, b = exe.run(main, feed={"x": seq}, fetch_list=[by_seq, by_col])
+    np.testing.assert_array_equal(a, np.full((3, 4), 1.5, "float32"))
+    np.testing.assert_array_equal(b, np.full((2, 3), 7, "int64"))
+    a, = exe.run(main, feed={"x": np.zeros((5, 3), "float32")}, fetch_list=[by_seq])
+    assert a.shape == (5, 4)                  # no LoD: the rows
+
+
 class TestUniformRandomBatchSizeLike(OpTest):
     op_type = "uniform_random_batch_size_like"
 
