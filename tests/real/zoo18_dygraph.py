@@ -65,9 +65,6 @@ SKIPPED = {
                 "network); its SkipGram class is defined after that module-level code",
     "reinforcement_learning": "reinforce.py / actor_critic.py create a gym CartPole "
                               "environment at import time (gym is not installed)",
-    "yolov3": "not covered yet: train.py defines its optimizer inline and trains from data "
-              "loaders; the DarkNet-53 YOLOv3 (YOLOv3(3, is_train=True) returning its loss) "
-              "needs glue for the ground-truth boxes and a shrunk config",
 }
 
 
@@ -618,6 +615,49 @@ def spec_bmn(zoo: str) -> Spec:
     return Spec(lambda: model.BMN(cfg), batch, loss,
                 lambda m: train.optimizer(cfg, parameter_list=m.parameters()),
                 infer=lambda m, xs: m(xs[0]))
+
+
+def spec_yolov3(zoo: str) -> Spec:
+    # models/yolov3.py's YOLOv3(3, is_train=True): DarkNet-53, three detection heads and the sum
+    # of their yolov3_loss means, on 64-pixel images (sizes are multiples of 32), batch 2, with
+    # the reader's 50 ground-truth slots (three real boxes per image, the rest zero) and
+    # config.py's cfg completed by utility.parse_args (label_smooth). train.py builds its
+    # optimizer inline in train(): the same construction here with cfg's values (Momentum 0.9,
+    # L2Decay 5e-4, piecewise decay under a linear warmup from 0 over 4000 iterations);
+    # `learn` takes it without the warmup, which would keep the rate near 0 for 15 steps
+    _enter(zoo, "yolov3", ["--use_gpu", "False", "--batch_size", "2", "--input_size", "64"])
+    importlib.import_module("utility").parse_args()
+    cfg = importlib.import_module("config").cfg
+    yolov3 = importlib.import_module("models.yolov3")
+    import paddle.fluid as fluid
+    rng = np.random.RandomState(SEED)
+    b, slots, real = 2, cfg.max_box_num, 3
+    boxes = np.zeros((b, slots, 4), "float32")
+    boxes[:, :real, :2] = rng.uniform(0.2, 0.8, (b, real, 2))
+    boxes[:, :real, 2:] = rng.uniform(0.1, 0.5, (b, real, 2))
+    labels = np.zeros((b, slots), "int32")
+    labels[:, :real] = rng.randint(0, cfg.class_num, (b, real))
+    scores = np.zeros((b, slots), "float32")
+    scores[:, :real] = 1.0
+    batch = [rng.rand(b, 3, cfg.input_size, cfg.input_size).astype("float32"), boxes, labels,
+             scores]
+
+    def optimizer(warmup: bool) -> Callable[[Any], Any]:
+        def make(m: Any) -> Any:               # train.py's train(), lines 88-107
+            values = [cfg.learning_rate * (cfg.lr_gamma ** i)
+                      for i in range(len(cfg.lr_steps) + 1)]
+            lr = fluid.dygraph.PiecewiseDecay(boundaries=cfg.lr_steps, values=values, begin=0)
+            if warmup:
+                lr = fluid.layers.linear_lr_warmup(learning_rate=lr,
+                                                   warmup_steps=cfg.warm_up_iter,
+                                                   start_lr=0.0, end_lr=cfg.learning_rate)
+            return fluid.optimizer.Momentum(
+                learning_rate=lr, regularization=fluid.regularizer.L2Decay(cfg.weight_decay),
+                momentum=cfg.momentum, parameter_list=m.parameters())
+        return make
+    return Spec(lambda: yolov3.YOLOv3(3, is_train=True), batch,
+                lambda m, xs: m(xs[0], xs[1], xs[2], xs[3], None, None), optimizer(True),
+                learn_optimizer=optimizer(False))
 
 
 # -- the stages --------------------------------------------------------------------------------
