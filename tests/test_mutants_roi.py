@@ -93,7 +93,7 @@ def test_roi_pool_backward_checks_the_lod_naming_the_op():
     x, rois = np.zeros((1, 1, 4, 4)), np.array([[0.0, 0.0, 1.0, 1.0]])
     arg, d = np.zeros((1, 1, 1, 1), np.int64), np.ones((1, 1, 1, 1))
     with pytest.raises(ValueError, match="roi_pool: the ROIs' LoD"):
-        op("roi_pool").backward(x, rois, None, arg, d, lod={"ROIs": ((0, 2),)})
+        op("roi_pool").backward(x, rois, None, None, arg, d, lod={"ROIs": ((0, 2),)})
 
 
 # -- psroi_pool -----------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_psroi_pool_small_scale_lod_and_partly_outside_rois():
     dout = rng.uniform(-1, 1, got.shape)
     want = linear_grad(lambda v: op("psroi_pool").forward(v, rois, lod=lod, **attrs)["Out"],
                        x, dout)
-    np.testing.assert_allclose(op("psroi_pool").backward(x, rois, dout, lod=lod, **attrs)["X"],
+    np.testing.assert_allclose(op("psroi_pool").backward(x, rois, None, dout, lod=lod, **attrs)["X"],
                                want, rtol=1e-10, atol=1e-12)
 
 
@@ -329,7 +329,7 @@ def test_roi_align_gradient_over_two_images():
     dout = rng.uniform(-1, 1, (2, 2, 2, 2))
     want = linear_grad(lambda v: op("roi_align").forward(v, rois, lod=lod, **attrs)["Out"],
                        x, dout)
-    got = op("roi_align").backward(x, rois, None, dout, lod=lod, **attrs)["X"]
+    got = op("roi_align").backward(x, rois, None, None, dout, lod=lod, **attrs)["X"]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 

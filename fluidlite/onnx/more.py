@@ -570,6 +570,8 @@ def problem(op: Any) -> Any:
         dims = [int(d) for d in op.attr("dims")]
         if not dims:
             return "roll without dims (a roll of the flattened tensor)"
+        if "ShiftsTensor" in op.inputs and op.input("ShiftsTensor"):
+            return "roll with a ShiftsTensor input (shifts known only at run time)"
         if any(int(x.shape[d]) < 0 for d in dims):
             return "roll along a dimension of unknown size"
     return None

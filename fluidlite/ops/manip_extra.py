@@ -94,28 +94,44 @@ class Reverse(_FlipBase):
 @register
 class Roll(OpDef):
     """Out = X rolled by ``shifts[i]`` along ``dims[i]`` (elements leaving one end re-enter at
-    the other; empty dims: roll the flattened tensor);  dX = roll(dOut, -shifts, dims)."""
-    type, inputs, outputs = "roll", ("X",), ("Out",)
+    the other; empty dims: roll the flattened tensor);  dX = roll(dOut, -shifts, dims).
+    ``ShiftsTensor`` (Paddle 2.x's, an integer tensor), when given, holds the shifts."""
+    type, inputs, outputs = "roll", ("X", "ShiftsTensor?"), ("Out",)
     grad_uses = ()
 
-    def infer(self, X, *, shifts=(), dims=()):
-        if dims and len(dims) != len(shifts):
-            raise ValueError(f"roll: shifts {list(shifts)} and dims {list(dims)} must have the "
-                             f"same length")
-        if not dims and len(shifts) != 1:
+    def infer(self, X, ShiftsTensor=None, *, shifts=(), dims=()):
+        n = len(shifts) if ShiftsTensor is None else \
+            (ShiftsTensor.shape[0] if len(ShiftsTensor.shape) == 1 else -1)
+        if dims and n != -1 and len(dims) != n:
+            raise ValueError(f"roll: shifts {list(shifts) if ShiftsTensor is None else n} and "
+                             f"dims {list(dims)} must have the same length")
+        if not dims and n not in (1, -1):
             raise ValueError(f"roll: without dims, shifts must hold one value (the flattened "
                              f"tensor is rolled), but received {list(shifts)}")
         for d in dims:
             norm_axis("roll", int(d), len(X.shape), "dims entry")
         return {"Out": X}
 
-    def forward(self, X, *, shifts=[], dims=[]):
+    def forward(self, X, ShiftsTensor=None, *, shifts=[], dims=[]):
+        if ShiftsTensor is not None:
+            shifts = [int(v) for v in np.asarray(ShiftsTensor).reshape(-1)]
+            if len(shifts) != (len(dims) or 1):
+                raise ValueError(f"roll: ShiftsTensor holds {len(shifts)} shift(s) but dims is "
+                                 f"{list(dims)}; give one shift per dim (one without dims)")
         if not dims:
             return {"Out": np.roll(X.reshape(-1), int(shifts[0])).reshape(X.shape)}
         return {"Out": np.roll(X, [int(s) for s in shifts], [int(d) for d in dims])}
 
     def make_grad(self, g, *, shifts=[], dims=[], **_):
-        if g.input_grad("X") is not None:
+        if g.input_grad("X") is None:
+            return
+        tensor = g.input("ShiftsTensor")
+        if tensor:                     # the shifts of the run, negated
+            neg = g.tmp("shifts")
+            g.append("scale", {"X": tensor}, {"Out": neg}, scale=-1.0)
+            g.append("roll", {"X": g.output_grad("Out"), "ShiftsTensor": neg},
+                     {"Out": g.input_grad("X")}, shifts=list(shifts), dims=list(dims))
+        else:
             g.append("roll", {"X": g.output_grad("Out")}, {"Out": g.input_grad("X")},
                      shifts=[-int(s) for s in shifts], dims=list(dims))
 

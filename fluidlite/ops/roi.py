@@ -26,9 +26,15 @@ def _need(op: str, cond: bool, msg: str) -> None:
 
 
 def roi_batch_ids(op: str, n_rois: int, lod: Any, rois_lod: Optional[np.ndarray],
-                  batch: int) -> np.ndarray:
-    """The image index of each ROI (from ``RoisLod`` or the ROIs' LoD)."""
-    if rois_lod is not None:
+                  batch: int, rois_num: Optional[np.ndarray] = None) -> np.ndarray:
+    """The image index of each ROI: from ``RoisNum`` (Paddle 2.x: the ROIs of each image),
+    ``RoisLod`` (fluid 1.8: offsets) or the ROIs' LoD; all in image 0 without any."""
+    if rois_num is not None:
+        counts = np.asarray(rois_num, np.int64).reshape(-1)
+        _need(op, bool((counts >= 0).all()), f"RoisNum must not be negative, got "
+              f"{counts.tolist()}")
+        off = np.concatenate([[0], np.cumsum(counts)])
+    elif rois_lod is not None:
         off = np.asarray(rois_lod, np.int64).reshape(-1)
     elif lod:
         from .detection import offsets_of
@@ -71,9 +77,12 @@ def _align_axis(start: float, size: float, pooled: int, grid: int, n: int) -> np
 
 
 def _align_mats(roi: np.ndarray, spatial_scale: float, ph: int, pw: int, sampling_ratio: int,
-                H: int, W: int):
-    x1, y1, x2, y2 = (float(v) * spatial_scale for v in roi)
-    rw, rh = max(x2 - x1, 1.0), max(y2 - y1, 1.0)
+                H: int, W: int, aligned: bool = False):
+    # ``aligned`` (Paddle 2.x): pixel centres at +0.5 -- the corners shift by half a pixel
+    # and the ROI keeps its size (fluid 1.8: at least 1 pixel)
+    shift = 0.5 if aligned else 0.0
+    x1, y1, x2, y2 = (float(v) * spatial_scale - shift for v in roi)
+    rw, rh = (x2 - x1, y2 - y1) if aligned else (max(x2 - x1, 1.0), max(y2 - y1, 1.0))
     gh = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rh / ph))
     gw = sampling_ratio if sampling_ratio > 0 else int(np.ceil(rw / pw))
     return _align_axis(y1, rh, ph, gh, H), _align_axis(x1, rw, pw, gw, W)
@@ -96,38 +105,42 @@ class _RoiBase(OpDef):
 class RoiAlign(_RoiBase):
     """Out[r, c, i, j] = mean of the bilinear samples of X[b(r), c] on a grid_h x grid_w grid in
     bin (i, j) of ROI r scaled by ``spatial_scale`` (ROI size at least 1; grid from
-    ``sampling_ratio``, else ceil(roi size / pooled size)); dX scatters the same weights."""
-    type, inputs, outputs = "roi_align", ("X", "ROIs", "RoisLod?"), ("Out",)
-    grad_uses = ("X", "ROIs", "RoisLod")
+    ``sampling_ratio``, else ceil(roi size / pooled size)); dX scatters the same weights.
+    ``aligned`` (Paddle 2.x) shifts the scaled corners by -0.5 and drops the minimum size;
+    ``RoisNum`` (Paddle 2.x) gives the ROIs per image instead of ``RoisLod`` / LoD."""
+    type, inputs, outputs = "roi_align", ("X", "ROIs", "RoisLod?", "RoisNum?"), ("Out",)
+    grad_uses = ("X", "ROIs", "RoisLod", "RoisNum")
 
     def make_grad(self, g, **attrs):
         """fluid's grad maker: X@GRAD only (the boxes get none)."""
         emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
                      in_grads=("X",))
 
-    def infer(self, X, ROIs, RoisLod=None, *, spatial_scale=1.0, pooled_height=1,
-              pooled_width=1, sampling_ratio=-1):
+    def infer(self, X, ROIs, RoisLod=None, RoisNum=None, *, spatial_scale=1.0,
+              pooled_height=1, pooled_width=1, sampling_ratio=-1, aligned=False):
         return {"Out": self._spec(X, ROIs, X.shape[1], pooled_height, pooled_width)}
 
-    def forward(self, X, ROIs, RoisLod=None, lod=None, *, spatial_scale=1.0, pooled_height=1,
-                pooled_width=1, sampling_ratio=-1):
+    def forward(self, X, ROIs, RoisLod=None, RoisNum=None, lod=None, *, spatial_scale=1.0,
+                pooled_height=1, pooled_width=1, sampling_ratio=-1, aligned=False):
         N, C, H, W = X.shape
-        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N)
+        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N,
+                            RoisNum)
         out = np.zeros((ROIs.shape[0], C, pooled_height, pooled_width), X.dtype)
         for r in range(ROIs.shape[0]):
             ay, ax = _align_mats(ROIs[r], spatial_scale, pooled_height, pooled_width,
-                                 sampling_ratio, H, W)
+                                 sampling_ratio, H, W, aligned)
             out[r] = (ay.astype(X.dtype) @ X[bid[r]]) @ ax.T.astype(X.dtype)
         return {"Out": out}
 
-    def backward(self, X, ROIs, RoisLod, dOut, lod=None, *, spatial_scale=1.0,
-                 pooled_height=1, pooled_width=1, sampling_ratio=-1):
+    def backward(self, X, ROIs, RoisLod, RoisNum, dOut, lod=None, *, spatial_scale=1.0,
+                 pooled_height=1, pooled_width=1, sampling_ratio=-1, aligned=False):
         N, C, H, W = X.shape
-        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N)
+        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N,
+                            RoisNum)
         dx = np.zeros_like(X)
         for r in range(ROIs.shape[0]):
             ay, ax = _align_mats(ROIs[r], spatial_scale, pooled_height, pooled_width,
-                                 sampling_ratio, H, W)
+                                 sampling_ratio, H, W, aligned)
             dx[bid[r]] += (ay.T.astype(dOut.dtype) @ dOut[r]) @ ax.astype(dOut.dtype)
         return {"X": dx}
 
@@ -153,24 +166,26 @@ def _pool_bins(roi: np.ndarray, spatial_scale: float, ph: int, pw: int, H: int, 
 class RoiPool(_RoiBase):
     """Out[r, c, i, j] = max of X[b(r), c] over bin (i, j) of ROI r (corners rounded after
     ``spatial_scale``, size + 1; bins floor/ceil-split and clipped; empty bins give 0);
-    Argmax the flat index h*W + w of the first maximum (-1 when empty); dX routes dOut there."""
-    type, inputs, outputs = "roi_pool", ("X", "ROIs", "RoisLod?"), ("Out", "Argmax")
-    grad_uses = ("X", "ROIs", "RoisLod", "Argmax")
+    Argmax the flat index h*W + w of the first maximum (-1 when empty); dX routes dOut there.
+    ``RoisNum`` (Paddle 2.x) gives the ROIs per image instead of ``RoisLod`` / LoD."""
+    type, inputs, outputs = "roi_pool", ("X", "ROIs", "RoisLod?", "RoisNum?"), ("Out", "Argmax")
+    grad_uses = ("X", "ROIs", "RoisLod", "RoisNum", "Argmax")
 
     def make_grad(self, g, **attrs):
         """fluid's grad maker: X@GRAD only (the boxes get none)."""
         emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
                      in_grads=("X",))
 
-    def infer(self, X, ROIs, RoisLod=None, *, spatial_scale=1.0, pooled_height=1,
-              pooled_width=1):
+    def infer(self, X, ROIs, RoisLod=None, RoisNum=None, *, spatial_scale=1.0,
+              pooled_height=1, pooled_width=1):
         spec = self._spec(X, ROIs, X.shape[1], pooled_height, pooled_width)
         return {"Out": spec, "Argmax": spec.with_(dtype="int64")}
 
-    def forward(self, X, ROIs, RoisLod=None, lod=None, *, spatial_scale=1.0, pooled_height=1,
-                pooled_width=1):
+    def forward(self, X, ROIs, RoisLod=None, RoisNum=None, lod=None, *, spatial_scale=1.0,
+                pooled_height=1, pooled_width=1):
         N, C, H, W = X.shape
-        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N)
+        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N,
+                            RoisNum)
         R = ROIs.shape[0]
         out = np.zeros((R, C, pooled_height, pooled_width), X.dtype)
         arg = np.full((R, C, pooled_height, pooled_width), -1, np.int64)
@@ -189,10 +204,11 @@ class RoiPool(_RoiBase):
                     arg[r, :, i, j] = (hs[i] + k // bw) * W + ws[j] + k % bw
         return {"Out": out, "Argmax": arg}
 
-    def backward(self, X, ROIs, RoisLod, Argmax, dOut, dArgmax=None, lod=None, *,
+    def backward(self, X, ROIs, RoisLod, RoisNum, Argmax, dOut, dArgmax=None, lod=None, *,
                  spatial_scale=1.0, pooled_height=1, pooled_width=1):
         N, C, H, W = X.shape
-        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N)
+        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), RoisLod, N,
+                            RoisNum)
         dx = np.zeros((N, C, H * W), dOut.dtype)
         R = ROIs.shape[0]
         b = np.broadcast_to(bid.reshape(R, 1, 1, 1), Argmax.shape)
@@ -222,36 +238,37 @@ class PsroiPool(_RoiBase):
     """Position-sensitive ROI average pooling: X has output_channels * pooled_h * pooled_w
     channels; Out[r, c, i, j] = mean of X[b(r), (c*pooled_h + i)*pooled_w + j] over bin (i, j)
     (ROI corners rounded, end + 1, times ``spatial_scale``; size at least 0.1; empty bins 0);
-    dX spreads dOut evenly over each bin."""
-    type, inputs, outputs = "psroi_pool", ("X", "ROIs"), ("Out",)
-    grad_uses = ("X", "ROIs")
+    dX spreads dOut evenly over each bin. ``RoisNum`` (Paddle 2.x): the ROIs per image."""
+    type, inputs, outputs = "psroi_pool", ("X", "ROIs", "RoisNum?"), ("Out",)
+    grad_uses = ("X", "ROIs", "RoisNum")
 
     def make_grad(self, g, **attrs):
         """fluid's grad maker: X@GRAD only (the boxes get none)."""
         emit_grad_op(g, self.type, attrs, uses=self.grad_uses, out_grads=("Out",),
                      in_grads=("X",))
 
-    def infer(self, X, ROIs, *, output_channels=1, spatial_scale=1.0, pooled_height=1,
-              pooled_width=1):
+    def infer(self, X, ROIs, RoisNum=None, *, output_channels=1, spatial_scale=1.0,
+              pooled_height=1, pooled_width=1):
         _need(self.type, X.shape[1] < 0 or
               X.shape[1] == output_channels * pooled_height * pooled_width,
               f"the input channels ({X.shape[1]}) must equal output_channels * pooled_height "
               f"* pooled_width = {output_channels * pooled_height * pooled_width}")
         return {"Out": self._spec(X, ROIs, output_channels, pooled_height, pooled_width)}
 
-    def _bins(self, X, ROIs, lod, output_channels, spatial_scale, ph, pw):
+    def _bins(self, X, ROIs, RoisNum, lod, output_channels, spatial_scale, ph, pw):
         N, C, H, W = X.shape
         _need(self.type, C == output_channels * ph * pw,
               f"the input channels ({C}) must equal output_channels * pooled_height * "
               f"pooled_width = {output_channels * ph * pw}")
-        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), None, N)
+        bid = roi_batch_ids(self.type, ROIs.shape[0], (lod or {}).get("ROIs"), None, N,
+                            RoisNum)
         return bid, [_ps_bins(ROIs[r], spatial_scale, ph, pw, H, W)
                      for r in range(ROIs.shape[0])]
 
-    def forward(self, X, ROIs, lod=None, *, output_channels=1, spatial_scale=1.0,
+    def forward(self, X, ROIs, RoisNum=None, lod=None, *, output_channels=1, spatial_scale=1.0,
                 pooled_height=1, pooled_width=1):
         ph, pw = pooled_height, pooled_width
-        bid, bins = self._bins(X, ROIs, lod, output_channels, spatial_scale, ph, pw)
+        bid, bins = self._bins(X, ROIs, RoisNum, lod, output_channels, spatial_scale, ph, pw)
         xs = X.reshape(X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3])
         out = np.zeros((ROIs.shape[0], output_channels, ph, pw), X.dtype)
         for r, (hs, he, ws, we) in enumerate(bins):
@@ -264,10 +281,10 @@ class PsroiPool(_RoiBase):
                     out[r, :, i, j] = win.sum(axis=(1, 2)) / X.dtype.type(area)  # T / int
         return {"Out": out}
 
-    def backward(self, X, ROIs, dOut, lod=None, *, output_channels=1, spatial_scale=1.0,
-                 pooled_height=1, pooled_width=1):
+    def backward(self, X, ROIs, RoisNum, dOut, lod=None, *, output_channels=1,
+                 spatial_scale=1.0, pooled_height=1, pooled_width=1):
         ph, pw = pooled_height, pooled_width
-        bid, bins = self._bins(X, ROIs, lod, output_channels, spatial_scale, ph, pw)
+        bid, bins = self._bins(X, ROIs, RoisNum, lod, output_channels, spatial_scale, ph, pw)
         dx = np.zeros((X.shape[0], output_channels, ph, pw, X.shape[2], X.shape[3]),
                       dOut.dtype)
         for r, (hs, he, ws, we) in enumerate(bins):

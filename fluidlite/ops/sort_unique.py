@@ -2,8 +2,11 @@
 and unique_with_counts (values in order of first appearance)."""
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import numpy as np
 
+from ..core import shape as S
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..core.names import live
 from ..core.registry import OpDef, VarSpec, register
@@ -90,16 +93,55 @@ class _UniqueBase(OpDef):
 @register
 class Unique(_UniqueBase):
     """Out = the distinct values of 1-D X in order of first appearance; Index[i] = position of
-    X[i] in Out (dtype ``dtype``)."""
-    type, outputs = "unique", ("Out", "Index")
+    X[i] in Out (dtype ``dtype``).
 
-    def infer(self, X, *, dtype=VarType.INT32):
-        out, index, _ = self._specs(X, dtype)
-        return {"Out": out, "Index": index}
+    With ``is_sorted`` (Paddle 2.x's ``paddle.unique``): X of any rank is flattened (or, with
+    ``axis``, its slices along that axis are the items), Out holds the distinct items in
+    ascending (lexicographic) order, Index the position in Out of each item of X, Indices the
+    first item of X equal to each of Out, Counts how often each occurs (``np.unique``'s
+    order and counts). ``return_*`` only say which of them a program keeps."""
+    type, outputs = "unique", ("Out", "Index", "Indices?", "Counts?")
 
-    def forward(self, X, *, dtype=VarType.INT32):
-        out, index, _ = _unique(X)
-        return {"Out": out, "Index": index.astype(to_numpy_dtype(dtype))}
+    def infer(self, X, *, dtype=VarType.INT32, is_sorted=False, axis=[], return_index=False,
+              return_inverse=False, return_counts=False):
+        if not is_sorted:
+            out, index, _ = self._specs(X, dtype)
+            return {"Out": out, "Index": index}
+        if dtype not in _INTS:
+            raise ValueError(f"unique: dtype must be int32 or int64, but received {dtype}")
+        a = self._axis(axis, len(X.shape))
+        n = S.numel(X.shape) if a is None else X.shape[a]
+        out = (-1,) if a is None else tuple(-1 if i == a else d for i, d in enumerate(X.shape))
+        ids = VarSpec((-1,), dtype)
+        return {"Out": VarSpec(out, X.dtype), "Index": VarSpec((n,), dtype), "Indices": ids,
+                "Counts": ids}
+
+    @staticmethod
+    def _axis(axis: Any, rank: int) -> Optional[int]:
+        axes = [int(v) for v in (axis if isinstance(axis, (list, tuple)) else [axis])]
+        if not axes:
+            return None
+        if len(axes) != 1 or not -rank <= axes[0] < rank:
+            raise ValueError(f"unique: axis must be one dim of X (rank {rank}), but received "
+                             f"{axes}")
+        return axes[0] % rank
+
+    def forward(self, X, *, dtype=VarType.INT32, is_sorted=False, axis=[], return_index=False,
+                return_inverse=False, return_counts=False):
+        dt = to_numpy_dtype(dtype)
+        if not is_sorted:
+            out, index, counts = _unique(X)
+            # (Indices / Counts of this order too, for a program that declares them)
+            first = np.zeros(len(out), np.int64)
+            first[index[::-1]] = np.arange(len(index) - 1, -1, -1)
+            return {"Out": out, "Index": index.astype(dt), "Indices": first.astype(dt),
+                    "Counts": counts.astype(dt)}
+        a = self._axis(axis, X.ndim)
+        out, first, inverse, counts = np.unique(X.reshape(-1) if a is None else X, axis=a,
+                                                return_index=True, return_inverse=True,
+                                                return_counts=True)
+        return {"Out": out, "Index": inverse.reshape(-1).astype(dt),
+                "Indices": first.astype(dt), "Counts": counts.astype(dt)}
 
 
 @register

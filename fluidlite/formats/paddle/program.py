@@ -114,7 +114,28 @@ _PADDLE_GRAD_INPUTS = {"layer_norm_grad": ("layer_norm", "Mean", ("Bias",)),
 # attributes Paddle 2.x renamed: fluid 1.8's name -> 2.x's; the writer stores both (Paddle 2.6
 # rejects a flip without ``axis``: "Attribute (axis) is not set correctly"), the reader maps
 # the 2.x name back (``_map_one``)
-_PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}}
+_PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"},
+                       "trace": {"dim1": "axis1", "dim2": "axis2"}}
+
+# attributes Paddle 2.x added to ops fluid 1.8 had, which fluidlite's ops do not declare:
+# the value under which dropping one computes fluid's numbers exactly. A file giving another
+# value is refused (``_check_paddle2_attrs``) -- never dropped with a warning, which would run
+# a different computation. ``_ANY_VALUE`` marks attributes a mapping consumes when it can
+# express them (softplus's beta / threshold): any value still there is refused.
+_ANY_VALUE = object()
+_PADDLE2_NEUTRAL_ATTRS = {
+    "affine_grid": {"align_corners": True},
+    "grid_sampler": {"align_corners": True, "mode": "bilinear", "padding_mode": "zeros"},
+    "yolo_box": {"iou_aware": False},
+    "distribute_fpn_proposals": {"pixel_offset": True},
+    "data_norm": {"enable_scale_and_shift": False},
+    "fusion_gru": {"origin_mode": False},
+    "lars_momentum": {"epsilon": 0.0, "rescale_grad": 1.0},
+    "fake_channel_wise_quantize_abs_max": {"quant_axis": 0},
+    "fake_channel_wise_dequantize_max_abs": {"quant_axis": 0, "x_num_col_dims": 1},
+    "softplus": {"beta": _ANY_VALUE, "threshold": _ANY_VALUE},
+}
+
 
 # grad op types Paddle registers under another name than ``<forward>_grad``: the writer uses
 # Paddle's (real Paddle 2.6 rejects "cross_entropy2_grad": "Operator cross_entropy2_grad has
@@ -631,7 +652,7 @@ def _map_op(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[
     ``<type>_grad`` maps as its forward op does). Raises ValueError for a combination fluidlite
     cannot express. A full reduction whose output the file declares 0-D (Paddle 2.x) is
     followed by a ``reshape2`` to ``[]``, so fetched values have Paddle's shape."""
-    ops = _map_one(op_type, inputs, outputs, attrs, rw)
+    ops = [_check_paddle2_attrs(*op) for op in _map_one(op_type, inputs, outputs, attrs, rw)]
     last_type, last_in, last_out, last_attrs = ops[-1]
     out = _one(last_out, "Out")
     ov = rw.var(out) if rw is not None and out else None
@@ -643,6 +664,33 @@ def _map_op(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[
         ops.append(("reshape2", {"X": [t]}, {"Out": [out], "XShape": [xshape]},
                     dict(common, shape=[])))
     return ops
+
+
+def _check_paddle2_attrs(op_type: str, inputs: Dict[str, List[str]],
+                         outputs: Dict[str, List[str]], attrs: Dict[str, Any]) -> _OpTuple:
+    """The op without the Paddle 2.x attributes of ``_PADDLE2_NEUTRAL_ATTRS`` that hold their
+    neutral value; a ValueError for one that does not (fluidlite would compute another
+    function)."""
+    base = op_type[:-len("_grad")] if op_type.endswith("_grad") else op_type
+    neutral = _PADDLE2_NEUTRAL_ATTRS.get(base)
+    if not neutral or not any(k in attrs for k in neutral):
+        return op_type, inputs, outputs, attrs
+    kept, bad = dict(attrs), []
+    for name, want in neutral.items():
+        if name not in kept:
+            continue
+        value = kept.pop(name)
+        same = want is not _ANY_VALUE and (
+            list(value) == list(want) if isinstance(want, list) and
+            isinstance(value, (list, tuple)) else value == want)
+        if not same:
+            bad.append((name, value, "these values" if want is _ANY_VALUE else repr(want)))
+    if bad:
+        raise ValueError(f"{op_type} has the Paddle 2.x attribute(s) "
+                         f"{', '.join(f'{n}={v!r}' for n, v, _ in bad)}, which fluidlite's "
+                         f"{base} does not implement (it computes fluid 1.8's {base}: "
+                         f"{', '.join(f'{n} {w}' for n, _, w in bad)} fluid cannot express)")
+    return op_type, inputs, outputs, kept
 
 
 def _map_one(op_type: str, inputs: Dict[str, List[str]], outputs: Dict[str, List[str]],
@@ -710,23 +758,31 @@ def _map_paddle2_attrs(op_type: str, base: str, grad: bool, inputs: Dict[str, Li
         if rank >= 2 and start % rank == 1 and stop % rank == rank - 1:
             attrs = {k: v for k, v in attrs.items() if k not in ("start_axis", "stop_axis")}
             return [("flatten2" + sfx, inputs, outputs, dict(attrs, axis=1))]
-    if base == "flip" and "axis" in attrs:
-        # Paddle 2.x names fluid 1.8's ``dims`` ``axis`` (found with a real 2.6 file);
-        # fluidlite writes both
+    renames = _PADDLE2_ATTR_NAMES.get(base, {})
+    if any(new in attrs for new in renames.values()):
+        # Paddle 2.x renamed these (flip's and roll's ``dims`` -> ``axis``, trace's ``dim1`` /
+        # ``dim2`` -> ``axis1`` / ``axis2``; found with real 2.6 files: read without them a
+        # roll rolls the flattened tensor); fluidlite writes both names, reads either
         attrs = dict(attrs)
-        axis = attrs.pop("axis")
-        axis = [int(axis)] if isinstance(axis, int) else [int(a) for a in axis]
-        if not attrs.get("dims"):
-            attrs["dims"] = axis
-        elif [int(a) for a in attrs["dims"]] != axis:
-            raise ValueError(f"flip has dims {attrs['dims']} and axis {axis}, which differ")
+        for old_name, new_name in renames.items():
+            if new_name not in attrs:
+                continue
+            value = attrs.pop(new_name)
+            if isinstance(value, (list, tuple)) or base in ("flip", "roll"):
+                value = [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+            have = attrs.get(old_name)
+            if have is None or (isinstance(have, (list, tuple)) and not have):
+                attrs[old_name] = value
+            elif (list(have) if isinstance(have, (list, tuple)) else have) != value:
+                raise ValueError(f"{base} has {old_name} {have} and {new_name} {value}, which "
+                                 f"differ")
         return [(op_type, inputs, outputs, attrs)]
     if base == "softplus" and float(attrs.get("beta", 1.0)) == 1.0 and \
             float(attrs.get("threshold", 20.0)) >= 15.0:
         # Paddle 2.x: x when beta*x > threshold, else ln(1+exp(beta*x))/beta. With beta 1 and
         # a threshold >= 15 that is fluid's ln(1+exp(x)) in float32 (they differ by
-        # ln(1+exp(-t)) <= 3.1e-7, below float32's spacing at t); other values stay dropped
-        # with a warning
+        # ln(1+exp(-t)) <= 3.1e-7, below float32's spacing at t); other values are refused
+        # (``_PADDLE2_NEUTRAL_ATTRS``)
         attrs = {k: v for k, v in attrs.items() if k not in ("beta", "threshold")}
         return [(op_type, inputs, outputs, attrs)]
     return None
