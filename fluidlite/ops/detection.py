@@ -720,51 +720,58 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 @register
 class YoloBox(OpDef):
     """YOLOv3 boxes from X [N, A*(5 + class_num), H, W]: for anchor a at cell (k, l),
-    conf = sigmoid(obj); cx = (l + sigmoid(tx)*s - (s-1)/2) * img_w / H, cy likewise with k
-    (s = scale_x_y; fluid divides both by the grid height), w = exp(tw) * anchor_w * img_w /
-    (downsample_ratio * H), h likewise; Boxes [N, A*H*W, 4] the corners (clipped to the image
+    conf = sigmoid(obj); cx = (l + sigmoid(tx)*s - (s-1)/2) * img_w / W, cy likewise with k,
+    img_h and H (s = scale_x_y), w = exp(tw) * anchor_w * img_w / (downsample_ratio * W), h
+    likewise with H (Paddle 2.x; fluid 1.8 divided both by H, a non-square grid's bug); Boxes [N, A*H*W, 4] the corners (clipped to the image
     with ``clip_bbox``), Scores [N, A*H*W, class_num] = conf * sigmoid(class logits); cells with
-    conf < conf_thresh give zero boxes and scores. ImgSize [N, 2] is (height, width)."""
+    conf < conf_thresh give zero boxes and scores. ImgSize [N, 2] is (height, width).
+    ``iou_aware`` (Paddle 2.x, PP-YOLO): X starts with A more channels, an IoU logit per
+    anchor, and conf = sigmoid(obj)^(1 - iou_aware_factor) * sigmoid(iou)^iou_aware_factor."""
     type, inputs, outputs = "yolo_box", ("X", "ImgSize"), ("Boxes", "Scores")
     no_grad = True
 
-    def _check(self, X_shape, anchors, class_num) -> int:
+    def _check(self, X_shape, anchors, class_num, iou_aware=False) -> int:
         _need(self.type, len(X_shape) == 4, f"X must be 4-D, got {list(X_shape)}")
         _need(self.type, len(anchors) > 0 and len(anchors) % 2 == 0,
               f"anchors must hold (width, height) pairs, got {list(anchors)}")
         _need(self.type, class_num > 0, f"class_num must be > 0, got {class_num}")
-        an = len(anchors) // 2
-        _need(self.type, X_shape[1] < 0 or X_shape[1] == an * (5 + class_num),
-              f"the channel count of X ({X_shape[1]}) must be anchor_num * (5 + class_num) = "
-              f"{an * (5 + class_num)}")
+        an, per = len(anchors) // 2, (6 if iou_aware else 5) + class_num
+        _need(self.type, X_shape[1] < 0 or X_shape[1] == an * per,
+              f"the channel count of X ({X_shape[1]}) must be anchor_num * ({per - class_num} "
+              f"+ class_num) = {an * per}")
         return an
 
     def infer(self, X, ImgSize, *, anchors=(), class_num=1, conf_thresh=0.01,
-              downsample_ratio=32, clip_bbox=True, scale_x_y=1.0):
-        an = self._check(X.shape, anchors, class_num)
+              downsample_ratio=32, clip_bbox=True, scale_x_y=1.0, iou_aware=False,
+              iou_aware_factor=0.5):
+        an = self._check(X.shape, anchors, class_num, iou_aware)
         hw = X.shape[2] * X.shape[3] if X.shape[2] >= 0 and X.shape[3] >= 0 else -1
         boxes = an * hw if hw >= 0 else -1
         return {"Boxes": VarSpec([X.shape[0], boxes, 4], X.dtype),
                 "Scores": VarSpec([X.shape[0], boxes, class_num], X.dtype)}
 
     def forward(self, X, ImgSize, *, anchors=[], class_num=1, conf_thresh=0.01,
-                downsample_ratio=32, clip_bbox=True, scale_x_y=1.0):
-        an = self._check(X.shape, anchors, class_num)
+                downsample_ratio=32, clip_bbox=True, scale_x_y=1.0, iou_aware=False,
+                iou_aware_factor=0.5):
+        an = self._check(X.shape, anchors, class_num, iou_aware)
         N, _, H, W = X.shape
-        x = X.reshape(N, an, 5 + class_num, H, W).astype(np.float64)
+        first = an if iou_aware else 0
+        x = X[:, first:].reshape(N, an, 5 + class_num, H, W).astype(np.float64)
         img_h = ImgSize[:, 0].astype(np.float64).reshape(N, 1, 1, 1)
         img_w = ImgSize[:, 1].astype(np.float64).reshape(N, 1, 1, 1)
-        input_size = downsample_ratio * H
         bias = -0.5 * (scale_x_y - 1.0)
         grid_l = np.arange(W).reshape(1, 1, 1, W)
         grid_k = np.arange(H).reshape(1, 1, H, 1)
         aw = np.asarray(anchors[0::2], np.float64).reshape(1, an, 1, 1)
         ah = np.asarray(anchors[1::2], np.float64).reshape(1, an, 1, 1)
-        cx = (grid_l + _sigmoid(x[:, :, 0]) * scale_x_y + bias) * img_w / H
+        cx = (grid_l + _sigmoid(x[:, :, 0]) * scale_x_y + bias) * img_w / W
         cy = (grid_k + _sigmoid(x[:, :, 1]) * scale_x_y + bias) * img_h / H
-        w = np.exp(x[:, :, 2]) * aw * img_w / input_size
-        h = np.exp(x[:, :, 3]) * ah * img_h / input_size
+        w = np.exp(x[:, :, 2]) * aw * img_w / (downsample_ratio * W)
+        h = np.exp(x[:, :, 3]) * ah * img_h / (downsample_ratio * H)
         conf = _sigmoid(x[:, :, 4])
+        if iou_aware:
+            iou = _sigmoid(X[:, :an].astype(np.float64))
+            conf = conf ** (1.0 - iou_aware_factor) * iou ** iou_aware_factor
         boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=-1)
         if clip_bbox:
             boxes[..., 0] = np.maximum(boxes[..., 0], 0)

@@ -426,9 +426,10 @@ def ref_yolo_box(x, img_size, anchors, class_num, conf_thresh, ds, clip, scale=1
                     conf = sig(xs[i, a, 4, k, l])
                     if conf < conf_thresh:
                         continue
-                    cx = (l + sig(xs[i, a, 0, k, l]) * scale + bias) * iw / h
+                    # x over the grid's width (Paddle 2.6's kernel; 1.8 used h for both)
+                    cx = (l + sig(xs[i, a, 0, k, l]) * scale + bias) * iw / w
                     cy = (k + sig(xs[i, a, 1, k, l]) * scale + bias) * ih / h
-                    bw = np.exp(xs[i, a, 2, k, l]) * anchors[2 * a] * iw / (ds * h)
+                    bw = np.exp(xs[i, a, 2, k, l]) * anchors[2 * a] * iw / (ds * w)
                     bh = np.exp(xs[i, a, 3, k, l]) * anchors[2 * a + 1] * ih / (ds * h)
                     b = [cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2]
                     if clip:

@@ -270,6 +270,20 @@ def _paddle2_cases() -> List[Dict[str, Any]]:
     c.append(case("roi_pool", {"X": _distinct(2, 3, 8, 8), "ROIs": rois, "RoisNum": num},
                   dict(spatial_scale=0.5, pooled_height=2, pooled_width=2),
                   {"Out": F64, "Argmax": "int64"}, ["X"], dslot="Out"))
+    for iou_aware in (True, False):            # PP-YOLO's IoU-aware confidence
+        an, cls = 2, 3
+        yolo = dict(anchors=[10, 13, 16, 30], class_num=cls, conf_thresh=0.3,
+                    downsample_ratio=8, clip_bbox=True, scale_x_y=1.05, iou_aware=iou_aware,
+                    iou_aware_factor=0.4)
+        c.append(case("yolo_box", {"X": _u(2, an * (cls + 5 + iou_aware), 4, 4, low=-2.0,
+                                           high=2.0),
+                                   "ImgSize": np.array([[32, 32], [30, 28]], np.int32)},
+                      yolo, {"Boxes": F64, "Scores": F64}, tol=1e-6))
+    c.append(case("yolo_box", {"X": _u(1, 16, 4, 6, low=-2.0, high=2.0),    # a 4 x 6 grid
+                               "ImgSize": np.array([[32, 48]], np.int32)},
+                  dict(anchors=[10, 13, 16, 30], class_num=3, conf_thresh=0.1,
+                       downsample_ratio=8, clip_bbox=True, scale_x_y=1.0),
+                  {"Boxes": F64, "Scores": F64}, tol=1e-6))
     c.append(case("psroi_pool", {"X": _u(2, 8, 6, 6), "ROIs": rois, "RoisNum": num},
                   dict(output_channels=2, spatial_scale=0.5, pooled_height=2, pooled_width=2),
                   {"Out": F64}, ["X"]))

@@ -126,7 +126,6 @@ _ANY_VALUE = object()
 _PADDLE2_NEUTRAL_ATTRS = {
     "affine_grid": {"align_corners": True},
     "grid_sampler": {"align_corners": True, "mode": "bilinear", "padding_mode": "zeros"},
-    "yolo_box": {"iou_aware": False},
     "distribute_fpn_proposals": {"pixel_offset": True},
     "data_norm": {"enable_scale_and_shift": False},
     "fusion_gru": {"origin_mode": False},
