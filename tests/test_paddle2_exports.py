@@ -165,15 +165,20 @@ def test_reader_maps_paddle2_roll_and_trace_attribute_names():
 def test_reader_refuses_paddle2_attributes_it_cannot_compute():
     L = fluid.layers
 
-    def grid():
-        L.grid_sampler(fluid.data("x", [1, 1, 3, 3], "float32"),
-                       fluid.data("g", [1, 2, 2, 2], "float32"))
-    prog = _read_one(grid, "grid_sampler", align_corners=(6, "b", True),
-                     mode=(2, "s", "bilinear"), padding_mode=(2, "s", "zeros"))
-    assert not {"align_corners", "mode"} & set(_attrs_of(prog, "grid_sampler"))
-    with pytest.raises(Exception, match="grid_sampler has the Paddle 2.x attribute\\(s\\) "
-                                        "mode='nearest'"):
-        _read_one(grid, "grid_sampler", mode=(2, "s", "nearest"))
+    def fpn():
+        L.distribute_fpn_proposals(fluid.data("rois", [-1, 4], "float32", lod_level=1),
+                                   2, 5, 4, 224)
+    prog = _read_one(fpn, "distribute_fpn_proposals", pixel_offset=(6, "b", True))
+    assert "pixel_offset" not in _attrs_of(prog, "distribute_fpn_proposals")
+    with pytest.raises(Exception, match="distribute_fpn_proposals has the Paddle 2.x "
+                                        "attribute\\(s\\) pixel_offset=False"):
+        _read_one(fpn, "distribute_fpn_proposals", pixel_offset=(6, "b", False))
+    # grid_sampler's 2.x modes are read by meaning (values: tests/ops/test_paddle_oracle.py)
+    prog = _read_one(lambda: L.grid_sampler(fluid.data("x", [1, 1, 3, 3], "float32"),
+                                            fluid.data("g", [1, 2, 2, 2], "float32")),
+                     "grid_sampler", mode=(2, "s", "nearest"), align_corners=(6, "b", False))
+    attrs = _attrs_of(prog, "grid_sampler")
+    assert attrs["mode"] == "nearest" and attrs["align_corners"] is False
 
 
 # -- models saved by Paddle 2.6 ------------------------------------------------------------------
@@ -351,3 +356,21 @@ def test_unique_sorted_as_paddle2():
         u.forward(x, is_sorted=True, axis=[2])
     # fluid 1.8's unique (is_sorted false): first appearance, 1-D only
     assert u.forward(np.array([3, 1, 3, 0]))["Out"].tolist() == [3, 1, 0]
+
+
+@pytest.mark.parametrize("align", [True, False])
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+def test_grid_sampler_paddle2_modes_have_numeric_gradients(align, pad):
+    """(values against Paddle 2.6 are in tests/ops/test_paddle_oracle.py)"""
+    rng = np.random.default_rng(11)
+    grid = rng.uniform(-1.6, 1.6, (2, 3, 4, 2))
+
+    class T(OpTest):
+        op_type = "grid_sampler"
+        inputs = {"X": rng.uniform(-1, 1, (2, 3, 5, 6)), "Grid": grid}
+        attrs = dict(align_corners=align, padding_mode=pad, mode="bilinear")
+    T.outputs = {"Output": get_op_def("grid_sampler").forward(
+        T.inputs["X"], grid, **T.attrs)["Output"]}
+    T().check_grad(["X", "Grid"], "Output")
+    with pytest.raises(ValueError, match="mode must be 'bilinear' or 'nearest'"):
+        get_op_def("grid_sampler").forward(T.inputs["X"], grid, mode="bicubic")

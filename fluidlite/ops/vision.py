@@ -357,10 +357,15 @@ class LRN(OpDef):
 
 
 # -- sampling grids -------------------------------------------------------------------------------
-def _base_grid(h: int, w: int, dtype) -> np.ndarray:
-    """[h, w, 3] of (x, y, 1) with x, y on linspace(-1, 1)."""
-    ys = np.linspace(-1.0, 1.0, h) if h > 1 else np.array([-1.0])
-    xs = np.linspace(-1.0, 1.0, w) if w > 1 else np.array([-1.0])
+def _base_grid(h: int, w: int, dtype, align_corners: bool = True) -> np.ndarray:
+    """[h, w, 3] of (x, y, 1) with x, y on linspace(-1, 1) -- the pixel centres when not
+    ``align_corners`` (Paddle 2.x: linspace scaled by (n - 1) / n)."""
+    def axis(n: int) -> np.ndarray:
+        if n <= 1:
+            return np.array([-1.0 if align_corners else 0.0])
+        v = np.linspace(-1.0, 1.0, n)
+        return v if align_corners else v * ((n - 1) / n)
+    ys, xs = axis(h), axis(w)
     gx, gy = np.meshgrid(xs, ys)
     return np.stack([gx, gy, np.ones_like(gx)], axis=-1).astype(dtype)
 
@@ -369,11 +374,12 @@ def _base_grid(h: int, w: int, dtype) -> np.ndarray:
 class AffineGrid(OpDef):
     """Output[n, y, x] = Theta[n] @ (x_s, y_s, 1) with (x_s, y_s) on linspace(-1, 1) over the
     output's width/height (``output_shape`` attr or the ``OutputShape`` tensor, [N, C, H, W]);
-    dTheta[n] = sum_{y,x} dOutput[n, y, x]^T (x_s, y_s, 1)."""
+    dTheta[n] = sum_{y,x} dOutput[n, y, x]^T (x_s, y_s, 1). ``align_corners=False`` (Paddle
+    2.x) puts (x_s, y_s) on the pixel centres: linspace(-1, 1) * (n - 1) / n."""
     type, inputs, outputs = "affine_grid", ("Theta", "OutputShape?"), ("Output",)
     grad_uses = ("Theta", "OutputShape")
 
-    def infer(self, Theta, OutputShape=None, *, output_shape=()):
+    def infer(self, Theta, OutputShape=None, *, output_shape=(), align_corners=True):
         _need(self.type, Theta.ndim == 3 and tuple(Theta.shape[1:]) == (2, 3),
               f"Theta must be [N, 2, 3], got shape {list(Theta.shape)}")
         if OutputShape is None:
@@ -391,80 +397,120 @@ class AffineGrid(OpDef):
               f"the output shape must be [N, C, H, W] with H, W > 0, got {shape}")
         return shape[2], shape[3]
 
-    def forward(self, Theta, OutputShape=None, *, output_shape=[]):
+    def forward(self, Theta, OutputShape=None, *, output_shape=[], align_corners=True):
         h, w = self._hw(OutputShape, output_shape)
-        base = _base_grid(h, w, Theta.dtype)
+        base = _base_grid(h, w, Theta.dtype, align_corners)
         return {"Output": np.einsum("hwk,njk->nhwj", base, Theta)}
 
-    def backward(self, Theta, OutputShape, dOutput, *, output_shape=[]):
+    def backward(self, Theta, OutputShape, dOutput, *, output_shape=[], align_corners=True):
         h, w = self._hw(OutputShape, output_shape)
-        base = _base_grid(h, w, dOutput.dtype)
+        base = _base_grid(h, w, dOutput.dtype, align_corners)
         return {"Theta": np.einsum("nhwj,hwk->njk", dOutput, base)}
 
 
-def _grid_corners(grid: np.ndarray, H: int, W: int):
-    """Source coordinates of fluid's grid sampler (align corners): x = (gx + 1) (W - 1) / 2."""
-    x = (grid[..., 0] + 1.0) * (W - 1) / 2.0
-    y = (grid[..., 1] + 1.0) * (H - 1) / 2.0
-    x0, y0 = np.floor(x), np.floor(y)
-    return x, y, x0, y0
+def _source(g: np.ndarray, n: int, align_corners: bool, padding_mode: str) -> tuple:
+    """One grid coordinate (in [-1, 1]) -> the source pixel coordinate along a side of ``n``
+    pixels and its derivative by the grid value (Paddle's ``Unnormalize`` then ``Clip``):
+    align corners maps -1 / 1 to the first / last pixel centre, otherwise to the outer
+    edges; ``border`` clamps into the map, ``reflection`` mirrors at the edges (then clamps)."""
+    top = n - 1
+    if align_corners:
+        u, du = (g + 1.0) * (top / 2.0), np.full(g.shape, top / 2.0)
+    else:
+        u, du = (g + 1.0) * (n / 2.0) - 0.5, np.full(g.shape, n / 2.0)
+    if padding_mode == "reflection":
+        span = 2.0 * top if align_corners else 2.0 * n
+        if span == 0:
+            return np.zeros_like(u), np.zeros_like(u)
+        a = u if align_corners else u + 0.5
+        sign = np.where(a < 0, -1.0, 1.0)
+        a = np.abs(a)
+        extra = a - np.floor(a / span) * span
+        flip = extra > span - extra
+        u = np.where(flip, span - extra, extra) - (0.0 if align_corners else 0.5)
+        du = du * sign * np.where(flip, -1.0, 1.0)
+        padding_mode = "border"                 # (then clamped, as Paddle does)
+    if padding_mode == "border":
+        inside = (u > 0) & (u < top)
+        u, du = np.clip(u, 0, top), np.where(inside, du, 0.0)
+    return u, du
 
 
 @register
 class GridSampler(OpDef):
-    """Bilinear sampling of X [N, C, H, W] at Grid [N, Ho, Wo, 2] ((x, y) in [-1, 1] mapping
-    to the corner pixels: x_s = (x + 1)(W - 1)/2); corners outside X read 0.
-    dX scatters the bilinear weights; dGrid = dOut . dSample/d(x, y) * (W-1)/2 (resp. (H-1)/2)."""
+    """Sampling of X [N, C, H, W] at Grid [N, Ho, Wo, 2] ((x, y) in [-1, 1]). fluid 1.8: bilinear,
+    ``align_corners`` (x_s = (x + 1)(W - 1)/2), corners outside X read 0 (``zeros``); Paddle 2.x
+    adds ``align_corners=False`` (x_s = (x + 1) W/2 - 1/2), ``padding_mode`` ``border`` /
+    ``reflection`` (coordinates clamped / mirrored into X) and ``mode`` ``nearest`` (the pixel
+    at the rounded coordinate, halves away from zero). dX scatters the weights; dGrid =
+    dOut . dSample/d(x_s, y_s) * dx_s/dx (0 for ``nearest``)."""
     type, inputs, outputs = "grid_sampler", ("X", "Grid"), ("Output",)
     extra_attrs = {"use_cudnn": False}
 
-    def infer(self, X, Grid):
+    def infer(self, X, Grid, *, align_corners=True, mode="bilinear", padding_mode="zeros"):
         _need(self.type, X.ndim == 4, f"X must be 4-D [N, C, H, W], got {list(X.shape)}")
         _need(self.type, Grid.ndim == 4 and Grid.shape[3] == 2,
               f"Grid must be [N, H, W, 2], got {list(Grid.shape)}")
+        self._modes(mode, padding_mode)
         return {"Output": VarSpec([X.shape[0], X.shape[1], Grid.shape[1], Grid.shape[2]],
                                   X.dtype)}
 
-    @staticmethod
-    def _corners(X, Grid):
-        N, C, H, W = X.shape
-        x, y, x0, y0 = _grid_corners(Grid, H, W)
-        out = []
-        for dy in (0, 1):
-            for dx in (0, 1):
-                xi, yi = x0 + dx, y0 + dy
-                wx = (x - x0) if dx else (x0 + 1 - x)      # weight along x of this corner
-                wy = (y - y0) if dy else (y0 + 1 - y)
-                ok = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
-                xc = np.clip(xi, 0, W - 1).astype(np.int64)
-                yc = np.clip(yi, 0, H - 1).astype(np.int64)
-                out.append((dx, dy, wx, wy, ok, xc, yc))
-        return out
+    def _modes(self, mode: str, padding_mode: str) -> None:
+        _need(self.type, mode in ("bilinear", "nearest"),
+              f"mode must be 'bilinear' or 'nearest', got {mode!r}")
+        _need(self.type, padding_mode in ("zeros", "border", "reflection"),
+              f"padding_mode must be 'zeros', 'border' or 'reflection', got {padding_mode!r}")
 
-    def forward(self, X, Grid):
+    def _corners(self, X, Grid, align_corners, mode, padding_mode):
+        """Per corner read: (dx, dy, weight along x, along y, in X, column, row), and the
+        coordinates' derivatives by the grid values."""
+        self._modes(mode, padding_mode)
+        N, C, H, W = X.shape
+        g = Grid.astype(np.float64)
+        x, dxg = _source(g[..., 0], W, align_corners, padding_mode)
+        y, dyg = _source(g[..., 1], H, align_corners, padding_mode)
+        if mode == "nearest":
+            xi, yi = np.sign(x) * np.floor(np.abs(x) + 0.5), np.sign(y) * np.floor(np.abs(y) + 0.5)
+            reads = [(0, 0, np.ones_like(x), np.ones_like(y), xi, yi)]
+        else:
+            x0, y0 = np.floor(x), np.floor(y)
+            reads = [(dx, dy, (x - x0) if dx else (x0 + 1 - x), (y - y0) if dy else (y0 + 1 - y),
+                      x0 + dx, y0 + dy) for dy in (0, 1) for dx in (0, 1)]
+        out = []
+        for dx, dy, wx, wy, xi, yi in reads:
+            ok = (xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)
+            out.append((dx, dy, wx, wy, ok, np.clip(xi, 0, W - 1).astype(np.int64),
+                        np.clip(yi, 0, H - 1).astype(np.int64)))
+        return out, dxg, dyg
+
+    def forward(self, X, Grid, *, align_corners=True, mode="bilinear", padding_mode="zeros"):
         N = X.shape[0]
         n = np.arange(N)[:, None, None]
         out = np.zeros((N, X.shape[1]) + Grid.shape[1:3], X.dtype)
-        for _, _, wx, wy, ok, xc, yc in self._corners(X, Grid):
+        reads, _, _ = self._corners(X, Grid, align_corners, mode, padding_mode)
+        for _, _, wx, wy, ok, xc, yc in reads:
             v = X[n, :, yc, xc]                              # [N, Ho, Wo, C]
-            out += np.moveaxis(v * (wx * wy * ok)[..., None], -1, 1)
+            out += np.moveaxis(v * (wx * wy * ok)[..., None], -1, 1).astype(X.dtype)
         return {"Output": out}
 
-    def backward(self, X, Grid, dOutput):
+    def backward(self, X, Grid, dOutput, *, align_corners=True, mode="bilinear",
+                 padding_mode="zeros"):
         N, C, H, W = X.shape
         n = np.arange(N)[:, None, None]
         dX = np.zeros_like(X)
-        dgx = np.zeros(Grid.shape[:3], dOutput.dtype)
-        dgy = np.zeros(Grid.shape[:3], dOutput.dtype)
+        dgx = np.zeros(Grid.shape[:3], np.float64)
+        dgy = np.zeros(Grid.shape[:3], np.float64)
         g = np.moveaxis(dOutput, 1, -1)                       # [N, Ho, Wo, C]
-        for dx, dy, wx, wy, ok, xc, yc in self._corners(X, Grid):
-            v = X[n, :, yc, xc] * ok[..., None]
+        reads, dxg, dyg = self._corners(X, Grid, align_corners, mode, padding_mode)
+        for dx, dy, wx, wy, ok, xc, yc in reads:
             # the advanced indices (n, yc, xc) come first: the values are [N, Ho, Wo, C]
             np.add.at(dX, (n, slice(None), yc, xc), g * (wx * wy * ok)[..., None])
-            gv = (g * v).sum(axis=-1)
+            if mode == "nearest":
+                continue
+            gv = (g * (X[n, :, yc, xc] * ok[..., None])).sum(axis=-1)
             dgx += gv * wy * (1.0 if dx else -1.0)
             dgy += gv * wx * (1.0 if dy else -1.0)
-        dGrid = np.stack([dgx * (W - 1) / 2.0, dgy * (H - 1) / 2.0], axis=-1)
+        dGrid = np.stack([dgx * dxg, dgy * dyg], axis=-1)
         return {"X": dX, "Grid": dGrid.astype(Grid.dtype, copy=False)}
 
 

@@ -284,6 +284,22 @@ def _paddle2_cases() -> List[Dict[str, Any]]:
                   dict(anchors=[10, 13, 16, 30], class_num=3, conf_thresh=0.1,
                        downsample_ratio=8, clip_bbox=True, scale_x_y=1.0),
                   {"Boxes": F64, "Scores": F64}, tol=1e-6))
+    # grid_sampler's Paddle 2.x modes; the grid reaches past [-1, 1] so that every padding
+    # mode matters (values 0.05 away from pixel centres and halves: no kinks at the samples)
+    grid = RNG.uniform(-1.6, 1.6, (2, 3, 4, 2))
+    for align in (True, False):
+        for pad in ("zeros", "border", "reflection"):
+            for mode in ("bilinear", "nearest"):
+                c.append(case("grid_sampler", {"X": _u(2, 3, 5, 6), "Grid": grid},
+                              dict(align_corners=align, padding_mode=pad, mode=mode),
+                              {"Output": F64}, ["X"] if mode == "nearest" else ["X", "Grid"],
+                              tol=1e-7))
+    # (a side of one pixel with align_corners: Paddle 2.6 divides by n - 1 = 0 and gives NaN;
+    # fluidlite keeps fluid 1.8's -1)
+    for align, hw in ((True, (3, 4)), (False, (3, 4)), (False, (1, 2))):
+        c.append(case("affine_grid", {"Theta": _u(2, 2, 3)},
+                      dict(output_shape=[2, 1, hw[0], hw[1]], align_corners=align),
+                      {"Output": F64}, ["Theta"]))
     c.append(case("psroi_pool", {"X": _u(2, 8, 6, 6), "ROIs": rois, "RoisNum": num},
                   dict(output_channels=2, spatial_scale=0.5, pooled_height=2, pooled_width=2),
                   {"Out": F64}, ["X"]))

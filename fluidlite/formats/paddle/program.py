@@ -124,8 +124,6 @@ _PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"},
 # express them (softplus's beta / threshold): any value still there is refused.
 _ANY_VALUE = object()
 _PADDLE2_NEUTRAL_ATTRS = {
-    "affine_grid": {"align_corners": True},
-    "grid_sampler": {"align_corners": True, "mode": "bilinear", "padding_mode": "zeros"},
     "distribute_fpn_proposals": {"pixel_offset": True},
     "data_norm": {"enable_scale_and_shift": False},
     "fusion_gru": {"origin_mode": False},
