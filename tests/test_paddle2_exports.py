@@ -17,7 +17,6 @@ Paddle's numbers; the ops and attributes those exports use that fluid 1.8 lacked
 """
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -249,7 +248,34 @@ EXPORT = textwrap.dedent('''
                     paddle.trace(paddle.stack([h, x], 1), axis1=0, axis2=2),
                     *paddle.unique(paddle.round(h * 2), return_index=True,
                                    return_inverse=True, return_counts=True),
-                    paddle.unique(paddle.round(x * 0.5), axis=0))
+                    paddle.unique(paddle.round(x * 0.5), axis=0), *self.more(h, x))
+
+        def more(self, h, x):
+            y = h * 1.0
+            y[:, 1:6:2] = x[:, :3] * 2.0          # set_value from a tensor
+            y[0, -2:] = 0.25                      # set_value from values
+            idx = paddle.argsort(x, axis=1)[:, :3]
+            return (y, paddle.take_along_axis(h, idx, 1), paddle.cumprod(x, 1),
+                    paddle.diagonal(paddle.stack([h, x], 0), 0, 1, 2),
+                    paddle.repeat_interleave(x, 2, 1), paddle.tan(x), paddle.sinh(x),
+                    paddle.log2(paddle.abs(x) + 1), paddle.expm1(x), F.celu(x, 0.5),
+                    paddle.logit(F.sigmoid(x), 1e-3), paddle.lerp(h, x, F.sigmoid(x)),
+                    paddle.atan2(h, x + 2), paddle.amax(h, axis=1), paddle.trunc(x * 3),
+                    paddle.erfinv(F.tanh(x) * 0.9),
+                    F.pixel_unshuffle(x.reshape([1, 2, 4, 4]), 2),
+                    F.channel_shuffle(x.reshape([1, 4, 2, 4]), 2),
+                    paddle.put_along_axis(h, idx, paddle.ones_like(idx).astype("float32") * 1.5,
+                                          1),
+                    paddle.index_add(h, paddle.to_tensor([1, 1]), 0, x[:2]))
+
+    class Crf(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.fc = nn.Embedding(50, 8), nn.Linear(8, 6)
+            self.trans = self.create_parameter([6, 6])
+        def forward(self, ids, lengths):
+            return paddle.text.viterbi_decode(self.fc(self.emb(ids)), self.trans, lengths,
+                                              include_bos_eos_tag=True)
 
     class Rois(nn.Layer):
         def __init__(self):
@@ -284,6 +310,7 @@ EXPORT = textwrap.dedent('''
         "segnet": (SegNet, [img(2, 3, 16, 20)]),
         "tensor_ops": (TensorOps, [img(4, 8)]),
         "rois": (Rois, [img(2, 3, 16, 16), boxes, np.array([2, 1], "int32")]),
+        "crf": (Crf, [ids([3, 7]), np.array([7, 4, 2], "int64")]),
     }
     for name, (make, xs) in cases.items():
         paddle.seed(1)
@@ -316,7 +343,7 @@ def exports(tmp_path_factory):
 
 
 MODELS = ["resnet18", "mobilenet_v3_small", "shufflenet_v2", "squeezenet1_1", "inception_v3",
-          "text_lstm", "text_gru", "transformer_encoder", "segnet", "tensor_ops", "rois"]
+          "text_lstm", "text_gru", "transformer_encoder", "segnet", "tensor_ops", "rois", "crf"]
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -228,6 +228,79 @@ def _cases() -> List[Dict[str, Any]]:
                                    "RoisNum": np.array([7, 17], np.int32)}, nms,
                {"Out": F32, "Index": "int32", "NmsRoisNum": "int32"})]
     c += _paddle2_cases()
+    c += _paddle2_ext_cases()
+    return c
+
+
+def _paddle2_ext_cases() -> List[Dict[str, Any]]:
+    """ops/paddle2_ext.py: more ops of Paddle 2.x exports."""
+    un = lambda t, x, **a: case(t, {"X": x}, a, {"Out": F64}, ["X"])     # noqa: E731
+    c = [un("tan", _u(3, 4)), un("sinh", _u(3, 4)), un("cosh", _u(3, 4)),
+         un("asinh", _u(3, 4, low=-3, high=3)), un("acosh", _u(3, 4, low=1.2, high=4)),
+         un("atanh", _u(3, 4, low=-0.9, high=0.9)), un("log2", _u(3, 4, low=0.1, high=5)),
+         un("log10", _u(3, 4, low=0.1, high=5)), un("expm1", _u(3, 4)),
+         un("erfinv", _u(3, 4, low=-0.99, high=0.99)), un("celu", _u(3, 4, low=-3), alpha=0.7),
+         un("logit", _u(3, 4, low=0.01, high=0.99), eps=1e-6),
+         un("logit", _u(3, 4, low=0.01, high=0.99), eps=0.1),
+         case("trunc", {"X": _u(3, 4, low=-3, high=3)}, {}, {"Out": F64}),
+         case("atan2", {"X1": _u(3, 4), "X2": _u(3, 4)}, {}, {"Out": F64}, ["X1", "X2"]),
+         case("lerp", {"X": _u(3, 4), "Y": _u(3, 4), "Weight": _u(4)}, {}, {"Out": F64},
+              ["X", "Y"]),
+         case("cumprod", {"X": _u(3, 5)}, {"dim": 1}, {"Out": F64}, ["X"]),
+         case("cumprod", {"X": np.array([[1.5, 0.0, 2.0, -1.0], [0.5, 2.0, 0.0, 0.0]])},
+              {"dim": -1}, {"Out": F64}, ["X"]),
+         case("diagonal", {"Input": _u(3, 4, 5)}, {"offset": 1, "axis1": 2, "axis2": 0},
+              {"Out": F64}, ["Input"]),
+         case("diagonal", {"Input": _u(4, 3)}, {"offset": -1, "axis1": 0, "axis2": 1},
+              {"Out": F64}, ["Input"]),
+         case("take_along_axis", {"Input": _u(3, 4, 5),
+                                  "Index": RNG.integers(0, 4, (2, 6, 5)).astype(np.int64)},
+              {"Axis": 1}, {"Result": F64}, ["Input"]),
+         case("channel_shuffle", {"X": _u(2, 6, 3, 4)}, {"groups": 3, "data_format": "NCHW"},
+              {"Out": F64}, ["X"]),
+         case("channel_shuffle", {"X": _u(2, 3, 4, 6)}, {"groups": 2, "data_format": "NHWC"},
+              {"Out": F64}, ["X"]),
+         case("pixel_unshuffle", {"X": _u(2, 3, 4, 6)},
+              {"downscale_factor": 2, "data_format": "NCHW"}, {"Out": F64}, ["X"]),
+         case("pixel_unshuffle", {"X": _u(1, 4, 6, 2)},
+              {"downscale_factor": 2, "data_format": "NHWC"}, {"Out": F64}, ["X"]),
+         case("repeat_interleave", {"X": _u(3, 4)}, {"Repeats": 2, "dim": 1}, {"Out": F64},
+              ["X"]),
+         case("repeat_interleave", {"X": _u(3, 4),
+                                    "RepeatsTensor": np.array([2, 0, 3], np.int64)},
+              {"dim": 0}, {"Out": F64}, ["X"]),
+         case("index_add", {"X": _u(4, 3), "Index": np.array([2, 0, 2], np.int64),
+                            "AddValue": _u(4, 3)[:3]}, {"axis": 0}, {"Out": F64},
+              ["X", "AddValue"])]
+    x = np.array([[1.0, 3.0, 3.0], [2.0, -1.0, -1.0]])
+    for t in ("reduce_amax", "reduce_amin"):
+        c += [case(t, {"X": x}, {"dim": [1], "keep_dim": False, "reduce_all": False},
+                   {"Out": F64}, ["X"]),
+              case(t, {"X": _distinct(2, 3, 4)}, {"dim": [0, 2], "keep_dim": True,
+                                                  "reduce_all": False}, {"Out": F64}, ["X"])]
+    for mode, incl in (("assign", True), ("add", True), ("add", False)):
+        c.append(case("put_along_axis", {"Input": _u(3, 4),
+                                         "Index": np.array([[0, 2, 2, 1]], np.int64),
+                                         "Value": _u(1, 4)},
+                      {"Axis": 0, "Reduce": mode, "Include_self": incl}, {"Result": F64},
+                      ["Input", "Value"]))
+    for bos in (True, False):
+        c.append(case("viterbi_decode", {"Input": _u(3, 5, 4), "Transition": _u(4, 4),
+                                         "Length": np.array([5, 2, 3], np.int64)},
+                      {"include_bos_eos_tag": bos}, {"Scores": F64, "Path": "int64"}))
+    # set_value: x[1:, ::2] = v (a broadcast value tensor), x[0, 1:3] = scalars (attribute)
+    c.append(case("set_value", {"Input": _u(3, 5), "ValueTensor": _u(1, 3)},
+                  dict(axes=[0, 1], starts=[1, 0], ends=[3, 5], steps=[1, 2],
+                       decrease_axes=[], none_axes=[], shape=[], dtype=6),
+                  {"Out": F64}, ["Input", "ValueTensor"]))
+    c.append(case("set_value", {"Input": _u(3, 5)},
+                  dict(axes=[0, 1], starts=[0, 1], ends=[1, 3], steps=[1, 1],
+                       decrease_axes=[0], none_axes=[], shape=[2], values=[7.0, -2.0],
+                       dtype=6), {"Out": F64}, ["Input"]))
+    c.append(case("set_value", {"Input": _u(4, 3)},
+                  dict(axes=[0], starts=[-1], ends=[-5], steps=[-2], decrease_axes=[],
+                       none_axes=[], shape=[1], values=[0.5], dtype=6),
+                  {"Out": F64}, ["Input"]))
     return c
 
 
