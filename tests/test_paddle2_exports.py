@@ -164,14 +164,12 @@ def test_reader_maps_paddle2_roll_and_trace_attribute_names():
 def test_reader_refuses_paddle2_attributes_it_cannot_compute():
     L = fluid.layers
 
-    def fpn():
-        L.distribute_fpn_proposals(fluid.data("rois", [-1, 4], "float32", lod_level=1),
-                                   2, 5, 4, 224)
-    prog = _read_one(fpn, "distribute_fpn_proposals", pixel_offset=(6, "b", True))
-    assert "pixel_offset" not in _attrs_of(prog, "distribute_fpn_proposals")
-    with pytest.raises(Exception, match="distribute_fpn_proposals has the Paddle 2.x "
-                                        "attribute\\(s\\) pixel_offset=False"):
-        _read_one(fpn, "distribute_fpn_proposals", pixel_offset=(6, "b", False))
+    soft = lambda: L.softplus(fluid.data("x", [2, 3], "float32"))     # noqa: E731
+    prog = _read_one(soft, "softplus", beta=(1, "f", 1.0), threshold=(1, "f", 20.0))
+    assert not {"beta", "threshold"} & set(_attrs_of(prog, "softplus"))
+    with pytest.raises(Exception, match="softplus has the Paddle 2.x attribute\\(s\\) "
+                                        "beta=2.0"):
+        _read_one(soft, "softplus", beta=(1, "f", 2.0), threshold=(1, "f", 20.0))
     # grid_sampler's 2.x modes are read by meaning (values: tests/ops/test_paddle_oracle.py)
     prog = _read_one(lambda: L.grid_sampler(fluid.data("x", [1, 1, 3, 3], "float32"),
                                             fluid.data("g", [1, 2, 2, 2], "float32")),

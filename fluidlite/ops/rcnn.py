@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from ..core.dtypes import VarType
-from ..core.registry import OpDef, VarSpec, register
+from ..core.registry import OpDef, VarSpec, get_op_def, register
 from .detection import iou_matrix, offsets_of
 
 _BBOX_CLIP = float(np.log(1000.0 / 16.0))      # fluid's kBBoxClipDefault
@@ -24,11 +24,12 @@ def _offsets(counts: List[int]) -> tuple:
     return tuple(int(v) for v in np.concatenate([[0], np.cumsum(counts)]))
 
 
-def _pixel_nms(boxes: np.ndarray, scores: np.ndarray, thresh: float, eta: float) -> List[int]:
-    """Greedy NMS in descending score order (stable) with pixel IoU and fluid's adaptive
-    threshold."""
+def _pixel_nms(boxes: np.ndarray, scores: np.ndarray, thresh: float, eta: float,
+               pixel_offset: bool = True) -> List[int]:
+    """Greedy NMS in descending score order (stable) with pixel IoU (sides + 1; plain areas
+    without ``pixel_offset``) and fluid's adaptive threshold."""
     order = np.argsort(-scores, kind="stable")
-    iou = iou_matrix(boxes[order], boxes[order], normalized=False)
+    iou = iou_matrix(boxes[order], boxes[order], normalized=not pixel_offset)
     kept: List[int] = []
     thr = thresh
     for pos in range(order.size):
@@ -71,61 +72,126 @@ class GenerateProposals(OpDef):
 
     def forward(self, Scores, BboxDeltas, ImInfo, Anchors, Variances, lod=None, *,
                 pre_nms_topN=6000, post_nms_topN=1000, nms_thresh=0.5, min_size=0.1, eta=1.0):
-        anchors, var = Anchors.reshape(-1, 4), Variances.reshape(-1, 4)
-        rois, probs, counts = [], [], []
-        for i in range(Scores.shape[0]):
-            sc = Scores[i].transpose(1, 2, 0).reshape(-1)
-            deltas = BboxDeltas[i].transpose(1, 2, 0).reshape(-1, 4)
-            _need(self.type, sc.size == anchors.shape[0],
-                  f"{sc.size} scores per image but {anchors.shape[0]} anchors")
-            order = np.argsort(-sc, kind="stable")
-            if 0 < pre_nms_topN < order.size:
-                order = order[:pre_nms_topN]
-            b, s = self._decode(anchors[order], deltas[order], var[order]), sc[order]
-            h, w, scale = (float(v) for v in ImInfo[i])
-            b[:, 0::2] = np.clip(b[:, 0::2], 0, w - 1)
-            b[:, 1::2] = np.clip(b[:, 1::2], 0, h - 1)
-            ms = max(min_size, 1.0)
-            ws, hs = b[:, 2] - b[:, 0] + 1, b[:, 3] - b[:, 1] + 1
-            keep = (((b[:, 2] - b[:, 0]) / scale + 1 >= ms)
-                    & ((b[:, 3] - b[:, 1]) / scale + 1 >= ms)
-                    & (b[:, 0] + ws / 2 <= w) & (b[:, 1] + hs / 2 <= h))
-            b, s = b[keep], s[keep]
-            if b.shape[0] == 0:
-                b, s = np.zeros((1, 4), Scores.dtype), np.zeros(1, Scores.dtype)
-            elif nms_thresh > 0:
-                kept = _pixel_nms(b, s, nms_thresh, eta)
-                if 0 < post_nms_topN < len(kept):
-                    kept = kept[:post_nms_topN]
-                b, s = b[kept], s[kept]
-            rois.append(b)
-            probs.append(s.reshape(-1, 1))
-            counts.append(b.shape[0])
+        rois, probs, counts = _proposals(
+            self.type, Scores, BboxDeltas, [tuple(float(v) for v in r) for r in ImInfo],
+            Anchors, Variances, pre_nms_topN, post_nms_topN, nms_thresh, min_size, eta, True,
+            True)
         lod = (_offsets(counts),)
-        return {"RpnRois": np.concatenate(rois).astype(Scores.dtype),
-                "RpnRoiProbs": np.concatenate(probs).astype(Scores.dtype),
+        return {"RpnRois": rois, "RpnRoiProbs": probs,
                 # fluid's kernel writes each image's *end* offset (the LoD without its 0)
                 "RpnRoisLod": np.asarray(lod[0][1:], np.int64),
                 "lod": {"RpnRois": lod, "RpnRoiProbs": lod}}
 
-    @staticmethod
-    def _decode(anchors: np.ndarray, deltas: np.ndarray, var: np.ndarray) -> np.ndarray:
-        aw = anchors[:, 2] - anchors[:, 0] + 1
-        ah = anchors[:, 3] - anchors[:, 1] + 1
-        ax, ay = anchors[:, 0] + 0.5 * aw, anchors[:, 1] + 0.5 * ah
-        cx = var[:, 0] * deltas[:, 0] * aw + ax
-        cy = var[:, 1] * deltas[:, 1] * ah + ay
-        w = np.exp(np.minimum(var[:, 2] * deltas[:, 2], _BBOX_CLIP)) * aw
-        h = np.exp(np.minimum(var[:, 3] * deltas[:, 3], _BBOX_CLIP)) * ah
-        return np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - 1, cy + h / 2 - 1], axis=1)
+
+def _decode(anchors: np.ndarray, deltas: np.ndarray, var: np.ndarray,
+            offset: float = 1.0) -> np.ndarray:
+    """Centre-size decoding of RPN deltas (``offset`` 1: pixel boxes, sides + 1)."""
+    aw = anchors[:, 2] - anchors[:, 0] + offset
+    ah = anchors[:, 3] - anchors[:, 1] + offset
+    ax, ay = anchors[:, 0] + 0.5 * aw, anchors[:, 1] + 0.5 * ah
+    cx = var[:, 0] * deltas[:, 0] * aw + ax
+    cy = var[:, 1] * deltas[:, 1] * ah + ay
+    w = np.exp(np.minimum(var[:, 2] * deltas[:, 2], _BBOX_CLIP)) * aw
+    h = np.exp(np.minimum(var[:, 3] * deltas[:, 3], _BBOX_CLIP)) * ah
+    return np.stack([cx - w / 2, cy - h / 2, cx + w / 2 - offset, cy + h / 2 - offset], axis=1)
+
+
+def _proposals(op: str, Scores: np.ndarray, BboxDeltas: np.ndarray, images: List[tuple],
+               Anchors: np.ndarray, Variances: np.ndarray, pre_nms_topN: int,
+               post_nms_topN: int, nms_thresh: float, min_size: float, eta: float,
+               pixel_offset: bool, scaled: bool) -> tuple:
+    """The proposals of every image (see GenerateProposals): ``images`` holds (h, w[, scale])
+    per image; ``scaled`` (fluid 1.8) measures min_size at the original scale and always
+    checks the centre; Paddle 2.x's v2 compares the plain size and checks the centre only
+    with ``pixel_offset``. Returns (rois, probs, counts per image)."""
+    anchors, var = Anchors.reshape(-1, 4), Variances.reshape(-1, 4)
+    off = 1.0 if pixel_offset else 0.0
+    rois, probs, counts = [], [], []
+    for i in range(Scores.shape[0]):
+        sc = Scores[i].transpose(1, 2, 0).reshape(-1)
+        deltas = BboxDeltas[i].transpose(1, 2, 0).reshape(-1, 4)
+        _need(op, sc.size == anchors.shape[0],
+              f"{sc.size} scores per image but {anchors.shape[0]} anchors")
+        order = np.argsort(-sc, kind="stable")
+        if 0 < pre_nms_topN < order.size:
+            order = order[:pre_nms_topN]
+        b, s = _decode(anchors[order], deltas[order], var[order], off), sc[order]
+        h, w = images[i][0], images[i][1]
+        scale = images[i][2] if scaled else 1.0
+        b[:, 0::2] = np.clip(b[:, 0::2], 0, w - off)
+        b[:, 1::2] = np.clip(b[:, 1::2], 0, h - off)
+        ms = max(min_size, 1.0)
+        ws, hs = b[:, 2] - b[:, 0] + off, b[:, 3] - b[:, 1] + off
+        if scaled:
+            keep = (((b[:, 2] - b[:, 0]) / scale + 1 >= ms)
+                    & ((b[:, 3] - b[:, 1]) / scale + 1 >= ms))
+        else:
+            keep = (ws >= ms) & (hs >= ms)
+        if scaled or pixel_offset:
+            keep &= (b[:, 0] + ws / 2 <= w) & (b[:, 1] + hs / 2 <= h)
+        b, s = b[keep], s[keep]
+        if b.shape[0] == 0:
+            b, s = np.zeros((1, 4), Scores.dtype), np.zeros(1, Scores.dtype)
+        elif nms_thresh > 0:
+            kept = _pixel_nms(b, s, nms_thresh, eta, pixel_offset)
+            if 0 < post_nms_topN < len(kept):
+                kept = kept[:post_nms_topN]
+            b, s = b[kept], s[kept]
+        rois.append(b)
+        probs.append(s.reshape(-1, 1))
+        counts.append(b.shape[0])
+    return (np.concatenate(rois).astype(Scores.dtype),
+            np.concatenate(probs).astype(Scores.dtype), counts)
+
+
+@register
+class GenerateProposalsV2(OpDef):
+    """Paddle 2.x's ``generate_proposals_v2``: ``generate_proposals`` on ImShape [N, 2] =
+    (h, w) (no scale: ``min_size`` compares the decoded size), ``pixel_offset`` choosing pixel
+    boxes (sides + 1, the centre check) or plain ones (PaddleDetection 2.x's default);
+    RpnRoisNum (int32 [N]) counts each image's proposals."""
+    type = "generate_proposals_v2"
+    inputs = ("Scores", "BboxDeltas", "ImShape", "Anchors", "Variances")
+    outputs = ("RpnRois", "RpnRoiProbs", "RpnRoisNum?")
+    no_grad = True
+    lod_aware = True
+
+    def infer(self, Scores, BboxDeltas, ImShape, Anchors, Variances, *, pre_nms_topN=6000,
+              post_nms_topN=1000, nms_thresh=0.5, min_size=0.1, eta=1.0, pixel_offset=True):
+        spec = get_op_def("generate_proposals").infer(Scores, BboxDeltas, ImShape, Anchors,
+                                                      Variances)
+        return {"RpnRois": spec["RpnRois"], "RpnRoiProbs": spec["RpnRoiProbs"],
+                "RpnRoisNum": VarSpec([Scores.shape[0]], VarType.INT32)}
+
+    def forward(self, Scores, BboxDeltas, ImShape, Anchors, Variances, lod=None, *,
+                pre_nms_topN=6000, post_nms_topN=1000, nms_thresh=0.5, min_size=0.1, eta=1.0,
+                pixel_offset=True):
+        rois, probs, counts = _proposals(
+            self.type, Scores, BboxDeltas, [tuple(float(v) for v in r[:2]) for r in ImShape],
+            Anchors, Variances, pre_nms_topN, post_nms_topN, nms_thresh, min_size, eta,
+            pixel_offset, False)
+        lod = (_offsets(counts),)
+        return {"RpnRois": rois, "RpnRoiProbs": probs,
+                "RpnRoisNum": np.asarray(counts, np.int32),
+                "lod": {"RpnRois": lod, "RpnRoiProbs": lod}}
+
+
+def _counts_offsets(op: str, counts: Any, n: int) -> np.ndarray:
+    """Offsets from per-image counts (Paddle 2.x's ``*RoisNum``), checked against ``n`` rows."""
+    c = np.asarray(counts).reshape(-1).astype(np.int64)
+    off = np.concatenate([[0], np.cumsum(c)])
+    _need(op, bool((c >= 0).all()) and off[-1] == n,
+          f"the per-image ROI counts {c.tolist()} must be >= 0 and sum to the {n} ROIs")
+    return off
 
 
 def _levels(rois: np.ndarray, min_level: int, max_level: int, refer_level: int,
-            refer_scale: int) -> np.ndarray:
+            refer_scale: int, pixel_offset: bool = True) -> np.ndarray:
     w = rois[:, 2] - rois[:, 0]
     h = rois[:, 3] - rois[:, 1]
     t = rois.dtype.type
-    area = np.where((w < 0) | (h < 0), t(0), (w + t(1)) * (h + t(1)))
+    one = t(1) if pixel_offset else t(0)
+    area = np.where((w < 0) | (h < 0), t(0), (w + one) * (h + one))
     with np.errstate(divide="ignore"):
         lvl = np.floor(np.log2(np.sqrt(area) / refer_scale + 1e-6) + refer_level)
     return np.clip(lvl, min_level, max_level).astype(np.int64)
@@ -134,27 +200,33 @@ def _levels(rois: np.ndarray, min_level: int, max_level: int, refer_level: int,
 @register
 class DistributeFpnProposals(OpDef):
     """Assign each ROI to an FPN level ``floor(log2(sqrt(area) / refer_scale + 1e-6) +
-    refer_level)`` clipped to [min_level, max_level] (area with +1 pixel sides);
-    MultiFpnRois[l] holds the level's ROIs image by image (LoD per image), and RestoreIndex
-    [R, 1] the position of each original ROI in the concatenation of the levels."""
+    refer_level)`` clipped to [min_level, max_level] (area with +1 pixel sides; plain with
+    Paddle 2.x's ``pixel_offset`` false); MultiFpnRois[l] holds the level's ROIs image by
+    image (LoD per image), and RestoreIndex [R, 1] the position of each original ROI in the
+    concatenation of the levels. Paddle 2.x: ``RoisNum`` (ROIs per image) replaces the LoD
+    and ``MultiLevelRoIsNum[l]`` (int32 [N]) counts each level's ROIs per image."""
     type = "distribute_fpn_proposals"
-    inputs, outputs = ("FpnRois",), ("MultiFpnRois*", "RestoreIndex")
+    inputs, outputs = ("FpnRois", "RoisNum?"), ("MultiFpnRois*", "RestoreIndex",
+                                                "MultiLevelRoIsNum*?")
     no_grad = True
     lod_aware = True
 
-    def infer(self, FpnRois, *, min_level=2, max_level=5, refer_level=4, refer_scale=224):
+    def infer(self, FpnRois, RoisNum=None, *, min_level=2, max_level=5, refer_level=4,
+              refer_scale=224, pixel_offset=True):
         _need(self.type, FpnRois.ndim == 2 and FpnRois.shape[1] == 4,
               f"FpnRois must be [R, 4], got {list(FpnRois.shape)}")
         _need(self.type, min_level <= max_level, f"min_level ({min_level}) must not exceed "
                                                  f"max_level ({max_level})")
         n = max_level - min_level + 1
         return {"MultiFpnRois": [VarSpec([-1, 4], FpnRois.dtype, 1)] * n,
-                "RestoreIndex": VarSpec([-1, 1], "int32")}
+                "RestoreIndex": VarSpec([-1, 1], "int32"),
+                "MultiLevelRoIsNum": [VarSpec([-1], "int32")] * n}
 
-    def forward(self, FpnRois, lod=None, *, min_level=2, max_level=5, refer_level=4,
-                refer_scale=224):
-        off = offsets_of((lod or {}).get("FpnRois"), FpnRois.shape[0])
-        lvl = _levels(FpnRois, min_level, max_level, refer_level, refer_scale)
+    def forward(self, FpnRois, RoisNum=None, lod=None, *, min_level=2, max_level=5,
+                refer_level=4, refer_scale=224, pixel_offset=True):
+        off = _counts_offsets(self.type, RoisNum, FpnRois.shape[0]) if RoisNum is not None \
+            else offsets_of((lod or {}).get("FpnRois"), FpnRois.shape[0])
+        lvl = _levels(FpnRois, min_level, max_level, refer_level, refer_scale, pixel_offset)
         outs, lods, order = [], [], []
         for level in range(min_level, max_level + 1):
             rows, counts = [], []
@@ -171,29 +243,40 @@ class DistributeFpnProposals(OpDef):
         # one LoD per entry of the duplicable output: attached here, entry by entry
         from ..core.lod import attach
         return {"MultiFpnRois": [attach(o, lod) for o, lod in zip(outs, lods)],
-                "RestoreIndex": restore.reshape(-1, 1)}
+                "RestoreIndex": restore.reshape(-1, 1),
+                "MultiLevelRoIsNum": [np.diff(np.asarray(lod[0])).astype(np.int32)
+                                      for lod in lods]}
 
 
 @register
 class CollectFpnProposals(OpDef):
     """Merge the ROIs of every FPN level: the ``post_nms_topN`` highest scores over all levels
-    and images (stable), then regrouped by image (LoD per image)."""
+    and images (stable), then regrouped by image (LoD per image). Paddle 2.x: the per-level
+    ``MultiLevelRoIsNum`` (ROIs per image) replace the LoD, and ``RoisNum`` (int32 [N])
+    counts the result's ROIs per image."""
     type = "collect_fpn_proposals"
-    inputs, outputs = ("MultiLevelRois*", "MultiLevelScores*"), ("FpnRois",)
+    inputs = ("MultiLevelRois*", "MultiLevelScores*", "MultiLevelRoIsNum*?")
+    outputs = ("FpnRois", "RoisNum?")
     no_grad = True
     lod_aware = True
 
-    def infer(self, MultiLevelRois, MultiLevelScores, *, post_nms_topN=100):
+    def infer(self, MultiLevelRois, MultiLevelScores, MultiLevelRoIsNum=None, *,
+              post_nms_topN=100):
         _need(self.type, len(MultiLevelRois) == len(MultiLevelScores),
               f"{len(MultiLevelRois)} levels of ROIs but {len(MultiLevelScores)} of scores")
-        return {"FpnRois": VarSpec([-1, 4], MultiLevelRois[0].dtype, 1)}
+        return {"FpnRois": VarSpec([-1, 4], MultiLevelRois[0].dtype, 1),
+                "RoisNum": VarSpec([-1], "int32")}
 
-    def forward(self, MultiLevelRois, MultiLevelScores, lod=None, *, post_nms_topN=100):
+    def forward(self, MultiLevelRois, MultiLevelScores, MultiLevelRoIsNum=None, lod=None, *,
+                post_nms_topN=100):
         lod = lod or {}
         rois, scores, images = [], [], []
         for k, (r, s) in enumerate(zip(MultiLevelRois, MultiLevelScores)):
-            lr = (lod.get("MultiLevelRois") or [None] * len(MultiLevelRois))[k]
-            off = offsets_of(lr, r.shape[0])
+            if MultiLevelRoIsNum:
+                off = _counts_offsets(self.type, MultiLevelRoIsNum[k], r.shape[0])
+            else:
+                lr = (lod.get("MultiLevelRois") or [None] * len(MultiLevelRois))[k]
+                off = offsets_of(lr, r.shape[0])
             rois.append(r)
             scores.append(s.reshape(-1))
             images.append(np.repeat(np.arange(len(off) - 1), np.diff(off)))
@@ -201,8 +284,11 @@ class CollectFpnProposals(OpDef):
         top = np.argsort(-s, kind="stable")[:max(min(post_nms_topN, s.size), 0)]
         top = top[np.argsort(img[top], kind="stable")]
         n_img = int(img.max()) + 1 if img.size else 0
+        if MultiLevelRoIsNum:
+            n_img = max(n_img, len(np.asarray(MultiLevelRoIsNum[0]).reshape(-1)))
         counts = np.bincount(img[top], minlength=n_img).tolist()
-        return {"FpnRois": r[top], "lod": {"FpnRois": (_offsets(counts),)}}
+        return {"FpnRois": r[top], "RoisNum": np.asarray(counts, np.int32),
+                "lod": {"FpnRois": (_offsets(counts),)}}
 
 
 @register

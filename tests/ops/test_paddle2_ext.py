@@ -185,3 +185,45 @@ def test_viterbi_decode_against_enumeration(bos):
                 best, arg = s, tags
         assert res["Path"][b, :n].tolist() == list(arg) and not res["Path"][b, n:].any()
         np.testing.assert_allclose(res["Scores"][b], best, rtol=1e-12)
+
+
+@pytest.mark.parametrize("pixel_offset", [True, False])
+def test_generate_proposals_v2_properties(pixel_offset):
+    """(Paddle 2.6's own numbers: tests/ops/test_paddle_oracle.py) Run through a program:
+    boxes inside the image, at least min_size, scores sorted, NMS respected, RpnRoisNum
+    counting the LoD."""
+    import fluidlite as fluid
+    from fluidlite.ops.detection import iou_matrix
+    a, h, w = 2, 3, 4
+    anchors = RNG.uniform(0, 20, (h, w, a, 2))
+    anchors = np.concatenate([anchors, anchors + RNG.uniform(4, 12, (h, w, a, 2))], -1)
+    main = fluid.Program()
+    blk = main.global_block()
+    feed = {"scores": RNG.permutation(2 * a * h * w).reshape(2, a, h, w) * 0.01,
+            "deltas": _u(2, 4 * a, h, w) * 0.3, "im": np.array([[24.0, 30.0], [20.0, 26.0]]),
+            "anchors": anchors, "var": np.ones((h, w, a, 4))}
+    ins = {k: blk.create_var(name=k, shape=v.shape, dtype="float64", is_data=True)
+           for k, v in feed.items()}
+    outs = {n: blk.create_var(name=n) for n in ("rois", "probs", "num")}
+    blk.append_op("generate_proposals_v2",
+                  {"Scores": ins["scores"], "BboxDeltas": ins["deltas"], "ImShape": ins["im"],
+                   "Anchors": ins["anchors"], "Variances": ins["var"]},
+                  {"RpnRois": outs["rois"], "RpnRoiProbs": outs["probs"],
+                   "RpnRoisNum": outs["num"]},
+                  dict(pre_nms_topN=20, post_nms_topN=10, nms_thresh=0.5, min_size=3.0,
+                       pixel_offset=pixel_offset))
+    rois, probs, num = fluid.Executor().run(main, feed=feed, fetch_list=["rois", "probs", "num"],
+                                            return_numpy=False)
+    rois, probs, num = np.array(rois), np.array(probs), np.array(num)
+    off = 1.0 if pixel_offset else 0.0
+    assert num.dtype == np.int32 and num.sum() == rois.shape[0] and (num <= 10).all()
+    start = 0
+    for i, n in enumerate(num):
+        b, s = rois[start:start + n], probs[start:start + n, 0]
+        start += n
+        ih, iw = feed["im"][i]
+        assert (b[:, [0, 2]] >= 0).all() and (b[:, [0, 2]] <= iw - off).all()
+        assert (b[:, [1, 3]] >= 0).all() and (b[:, [1, 3]] <= ih - off).all()
+        assert (b[:, 2] - b[:, 0] + off >= 3.0 - 1e-9).all() and (np.diff(s) <= 0).all()
+        iou = iou_matrix(b, b, normalized=not pixel_offset)
+        assert (iou[np.triu_indices(len(b), 1)] <= 0.5).all()

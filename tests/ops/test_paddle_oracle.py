@@ -229,6 +229,44 @@ def _cases() -> List[Dict[str, Any]]:
                {"Out": F32, "Index": "int32", "NmsRoisNum": "int32"})]
     c += _paddle2_cases()
     c += _paddle2_ext_cases()
+    c += _paddle2_rcnn_cases()
+    return c
+
+
+def _paddle2_rcnn_cases() -> List[Dict[str, Any]]:
+    """The two-stage detectors' ops as PaddleDetection 2.x exports them: generate_proposals_v2
+    (ImShape, pixel_offset, RpnRoisNum), distribute / collect_fpn_proposals with per-image
+    counts instead of LoD."""
+    c = []
+    a, h, w = 3, 4, 5
+    grid = np.stack(np.meshgrid(np.arange(w) * 8.0, np.arange(h) * 8.0), -1).reshape(h, w, 1, 2)
+    sizes = np.array([[8.0, 8.0], [16.0, 8.0], [8.0, 20.0]]).reshape(1, 1, a, 2)
+    anchors = np.concatenate([np.broadcast_to(grid, (h, w, a, 2)),
+                              np.broadcast_to(grid, (h, w, a, 2)) + sizes], -1)
+    for offset in (True, False):
+        c.append(case("generate_proposals_v2",
+                      {"Scores": _distinct(2, a, h, w), "BboxDeltas": _u(2, 4 * a, h, w) * 0.5,
+                       "ImShape": np.array([[32.0, 40.0], [30.0, 36.0]]),
+                       "Anchors": anchors, "Variances": np.ones((h, w, a, 4))},
+                      dict(pre_nms_topN=50, post_nms_topN=40, nms_thresh=0.5, min_size=6.0,
+                           eta=1.0, pixel_offset=offset),
+                      {"RpnRois": F64, "RpnRoiProbs": F64, "RpnRoisNum": "int32"}))
+    # sides 111 / 111 sit on the level 2 / 3 border: +1 pixel (pixel_offset) takes them up
+    rois = np.array([[0, 0, 111, 111], [2, 3, 90, 120], [5, 5, 235, 228], [0, 0, 460, 480],
+                     [4, 4, 5, 6], [10, 10, 121, 121]], F64)
+    for offset in (True, False):
+        c.append(case("distribute_fpn_proposals",
+                      {"FpnRois": rois, "RoisNum": np.array([4, 2], np.int32)},
+                      dict(min_level=2, max_level=5, refer_level=4, refer_scale=224,
+                           pixel_offset=offset),
+                      {"MultiFpnRois": [F64] * 4, "RestoreIndex": "int32",
+                       "MultiLevelRoIsNum": ["int32"] * 4}))
+    lv = [rois[:4], rois[4:]]
+    c.append(case("collect_fpn_proposals",
+                  {"MultiLevelRois": lv, "MultiLevelScores": [_distinct(4, 1), _distinct(2, 1)],
+                   "MultiLevelRoIsNum": [np.array([3, 1], np.int32),
+                                         np.array([1, 1], np.int32)]},
+                  dict(post_nms_topN=4), {"FpnRois": F64, "RoisNum": "int32"}))
     return c
 
 

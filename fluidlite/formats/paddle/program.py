@@ -124,7 +124,6 @@ _PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"},
 # express them (softplus's beta / threshold): any value still there is refused.
 _ANY_VALUE = object()
 _PADDLE2_NEUTRAL_ATTRS = {
-    "distribute_fpn_proposals": {"pixel_offset": True},
     "data_norm": {"enable_scale_and_shift": False},
     "fusion_gru": {"origin_mode": False},
     "lars_momentum": {"epsilon": 0.0, "rescale_grad": 1.0},
