@@ -230,6 +230,70 @@ def _cases() -> List[Dict[str, Any]]:
     c += _paddle2_cases()
     c += _paddle2_ext_cases()
     c += _paddle2_rcnn_cases()
+    c += _paddle2_misc_cases()
+    return c
+
+
+def _paddle2_misc_cases() -> List[Dict[str, Any]]:
+    """ops/paddle2_misc.py."""
+    ints = RNG.integers(-8, 8, (3, 4)).astype(np.int32)
+    rep = np.array([[1.0, 2.0, 2.0, 3.0, 3.0], [4.0, 4.0, 1.0, 1.0, 0.0]])
+    c = [case("share_data", {"X": _u(2, 3)}, {}, {"Out": F64}),
+         case("memcpy_d2h", {"X": _u(2, 3)}, {"dst_place_type": 0}, {"Out": F64}),
+         case("fill_any", {"X": _u(2, 3)}, {"value": 2.5}, {"Out": F64}, ["X"]),
+         case("isclose", {"Input": np.array([1.0, np.nan, np.inf, 2.0, 1e-9]),
+                          "Other": np.array([1.0 + 1e-6, np.nan, np.inf, 2.1, 0.0])},
+              {"rtol": "1e-05", "atol": "1e-08", "equal_nan": True}, {"Out": "bool"}),
+         case("isclose", {"Input": np.array([1.0, np.nan, -np.inf]),
+                          "Other": np.array([1.00002, np.nan, np.inf])},
+              {"rtol": "1e-05", "atol": "1e-08", "equal_nan": False}, {"Out": "bool"}),
+         case("elementwise_fmax", {"X": np.array([[1.0, np.nan, 3.0], [0.5, 2.0, np.nan]]),
+                                   "Y": np.array([[2.0, 1.0, np.nan], [0.1, 3.0, np.nan]])},
+              {}, {"Out": F64}),
+         case("elementwise_fmin", {"X": _u(3, 4), "Y": _u(3, 4)}, {}, {"Out": F64},
+              ["X", "Y"]),
+         case("bitwise_and", {"X": ints, "Y": ints[::-1].copy()}, {}, {"Out": "int32"}),
+         case("bitwise_xor", {"X": ints, "Y": ints[::-1].copy()}, {}, {"Out": "int32"}),
+         case("bitwise_not", {"X": ints}, {}, {"Out": "int32"}),
+         case("kthvalue", {"X": rep}, {"k": 2, "axis": 1, "keepdim": False},
+              {"Out": F64, "Indices": "int64"}, ["X"], dslot="Out"),
+         case("kthvalue", {"X": _distinct(3, 4, 2)}, {"k": 3, "axis": 1, "keepdim": True},
+              {"Out": F64, "Indices": "int64"}, ["X"], dslot="Out"),
+         case("mode", {"X": rep}, {"axis": 1, "keepdim": False},
+              {"Out": F64, "Indices": "int64"}, ["X"], dslot="Out"),
+         case("mode", {"X": rep.T.copy()}, {"axis": 0, "keepdim": True},
+              {"Out": F64, "Indices": "int64"}),
+         case("bincount", {"X": np.array([1, 3, 3, 0, 7], np.int64)}, {"minlength": 3},
+              {"Out": "int64"}),
+         case("bincount", {"X": np.array([1, 3, 3, 0], np.int64), "Weights": _u(4)},
+              {"minlength": 6}, {"Out": F64}),
+         case("searchsorted", {"SortedSequence": np.array([1.0, 2.0, 2.0, 5.0]),
+                               "Values": np.array([[2.0, 0.0], [5.0, 6.0]])},
+              {"out_int32": False, "right": True}, {"Out": "int64"}),
+         case("searchsorted", {"SortedSequence": np.sort(_u(2, 5), axis=1),
+                               "Values": _u(2, 3)}, {"out_int32": True, "right": False},
+              {"Out": "int32"}),
+         case("nms", {"Boxes": np.array([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30],
+                                         [0, 0, 9, 11], [21, 19, 30, 31]], F64)},
+              {"iou_threshold": 0.5}, {"KeepBoxesIdxs": "int64"}),
+         case("unique_consecutive", {"X": np.array([1, 1, 2, 2, 2, 1, 3, 3], np.int64)},
+              {"return_inverse": True, "return_counts": True, "axis": [], "dtype": 3},
+              {"Out": "int64", "Index": "int64", "Counts": "int64"}),
+         case("unique_consecutive", {"X": np.array([[1, 1, 2], [1, 1, 2]], np.int64)},
+              {"return_inverse": True, "return_counts": True, "axis": [1], "dtype": 2},
+              {"Out": "int64", "Index": "int32", "Counts": "int32"}),
+         case("logcumsumexp", {"X": _u(3, 4) * 3}, {"axis": 1, "flatten": False,
+                                                    "exclusive": False, "reverse": False},
+              {"Out": F64}, ["X"])]
+    # (a cube: Paddle 2.6 fills only its first element, fluidlite numpy's (i, i, i))
+    for wrap, offset, shape in ((False, 0, (3, 4)), (True, 0, (7, 3)), (False, 1, (4, 4)),
+                                (True, -1, (6, 2))):
+        c.append(case("fill_diagonal", {"X": _u(*shape)},
+                      {"value": 9.0, "offset": offset, "wrap": wrap}, {"Out": F64}, ["X"]))
+    for ex, rev in ((True, False), (False, True), (True, True)):
+        c.append(case("logcumsumexp", {"X": _u(2, 5)}, {"axis": -1, "flatten": False,
+                                                        "exclusive": ex, "reverse": rev},
+                      {"Out": F64}, ["X"]))
     return c
 
 
