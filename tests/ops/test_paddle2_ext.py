@@ -218,7 +218,7 @@ def test_generate_proposals_v2_properties(pixel_offset):
     off = 1.0 if pixel_offset else 0.0
     assert num.dtype == np.int32 and num.sum() == rois.shape[0] and (num <= 10).all()
     start = 0
-    for i, n in enumerate(num):
+    for i, n in enumerate(num.tolist()):
         b, s = rois[start:start + n], probs[start:start + n, 0]
         start += n
         ih, iw = feed["im"][i]
