@@ -231,6 +231,39 @@ def _cases() -> List[Dict[str, Any]]:
     c += _paddle2_ext_cases()
     c += _paddle2_rcnn_cases()
     c += _paddle2_misc_cases()
+    c += _linalg2_cases()
+    return c
+
+
+def _spd(*batch_n):
+    a = _u(*batch_n[:-1], batch_n[-1], batch_n[-1])
+    return a @ np.swapaxes(a, -1, -2) + batch_n[-1] * np.eye(batch_n[-1])
+
+
+def _linalg2_cases() -> List[Dict[str, Any]]:
+    """ops/linalg2.py: paddle.linalg's matrix ops with their gradients."""
+    well = lambda *s: _u(*s) + 3 * np.eye(s[-1])                         # noqa: E731
+    # (the determinants' gradients: numeric in tests/ops/test_linalg2.py; this harness cannot
+    # give Paddle's gradients() an upstream gradient of their inferred output shape)
+    c = [case("inverse", {"Input": well(2, 3, 3)}, {}, {"Output": F64}, ["Input"]),
+         case("determinant", {"Input": well(2, 3, 3)}, {}, {"Out": F64}),
+         case("slogdeterminant", {"Input": _u(2, 3, 3)}, {}, {"Out": F64}),
+         case("matrix_power", {"X": _u(3, 3)}, {"n": 3}, {"Out": F64}, ["X"]),
+         case("matrix_power", {"X": well(2, 3, 3)}, {"n": -2}, {"Out": F64}, ["X"]),
+         case("matrix_power", {"X": _u(3, 3)}, {"n": 0}, {"Out": F64}),
+         case("cholesky", {"X": _spd(2, 3)}, {"upper": False}, {"Out": F64}, ["X"]),
+         case("cholesky", {"X": _spd(3)}, {"upper": True}, {"Out": F64}, ["X"]),
+         case("mv", {"X": _u(3, 4), "Vec": _u(4)}, {}, {"Out": F64}, ["X", "Vec"]),
+         case("multi_dot", {"X": [_u(4), _u(4, 3), _u(3, 2)]}, {}, {"Out": F64}, ["X"]),
+         case("multi_dot", {"X": [_u(2, 4), _u(4, 3), _u(3)]}, {}, {"Out": F64}, ["X"]),
+         case("solve", {"X": well(2, 3, 3), "Y": _u(2, 3, 2)}, {}, {"Out": F64}, ["X", "Y"]),
+         case("solve", {"X": well(3, 3), "Y": _u(3)}, {}, {"Out": F64}, ["X", "Y"]),
+         case("solve", {"X": well(2, 3, 3), "Y": _u(3, 2)}, {}, {"Out": F64}, ["X", "Y"]),
+         case("solve", {"X": well(2, 3, 3), "Y": _u(2, 3)}, {}, {"Out": F64})]
+    for upper, trans, unit in ((True, False, False), (False, True, False), (True, True, True)):
+        c.append(case("triangular_solve", {"X": well(2, 3, 3), "Y": _u(2, 3, 2)},
+                      dict(upper=upper, transpose=trans, unitriangular=unit), {"Out": F64},
+                      ["X", "Y"]))
     return c
 
 
