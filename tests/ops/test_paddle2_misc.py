@@ -137,3 +137,28 @@ def test_logcumsumexp(exclusive, reverse):
     np.testing.assert_allclose(res, ref[:, ::-1] if reverse else ref, rtol=1e-12)
     big = get_op_def("logcumsumexp").forward(np.array([1000.0, 1000.0]))["Out"]
     np.testing.assert_allclose(big, [1000.0, 1000.0 + np.log(2.0)])      # no overflow
+
+
+def test_quantize_and_dequantize_linear():
+    """(Paddle 2.6's own numbers, both round types: tests/ops/test_paddle_oracle.py)"""
+    x = np.array([[0.3, -1.2, 2.5, -3.0]], np.float32)
+    s = np.array([1.5], np.float32)
+    q = _check("quantize_linear", {"X": x, "Scale": s}, {"quant_axis": -1, "round_type": 0},
+               "Y", [])["Y"]
+    assert q.dtype == np.float32 and q.tolist() == [[25.0, -102.0, 127.0, -128.0]]
+    q1 = get_op_def("quantize_linear").forward(x, s, quant_axis=-1, round_type=1)["Y"]
+    assert q1.tolist() == [[25.0, -102.0, 127.0, -127.0]]          # clipped to s first
+    d = _check("dequantize_linear", {"X": q, "Scale": s}, {"quant_axis": -1}, "Y", [])["Y"]
+    np.testing.assert_allclose(d, q * 1.5 / 127, rtol=1e-6)
+    per = get_op_def("quantize_linear").forward(
+        np.ones((2, 3), np.float32), np.array([1.0, 2.0, 4.0], np.float32), quant_axis=1)["Y"]
+    assert per[0].tolist() == [127.0, 64.0, 32.0]            # 63.5 -> 64, 31.75 -> 32
+    assert get_op_def("quantize_linear").forward(x, s, only_observer=True)["Y"].tolist() == \
+        x.tolist()
+    with pytest.raises(ValueError, match="ZeroPoint must be 0"):
+        get_op_def("quantize_linear").forward(x, s, np.ones(1, np.float32), quant_axis=-1)
+    with pytest.raises(ValueError, match="only inference programs \\(is_test=True\\)"):
+        get_op_def("quantize_linear").infer(VarSpec((1, 4), "float32"),
+                                            VarSpec((1,), "float32"), is_test=False)
+    with pytest.raises(ValueError, match="one value per index of dim 1"):
+        get_op_def("dequantize_linear").forward(x, s, quant_axis=1)

@@ -232,6 +232,28 @@ def _cases() -> List[Dict[str, Any]]:
     c += _paddle2_rcnn_cases()
     c += _paddle2_misc_cases()
     c += _linalg2_cases()
+    c += _quant_linear_cases()
+    return c
+
+
+def _quant_linear_cases() -> List[Dict[str, Any]]:
+    """PaddleSlim 2.x's quantize_linear / dequantize_linear (inference form; Paddle 2.6 has
+    float32 kernels only)."""
+    c = []
+    x = (_u(3, 4, 2) * 2).astype(F32)
+    x[0, 0, 0] = np.float32(0.5 * 1.5 / 127)                     # an exact half: 0.5 -> 0 / 1
+    for axis, scale in ((-1, np.array([1.5], F32)),
+                        (1, np.array([0.5, 1.0, 2.0, 1.5], F32))):
+        for rnd in (0, 1):
+            attrs = dict(quant_axis=axis, bit_length=8, round_type=rnd, is_test=True,
+                         only_observer=False)
+            c.append(case("quantize_linear", {"X": x, "Scale": scale,
+                                              "ZeroPoint": np.zeros_like(scale)},
+                          attrs, {"Y": F32}, tol=1e-6))
+        c.append(case("dequantize_linear", {"X": np.round(x * 40), "Scale": scale,
+                                            "ZeroPoint": np.zeros_like(scale)},
+                      dict(quant_axis=axis, bit_length=8, round_type=0, is_test=True,
+                           only_observer=False), {"Y": F32}, tol=1e-6))
     return c
 
 
