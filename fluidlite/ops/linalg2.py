@@ -229,7 +229,8 @@ def _as_matrix(Y: np.ndarray, X: np.ndarray) -> Tuple[np.ndarray, bool]:
 @register
 class Solve(OpDef):
     """Out = X^-1 Y (X [..., n, n]; Y [..., n, k], or vectors: [n] or X's shape without its
-    last dim; batch dims broadcast);  dY = X^-T dOut, dX = -dY Out^T (summed over broadcast dims)."""
+    last dim; batch dims broadcast);  dY = X^-T dOut, dX = -dY Out^T (summed over broadcast
+    dims)."""
     type, inputs, outputs = "solve", ("X", "Y"), ("Out",)
     grad_uses = ("X", "Y", "Out")
 
