@@ -26,6 +26,7 @@ from ..core.dtypes import FLOATS, VarType
 from ..core.registry import OpDef, VarSpec, register
 from .activation import _Act, erf_numpy
 from .broadcast import reduce_to
+from .reduce import _Reduce, _axes as _reduce_axes
 from .tensor import norm_axis
 
 
@@ -198,50 +199,31 @@ class Lerp(OpDef):
 
 
 # -- reductions and scans ---------------------------------------------------------------------
-def _reduce_axes(op: str, rank: int, dim: Sequence[int], reduce_all: bool) -> Tuple[int, ...]:
-    if reduce_all or not dim or rank == 0:
-        return tuple(range(rank))
-    return tuple(sorted({norm_axis(op, int(d), rank, "dim entry") for d in dim}))
-
-
-class _ReduceExtreme(OpDef):
-    inputs, outputs = ("X",), ("Out",)
+class _ReduceShared(_Reduce):
+    """reduce_max / reduce_min's forward; dX = dOut / (number of tied extremes) at each of
+    them (Paddle 2.x's amax / amin; fluid's max / min give every tie the whole dOut)."""
     grad_uses = ("X", "Out")
-    # (a dtype change is mapped to a cast by the Paddle reader; -1 keeps X's)
-    extra_attrs = {"in_dtype": -1, "out_dtype": -1}
-    pick: Any
-
-    def infer(self, X, *, dim=[0], keep_dim=False, reduce_all=False):
-        axes = _reduce_axes(self.type, len(X.shape), dim, reduce_all)
-        shape = [1 if i in axes else d for i, d in enumerate(X.shape)] if keep_dim else \
-            [d for i, d in enumerate(X.shape) if i not in axes]
-        return {"Out": VarSpec(shape, X.dtype)}
-
-    def forward(self, X, *, dim=[0], keep_dim=False, reduce_all=False):
-        axes = _reduce_axes(self.type, X.ndim, dim, reduce_all)
-        return {"Out": np.asarray(self.pick(X, axis=axes, keepdims=keep_dim))}
 
     def backward(self, X, Out, dOut, *, dim=[0], keep_dim=False, reduce_all=False):
+        mask = X == self._expand(X, Out, dim, reduce_all)
         axes = _reduce_axes(self.type, X.ndim, dim, reduce_all)
-        out = np.asarray(self.pick(X, axis=axes, keepdims=True))
-        g = np.asarray(dOut).reshape(out.shape)
-        hit = X == out
-        count = hit.sum(axis=axes, keepdims=True)
-        return {"X": np.where(hit, g / count.astype(g.dtype), 0).astype(X.dtype, copy=False)}
+        count = mask.sum(axis=axes, keepdims=True).astype(dOut.dtype)
+        return {"X": (self._expand(X, dOut, dim, reduce_all) * mask / count)
+                .astype(dOut.dtype, copy=False)}
 
 
 @register
-class ReduceAmax(_ReduceExtreme):
+class ReduceAmax(_ReduceShared):
     """Out = max of X over ``dim``; dX = dOut / (number of maxima) at every maximum."""
     type = "reduce_amax"
-    pick = staticmethod(np.max)
+    _np = staticmethod(np.max)
 
 
 @register
-class ReduceAmin(_ReduceExtreme):
+class ReduceAmin(_ReduceShared):
     """Out = min of X over ``dim``; dX = dOut / (number of minima) at every minimum."""
     type = "reduce_amin"
-    pick = staticmethod(np.min)
+    _np = staticmethod(np.min)
 
 
 @register
