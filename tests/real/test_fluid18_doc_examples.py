@@ -20,8 +20,9 @@ from . import fluid18_doc_examples as docex
 # measured 2026-11-29 on release/1.8 (a2dae548): 710 examples, 511-513 pass, 45-47 fail, 88
 # skipped by rule, 64 broken in the docs (one example, Conv3DTranspose, is near the 20 s
 # timeout on busy cores); after the second round 540-542 pass, 6-8 fail, 90 skipped, 72
-# broken; the run must not fall below this
-MIN_PASSED = 530
+# broken; session 40: 544 pass, 4 fail (3 the mixed-dtype cond deviation, a timeout), 90
+# skipped, 72 broken; the run must not fall below this
+MIN_PASSED = 540
 
 
 def _ex(code, qualname="f", module="paddle.fluid.layers.nn"):

@@ -29,7 +29,8 @@ def ctr_metric_bundle(input: Variable, label: Variable
 
     Args:
         input (Variable): ``[N, 1]`` float32 predicted click probabilities.
-        label (Variable): ``[N, 1]`` float32 labels, of ``input``'s shape.
+        label (Variable): ``[N, 1]`` labels (0 / 1), of ``input``'s shape: float32, or an
+            integer tensor (fluid 1.8's documented example passes int32), cast to float32.
     Returns:
         tuple: (local_sqrerr, local_abserr, local_prob, local_q, local_pos_num,
         local_ins_num).
@@ -71,6 +72,13 @@ def ctr_metric_bundle(input: Variable, label: Variable
     def op(type_: str, x: Variable, out: Variable, y: Variable = None, **attrs) -> None:
         inputs = {"X": [x]} if y is None else {"X": [x], "Y": [y]}
         helper.append_op(type=type_, inputs=inputs, outputs={"Out": [out]}, attrs=attrs)
+    if label.dtype != input.dtype:
+        # fluid 1.8 subtracted an int label from the float input and failed when run; the
+        # documented int32 label is the intended use: compare it as a number
+        as_float = helper.create_variable_for_type_inference(input.dtype)
+        helper.append_op(type="cast", inputs={"X": [label]}, outputs={"Out": [as_float]},
+                         attrs={"in_dtype": label.dtype, "out_dtype": input.dtype})
+        label = as_float
     op("elementwise_sub", input, tmp_res_elesub, label)
     # fluidlite's squared_l2_norm answers float64 (it accumulates there, ops/clip.py), fluid's
     # the input's dtype: cast back so the accumulator stays float32 as in fluid
