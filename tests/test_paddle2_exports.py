@@ -355,6 +355,21 @@ def test_paddle26_export_runs_as_in_paddle(exports, name):
             params_filename="inference.pdiparams")
         outs = exe.run(prog, feed={f: io[f"x{k}"] for k, f in enumerate(feeds)},
                        fetch_list=fetches)
+    _same(name, outs, io)
+    # and through fluid's inference API with its optimisation passes (they rewrite ops whose
+    # pruned outputs, such as XShape, the reader re-declares)
+    from fluidlite.core import AnalysisConfig, create_paddle_predictor
+    cfg = AnalysisConfig(str(d / "inference.pdmodel"), str(d / "inference.pdiparams"))
+    cfg.switch_ir_optim(True)
+    pred = create_paddle_predictor(cfg)
+    for k, n in enumerate(pred.get_input_names()):
+        pred.get_input_tensor(n).copy_from_cpu(io[f"x{k}"])
+    pred.zero_copy_run()
+    _same(name + " (predictor)", [pred.get_output_tensor(n).copy_to_cpu()
+                                  for n in pred.get_output_names()], io)
+
+
+def _same(name, outs, io):
     assert len(outs) == len([k for k in io.files if k.startswith("y")])
     for k, got in enumerate(outs):
         ref = io[f"y{k}"]

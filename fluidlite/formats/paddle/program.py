@@ -1300,6 +1300,7 @@ def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],
     # op may write more (XShape, Mask, ReserveSpace) -- but nothing a grad op writes is dropped
     inputs = _known_slots(opdef.in_slots, inputs, owhere, "input", strict=not grad)
     outputs = _known_slots(opdef.out_slots, outputs, owhere, "output", strict=grad)
+    outputs = _complete_outputs(p, b, opdef, inputs, outputs)
     known = set(registry.COMMON_ATTRS) | set(opdef.attr_defaults) | set(opdef.extra_attrs)
     raw = dict(raw)
     defaults = {**opdef.attr_defaults, **opdef.extra_attrs}
@@ -1327,6 +1328,32 @@ def _make_op(p: Any, b: Any, op_type: str, inputs: Dict[str, List[str]],
                                         f"'{arg}', which the program does not declare "
                                         f"(corrupted file?)")
     return Operator(b, op_type, inputs, outputs, attrs)
+
+
+# required outputs Paddle's inference export prunes when nothing reads them: the spec of the
+# variable the reader declares instead, from the op's X (shape, dtype)
+_PRUNED_OUTPUTS = {"XShape": lambda x: ((0,) + tuple(x.shape), x.dtype),
+                   "Mask": lambda x: (tuple(x.shape), VarType.UINT8)}
+
+
+def _complete_outputs(p: Any, b: Any, opdef: Any, inputs: Dict[str, List[str]],
+                      outputs: Dict[str, List[str]]) -> Dict[str, List[str]]:
+    """``outputs`` with a fresh variable for each required ``XShape`` / ``Mask`` output the
+    file leaves out (``_PRUNED_OUTPUTS``): an inference pass re-creating such an op checks its
+    slots, so a loaded program must have them all."""
+    present = [a for args in outputs.values() for a in args if a != "@EMPTY@"]
+    rw = _Rewriter(p, b)
+    x = _one(inputs, "X")
+    xv = rw.var(x) if x else None
+    out = outputs
+    for s in opdef.out_slots:
+        if s.dispensable or s.duplicable or s.name not in _PRUNED_OUTPUTS or xv is None or \
+                not present or [a for a in outputs.get(s.name, []) if a != "@EMPTY@"]:
+            continue
+        shape, dtype = _PRUNED_OUTPUTS[s.name](xv)
+        out = dict(out, **{s.name: [rw.tmp(f"{present[0]}@{s.name}", x, dtype=dtype,
+                                           shape=shape)]})
+    return out
 
 
 def _as_declared(value: Any, default: Any) -> Any:
