@@ -227,3 +227,60 @@ def test_generate_proposals_v2_properties(pixel_offset):
         assert (b[:, 2] - b[:, 0] + off >= 3.0 - 1e-9).all() and (np.diff(s) <= 0).all()
         iou = iou_matrix(b, b, normalized=not pixel_offset)
         assert (iou[np.triu_indices(len(b), 1)] <= 0.5).all()
+
+
+def test_mutation_gaps_shapes_modes_and_messages():
+    """Kills the first mutation sample's real survivors: inference with unknown dims, the
+    'assign' mode, a values attribute of two dims, cumprod over a leading dim, the errors."""
+    f32 = "float32"
+    spec = get_op_def("lerp").infer(VarSpec((-1, 4), f32), VarSpec((3, 4), f32),
+                                    VarSpec((4,), f32))["Out"]
+    assert spec == VarSpec((-1, -1), f32)
+    pu = get_op_def("pixel_unshuffle").infer(VarSpec((1, 2, 4, 6), f32), downscale_factor=2)
+    assert pu == {"Out": VarSpec((1, 8, 2, 3), f32)}
+    pu = get_op_def("pixel_unshuffle").infer(VarSpec((1, 4, 6, 2), f32), downscale_factor=2,
+                                             data_format="NHWC")
+    assert pu == {"Out": VarSpec((1, 2, 3, 8), f32)}
+    vd = get_op_def("viterbi_decode").infer(VarSpec((2, 5, 4), f32), VarSpec((4, 4), f32),
+                                            VarSpec((2,), "int64"))
+    assert vd == {"Scores": VarSpec((2,), f32), "Path": VarSpec((2, -1), "int64")}
+    with pytest.raises(ValueError, match="Input must be \\[batch, steps, tags\\]"):
+        get_op_def("viterbi_decode").infer(VarSpec((2, 5), f32), VarSpec((4, 4), f32),
+                                           VarSpec((2,), "int64"))
+    with pytest.raises(ValueError, match="the 6 channels must be divisible by groups \\(4\\)"):
+        get_op_def("channel_shuffle").infer(VarSpec((1, 6, 2, 2), f32), groups=4)
+    # cumprod along a leading dim of a 3-D tensor (the scan moves it last)
+    z = _u(3, 2, 4)
+    got = _check("cumprod", {"X": z}, {"dim": 0}, "Out", ["X"])
+    np.testing.assert_allclose(got, np.cumprod(z, axis=0))
+    # put_along_axis 'assign': the value replaces, its gradient is the result's there
+    inp, val = _u(3, 4), _u(1, 4)
+    index = np.array([[0, 2, 2, 1]], np.int64)
+    got = _check("put_along_axis", {"Input": inp, "Index": index, "Value": val},
+                 {"Axis": 0, "Reduce": "assign", "Include_self": True}, "Result",
+                 ["Input", "Value"])
+    ref = inp.copy()
+    ref[index[0], np.arange(4)] = val[0]
+    np.testing.assert_array_equal(got, ref)
+    # set_value from a values attribute shaped [2, 1]
+    x = _u(3, 4)
+    out = get_op_def("set_value").forward(x, axes=[0, 1], starts=[0, 1], ends=[2, 2],
+                                          steps=[1, 1], shape=[2, 1], values=[5.0, 6.0])["Out"]
+    assert out[:2, 1].tolist() == [5.0, 6.0] and (out[2] == x[2]).all()
+    for op_type, kw, msg in (("cumprod", {"dim": 2}, "cumprod: dim 2 is out of range"),
+                             ("diagonal", {"axis1": 0, "axis2": 2},
+                              "diagonal: axis2 2 is out of range"),
+                             ("repeat_interleave", {"Repeats": 1, "dim": 3},
+                              "repeat_interleave: dim 3 is out of range")):
+        with pytest.raises(ValueError, match=msg):
+            get_op_def(op_type).forward(_u(2, 2), **kw)
+    with pytest.raises(ValueError, match="take_along_axis: Axis 2 is out of range"):
+        get_op_def("take_along_axis").infer(VarSpec((2, 2), f32), VarSpec((2, 2), "int64"),
+                                            Axis=2)
+    with pytest.raises(ValueError, match="set_value: decrease_axes entry 5 is out of range"):
+        get_op_def("set_value").forward(x, axes=[0], starts=[0], ends=[1], steps=[1],
+                                        decrease_axes=[5], values=[1.0], shape=[1])
+    # matrix_power's gradient keeps a float32 input's dtype
+    m = _u(3, 3).astype(np.float32)
+    g = get_op_def("matrix_power").backward(m, np.ones((3, 3), np.float32), n=3)["X"]
+    assert g.dtype == np.float32

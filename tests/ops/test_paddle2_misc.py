@@ -162,3 +162,40 @@ def test_quantize_and_dequantize_linear():
                                             VarSpec((1,), "float32"), is_test=False)
     with pytest.raises(ValueError, match="one value per index of dim 1"):
         get_op_def("dequantize_linear").forward(x, s, quant_axis=1)
+
+
+def test_mutation_gaps_inference_sides_and_axes():
+    """Kills the first mutation sample's real survivors: inferred specs, searchsorted's left
+    side, nms on boxes whose x and y differ, mode with keepdim, unique_consecutive's axis."""
+    i64 = "int64"
+    assert get_op_def("fill_any").infer(VarSpec((2, 3), "float32"))["Out"] == \
+        VarSpec((2, 3), "float32")
+    assert get_op_def("bincount").infer(VarSpec((5,), i64))["Out"] == VarSpec((-1,), i64)
+    uc = get_op_def("unique_consecutive").infer(VarSpec((2, 3), i64), axis=[1], dtype=2)
+    assert uc == {"Out": VarSpec((2, -1), i64), "Index": VarSpec((3,), "int32"),
+                  "Counts": VarSpec((-1,), "int32")}
+    uc = get_op_def("unique_consecutive").infer(VarSpec((2, 3), i64))
+    assert uc["Index"] == VarSpec((-1,), i64) and uc["Counts"] == VarSpec((-1,), i64)
+    assert get_op_def("tril_indices").infer(rows=3, cols=3, offset=0) == \
+        {"out": VarSpec((2, 6), i64)}
+    ts = get_op_def("triangular_solve").infer(VarSpec((2, 3, 3), "float64"),
+                                              VarSpec((3, 2), "float64"))
+    assert ts == {"Out": VarSpec((2, 3, 2), "float64")}
+    md = get_op_def("multi_dot").infer([VarSpec((2, 4), "float64"), VarSpec((4, 3), "float64"),
+                                        VarSpec((3, 5), "float64")])
+    assert md == {"Out": VarSpec((2, 5), "float64")}
+    seq = np.array([1.0, 2.0, 2.0, 5.0])
+    left = _check("searchsorted", {"SortedSequence": seq, "Values": np.array([2.0, 0.0, 9.0])},
+                  {"right": False}, "Out", [])["Out"]
+    assert left.dtype == np.int64 and left.tolist() == [1, 0, 4]
+    boxes = np.array([[0, 0, 10, 4], [6, 0, 16, 4], [0, 5, 10, 9]], float)
+    keep = _check("nms", {"Boxes": boxes}, {"iou_threshold": 0.3}, "KeepBoxesIdxs", [])
+    assert keep["KeepBoxesIdxs"].tolist() == [0, 1, 2]      # IoU(0, 1) = 16 / 64 = 0.25
+    keep = get_op_def("nms").forward(boxes, iou_threshold=0.2)["KeepBoxesIdxs"]
+    assert keep.tolist() == [0, 2]
+    res = get_op_def("mode").forward(np.array([[3.0, 1.0, 3.0], [2.0, 2.0, 0.0]]), axis=1,
+                                     keepdim=True)
+    assert res["Out"].tolist() == [[3.0], [2.0]] and res["Indices"].tolist() == [[2], [1]]
+    res = _check("unique_consecutive", {"X": np.array([[1, 1, 2, 2], [3, 3, 4, 5]])},
+                 {"axis": [1], "return_inverse": True, "return_counts": True}, "Out", [])
+    assert res["Out"].tolist() == [[1, 2, 2], [3, 4, 5]] and res["Counts"].tolist() == [2, 1, 1]
