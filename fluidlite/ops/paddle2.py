@@ -171,8 +171,8 @@ class Where(OpDef):
             raise ValueError(f"where: X and Y must have the same data type, got {X.dtype} and "
                              f"{Y.dtype}")
         shapes = [tuple(Condition.shape), tuple(X.shape), tuple(Y.shape)]
-        try:
-            out = np.broadcast_shapes(*[tuple(max(d, 1) for d in s) for s in shapes])
+        try:        # an unknown dim (-1) broadcasts like 1 here; a 0 dim stays 0
+            out = np.broadcast_shapes(*[tuple(d if d >= 0 else 1 for d in s) for s in shapes])
         except ValueError:
             raise ValueError(f"where: Condition {list(shapes[0])}, X {list(shapes[1])} and Y "
                              f"{list(shapes[2])} cannot be broadcast together") from None
@@ -197,9 +197,10 @@ class Where(OpDef):
 
 def _topk(X: np.ndarray, k: int, axis: int, largest: bool) -> np.ndarray:
     """Indices of the top k along ``axis`` (ties: lower index first)."""
-    key = -X if largest else X
-    if X.dtype == np.bool_:
-        key = ~X if largest else X
+    key = X
+    if largest:     # an order-reversing key: -x for floats; ~x (-x - 1 for signed ints) for
+        # bools and integers, where -x fails (bool), wraps (unsigned) or overflows (the minimum)
+        key = ~X if X.dtype.kind in "biu" else -X
     return np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
 
 
@@ -376,7 +377,7 @@ class Mish(OpDef):
         dsp = -np.expm1(-sp)                 # sigmoid(X) where sp = log1p(exp(X))
         if threshold > 0:
             th = X.dtype.type(threshold)
-            dsp = np.where(X > th, one, np.where(X < -th, np.exp(X), dsp))
+            dsp = np.where(X > th, one, np.where(X < -th, np.exp(np.minimum(X, -th)), dsp))
         return {"X": (dOut * (X * ((one - t * t) * dsp) + t)).astype(X.dtype, copy=False)}
 
 
@@ -499,7 +500,12 @@ class Pad3d(OpDef):
                 value=0.0, data_format="NCDHW"):
         out = X
         for a, src in self._sources(X, Paddings, paddings, mode, data_format):
-            taken = np.take(out, np.maximum(src, 0), axis=a)
+            if out.shape[a] == 0 and len(src):   # constant padding of an empty dim (_sources
+                shape = list(out.shape)          # refuses the other modes there): nothing to
+                shape[a] = len(src)              # take, the constant is filled in below
+                taken = np.empty(shape, out.dtype)
+            else:
+                taken = np.take(out, np.maximum(src, 0), axis=a)
             if mode == "constant":
                 mask_shape = [1] * out.ndim
                 mask_shape[a] = len(src)

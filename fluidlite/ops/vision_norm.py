@@ -332,8 +332,8 @@ class DataNorm(OpDef):
         s = (rows * live).sum(axis=0)
         sq = (((rows - means) ** 2) * live).sum(axis=0)
         seen = c >= 1
-        safe = np.where(seen, c, 1)
-        t = rows.dtype.type
+        t = rows.dtype.type            # a typed 1: a Python 1 promotes differently in NumPy 1.x
+        safe = np.where(seen, c, t(1))
         return {"BatchSize": np.where(seen, t(1), t(0)).astype(rows.dtype),
                 "BatchSum": np.where(seen, s / safe, t(0)).astype(rows.dtype),
                 "BatchSquareSum": np.where(seen, sq / safe + c * t(epsilon),
