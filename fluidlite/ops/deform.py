@@ -76,7 +76,9 @@ def _sample(x: np.ndarray, offset: np.ndarray, kh: int, kw: int, dg: int, stride
             valid = inside & (hi >= 0) & (hi <= H - 1) & (wi >= 0) & (wi <= W - 1)
             weight = (lh if dy else 1 - lh) * (lw if dx else 1 - lw) * valid
             hc, wc = np.clip(hi, 0, H - 1), np.clip(wi, 0, W - 1)
-            v = xg[n_idx, g_idx, :, hc, wc] * valid[..., None]      # [N,dg,K,oh,ow,Cg]
+            # fluid reads no corner outside the map: a 0 there, not x * 0 (inf * 0 is NaN)
+            v = np.where(valid[..., None], xg[n_idx, g_idx, :, hc, wc],
+                         x.dtype.type(0))                              # [N,dg,K,oh,ow,Cg]
             corners.append((hc, wc, weight, dy, dx))
             values.append(v)
             val = val + v * weight[..., None]
