@@ -81,7 +81,8 @@ tests_for() {
     fluidlite/ops/optim.py|fluidlite/ops/optim_adam.py|fluidlite/ops/optim_adagrad.py|fluidlite/ops/inplace.py)
       echo tests/ops/test_optim.py tests/ops/test_optim_adam.py tests/ops/test_optim_adagrad.py \
            tests/ops/test_inplace.py tests/test_optimizer.py tests/test_fusion.py \
-           tests/test_dtype_stability.py tests/test_mutants_optim.py ;;
+           tests/test_dtype_stability.py tests/test_mutants_optim.py \
+           tests/test_mutants_optim_adagrad.py ;;
     fluidlite/ops/optim_*.py)
       echo tests/ops/test_optim.py tests/ops/test_$base.py tests/test_optimizer.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py ;;
@@ -156,6 +157,37 @@ tests_for() {
     fluidlite/ops/vision.py)
       echo tests/ops/test_vision.py tests/test_layers_vision.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_vision.py ;;
+    fluidlite/ops/vision_norm.py|fluidlite/ops/interp.py)
+      # group / instance / spectral / data norm, inplace_abn and the interp ops are tested with
+      # the vision ops (no tests/ops/test_vision_norm.py or test_interp.py); interp's resize
+      # is also pool3d's adaptive kernel, bicubic_interp a Paddle 2 program op
+      echo tests/ops/test_vision.py tests/test_layers_vision.py tests/ops/test_paddle_oracle.py \
+           tests/dygraph/test_nn_dedicated_ops.py tests/test_paddle2_programs.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_$base.py ;;
+    fluidlite/ops/mask_labels.py)
+      # generate_mask_labels is tested with the detection ops (no tests/ops/test_mask_labels.py)
+      echo tests/ops/test_detection.py tests/test_layers_detection.py \
+           tests/test_dtype_stability.py tests/test_mutants_mask_labels.py ;;
+    fluidlite/ops/sequence_text.py)
+      # row_conv, ctc_align, edit_distance, sequence_erase, chunk_eval and im2sequence are
+      # tested with the sequence ops and the metrics (no tests/ops/test_sequence_text.py)
+      echo tests/ops/test_sequence.py tests/ops/test_seq_padded.py tests/test_evaluator.py \
+           tests/test_metrics.py tests/test_layer_checks_round5.py \
+           tests/test_api_arguments_round3.py tests/test_dtype_stability.py \
+           tests/test_lower_grad.py tests/test_mutants_sequence_text.py ;;
+    fluidlite/ops/einsum.py)
+      # einsum is tested with the Paddle 2.6 exports (no tests/ops/test_einsum.py)
+      echo tests/test_paddle2_exports.py tests/ops/test_paddle_oracle.py \
+           tests/test_dtype_stability.py ;;
+    fluidlite/ops/quant_linear.py)
+      # quantize_linear / dequantize_linear are tested with the other small Paddle 2.x ops
+      echo tests/ops/test_paddle2_misc.py tests/ops/test_paddle_oracle.py \
+           tests/test_dtype_stability.py ;;
+    fluidlite/ops/fusion_seq.py|fluidlite/ops/fusion_rnn.py)
+      # the fused sequence / RNN ops share tests/ops/test_fusion_ops.py (fused_embedding_seq_pool
+      # also through contrib.layers)
+      echo tests/ops/test_fusion_ops.py tests/test_layer_checks_round5.py \
+           tests/test_dtype_stability.py tests/test_mutants_$base.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files

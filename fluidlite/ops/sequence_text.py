@@ -117,9 +117,10 @@ class CtcAlign(OpDef):
 @register
 class EditDistance(OpDef):
     """Out[i] = Levenshtein distance between the i-th sequences of Hyps and Refs (divided by
-    the reference length when ``normalized``); SequenceNum = the number of pairs. Padded form
-    (``HypsLength`` and ``RefsLength`` given, fluid 1.8): Hyps [B, max_len] (or [B, max_len,
-    1]) and Refs likewise, only the first length ids of each row counting."""
+    the reference length when ``normalized``, which refuses an empty reference as fluid does);
+    SequenceNum = the number of pairs. Padded form (``HypsLength`` and ``RefsLength`` given,
+    fluid 1.8): Hyps [B, max_len] (or [B, max_len, 1]) and Refs likewise, only the first
+    length ids of each row counting."""
     type, inputs, outputs = "edit_distance", ("Hyps", "Refs", "HypsLength?", "RefsLength?"), \
         ("Out", "SequenceNum")
     no_grad = True
@@ -148,12 +149,18 @@ class EditDistance(OpDef):
             raise ValueError("edit_distance: Hyps and Refs must have the same number of "
                              "sequences")
         hl, rl = np.diff(hoff), np.diff(roff)
+        if normalized and (rl == 0).any():
+            # fluid 1.8 (and Paddle 2.6) refuse it: the distance is divided by that length
+            raise ValueError(f"edit_distance: with normalized=True every reference must be "
+                             f"non-empty (the distance is divided by its length); reference "
+                             f"{int(np.argmax(rl == 0))} (0-based) of {rl.size} is empty; pass "
+                             f"normalized=False or drop the empty references")
         S, Lh, Lr = hl.size, int(hl.max(initial=0)), int(rl.max(initial=0))
         H = np.full(S * max(Lh, 1), -1, np.int64)
         H[_pad_index(hl, max(Lh, 1))] = Hyps.reshape(-1)
         R = np.full(S * max(Lr, 1), -2, np.int64)
         R[_pad_index(rl, max(Lr, 1))] = Refs.reshape(-1)
-        H, R = H.reshape(S, -1), R.reshape(S, -1)
+        H, R = H.reshape(S, max(Lh, 1)), R.reshape(S, max(Lr, 1))     # S may be 0
         # prev[s, j]: distance between the first i hyp ids and the first j ref ids
         prev = np.tile(np.arange(Lr + 1), (S, 1))
         rows = [prev]
@@ -169,7 +176,7 @@ class EditDistance(OpDef):
         table = np.stack(rows, 1)                    # [S, Lh + 1, Lr + 1]
         dist = table[np.arange(S), hl, rl].astype(np.float32)
         if normalized:
-            dist = dist / np.maximum(rl, 1).astype(np.float32)
+            dist = dist / rl.astype(np.float32)
         return {"Out": dist.reshape(-1, 1), "SequenceNum": np.array([S], np.int64)}
 
 
