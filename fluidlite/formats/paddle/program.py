@@ -159,6 +159,9 @@ _FLOATS_ATTRS = frozenset({
 # (op type, attr) pairs of the same kind where the name alone is ambiguous
 _FLOATS_OP_ATTRS = frozenset({("anchor_generator", "stride"), ("fill", "value")})
 _FLOAT64S_ATTRS = frozenset({"fp64_values"})
+# (op type, attr) pairs Paddle 2.5+ declares SCALARS (a list of tagged scalars)
+_SCALARS_OP_ATTRS = frozenset({("set_value", "values")})
+_SCALAR_TAGS = {bool: (1, "b"), int: (2, "i"), float: (3, "r")}    # Scalar.Type, its field
 
 
 def _paddle_grad_attrs(op_type: str) -> Dict[str, Any]:
@@ -255,6 +258,14 @@ def _declared_list(attr: Any, name: str, op_type: str, items: List[Any]) -> bool
     elif name in _FLOAT64S_ATTRS and numbers:
         attr.type = FLOAT64S
         attr.float64s.extend(float(v) for v in items)
+    elif (op_type, name) in _SCALARS_OP_ATTRS and \
+            all(type(v) in _SCALAR_TAGS for v in items):
+        attr.type = SCALARS
+        for v in items:
+            tag, field = _SCALAR_TAGS[type(v)]
+            x = attr.scalars.add()
+            x.type = tag
+            setattr(x, field, v)
     else:
         return False
     return True
