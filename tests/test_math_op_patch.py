@@ -231,3 +231,24 @@ def test_operand_errors():
         z = fluid.data("z", [2], "float32")
     with pytest.raises(ValueError, match="different Programs"):
         x + z
+
+
+def test_a_one_element_array_operand_acts_as_its_number():
+    # fluid 1.8 fills a [1] tensor with float(other) for a non-Variable operand, in static and
+    # dygraph mode alike (the zoo's dygraph actor_critic.py: `-1 * advantage * ones_like(...)`)
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, 3], "float32")
+        outs = [x * np.ones([1], "float32") * 2.5, np.array([[4]], "int64") - x,
+                x + np.float64(0.5) * np.ones(1)]
+    xv = np.array([[1, 2, 3], [4, 5, 6]], "float32")
+    got = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": xv}, fetch_list=outs)
+    for g, w in zip(got, [xv * 2.5, 4 - xv, xv + 0.5]):
+        assert g.dtype == np.float32
+        np.testing.assert_array_equal(g, w)
+    with fluid.dygraph.guard():
+        v = fluid.dygraph.to_variable(xv)
+        np.testing.assert_array_equal((v * np.array([3.0])).numpy(), xv * 3)
+        np.testing.assert_array_equal((np.float32(1) - v[0][0]).numpy(), [0.0])
+        with pytest.raises(TypeError, match="wrap arrays with fluid.layers.assign"):
+            v * np.ones([2, 1], "float32")

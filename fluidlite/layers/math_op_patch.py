@@ -116,6 +116,10 @@ def _binary(op_type: str, symbol: str, reverse: bool = False,
                 _check_int_scalar(self, other, symbol)
                 return scalar(self, other)
             other = _scalar_var(self, other, self.dtype)
+        elif isinstance(other, np.ndarray) and other.size == 1 and other.dtype.kind in "biuf":
+            # fluid 1.8 fills a [1] tensor with float(other) for any non-Variable operand, so a
+            # one-element array acts as its number (its dygraph RL scripts multiply by one)
+            other = _scalar_var(self, float(other.reshape(())), self.dtype)
         elif op_type in ("equal", "not_equal"):
             return NotImplemented    # x == None, x == "a": Python's identity comparison
         else:

@@ -42,12 +42,14 @@ import importlib
 import importlib.util
 import json
 import os
+import re
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
 import types
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -65,9 +67,40 @@ SKIPPED = {
                 "network); its SkipGram class is defined after that module-level code, and "
                 "it is written for fluid <= 1.6: Embedding(self.full_name(), size=...) is a "
                 "TypeError in fluid 1.8 itself (1.8: Embedding(size, is_sparse, ...))",
-    "reinforcement_learning": "reinforce.py / actor_critic.py create a gym CartPole "
-                              "environment at import time (gym is not installed)",
 }
+# dygraph/reinforcement_learning's scripts train at import time until gym's CartPole is
+# solved, so they run whole, as a user starts them (``fluidlite run SCRIPT``): ``train`` = the
+# script ran its episodes, ``learn`` = it printed "Solved!" (running reward above CartPole-v0's
+# threshold of 195), ``round_trip`` = its ``test_*_load.py`` reloads the saved policy and
+# scores at least that threshold. They need gym's old API (``env.seed``, a 4-tuple ``step``:
+# gym <= 0.25, which itself needs NumPy 1.x): ``pip install gym==0.25.2`` in a NumPy 1 venv.
+RL_SCRIPTS = {"reinforcement_learning_reinforce": "reinforce.py",
+              "reinforcement_learning_actor_critic": "actor_critic.py"}
+RL_THRESHOLD, RL_TIMEOUT = 195.0, 900
+
+
+def _gym_problem() -> Optional[str]:
+    """Why this interpreter cannot run the RL scripts' CartPole, or None."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            import gym
+            warnings.simplefilter("ignore")      # after the import: gym adds its own filters
+            env = gym.make("CartPole-v0")
+            env.seed(0)
+            env.reset()
+            step = env.step(0)
+        if len(step) != 4:
+            return f"gym {gym.__version__}'s step returns {len(step)} values (the scripts unpack 4)"
+    except Exception as e:      # any failure of the third-party package means: not usable here
+        return (f"gym's CartPole with the scripts' API (env.seed, a 4-tuple step: gym <= 0.25, "
+                f"which needs NumPy 1.x) is not usable here: {type(e).__name__}: {e}"[:300])
+    return None
+
+
+_GYM = _gym_problem()
+if _GYM is not None:
+    SKIPPED["reinforcement_learning"] = "reinforce.py / actor_critic.py: " + _GYM
 
 
 # -- glue shared by the model specs ------------------------------------------------------------
@@ -786,6 +819,53 @@ def _round_trip(spec: Spec, trained: List[Any], case: str) -> str:
     return f"{len(params)} parameters, {len(want_opt)} optimizer entries restored"
 
 
+def _script(zoo: str, script: str, argv: List[str]) -> Tuple[int, str, float]:
+    """``fluidlite run SCRIPT ARGV`` in the RL directory: exit code, output, seconds."""
+    t = time.time()
+    try:
+        proc = subprocess.run([sys.executable, "-W", "ignore", "-m", "fluidlite", "run", script]
+                              + argv, cwd=os.path.join(zoo, ZOO_SUBDIR, "reinforcement_learning"),
+                              capture_output=True, text=True, timeout=RL_TIMEOUT,
+                              env=dict(os.environ, PYTHONPATH=ROOT))
+        code, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as e:
+        code, out = -1, f"{e.stdout or ''}\ntimed out after {RL_TIMEOUT} s"
+    return code, out, round(time.time() - t, 2)
+
+
+def _run_rl(zoo: str, script: str, case: str) -> Dict[str, Any]:
+    """The stages of one RL script (see ``RL_SCRIPTS``)."""
+    save = os.path.join(case, "saved_policy")
+    code, out, seconds = _script(zoo, script, ["--save_dir", save])
+    tail = out[-1500:]
+    episodes = [(int(m.group(1)), float(m.group(2)), float(m.group(3))) for m in re.finditer(
+        r"Episode (\d+)\tLast reward: ([-\d.]+)\tAverage reward: ([-\d.]+)", out)]
+    solved = re.search(r"Solved! Running reward is now ([-\d.]+)", out)
+    res: Dict[str, Any] = {
+        "build": {"ok": bool(episodes), "seconds": seconds,
+                  "detail": f"{len(episodes) * 10}+ episodes logged" if episodes else tail},
+        "train": {"ok": code == 0 and bool(episodes) and all(
+                      np.isfinite(r) for _, r, _ in episodes), "seconds": seconds,
+                  "detail": (f"exit {code}; average reward by episode "
+                             f"{[(e, a) for e, _, a in episodes[::5]]}") if code == 0 else tail},
+        "learn": {"ok": solved is not None and float(solved.group(1)) > RL_THRESHOLD,
+                  "seconds": seconds,
+                  "detail": (f"solved after {episodes[-1][0] if episodes else '?'}+ episodes: "
+                             f"running reward {solved.group(1)}") if solved else tail}}
+    if not res["learn"]["ok"]:
+        res["round_trip"] = {"ok": False, "detail": "nothing saved: the script did not solve "
+                                                    "CartPole", "seconds": 0.0}
+        return res
+    code, out, seconds = _script(zoo, f"test_{script}".replace(".py", "_load.py"),
+                                 ["--save_dir", save])
+    score = re.search(r"(?:Test|Last) reward: ([-\d.]+)", out)
+    res["round_trip"] = {"ok": code == 0 and score is not None and
+                         float(score.group(1)) >= RL_THRESHOLD, "seconds": seconds,
+                         "detail": (f"the reloaded policy scores {score.group(1)}" if score
+                                    else out[-1500:])}
+    return res
+
+
 def run_case(zoo: str, name: str, case: str) -> Dict[str, Any]:
     """The stages of one model (in this process: the import hook and the zoo's modules stay
     in it)."""
@@ -801,6 +881,9 @@ def run_case(zoo: str, name: str, case: str) -> Dict[str, Any]:
         result[st]["seconds"] = round(time.time() - t, 2)
         return result[st]["ok"]
 
+    if name in RL_SCRIPTS:
+        result.update(_run_rl(zoo, RL_SCRIPTS[name], case))
+        return result
     specs: List[Spec] = []
     sys.setrecursionlimit(10000)
     spec_fn = globals()["spec_" + name]
@@ -845,7 +928,8 @@ def run_case(zoo: str, name: str, case: str) -> Dict[str, Any]:
 
 
 def models() -> List[str]:
-    return sorted(n[len("spec_"):] for n in globals() if n.startswith("spec_"))
+    names = [n[len("spec_"):] for n in globals() if n.startswith("spec_")]
+    return sorted(names + (list(RL_SCRIPTS) if _GYM is None else []))
 
 
 def run(zoo: str, names: List[str], out: str, timeout: float = 900
