@@ -244,9 +244,6 @@ def test_cond_branches_must_match():
     with pytest.raises(ValueError, match="true_fn returns Variable .* while false_fn returns "
                                          "tuple of 2"):
         L.cond(p, lambda: x, lambda: (x, x))
-    with pytest.raises(ValueError, match=r"output 0 of true_fn is \[3\] float32 while output 0 "
-                                         r"of false_fn is .* \[3\] int64"):
-        L.cond(p, lambda: x, lambda: L.cast(x, "int64"))
     with pytest.raises(ValueError, match="true_fn returns non-None while false_fn returns None"):
         L.cond(p, lambda: x, lambda: None)
     assert str(fluid.default_main_program()) == before      # atomic: nothing left behind
@@ -255,6 +252,61 @@ def test_cond_branches_must_match():
     assert L.cond(p, lambda: x, lambda: L.concat([x, x])).shape == (6,)
     with pytest.raises(TypeError, match="pred"):
         L.cond(x, lambda: x, lambda: x)
+
+
+def test_cond_branches_of_different_dtypes_merge_into_the_common_dtype():
+    # fluid 1.8 declared the false branch's dtype and handed on whichever branch ran (its
+    # documented cond example fetches int32 [[1 1]] from an output declared float32); here
+    # both values are cast to the dtype that holds both, and the output has that dtype
+    x = fluid.data("x", [3], "float32")
+    p = fluid.data("p", [1], "bool")
+    x.stop_gradient = False
+    with pytest.warns(UserWarning, match="output 0 is int64 in true_fn and float32 in false_fn; "
+                                         "both are cast to float32"):
+        a, b = L.cond(p, lambda: (L.cast(x, "int64"), L.fill_constant([2], "bool", True)),
+                      lambda: (L.scale(x, 0.5), L.fill_constant([2], "int32", 7)))
+    assert a.dtype == VarType.FP32 and b.dtype == VarType.INT32
+    g, = fluid.gradients([L.reduce_sum(a)], [x])
+    exe = fluid.Executor()
+    xv = np.array([1.5, -2.5, 3.0], "float32")
+    for taken, want_a, want_b, want_g in (
+            (True, [1.0, -2.0, 3.0], [1, 1], [0.0, 0.0, 0.0]),  # cast to int: no gradient
+            (False, [0.75, -1.25, 1.5], [7, 7], [0.5, 0.5, 0.5])):
+        av, bv, gv = exe.run(feed={"x": xv, "p": np.array([taken])}, fetch_list=[a, b, g])
+        assert av.dtype == np.float32 and bv.dtype == np.int32, taken
+        assert av.tolist() == want_a and bv.tolist() == want_b and gv.tolist() == want_g
+
+
+@pytest.mark.parametrize("t,f,want", [("int32", "float32", "float32"),
+                                      ("float16", "int64", "float16"),
+                                      ("float64", "float32", "float64"),
+                                      ("bool", "uint8", "uint8"),
+                                      ("uint8", "int8", "int16"),
+                                      ("int64", "int32", "int64")])
+def test_cond_common_dtype_is_order_free(t, f, want):
+    from fluidlite.layers.control_flow import _common_dtype
+    assert _common_dtype(t, f) == np.dtype(want) == _common_dtype(f, t)
+
+
+def test_case_and_switch_case_of_mixed_dtypes_run_fluid18_documented_example():
+    # fluid 1.8's layers.case docstring: res_1 from fn_1 (float32 [[1. 1.]]), res_2 from fn_3
+    # (int32 [3 3 3]); the merged outputs are float32 here, with the same values
+    fn_1 = lambda: L.fill_constant(shape=[1, 2], dtype="float32", value=1)  # noqa: E731
+    fn_2 = lambda: L.fill_constant(shape=[2, 2], dtype="int32", value=2)    # noqa: E731
+    fn_3 = lambda: L.fill_constant(shape=[3], dtype="int32", value=3)       # noqa: E731
+    x = L.fill_constant(shape=[1], dtype="float32", value=0.3)
+    y = L.fill_constant(shape=[1], dtype="float32", value=0.1)
+    z = L.fill_constant(shape=[1], dtype="float32", value=0.2)
+    with pytest.warns(UserWarning, match="cast to float32"):
+        out_1 = L.case(pred_fn_pairs=[(L.less_than(z, x), fn_1), (L.less_than(x, y), fn_2)],
+                       default=fn_3)
+    out_2 = L.case(pred_fn_pairs=[(L.less_than(x, y), fn_2), (L.equal(x, y), fn_3)])
+    with pytest.warns(UserWarning, match="cast to float32"):
+        out_3 = L.switch_case(L.fill_constant([1], "int32", 2), [fn_1, fn_2, fn_3])
+    res_1, res_2, res_3 = fluid.Executor().run(fetch_list=[out_1, out_2, out_3])
+    assert res_1.dtype == np.float32 and res_1.tolist() == [[1.0, 1.0]]
+    assert res_2.dtype == np.int32 and res_2.tolist() == [3, 3, 3]
+    assert res_3.dtype == np.float32 and res_3.tolist() == [3.0, 3.0, 3.0]
 
 
 def test_cond_nested_structure():

@@ -13,6 +13,7 @@ Python, arrays are Python lists).
 from __future__ import annotations
 
 import contextlib
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -21,7 +22,8 @@ from ..core import control_flow as _cf
 from ..core import mode as _mode
 from ..core import names as _names
 from ..core import rewrite
-from ..core.dtypes import VarType
+from ..core.callstack import user_stacklevel
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.ir import Variable, default_main_program, default_startup_program
 from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int, check_number
@@ -672,8 +674,10 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
     gradients flow only through it. Both branches must return the same structure of Variables
     (else a ValueError naming both branches), or both None; as in fluid 1.8 their shapes may
     differ: the output is declared with the false branch's shape and holds the value of the
-    branch taken. Unlike fluid 1.8 the dtypes must agree (a value always has the dtype its
-    variable declares). Dygraph mode calls the taken function only.
+    branch taken. Branches of different dtypes are both cast to the dtype that holds both (a
+    float over an int over bool, else the wider), with a warning: fluid 1.8 handed on the
+    taken branch's own dtype, so a value's dtype could differ from its variable's. Dygraph
+    mode calls the taken function only.
 
     Args:
         pred (Variable): a bool tensor of one element (a ``-1`` dim is checked when it runs).
@@ -685,8 +689,7 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
     Raises:
         TypeError: ``pred`` is not a one-element bool Variable, ``true_fn`` / ``false_fn`` is
             neither callable nor None, or a branch returns something other than Variables.
-        ValueError: the branches return different structures or dtypes (or only one returns
-            None).
+        ValueError: the branches return different structures (or only one returns None).
 
     Example:
         >>> import numpy as np
@@ -724,8 +727,11 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
                     helper.main_program.current_block().parent_idx).create_var(
                         name=_unique(f"{helper.name}.tmp"), dtype=v.dtype, shape=v.shape,
                         lod_level=v.lod_level) for v in flat]
+                true_block = helper.main_program.current_block()
+                true_copies = []
                 for v, o in zip(flat, outs):
                     assign(v, o)
+                    true_copies.append(true_block.ops[-1])
     if false_fn is not None:
         not_pred = logical_not(pred)
         with ConditionalBlock([not_pred], is_scalar_condition=True).block():
@@ -748,8 +754,10 @@ def cond(pred: Variable, true_fn: Optional[Callable[[], Any]] = None,
                 # merged output is declared as the false branch's (select_input's inputs[0])
                 # and holds the taken branch's value
                 for k, (t, f) in enumerate(zip(outs, flat)):
-                    _check_branch_dtypes(k, t, f)
-                    assign(f, t)
+                    if t.dtype == f.dtype:
+                        assign(f, t)
+                        continue
+                    _merge_branch_dtypes(k, t, f, true_block, true_copies[k])
     if true_ret is None and false_ret is None:
         return None
     if outs is None:      # only false_fn given and it returned values: no value if pred holds
@@ -778,16 +786,52 @@ def _check_vars(flat: List[Any], fn: str) -> List[Variable]:
     return flat
 
 
-def _check_branch_dtypes(k: int, t: Variable, f: Variable) -> None:
-    if t.dtype != f.dtype:
-        # a deviation from fluid 1.8 (docs/compatibility.md): fluid's merged output would
-        # hold a value whose dtype differs from the one it declares whenever true_fn is taken
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _common_dtype(a: Any, b: Any) -> Optional[np.dtype]:
+    """The dtype holding both branches' values: a float over an int over bool, else the wider
+    of one kind (``np.promote_types`` within a kind: it is value-independent, the same on
+    NumPy 1.x and 2.x); None for dtypes without such an order (e.g. a string)."""
+    try:
+        na, nb = to_numpy_dtype(a), to_numpy_dtype(b)
+    except (TypeError, ValueError, KeyError):
+        return None
+    ra, rb = _KIND_RANK.get(na.kind), _KIND_RANK.get(nb.kind)
+    if ra is None or rb is None:
+        return None
+    if ra != rb:
+        return na if ra > rb else nb
+    return np.promote_types(na, nb)
+
+
+def _merge_branch_dtypes(k: int, t: Variable, f: Variable, true_block: Any,
+                         true_copy: Any) -> None:
+    """Output ``k`` of a cond whose branches return different dtypes: both values are cast to
+    the common dtype. fluid 1.8 declared the false branch's dtype and handed on whichever
+    branch ran, so the value's dtype could differ from its variable's (docs/compatibility.md);
+    here the output always has the dtype it declares, and no value is truncated."""
+    common = _common_dtype(t.dtype, f.dtype)
+    if common is None:
         raise ValueError(
             f"Incompatible return values of true_fn and false_fn in cond: output {k} of "
             f"true_fn is {list(t.shape)} {_dt(t.dtype)} while output {k} of false_fn is "
-            f"'{f.name}' {list(f.shape)} {_dt(f.dtype)}; fluidlite needs the same dtype in "
-            f"both branches (cast one, e.g. fluid.layers.cast(x, '{_dt(f.dtype)}')); shapes "
-            f"may differ")
+            f"'{f.name}' {list(f.shape)} {_dt(f.dtype)}, and no dtype holds both (cast one, "
+            f"e.g. fluid.layers.cast(x, '{_dt(f.dtype)}'))")
+    want = convert_np_dtype_to_dtype_(common)
+    warnings.warn(f"fluid.layers.cond: output {k} is {_dt(t.dtype)} in true_fn and "
+                  f"{_dt(f.dtype)} in false_fn; both are cast to {_dt(want)} (fluid 1.8 "
+                  f"returned the dtype of whichever branch ran)", stacklevel=user_stacklevel())
+    if want != t.dtype:       # the true branch's copy into the output becomes a cast
+        src = true_copy.input("X")[0]
+        t._dtype = want          # a journaled attribute write (core.atomic), as AMP does
+        rewrite.replace_op(true_block, true_copy, "cast", {"X": [src]}, {"Out": [t]},
+                           {"in_dtype": true_block._var_recursive(src).dtype, "out_dtype": want})
+    if want == f.dtype:
+        assign(f, t)
+    else:
+        rewrite.append(default_main_program().current_block(), "cast", {"X": [f]},
+                       {"Out": [t]}, {"in_dtype": f.dtype, "out_dtype": want})
 
 
 def case(pred_fn_pairs: Sequence[Tuple[Variable, Callable[[], Any]]],

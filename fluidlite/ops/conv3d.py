@@ -101,25 +101,65 @@ def _pad(x: np.ndarray, g: NdGeom) -> np.ndarray:
     return np.pad(x, [(0, 0), (0, 0)] + list(g.pads))
 
 
+# im2col matrices above this many elements are not built: the kernels then loop over the
+# kernel offsets with one GEMM each, a few images at a time so that the sums they add into
+# stay in cache (a 12^3 filter over a 5 x 3 x 12 x 32^2 input -- fluid 1.8's Conv3DTranspose
+# example -- would need a 5 GB column matrix: 28 s one way, about 1 s the other)
+_MAX_COLS = 1 << 25
+_BLOCK_BYTES = 1 << 22
+
+
+def _cols_view(x: np.ndarray, g: NdGeom) -> np.ndarray:
+    """The im2col view of ``x`` [N, C, *size]: ``[C, *k, N, *out]`` (no copy)."""
+    xp = _pad(x, g)
+    st = xp.strides
+    n = len(g.k)
+    shape = (xp.shape[1],) + g.k + (xp.shape[0],) + g.out
+    strides = ((st[1],) + tuple(g.d[i] * st[2 + i] for i in range(n)) + (st[0],)
+               + tuple(g.s[i] * st[2 + i] for i in range(n)))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
 def _cols(x: np.ndarray, g: NdGeom) -> np.ndarray:
     """im2col of ``x`` [N, C, *size]: ``[C * prod(k), N * prod(out)]`` (rows c-major, then
     kernel offsets; columns n-major, then output positions)."""
-    xp = _pad(x, g)
-    N, C = xp.shape[:2]
-    st = xp.strides
-    n = len(g.k)
-    shape = (C,) + g.k + (N,) + g.out
-    strides = ((st[1],) + tuple(g.d[i] * st[2 + i] for i in range(n)) + (st[0],)
-               + tuple(g.s[i] * st[2 + i] for i in range(n)))
-    view = as_strided(xp, shape, strides, writeable=False)
-    return view.reshape(C * int(np.prod(g.k)), -1)
+    return _cols_view(x, g).reshape(x.shape[1] * int(np.prod(g.k)), -1)
+
+
+def _offsets(g: NdGeom) -> "itertools.product":
+    return itertools.product(*(range(k) for k in g.k))
+
+
+def _image_blocks(g: NdGeom, channels: int, N: int, per_image: int) -> List[slice]:
+    """``[]`` when the im2col matrix of ``channels`` is small enough to build; otherwise the
+    image ranges whose ``per_image`` elements of running sums stay within ``_BLOCK_BYTES``."""
+    if channels * int(np.prod(g.k)) * N * int(np.prod(g.out)) <= _MAX_COLS:
+        return []
+    step = max(1, _BLOCK_BYTES // (4 * per_image))
+    return [slice(n, min(n + step, N)) for n in range(0, N, step)]
+
+
+def _w_tap(w: np.ndarray, off: Tuple[int, ...], G: int) -> np.ndarray:
+    """``w`` [F, C/G, *k] at kernel offset ``off``, per group: [G, F/G, C/G]."""
+    return w[(slice(None), slice(None)) + off].reshape(G, w.shape[0] // G, w.shape[1])
 
 
 def conv_nd_fwd(x: np.ndarray, w: np.ndarray, g: NdGeom) -> np.ndarray:
     """Y [N, F, *out] = grouped correlation of ``x`` [N, C, *size] with ``w`` [F, C/G, *k]."""
-    N, F, G = x.shape[0], w.shape[0], g.groups
-    cols = _cols(x, g)
-    y = np.matmul(w.reshape(G, F // G, -1), cols.reshape(G, cols.shape[0] // G, -1))
+    N, C, F, G = x.shape[0], x.shape[1], w.shape[0], g.groups
+    blocks = _image_blocks(g, C, N, F * int(np.prod(g.out)))
+    if blocks:
+        view = _cols_view(x, g)
+        y = np.empty((G, F // G, N) + g.out, np.result_type(x, w))
+        for b in blocks:
+            acc = np.zeros((G, F // G, (b.stop - b.start) * int(np.prod(g.out))), y.dtype)
+            for off in _offsets(g):
+                tap = view[(slice(None),) + off + (b,)].reshape(G, C // G, -1)
+                acc += np.matmul(_w_tap(w, off, G), tap)
+            y[:, :, b] = acc.reshape((G, F // G, -1) + g.out)
+    else:
+        cols = _cols(x, g)
+        y = np.matmul(w.reshape(G, F // G, -1), cols.reshape(G, cols.shape[0] // G, -1))
     y = y.reshape((F, N) + g.out)
     return np.ascontiguousarray(np.moveaxis(y, 0, 1))
 
@@ -130,30 +170,52 @@ def _rows(dy: np.ndarray) -> np.ndarray:
 
 
 def conv_nd_dx(dy_rows: np.ndarray, w: np.ndarray, g: NdGeom, N: int) -> np.ndarray:
-    """dX [N, C, *size] from dY rows [F, N*prod(out)]: one GEMM, then col2im."""
+    """dX [N, C, *size] from dY rows [F, N*prod(out)]: one GEMM, then col2im (for a column
+    matrix above ``_MAX_COLS``: one GEMM per kernel offset, added in place, by image blocks)."""
     G, F = g.groups, w.shape[0]
     C = w.shape[1] * G
     n = len(g.k)
-    wg = w.reshape(G, F // G, -1).transpose(0, 2, 1)
-    dcols = np.matmul(wg, dy_rows.reshape(G, F // G, -1))
-    dcols = dcols.reshape((C,) + g.k + (N,) + g.out)
     padded = tuple(g.size[i] + g.pads[i][0] + g.pads[i][1] for i in range(n))
     buf = np.zeros((C, N) + padded, dy_rows.dtype)
-    for off in itertools.product(*(range(k) for k in g.k)):
-        sl = tuple(slice(off[i] * g.d[i], off[i] * g.d[i] + g.s[i] * (g.out[i] - 1) + 1, g.s[i])
-                   for i in range(n))
-        buf[(slice(None), slice(None)) + sl] += dcols[(slice(None),) + off]
+    dyg = dy_rows.reshape(G, F // G, N, -1)
+
+    def window(off: Tuple[int, ...]) -> Tuple[slice, ...]:
+        return tuple(slice(off[i] * g.d[i], off[i] * g.d[i] + g.s[i] * (g.out[i] - 1) + 1,
+                           g.s[i]) for i in range(n))
+
+    blocks = _image_blocks(g, C, N, C * int(np.prod(padded)))
+    if blocks:
+        for b in blocks:
+            nb = b.stop - b.start
+            rows = np.ascontiguousarray(dyg[:, :, b]).reshape(G, F // G, -1)
+            for off in _offsets(g):
+                tap = np.matmul(_w_tap(w, off, G).transpose(0, 2, 1), rows)
+                buf[(slice(None), b) + window(off)] += tap.reshape((C, nb) + g.out)
+    else:
+        wg = w.reshape(G, F // G, -1).transpose(0, 2, 1)
+        dcols = np.matmul(wg, dyg.reshape(G, F // G, -1)).reshape((C,) + g.k + (N,) + g.out)
+        for off in _offsets(g):
+            buf[(slice(None), slice(None)) + window(off)] += dcols[(slice(None),) + off]
     crop = tuple(slice(g.pads[i][0], g.pads[i][0] + g.size[i]) for i in range(n))
     return np.ascontiguousarray(np.moveaxis(buf[(slice(None), slice(None)) + crop], 0, 1))
 
 
 def conv_nd_dw(x: np.ndarray, dy_rows: np.ndarray, g: NdGeom,
                w_shape: Sequence[int]) -> np.ndarray:
-    """dW [F, C/G, *k] = dY rows @ im2col(X)^T, per group."""
-    G = g.groups
+    """dW [F, C/G, *k] = dY rows @ im2col(X)^T, per group (per kernel offset for a column
+    matrix above ``_MAX_COLS``)."""
+    G, N, C = g.groups, x.shape[0], x.shape[1]
+    dyg = dy_rows.reshape(G, dy_rows.shape[0] // G, -1)
+    if _image_blocks(g, C, N, 1):
+        view = _cols_view(x, g)
+        dw = np.empty((w_shape[0], w_shape[1]) + g.k, np.result_type(x, dy_rows))
+        for off in _offsets(g):
+            tap = view[(slice(None),) + off].reshape(G, C // G, -1)
+            dw[(slice(None), slice(None)) + off] = np.matmul(
+                dyg, tap.transpose(0, 2, 1)).reshape(w_shape[0], w_shape[1])
+        return dw
     cols = _cols(x, g)
-    dw = np.matmul(dy_rows.reshape(G, dy_rows.shape[0] // G, -1),
-                   cols.reshape(G, cols.shape[0] // G, -1).transpose(0, 2, 1))
+    dw = np.matmul(dyg, cols.reshape(G, cols.shape[0] // G, -1).transpose(0, 2, 1))
     return dw.reshape(w_shape)
 
 

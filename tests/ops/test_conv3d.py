@@ -373,3 +373,52 @@ def test_conv3d_reads_fluids_nchw_nhwc_as_channel_first_and_last(op):
     last = d.forward(xl, w, data_format="NDHWC")["Output"]
     np.testing.assert_array_equal(d.forward(xl, w, data_format="NHWC")["Output"], last)
     np.testing.assert_allclose(np.moveaxis(last, -1, 1), first, rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", [
+    # (N, C, size, F, k, strides, paddings, dilations, groups)
+    (3, 4, (5, 6, 7), 6, (3, 2, 3), (1, 2, 1), (1, 0, 2), (1, 1, 2), 2),
+    (2, 3, (4, 5, 5), 3, (2, 3, 2), (2, 1, 2), (0, 1, 1), (2, 1, 1), 3),
+    (4, 2, (6, 4, 5), 4, (3, 3, 3), (1, 1, 1), (2, 2, 2), (1, 1, 1), 1),
+])
+def test_conv_nd_kernels_by_kernel_offset_equal_the_im2col_ones(monkeypatch, case):
+    # the offset-by-offset path (column matrices above _MAX_COLS, fluid 1.8's Conv3DTranspose
+    # doc example) against the one-GEMM path, with image blocks of one and of several images
+    from fluidlite.ops import conv3d as c3
+    N, C, size, F, k, s, p, d, G = case
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((N, C) + size)
+    w = rng.standard_normal((F, C // G) + k)
+    g = c3._geom(size, k, s, list(p), d, "EXPLICIT", G, "conv3d")
+    dy = rng.standard_normal((N, F) + g.out)
+    want = (c3.conv_nd_fwd(x, w, g), c3.conv_nd_dx(c3._rows(dy), w, g, N),
+            c3.conv_nd_dw(x, c3._rows(dy), g, w.shape))
+    assert want[0].shape == (N, F) + g.out and want[1].shape == x.shape
+    for block_bytes in (1, 1 << 22):
+        monkeypatch.setattr(c3, "_MAX_COLS", 0)
+        monkeypatch.setattr(c3, "_BLOCK_BYTES", block_bytes)
+        got = (c3.conv_nd_fwd(x, w, g), c3.conv_nd_dx(c3._rows(dy), w, g, N),
+               c3.conv_nd_dw(x, c3._rows(dy), g, w.shape))
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype == np.float64
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("by_offset", [False, True])
+def test_conv3d_transpose_with_a_large_kernel_runs_by_kernel_offset(monkeypatch, by_offset):
+    # fluid 1.8's dygraph Conv3DTranspose example (a 12^3 filter) built a 5 GB column matrix;
+    # a smaller version checked against a direct scatter loop, by both paths
+    from fluidlite.ops import conv3d as c3
+    if by_offset:
+        monkeypatch.setattr(c3, "_MAX_COLS", 0)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 2, 3, 4, 4)).astype("float32")
+    w = rng.standard_normal((2, 3, 5, 5, 5)).astype("float32")
+    want = np.zeros((2, 3, 7, 8, 8))
+    for n, f, i, j, l in itertools.product(range(2), range(2), range(3), range(4), range(4)):
+        want[n, :, i:i + 5, j:j + 5, l:l + 5] += x[n, f, i, j, l] * w[f].astype(np.float64)
+    g = c3._geom((7, 8, 8), (5, 5, 5), (1, 1, 1), [0, 0, 0], (1, 1, 1), "EXPLICIT", 1,
+                 "conv3d_transpose")
+    assert bool(c3._image_blocks(g, 3, 2, 3 * 7 * 8 * 8)) == by_offset
+    got = c3.conv_nd_dx(c3._rows(x), w, g, 2)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
