@@ -21,8 +21,9 @@ from . import fluid18_doc_examples as docex
 # skipped by rule, 64 broken in the docs (one example, Conv3DTranspose, is near the 20 s
 # timeout on busy cores); after the second round 540-542 pass, 6-8 fail, 90 skipped, 72
 # broken; session 40: 544 pass, 4 fail (3 the mixed-dtype cond deviation, a timeout), 90
-# skipped, 72 broken; the run must not fall below this
-MIN_PASSED = 540
+# skipped, 72 broken; session 41 (mixed-dtype cond branches merged, conv3d by kernel offset):
+# 548 pass, 0 fail, 90 skipped, 72 broken; the run must not fall below this
+MIN_PASSED = 546
 
 
 def _ex(code, qualname="f", module="paddle.fluid.layers.nn"):
