@@ -188,6 +188,15 @@ tests_for() {
       # also through contrib.layers)
       echo tests/ops/test_fusion_ops.py tests/test_layer_checks_round5.py \
            tests/test_dtype_stability.py tests/test_mutants_$base.py ;;
+    fluidlite/ops/unary.py)
+      # the elementwise math ops share the activation ops' tests (no tests/ops/test_unary.py)
+      echo tests/ops/test_activation.py tests/ops/test_activation_extra.py \
+           tests/test_dtype_stability.py tests/test_higher_order_math.py tests/test_lower_grad.py \
+           tests/test_mutants_unary.py ;;
+    fluidlite/ops/ctr.py)
+      # rank_attention (in ctr.py) has its own tests/ops/test_rank_attention.py
+      echo tests/ops/test_ctr.py tests/ops/test_rank_attention.py tests/test_dtype_stability.py \
+           tests/test_lower_grad.py tests/test_mutants_ctr.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files
