@@ -214,9 +214,12 @@ tests_for() {
            tests/test_recompute_dropout.py tests/test_passes_toolkit.py \
            tests/test_fluid18_arguments.py tests/test_mutants_backward.py ;;
     fluidlite/optimizer/*.py)
+      # test_recompute_dropout.py: RecomputeOptimizer's seed ops (wrappers.py's _seed_dropouts)
       echo tests/test_optimizer.py tests/test_fluid_names_optimizers.py \
            tests/test_gradient_merge.py tests/test_lookahead_switch.py tests/test_amp.py \
-           tests/test_mutants_optim.py tests/test_mutants_optimizer.py ;;
+           tests/test_recompute_dropout.py \
+           tests/test_mutants_optim.py tests/test_mutants_optimizer.py \
+           tests/test_mutants_optimizer_optimizers.py tests/test_mutants_optimizer_wrappers.py ;;
     fluidlite/executor/executor.py)
       # run(), the plan cache, use_prune, _runner (dygraph step replay), the dataset loops
       echo tests/test_executor.py tests/test_executor_prune.py tests/test_executor_reliability.py \
