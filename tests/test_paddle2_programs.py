@@ -165,6 +165,10 @@ def test_reshape_squeeze_unsqueeze_flatten_transpose():
            {"start_axis": 0, "stop_axis": 1}, {"XShape": [0, 2, 3, 4]})
     run_op("transpose2", {"X": x}, {"Out": x.transpose(2, 0, 1)},
            {"axis": [2, 0, 1], "data_format": "AnyLayout"})
+    # fluid's first reshape / transpose (no XShape output) and Paddle 2.x's memcpy
+    run_op("reshape", {"X": x, "Shape": None}, {"Out": x.reshape(4, 6)}, {"shape": [4, -1]})
+    run_op("transpose", {"X": x}, {"Out": x.transpose(1, 0, 2)}, {"axis": [1, 0, 2]})
+    run_op("memcpy", {"X": x}, {"Out": x}, {"dst_place_type": 0})
 
 
 def _softmax(z, axis=-1):
@@ -426,10 +430,23 @@ def test_interp_v2_per_dim_scales_and_missing_kind_are_errors():
         pf.program_from_bytes(msg.SerializeToString(), "i.pdmodel")
     msg, b = new_program()
     add_var(b, "x", [1, 1, 2, 2])
-    # (bicubic_interp exists since issue 29; linear_interp, the 1-D kind, still does not)
-    add_op(b, "linear_interp_v2", {"X": ["x"]}, {"Out": ["x"]}, {"scale": [2.0]})
-    with pytest.raises(pf.PaddleFormatError, match="op type 'linear_interp_v2'"):
+    add_op(b, "stft", {"X": ["x"]}, {"Out": ["x"]}, {"n_fft": 2})     # complex: not provided
+    with pytest.raises(pf.PaddleFormatError, match="op type 'stft'"):
         pf.program_from_bytes(msg.SerializeToString(), "i.pdmodel")
+
+
+def test_linear_interp_v2_resizes_the_last_axis():
+    # (session 41: the 1-D kind maps onto fluidlite's linear_interp)
+    x = r(2, 3, 4)
+    src = np.maximum((np.arange(8) + 0.5) * 0.5 - 0.5, 0)       # half-pixel centres, ratio 1/2
+    lo = np.minimum(src.astype(int), 3)
+    hi = np.minimum(lo + 1, 3)
+    d = src - lo
+    want = (x[..., lo] * (1 - d) + x[..., hi] * d).astype(x.dtype)
+    run_op("linear_interp_v2", {"X": x, "OutSize": None, "SizeTensor": None, "Scale": None},
+           {"Out": want}, {"data_layout": "NCHW", "out_d": -1, "out_h": -1, "out_w": 8,
+                           "scale": [], "interp_method": "linear", "align_corners": False,
+                           "align_mode": 0})
 
 
 def test_sync_batch_norm_and_empty():

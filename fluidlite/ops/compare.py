@@ -9,6 +9,22 @@ from ..core.registry import OpDef, VarSpec, register
 from .broadcast import aligned_y_to_x, broadcast_shape, numpy_compatible
 
 
+def fluid_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """fluid's ``EqualFunctor``: floats are equal when |a - b| < 1e-8 (the difference taken in
+    their dtype, compared as a double), an infinity only to itself (Paddle 2.x; fluid 1.8's
+    inf - inf made them unequal) and NaN to nothing; other dtypes compare exactly."""
+    if a.dtype.kind not in "fc" and b.dtype.kind not in "fc":
+        return np.equal(a, b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        near = np.abs(np.subtract(a, b).astype(np.float64, copy=False)) < 1e-8
+    return np.where(np.isinf(a) | np.isinf(b), np.equal(a, b), near)
+
+
+def fluid_not_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``not fluid_equal(a, b)``."""
+    return ~fluid_equal(a, b)
+
+
 class _Compare(OpDef):
     """``Out = X <cmp> Y`` (bool), broadcast as the elementwise ops."""
     inputs, outputs = ("X", "Y"), ("Out",)
@@ -62,20 +78,21 @@ class GreaterEqual(_Compare):
 
 @register
 class Equal(_Compare):
-    """Out = X == Y."""
-    type, fn = "equal", staticmethod(np.equal)
+    """Out = X == Y (floats: |X - Y| < 1e-8, ``fluid_equal``)."""
+    type, fn = "equal", staticmethod(fluid_equal)
 
 
 @register
 class NotEqual(_Compare):
-    """Out = X != Y."""
-    type, fn = "not_equal", staticmethod(np.not_equal)
+    """Out = X != Y (floats: not |X - Y| < 1e-8, ``fluid_equal``)."""
+    type, fn = "not_equal", staticmethod(fluid_not_equal)
 
 
 @register
 class EqualReduce(_Compare):
-    """Out = [all(X == Y)] (bool, shape [1]), Y broadcast onto X as the elementwise ops
-    (fluid 1.8's ``equal_reduce``; Y may not have more dims than X)."""
+    """Out = [all(X == Y)] (bool, shape [1]; floats compared as ``fluid_equal``), Y broadcast
+    onto X as the elementwise ops (fluid 1.8's ``equal_reduce``; Y may not have more dims than
+    X)."""
     type = "equal_reduce"
     extra_attrs = {}
 
@@ -87,7 +104,7 @@ class EqualReduce(_Compare):
         return {"Out": VarSpec((1,), VarType.BOOL, X.lod_level)}
 
     def forward(self, X, Y, *, axis=-1):
-        return {"Out": np.array([bool(np.all(np.equal(*aligned_y_to_x(X, Y, axis))))])}
+        return {"Out": np.array([bool(np.all(fluid_equal(*aligned_y_to_x(X, Y, axis))))])}
 
     def lower(self, in_specs, attrs):
         return None

@@ -1,5 +1,6 @@
 """Image resizing: ``bilinear_interp``, ``nearest_interp``, ``bicubic_interp`` and
-``trilinear_interp`` (fluid 1.8's interpolate ops, NCHW/NHWC and NCDHW/NDHWC).
+``trilinear_interp`` (fluid 1.8's interpolate ops, NCHW/NHWC and NCDHW/NDHWC), and
+``linear_interp`` (Paddle 2.x's 1-D resize, NCW/NWC).
 
 Every method fluid implements is separable: along each spatial axis an output index ``k`` reads
 one or two input indices with fixed weights. So the op builds one small ``[out, in]`` weight
@@ -129,7 +130,9 @@ def resize_taps(x: np.ndarray, mats: Sequence[np.ndarray], axes: Sequence[int]) 
     return out
 
 
-_LAYOUTS = {4: ({"NCHW": False, "NHWC": True, "AnyLayout": False}, "NCHW or NHWC"),
+_LAYOUTS = {3: ({"NCW": False, "NWC": True, "NCHW": False, "NHWC": True, "AnyLayout": False},
+                "NCW or NWC"),
+            4: ({"NCHW": False, "NHWC": True, "AnyLayout": False}, "NCHW or NHWC"),
             5: ({"NCDHW": False, "NDHWC": True, "NCHW": False, "NHWC": True,
                  "AnyLayout": False}, "NCDHW or NDHWC")}
 
@@ -137,8 +140,8 @@ _LAYOUTS = {4: ({"NCHW": False, "NHWC": True, "AnyLayout": False}, "NCHW or NHWC
 def _spatial_axes(op: str, ndim: int, data_layout: str) -> List[int]:
     table, names_ = _LAYOUTS.get(ndim, ({}, ""))
     if ndim not in _LAYOUTS:
-        raise ValueError(f"{op}: X must be 4-D (bilinear/nearest) or 5-D (trilinear), got "
-                         f"{ndim}-D")
+        raise ValueError(f"{op}: X must be 3-D (linear), 4-D (bilinear/nearest) or 5-D "
+                         f"(trilinear), got {ndim}-D")
     if data_layout not in table:
         raise ValueError(f"{op}: data_layout must be {names_} for a {ndim}-D input, got "
                          f"{data_layout!r}")
@@ -155,7 +158,7 @@ class _Interp(OpDef):
     extra_attrs = {"use_mkldnn": False}
 
     def _attr_sizes(self, out_d: int, out_h: int, out_w: int) -> List[int]:
-        return [out_h, out_w] if self.rank == 4 else [out_d, out_h, out_w]
+        return {3: [out_w], 4: [out_h, out_w]}.get(self.rank, [out_d, out_h, out_w])
 
     def _check(self, X_ndim: int, interp_method: str, align_mode: int) -> None:
         if X_ndim != self.rank:
@@ -267,3 +270,11 @@ class TrilinearInterp(_Interp):
     """Trilinear resize of the D, H and W axes of a 5-D input (bilinear's rule on 3 axes);
     dX = the transposed interpolation applied to dOut."""
     type, method, rank = "trilinear_interp", "trilinear", 5
+
+
+@register
+class LinearInterp(_Interp):
+    """Linear resize of the W axis of a 3-D input (Paddle 2.x's ``linear_interp_v2``, which
+    the program reader maps here; bilinear's rule on one axis, NCW or NWC);
+    dX = the transposed interpolation applied to dOut."""
+    type, method, rank = "linear_interp", "linear", 3

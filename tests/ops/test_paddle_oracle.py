@@ -533,6 +533,80 @@ def _paddle2_cases() -> List[Dict[str, Any]]:
     c.append(case("psroi_pool", {"X": _u(2, 8, 6, 6), "ROIs": rois, "RoisNum": num},
                   dict(output_channels=2, spatial_scale=0.5, pooled_height=2, pooled_width=2),
                   {"Out": F64}, ["X"]))
+    return c + _paddle2_more_cases()
+
+
+def _paddle2_more_cases() -> List[Dict[str, Any]]:
+    """ops/paddle2_more.py and linear_interp (session 41)."""
+    c = []
+    ties = np.array([[1.0, 3.0, 3.0, 2.0, np.nan, 5.0], [4.0, 4.0, -1.0, -1.0, 0.0, 2.0]])
+    for op in ("cummax", "cummin"):
+        c += [case(op, {"x": ties}, dict(axis=1, dtype=3), {"out": F64, "indices": "int64"}),
+              case(op, {"x": _distinct(3, 4, 2)}, dict(axis=0, dtype=2),
+                   {"out": F64, "indices": "int32"}, ["x"], dslot="out"),
+              case(op, {"x": _distinct(2, 5)}, dict(axis=-1, dtype=3),
+                   {"out": F64, "indices": "int64"}, ["x"], dslot="out")]
+    x = _u(2, 3)
+    c += [case("equal_all", {"X": x, "Y": x.copy()}, {}, {"Out": "bool"}),
+          case("equal_all", {"X": x, "Y": x + 1e-9}, {}, {"Out": "bool"}),
+          case("elementwise_heaviside", {"X": np.array([[-1.0, 0.0, 2.0], [0.0, 0.0, -3.0]]),
+                                         "Y": _u(3)}, {}, {"Out": F64}, ["X", "Y"]),
+          case("broadcast_tensors", {"X": [_u(2, 1, 3), _u(4, 1), _u(3)]}, {},
+               {"Out": [F64, F64, F64]}),
+          case("lgamma", {"X": _u(3, 4, low=0.1, high=8.0)}, {}, {"Out": F64}, ["X"]),
+          case("lgamma", {"X": np.array([-2.5, -0.5, 0.5, 1.0, 2.0, 30.0])}, {}, {"Out": F64},
+               ["X"]),
+          case("digamma", {"X": np.array([-3.7, -1.2, -0.3, 0.2, 1.0, 2.5, 9.9, 10.1, 45.0])},
+               {}, {"Out": F64}, ["X"]),
+          case("logspace", {"Start": np.array([0.5]), "Stop": np.array([3.0]),
+                            "Num": np.array([6], np.int32), "Base": np.array([2.0])},
+               dict(dtype=6), {"Out": F64}),
+          case("logspace", {"Start": np.array([1.0], np.float32),
+                            "Stop": np.array([3.0], np.float32),
+                            "Num": np.array([4], np.int32),
+                            "Base": np.array([10.0], np.float32)},
+               dict(dtype=3), {"Out": "int64"}),
+          case("histogram", {"X": _u(50, low=-2, high=3)}, dict(bins=7, min=-1, max=2),
+               {"Out": "int64"}),
+          case("histogram", {"X": _u(4, 5)}, dict(bins=4, min=0, max=0), {"Out": "int64"}),
+          case("nanmedian", {"X": np.array([[3.0, np.nan, 1.0, 2.0], [np.nan] * 4,
+                                            [5.0, 1.0, 4.0, 2.0]])},
+               dict(axis=[1], keepdim=False), {"Out": F64, "MedianIndex": "int64"},
+               compare=["Out"]),
+          case("nanmedian", {"X": _distinct(2, 3, 5)}, dict(axis=[0, 2], keepdim=True),
+               {"Out": F64, "MedianIndex": "int64"}, ["X"], dslot="Out", compare=["Out"]),
+          case("fill_diagonal_tensor", {"X": _u(3, 4, 5), "Y": _u(3, 4)},
+               dict(offset=1, dim1=1, dim2=2), {"Out": F64}, ["X"]),
+          case("fill_diagonal_tensor", {"X": _u(4, 3), "Y": _u(2)},
+               dict(offset=-2, dim1=0, dim2=1), {"Out": F64}, ["X"]),
+          case("index_put", {"x": _u(4, 3), "indices": [np.array([0, 2, 3]),
+                                                        np.array([1, 1, 0])],
+                             "value": _u(3)}, dict(accumulate=False), {"out": F64},
+               ["x", "value"]),
+          case("index_put", {"x": _u(4, 3), "indices": [np.array([1, 1, -1])],
+                             "value": _u(3)}, dict(accumulate=True), {"out": F64},
+               ["x", "value"]),
+          case("renorm", {"X": _u(3, 4, 2, low=-2, high=2)}, dict(p=2.0, axis=1, max_norm=1.5),
+               {"Out": F64}, ["X"]),
+          case("renorm", {"X": _u(4, 3, low=-2, high=2)}, dict(p=1.5, axis=0, max_norm=1.0),
+               {"Out": F64}, ["X"]),
+          case("fold", {"X": _u(2, 3 * 2 * 2, 12)},
+               dict(output_sizes=[4, 5], kernel_sizes=[2, 2], strides=[1, 1],
+                    paddings=[0, 0, 0, 0], dilations=[1, 1]), {"Y": F64}, ["X"]),
+          case("fold", {"X": _u(1, 2 * 3 * 2, 9)},
+               dict(output_sizes=[5, 4], kernel_sizes=[3, 2], strides=[2, 2],
+                    paddings=[1, 1, 1, 1], dilations=[1, 1]), {"Y": F64}, ["X"]),
+          case("rrelu", {"X": _u(3, 5)}, dict(is_test=True, lower=0.1, upper=0.3),
+               {"Out": F64, "Noise": F64}, ["X"], dslot="Out"),
+          case("dropout_nd", {"X": _u(3, 4)},
+               dict(dropout_prob=0.3, is_test=True, dropout_implementation="downgrade_in_infer",
+                    axis=[1]), {"Out": F64, "Mask": "uint8"}, compare=["Out"]),
+          case("linear_interp", {"X": _u(2, 3, 5)},
+               dict(out_w=8, interp_method="linear", align_corners=False, align_mode=0,
+                    data_layout="NCHW"), {"Out": F64}, ["X"]),
+          case("linear_interp", {"X": _u(1, 4, 2)},
+               dict(out_w=7, interp_method="linear", align_corners=True, align_mode=1,
+                    data_layout="NHWC"), {"Out": F64}, ["X"])]
     return c
 
 

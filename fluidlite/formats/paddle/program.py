@@ -840,13 +840,19 @@ def _map_renamed_ops(op_type: str, base: str, grad: bool, inputs: Dict[str, List
                      outputs: Dict[str, List[str]], attrs: Dict[str, Any],
                      rw: Optional[_Rewriter]) -> Optional[List[_OpTuple]]:
     """Paddle 2.x ops that are a fluid op under another name (``sync_batch_norm``, ``empty``,
-    ``silu``, ``unbind``, ``*_interp_v2``, ``gather`` with ``axis``), or None."""
+    ``silu``, ``unbind``, ``*_interp_v2``, ``gather`` with ``axis``, ``memcpy``, the XShape-less
+    ``reshape`` / ``transpose`` of fluid's first versions), or None."""
     sfx = "_grad" if grad else ""
     if base == "sync_batch_norm":   # one process: the statistics of the whole batch
         return [("batch_norm" + sfx, inputs, outputs, attrs)]
     if op_type == "empty":          # uninitialized memory in Paddle; zeros here
         return [("fill_constant", inputs, outputs,
                  {k: v for k, v in attrs.items() if k != "value"})]
+    if op_type in ("reshape", "transpose"):   # the first versions: no XShape output
+        return [(op_type + "2", inputs, outputs, attrs)]
+    if op_type == "memcpy":         # a copy to another place: one place here
+        return [("assign", inputs, outputs, {k: v for k, v in attrs.items()
+                                             if k != "dst_place_type"})]
     if base == "silu":              # 2.x's x * sigmoid(x) is fluid's swish with beta 1
         return [("swish" + sfx, inputs, outputs, dict(attrs, beta=1.0))]
     if op_type == "unbind":         # its gradient is written as a stack op by Paddle
