@@ -603,6 +603,50 @@ def test_recompute_seed_ops_are_fluid_18s():
         assert seed.attr("op_role") == drop.attr("op_role") == OpRole.Forward
         out = block.var(seed.output("Out")[0])
         assert out.dtype == fluid.VarType.INT32 and tuple(out.shape) == (1,)
+        assert re.fullmatch(r"seed_\d+\.tmp_\d+", out.name)       # fluid 1.8's naming
         assert drop.input("X") and drop.output("Out") and drop.output("Mask")
     assert [op.type for op in ops].count("dropout") == 3      # d2 is replayed, d1 is kept
     main.lint()
+
+
+def test_recompute_seeds_only_unseeded_dropouts_with_fluids_seed_rule():
+    """A dropout that already reads a Seed keeps it (no second seed op); an unfixed dropout's
+    seed op gets 0 whatever its ``seed`` attr (fluid 1.8: ``0 if fix_seed is False``)."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [None, 8], "float32")
+        h = fluid.layers.fc(x, 8)
+        block = main.global_block()
+        own = block.create_var(name="own_seed", dtype="int32", shape=[1])
+        block.append_op(type="seed", outputs={"Out": [own]}, attrs={"seed": 3})
+        out = block.create_var(name="d0_out", dtype="float32", shape=h.shape)
+        mask = block.create_var(name="d0_mask", dtype="uint8", shape=h.shape)
+        block.append_op(type="dropout", inputs={"X": [h], "Seed": [own]},
+                        outputs={"Out": [out], "Mask": [mask]},
+                        attrs={"dropout_prob": 0.5, "fix_seed": False, "seed": 0})
+        d1 = fluid.layers.dropout(out, 0.3)
+        block.ops[-1]._set_attr("seed", 7)          # not fixed: the attr is ignored
+        loss = fluid.layers.mean(fluid.layers.fc(d1, 1))
+        opt = O.RecomputeOptimizer(O.SGD(0.1))
+        opt._set_checkpoints([h])
+        opt.minimize(loss)
+    ops = block.ops
+    seeds = [op for op in ops if op.type == "seed"]
+    assert [op.attr("seed") for op in seeds] == [3, 0]
+    drops = [op for op in ops if op.type == "dropout"]
+    assert drops[0].input("Seed") == ["own_seed"]
+    assert drops[1].input("Seed") == seeds[1].output("Out")
+
+
+def test_recompute_failed_minimize_with_a_startup_program_leaves_it():
+    other_lr = fluid.Program()
+    with fluid.program_guard(other_lr, fluid.Program()):
+        lr = fluid.layers.create_global_var([1], 0.1, "float64", persistable=True)
+    main, startup, given = fluid.Program(), fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        loss, h = _mlp()
+        opt = O.RecomputeOptimizer(O.Momentum(lr, 0.9))
+        opt._set_checkpoints([h])
+        with pytest.raises(TypeError, match="learning rate variable is create outside"):
+            opt.minimize(loss, startup_program=given)
+    assert not given.global_block().ops and not given.global_block().vars
