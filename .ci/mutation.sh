@@ -197,6 +197,23 @@ tests_for() {
       # rank_attention (in ctr.py) has its own tests/ops/test_rank_attention.py
       echo tests/ops/test_ctr.py tests/ops/test_rank_attention.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_ctr.py ;;
+    fluidlite/ops/_conv_kernels.py)
+      # the shared conv kernels (depthwise, 1x1, copy/run_parts) have no op of their own: the
+      # conv tests reach them (the default, all of tests/ops, would be far too slow)
+      echo tests/ops/test_conv_kernels.py tests/ops/test_conv.py tests/ops/test_winograd.py \
+           tests/ops/test_depthwise_flat.py tests/ops/test_conv_blocks.py \
+           tests/test_mutants_conv.py tests/test_dtype_stability.py \
+           tests/test_mutants_conv_kernels.py ;;
+    fluidlite/ops/rnn_core.py)
+      # the shared LSTM / GRU recurrences: reached through the lstm / gru / gru_unit /
+      # fusion_* / rnn_v2 ops' tests (no op of its own)
+      echo tests/ops/test_rnn.py tests/ops/test_fusion_ops.py tests/ops/test_rnn_v2.py \
+           tests/test_rnn_layers.py tests/test_rnn_static.py tests/test_contrib_basic_rnn.py \
+           tests/dygraph/test_nn_dedicated_ops.py tests/test_layer_checks_round5.py \
+           tests/test_mutants_rnn.py tests/test_mutants_rnn_unit.py \
+           tests/test_mutants_fusion_rnn.py tests/test_mutants_fusion_seq.py \
+           tests/test_mutants_rnn_v2.py tests/test_dtype_stability.py \
+           tests/test_mutants_rnn_core.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files
@@ -219,7 +236,8 @@ tests_for() {
            tests/test_gradient_merge.py tests/test_lookahead_switch.py tests/test_amp.py \
            tests/test_recompute_dropout.py \
            tests/test_mutants_optim.py tests/test_mutants_optimizer.py \
-           tests/test_mutants_optimizer_optimizers.py tests/test_mutants_optimizer_wrappers.py ;;
+           tests/test_mutants_optimizer_optimizers.py tests/test_mutants_optimizer_wrappers.py \
+           tests/test_mutants_optimizer_special.py tests/test_mutants_optimizer_gradient_merge.py ;;
     fluidlite/executor/executor.py)
       # run(), the plan cache, use_prune, _runner (dygraph step replay), the dataset loops
       echo tests/test_executor.py tests/test_executor_prune.py tests/test_executor_reliability.py \

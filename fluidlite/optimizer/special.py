@@ -21,13 +21,13 @@ import math
 import numbers
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ..clip import GradientClipBase, GradientClipByNorm
+from ..clip import GradientClipBase, GradientClipByNorm, append_gradient_clip_ops
 from ..core import mode as _mode, rewrite
 from ..core.ir import (Block, Operator, OpRole, Parameter, Program, Variable,
                       default_main_program, default_startup_program)
 from ..core.dtypes import VarType
 from .optimizers import MomentumOptimizer
-from .base import Acc, Optimizer, Pairs, _check_set, _hyper, _positive
+from .base import Acc, Optimizer, Pairs, _check_not_updated, _check_set, _hyper, _positive
 from ..regularizer import append_regularization_ops
 
 __all__ = ["DpsgdOptimizer", "Dpsgd", "DGCMomentumOptimizer", "PipelineOptimizer"]
@@ -108,7 +108,9 @@ class DGCMomentumOptimizer(MomentumOptimizer):
     ``rampup_step`` steps, the last one afterwards. ``local_grad_clip_norm`` or a
     ``GradientClipByNorm`` ``grad_clip`` (the only clip DGC takes: TypeError otherwise) clips
     each compressed gradient to ``clip_norm / sqrt(num_trainers)`` once compression started;
-    both need ``num_trainers``.
+    both need ``num_trainers``. As in fluid 1.8, ``grad_clip`` also clips every gradient DGC
+    does not compress (to ``clip_norm``, from the first step); without it those take the
+    legacy per-parameter clips (``set_gradient_clip``).
 
     Args:
         learning_rate (float | Variable): the step size.
@@ -124,8 +126,9 @@ class DGCMomentumOptimizer(MomentumOptimizer):
         num_trainers (int | None): the number of trainers (> 0) used by the local clip.
         regularization (WeightDecayRegularizer | None): weight decay for every parameter without
             its own.
-        grad_clip (GradientClipByNorm | None): an alternative spelling of
-            ``local_grad_clip_norm`` (its ``clip_norm``); no other clip is accepted.
+        grad_clip (GradientClipByNorm | None): fluid 1.8's spelling of
+            ``local_grad_clip_norm`` (its ``clip_norm``), which also clips the uncompressed
+            gradients; no other clip is accepted.
         name (str | None): name prefix of the optimizer's variables.
     Returns:
         DGCMomentumOptimizer: the optimizer; ``minimize(loss)`` appends the ``dgc`` /
@@ -177,8 +180,10 @@ class DGCMomentumOptimizer(MomentumOptimizer):
             raise TypeError("The type of grad_clip should be 'GradientClipByNorm', because "
                             "DGCMomentumOptimizer only support GradientClipByNorm, but "
                             f"received {type(grad_clip).__name__}")
+        # the clip is also the optimizer's own: fluid 1.8 clips the gradients DGC does not
+        # compress with it (``self._grad_clip(not_dgc_params_grads)``)
         super().__init__(learning_rate, momentum, parameter_list, use_nesterov, regularization,
-                         None, name)
+                         grad_clip, name)
         self._rampup_begin_step = _int_arg("rampup_begin_step", rampup_begin_step, 0)
         self._rampup_step = _int_arg("rampup_step", rampup_step, 1)
         if isinstance(sparsity, (int, float)) or not isinstance(sparsity, (list, tuple)) or \
@@ -216,23 +221,26 @@ class DGCMomentumOptimizer(MomentumOptimizer):
 
     def _apply_gradients(self, params_grads: Pairs,
                          grad_clip: Optional[GradientClipBase]) -> List[Operator]:
-        """Sort; clip the compressed gradients locally (``dgc_clip_by_norm``, only after
-        rampup_begin_step); regularize every gradient; then the update ops."""
+        """fluid 1.8's ``apply_gradients``: sort; the gradients DGC does not compress are
+        clipped as by any optimizer (``grad_clip``, else the legacy per-parameter clips), the
+        compressed ones locally (``dgc_clip_by_norm``, only after rampup_begin_step);
+        regularize every gradient; then the update ops."""
         params_grads = sorted(params_grads, key=lambda pg: pg[0].name)
-        if self._clip_norm is not None:
-            clipped = []
-            for p, g in params_grads:
-                if self._is_use_dgc(p, g):
-                    block = g.block
-                    with rewrite.role(block.program, OpRole.Backward, [p, g],
-                                      name_scope="dgc_clip"):
-                        g = rewrite.op(block, "dgc_clip_by_norm", X=g,
-                                       current_step=self._counter(),
-                                       attrs={"max_norm": self._clip_norm,
-                                              "rampup_begin_step":
-                                                  float(self._rampup_begin_step)})
-                clipped.append((p, g))
-            params_grads = clipped
+        _check_not_updated(default_main_program(), params_grads)
+        plain = [(p, g) for p, g in params_grads if not self._is_use_dgc(p, g)]
+        plain = grad_clip(plain) if grad_clip is not None else append_gradient_clip_ops(plain)
+        compressed = []
+        for p, g in params_grads:
+            if not self._is_use_dgc(p, g):
+                continue
+            if self._clip_norm is not None:
+                block = g.block
+                with rewrite.role(block.program, OpRole.Backward, [p, g], name_scope="dgc_clip"):
+                    g = rewrite.op(block, "dgc_clip_by_norm", X=g, current_step=self._counter(),
+                                   attrs={"max_norm": self._clip_norm,
+                                          "rampup_begin_step": float(self._rampup_begin_step)})
+            compressed.append((p, g))
+        params_grads = sorted(plain + compressed, key=lambda pg: pg[0].name)
         params_grads = append_regularization_ops(params_grads, self.regularization)
         return self._create_optimization_pass(params_grads)
 
