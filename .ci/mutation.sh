@@ -178,11 +178,11 @@ tests_for() {
     fluidlite/ops/einsum.py)
       # einsum is tested with the Paddle 2.6 exports (no tests/ops/test_einsum.py)
       echo tests/test_paddle2_exports.py tests/ops/test_paddle_oracle.py \
-           tests/test_dtype_stability.py ;;
+           tests/test_dtype_stability.py tests/test_mutants_einsum.py ;;
     fluidlite/ops/quant_linear.py)
       # quantize_linear / dequantize_linear are tested with the other small Paddle 2.x ops
       echo tests/ops/test_paddle2_misc.py tests/ops/test_paddle_oracle.py \
-           tests/test_dtype_stability.py ;;
+           tests/test_dtype_stability.py tests/test_mutants_quant_linear.py ;;
     fluidlite/ops/fusion_seq.py|fluidlite/ops/fusion_rnn.py)
       # the fused sequence / RNN ops share tests/ops/test_fusion_ops.py (fused_embedding_seq_pool
       # also through contrib.layers)

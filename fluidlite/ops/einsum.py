@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..core.dtypes import convert_dtype
 from ..core.registry import Binding, OpDef, VarSpec, register
 
 _LETTERS = frozenset(string.ascii_letters)
@@ -110,7 +111,7 @@ class Einsum(OpDef):
         for k, s in enumerate(Operands):
             if s.dtype != dtype:
                 raise ValueError(f"einsum: all operands must have one dtype; operand 0 is "
-                                 f"{dtype.name.lower()}, operand {k} {s.dtype.name.lower()}")
+                                 f"{convert_dtype(dtype)}, operand {k} {convert_dtype(s.dtype)}")
         _, out, sizes = self._plan(equation, Operands)
         return {"Out": VarSpec(tuple(sizes[c] for c in out), dtype),
                 "InnerCache": list(Operands), "XShape": list(Operands)}
