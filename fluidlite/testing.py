@@ -129,7 +129,7 @@ class OpTest:
     def check_grad(self, inputs_to_check: Sequence[str], output_names: Union[str, Sequence[str]],
                    max_relative_error: float = 0.005, no_grad_set: Optional[Sequence[str]] = None,
                    delta: float = 1e-3, weighted: bool = True,
-                   allow_zero_grad: bool = False) -> None:
+                   allow_zero_grad: bool = False, symmetric: Sequence[str] = ()) -> None:
         """Analytic gradients (via append_backward and the Executor) vs central differences,
         both in float64. ``inputs_to_check`` are slot names (or var names of duplicable
         entries). By default (``weighted=True``) the checked scalar is ``sum(output * R)`` for
@@ -139,7 +139,10 @@ class OpTest:
         normalizations -- fails. ``weighted=False`` checks ``mean(output)``, Paddle's own
         contract. Either way the check refuses to pass vacuously: when the numeric gradient is
         so small that an all-zero analytic gradient would pass too, it fails unless
-        ``allow_zero_grad`` (an op whose gradient is zero, e.g. ``sign``)."""
+        ``allow_zero_grad`` (an op whose gradient is zero, e.g. ``sign``). Inputs named in
+        ``symmetric`` are (batches of) symmetric matrices that the op reads as such (``eigh``
+        reads one triangle): they are perturbed along symmetric directions only, and the
+        symmetric part of the analytic gradient must equal the numeric one."""
         from . import backward, layers
         output_names = [output_names] if isinstance(output_names, str) else list(output_names)
         var_names = self._check_var_names(inputs_to_check)
@@ -172,8 +175,13 @@ class OpTest:
         def f(fd: Dict[str, np.ndarray]) -> float:
             return float(exe.run(fwd, feed=fd, fetch_list=[loss.name], scope=Scope())[0][0])
 
+        symmetric_vars = set(self._check_var_names(symmetric)) if symmetric else set()
         for name, a in zip(var_names, analytic):
-            n = numeric_grad(f, feed, name, delta)
+            if name in symmetric_vars:  # only a's symmetric part acts on symmetric inputs
+                n = numeric_grad_symmetric(f, feed, name, delta)
+                a = (a + np.swapaxes(a, -1, -2)) / 2
+            else:
+                n = numeric_grad(f, feed, name, delta)
             assert_grads_close(a, n, max_relative_error, f"{self.op_type}: d{name}")
             if not allow_zero_grad:
                 _assert_not_vacuous(n, max_relative_error, f"{self.op_type}: d{name}")
@@ -282,6 +290,24 @@ def numeric_grad(f: Any, feed: Dict[str, np.ndarray], name: str, delta: float = 
         lo = f({**feed, name: base.copy()})
         flat[i] = orig
         gflat[i] = (hi - lo) / (2 * delta)
+    return grad
+
+
+def numeric_grad_symmetric(f: Any, feed: Dict[str, np.ndarray], name: str,
+                           delta: float = 1e-3) -> np.ndarray:
+    """Central differences of ``f`` along the symmetric directions of ``feed[name]`` (a batch
+    of square matrices): entry (i, j) and (j, i) move together, so the result ``G`` (itself
+    symmetric) satisfies <G, E> = df for every symmetric perturbation E."""
+    base = feed[name].astype(np.float64)
+    n = base.shape[-1]
+    grad = np.zeros_like(base)
+    for batch in np.ndindex(base.shape[:-2]):
+        for i in range(n):
+            for j in range(i, n):
+                step = np.zeros_like(base)
+                step[batch + (i, j)] = step[batch + (j, i)] = delta
+                d = (f({**feed, name: base + step}) - f({**feed, name: base - step})) / (2 * delta)
+                grad[batch + (i, j)] = grad[batch + (j, i)] = d if i == j else d / 2
     return grad
 
 

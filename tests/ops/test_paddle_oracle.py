@@ -381,8 +381,9 @@ def _paddle2_rcnn_cases() -> List[Dict[str, Any]]:
                       {"MultiFpnRois": [F64] * 4, "RestoreIndex": "int32",
                        "MultiLevelRoIsNum": ["int32"] * 4}))
     lv = [rois[:4], rois[4:]]
+    scores = _distinct(6, 1)      # no ties across levels: Paddle's order of equal scores is its sort's
     c.append(case("collect_fpn_proposals",
-                  {"MultiLevelRois": lv, "MultiLevelScores": [_distinct(4, 1), _distinct(2, 1)],
+                  {"MultiLevelRois": lv, "MultiLevelScores": [scores[:4], scores[4:]],
                    "MultiLevelRoIsNum": [np.array([3, 1], np.int32),
                                          np.array([1, 1], np.int32)]},
                   dict(post_nms_topN=4), {"FpnRois": F64, "RoisNum": "int32"}))
@@ -607,6 +608,38 @@ def _paddle2_more_cases() -> List[Dict[str, Any]]:
           case("linear_interp", {"X": _u(1, 4, 2)},
                dict(out_w=7, interp_method="linear", align_corners=True, align_mode=1,
                     data_layout="NHWC"), {"Out": F64}, ["X"])]
+    sym = _u(3, 3)
+    sym = sym + sym.T + 3 * np.eye(3)
+    low = np.linalg.cholesky(sym)
+    c += [case("eigh", {"X": sym}, dict(UPLO="L"), {"Eigenvalues": F64, "Eigenvectors": F64},
+               ["X"], dslot="Eigenvalues"),
+          case("eigh", {"X": np.stack([sym, sym * 2 - np.eye(3)])}, dict(UPLO="U"),
+               {"Eigenvalues": F64, "Eigenvectors": F64}),
+          case("eigvalsh", {"X": sym}, dict(UPLO="L", is_test=False),
+               {"Eigenvalues": F64, "Eigenvectors": F64}, ["X"], dslot="Eigenvalues",
+               compare=["Eigenvalues"]),
+          case("svd", {"X": _u(4, 3)}, dict(full_matrices=False),
+               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="S"),
+          case("svd", {"X": _u(5, 3)}, dict(full_matrices=False),
+               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="U"),
+          case("svd", {"X": _u(3, 4)}, dict(full_matrices=False),
+               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="VH"),
+          case("eigh", {"X": sym}, dict(UPLO="L"), {"Eigenvalues": F64, "Eigenvectors": F64},
+               ["X"], dslot="Eigenvectors"),
+          case("svd", {"X": _u(2, 3, 5)}, dict(full_matrices=True),
+               {"U": F64, "S": F64, "VH": F64}),
+          case("qr", {"X": _u(5, 3)}, dict(mode="reduced"), {"Q": F64, "R": F64}, ["X"],
+               dslot="R"),
+          case("qr", {"X": _u(2, 3, 4)}, dict(mode="complete"), {"Q": F64, "R": F64}),
+          case("cholesky_solve", {"X": _u(3, 2), "Y": low}, dict(upper=False), {"Out": F64},
+               ["X", "Y"]),
+          case("cholesky_solve", {"X": _u(2, 3, 2), "Y": low.T.copy()}, dict(upper=True),
+               {"Out": F64}, ["X", "Y"]),
+          case("matrix_rank", {"X": np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0],
+                                              [0.0, 1.0, 1.0]])},
+               dict(tol=0.0, hermitian=False, use_default_tol=True), {"Out": "int64"}),
+          case("matrix_rank", {"X": np.diag([3.0, 0.5, 1e-3])},
+               dict(tol=0.01, hermitian=True, use_default_tol=False), {"Out": "int64"})]
     return c
 
 
