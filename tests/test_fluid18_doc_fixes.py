@@ -61,14 +61,22 @@ def test_cond_branches_may_differ_in_shape(take_true):
         assert got[1].shape == (4, 5) and not got[1].any()
 
 
-def test_cond_branches_of_different_dtypes_are_refused_naming_the_cast():
+def test_cond_branches_of_different_dtypes_run_fluid18s_documented_example():
+    # fluid 1.8's cond docstring: true_fn gives int32 [1, 2] / bool [2, 3], false_fn float32
+    # [3, 4] / int64 [4, 5]; both merge into the dtype holding both (a warning says so)
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
-        x = L.fill_constant([1], "bool", True)
-        with pytest.raises(ValueError, match=r"output 0 of true_fn is \[1, 2\] int32 .* "
-                                             r"\[3, 4\] float32.*cast"):
-            L.cond(x, lambda: L.fill_constant([1, 2], "int32", 1),
-                   lambda: L.fill_constant([3, 4], "float32", 3))
+        x = L.fill_constant([1], "float32", 0.1)
+        y = L.fill_constant([1], "float32", 0.23)
+        with pytest.warns(UserWarning, match="output 0 is int32 in true_fn and float32"):
+            out = L.cond(L.less_than(x, y),
+                         lambda: (L.fill_constant([1, 2], "int32", 1),
+                                  L.fill_constant([2, 3], "bool", True)),
+                         lambda: (L.fill_constant([3, 4], "float32", 3),
+                                  L.fill_constant([4, 5], "int64", 2)))
+    r0, r1 = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=list(out))
+    assert r0.dtype == np.float32 and r0.tolist() == [[1.0, 1.0]]
+    assert r1.dtype == np.int64 and r1.tolist() == [[1, 1, 1], [1, 1, 1]]
 
 
 def test_case_and_switch_case_branches_may_differ_in_shape():
