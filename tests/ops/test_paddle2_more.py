@@ -97,6 +97,9 @@ def test_heaviside_and_broadcast_tensors():
     np.testing.assert_array_equal(res["Out"], [[0, y[1], 1], [y[0], 1, 0]])
     d = get_op_def("elementwise_heaviside").backward(x, y, np.ones((2, 3)))
     assert not d["X"].any() and d["Y"].tolist() == [1.0, 1.0, 0.0]
+    f32 = get_op_def("elementwise_heaviside").forward(x.astype(np.float32),
+                                                      y.astype(np.float32))["Out"]
+    assert f32.dtype == np.float32
     xs = [RNG.uniform(-1, 1, (2, 1, 3)), RNG.uniform(-1, 1, (4, 1)), RNG.uniform(-1, 1, (3,))]
     op = get_op_def("broadcast_tensors")
     outs = op.forward(xs)["Out"]
@@ -107,6 +110,9 @@ def test_heaviside_and_broadcast_tensors():
     np.testing.assert_allclose(grads[0], douts[0].sum(1, keepdims=True))
     np.testing.assert_allclose(grads[1], douts[1].sum((0, 2))[:, None])
     np.testing.assert_allclose(grads[2], douts[2].sum((0, 1)))
+    partial = op.backward(xs, [douts[0], None, douts[2]])["X"]      # Out[1] unused
+    assert partial[1].shape == (4, 1) and not partial[1].any()
+    np.testing.assert_allclose(partial[0], grads[0])
     spec = op.infer([VarSpec((-1, 1, 3), "float32"), VarSpec((4, 1), "float32")])["Out"]
     assert [s.shape for s in spec] == [(-1, 4, 3)] * 2
     with pytest.raises(ValueError, match="do not broadcast"):
