@@ -150,3 +150,24 @@ def test_paddle2_op_exports(tmp_path, op_type):
     got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)[0]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_equal_exports_fluids_tolerance(tmp_path, dtype):
+    # fluid's equal on floats: |x - y| < 1e-8, infinities only to themselves, NaN to nothing
+    main, start = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, start):
+        x = fluid.data("x", [None], dtype)
+        y = fluid.data("y", [None], dtype)
+        eq, ne = L.cast(L.equal(x, y), "int32"), L.cast(L.not_equal(x, y), "int32")
+    a = np.array([0.1 + 0.2, 1.0, np.inf, np.inf, np.nan, 1e-3, 5.0], dtype)
+    b = np.array([0.3, 1.0 + 2e-8, np.inf, -np.inf, np.nan, 1e-3 + 5e-9, 5.0], dtype)
+    feed = {"x": a, "y": b}
+    want = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[eq, ne])
+    assert want[0].tolist() == ([1, 1, 1, 0, 0, 1, 1] if dtype == "float32"
+                                else [1, 0, 1, 0, 0, 1, 1])
+    path = str(tmp_path / "m.onnx")
+    export(main, path, ["x", "y"], [eq.name, ne.name])
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]

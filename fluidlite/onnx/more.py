@@ -195,7 +195,15 @@ _COMPARE = {"less_than": "Less", "less_equal": "LessOrEqual", "greater_than": "G
 def _compare(c: _Ctx, op: Any) -> None:
     x, y = _x(op, "X"), _x(op, "Y")
     y = _fluid_broadcast(c, x, y, int(op.attr("axis")))
-    if op.type == "not_equal":
+    if op.type in ("equal", "not_equal") and c.np_dtype(x).kind == "f":
+        # fluid's EqualFunctor (ops/compare.py): |x - y| < 1e-8 as a double, infinities
+        # only to themselves, NaN to nothing
+        diff = c.node("Cast", [c.node("Abs", [c.node("Sub", [x, y])])], to=11)
+        near = c.node("Less", [diff, c.const(1e-8, np.float64)])    # false for inf, NaN
+        eq = c.node("Or", [near, c.node("And", [c.node("IsInf", [x]),
+                                                 c.node("Equal", [x, y])])])
+        c.node("Not" if op.type == "not_equal" else "Identity", [eq], [_out(op)])
+    elif op.type == "not_equal":
         c.node("Not", [c.node("Equal", [x, y])], [_out(op)])
     else:
         c.node(_COMPARE[op.type], [x, y], [_out(op)])
