@@ -88,3 +88,25 @@ def test_pool_argument_errors_read_the_same(layer, shape):
         _build(lambda: call(pool_size=2, use_cudnn=1))
     with pytest.raises(ValueError, match=f"{layer}: when pool_padding is 'SAME', ceil_mode"):
         _build(lambda: call(pool_size=2, pool_padding="SAME", ceil_mode=True))
+
+
+@pytest.mark.parametrize("layer, shape", [("conv2d", [-1, 2, 8, 8]),
+                                          ("conv2d_transpose", [-1, 2, 8, 8]),
+                                          ("conv3d", [-1, 2, 4, 4, 4]),
+                                          ("conv3d_transpose", [-1, 2, 4, 4, 4])])
+def test_conv_use_cudnn_must_be_a_bool_valueerror_as_fluid18(layer, shape):
+    # fluid 1.8's conv layers raise ValueError (Paddle's TestConv3dAPI_Error expects it);
+    # its pool layers raise TypeError (above)
+    def call(**kw):
+        x = fluid.data(name="x", shape=shape, dtype="float32")
+        return getattr(fluid.layers, layer)(x, 2, filter_size=3, **kw)
+    with pytest.raises(ValueError, match=r"Attr\(use_cudnn\) should be True or False. "
+                                         r"Received Attr\(use_cudnn\): \[0\]"):
+        _build(lambda: call(use_cudnn=[0]))
+    _build(lambda: call(use_cudnn=False))
+
+
+def test_conv2d_checks_the_dtype_before_the_rank_as_fluid18():
+    # Paddle's TestConv2dOpError: an int32 input of the wrong rank is a TypeError (dtype)
+    with pytest.raises(TypeError, match="conv2d: input 'x2' must be float16/32/64, got int32"):
+        _build(lambda: fluid.layers.conv2d(fluid.layers.data("x2", [3, 4, 5, 6], "int32"), 1, 1))

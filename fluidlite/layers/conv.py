@@ -66,14 +66,15 @@ def _padding(padding: Any, data_format: str, layer: str) -> Tuple[List[int], str
 def _check_input(layer: str, input: Variable, data_format: str) -> int:
     if not isinstance(input, Variable):
         raise TypeError(f"{layer}: input must be a Variable, got {type(input).__name__}")
+    # fluid 1.8 checks the dtype first (check_variable_and_dtype), then the layout and rank
+    if input.dtype is not None and not is_float(input.dtype):
+        raise TypeError(f"{layer}: input '{input.name}' must be float16/32/64, got "
+                        f"{input.dtype.name.lower()}")
     if data_format not in ("NCHW", "NHWC"):
         raise ValueError(f"{layer}: data_format must be 'NCHW' or 'NHWC', got {data_format!r}")
     if len(input.shape) != 4:
         raise ValueError(f"{layer}: input must be 4-D ({data_format}), got shape "
                          f"{list(input.shape)} for '{input.name}'")
-    if input.dtype is not None and not is_float(input.dtype):
-        raise TypeError(f"{layer}: input '{input.name}' must be float16/32/64, got "
-                        f"{input.dtype.name.lower()}")
     c = input.shape[1] if data_format == "NCHW" else input.shape[3]
     if c < 0:
         raise ValueError(f"{layer}: the channel dimension of the input '{input.name}' must be "
@@ -194,6 +195,7 @@ def conv2d(input: Variable, num_filters: int, filter_size: _IntOrPair, stride: _
         (2, 8, 16, 16)
     """
     C = _check_input("conv2d", input, data_format)
+    _check_use_cudnn(use_cudnn)
     num_filters, groups = _filters_and_groups("conv2d", input, C, num_filters, groups)
     l_type = "depthwise_conv2d" if (C == groups and num_filters % C == 0 and not use_cudnn) \
         else "conv2d"
@@ -268,6 +270,7 @@ def conv2d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     if param_attr is False:
         raise ValueError("conv2d_transpose: param_attr should not be False")
     C = _check_input("conv2d_transpose", input, data_format)
+    _check_use_cudnn(use_cudnn)
     # fluid 1.8: a per-channel transpose without cuDNN is the depthwise op (its helper also
     # names the parameters depthwise_conv2d_transpose_N); the groups *given* are compared
     op_type = "depthwise_conv2d_transpose" if (
@@ -344,6 +347,13 @@ def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
     pool_size = _to_list(pool_size, 2, "pool_size", "pool2d")
     return _append_pool("pool2d", 2, input, pool_size, pool_type, pool_stride, pool_padding,
                         global_pooling, use_cudnn, ceil_mode, name, exclusive, data_format)
+
+
+def _check_use_cudnn(use_cudnn: Any) -> None:
+    """fluid 1.8's conv layers: a non-bool ``use_cudnn`` is a ValueError (their wording)."""
+    if not isinstance(use_cudnn, bool):
+        raise ValueError(f"Attr(use_cudnn) should be True or False. Received "
+                         f"Attr(use_cudnn): {use_cudnn}. ")
 
 
 def _check_pool_args(layer: str, pool_type: str, pool_size: Any, global_pooling: bool,

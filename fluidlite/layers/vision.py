@@ -14,8 +14,8 @@ from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant, Normal
 from ..param_attr import ParamAttr
 from ..layer_helper import LayerHelper, check_int, is_int, is_number
-from .conv import (_append_conv, _append_pool, _check_pool_args, _filters_and_groups,
-                   _padding_nd, _to_list, _transpose_filters_and_groups,
+from .conv import (_append_conv, _append_pool, _check_pool_args, _check_use_cudnn,
+                   _filters_and_groups, _padding_nd, _to_list, _transpose_filters_and_groups,
                    _transpose_sizes)
 
 __all__ = ["image_resize", "interpolate", "resize_bilinear", "resize_nearest",
@@ -473,6 +473,7 @@ def conv3d(input: Variable, num_filters: int, filter_size: Any, stride: Any = 1,
     """
     layer = "conv3d"
     C = _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
+    _check_use_cudnn(use_cudnn)
     num_filters, groups = _filters_and_groups(layer, input, C, num_filters, groups)
     helper = LayerHelper(layer, input=input, param_attr=param_attr, bias_attr=bias_attr,
                          act=act, name=name)
@@ -542,6 +543,7 @@ def conv3d_transpose(input: Variable, num_filters: int, output_size: Any = None,
     if param_attr is False:
         raise ValueError(f"{layer}: param_attr should not be False")
     C = _check_nd_input(layer, input, data_format, ("NCDHW", "NDHWC"), 5)
+    _check_use_cudnn(use_cudnn)
     num_filters, groups = _transpose_filters_and_groups(layer, C, num_filters, groups)
     helper = LayerHelper(layer, input=input, param_attr=param_attr, bias_attr=bias_attr,
                          act=act, name=name)
