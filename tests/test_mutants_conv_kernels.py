@@ -33,6 +33,7 @@ DEPTHWISE = [
     (2, 3, 2, 40, 36, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), "rows"),
     (2, 3, 2, 20, 18, (3, 3), (1, 1), (1, 2, 0, 1), (1, 2), "flat"),
     (2, 3, 1, 100, 150, (3, 3), (2, 3), (1, 1, 1, 1), (1, 1), "rows+flat dx"),
+    (3, 2, 1, 10, 10, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), "last"),       # 2 channels
 ]
 
 
@@ -191,3 +192,32 @@ def test_pointwise_float16_multiplies_in_float32_and_rounds_once(strides, hw):
     dw = grads["Filter@GRAD"]
     assert dw.dtype == np.float16 and dw.shape == rdw.shape
     np.testing.assert_allclose(dw.astype(np.float64), rdw, rtol=3e-3, atol=3e-3)
+
+
+@pytest.mark.parametrize("pads", [(1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1),
+                                  (0, 0, 0, 0)])
+def test_one_sided_paddings_on_the_rows_first_kernels(pads):
+    """A 20x20 map (rows first) with stride 2 (the strided-rows forward) and each single
+    padding: output and both gradients against the float64 direct convolution."""
+    rng = np.random.default_rng(14)
+    x, w = rng.standard_normal((2, 2, 40, 38)), rng.standard_normal((2, 1, 3, 3))
+    attrs = _attrs(2, (2, 2), pads, (1, 1))
+    g = CV._conv_geom(x, w, [2, 2], list(pads), [1, 1], "EXPLICIT", 2)
+    assert g.oh * g.ow >= K._ROWS_LAST_MAX
+    y = get_op_def("depthwise_conv2d").forward(x, w, **attrs)["Output"]
+    np.testing.assert_allclose(y, ref_conv(x, w, (2, 2), pads, (1, 1), 2), rtol=1e-12,
+                               atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    grads = get_op_def("depthwise_conv2d_grad").forward(x, w, dy, **attrs)
+    np.testing.assert_allclose(grads["Input@GRAD"], _direct_dx(dy, w, g, 2), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(grads["Filter@GRAD"], _direct_dw(x, dy, g, 1), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_pointwise_threshold_is_at_least_128_output_pixels():
+    """``use_pointwise``: 1x1, groups 1, no padding and at least ``_POINTWISE_MIN`` (128)
+    output pixels."""
+    for hw, want in (((8, 16), True), ((1, 127), False), ((1, 128), True)):
+        g = CV._geom(hw, (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1)
+        assert K.use_pointwise(g, (4, 3, 1, 1)) is want, hw
