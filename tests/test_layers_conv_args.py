@@ -109,4 +109,5 @@ def test_conv_use_cudnn_must_be_a_bool_valueerror_as_fluid18(layer, shape):
 def test_conv2d_checks_the_dtype_before_the_rank_as_fluid18():
     # Paddle's TestConv2dOpError: an int32 input of the wrong rank is a TypeError (dtype)
     with pytest.raises(TypeError, match="conv2d: input 'x2' must be float16/32/64, got int32"):
-        _build(lambda: fluid.layers.conv2d(fluid.layers.data("x2", [3, 4, 5, 6], "int32"), 1, 1))
+        _build(lambda: fluid.layers.conv2d(
+            fluid.layers.data("x2", [3, 4, 5, 6], dtype="int32"), 1, 1))
