@@ -133,13 +133,14 @@ def test_dpsgd_argument_errors_name_the_argument(kwargs, match):
         fluid.optimizer.Dpsgd(**kwargs)
 
 
-def test_dpsgd_minimize_passes_its_arguments_on():
+@pytest.mark.parametrize("plist,no_grad", [(["w"], None), (None, {"b"})])
+def test_dpsgd_minimize_passes_its_arguments_on(plist, no_grad):
     main, startup, x, loss = _fc_program(4, 3)
     other = fluid.Program()
     with fluid.program_guard(main, startup):
         opt = fluid.optimizer.Dpsgd(learning_rate=0.1, clip=100.0, batch_size=1.0, sigma=0.0)
-        ops, pairs = opt.minimize(loss, startup_program=other, parameter_list=["w", "b"],
-                                  no_grad_set={"b"},
+        ops, pairs = opt.minimize(loss, startup_program=other, parameter_list=plist,
+                                  no_grad_set=no_grad,
                                   grad_clip=fluid.clip.GradientClipByValue(0.001))
     assert [p.name for p, _ in pairs] == ["w"]
     assert [op.type for op in ops] == ["dpsgd"]
@@ -180,13 +181,14 @@ def test_dpsgd_dygraph_minimize_takes_parameter_list_and_no_grad_set():
 
 
 # -- PipelineOptimizer -------------------------------------------------------------------------
-def test_pipeline_records_fluids_settings_and_passes_minimize_arguments_on():
+@pytest.mark.parametrize("plist,no_grad", [(["w"], None), (None, {"b"})])
+def test_pipeline_records_fluids_settings_and_passes_minimize_arguments_on(plist, no_grad):
     main, startup, x, loss = _fc_program(4, 3)
     other = fluid.Program()
     with fluid.program_guard(main, startup):
         opt = fluid.optimizer.PipelineOptimizer(fluid.optimizer.SGD(0.1))
-        ops, pairs = opt.minimize(loss, startup_program=other, parameter_list=["w", "b"],
-                                  no_grad_set={"b"})
+        ops, pairs = opt.minimize(loss, startup_program=other, parameter_list=plist,
+                                  no_grad_set=no_grad)
     assert main._pipeline_opt == {"num_microbatches": 1, "start_cpu_core_id": 0,
                                   "section_program": None}
     assert [p.name for p, _ in pairs] == ["w"] and [op.type for op in ops] == ["sgd"]
@@ -345,6 +347,12 @@ def test_pipeline_reads_the_wrapped_optimizers_attributes():
     assert opt._learning_rate == 0.25 and opt.type == "sgd"
     with pytest.raises(AttributeError, match="no_such_attribute"):
         opt._no_such_attribute
-    assert not hasattr(opt, "__no_such_dunder__")
-    clone = copy.copy(opt)                 # no _optimizer yet while copying: AttributeError
+    with pytest.raises(AttributeError, match="^__no_such_dunder__$"):
+        opt.__no_such_dunder__
+    clone = copy.copy(opt)
     assert clone._optimizer is sgd
+    # an instance not initialized yet (as while unpickling) has no _optimizer: its lookups
+    # raise AttributeError naming it, not an endless recursion
+    bare = fluid.optimizer.PipelineOptimizer.__new__(fluid.optimizer.PipelineOptimizer)
+    with pytest.raises(AttributeError, match="^_optimizer$"):
+        bare._learning_rate
