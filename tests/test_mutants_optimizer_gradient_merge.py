@@ -11,10 +11,11 @@ round 10, docs/mutation.md): ``GradientMergeOptimizer``.
   program as they were (one build transaction);
 * the program: the persistable step counter ``gradient_merge_step_N`` (int32) and one
   ``<param>@GRAD@GradientMerge`` accumulator per parameter, the accumulation ops tagged
-  Optimize with their [param, grad], the int32 ``Mask`` of the ``select_input`` resets
-  (fluid's select_input reads an int32 mask);
+  Optimize with their [param, grad], every op the merge adds in a ``gradient_merge`` name
+  scope, the int32 ``Mask`` of the ``select_input`` resets (fluid's select_input reads an
+  int32 mask);
 * the messages of Paddle 2.x's ``paddle.incubate.optimizer.GradientMergeOptimizer`` (the
-  class fluid 1.8's users get it from), ``type``."""
+  class fluid 1.8's users get it from), ``type``, the defaults k_steps=1, avg=True."""
 import numpy as np
 import pytest
 
@@ -95,6 +96,14 @@ def test_the_program_the_merge_builds():
     for op in sels:
         assert op.attr("op_role") == int(OpRole.Optimize)
         assert block.var(op.input("Mask")[0]).dtype == VarType.INT32
+    # every op the merge adds (all but the inner optimizer's update) is an Optimize op in a
+    # "gradient_merge" name scope (the group fluidlite.viz draws, the scope program text shows)
+    ops = block.ops[[op.type for op in block.ops].index("increment"):]
+    assert [op.type for op in ops].count("sgd") == 2
+    for op in ops:
+        assert op.attr("op_role") == int(OpRole.Optimize), op.type
+        if op.type != "sgd":
+            assert op.attr("op_namescope").startswith("/gradient_merge"), op.type
     casts = [op for op in block.ops if op.type == "cast" and
              op.output("Out")[0] == sels[0].input("Mask")[0]]
     assert len(casts) == 1 and casts[0].attr("out_dtype") == VarType.INT32
@@ -130,9 +139,11 @@ def test_backward_passes_its_arguments_to_the_inner_optimizer():
     with fluid.program_guard(main, startup), fluid.unique_name.guard():
         loss = _loss()
         gm = fluid.optimizer.GradientMergeOptimizer(fluid.optimizer.SGD(0.5), k_steps=2)
-        pairs = gm.backward(loss, other, parameter_list=["w", "b"], no_grad_set={"b"},
+        pairs = gm.backward(loss, other, parameter_list=["w"],
                             callbacks=[lambda block, context: seen.append(context)])
-    assert [p.name for p, _ in pairs] == ["w"]
+        assert [p.name for p, _ in pairs] == ["w"]
+        pairs = gm.backward(loss, other, no_grad_set={"w"})
+        assert [p.name for p, _ in pairs] == ["b"]
     assert seen
 
 
@@ -155,6 +166,8 @@ def test_messages_and_type():
     sgd = fluid.optimizer.SGD(0.1)
     gm = fluid.optimizer.GradientMergeOptimizer(sgd, k_steps=np.int64(2))
     assert gm.type == "gradient_merge" and gm.k_steps == 2 and type(gm.k_steps) is int
+    default = fluid.optimizer.GradientMergeOptimizer(sgd)       # Paddle's k_steps=1, avg=True
+    assert default.k_steps == 1 and default.avg is True
     with pytest.raises(ValueError, match=r"^GradientMergeOptimizer: inner_optimizer must be a "
                                          r"fluid optimizer \(e\.g\. fluid\.optimizer\.SGD\(0\.01\)"
                                          r"\), but received 'sgd'$"):

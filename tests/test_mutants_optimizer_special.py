@@ -101,6 +101,7 @@ def test_dgc_local_clip_op_is_a_backward_op_of_the_parameter():
     op, = [o for o in main.global_block().ops if o.type == "dgc_clip_by_norm"]
     assert op.attr("op_role") == int(fluid.core.ir.OpRole.Backward)
     assert list(op.attr("op_role_var")) == ["w", "w@GRAD"]
+    assert op.attr("op_namescope") == "/dgc_clip/"          # its group in fluidlite.viz
     assert op.attr("max_norm") == 1.0 and op.attr("rampup_begin_step") == 2.0
 
 
