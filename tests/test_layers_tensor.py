@@ -189,3 +189,22 @@ def test_concat_of_different_dtypes_is_refused_at_build():
                                              "but X\\[0\\] is float32 and X\\[1\\] is int64"):
             fluid.layers.concat([a, b])
     assert not main.global_block().ops
+
+
+def test_concat_of_a_tensor_array_and_fluid18s_dtype_list():
+    # fluid 1.8: a tensor array's entries are joined by tensor_array_to_tensor (the joined
+    # dim unknown at build); the inputs' dtypes are float16/32/64, int32, int64 only
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        arr = fluid.layers.create_array(dtype="float32")
+        zero = fluid.layers.fill_constant(shape=[1], value=0, dtype="int64")
+        for i in range(3):
+            fluid.layers.array_write(fluid.layers.assign(x * (i + 1)), zero + i, arr)
+        out = fluid.layers.concat(arr, axis=1)
+        assert out.shape == (2, -1)
+        for dt in ("uint8", "bool", "int8"):
+            with pytest.raises(TypeError, match=r"input\[0\].*concat"):
+                fluid.layers.concat([fluid.data(f"u_{dt}", [2], dt)] * 2)
+    got, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
+    np.testing.assert_array_equal(got, np.concatenate([x, 2 * x, 3 * x], axis=1))

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ..core import shape as S
-from ..core.dtypes import convert_np_dtype_to_dtype_
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..core.ir import Variable
 from ..pipeline.feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..initializer import Constant
@@ -483,9 +483,19 @@ def concat(input: Sequence[Variable], axis: Union[int, Variable] = 0,
         (-1, 5)
     """
     check_type(input, "input", (list, tuple, Variable), "concat")
+    if isinstance(input, Variable) and input.type == VarType.LOD_TENSOR_ARRAY:
+        # fluid 1.8: the entries of a tensor array, joined by tensor_array_to_tensor
+        helper = LayerHelper("concat", name=name)
+        out = helper.create_variable_for_type_inference(dtype=input.dtype)
+        index = helper.create_variable_for_type_inference(dtype="int32")
+        helper.append_op(type="tensor_array_to_tensor", inputs={"X": [input]},
+                         outputs={"Out": [out], "OutIndex": [index]},
+                         attrs={"axis": check_int(axis, "axis", "concat"), "use_stack": False})
+        return out
     xs = [input] if isinstance(input, Variable) else list(input)
-    for i, x in enumerate(xs):
-        check_variable_and_dtype(x, f"input[{i}]", _ALL, "concat")
+    for i, x in enumerate(xs):    # fluid 1.8's list (bool / uint8 / int8 / int16 are refused)
+        check_variable_and_dtype(x, f"input[{i}]",
+                                 ["float16", "float32", "float64", "int32", "int64"], "concat")
     inputs: dict = {"X": xs}
     if isinstance(axis, Variable):        # fluid 1.8: the AxisTensor input
         check_dtype(axis.dtype, "axis", _INT, "concat")
