@@ -208,3 +208,9 @@ def test_concat_of_a_tensor_array_and_fluid18s_dtype_list():
                 fluid.layers.concat([fluid.data(f"u_{dt}", [2], dt)] * 2)
     got, = fluid.Executor(fluid.CPUPlace()).run(main, fetch_list=[out])
     np.testing.assert_array_equal(got, np.concatenate([x, 2 * x, 3 * x], axis=1))
+
+
+def test_dygraph_concat_takes_any_dtype_as_fluid18():
+    with fluid.dygraph.guard():
+        a = fluid.dygraph.to_variable(np.array([True, False]))
+        assert fluid.layers.concat([a, a]).numpy().tolist() == [True, False, True, False]

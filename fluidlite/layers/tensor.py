@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..core import mode as _mode
 from ..core import shape as S
 from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
 from ..core.ir import Variable
@@ -493,9 +494,12 @@ def concat(input: Sequence[Variable], axis: Union[int, Variable] = 0,
                          attrs={"axis": check_int(axis, "axis", "concat"), "use_stack": False})
         return out
     xs = [input] if isinstance(input, Variable) else list(input)
-    for i, x in enumerate(xs):    # fluid 1.8's list (bool / uint8 / int8 / int16 are refused)
-        check_variable_and_dtype(x, f"input[{i}]",
-                                 ["float16", "float32", "float64", "int32", "int64"], "concat")
+    # fluid 1.8's static list (bool / uint8 / int8 / int16 refused); its dygraph concat
+    # checked no dtype
+    dtypes = _ALL if _mode.tracer is not None else [
+        "float16", "float32", "float64", "int32", "int64"]
+    for i, x in enumerate(xs):
+        check_variable_and_dtype(x, f"input[{i}]", dtypes, "concat")
     inputs: dict = {"X": xs}
     if isinstance(axis, Variable):        # fluid 1.8: the AxisTensor input
         check_dtype(axis.dtype, "axis", _INT, "concat")
