@@ -214,3 +214,11 @@ def test_dygraph_concat_takes_any_dtype_as_fluid18():
     with fluid.dygraph.guard():
         a = fluid.dygraph.to_variable(np.array([True, False]))
         assert fluid.layers.concat([a, a]).numpy().tolist() == [True, False, True, False]
+
+
+def test_flatten_dtypes_as_fluid18():
+    # Paddle's TestFlatten2OpError: a float16 input is a TypeError in a static program
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(TypeError, match=r"'x' in flatten"):
+            fluid.layers.flatten(fluid.data("x2", [3, 2, 4, 5], "float16"), axis=1)
+        assert fluid.layers.flatten(fluid.data("x3", [3, 2, 4], "int8"), axis=1).shape == (3, 8)

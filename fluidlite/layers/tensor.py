@@ -803,7 +803,9 @@ def flatten(x: Variable, axis: int = 1, name: Optional[str] = None) -> Variable:
         >>> res.shape
         (10, 12)
     """
-    check_variable_and_dtype(x, "x", _ALL, "flatten")
+    # fluid 1.8's static list (its dygraph flatten checked no dtype)
+    check_variable_and_dtype(x, "x", _ALL if _mode.tracer is not None else
+                             ["float32", "float64", "int8", "int32", "int64"], "flatten")
     if not is_int(axis) or not 0 <= axis <= len(x.shape):
         raise ValueError(f"flatten: the axis should be a int, and in range [0, rank(x)] = "
                          f"[0, {len(x.shape)}], but received {axis!r}")
