@@ -82,7 +82,7 @@ tests_for() {
       echo tests/ops/test_optim.py tests/ops/test_optim_adam.py tests/ops/test_optim_adagrad.py \
            tests/ops/test_inplace.py tests/test_optimizer.py tests/test_fusion.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py \
-           tests/test_mutants_optim_adagrad.py ;;
+           tests/test_mutants_optim_adagrad.py tests/test_mutants_inplace.py ;;
     fluidlite/ops/optim_*.py)
       echo tests/ops/test_optim.py tests/ops/test_$base.py tests/test_optimizer.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py ;;
