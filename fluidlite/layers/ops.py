@@ -6,6 +6,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from ..core import mode as _mode
 from ..core import shape as S
 from ..core.dtypes import FLOATS, INTS, VarType, convert_dtype, convert_np_dtype_to_dtype_
 from ..core.ir import Variable
@@ -48,6 +49,11 @@ def _check(x: Any, arg: str, layer: str, dtypes: Optional[Sequence[str]] = None)
 
 def _act_dtypes(op_type: str) -> Sequence[str]:
     return _NUMBER_NAMES if getattr(get_op_def(op_type), "int_ok", False) else _FLOAT_NAMES
+
+
+def _elementwise_dtypes() -> Sequence[str]:
+    """fluid 1.8's elementwise layers: float16/32/64, int32, int64 in a static program."""
+    return _POW_DTYPES if _mode.tracer is None else _NUMBER_NAMES
 
 
 _ARGS = {
@@ -110,10 +116,12 @@ _FEED_BOOL = ("{'x': np.array([[True, False, True], [False, False, True]]), "
 # -- activations ---------------------------------------------------------------------------------
 def _activation(op_type: str) -> Callable[..., Variable]:
     fn = generate_activation_fn(op_type)
-    dtypes = _act_dtypes(op_type)
+    # fluid 1.8's activation layers take float tensors in a static program (its dygraph
+    # layers checked nothing); the ops themselves also run on integers where int_ok
+    eager_dtypes = _act_dtypes(op_type)
 
     def layer(x: Variable, name: Optional[str] = None) -> Variable:
-        _check(x, "x", op_type, dtypes)
+        _check(x, "x", op_type, _FLOAT_NAMES if _mode.tracer is None else eager_dtypes)
         return fn(x, name=name)
 
     layer.__name__ = layer.__qualname__ = op_type
@@ -433,8 +441,8 @@ def _out_var(helper: LayerHelper, name: Optional[str], dtype: Any) -> Variable:
 def _elementwise(op_type: str) -> Callable[..., Variable]:
     def layer(x: Variable, y: Variable, axis: int = -1, act: Any = None,
               name: Optional[str] = None) -> Variable:
-        _check(x, "x", op_type, _NUMBER_NAMES)
-        _check(y, "y", op_type, _NUMBER_NAMES)
+        _check(x, "x", op_type, _elementwise_dtypes())
+        _check(y, "y", op_type, _elementwise_dtypes())
         if not is_int(axis):
             raise TypeError(f"{op_type}: axis must be an int (a Python or numpy integer), but "
                             f"received {axis!r} of type {type(axis).__name__}")

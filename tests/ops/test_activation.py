@@ -231,8 +231,18 @@ def test_layer_errors():
     with pytest.raises(ValueError, match=r"op 'softmax' shape inference failed: softmax: axis 2 "
                                          r"is out of range for input of rank 2 \(valid: -2\.\.1\)"):
         fluid.layers.softmax(x, axis=2)
-    assert fluid.layers.relu(i).dtype == fluid.core.VarDesc.VarType.INT64   # relu: ints ok
-    assert len(fluid.default_main_program().global_block().ops) == n_ops + 1
+    # fluid 1.8's relu layer takes floats in a static program (Paddle's TestReluOpError);
+    # the relu op itself also runs on integers, and so does dygraph's layer
+    with pytest.raises(TypeError, match="The data type of 'x' in relu must be one of"):
+        fluid.layers.relu(i)
+    assert len(fluid.default_main_program().global_block().ops) == n_ops
+    block = fluid.default_main_program().global_block()
+    out = block.create_var(name="relu_int_out")
+    block.append_op("relu", {"X": i}, {"Out": out})
+    assert out.dtype == fluid.core.VarDesc.VarType.INT64
+    with fluid.dygraph.guard():
+        got = fluid.layers.relu(fluid.dygraph.to_variable(np.array([-2, 3], "int64")))
+        assert got.numpy().tolist() == [0, 3]
 
 
 def test_op_rejects_integer_input_naming_the_op():

@@ -355,3 +355,17 @@ def test_numpy_broadcasting_mismatch_is_a_clear_error():
     with pytest.raises(ValueError, match=r"X shape \[2, 3\] and Y shape \[4, 1\] cannot be "
                                          r"broadcast"):
         broadcast_shape((2, 3), (4, 1), -1)
+
+
+def test_elementwise_layers_take_fluid18s_dtypes_in_a_static_program():
+    # Paddle's TestElementwiseAddOpError: uint8 operands are a TypeError (float16/32/64,
+    # int32, int64 only); fluid 1.8's dygraph layers checked no dtype
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        x = fluid.data("x2", [3, 4], "uint8")
+        with pytest.raises(TypeError, match="'x' in elementwise_add must be one of"):
+            fluid.layers.elementwise_add(x, x)
+        i = fluid.data("i", [3, 4], "int32")
+        assert fluid.layers.elementwise_mul(i, i).dtype == fluid.core.VarDesc.VarType.INT32
+    with fluid.dygraph.guard():
+        u = fluid.dygraph.to_variable(np.array([1, 2], "uint8"))
+        assert fluid.layers.elementwise_add(u, u).numpy().tolist() == [2, 4]
