@@ -244,10 +244,15 @@ def test_fc_checks():
                                          r"'tanh'"):
         d.infer(s(2, 3), s(3, 4), activation_type="tanh")
     # fluid: rank(Input) > in_num_col_dims
-    with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 1\], got 2"):
+    with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 1\] \(Input's "
+                                         r"rank 2 must be larger than it\), got 2"):
         d.infer(s(2, 3), s(3, 4), in_num_col_dims=2)
-    with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 2\], got 3"):
+    with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 2\] .*, got 3"):
         d.infer(s(2, 3, 4), s(4, 4), in_num_col_dims=3)
+    # a 1-D Input: fluid's FCOp refuses it (rank 1 is not larger than in_num_col_dims 1)
+    with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 0\] \(Input's "
+                                         r"rank 1 must be larger than it\), got 1"):
+        d.infer(s(6), s(1, 4), in_num_col_dims=1)
     with pytest.raises(ValueError, match=r"fc: W must be 2-D, got \[3, 4, 1\]"):
         d.infer(s(2, 3), s(3, 4, 1))
     with pytest.raises(ValueError, match=r"fc: the flattened input width 0 \(Input \[2, 0\], "

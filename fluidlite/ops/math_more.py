@@ -180,8 +180,11 @@ class FC(OpDef):
               padding_weights=False):
         _need(self.type, activation_type in ("", "relu"),
               f"activation_type must be '' or 'relu', got {activation_type!r}")
-        _need(self.type, 1 <= in_num_col_dims < max(len(Input.shape), 2),
-              f"in_num_col_dims must be in [1, {len(Input.shape) - 1}], got {in_num_col_dims}")
+        # fluid's FCOp::InferShape: Input's rank must be larger than in_num_col_dims (so a
+        # 1-D Input is refused, as by mul, whose pattern the fc fuse pass replaces)
+        _need(self.type, 1 <= in_num_col_dims < len(Input.shape),
+              f"in_num_col_dims must be in [1, {len(Input.shape) - 1}] (Input's rank "
+              f"{len(Input.shape)} must be larger than it), got {in_num_col_dims}")
         _need(self.type, len(W.shape) == 2, f"W must be 2-D, got {list(W.shape)}")
         k, n = (W.shape[0] - 4, W.shape[1] - 4) if padding_weights else W.shape
         rest = Input.shape[in_num_col_dims:]
