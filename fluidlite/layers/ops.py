@@ -31,6 +31,7 @@ __all__ = (_ACTIVATIONS + ["softmax", "leaky_relu", "elu", "gelu", "pow", "relu6
 _FLOAT_NAMES = sorted(convert_dtype(t) for t in FLOATS)
 _NUMBER_NAMES = sorted(convert_dtype(t) for t in FLOATS | INTS)
 _POW_DTYPES = ["float16", "float32", "float64", "int32", "int64"]    # fluid 1.8's (+ float16)
+_CAST_DTYPES = ["bool", "float16", "float32", "float64", "int32", "int64", "uint8"]
 
 
 def _check(x: Any, arg: str, layer: str, dtypes: Optional[Sequence[str]] = None) -> None:
@@ -616,12 +617,16 @@ def cast(x: Variable, dtype: Any) -> Variable:
         >>> exe.run(main, feed={"x": np.array([[1.7, -2.2]], "float32")}, fetch_list=[i])[0]
         array([[ 1, -2]])
     """
-    _check(x, "x", "cast", _NUMBER_NAMES + ["bool"])
+    static = _mode.tracer is None        # fluid 1.8's static lists; its dygraph checked none
+    _check(x, "x", "cast", _CAST_DTYPES if static else _NUMBER_NAMES + ["bool"])
     try:
         dtype = convert_np_dtype_to_dtype_(dtype)
     except (TypeError, ValueError, KeyError):
         raise TypeError(f"cast: dtype must be a data type such as 'float32' or 'int64', but "
                         f"received {dtype!r}") from None
+    if static and convert_dtype(dtype) not in _CAST_DTYPES:
+        raise TypeError(f"The data type of 'dtype' in cast must be one of {_CAST_DTYPES}, but "
+                        f"received {convert_dtype(dtype)}")
     helper = LayerHelper("cast")
     out = helper.create_variable_for_type_inference(dtype=dtype)
     helper.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [out]},

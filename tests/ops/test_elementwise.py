@@ -369,3 +369,17 @@ def test_elementwise_layers_take_fluid18s_dtypes_in_a_static_program():
     with fluid.dygraph.guard():
         u = fluid.dygraph.to_variable(np.array([1, 2], "uint8"))
         assert fluid.layers.elementwise_add(u, u).numpy().tolist() == [2, 4]
+
+
+def test_cast_takes_fluid18s_dtypes_in_a_static_program():
+    # Paddle's TestCastOpError: an int16 input or an int16 target is a TypeError
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        with pytest.raises(TypeError, match="'x' in cast must be one of"):
+            fluid.layers.cast(fluid.data("x2", [4], "int16"), "int32")
+        with pytest.raises(TypeError, match="'dtype' in cast must be one of"):
+            fluid.layers.cast(fluid.data("x4", [4], "int32"), "int16")
+        assert fluid.layers.cast(fluid.data("x5", [4], "uint8"), "bool").dtype == \
+            fluid.core.VarDesc.VarType.BOOL
+    with fluid.dygraph.guard():
+        v = fluid.dygraph.to_variable(np.array([1, 2], "int32"))
+        assert fluid.layers.cast(v, "int16").numpy().dtype == np.int16
