@@ -42,6 +42,9 @@ class LSTM(OpDef):
     lod_aware = True
 
     def infer(self, Input, H0, C0, Weight, Bias, *, use_peepholes=True):
+        if len(Input.shape) != 2:         # fluid 1.8's LSTMOp::InferShape
+            raise ValueError(f"{self.type}: Input(X)'s rank must be 2 ([T, 4 * D] rows of a "
+                             f"LoD batch), got shape {list(Input.shape)}")
         D = _infer_hidden_size(self.type, Input, Weight, 4,
                                " (the size passed to dynamic_lstm)")
         rows = Input.shape[0]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
-from fluidlite.core.registry import get_op_def
+from fluidlite.core.registry import VarSpec, get_op_def
 from fluidlite.ops.rnn_unit import cudnn_lstm_weight_size
 from fluidlite.testing import OpTest, assert_grads_close, numeric_grad
 
@@ -492,3 +492,13 @@ def test_gru_and_lstm_use_fluids_clipped_activations():
     np.testing.assert_allclose(hid.ravel(), [0.0, 0.0, -3.9901212e-04, -6.8473399e-02,
                                              0.76142383, 0.73125219], rtol=2e-6, atol=1e-30)
     np.testing.assert_allclose(cell.ravel()[:2], [-4.2483541e-18, -4.2483541e-18], rtol=1e-5)
+
+
+def test_lstm_refuses_an_input_of_rank_other_than_2():
+    # fluid 1.8's LSTMOp::InferShape: "Input(X)'s rank must be 2" (a [5, 2, 8] input was
+    # read by its last dim and accepted)
+    w, b = VarSpec((2, 8), "float32"), VarSpec((1, 8), "float32")
+    with pytest.raises(ValueError, match=r"lstm: Input\(X\)'s rank must be 2.*\[5, 2, 8\]"):
+        get_op_def("lstm").infer(VarSpec((5, 2, 8), "float32"), None, None, w, b)
+    assert get_op_def("lstm").infer(VarSpec((5, 8), "float32"), None, None, w, b)[
+        "Hidden"].shape == (5, 2)
