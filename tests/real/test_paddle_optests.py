@@ -20,7 +20,9 @@ import pytest
 from . import paddle_optests
 
 # measured: the share of in-scope (CPU) OpTest cases that pass must not fall below this
-MIN_OPTEST_PASS_RATE = 0.92    # measured 2026-11-29: 4151 of 4469 (92.9%)
+# measured 2026-11-29: 4151 of 4469 (92.9%); session 41 (NumPy 2.4): 4161 of 4204 (99.0%;
+# the rest mostly the test files' own NumPy 2 incompatibilities), all cases 4572 of 4729
+MIN_OPTEST_PASS_RATE = 0.98
 
 SELF_TEST = textwrap.dedent('''
     import unittest
