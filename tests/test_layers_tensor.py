@@ -222,3 +222,24 @@ def test_flatten_dtypes_as_fluid18():
         with pytest.raises(TypeError, match=r"'x' in flatten"):
             fluid.layers.flatten(fluid.data("x2", [3, 2, 4, 5], "float16"), axis=1)
         assert fluid.layers.flatten(fluid.data("x3", [3, 2, 4], "int8"), axis=1).shape == (3, 8)
+
+
+def test_static_layers_take_fluid18s_dtype_lists():
+    # Paddle's op-test error cases: fluid 1.8's static layers refuse these dtypes with a
+    # TypeError (dygraph keeps every dtype the ops run on)
+    with fluid.program_guard(fluid.Program(), fluid.Program()):
+        b = fluid.layers.data(name="b", shape=[10, 5, 3], dtype="bool")
+        with pytest.raises(TypeError, match="'x' in transpose"):
+            fluid.layers.transpose(b, perm=[1, 0, 2])
+        with pytest.raises(TypeError, match="'dtype' in zeros"):
+            fluid.layers.zeros([4], "int8")
+        with pytest.raises(TypeError, match="'x' in clip"):
+            fluid.layers.clip(fluid.layers.data(name="i", shape=[1], dtype="int32"), -1.0, 1.0)
+        f = fluid.layers.data(name="f", shape=[5, 2, 2], dtype="float32",
+                              append_batch_size=False)
+        p = fluid.layers.data(name="p", shape=[5, 2, 2], dtype="int64", append_batch_size=False)
+        with pytest.raises(TypeError, match="'ids' in gather_tree"):
+            fluid.layers.gather_tree(f, p)
+    with fluid.dygraph.guard():
+        v = fluid.dygraph.to_variable(np.array([[True, False]]))
+        assert fluid.layers.transpose(v, [1, 0]).numpy().tolist() == [[True], [False]]

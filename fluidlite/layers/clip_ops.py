@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ..core import mode as _mode
 from ..core.ir import Variable
 from ..layer_helper import LayerHelper, check_number
+from ..pipeline.feeder import check_dtype
 
 __all__ = ["clip", "clip_by_norm"]
 
@@ -44,6 +46,8 @@ def clip(x: Variable, min: float, max: float, name: Optional[str] = None) -> Var
         array([[-1.,  0.,  1.]], dtype=float32)
     """
     x = _variable("clip", x)
+    if _mode.tracer is None:              # fluid 1.8's static list (its dygraph checked none)
+        check_dtype(x.dtype, "x", ["float16", "float32", "float64"], "clip")
     lo, hi = check_number(min, "min", "clip"), check_number(max, "max", "clip")
     if lo > hi:
         raise ValueError(f"clip: min ({lo}) must not be greater than max ({hi})")

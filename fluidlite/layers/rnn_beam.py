@@ -7,6 +7,7 @@ from typing import Optional, Tuple, Union
 from ..core.dtypes import VarType
 from ..core.ir import Variable
 from ..layer_helper import LayerHelper, check_int
+from ..pipeline.feeder import check_dtype
 from .rnn import _var
 
 __all__ = ["gather_tree", "beam_search", "beam_search_decode"]
@@ -44,6 +45,8 @@ def gather_tree(ids: Variable, parents: Variable) -> Variable:
     """
     _var(ids, "ids", "gather_tree")
     _var(parents, "parents", "gather_tree")
+    check_dtype(ids.dtype, "ids", ["int32", "int64"], "gather_tree")        # fluid 1.8's
+    check_dtype(parents.dtype, "parents", ["int32", "int64"], "gather_tree")
     helper = LayerHelper("gather_tree")
     out = helper.create_variable_for_type_inference(ids.dtype, stop_gradient=True)
     helper.append_op(type="gather_tree", inputs={"Ids": ids, "Parents": parents},

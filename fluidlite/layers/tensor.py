@@ -24,6 +24,14 @@ __all__ = ["create_tensor", "create_parameter", "create_global_var", "fill_const
            "gather", "expand", "shape", "argmax", "argmin"]
 
 _ALL = ["bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8"]
+# fluid 1.8's lists of its static layers (its dygraph layers checked no dtype)
+_FLUID18_MOVE = ["float16", "float32", "float64", "int32", "int64"]      # transpose
+_FLUID18_FILL = ["bool", "float16", "float32", "float64", "int32", "int64"]   # zeros
+
+
+def _static_or_all(fluid18: List[str]) -> List[str]:
+    """``fluid18`` in a static program, every dtype in dygraph mode."""
+    return fluid18 if _mode.tracer is None else _ALL
 _NUM = ["float16", "float32", "float64", "int32", "int64"]
 _INT = ["int32", "int64"]
 
@@ -263,6 +271,7 @@ def zeros(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable
         array([[0., 0.],
                [0., 0.]], dtype=float32)
     """
+    check_dtype(dtype, "dtype", _static_or_all(_FLUID18_FILL), "zeros")
     return fill_constant(shape, dtype, 0.0, force_cpu)
 
 
@@ -661,7 +670,7 @@ def reshape(x: Variable, shape: Any, actual_shape: Optional[Variable] = None, ac
         >>> y.shape
         (-1, 6)
     """
-    check_variable_and_dtype(x, "x", _ALL, "reshape")
+    check_variable_and_dtype(x, "x", _ALL, "reshape")   # bool too: the while conversion
     check_type(actual_shape, "actual_shape", (Variable, type(None)), "reshape")
     helper = LayerHelper("reshape2", act=act, name=name)
     attrs, tensor, tensors = _ints_or_tensors(shape, "shape", "reshape")
@@ -700,7 +709,7 @@ def transpose(x: Variable, perm: Sequence[int], name: Optional[str] = None) -> V
         >>> y.shape
         (-1, 3, 2)
     """
-    check_variable_and_dtype(x, "x", _ALL, "transpose")
+    check_variable_and_dtype(x, "x", _static_or_all(_FLUID18_MOVE), "transpose")
     perm = _int_list(perm, "perm", "transpose")
     if len(perm) != len(x.shape):
         raise ValueError(f"transpose: perm {perm} must have one entry per dim of x (shape "
