@@ -1,7 +1,9 @@
 """Paddle 2.x's matrix decompositions (``paddle.linalg``) as exported programs hold them:
 ``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``cholesky_solve`` and ``matrix_rank``, batched over
 leading dims, real dtypes (values and gradients are checked against Paddle 2.6 in
-tests/ops/test_paddle_oracle.py; LAPACK through NumPy gives the same sign conventions).
+tests/ops/test_paddle_oracle.py). Each eigen / singular vector's sign is fixed (its
+largest-magnitude entry positive), so results are the same whichever LAPACK NumPy links;
+Paddle returns its LAPACK's signs, which differ between builds.
 
 Gradients (V^T the transpose; F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it):
 ``eigh`` (X = V diag(w) V^T): dX = sym(V (diag(dw) + F o (V^T dV)) V^T), sym(G) =
@@ -54,6 +56,16 @@ def _gaps(w: np.ndarray) -> np.ndarray:
     return f.astype(w.dtype, copy=False)
 
 
+def _sign_fixed(v: np.ndarray) -> np.ndarray:
+    """The signs of the column vectors of ``v`` [..., n, k] fixed so that each column's
+    largest-magnitude entry (the first of equal ones) is positive: LAPACK builds differ in the
+    signs they return (NumPy 1.23's and 2.4's do), a fixed rule gives the same numbers on
+    every one."""
+    idx = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    sign = np.where(np.take_along_axis(v, idx, axis=-2) < 0, -1.0, 1.0).astype(v.dtype)
+    return sign
+
+
 def _uplo(op: str, UPLO: str) -> str:
     _need(op, UPLO in ("L", "U"), f"UPLO must be 'L' or 'U', got {UPLO!r}")
     return UPLO
@@ -74,6 +86,7 @@ class Eigh(OpDef):
 
     def forward(self, X, *, UPLO="L"):
         w, v = np.linalg.eigh(X, UPLO=_uplo(self.type, UPLO))
+        v = v * _sign_fixed(v)
         return {"Eigenvalues": w.astype(X.dtype, copy=False),
                 "Eigenvectors": v.astype(X.dtype, copy=False)}
 
@@ -103,6 +116,7 @@ class Eigvalsh(OpDef):
 
     def forward(self, X, *, UPLO="L", is_test=False):
         w, v = np.linalg.eigh(X, UPLO=_uplo(self.type, UPLO))
+        v = v * _sign_fixed(v)
         return {"Eigenvalues": w.astype(X.dtype, copy=False),
                 "Eigenvectors": v.astype(X.dtype, copy=False)}
 
@@ -131,6 +145,11 @@ class Svd(OpDef):
 
     def forward(self, X, *, full_matrices=False):
         u, s, vh = np.linalg.svd(X, full_matrices=full_matrices)
+        k = s.shape[-1]
+        sign = _sign_fixed(u[..., :k])           # a singular pair flips together
+        u = np.concatenate([u[..., :k] * sign, u[..., k:]], axis=-1)
+        vh = np.concatenate([vh[..., :k, :] * np.swapaxes(sign, -1, -2), vh[..., k:, :]],
+                            axis=-2)
         return {"U": u.astype(X.dtype, copy=False), "S": s.astype(X.dtype, copy=False),
                 "VH": vh.astype(X.dtype, copy=False)}
 

@@ -150,3 +150,19 @@ def test_matrix_rank():
     assert int(op.forward(tiny.astype(np.float32))["Out"]) == 1
     with pytest.raises(ValueError, match="float tensor"):
         op.infer(VarSpec((3, 3), "int64"))
+
+
+def test_vector_signs_are_fixed_whatever_lapack_returns():
+    # the largest-magnitude entry of every eigen / singular vector is positive, and a
+    # singular pair flips together (X = U S VH still holds)
+    x = _sym(3, 5)
+    v = get_op_def("eigh").forward(x)["Eigenvectors"]
+    top = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    assert (top > 0).all()
+    a = RNG.uniform(-1, 1, (3, 6, 4))
+    r = get_op_def("svd").forward(a, full_matrices=False)
+    top = np.take_along_axis(r["U"], np.argmax(np.abs(r["U"]), axis=-2)[..., None, :], axis=-2)
+    assert (top > 0).all()
+    np.testing.assert_allclose((r["U"] * r["S"][..., None, :]) @ r["VH"], a, atol=1e-12)
+    full = get_op_def("svd").forward(a, full_matrices=True)
+    np.testing.assert_allclose(full["U"][..., :4], r["U"], atol=1e-12)

@@ -611,23 +611,19 @@ def _paddle2_more_cases() -> List[Dict[str, Any]]:
     sym = _u(3, 3)
     sym = sym + sym.T + 3 * np.eye(3)
     low = np.linalg.cholesky(sym)
+    # eigen / singular vectors: fluidlite fixes their signs, Paddle returns its LAPACK's
+    # (they differ between builds), so only the sign-free outputs and their gradients compare
     c += [case("eigh", {"X": sym}, dict(UPLO="L"), {"Eigenvalues": F64, "Eigenvectors": F64},
-               ["X"], dslot="Eigenvalues"),
+               ["X"], dslot="Eigenvalues", compare=["Eigenvalues"]),
           case("eigh", {"X": np.stack([sym, sym * 2 - np.eye(3)])}, dict(UPLO="U"),
-               {"Eigenvalues": F64, "Eigenvectors": F64}),
+               {"Eigenvalues": F64, "Eigenvectors": F64}, compare=["Eigenvalues"]),
           case("eigvalsh", {"X": sym}, dict(UPLO="L", is_test=False),
                {"Eigenvalues": F64, "Eigenvectors": F64}, ["X"], dslot="Eigenvalues",
                compare=["Eigenvalues"]),
           case("svd", {"X": _u(4, 3)}, dict(full_matrices=False),
-               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="S"),
-          case("svd", {"X": _u(5, 3)}, dict(full_matrices=False),
-               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="U"),
-          case("svd", {"X": _u(3, 4)}, dict(full_matrices=False),
-               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="VH"),
-          case("eigh", {"X": sym}, dict(UPLO="L"), {"Eigenvalues": F64, "Eigenvectors": F64},
-               ["X"], dslot="Eigenvectors"),
+               {"U": F64, "S": F64, "VH": F64}, ["X"], dslot="S", compare=["S"]),
           case("svd", {"X": _u(2, 3, 5)}, dict(full_matrices=True),
-               {"U": F64, "S": F64, "VH": F64}),
+               {"U": F64, "S": F64, "VH": F64}, compare=["S"]),
           case("qr", {"X": _u(5, 3)}, dict(mode="reduced"), {"Q": F64, "R": F64}, ["X"],
                dslot="R"),
           case("qr", {"X": _u(2, 3, 4)}, dict(mode="complete"), {"Q": F64, "R": F64}),
