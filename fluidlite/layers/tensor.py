@@ -24,16 +24,15 @@ __all__ = ["create_tensor", "create_parameter", "create_global_var", "fill_const
            "gather", "expand", "shape", "argmax", "argmin"]
 
 _ALL = ["bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8"]
-# fluid 1.8's lists of its static layers (its dygraph layers checked no dtype)
-_FLUID18_MOVE = ["float16", "float32", "float64", "int32", "int64"]      # transpose
-_FLUID18_FILL = ["bool", "float16", "float32", "float64", "int32", "int64"]   # zeros
+_NUM = ["float16", "float32", "float64", "int32", "int64"]   # fluid 1.8's concat, transpose
+_INT = ["int32", "int64"]
+_FILL = ["bool", "float16", "float32", "float64", "int32", "int64"]     # fluid 1.8's zeros
 
 
 def _static_or_all(fluid18: List[str]) -> List[str]:
-    """``fluid18`` in a static program, every dtype in dygraph mode."""
+    """``fluid18`` (a fluid 1.8 static layer's dtype list) in a static program, every dtype
+    in dygraph mode (fluid 1.8's dygraph layers checked none)."""
     return fluid18 if _mode.tracer is None else _ALL
-_NUM = ["float16", "float32", "float64", "int32", "int64"]
-_INT = ["int32", "int64"]
 
 
 def _int_list(value: Any, name: str, layer: str) -> List[int]:
@@ -271,7 +270,7 @@ def zeros(shape: Sequence[int], dtype: Any, force_cpu: bool = False) -> Variable
         array([[0., 0.],
                [0., 0.]], dtype=float32)
     """
-    check_dtype(dtype, "dtype", _static_or_all(_FLUID18_FILL), "zeros")
+    check_dtype(dtype, "dtype", _static_or_all(_FILL), "zeros")
     return fill_constant(shape, dtype, 0.0, force_cpu)
 
 
@@ -503,12 +502,8 @@ def concat(input: Sequence[Variable], axis: Union[int, Variable] = 0,
                          attrs={"axis": check_int(axis, "axis", "concat"), "use_stack": False})
         return out
     xs = [input] if isinstance(input, Variable) else list(input)
-    # fluid 1.8's static list (bool / uint8 / int8 / int16 refused); its dygraph concat
-    # checked no dtype
-    dtypes = _ALL if _mode.tracer is not None else [
-        "float16", "float32", "float64", "int32", "int64"]
     for i, x in enumerate(xs):
-        check_variable_and_dtype(x, f"input[{i}]", dtypes, "concat")
+        check_variable_and_dtype(x, f"input[{i}]", _static_or_all(_NUM), "concat")
     inputs: dict = {"X": xs}
     if isinstance(axis, Variable):        # fluid 1.8: the AxisTensor input
         check_dtype(axis.dtype, "axis", _INT, "concat")
@@ -709,7 +704,7 @@ def transpose(x: Variable, perm: Sequence[int], name: Optional[str] = None) -> V
         >>> y.shape
         (-1, 3, 2)
     """
-    check_variable_and_dtype(x, "x", _static_or_all(_FLUID18_MOVE), "transpose")
+    check_variable_and_dtype(x, "x", _static_or_all(_NUM), "transpose")
     perm = _int_list(perm, "perm", "transpose")
     if len(perm) != len(x.shape):
         raise ValueError(f"transpose: perm {perm} must have one entry per dim of x (shape "
@@ -812,9 +807,8 @@ def flatten(x: Variable, axis: int = 1, name: Optional[str] = None) -> Variable:
         >>> res.shape
         (10, 12)
     """
-    # fluid 1.8's static list (its dygraph flatten checked no dtype)
-    check_variable_and_dtype(x, "x", _ALL if _mode.tracer is not None else
-                             ["float32", "float64", "int8", "int32", "int64"], "flatten")
+    check_variable_and_dtype(x, "x", _static_or_all(
+        ["float32", "float64", "int8", "int32", "int64"]), "flatten")    # fluid 1.8's list
     if not is_int(axis) or not 0 <= axis <= len(x.shape):
         raise ValueError(f"flatten: the axis should be a int, and in range [0, rank(x)] = "
                          f"[0, {len(x.shape)}], but received {axis!r}")
