@@ -221,6 +221,9 @@ def test_shapes_at_build_time():
     for d in (ag, rs):
         with pytest.raises(ValueError, match=rf"{d.type}: nranks must be >= 1, got 0"):
             d.infer(s(4, 3), nranks=0)
+        # fluid 1.8's InferShape writes dim[0]: a 0-d X has none to join or split along
+        with pytest.raises(ValueError, match=rf"{d.type}: X must have at least one dimension"):
+            d.infer(s(), nranks=2)
 
 
 def test_allreduce_sum_gradient_op_keeps_ring_and_stream():

@@ -223,6 +223,10 @@ def test_rank_attention_inference():
     with pytest.raises(ValueError, match=r"rank_attention: RankParam must have MaxRank\^2 \* "
                                          r"X.shape\[1\] = 9 rows, got 8"):
         d.infer(s(6, 1), s(6, 7), s(8, 5), MaxRank=3)
+    # X with no columns: MaxRank^2 blocks of 0 rows each, so RankParam must have 0 rows too
+    assert d.infer(s(6, 0), s(6, 7), s(0, 5), MaxRank=3)["Out"].shape == (6, 5)
+    with pytest.raises(ValueError, match=r"X.shape\[1\] = 0 rows, got 4"):
+        d.infer(s(6, 0), s(6, 7), s(4, 5), MaxRank=3)
 
 
 def test_rank_attention_offset_checks():

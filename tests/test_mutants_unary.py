@@ -36,6 +36,19 @@ def test_pow_reads_the_run_time_exponent_not_the_attribute():
     np.testing.assert_allclose(out, x ** 2.5, rtol=1e-12)
 
 
+def test_pow_refuses_a_factor_tensor_of_several_elements():
+    """fluid 1.8's PowKernel enforces ``factor.size() == 1`` ("The shape of factor(tensor) must
+    be [1] rather than ..."); reading the first element of a longer tensor hid a wrong feed."""
+    x = OpTest.rand(2, 2, low=0.5, high=2.0, seed=7)
+    d = get_op_def("pow")
+    for bad in (np.array([2.0, 3.0]), np.zeros((0,)), np.ones((2, 2))):
+        with pytest.raises(ValueError, match=r"pow: the shape of factor\(tensor\) must be \[1\] "
+                                             rf"rather than \{list(bad.shape)}"):
+            d.forward(x, bad, factor=1.0)
+        with pytest.raises(ValueError, match=r"must be \[1\] rather than"):
+            d.backward(x, bad, np.ones_like(x), factor=1.0)
+
+
 def test_pow_gradients_with_a_run_time_exponent_against_formulas_and_differences():
     x = OpTest.rand(2, 5, low=0.5, high=2.0, seed=4)
     f = np.array([2.5])

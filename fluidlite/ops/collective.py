@@ -171,6 +171,13 @@ class CBroadcast(OpDef):
         return {"Out": _comm(ring_id).broadcast(X, root)}
 
 
+def _need_axis0(op: str, X: VarSpec) -> None:
+    # gather / scatter work along dim 0 (fluid 1.8's InferShape sets dim[0]); a 0-d X has none
+    if not X.shape:
+        raise ValueError(f"{op}: X must have at least one dimension (the ranks' pieces are "
+                         f"joined along dim 0), got a 0-d tensor; reshape it to [1]")
+
+
 @register
 class CAllGather(OpDef):
     """Out = concat([X of rank 0, ..., X of rank nranks-1], axis=0)."""
@@ -180,7 +187,8 @@ class CAllGather(OpDef):
     def infer(self, X, *, nranks=1):
         if nranks < 1:
             raise ValueError(f"c_allgather: nranks must be >= 1, got {nranks}")
-        d0 = X.shape[0] * nranks if X.shape and X.shape[0] >= 0 else -1
+        _need_axis0("c_allgather", X)
+        d0 = X.shape[0] * nranks if X.shape[0] >= 0 else -1
         return {"Out": X.with_(shape=(d0,) + X.shape[1:])}
 
     def forward(self, X, *, ring_id=0, nranks=1, use_calc_stream=False):
@@ -198,7 +206,8 @@ class CReduceScatter(OpDef):
     def infer(self, X, *, nranks=1):
         if nranks < 1:
             raise ValueError(f"c_reducescatter: nranks must be >= 1, got {nranks}")
-        d0 = X.shape[0] if X.shape else -1
+        _need_axis0("c_reducescatter", X)
+        d0 = X.shape[0]
         if d0 >= 0 and d0 % nranks:
             raise ValueError(f"c_reducescatter: the first dimension of X {list(X.shape)} must "
                              f"be divisible by nranks={nranks}")

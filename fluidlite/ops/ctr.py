@@ -243,7 +243,7 @@ class RankAttention(OpDef):
             raise ValueError(f"rank_attention: RankOffset must have 2 * MaxRank + 1 = "
                              f"{2 * MaxRank + 1} columns, got {RankOffset.shape[1]}")
         want = MaxRank * MaxRank * X.shape[1]
-        if X.shape[1] > 0 and RankParam.shape[0] not in (-1, want):
+        if X.shape[1] >= 0 and RankParam.shape[0] not in (-1, want):
             raise ValueError(f"rank_attention: RankParam must have MaxRank^2 * X.shape[1] = "
                              f"{want} rows, got {RankParam.shape[0]}")
         return {"Out": VarSpec((X.shape[0], RankParam.shape[1]), X.dtype, X.lod_level)}

@@ -164,7 +164,13 @@ class Pow(_Act):
 
 
 def _factor(tensor: Optional[np.ndarray], factor: float) -> float:
-    return factor if tensor is None else float(np.asarray(tensor).reshape(-1)[0])
+    if tensor is None:
+        return factor
+    tensor = np.asarray(tensor)
+    if tensor.size != 1:        # fluid 1.8's PowKernel enforces exactly one element
+        raise ValueError(f"pow: the shape of factor(tensor) must be [1] rather than "
+                         f"{list(tensor.shape)}")
+    return float(tensor.reshape(-1)[0])
 
 
 @register
