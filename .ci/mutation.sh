@@ -83,6 +83,11 @@ tests_for() {
            tests/ops/test_inplace.py tests/test_optimizer.py tests/test_fusion.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py \
            tests/test_mutants_optim_adagrad.py tests/test_mutants_inplace.py ;;
+    fluidlite/ops/optim_extra.py)
+      # dpsgd / dgc_clip_by_norm / dgc / dgc_momentum are tested through the Dpsgd and
+      # DGCMomentum optimizers (no tests/ops/test_optim_extra.py)
+      echo tests/test_fluid_names_optimizers.py tests/test_mutants_optimizer_special.py \
+           tests/test_dtype_stability.py tests/test_mutants_optim_extra.py ;;
     fluidlite/ops/optim_*.py)
       echo tests/ops/test_optim.py tests/ops/test_$base.py tests/test_optimizer.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py ;;
@@ -214,6 +219,27 @@ tests_for() {
            tests/test_mutants_fusion_rnn.py tests/test_mutants_fusion_seq.py \
            tests/test_mutants_rnn_v2.py tests/test_dtype_stability.py \
            tests/test_mutants_rnn_core.py ;;
+    fluidlite/ops/detection_map.py)
+      # detection_map is tested with the detection ops and the DetectionMAP metric
+      echo tests/ops/test_detection.py tests/test_layers_detection.py tests/test_evaluator.py \
+           tests/test_dtype_stability.py tests/test_mutants_detection_map.py ;;
+    fluidlite/ops/sort_unique.py)
+      # argsort / unique / unique_with_counts are tested with the search and index ops and the
+      # tensor layers (no tests/ops/test_sort_unique.py)
+      echo tests/ops/test_search.py tests/ops/test_index_extra.py tests/test_layers_tensor_extra.py \
+           tests/test_paddle2_ops.py tests/test_dtype_stability.py tests/test_mutants_sort_unique.py ;;
+    fluidlite/ops/compose.py)
+      # the Compose / Sym toolkit has no op: it is reached through the double_grad rules of the
+      # activation and elementwise ops
+      echo tests/ops/test_activation.py tests/ops/test_elementwise.py tests/test_higher_order_math.py \
+           tests/test_higher_order_linalg.py tests/test_lower_grad.py tests/test_mutants_compose.py ;;
+    fluidlite/ops/distributed_ids.py)
+      # split_ids / merge_ids / ref_by_trainer_id / fake_init are tested with shuffle_batch
+      echo tests/ops/test_shuffle_ids.py tests/test_dtype_stability.py \
+           tests/test_mutants_distributed_ids.py ;;
+    fluidlite/ops/py_func.py)
+      # py_func is tested through fluid.layers.py_func (no tests/ops/test_py_func.py)
+      echo tests/test_layers_py_func.py tests/test_dtype_stability.py tests/test_mutants_py_func.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files

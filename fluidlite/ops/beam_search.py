@@ -64,13 +64,46 @@ def _abs_level(lod: Sequence[Sequence[int]], level: int) -> np.ndarray:
     return off
 
 
+def _top_beam(rows: Sequence[int], scores: Sequence[float], beam_size: int) -> List[int]:
+    """Indices of the ``beam_size`` candidates fluid 1.8's BeamSearchFunctor keeps, best first:
+    its ``Insert`` into a sorted top list, in candidate order, where item a < item b when
+    a.score < b.score or (equal scores and a's prefix row < b's): on a tie the later prefix row
+    ranks first, and an equal later candidate of the same row replaces the last kept one.
+    Candidates scoring below the ``beam_size``-th best score never survive and are skipped."""
+    if beam_size <= 0:
+        return []
+    sc = np.asarray(scores, np.float64)
+    if sc.size > beam_size:
+        cut = np.partition(sc, sc.size - beam_size)[sc.size - beam_size]
+        cand = np.flatnonzero(sc >= cut).tolist()
+    else:
+        cand = list(range(sc.size))
+
+    def less(i: int, j: int) -> bool:
+        return bool(sc[i] < sc[j] or (sc[i] == sc[j] and rows[i] < rows[j]))
+
+    top: List[int] = []
+    for i in cand:
+        if len(top) < beam_size:
+            top.append(i)
+        elif less(i, top[-1]):
+            continue
+        k = len(top) - 2
+        while k >= 0 and less(top[k], i):
+            top[k + 1] = top[k]
+            k -= 1
+        top[k + 1] = i
+    return top
+
+
 @register
 class BeamSearch(OpDef):
     """One beam-search step over a LoD batch. For each source (rows ``[s0, s1)`` of LoD level
     ``level``) the candidates are, per prefix row r: (r, end_id, pre_scores[r]) if
     pre_ids[r] == end_id, else (r, ids[r, k] (or k), s) for each column k, with
     s = scores[r, k] when ``is_accumulated`` else pre_scores[r] + log(scores[r, k]). The
-    ``beam_size`` best (score descending, earlier candidates first on ties) are kept; a source
+    ``beam_size`` best (score descending; ties as fluid 1.8's kernel: the later prefix row
+    first, see ``_top_beam``) are kept; a source
     whose kept candidates all end an ended prefix is pruned. Outputs, grouped by prefix:
     selected_ids / selected_scores [M, 1] with LoD [sources -> prefixes, prefixes -> selected]
     and parent_idx [M] (the prefix row of each)."""
@@ -115,7 +148,7 @@ class BeamSearch(OpDef):
                 cand_sc += list(sc)
             if not rows:
                 continue
-            order = np.argsort(-np.asarray(cand_sc, np.float64), kind="stable")[:beam_size]
+            order = _top_beam(rows, cand_sc, beam_size)
             picked = [(rows[i], int(cand_ids[i]), float(cand_sc[i])) for i in order]
             if all(cid == end_id and pre_ids[r] == end_id for r, cid, _ in picked):
                 continue                  # every branch of this source has ended: prune it
