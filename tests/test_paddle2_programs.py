@@ -204,6 +204,19 @@ def test_lookup_table_v2_fill_constant_scale():
             "force_cpu": False, "place_type": -1})
     run_op("fill_constant", {}, {"Out": np.full((2,), -np.inf, np.float32)},
            {"shape": Longs([2]), "value": 0.0, "str_value": "-inf", "dtype": 5})
+    # str_value is exact where the FLOAT value is not: an int64 beyond 2^53, a float64 0.1
+    # (run_op compares to 1e-5; these must be exact)
+    big = np.full((2,), 2 ** 60 + 3, np.int64)
+    np.testing.assert_array_equal(run_op("fill_constant", {}, {"Out": big}, {
+        "shape": Longs([2]), "value": 1.0, "str_value": str(2 ** 60 + 3), "dtype": 3})["Out"], big)
+    tenth = np.full((2,), 0.1, np.float64)
+    np.testing.assert_array_equal(run_op("fill_constant", {}, {"Out": tenth}, {
+        "shape": Longs([2]), "value": 0.1, "str_value": "0.1", "dtype": 6})["Out"], tenth)
+    got = run_op("fill_constant_batch_size_like", {"Input": r(3, 2)},
+                 {"Out": np.full((3, 2), 0.1, np.float64)},
+                 {"shape": Longs([1, 2]), "value": 0.0, "str_value": "0.1", "dtype": 6,
+                  "input_dim_idx": 0, "output_dim_idx": 0, "force_cpu": False})["Out"]
+    np.testing.assert_array_equal(got, np.full((3, 2), 0.1))
     x = r(3, 2)
     run_op("scale", {"X": x, "ScaleTensor": None}, {"Out": (x + 0.5) * 2.0},
            {"scale": 2.0, "bias": 0.5, "bias_after_scale": False})

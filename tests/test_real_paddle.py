@@ -328,6 +328,36 @@ def test_fluidlite_inference_model_runs_in_paddle(fluidlite_models, model, layou
         assert f.read().split() == FEED_NAMES[model]
 
 
+def test_fill_constant_values_reach_paddle_exactly(tmp_path):
+    """fill_constant's FLOAT ``value`` is float32 in Paddle's format: 0.002 would run as
+    0.0020000000949 in a float64 program and an int64 above 2^24 would round. The writer
+    spells the exact number in ``str_value``, as fluid 1.8's layers did, which Paddle's
+    kernel prefers; Paddle's outputs must equal fluidlite's bit for bit."""
+    python = _paddle_python()
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()), fluid.unique_name.guard():
+        x = L.data("x", [2], dtype="float64")
+        outs = [x + L.fill_constant([1], "float64", 0.002),
+                L.fill_constant([2], "int64", 2 ** 40 + 1) + L.cast(x, "int64"),
+                L.fill_constant([2], "int32", -(2 ** 30) - 7),
+                L.fill_constant_batch_size_like(x, [1, 2], "float64", 0.1)]
+    feed = np.array([[0.25, -1.0]])
+    exe = fluid.Executor(fluid.CPUPlace())
+    want = exe.run(main, feed={"x": feed}, fetch_list=outs)
+    np.testing.assert_array_equal(want[1], [[2 ** 40 + 1, 2 ** 40]])
+    case = tmp_path / "cases" / "constants"
+    case.mkdir(parents=True)
+    fluid.io.save_inference_model(str(case / "m"), ["x"], outs, exe, main)
+    (case / "args.txt").write_text("m\n-\n-")
+    np.save(case / "feed_0.npy", feed)
+    _run_paddle(python, "paddle_run.py", str(tmp_path / "cases"))
+    assert not (case / "error.txt").exists(), (case / "error.txt").read_text()
+    for i, w in enumerate(want):
+        got = np.load(case / f"paddle_{i}.npy")
+        assert got.dtype == w.dtype, f"fetch {i}"
+        np.testing.assert_array_equal(got, w, err_msg=f"fetch {i}")
+
+
 # -- fluidlite training checkpoint -> Paddle -------------------------------------------------
 def _conv_momentum(rng):
     img = L.data("x", [2, 6, 6], dtype="float32")

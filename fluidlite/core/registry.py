@@ -336,6 +336,8 @@ def _coerce_attr(op_type: str, key: str, value: Any, default: Any) -> Any:
     if isinstance(default, float):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
             raise bad("float")
+        if isinstance(value, (int, np.integer)) and abs(int(value)) > 2 ** 53:
+            return int(value)       # a float would round it (fill_constant of a big int64)
         return float(value)
     if isinstance(default, str):
         if not isinstance(value, str):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import mode as _mode
 from ..core import shape as S
-from ..core.dtypes import VarType, convert_np_dtype_to_dtype_
+from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.ir import Variable
 from ..pipeline.feeder import check_dtype, check_type, check_variable_and_dtype, convert_dtype
 from ..initializer import Constant
@@ -181,6 +181,16 @@ def create_global_var(shape: Sequence[int], value: float, dtype: Any, persistabl
     return var
 
 
+def _fill_value(value: Any, dtype: Any) -> Union[int, float]:
+    """fill_constant's ``value`` attribute: a float, as fluid's FLOAT attribute, except for an
+    integer dtype beyond 2^53, where a float would round (fluid 1.8 kept those exact in
+    ``str_value``; the Paddle writer spells it again from this value)."""
+    if np.dtype(to_numpy_dtype(convert_np_dtype_to_dtype_(dtype))).kind in "iu" and \
+            isinstance(value, (int, np.integer)) and abs(int(value)) > 2 ** 53:
+        return int(value)
+    return float(value)
+
+
 def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
                   force_cpu: bool = False, out: Optional[Variable] = None) -> Variable:
     """``out = full(shape, value, dtype)`` (op ``fill_constant``; not differentiable). ``shape``
@@ -236,7 +246,7 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
         inputs["ShapeTensorList"] = tensors
     helper.append_op(type="fill_constant", inputs=inputs, outputs={"Out": [out]},
                      attrs={"shape": attr_shape, "dtype": convert_np_dtype_to_dtype_(dtype),
-                            "value": float(value), "force_cpu": force_cpu})
+                            "value": _fill_value(value, dtype), "force_cpu": force_cpu})
     out.stop_gradient = True
     return out
 

@@ -114,6 +114,32 @@ _PADDLE_GRAD_INPUTS = {"layer_norm_grad": ("layer_norm", "Mean", ("Bias",)),
 # attributes Paddle 2.x renamed: fluid 1.8's name -> 2.x's; the writer stores both (Paddle 2.6
 # rejects a flip without ``axis``: "Attribute (axis) is not set correctly"), the reader maps
 # the 2.x name back (``_map_one``)
+# ops whose FLOAT ``value`` attribute fluid 1.8's layers doubled with ``str_value``, the exact
+# decimal the kernels prefer (a float32 ``value`` rounds 0.002 and every int64 above 2^24)
+_STR_VALUE_OPS = ("fill_constant", "fill_constant_batch_size_like")
+_INT_VAR_TYPES = (VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64, VarType.UINT8)
+
+
+def _exact_str_value(value: Any, dtype: Any) -> str:
+    """fluid 1.8's ``str_value``: ``str(int(value))`` for integer dtypes, else
+    ``str(float(value))`` (Python's shortest round-trip repr)."""
+    integer = dtype is not None and not isinstance(dtype, bool) and dtype in _INT_VAR_TYPES
+    return str(int(value)) if integer else str(float(value))
+
+
+def _str_value(text: str, dtype: Any) -> Any:
+    """The number a ``str_value`` spells, as fluidlite's ``value`` attribute holds it: a float,
+    or an int for an integer dtype beyond 2^53 (where a float would round)."""
+    integer = dtype is not None and not isinstance(dtype, bool) and dtype in _INT_VAR_TYPES
+    try:
+        if integer and text.strip().lstrip("+-").isdigit():
+            number = int(text)
+            return float(number) if abs(number) <= 2 ** 53 else number
+        return float(text)
+    except ValueError:
+        raise ValueError(f"str_value {text!r} is not a number") from None
+
+
 _PADDLE2_ATTR_NAMES = {"flip": {"dims": "axis"}, "roll": {"dims": "axis"},
                        "trace": {"dim1": "axis1", "dim2": "axis2"}}
 
@@ -390,6 +416,9 @@ def _paddle_ops(b: Any, extra: List[Tuple[str, Any, Any]]) -> Any:
         inputs = {k: list(v) for k, v in op.inputs.items()}
         inputs.update(_paddle_grad_inputs(b, op))
         attrs = dict(op.attrs)
+        if op.type in _STR_VALUE_OPS and not attrs.get("str_value"):
+            attrs["str_value"] = _exact_str_value(attrs.get("value", 0.0), attrs.get("dtype"))
+            attrs["value"] = float(attrs.get("value", 0.0))        # Paddle declares FLOAT
         if op.type == "while_grad":
             attrs = _while_grad.while_grad_attrs(inputs, attrs)
         for name, value in _paddle_grad_attrs(op.type).items():
@@ -731,12 +760,10 @@ def _map_paddle2_attrs(op_type: str, base: str, grad: bool, inputs: Dict[str, Li
     sfx = "_grad" if grad else ""
     if base == "matmul_v2":
         return _map_matmul_v2(grad, inputs, outputs, attrs, rw)
-    if op_type == "fill_constant" and attrs.get("str_value"):
+    if op_type in _STR_VALUE_OPS and attrs.get("str_value"):
         attrs = dict(attrs)
-        try:
-            attrs["value"] = float(attrs["str_value"])
-        except ValueError:
-            raise ValueError(f"str_value {attrs['str_value']!r} is not a number") from None
+        attrs["value"] = _str_value(attrs["str_value"], attrs.get("dtype"))
+        del attrs["str_value"]          # now in value exactly; the writer spells it again
         return [(op_type, inputs, outputs, attrs)]
     if base in ("conv2d_transpose", "depthwise_conv2d_transpose"):
         return _map_conv2d_transpose(grad, inputs, outputs, attrs, rw)
