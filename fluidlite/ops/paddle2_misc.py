@@ -205,11 +205,19 @@ class ElementwiseFmin(_FMinMax):
     pick, wins = staticmethod(np.fmin), staticmethod(np.less_equal)
 
 
-def _bitwise(op_type: str, f: Any, unary: bool = False) -> None:
-    def infer(self: Any, X: VarSpec, Y: Any = None) -> Dict[str, VarSpec]:
-        if X.dtype not in (VarType.BOOL, VarType.UINT8, VarType.INT8, VarType.INT16,
-                           VarType.INT32, VarType.INT64):
-            raise ValueError(f"{op_type}: X must be a bool or integer tensor, got "
+_INTEGERS = (VarType.BOOL, VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32,
+             VarType.INT64)
+
+
+class _Bitwise(OpDef):
+    """Out = f(X, Y) (or f(X) for ``bitwise_not``) on bool / integer tensors."""
+    outputs = ("Out",)
+    no_grad = True
+    f: Any
+
+    def infer(self, X, Y=None):
+        if X.dtype not in _INTEGERS:
+            raise ValueError(f"{self.type}: X must be a bool or integer tensor, got "
                              f"{X.dtype.name.lower()}")
         if Y is None:
             return {"Out": X}
@@ -218,13 +226,18 @@ def _bitwise(op_type: str, f: Any, unary: bool = False) -> None:
             np.broadcast_shapes(*shapes)
         return {"Out": VarSpec(shape, X.dtype)}
 
-    def forward(self: Any, X: np.ndarray, Y: Any = None) -> Dict[str, np.ndarray]:
-        return {"Out": f(X) if unary else f(X, Y).astype(X.dtype, copy=False)}
+    def forward(self, X, Y=None):
+        if Y is None:
+            return {"Out": self.f(X)}
+        return {"Out": self.f(X, Y).astype(X.dtype, copy=False)}
 
-    register(type(op_type.title().replace("_", ""), (OpDef,), {
+
+def _bitwise(op_type: str, f: Any, unary: bool = False) -> None:
+    # (the kernels are _Bitwise's methods, not closures made here: registration runs at
+    # import time, where mutation testing cannot reach code)
+    register(type(op_type.title().replace("_", ""), (_Bitwise,), {
         "__doc__": f"Out = {f.__name__}(X{'' if unary else ', Y'}) (bool / integer tensors).",
-        "type": op_type, "inputs": ("X",) if unary else ("X", "Y"), "outputs": ("Out",),
-        "no_grad": True, "infer": infer, "forward": forward}))
+        "type": op_type, "inputs": ("X",) if unary else ("X", "Y"), "f": staticmethod(f)}))
 
 
 _bitwise("bitwise_and", np.bitwise_and)
@@ -470,9 +483,12 @@ class TriuIndices(_TriIndices):
 @register
 class Logcumsumexp(OpDef):
     """Out = log(cumsum(exp(X))) along ``axis`` (all of X flattened with ``flatten``;
-    ``exclusive``: the sum before each element -- the lowest finite value for none, as
-    Paddle; ``reverse``: from the end),
-    computed stably;  dX_i = sum over the j whose sum holds i of dOut_j exp(X_i - Out_j)."""
+    ``exclusive``: the sum before each element; ``reverse``: from the end); an empty sum
+    (none yet, or only -inf so far) is the lowest finite value, as Paddle 2.6's kernel.
+    Computed stably with a running log-add-exp (a sum of tiny terms far below a later
+    maximum stays finite);  dX_i = sum over the j whose sum holds i of dOut_j exp(X_i - Out_j),
+    summed in the log domain for the positive and negative dOut_j apart (PyTorch's and
+    Paddle's rule: no exp(X) or exp(-Out) alone, which overflow for |X| > 709)."""
     type, inputs, outputs = "logcumsumexp", ("X",), ("Out",)
     grad_uses = ("X", "Out")
 
@@ -483,13 +499,12 @@ class Logcumsumexp(OpDef):
     @staticmethod
     def _scan(x: np.ndarray, exclusive: bool) -> np.ndarray:
         """Inclusive (or exclusive) log-cum-sum-exp along the last dim."""
-        m = np.max(x, axis=-1, keepdims=True) if x.shape[-1] else np.zeros(x.shape[:-1] + (1,))
-        m = np.where(np.isfinite(m), m, 0)
-        with np.errstate(divide="ignore"):
-            out = np.log(np.cumsum(np.exp(x - m), axis=-1)) + m
-        if exclusive:
-            out = np.concatenate([np.full(x.shape[:-1] + (1,), np.finfo(x.dtype).min,
-                                          x.dtype), out[..., :-1]], axis=-1)
+        lowest = np.finfo(x.dtype).min
+        out = np.logaddexp.accumulate(x, axis=-1)
+        out = np.where(out == -np.inf, lowest, out)
+        if exclusive and x.shape[-1]:
+            out = np.concatenate([np.full(x.shape[:-1] + (1,), lowest, x.dtype),
+                                  out[..., :-1]], axis=-1)
         return out.astype(x.dtype, copy=False)
 
     def _view(self, X, axis, flatten):
@@ -513,17 +528,23 @@ class Logcumsumexp(OpDef):
         xm = np.moveaxis(x, a, -1)
         om = np.moveaxis(Out.reshape(x.shape), a, -1)
         dm = np.moveaxis(dOut.reshape(x.shape), a, -1)
-        # dX_i = exp(X_i) * sum_{j covering i} dOut_j exp(-Out_j): a reverse cumsum
-        empty = ~np.isfinite(om) | (om == np.finfo(om.dtype).min)    # (an exclusive first)
-        with np.errstate(over="ignore", invalid="ignore"):
-            w = np.where(empty, 0, dm * np.exp(np.where(empty, 0, -om)))
         if reverse:
-            acc = np.cumsum(w, axis=-1)
+            xm, om, dm = xm[..., ::-1], om[..., ::-1], dm[..., ::-1]
+        # dX_i = sum_{j >= i} (j > i: exclusive) dOut_j exp(X_i - Out_j), as exp(X_i + L_i)
+        # with L_i = log sum_{j >= i} dOut_j exp(-Out_j) -- a reverse running log-add-exp of
+        # the positive and of the negative dOut_j apart; an empty sum adds nothing
+        empty = ~np.isfinite(om) | (om == np.finfo(om.dtype).min)    # (an exclusive first)
+        g = 0
+        for sign in (1, -1):
+            d = sign * dm
+            t = np.where(empty | ~(d > 0), -np.inf,
+                         np.log(np.where(d > 0, d, 1)) - np.where(empty, 0, om))
+            acc = np.logaddexp.accumulate(t[..., ::-1], axis=-1)[..., ::-1]
             if exclusive:
-                acc = np.concatenate([np.zeros_like(acc[..., :1]), acc[..., :-1]], axis=-1)
-        else:
-            acc = np.cumsum(w[..., ::-1], axis=-1)[..., ::-1]
-            if exclusive:
-                acc = np.concatenate([acc[..., 1:], np.zeros_like(acc[..., :1])], axis=-1)
-        g = np.moveaxis(acc * np.exp(xm), -1, a)
+                acc = np.concatenate([acc[..., 1:], np.full_like(acc[..., :1], -np.inf)],
+                                     axis=-1)
+            g = g + sign * np.exp(xm + acc)
+        if reverse:
+            g = g[..., ::-1]
+        g = np.moveaxis(g, -1, a)
         return {"X": g.reshape(X.shape).astype(X.dtype, copy=False)}
