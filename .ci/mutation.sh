@@ -88,6 +88,11 @@ tests_for() {
       # DGCMomentum optimizers (no tests/ops/test_optim_extra.py)
       echo tests/test_fluid_names_optimizers.py tests/test_mutants_optimizer_special.py \
            tests/test_dtype_stability.py tests/test_mutants_optim_extra.py ;;
+    fluidlite/ops/optim_proximal.py)
+      # proximal_gd / proximal_adagrad: the optim_* list plus their own mutant tests
+      echo tests/ops/test_optim.py tests/ops/test_optim_proximal.py tests/test_optimizer.py \
+           tests/test_dtype_stability.py tests/test_mutants_optim.py \
+           tests/test_mutants_optim_proximal.py ;;
     fluidlite/ops/optim_*.py)
       echo tests/ops/test_optim.py tests/ops/test_$base.py tests/test_optimizer.py \
            tests/test_dtype_stability.py tests/test_mutants_optim.py ;;
@@ -240,6 +245,16 @@ tests_for() {
     fluidlite/ops/py_func.py)
       # py_func is tested through fluid.layers.py_func (no tests/ops/test_py_func.py)
       echo tests/test_layers_py_func.py tests/test_dtype_stability.py tests/test_mutants_py_func.py ;;
+    fluidlite/ops/detection_nms.py)
+      # matrix_nms (in detection_nms.py) has its own tests/ops/test_matrix_nms.py
+      echo tests/ops/test_detection_nms.py tests/ops/test_matrix_nms.py \
+           tests/test_dtype_stability.py tests/test_mutants_detection_nms.py ;;
+    fluidlite/ops/broadcast.py)
+      # fluid's broadcasting helpers register no op: the elementwise, compare and fused
+      # elementwise ops' tests reach them (no tests/ops/test_broadcast.py)
+      echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
+           tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
+           tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files

@@ -54,11 +54,13 @@ class Auc(OpDef):
     def forward(self, Predict, Label, StatPos, StatNeg, *, curve="ROC", num_thresholds=4095,
                 slide_steps=1):
         buckets = int(num_thresholds) + 1
-        p = np.asarray(Predict)[:, -1].astype(np.float64)
+        p = np.asarray(Predict)[:, -1]
         if p.size and (p.min() < 0 or p.max() > 1):
             raise ValueError(f"auc: the positive-class probabilities must lie in [0, 1], got "
                              f"values in [{p.min()}, {p.max()}]")
-        bins = (p * num_thresholds).astype(np.int64)
+        # fluid's kernel: (uint32) (predict * num_thresholds), the product in Predict's type
+        # (float32(0.7) * 10 is bucket 7 in float32, 6 in float64)
+        bins = (p * p.dtype.type(num_thresholds)).astype(np.int64)
         label = np.asarray(Label).reshape(-1)
         batch_pos = np.bincount(bins[label > 0], minlength=buckets)
         batch_neg = np.bincount(bins[label == 0], minlength=buckets)

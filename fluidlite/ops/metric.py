@@ -14,8 +14,15 @@ def topk_indices(X: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k largest entries along the last axis, largest first (ties: lower index
     first)."""
     n = X.shape[-1]
-    if k < n and n > 64:
-        part = np.argpartition(-X, k - 1, axis=-1)[..., :k]
+    if k < n and n > 64 and not np.isnan(X).any():
+        # the k-th largest value of each row; of the entries equal to it only the lowest
+        # indices are taken (argpartition alone may pick any of the tied ones)
+        kth = np.take_along_axis(X, np.argpartition(-X, k - 1, axis=-1)[..., k - 1:k],
+                                 axis=-1)
+        above, tied = X > kth, X == kth
+        room = k - above.sum(axis=-1, keepdims=True)
+        chosen = above | (tied & (np.cumsum(tied, axis=-1) <= room))
+        part = np.nonzero(chosen)[-1].reshape(X.shape[:-1] + (k,))   # k per row, in order
         vals = np.take_along_axis(X, part, axis=-1)
         order = np.lexsort((part, -vals), axis=-1)   # value desc, then index asc
         return np.take_along_axis(part, order, axis=-1)
@@ -159,6 +166,8 @@ class Accuracy(OpDef):
 
     def forward(self, Out, Indices, Label):
         n = Indices.shape[0]
+        if n and Label.min() < 0:           # fluid 1.8's AccuracyKernel enforces this
+            raise ValueError(f"accuracy: labels must be >= 0, got {int(Label.min())}")
         correct = int(np.count_nonzero((Indices == Label.reshape(n, 1)).any(axis=1))) if n else 0
         acc = np.asarray([correct / n if n else 0.0], dtype=np.float32)
         return {"Accuracy": acc, "Correct": np.asarray([correct], np.int32),

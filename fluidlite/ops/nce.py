@@ -64,7 +64,16 @@ class NCE(OpDef):
 
     def infer(self, Input, Label, Weight, Bias, SampleWeight, CustomDistProbs,
               CustomDistAlias, CustomDistAliasProbs, *, num_neg_samples=10,
-              custom_neg_classes=(), **_):
+              custom_neg_classes=(), num_total_classes=None, **_):
+        # fluid 1.8's NCEOp::InferShape checks
+        if num_total_classes is not None and Weight.shape[0] >= 0 and \
+                Weight.shape[0] != num_total_classes:
+            raise ValueError(f"nce: num_total_classes ({num_total_classes}) must equal the "
+                             f"first dim of Weight (shape {list(Weight.shape)})")
+        if custom_neg_classes and len(custom_neg_classes) != num_neg_samples:
+            raise ValueError(f"nce: custom_neg_classes holds {len(custom_neg_classes)} "
+                             f"classes but num_neg_samples is {num_neg_samples}; they must "
+                             f"be equal")
         n = len(custom_neg_classes) if custom_neg_classes else num_neg_samples
         width = (Label.shape[1] if len(Label.shape) > 1 else 1) + n
         return {"Cost": VarSpec((Input.shape[0], 1), Input.dtype),

@@ -40,8 +40,9 @@ def _round(x: np.ndarray) -> np.ndarray:
 
 
 def _inv(s: Any) -> Any:
+    # fluid's inverse(): ``s <= 1e-30`` compares in double (float32(1e-30) is above 1e-30)
     t = type(s)
-    return t(1) / (s + t(1e-6)) if s <= 1e-30 else t(1) / s
+    return t(1) / (s + t(1e-6)) if float(s) <= 1e-30 else t(1) / s
 
 
 def _quant(x: np.ndarray, s: Any, bins: int, dequant: bool = False) -> np.ndarray:
