@@ -249,6 +249,14 @@ tests_for() {
       # matrix_nms (in detection_nms.py) has its own tests/ops/test_matrix_nms.py
       echo tests/ops/test_detection_nms.py tests/ops/test_matrix_nms.py \
            tests/test_dtype_stability.py tests/test_mutants_detection_nms.py ;;
+    fluidlite/ops/random_extra.py)
+      # shuffle_batch (in random_extra.py) is tested with the ids ops in test_shuffle_ids.py
+      echo tests/ops/test_random_extra.py tests/ops/test_shuffle_ids.py \
+           tests/test_dtype_stability.py tests/test_mutants_random_extra.py ;;
+    fluidlite/ops/dropout.py)
+      # the seed op (in dropout.py) is tested through RecomputeOptimizer's seeded dropouts
+      echo tests/ops/test_dropout.py tests/test_recompute_dropout.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_dropout.py ;;
     fluidlite/ops/broadcast.py)
       # fluid's broadcasting helpers register no op: the elementwise, compare and fused
       # elementwise ops' tests reach them (no tests/ops/test_broadcast.py)
