@@ -83,6 +83,8 @@ def test_square_check_message_and_unknown_dims(op_type, slot):
                                 f"[..., n, n], got {list(bad)}")
     for ok in ((3, 3), (-1, 3), (3, -1), (2, -1, -1), (-1, 4, 4)):
         op.infer(spec(ok))
+    with pytest.raises(ValueError, match="square"):
+        op.infer(spec((-1, 2, 3)))                 # an unknown batch dim is not a matrix dim
 
 
 def test_inference_shapes_and_dtypes():
@@ -128,6 +130,7 @@ def test_solve_inference():
     assert s.infer(spec((2, 3, 3), F32), spec((3, 2), F32)) == {"Out": spec((2, 3, 2), F32)}
     assert s.infer(spec((3, 3)), spec((3,))) == {"Out": spec((3,))}
     assert s.infer(spec((2, 3, 3)), spec((2, 3))) == {"Out": spec((2, 3))}      # vectors
+    assert s.infer(spec((2, 5, 3, 3)), spec((2, 5, 3))) == {"Out": spec((2, 5, 3))}
     assert s.infer(spec((3, 3)), spec((4, 1, 3, 5))) == {"Out": spec((4, 1, 3, 5))}
     assert s.infer(spec((2, 1, 3, 3)), spec((5, 3, 4))) == {"Out": spec((2, 5, 3, 4))}
     assert s.infer(spec((-1, 3, 3)), spec((3, 4))) == {"Out": spec((-1, 3, 4))}
@@ -181,9 +184,23 @@ def test_matrix_power_values_and_gradients(n):
     mp = get_op_def("matrix_power")
     np.testing.assert_allclose(mp.forward(a, n=n)["Out"], out, rtol=1e-11, atol=1e-12)
     _close(mp.backward(a, w, n=n)["X"], ga)
+    assert mp.backward(a, w, n=n)["X"].shape == a.shape
     if n == 1:
         np.testing.assert_array_equal(mp.forward(a)["Out"], a)       # the default n
         np.testing.assert_array_equal(mp.backward(a, w)["X"], w)
+
+
+def test_matrix_power_zero_of_a_singular_matrix_and_4d_batches():
+    # X^0 = I for any X, a singular one too (Paddle 2.6: identity, gradient 0)
+    sing = np.array([[1.0, 2.0], [2.0, 4.0]])
+    mp = get_op_def("matrix_power")
+    np.testing.assert_array_equal(mp.forward(sing, n=0)["Out"], np.eye(2))
+    g = mp.backward(sing, np.ones((2, 2)), n=0)["X"]
+    assert g.shape == (2, 2) and not g.any()
+    a = _well(3, 2, 4, 3, 3) * 0.5                   # batch dims other than n
+    for n in (2, -2):
+        out, w, (ga,) = _grads(lambda t: _power(t, n), [a])
+        _close(mp.backward(a, w, n=n)["X"], ga)
 
 
 @pytest.mark.parametrize("upper", [False, True])

@@ -135,7 +135,7 @@ class Celu(_Unary):
 @register
 class Logit(_Unary):
     """Out = ln(x / (1 - x)), x = X clipped to [eps, 1 - eps] when eps > 0;
-    dX = dOut / (X (1 - X)) inside that range, 0 outside."""
+    dX = dOut / (X (1 - X)) inside [eps, 1 - eps], 0 outside (eps = 0 too, as Paddle 2.6)."""
     type = "logit"
 
     @staticmethod
@@ -149,9 +149,13 @@ class Logit(_Unary):
         return {"Out": self.f(X, eps)}
 
     def backward(self, X, dOut, *, eps=1e-6):
+        # Paddle's rule for every eps, 0 included: 0 outside [eps, 1 - eps] (with eps = 0,
+        # where Out is NaN); the division is not warned about at the 0s and 1s it skips
         e = X.dtype.type(np.float32(eps))
-        inside = (X >= e) & (X <= 1 - e) if eps > 0 else np.ones(X.shape, bool)
-        return {"X": np.where(inside, dOut / (X * (1 - X)), 0).astype(dOut.dtype)}
+        inside = (X >= e) & (X <= 1 - e)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = dOut / (X * (1 - X))
+        return {"X": np.where(inside, g, 0).astype(dOut.dtype)}
 
 
 @register
