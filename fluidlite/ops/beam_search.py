@@ -43,7 +43,6 @@ class GatherTree(OpDef):
         if T == 0:
             return {"Out": out}
         b = np.arange(B)[:, None]
-        beam = np.broadcast_to(np.arange(K), (B, K))
         out[T - 1] = Ids[T - 1]
         parent = Parents[T - 1]
         for t in range(T - 2, -1, -1):
@@ -52,7 +51,6 @@ class GatherTree(OpDef):
                                  f"outside [0, beam_size = {K})")
             out[t] = Ids[t][b, parent]
             parent = Parents[t][b, parent]
-        del beam
         return {"Out": out}
 
 
