@@ -127,3 +127,48 @@ def test_random_crop_draws_and_seeds():
     t1 = RC.forward(big, np.array([9], np.int64), rng=np.random.default_rng(3), shape=[5, 5])
     np.testing.assert_array_equal(t1["Out"], s1["Out"])
     np.testing.assert_array_equal(t1["SeedOut"], s1["SeedOut"])
+
+
+SB = get_op_def("shuffle_batch")
+
+
+def test_shuffle_batch_rows_and_a_1d_input():
+    """fluid 1.8's ShuffleBatchKernel: rows = prod(dims[:-1]) of width dims[-1], so a 1-D X
+    is a single row and comes back unchanged (ShuffleIdx [0])."""
+    x = np.arange(10.0)
+    got = SB.forward(x, None, startup_seed=3)
+    np.testing.assert_array_equal(got["Out"], x)
+    assert got["ShuffleIdx"].tolist() == [0] and got["ShuffleIdx"].dtype == np.int64
+    dx = SB.backward(got["ShuffleIdx"], x * 2)["X"]
+    np.testing.assert_array_equal(dx, x * 2)
+    x = np.arange(2 * 6 * 3, dtype=np.float32).reshape(2, 6, 3)
+    got = SB.forward(x, np.array([11], np.int64))
+    idx = got["ShuffleIdx"]
+    assert sorted(idx.tolist()) == list(range(12)) and idx.tolist() != list(range(12))
+    rows = x.reshape(12, 3)
+    np.testing.assert_array_equal(got["Out"].reshape(12, 3)[idx], rows)   # Out[idx[i]] = X[i]
+    assert got["Out"].shape == x.shape and got["Out"].dtype == np.float32
+    assert got["SeedOut"].dtype == np.int64 and got["SeedOut"].shape == (1,)
+    dout = np.random.default_rng(0).standard_normal(x.shape)
+    dx = SB.backward(idx, dout)["X"]
+    np.testing.assert_array_equal(dx.reshape(12, 3), dout.reshape(12, 3)[idx])
+    # the Seed tensor decides the order; without it startup_seed (default 0) does
+    again = SB.forward(x, np.array([11], np.int64), startup_seed=5)
+    np.testing.assert_array_equal(again["ShuffleIdx"], idx)
+    np.testing.assert_array_equal(SB.forward(x, None)["ShuffleIdx"],
+                                  SB.forward(x, None, startup_seed=0)["ShuffleIdx"])
+    assert not np.array_equal(SB.forward(x, None, startup_seed=1)["ShuffleIdx"],
+                              SB.forward(x, None, startup_seed=0)["ShuffleIdx"])
+
+
+def test_shuffle_batch_infer():
+    spec = SB.infer(VarSpec((4, 3), "float32"), VarSpec((1,), "int64"))
+    assert {k: (v.shape, v.dtype) for k, v in spec.items()} == {
+        "Out": ((4, 3), VarType.FP32), "ShuffleIdx": ((-1,), VarType.INT64),
+        "SeedOut": ((1,), VarType.INT64)}
+    SB.infer(VarSpec((4,), "float32"), None)
+    with pytest.raises(ValueError, match=r"^shuffle_batch: X must have at least one dim, got "
+                                         r"shape \[\]$"):
+        SB.infer(VarSpec((), "float32"), None)
+    with pytest.raises(ValueError, match=r"^shuffle_batch: Seed must be an int64 tensor, got "):
+        SB.infer(VarSpec((4, 3), "float32"), VarSpec((1,), "int32"))

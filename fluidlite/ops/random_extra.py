@@ -148,7 +148,8 @@ class ShuffleBatch(OpDef):
         seed = int(np.asarray(Seed).reshape(-1)[0]) if Seed is not None and np.size(Seed) \
             else int(startup_seed)
         rng = np.random.default_rng(seed & 0xFFFFFFFFFFFFFFFF)
-        flat = X.reshape(-1, X.shape[-1]) if X.ndim > 1 else X.reshape(-1, 1)
+        # fluid's kernel: rows = prod(dims[:-1]) (a 1-D X is one row, left in place)
+        flat = X.reshape(int(np.prod(X.shape[:-1])), X.shape[-1])
         idx = rng.permutation(flat.shape[0]).astype(np.int64)
         out = np.empty_like(flat)
         out[idx] = flat
@@ -156,5 +157,5 @@ class ShuffleBatch(OpDef):
         return {"Out": out.reshape(X.shape), "ShuffleIdx": idx, "SeedOut": seed_out}
 
     def backward(self, ShuffleIdx, dOut, dShuffleIdx=None, dSeedOut=None, *, startup_seed=0):
-        flat = dOut.reshape(-1, dOut.shape[-1]) if dOut.ndim > 1 else dOut.reshape(-1, 1)
+        flat = dOut.reshape(int(np.prod(dOut.shape[:-1])), dOut.shape[-1])
         return {"X": flat[np.asarray(ShuffleIdx, np.int64)].reshape(dOut.shape)}
