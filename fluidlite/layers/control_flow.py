@@ -1314,6 +1314,8 @@ def is_empty(x: Variable, cond: Optional[Variable] = None) -> Variable:
     """
     check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "is_empty")
     check_type(cond, "cond", (Variable, type(None)), "is_empty")
+    if cond is not None:
+        check_variable_and_dtype(cond, "cond", ["bool"], "is_empty")
     helper = LayerHelper("is_empty")
     if cond is None:
         cond = helper.create_variable_for_type_inference(dtype="bool")

@@ -323,7 +323,7 @@ def pool2d(input: Variable, pool_size: _IntOrPair = -1, pool_type: str = "max",
             ``pool_size`` / ``pool_stride`` is not an int or list of ints.
         ValueError: ``pool_type`` is not ``"max"``/``"avg"``, ``pool_size`` is missing without
             ``global_pooling``, ``data_format`` is not ``"NCHW"``/``"NHWC"``, ``input`` is not
-            4-D, ``pool_padding`` is malformed, or ``pool_padding="SAME"`` with ``ceil_mode``.
+            4-D, ``pool_padding`` is malformed, or ``pool_padding="VALID"`` with ``ceil_mode``.
 
     Example:
         >>> import numpy as np
@@ -375,11 +375,12 @@ def _append_pool(layer: str, n: int, input: Variable, pool_size: List[int], pool
                  ceil_mode: bool, name: Optional[str], exclusive: bool,
                  data_format: str) -> Variable:
     """The ``layer`` op (pool2d / pool3d, ``n`` spatial axes) appended, its stride and padding
-    normalized first ('SAME' padding refuses ``ceil_mode``); returns its output."""
+    normalized first ('VALID' padding refuses ``ceil_mode``); returns its output."""
     pool_stride = _to_list(pool_stride, n, "pool_stride", layer)
     paddings, algorithm = _padding_nd(pool_padding, data_format, n, layer)
-    if algorithm == "SAME" and ceil_mode:
-        raise ValueError(f"{layer}: when pool_padding is 'SAME', ceil_mode must be False")
+    if algorithm == "VALID" and ceil_mode:       # fluid 1.8's check (SAME takes ceil_mode)
+        raise ValueError(f"{layer}: when Attr(pool_padding) is \"VALID\", Attr(ceil_mode) "
+                         f"must be False. Received ceil_mode: True.")
     helper = LayerHelper(layer, input=input, name=name)
     out = helper.create_variable_for_type_inference(input.dtype)
     helper.append_op(type=layer, inputs={"X": input}, outputs={"Out": out},

@@ -416,8 +416,8 @@ def meshgrid(input: Union[Sequence[Variable], Variable], *args: Variable,
         list of Variable: k grids, each of shape ``[N1, ..., Nk]`` and its input's dtype; grid i
         repeats input i along dim i.
     Raises:
-        TypeError: ``input`` is not a list/tuple/Variable, or an input is not a
-            float32/float64/int32/int64 Variable.
+        TypeError: ``input`` is not a list/tuple (or a Variable followed by more), or an
+            input is not a float32/float64/int32/int64 Variable.
         ValueError: an input is not 1-D (shape inference).
 
     Example:
@@ -432,7 +432,8 @@ def meshgrid(input: Union[Sequence[Variable], Variable], *args: Variable,
         array([[1., 1., 1.],
                [2., 2., 2.]], dtype=float32)
     """
-    check_type(input, "input", (list, tuple, Variable), "meshgrid")
+    # fluid 1.8 takes a list; the separate-argument spelling needs at least two Variables
+    check_type(input, "input", (list, tuple, Variable) if args else (list, tuple), "meshgrid")
     xs = [input] if isinstance(input, Variable) else list(input)
     xs += list(args)
     for i, x in enumerate(xs):

@@ -59,6 +59,9 @@ def hsigmoid(input: Variable, label: Variable, num_classes: int, param_attr: Any
     """
     if not isinstance(input, Variable) or not isinstance(label, Variable):
         raise TypeError("hsigmoid: input and label must be Variables")
+    if label.dtype != VarType.INT64:        # fluid 1.8 checks label is int64
+        raise TypeError(f"The data type of 'label' in hsigmoid must be ['int64'], but received "
+                        f"{label.dtype}; cast it with fluid.layers.cast(label, 'int64')")
     if not is_custom and (path_table is not None or path_code is not None):
         raise ValueError("hsigmoid: path_table and path_code are only used with "
                          "is_custom=True (only num_classes is passed for the default tree)")

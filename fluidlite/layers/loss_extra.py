@@ -616,7 +616,7 @@ def npair_loss(anchor: Variable, positive: Variable, labels: Variable,
     """
     check_variable_and_dtype(anchor, "anchor", _FLOATS, "npair_loss")
     check_variable_and_dtype(positive, "positive", _FLOATS, "npair_loss")
-    check_variable_and_dtype(labels, "labels", _FLOATS + _INTS, "npair_loss")
+    check_variable_and_dtype(labels, "labels", _FLOATS + ["int64"], "npair_loss")  # fluid 1.8
     reg = _number("npair_loss", "l2_reg", l2_reg)
     if len(anchor.shape) != 2 or tuple(anchor.shape) != tuple(positive.shape):
         raise ValueError(f"npair_loss: anchor and positive must be [N, D] of the same shape, "

@@ -10,6 +10,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
+from ..core import mode as _mode
 from ..core.ir import Variable
 from ..pipeline.feeder import check_type, check_variable_and_dtype
 from ..initializer import Constant
@@ -879,7 +880,9 @@ def reduce_any(input: Variable, dim: Any = None, keep_dim: bool = False,
 
 
 def _check_whole(op_type: str, layer: str, x: Variable) -> Variable:
-    check_variable_and_dtype(x, "x", _NUMS, layer)
+    # fluid 1.8's static isfinite takes no float16 (its dygraph layers checked no dtype)
+    static18 = layer == "isfinite" and _mode.tracer is None
+    check_variable_and_dtype(x, "x", _NUMS[1:] if static18 else _NUMS, layer)
     helper = LayerHelper(op_type)
     out = helper.create_variable_for_type_inference(dtype="bool", stop_gradient=True)
     helper.append_op(type=op_type, inputs={"X": x}, outputs={"Out": out})
@@ -1350,7 +1353,7 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
         Variable: ``input + value * tensor1 * tensor2``.
     Raises:
         TypeError: ``input``/``tensor1``/``tensor2`` is not a float32/float64/int32/int64 Variable,
-            ``value`` is not a number, or ``out`` is not a Variable.
+            ``value`` is not a float for float inputs (an int for int inputs), or ``out`` is not a Variable.
         ValueError: the shapes do not broadcast (shape inference of the elementwise ops).
 
     Example:
@@ -1371,9 +1374,13 @@ def addcmul(input: Variable, tensor1: Variable, tensor2: Variable, value: float 
     """
     for arg, v in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
         check_variable_and_dtype(v, arg, ["float32", "float64", "int32", "int64"], "addcmul")
-    if not is_number(value):
-        raise TypeError(f"addcmul: 'value' must be a number (float for float inputs), but "
-                        f"received {value!r} of type {type(value).__name__}")
+    # fluid 1.8: a float value for float inputs, an int for int inputs
+    want = float if input.dtype in ("float32", "float64") else int
+    if not is_number(value) or isinstance(value, bool) or \
+            isinstance(value, (int, np.integer)) != (want is int):
+        raise TypeError(f"The type of 'value' in addcmul must be {want.__name__} for "
+                        f"{input.dtype} inputs, but received {value!r} of type "
+                        f"{type(value).__name__}")
     from .ops import elementwise_add, elementwise_mul, scale
     prod = scale(elementwise_mul(tensor1, tensor2), scale=float(value))
     if out is None:

@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..core.ir import Variable
+from ..pipeline.feeder import check_variable_and_dtype
 from ..layer_helper import LayerHelper, check_int
 from .tensor import assign
 
@@ -63,6 +64,8 @@ def nce(input: Variable, label: Variable, num_total_classes: int,
     """
     if not isinstance(input, Variable) or not isinstance(label, Variable):
         raise TypeError("nce: input and label must be Variables")
+    check_variable_and_dtype(input, "input", ["float32", "float64"], "nce")   # fluid 1.8's
+    check_variable_and_dtype(label, "label", ["int64"], "nce")
     num_total_classes = check_int(num_total_classes, "num_total_classes", "nce", minimum=2)
     num_neg_samples = 10 if num_neg_samples is None else \
         check_int(num_neg_samples, "num_neg_samples", "nce", minimum=1)

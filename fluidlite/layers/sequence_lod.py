@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
 from ..core.dtypes import VarType
 from ..core.ir import Variable
 from ..layer_helper import LayerHelper, check_int
@@ -693,11 +695,19 @@ def lod_reset(x: Variable, y: Optional[Variable] = None,
         >>> res.lod()
         [[0, 1, 3]]
     """
-    _var(x, "x", "lod_reset")
+    _lod_x(x, "lod_reset")
     if y is None and target_lod is None:
         raise ValueError("lod_reset: give y or target_lod")
     attrs = {"target_lod": [int(v) for v in target_lod]} if target_lod is not None else {}
     return _simple("lod_reset", x, {"X": x, "Y": y}, attrs=attrs)
+
+
+def _lod_x(x: Any, layer: str) -> None:
+    # fluid 1.8's lod_reset / lod_append take float32, float64, int32 and int64 data
+    _var(x, "x", layer)
+    if x.dtype not in (VarType.FP32, VarType.FP64, VarType.INT32, VarType.INT64):
+        raise TypeError(f"The data type of 'x' in {layer} must be ['float32', 'float64', "
+                        f"'int32', 'int64'], but received {x.dtype}")
 
 
 def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
@@ -712,8 +722,9 @@ def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
     Returns:
         Variable: ``x``'s data with the LoD extended by one level, dtype of ``x``.
     Raises:
-        TypeError: ``x`` is not a Variable, or ``level`` is neither a Variable nor a sequence of
-            ints.
+        TypeError: ``x`` is not a float32/float64/int32/int64 Variable.
+        ValueError: ``level`` is neither a Variable nor a list/tuple of ints (fluid 1.8's
+            error).
 
     Example:
         >>> import numpy as np
@@ -728,7 +739,10 @@ def lod_append(x: Variable, level: Union[Sequence[int], Variable]) -> Variable:
         >>> res.recursive_sequence_lengths()
         [[1, 2]]
     """
-    _var(x, "x", "lod_append")
+    _lod_x(x, "lod_append")
+    if not isinstance(level, (Variable, list, tuple, np.ndarray)):     # fluid 1.8's ValueError
+        raise ValueError(f"lod_append: Input(level) must be list, tuple or Variable, but "
+                         f"received {type(level).__name__}")
     if isinstance(level, Variable):
         return _simple("lod_reset", x, {"X": x, "Y": level}, attrs={"append": True})
     return _simple("lod_reset", x, {"X": x}, attrs={"append": True,
@@ -954,6 +968,10 @@ def chunk_eval(input: Variable, label: Variable, chunk_scheme: str, num_chunk_ty
     """
     _var(input, "input", "chunk_eval")
     _var(label, "label", "chunk_eval")
+    for arg, v in (("input", input), ("label", label)):     # fluid 1.8: int64 tags only
+        if v.dtype != VarType.INT64:
+            raise TypeError(f"The data type of '{arg}' in chunk_eval must be ['int64'], but "
+                            f"received {v.dtype}")
     inputs = {"Inference": input, "Label": label}
     if seq_length is not None:
         inputs["SeqLength"] = _length_var(seq_length, "seq_length", "chunk_eval")

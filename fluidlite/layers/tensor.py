@@ -225,8 +225,7 @@ def fill_constant(shape: Any, dtype: Any, value: Union[int, float, Variable],
     """
     check_type(shape, "shape", (list, tuple, Variable), "fill_constant")
     attr_shape, tensor, tensors = _ints_or_tensors(shape, "shape", "fill_constant")
-    check_dtype(dtype, "dtype", ["bool", "float16", "float32", "float64", "int32", "int64",
-                                 "uint8", "int8", "int16"], "fill_constant")
+    check_dtype(dtype, "dtype", _static_or_all(_FILL), "fill_constant")
     check_type(value, "value", (bool, int, float, np.number, Variable), "fill_constant")
     value_tensor = None
     if isinstance(value, Variable):
@@ -410,6 +409,7 @@ def assign(input: Any, output: Optional[Variable] = None) -> Variable:
     if output is not None:
         check_type(output, "output", Variable, "assign")
     if isinstance(input, Variable):
+        check_dtype(input.dtype, "input", _static_or_all(_FILL), "assign")
         if output is None:
             output = helper.create_variable_for_type_inference(dtype=input.dtype)
         helper.append_op(type="assign", inputs={"X": [input]}, outputs={"Out": [output]})
@@ -992,7 +992,8 @@ def expand(x: Variable, expand_times: Any, name: Optional[str] = None) -> Variab
         array([[1., 2., 1., 2.],
                [1., 2., 1., 2.]], dtype=float32)
     """
-    check_variable_and_dtype(x, "x", _ALL, "expand")
+    check_variable_and_dtype(x, "x", _static_or_all(["bool", "float32", "float64", "int32",
+                                                     "int64"]), "expand")
     helper = LayerHelper("expand", name=name)
     times, tensor, tensors = _ints_or_tensors(expand_times, "expand_times", "expand")
     inputs: dict = {"X": x}

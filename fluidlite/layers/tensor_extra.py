@@ -281,7 +281,7 @@ def crop_tensor(x: Variable, shape: Any = None, offsets: Any = None,
         array([[1., 2.],
                [4., 5.]], dtype=float32)
     """
-    check_variable_and_dtype(x, "x", _NUM, "crop_tensor")
+    check_variable_and_dtype(x, "x", ["float32", "float64", "int32", "int64"], "crop_tensor")
     check_type(shape, "shape", (list, tuple, Variable), "crop_tensor")
     check_type(offsets, "offsets", (list, tuple, Variable, type(None)), "crop_tensor")
     rank = len(x.shape)

@@ -588,7 +588,7 @@ def pool3d(input: Variable, pool_size: Any = -1, pool_type: str = "max", pool_st
             ``pool_size``/``pool_stride`` is not an int or list of 3 ints.
         ValueError: ``pool_type`` is not ``"max"``/``"avg"``, ``pool_size`` is missing without
             ``global_pooling``, ``data_format`` is not NCDHW/NDHWC, ``input`` is not 5-D, or
-            ``pool_padding`` is invalid (e.g. ``"SAME"`` with ``ceil_mode``).
+            ``pool_padding`` is invalid (e.g. ``"VALID"`` with ``ceil_mode``).
 
     Example:
         >>> import numpy as np

@@ -207,7 +207,7 @@ def _build(fn):
     (lambda: L.dist(fluid.data("a", [2, 3]), fluid.data("b", [4])), ValueError,
      "cannot be broadcast"),
     (lambda: L.addcmul(fluid.data("a", [2]), fluid.data("b", [2]), fluid.data("c", [2]),
-                       value="x"), TypeError, "'value' must be a number"),
+                       value="x"), TypeError, "'value' in addcmul must be float"),
 ])
 def test_bad_arguments(fn, err, match):
     with pytest.raises(err, match=match):

@@ -153,8 +153,26 @@ class TestPool2DLayer:
             fluid.layers.pool2d(x)
         with pytest.raises(ValueError, match="Unknown|unknown pool_type"):
             fluid.layers.pool2d(x, 2, pool_type="sum")
-        with pytest.raises(ValueError, match="ceil_mode must be False"):
-            fluid.layers.pool2d(x, 2, pool_padding="SAME", ceil_mode=True)
+        # fluid 1.8 refuses ceil_mode with 'VALID' (pool2d and pool3d), not with 'SAME'
+        with pytest.raises(ValueError, match=r"pool2d: when Attr\(pool_padding\) is \"VALID\", "
+                                             r"Attr\(ceil_mode\) must be False"):
+            fluid.layers.pool2d(x, 2, pool_padding="VALID", ceil_mode=True)
+        with pytest.raises(ValueError, match=r"pool3d: when .*\"VALID\".*ceil_mode"):
+            fluid.layers.pool3d(fluid.data("v", [None, 3, 4, 4, 4], "float32"), 2,
+                                pool_padding="VALID", ceil_mode=True)
+
+    def test_same_padding_with_ceil_mode(self):
+        """'SAME' with ceil_mode: Paddle's PoolOutputSize over the SAME paddings, which rounds
+        up where the window is narrower than the stride (8 rows, 1x1 window, stride 2: 5 rows,
+        not ceil(8 / 2) = 4). Shapes as Paddle 2.6 gives them."""
+        xv = (np.arange(2 * 3 * 8 * 7, dtype="float32") % 11).reshape(2, 3, 8, 7)
+        x = fluid.data("x", [2, 3, 8, 7], "float32")
+        outs = [fluid.layers.pool2d(x, k, t, s, pool_padding="SAME", ceil_mode=True)
+                for k, s, t in ((1, 2, "max"), (3, 2, "avg"), (2, 3, "max"))]
+        assert [o.shape for o in outs] == [(2, 3, 5, 4), (2, 3, 4, 4), (2, 3, 3, 3)]
+        got = fluid.Executor(fluid.CPUPlace()).run(fluid.default_main_program(),
+                                                   feed={"x": xv}, fetch_list=outs)
+        np.testing.assert_array_equal(got[0][:, :, :4], xv[:, :, ::2, ::2])
 
 
 # -- fluid's C++ integer arithmetic (issue 29) ----------------------------------------------------
