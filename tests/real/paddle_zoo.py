@@ -197,6 +197,8 @@ def run(cases):
         if not os.path.isdir(case):         # summary.json of an earlier run
             continue
         for what, fn in (("infer", run_infer), ("train", run_train)):
+            if not os.path.isdir(os.path.join(case, what)):    # a training-only case
+                continue
             try:
                 fn(case)
             except Exception:                   # reported per case by the test
