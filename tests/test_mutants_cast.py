@@ -33,3 +33,22 @@ def test_lowered_cast_default_out_dtype():
     assert out.dtype == np.float32
     assert get_op_def("cast").lower(None, {"out_dtype": VarType.INT32})(
         np.array([1.7])).dtype == np.int32
+
+
+def test_gradient_takes_the_variables_dtype_when_in_dtype_is_not_set():
+    """An appended cast op without ``in_dtype`` (its default FP32) on a float64 variable: the
+    gradient is still cast back to the variable's own dtype."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [2, 3], "float64")
+        x.stop_gradient = False
+        block = main.global_block()
+        y = block.create_var(name="y", shape=(2, 3), dtype="float32")
+        block.append_op(type="cast", inputs={"X": [x]}, outputs={"Out": [y]},
+                        attrs={"out_dtype": VarType.FP32})
+        g = fluid.gradients(fluid.layers.reduce_sum(y), x)[0]
+    assert g.op.type == "cast" and g.op.attr("out_dtype") == VarType.FP64
+    res = fluid.Executor(fluid.CPUPlace()).run(main, feed={"x": np.ones((2, 3))},
+                                               fetch_list=[g])[0]
+    assert res.dtype == np.float64
+    np.testing.assert_array_equal(res, np.ones((2, 3)))
