@@ -368,3 +368,134 @@ def test_set_value_none_axes_leading_ones_and_decrease_axes():
     g = sv.backward(x, v, None, None, None, np.arange(20.0).reshape(4, 5), axes=[0, 1],
                     starts=[2, 1], ends=[3, 4], steps=[1, 1], decrease_axes=[0])
     assert g["ValueTensor"].tolist() == [11.0, 12.0, 13.0]
+
+
+def test_layout_defaults_and_data_format_messages():
+    pu, cs = op("pixel_unshuffle"), op("channel_shuffle")
+    x = np.random.default_rng(15).standard_normal((1, 2, 4, 6))
+    # defaults: downscale_factor 1, NCHW -- the identity both ways
+    np.testing.assert_array_equal(pu.forward(x)["Out"], x)
+    np.testing.assert_array_equal(pu.backward(x)["X"], x)
+    # backward is the adjoint (pixel_shuffle) in both layouts
+    for fmt, shape in (("NCHW", (1, 2, 4, 6)), ("NHWC", (1, 4, 6, 2))):
+        xx = np.random.default_rng(16).standard_normal(shape)
+        out = pu.forward(xx, downscale_factor=2, data_format=fmt)["Out"]
+        d = np.random.default_rng(17).standard_normal(out.shape)
+        g = pu.backward(d, downscale_factor=2, data_format=fmt)["X"]
+        np.testing.assert_allclose((out * d).sum(), (xx * g).sum(), rtol=1e-12)
+    for t, call in (("pixel_unshuffle", lambda f: pu.forward(x, data_format=f)),
+                    ("pixel_unshuffle", lambda f: pu.backward(x, data_format=f)),
+                    ("channel_shuffle", lambda f: cs.forward(x, data_format=f)),
+                    ("channel_shuffle", lambda f: cs.backward(x, data_format=f))):
+        with pytest.raises(ValueError) as e:
+            call("NCDHW")
+        assert str(e.value) == f"{t}: data_format must be 'NCHW' or 'NHWC', got 'NCDHW'"
+
+
+# -- scans and index ops: 0-D inputs, inference, exact messages ---------------------------
+def test_cumprod_zero_d_inference_and_messages():
+    cp = op("cumprod")
+    x = np.array(3.0)
+    assert cp.forward(x)["Out"] == 3.0 and cp.forward(x)["Out"].shape == ()
+    g = cp.backward(x, np.array(2.0))["X"]
+    assert g.shape == () and g == 2.0
+    assert cp.infer(spec((2, -1), F32), dim=-1) == {"Out": spec((2, -1), F32)}
+    assert cp.infer(spec((), F32)) == {"Out": spec((), F32)}
+    msg = "cumprod: dim 2 is out of range for input of rank 2 (valid: -2..1)"
+    for call in (lambda: cp.infer(spec((2, 3)), dim=2),
+                 lambda: cp.forward(np.zeros((2, 3)), dim=2),
+                 lambda: cp.backward(np.zeros((2, 3)), np.zeros((2, 3)), dim=2)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == msg
+    # a 1-D input: the product along its only dim (and its gradient, zeros included)
+    v = np.array([2.0, 0.0, 3.0, -1.0])
+    np.testing.assert_array_equal(cp.forward(v)["Out"], [2.0, 0.0, 0.0, -0.0])
+    d = np.array([1.0, 2.0, 3.0, 4.0])
+    # dOut_j * prod_{k <= j, k != i} x_k summed over j >= i
+    want = [sum(d[j] * np.prod([v[k] for k in range(j + 1) if k != i]) for j in range(i, 4))
+            for i in range(4)]
+    np.testing.assert_allclose(cp.backward(v, d)["X"], want, rtol=1e-15)
+
+
+def test_diagonal_axis_messages_and_defaults():
+    dg = op("diagonal")
+    x = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(dg.forward(x)["Out"], np.diagonal(x))
+    g = dg.backward(x, np.ones((4, 2)))["Input"]
+    assert g.shape == x.shape
+    assert g.sum() == 8 and g[0, 0].tolist() == [1.0] * 4 and g[1, 1].tolist() == [1.0] * 4
+    with pytest.raises(ValueError) as e:
+        dg.forward(x, axis1=3)
+    assert str(e.value) == "diagonal: axis1 3 is out of range for input of rank 3 (valid: -3..2)"
+    with pytest.raises(ValueError) as e:
+        dg.forward(x, axis1=0, axis2=-3)
+    assert str(e.value) == "diagonal: axis1 and axis2 must differ, both are 0"
+
+
+def test_index_add_messages_dtypes_and_gradient():
+    ia = op("index_add")
+    x = np.zeros((3, 2), np.float32)
+    idx = np.array([[2], [0]], np.int64)                 # any shape: read flattened
+    add = np.array([[1.5, 2.5], [0.5, 1.0]], np.float64)
+    out = ia.forward(x, idx, add)["Out"]
+    assert out.dtype == np.float32 and out.tolist() == [[0.5, 1.0], [0.0, 0.0], [1.5, 2.5]]
+    d = np.arange(6.0).reshape(3, 2)
+    g = ia.backward(idx, add, d)
+    assert g["X"].tolist() == d.tolist() and g["AddValue"].tolist() == [[4.0, 5.0], [0.0, 1.0]]
+    assert ia.infer(spec((3, -1), F32), spec((2,), I64), spec((2, -1), F32), axis=1) == \
+        {"Out": spec((3, -1), F32)}
+    msg = "index_add: axis 2 is out of range for input of rank 2 (valid: -2..1)"
+    for call in (lambda: ia.infer(spec((3, 2)), spec((2,), I64), spec((2, 2)), axis=2),
+                 lambda: ia.forward(x, idx, add, axis=2),
+                 lambda: ia.backward(idx, add, d, axis=2)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == msg
+    for call in (lambda: ia.forward(x, np.array([3]), add[:1]),
+                 lambda: ia.backward(np.array([3]), add[:1], d)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == "index_add: index values must be in [-3, 3), but received [3, 3]"
+
+
+def test_repeat_interleave_inference_and_gradient():
+    ri = op("repeat_interleave")
+    assert ri.infer(spec((2, 3), F32), Repeats=2, dim=1) == {"Out": spec((2, 6), F32)}
+    assert ri.infer(spec((2, 3), F32), Repeats=2, dim=-2) == {"Out": spec((4, 3), F32)}
+    assert ri.infer(spec((2, 0), F32), Repeats=2, dim=1) == {"Out": spec((2, 0), F32)}
+    assert ri.infer(spec((-1, 3), F32), Repeats=2, dim=0) == {"Out": spec((-1, 3), F32)}
+    assert ri.infer(spec((2, 3), F32), spec((3,), I64), dim=1) == {"Out": spec((2, -1), F32)}
+    with pytest.raises(ValueError) as e:
+        ri.infer(spec((2, 3)), Repeats=1, dim=2)
+    assert str(e.value) == ("repeat_interleave: dim 2 is out of range for input of rank 2 "
+                            "(valid: -2..1)")
+    x = np.arange(6.0).reshape(2, 3)
+    d = np.arange(12.0).reshape(2, 6)
+    g = ri.backward(x, None, d.astype(np.float32), Repeats=2, dim=1)["X"]
+    assert g.dtype == np.float32 and g.tolist() == [[1.0, 5.0, 9.0], [13.0, 17.0, 21.0]]
+    with pytest.raises(ValueError) as e:
+        ri.forward(x, Repeats=-1)
+    assert str(e.value) == "repeat_interleave: Repeats must be >= 0, got -1"
+
+
+def test_take_along_axis_messages_and_float32_gradient():
+    ta = op("take_along_axis")
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[2, 0]], np.int64)
+    g = ta.backward(x, idx, np.ones((1, 2), np.float32), Axis=1)["Input"]
+    assert g.dtype == np.float32 and g.tolist() == [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    for call in (lambda: ta.forward(x, np.zeros((3, 3), np.int64), Axis=1),
+                 lambda: ta.backward(x, np.zeros((3, 3), np.int64), np.ones((3, 3)), Axis=1)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == ("take_along_axis: Index [3, 3] must have X's rank and fit "
+                                "inside X [2, 3] on every dim but Axis 1")
+
+
+def test_lerp_inference():
+    lp = op("lerp")
+    assert lp.infer(spec((2, 1), F32), spec((3,), F32), spec((1,), F32)) == \
+        {"Out": spec((2, 3), F32)}
+    assert lp.infer(spec((2, 1), F32), spec((-1, 1, 3), F32), spec((1,), F32)) == \
+        {"Out": spec((-1, -1, -1), F32)}
