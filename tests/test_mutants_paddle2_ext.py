@@ -499,3 +499,57 @@ def test_lerp_inference():
         {"Out": spec((2, 3), F32)}
     assert lp.infer(spec((2, 1), F32), spec((-1, 1, 3), F32), spec((1,), F32)) == \
         {"Out": spec((-1, -1, -1), F32)}
+
+
+def test_pixel_unshuffle_and_channel_shuffle_inference():
+    pu, cs = op("pixel_unshuffle"), op("channel_shuffle")
+    assert pu.infer(spec((2, 3, 4, 6), F32), downscale_factor=2) == \
+        {"Out": spec((2, 12, 2, 3), F32)}
+    assert pu.infer(spec((2, 3, 4, 6), F32), downscale_factor=1) == \
+        {"Out": spec((2, 3, 4, 6), F32)}
+    assert pu.infer(spec((-1, -1, -1, 6)), downscale_factor=2) == {"Out": spec((-1, -1, -1, 3))}
+    assert pu.infer(spec((-1, 3, 4, -1)), downscale_factor=2) == {"Out": spec((-1, 12, 2, -1))}
+    assert pu.infer(spec((2, 4, 6, 3)), downscale_factor=2, data_format="NHWC") == \
+        {"Out": spec((2, 2, 3, 12))}
+    assert pu.infer(spec((2, -1, 6, -1)), downscale_factor=3, data_format="NHWC") == \
+        {"Out": spec((2, -1, 2, -1))}
+    for shape, r, h, w in (((1, 1, 3, 4), 2, 3, 4), ((1, 1, 4, 3), 2, 4, 3),
+                           ((1, 1, 4, 4), 0, 4, 4), ((1, 1, 4, 4), -2, 4, 4)):
+        with pytest.raises(ValueError) as e:
+            pu.infer(spec(shape), downscale_factor=r)
+        assert str(e.value) == (f"pixel_unshuffle: height {h} and width {w} must be divisible "
+                                f"by downscale_factor ({r})")
+    assert cs.infer(spec((2, 6, 3, 4)), groups=1) == {"Out": spec((2, 6, 3, 4))}
+    assert cs.infer(spec((2, -1, 3, 4)), groups=4) == {"Out": spec((2, -1, 3, 4))}
+    assert cs.infer(spec((2, 3, 4, 6)), groups=3, data_format="NHWC") == \
+        {"Out": spec((2, 3, 4, 6))}
+    for shape, groups, c, fmt in (((2, 6, 3, 4), 0, 6, "NCHW"), ((2, 6, 3, 4), -2, 6, "NCHW"),
+                                  ((2, 1, 3, 4), 2, 1, "NCHW"), ((2, 3, 4, 6), 4, 6, "NHWC")):
+        with pytest.raises(ValueError) as e:
+            cs.infer(spec(shape), groups=groups, data_format=fmt)
+        assert str(e.value) == (f"channel_shuffle: the {c} channels must be divisible by "
+                                f"groups ({groups})")
+
+
+def test_along_axis_negative_indices_and_messages():
+    ta, pa = op("take_along_axis"), op("put_along_axis")
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[-1, -3], [0, -2]], np.int64)            # -3 is the first of 3
+    out = ta.forward(x, idx, Axis=1)["Result"]
+    assert out.tolist() == [[2.0, 0.0], [3.0, 4.0]]
+    res = pa.forward(x, idx, np.array([[9.0, 8.0], [7.0, 6.0]]), Axis=1)["Result"]
+    assert res.tolist() == [[8.0, 1.0, 9.0], [7.0, 6.0, 5.0]]
+    for bad, msg in ((np.array([[3]]), "index values must be in [-3, 3), but received [3, 3]"),
+                     (np.array([[-4]]), "index values must be in [-3, 3), but received [-4, -4]"),
+                     (np.array([0, 1]), "Index [2] must have X's rank and fit inside X [2, 3] "
+                                        "on every dim but Axis 1")):
+        with pytest.raises(ValueError) as e:
+            ta.forward(x, bad, Axis=1)
+        assert str(e.value) == "take_along_axis: " + msg
+        with pytest.raises(ValueError) as e:
+            pa.forward(x, bad, np.array(1.0), Axis=1)
+        assert str(e.value) == "put_along_axis: " + msg
+    with pytest.raises(ValueError) as e:
+        ta.forward(x, idx, Axis=2)
+    assert str(e.value) == ("take_along_axis: Axis 2 is out of range for input of rank 2 "
+                            "(valid: -2..1)")
