@@ -65,6 +65,14 @@ def test_lod_form_lod_on_either_input_or_none(op):
         np.testing.assert_array_equal(got["Index"], both["Index"])
         assert got["lod"]["Out"] == both["lod"]["Out"] == got["lod"]["Index"]
     assert len(both["lod"]["Out"][0]) == 3
+    # each image on its own (no LoD: one image) gives the same rows; Index is shifted by the
+    # image's first row
+    parts = [op.forward(b2[lo:hi], s2[lo:hi], **attrs) for lo, hi in ((0, 6), (6, 20))]
+    np.testing.assert_array_equal(both["Out"], np.concatenate([p["Out"] for p in parts]))
+    np.testing.assert_array_equal(both["Index"], np.concatenate(
+        [parts[0]["Index"], parts[1]["Index"] + 6 * 3]))
+    assert both["lod"]["Out"] == ((0, len(parts[0]["Out"]),
+                                   len(parts[0]["Out"]) + len(parts[1]["Out"])),)
     one = op.forward(b2, s2, **attrs)                 # no LoD: one image of all 20 rows
     assert len(one["lod"]["Out"][0]) == 2 and one["lod"]["Out"][0][0] == 0
     assert one["Index"].max() >= 3 * 6                # rows of the second part are reached
@@ -214,8 +222,9 @@ def test_matrix_nms_nothing_kept_no_image_float32_and_ties():
     assert got["Out"].shape == (0, 6) and got["Out"].dtype == np.float32
     assert got["Index"].shape == (0, 1) and got["Index"].dtype == np.int32
     assert got["lod"]["Out"] == ((0, 0, 0),) == got["lod"]["Index"]
-    got = MNMS.forward(np.zeros((0, 5, 4)), np.zeros((0, 3, 5)), **kw)
+    got = MNMS.forward(np.zeros((0, 5, 4), np.float32), np.zeros((0, 3, 5), np.float32), **kw)
     assert got["Out"].shape == (0, 6) and got["Index"].shape == (0, 1)
+    assert got["Out"].dtype == np.float32
     assert got["Index"].dtype == np.int32 and got["lod"]["Out"] == ((0,),)
     # forty disjoint boxes with one score: kept in box order (a stable sort)
     xs = np.arange(40) * 2.0

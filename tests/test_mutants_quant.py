@@ -261,3 +261,14 @@ def test_dequantize_ops():
     assert got["Out"].dtype == F
     np.testing.assert_allclose(got["Out"], [0, table[5], -table[127], -table[0], table[127]],
                                rtol=1e-6)
+
+
+def test_range_abs_max_keeps_a_larger_last_scale_and_its_window_dtype():
+    """The value leaving the window (4.5) is not the running maximum (5.0, InScale): the scale
+    stays 5.0 (fluid recomputes the window's maximum only when |removed - max| < 1e-6); a
+    float64 window buffer comes back in X's type."""
+    t = op("fake_quantize_range_abs_max")
+    res = t.forward(np.array([2.0, -1.0], F), np.array([5.0], F), np.array([3]),
+                    np.array([4.5, 1.0, 1.0], np.float64), window_size=3)
+    assert res["OutScale"].tolist() == [5.0]
+    assert res["OutScales"].tolist() == [2.0, 1.0, 1.0] and res["OutScales"].dtype == F
