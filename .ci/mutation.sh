@@ -263,6 +263,10 @@ tests_for() {
       echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
            tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
            tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
+    fluidlite/ops/selected_rows.py)
+      # split_selected_rows is also tested with the scope's SelectedRows
+      echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \
+           tests/test_dtype_stability.py tests/test_mutants_selected_rows.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files

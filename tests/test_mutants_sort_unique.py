@@ -119,3 +119,41 @@ def test_dtype_and_rank_errors():
         with pytest.raises(ValueError, match=rf"{op_type}: dtype must be int32 or int64, but "
                                              r"received"):
             _infer(op_type, [6], dtype=VarType.FP64)
+
+
+ARGSORT = get_op_def("argsort")
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_ties_keep_their_input_order(descending):
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, (3, 100)).astype("float32")      # long rows of ties
+    got = ARGSORT.forward(x, axis=1, descending=descending)
+    for r in range(3):
+        order = sorted(range(100), key=lambda i: (-x[r, i] if descending else x[r, i], i))
+        assert got["Indices"][r].tolist() == order
+        np.testing.assert_array_equal(got["Out"][r], x[r, order])
+    assert got["Indices"].dtype == np.int64 and got["Out"].dtype == np.float32
+
+
+def test_argsort_bool_descending():
+    x = np.array([[False, True, False, True, True]])
+    got = ARGSORT.forward(x, axis=-1, descending=True)
+    assert got["Indices"].tolist() == [[1, 3, 4, 0, 2]]
+    assert got["Out"].tolist() == [[True, True, True, False, False]]
+    got = ARGSORT.forward(x, axis=-1, descending=False)
+    assert got["Indices"].tolist() == [[0, 2, 1, 3, 4]]
+
+
+def test_argsort_gradient_dtype_and_axis_message():
+    x = np.array([[3.0, 1.0, 2.0]], "float32")
+    idx = ARGSORT.forward(x)["Indices"]
+    dx = ARGSORT.backward(x, idx, np.array([[10.0, 20.0, 30.0]], "float32"))["X"]
+    assert dx.dtype == np.float32 and dx.tolist() == [[30.0, 10.0, 20.0]]
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        xv = fluid.data("x", [2, 3], "float32")
+        block = main.global_block()
+        outs = {s: block.create_var(name="as_" + s) for s in ("Out", "Indices")}
+        with pytest.raises(ValueError, match=r"argsort: "):
+            block.append_op("argsort", {"X": xv}, outs, {"axis": 2})

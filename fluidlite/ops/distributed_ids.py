@@ -93,7 +93,8 @@ class MergeIds(OpDef):
             ids = np.asarray(t, np.int64).reshape(-1)
             pos = np.searchsorted(rows[order], ids)
             pos = np.minimum(pos, max(rows.size - 1, 0))
-            missing = ids[(rows.size == 0) | (rows[order][pos] != ids)] if ids.size else ids
+            # (no Rows at all: every id is missing -- rows[order][pos] would not exist)
+            missing = ids if rows.size == 0 else ids[rows[order][pos] != ids]
             if missing.size:
                 raise ValueError(f"merge_ids: id {int(missing[0])} of Ids[{i}] is in none of "
                                  f"the Rows")
