@@ -553,3 +553,58 @@ def test_along_axis_negative_indices_and_messages():
         ta.forward(x, idx, Axis=2)
     assert str(e.value) == ("take_along_axis: Axis 2 is out of range for input of rank 2 "
                             "(valid: -2..1)")
+
+
+def test_put_along_axis_modes_defaults_and_inference():
+    pa = op("put_along_axis")
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[1, 1, 0]], np.int64)
+    val = np.array([[10.0, 20.0, 30.0]])
+    # defaults: Axis 0, assign
+    assert pa.forward(x, idx, val)["Result"].tolist() == [[0.0, 1.0, 30.0],
+                                                          [10.0, 20.0, 5.0]]
+    got = pa.forward(x, idx, val, Reduce="add")["Result"]          # Include_self (default)
+    assert got.tolist() == [[0.0, 1.0, 32.0], [13.0, 24.0, 5.0]]
+    got = pa.forward(x, idx, val, Reduce="add", Include_self=False)["Result"]
+    assert got.tolist() == [[0.0, 1.0, 30.0], [10.0, 20.0, 5.0]]
+    d = np.arange(1.0, 7.0).reshape(2, 3)
+    g = pa.backward(x, idx, val, d)                                # assign: dInput 0 there
+    assert g["Input"].tolist() == [[1.0, 2.0, 0.0], [0.0, 0.0, 6.0]]
+    assert g["Value"].tolist() == [[4.0, 5.0, 3.0]]
+    g = pa.backward(x, idx, val, d, Reduce="add")
+    assert g["Input"].tolist() == d.tolist() and g["Value"].tolist() == [[4.0, 5.0, 3.0]]
+    g = pa.backward(x, idx, np.array(2.0), d, Reduce="add", Include_self=False)
+    assert g["Input"].tolist() == [[1.0, 2.0, 0.0], [0.0, 0.0, 6.0]]
+    assert g["Value"].shape == () and g["Value"] == 12.0          # a scalar value: summed
+    assert pa.infer(spec((2, 3), F32), spec((1, 3), I64), spec((1, 3), F32)) == \
+        {"Result": spec((2, 3), F32)}
+    with pytest.raises(ValueError) as e:
+        pa.infer(spec((2, 3)), spec((1, 3), I64), spec((1, 3)), Axis=-3)
+    assert str(e.value) == ("put_along_axis: Axis -3 is out of range for input of rank 2 "
+                            "(valid: -2..1)")
+
+
+def test_take_along_axis_inference():
+    ta = op("take_along_axis")
+    assert ta.infer(spec((4, 5), F32), spec((2, 5), I64), Axis=0) == \
+        {"Result": spec((2, 5), F32)}
+    with pytest.raises(ValueError) as e:
+        ta.infer(spec((4, 5), F32), spec((2,), I64), Axis=0)
+    assert str(e.value) == ("take_along_axis: Index must have the rank of Input (2), but its "
+                            "shape is [2]")
+
+
+def test_repeat_interleave_counts_and_messages():
+    ri = op("repeat_interleave")
+    x = np.arange(6.0).reshape(2, 3)
+    assert ri.forward(x, Repeats=0, dim=1)["Out"].shape == (2, 0)     # 0 copies is allowed
+    assert ri.forward(x)["Out"].shape == (0, 3)                       # defaults: 0, dim 0
+    assert ri.forward(x, Repeats=2)["Out"].tolist() == [[0.0, 1.0, 2.0]] * 2 + \
+        [[3.0, 4.0, 5.0]] * 2
+    out = ri.forward(x, np.array([[1], [0], [2]]), dim=1)["Out"]       # counts of any shape
+    assert out.tolist() == [[0.0, 2.0, 2.0], [3.0, 5.0, 5.0]]
+    for bad in (np.array([1, 2]), np.array([1, -1, 1])):
+        with pytest.raises(ValueError) as e:
+            ri.forward(x, bad, dim=1)
+        assert str(e.value) == ("repeat_interleave: RepeatsTensor must hold 3 counts >= 0 (the "
+                                f"size of dim 1), but received {bad.tolist()}")
