@@ -140,3 +140,41 @@ def test_accuracy_rejects_negative_labels_as_fluid():
                       np.array([[1], [0], [0]], np.int64))
     assert got["Correct"].tolist() == [2] and got["Total"].tolist() == [3]
     np.testing.assert_array_equal(got["Accuracy"], np.array([2 / 3], np.float32))
+
+
+def test_top_k_long_rows_with_nan_and_many_rows():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 80))
+    x[0, [3, 50]] = np.nan
+    x[2, :70] = np.nan                      # fewer finite values than k
+    got = TOPK.forward(x, None, k=12)
+    want = np.argsort(-x, axis=-1, kind="stable")[..., :12]      # NaN: after every number
+    np.testing.assert_array_equal(got["Indices"], want)
+    y = rng.standard_normal((300, 1000))
+    for k in (2, 3, 7, 40):
+        np.testing.assert_array_equal(TOPK.forward(y, None, k=k)["Indices"],
+                                      np.argsort(-y, axis=-1, kind="stable")[..., :k])
+
+
+def test_top_k_and_take_along_axis_grads_on_3d():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 3, 5))
+    idx = TOPK.forward(x, None, k=2)["Indices"]
+    d = rng.standard_normal((2, 3, 2))
+    dx = TOPK.backward(x, idx, d, k=2)["X"]
+    want = np.zeros_like(x)
+    for i in np.ndindex(2, 3):
+        want[i][idx[i]] = d[i]
+    np.testing.assert_array_equal(dx, want)
+    take = get_op_def("take_along_axis_last")
+    index = np.array([[[0, 0, 4], [1, 2, 1], [3, 3, 3]], [[4, 0, 1], [2, 2, 0], [1, 4, 4]]])
+    np.testing.assert_array_equal(take.forward(x, index)["Out"],
+                                  np.take_along_axis(x, index, -1))
+    spec = take.infer(VarSpec((2, 3, 5), "float32"), VarSpec((2, 3, 3), "int64"))["Out"]
+    assert spec.shape == (2, 3, 3) and spec.dtype == VarType.FP32
+    dout = rng.standard_normal((2, 3, 3))
+    got = take.backward(x, index, dout)["X"]
+    want = np.zeros_like(x)
+    for i in np.ndindex(2, 3):
+        np.add.at(want[i], index[i], dout[i])            # repeated indices accumulate
+    np.testing.assert_allclose(got, want, rtol=1e-15)

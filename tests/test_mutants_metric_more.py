@@ -223,3 +223,7 @@ def test_positive_negative_pair_checks():
     with pytest.raises(ValueError, match=r"column 0 is out of range for Score of width 0"):
         _pnp_infer(score=(4, 0))
     _pnp_infer(score=(-1, -1), column=5)           # unknown width: checked at run time
+
+
+def test_positive_negative_pair_default_column_in_infer():
+    PNP.infer(VarSpec((4, 1), "float32"), VarSpec((4, 1), "float32"), VarSpec((4, 1), "int64"))

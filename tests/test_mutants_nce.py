@@ -74,6 +74,10 @@ def test_infer_checks_of_fluid():
                   num_total_classes=50)
     NCE.infer(*specs, VarSpec((-1, 8), "float32"), None, None, None, None, None,
               num_total_classes=50)
+    with pytest.raises(ValueError, match=r"^nce: num_total_classes \(5\) must equal the first "
+                                         r"dim of Weight \(shape \[0, 8\]\)$"):
+        NCE.infer(*specs, VarSpec((0, 8), "float32"), None, None, None, None, None,
+                  num_total_classes=5)
     with pytest.raises(ValueError, match=r"^nce: custom_neg_classes holds 2 classes but "
                                          r"num_neg_samples is 10; they must be equal$"):
         NCE.infer(*specs, VarSpec((100, 8), "float32"), None, None, None, None, None,
