@@ -87,3 +87,12 @@ def test_diag_and_eye():
         with pytest.raises(ValueError, match=rf"^eye: num_rows and num_columns must be >= 0, but "
                                              rf"received {rows} and {cols}$"):
             EYE.infer(num_rows=rows, num_columns=cols)
+
+
+def test_range_size_of_python_values():
+    """Without a dtype (the layers' static size): fluid's ceil(|(end - start) / step|)."""
+    from fluidlite.ops.creation_extra import range_size
+    assert range_size(0.0, 1.0, 0.3) == 4
+    assert range_size(2, 0.5, -0.5) == 3
+    assert range_size(1.0, 1.0, 0.25) == 0
+    assert range_size(0, 7, 3) == 3 and range_size(7, 0, -3) == 3

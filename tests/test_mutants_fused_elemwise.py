@@ -77,3 +77,11 @@ def test_grad_with_intermediate_out_grad(fl):
             num[i] = ((loss(hi, y) - loss(lo, y)) if name == "X" else
                       (loss(x, hi) - loss(x, lo))) / (2 * eps)
         np.testing.assert_allclose(g[name], num, rtol=1e-6, atol=1e-8, err_msg=name)
+
+
+def test_intermediate_out_dtype_float32():
+    x = VarSpec((4, 3), "float32")
+    for fl in (["relu", "elementwise_add"], ["elementwise_mul", "tanh"]):
+        spec = OP.infer(x, x, functor_list=fl, save_intermediate_out=True)
+        assert spec["IntermediateOut"].dtype == VarType.FP32
+        assert spec["Out"].dtype == VarType.FP32
