@@ -221,6 +221,13 @@ def test_cholesky_values_and_gradients(upper):
                                       ch.backward(o, w, upper=False)["X"])
 
 
+def test_cholesky_gradient_with_two_batch_dims():
+    a = _spd(5, 2, 3, 4, 4)                          # batch dims 2, 3 other than n = 4
+    out, w, (ga,) = _grads(np.linalg.cholesky, [a], sym=(0,))
+    ch = get_op_def("cholesky")
+    _close(ch.backward(ch.forward(a)["Out"], w)["X"], ga)
+
+
 def test_cholesky_error_message():
     with pytest.raises(ValueError) as e:
         get_op_def("cholesky").forward(np.array([[1.0, 2.0], [2.0, 1.0]]))

@@ -516,3 +516,78 @@ def test_logcumsumexp_float32_and_empty_axes():
                 out = lc.forward(e, **attrs)["Out"]
                 assert out.shape == shape
                 assert lc.backward(e, out, e, **attrs)["X"].shape == shape
+
+
+# -- the survivors of the fresh run (round 11, second pass) --------------------------------
+def test_axis_messages_name_the_op():
+    x = np.zeros((2, 3))
+    for t, call in (("kthvalue", lambda: op("kthvalue").forward(x, axis=2)),
+                    ("mode", lambda: op("mode").forward(x, axis=-3)),
+                    ("kthvalue", lambda: op("kthvalue").backward(x, np.zeros(2, np.int64),
+                                                                 np.zeros(2), axis=2)),
+                    ("logcumsumexp", lambda: op("logcumsumexp").forward(x, axis=2))):
+        with pytest.raises(ValueError) as e:
+            call()
+        ax = "-3" if t == "mode" else "2"
+        assert str(e.value) == (f"{t}: axis {ax} is out of range for input of rank 2 "
+                                f"(valid: -2..1)")
+
+
+def test_kthvalue_keeps_other_unit_dims_and_float32_gradient():
+    kv = op("kthvalue")
+    x = np.array([[[3.0, 1.0, 2.0]]], np.float32)              # [1, 1, 3]
+    res = kv.forward(x, k=2)
+    assert res["Out"].shape == (1, 1) and res["Indices"].shape == (1, 1)
+    assert res["Out"].tolist() == [[2.0]] and res["Indices"].tolist() == [[2]]
+    g = kv.backward(x, res["Indices"], np.ones((1, 1), np.float32), k=2)["X"]
+    assert g.dtype == np.float32 and g.tolist() == [[[0.0, 0.0, 1.0]]]
+
+
+def test_searchsorted_rows_of_another_length():
+    s = np.array([[[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]], [[0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]])
+    v = np.array([[[3.0], [7.0]], [[0.0], [1.0]]])          # one value per row
+    out = op("searchsorted").forward(s, v)["Out"]
+    assert out.tolist() == [[[1], [3]], [[0], [0]]]
+    assert op("searchsorted").forward(s, v, right=True)["Out"].tolist() == \
+        [[[2], [3]], [[2], [3]]]
+
+
+def test_nms_overlap_details():
+    nms = op("nms")
+    # box 1 starts at x = 0 and y = 0, box 0 at x = 5, y = 0: IoU 50 / 150
+    b = np.array([[5.0, 0.0, 15.0, 10.0], [0.0, 0.0, 10.0, 10.0]])
+    assert nms.forward(b, iou_threshold=0.4)["KeepBoxesIdxs"].tolist() == [0, 1]
+    assert nms.forward(b, iou_threshold=0.3)["KeepBoxesIdxs"].tolist() == [0]
+    # apart in x, overlapping in y (and the other way round): no intersection at all
+    for b in (np.array([[0.0, 0.0, 2.0, 5.0], [3.0, 1.0, 6.0, 4.0]]),
+              np.array([[0.0, 0.0, 5.0, 2.0], [1.0, 3.0, 4.0, 6.0]])):
+        assert nms.forward(b, iou_threshold=0.0)["KeepBoxesIdxs"].tolist() == [0, 1]
+    # boxes of less than unit area suppress each other too
+    b = np.array([[0.0, 0.0, 0.5, 0.5], [0.0, 0.0, 0.5, 0.5]])
+    assert nms.forward(b, iou_threshold=0.5)["KeepBoxesIdxs"].tolist() == [0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                      # 0 / 0 never computed
+        z = np.array([[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]])
+        assert nms.forward(z, iou_threshold=0.1)["KeepBoxesIdxs"].tolist() == [0, 1]
+
+
+def test_unique_consecutive_two_equal_items_and_1d_exclusive_scan():
+    res = op("unique_consecutive").forward(np.array([5, 5]))
+    assert res["Out"].tolist() == [5] and res["Counts"].tolist() == [2]
+    assert res["Index"].tolist() == [0, 0]
+    lc = op("logcumsumexp")
+    x = np.array([0.5, -1.0, 2.0])
+    out = lc.forward(x, exclusive=True)["Out"]
+    np.testing.assert_allclose(out, _lcse(x, 0, True, False), rtol=1e-15)
+
+
+def test_logcumsumexp_gradient_with_zero_upstream_entries():
+    lc = op("logcumsumexp")
+    x = np.array([[0.3, -1.2, 2.0, 0.7]])
+    d = np.array([[0.0, 1.5, 0.0, -2.0]])
+    for ex in (False, True):
+        out = lc.forward(x, exclusive=ex)["Out"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                  # no log(0)
+            g = lc.backward(x, out, d, exclusive=ex)["X"]
+        np.testing.assert_allclose(g, _lcse_grad(x, 1, ex, False, d), rtol=1e-6, atol=1e-9)
