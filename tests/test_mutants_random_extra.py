@@ -172,3 +172,11 @@ def test_shuffle_batch_infer():
         SB.infer(VarSpec((), "float32"), None)
     with pytest.raises(ValueError, match=r"^shuffle_batch: Seed must be an int64 tensor, got "):
         SB.infer(VarSpec((4, 3), "float32"), VarSpec((1,), "int32"))
+
+
+def test_shuffle_batch_with_an_empty_seed_uses_startup_seed():
+    """An empty (not yet initialized) Seed tensor: fluid falls back on startup_seed."""
+    x = np.arange(24.0).reshape(8, 3)
+    got = SB.forward(x, np.zeros(0, np.int64), startup_seed=4)
+    np.testing.assert_array_equal(got["ShuffleIdx"],
+                                  SB.forward(x, None, startup_seed=4)["ShuffleIdx"])
