@@ -107,3 +107,19 @@ def test_inference():
                                                      "PathTable": table},
                             {s: block.create_var(name="hs3_" + s) for s in ("Out", "PreOut")},
                             {"num_classes": 8})
+
+
+def test_pre_is_clipped_to_40_as_fluid_and_w_out_is_w():
+    # pre = +-45 and +-40.5: fluid clips pre to [-40, 40] before softplus
+    x = np.array([[1.0], [1.0]])
+    w = np.array([[45.0], [-40.5]])
+    label = np.array([[0], [1]], "int64")              # 2 classes: one node (row 0 of W)
+    for row in (0, 1):
+        out = OP.forward(x, w[row:row + 1], label, num_classes=2)
+        pre = np.clip(w[row, 0], -40.0, 40.0)
+        soft = np.log(1.0 + np.exp(pre))                # fluid: log(1 + exp(pre))
+        bits = np.array([0.0, 1.0])                     # code 2 -> bit 0, code 3 -> bit 1
+        np.testing.assert_allclose(out["Out"].reshape(-1), soft - bits * pre, rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(out["PreOut"].reshape(-1), [soft, soft], rtol=1e-12)
+        assert out["W_Out"] is w[row:row + 1] or np.shares_memory(out["W_Out"], w)

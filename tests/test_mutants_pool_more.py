@@ -173,3 +173,9 @@ def test_spp_against_a_loop_and_float32_gradient(pooling_type):
     dx = SPP.backward(x32, o32, np.ones_like(o32), pyramid_height=2,
                       pooling_type=pooling_type)["X"]
     assert dx.dtype == np.float32 and dx.shape == x.shape
+
+
+def test_unpool_single_index_outside_the_map():
+    with pytest.raises(ValueError, match=r"^unpool: an index lies outside the 2x2 output map$"):
+        UNPOOL.forward(np.ones((1, 1, 1, 1)), np.array([[[[5]]]], np.int32), ksize=[2, 2],
+                       strides=[2, 2], paddings=[0, 0])
