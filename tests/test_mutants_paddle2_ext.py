@@ -608,3 +608,24 @@ def test_repeat_interleave_counts_and_messages():
             ri.forward(x, bad, dim=1)
         assert str(e.value) == ("repeat_interleave: RepeatsTensor must hold 3 counts >= 0 (the "
                                 f"size of dim 1), but received {bad.tolist()}")
+
+
+def test_layout_inference_edges_and_messages():
+    pu, cs = op("pixel_unshuffle"), op("channel_shuffle")
+    assert pu.infer(spec((2, 1, 4, 6)), downscale_factor=2) == {"Out": spec((2, 4, 2, 3))}
+    for shape in ((1, 1, 1, 4), (1, 1, 4, 1)):
+        with pytest.raises(ValueError, match="must be divisible by downscale_factor"):
+            pu.infer(spec(shape), downscale_factor=2)
+    for call, t in ((lambda: pu.infer(spec((1, 1, 4, 4)), data_format="NDHWC"),
+                     "pixel_unshuffle"),
+                    (lambda: cs.infer(spec((1, 2, 4, 4)), data_format="NDHWC"),
+                     "channel_shuffle")):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == f"{t}: data_format must be 'NCHW' or 'NHWC', got 'NDHWC'"
+    assert op("diagonal").infer(spec((3, 6)), offset=1) == {"Out": spec((3,))}
+    with pytest.raises(ValueError) as e:
+        op("set_value").forward(np.zeros((3, 4)), np.ones(1), axes=[2], starts=[0], ends=[2],
+                                steps=[1])
+    assert str(e.value) == ("set_value: axes entry 2 is out of range for input of rank 2 "
+                            "(valid: -2..1)")
