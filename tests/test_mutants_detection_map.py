@@ -105,3 +105,28 @@ def test_images_must_agree():
                                          r"but Label 1$"):
         get_op_def("detection_map").forward(det, gt, lod={"DetectRes": ((0, 1, 2),),
                                                           "Label": ((0, 1),)}, class_num=2)
+
+
+def test_no_positives_give_map_0_and_the_background_is_skipped():
+    op = get_op_def("detection_map")
+    det = np.array([[1, 0.9, 0.1, 0.1, 0.3, 0.3]], "float32")
+    difficult_only = np.array([[1, 1, 0.1, 0.1, 0.3, 0.3]], "float32")
+    got = op.forward(det, difficult_only, lod={"DetectRes": ((0, 1),), "Label": ((0, 1),)},
+                     class_num=2, evaluate_difficult=False)
+    assert got["MAP"].tolist() == [0.0] and got["AccumPosCount"].reshape(-1).tolist() == [0, 0]
+    # class 0 is the background (skipped, not the end of the loop): class 2 still counts
+    det = np.array([[0, 0.9, 0.1, 0.1, 0.3, 0.3], [2, 0.8, 0.5, 0.5, 0.9, 0.9]], "float32")
+    gt = np.array([[0, 0, 0.6, 0.6, 0.7, 0.7], [2, 0, 0.5, 0.5, 0.9, 0.9]], "float32")
+    got = op.forward(det, gt, lod={"DetectRes": ((0, 2),), "Label": ((0, 2),)}, class_num=3,
+                     background_label=0)
+    assert got["MAP"].tolist() == [1.0]
+
+
+def test_detections_are_clipped_to_the_unit_square():
+    # a detection reaching outside [0, 1] matches its ground truth after clipping (IoU 1)
+    op = get_op_def("detection_map")
+    det = np.array([[1, 0.9, -0.5, -0.5, 1.5, 1.5]], "float32")
+    gt = np.array([[1, 0, 0.0, 0.0, 1.0, 1.0]], "float32")
+    got = op.forward(det, gt, lod={"DetectRes": ((0, 1),), "Label": ((0, 1),)}, class_num=2,
+                     overlap_threshold=0.99)
+    assert got["MAP"].tolist() == [1.0]
