@@ -245,6 +245,10 @@ tests_for() {
     fluidlite/ops/py_func.py)
       # py_func is tested through fluid.layers.py_func (no tests/ops/test_py_func.py)
       echo tests/test_layers_py_func.py tests/test_dtype_stability.py tests/test_mutants_py_func.py ;;
+    fluidlite/ops/selected_rows.py)
+      # split_selected_rows is also tested with the scope's SelectedRows
+      echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \
+           tests/test_dtype_stability.py tests/test_mutants_selected_rows.py ;;
     fluidlite/ops/detection_nms.py)
       # matrix_nms (in detection_nms.py) has its own tests/ops/test_matrix_nms.py
       echo tests/ops/test_detection_nms.py tests/ops/test_matrix_nms.py \
@@ -263,10 +267,6 @@ tests_for() {
       echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
            tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
            tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
-    fluidlite/ops/selected_rows.py)
-      # split_selected_rows is also tested with the scope's SelectedRows
-      echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \
-           tests/test_dtype_stability.py tests/test_mutants_selected_rows.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files
