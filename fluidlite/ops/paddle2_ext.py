@@ -142,7 +142,7 @@ class Logit(_Unary):
     def f(x, eps=1e-6):
         if eps > 0:                   # (eps a FLOAT attribute: 32 bits, as in Paddle)
             e = x.dtype.type(np.float32(eps))
-            x = np.clip(x, e, 1 - e)
+            x = np.clip(x, e, x.dtype.type(1) - e)     # 1 - e in X's dtype, as Paddle's T
         return np.log(x / (1 - x))
 
     def forward(self, X, *, eps=1e-6):
@@ -152,10 +152,10 @@ class Logit(_Unary):
         # Paddle's rule for every eps, 0 included: 0 outside [eps, 1 - eps] (with eps = 0,
         # where Out is NaN); the division is not warned about at the 0s and 1s it skips
         e = X.dtype.type(np.float32(eps))
-        inside = (X >= e) & (X <= 1 - e)
+        inside = (X >= e) & (X <= X.dtype.type(1) - e)
         with np.errstate(divide="ignore", invalid="ignore"):
             g = dOut / (X * (1 - X))
-        return {"X": np.where(inside, g, 0).astype(dOut.dtype)}
+        return {"X": np.where(inside, g, g.dtype.type(0)).astype(dOut.dtype)}
 
 
 @register

@@ -186,8 +186,9 @@ class _FMinMax(OpDef):
 
     def backward(self, X, Y, dOut, *, axis=-1):
         take_x = self.wins(X, Y) | np.isnan(Y)
-        return {"X": reduce_to(np.where(take_x, dOut, 0), X.shape).astype(X.dtype, copy=False),
-                "Y": reduce_to(np.where(take_x, 0, dOut), Y.shape).astype(Y.dtype, copy=False)}
+        zero = dOut.dtype.type(0)
+        return {"X": reduce_to(np.where(take_x, dOut, zero), X.shape).astype(X.dtype, copy=False),
+                "Y": reduce_to(np.where(take_x, zero, dOut), Y.shape).astype(Y.dtype, copy=False)}
 
 
 @register
@@ -537,8 +538,9 @@ class Logcumsumexp(OpDef):
         g = 0
         for sign in (1, -1):
             d = sign * dm
-            t = np.where(empty | ~(d > 0), -np.inf,
-                         np.log(np.where(d > 0, d, 1)) - np.where(empty, 0, om))
+            one, zero, ninf = d.dtype.type(1), om.dtype.type(0), d.dtype.type(-np.inf)
+            t = np.where(empty | ~(d > 0), ninf,
+                         np.log(np.where(d > 0, d, one)) - np.where(empty, zero, om))
             acc = np.logaddexp.accumulate(t[..., ::-1], axis=-1)[..., ::-1]
             if exclusive:
                 acc = np.concatenate([acc[..., 1:], np.full_like(acc[..., :1], -np.inf)],

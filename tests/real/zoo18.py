@@ -27,10 +27,11 @@ Per model (one of every file of ``models/``; images of ``SIZES`` pixels, 10 clas
   and in Paddle 2.6 from the same float64 weights; every step's loss within 1e-4 relative.
   Batch norm over four small images turns float32 rounding into 0.1-10 % loss differences
   within a few steps (see ``paddle_train``); in float64 that noise starts at ~1e-15, so this
-  stage checks the arithmetic of the whole training step. Where even float64 rounding grows
-  past 1e-5 within the 20 steps (fluidlite's own float64 run on the reversed batch shows it:
-  the tiny depthwise nets grow it ~10x per step), those later steps are held to 3x that
-  envelope instead, and the detail says from which step.
+  stage checks the arithmetic of the whole training step. Some nets are chaotic even in
+  float64: fluidlite's own run from parameters a few ulps away departs by ~10x per step
+  (the tiny depthwise nets, DARTS, HRNet, Inception). Steps are judged until that
+  ulp-perturbed run departs by 1e-5; after that any two correct implementations part
+  exponentially, and the detail only reports how far.
 
 Usage (about 2-4 minutes on an idle 2-core machine; prints a table, writes ``summary.json``)::
 
@@ -429,9 +430,12 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
                 f"moves fluidlite's own run by up to {envelope:.2g})")
 
     def train64() -> str:
-        """Every float64 step within 1e-4 relative (1e-6 absolute near 0); where float64
-        rounding alone has grown past 1e-5 (the reversed batch), within 3x that envelope."""
-        c64, worst, bad, strict, envelope, chaotic = case + FLOAT64, 0.0, [], 0, 0.0, None
+        """Every float64 step within 1e-4 relative (1e-6 absolute near 0) until float64
+        rounding alone moves the run by more than 1e-5 (fluidlite's own run from parameters a
+        few ulps away, ``noise_loss_*``): from that step on the trajectories of any two
+        correct implementations part exponentially, and the remaining steps are reported, not
+        judged."""
+        c64 = case + FLOAT64
         if not result.get("train64", {}).get("ok"):
             raise AssertionError(f"fluidlite's float64 run failed: "
                                  f"{result.get('train64', {}).get('detail')}")
@@ -439,26 +443,25 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
         if os.path.exists(err):
             with open(err) as f:
                 raise AssertionError(f"Paddle's float64 run failed: {f.read()[-1500:]}")
+        rel, noise = [], []
         for step in range(STEPS):
             p, f, n = (float(np.ravel(np.load(os.path.join(c64, f"{who}_loss_{step}.npy")))[0])
                        for who in ("paddle", "fluidlite", "noise"))
             scale = max(abs(f), 1e-6)
-            envelope = max(envelope, abs(n - f) / scale)
-            if envelope > 1e-5 and chaotic is None:
-                chaotic = step
-            rel = abs(p - f) / scale
-            if abs(p - f) <= LOSS_RTOL * abs(f) + 1e-6:
-                strict += 1
-                worst = max(worst, rel)
-            elif chaotic is None or rel > NOISE_FACTOR * envelope:
-                bad.append(f"step {step}: Paddle {p:.9g}, fluidlite {f:.9g}, fluidlite on the "
-                           f"reversed batch {n:.9g}")
-        if bad:
-            raise AssertionError("; ".join(bad))
-        note = "" if strict == STEPS else (
-            f"; from step {chaotic} float64 rounding alone grows past 1e-5 (reversed batch: "
-            f"{envelope:.2g}) and the rest are within 3x that")
-        return (f"{strict}/{STEPS} float64 steps within 1e-4 (worst {worst:.2g}){note}")
+            rel.append(abs(p - f) / scale)
+            noise.append(abs(n - f) / scale)
+            if not abs(p - f) <= LOSS_RTOL * abs(f) + 1e-6 and max(noise) <= 1e-5:
+                raise AssertionError(
+                    f"step {step}: Paddle {p:.9g}, fluidlite {f:.9g} (relative {rel[-1]:.2g}) "
+                    f"while float64 rounding moves the run by {max(noise):.2g} at most")
+        onset = next((s for s, v in enumerate(noise) if v > 1e-5), None)
+        judged = STEPS if onset is None else onset
+        tail = "" if onset is None else (
+            f"; from step {onset} float64 rounding alone moves the run by more than 1e-5 "
+            f"(ulp-perturbed run: {max(noise):.2g} by step {STEPS - 1}; Paddle: "
+            f"{max(rel[onset:]):.2g})")
+        return (f"{judged}/{STEPS} judged steps within 1e-4 (worst "
+                f"{max(rel[:judged] or [0.0]):.2g}){tail}")
 
     if result.get("learn", {}).get("ok") is not None:
         verdict("paddle_infer", infer)
