@@ -13,6 +13,7 @@ import pytest
 
 from fluidlite.core.dtypes import VarType
 from fluidlite.core.registry import VarSpec, get_op_def
+from tests.ops.test_beam_search import ref_gather_tree
 
 
 def _offsets(lens):
@@ -140,18 +141,6 @@ def test_beam_search_ties_as_paddle(beam_size, ids, scores, parent, low):
     assert got["lod"]["selected_ids"] == ((0, 2, 4), low)
     want = ref_beam_search(**TIED, level=0, beam_size=beam_size, end_id=0, is_accumulated=True)
     assert list(got["selected_ids"].reshape(-1)) == want[0]
-
-
-def ref_gather_tree(ids, parents):
-    T, B, K = ids.shape
-    out = np.zeros_like(ids)
-    for b in range(B):
-        for k in range(K):
-            p = k
-            for t in range(T - 1, -1, -1):
-                out[t, b, k] = ids[t, b, p]
-                p = parents[t, b, p]
-    return out
 
 
 @pytest.mark.parametrize("T", [0, 1, 2, 4])
