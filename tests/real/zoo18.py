@@ -28,10 +28,13 @@ Per model (one of every file of ``models/``; images of ``SIZES`` pixels, 10 clas
   Batch norm over four small images turns float32 rounding into 0.1-10 % loss differences
   within a few steps (see ``paddle_train``); in float64 that noise starts at ~1e-15, so this
   stage checks the arithmetic of the whole training step. Some nets are chaotic even in
-  float64: fluidlite's own run from parameters a few ulps away departs by ~10x per step
-  (the tiny depthwise nets, DARTS, HRNet, Inception). Steps are judged until that
-  ulp-perturbed run departs by 1e-5; after that any two correct implementations part
-  exponentially, and the detail only reports how far.
+  float64: fluidlite's own run from parameters a few ulps away departs by 10-10^5x per step
+  (the tiny depthwise nets, DARTS, HRNet, Inception, ResNeXt). A step also passes when Paddle
+  is no farther from fluidlite than that ulp-perturbed run gets by the next step (a
+  systematic difference leads it by many steps); once the ulp run is 1 % away, the two runs
+  are unrelated and the rest is reported, not judged. Paddle's avg-pool gradient scales by a
+  float32 ``1 / pool_size`` even in float64; fluidlite's run here does the same
+  (``_paddle_avg_pool_grad``).
 
 Usage (about 2-4 minutes on an idle 2-core machine; prints a table, writes ``summary.json``)::
 
@@ -45,6 +48,7 @@ Usage (about 2-4 minutes on an idle 2-core machine; prints a table, writes ``sum
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -53,7 +57,7 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
@@ -313,6 +317,39 @@ def build_case(zoo: str, model: str, case: str) -> Dict[str, Any]:
     return result
 
 
+@contextlib.contextmanager
+def _paddle_avg_pool_grad() -> Iterator[None]:
+    """fluidlite's float64 avg-pool gradient with Paddle's rounding, for the float64 stage only.
+
+    Paddle's CPU pooling gradient (``Pool2dGradFunctor``, operators/math/pooling.cc, kept in
+    2.6) spreads dOut with ``float scale = 1.0 / pool_size``: 1/9 or 1/49 rounded to float32
+    even in a float64 program, 2-3e-8 relative (fluidlite's gradient is the exact transpose of
+    the average). DARTS and Res2Net have dozens of 3x3 average pools, and that alone takes
+    their float64 runs 1e-4 apart within 5 steps; with this the stage compares the rest of the
+    arithmetic. Here fluidlite divides by ``1 / float32(1 / n)`` instead of ``n``.
+    """
+    from fluidlite.ops import pool
+    counts, bwd = pool._counts, pool._pool_bwd
+
+    def paddle_counts(g: Any, exclusive: bool, dtype: np.dtype) -> np.ndarray:
+        n = counts(g, exclusive, np.dtype(np.float64))
+        with np.errstate(divide="ignore"):
+            return (1.0 / (1.0 / n).astype(np.float32).astype(np.float64)).astype(dtype)
+
+    def paddle_bwd(*args: Any) -> np.ndarray:
+        pool._counts = paddle_counts
+        try:
+            return bwd(*args)
+        finally:
+            pool._counts = counts
+
+    pool._pool_bwd = paddle_bwd
+    try:
+        yield
+    finally:
+        pool._pool_bwd = bwd
+
+
 def _float64_case(mods: Any, model: str, size: int, feeds: Dict[str, np.ndarray],
                   case: str) -> List[float]:
     """``<case>@float64``: the ``learn`` steps with the training program in float64
@@ -327,7 +364,7 @@ def _float64_case(mods: Any, model: str, size: int, feeds: Dict[str, np.ndarray]
     exe = fluid.Executor(fluid.CPUPlace())
     losses = []
     ckpt = os.path.join(case, "train", "ckpt")
-    with fluid.scope_guard(fluid.Scope()):
+    with _paddle_avg_pool_grad(), fluid.scope_guard(fluid.Scope()):
         exe.run(b["startup"])
         fluid.save(b["main"], ckpt)
         for step in range(STEPS):
@@ -342,7 +379,7 @@ def _float64_case(mods: Any, model: str, size: int, feeds: Dict[str, np.ndarray]
     # chaotic training runs (the tiny depthwise and dual-path nets) grow it ~10x per step
     reverse = {k: np.ascontiguousarray(v[::-1]) for k, v in feeds64.items()}
     ulps = np.random.RandomState(5)
-    with fluid.scope_guard(fluid.Scope()):
+    with _paddle_avg_pool_grad(), fluid.scope_guard(fluid.Scope()):
         exe.run(b["startup"])
         fluid.load(b["main"], ckpt, exe)
         scope = fluid.global_scope()
@@ -430,11 +467,14 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
                 f"moves fluidlite's own run by up to {envelope:.2g})")
 
     def train64() -> str:
-        """Every float64 step within 1e-4 relative (1e-6 absolute near 0) until float64
-        rounding alone moves the run by more than 1e-5 (fluidlite's own run from parameters a
-        few ulps away, ``noise_loss_*``): from that step on the trajectories of any two
-        correct implementations part exponentially, and the remaining steps are reported, not
-        judged."""
+        """Every float64 step within 1e-4 relative (1e-6 absolute near 0), or, once float64
+        rounding has grown chaotically, no farther from fluidlite than fluidlite's own run
+        from parameters a few ulps away (``noise_loss_*``) gets by the next step: in the
+        chaotic nets both differences grow alike from ~1e-14, by 10 to 10^5 a step
+        (ResNeXt50_vd: Paddle 4e-6, 4e-3, 7e-2 at steps 5-7, the ulp run 2e-6, 7e-7, 6e-2),
+        so a one-step lead is rounding, while a systematic difference leads by many (DPN68
+        before Paddle's avg-pool rounding was emulated: 6e-6 .. 1e-2 against an ulp run that
+        stayed below 5e-15)."""
         c64 = case + FLOAT64
         if not result.get("train64", {}).get("ok"):
             raise AssertionError(f"fluidlite's float64 run failed: "
@@ -443,25 +483,31 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
         if os.path.exists(err):
             with open(err) as f:
                 raise AssertionError(f"Paddle's float64 run failed: {f.read()[-1500:]}")
-        rel, noise = [], []
+        rel, noise, losses = [], [], []
         for step in range(STEPS):
             p, f, n = (float(np.ravel(np.load(os.path.join(c64, f"{who}_loss_{step}.npy")))[0])
                        for who in ("paddle", "fluidlite", "noise"))
             scale = max(abs(f), 1e-6)
             rel.append(abs(p - f) / scale)
             noise.append(abs(n - f) / scale)
-            if not abs(p - f) <= LOSS_RTOL * abs(f) + 1e-6 and max(noise) <= 1e-5:
+            losses.append((p, f))
+        # judged until the ulp run is 1 % away: from there on the two runs are unrelated
+        judged = next((s for s, v in enumerate(noise) if v > 1e-2), STEPS)
+        for step in range(judged):
+            envelope = max(noise[:step + 2])
+            if rel[step] > max(LOSS_RTOL, envelope):
+                p, f = losses[step]
                 raise AssertionError(
-                    f"step {step}: Paddle {p:.9g}, fluidlite {f:.9g} (relative {rel[-1]:.2g}) "
-                    f"while float64 rounding moves the run by {max(noise):.2g} at most")
-        onset = next((s for s, v in enumerate(noise) if v > 1e-5), None)
-        judged = STEPS if onset is None else onset
-        tail = "" if onset is None else (
-            f"; from step {onset} float64 rounding alone moves the run by more than 1e-5 "
-            f"(ulp-perturbed run: {max(noise):.2g} by step {STEPS - 1}; Paddle: "
-            f"{max(rel[onset:]):.2g})")
-        return (f"{judged}/{STEPS} judged steps within 1e-4 (worst "
-                f"{max(rel[:judged] or [0.0]):.2g}){tail}")
+                    f"step {step}: Paddle {p:.9g}, fluidlite {f:.9g} (relative "
+                    f"{rel[step]:.2g}) while float64 rounding moves the run by {envelope:.2g} "
+                    f"at most by step {min(step + 1, STEPS - 1)}")
+        strict = next((s for s, v in enumerate(rel) if v > LOSS_RTOL), STEPS)
+        tail = "" if strict == STEPS else (
+            f"; then within float64 rounding's own growth (the ulp-perturbed run: "
+            f"{noise[strict]:.2g} at step {strict}, up to {max(noise):.2g}; Paddle: "
+            f"{rel[strict]:.2g}, up to {max(rel):.2g})")
+        return (f"steps 0-{strict - 1} within 1e-4 (worst {max(rel[:strict] or [0.0]):.2g})"
+                f"{tail}")
 
     if result.get("learn", {}).get("ok") is not None:
         verdict("paddle_infer", infer)
