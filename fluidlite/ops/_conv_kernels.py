@@ -17,10 +17,15 @@
   route split over the same pool (BLAS already threads the GEMMs; NumPy's copies would run on
   one core).
 
+* **Depthwise on small maps** (at most ``_BAND_MAX`` output pixels, finite operands): banded
+  GEMMs, one batched matmul per routine (``_Band``; see the section's comment).
+
 Determinism: the rows are split into a fixed number of parts (``_PARTS``) that run on a small
 thread pool (NumPy's loops release the GIL); every output element and every per-row sum is
 computed by one part with the same operations in the same order whatever the number of
 threads, so results are bit-identical run to run and machine to machine (for a given BLAS).
+The banded GEMMs add the same products in BLAS's order: bit-identical run to run for a given
+BLAS, within float32 rounding of the tap kernels.
 
 The geometry ``g`` is ``conv._Geom`` (kernel kh, kw; strides sh, sw; dilations dh, dw;
 paddings pt, pb, pl, pr; input H, W; output oh, ow; groups; padded Hp, Wp).
@@ -30,6 +35,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..core import threads
 from .linalg import _gemm
@@ -112,6 +118,8 @@ def _rows_weights(w: np.ndarray, C: int, N: int) -> np.ndarray:
 
 def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow]."""
+    if _use_band(g, x):
+        return _band_fwd(x, w, g)
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_fwd_last(x, w, g)
     if (g.sh, g.sw) == (1, 1):
@@ -150,6 +158,8 @@ def _depthwise_fwd_rows(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
 def depthwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
     """dX [N, C, H, W]: every tap scatters sum_k W[c*m + k, 0, i, j] dY[n, c*m + k] back
     through its strided view (the adjoint of ``depthwise_fwd``)."""
+    if (g.H * g.W <= _BAND_MAX or (g.sh, g.sw) == (1, 1)) and _use_band(g, dy, w):
+        return _band_dx(dy, w, g, C)
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_dx_last(dy, w, g, C)
     if (g.sh, g.sw) == (1, 1) or g.oh * g.ow >= _PHASES_MIN:
@@ -192,6 +202,8 @@ def depthwise_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) 
     row's sum in one piece, then the N rows of a channel added in order."""
     N, C = x.shape[:2]
     m = w_shape[0] // C
+    if g.H * g.W <= _BAND_MAX and _use_band(g, x, dy):
+        return _band_dw(x, dy, g, w_shape)
     if g.oh * g.ow < _ROWS_LAST_MAX:
         sums = _depthwise_sums_last(x, dy, g, m)
     else:
@@ -434,6 +446,132 @@ def _depthwise_sums_last(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.nd
                               dyl[:, :, k, r0:r1], out=sums[k, i, j, r0:r1])
     _run_parts(part, N * C)
     return sums
+
+
+# -- depthwise as banded GEMMs, channel-major ----------------------------------------------------
+# On small maps the tap-by-tap passes above spend their time in layout transposes and short
+# loops. Here every output row is cut into ``nt`` tiles of ``tw`` pixels, and one tile of one
+# image and channel is a row of a GEMM: the kh input rows of its receptive field, ``span``
+# pixels each (one copy of the padded input, ``_Band.rows``), times that channel's filter laid
+# out as a banded [kh*span, m*tw] matrix (``_Band.filt``: column k*tw + x holds W[c*m + k, 0,
+# i, j] at row i*span + x*sw + j*dw). One batched matmul over the channels computes the
+# forward, its transpose the input gradient (added back through the same rows, in pieces that
+# never overlap), and rows^T dY the filter gradient (read off the band's diagonals). The
+# matrices are kh*span/(kh*kw) times the taps' work (~6x for 3x3 tiles of 16), at BLAS speed
+# instead of ~18 NumPy passes.
+_BAND_MAX = 1024        # depthwise maps of at most this many output pixels run as banded GEMMs
+_BAND_TILE = 16         # output pixels per tile (at most)
+
+
+def _use_band(g: Any, *arrays: np.ndarray) -> bool:
+    """Small maps in float32 / float64 whose operands are all finite: a GEMM multiplies every
+    input of a tile by the band's zeros too, so a NaN or Inf would reach a whole tile where
+    fluid's kernel spoils only the pixels its taps reach (such operands take the tap kernels).
+    One sum per operand tells (its overflow, too, only sends the call there)."""
+    if g.oh * g.ow > _BAND_MAX or arrays[0].dtype not in (np.float32, np.float64):
+        return False
+    with np.errstate(all="ignore"):
+        return all(np.isfinite(np.add.reduce(a, axis=None)) for a in arrays)
+
+
+class _Band:
+    """Tiles of the banded-GEMM kernels: ``nt`` tiles of ``tw`` output pixels per output row
+    (equal tiles, the last one padded), ``span`` input pixels per tile row, the canvas ``Wq``
+    wide so that every tile's span lies inside it, ``K = kh * span`` the GEMM depth."""
+
+    def __init__(self, g: Any) -> None:
+        self.nt = -(-g.ow // _BAND_TILE)
+        self.tw = -(-g.ow // self.nt)
+        self.span = (self.tw - 1) * g.sw + (g.kw - 1) * g.dw + 1
+        self.Wq = max(g.Wp, (self.nt - 1) * self.tw * g.sw + self.span)
+        self.K = g.kh * self.span
+
+    def canvas(self, x: np.ndarray, g: Any) -> np.ndarray:
+        """``x`` [N, C, H, W] zero-padded, channel-major: [C, N, Hp, Wq]."""
+        N, C = x.shape[:2]
+        buf = np.zeros((C, N, g.Hp, self.Wq), x.dtype)
+        buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x.transpose(1, 0, 2, 3)
+        return buf
+
+    def view(self, buf: np.ndarray, g: Any) -> np.ndarray:
+        """The canvas seen as [C, N, oh, nt, kh, span]: tile (y, t)'s kh rows of span pixels
+        (tiles overlap by ``span - tw*sw`` pixels)."""
+        sC, sN, sH, sW = buf.strides
+        return as_strided(buf, buf.shape[:2] + (g.oh, self.nt, g.kh, self.span),
+                          (sC, sN, g.sh * sH, self.tw * g.sw * sW, g.dh * sH, sW),
+                          writeable=False)
+
+    def rows(self, x: np.ndarray, g: Any) -> np.ndarray:
+        """The GEMM rows of ``x``: [C, N*oh*nt, K]."""
+        v = self.view(self.canvas(x, g), g)
+        return np.ascontiguousarray(v).reshape(v.shape[0], -1, self.K)
+
+    def filt(self, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+        """The banded filter matrices [C, K, m*tw]."""
+        m, tw = w.shape[0] // C, self.tw
+        band = np.zeros((C, g.kh, self.span, m, tw), w.dtype)
+        xs = np.arange(tw)
+        w4 = w.reshape(C, m, g.kh, g.kw)
+        for j in range(g.kw):       # [tw, C, kh, m] <- [C, kh, m]
+            band[:, :, xs * g.sw + j * g.dw, :, xs] = w4[:, :, :, j].transpose(0, 2, 1)
+        return band.reshape(C, self.K, m * tw)
+
+    def dy_rows(self, dy: np.ndarray, g: Any, C: int) -> np.ndarray:
+        """dY [N, C*m, oh, ow] as GEMM rows [C, N*oh*nt, m*tw] (zeros past ow)."""
+        N, m = dy.shape[0], dy.shape[1] // C
+        t = np.zeros((C, N, g.oh, self.nt * self.tw, m), dy.dtype)
+        t[:, :, :, :g.ow] = dy.reshape(N, C, m, g.oh, g.ow).transpose(1, 0, 3, 4, 2)
+        t = t.reshape(C, N, g.oh, self.nt, self.tw, m).transpose(0, 1, 2, 3, 5, 4)
+        return np.ascontiguousarray(t).reshape(C, N * g.oh * self.nt, m * self.tw)
+
+
+def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+    N, C = x.shape[:2]
+    m, b = w.shape[0] // C, _Band(g)
+    y = np.matmul(b.rows(x, g), b.filt(w, g, C))           # [C, N*oh*nt, m*tw]
+    y = y.reshape(C, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
+    out = np.empty((N, C, m, g.oh, b.nt * b.tw), y.dtype)
+    out.reshape(N, C, m, g.oh, b.nt, b.tw)[...] = y
+    return np.ascontiguousarray(out[..., :g.ow]).reshape(N, C * m, g.oh, g.ow)
+
+
+def _band_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
+    N, b = dy.shape[0], _Band(g)
+    if (g.sh, g.sw) == (1, 1) and w.shape[0] == C:
+        # stride 1, one filter per channel: dX is the forward of dY with the filter turned
+        # 180 degrees on dY padded by the kernel's reach less the forward's padding
+        reach_h, reach_w = (g.kh - 1) * g.dh, (g.kw - 1) * g.dw
+        pads = (reach_h - g.pt, reach_h - g.pb, reach_w - g.pl, reach_w - g.pr)
+        if min(pads) >= 0:
+            gt = g._replace(pt=pads[0], pb=pads[1], pl=pads[2], pr=pads[3], H=g.oh, W=g.ow,
+                            oh=g.H, ow=g.W)
+            return _band_fwd(dy, w[:, :, ::-1, ::-1], gt)
+    drows = np.matmul(b.dy_rows(dy, g, C), b.filt(w, g, C).transpose(0, 2, 1))
+    drows = drows.reshape(C, N, g.oh, b.nt, g.kh, b.span)
+    buf = np.zeros((C, N, g.Hp, b.Wq), dy.dtype)
+    sC, sN, sH, sW = buf.strides
+    # pieces of ``step`` pixels of the tiles never overlap (one tile per row: no overlap)
+    step = b.span if b.nt == 1 else b.tw * g.sw
+    for i in range(g.kh):
+        for s0 in range(0, b.span, step):
+            s1 = min(b.span, s0 + step)
+            dst = as_strided(buf[:, :, i * g.dh:, s0:], (C, N, g.oh, b.nt, s1 - s0),
+                             (sC, sN, g.sh * sH, step * sW, sW))
+            dst += drows[:, :, :, :, i, s0:s1]
+    dx = buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(1, 0, 2, 3)
+    return np.ascontiguousarray(dx)
+
+
+def _band_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> np.ndarray:
+    N, C = x.shape[:2]
+    m, b = w_shape[0] // C, _Band(g)
+    dband = np.matmul(b.rows(x, g).transpose(0, 2, 1), b.dy_rows(dy, g, C))  # [C, K, m*tw]
+    dband = dband.reshape(C, g.kh, b.span, m, b.tw)
+    xs = np.arange(b.tw)
+    dw = np.empty((C, m, g.kh, g.kw), dband.dtype)
+    for j in range(g.kw):           # the diagonal of tap j: [tw, C, kh, m] summed over x
+        dw[:, :, :, j] = dband[:, :, xs * g.sw + j * g.dw, :, xs].sum(axis=0).transpose(0, 2, 1)
+    return dw.reshape(w_shape)
 
 
 # -- 1x1 ----------------------------------------------------------------------------------------

@@ -29,10 +29,16 @@ def _no_pool_left():
 
 
 
-@pytest.fixture(params=["rows_last", "rows_first", "rows_first_small_blocks"])
+@pytest.fixture(params=["band", "band_tiles", "rows_last", "rows_first",
+                        "rows_first_small_blocks"])
 def layout(request, monkeypatch):
-    """The depthwise kernels' two layouts; the last forces many partial row blocks."""
-    if request.param != "rows_last":
+    """The depthwise kernels' layouts: banded GEMMs (one tile per output row, or tiles of 2
+    pixels), rows last, rows first; the last forces many partial row blocks."""
+    if request.param == "band_tiles":
+        monkeypatch.setattr(K, "_BAND_TILE", 2)
+    if not request.param.startswith("band"):
+        monkeypatch.setattr(K, "_BAND_MAX", -1)
+    if request.param not in ("rows_last", "band", "band_tiles"):
         monkeypatch.setattr(K, "_ROWS_LAST_MAX", 0)
     if request.param == "rows_first_small_blocks":
         monkeypatch.setattr(K, "_BLOCK", 7)

@@ -1,0 +1,115 @@
+"""Depthwise convolutions of small maps as banded GEMMs (``_conv_kernels._band_*``): forward,
+input gradient (the scatter form and, for stride 1, the forward of dY with the filter turned)
+and filter gradient against a direct float64 convolution and its adjoint, for tiles that
+split output rows (with padded last tiles), channel multipliers, strides, dilations and
+uneven paddings; operands with NaN / Inf take the tap kernels, so non-finite values spoil
+exactly the pixels fluid's kernel does."""
+import numpy as np
+import pytest
+
+from fluidlite.ops import _conv_kernels as K
+from tests.ops.test_depthwise_flat import _direct, _geom
+
+CASES = [  # N, C, m, H, W, kernel, pads (t, b, l, r), dilation, strides
+    (2, 3, 1, 14, 14, (3, 3), (1, 1, 1, 1), 1, (1, 1)),
+    (1, 4, 1, 7, 7, (3, 3), (1, 1, 1, 1), 1, (1, 1)),
+    (2, 2, 1, 28, 28, (3, 3), (1, 1, 1, 1), 1, (2, 2)),
+    (1, 2, 3, 9, 31, (3, 3), (2, 0, 1, 2), 2, (1, 1)),      # 29 columns: a padded last tile
+    (3, 2, 2, 10, 12, (5, 3), (0, 0, 0, 0), 1, (1, 1)),
+    (2, 3, 1, 13, 9, (3, 5), (1, 2, 2, 1), 1, (3, 2)),
+    (1, 2, 1, 9, 10, (2, 2), (3, 0, 0, 0), 1, (1, 1)),      # padding past the kernel's reach
+    (2, 2, 1, 5, 40, (1, 7), (0, 0, 3, 3), 2, (1, 1)),
+]
+
+
+def _direct_grads(x, w, g, dy):
+    """float64 dX, dW of ``_direct`` by its adjoint, tap by tap."""
+    N, C = x.shape[:2]
+    m = w.shape[0] // C
+    dxp = np.zeros((N, C, g.Hp, g.Wp))
+    xp = np.zeros((N, C, g.Hp, g.Wp))
+    xp[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    dw = np.zeros(w.shape)
+    for f in range(C * m):
+        c = f // m
+        for i in range(g.kh):
+            for j in range(g.kw):
+                rows = slice(i * g.dh, i * g.dh + g.sh * (g.oh - 1) + 1, g.sh)
+                cols = slice(j * g.dw, j * g.dw + g.sw * (g.ow - 1) + 1, g.sw)
+                dxp[:, c, rows, cols] += w[f, 0, i, j] * dy[:, f]
+                dw[f, 0, i, j] = np.sum(xp[:, c, rows, cols] * dy[:, f])
+    return dxp[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W], dw
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", CASES)
+def test_band_kernels_equal_a_direct_convolution(N, C, m, H, W, k, pads, dil, strides, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    w = rng.standard_normal((C * m, 1) + k).astype(dtype)
+    g = _geom(x, w, pads, dil, strides)
+    assert K._use_band(g, x, w)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    y = K.depthwise_fwd(x, w, g)
+    assert y.dtype == dtype and y.shape == (N, C * m, g.oh, g.ow)
+    np.testing.assert_allclose(y, _direct(x64, w64, g), rtol=tol, atol=tol)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    ref_dx, ref_dw = _direct_grads(x64, w64, g, dy.astype(np.float64))
+    for dx in (K._band_dx(dy, w, g, C), K.depthwise_dx(dy, w, g, C)):
+        assert dx.dtype == dtype and dx.shape == x.shape
+        np.testing.assert_allclose(dx, ref_dx, rtol=tol, atol=tol)
+    for dw in (K._band_dw(x, dy, g, w.shape), K.depthwise_dw(x, dy, g, w.shape)):
+        assert dw.dtype == dtype and dw.shape == w.shape
+        np.testing.assert_allclose(dw, ref_dw, rtol=tol, atol=tol * np.abs(ref_dw).max())
+
+
+@pytest.mark.parametrize("tile", [1, 2, 5, 16])
+def test_any_tile_width_gives_the_same_numbers(tile, monkeypatch):
+    monkeypatch.setattr(K, "_BAND_TILE", tile)
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((2, 3, 11, 13)), rng.standard_normal((6, 1, 3, 3))
+    g = _geom(x, w, (1, 1, 1, 1), 1, (2, 1))
+    b = K._Band(g)
+    assert b.nt * b.tw >= g.ow > (b.nt - 1) * b.tw
+    dy = rng.standard_normal((2, 6, g.oh, g.ow))
+    ref_dx, ref_dw = _direct_grads(x, w, g, dy)
+    np.testing.assert_allclose(K._band_fwd(x, w, g), _direct(x, w, g), atol=1e-12)
+    np.testing.assert_allclose(K._band_dx(dy, w, g, 3), ref_dx, atol=1e-12)
+    np.testing.assert_allclose(K._band_dw(x, dy, g, w.shape), ref_dw, atol=1e-11)
+
+
+def _without_band(fn, monkeypatch):
+    with monkeypatch.context() as mp:
+        mp.setattr(K, "_BAND_MAX", -1)
+        return fn()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_operands_spoil_what_fluids_kernel_spoils(bad, monkeypatch):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 2, 14, 29)).astype(np.float32)
+    w = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    dy = rng.standard_normal((1, 2, g.oh, g.ow)).astype(np.float32)
+    xb, wb, dyb = x.copy(), w.copy(), dy.copy()
+    xb[0, 0, 5, 20], wb[0, 0, 2, 2], dyb[0, 1, 3, 3] = bad, bad, bad
+    assert not K._use_band(g, xb) and not K._use_band(g, dy, wb) and K._use_band(g, x, dy)
+    for call in (lambda: K.depthwise_fwd(xb, w, g), lambda: K.depthwise_dx(dy, wb, g, 2),
+                 lambda: K.depthwise_dx(dyb, w, g, 2), lambda: K.depthwise_dw(xb, dy, g, w.shape)):
+        np.testing.assert_array_equal(np.isfinite(call()),
+                                      np.isfinite(_without_band(call, monkeypatch)))
+    # a NaN input pixel reaches its 3x3 neighbourhood only, not its whole tile of 29 pixels
+    y = K.depthwise_fwd(xb, w, g)
+    assert (~np.isfinite(y[0, 0])).sum() == 9 and np.isfinite(y[0, 1]).all()
+
+
+def test_adjoint_of_the_forward():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 12, 12))
+    w = rng.standard_normal((8, 1, 3, 3))
+    g = _geom(x, w, (1, 0, 2, 1), 1, (2, 1))
+    dy = rng.standard_normal((2, 8, g.oh, g.ow))
+    lhs = np.sum(K._band_dx(dy, w, g, 4) * x)
+    rhs = np.sum(dy * K._band_fwd(x, w, g))
+    assert abs(lhs - rhs) <= 1e-12 * np.abs(dy).sum() * np.abs(x).max() * 9
