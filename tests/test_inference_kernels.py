@@ -172,6 +172,32 @@ def test_conv2d_fusion_kernel_matches_conv2d(groups, k, stride, pad, dil):
     np.testing.assert_allclose(got, np.clip(want, 0, 6), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("activation", ["identity", "relu", "relu6", "sigmoid", "tanh"])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d_fusion_epilogue_on_each_image(layout, activation, bias):
+    """1x1 maps of >= 128 pixels: the bias and activation run on each image right after its
+    GEMM -- the same operations as on the whole output, so the same bits."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5, 16, 12)).astype("float32")
+    w = rng.standard_normal((7, 5, 1, 1)).astype("float32")
+    b = rng.standard_normal(7).astype("float32") if bias else None
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    want = get_op_def("conv2d").forward(x, w, data_format=layout)["Output"].copy()
+    if b is not None:
+        want += b if layout == "NHWC" else b.reshape(-1, 1, 1)
+    act = {"identity": lambda v: v, "relu": lambda v: np.maximum(v, 0),
+           "relu6": lambda v: np.clip(v, np.float32(0), np.float32(6)), "tanh": np.tanh,
+           "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[activation]
+    got = get_op_def("conv2d_fusion").forward(x, w, b, activation=activation,
+                                              data_format=layout)["Output"]
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, act(want), rtol=1e-6, atol=1e-7)
+    if activation != "sigmoid":
+        np.testing.assert_array_equal(got, act(want))
+
+
 def test_relu6_other_threshold_not_fused(tmp_path):
     def build():
         x = fluid.data("x", [-1, 3, 5, 5], "float32")

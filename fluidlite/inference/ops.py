@@ -61,14 +61,6 @@ ACTIVATIONS = {"": None, "identity": None, "relu": _relu, "sigmoid": _sigmoid, "
                "relu6": _relu6}
 
 
-def _activate(out: np.ndarray, activation: str, op_type: str) -> np.ndarray:
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{op_type}: activation '{activation}' is not supported "
-                         f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
-    fn = ACTIVATIONS[activation]
-    return out if fn is None else fn(out)
-
-
 @register
 class WinogradFilterTiles(OpDef):
     """Out [16, K, C] = (G (x) G) W: the Winograd F(2x2, 3x3) transform of a 3x3 filter
@@ -122,16 +114,23 @@ class Conv2DFusion(OpDef):
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
-        # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place)
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"{self.type}: activation '{activation}' is not supported "
+                             f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
+        act = ACTIVATIONS[activation]
+        bias = None if Bias is None else Bias.reshape(-1, 1, 1)
+
+        def epilogue(out: np.ndarray) -> None:      # NCHW channels: [.., F, oh, ow]
+            if bias is not None:
+                out += bias.astype(out.dtype, copy=False)
+            if act is not None:
+                act(out)
+        # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place),
+        # the bias and activation applied to each image while it is in cache where it can
         out = conv2d_forward(Input, Filter, strides, paddings, padding_algorithm, groups,
-                             dilations, data_format, FilterTiles)
-        if not out.flags.writeable:
-            out = out.copy()
-        if Bias is not None:
-            last = data_format in ("NHWC", "NDHWC")
-            b = Bias.reshape(-1).astype(out.dtype, copy=False)
-            out += b if last else b.reshape(-1, 1, 1)
-        return {"Output": _activate(out, activation, self.type)}
+                             dilations, data_format, FilterTiles,
+                             None if bias is None and act is None else epilogue)
+        return {"Output": out}
 
 
 def _attention_shape(q: Any, k: Any, v: Any, transpose_k: bool) -> Tuple[int, ...]:
