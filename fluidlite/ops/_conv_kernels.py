@@ -32,7 +32,7 @@ paddings pt, pb, pl, pr; input H, W; output oh, ow; groups; padded Hp, Wp).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -462,6 +462,7 @@ def _depthwise_sums_last(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.nd
 _BAND_MAX = 1024        # depthwise maps of at most this many output pixels run as banded GEMMs
                         # (< 0: never)
 _BAND_TILE = 16         # output pixels per tile (at most)
+_BAND_BUDGET = 8 << 20  # bytes of GEMM rows per block of channels (``_band_chunks``)
 
 
 def _use_band(g: Any, *arrays: np.ndarray, strided: bool = False) -> bool:
@@ -529,19 +530,34 @@ class _Band:
         return np.ascontiguousarray(t).reshape(C, N * g.oh * self.nt, m * self.tw)
 
 
+def _band_chunks(C: int, per_channel: int) -> List[Tuple[int, int]]:
+    """Blocks of channels whose GEMM rows take about ``_BAND_BUDGET`` bytes: each block's
+    copies and products stay in cache instead of streaming batch-sized matrices through
+    memory (MobileNetV2's 112x112 layer at batch 16 would copy 120 MB of rows)."""
+    cb = max(1, min(C, _BAND_BUDGET // max(per_channel, 1)))
+    return [(c, min(C, c + cb)) for c in range(0, C, cb)]
+
+
 def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     N, C = x.shape[:2]
     m, b = w.shape[0] // C, _Band(g)
-    y = np.matmul(b.rows(x, g), b.filt(w, g, C))           # [C, N*oh*nt, m*tw]
-    y = y.reshape(C, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
-    out = np.empty((N, C, m, g.oh, b.nt * b.tw), y.dtype)
-    out.reshape(N, C, m, g.oh, b.nt, b.tw)[...] = y
-    return np.ascontiguousarray(out[..., :g.ow]).reshape(N, C * m, g.oh, g.ow)
+    band = b.filt(w, g, C)                                  # [C, K, m*tw]
+    out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
+    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * x.itemsize):
+        y = np.matmul(b.rows(x[:, lo:hi], g), band[lo:hi])  # [c, N*oh*nt, m*tw]
+        y = y.reshape(hi - lo, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
+        if b.nt == 1:
+            out[:, lo:hi] = y.reshape(N, hi - lo, m, g.oh, g.ow)
+        else:
+            t = np.empty((N, hi - lo, m, g.oh, b.nt * b.tw), y.dtype)
+            t.reshape(N, hi - lo, m, g.oh, b.nt, b.tw)[...] = y
+            out[:, lo:hi] = t[..., :g.ow]
+    return out.reshape(N, C * m, g.oh, g.ow)
 
 
 def _band_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
-    N, b = dy.shape[0], _Band(g)
-    if (g.sh, g.sw) == (1, 1) and w.shape[0] == C:
+    N, m, b = dy.shape[0], w.shape[0] // C, _Band(g)
+    if (g.sh, g.sw) == (1, 1) and m == 1:
         # stride 1, one filter per channel: dX is the forward of dY with the filter turned
         # 180 degrees on dY padded by the kernel's reach less the forward's padding
         reach_h, reach_w = (g.kh - 1) * g.dh, (g.kw - 1) * g.dw
@@ -550,31 +566,39 @@ def _band_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
             gt = g._replace(pt=pads[0], pb=pads[1], pl=pads[2], pr=pads[3], H=g.oh, W=g.ow,
                             oh=g.H, ow=g.W)
             return _band_fwd(dy, w[:, :, ::-1, ::-1], gt)
-    drows = np.matmul(b.dy_rows(dy, g, C), b.filt(w, g, C).transpose(0, 2, 1))
-    drows = drows.reshape(C, N, g.oh, b.nt, g.kh, b.span)
-    buf = np.zeros((C, N, g.Hp, b.Wq), dy.dtype)
-    sC, sN, sH, sW = buf.strides
+    band = b.filt(w, g, C).transpose(0, 2, 1)              # [C, m*tw, K]
+    dx = np.empty((N, C, g.H, g.W), np.result_type(dy.dtype, w.dtype))
     # pieces of ``step`` pixels of the tiles never overlap (one tile per row: no overlap)
     step = b.span if b.nt == 1 else b.tw * g.sw
-    for i in range(g.kh):
-        for s0 in range(0, b.span, step):
-            s1 = min(b.span, s0 + step)
-            dst = as_strided(buf[:, :, i * g.dh:, s0:], (C, N, g.oh, b.nt, s1 - s0),
-                             (sC, sN, g.sh * sH, step * sW, sW))
-            dst += drows[:, :, :, :, i, s0:s1]
-    dx = buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(1, 0, 2, 3)
-    return np.ascontiguousarray(dx)
+    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * dy.itemsize):
+        c = hi - lo
+        drows = np.matmul(b.dy_rows(dy[:, lo * m:hi * m], g, c), band[lo:hi])
+        drows = drows.reshape(c, N, g.oh, b.nt, g.kh, b.span)
+        buf = np.zeros((c, N, g.Hp, b.Wq), drows.dtype)
+        sC, sN, sH, sW = buf.strides
+        for i in range(g.kh):
+            for s0 in range(0, b.span, step):
+                s1 = min(b.span, s0 + step)
+                dst = as_strided(buf[:, :, i * g.dh:, s0:], (c, N, g.oh, b.nt, s1 - s0),
+                                 (sC, sN, g.sh * sH, step * sW, sW))
+                dst += drows[:, :, :, :, i, s0:s1]
+        dx[:, lo:hi] = buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(1, 0, 2, 3)
+    return dx
 
 
 def _band_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> np.ndarray:
     N, C = x.shape[:2]
     m, b = w_shape[0] // C, _Band(g)
-    dband = np.matmul(b.rows(x, g).transpose(0, 2, 1), b.dy_rows(dy, g, C))  # [C, K, m*tw]
-    dband = dband.reshape(C, g.kh, b.span, m, b.tw)
     xs = np.arange(b.tw)
-    dw = np.empty((C, m, g.kh, g.kw), dband.dtype)
-    for j in range(g.kw):           # the diagonal of tap j: [tw, C, kh, m] summed over x
-        dw[:, :, :, j] = dband[:, :, xs * g.sw + j * g.dw, :, xs].sum(axis=0).transpose(0, 2, 1)
+    dw = np.empty((C, m, g.kh, g.kw), np.result_type(x.dtype, dy.dtype))
+    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * x.itemsize):
+        c = hi - lo
+        dband = np.matmul(b.rows(x[:, lo:hi], g).transpose(0, 2, 1),
+                          b.dy_rows(dy[:, lo * m:hi * m], g, c))       # [c, K, m*tw]
+        dband = dband.reshape(c, g.kh, b.span, m, b.tw)
+        for j in range(g.kw):       # the diagonal of tap j: [tw, c, kh, m] summed over x
+            dw[lo:hi, :, :, j] = dband[:, :, xs * g.sw + j * g.dw, :, xs].sum(
+                axis=0).transpose(0, 2, 1)
     return dw.reshape(w_shape)
 
 

@@ -65,9 +65,11 @@ def test_band_kernels_equal_a_direct_convolution(N, C, m, H, W, k, pads, dil, st
         np.testing.assert_allclose(dw, ref_dw, rtol=tol, atol=tol * np.abs(ref_dw).max())
 
 
+@pytest.mark.parametrize("budget", [1, 1 << 30])       # a block per channel / one block
 @pytest.mark.parametrize("tile", [1, 2, 5, 16])
-def test_any_tile_width_gives_the_same_numbers(tile, monkeypatch):
+def test_any_tile_width_and_channel_block_gives_the_same_numbers(tile, budget, monkeypatch):
     monkeypatch.setattr(K, "_BAND_TILE", tile)
+    monkeypatch.setattr(K, "_BAND_BUDGET", budget)
     rng = np.random.default_rng(1)
     x, w = rng.standard_normal((2, 3, 11, 13)), rng.standard_normal((6, 1, 3, 3))
     g = _geom(x, w, (1, 1, 1, 1), 1, (2, 1))
