@@ -1,6 +1,6 @@
 """batch_norm and batch_norm_grad over channel parts on the thread pool (fluidlite/ops/norm.py,
-two threads or more): the same bits for every such thread count, the one-pass kernels' values
-(one thread), float64 formulas,
+two threads or more) and over cache-sized blocks of channels on big maps: the same bits for
+every thread count, the one-pass kernels' values (one thread), float64 formulas,
 every requested gradient and only those, and a float64 numeric gradient check through the
 parts."""
 import numpy as np
@@ -14,6 +14,7 @@ from tests.ops.test_batch_norm_buffers import _reference
 
 BN, BN_GRAD = get_op_def("batch_norm"), get_op_def("batch_norm_grad")
 SLOTS = ("X@GRAD", "Scale@GRAD", "Bias@GRAD")
+NEVER = 1 << 62             # ``blocks_from``: no cache-sized blocks, the thread halves only
 
 
 def _case(shape, dtype, seed=0):
@@ -38,7 +39,7 @@ def _run(x, scale, bias, dy, wanted=None):
 def test_parts_give_the_one_pass_bits_for_any_thread_count(shape, dtype):
     x, scale, bias, dy = _case(shape, dtype)
     with threads.using(2):
-        assert norm._channel_parts(x, 1) is not None
+        assert norm._channel_parts(x, 1, NEVER) is not None
     inputs = [a.copy() for a in (x, scale, bias, dy)]
     runs = []
     for n in (2, 3, 4):
@@ -52,7 +53,7 @@ def test_parts_give_the_one_pass_bits_for_any_thread_count(shape, dtype):
     # one thread: the one-pass kernel, the same formulas (einsum may order a part's sums
     # differently)
     with threads.using(1):
-        assert norm._channel_parts(x, 1) is None
+        assert norm._channel_parts(x, 1, NEVER) is None
         out1, grads1 = _run(x, scale, bias, dy)
     close = 2e-6 if dtype == np.float32 else 1e-13
     for k in ("Y", "SavedMean", "SavedVariance"):
@@ -85,7 +86,7 @@ def test_numeric_gradient_through_the_parts(monkeypatch):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 4, 5, 6)) * 2 + 1
     with threads.using(2):
-        assert norm._channel_parts(x, 1) is not None
+        assert norm._channel_parts(x, 1, NEVER) is not None
     check = OpTest()
     check.op_type = "batch_norm"
     c = x.shape[1]
@@ -99,10 +100,35 @@ def test_numeric_gradient_through_the_parts(monkeypatch):
 
 def test_one_thread_small_channel_last_and_test_mode_keep_one_pass():
     x = np.ones((64, 64, 8, 4), np.float32)
-    assert norm._channel_parts(x, 1) is None                                   # one thread
+    assert norm._channel_parts(x, 1, NEVER) is None                                   # one thread
     with threads.using(2):
-        assert norm._channel_parts(x, 1) is not None
-        assert norm._channel_parts(x, 3) is None                               # NHWC
-        assert norm._channel_parts(np.ones((2, 3, 4, 4), np.float32), 1) is None   # small
-        assert norm._channel_parts(np.ones((70000, 1), np.float32), 1) is None     # no map
-        assert norm._channel_parts(x.astype(np.float16), 1) is None
+        assert norm._channel_parts(x, 1, NEVER) is not None
+        assert norm._channel_parts(x, 3, NEVER) is None                               # NHWC
+        assert norm._channel_parts(np.ones((2, 3, 4, 4), np.float32), 1, NEVER) is None   # small
+        assert norm._channel_parts(np.ones((70000, 1), np.float32), 1, NEVER) is None     # no map
+        assert norm._channel_parts(x.astype(np.float16), 1, NEVER) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_big_maps_run_in_blocks_of_channels_with_the_same_bits_on_any_thread_count(
+        dtype, monkeypatch):
+    x, scale, bias, dy = _case((3, 7, 20, 24), dtype, seed=3)
+    monkeypatch.setattr(norm, "_BLOCK_BYTES", 2 * x.nbytes // 7)      # two channels' share
+    blocks = norm._channel_parts(x, 1, 2 * norm._BLOCK_BYTES)
+    assert blocks == [(c, min(7, c + 2)) for c in range(0, 7, 2)]        # 2 channels a block
+    assert norm._channel_parts(x, 1, x.nbytes + 1) is None                # under the size
+    runs = []
+    for n in (1, 2, 3):
+        with threads.using(n):
+            runs.append(_run(x, scale, bias, dy))
+    for out, grads in runs[1:]:
+        for k in ("Y", "SavedMean", "SavedVariance"):
+            assert np.array_equal(out[k], runs[0][0][k]), k
+        for k in SLOTS:
+            assert np.array_equal(grads[k], runs[0][1][k]), k
+    y_ref, g_ref = _reference(x, scale, dy, (0, 2, 3), (1, 7, 1, 1))
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(runs[0][0]["Y"], y_ref + bias.reshape(1, -1, 1, 1), rtol=tol,
+                               atol=tol)
+    for k in SLOTS:
+        np.testing.assert_allclose(runs[0][1][k], g_ref[k], rtol=tol, atol=tol * 10)
