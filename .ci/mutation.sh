@@ -212,6 +212,7 @@ tests_for() {
       # conv tests reach them (the default, all of tests/ops, would be far too slow)
       echo tests/ops/test_conv_kernels.py tests/ops/test_conv.py tests/ops/test_winograd.py \
            tests/ops/test_depthwise_flat.py tests/ops/test_conv_blocks.py \
+           tests/ops/test_conv_band.py tests/test_inference_kernels.py \
            tests/test_mutants_conv.py tests/test_dtype_stability.py \
            tests/test_mutants_conv_kernels.py ;;
     fluidlite/ops/rnn_core.py)

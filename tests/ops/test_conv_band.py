@@ -20,6 +20,8 @@ CASES = [  # N, C, m, H, W, kernel, pads (t, b, l, r), dilation, strides
     (1, 2, 1, 9, 10, (2, 2), (3, 0, 0, 0), 1, (1, 1)),      # padding past the kernel's reach
     (2, 2, 1, 5, 40, (1, 7), (0, 0, 3, 3), 2, (1, 1)),
     (1, 2, 1, 70, 66, (3, 3), (1, 1, 1, 1), 1, (2, 2)),     # a big map: strided forward only
+    (2, 3, 1, 11, 13, (3, 3), (0, 2, 2, 1), 1, (1, 1)),     # stride 1, uneven: dX as a forward
+    (1, 2, 1, 12, 12, (3, 3), (2, 1, 0, 3), 2, (1, 1)),
 ]
 
 
@@ -116,3 +118,30 @@ def test_adjoint_of_the_forward():
     lhs = np.sum(K._band_dx(dy, w, g, 4) * x)
     rhs = np.sum(dy * K._band_fwd(x, w, g))
     assert abs(lhs - rhs) <= 1e-12 * np.abs(dy).sum() * np.abs(x).max() * 9
+
+
+def test_band_blocks_cover_the_channels_once(monkeypatch):
+    for C, per, budget in ((7, 10, 25), (7, 10, 1), (7, 10, 10 ** 6), (1, 5, 3), (64, 3, 100)):
+        monkeypatch.setattr(K, "_BAND_BUDGET", budget)
+        blocks = K._band_chunks(C, per)
+        cb = max(1, min(C, budget // per))
+        assert blocks == [(c, min(C, c + cb)) for c in range(0, C, cb)]
+        assert all(isinstance(v, int) for b in blocks for v in b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_band_matrices_keep_the_operands_dtype(dtype):
+    """float32 stays float32 in every matrix the GEMMs read (no silent float64 products)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, 9, 20)).astype(dtype)
+    w = rng.standard_normal((6, 1, 3, 3)).astype(dtype)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    b = K._Band(g)
+    dy = rng.standard_normal((2, 6, g.oh, g.ow)).astype(dtype)
+    assert b.canvas(x, g).dtype == dtype and b.canvas(x, g).shape == (3, 2, g.Hp, b.Wq)
+    rows, band, drows = b.rows(x, g), b.filt(w, g, 3), b.dy_rows(dy, g, 3)
+    assert rows.dtype == band.dtype == drows.dtype == dtype
+    assert rows.shape == (3, 2 * g.oh * b.nt, b.K) and band.shape == (3, b.K, 2 * b.tw)
+    assert drows.shape == (3, 2 * g.oh * b.nt, 2 * b.tw)
+    # every tile's span lies inside the canvas (the rows are a view of it, never past its end)
+    assert (b.nt - 1) * b.tw * g.sw + b.span <= b.Wq
