@@ -207,6 +207,12 @@ tests_for() {
       # rank_attention (in ctr.py) has its own tests/ops/test_rank_attention.py
       echo tests/ops/test_ctr.py tests/ops/test_rank_attention.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_ctr.py ;;
+    fluidlite/ops/norm.py)
+      # batch_norm's channel parts / blocks and layer_norm's row parts have test files of
+      # their own besides test_norm.py
+      echo tests/ops/test_norm.py tests/ops/test_batch_norm_buffers.py \
+           tests/ops/test_batch_norm_parts.py tests/ops/test_layer_norm_parts.py \
+           tests/test_mutants_norm.py tests/test_dtype_stability.py tests/test_lower_grad.py ;;
     fluidlite/ops/_conv_kernels.py)
       # the shared conv kernels (depthwise, 1x1, copy/run_parts) have no op of their own: the
       # conv tests reach them (the default, all of tests/ops, would be far too slow)
