@@ -8,18 +8,14 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite.core.registry import get_op_def
+from tests.test_mutants_optim_extra import _prog as _one_op
 
 VT = fluid.core.VarDesc.VarType
 
 
 def _prog(op_type, ins, outs, attrs):
-    main = fluid.Program()
-    with fluid.program_guard(main, fluid.Program()):
-        vs = {k: fluid.data(k.lower(), shape, dt) for k, (shape, dt) in ins.items()}
-        block = main.global_block()
-        out = {s: block.create_var(name=f"{op_type}_{s}") for s in outs}
-        block.append_op(op_type, vs, out, attrs)
-    return out
+    """One ``op_type`` op on ``fluid.data`` inputs (tests/test_mutants_optim_extra.py's)."""
+    return _one_op(op_type, ins, attrs, outs)
 
 
 SAMPLER_IN = {"X": ([4, 1], "int64"), "Travel": ([10, 2], "int64"), "Layer": ([6, 1], "int64")}
