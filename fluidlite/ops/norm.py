@@ -9,7 +9,8 @@ Training-mode ``batch_norm`` and its gradient on big NCHW maps run over cache-si
 channels, and on maps of at least ``_PARALLEL_MIN`` elements, when two threads or more are
 set, as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool (``_channel_parts``):
 the parts never depend on the thread count, so neither do the results (bit for bit); they are
-the one-pass kernels' formulas, with einsum free to order a part's sums its own way. layer_norm's rows split the same way (row-wise: the one-pass bits).
+the one-pass kernels' formulas, with einsum free to order a part's sums its own way.
+layer_norm's rows split the same way (row-wise: the one-pass bits).
 """
 from __future__ import annotations
 
