@@ -523,10 +523,7 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
     last = _channels_last(data_format)
     x = _to_nchw(x, last)
     g = _conv_geom(x, w, strides, paddings, dilations, padding_algorithm, groups)
-    if epilogue is not None and last:       # (channels last: the epilogue's layout is NCHW)
-        out = _conv_fwd(x, w, g, filter_tiles)
-        epilogue(out)
-        return _from_nchw(out, last)
+    # (the kernels compute NCHW whatever the layout: the epilogue sees NCHW channels)
     return _from_nchw(_conv_fwd(x, w, g, filter_tiles, epilogue), last)
 
 
