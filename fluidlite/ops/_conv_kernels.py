@@ -40,8 +40,9 @@ from numpy.lib.stride_tricks import as_strided
 from ..core import threads
 from .linalg import _gemm
 
-__all__ = ["copy_parts", "run_parts", "use_depthwise", "depthwise_fwd", "depthwise_dx",
-           "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx", "pointwise_dw"]
+__all__ = ["copy_parts", "run_parts", "phase_parts", "use_depthwise", "depthwise_fwd",
+           "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
+           "pointwise_dw"]
 
 _BLOCK = 1 << 16        # output elements per block of rows (256 KiB of float32)
 _PARTS = 2              # fixed split of the rows (results never depend on the thread count)
@@ -244,6 +245,22 @@ def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray
 # they are added back (input gradient); each plane has a spare zero row, so a map's last
 # taps stay inside it. The same operations per element, in the same order, as the strided
 # row kernels (``_depthwise_fwd_rows``): the forward is bit-identical.
+def phase_parts(sh: int, sw: int, pt: int, pl: int, H: int, W: int
+                ) -> List[Tuple[int, int, int, int, int]]:
+    """Where an H x W map padded by (pt, pl) lands in its sh*sw stride phases (padded rows a,
+    a+sh, ... and columns b, b+sw, ...): per phase holding input cells, ``(phase, h0, w0, r,
+    c)`` -- its first input row h0 and column w0 (the cells ``[h0::sh, w0::sw]``) lie from
+    row r, column c of the phase's plane. Shared by the depthwise phase planes and pooling."""
+    parts = []
+    for a in range(sh):
+        h0 = (a - pt) % sh
+        for b in range(sw):
+            w0 = (b - pl) % sw
+            if h0 < H and w0 < W:
+                parts.append((a * sw + b, h0, w0, (pt + h0) // sh, (pl + w0) // sw))
+    return parts
+
+
 class _Phases:
     """Where the stride phases of a padded map lie: ``planes`` (sh*sw) of ``Hq`` x ``Wq``,
     the plane and flat offset of every tap (``taps``), and per plane the input rows and
@@ -259,14 +276,7 @@ class _Phases:
             for j in range(g.kw):
                 qj, pj = divmod(j * g.dw, g.sw)
                 self.taps.append((pi * g.sw + pj, qi * self.Wq + qj))
-        self.parts = []                 # (plane, h0, w0, first plane row, first plane column)
-        for a in range(g.sh):
-            h0 = (a - g.pt) % g.sh
-            for b in range(g.sw):
-                w0 = (b - g.pl) % g.sw
-                if h0 < g.H and w0 < g.W:
-                    self.parts.append((a * g.sw + b, h0, w0, (g.pt + h0) // g.sh,
-                                       (g.pl + w0) // g.sw))
+        self.parts = phase_parts(g.sh, g.sw, g.pt, g.pl, g.H, g.W)
 
     def split(self, x: np.ndarray, g: Any) -> np.ndarray:
         """``x`` [N, C, H, W] -> zero-padded phase planes [N*C, planes, Hq*Wq]."""

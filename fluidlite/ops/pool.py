@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core import threads
 from ..core.registry import OpDef, VarSpec, register
+from ._conv_kernels import phase_parts
 from .conv import c_div, normalize_paddings
 
 _EXTRA = {"use_cudnn": False, "use_mkldnn": False, "use_quantizer": False, "is_test": False}
@@ -156,20 +157,13 @@ class _Canvas:
 
     @staticmethod
     def _parts(g: _PoolGeom) -> List[Tuple[int, Tuple[slice, ...], Tuple[slice, ...]]]:
-        """Per phase (a, b): the input cells in it and where they lie in its plane."""
+        """Per phase holding input cells: the cells and where they lie in its plane."""
         out = []
-        for a in range(g.sh):
-            h0 = (a - g.pt) % g.sh          # first input row of padded row phase a
-            for b in range(g.sw):
-                w0 = (b - g.pl) % g.sw
-                if h0 >= g.H or w0 >= g.W:
-                    continue
-                nh, nw = -(-(g.H - h0) // g.sh), -(-(g.W - w0) // g.sw)
-                r, c = (g.pt + h0) // g.sh, (g.pl + w0) // g.sw
-                out.append((a * g.sw + b,
-                            (slice(None), slice(None), slice(h0, None, g.sh),
+        for ph, h0, w0, r, c in phase_parts(g.sh, g.sw, g.pt, g.pl, g.H, g.W):
+            nh, nw = -(-(g.H - h0) // g.sh), -(-(g.W - w0) // g.sw)
+            out.append((ph, (slice(None), slice(None), slice(h0, None, g.sh),
                              slice(w0, None, g.sw)),
-                            (slice(None), slice(None), slice(r, r + nh), slice(c, c + nw))))
+                        (slice(None), slice(None), slice(r, r + nh), slice(c, c + nw))))
         return out
 
     def tap(self, i: int, j: int) -> np.ndarray:
