@@ -11,7 +11,14 @@ implemented three times: ``fluid.layers`` in a static Program, fluid's dygraph l
 ``torch.nn.functional``. All parameters come from one NumPy generator in the order the model
 asks for them, so the three start from the same weights; the first-step losses are checked to
 agree before anything is timed. The frameworks then run interleaved in short blocks in this one
-process (machine load hits them alike), 2 BLAS / torch threads each. Printed: median ms/step,
+process (machine load hits them alike), 2 threads each: torch's, and fluidlite's own intra-op
+threads (``fluid.core.set_num_threads``, which holds OpenBLAS to one thread per part;
+``--fl-threads 1`` gives the two threads to OpenBLAS's GEMMs instead). Before each block the
+process idles ``--settle`` seconds and then runs untimed steps for as long: the worker threads
+of the framework before spin for a while after its last call (OpenBLAS's for about 0.1 s), and
+without the pause they compete with the next framework's timed steps -- the earlier tables of
+this benchmark ran without it, which slowed PyTorch by up to 2.7x (DeepFM) behind fluidlite's
+spinning GEMM threads. Printed: median ms/step,
 the ratios static/torch, dygraph/torch and dygraph/static, the median process CPU time per step
 (all threads; with ``--threads 1`` the least load-sensitive measure of the work a step does on a
 busy machine), and the peak RSS of each framework measured in a fresh process of its own
@@ -36,6 +43,14 @@ ap.add_argument("-m", "--models", nargs="+", default=list(MODELS), choices=MODEL
 ap.add_argument("--steps", type=int, default=6, help="timed steps per framework and model")
 ap.add_argument("--block", type=int, default=2, help="steps per framework before switching")
 ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--fl-threads", type=int, default=None,
+                help="fluidlite's intra-op threads (fluid.core.set_num_threads; default: "
+                     "--threads). 1 leaves the threads to OpenBLAS's GEMMs")
+ap.add_argument("--settle", type=float, default=0.3,
+                help="seconds of idle before each framework's block, so that the spinning "
+                     "worker threads of the framework before (OpenBLAS, OpenMP) have gone to "
+                     "sleep and do not compete with this one's steps; then as many seconds "
+                     "of untimed steps (at least one), so that this one's threads are awake")
 ap.add_argument("--no-torch", action="store_true")
 ap.add_argument("--no-dygraph", action="store_true")
 ap.add_argument("--no-rss", dest="rss", action="store_false",
@@ -51,6 +66,9 @@ import numpy as np  # noqa: E402
 
 import fluidlite as fluid  # noqa: E402
 from fluidlite import dygraph  # noqa: E402
+
+FL_THREADS = ARGS.threads if ARGS.fl_threads is None else ARGS.fl_threads
+fluid.core.set_num_threads(FL_THREADS)
 
 
 class Init:
@@ -597,7 +615,8 @@ def child_peak_rss(name, framework):
     runs 3 steps (one process each: in this one the frameworks' memory would mix)."""
     import subprocess
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, framework,
-                          "--threads", str(ARGS.threads)], capture_output=True, text=True)
+                          "--threads", str(ARGS.threads), "--fl-threads", str(FL_THREADS)],
+                         capture_output=True, text=True)
     if out.returncode:
         return float("nan")
     return float(out.stdout.split()[-1])
@@ -632,6 +651,10 @@ def run(name, torch_ok):
     cpu = {k: [] for k in runners}
     for _ in range(-(-ARGS.steps // ARGS.block)):
         for k, r in runners.items():
+            time.sleep(ARGS.settle)
+            t0 = time.perf_counter()    # untimed steps until threads and caches are warm again
+            while time.perf_counter() - t0 < ARGS.settle:
+                r()
             for _ in range(ARGS.block):
                 t0, c0 = time.perf_counter(), time.process_time()
                 r()
@@ -657,7 +680,7 @@ def main():
         except ImportError:
             torch_ok = False
             print("note: PyTorch is not installed; no torch column")
-    print(f"threads={ARGS.threads}; numpy {np.__version__} (OpenBLAS {_blas.describe()} "
+    print(f"threads={ARGS.threads} (fluidlite's own: {FL_THREADS}); numpy {np.__version__} (OpenBLAS {_blas.describe()} "
           f"kernels); python {sys.version.split()[0]}; "
           f"{ARGS.steps} timed steps per framework, interleaved in blocks of {ARGS.block}; "
           f"median ms/step; peak = peak RSS (MiB) of a fresh process running 3 steps")
