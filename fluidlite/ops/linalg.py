@@ -194,6 +194,21 @@ class Mul(OpDef):
         _bilinear_double_grad(g, "mul", attrs)
 
 
+def _one_gemm(x: np.ndarray, y: np.ndarray, transpose_x: bool) -> bool:
+    """``x @ y`` (after ``Matmul._prep``) is a stack of matrices times ONE matrix, with the
+    stack's rows contiguous in memory order (X not transposed): then it is a single GEMM of
+    the stacked rows, ``[prod(lead) * M, K] @ [K, N]`` -- one BLAS call that ``_gemm`` may cut
+    over the threads, where ``np.matmul`` loops over the stack (fluid 1.8's ``Linear`` on a
+    [batch, seq, hidden] input: 3-4x faster). Its gradient dY is one GEMM too, summing over
+    the stack inside the product instead of matrix by matrix."""
+    return y.ndim == 2 and x.ndim > 2 and not transpose_x
+
+
+def _stacked_rows(a: np.ndarray) -> np.ndarray:
+    """[..., M, K] -> [prod(...) * M, K] (a view when ``a`` is contiguous)."""
+    return a.reshape(-1, a.shape[-1])
+
+
 def _matmul_views(xs: Tuple[int, ...], ys: Tuple[int, ...], tx: bool, ty: bool):
     """fluid's matmul shapes: 1-D X is a row [1, K], 1-D Y a column [K, 1]; returns the
     (pre-transpose) 2-D+ view shapes, the full product shape and the output shape."""
@@ -309,7 +324,7 @@ class Matmul(OpDef):
         if head_number > 1:
             return {"Out": _matmul_heads(X, Y, transpose_X, transpose_Y, head_number, alpha)}
         x, y = self._prep(X, Y, transpose_X, transpose_Y)
-        out = _mm(x, y)
+        out = _mm(_stacked_rows(x), y) if _one_gemm(x, y, transpose_X) else _mm(x, y)
         if alpha != 1.0:
             out *= out.dtype.type(alpha)
         _, shape = _matmul_out_shape(X.shape, Y.shape, transpose_X, transpose_Y)
@@ -323,6 +338,9 @@ class Matmul(OpDef):
                 len(y.shape) >= 2:
             if len(x.shape) == 2 and len(y.shape) == 2:
                 return _product(in_specs)
+            if len(y.shape) == 2:                                       # a stack @ a matrix
+                mm = _product(in_specs)
+                return lambda X, Y: mm(_stacked_rows(X), Y).reshape(X.shape[:-1] + Y.shape[1:])
             return _mm if _product(in_specs) is _mm else _bmm          # batched
         return None
 
@@ -337,6 +355,14 @@ class Matmul(OpDef):
             d = d * d.dtype.type(alpha)
         xv, yv, _, _ = _matmul_views(X.shape, Y.shape, False, False)
         out = {}
+        if _one_gemm(x, y, transpose_X):       # the stack's rows: one GEMM each, dY summed in it
+            d2 = _stacked_rows(d)
+            if wanted is None or "X" in wanted:
+                out["X"] = _mm(d2, y.T).reshape(X.shape)
+            if wanted is None or "Y" in wanted:
+                dy = _mm(_stacked_rows(x).T, d2)
+                out["Y"] = (dy.T if transpose_Y else dy).reshape(Y.shape)
+            return out
         if wanted is None or "X" in wanted:
             dx = _mm(d, np.swapaxes(y, -1, -2))              # grad of op(X)
             if transpose_X:

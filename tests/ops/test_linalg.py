@@ -44,6 +44,12 @@ def test_mul_shape_error():
     ((3, 4), (5, 4), False, True),
     ((2, 3, 4), (2, 4, 5), False, False),
     ((2, 3, 4), (4, 5), False, False),       # broadcast Y over the batch
+    # a stack times one matrix runs as one GEMM of the stacked rows (also its gradients)
+    ((2, 3, 4), (5, 4), False, True),
+    ((2, 3, 2, 4), (4, 5), False, False),
+    ((2, 3, 4), (4,), False, False),
+    ((2, 3, 4), (1, 4), False, True),
+    ((2, 4, 3), (4, 5), True, False),        # a transposed stack: np.matmul, not one GEMM
     ((3, 4), (2, 4, 5), False, False),       # broadcast X over the batch
     ((2, 1, 3, 4), (5, 4, 2), False, False),  # numpy-style batch broadcasting
     ((4,), (4, 5), False, False),            # 1-D X: row vector, dim dropped
