@@ -198,6 +198,11 @@ class _Act(OpDef):
     def forward(self, X):
         return {"Out": self.f(X)}
 
+    def forward_into(self, x: np.ndarray, **attrs: Any) -> None:
+        """Out = f(x) written over ``x`` (a block its producer just made, still in cache: the
+        plan's fused ``batch_norm`` + activation). The values of ``forward``."""
+        np.copyto(x, self.forward(x, **attrs)["Out"])
+
     def lower(self, in_specs, attrs):
         kw = {k: attrs.get(k, d) for k, d in self.attr_defaults.items()}
         f = self.f
@@ -236,6 +241,9 @@ class Relu(_Act):
 
     def backward(self, Out, dOut):
         return {"X": dOut * (Out > 0)}
+
+    def forward_into(self, x: np.ndarray) -> None:
+        np.maximum(x, x.dtype.type(0), out=x)
 
     def lower(self, in_specs, attrs):
         """``max(x, 0)`` with a 0-d zero of the float input's dtype (NumPy dispatches a 0-d
@@ -297,6 +305,12 @@ class Relu6(_Act):
 
     def forward(self, X, *, threshold=6.0):
         return {"Out": self.f(X, threshold)}
+
+    def forward_into(self, x: np.ndarray, *, threshold: float = 6.0) -> None:
+        if x.dtype.kind != "f" or x.ndim == 0:
+            super().forward_into(x, threshold=threshold)
+        else:
+            np.clip(x, x.dtype.type(0), x.dtype.type(threshold), out=x)
 
     def backward(self, Out, dOut, *, threshold=6.0):
         return {"X": dOut * ((Out > 0) & (Out < threshold))}

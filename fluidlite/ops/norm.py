@@ -15,7 +15,7 @@ layer_norm's rows split the same way (row-wise: the one-pass bits).
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -75,6 +75,12 @@ _PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread e
 
 _BLOCK_BYTES = 4 << 20      # a block of channels' share of X on big maps (``_channel_parts``)
 
+# what a fused activation does to batch_norm's Y (a block of it, in place): see ``forward_then``
+Epilogue = Optional[Callable[[np.ndarray], None]]
+# dY of batch_norm_grad: an array, or ``f(lo, hi)`` giving its channels lo:hi of an NCHW map
+# (``f(None, None)``: all of it) -- a fused activation gradient made block by block
+GradSource = Union[np.ndarray, Callable[[Optional[int], Optional[int]], np.ndarray]]
+
 
 def _channel_parts(X: np.ndarray, ch: int, blocks_from: int
                    ) -> Optional[List[Tuple[int, int]]]:
@@ -115,14 +121,18 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
 
 
 def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
-                    parts: List[Tuple[int, int]]) -> Tuple[np.ndarray, ...]:
-    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std)."""
+                    parts: List[Tuple[int, int]], then: Epilogue = None
+                    ) -> Tuple[np.ndarray, ...]:
+    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std); ``then``
+    is applied to each part of y right after it is made (while it is in cache)."""
     y = np.empty(X.shape, X.dtype)
     stats: List[Any] = [None] * len(parts)
 
     def one(i: int) -> None:
         lo, hi = parts[i]
         stats[i] = _bn_train(X[:, lo:hi], Scale[lo:hi], Bias[lo:hi], eps, y[:, lo:hi], 1)[:3]
+        if then is not None:
+            then(y[:, lo:hi])
     threads.parallel(one, len(parts))
     mu, var, inv_std = (np.concatenate([st[k] for st in stats]) for k in range(3))
     return y, mu, var, inv_std
@@ -183,22 +193,43 @@ class BatchNorm(OpDef):
     def forward(self, X, Scale, Bias, Mean, Variance, MomentumTensor=None, *, momentum=0.9,
                 epsilon=1e-5, is_test=False, data_layout="NCHW", use_global_stats=False,
                 trainable_statistics=False):
+        return self.forward_then(None, X, Scale, Bias, Mean, Variance, MomentumTensor,
+                                 momentum=momentum, epsilon=epsilon, is_test=is_test,
+                                 data_layout=data_layout, use_global_stats=use_global_stats,
+                                 trainable_statistics=trainable_statistics)
+
+    def forward_then(self, then: Epilogue, X, Scale, Bias, Mean, Variance,
+                     MomentumTensor=None, **attrs: Any) -> Dict[str, Any]:
+        """``forward``, with ``then(block)`` applied in place to Y as it is made: to each
+        channel block right after it is normalized when the kernel runs in blocks (the block
+        is still in cache), else to all of Y. The plan's fused ``batch_norm`` + activation
+        (``executor/fusion``): the same values as the two ops, one pass over memory fewer."""
+        return self._forward(then, X, Scale, Bias, Mean, Variance, MomentumTensor, **attrs)
+
+    def _forward(self, then: Epilogue, X, Scale, Bias, Mean, Variance, MomentumTensor=None,
+                 momentum=0.9, epsilon=1e-5, is_test=False, data_layout="NCHW",
+                 use_global_stats=False, trainable_statistics=False) -> Dict[str, Any]:
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         eps = float(epsilon)
         if use_global_stats or (is_test and not trainable_statistics):
             inv_std = 1.0 / np.sqrt(Variance + eps)
             a = (Scale * inv_std).reshape(bs)
-            y = X * a + (Bias - Mean * Scale * inv_std).reshape(bs)
-            return {"Y": y.astype(X.dtype, copy=False), "MeanOut": Mean,
+            y = (X * a + (Bias - Mean * Scale * inv_std).reshape(bs)).astype(X.dtype,
+                                                                                copy=False)
+            if then is not None:
+                then(y)
+            return {"Y": y, "MeanOut": Mean,
                     "VarianceOut": Variance, "SavedMean": Mean,
                     "SavedVariance": inv_std.astype(X.dtype, copy=False)}
         # (the forward's three passes gain less from blocks: only on maps of 24 MB and more)
         parts = _channel_parts(X, ch, 6 * _BLOCK_BYTES)
         if parts is None:
             mu, var, inv_std, y = _bn_train(X, Scale, Bias, eps, None, ch)
+            if then is not None:
+                then(y)
         else:
-            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts)
+            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts, then)
         m = float(momentum if MomentumTensor is None else MomentumTensor.reshape(-1)[0])
         return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
                 "VarianceOut": Variance * m + var * (1.0 - m),
@@ -232,9 +263,13 @@ class BatchNormGrad(OpDef):
         return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present), **kw),
                        False)
 
-    def forward(self, X, Scale, SavedMean, SavedVariance, dY, wanted=None, *, momentum=0.9,
-                epsilon=1e-5, is_test=False, data_layout="NCHW", use_global_stats=False,
-                trainable_statistics=False):
+    def forward(self, X, Scale, SavedMean, SavedVariance, dY: GradSource, wanted=None, *,
+                momentum=0.9, epsilon=1e-5, is_test=False, data_layout="NCHW",
+                use_global_stats=False, trainable_statistics=False):
+        """The gradients (lazily, see the module docstring). ``dY`` may be a function of a
+        channel range (``GradSource``): the plan's fused activation gradient + batch_norm_grad
+        (``executor/fusion``) makes each channel block of dY right before this kernel reads
+        it, in cache, instead of writing all of dY to memory first."""
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         global_stats = use_global_stats or (is_test and not trainable_statistics)
@@ -242,6 +277,8 @@ class BatchNormGrad(OpDef):
         parts = None if global_stats else _channel_parts(X, ch, 2 * _BLOCK_BYTES)
         if parts is not None and (wanted is None or "X@GRAD" in wanted):
             return self._parts(X, Scale, SavedMean, SavedVariance, dY, m, parts, wanted)
+        if callable(dY):
+            dY = dY(None, None)
         cache: Dict[str, Any] = {}
 
         def xhat() -> np.ndarray:
@@ -284,15 +321,17 @@ class BatchNormGrad(OpDef):
         return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
 
     @staticmethod
-    def _parts(X, Scale, SavedMean, SavedVariance, dY, m, parts, wanted) -> Dict[str, Any]:
+    def _parts(X, Scale, SavedMean, SavedVariance, dY: GradSource, m, parts,
+               wanted) -> Dict[str, Any]:
         """The three gradients over the channel ``parts`` in parallel (dX wanted)."""
-        dx = np.empty(X.shape, np.result_type(dY, Scale, SavedVariance))
+        part_of = dY if callable(dY) else (lambda lo, hi: dY[:, lo:hi])
+        dx = np.empty(X.shape, np.result_type(X.dtype, Scale, SavedVariance))
         sums: List[Any] = [None] * len(parts)
 
         def one(i: int) -> None:
             lo, hi = parts[i]
             sums[i] = _bn_grad_part(X[:, lo:hi], Scale[lo:hi], SavedMean[lo:hi],
-                                    SavedVariance[lo:hi], dY[:, lo:hi], dx[:, lo:hi], m)
+                                    SavedVariance[lo:hi], part_of(lo, hi), dx[:, lo:hi], m)
         threads.parallel(one, len(parts))
         out = {"X@GRAD": dx, "Scale@GRAD": np.concatenate([s[0] for s in sums]),
                "Bias@GRAD": np.concatenate([s[1] for s in sums])}

@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Tuple, Union
 
 from ..matcher import GroupPattern, Pattern
-from . import allreduce_scale, clip_scale, global_norm_clip, guard_skip, update_group
+from . import allreduce_scale, clip_scale, global_norm_clip, guard_skip, norm_act, update_group
 
 PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
+    norm_act.FORWARD,               # batch_norm + relu / relu6
+    norm_act.BACKWARD,              # relu / relu6 grad + batch_norm_grad
     allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
     update_group.MEMBERS,           # every update op a member, its clip multiply folded in
     clip_scale.PATTERN,             # the other clip multiplies by a float64 scale

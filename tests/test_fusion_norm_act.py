@@ -1,0 +1,120 @@
+"""The plan's fused batch norm + activation (executor/fusion/patterns/norm_act.py): the unfused
+ops' values -- their bits on whole maps, within float rounding of the channel sums on batch
+norm's channel blocks --, with one thread and two, and no fusion where the batch norm's output
+or the activation's gradient is needed elsewhere."""
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.core import threads
+from fluidlite.executor import fusion, plan
+from fluidlite.ops import norm
+
+SHAPE = (4, 6, 10, 10)
+
+
+def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=False):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        shape = list(SHAPE) if layout == "NCHW" else [SHAPE[0], SHAPE[2], SHAPE[3], SHAPE[1]]
+        x = fluid.data("x", shape, "float32")
+        x.stop_gradient = False
+        scale = fluid.ParamAttr(initializer=fluid.initializer.Constant(3.0))   # relu6 clips
+        y = fluid.layers.batch_norm(x, is_test=is_test, data_layout=layout, momentum=0.8,
+                                    param_attr=scale, name="bn")
+        out = getattr(fluid.layers, act)(y)
+        loss = fluid.layers.reduce_mean(out * out)
+        if extra_reader:                     # the activation's gradient has a second reader
+            loss = loss + fluid.layers.reduce_sum(fluid.layers.sqrt(fluid.layers.abs(y) + 1.0))
+        if not is_test:
+            fluid.optimizer.SGD(0.5).minimize(loss)
+    fetch = [loss, out] + ([y] if fetch_y else []) + ([] if is_test else ["x@GRAD"])
+    return main, startup, fetch
+
+
+def _steps(act, fused, n=3, **kw):
+    """Fetched values, parameters and running statistics after ``n`` steps, and the plan's
+    kernel types."""
+    old = plan.ENABLE_FUSION
+    plan.ENABLE_FUSION = fused
+    try:
+        main, startup, fetch = _program(act, **kw)
+        exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+        exe.run(startup, scope=scope)
+        rng = np.random.default_rng(7)
+        shape = main.global_block().var("x").shape
+        got = []
+        for _ in range(n):
+            x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+            got.append(exe.run(main, feed={"x": x}, fetch_list=fetch, scope=scope))
+        exe.run(main, feed={"x": x}, fetch_list=fetch, scope=scope, profile=True)
+        state = {v.name: np.array(scope.find_var(v.name).get_tensor())
+                 for v in main.list_vars() if v.persistable and scope.find_var(v.name)}
+        return got, state, set(exe.last_profile.by_type)
+    finally:
+        plan.ENABLE_FUSION = old
+
+
+def _same(a, b, rtol=0.0):
+    """The same fetched values and persistables (bit for bit unless ``rtol``)."""
+    (ga, sa, _), (gb, sb, _) = a, b
+    assert sa.keys() == sb.keys()
+    pairs = [(sa[k], sb[k], k) for k in sa] + [
+        (u, v, f"fetch {i}") for xa, xb in zip(ga, gb) for i, (u, v) in enumerate(zip(xa, xb))]
+    for u, v, what in pairs:
+        if rtol:
+            np.testing.assert_allclose(u, v, rtol=rtol, atol=rtol, err_msg=what)
+        else:
+            np.testing.assert_array_equal(u, v, err_msg=what)
+
+
+@pytest.mark.parametrize("act", ["relu", "relu6"])
+@pytest.mark.parametrize("blocks", [False, True])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_fused_training_steps_equal_the_unfused_ops_bit_for_bit(act, blocks, nthreads,
+                                                                monkeypatch):
+    if blocks:      # batch norm in blocks of one channel, forward and backward
+        monkeypatch.setattr(norm, "_BLOCK_BYTES", SHAPE[0] * SHAPE[2] * SHAPE[3] * 4)
+    with threads.using(nthreads):
+        fused = _steps(act, True)
+        unfused = _steps(act, False)
+    assert {f"fused(batch_norm+{act})", f"fused({act}_grad+batch_norm_grad)"} <= fused[2]
+    assert act not in fused[2] and "batch_norm" not in fused[2]
+    # channel blocks: a block's sums may be ordered unlike the unfused view's (kernel docstring)
+    _same(fused, unfused, rtol=1e-5 if blocks or nthreads > 1 else 0.0)
+    # the activation really ran: relu6 clips at 6, both cut at 0
+    out = fused[0][-1][1]
+    assert out.min() == 0 and (act != "relu6" or out.max() == 6.0)
+
+
+def test_fused_inference_equals_the_unfused_ops():
+    fused, unfused = _steps("relu6", True, is_test=True), _steps("relu6", False, is_test=True)
+    assert "fused(batch_norm+relu6)" in fused[2]
+    _same(fused, unfused)
+
+
+@pytest.mark.parametrize("kw", [{"fetch_y": True}, {"layout": "NHWC"}])
+def test_no_forward_fusion_when_y_is_needed_or_not_nchw(kw):
+    got = _steps("relu", True, n=1, **kw)
+    assert "fused(batch_norm+relu)" not in got[2] and "batch_norm" in got[2]
+    # a fetched Y does not stop the backward fusion; channels last stops both
+    assert ("fused(relu_grad+batch_norm_grad)" in got[2]) == ("layout" not in kw)
+    _same(got, _steps("relu", False, n=1, **kw))
+
+
+def test_no_backward_fusion_when_the_activation_gradient_is_summed_with_another():
+    # Y has a second reader: the forward stays unfused and dY is a sum of two gradients
+    got = _steps("relu", True, n=1, extra_reader=True)
+    assert not {"fused(batch_norm+relu)", "fused(relu_grad+batch_norm_grad)"} & got[2]
+    _same(got, _steps("relu", False, n=1, extra_reader=True))
+
+
+def test_the_fusions_leave_the_program_unchanged():
+    main, _, fetch = _program("relu6")
+    before = [(op.type, dict(op.inputs), dict(op.outputs)) for op in main.global_block().ops]
+    ops = fusion.fuse(list(main.global_block().ops), main.global_block(),
+                      [f if isinstance(f, str) else f.name for f in fetch], ["x"])
+    assert {"fused(batch_norm+relu6)", "fused(relu6_grad+batch_norm_grad)"} <= {
+        op.type for op in ops}
+    assert before == [(op.type, dict(op.inputs), dict(op.outputs))
+                      for op in main.global_block().ops]
