@@ -13,7 +13,8 @@ from fluidlite.ops import norm
 SHAPE = (4, 6, 10, 10)
 
 
-def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=False):
+def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=False,
+             **act_attrs):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         shape = list(SHAPE) if layout == "NCHW" else [SHAPE[0], SHAPE[2], SHAPE[3], SHAPE[1]]
@@ -22,7 +23,7 @@ def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=Fals
         scale = fluid.ParamAttr(initializer=fluid.initializer.Constant(3.0))   # relu6 clips
         y = fluid.layers.batch_norm(x, is_test=is_test, data_layout=layout, momentum=0.8,
                                     param_attr=scale, name="bn")
-        out = getattr(fluid.layers, act)(y)
+        out = getattr(fluid.layers, act)(y, **act_attrs)
         loss = fluid.layers.reduce_mean(out * out)
         if extra_reader:                     # the activation's gradient has a second reader
             loss = loss + fluid.layers.reduce_sum(fluid.layers.sqrt(fluid.layers.abs(y) + 1.0))
@@ -75,16 +76,17 @@ def test_fused_training_steps_equal_the_unfused_ops_bit_for_bit(act, blocks, nth
                                                                 monkeypatch):
     if blocks:      # batch norm in blocks of one channel, forward and backward
         monkeypatch.setattr(norm, "_BLOCK_BYTES", SHAPE[0] * SHAPE[2] * SHAPE[3] * 4)
+    kw = {"threshold": 5.0} if act == "relu6" else {}      # not the default 6
     with threads.using(nthreads):
-        fused = _steps(act, True)
-        unfused = _steps(act, False)
+        fused = _steps(act, True, **kw)
+        unfused = _steps(act, False, **kw)
     assert {f"fused(batch_norm+{act})", f"fused({act}_grad+batch_norm_grad)"} <= fused[2]
     assert act not in fused[2] and "batch_norm" not in fused[2]
     # channel blocks: a block's sums may be ordered unlike the unfused view's (kernel docstring)
     _same(fused, unfused, rtol=1e-5 if blocks or nthreads > 1 else 0.0)
-    # the activation really ran: relu6 clips at 6, both cut at 0
+    # the activation really ran: relu6 clips at its threshold, both cut at 0
     out = fused[0][-1][1]
-    assert out.min() == 0 and (act != "relu6" or out.max() == 6.0)
+    assert out.min() == 0 and (act != "relu6" or out.max() == 5.0)
 
 
 def test_fused_inference_equals_the_unfused_ops():
@@ -93,13 +95,18 @@ def test_fused_inference_equals_the_unfused_ops():
     _same(fused, unfused)
 
 
-@pytest.mark.parametrize("kw", [{"fetch_y": True}, {"layout": "NHWC"}])
-def test_no_forward_fusion_when_y_is_needed_or_not_nchw(kw):
-    got = _steps("relu", True, n=1, **kw)
+def test_no_forward_fusion_when_y_is_fetched():
+    got = _steps("relu", True, n=1, fetch_y=True)
     assert "fused(batch_norm+relu)" not in got[2] and "batch_norm" in got[2]
-    # a fetched Y does not stop the backward fusion; channels last stops both
-    assert ("fused(relu_grad+batch_norm_grad)" in got[2]) == ("layout" not in kw)
-    _same(got, _steps("relu", False, n=1, **kw))
+    assert "fused(relu_grad+batch_norm_grad)" in got[2]     # the backward does not need Y
+    _same(got, _steps("relu", False, n=1, fetch_y=True))
+
+
+def test_channels_last_fuses_on_the_whole_map():
+    got = _steps("relu6", True, layout="NHWC", threshold=4.0)
+    assert {"fused(batch_norm+relu6)", "fused(relu6_grad+batch_norm_grad)"} <= got[2]
+    _same(got, _steps("relu6", False, layout="NHWC", threshold=4.0))
+    assert got[0][-1][1].max() == 4.0                       # the op's own threshold
 
 
 def test_no_backward_fusion_when_the_activation_gradient_is_summed_with_another():

@@ -7,18 +7,15 @@
   only batch_norm_grad reads and nothing in between writes the activation gradient's inputs,
   becomes ``fused(<act>_grad+batch_norm_grad)`` at batch_norm_grad's position.
 
-Only NCHW batch norms (the channel blocks are slices of axis 1).
+Any layout: batch norm cuts only NCHW maps into channel blocks; on others the fused kernels run
+the activation on the whole map, as the unfused ops do.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from ..kernels.norm_act import ACTS, BN_OUTPUTS, ActBatchNormGrad, BatchNormAct
 from ..matcher import Context, FusedOp, Match, P, Pattern, Rewrite
-
-
-def _nchw(op: Any, cx: Context) -> bool:
-    return op.attrs.get("data_layout", "NCHW") in ("NCHW", "AnyLayout")
 
 
 def _forward(m: Match, cx: Context) -> Optional[Rewrite]:
@@ -43,10 +40,9 @@ def _backward(m: Match, cx: Context) -> Optional[Rewrite]:
 
 
 FORWARD = Pattern("batch_norm_act",
-                  P(*ACTS, name="act", src={"X": P("batch_norm", name="bn", where=_nchw,
-                                                   adjacent=True)}),
+                  P(*ACTS, name="act", src={"X": P("batch_norm", name="bn", adjacent=True)}),
                   _forward)
 BACKWARD = Pattern("act_grad_batch_norm_grad",
-                   P("batch_norm_grad", name="bn", where=_nchw,
+                   P("batch_norm_grad", name="bn",
                      src={"Y@GRAD": P(*(a + "_grad" for a in ACTS), name="act", folded=True)}),
                    _backward)
