@@ -265,3 +265,26 @@ def test_spectral_norm_divides_by_the_top_singular_value():
     np.testing.assert_allclose(out.numpy(), w / sigma, rtol=1e-4, atol=1e-5)
     fluid.layers.reduce_sum(out).backward()
     assert wt.gradient().shape == w.shape and sn.weight_u.gradient() is None
+
+
+def test_simple_layers_in_dygraph_name_and_check_as_the_helper_does():
+    """Activations and elementwise layers take dygraph's fast path (``layers/ops._eager``):
+    their outputs are named ``<op>_N.tmp_M`` as through ``LayerHelper``, a given ``name`` or
+    ``act`` still goes through the helper, and a wrong input is refused as before."""
+    with fluid.unique_name.guard(), dygraph.guard():
+        x = dygraph.to_variable(np.array([[-1.0, 0.5, 2.0]], "float32"))
+        a = fluid.layers.sigmoid(x)
+        b = fluid.layers.elementwise_add(a, x)
+        c = fluid.layers.tanh(b)
+        d = fluid.layers.elementwise_mul(c, x, act="relu")
+        e = fluid.layers.relu(d, name="mine")
+        assert [t.name for t in (a, b, c, d, e)] == [
+            "sigmoid_0.tmp_0", "elementwise_add_0.tmp_0", "tanh_0.tmp_0",
+            "elementwise_mul_0.tmp_0", "mine.tmp_0"]
+        xv = x.numpy().astype(np.float64)
+        want = np.maximum(np.tanh(1 / (1 + np.exp(-xv)) + xv) * xv, 0)
+        np.testing.assert_allclose(e.numpy(), want, rtol=1e-6)
+        with pytest.raises(TypeError, match="'x' in elementwise_add must be Variable"):
+            fluid.layers.elementwise_add(xv, x)
+        with pytest.raises(TypeError, match="sigmoid"):
+            fluid.layers.sigmoid(dygraph.to_variable(np.array([1, 2], "bool")))
