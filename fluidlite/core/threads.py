@@ -8,10 +8,13 @@ kernel that can cut its work into independent items (the image blocks of a convo
 channel halves of batch norm, the row halves of a large GEMM) hands them to ``parallel``, and
 the calling thread and ``get_num_threads() - 1`` pool threads take the items in order.
 
-This is opt-in: by default (one thread) the items run one after another on the calling thread
-and BLAS keeps its own threads, which on the 2-core machines measured is as fast or faster
-(``docs/benchmarks.md``: the pool's hand-off costs tens of microseconds a call, more than
-OpenBLAS's own threads on medium GEMMs, and memory-bound passes do not speed up). With
+This is opt-in, as fluid's math-library threads were (``paddle_num_threads`` 1): by default
+(one thread) the items run one after another on the calling thread and BLAS keeps its own
+threads. On the 2-core machine measured (``docs/benchmarks.md``, 2026-11-30) two threads
+train convolution nets in 0.76-0.78x the time of one (ResNet-18, ResNet-50) and use less CPU
+(no BLAS thread spins between GEMMs); models of medium GEMMs run about as fast or up to 1.09x
+slower (BERT-mini, an LSTM, DeepFM: the pool's hand-off costs tens of microseconds a call,
+more than OpenBLAS's own spinning threads). With
 ``fluid.core.set_num_threads(n)``, n >= 2 (or ``FLUIDLITE_NUM_THREADS``), and ``threadpoolctl``
 installed, fluidlite's next compiled run, dygraph guard or parallel call holds BLAS to one
 thread (``hold``), process-wide -- as fluid held its math library to
@@ -155,6 +158,9 @@ def set_num_threads(n: int) -> None:
 
     Args:
         n: threads, >= 1. Every n >= 2 gives the same bits.
+
+    On a machine of several cores, ``n`` = the cores trains convolution nets faster than the
+    default (module docstring).
 
     Example:
         >>> import fluidlite as fluid
