@@ -78,5 +78,9 @@ def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
     # NaN * dY reaches the inputs that tap reads (rows and columns 1..17 of channel 0), and
     # nothing else: not the first row or column, which only the dropped columns would wrap to
     np.testing.assert_array_equal(np.isnan(dx), np.isnan(K._depthwise_dx_rows(dy, w, g, 2)))
+    # the dispatcher too: a non-finite filter is never run turned as a forward (its taps
+    # would also multiply the turned forward's padding)
+    assert K._turned(g, w, 2) is None and K._turned(g, np.nan_to_num(w), 2) is not None
+    np.testing.assert_array_equal(np.isnan(K.depthwise_dx(dy, w, g, 2)), np.isnan(dx))
     assert np.isnan(dx[0, 0, 1:, 1:]).all() and not np.isnan(dx[0, 0, 0]).any() and \
         not np.isnan(dx[0, 0, :, 0]).any() and not np.isnan(dx[0, 1]).any()
