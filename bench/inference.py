@@ -23,9 +23,9 @@ All engines use 2 threads (``--threads``). Outputs are checked against ``np`` be
 is timed: max |diff| / max |reference| <= 1e-5 is OK; above that the row says whether the
 difference is within twice the spread of the independent float32 engines (ort, torch, paddle)
 among themselves -- the accumulation-order noise a 50-layer network amplifies -- or a
-MISMATCH. Engines run
-interleaved in blocks of ``--block`` runs (each block after one untimed run), ``--runs`` timed
-runs each; printed are medians
+MISMATCH. Engines run interleaved in blocks of ``--block`` runs, ``--runs`` timed runs each;
+each block starts after ``--settle`` seconds of idle and as many of untimed runs, so that the
+spinning threads of the engine before are asleep and this one's awake. Printed are medians
 (ms), the ratios np+ir/torch, np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower), the peak
 RSS growth of one run (``VmHWM`` after a reset through ``/proc/self/clear_refs``) and the
 passes that fired. A report, never an assertion; on a shared machine the numbers are noisy.
@@ -54,6 +54,11 @@ ap.add_argument("--batch", type=int, nargs="+", default=[1, 16])
 ap.add_argument("--runs", type=int, default=8, help="timed runs per engine")
 ap.add_argument("--block", type=int, default=2, help="runs per engine before switching")
 ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--settle", type=float, default=0.3,
+                help="seconds of idle before each engine's block, so that the spinning "
+                     "worker threads of the engine before (OpenBLAS, OpenMP, onnxruntime) "
+                     "have gone to sleep; then as many seconds of untimed runs (at least one), "
+                     "so that this engine's threads are awake")
 ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
 ap.add_argument("--paddle-python", default=os.environ.get("FLUIDLITE_PADDLE_PYTHON",
                                                           "/tmp/paddle-venv/bin/python"))
@@ -468,10 +473,14 @@ PADDLE_CHILD = textwrap.dedent(r"""
                 res = exe.run(prog, feed=feed, fetch_list=fetches)
             np.savez(out, *[np.asarray(r) for r in res])
             print("ok", flush=True)
-        elif cmd[0] == "time":           # time KEY N -> JSON [seconds...]
+        elif cmd[0] == "time":           # time KEY N SETTLE -> JSON [seconds...]
             exe, scope, prog, feed, fetches = models[cmd[1]]
             ts = []
             with paddle.static.scope_guard(scope):
+                t0 = time.perf_counter()     # untimed runs first, as timed() does
+                exe.run(prog, feed=feed, fetch_list=fetches)
+                while time.perf_counter() - t0 < float(cmd[3]):
+                    exe.run(prog, feed=feed, fetch_list=fetches)
                 for _ in range(int(cmd[2])):
                     t0 = time.perf_counter()
                     exe.run(prog, feed=feed, fetch_list=fetches)
@@ -588,12 +597,16 @@ def in_process_runners(name, dirname, feeds, inputs):
 
 
 def timed(run):
-    """``block(n) -> [seconds]`` of an in-process ``run``, after one untimed run: the engine
-    timed before may leave threads busy for a moment (onnxruntime's pool spins after a run;
-    two sessions timed in turn measured 0.7-1.5x of each other without this, 1.0x back to
-    back), and that first run absorbs it."""
+    """``block(n) -> [seconds]`` of an in-process ``run``, after ``--settle`` seconds of
+    untimed runs (at least one; ``interleave`` idles as long before): the engine timed before
+    may leave threads spinning for a while (onnxruntime's pool, OpenBLAS's for about 0.1 s
+    after a GEMM; two sessions timed in turn measured 0.7-1.5x of each other without this,
+    1.0x back to back), and after the idle this engine's own threads must wake up again."""
     def block(n):
+        t0 = time.perf_counter()
         run()
+        while time.perf_counter() - t0 < ARGS.settle:
+            run()
         ts = []
         for _ in range(n):
             t0 = time.perf_counter()
@@ -612,6 +625,7 @@ def interleave(blocks):
     times = {k: [] for k in blocks}
     while min(len(v) for v in times.values()) < ARGS.runs:
         for k, block in blocks.items():
+            time.sleep(ARGS.settle)
             times[k].extend(block(ARGS.block))
     return times
 
@@ -635,7 +649,8 @@ def bench_model(name, root, paddle, rng):
             paddle.ask(f"load {key} {dirname} {npz} {out}")
             with np.load(out) as held:
                 got["paddle"] = [held[f"arr_{i}"] for i in range(len(ref))]
-            blocks["paddle"] = lambda n: json.loads(paddle.ask(f"time {key} {n}"))
+            blocks["paddle"] = lambda n: json.loads(
+                paddle.ask(f"time {key} {n} {ARGS.settle}"))
             peak["paddle"] = lambda: json.loads(paddle.ask(f"rss {key}"))
         check = {k: rel_diff(v, ref) for k, v in got.items()}
         times = interleave(blocks)
