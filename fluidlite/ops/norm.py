@@ -199,16 +199,13 @@ class BatchNorm(OpDef):
                                  trainable_statistics=trainable_statistics)
 
     def forward_then(self, then: Epilogue, X, Scale, Bias, Mean, Variance,
-                     MomentumTensor=None, **attrs: Any) -> Dict[str, Any]:
+                     MomentumTensor=None, momentum=0.9, epsilon=1e-5, is_test=False,
+                     data_layout="NCHW", use_global_stats=False,
+                     trainable_statistics=False) -> Dict[str, Any]:
         """``forward``, with ``then(block)`` applied in place to Y as it is made: to each
         channel block right after it is normalized when the kernel runs in blocks (the block
         is still in cache), else to all of Y. The plan's fused ``batch_norm`` + activation
         (``executor/fusion``): the same values as the two ops, one pass over memory fewer."""
-        return self._forward(then, X, Scale, Bias, Mean, Variance, MomentumTensor, **attrs)
-
-    def _forward(self, then: Epilogue, X, Scale, Bias, Mean, Variance, MomentumTensor=None,
-                 momentum=0.9, epsilon=1e-5, is_test=False, data_layout="NCHW",
-                 use_global_stats=False, trainable_statistics=False) -> Dict[str, Any]:
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         eps = float(epsilon)
