@@ -10,7 +10,8 @@
   (``[Hp, Wp, N*C]``) so that each pass is one long contiguous loop, not thousands of 7-wide
   ones. The forward (stride 1) and input gradient (stride 1, or big maps) of bigger maps
   split each row's padded map into its stride phases laid out flat, so that every tap is one
-  contiguous slice per row.
+  contiguous slice per row; with stride 1, one filter per channel and a finite filter, the
+  input gradient is that forward run on dY with the filter turned (``_turned``).
 * **1x1** convolutions with groups 1 and no padding: a plain GEMM per image on the NCHW
   arrays, ``Y[n] = W X[n]``, with no im2col and no layout transposes.
 * ``copy_parts`` / ``run_parts``: the layout copies and col2im adds of ``conv.py``'s im2col
