@@ -680,8 +680,8 @@ def main():
         except ImportError:
             torch_ok = False
             print("note: PyTorch is not installed; no torch column")
-    print(f"threads={ARGS.threads} (fluidlite's own: {FL_THREADS}); numpy {np.__version__} (OpenBLAS {_blas.describe()} "
-          f"kernels); python {sys.version.split()[0]}; "
+    print(f"threads={ARGS.threads} (fluidlite's own: {FL_THREADS}); numpy {np.__version__} "
+          f"(OpenBLAS {_blas.describe()} kernels); python {sys.version.split()[0]}; "
           f"{ARGS.steps} timed steps per framework, interleaved in blocks of {ARGS.block}; "
           f"median ms/step; peak = peak RSS (MiB) of a fresh process running 3 steps")
     print(f"{'model':<44}{'static':>9}{'dygraph':>9}{'torch':>9}{'st/torch':>9}"
