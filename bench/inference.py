@@ -64,6 +64,8 @@ ap.add_argument("--paddle-python", default=os.environ.get("FLUIDLITE_PADDLE_PYTH
                                                           "/tmp/paddle-venv/bin/python"))
 ap.add_argument("--json", default=None, help="also write the results to this file")
 ARGS = ap.parse_args()
+if ARGS.settle < 0:
+    ap.error(f"--settle must be >= 0 seconds, got {ARGS.settle}")
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

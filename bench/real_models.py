@@ -57,6 +57,10 @@ ap.add_argument("--no-rss", dest="rss", action="store_false",
                 help="skip the peak-RSS runs (one fresh process per model and framework)")
 ap.add_argument("--child", nargs=2, metavar=("MODEL", "FRAMEWORK"), help=argparse.SUPPRESS)
 ARGS = ap.parse_args()
+if ARGS.settle < 0:
+    ap.error(f"--settle must be >= 0 seconds, got {ARGS.settle}")
+if ARGS.fl_threads is not None and ARGS.fl_threads < 1:
+    ap.error(f"--fl-threads must be >= 1, got {ARGS.fl_threads}")
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, str(ARGS.threads))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
