@@ -7,8 +7,9 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 ``kernels/``. The fusions:
 
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
-  block of an NCHW batch norm's output as it is made, and the activation's gradient made block
-  by block right before batch_norm_grad reads it (one pass over memory fewer each way).
+  block of a batch norm's output as it is made, and the activation's gradient made block by
+  block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch
+  norm does not cut into blocks run the activation on the whole map, as unfused).
 * **All-reduce + scale** (``patterns/allreduce_scale.py``): the data-parallel averaging, in the
   reduction's own buffer (in the gradient's when the plan proves it owned).
 * **Global norm** (``patterns/global_norm_clip.py``): ``GradientClipByGlobalNorm``'s chain as

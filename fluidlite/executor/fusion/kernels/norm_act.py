@@ -77,6 +77,7 @@ class ActBatchNormGrad(FusedDef):
                 SavedVariance: np.ndarray, Out: np.ndarray, dOut: np.ndarray,
                 wanted: Optional[AbstractSet[str]] = None) -> Any:
         backward, kw = self.act.backward, self.act_kw
+
         def dy(lo: Optional[int], hi: Optional[int]) -> np.ndarray:
             if lo is None:
                 return backward(Out, dOut, **kw)["X"]
