@@ -43,26 +43,31 @@ _GEMM_ROWS = 64             # rows a part needs at least
 
 
 def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
-    """``a @ b`` of two 2-D arrays through ``ndarray.dot`` (the BLAS GEMM with the least
-    dispatch: ~0.4 us a call, which small models pay several times a step). A large product
-    is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that run as
-    ``core.threads`` items (BLAS on one thread each) when two threads or more are set: the
-    cut depends on the shapes only, so every such thread count gives the same bits. Into ``out`` (C-contiguous, the product's
-    dtype) when given."""
+    """``a @ b`` of two 2-D arrays. A small product goes through ``ndarray.dot`` (the BLAS GEMM
+    with the least dispatch: ~0.4 us a call, which small models pay several times a step). A
+    large one is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that
+    run as ``core.threads`` items (BLAS on one thread each) when two threads or more are set:
+    the cut depends on the shapes only, so every such thread count gives the same bits. Into
+    ``out`` (C-contiguous, the product's dtype) when given.
+
+    Large products and their blocks go through ``np.matmul``: it hands a strided view (a row
+    block of a transposed matrix, a column block) to BLAS as it is, where ``ndarray.dot``
+    first copies it, holding the GIL (measured: a [512, 1024] block of X^T copied in 2.1 ms,
+    longer than its 1.3 ms GEMM)."""
     m, n = a.shape[0], b.shape[1]
-    if m * a.shape[1] * n < _GEMM_MIN or (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS
-                                          * _GEMM_ROWS) or not threads.splitting():
+    if m * a.shape[1] * n < _GEMM_MIN:
         return _dot(a, b) if out is None else _dot(a, b, out=out)
+    if (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
+            or not threads.splitting():
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:
         out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
     if m >= _GEMM_PARTS * _GEMM_ROWS:           # row blocks, written in place
-        threads.parallel_ranges(lambda lo, hi: _dot(a[lo:hi], b, out=out[lo:hi]), m,
+        threads.parallel_ranges(lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), m,
                                 _GEMM_PARTS)
     else:                                       # few rows (a recurrent step): column blocks
-
-        def part(lo: int, hi: int) -> None:
-            out[:, lo:hi] = _dot(a, b[:, lo:hi])
-        threads.parallel_ranges(part, n, _GEMM_PARTS)
+        threads.parallel_ranges(
+            lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), n, _GEMM_PARTS)
     return out
 
 

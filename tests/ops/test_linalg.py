@@ -111,3 +111,35 @@ def test_matmul_head_number(tx, ty, batch, rows):
     t.check_infer()
     t.check_output()
     t.check_grad(["X", "Y"], "Out")
+
+
+@pytest.mark.parametrize("m, k, n, view", [
+    (256, 160, 128, "plain"),          # row blocks
+    (256, 160, 128, "transposed"),     # row blocks of X^T (a mul_grad dW): strided views
+    (256, 160, 128, "strided"),        # every other column of a wider matrix
+    (64, 512, 256, "transposed"),      # few rows: column blocks of Y
+])
+def test_large_gemm_of_views_matches_float64_for_any_thread_count(m, k, n, view):
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _GEMM_MIN, _gemm
+    assert m * k * n >= _GEMM_MIN                  # the cut path, not the small one
+    rng = np.random.default_rng(5)
+    if view == "transposed":
+        a = rng.standard_normal((k, m)).astype(np.float32).T
+    elif view == "strided":
+        a = rng.standard_normal((m, 2 * k)).astype(np.float32)[:, ::2]
+    else:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((n, k)).astype(np.float32).T
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    runs = []
+    for t in (1, 2, 3):
+        with threads.using(t):
+            runs.append(_gemm(a, b))
+            out = np.full((m, n), np.nan, np.float32)
+            assert _gemm(a, b, out) is out
+            assert np.array_equal(out, runs[-1])
+    for got in runs:
+        assert got.dtype == np.float32 and got.shape == (m, n)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    assert np.array_equal(runs[1], runs[2])        # every count from 2 on: the same bits
