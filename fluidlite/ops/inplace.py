@@ -6,7 +6,10 @@ the remaining (small) outputs. It performs the same floating-point operations, i
 and dtypes, as ``forward`` on the gradient ``Grad * scale`` (``scale`` = the global-norm clip
 factor, or ``None``), so the two agree bit for bit. Large arrays are processed in chunks of
 ``CHUNK`` elements through per-thread scratch buffers (``scratch``): no parameter-sized
-temporary, no allocation per step, and nothing shared between threads. ``sum_squares`` is the
+temporary, no allocation per step, and nothing shared between threads; with two fluidlite
+threads or more (``core.threads``) a large array's chunks are cut into ``PARTS`` fixed ranges
+run as parallel items, each through its own scratch set (the update is elementwise: the bits
+never depend on the threads). ``sum_squares`` is the
 one sum of squares (norms of ``squared_l2_norm``, ``clip_by_norm``, ``lars_momentum``, ``lamb``),
 accumulated in float64: a finite float32 tensor never overflows to an infinite norm.
 """
@@ -19,6 +22,7 @@ from typing import (AbstractSet, Any, Callable, Dict, List, Mapping, Optional, S
 import numpy as np
 
 from ..core import shape as S
+from ..core import threads
 from ..core.dtypes import VarType
 from ..core.registry import Binding, OpDef, VarSpec
 from ..core.selected_rows import SelectedRows
@@ -41,18 +45,19 @@ def check_scalar(op: str, **slots: VarSpec) -> None:
 
 
 CHUNK = 1 << 17        # elements per pass of an in-place update (measured: 2^16..2^18 best)
+PARTS = 2              # chunk ranges of a large update run in parallel (``chunked``)
 _tls = threading.local()
 
 
-def scratch(dtype: Any, count: int, tag: str = "") -> List[np.ndarray]:
-    """``count`` scratch buffers of ``CHUNK`` elements of ``dtype``, private to this thread and
-    to ``tag`` (reused across calls: a kernel must not hold them across another kernel's call
-    that uses the same tag)."""
+def scratch(dtype: Any, count: int, tag: str = "", part: int = 0) -> List[np.ndarray]:
+    """``count`` scratch buffers of ``CHUNK`` elements of ``dtype``, private to this thread,
+    to ``tag`` and to ``part`` (the chunk range of ``chunked`` they serve; reused across calls:
+    a kernel must not hold them across another kernel's call that uses the same tag)."""
     try:
         pool = _tls.pool
     except AttributeError:
         pool = _tls.pool = {}
-    key = (dtype, tag)
+    key = (dtype, tag, part)
     bufs = pool.get(key)
     if bufs is None or len(bufs) < count or bufs[0].size < CHUNK:
         bufs = pool[key] = [np.empty(CHUNK, dtype) for _ in range(max(count, 3))]
@@ -151,30 +156,62 @@ def wide(x: np.ndarray, s: Any) -> np.dtype:
 
 
 def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp: int,
-             body: Callable[..., None]) -> None:
+            body: Callable[..., None], extra: Sequence[Any] = (), ordered: bool = False) -> None:
     """Call ``body(p, g, states, tmps)`` on aligned flat chunks of Param, Grad (times
-    ``scale``) and the ``states`` arrays; ``tmps`` are ``ntmp`` scratch chunks."""
+    ``scale``) and the ``states`` arrays; ``tmps`` are ``ntmp`` scratch chunks of Param's dtype
+    followed by one scratch chunk of each dtype in ``extra``.
+
+    An array of two chunks or more is cut into ``PARTS`` ranges of whole chunks that run as
+    ``core.threads`` items when two threads or more are set; every part takes its scratch
+    (``scratch(..., part=k)``) here on the calling thread, so ``body`` must use only what it
+    is handed. ``ordered``: ``body`` adds something up over the chunks (LAMB's norm), so they
+    run one after another, in order, on the calling thread."""
     p, g = ins["Param"], ins["Grad"]
     if scale is not None:
         scale = np.asarray(scale)      # 0-d arrays dispatch ~2x faster than scalars
-    bufs = scratch(p.dtype, ntmp + 1)
     n = p.size
     if n <= CHUNK:                      # one piece, in the arrays' own shape
+        bufs = _part_scratch(p.dtype, ntmp, extra, 0)
         shape = p.shape
         if scale is not None:
             g = np.multiply(g, scale, out=bufs[0][:n].reshape(shape), dtype=wide(g, scale))
-        body(p, g, [ins[s] for s in states],
-             [t[:n].reshape(shape) for t in bufs[1:ntmp + 1]])
+        body(p, g, [ins[s] for s in states], [t[:n].reshape(shape) for t in bufs[1:]])
         return
     p, g = p.reshape(-1), g.reshape(-1)
     st = [ins[s].reshape(-1) for s in states]
-    for a in range(0, n, CHUNK):
-        b = min(a + CHUNK, n)
-        m = b - a
-        gc = g[a:b]
-        if scale is not None:
-            gc = np.multiply(gc, scale, out=bufs[0][:m], dtype=wide(gc, scale))
-        body(p[a:b], gc, [s[a:b] for s in st], [t[:m] for t in bufs[1:ntmp + 1]])
+    count = -(-n // CHUNK)
+    parts = PARTS if threads.splitting() and not ordered else 1
+    sets = [_part_scratch(p.dtype, ntmp, extra, k) for k in range(parts)]
+
+    def run(k: int) -> None:
+        bufs = sets[k]
+        for c in range(count * k // parts, count * (k + 1) // parts):
+            a, b = c * CHUNK, min(c * CHUNK + CHUNK, n)
+            m = b - a
+            gc = g[a:b]
+            if scale is not None:
+                gc = np.multiply(gc, scale, out=bufs[0][:m], dtype=wide(gc, scale))
+            body(p[a:b], gc, [s[a:b] for s in st], [t[:m] for t in bufs[1:]])
+    if parts == 1:
+        run(0)
+    else:
+        threads.parallel(run, parts)
+
+
+def _part_scratch(dtype: np.dtype, ntmp: int, extra: Sequence[Any],
+                  part: int) -> List[np.ndarray]:
+    """The scratch of one ``chunked`` part: the scale's chunk, ``ntmp`` temporaries, then one
+    chunk per ``extra`` dtype."""
+    return scratch(dtype, ntmp + 1, part=part)[:ntmp + 1] + \
+        [scratch(dt, 1, part=part)[0] for dt in extra]
+
+
+def reserve(dtype: np.dtype, count: int, tag: str = "") -> None:
+    """Allocate this thread's scratch of ``count`` buffers for every part ``chunked`` may use
+    (the untagged buffers; a tagged set serves one call at a time), so that a MemoryError comes
+    before an update writes anything."""
+    for part in range(PARTS if not tag else 1):
+        scratch(dtype, count, tag, part)
 
 
 class Update(OpDef):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import register
-from .inplace import Update, check_like, check_scalar, chunked, consts, scratch
+from .inplace import Update, check_like, check_scalar, chunked, consts
 
 
 @register
@@ -261,14 +261,13 @@ class Ftrl(Update):
         l1, l2 = attrs.get("l1", 0.0), attrs.get("l2", 0.0)
         lr_power = attrs.get("lr_power", -0.5)
         lr = ins["LearningRate"].reshape(())
-        keep = scratch(np.bool_, 1)[0]
 
         def powed(x, out):
             return np.sqrt(x, out=out) if lr_power == -0.5 else np.power(x, -lr_power, out=out)
 
         def body(p, g, st, t):
             n, z = st
-            t0, t1 = t
+            t0, t1, keep = t
             powed(n, t0)                                        # pow_old
             np.add(n, np.multiply(g, g, out=t1), out=n)         # n_new
             powed(n, t1)                                        # pow_new
@@ -284,8 +283,8 @@ class Ftrl(Update):
             np.add(t1, 2.0 * l2, out=t1)
             with np.errstate(invalid="ignore", divide="ignore"):    # 0/0: masked below
                 np.divide(t0, t1, out=t0)                       # shrunk
-            mask = np.greater(np.abs(z, out=t1), l1, out=keep[:p.size].reshape(p.shape))
+            mask = np.greater(np.abs(z, out=t1), l1, out=keep)
             p[...] = 0
             np.copyto(p, t0, where=mask)
-        chunked(ins, ("SquaredAccumulator", "LinearAccumulator"), scale, 2, body)
+        chunked(ins, ("SquaredAccumulator", "LinearAccumulator"), scale, 2, body, (np.bool_,))
         return {}

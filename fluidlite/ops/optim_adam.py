@@ -247,7 +247,7 @@ class Lamb(Update):
             np.multiply(g, g, out=t[0])
             np.add(m2, np.multiply(t[0], 1.0 - b2, out=t[0]), out=m2)
             r_sq[0] += sum_squares(ratio(p, m1, m2, t))
-        chunked(ins, ("Moment1", "Moment2"), scale, 2, moments)
+        chunked(ins, ("Moment1", "Moment2"), scale, 2, moments, ordered=True)
         # sum_squares(r) over the whole r sums the same CHUNK-sized pieces in the same order
         coef = ins["LearningRate"] * self._trust(ins["Param"], sum_squares(ins["Param"]),
                                                  r_sq[0])

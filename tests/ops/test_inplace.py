@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from fluidlite.core import threads
 from fluidlite.core.registry import get_op_def
 from fluidlite.ops import inplace
 
@@ -57,11 +58,12 @@ _UPDATE_TYPES = ["sgd", "momentum", "lars_momentum", "adagrad", "decayed_adagrad
                          ids=["noscale", "scale", "tinyscale"])
 
 
+@pytest.mark.parametrize("nthreads", [1, 2], ids=["1thread", "2threads"])
 @pytest.mark.parametrize("n", [7, 3000], ids=["one_chunk", "chunked"])
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("op", _UPDATE_TYPES)
-def test_update_in_place_is_forward_bit_for_bit(op, seed, n, scale, monkeypatch):
-    monkeypatch.setattr(inplace, "CHUNK", 1024)        # 3000 elements: three chunks
+def test_update_in_place_is_forward_bit_for_bit(op, seed, n, scale, nthreads, monkeypatch):
+    monkeypatch.setattr(inplace, "CHUNK", 1024)        # 3000 elements: three chunks, two parts
     opdef = get_op_def(op)
     ins, attrs = _update_inputs(op, n, seed)
     grad = ins["Grad"]
@@ -71,7 +73,8 @@ def test_update_in_place_is_forward_bit_for_bit(op, seed, n, scale, monkeypatch)
     want = opdef.forward(*args, **attrs)
     mine = {k: v.copy() for k, v in ins.items()}
     buffers = {k: mine[k] for k in ["Param"] + [i for i, _ in opdef.state_slots if i in mine]}
-    rest = opdef.update_in_place(mine, scale, attrs)
+    with threads.using(nthreads):
+        rest = opdef.update_in_place(mine, scale, attrs)
     got = dict(rest, ParamOut=buffers["Param"])
     for i, o in opdef.state_slots:
         if i in buffers:
@@ -81,6 +84,33 @@ def test_update_in_place_is_forward_bit_for_bit(op, seed, n, scale, monkeypatch)
         assert got[k].dtype == v.dtype and got[k].shape == v.shape, k
         assert got[k].tobytes() == v.tobytes(), (op, k)
     assert ins["Grad"] is not grad or scale is None
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_chunked_parts_take_their_own_scratch_unless_ordered(ordered, monkeypatch):
+    import threading
+    monkeypatch.setattr(inplace, "CHUNK", 1000)
+    n = 4500                                        # five chunks: parts of two and three
+    p, g, m = np.zeros(n, "float32"), np.arange(n, dtype="float32"), np.zeros(n, "float32")
+    seen = []
+
+    def body(p_, g_, st, t):
+        seen.append((threading.current_thread().name, g_.size, id(t[0].base)))
+        t[0][...] = g_                              # a scratch chunk of the part's own
+        np.add(st[0], t[0], out=st[0])
+        np.subtract(p_, t[0], out=p_)
+    with threads.using(2):
+        inplace.chunked({"Param": p, "Grad": g, "M": m}, ("M",), None, 1, body,
+                        ordered=ordered)
+    assert np.array_equal(m, g) and np.array_equal(p, -g)
+    assert [s for _, s, _ in sorted(seen, key=lambda e: e[1])] == [500] + [1000] * 4
+    parts = {}
+    for _, size, buf in seen:
+        parts[buf] = parts.get(buf, 0) + size
+    # two parts of whole chunks (2 and 3), each on its own scratch; ordered: one, here
+    assert sorted(parts.values()) == ([n] if ordered else [2000, 2500])
+    if ordered or not threads.blas_available():
+        assert {name for name, _, _ in seen} == {threading.current_thread().name}
 
 
 def test_scratch_is_per_thread():

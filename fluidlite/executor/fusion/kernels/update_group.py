@@ -164,7 +164,7 @@ class UpdateGroup(FusedDef):
         changes nothing): what the update op declares it takes (``in_place_scratch``)."""
         for dt in dtypes:
             for want, count, tag in self.update.in_place_scratch:
-                inplace.scratch(dt if want is None else want, count, tag)
+                inplace.reserve(dt if want is None else want, count, tag)
 
     def _can_write(self, row: Sequence[Any]) -> bool:
         p, g = row[0], row[self.grad_idx]
