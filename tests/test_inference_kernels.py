@@ -129,6 +129,43 @@ def test_attention_kernel_errors_and_broadcast():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("lead, mask_shape", [
+    ((4, 6), None),                 # cut on the batch axis
+    ((4, 6), (4, 1, 1, 40)),        # a padding mask per sequence: cut with the batch
+    ((1, 6), (1, 1, 24, 40)),       # batch 1: cut on the heads, the mask whole
+    ((4, 6), (40,)),                # a mask of the key axis only
+    ((4, 6), (6, 24, 40)),          # a mask per head, without the batch axis
+])
+@pytest.mark.parametrize("transpose_k", [True, False])
+def test_attention_in_parts_matches_float64_for_any_thread_count(lead, mask_shape,
+                                                                  transpose_k):
+    from fluidlite.core import threads
+    from fluidlite.inference import ops as iops
+    op = get_op_def("scaled_dot_product_attention")
+    rng = np.random.default_rng(8)
+    lq, lk, d, dv = 24, 40, 64, 32
+    q = rng.standard_normal(lead + (lq, d)).astype("float32")
+    k = rng.standard_normal(lead + ((lk, d) if transpose_k else (d, lk))).astype("float32")
+    v = rng.standard_normal(lead + (lk, dv)).astype("float32")
+    mask = None if mask_shape is None else \
+        np.where(rng.random(mask_shape) < 0.2, -1e4, 0.0).astype("float32")
+    assert q.size * lk >= iops._SPLIT_MIN                     # the cut path
+    kt = np.swapaxes(k, -1, -2) if transpose_k else k
+    s = np.matmul(q.astype("float64"), kt.astype("float64")) * 0.125
+    if mask is not None:
+        s = s + mask
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = np.matmul(e / e.sum(-1, keepdims=True), v.astype("float64"))
+    runs = []
+    for n in (1, 2, 3):
+        with threads.using(n):
+            runs.append(op.forward(q, k, v, mask, alpha=0.125, transpose_k=transpose_k)["Out"])
+    for got in runs:
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[1], runs[2])
+
+
 def _mobile_block():
     x = fluid.data("x", [-1, 8, 9, 9], "float32")
     outs = []

@@ -23,6 +23,7 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 
+from ..core import threads
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
 from ..ops.conv import conv2d_forward
@@ -168,20 +169,49 @@ class ScaledDotProductAttention(OpDef):
 
     def forward(self, Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any = None, *,
                 alpha: float = 1.0, transpose_k: bool = True) -> Dict[str, np.ndarray]:
-        typ = Q.dtype.type
-        s = np.matmul(Q, np.swapaxes(K, -1, -2) if transpose_k else K)
-        if Mask is not None or alpha < 0:
-            s *= typ(alpha)
-            if Mask is not None:
-                s += Mask.astype(s.dtype, copy=False)
-            s -= s.max(axis=-1, keepdims=True)
-        else:
-            # alpha >= 0: max(alpha s) = alpha max(s), so shift first and scale the shift
-            s -= s.max(axis=-1, keepdims=True)
-            s *= typ(alpha)
-        np.maximum(s, typ(_SOFTMAX_CLIP), out=s)
-        np.exp(s, out=s)
-        total = s.sum(axis=-1, keepdims=True)
-        out = np.matmul(s, V)
-        out /= total
+        lead = Q.shape[:-2]
+        axis = next((i for i, d in enumerate(lead) if d >= _PARTS), None)
+        if axis is None or K.shape[:-2] != lead or V.shape[:-2] != lead \
+                or Q.size * K.shape[-1 if not transpose_k else -2] < _SPLIT_MIN \
+                or not threads.splitting():
+            return {"Out": _attention(Q, K, V, Mask, alpha, transpose_k)}
+        # the first batch axis of two or more cut in fixed parts (every thread count from 2
+        # gives the same bits: each matrix's rows are computed alike in any part)
+        out = np.empty(lead + (Q.shape[-2], V.shape[-1]), np.result_type(Q, K, V))
+        mask_axis = None if Mask is None else axis - (out.ndim - Mask.ndim)
+
+        def part(lo: int, hi: int) -> None:
+            cut = (slice(None),) * axis + (slice(lo, hi),)
+            m = Mask
+            if m is not None and mask_axis is not None and mask_axis >= 0 \
+                    and m.shape[mask_axis] != 1:
+                m = m[(slice(None),) * mask_axis + (slice(lo, hi),)]
+            out[cut] = _attention(Q[cut], K[cut], V[cut], m, alpha, transpose_k)
+        threads.parallel_ranges(part, lead[axis], _PARTS)
         return {"Out": out}
+
+
+_PARTS = 2                  # fixed parts of a large attention (``ScaledDotProductAttention``)
+_SPLIT_MIN = 1 << 18        # score-matrix entries times head width from which it is cut
+
+
+def _attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any, alpha: float,
+               transpose_k: bool) -> np.ndarray:
+    """``ScaledDotProductAttention`` of one part."""
+    typ = Q.dtype.type
+    s = np.matmul(Q, np.swapaxes(K, -1, -2) if transpose_k else K)
+    if Mask is not None or alpha < 0:
+        s *= typ(alpha)
+        if Mask is not None:
+            s += Mask.astype(s.dtype, copy=False)
+        s -= s.max(axis=-1, keepdims=True)
+    else:
+        # alpha >= 0: max(alpha s) = alpha max(s), so shift first and scale the shift
+        s -= s.max(axis=-1, keepdims=True)
+        s *= typ(alpha)
+    np.maximum(s, typ(_SOFTMAX_CLIP), out=s)
+    np.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    out = np.matmul(s, V)
+    out /= total
+    return out

@@ -7,6 +7,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.dtypes import FLOATS, VarType, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
+from .linalg import _mm
 from .reduce import _Reduce
 from .tensor import norm_axis
 
@@ -206,7 +207,7 @@ class FC(OpDef):
                 padding_weights=False):
         w = self._weights(W, padding_weights)
         lead = Input.shape[:in_num_col_dims]
-        out = Input.reshape(int(np.prod(lead)), -1) @ w
+        out = _mm(Input.reshape(int(np.prod(lead)), -1), w)   # cut in parts on 2+ threads
         # in place on the fresh product: the fusion saves a temporary and a pass over memory
         if Bias is not None:
             out += Bias.reshape(1, -1).astype(out.dtype, copy=False)
