@@ -40,6 +40,10 @@ _dot = np.ndarray.dot
 _GEMM_PARTS = 2             # row parts of a large GEMM (fixed: the bits never follow threads)
 _GEMM_MIN = 1 << 21         # multiply-adds from which a GEMM is cut into parts
 _GEMM_ROWS = 64             # rows a part needs at least
+# multiply-adds from which a GEMM of few rows (a recurrent step) is cut in column blocks: a
+# [16, 256] x [256, 512] step of an LSTM ran 1.6x slower cut (the hand-off to the pool costs
+# about what one part computes); the [20, 400] x [400, 800] steps of the PTB model gain
+_GEMM_FEW_ROWS_MIN = 1 << 22
 
 
 def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -57,7 +61,8 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.
     m, n = a.shape[0], b.shape[1]
     if m * a.shape[1] * n < _GEMM_MIN:
         return _dot(a, b) if out is None else _dot(a, b, out=out)
-    if (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
+    if (m < _GEMM_PARTS * _GEMM_ROWS and (n < _GEMM_PARTS * _GEMM_ROWS
+                                          or m * a.shape[1] * n < _GEMM_FEW_ROWS_MIN)) \
             or not threads.splitting():
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:
