@@ -564,9 +564,18 @@ class _Band:
 def _band_chunks(C: int, per_channel: int) -> List[Tuple[int, int]]:
     """Blocks of channels whose GEMM rows take about ``_BAND_BUDGET`` bytes: each block's
     copies and products stay in cache instead of streaming batch-sized matrices through
-    memory (MobileNetV2's 112x112 layer at batch 16 would copy 120 MB of rows)."""
-    cb = max(1, min(C, _BAND_BUDGET // max(per_channel, 1)))
+    memory (MobileNetV2's 112x112 layer at batch 16 would copy 120 MB of rows). At least
+    ``_PARTS`` blocks when there are that many channels: the blocks are the items the
+    threads share (``_band_blocks``); a channel's product is the same in any block."""
+    cb = max(1, min(-(-C // _PARTS), _BAND_BUDGET // max(per_channel, 1)))
     return [(c, min(C, c + cb)) for c in range(0, C, cb)]
+
+
+def _band_blocks(fn: Callable[[int, int], None], C: int, per_channel: int) -> None:
+    """``fn(lo, hi)`` over the channel blocks of ``_band_chunks``, in parallel when there are
+    threads (each block writes its own channels)."""
+    chunks = _band_chunks(C, per_channel)
+    threads.parallel(lambda i: fn(*chunks[i]), len(chunks))
 
 
 def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
@@ -574,7 +583,8 @@ def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     m, b = w.shape[0] // C, _Band(g)
     band = b.filt(w, g, C)                                  # [C, K, m*tw]
     out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
-    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * x.itemsize):
+
+    def block(lo: int, hi: int) -> None:
         y = np.matmul(b.rows(x[:, lo:hi], g), band[lo:hi])  # [c, N*oh*nt, m*tw]
         y = y.reshape(hi - lo, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
         if b.nt == 1:
@@ -583,6 +593,7 @@ def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
             t = np.empty((N, hi - lo, m, g.oh, b.nt * b.tw), y.dtype)
             t.reshape(N, hi - lo, m, g.oh, b.nt, b.tw)[...] = y
             out[:, lo:hi] = t[..., :g.ow]
+    _band_blocks(block, C, N * g.oh * b.nt * b.K * x.itemsize)
     return out.reshape(N, C * m, g.oh, g.ow)
 
 
@@ -595,7 +606,8 @@ def _band_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
     dx = np.empty((N, C, g.H, g.W), np.result_type(dy.dtype, w.dtype))
     # pieces of ``step`` pixels of the tiles never overlap (one tile per row: no overlap)
     step = b.span if b.nt == 1 else b.tw * g.sw
-    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * dy.itemsize):
+
+    def block(lo: int, hi: int) -> None:
         c = hi - lo
         drows = np.matmul(b.dy_rows(dy[:, lo * m:hi * m], g, c), band[lo:hi])
         drows = drows.reshape(c, N, g.oh, b.nt, g.kh, b.span)
@@ -608,6 +620,7 @@ def _band_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
                                  (sC, sN, g.sh * sH, step * sW, sW))
                 dst += drows[:, :, :, :, i, s0:s1]
         dx[:, lo:hi] = buf[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W].transpose(1, 0, 2, 3)
+    _band_blocks(block, C, N * g.oh * b.nt * b.K * dy.itemsize)
     return dx
 
 
@@ -616,7 +629,8 @@ def _band_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> n
     m, b = w_shape[0] // C, _Band(g)
     xs = np.arange(b.tw)
     dw = np.empty((C, m, g.kh, g.kw), np.result_type(x.dtype, dy.dtype))
-    for lo, hi in _band_chunks(C, N * g.oh * b.nt * b.K * x.itemsize):
+
+    def block(lo: int, hi: int) -> None:
         c = hi - lo
         dband = np.matmul(b.rows(x[:, lo:hi], g).transpose(0, 2, 1),
                           b.dy_rows(dy[:, lo * m:hi * m], g, c))       # [c, K, m*tw]
@@ -624,6 +638,7 @@ def _band_dw(x: np.ndarray, dy: np.ndarray, g: Any, w_shape: Sequence[int]) -> n
         for j in range(g.kw):       # the diagonal of tap j: [tw, c, kh, m] summed over x
             dw[lo:hi, :, :, j] = dband[:, :, xs * g.sw + j * g.dw, :, xs].sum(
                 axis=0).transpose(0, 2, 1)
+    _band_blocks(block, C, N * g.oh * b.nt * b.K * x.itemsize)
     return dw.reshape(w_shape)
 
 

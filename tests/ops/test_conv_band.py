@@ -124,8 +124,9 @@ def test_band_blocks_cover_the_channels_once(monkeypatch):
     for C, per, budget in ((7, 10, 25), (7, 10, 1), (7, 10, 10 ** 6), (1, 5, 3), (64, 3, 100)):
         monkeypatch.setattr(K, "_BAND_BUDGET", budget)
         blocks = K._band_chunks(C, per)
-        cb = max(1, min(C, budget // per))
+        cb = max(1, min(-(-C // K._PARTS), budget // per))     # at least two blocks
         assert blocks == [(c, min(C, c + cb)) for c in range(0, C, cb)]
+        assert len(blocks) >= min(C, K._PARTS)
         assert all(isinstance(v, int) for b in blocks for v in b)
 
 
