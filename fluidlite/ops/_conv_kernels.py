@@ -98,12 +98,12 @@ def _tap(a: np.ndarray, g: Any, i: int, j: int) -> np.ndarray:
 
 
 def _padded_rows(x: np.ndarray, g: Any) -> np.ndarray:
-    """``x`` [N, C, H, W] zero-padded as rows [N*C, Hp, Wp]."""
+    """``x`` [N, C, H, W] zero-padded as rows [N*C, Hp, Wp] (copied in parallel parts)."""
     N, C = x.shape[:2]
     if (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0):
         return np.ascontiguousarray(x).reshape(N * C, g.H, g.W)
     buf = np.zeros((N * C, g.Hp, g.Wp), x.dtype)
-    buf.reshape(N, C, g.Hp, g.Wp)[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x
+    copy_parts(buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W], x.reshape(N * C, g.H, g.W))
     return buf
 
 
@@ -300,21 +300,31 @@ class _Phases:
         self.parts = phase_parts(g.sh, g.sw, g.pt, g.pl, g.H, g.W)
 
     def split(self, x: np.ndarray, g: Any) -> np.ndarray:
-        """``x`` [N, C, H, W] -> zero-padded phase planes [N*C, planes, Hq*Wq]."""
+        """``x`` [N, C, H, W] -> zero-padded phase planes [N*C, planes, Hq*Wq] (the rows'
+        copies in parallel parts)."""
         N, C = x.shape[:2]
-        buf = np.zeros((N, C, self.planes, self.Hq, self.Wq), x.dtype)
-        for ph, h0, w0, r, c in self.parts:
-            src = x[:, :, h0::g.sh, w0::g.sw]
-            buf[:, :, ph, r:r + src.shape[2], c:c + src.shape[3]] = src
+        buf = np.zeros((N * C, self.planes, self.Hq, self.Wq), x.dtype)
+        rows = x.reshape(N * C, g.H, g.W)
+
+        def part(lo: int, hi: int) -> None:
+            for ph, h0, w0, r, c in self.parts:
+                src = rows[lo:hi, h0::g.sh, w0::g.sw]
+                buf[lo:hi, ph, r:r + src.shape[1], c:c + src.shape[2]] = src
+        run_parts(part, N * C, x.size)
         return buf.reshape(N * C, self.planes, -1)
 
     def join(self, buf: np.ndarray, g: Any, N: int, C: int) -> np.ndarray:
-        """Phase planes [N*C, planes, Hq*Wq] -> the unpadded map [N, C, H, W]."""
-        planes = buf.reshape(N, C, self.planes, self.Hq, self.Wq)
+        """Phase planes [N*C, planes, Hq*Wq] -> the unpadded map [N, C, H, W] (the rows'
+        copies in parallel parts)."""
+        planes = buf.reshape(N * C, self.planes, self.Hq, self.Wq)
         out = np.empty((N, C, g.H, g.W), buf.dtype)
-        for ph, h0, w0, r, c in self.parts:
-            dst = out[:, :, h0::g.sh, w0::g.sw]
-            dst[...] = planes[:, :, ph, r:r + dst.shape[2], c:c + dst.shape[3]]
+        rows = out.reshape(N * C, g.H, g.W)
+
+        def part(lo: int, hi: int) -> None:
+            for ph, h0, w0, r, c in self.parts:
+                dst = rows[lo:hi, h0::g.sh, w0::g.sw]
+                dst[...] = planes[lo:hi, ph, r:r + dst.shape[1], c:c + dst.shape[2]]
+        run_parts(part, N * C, out.size)
         return out
 
 
