@@ -17,9 +17,10 @@ from typing import Dict, Tuple
 import numpy as np
 
 from ..core import shape as S
+from ..core import threads
 from ..core.dtypes import INTS, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .activation import _SOFTMAX_CLIP, fluid_softmax
+from .activation import _big, fluid_softmax
 from .tensor import emit_grad_op, norm_axis
 
 _BIG = 1e20   # fluid's TolerableValue bound (kApproInf) for -log(0)
@@ -279,18 +280,13 @@ class SoftmaxWithCrossEntropy(OpDef):
             return None
         general = functools.partial(self.forward, **attrs)
         ignore_index = attrs.get("ignore_index", -100)
-        max_, sum_, exp, log = np.maximum.reduce, np.add.reduce, np.exp, np.log
-        maximum, recip = np.maximum, np.reciprocal
+        log = np.log
 
         def fast(Logits, Label):
             c = Logits.shape[1]
             if not _all_valid(Label, c, ignore_index) or Logits.ndim != 2:
                 return general(Logits, Label)
-            softmax = Logits - max_(Logits, 1, None, None, True)
-            lo = softmax.dtype.type(_SOFTMAX_CLIP)
-            maximum(softmax, lo, out=softmax)
-            exp(softmax, out=softmax)
-            softmax *= recip(sum_(softmax, 1, None, None, True))
+            softmax = fluid_softmax(Logits)         # (row blocks in parallel when large)
             p = softmax.ravel()[_flat_index(Label, c)].reshape(Label.shape)
             # p >= exp(-64) / c > 0 (the clip above): no log(0) here, nothing to silence
             loss = -log(p)
@@ -311,7 +307,12 @@ class SoftmaxWithCrossEntropy(OpDef):
             if (not _all_valid(Label, c, ignore_index) or Softmax.ndim != 2 or
                     dSoftmax is not None or not Softmax.flags.c_contiguous):
                 return general(Label, Softmax, dLoss, dSoftmax)
-            dx = Softmax * dLoss
+            if Softmax.dtype == dLoss.dtype and _big(Softmax):    # row blocks in parallel
+                dx = np.empty(Softmax.shape, Softmax.dtype)
+                threads.parallel_ranges(lambda lo, hi: np.multiply(
+                    Softmax[lo:hi], dLoss[lo:hi], out=dx[lo:hi]), Softmax.shape[0])
+            else:
+                dx = Softmax * dLoss
             flat = dx.ravel()
             flat[_flat_index(Label, c)] -= dLoss.ravel()     # p * dl - dl at the label
             return {"Logits": dx.astype(dLoss.dtype, copy=False)}
