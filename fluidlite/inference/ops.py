@@ -12,7 +12,9 @@ fuses attention only together with its QKV projections) is
 ``softmax(alpha * Q @ K^T [+ Mask]) @ V`` in the fewest passes over the score matrix: the
 product is written once, shifted by its row max, scaled, clipped and exponentiated in place,
 and the normalisation by the row sums is applied to the (smaller) ``[.., Lq, Dv]`` result
-instead of the ``[.., Lq, Lk]`` probabilities.
+instead of the ``[.., Lq, Lk]`` probabilities. With two threads or more (``core.threads``) a large attention is
+cut along its first batch axis of two or more (the batch, else the heads) into fixed parts
+that run in parallel, each through its own matrices: the bits do not depend on the threads.
 
 Inference-only: ``no_grad`` (the passes run on test-mode programs). Registered on import of
 ``fluidlite.inference``.
