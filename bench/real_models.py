@@ -10,8 +10,10 @@ Every model is written once against a small "backend" (conv, batch norm, fc, ...
 implemented three times: ``fluid.layers`` in a static Program, fluid's dygraph layers, and
 ``torch.nn.functional``. All parameters come from one NumPy generator in the order the model
 asks for them, so the three start from the same weights; the first-step losses are checked to
-agree before anything is timed. The frameworks then run interleaved in short blocks in this one
-process (machine load hits them alike), 2 threads each: torch's, and fluidlite's own intra-op
+agree before anything is timed. Each model runs in a fresh process of its own (``--one-process``:
+all in this one; a model measured after another inherits its heap: ResNet-50's dygraph step
+ran 1.14x its static step after ResNet-18, 1.01x alone). Its frameworks run interleaved in
+short blocks in that process (machine load hits them alike), 2 threads each: torch's, and fluidlite's own intra-op
 threads (``fluid.core.set_num_threads``, which holds OpenBLAS to one thread per part;
 ``--fl-threads 1`` gives the two threads to OpenBLAS's GEMMs instead). Before each block the
 process idles ``--settle`` seconds and then runs untimed steps for as long: the worker threads
@@ -55,6 +57,9 @@ ap.add_argument("--no-torch", action="store_true")
 ap.add_argument("--no-dygraph", action="store_true")
 ap.add_argument("--no-rss", dest="rss", action="store_false",
                 help="skip the peak-RSS runs (one fresh process per model and framework)")
+ap.add_argument("--one-process", action="store_true",
+                help="time every model in this process instead of a fresh one each")
+ap.add_argument("--only", choices=MODELS, help=argparse.SUPPRESS)     # the per-model child
 ap.add_argument("--child", nargs=2, metavar=("MODEL", "FRAMEWORK"), help=argparse.SUPPRESS)
 ARGS = ap.parse_args()
 if ARGS.settle < 0:
@@ -683,14 +688,46 @@ def main():
             import torch  # noqa: F401
         except ImportError:
             torch_ok = False
-            print("note: PyTorch is not installed; no torch column")
+            if not ARGS.only:
+                print("note: PyTorch is not installed; no torch column")
+    if ARGS.only:                       # a per-model child: its rows only
+        ARGS.models = [ARGS.only]
+        return _rows(torch_ok)
     print(f"threads={ARGS.threads} (fluidlite's own: {FL_THREADS}); numpy {np.__version__} "
           f"(OpenBLAS {_blas.describe()} kernels); python {sys.version.split()[0]}; "
           f"{ARGS.steps} timed steps per framework, interleaved in blocks of {ARGS.block}; "
           f"median ms/step; peak = peak RSS (MiB) of a fresh process running 3 steps")
     print(f"{'model':<44}{'static':>9}{'dygraph':>9}{'torch':>9}{'st/torch':>9}"
           f"{'dy/torch':>9}{'dy/st':>7}{'peak st':>9}{'peak dy':>9}{'peak t':>8}")
+    _rows(torch_ok)
+
+
+def _model_process(name):
+    """The rows of ``name``, timed in a fresh process (the same options)."""
+    import subprocess
+    argv, skip = [], False
+    for a in sys.argv[1:]:              # every option but the model list
+        if a in ("-m", "--models"):
+            skip = True
+            continue
+        if a.startswith("--models="):
+            continue
+        if skip and not a.startswith("-"):
+            continue
+        skip = False
+        argv.append(a)
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), *argv, "--only", name],
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"{name}: the benchmark process failed:\n{out.stderr[-2000:]}")
+    return out.stdout
+
+
+def _rows(torch_ok):
     for name in ARGS.models:
+        if len(ARGS.models) > 1 and not ARGS.one_process:
+            print(_model_process(name), end="", flush=True)
+            continue
         title, first, med, peak = run(name, torch_ok)
 
         def col(k, d=med):
