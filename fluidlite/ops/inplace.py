@@ -201,9 +201,15 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
 def _part_scratch(dtype: np.dtype, ntmp: int, extra: Sequence[Any],
                   part: int) -> List[np.ndarray]:
     """The scratch of one ``chunked`` part: the scale's chunk, ``ntmp`` temporaries, then one
-    chunk per ``extra`` dtype."""
-    return scratch(dtype, ntmp + 1, part=part)[:ntmp + 1] + \
-        [scratch(dt, 1, part=part)[0] for dt in extra]
+    chunk per ``extra`` dtype (distinct buffers, also where dtypes repeat)."""
+    need = {dtype: ntmp + 1}
+    picks = []
+    for dt in extra:
+        k = need.get(dt, 0)
+        picks.append((dt, k))
+        need[dt] = k + 1
+    sets = {dt: scratch(dt, n, part=part) for dt, n in need.items()}
+    return sets[dtype][:ntmp + 1] + [sets[dt][k] for dt, k in picks]
 
 
 def reserve(dtype: np.dtype, count: int, tag: str = "") -> None:

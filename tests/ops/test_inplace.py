@@ -113,6 +113,20 @@ def test_chunked_parts_take_their_own_scratch_unless_ordered(ordered, monkeypatc
         assert {name for name, _, _ in seen} == {threading.current_thread().name}
 
 
+def test_chunked_extra_scratch_never_aliases(monkeypatch):
+    monkeypatch.setattr(inplace, "CHUNK", 1000)
+    p, g = np.zeros(2500, "float32"), np.ones(2500, "float32")
+    seen = []
+
+    def body(p_, g_, st, t):
+        seen.append([x.__array_interface__["data"][0] for x in (g_, *t)])
+    with threads.using(2):
+        inplace.chunked({"Param": p, "Grad": g}, (), np.float32(2), 2, body,
+                        (np.float32, np.bool_, np.bool_))
+    for bufs in seen:       # the scaled gradient, 2 temporaries, 3 extras: all distinct
+        assert len(bufs) == 6 and len(set(bufs)) == 6
+
+
 def test_scratch_is_per_thread():
     import threading
     mine = inplace.scratch(np.float32, 2)
