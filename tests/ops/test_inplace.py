@@ -127,6 +127,30 @@ def test_chunked_extra_scratch_never_aliases(monkeypatch):
         assert len(bufs) == 6 and len(set(bufs)) == 6
 
 
+@pytest.mark.parametrize("op", ["adam", "ftrl"])
+def test_reserved_scratch_covers_every_part(op, monkeypatch):
+    """What a fused update group reserves (``in_place_scratch``, every part) is all a
+    two-thread update then takes: a MemoryError can only come before anything is written."""
+    import threading
+    monkeypatch.setattr(inplace, "CHUNK", 1024)
+    opdef = get_op_def(op)
+    ins, attrs = _update_inputs(op, 3000, 0)
+    got = []
+
+    def work():                                     # a fresh thread: an empty scratch pool
+        for want, count, tag in opdef.in_place_scratch:
+            inplace.reserve(ins["Param"].dtype if want is None else want, count, tag)
+        before = dict(inplace._tls.pool)
+        with threads.using(2):
+            opdef.update_in_place({k: v.copy() for k, v in ins.items()}, None, attrs)
+        after = inplace._tls.pool
+        got.append(after.keys() == before.keys() and all(after[k] is before[k] for k in after))
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert got == [True]
+
+
 def test_scratch_is_per_thread():
     import threading
     mine = inplace.scratch(np.float32, 2)
