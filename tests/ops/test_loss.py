@@ -251,6 +251,34 @@ def test_softmax_with_cross_entropy_fast_path_is_forward_bit_for_bit():
             np.testing.assert_array_equal(a[k], b[k])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_with_cross_entropy_fast_paths_in_parts_are_the_general_bits(dtype):
+    """Logits large enough to be cut in row blocks on two threads: the fast forward and
+    gradient give the general kernels' bits, for 1, 2 and 3 threads."""
+    from fluidlite.core import threads
+    from fluidlite.core.registry import VarSpec
+    d = get_op_def("softmax_with_cross_entropy")
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((601, 500)) * 8).astype(dtype)      # 300,500 elements
+    lab = rng.integers(0, 500, (601, 1)).astype(np.int64)
+    dloss = rng.standard_normal((601, 1)).astype(dtype)
+    specs = [VarSpec(x.shape, dtype), VarSpec(lab.shape, "int64")]
+    fast = d.lower(specs, {})
+    fast_grad = d.lower_grad([VarSpec(lab.shape, "int64"), VarSpec(x.shape, dtype)], {},
+                             {"Logits"})
+    want = d.forward(x, lab)
+    want_dx = d.backward(lab, want["Softmax"], dloss)["Logits"]
+    for n in (1, 2, 3):
+        with threads.using(n):
+            got = fast(x, lab)
+            dx = fast_grad(lab, got["Softmax"], None, dloss)["Logits"]
+        for k in ("Softmax", "Loss"):
+            assert got[k].dtype == dtype
+            np.testing.assert_array_equal(got[k], want[k])
+        assert dx.dtype == dtype
+        np.testing.assert_array_equal(dx, want_dx)
+
+
 def test_sigmoid_cross_entropy_gradient_is_fluids_sigmoid():
     """dX = 1 / (1 + exp(-x)) - label: in float32 at x = -30 that is 9.36e-14, not 0 (a
     tanh-based sigmoid rounds it away); Paddle 2.6: -3.0671097e-14 for dOut = -0.3277."""
