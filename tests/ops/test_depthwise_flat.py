@@ -85,3 +85,25 @@ def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
     np.testing.assert_array_equal(np.isnan(K.depthwise_dx(dy, w, g, 2)), np.isnan(dx))
     assert np.isnan(dx[0, 0, 1:, 1:]).all() and not np.isnan(dx[0, 0, 0]).any() and \
         not np.isnan(dx[0, 0, :, 0]).any() and not np.isnan(dx[0, 1]).any()
+
+
+@pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", [CASES[0], CASES[5], CASES[7]])
+def test_copies_in_parallel_parts_give_the_one_thread_bits(N, C, m, H, W, k, pads, dil,
+                                                           strides, monkeypatch):
+    """The phase planes' split and join and the padded rows, copied in two parts (every copy
+    cut: ``_COPY_MIN`` 0) on two threads, give exactly the results of whole copies."""
+    from fluidlite.core import threads
+    monkeypatch.setattr(K, "_BAND_MAX", -1)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
+    g = _geom(x, w, pads, dil, strides)
+    dy = rng.standard_normal((N, C * m, g.oh, g.ow)).astype(np.float32)
+    runs = []
+    for n, copy_min in ((1, 1 << 40), (2, 0)):
+        monkeypatch.setattr(K, "_COPY_MIN", copy_min)
+        with threads.using(n):
+            runs.append((K._depthwise_fwd_flat(x, w, g), K._depthwise_fwd_rows(x, w, g),
+                         K._depthwise_dx_flat(dy, w, g, C), K._depthwise_sums(x, dy, g, m)))
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
