@@ -343,3 +343,17 @@ def test_a_new_thread_uses_the_pool_and_nested_calls_never_do(monkeypatch):
     t.join()
     assert runs == [4]
     assert any(n.startswith(T.POOL_PREFIX) for n in names)
+
+
+@pytest.mark.skipif(not T.blas_available(), reason="parallel items need threadpoolctl")
+def test_kernels_cut_their_gemms_only_outside_items():
+    """Inside a ``parallel`` item nested parts would run one after another, so kernels do not
+    cut there (a GEMM's row blocks would pack its other operand once per block)."""
+    seen = []
+    with T.using(2):
+        assert T.splitting()
+        T.parallel(lambda i: seen.append(T.splitting()), 2)
+        assert T.splitting()
+    with T.using(1):
+        assert not T.splitting()
+    assert seen == [False, False]

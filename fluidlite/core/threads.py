@@ -117,8 +117,11 @@ def set_blas_threads(n: int) -> None:
 
 
 def splitting() -> bool:
-    """Whether kernels should cut their GEMMs into parallel parts: two threads or more."""
-    return get_num_threads() >= 2
+    """Whether kernels should cut their GEMMs into parallel parts: two threads or more, and
+    not inside a ``parallel`` item (whose nested parts would run one after another: a GEMM
+    cut in row blocks there packs its other operand once per block). With two threads or
+    more every item runs as one, so the cuts still depend on the shapes only."""
+    return get_num_threads() >= 2 and not getattr(_tls, "busy", False)
 
 
 def get_num_threads() -> int:
