@@ -33,6 +33,27 @@ def test_fluid_core_names_the_functions():
     assert fluid.core.get_num_threads is T.get_num_threads
 
 
+@pytest.mark.parametrize("most", [1, 2, 3, 5, 11, 64])
+@pytest.mark.parametrize("least", [1, 2])
+def test_even_ranges_cut_into_an_even_count_of_near_equal_slices(most, least):
+    """``range(n)`` in order, each slice at most ``most`` (and at most one apart), as few
+    slices as that allows (at least ``least``), their count even when above one unless
+    there are not that many items."""
+    assert T.even_ranges(0, most, least) == []
+    for n in range(1, 40):
+        cuts = T.even_ranges(n, most, least)
+        assert [i for lo, hi in cuts for i in range(lo, hi)] == list(range(n))
+        sizes = [hi - lo for lo, hi in cuts]
+        assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
+        assert max(sizes) <= most
+        count = len(cuts)
+        assert count >= min(n, least)
+        assert count in (1, n) or count % 2 == 0
+        # the fewest: two slices fewer (one, from an odd minimum) could not hold n items
+        fewer = count - 2 if count > 2 else count - 1
+        assert fewer < max(1, least) or fewer * most < n or (count == n and count % 2)
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True, None])
 def test_bad_thread_counts_are_refused(bad):
     with pytest.raises(ValueError, match="thread count must be an int >= 1"):

@@ -39,10 +39,10 @@ import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 __all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel",
-           "parallel_ranges", "hold", "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
+           "parallel_ranges", "even_ranges", "hold", "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
 
@@ -259,6 +259,28 @@ def parallel_ranges(fn: Callable[[int, int], Any], n: int, parts: int = 2) -> No
     cuts = [n * i // parts for i in range(parts + 1)]
     spans = [(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
     parallel(lambda k: fn(*spans[k]), len(spans))
+
+
+def even_ranges(n: int, most: int, least: int = 2) -> List[Tuple[int, int]]:
+    """``range(n)`` cut into the fewest slices of at most ``most`` items (and at least
+    ``least`` slices), their count, when above one, rounded up to an even number (but never
+    more slices than items), the sizes differing by one at most: two threads taking the slices in turn get equal shares (three equal blocks leave
+    one thread idle for a third of the call). The cut depends on ``n`` and ``most`` alone,
+    never on the thread count.
+
+    Example:
+        >>> from fluidlite.core.threads import even_ranges
+        >>> even_ranges(32, 11)
+        [(0, 8), (8, 16), (16, 24), (24, 32)]
+        >>> even_ranges(5, 4)
+        [(0, 2), (2, 5)]
+    """
+    if n <= 0:
+        return []
+    count = max(least, -(-n // max(1, most)))
+    count = min(n, count + count % 2 if count > 1 else count)
+    cuts = [n * i // count for i in range(count + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 class _Run:

@@ -575,10 +575,10 @@ def _band_chunks(C: int, per_channel: int) -> List[Tuple[int, int]]:
     """Blocks of channels whose GEMM rows take about ``_BAND_BUDGET`` bytes: each block's
     copies and products stay in cache instead of streaming batch-sized matrices through
     memory (MobileNetV2's 112x112 layer at batch 16 would copy 120 MB of rows). At least
-    ``_PARTS`` blocks when there are that many channels: the blocks are the items the
-    threads share (``_band_blocks``); a channel's product is the same in any block."""
-    cb = max(1, min(-(-C // _PARTS), _BAND_BUDGET // max(per_channel, 1)))
-    return [(c, min(C, c + cb)) for c in range(0, C, cb)]
+    ``_PARTS`` blocks when there are that many channels, an even count of equal ones
+    (``threads.even_ranges``): the blocks are the items the threads share
+    (``_band_blocks``); a channel's product is the same in any block."""
+    return threads.even_ranges(C, _BAND_BUDGET // max(per_channel, 1), least=_PARTS)
 
 
 def _band_blocks(fn: Callable[[int, int], None], C: int, per_channel: int) -> None:

@@ -95,8 +95,8 @@ def _channel_parts(X: np.ndarray, ch: int, blocks_from: int
     C = X.shape[1]
     if X.nbytes >= blocks_from:
         cb = max(1, _BLOCK_BYTES // max(X.nbytes // C, 1))
-        if cb < C:
-            return [(c, min(C, c + cb)) for c in range(0, C, cb)]
+        if cb < C:          # an even count of equal blocks (the threads share them)
+            return threads.even_ranges(C, cb)
     if X.size < _PARALLEL_MIN or C < _PARTS or not threads.splitting():
         return None
     return [(C * i // _PARTS, C * (i + 1) // _PARTS) for i in range(_PARTS)]

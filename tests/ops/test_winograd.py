@@ -155,25 +155,27 @@ def test_tile_threshold(monkeypatch):
 
 @pytest.mark.parametrize("N, C, oh, ow, itemsize", [
     (32, 64, 32, 32, 4), (8, 512, 7, 7, 4), (3, 16, 5, 9, 8), (1, 256, 14, 14, 4),
-    (16, 64, 56, 56, 4), (512, 16, 8, 8, 4), (4, 16, 16, 16, 4)])
+    (16, 64, 56, 56, 4), (512, 16, 8, 8, 4), (4, 16, 16, 16, 4), (32, 256, 8, 8, 4),
+    (3, 16, 4, 4, 4)])
 def test_blocks_contract(N, C, oh, ow, itemsize):
     """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2) in as few
-    blocks of equal size (the last may be shorter) as keep 16 x C x tiles (plus the spare
-    column) within ``_BUDGET`` (at least one image each), but at least two blocks for two
-    images or more (the threads share them), the batch innermost exactly for narrow maps of
-    several images, and the spare tile column exactly for batch-second plane rows of at
-    least 4 tile columns."""
+    blocks as keep 16 x C x tiles (plus the spare column) within ``_BUDGET`` (at least one
+    image each), rounded up to an even count (two threads share them) but never more than
+    the images; the blocks' sizes differ by one image at most; the batch innermost exactly
+    for narrow maps of several images, and the spare tile column exactly for batch-second
+    plane rows of at least 4 tile columns."""
     g = conv._Geom(3, 3, 1, 1, 1, 1, 1, 1, 1, 1, oh, ow, oh, ow, 1)
     blocks = WG._blocks(g, N, C, itemsize)
     th, tw = -(-oh // 2), -(-ow // 2)
     per_image = 16 * C * th * (tw + 1) * itemsize
     fit = max(1, min(N, WG._BUDGET // per_image))
-    count = max(-(-N // fit), min(N, 2))
-    b = -(-N // count)
-    assert b <= fit and len(blocks) == count
-    assert [lo for lo, _ in blocks] == list(range(0, N, b))
+    fewest = -(-N // fit)
+    assert len(blocks) == min(N, max(2, fewest + fewest % 2))
+    sizes = [pl.b for _, pl in blocks]
+    assert max(sizes) <= fit and max(sizes) - min(sizes) <= 1 and sum(sizes) == N
+    assert [lo for lo, _ in blocks] == list(np.cumsum([0] + sizes[:-1]))
     for lo, pl in blocks:
-        assert (pl.th, pl.tw, pl.b) == (th, tw, min(b, N - lo))
+        assert (pl.th, pl.tw) == (th, tw)
         assert pl.bl == (ow < 16 and pl.b > 1)
         assert pl.wide == (not pl.bl and tw >= 4)
         assert (pl.u, pl.nb) == ((pl.b, 1) if pl.bl else (1, pl.b))
