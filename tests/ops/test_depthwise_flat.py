@@ -90,8 +90,9 @@ def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
 @pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", [CASES[0], CASES[5], CASES[7]])
 def test_copies_in_parallel_parts_give_the_one_thread_bits(N, C, m, H, W, k, pads, dil,
                                                            strides, monkeypatch):
-    """The phase planes' split and join and the padded rows, copied in two parts (every copy
-    cut: ``_COPY_MIN`` 0) on two threads, give exactly the results of whole copies."""
+    """The flat kernels and the padded row sums, each part making the phase planes or padded
+    rows of its own blocks, and the padded rows copied in two parts (every copy cut:
+    ``_COPY_MIN`` 0), give on two threads exactly the one-thread results."""
     from fluidlite.core import threads
     monkeypatch.setattr(K, "_BAND_MAX", -1)
     rng = np.random.default_rng(1)
@@ -106,4 +107,28 @@ def test_copies_in_parallel_parts_give_the_one_thread_bits(N, C, m, H, W, k, pad
             runs.append((K._depthwise_fwd_flat(x, w, g), K._depthwise_fwd_rows(x, w, g),
                          K._depthwise_dx_flat(dy, w, g, C), K._depthwise_sums(x, dy, g, m)))
     for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", [CASES[0], CASES[2], CASES[3], CASES[5]])
+def test_blocks_of_rows_reusing_their_parts_buffers_give_the_bits_of_one_block(
+        N, C, m, H, W, k, pads, dil, strides, monkeypatch):
+    """Each part makes the phase planes (or padded rows) of one block of rows at a time in a
+    buffer it reuses: with blocks of 2 rows (and a shorter last one) the results are those of
+    one block per part -- no cell of an earlier block's padding or planes leaks into the next."""
+    monkeypatch.setattr(K, "_BAND_MAX", -1)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
+    g = _geom(x, w, pads, dil, strides)
+    dy = rng.standard_normal((N, C * m, g.oh, g.ow)).astype(np.float32)
+
+    def run():
+        return (K._depthwise_fwd_flat(x, w, g), K._depthwise_dx_flat(dy, w, g, C),
+                K._depthwise_sums(x, dy, g, m))
+    whole = run()
+    wide = -(-g.Wp // g.sw)
+    monkeypatch.setattr(K, "_BLOCK", 2 * g.oh * max(wide, g.ow))     # 2 rows a block
+    assert N * C >= 5                                               # several blocks, one short
+    for a, b in zip(whole, run()):
         np.testing.assert_array_equal(a, b)
