@@ -120,10 +120,18 @@ def test_adjoint_of_the_forward():
     assert abs(lhs - rhs) <= 1e-12 * np.abs(dy).sum() * np.abs(x).max() * 9
 
 
-def test_band_blocks_cover_the_channels_once(monkeypatch):
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_band_blocks_cover_the_channels_once(monkeypatch, n_threads):
+    """On the pool's threads the blocks keep within ``_BAND_BUDGET_PARTS``, on one thread
+    within ``_BAND_BUDGET`` (the other budget is set to what would break the sizes)."""
+    from fluidlite.core import threads
+    used, other = (("_BAND_BUDGET_PARTS", "_BAND_BUDGET") if n_threads > 1 else
+                   ("_BAND_BUDGET", "_BAND_BUDGET_PARTS"))
+    monkeypatch.setattr(K, other, 10 ** 9)
     for C, per, budget in ((7, 10, 25), (7, 10, 1), (7, 10, 10 ** 6), (1, 5, 3), (64, 3, 100)):
-        monkeypatch.setattr(K, "_BAND_BUDGET", budget)
-        blocks = K._band_chunks(C, per)
+        monkeypatch.setattr(K, used, budget)
+        with threads.using(n_threads):
+            blocks = K._band_chunks(C, per)
         assert [c for lo, hi in blocks for c in range(lo, hi)] == list(range(C))
         sizes = [hi - lo for lo, hi in blocks]
         assert max(sizes) <= max(1, budget // per) and max(sizes) - min(sizes) <= 1
