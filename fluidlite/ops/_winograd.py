@@ -306,7 +306,9 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
     parallel; their dU are added in order whatever thread made them)."""
     N, K = dy.shape[:2]
     C = (w.shape[1] if w is not None else x.shape[1])
-    ut = None if w is None else filter_tiles(w.transpose(1, 0, 2, 3))  # [16, C, K]
+    # U^T [16, C, K]: the transform of w^T is U with its two channel axes swapped (a view;
+    # transforming w^T itself would first copy the transposed filter)
+    ut = None if w is None else filter_tiles(w).transpose(0, 2, 1)
     dx = None if w is None else np.empty((N, C, g.H, g.W), dy.dtype)
     blocks = _blocks(g, N, C, dy.dtype.itemsize)
     du: List[np.ndarray] = []
