@@ -6,11 +6,13 @@ gradients of every output. The grad kernels return a lazy mapping (``LazyOutputs
 gradient the program does not bind is never computed.
 
 Training-mode ``batch_norm`` and its gradient on big NCHW maps run over cache-sized blocks of
-channels, and on maps of at least ``_PARALLEL_MIN`` elements, when two threads or more are
-set, as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool (``_channel_parts``):
-the parts never depend on the thread count, so neither do the results (bit for bit); they are
-the one-pass kernels' formulas, with einsum free to order a part's sums its own way.
-layer_norm's rows split the same way (row-wise: the one-pass bits).
+channels, and on maps of at least ``_BN_PARALLEL_MIN`` elements, when two threads or more
+are set, as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool
+(``_channel_parts``): the parts never depend on the thread count, so neither do the results
+(bit for bit); they are the one-pass kernels' formulas, with einsum free to order a part's
+sums its own way. Per-channel vectors broadcast over maps of short channel runs repeated over
+the run (``_bc``). layer_norm's rows split the same way from ``_PARALLEL_MIN`` elements
+(row-wise: the one-pass bits).
 """
 from __future__ import annotations
 
@@ -42,6 +44,21 @@ def _bshape(ndim: int, ch: int, c: int) -> Tuple[int, ...]:
     return tuple(c if a == ch else 1 for a in range(ndim))
 
 
+_LONG_RUN = 256     # a channel's run of contiguous elements from which vectors broadcast as is
+
+
+def _bc(v: np.ndarray, X: np.ndarray, ch: int) -> np.ndarray:
+    """The per-channel vector ``v`` [C] shaped to broadcast against ``X``. A map whose channel
+    runs are short (a 4x4 or 7x7 map: under ``_LONG_RUN`` elements after the channel axis)
+    gets ``v`` repeated over the run, ``[C, *map]``: NumPy then loops over whole rows of C x
+    map elements instead of 16-element runs (batch norm of a [32, 512, 4, 4] map ran 2x
+    PyTorch's time). The same values per element either way, so the same bits."""
+    inner = int(np.prod(X.shape[ch + 1:], dtype=np.int64))
+    if ch + 1 == X.ndim or inner >= _LONG_RUN:
+        return v.reshape(_bshape(X.ndim, ch, v.shape[0]))
+    return np.repeat(v, inner).reshape(X.shape[ch:])
+
+
 def _per_channel(a: np.ndarray, ch: int) -> np.ndarray:
     """``a`` as [outer, C, inner] (channel axis ``ch``; a view when ``a`` is contiguous)."""
     outer = int(np.prod(a.shape[:ch], dtype=np.int64))
@@ -70,7 +87,9 @@ def _channel_sum(a: np.ndarray, ch: int, b: Any = None, mean: bool = False) -> n
 
 # -- batch_norm ---------------------------------------------------------------------------------
 _PARTS = 2                  # fixed channel parts (never the thread count: results stay put)
-_PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread each
+_PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread each ...
+_BN_PARALLEL_MIN = 1 << 19  # ... for batch norm (under it one pass took 0.6-0.9x the time of
+                            # two parallel halves: a [32, 512, 4, 4] map, a [8, 960, 7, 7] one)
 
 
 _BLOCK_BYTES = 4 << 20      # a block of channels' share of X on big maps (``_channel_parts``)
@@ -97,7 +116,7 @@ def _channel_parts(X: np.ndarray, ch: int, blocks_from: int
         cb = max(1, _BLOCK_BYTES // max(X.nbytes // C, 1))
         if cb < C:          # an even count of equal blocks (the threads share them)
             return threads.even_ranges(C, cb)
-    if X.size < _PARALLEL_MIN or C < _PARTS or not threads.splitting():
+    if X.size < _BN_PARALLEL_MIN or C < _PARTS or not threads.splitting():
         return None
     return [(C * i // _PARTS, C * (i + 1) // _PARTS) for i in range(_PARTS)]
 
@@ -108,15 +127,15 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
     given (else into the centred copy of X: one batch-sized array fewer)."""
     bs = _bshape(X.ndim, ch, X.shape[ch])
     mu = _channel_sum(X, ch, mean=True)
-    xc = X - mu.reshape(bs)
+    xc = X - _bc(mu, X, ch)
     var = _channel_sum(xc, ch, xc, mean=True)
     inv_std = 1.0 / np.sqrt(var + eps)
-    a = (Scale * inv_std).reshape(bs)
+    a = _bc(Scale * inv_std, X, ch)
     if y is None:
         y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
     else:
         np.multiply(xc, a, out=y)
-    y += Bias.reshape(bs)
+    y += _bc(Bias, X, ch)
     return mu, var, inv_std, y
 
 
@@ -144,22 +163,22 @@ def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: n
     """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
     ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
     bs = _bshape(X.ndim, 1, X.shape[1])
-    xh = X - mean.reshape(bs)
+    xh = X - _bc(mean, X, 1)
     if xh.dtype == np.result_type(xh, inv_std):
-        xh *= inv_std.reshape(bs)
+        xh *= _bc(inv_std, X, 1)
     else:
-        xh = xh * inv_std.reshape(bs)
+        xh = xh * _bc(inv_std, X, 1)
     db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xh)
     if dx is not None:
         inv_m = 1.0 / m
-        np.subtract(dY, (db * inv_m).reshape(bs), out=dx)
-        c = (ds * inv_m).reshape(bs)
+        np.subtract(dY, _bc(db * inv_m, X, 1), out=dx)
+        c = _bc(ds * inv_m, X, 1)
         if xh.dtype == np.result_type(xh, c):
             xh *= c
         else:
             xh = xh * c
         dx -= xh
-        dx *= (Scale * inv_std).reshape(bs)
+        dx *= _bc(Scale * inv_std, X, 1)
     return ds, db
 
 
@@ -280,11 +299,11 @@ class BatchNormGrad(OpDef):
 
         def xhat() -> np.ndarray:
             if "xh" not in cache:
-                xh = X - SavedMean.reshape(bs)
+                xh = X - _bc(SavedMean, X, ch)
                 if xh.dtype == np.result_type(xh, SavedVariance):
-                    xh *= SavedVariance.reshape(bs)     # (in place: one array fewer)
+                    xh *= _bc(SavedVariance, X, ch)     # (in place: one array fewer)
                 else:
-                    xh = xh * SavedVariance.reshape(bs)
+                    xh = xh * _bc(SavedVariance, X, ch)
                 cache["xh"] = xh
             return cache["xh"]
 
@@ -299,14 +318,14 @@ class BatchNormGrad(OpDef):
             return cache["ds"]
 
         def dx() -> np.ndarray:
-            k = (Scale * SavedVariance).reshape(bs)
+            k = _bc(Scale * SavedVariance, X, ch)
             if global_stats:
                 return dY * k
             inv_m = 1.0 / m
             ds, db = dscale(), dbias()          # (before xhat is scaled in place below)
-            t = dY - (db * inv_m).reshape(bs)
+            t = dY - _bc(db * inv_m, X, ch)
             xh = cache.pop("xh")
-            c = (ds * inv_m).reshape(bs)
+            c = _bc(ds * inv_m, X, ch)
             if xh.dtype == np.result_type(xh, c):
                 xh *= c
             else:

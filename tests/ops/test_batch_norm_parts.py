@@ -17,6 +17,13 @@ SLOTS = ("X@GRAD", "Scale@GRAD", "Bias@GRAD")
 NEVER = 1 << 62             # ``blocks_from``: no cache-sized blocks, the thread halves only
 
 
+@pytest.fixture(autouse=True)
+def _parts_from_64k(monkeypatch):
+    """The cases here are small enough to check: let maps of 64K elements take the parts
+    (the threshold has its own test)."""
+    monkeypatch.setattr(norm, "_BN_PARALLEL_MIN", 1 << 16)
+
+
 def _case(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     c = shape[1]
@@ -82,7 +89,7 @@ def test_only_the_wanted_gradients_come_back(wanted):
 
 
 def test_numeric_gradient_through_the_parts(monkeypatch):
-    monkeypatch.setattr(norm, "_PARALLEL_MIN", 1)
+    monkeypatch.setattr(norm, "_BN_PARALLEL_MIN", 1)
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 4, 5, 6)) * 2 + 1
     with threads.using(2):
@@ -132,3 +139,34 @@ def test_big_maps_run_in_blocks_of_channels_with_the_same_bits_on_any_thread_cou
                                atol=tol)
     for k in SLOTS:
         np.testing.assert_allclose(runs[0][1][k], g_ref[k], rtol=tol, atol=tol * 10)
+
+
+def test_maps_under_the_threshold_take_one_pass(monkeypatch):
+    """Two parallel halves from ``_BN_PARALLEL_MIN`` elements on (under it one pass is
+    faster): the boundary itself."""
+    monkeypatch.undo()
+    n = norm._BN_PARALLEL_MIN // (16 * 16)
+    with threads.using(2):
+        assert norm._channel_parts(np.ones((n, 16, 4, 4), np.float32), 1, NEVER) is not None
+        assert norm._channel_parts(np.ones((n - 1, 16, 4, 4), np.float32), 1, NEVER) is None
+
+
+@pytest.mark.parametrize("shape", [(5, 6, 4, 4), (3, 4, 7, 7), (2, 3, 5), (6, 5, 40, 9)])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_short_channel_runs_broadcast_expanded_vectors_with_the_same_bits(shape, n_threads,
+                                                                          monkeypatch):
+    """A map whose channel runs are short broadcasts its per-channel vectors repeated over the
+    run (``_bc``: NumPy loops over whole rows): forward and gradients give exactly the bits
+    of the plain [1, C, 1, 1] broadcast, through the one pass and the parts."""
+    monkeypatch.setattr(norm, "_BN_PARALLEL_MIN", 1)
+    x, scale, bias, dy = _case(shape, np.float32, seed=4)
+    inner = int(np.prod(shape[2:]))
+    plain_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
+    assert norm._bc(scale, x, 1).shape == (shape[1:] if inner < norm._LONG_RUN else plain_shape)
+    with threads.using(n_threads):
+        expanded = _run(x, scale, bias, dy)
+        monkeypatch.setattr(norm, "_LONG_RUN", 1)           # never expanded
+        plain = _run(x, scale, bias, dy)
+    for a, b in zip(expanded, plain):
+        for k in a:
+            assert np.array_equal(a[k], b[k]), k
