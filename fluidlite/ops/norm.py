@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core import threads
 from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
+from .broadcast import channel_vector
 from .conv import LazyOutputs
 from .tensor import norm_axis
 
@@ -44,19 +45,10 @@ def _bshape(ndim: int, ch: int, c: int) -> Tuple[int, ...]:
     return tuple(c if a == ch else 1 for a in range(ndim))
 
 
-_LONG_RUN = 256     # a channel's run of contiguous elements from which vectors broadcast as is
-
-
 def _bc(v: np.ndarray, X: np.ndarray, ch: int) -> np.ndarray:
-    """The per-channel vector ``v`` [C] shaped to broadcast against ``X``. A map whose channel
-    runs are short (a 4x4 or 7x7 map: under ``_LONG_RUN`` elements after the channel axis)
-    gets ``v`` repeated over the run, ``[C, *map]``: NumPy then loops over whole rows of C x
-    map elements instead of 16-element runs (batch norm of a [32, 512, 4, 4] map ran 2x
-    PyTorch's time). The same values per element either way, so the same bits."""
-    inner = int(np.prod(X.shape[ch + 1:], dtype=np.int64))
-    if ch + 1 == X.ndim or inner >= _LONG_RUN:
-        return v.reshape(_bshape(X.ndim, ch, v.shape[0]))
-    return np.repeat(v, inner).reshape(X.shape[ch:])
+    """The per-channel vector ``v`` shaped to broadcast against ``X`` (``channel_vector``:
+    repeated over short channel runs, so that NumPy loops over whole rows)."""
+    return channel_vector(v, X.shape, ch)
 
 
 def _per_channel(a: np.ndarray, ch: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 
 from fluidlite.core import threads
 from fluidlite.core.registry import get_op_def
-from fluidlite.ops import norm
+from fluidlite.ops import broadcast, norm
 from fluidlite.testing import OpTest
 from tests.ops.test_batch_norm_buffers import _reference
 
@@ -162,10 +162,10 @@ def test_short_channel_runs_broadcast_expanded_vectors_with_the_same_bits(shape,
     x, scale, bias, dy = _case(shape, np.float32, seed=4)
     inner = int(np.prod(shape[2:]))
     plain_shape = (1, shape[1]) + (1,) * (len(shape) - 2)
-    assert norm._bc(scale, x, 1).shape == (shape[1:] if inner < norm._LONG_RUN else plain_shape)
+    assert norm._bc(scale, x, 1).shape == (shape[1:] if inner < broadcast.LONG_RUN else plain_shape)
     with threads.using(n_threads):
         expanded = _run(x, scale, bias, dy)
-        monkeypatch.setattr(norm, "_LONG_RUN", 1)           # never expanded
+        monkeypatch.setattr(broadcast, "LONG_RUN", 1)      # never expanded
         plain = _run(x, scale, bias, dy)
     for a, b in zip(expanded, plain):
         for k in a:
