@@ -51,7 +51,7 @@ def test_band_kernels_equal_a_direct_convolution(N, C, m, H, W, k, pads, dil, st
     x = rng.standard_normal((N, C, H, W)).astype(dtype)
     w = rng.standard_normal((C * m, 1) + k).astype(dtype)
     g = _geom(x, w, pads, dil, strides)
-    assert K._use_band(g, x, w, strided=True)
+    assert K._use_band(g, x.dtype, strided=True)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     y = K.depthwise_fwd(x, w, g)
@@ -99,7 +99,7 @@ def test_non_finite_operands_spoil_what_fluids_kernel_spoils(bad, monkeypatch):
     dy = rng.standard_normal((1, 2, g.oh, g.ow)).astype(np.float32)
     xb, wb, dyb = x.copy(), w.copy(), dy.copy()
     xb[0, 0, 5, 20], wb[0, 0, 2, 2], dyb[0, 1, 3, 3] = bad, bad, bad
-    assert not K._use_band(g, xb) and not K._use_band(g, dy, wb) and K._use_band(g, x, dy)
+    assert K._use_band(g, xb.dtype) and not K._finite(xb) and not K._finite(dy, wb)
     for call in (lambda: K.depthwise_fwd(xb, w, g), lambda: K.depthwise_dx(dy, wb, g, 2),
                  lambda: K.depthwise_dx(dyb, w, g, 2), lambda: K.depthwise_dw(xb, dy, g, w.shape)):
         np.testing.assert_array_equal(np.isfinite(call()),
@@ -156,3 +156,78 @@ def test_band_matrices_keep_the_operands_dtype(dtype):
     assert drows.shape == (3, 2 * g.oh * b.nt, 2 * b.tw)
     # every tile's span lies inside the canvas (the rows are a view of it, never past its end)
     assert (b.nt - 1) * b.tw * g.sw + b.span <= b.Wq
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_non_finite_block_alone_takes_the_tap_kernels(bad, monkeypatch):
+    """The band kernels check each block of channels' operands: with a block per channel,
+    the channel holding a NaN / Inf gets the tap kernels' values (what fluid spoils) and
+    every other channel the band's, bit for bit those of a run without the bad value."""
+    monkeypatch.setattr(K, "_BAND_BUDGET", 1)                  # a block per channel
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 12, 14)).astype(np.float32)
+    w = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    dy = rng.standard_normal((2, 6, g.oh, g.ow)).astype(np.float32)
+    xb, dyb = x.copy(), dy.copy()
+    xb[1, 1, 4, 7], dyb[0, 3, 2, 5] = bad, bad                # channel 1 (filters 2, 3)
+    one = slice(1, 2)                           # channel 1 alone, through the tap kernels
+    runs = [
+        (K.depthwise_fwd(xb, w, g), K.depthwise_fwd(x, w, g),
+         K._taps_fwd(xb[:, one], w[2:4], g), 1),
+        (K.depthwise_dx(dyb, w, g, 3), K.depthwise_dx(dy, w, g, 3),
+         K._taps_dx(dyb[:, 2:4], w[2:4], g, 1), 0),
+        (K.depthwise_dw(xb, dy, g, w.shape), K.depthwise_dw(x, dy, g, w.shape),
+         K._taps_dw(xb[:, one], dy[:, 2:4], g, (2, 1, 3, 3)), None),
+        (K.depthwise_dw(x, dyb, g, w.shape), K.depthwise_dw(x, dy, g, w.shape),
+         K._taps_dw(x[:, one], dyb[:, 2:4], g, (2, 1, 3, 3)), None),
+    ]
+    for got, clean, taps, axis in runs:
+        if axis is None:                        # dW [6, 1, 3, 3]: filters 2, 3 are channel 1
+            np.testing.assert_array_equal(got[2:4], taps)
+            np.testing.assert_array_equal(got[np.r_[0:2, 4:6]], clean[np.r_[0:2, 4:6]])
+            assert not np.isfinite(got[2:4]).all()
+            continue
+        per = got.shape[1] // 3                 # maps per channel: m for Y, 1 for dX
+        np.testing.assert_array_equal(got[:, per:2 * per], taps)
+        good_c = np.r_[0:per, 2 * per:3 * per]
+        np.testing.assert_array_equal(got[:, good_c], clean[:, good_c])
+        assert not np.isfinite(got[:, per:2 * per]).all()
+
+
+def test_a_non_finite_filter_never_reaches_a_pixel_through_the_padded_tile_columns():
+    """Strided input gradient of a 38-wide map: the last tile's spare output column (zeros in
+    dY) sits over the map's last input column at tap 0. A NaN at tap 0 must not reach that
+    pixel through 0 * NaN, as fluid's kernel never reads the missing output there."""
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    w[0, 0, 1, 0] = np.nan
+    x = np.zeros((1, 2, 9, 38), np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1, (2, 2))
+    b = K._Band(g)
+    assert b.nt * b.tw > g.ow and K._use_band(g, x.dtype) and K._turned(g, w, 2) is None
+    dy = rng.standard_normal((1, 2, g.oh, g.ow)).astype(np.float32)
+    want = np.isfinite(K._taps_dx(dy, w, g, 2))
+    assert want[0, 0, :, 37].all()                  # fluid: no NaN in the last column
+    np.testing.assert_array_equal(np.isfinite(K.depthwise_dx(dy, w, g, 2)), want)
+
+
+def test_an_infinite_input_never_reaches_a_filter_gradient_through_the_padded_tile_columns():
+    """A 17-wide map: the last tile's spare output column (zeros in dY) reads the map's last
+    input column at tap 0. An Inf there must leave dW's tap 0 finite (fluid never reads it
+    at tap 0), not NaN through 0 * Inf."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((1, 2, 9, 17)).astype(np.float32)
+    x[0, 0, 3, 16] = np.inf
+    w = rng.standard_normal((2, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    b = K._Band(g)
+    assert b.nt * b.tw > g.ow and K._use_band(g, x.dtype)
+    dy = np.abs(rng.standard_normal((1, 2, g.oh, g.ow))).astype(np.float32) + 0.1
+    want = K._taps_dw(x, dy, g, w.shape)
+    assert np.isfinite(want[0, 0, :, 0]).all() and np.isinf(want[0, 0, :, 2]).any()
+    got = K.depthwise_dw(x, dy, g, w.shape)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    ok = np.isfinite(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-5)
