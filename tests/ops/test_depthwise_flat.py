@@ -87,6 +87,15 @@ def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
         not np.isnan(dx[0, 0, :, 0]).any() and not np.isnan(dx[0, 1]).any()
 
 
+def _operands(seed, N, C, m, H, W, k, pads, dil, strides):
+    """float32 X, W, the geometry and a dY of one case."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
+    g = _geom(x, w, pads, dil, strides)
+    return x, w, g, rng.standard_normal((N, C * m, g.oh, g.ow)).astype(np.float32)
+
+
 @pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", [CASES[0], CASES[5], CASES[7]])
 def test_copies_in_parallel_parts_give_the_one_thread_bits(N, C, m, H, W, k, pads, dil,
                                                            strides, monkeypatch):
@@ -95,11 +104,7 @@ def test_copies_in_parallel_parts_give_the_one_thread_bits(N, C, m, H, W, k, pad
     ``_COPY_MIN`` 0), give on two threads exactly the one-thread results."""
     from fluidlite.core import threads
     monkeypatch.setattr(K, "_BAND_MAX", -1)
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
-    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
-    g = _geom(x, w, pads, dil, strides)
-    dy = rng.standard_normal((N, C * m, g.oh, g.ow)).astype(np.float32)
+    x, w, g, dy = _operands(1, N, C, m, H, W, k, pads, dil, strides)
     runs = []
     for n, copy_min in ((1, 1 << 40), (2, 0)):
         monkeypatch.setattr(K, "_COPY_MIN", copy_min)
@@ -117,11 +122,7 @@ def test_blocks_of_rows_reusing_their_parts_buffers_give_the_bits_of_one_block(
     buffer it reuses: with blocks of 2 rows (and a shorter last one) the results are those of
     one block per part -- no cell of an earlier block's padding or planes leaks into the next."""
     monkeypatch.setattr(K, "_BAND_MAX", -1)
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
-    w = rng.standard_normal((C * m, 1) + k).astype(np.float32)
-    g = _geom(x, w, pads, dil, strides)
-    dy = rng.standard_normal((N, C * m, g.oh, g.ow)).astype(np.float32)
+    x, w, g, dy = _operands(5, N, C, m, H, W, k, pads, dil, strides)
 
     def run():
         return (K._depthwise_fwd_flat(x, w, g), K._depthwise_dx_flat(dy, w, g, C),
