@@ -7,7 +7,9 @@ start), nested calls run inline, BLAS is held to one thread from the first run o
 default thread count is what BLAS had before), and kernels built on ``parallel`` give
 bit-identical results for every thread count -- also two executors running at once.
 """
+import functools
 import threading
+import weakref
 import time
 
 import numpy as np
@@ -334,11 +336,13 @@ def test_items_know_they_are_items_and_the_pool_is_reused():
         T.parallel(lambda i: flags.append(T._tls.busy), 4)
         pool = T._pool[2]
         T.parallel(lambda i: None, 4)
-        assert T._pool[2] is pool and pool._max_workers == 1     # workers - 1 threads
+        assert T._pool[2] is pool and len(pool) == 1     # workers - 1 threads
         assert len(T._pool) == 1
+        threads_ = [h.thread for h in pool]
+        assert all(t.is_alive() and t.name.startswith(T.POOL_PREFIX) for t in threads_)
     assert flags == [True] * 4 and getattr(T._tls, "busy", False) is False
     T.shutdown()
-    assert not T._pool
+    assert not T._pool and not any(t.is_alive() for t in threads_)
 
 
 @needs_blas_control
@@ -378,3 +382,69 @@ def test_kernels_cut_their_gemms_only_outside_items():
     with T.using(1):
         assert not T.splitting()
     assert seen == [False, False]
+
+
+@needs_blas_control
+def test_a_helper_that_comes_late_finds_nothing_and_the_caller_never_waits_for_it():
+    """Two callers share one helper: whichever call it does not join runs every item on its
+    caller (a helper's hand-off is replaced, or comes after the call ended): no item runs
+    twice, none is lost, and the helper stays usable."""
+    with T.using(2):
+        T.parallel(lambda i: None, 2)                    # the pool exists
+        (helper,) = T._pool[2]
+        ran = []
+        gate = threading.Event()
+
+        def first_call():
+            with T.using(2):        # an item that blocks: the helper, or this caller, waits
+                T.parallel(lambda i: gate.wait(5) if i == 1 else None, 2)
+        first = threading.Thread(target=first_call)
+        first.start()
+        time.sleep(0.05)
+        T.parallel(lambda i: ran.append(i), 5)
+        gate.set()
+        first.join()
+        assert sorted(ran) == list(range(5))
+        for _ in range(20):                              # later calls still share items
+            T.parallel(lambda i: time.sleep(0.001), 4)
+        assert helper.thread.is_alive()
+
+
+@needs_blas_control
+def test_an_error_in_a_helpers_item_reaches_the_caller_after_the_items_end():
+    done = []
+
+    def item(i):
+        if threading.current_thread().name.startswith(T.POOL_PREFIX):
+            time.sleep(0.01)
+            raise KeyError("from the helper")
+        time.sleep(0.05)
+        done.append(i)
+    with T.using(2):
+        for _ in range(5):
+            try:
+                T.parallel(item, 2)
+            except KeyError as e:
+                assert "from the helper" in str(e)
+                break
+        else:
+            pytest.skip("the helper never took an item")
+    assert done                                          # the caller's item ran to its end
+
+
+@needs_blas_control
+def test_a_finished_call_is_not_kept_alive_by_the_pool():
+    """A helper drops the call it helped with (its items' closures hold the kernel's arrays)."""
+    class Payload:
+        pass
+    obj = Payload()
+    ref = weakref.ref(obj)
+    item = functools.partial(lambda payload, i: time.sleep(0.005), obj)   # holds obj itself
+    with T.using(2):
+        T.parallel(item, 4)
+    del obj, item
+    for _ in range(100):
+        if ref() is None:
+            break
+        time.sleep(0.01)
+    assert ref() is None

@@ -38,7 +38,6 @@ import contextlib
 import logging
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 __all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel",
@@ -54,7 +53,7 @@ _blas: List[Any] = []             # [threadpoolctl lib controllers] once probed
 _blas_before: List[int] = []      # [BLAS's thread count before ``hold``]
 _setting: List[int] = []          # [count] once set or derived
 _held: List[bool] = [False]
-_pool: Dict[int, ThreadPoolExecutor] = {}
+_pool: Dict[int, List["_Helper"]] = {}    # the helpers of n threads, by n
 
 
 def _controllers() -> List[Any]:
@@ -196,12 +195,53 @@ def using(n: Optional[int]) -> Iterator[None]:
         _tls.threads = old
 
 
-def _executor(workers: int) -> ThreadPoolExecutor:
+class _Helper:
+    """A pool thread: it sleeps on its own event until a ``parallel`` call hands it the call's
+    ``_Run`` (``assign``), then takes items with the caller. An event and a lock per thread,
+    not ``concurrent.futures``: on the 2-core machine measured a hand-off and its answer took
+    25 us through ``threading.Event`` against 61 us through ``ThreadPoolExecutor.submit`` and
+    ``Future.result``, and a training step makes some 300 parallel calls."""
+
+    def __init__(self, name: str) -> None:
+        self.lock = threading.Lock()        # guards job and stop
+        self.wake = threading.Event()
+        self.job: Optional[_Run] = None
+        self.stop = False
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
+
+    def assign(self, run: "_Run") -> None:
+        with self.lock:
+            self.job = run                  # (a job not yet taken is replaced: its caller
+        self.wake.set()                     # runs its items itself)
+
+    def _loop(self) -> None:
+        while True:
+            self.wake.wait()
+            self.wake.clear()
+            with self.lock:                 # (read after the clear: no hand-off is lost)
+                run, self.job = self.job, None
+                if self.stop:
+                    return
+            if run is not None:
+                run.help()
+                run = None              # (the call's closures hold its arrays: let them go)
+
+    def close(self) -> None:
+        with self.lock:
+            self.stop = True
+        self.wake.set()
+        self.thread.join()
+
+
+def _helpers(workers: int) -> List[_Helper]:
+    """The ``workers - 1`` pool threads a call on ``workers`` threads shares its items with
+    (started on first use, then kept)."""
     with _lock:
         pool = _pool.get(workers)
         if pool is None:
-            pool = _pool[workers] = ThreadPoolExecutor(max_workers=workers - 1,
-                                                       thread_name_prefix=POOL_PREFIX)
+            pool = _pool[workers] = [_Helper(f"{POOL_PREFIX}_{workers}_{k}")
+                                     for k in range(workers - 1)]
         return pool
 
 
@@ -211,8 +251,9 @@ def shutdown() -> None:
     with _lock:
         pools = list(_pool.values())
         _pool.clear()
-    for p in pools:
-        p.shutdown(wait=True)
+    for pool in pools:
+        for h in pool:
+            h.close()
 
 
 def parallel(fn: Callable[[int], Any], n: int,
@@ -293,8 +334,11 @@ class _Run:
         self.due = 0                        # next item to sink
         self.done: Dict[int, Any] = {}      # finished, not yet sunk
         self.error: Optional[BaseException] = None
-        self.lock = threading.Lock()        # hand-out and errors
+        self.lock = threading.Lock()        # hand-out, errors, helpers
         self.sink_lock = threading.Lock()   # sink order
+        self.active = 0                     # helpers inside ``work``
+        self.closed = False                 # the caller is done: no helper may join now
+        self.idle = threading.Event()       # set when the last helper leaves a closed run
 
     def _take(self) -> Optional[int]:
         with self.lock:
@@ -327,13 +371,29 @@ class _Run:
         finally:
             _tls.busy = False
 
+    def help(self) -> None:
+        """A pool thread's share: ``work``, unless the caller has already finished."""
+        with self.lock:
+            if self.closed:             # a helper that comes late has nothing left to do
+                return
+            self.active += 1
+        try:
+            self.work()
+        finally:
+            with self.lock:
+                self.active -= 1
+                if not self.active and self.closed:
+                    self.idle.set()
+
     def go(self, workers: int) -> None:
-        pool = _executor(workers)
-        futures = [pool.submit(self.work) for _ in range(workers - 1)]
+        for h in _helpers(workers):
+            h.assign(self)
         self.work()
-        for f in futures:
-            if not f.cancel():          # a helper that never started has nothing left to do
-                f.result()
+        with self.lock:
+            self.closed = True
+            waiting = self.active > 0
+        if waiting:                     # the items the helpers took are still running
+            self.idle.wait()
         if self.error is not None:
             raise self.error
 
