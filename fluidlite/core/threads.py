@@ -41,7 +41,8 @@ import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 __all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel",
-           "parallel_ranges", "even_ranges", "hold", "splitting", "blas_available", "shutdown", "POOL_PREFIX"]
+           "parallel_ranges", "even_ranges", "hold", "splitting", "blas_available", "shutdown",
+           "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
 
@@ -305,9 +306,10 @@ def parallel_ranges(fn: Callable[[int, int], Any], n: int, parts: int = 2) -> No
 def even_ranges(n: int, most: int, least: int = 2) -> List[Tuple[int, int]]:
     """``range(n)`` cut into the fewest slices of at most ``most`` items (and at least
     ``least`` slices), their count, when above one, rounded up to an even number (but never
-    more slices than items), the sizes differing by one at most: two threads taking the slices in turn get equal shares (three equal blocks leave
-    one thread idle for a third of the call). The cut depends on ``n`` and ``most`` alone,
-    never on the thread count.
+    more slices than items), the sizes differing by one at most: two threads taking the
+    slices in turn get equal shares (three equal blocks leave one thread idle for a third of
+    the call). The cut depends on ``n``, ``most`` and ``least`` alone, never on the thread
+    count.
 
     Example:
         >>> from fluidlite.core.threads import even_ranges
