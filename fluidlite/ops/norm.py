@@ -117,7 +117,6 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
               y: Optional[np.ndarray], ch: int) -> Tuple[np.ndarray, ...]:
     """Training batch norm of ``X``: (mu, var, inv_std per channel, Y), Y into ``y`` when
     given (else into the centred copy of X: one batch-sized array fewer)."""
-    bs = _bshape(X.ndim, ch, X.shape[ch])
     mu = _channel_sum(X, ch, mean=True)
     xc = X - _bc(mu, X, ch)
     var = _channel_sum(xc, ch, xc, mean=True)
@@ -154,7 +153,6 @@ def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: n
                   ) -> Tuple[np.ndarray, np.ndarray]:
     """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
     ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
-    bs = _bshape(X.ndim, 1, X.shape[1])
     xh = X - _bc(mean, X, 1)
     if xh.dtype == np.result_type(xh, inv_std):
         xh *= _bc(inv_std, X, 1)
@@ -279,7 +277,6 @@ class BatchNormGrad(OpDef):
         (``executor/fusion``) makes each channel block of dY right before this kernel reads
         it, in cache, instead of writing all of dY to memory first."""
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
-        bs = _bshape(X.ndim, ch, X.shape[ch])
         global_stats = use_global_stats or (is_test and not trainable_statistics)
         m = X.size // X.shape[ch]
         parts = None if global_stats else _channel_parts(X, ch, 2 * _BLOCK_BYTES)
