@@ -32,7 +32,7 @@ def _small_maps(monkeypatch):
 @pytest.fixture(params=["one_block", "blocks_of_one", "batch_last_blocks"])
 def layout(request, monkeypatch):
     """The layouts of ``_blocks``: the whole batch in one channel-major block (maps narrower
-    than 16 run batch-innermost), one image per block (batch-second; spare-column planes from
+    than 24 run batch-innermost), one image per block (batch-second; spare-column planes from
     4 tile columns), and batch-innermost blocks of two."""
     if request.param == "blocks_of_one":
         monkeypatch.setattr(WG, "_BUDGET", 1)
@@ -156,7 +156,7 @@ def test_tile_threshold(monkeypatch):
 @pytest.mark.parametrize("N, C, oh, ow, itemsize", [
     (32, 64, 32, 32, 4), (8, 512, 7, 7, 4), (3, 16, 5, 9, 8), (1, 256, 14, 14, 4),
     (16, 64, 56, 56, 4), (512, 16, 8, 8, 4), (4, 16, 16, 16, 4), (32, 256, 8, 8, 4),
-    (3, 16, 4, 4, 4)])
+    (3, 16, 4, 4, 4), (4, 16, 23, 23, 4), (4, 16, 24, 24, 4), (32, 128, 16, 16, 4)])
 def test_blocks_contract(N, C, oh, ow, itemsize):
     """``_blocks`` covers the batch in order with tiles of ceil(oh/2) x ceil(ow/2) in as few
     blocks as keep 16 x C x tiles (plus the spare column) within ``_BUDGET`` (at least one
@@ -176,7 +176,7 @@ def test_blocks_contract(N, C, oh, ow, itemsize):
     assert [lo for lo, _ in blocks] == list(np.cumsum([0] + sizes[:-1]))
     for lo, pl in blocks:
         assert (pl.th, pl.tw) == (th, tw)
-        assert pl.bl == (ow < 16 and pl.b > 1)
+        assert pl.bl == (ow < 24 and pl.b > 1)
         assert pl.wide == (not pl.bl and tw >= 4)
         assert (pl.u, pl.nb) == ((pl.b, 1) if pl.bl else (1, pl.b))
         assert pl.wc == (tw + 1 if pl.wide else tw) * pl.u
