@@ -62,16 +62,23 @@ _ERFCX_Q = (1.0, 2.1931690307, 1.998784007, 0.91843913919, 0.20468432323)
 def _horner(t: np.ndarray, coef: tuple, out: np.ndarray) -> np.ndarray:
     """``sum coef[i] t^i`` into ``out`` (scalars of ``t``'s dtype: no promotion)."""
     typ = t.dtype.type
-    out.fill(typ(coef[-1]))
-    for c in coef[-2::-1]:
+    np.multiply(t, typ(coef[-1]), out=out)      # (no fill pass: c_n t, then the loop)
+    out += typ(coef[-2])
+    for c in coef[-3::-1]:
         out *= t
         out += typ(c)
     return out
 
 
-# elements per block of erf_fast: its ~8 float32 temporaries of a block stay in the cache,
-# so the ~40 passes run from cache instead of memory (1.7x on 2M elements)
-_ERF_BLOCK = 1 << 16
+# elements per block of erf_fast and the float32 GELU: their float32 temporaries of a block
+# stay in the cache, so the ~20-40 passes run from cache instead of memory (1.7x on 2M
+# elements against no blocks). Not smaller: each pass is a NumPy call that holds the GIL while
+# it dispatches, and two threads taking blocks of 64K elements waited on each other's
+# dispatches -- GELU on two threads ran 0.95-1.05x its one-thread time; with 256K it runs
+# 0.57-0.63x (and 0.95x on one thread).
+_ERF_BLOCK = 1 << 18
+_ZEROS = np.zeros(_ERF_BLOCK, np.float32)   # read-only: np.maximum against an array of
+_ZEROS.flags.writeable = False              # zeros runs ~2.7x faster than against a scalar
 
 
 def erf_fast(x: np.ndarray) -> np.ndarray:
@@ -100,14 +107,17 @@ def _erf_block(xf: np.ndarray, out: np.ndarray) -> None:
     a = np.abs(xf)
     t = a * a
     # x + x (P(t) - 1): the leading 1 is added last and exactly (halves the rounding error)
-    small = _horner(np.minimum(t, f(1), out=np.empty_like(t)), _ERF_SMALL_M1, np.empty_like(t))
-    a1 = np.minimum(a, f(1))
+    # (clip, not np.minimum against a scalar: the same values for a, t >= 0 and nan, in a
+    # third of the time)
+    small = _horner(np.clip(t, f(0), f(1), out=np.empty_like(t)), _ERF_SMALL_M1,
+                    np.empty_like(t))
+    a1 = np.clip(a, f(0), f(1))
     small *= a1
     small += a1
-    ac = np.minimum(a, f(4), out=a)                  # nan stays nan
+    ac = np.clip(a, f(0), f(4), out=a)               # nan stays nan
     num = _horner(ac, _ERFCX_P, np.empty_like(t))
     num /= _horner(ac, _ERFCX_Q, np.empty_like(t))
-    np.minimum(t, f(16), out=t)
+    np.clip(t, f(0), f(16), out=t)
     np.negative(t, out=t)
     np.exp(t, out=t)
     num *= t
@@ -449,7 +459,7 @@ def _phi_c(x: np.ndarray, a: np.ndarray, g: np.ndarray) -> np.ndarray:
     np.multiply(x, x, out=g)
     g *= f(-0.5)
     np.exp(g, out=g)
-    ac = np.minimum(a, f(_PHIC_TOP))            # nan stays nan
+    ac = np.clip(a, f(0), f(_PHIC_TOP))         # nan stays nan (a >= 0: np.minimum's values)
     c = _horner(ac, _PHIC_P, np.empty_like(a))
     c /= _horner(ac, _PHIC_Q, a)                # (a is free: its caller clamps its own)
     c *= g
@@ -463,7 +473,7 @@ def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
     c = _phi_c(x, a, np.empty_like(a))          # (overwrites a)
     c *= np.clip(x, f(-_GELU_FLAT), f(_GELU_FLAT), out=a)   # +inf: inf - 0, not inf - inf*0
     np.abs(c, out=c)                            # |x| c: c >= 0
-    np.maximum(x, f(0), out=out)
+    np.maximum(x, _ZEROS[:x.size], out=out)
     out -= c
 
 
@@ -474,7 +484,8 @@ def _gelu_grad_block(x: np.ndarray, dout: np.ndarray, out: np.ndarray) -> None:
     g = np.empty_like(out)
     c = _phi_c(x, np.abs(x), g)
     np.subtract(f(0.5), c, out=c)
-    np.copysign(c, x, out=out)
+    np.sign(x, out=out)                         # (np.copysign took 6x as long; at x = 0
+    out *= c                                    # the sign 0 makes Phi exactly 0.5)
     out += f(0.5)
     g *= np.clip(x, f(-_GELU_FLAT), f(_GELU_FLAT), out=c)     # +-inf: 0, not 0 * inf
     g *= f(_SQRT_2PI_INV)
