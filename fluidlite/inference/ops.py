@@ -28,6 +28,7 @@ import numpy as np
 from ..core import threads
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
+from ..ops.activation import relu_to
 from ..ops.conv import conv2d_forward
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
@@ -47,7 +48,7 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _relu(x: np.ndarray) -> np.ndarray:
-    return np.maximum(x, 0, out=x)
+    return relu_to(x, x)
 
 
 def _tanh(x: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ the same grad op applied to ddX, and the gradient w.r.t. X/Out is ``ddX * dOut *
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -77,8 +77,6 @@ def _horner(t: np.ndarray, coef: tuple, out: np.ndarray) -> np.ndarray:
 # dispatches -- GELU on two threads ran 0.95-1.05x its one-thread time; with 256K it runs
 # 0.57-0.63x (and 0.95x on one thread).
 _ERF_BLOCK = 1 << 18
-_ZEROS = np.zeros(_ERF_BLOCK, np.float32)   # read-only: np.maximum against an array of
-_ZEROS.flags.writeable = False              # zeros runs ~2.7x faster than against a scalar
 
 
 def erf_fast(x: np.ndarray) -> np.ndarray:
@@ -247,22 +245,33 @@ class _Act(OpDef):
 class Relu(_Act):
     """Out = max(X, 0);  dX = dOut * (Out > 0)."""
     type, grad_uses, int_ok = "relu", ("Out",), True
-    f = staticmethod(lambda x: np.maximum(x, 0))
+    @staticmethod
+    def f(x):
+        x = np.asarray(x)
+        if x.dtype.kind != "f" or x.ndim == 0:
+            return np.maximum(x, 0)
+        return relu_to(x, np.empty(x.shape, x.dtype))
 
     def backward(self, Out, dOut):
         return {"X": dOut * (Out > 0)}
 
     def forward_into(self, x: np.ndarray) -> None:
-        np.maximum(x, x.dtype.type(0), out=x)
+        relu_to(x, x)
 
     def lower(self, in_specs, attrs):
-        """``max(x, 0)`` with a 0-d zero of the float input's dtype (NumPy dispatches a 0-d
-        array faster than a Python scalar; the same values)."""
+        """``max(x, 0)`` of a float input: small ones with a 0-d zero of its dtype (NumPy
+        dispatches a 0-d array faster than a Python scalar; the same values), others through
+        ``relu_to``, large ones in two parallel halves."""
         zero = _float_zero(in_specs[0])
         if zero is None:
             return super().lower(in_specs, attrs)
-        maximum = np.maximum
-        return lambda x: _relu_into(x, zero) if _big(x) else maximum(x, zero)
+        maximum, small = np.maximum, _RELU_CHUNKED_MIN
+
+        def relu(x: np.ndarray) -> np.ndarray:
+            if x.size < small:
+                return maximum(x, zero)
+            return _relu_into(x) if _big(x) else relu_to(x, np.empty(x.shape, x.dtype))
+        return relu
 
     def lower_grad(self, in_specs, attrs, wanted):
         """``backward`` with the same 0-d zero (a float ``Out``)."""
@@ -412,14 +421,57 @@ def _float32_blocks(fn: Any, *xs: np.ndarray) -> np.ndarray:
 
 
 _SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in two parts
+# max(x, 0) runs against chunks of a read-only array of zeros, not the scalar 0: NumPy's
+# maximum has a SIMD loop for two arrays but runs a scalar loop (with its nan checks) when one
+# operand is a scalar or 0-d -- 2.2-3.6x slower on float32 maps, on NumPy 1.26 and 2.4 alike;
+# np.clip is fast on NumPy 2 only, and keeps the sign of -0.0 there. The same values as
+# np.maximum(x, 0): nan stays nan, -0.0 gives +0.0.
+_RELU_CHUNK = 1 << 18       # elements per call (1 MB of float32 zeros per dtype, in L2)
+_RELU_CHUNKED_MIN = 1 << 12     # smaller arrays: one call against the scalar (less dispatch)
+_zero_chunks: Dict[Any, np.ndarray] = {}
 
 
-def _relu_into(x: np.ndarray, zero: Any) -> np.ndarray:
-    """max(x, zero) of a large contiguous array as two parallel halves (elementwise: the same
+def _zero_chunk(dtype: np.dtype) -> np.ndarray:
+    z = _zero_chunks.get(dtype)
+    if z is None:
+        z = np.zeros(_RELU_CHUNK, dtype)
+        z.flags.writeable = False           # shared by every thread
+        z = _zero_chunks.setdefault(dtype, z)
+    return z
+
+
+def relu_to(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[...] = max(x, 0)`` for float arrays of one shape and dtype (``out`` may be ``x``;
+    each contiguous, or each ``[i]`` of the first axis contiguous, as a channel block of an
+    NCHW map) through ``np.maximum`` against arrays of zeros (see ``_RELU_CHUNK``); returns
+    ``out``. Other arrays: ``np.maximum`` with a scalar 0 (the same values)."""
+    if x.size < _RELU_CHUNKED_MIN or x.dtype != out.dtype or x.shape != out.shape \
+            or x.dtype.kind != "f":
+        return np.maximum(x, x.dtype.type(0), out=out)
+    z = _zero_chunk(x.dtype)
+    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+        if x.ndim > 1 and x[0].flags.c_contiguous and out[0].flags.c_contiguous:
+            if x[0].size <= _RELU_CHUNK:    # one call: the zeros broadcast along the first axis
+                np.maximum(x, z[:x[0].size].reshape(x.shape[1:]), out=out)
+            else:
+                for i in range(x.shape[0]):
+                    relu_to(x[i], out[i])
+        else:
+            np.maximum(x, x.dtype.type(0), out=out)
+        return out
+    xf, of = x.reshape(-1), out.reshape(-1)
+    for i in range(0, xf.size, _RELU_CHUNK):
+        xs = xf[i:i + _RELU_CHUNK]
+        np.maximum(xs, z[:xs.size], out=of[i:i + _RELU_CHUNK])
+    return out
+
+
+def _relu_into(x: np.ndarray) -> np.ndarray:
+    """max(x, 0) of a large contiguous array as two parallel halves (elementwise: the same
     bits as one pass)."""
     out = np.empty(x.shape, x.dtype)
     xf, of = x.reshape(-1), out.reshape(-1)
-    threads.parallel_ranges(lambda lo, hi: np.maximum(xf[lo:hi], zero, out=of[lo:hi]), xf.size)
+    threads.parallel_ranges(lambda lo, hi: relu_to(xf[lo:hi], of[lo:hi]), xf.size)
     return out
 
 
@@ -473,7 +525,7 @@ def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
     c = _phi_c(x, a, np.empty_like(a))          # (overwrites a)
     c *= np.clip(x, f(-_GELU_FLAT), f(_GELU_FLAT), out=a)   # +inf: inf - 0, not inf - inf*0
     np.abs(c, out=c)                            # |x| c: c >= 0
-    np.maximum(x, _ZEROS[:x.size], out=out)
+    relu_to(x, out)
     out -= c
 
 

@@ -73,3 +73,43 @@ def test_softmax_and_its_gradient_in_row_parts(shape):
     x64 = x.astype(np.float64)
     e = np.exp(np.maximum(x64 - x64.max(-1, keepdims=True), -64))
     np.testing.assert_allclose(want, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def _bits(a):
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7,), (A._RELU_CHUNKED_MIN,), (2, A._RELU_CHUNK + 5),
+                                   (3, 5, 40, 40), (2, 4, 300, 300)])
+def test_relu_to_is_np_maximum_bit_for_bit(dtype, shape):
+    """relu_to (max against arrays of zeros, chunk by chunk) gives np.maximum(x, 0)'s bits:
+    nan stays nan, -0.0 and negatives give +0.0, inf stays -- contiguous, in place, and on a
+    channel block of an NCHW map (each image's channels contiguous), whose other channels it
+    must not touch (an image's block of more than one chunk: image by image)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[::7] = -0.0
+    flat[3::11] = np.nan
+    flat[5::13] = np.inf
+    flat[6::17] = -np.inf
+    want = np.maximum(x, dtype(0))
+    got = A.relu_to(x, np.empty_like(x))
+    assert got.dtype == dtype and np.array_equal(_bits(got), _bits(want))
+    y = x.copy()
+    assert A.relu_to(y, y) is y and np.array_equal(_bits(y), _bits(want))
+    if len(shape) == 4:                         # channels 1:4 of every image, in place
+        y = x.copy()
+        A.relu_to(y[:, 1:4], y[:, 1:4])
+        ref = x.copy()
+        ref[:, 1:4] = want[:, 1:4]
+        assert np.array_equal(_bits(y), _bits(ref))
+
+
+def test_relu_to_leaves_integers_and_mismatched_outputs_to_np_maximum():
+    x = np.arange(-5000, 5000, dtype=np.int32)
+    assert np.array_equal(A.relu_to(x, np.empty_like(x)), np.maximum(x, 0))
+    x64 = np.linspace(-1, 1, 9000)
+    out32 = np.empty(x64.shape, np.float32)    # another dtype: np.maximum casts into it
+    assert np.array_equal(A.relu_to(x64, out32), np.maximum(x64, 0).astype(np.float32))
