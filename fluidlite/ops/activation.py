@@ -426,17 +426,19 @@ _SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in t
 # operand is a scalar or 0-d -- 2.2-3.6x slower on float32 maps, on NumPy 1.26 and 2.4 alike;
 # np.clip is fast on NumPy 2 only, and keeps the sign of -0.0 there. The same values as
 # np.maximum(x, 0): nan stays nan, -0.0 gives +0.0.
-_RELU_CHUNK = 1 << 18       # elements per call (1 MB of float32 zeros per dtype, in L2)
+_RELU_CHUNK = _ERF_BLOCK     # elements per call (1 MB of float32 zeros; GELU's blocks fit)
 _RELU_CHUNKED_MIN = 1 << 12     # smaller arrays: one call against the scalar (less dispatch)
-_zero_chunks: Dict[Any, np.ndarray] = {}
+_const_chunks: Dict[Any, np.ndarray] = {}
 
 
-def _zero_chunk(dtype: np.dtype) -> np.ndarray:
-    z = _zero_chunks.get(dtype)
+def _const_chunk(dtype: np.dtype, value: float = 0.0) -> np.ndarray:
+    """A read-only array of ``_RELU_CHUNK`` elements ``value`` (made once, shared by every
+    thread): the second operand of np.maximum / np.minimum against a constant."""
+    z = _const_chunks.get((dtype, value))
     if z is None:
-        z = np.zeros(_RELU_CHUNK, dtype)
-        z.flags.writeable = False           # shared by every thread
-        z = _zero_chunks.setdefault(dtype, z)
+        z = np.full(_RELU_CHUNK, value, dtype)
+        z.flags.writeable = False
+        z = _const_chunks.setdefault((dtype, value), z)
     return z
 
 
@@ -448,7 +450,7 @@ def relu_to(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     if x.size < _RELU_CHUNKED_MIN or x.dtype != out.dtype or x.shape != out.shape \
             or x.dtype.kind != "f":
         return np.maximum(x, x.dtype.type(0), out=out)
-    z = _zero_chunk(x.dtype)
+    z = _const_chunk(x.dtype)
     if not (x.flags.c_contiguous and out.flags.c_contiguous):
         if x.ndim > 1 and x[0].flags.c_contiguous and out[0].flags.c_contiguous:
             if x[0].size <= _RELU_CHUNK:    # one call: the zeros broadcast along the first axis
@@ -511,7 +513,8 @@ def _phi_c(x: np.ndarray, a: np.ndarray, g: np.ndarray) -> np.ndarray:
     np.multiply(x, x, out=g)
     g *= f(-0.5)
     np.exp(g, out=g)
-    ac = np.clip(a, f(0), f(_PHIC_TOP))         # nan stays nan (a >= 0: np.minimum's values)
+    # min(a, top) against an array (see ``_RELU_CHUNK``; np.clip is slow on NumPy 1)
+    ac = np.minimum(a, _const_chunk(a.dtype, _PHIC_TOP)[:a.size])     # nan stays nan
     c = _horner(ac, _PHIC_P, np.empty_like(a))
     c /= _horner(ac, _PHIC_Q, a)                # (a is free: its caller clamps its own)
     c *= g
