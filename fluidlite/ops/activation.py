@@ -446,7 +446,19 @@ def relu_to(x: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``out[...] = max(x, 0)`` for float arrays of one shape and dtype (``out`` may be ``x``;
     each contiguous, or each ``[i]`` of the first axis contiguous, as a channel block of an
     NCHW map) through ``np.maximum`` against arrays of zeros (see ``_RELU_CHUNK``); returns
-    ``out``. Other arrays: ``np.maximum`` with a scalar 0 (the same values)."""
+    ``out``. Other arrays: ``np.maximum`` with a scalar 0 (the same values).
+
+    Args:
+        x: the input.
+        out: where the result goes (``x`` itself for in place).
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops.activation import relu_to
+        >>> x = np.linspace(-1, 1, 5, dtype=np.float32)
+        >>> relu_to(x, x).tolist()
+        [0.0, 0.0, 0.0, 0.5, 1.0]
+    """
     if x.size < _RELU_CHUNKED_MIN or x.dtype != out.dtype or x.shape != out.shape \
             or x.dtype.kind != "f":
         return np.maximum(x, x.dtype.type(0), out=out)
