@@ -526,7 +526,8 @@ def _phi_c(x: np.ndarray, a: np.ndarray, g: np.ndarray) -> np.ndarray:
     g *= f(-0.5)
     np.exp(g, out=g)
     # min(a, top) against an array (see ``_RELU_CHUNK``; np.clip is slow on NumPy 1)
-    ac = np.minimum(a, _const_chunk(a.dtype, _PHIC_TOP)[:a.size])     # nan stays nan
+    top = _const_chunk(a.dtype, _PHIC_TOP)
+    ac = np.minimum(a, top[:a.size] if a.size <= top.size else f(_PHIC_TOP))   # nan stays nan
     c = _horner(ac, _PHIC_P, np.empty_like(a))
     c /= _horner(ac, _PHIC_Q, a)                # (a is free: its caller clamps its own)
     c *= g

@@ -113,3 +113,14 @@ def test_relu_to_leaves_integers_and_mismatched_outputs_to_np_maximum():
     x64 = np.linspace(-1, 1, 9000)
     out32 = np.empty(x64.shape, np.float32)    # another dtype: np.maximum casts into it
     assert np.array_equal(A.relu_to(x64, out32), np.maximum(x64, 0).astype(np.float32))
+
+
+def test_gelu_block_function_takes_a_block_larger_than_its_constant_chunk():
+    """The block function accepts any length (past its constant array's: the scalar bound),
+    with the bits of smaller blocks."""
+    x = (np.random.default_rng(5).standard_normal(A._ERF_BLOCK + 9) * 4).astype(np.float32)
+    whole, parts = np.empty_like(x), np.empty_like(x)
+    A._gelu_block(x, whole)
+    for i in range(0, x.size, 1000):
+        A._gelu_block(x[i:i + 1000], parts[i:i + 1000])
+    assert np.array_equal(_bits(whole), _bits(parts))
