@@ -230,18 +230,20 @@ def test_predictor_sets_the_process_threads_only_when_told(tmp_path):
     for c in T._controllers():
         c.set_num_threads(2)
     create_paddle_predictor(AnalysisConfig(str(tmp_path)))
-    assert T._blas_threads() == 2                       # never called: left as it was
+    assert T._blas_threads() == 2 and T.get_num_threads() == 1     # never called: as it was
     config = AnalysisConfig(str(tmp_path))
-    config.set_cpu_math_library_num_threads(1)
-    create_paddle_predictor(config)
-    assert T._blas_threads() == 1 and T.get_num_threads() == 1
-    T.set_num_threads(2)
-    T.hold()                                            # held: the count to give back
-    config.set_cpu_math_library_num_threads(2)
-    create_paddle_predictor(config)
+    config.set_cpu_math_library_num_threads(2)          # fluidlite's threads, BLAS held
+    predictor = create_paddle_predictor(config)
+    assert T.get_num_threads() == 2
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    predictor.run([fluid.core.PaddleTensor(x)])
     assert T._blas_threads() == 1 and T._blas_before == [2]
-    T.set_num_threads(1)
-    assert T._blas_threads() == 2
+    create_paddle_predictor(AnalysisConfig(str(tmp_path)))
+    assert T.get_num_threads() == 2 and T._blas_threads() == 1     # never called: as it was
+    config.set_cpu_math_library_num_threads(1)          # one thread in all
+    create_paddle_predictor(config)
+    assert T.get_num_threads() == 1 and T._blas_threads() == 1 and not T._held[0]
+    T.set_blas_threads(2)
 
 
 @needs_blas_control

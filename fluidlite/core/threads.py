@@ -40,9 +40,9 @@ import os
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-__all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "using", "parallel",
-           "parallel_ranges", "even_ranges", "hold", "splitting", "blas_available", "shutdown",
-           "POOL_PREFIX"]
+__all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "set_math_threads",
+           "using", "parallel", "parallel_ranges", "even_ranges", "hold", "splitting",
+           "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
 
@@ -114,6 +114,32 @@ def set_blas_threads(n: int) -> None:
         else:
             for c in _controllers():
                 c.set_num_threads(n)
+
+
+def set_math_threads(n: int) -> None:
+    """Compute on ``n`` threads in all, process-wide (a predictor's
+    ``cpu_math_library_num_threads``, as Paddle's predictor set its math library's threads):
+    from 2 on, ``set_num_threads(n)`` (BLAS held to one thread per part at the next run);
+    1, one fluidlite thread and BLAS on one thread.
+
+    Why not BLAS's own threads under one fluidlite thread: OpenBLAS's worker spins between
+    GEMMs, and on the 2-core machine measured the NumPy passes next to it ran up to 1.6x
+    slower in some processes (MobileNetV2 inference at batch 16: 250 or 420 ms by process,
+    180-240 ms on two fluidlite threads; docs/benchmarks.md, 2026-11-30).
+
+    Args:
+        n: threads, >= 1.
+
+    Example:
+        >>> from fluidlite.core import threads
+        >>> threads.set_math_threads(1)
+        >>> threads.get_num_threads()
+        1
+    """
+    n = _checked(n, "set_math_threads")
+    set_num_threads(n)
+    if n == 1:
+        set_blas_threads(1)
 
 
 def splitting() -> bool:

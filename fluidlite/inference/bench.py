@@ -94,7 +94,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1,
-                        help="cpu_math_library_num_threads (onnxruntime's intra-op threads)")
+                        help="cpu_math_library_num_threads: the threads fluidlite computes on "
+                             "(onnxruntime: its intra-op threads)")
     parser.add_argument("--model-file", default=None, help="program file name in MODEL_DIR")
     parser.add_argument("--params-file", default=None, help="combined params file name")
     args = parser.parse_args(argv)

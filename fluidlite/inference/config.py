@@ -212,10 +212,21 @@ class AnalysisConfig:
         """Accepted (no effect here)."""
 
     def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
-        """Threads of the math library. The NumPy engine: creating the predictor sets BLAS's
-        thread count to this, process-wide, as Paddle's predictor sets its math library's
-        threads at creation (needs ``threadpoolctl``, the ``threads`` extra); left as they
-        are when this was never called. onnxruntime: its intra-op threads."""
+        """Threads of the math library. The NumPy engine: creating the predictor makes
+        fluidlite compute on this many threads, process-wide, as Paddle's predictor sets its
+        math library's threads at creation (``fluidlite.core.threads.set_math_threads``: from
+        2 on, fluidlite's own intra-op threads with BLAS on one thread per part; 1, one thread
+        and BLAS on one thread; needs ``threadpoolctl``, the ``threads`` extra). Left as they
+        are when this was never called. onnxruntime: its intra-op threads.
+
+        Args:
+            cpu_math_library_num_threads: threads, >= 1.
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> config = fluid.core.AnalysisConfig("infer_model")
+            >>> config.set_cpu_math_library_num_threads(2)
+        """
         n = int(cpu_math_library_num_threads)
         if n < 1:
             raise ValueError(f"cpu_math_library_num_threads must be >= 1, got {n}")

@@ -99,7 +99,7 @@ class _Shared:
             self.session = self._onnx_session(config)
             self.engine = "onnxruntime" if self.session is not None else "numpy"
         if self.engine == "numpy" and config._threads_set:
-            threads.set_blas_threads(config.cpu_math_library_num_threads())
+            threads.set_math_threads(config.cpu_math_library_num_threads())
 
     def _onnx_session(self, config: AnalysisConfig) -> Any:
         """An onnxruntime session of the loaded program, or None (warned: the NumPy engine
