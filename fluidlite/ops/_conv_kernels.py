@@ -534,6 +534,12 @@ _BAND_MAX = 1024        # depthwise maps of at most this many output pixels run 
 _BAND_TILE = 16         # output pixels per tile (at most)
 _BAND_BUDGET = 8 << 20  # bytes of GEMM rows per block of channels (``_band_chunks``) ...
 _BAND_BUDGET_PARTS = 2 << 20    # ... when the blocks run on the pool's threads
+# bytes of GEMM rows from which a layer is cut in at least ``_PARTS`` blocks: below it one
+# block, on the calling thread. MobileNetV2's small layers at batch 1 (0.7-1.0 MB of rows:
+# 384 channels of 14x14, 960 of 7x7, strided 28x28 and 14x14) ran 1.05-1.3x slower in two
+# blocks on two threads than in one (the pool's hand-off against 300 us of work); 2 MB
+# (192 channels of 28x28) gains 0.86x
+_BAND_SPLIT_MIN = 3 << 19
 
 
 def _use_band(g: Any, dtype: np.dtype, strided: bool = False) -> bool:
@@ -611,14 +617,16 @@ def _band_chunks(C: int, per_channel: int) -> List[Tuple[int, int]]:
     """Blocks of channels whose GEMM rows take about ``_BAND_BUDGET`` bytes: each block's
     copies and products stay in cache instead of streaming batch-sized matrices through
     memory (MobileNetV2's 112x112 layer at batch 16 would copy 120 MB of rows). At least
-    ``_PARTS`` blocks when there are that many channels, an even count of equal ones
+    ``_PARTS`` blocks when there are that many channels and ``_BAND_SPLIT_MIN`` bytes of
+    rows (one block below), an even count of equal ones
     (``threads.even_ranges``): the blocks are the items the threads share
     (``_band_blocks``); a channel's product is the same in any block. Blocks that run on
     the pool's threads take ``_BAND_BUDGET_PARTS`` (a core's share of the cache: MobileNetV2
     training 0.98x, inference at batch 16 0.94x); on one thread BLAS's own threads share each
     block's GEMMs, which run better on the bigger ones (inference at batch 16: 1.04x at 2 MB)."""
     budget = _BAND_BUDGET_PARTS if threads.splitting() else _BAND_BUDGET
-    return threads.even_ranges(C, budget // max(per_channel, 1), least=_PARTS)
+    least = _PARTS if C * per_channel >= _BAND_SPLIT_MIN else 1
+    return threads.even_ranges(C, budget // max(per_channel, 1), least=least)
 
 
 def _band_blocks(fn: Callable[[int, int], None], C: int, per_channel: int) -> None:

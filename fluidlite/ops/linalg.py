@@ -38,12 +38,15 @@ def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 _dot = np.ndarray.dot
 _GEMM_PARTS = 2             # row parts of a large GEMM (fixed: the bits never follow threads)
-_GEMM_MIN = 1 << 21         # multiply-adds from which a GEMM is cut into parts
+# multiply-adds from which a GEMM is cut into parts. A call on the pool costs some 60-110 us
+# more than the parts' work on the 2-core machine measured (waking the helper, joining it;
+# both parts also run slower side by side), so a product of 4.8M multiply-adds (~100 us on
+# one thread: MobileNetV2's 1x1 layers at batch 1, [192, 32] x [32, 784]) ran 1.2-1.6x
+# slower cut; from 7.5M on ([960, 160] x [160, 49]; BERT-mini's [128, 256] x [256, 256]) it
+# gains 0.75-0.85x. The [20, 400] x [400, 800] steps of the PTB model (6.4M) gain.
+_GEMM_MIN = 6 << 20
 _GEMM_ROWS = 64             # rows a part needs at least
-# multiply-adds from which a GEMM of few rows (a recurrent step) is cut in column blocks: a
-# [16, 256] x [256, 512] step of an LSTM ran 1.6x slower cut (the hand-off to the pool costs
-# about what one part computes); the [20, 400] x [400, 800] steps of the PTB model gain
-_GEMM_FEW_ROWS_MIN = 1 << 22
+_BMM_MIN = 1 << 21          # multiply-adds from which a stack of products is cut in halves
 
 
 def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -61,8 +64,7 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.
     m, n = a.shape[0], b.shape[1]
     if m * a.shape[1] * n < _GEMM_MIN:
         return _dot(a, b) if out is None else _dot(a, b, out=out)
-    if (m < _GEMM_PARTS * _GEMM_ROWS and (n < _GEMM_PARTS * _GEMM_ROWS
-                                          or m * a.shape[1] * n < _GEMM_FEW_ROWS_MIN)) \
+    if (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
             or not threads.splitting():
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if out is None:
@@ -82,7 +84,7 @@ def _bmm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     way, so the bits do not change)."""
     if a.ndim < 3 or a.shape[:-2] != b.shape[:-2] or a.dtype != b.dtype \
             or not threads.splitting() \
-            or a.shape[-2] * a.shape[-1] * b.shape[-1] * _prod(a.shape[:-2]) < _GEMM_MIN:
+            or a.shape[-2] * a.shape[-1] * b.shape[-1] * _prod(a.shape[:-2]) < _BMM_MIN:
         return np.matmul(a, b)
     lead = a.shape[:-2]
     n = _prod(lead)

@@ -128,6 +128,7 @@ def test_band_blocks_cover_the_channels_once(monkeypatch, n_threads):
     used, other = (("_BAND_BUDGET_PARTS", "_BAND_BUDGET") if n_threads > 1 else
                    ("_BAND_BUDGET", "_BAND_BUDGET_PARTS"))
     monkeypatch.setattr(K, other, 10 ** 9)
+    monkeypatch.setattr(K, "_BAND_SPLIT_MIN", 0)               # (its own test below)
     for C, per, budget in ((7, 10, 25), (7, 10, 1), (7, 10, 10 ** 6), (1, 5, 3), (64, 3, 100)):
         monkeypatch.setattr(K, used, budget)
         with threads.using(n_threads):
@@ -138,6 +139,18 @@ def test_band_blocks_cover_the_channels_once(monkeypatch, n_threads):
         # at least two blocks, an even count (two threads share them) unless one a channel
         assert len(blocks) >= min(C, K._PARTS) and (len(blocks) % 2 == 0 or len(blocks) == C)
         assert all(isinstance(v, int) for b in blocks for v in b)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_layer_of_few_rows_is_one_block(n_threads):
+    """Under ``_BAND_SPLIT_MIN`` bytes of rows a layer is one block (a call on the pool costs
+    more than halving such a layer saves); from it on, at least ``_PARTS``."""
+    from fluidlite.core import threads
+    C = 384
+    with threads.using(n_threads):
+        assert K._band_chunks(C, (K._BAND_SPLIT_MIN - 1) // C) == [(0, C)]
+        blocks = K._band_chunks(C, -(-K._BAND_SPLIT_MIN // C))
+    assert len(blocks) >= K._PARTS and blocks[0][0] == 0 and blocks[-1][1] == C
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

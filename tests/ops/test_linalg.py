@@ -114,9 +114,9 @@ def test_matmul_head_number(tx, ty, batch, rows):
 
 
 @pytest.mark.parametrize("m, k, n, view", [
-    (256, 160, 128, "plain"),          # row blocks
-    (256, 160, 128, "transposed"),     # row blocks of X^T (a mul_grad dW): strided views
-    (256, 160, 128, "strided"),        # every other column of a wider matrix
+    (256, 256, 128, "plain"),          # row blocks
+    (256, 256, 128, "transposed"),     # row blocks of X^T (a mul_grad dW): strided views
+    (256, 256, 128, "strided"),        # every other column of a wider matrix
     (64, 512, 256, "transposed"),      # few rows: column blocks of Y
 ])
 def test_large_gemm_of_views_matches_float64_for_any_thread_count(m, k, n, view):
