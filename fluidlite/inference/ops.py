@@ -28,7 +28,7 @@ import numpy as np
 from ..core import threads
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
-from ..ops.activation import relu_to
+from ..ops.activation import relu6_to, relu_to
 from ..ops.conv import conv2d_forward
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
@@ -57,7 +57,7 @@ def _tanh(x: np.ndarray) -> np.ndarray:
 
 def _relu6(x: np.ndarray) -> np.ndarray:
     # fluid's relu6 with its default threshold (the pass fuses only threshold 6)
-    return np.clip(x, x.dtype.type(0), x.dtype.type(6), out=x)
+    return relu6_to(x, x)
 
 
 # activation attr value -> in-place kernel ("" / "identity": none)

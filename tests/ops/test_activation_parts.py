@@ -107,6 +107,64 @@ def test_relu_to_is_np_maximum_bit_for_bit(dtype, shape):
         assert np.array_equal(_bits(y), _bits(ref))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7,), (A._RELU_CHUNKED_MIN,), (2, A._RELU_CHUNK + 5),
+                                   (3, 5, 40, 40), (2, 4, 300, 300)])
+@pytest.mark.parametrize("threshold", [6.0, 0.5])
+def test_relu6_to_is_clip_or_max_then_min_bit_for_bit(dtype, shape, threshold, monkeypatch):
+    """relu6_to gives np.clip's bits on NumPy 2 and np.minimum(np.maximum(x, 0), threshold)'s
+    (against arrays of the bounds) on NumPy 1, whose clip gives the same bits, slower: nan
+    stays nan, inf gives the threshold -- the values also checked against a reference built
+    element by element in Python; contiguous, in place, and on a channel block of an NCHW
+    map. Both paths are run on either NumPy (``_CLIP_FAST`` forced)."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * 4).astype(dtype)
+    flat = x.reshape(-1)
+    flat[::7] = -0.0
+    flat[3::11] = np.nan
+    flat[5::13] = np.inf
+    flat[6::17] = -np.inf
+    t = dtype(threshold)
+    zero = dtype(0)
+    ref = np.array([v if v != v else (zero if v <= 0 else (t if v >= t else v))
+                    for v in flat.tolist()], dtype).reshape(shape)
+    if A._CLIP_FAST or dtype == np.float16:
+        want = np.clip(x, zero, t)
+    else:
+        want = np.minimum(np.maximum(x, zero), t)   # NumPy 1's clip bits (-0.0 -> +0.0)
+        assert np.array_equal(_bits(want), _bits(np.clip(x, zero, t)))
+    np.testing.assert_array_equal(want, ref)        # (equal values: -0.0 == +0.0)
+    for fast in (False, True):                      # the other path: the same values
+        monkeypatch.setattr(A, "_CLIP_FAST", fast)
+        np.testing.assert_array_equal(A.relu6_to(x, np.empty_like(x), threshold), ref)
+    monkeypatch.undo()
+    got = A.relu6_to(x, np.empty_like(x), threshold)
+    assert got.dtype == dtype and np.array_equal(_bits(got), _bits(want))
+    assert np.array_equal(_bits(get_op_def("relu6").forward(x, threshold=threshold)["Out"]),
+                          _bits(want))
+    y = x.copy()
+    assert A.relu6_to(y, y, threshold) is y and np.array_equal(_bits(y), _bits(want))
+    if len(shape) == 4:                         # channels 1:4 of every image, in place
+        y = x.copy()
+        A.relu6_to(y[:, 1:4], y[:, 1:4], threshold)
+        ref = x.copy()
+        ref[:, 1:4] = want[:, 1:4]
+        assert np.array_equal(_bits(y), _bits(ref))
+
+
+def test_constant_arrays_stop_at_their_cap(monkeypatch):
+    """Past ``_CONST_CHUNKS_MAX`` constants (relu6 thresholds are attributes) the bounds run
+    against the scalar, with the same values, and the cache does not grow."""
+    monkeypatch.setattr(A, "_const_chunks", {})
+    monkeypatch.setattr(A, "_CONST_CHUNKS_MAX", 2)
+    monkeypatch.setattr(A, "_CLIP_FAST", False)
+    x = np.linspace(-3, 9, A._RELU_CHUNKED_MIN * 3, dtype=np.float32)
+    for thr in (1.0, 2.0, 3.0, 4.0):
+        got = A.relu6_to(x, np.empty_like(x), thr)
+        assert np.array_equal(got, np.minimum(np.maximum(x, np.float32(0)), np.float32(thr)))
+    assert len(A._const_chunks) == 2
+
+
 def test_relu_to_leaves_integers_and_mismatched_outputs_to_np_maximum():
     x = np.arange(-5000, 5000, dtype=np.int32)
     assert np.array_equal(A.relu_to(x, np.empty_like(x)), np.maximum(x, 0))
