@@ -7,6 +7,7 @@ start), nested calls run inline, BLAS is held to one thread from the first run o
 default thread count is what BLAS had before), and kernels built on ``parallel`` give
 bit-identical results for every thread count -- also two executors running at once.
 """
+import contextlib
 import functools
 import threading
 import weakref
@@ -90,8 +91,13 @@ def test_using_is_per_thread_and_nests():
     assert seen["other"] == 3 and T.get_num_threads() == 3
 
 
+# the hand-offs between runs (events) and inside a compiled plan's run (spinning bells)
+MODES = [pytest.param(contextlib.nullcontext, id="events"), pytest.param(T.hot, id="hot")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("threads", [1, 2, 4])
-def test_every_item_once_and_sink_in_order(threads):
+def test_every_item_once_and_sink_in_order(threads, mode):
     ran, sunk = [], []
     lock = threading.Lock()
 
@@ -101,14 +107,15 @@ def test_every_item_once_and_sink_in_order(threads):
             ran.append(i)
         return i * i
 
-    with T.using(threads):
+    with T.using(threads), mode():
         T.parallel(item, 23, lambda i, r: sunk.append((i, r)))
     assert sorted(ran) == list(range(23))
     assert sunk == [(i, i * i) for i in range(23)]
 
 
 @needs_blas_control
-def test_items_run_on_two_threads_and_nested_calls_inline():
+@pytest.mark.parametrize("mode", MODES)
+def test_items_run_on_two_threads_and_nested_calls_inline(mode):
     names, inner = set(), []
     lock = threading.Lock()
 
@@ -118,7 +125,7 @@ def test_items_run_on_two_threads_and_nested_calls_inline():
             names.add(threading.current_thread().name)
         T.parallel(lambda j: inner.append((i, j, threading.current_thread().name)), 2)
 
-    with T.using(2):
+    with T.using(2), mode():
         T.parallel(item, 6)
     assert len(names) == 2 and any(n.startswith("fluidlite-op") for n in names)
     # a nested call ran on the thread of its item, in order
@@ -130,7 +137,8 @@ def test_items_run_on_two_threads_and_nested_calls_inline():
 
 
 @needs_blas_control
-def test_error_stops_hand_out_and_is_raised_after_running_items():
+@pytest.mark.parametrize("mode", MODES)
+def test_error_stops_hand_out_and_is_raised_after_running_items(mode):
     started = []
 
     def item(i):
@@ -139,7 +147,7 @@ def test_error_stops_hand_out_and_is_raised_after_running_items():
             raise KeyError("item 1 failed")
         time.sleep(0.01)
 
-    with T.using(2):
+    with T.using(2), mode():
         with pytest.raises(KeyError, match="item 1 failed"):
             T.parallel(item, 50)
     assert len(started) < 50
@@ -387,18 +395,19 @@ def test_kernels_cut_their_gemms_only_outside_items():
 
 
 @needs_blas_control
-def test_a_helper_that_comes_late_finds_nothing_and_the_caller_never_waits_for_it():
+@pytest.mark.parametrize("mode", MODES)
+def test_a_helper_that_comes_late_finds_nothing_and_the_caller_never_waits_for_it(mode):
     """Two callers share one helper: whichever call it does not join runs every item on its
     caller (a helper's hand-off is replaced, or comes after the call ended): no item runs
     twice, none is lost, and the helper stays usable."""
-    with T.using(2):
+    with T.using(2), mode():
         T.parallel(lambda i: None, 2)                    # the pool exists
         (helper,) = T._pool[2]
         ran = []
         gate = threading.Event()
 
         def first_call():
-            with T.using(2):        # an item that blocks: the helper, or this caller, waits
+            with T.using(2), mode():    # an item that blocks: the helper, or this caller, waits
                 T.parallel(lambda i: gate.wait(5) if i == 1 else None, 2)
         first = threading.Thread(target=first_call)
         first.start()
@@ -413,7 +422,8 @@ def test_a_helper_that_comes_late_finds_nothing_and_the_caller_never_waits_for_i
 
 
 @needs_blas_control
-def test_an_error_in_a_helpers_item_reaches_the_caller_after_the_items_end():
+@pytest.mark.parametrize("mode", MODES)
+def test_an_error_in_a_helpers_item_reaches_the_caller_after_the_items_end(mode):
     done = []
 
     def item(i):
@@ -422,7 +432,7 @@ def test_an_error_in_a_helpers_item_reaches_the_caller_after_the_items_end():
             raise KeyError("from the helper")
         time.sleep(0.05)
         done.append(i)
-    with T.using(2):
+    with T.using(2), mode():
         for _ in range(5):
             try:
                 T.parallel(item, 2)
@@ -450,3 +460,70 @@ def test_a_finished_call_is_not_kept_alive_by_the_pool():
             break
         time.sleep(0.01)
     assert ref() is None
+
+
+needs_spin = pytest.mark.skipif(T._SPIN is None or T._cores() < 2 or not T.blas_available(),
+                                reason="spinning hand-offs need glibc, two cores, threadpoolctl")
+
+
+def _until(cond, seconds=2.0):
+    end = time.perf_counter() + seconds
+    while not cond() and time.perf_counter() < end:
+        time.sleep(0.001)
+    return cond()
+
+
+@needs_spin
+def test_inside_a_run_helpers_spin_then_doze_when_calls_stop_and_sleep_after(monkeypatch):
+    monkeypatch.setattr(T, "_SPIN_IDLE", 0.05)
+    sums = []
+    with T.using(2):
+        T.parallel(lambda i: None, 2)
+        (helper,) = T._pool[2]
+        assert not helper.spinning                       # between runs: its event
+        with T.hot():
+            T.parallel(lambda i: None, 2)
+            assert _until(lambda: helper.spinning)      # waits on its bell
+            assert _until(lambda: not helper.spinning) and T._doze[0]   # no calls: dozes
+            x = np.arange(1 << 16, dtype=np.float64)
+            T.parallel(lambda i: x[i::2].sum(), 2, lambda i, r: sums.append(r))
+            assert not T._doze[0]                         # a call wakes spinning up again
+            assert _until(lambda: helper.spinning)
+        assert T._hot[0] == 0 and _until(lambda: not helper.spinning)
+    assert sums == [x[0::2].sum(), x[1::2].sum()]
+
+
+@needs_spin
+def test_runs_from_two_threads_spin_and_join_correctly():
+    """Two callers inside runs at once share the helper (one waits on its own bell for the
+    items the helper took): every call gets its own items' results, in order."""
+    errors = []
+
+    def caller(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            with T.using(2), T.hot():
+                for _ in range(200):
+                    n = int(rng.integers(2, 7))
+                    out = []
+                    T.parallel(lambda i: (time.sleep(1e-4 * (i % 2)), i * seed)[1], n,
+                               lambda i, r: out.append((i, r)))
+                    assert out == [(i, i * seed) for i in range(n)]
+        except BaseException as e:       # noqa: B902 -- reported by the main thread
+            errors.append(e)
+    ts = [threading.Thread(target=caller, args=(k,)) for k in (3, 5)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not errors and not any(t.is_alive() for t in ts) and T._hot[0] == 0
+
+
+def test_no_spinning_with_one_thread_more_threads_than_cores_or_when_turned_off(monkeypatch):
+    with T.using(1), T.hot():
+        assert T._hot[0] == 0 and not T._spin_now()
+    monkeypatch.setattr(T, "_cores", lambda: 1)
+    with T.using(2), T.hot():
+        assert T._hot[0] == 0 and not T._spin_now()
+    monkeypatch.setenv("FLUIDLITE_SPIN", "0")
+    assert T._spin_functions() is None

@@ -7,6 +7,8 @@ the cores with everything NumPy does in between. So fluidlite does the threading
 kernel that can cut its work into independent items (the image blocks of a convolution, the
 channel halves of batch norm, the row halves of a large GEMM) hands them to ``parallel``, and
 the calling thread and ``get_num_threads() - 1`` pool threads take the items in order.
+Between parallel calls the pool threads sleep on events; while a compiled plan runs and
+calls keep coming they spin instead (``hot``: the hand-off then takes microseconds).
 
 This is opt-in, as fluid's math-library threads were (``paddle_num_threads`` 1): by default
 (one thread) the items run one after another on the calling thread and BLAS keeps its own
@@ -35,13 +37,15 @@ gives the same bits; with one thread, large GEMMs are not cut and run on BLAS's 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import threading
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 __all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "set_math_threads",
-           "using", "parallel", "parallel_ranges", "even_ranges", "hold", "splitting",
+           "using", "parallel", "parallel_ranges", "even_ranges", "hold", "hot", "splitting",
            "blas_available", "shutdown", "POOL_PREFIX"]
 
 _log = logging.getLogger(__name__)
@@ -222,16 +226,170 @@ def using(n: Optional[int]) -> Iterator[None]:
         _tls.threads = old
 
 
+# -- spinning hand-offs ---------------------------------------------------------------------
+# Waking a thread that sleeps on an event costs tens of microseconds on the 2-core VM
+# measured (a futex wake of an idle virtual CPU), each way: a parallel call paid 60-110 us
+# more than its items' work, more than halving a 100 us product saves. While a compiled plan
+# runs (``hot``), the pool threads wait for work by spinning on a glibc spin lock through
+# ctypes -- in C, without the GIL, with the CPU's pause instruction -- and a caller waits for
+# the pool's items the same way: a hand-off and its answer took 3 us instead of 60
+# (predictor runs at batch 1 on two threads: 0.90-0.94x the time; training steps 0.90-1.0x).
+# A spinning thread also costs the other cores some speed (NumPy passes ran 1.15x slower next
+# to one), so the threads spin only while parallel calls come: ``_SPIN_IDLE`` seconds after
+# the last one a watchdog thread sends them back to sleep (``_doze``) until the next. They
+# never spin with more threads than the process has cores, nor between runs, nor without
+# glibc's spin locks (or with ``FLUIDLITE_SPIN=0``): then they sleep on events.
+def _spin_functions() -> Optional[Tuple[Any, Any, Any]]:
+    """(pthread_spin_init, pthread_spin_lock, pthread_spin_unlock) of the C library, or None
+    (turned off, or not there)."""
+    if os.environ.get("FLUIDLITE_SPIN", "").strip() == "0":
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        fns = (libc.pthread_spin_init, libc.pthread_spin_lock, libc.pthread_spin_unlock)
+    except (OSError, AttributeError):
+        return None
+    for f in fns:
+        f.argtypes = [ctypes.c_void_p] + ([ctypes.c_int] if f is fns[0] else [])
+        f.restype = ctypes.c_int
+    return fns
+
+
+def _cores() -> int:
+    """The cores this process may run on (probed once)."""
+    if not _cores_seen:
+        try:
+            _cores_seen.append(len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):
+            _cores_seen.append(os.cpu_count() or 1)
+    return _cores_seen[0]
+
+
+_cores_seen: List[int] = []
+
+
+_SPIN = _spin_functions()
+_SPIN_IDLE = 0.002                # seconds without a parallel call before spinners sleep
+_hot = [0]                        # compiled plans running (``hot``), under ``_lock``
+_doze = [False]                   # the watchdog sent the spinners to sleep
+_last_call = [0.0]                # time.perf_counter() of the last parallel call
+_watch: List[threading.Thread] = []
+_watch_event = threading.Event()  # wakes the watchdog: spinning may have started again
+
+
+def _spin_now() -> bool:
+    """Whether pool threads should spin now (read without the lock: a stale answer only
+    costs a slow hand-off or a short spin, see ``_Helper._loop``)."""
+    return _hot[0] > 0 and not _doze[0]
+
+
+def _ring_all() -> None:
+    """Wake every spinning pool thread (it finds no job and checks ``_spin_now`` again)."""
+    with _lock:
+        pools = list(_pool.values())
+    for pool in pools:
+        for h in pool:
+            if h.bell is not None:
+                h.bell.ring()           # (a stale ring is harmless: one empty turn)
+
+
+def _watchdog() -> None:
+    """Send the spinners to sleep once no parallel call came for ``_SPIN_IDLE`` seconds."""
+    while True:
+        _watch_event.wait()
+        _watch_event.clear()
+        while _spin_now():
+            left = _last_call[0] + _SPIN_IDLE - time.perf_counter()
+            if left > 0:
+                time.sleep(left)
+                continue
+            _doze[0] = True
+            _ring_all()
+
+
+def _called() -> None:
+    """A parallel call: note the time, and wake spinning up again if it dozed."""
+    _last_call[0] = time.perf_counter()
+    if _doze[0]:
+        _doze[0] = False
+        _watch_event.set()
+
+
+class _Bell:
+    """A binary semaphore on a spin lock: the word is locked while no signal is pending;
+    ``ring`` unlocks it, ``wait`` spins (GIL released) until it is unlocked and locks it
+    again, taking the signal. A second ring before the wait is the same signal."""
+    __slots__ = ("word", "addr")
+
+    def __init__(self) -> None:
+        assert _SPIN is not None
+        self.word = ctypes.c_int(0)
+        self.addr = ctypes.addressof(self.word)
+        _SPIN[0](self.addr, 0)
+        _SPIN[1](self.addr)             # locked: no signal yet
+
+    def ring(self) -> None:
+        _SPIN[2](self.addr)
+
+    def wait(self) -> None:
+        _SPIN[1](self.addr)
+
+
+@contextlib.contextmanager
+def hot() -> Iterator[None]:
+    """Within the block (a compiled plan's run), pool threads between items spin instead of
+    sleeping while parallel calls keep coming (section comment); when the last such block in
+    the process ends, they go back to sleep. A no-op with one thread, more threads than
+    cores, or without spin locks.
+
+    Example:
+        >>> from fluidlite.core import threads
+        >>> with threads.hot():
+        ...     pass                      # parallel calls here hand off in microseconds
+    """
+    if _SPIN is None or not 2 <= get_num_threads() <= _cores() or not blas_available():
+        yield
+        return
+    with _lock:
+        _hot[0] += 1
+        if not _watch:
+            _watch.append(threading.Thread(target=_watchdog, name=POOL_PREFIX + "_watch",
+                                           daemon=True))
+            _watch[0].start()
+    _last_call[0] = time.perf_counter()
+    _doze[0] = False
+    _watch_event.set()
+    try:
+        yield
+    finally:
+        with _lock:
+            _hot[0] -= 1
+            last = _hot[0] <= 0
+        if last:
+            _ring_all()                 # a spinning helper wakes, finds no job, sleeps
+
+
+def _done_bell() -> "_Bell":
+    """The calling thread's bell for the end of its parallel calls' pool items."""
+    bell = getattr(_tls, "done", None)
+    if bell is None:
+        bell = _tls.done = _Bell()
+    return bell
+
+
 class _Helper:
-    """A pool thread: it sleeps on its own event until a ``parallel`` call hands it the call's
-    ``_Run`` (``assign``), then takes items with the caller. An event and a lock per thread,
-    not ``concurrent.futures``: on the 2-core machine measured a hand-off and its answer took
-    25 us through ``threading.Event`` against 61 us through ``ThreadPoolExecutor.submit`` and
-    ``Future.result``, and a training step makes some 300 parallel calls."""
+    """A pool thread: it waits on its own event (or, while a plan runs, its bell: see
+    ``hot``) until a ``parallel`` call hands it the call's ``_Run`` (``assign``), then takes
+    items with the caller. An event and a lock per thread, not ``concurrent.futures``: on the
+    2-core machine measured a hand-off and its answer took 25 us through ``threading.Event``
+    against 61 us through ``ThreadPoolExecutor.submit`` and ``Future.result``, and a training
+    step makes some 300 parallel calls."""
 
     def __init__(self, name: str) -> None:
         self.lock = threading.Lock()        # guards job and stop
         self.wake = threading.Event()
+        self.bell = _Bell() if _SPIN is not None else None
+        self.spinning = False               # waiting on the bell (not the event)
         self.job: Optional[_Run] = None
         self.stop = False
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
@@ -240,13 +398,25 @@ class _Helper:
     def assign(self, run: "_Run") -> None:
         with self.lock:
             self.job = run                  # (a job not yet taken is replaced: its caller
-        self.wake.set()                     # runs its items itself)
+        if self.spinning:                   # runs its items itself)
+            self.bell.ring()
+        else:
+            self.wake.set()
 
     def _loop(self) -> None:
         while True:
-            self.wake.wait()
-            self.wake.clear()
-            with self.lock:                 # (read after the clear: no hand-off is lost)
+            if self.bell is not None and _spin_now():
+                self.spinning = True
+                # (checked again after the flag: whoever ends the spinning -- ``hot``'s exit,
+                # the watchdog, ``close`` -- sets its state first and rings after, so either
+                # this sees it or the wait returns at once)
+                if _spin_now() and not self.stop:
+                    self.bell.wait()
+                self.spinning = False
+            else:
+                self.wake.wait()
+                self.wake.clear()
+            with self.lock:                 # (read after the wake: no hand-off is lost)
                 run, self.job = self.job, None
                 if self.stop:
                     return
@@ -258,6 +428,8 @@ class _Helper:
         with self.lock:
             self.stop = True
         self.wake.set()
+        if self.bell is not None:
+            self.bell.ring()
         self.thread.join()
 
 
@@ -366,7 +538,10 @@ class _Run:
         self.sink_lock = threading.Lock()   # sink order
         self.active = 0                     # helpers inside ``work``
         self.closed = False                 # the caller is done: no helper may join now
-        self.idle = threading.Event()       # set when the last helper leaves a closed run
+        # what the last helper to leave a closed run signals: the caller's bell while a plan
+        # runs (see ``hot``), else an event
+        self.idle: Any = _done_bell() if _SPIN is not None and _spin_now() else \
+            threading.Event()
 
     def _take(self) -> Optional[int]:
         with self.lock:
@@ -410,10 +585,15 @@ class _Run:
         finally:
             with self.lock:
                 self.active -= 1
-                if not self.active and self.closed:
+                last = not self.active and self.closed
+            if last:
+                if isinstance(self.idle, _Bell):
+                    self.idle.ring()
+                else:
                     self.idle.set()
 
     def go(self, workers: int) -> None:
+        _called()
         for h in _helpers(workers):
             h.assign(self)
         self.work()
@@ -421,7 +601,7 @@ class _Run:
             self.closed = True
             waiting = self.active > 0
         if waiting:                     # the items the helpers took are still running
-            self.idle.wait()
+            self.idle.wait()            # (a bell: spinning, GIL released; or an event)
         if self.error is not None:
             raise self.error
 
@@ -432,6 +612,9 @@ def _after_fork_in_child() -> None:
     global _lock
     _lock = threading.Lock()
     _pool.clear()
+    _hot[0] = 0
+    _watch.clear()
+    _tls.__dict__.pop("done", None)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

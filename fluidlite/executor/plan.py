@@ -330,7 +330,8 @@ class Plan:
         ``stream_seeds`` is not empty). Returns (fetched values, written persistables)."""
         threads.hold()      # BLAS on one thread: the kernels' items are the only threads
         try:
-            return self._fn(feeds, persist, self.kernels, streams)
+            with threads.hot():     # pool threads spin between the kernels' parallel calls
+                return self._fn(feeds, persist, self.kernels, streams)
         except Exception as e:  # re-raise naming the op and the user's line
             raise self._annotate(e) from e
 
@@ -347,7 +348,8 @@ class Plan:
                 fn = self._profiled_fn
         threads.hold()
         try:
-            return fn(feeds, persist, self.kernels, streams, times, time.perf_counter)
+            with threads.hot():
+                return fn(feeds, persist, self.kernels, streams, times, time.perf_counter)
         except Exception as e:
             raise self._annotate(e) from e
 

@@ -176,7 +176,8 @@ def test_a_non_finite_block_alone_takes_the_tap_kernels(bad, monkeypatch):
     """The band kernels check each block of channels' operands: with a block per channel,
     the channel holding a NaN / Inf gets the tap kernels' values (what fluid spoils) and
     every other channel the band's, bit for bit those of a run without the bad value."""
-    monkeypatch.setattr(K, "_BAND_BUDGET", 1)                  # a block per channel
+    monkeypatch.setattr(K, "_BAND_BUDGET", 1)                  # a block per channel,
+    monkeypatch.setattr(K, "_BAND_BUDGET_PARTS", 1)            # on any thread count
     rng = np.random.default_rng(6)
     x = rng.standard_normal((2, 3, 12, 14)).astype(np.float32)
     w = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
