@@ -335,38 +335,57 @@ class _Bell:
         _SPIN[1](self.addr)
 
 
-@contextlib.contextmanager
-def hot() -> Iterator[None]:
-    """Within the block (a compiled plan's run), pool threads between items spin instead of
-    sleeping while parallel calls keep coming (section comment); when the last such block in
-    the process ends, they go back to sleep. A no-op with one thread, more threads than
-    cores, or without spin locks.
+class _HotRegion:
+    """``hot``'s context manager: per-thread nesting depth (a plan's loops run sub-plans,
+    each a nested region: only the outermost one counts, for a few hundred nanoseconds)."""
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        depth = getattr(_tls, "hot", 0)
+        _tls.hot = depth + 1
+        if depth:
+            return
+        counts = _SPIN is not None and 2 <= get_num_threads() <= _cores() and blas_available()
+        _tls.hot_counts = counts
+        if counts:
+            with _lock:
+                _hot[0] += 1
+                if _hot[0] == 1:
+                    _doze[0] = True     # spinning starts with the first parallel call
+                if not _watch:
+                    _watch.append(threading.Thread(target=_watchdog, daemon=True,
+                                                   name=POOL_PREFIX + "_watch"))
+                    _watch[0].start()
+
+    def __exit__(self, *exc: Any) -> None:
+        depth = getattr(_tls, "hot", 0) - 1
+        if depth < 0:                   # (a forked child leaving its parent's region)
+            return
+        _tls.hot = depth
+        if depth or not _tls.hot_counts:
+            return
+        with _lock:
+            _hot[0] -= 1
+            last = _hot[0] <= 0
+        if last:
+            _ring_all()                 # a spinning helper wakes, finds no job, sleeps
+
+
+_HOT = _HotRegion()
+
+
+def hot() -> _HotRegion:
+    """A context manager: within it (a compiled plan's run), pool threads between items spin
+    instead of sleeping while parallel calls keep coming (section comment); when the last
+    such region in the process ends, they go back to sleep. No effect with one thread, more
+    threads than cores, or without spin locks.
 
     Example:
         >>> from fluidlite.core import threads
         >>> with threads.hot():
         ...     pass                      # parallel calls here hand off in microseconds
     """
-    if _SPIN is None or not 2 <= get_num_threads() <= _cores() or not blas_available():
-        yield
-        return
-    with _lock:
-        _hot[0] += 1
-        if not _watch:
-            _watch.append(threading.Thread(target=_watchdog, name=POOL_PREFIX + "_watch",
-                                           daemon=True))
-            _watch[0].start()
-    _last_call[0] = time.perf_counter()
-    _doze[0] = False
-    _watch_event.set()
-    try:
-        yield
-    finally:
-        with _lock:
-            _hot[0] -= 1
-            last = _hot[0] <= 0
-        if last:
-            _ring_all()                 # a spinning helper wakes, finds no job, sleeps
+    return _HOT
 
 
 def _done_bell() -> "_Bell":
@@ -481,6 +500,7 @@ def parallel(fn: Callable[[int], Any], n: int,
             if sink is not None:
                 sink(i, r)
         return
+    _called()
     _Run(fn, n, sink).go(workers)
 
 
@@ -593,7 +613,6 @@ class _Run:
                     self.idle.set()
 
     def go(self, workers: int) -> None:
-        _called()
         for h in _helpers(workers):
             h.assign(self)
         self.work()
@@ -614,7 +633,8 @@ def _after_fork_in_child() -> None:
     _pool.clear()
     _hot[0] = 0
     _watch.clear()
-    _tls.__dict__.pop("done", None)
+    for key in ("done", "hot", "hot_counts"):
+        _tls.__dict__.pop(key, None)
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
