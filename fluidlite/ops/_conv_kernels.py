@@ -8,7 +8,7 @@
   alike. The filter gradient sums each row's products, then the N rows of a channel in a fixed
   order. Maps under ``_ROWS_LAST_MAX`` pixels (7x7, 14x14) put the rows last instead
   (``[Hp, Wp, N*C]``) so that each pass is one long contiguous loop, not thousands of 7-wide
-  ones. The forward (stride 1) and input gradient (stride 1, or big maps) of bigger maps
+  ones. The forward (any stride) and input gradient (stride 1, or big maps) of bigger maps
   split each row's padded map into its stride phases laid out flat, so that every tap is one
   contiguous slice per row; with stride 1, one filter per channel and a finite filter, the
   input gradient is that forward run on dY with the filter turned (``_turned``).
@@ -124,46 +124,18 @@ def _rows_weights(w: np.ndarray, C: int, N: int) -> np.ndarray:
 
 def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow]."""
-    if _use_band(g, x.dtype, strided=True):
+    if _use_band(g, x.dtype):
         return _band_fwd(x, w, g)
     return _taps_fwd(x, w, g)
 
 
 def _taps_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
-    """``depthwise_fwd`` by the tap kernels."""
+    """``depthwise_fwd`` by the tap kernels: rows last on small maps, else the phase planes
+    (any stride: MobileNetV2's strided 112x112 layer at batch 16 took 23 ms there against 45
+    as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two)."""
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_fwd_last(x, w, g)
-    if (g.sh, g.sw) == (1, 1):
-        return _depthwise_fwd_flat(x, w, g)
-    return _depthwise_fwd_rows(x, w, g)     # (a strided forward gains nothing from phases)
-
-
-def _depthwise_fwd_rows(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
-    """``depthwise_fwd`` over blocks of rows, each tap a strided view (any stride)."""
-    N, C = x.shape[:2]
-    m = w.shape[0] // C
-    xp = _padded_rows(x, g)
-    wr = _rows_weights(w, C, N)
-    y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
-    rb = _rows_per_block(g)
-
-    def part(lo: int, hi: int) -> None:
-        tmp = np.empty((min(rb, hi - lo), g.oh, g.ow), x.dtype)
-        for r0 in range(lo, hi, rb):
-            r1 = min(hi, r0 + rb)
-            t, src = tmp[:r1 - r0], xp[r0:r1]
-            for k in range(m):
-                out = y[r0:r1, k]
-                for i in range(g.kh):
-                    for j in range(g.kw):
-                        wij = wr[k, i, j, r0:r1]
-                        if i == 0 and j == 0:
-                            np.multiply(_tap(src, g, i, j), wij, out=out)
-                        else:
-                            np.multiply(_tap(src, g, i, j), wij, out=t)
-                            out += t
-    _run_parts(part, N * C)
-    return y.reshape(N, C * m, g.oh, g.ow)
+    return _depthwise_fwd_flat(x, w, g)
 
 
 def depthwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
@@ -290,8 +262,9 @@ def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray
 # is ONE contiguous slice of oh*Wq elements per row, instead of oh strided slices of ow. The
 # Wq - ow columns past each output row are computed and dropped (forward) or zeroed before
 # they are added back (input gradient); each plane has a spare zero row, so a map's last
-# taps stay inside it. The same operations per element, in the same order, as the strided
-# row kernels (``_depthwise_fwd_rows``): the forward is bit-identical.
+# taps stay inside it. The same operations per element, in the same order, as taps read
+# with strides from each padded row (the tests' reference kernel): the forward is
+# bit-identical to that.
 def phase_parts(sh: int, sw: int, pt: int, pl: int, H: int, W: int
                 ) -> List[Tuple[int, int, int, int, int]]:
     """Where an H x W map padded by (pt, pl) lands in its sh*sw stride phases (padded rows a,
@@ -542,15 +515,13 @@ _BAND_BUDGET_PARTS = 2 << 20    # ... when the blocks run on the pool's threads
 _BAND_SPLIT_MIN = 3 << 19
 
 
-def _use_band(g: Any, dtype: np.dtype, strided: bool = False) -> bool:
-    """Small maps (``strided``: or any map with strides 2 x 2, whose taps the other kernels
-    read with a stride: 0.6-0.7x their time on MobileNetV2's 112x112 layer) in float32 /
-    float64. The band kernels check each block of channels' operands (``_finite``): a GEMM
+def _use_band(g: Any, dtype: np.dtype) -> bool:
+    """Small maps in float32 / float64. The band kernels check each block of channels'
+    operands (``_finite``): a GEMM
     multiplies every input of a tile by the band's zeros too, so a NaN or Inf would reach a
     whole tile where fluid's kernel spoils only the pixels its taps reach -- such a block
     takes the tap kernels (channels are independent)."""
-    small = g.oh * g.ow <= _BAND_MAX or (strided and (g.sh, g.sw) == (2, 2))
-    return small and _BAND_MAX >= 0 and dtype in (np.float32, np.float64)
+    return 0 <= g.oh * g.ow <= _BAND_MAX and dtype in (np.float32, np.float64)
 
 
 def _finite(*arrays: np.ndarray) -> bool:
