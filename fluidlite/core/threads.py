@@ -247,7 +247,7 @@ def _spin_functions() -> Optional[Tuple[Any, Any, Any]]:
     try:
         libc = ctypes.CDLL(None)
         fns = (libc.pthread_spin_init, libc.pthread_spin_lock, libc.pthread_spin_unlock)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):    # (TypeError: Windows' CDLL(None))
         return None
     for f in fns:
         f.argtypes = [ctypes.c_void_p] + ([ctypes.c_int] if f is fns[0] else [])
