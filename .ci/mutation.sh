@@ -285,11 +285,6 @@ tests_for() {
       else
         echo tests/ops $common
       fi ;;
-    fluidlite/core/threads.py)
-      # the pool, its hand-offs (events and spinning bells), the BLAS hold; the kernels' parts
-      echo tests/test_threads.py tests/ops/test_layer_norm_parts.py \
-           tests/ops/test_batch_norm_parts.py tests/ops/test_activation_parts.py \
-           tests/ops/test_inplace.py tests/test_inference_api.py ;;
     fluidlite/backward.py)
       echo tests/test_backward.py tests/test_gradients.py tests/test_lower_grad.py \
            tests/test_control_flow_grad.py tests/test_functional_grad.py \
