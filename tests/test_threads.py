@@ -8,7 +8,9 @@ default thread count is what BLAS had before), and kernels built on ``parallel``
 bit-identical results for every thread count -- also two executors running at once.
 """
 import contextlib
+import ctypes
 import functools
+import sys
 import threading
 import weakref
 import time
@@ -526,4 +528,30 @@ def test_no_spinning_with_one_thread_more_threads_than_cores_or_when_turned_off(
     with T.using(2), T.hot():
         assert T._hot[0] == 0 and not T._spin_now()
     monkeypatch.setenv("FLUIDLITE_SPIN", "0")
+    assert T._spin_functions() is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc / musl spin locks")
+def test_the_spin_lock_probe_finds_the_c_librarys_functions(monkeypatch):
+    """On Linux the probe must find pthread_spin_* (else every run would silently fall back
+    to events: the spinning tests above would skip, not fail), typed to take an address."""
+    monkeypatch.delenv("FLUIDLITE_SPIN", raising=False)
+    fns = T._spin_functions()
+    assert fns is not None and T._SPIN is not None
+    init, lock, unlock = fns
+    assert init.argtypes == [ctypes.c_void_p, ctypes.c_int] and init.restype is ctypes.c_int
+    assert lock.argtypes == unlock.argtypes == [ctypes.c_void_p]
+    bell = T._Bell()
+    bell.ring()
+    bell.ring()                                          # two rings before a wait: one signal
+    bell.wait()
+    taken = []
+    waiter = threading.Thread(target=lambda: (bell.wait(), taken.append(1)), daemon=True)
+    waiter.start()
+    time.sleep(0.05)
+    assert not taken                                     # no second signal: it spins
+    bell.ring()
+    waiter.join(5)
+    assert taken == [1]
+    monkeypatch.setenv("FLUIDLITE_SPIN", " 0 ")
     assert T._spin_functions() is None
