@@ -342,20 +342,22 @@ class _HotRegion:
 
     def __enter__(self) -> None:
         depth = getattr(_tls, "hot", 0)
-        _tls.hot = depth + 1
         if depth:
+            _tls.hot = depth + 1
             return
         counts = _SPIN is not None and 2 <= get_num_threads() <= _cores() and blas_available()
-        _tls.hot_counts = counts
         if counts:
             with _lock:
+                if not _watch:          # (first: a thread that cannot start changes nothing)
+                    watch = threading.Thread(target=_watchdog, daemon=True,
+                                             name=POOL_PREFIX + "_watch")
+                    watch.start()
+                    _watch.append(watch)
                 _hot[0] += 1
                 if _hot[0] == 1:
                     _doze[0] = True     # spinning starts with the first parallel call
-                if not _watch:
-                    _watch.append(threading.Thread(target=_watchdog, daemon=True,
-                                                   name=POOL_PREFIX + "_watch"))
-                    _watch[0].start()
+        _tls.hot_counts = counts
+        _tls.hot = 1
 
     def __exit__(self, *exc: Any) -> None:
         depth = getattr(_tls, "hot", 0) - 1
