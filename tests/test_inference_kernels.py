@@ -327,3 +327,112 @@ def test_winograd_filter_tiles_op_runs_in_a_program():
     (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"w": w}, fetch_list=[out])
     assert got.dtype == np.float32 and got.shape == (16, 4, 3)
     np.testing.assert_allclose(got, _winograd_reference(w), rtol=1e-6, atol=1e-6)
+
+
+def _band_net():
+    x = fluid.data("x", [-1, 8, 10, 10], "float32")
+    free = fluid.data("free", [-1, 8, -1, -1], "float32")     # no fixed size: no band
+    shared = fluid.ParamAttr(name="shared_dw")
+    a = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared, act="relu6")
+    b = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared)   # same filter and size
+    s2 = L.conv2d(x, 8, 3, stride=2, padding=1, groups=8, param_attr=shared)   # another band
+    m2 = L.conv2d(x, 16, 3, padding=2, dilation=2, groups=8)  # two filters per channel
+    dense = L.conv2d(x, 8, 3, padding=1)                       # groups 1: not depthwise
+    f = L.conv2d(free, 8, 3, padding=1, groups=8)
+    return [L.elementwise_add(a, b), s2, m2, dense, f]
+
+
+def _band_reference(w, C, kh, kw, sw, dw, tw, span):
+    """The banded matrices in float64 by their definition: column k*tw + t of channel c holds
+    W[c*m + k, 0, i, j] at row i*span + t*sw + j*dw, zeros elsewhere."""
+    m = w.shape[0] // C
+    band = np.zeros((C, kh * span, m * tw))
+    for c in range(C):
+        for k in range(m):
+            for t in range(tw):
+                for i in range(kh):
+                    for j in range(kw):
+                        band[c, i * span + t * sw + j * dw, k * tw + t] = w[c * m + k, 0, i, j]
+    return band
+
+
+def test_conv_band_filter_pass(tmp_path):
+    d = _save(tmp_path, _band_net, ["x", "free"])
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 8, 10, 10)).astype("float32")
+    free = rng.standard_normal((2, 8, 6, 7)).astype("float32")
+    _, plain = _run(d, [x, free], ir_optim=False)
+    p, fused = _run(d, [x, free])
+    _close(fused, plain)
+    # the kernel multiplies by the band it is given instead of laying out its own: same bits
+    _, unbanded = _run(d, [x, free], delete=["conv_band_filter_pass"])
+    for got, want in zip(fused, unbanded):
+        np.testing.assert_array_equal(got, want)
+    assert ("conv_band_filter_pass", 4) in p.applied_passes()
+    block, params = p.program().global_block(), p._shared.params
+    ops = [op for op in block.ops if op.type == "conv2d_fusion"]
+    banded = [op for op in ops if op.input("FilterBand")]
+    assert len(ops) == 6 and len(banded) == 4
+    # one band per filter and geometry: a and b share theirs, s2 (stride 2) has its own
+    assert len({op.input("FilterBand")[0] for op in banded}) == 3
+    for op in banded:
+        w = np.asarray(params.find_var(op.input("Filter")[0]).get_tensor())
+        band = np.asarray(params.find_var(op.input("FilterBand")[0]).get_tensor())
+        sw, dw = op.attr("strides")[1], op.attr("dilations")[1]
+        ow = (10 + 2 * op.attr("paddings")[1] - dw * 2 - 1) // sw + 1     # one tile per row
+        span = (ow - 1) * sw + 2 * dw + 1
+        assert band.dtype == np.float32 and block.var(op.input("FilterBand")[0]).persistable
+        np.testing.assert_array_equal(band, _band_reference(w, 8, 3, 3, sw, dw, ow, span))
+
+
+def test_conv2d_fusion_refuses_a_band_of_another_geometry():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 6, 9, 9)).astype("float32")
+    w = rng.standard_normal((6, 1, 3, 3)).astype("float32")
+    attrs = dict(strides=[1, 1], paddings=[1, 1], groups=6)
+    fusion, make = get_op_def("conv2d_fusion"), get_op_def("depthwise_band_filter")
+    band = make.forward(w, input_size=[9, 9], **attrs)["Out"]
+    want = get_op_def("depthwise_conv2d").forward(x, w, **attrs)["Output"]
+    np.testing.assert_array_equal(
+        fusion.forward(x, w, None, None, band, **attrs)["Output"],
+        fusion.forward(x, w, None, None, None, **attrs)["Output"])
+    np.testing.assert_allclose(fusion.forward(x, w, None, None, band, **attrs)["Output"], want,
+                               rtol=1e-5, atol=1e-5)
+    # a band of another filter is what the kernel multiplies by
+    w2 = rng.standard_normal((6, 1, 3, 3)).astype("float32")
+    other = make.forward(w2, input_size=[9, 9], **attrs)["Out"]
+    np.testing.assert_allclose(fusion.forward(x, w, None, None, other, **attrs)["Output"],
+                               get_op_def("depthwise_conv2d").forward(x, w2, **attrs)["Output"],
+                               rtol=1e-5, atol=1e-5)
+    # a band made for a wider input does not fit: refused at run time and at build time
+    wide = make.forward(w, input_size=[9, 20], **attrs)["Out"]
+    with pytest.raises(ValueError, match=r"banded filter must be float32 \[6, 33, 9\]"):
+        fusion.forward(x, w, None, None, wide, **attrs)
+    with pytest.raises(ValueError, match=r"FilterBand must be the depthwise filter's banded"):
+        fusion.run_infer([VarSpec((-1, 6, 9, 9), VarType.FP32), VarSpec(w.shape, VarType.FP32),
+                          None, None, VarSpec(wide.shape, VarType.FP32)], attrs)
+    with pytest.raises(ValueError, match=r"FilterBand .* \(none runs\)"):
+        fusion.run_infer([VarSpec((-1, 6, -1, 9), VarType.FP32),
+                          VarSpec(w.shape, VarType.FP32), None, None,
+                          VarSpec(band.shape, VarType.FP32)], attrs)
+    # no banded kernel for a dense filter or a big map: the op refuses to make one
+    with pytest.raises(ValueError, match=r"no banded depthwise kernel runs for the filter"):
+        make.run_infer([VarSpec((6, 6, 3, 3), VarType.FP32)],
+                       dict(attrs, input_size=[9, 9]))
+    with pytest.raises(ValueError, match=r"no banded depthwise kernel runs .* \[64, 64\]"):
+        make.forward(w, input_size=[64, 64], **attrs)
+
+
+def test_depthwise_band_filter_op_runs_in_a_program():
+    w = np.random.default_rng(12).standard_normal((4, 1, 3, 3)).astype("float32")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        v = fluid.data("w", [4, 1, 3, 3], "float32")
+        out = main.global_block().create_var(name="band", dtype="float32")
+        main.global_block().append_op(
+            "depthwise_band_filter", {"Filter": v}, {"Out": out},
+            {"input_size": [5, 5], "strides": [2, 2], "paddings": [1, 1], "groups": 4})
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"w": w}, fetch_list=[out])
+    # 5x5, stride 2, padding 1: 3 output columns, one tile, span (3 - 1) * 2 + 3 = 7
+    assert got.dtype == np.float32 and got.shape == (4, 21, 3)
+    np.testing.assert_array_equal(got, _band_reference(w, 4, 3, 3, 2, 1, 3, 7))

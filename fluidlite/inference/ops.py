@@ -1,5 +1,6 @@
-"""The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles`` and
-``scaled_dot_product_attention`` (``fc`` is fluid's own op, in ``ops/math_more.py``).
+"""The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles``,
+``depthwise_band_filter`` and ``scaled_dot_product_attention`` (``fc`` is fluid's own op, in
+``ops/math_more.py``).
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
 makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
@@ -26,15 +27,17 @@ from typing import Any, Dict, Tuple
 import numpy as np
 
 from ..core import threads
+from ..core.dtypes import to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
 from ..ops.activation import relu6_to, relu_to
-from ..ops.conv import conv2d_forward
+from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
-__all__ = ["ACTIVATIONS", "Conv2DFusion", "ScaledDotProductAttention", "WinogradFilterTiles"]
+__all__ = ["ACTIVATIONS", "Conv2DFusion", "DepthwiseBandFilter", "ScaledDotProductAttention",
+           "WinogradFilterTiles"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -85,23 +88,69 @@ class WinogradFilterTiles(OpDef):
 
 
 @register
+class DepthwiseBandFilter(OpDef):
+    """Out [C, K, m*tw]: the banded matrices the depthwise kernel multiplies a small map's
+    GEMM rows by (``ops/_conv_kernels.py``, ``_Band``) for the depthwise filter
+    W [C*m, 1, kh, kw], an NCHW input of ``input_size`` [H, W] and the convolution's
+    attributes; ``conv2d_fusion`` takes it as ``FilterBand`` so that a constant filter is laid
+    out once, at load (fluidlite's own op; ``conv_band_filter_pass`` folds it)."""
+    type, inputs, outputs = "depthwise_band_filter", ("Filter",), ("Out",)
+    no_grad = True
+
+    def infer(self, Filter: Any, *, input_size: Any = (0, 0), strides: Any = (1, 1),
+              paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
+              dilations: Any = (1, 1)) -> Dict[str, Any]:
+        shape = None
+        if len(Filter.shape) == 4 and len(input_size) == 2:
+            shape = band_filter_shape(input_size, Filter.shape, to_numpy_dtype(Filter.dtype),
+                                      strides, paddings, padding_algorithm, groups, dilations)
+        if shape is None:
+            raise ValueError(f"depthwise_band_filter: no banded depthwise kernel runs for the "
+                             f"filter {Filter.dtype} {list(Filter.shape)} (groups {groups}) on "
+                             f"an input of size {list(input_size)}")
+        return {"Out": VarSpec(shape, Filter.dtype)}
+
+    def forward(self, Filter: np.ndarray, *, input_size: Any = (0, 0), strides: Any = (1, 1),
+                paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
+                dilations: Any = (1, 1)) -> Dict[str, np.ndarray]:
+        return {"Out": band_filter(Filter, input_size, strides, paddings, padding_algorithm,
+                                   groups, dilations)}
+
+
+@register
 class Conv2DFusion(OpDef):
     """Output = act(conv2d(Input, Filter) + Bias[channel]) (Paddle's ``conv2d_fusion``;
     ``activation`` identity, relu, relu6 (threshold 6), sigmoid or tanh; NCHW or NHWC as
     ``data_format``). ``FilterTiles`` (fluidlite's own slot, made by
     ``conv_winograd_filter_pass``): the filter's ``winograd_filter_tiles``, used instead of
-    transforming the filter on every run when the Winograd kernel runs (same bits)."""
-    type, inputs, outputs = ("conv2d_fusion", ("Input", "Filter", "Bias?", "FilterTiles?"),
+    transforming the filter on every run when the Winograd kernel runs (same bits);
+    ``FilterBand`` (likewise, from ``conv_band_filter_pass``): a depthwise filter's
+    ``depthwise_band_filter`` for the input's size, used when the banded kernel runs."""
+    type, inputs, outputs = ("conv2d_fusion",
+                             ("Input", "Filter", "Bias?", "FilterTiles?", "FilterBand?"),
                              ("Output",))
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
                    "exhaustive_search": False, "split_channels": [], "is_test": True}
 
-    def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None, *,
-              strides: Any = (1, 1),
+    def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None,
+              FilterBand: Any = None, *, strides: Any = (1, 1),
               paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
               dilations: Any = (1, 1), data_format: str = "NCHW",
               activation: str = "identity") -> Dict[str, Any]:
+        if FilterBand is not None:
+            hw = tuple(Input.shape[2:]) if len(Input.shape) == 4 else (-1, -1)
+            want = None
+            if data_format in ("NCHW", "AnyLayout") and len(Filter.shape) == 4:
+                want = band_filter_shape(hw, Filter.shape, to_numpy_dtype(Filter.dtype),
+                                         strides, paddings, padding_algorithm, groups,
+                                         dilations)
+            if want is None or tuple(FilterBand.shape) != want \
+                    or FilterBand.dtype != Filter.dtype:
+                raise ValueError(f"conv2d_fusion: FilterBand must be the depthwise filter's "
+                                 f"banded matrices for the NCHW input {list(Input.shape)}, "
+                                 f"{Filter.dtype} {list(want) if want else '(none runs)'}, "
+                                 f"got {FilterBand.dtype} {list(FilterBand.shape)}")
         if FilterTiles is not None:
             want = (16,) + tuple(Filter.shape[:2])
             if tuple(FilterTiles.shape) != want or FilterTiles.dtype != Filter.dtype:
@@ -114,7 +163,8 @@ class Conv2DFusion(OpDef):
                                   dilations=dilations, data_format=data_format))
 
     def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None,
-                FilterTiles: Any = None, *, strides: Any = [1, 1], paddings: Any = [0, 0],
+                FilterTiles: Any = None, FilterBand: Any = None, *, strides: Any = [1, 1],
+                paddings: Any = [0, 0],
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
@@ -133,7 +183,7 @@ class Conv2DFusion(OpDef):
         # the bias and activation applied to each image while it is in cache where it can
         out = conv2d_forward(Input, Filter, strides, paddings, padding_algorithm, groups,
                              dilations, data_format, FilterTiles,
-                             None if bias is None and act is None else epilogue)
+                             None if bias is None and act is None else epilogue, FilterBand)
         return {"Output": out}
 
 

@@ -43,7 +43,7 @@ from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "phase_parts", "use_depthwise", "depthwise_fwd",
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
-           "pointwise_dw"]
+           "pointwise_dw", "uses_band", "band_filter", "band_shape"]
 
 # output elements per block of rows (1 MiB of float32). Not smaller: every tap pass is a NumPy
 # call that holds the GIL while it dispatches, and two threads taking blocks of 64K elements
@@ -122,10 +122,13 @@ def _rows_weights(w: np.ndarray, C: int, N: int) -> np.ndarray:
     return np.ascontiguousarray(np.tile(t, (1, 1, 1, N)))[..., None, None]
 
 
-def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
-    """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow]."""
+def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any,
+                  band: Optional[np.ndarray] = None) -> np.ndarray:
+    """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow].
+    ``band``: ``band_filter(w, g)`` made ahead (an inference program's constant filter, laid
+    out once at load), used when the banded kernel runs (the same bits as laying it out here)."""
     if _use_band(g, x.dtype):
-        return _band_fwd(x, w, g)
+        return _band_fwd(x, w, g, band)
     return _taps_fwd(x, w, g)
 
 
@@ -524,6 +527,34 @@ def _use_band(g: Any, dtype: np.dtype) -> bool:
     return 0 <= g.oh * g.ow <= _BAND_MAX and dtype in (np.float32, np.float64)
 
 
+def uses_band(g: Any, dtype: Any) -> bool:
+    """Whether ``depthwise_fwd`` multiplies by ``band_filter`` for this geometry and dtype
+    (finite operands; see ``_use_band``)."""
+    return _use_band(g, np.dtype(dtype))
+
+
+def band_shape(g: Any, w_shape: Sequence[int]) -> Tuple[int, int, int]:
+    """The shape of ``band_filter`` for a depthwise filter of ``w_shape`` [C*m, 1, kh, kw]."""
+    b = _Band(g)
+    return (g.groups, b.K, w_shape[0] // g.groups * b.tw)
+
+
+def band_filter(w: np.ndarray, g: Any) -> np.ndarray:
+    """The banded filter matrices [C, kh*span, m*tw] the banded forward multiplies the GEMM
+    rows of channel c by (``_Band.filt``; C = ``g.groups``): made once for a constant filter,
+    then handed to ``depthwise_fwd``.
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops._conv_kernels import band_filter, band_shape
+        >>> from fluidlite.ops.conv import _geom
+        >>> g = _geom((7, 7), (3, 3), (1, 1), [1, 1], (1, 1), "EXPLICIT", 4)
+        >>> band_filter(np.ones((4, 1, 3, 3), np.float32), g).shape == band_shape(g, (4, 1, 3, 3))
+        True
+    """
+    return _Band(g).filt(w, g, g.groups)
+
+
 def _finite(*arrays: np.ndarray) -> bool:
     """Every element of the arrays is finite, told by one sum each (its overflow, too, only
     sends the block to the tap kernels). The band kernels check each block's operands in the
@@ -607,10 +638,16 @@ def _band_blocks(fn: Callable[[int, int], None], C: int, per_channel: int) -> No
     threads.parallel(lambda i: fn(*chunks[i]), len(chunks))
 
 
-def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any,
+              band: Optional[np.ndarray] = None) -> np.ndarray:
     N, C = x.shape[:2]
     m, b = w.shape[0] // C, _Band(g)
-    band = b.filt(w, g, C)                                  # [C, K, m*tw]
+    if band is None:
+        band = b.filt(w, g, C)                              # [C, K, m*tw]
+    elif band.shape != (C, b.K, m * b.tw) or band.dtype != w.dtype:
+        raise ValueError(f"depthwise: the banded filter must be {w.dtype} "
+                         f"{[C, b.K, m * b.tw]} (band_filter of the filter {list(w.shape)} "
+                         f"for a {g.H}x{g.W} input), got {band.dtype} {list(band.shape)}")
     out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
 
     def block(lo: int, hi: int) -> None:

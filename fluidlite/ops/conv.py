@@ -40,7 +40,8 @@ from . import _conv_kernels as K
 from . import _winograd as WG
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
-__all__ = ["LazyOutputs", "c_div", "conv2d_forward", "conv_out_size", "normalize_paddings"]
+__all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "conv2d_forward",
+           "conv_out_size", "normalize_paddings"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
 # last-level cache next to the GEMM's own working set
@@ -247,14 +248,16 @@ def _kind(N: int, C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> 
 
 
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray] = None,
-              epilogue: Optional[Callable[[np.ndarray], Any]] = None) -> np.ndarray:
+              epilogue: Optional[Callable[[np.ndarray], Any]] = None,
+              band: Optional[np.ndarray] = None) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]
     (``tiles``: ``WG.filter_tiles(w)`` computed ahead, used when the Winograd kernel runs;
-    ``epilogue``: see ``conv2d_forward``)."""
+    ``band``: ``K.band_filter(w, g)`` computed ahead, used when the banded depthwise kernel
+    runs; ``epilogue``: see ``conv2d_forward``)."""
     kind = _kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
     if kind == "pointwise":
         return K.pointwise_fwd(x, w, g, _mm, epilogue)
-    out = _conv_fwd_kernel(x, w, g, tiles, kind)
+    out = _conv_fwd_kernel(x, w, g, tiles, kind, band)
     if epilogue is not None:
         if not out.flags.writeable:
             out = out.copy()
@@ -263,9 +266,9 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray
 
 
 def _conv_fwd_kernel(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray],
-                     kind: str) -> np.ndarray:
+                     kind: str, band: Optional[np.ndarray] = None) -> np.ndarray:
     if kind == "depthwise":
-        return K.depthwise_fwd(x, w, g)
+        return K.depthwise_fwd(x, w, g, band)
     if kind == "winograd":
         return WG.winograd_fwd(x, w, g, tiles)
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
@@ -472,6 +475,38 @@ def _conv_geom(x: np.ndarray, w: np.ndarray, strides, paddings, dilations, algor
     return _geom(x.shape[2:], w.shape[2:], strides, paddings, dilations, algorithm, groups)
 
 
+def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
+                      strides: Any, paddings: Any, padding_algorithm: str, groups: int,
+                      dilations: Any) -> Optional[Tuple[int, int, int]]:
+    """The shape of ``band_filter`` for an NCHW input of spatial size ``in_hw`` and a filter of
+    ``w_shape`` and ``dtype``; None when no banded depthwise kernel runs for them (not a
+    depthwise filter, a map too big, another dtype)."""
+    if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0:
+        return None
+    g = _geom(in_hw, w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
+    return K.band_shape(g, w_shape) if K.uses_band(g, dtype) else None
+
+
+def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any,
+                padding_algorithm: str, groups: int, dilations: Any) -> np.ndarray:
+    """The banded matrices [C, K, m*tw] the depthwise kernel multiplies by (see
+    ``_conv_kernels.band_filter``) for the depthwise filter ``w`` [C*m, 1, kh, kw] and an
+    NCHW input of spatial size ``in_hw``: what ``conv2d_forward`` takes as ``filter_band``.
+
+    Raises:
+        ValueError: no banded kernel runs for this filter and input (``band_filter_shape``
+            is None).
+    """
+    if band_filter_shape(in_hw, w.shape, w.dtype, strides, paddings, padding_algorithm, groups,
+                         dilations) is None:
+        raise ValueError(f"band_filter: no banded depthwise kernel runs for the filter "
+                         f"{w.dtype} {list(w.shape)} (groups {groups}) on a "
+                         f"{list(in_hw)} input; it needs a depthwise float32/float64 filter "
+                         f"and a small output map")
+    return K.band_filter(w, _geom(in_hw, w.shape[2:], strides, paddings, dilations,
+                                  padding_algorithm, groups))
+
+
 @register
 class Conv2D(_ConvBase):
     """Output[n,f,y,x] = sum_{c,i,j} Input[n, g*C/G + c, y*sh + i*dh - pt, x*sw + j*dw - pl]
@@ -506,7 +541,8 @@ class Conv2D(_ConvBase):
 def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
                    padding_algorithm: str, groups: int, dilations: Any, data_format: str,
                    filter_tiles: Optional[np.ndarray] = None,
-                   epilogue: Optional[Callable[[np.ndarray], Any]] = None) -> np.ndarray:
+                   epilogue: Optional[Callable[[np.ndarray], Any]] = None,
+                   filter_band: Optional[np.ndarray] = None) -> np.ndarray:
     """conv2d's output for ``x`` (NCHW or NHWC as ``data_format``) and the filter ``w``
     [F, C/groups, kh, kw]: its pointwise, depthwise, Winograd and im2col kernels.
 
@@ -514,6 +550,8 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
         filter_tiles: ``_winograd.filter_tiles(w)`` [16, F, C] computed ahead (an inference
             program's constant filter, transformed once at load); used when the Winograd
             kernel runs, with the same result bits as transforming ``w`` here.
+        filter_band: ``_conv_kernels.band_filter(w, g)`` of a depthwise filter computed ahead
+            for this input size (likewise, for the banded depthwise kernel).
         epilogue: an elementwise in-place function of NCHW output channels (a bias and an
             activation), called on each image's [F, oh, ow] as soon as the 1x1 kernel has
             computed it (still in cache: a 77 MB MobileNetV2 output is not read back from
@@ -523,7 +561,7 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
     x = _to_nchw(x, last)
     g = _conv_geom(x, w, strides, paddings, dilations, padding_algorithm, groups)
     # (the kernels compute NCHW whatever the layout: the epilogue sees NCHW channels)
-    return _from_nchw(_conv_fwd(x, w, g, filter_tiles, epilogue), last)
+    return _from_nchw(_conv_fwd(x, w, g, filter_tiles, epilogue, filter_band), last)
 
 
 @register
