@@ -11,7 +11,7 @@ which keeps every order differentiable.
 from __future__ import annotations
 
 import math
-from typing import Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -49,13 +49,19 @@ _GEMM_ROWS = 64             # rows a part needs at least
 _BMM_MIN = 1 << 21          # multiply-adds from which a stack of products is cut in halves
 
 
-def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None,
+          epilogue: Optional[Callable[[np.ndarray, slice], Any]] = None) -> np.ndarray:
     """``a @ b`` of two 2-D arrays. A small product goes through ``ndarray.dot`` (the BLAS GEMM
     with the least dispatch: ~0.4 us a call, which small models pay several times a step). A
     large one is cut into ``_GEMM_PARTS`` row blocks (column blocks when it has few rows) that
     run as ``core.threads`` items (BLAS on one thread each) when two threads or more are set:
     the cut depends on the shapes only, so every such thread count gives the same bits. Into
-    ``out`` (C-contiguous, the product's dtype) when given.
+    ``out`` (C-contiguous, the product's dtype) when given. ``epilogue(block, cols)``, an
+    in-place elementwise function (a bias and an activation), is applied to each block of the
+    product right after its GEMM, in the same item while the block is in cache -- ``cols``
+    the block's columns of the product (all of them unless cut in column blocks) -- instead of
+    in one more pass over the whole product on one thread (an ``fc`` of [2048, 256] x
+    [256, 768]: 3.23 -> 2.76 ms on two threads; BERT-mini inference at batch 16 0.97x).
 
     Large products and their blocks go through ``np.matmul``: it hands a strided view (a row
     block of a transposed matrix, a column block) to BLAS as it is, where ``ndarray.dot``
@@ -63,18 +69,37 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None) -> np.
     longer than its 1.3 ms GEMM)."""
     m, n = a.shape[0], b.shape[1]
     if m * a.shape[1] * n < _GEMM_MIN:
-        return _dot(a, b) if out is None else _dot(a, b, out=out)
-    if (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
+        out = _dot(a, b) if out is None else _dot(a, b, out=out)
+    elif (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
             or not threads.splitting():
-        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+        out = np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+    else:
+        return _gemm_parts(a, b, out, epilogue)
+    if epilogue is not None:
+        epilogue(out, _ALL)
+    return out
+
+
+_ALL = slice(None)
+
+
+def _gemm_parts(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray],
+                epilogue: Optional[Callable[[np.ndarray, slice], Any]]) -> np.ndarray:
+    """``_gemm``'s cut product: row blocks, or column blocks for few rows."""
+    m, n = a.shape[0], b.shape[1]
     if out is None:
         out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
-    if m >= _GEMM_PARTS * _GEMM_ROWS:           # row blocks, written in place
-        threads.parallel_ranges(lambda lo, hi: np.matmul(a[lo:hi], b, out=out[lo:hi]), m,
-                                _GEMM_PARTS)
-    else:                                       # few rows (a recurrent step): column blocks
-        threads.parallel_ranges(
-            lambda lo, hi: np.matmul(a, b[:, lo:hi], out=out[:, lo:hi]), n, _GEMM_PARTS)
+    rows = m >= _GEMM_PARTS * _GEMM_ROWS
+
+    def part(lo: int, hi: int) -> None:
+        if rows:                                # row blocks, written in place
+            block, cols = np.matmul(a[lo:hi], b, out=out[lo:hi]), _ALL
+        else:                                   # few rows (a recurrent step): column blocks
+            block = np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
+            cols = slice(lo, hi)
+        if epilogue is not None:
+            epilogue(block, cols)
+    threads.parallel_ranges(part, m if rows else n, _GEMM_PARTS)
     return out
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from ..core import shape as S
 from ..core.dtypes import FLOATS, VarType, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .linalg import _mm
+from .linalg import _gemm, _mm
 from .reduce import _Reduce
 from .tensor import norm_axis
 
@@ -207,12 +207,26 @@ class FC(OpDef):
                 padding_weights=False):
         w = self._weights(W, padding_weights)
         lead = Input.shape[:in_num_col_dims]
-        out = _mm(Input.reshape(int(np.prod(lead)), -1), w)   # cut in parts on 2+ threads
-        # in place on the fresh product: the fusion saves a temporary and a pass over memory
-        if Bias is not None:
-            out += Bias.reshape(1, -1).astype(out.dtype, copy=False)
-        if activation_type == "relu":
-            np.maximum(out, out.dtype.type(0), out=out)
+        x = Input.reshape(int(np.prod(lead)), -1)
+        relu = activation_type == "relu"
+        if Bias is None and not relu:
+            out = _mm(x, w)
+        else:
+            # in place on the fresh product, block by block as the GEMM's parts (cut on 2+
+            # threads) make them: the fusion saves a temporary and a pass over memory
+            dt = np.result_type(x.dtype, w.dtype)
+            bias = None if Bias is None else Bias.reshape(-1).astype(dt, copy=False)
+
+            def epilogue(block: np.ndarray, cols: slice) -> None:
+                if bias is not None:
+                    block += bias[cols]
+                if relu:
+                    np.maximum(block, block.dtype.type(0), out=block)
+            if x.ndim == 2 and w.ndim == 2 and dt != np.float16:
+                out = _gemm(x, w, epilogue=epilogue)
+            else:
+                out = _mm(x, w)
+                epilogue(out, slice(None))
         return {"Out": out.reshape(lead + (w.shape[1],)).astype(Input.dtype, copy=False)}
 
     def backward(self, Input, W, Bias, Out, dOut, *, in_num_col_dims=1, activation_type="",

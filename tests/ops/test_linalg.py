@@ -143,3 +143,61 @@ def test_large_gemm_of_views_matches_float64_for_any_thread_count(m, k, n, view)
         assert got.dtype == np.float32 and got.shape == (m, n)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     assert np.array_equal(runs[1], runs[2])        # every count from 2 on: the same bits
+
+
+@pytest.mark.parametrize("m, k, n", [
+    (256, 256, 128),        # row blocks
+    (64, 512, 256),         # few rows: column blocks
+    (8, 16, 12),            # small: one product
+])
+def test_gemm_epilogue_runs_on_each_block_with_its_columns(m, k, n):
+    # ``_gemm``'s epilogue (fc's bias and relu) is applied to every block of the product with
+    # the block's own columns: the same values as applying it to the whole product after
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _GEMM_MIN, _gemm
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)        # a different value per column
+    seen = []
+
+    def epilogue(block, cols):
+        seen.append(block.shape)
+        block += bias[cols]
+        np.maximum(block, np.float32(0), out=block)
+    want = a.astype(np.float64) @ b.astype(np.float64) + bias
+    for t in (1, 2):
+        with threads.using(t):
+            seen.clear()
+            plain = _gemm(a, b)
+            got = _gemm(a, b, epilogue=epilogue)
+        assert np.array_equal(got, np.maximum(plain + bias, np.float32(0)))
+        np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
+        cut = t == 2 and m * k * n >= _GEMM_MIN
+        assert len(seen) == (2 if cut else 1)
+        assert sum(s[0] * s[1] for s in seen) == m * n     # every element once
+
+
+@pytest.mark.parametrize("shape, act", [((2, 128, 256), "relu"), ((256, 256), ""),
+                                        ((64, 512), "relu")])
+def test_fc_bias_and_relu_on_the_parts_of_a_cut_product(shape, act):
+    # fc adds its bias (and relu) to each part of a product cut over two threads: the same
+    # bits as the cut product's bias (and relu) added after, and mul + bias (+ relu) in float64
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _gemm
+    fc = get_op_def("fc")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[-1], 192)).astype(np.float32)
+    bias = rng.standard_normal(192).astype(np.float32)
+    attrs = dict(in_num_col_dims=len(shape) - 1, activation_type=act)
+    for t in (1, 2):
+        with threads.using(t):
+            got = fc.forward(x, w, bias, **attrs)["Out"]
+            after = _gemm(x.reshape(-1, shape[-1]), w) + bias
+        after = np.maximum(after, np.float32(0)) if act else after
+        assert got.dtype == np.float32 and got.shape == shape[:-1] + (192,)
+        assert np.array_equal(got.reshape(after.shape), after)
+    want = x.astype(np.float64) @ w.astype(np.float64) + bias
+    want = np.maximum(want, 0) if act else want
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
