@@ -436,3 +436,76 @@ def test_depthwise_band_filter_op_runs_in_a_program():
     # 5x5, stride 2, padding 1: 3 output columns, one tile, span (3 - 1) * 2 + 3 = 7
     assert got.dtype == np.float32 and got.shape == (4, 21, 3)
     np.testing.assert_array_equal(got, _band_reference(w, 4, 3, 3, 2, 1, 3, 7))
+
+
+def _residual_net():
+    x = fluid.data("x", [-1, 8, 12, 12], "float32")
+    y = L.batch_norm(L.conv2d(x, 8, 3, padding=1, bias_attr=False), is_test=True)
+    main = L.conv2d(y, 16, 1)                                       # bias; no activation
+    short = L.conv2d(x, 16, 1, bias_attr=False)     # the shortcut: computed after ``main``
+    a = L.relu(L.elementwise_add(short, main))      # the conv output as Y, then relu
+    b = L.conv2d(a, 16, 3, padding=1)
+    c = L.elementwise_add(b, a)                     # as X, no activation
+    d = L.conv2d(c, 16, 1)
+    e = L.elementwise_add(d, L.reduce_mean(c, dim=[2, 3], keep_dim=True))   # broadcast: no
+    f = L.conv2d(e, 16, 1)
+    g = L.sigmoid(L.elementwise_add(f, e))
+    return [g, L.scale(f, 2.0)]                     # f is read twice: not fused with its add
+
+
+def test_conv_elementwise_add2_act_fuse_pass(tmp_path):
+    d = _save(tmp_path, _residual_net, ["x"])
+    x = np.random.default_rng(13).standard_normal((2, 8, 12, 12)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    # the residual and the activation in the epilogue: the same operations in the same order
+    _, unfused = _run(d, [x], delete=["conv_elementwise_add2_act_fuse_pass"])
+    for got, want in zip(fused, unfused):
+        np.testing.assert_array_equal(got, want)
+    assert ("conv_elementwise_add2_act_fuse_pass", 2) in p.applied_passes()
+    ops = p.program().global_block().ops
+    res = [op for op in ops if op.type == "conv2d_fusion" and op.input("ResidualData")]
+    assert [op.attr("activation") for op in res] == ["relu", "identity"]
+    # the fused op sits where the add was: after the shortcut that feeds it
+    short = next(i for i, op in enumerate(ops) if op.output_names and any(
+        res[0].input("ResidualData")[0] in op.output(s) for s in op.output_names))
+    assert short < ops.index(res[0])
+    assert [op.type for op in ops].count("elementwise_add") == 2
+    assert "relu" not in _types(p) and "sigmoid" in _types(p)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("shape, k, groups", [
+    ((1, 8, 16, 16), 1, 1),         # 1x1, one image: the parts of its GEMM
+    ((3, 8, 16, 12), 1, 1),         # 1x1, image by image
+    ((2, 8, 9, 9), 3, 1),           # im2col
+    ((2, 8, 9, 9), 3, 8),           # depthwise
+])
+def test_conv2d_fusion_adds_the_residual_before_the_activation(layout, shape, k, groups):
+    from fluidlite.core import threads
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal(shape).astype("float32")
+    F = 8 if groups > 1 else 24
+    w = rng.standard_normal((F, shape[1] // groups, k, k)).astype("float32")
+    b = rng.standard_normal(F).astype("float32")
+    attrs = dict(paddings=[k // 2] * 2, groups=groups, data_format=layout)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    conv = get_op_def("conv2d").forward(x, w, **attrs)["Output"]
+    r = rng.standard_normal(conv.shape).astype("float32")
+    want = conv + (b if layout == "NHWC" else b.reshape(-1, 1, 1))
+    want += r
+    for t in (1, 2):
+        with threads.using(t):
+            got = get_op_def("conv2d_fusion").forward(x, w, b, None, None, r, activation="relu",
+                                                      **attrs)["Output"]
+        assert got.dtype == np.float32 and got.shape == want.shape
+        np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-5, atol=1e-5)
+        if t == 1:
+            np.testing.assert_array_equal(got, np.maximum(want, 0))
+    fusion = get_op_def("conv2d_fusion")
+    with pytest.raises(ValueError, match=r"ResidualData must have the output's shape"):
+        fusion.run_infer([VarSpec((-1,) + x.shape[1:], VarType.FP32),
+                          VarSpec(w.shape, VarType.FP32), None, None, None,
+                          VarSpec((-1, 5) + conv.shape[2:], VarType.FP32)], attrs)

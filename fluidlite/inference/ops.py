@@ -125,16 +125,20 @@ class Conv2DFusion(OpDef):
     ``conv_winograd_filter_pass``): the filter's ``winograd_filter_tiles``, used instead of
     transforming the filter on every run when the Winograd kernel runs (same bits);
     ``FilterBand`` (likewise, from ``conv_band_filter_pass``): a depthwise filter's
-    ``depthwise_band_filter`` for the input's size, used when the banded kernel runs."""
+    ``depthwise_band_filter`` for the input's size, used when the banded kernel runs.
+    ``ResidualData`` (Paddle's slot, made by ``conv_elementwise_add2_act_fuse_pass``): a tensor
+    of the output's shape added after the bias, before the activation:
+    Output = act(conv2d(Input, Filter) + Bias + ResidualData)."""
     type, inputs, outputs = ("conv2d_fusion",
-                             ("Input", "Filter", "Bias?", "FilterTiles?", "FilterBand?"),
+                             ("Input", "Filter", "Bias?", "FilterTiles?", "FilterBand?",
+                              "ResidualData?"),
                              ("Output",))
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
                    "exhaustive_search": False, "split_channels": [], "is_test": True}
 
     def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None,
-              FilterBand: Any = None, *, strides: Any = (1, 1),
+              FilterBand: Any = None, ResidualData: Any = None, *, strides: Any = (1, 1),
               paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
               dilations: Any = (1, 1), data_format: str = "NCHW",
               activation: str = "identity") -> Dict[str, Any]:
@@ -157,14 +161,23 @@ class Conv2DFusion(OpDef):
                 raise ValueError(f"conv2d_fusion: FilterTiles must be the filter's Winograd "
                                  f"transform, {Filter.dtype} {list(want)}, got "
                                  f"{FilterTiles.dtype} {list(FilterTiles.shape)}")
-        return get_op_def("conv2d").run_infer(
+        out = get_op_def("conv2d").run_infer(
             [Input, Filter], dict(strides=strides, paddings=paddings,
                                   padding_algorithm=padding_algorithm, groups=groups,
                                   dilations=dilations, data_format=data_format))
+        if ResidualData is not None:
+            got, want = tuple(ResidualData.shape), tuple(out["Output"].shape)
+            if len(got) != len(want) or any(a != b and a >= 0 and b >= 0
+                                              for a, b in zip(got, want)) \
+                    or ResidualData.dtype != out["Output"].dtype:
+                raise ValueError(f"conv2d_fusion: ResidualData must have the output's shape "
+                                 f"and dtype, {out['Output'].dtype} {list(want)}, got "
+                                 f"{ResidualData.dtype} {list(got)}")
+        return out
 
     def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None,
-                FilterTiles: Any = None, FilterBand: Any = None, *, strides: Any = [1, 1],
-                paddings: Any = [0, 0],
+                FilterTiles: Any = None, FilterBand: Any = None, ResidualData: Any = None, *,
+                strides: Any = [1, 1], paddings: Any = [0, 0],
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
                 ) -> Dict[str, np.ndarray]:
@@ -172,18 +185,28 @@ class Conv2DFusion(OpDef):
             raise ValueError(f"{self.type}: activation '{activation}' is not supported "
                              f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
         act = ACTIVATIONS[activation]
-        bias = None if Bias is None else Bias.reshape(-1, 1, 1)
+        bias = None if Bias is None else Bias.reshape(-1, 1)
+        res = None
+        if ResidualData is not None:        # as the NCHW output the epilogue sees: [N, F, P]
+            r = ResidualData.transpose(0, 3, 1, 2) if data_format == "NHWC" else ResidualData
+            res = r.reshape(r.shape[0], r.shape[1], -1)
 
-        def epilogue(out: np.ndarray) -> None:      # NCHW channels: [.., F, oh, ow]
+        def epilogue(block: np.ndarray, where: tuple) -> None:
+            # block = Output as [N, F, oh*ow], at ``where`` (see conv2d_forward)
             if bias is not None:
-                out += bias.astype(out.dtype, copy=False)
+                block += bias[where[1] if len(where) > 1 else slice(None)].astype(
+                    block.dtype, copy=False)
+            if res is not None:
+                block += res[where].astype(block.dtype, copy=False)
             if act is not None:
-                act(out)
+                act(block)
         # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place),
-        # the bias and activation applied to each image while it is in cache where it can
+        # the bias, residual and activation applied to each image (or each part of its GEMM)
+        # while it is in cache where they can
+        plain = bias is None and res is None and act is None
         out = conv2d_forward(Input, Filter, strides, paddings, padding_algorithm, groups,
                              dilations, data_format, FilterTiles,
-                             None if bias is None and act is None else epilogue, FilterBand)
+                             None if plain else epilogue, FilterBand)
         return {"Output": out}
 
 

@@ -413,6 +413,50 @@ def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     return count
 
 
+def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
+    """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
+    shape + optional relu / relu6 / sigmoid / tanh -> one ``conv2d_fusion`` with that tensor as
+    its ``ResidualData`` (a ResNet block's shortcut added and activated in the convolution's
+    epilogue, image by image while the output is in cache). The fused op takes the add's
+    place: the shortcut may be computed after the convolution."""
+    count, block = 0, ctx.block
+    skip = _sub_block_names(ctx.program)
+    changed = True
+    while changed:
+        changed = False
+        uses = rewrite.Uses(block)
+        for op in uses.ops:
+            if op.type != "conv2d_fusion" or op.input("ResidualData") \
+                    or op.attrs.get("activation", "identity") not in ("identity", ""):
+                continue
+            out = op.output("Output")[0]
+            if not _only_reader(uses, out, ctx, skip):
+                continue
+            add = _next(uses, out)
+            if add is None or add.type != "elementwise_add":
+                continue
+            xs, ys = add.input("X"), add.input("Y")
+            other = ys[0] if xs == [out] else xs[0] if ys == [out] else None
+            if other is None or other == out or other not in block.vars:
+                continue
+            ov, rv = block.var(out), block.var(other)
+            if tuple(ov.shape) != tuple(rv.shape) or ov.dtype != rv.dtype \
+                    or any(d < 0 for d in ov.shape[1:]) or len(ov.shape) != 4:
+                continue                        # a broadcast add is not a residual
+            act = _act_after(uses, add.output("Out")[0], ctx, skip)
+            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+            attrs = _attrs(op, activation=act.type if act is not None else "identity")
+            inputs = {**_slots(op), "ResidualData": [other]}
+            if act is not None:
+                rewrite.remove_ops(block, act.idx)
+            _replace(block, add, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
+            rewrite.remove_ops(block, op.idx)
+            count += 1
+            changed = True
+            break
+    return count
+
+
 def conv_winograd_filter_pass(ctx: PassContext) -> int:
     """Transform the constant 3x3 filters of ``conv2d_fusion`` ops that can run the Winograd
     F(2x2, 3x3) kernel (groups 1, stride 1, dilation 1, NCHW, float32/64, at least 16 input
@@ -587,6 +631,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "depthwise_conv_bn_fuse_pass": depthwise_conv_bn_fuse_pass,
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
+    "conv_elementwise_add2_act_fuse_pass": conv_elementwise_add2_act_fuse_pass,
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "conv_band_filter_pass": conv_band_filter_pass,
     "fc_fuse_pass": fc_fuse_pass,

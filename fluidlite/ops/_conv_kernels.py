@@ -735,28 +735,35 @@ def _strided_rows(x: np.ndarray, g: Any) -> np.ndarray:
     return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], g.oh * g.ow)
 
 
-def _mm_into(mm: Callable, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+def _mm_into(mm: Callable, a: np.ndarray, b: np.ndarray, out: np.ndarray,
+             epilogue: Optional[Callable[[np.ndarray, slice, slice], Any]] = None) -> None:
     """``out[...] = a @ b`` (float16 through ``mm``'s float32 product; one image alone through
-    ``_gemm``, whose blocks use the threads the images would)."""
+    ``_gemm``, whose blocks use the threads the images would), then ``epilogue(block, rows,
+    cols)`` on ``out[rows, cols]`` (on each block of ``_gemm``'s parts as they are made)."""
     if out.dtype == np.float16:
         out[...] = mm(a, b)
+        if epilogue is not None:
+            epilogue(out, slice(None), slice(None))
     else:
-        _gemm(a, b, out)
+        _gemm(a, b, out, epilogue)
 
 
 def pointwise_fwd(x: np.ndarray, w: np.ndarray, g: Any, mm: Callable,
-                  epilogue: Optional[Callable[[np.ndarray], Any]] = None) -> np.ndarray:
+                  epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None
+                  ) -> np.ndarray:
     """Y[n] = W X[n] (W [F, C]);  -> [N, F, oh, ow], one GEMM per image (the images in
-    parallel), each followed by ``epilogue(Y[n] as [F, oh, ow])`` (in place) when given."""
+    parallel), each followed by ``epilogue(Y3[n, rows, cols], (n, rows, cols))`` (in place,
+    Y3 = Y as [N, F, oh*ow]) on the image's product, or on each block of it the GEMM's
+    parts make, when given (``conv.conv2d_forward``)."""
     N, F = x.shape[0], w.shape[0]
     xs, wm = _strided_rows(x, g), w.reshape(F, -1)
     y = np.empty((N, F, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
     rows = y.reshape(N, F, g.oh * g.ow)
 
     def one(n: int) -> None:
-        _mm_into(mm, wm, xs[n], rows[n])
-        if epilogue is not None:
-            epilogue(y[n])
+        post = None if epilogue is None else \
+            (lambda block, r, c: epilogue(block, (n, r, c)))
+        _mm_into(mm, wm, xs[n], rows[n], post)
     threads.parallel(one, N)
     return y
 

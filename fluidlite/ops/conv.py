@@ -248,7 +248,7 @@ def _kind(N: int, C: int, w_shape: Sequence[int], g: _Geom, dtype: np.dtype) -> 
 
 
 def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray] = None,
-              epilogue: Optional[Callable[[np.ndarray], Any]] = None,
+              epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None,
               band: Optional[np.ndarray] = None) -> np.ndarray:
     """Y[n,f] = sum_c W[f,c] (*) X[n,c] with the geometry ``g``; returns [N,F,oh,ow]
     (``tiles``: ``WG.filter_tiles(w)`` computed ahead, used when the Winograd kernel runs;
@@ -259,9 +259,9 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray
         return K.pointwise_fwd(x, w, g, _mm, epilogue)
     out = _conv_fwd_kernel(x, w, g, tiles, kind, band)
     if epilogue is not None:
-        if not out.flags.writeable:
+        if not (out.flags.writeable and out.flags.c_contiguous):
             out = out.copy()
-        epilogue(out)
+        epilogue(out.reshape(out.shape[0], out.shape[1], -1), ())
     return out
 
 
@@ -541,7 +541,7 @@ class Conv2D(_ConvBase):
 def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
                    padding_algorithm: str, groups: int, dilations: Any, data_format: str,
                    filter_tiles: Optional[np.ndarray] = None,
-                   epilogue: Optional[Callable[[np.ndarray], Any]] = None,
+                   epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None,
                    filter_band: Optional[np.ndarray] = None) -> np.ndarray:
     """conv2d's output for ``x`` (NCHW or NHWC as ``data_format``) and the filter ``w``
     [F, C/groups, kh, kw]: its pointwise, depthwise, Winograd and im2col kernels.
@@ -552,10 +552,13 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
             kernel runs, with the same result bits as transforming ``w`` here.
         filter_band: ``_conv_kernels.band_filter(w, g)`` of a depthwise filter computed ahead
             for this input size (likewise, for the banded depthwise kernel).
-        epilogue: an elementwise in-place function of NCHW output channels (a bias and an
-            activation), called on each image's [F, oh, ow] as soon as the 1x1 kernel has
-            computed it (still in cache: a 77 MB MobileNetV2 output is not read back from
-            memory twice), and on the whole [N, F, oh, ow] output after the other kernels.
+        epilogue: ``epilogue(block, where)``, an elementwise in-place function of the NCHW
+            output seen as ``Y3 = Y.reshape(N, F, oh * ow)`` (a bias, a residual, an
+            activation), where ``block`` is ``Y3[where]``: called by the 1x1 kernel on each
+            image's product, or each block of it its GEMM's parts make (``where`` = (n, rows,
+            columns)), as soon as it is computed (still in cache: a 77 MB MobileNetV2 output
+            is not read back from memory twice); by the other kernels once, on the whole
+            output (``where`` = ()).
     """
     last = _channels_last(data_format)
     x = _to_nchw(x, last)

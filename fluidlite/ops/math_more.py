@@ -217,7 +217,7 @@ class FC(OpDef):
             dt = np.result_type(x.dtype, w.dtype)
             bias = None if Bias is None else Bias.reshape(-1).astype(dt, copy=False)
 
-            def epilogue(block: np.ndarray, cols: slice) -> None:
+            def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
                 if bias is not None:
                     block += bias[cols]
                 if relu:
@@ -226,7 +226,7 @@ class FC(OpDef):
                 out = _gemm(x, w, epilogue=epilogue)
             else:
                 out = _mm(x, w)
-                epilogue(out, slice(None))
+                epilogue(out, slice(None), slice(None))
         return {"Out": out.reshape(lead + (w.shape[1],)).astype(Input.dtype, copy=False)}
 
     def backward(self, Input, W, Bias, Out, dOut, *, in_num_col_dims=1, activation_type="",

@@ -161,8 +161,9 @@ def test_gemm_epilogue_runs_on_each_block_with_its_columns(m, k, n):
     bias = rng.standard_normal(n).astype(np.float32)        # a different value per column
     seen = []
 
-    def epilogue(block, cols):
+    def epilogue(block, rows, cols):
         seen.append(block.shape)
+        assert np.shares_memory(block, got_buf) and block.shape == got_buf[rows, cols].shape
         block += bias[cols]
         np.maximum(block, np.float32(0), out=block)
     want = a.astype(np.float64) @ b.astype(np.float64) + bias
@@ -170,12 +171,14 @@ def test_gemm_epilogue_runs_on_each_block_with_its_columns(m, k, n):
         with threads.using(t):
             seen.clear()
             plain = _gemm(a, b)
-            got = _gemm(a, b, epilogue=epilogue)
+            got_buf = np.empty((m, n), np.float32)
+            got = _gemm(a, b, got_buf, epilogue=epilogue)
         assert np.array_equal(got, np.maximum(plain + bias, np.float32(0)))
         np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
         cut = t == 2 and m * k * n >= _GEMM_MIN
         assert len(seen) == (2 if cut else 1)
         assert sum(s[0] * s[1] for s in seen) == m * n     # every element once
+        assert got is got_buf
 
 
 @pytest.mark.parametrize("shape, act", [((2, 128, 256), "relu"), ((256, 256), ""),
