@@ -480,7 +480,27 @@ def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
                       dilations: Any) -> Optional[Tuple[int, int, int]]:
     """The shape of ``band_filter`` for an NCHW input of spatial size ``in_hw`` and a filter of
     ``w_shape`` and ``dtype``; None when no banded depthwise kernel runs for them (not a
-    depthwise filter, a map too big, another dtype)."""
+    depthwise filter, a map too big, another dtype, an unknown size).
+
+    Args:
+        in_hw: the input's height and width (-1: unknown).
+        w_shape: the filter's shape [C*m, 1, kh, kw].
+        dtype: the filter's NumPy dtype.
+        strides, paddings, padding_algorithm, groups, dilations: conv2d's attributes.
+
+    Returns:
+        (C, kh*span, m*tw), or None.
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops.conv import band_filter_shape
+        >>> band_filter_shape((14, 14), (8, 1, 3, 3), np.float32, [1, 1], [1, 1], "EXPLICIT",
+        ...                   8, [1, 1])
+        (8, 48, 14)
+        >>> band_filter_shape((112, 112), (8, 1, 3, 3), np.float32, [1, 1], [1, 1],
+        ...                   "EXPLICIT", 8, [1, 1]) is None
+        True
+    """
     if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0:
         return None
     g = _geom(in_hw, w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
@@ -492,6 +512,21 @@ def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any
     """The banded matrices [C, K, m*tw] the depthwise kernel multiplies by (see
     ``_conv_kernels.band_filter``) for the depthwise filter ``w`` [C*m, 1, kh, kw] and an
     NCHW input of spatial size ``in_hw``: what ``conv2d_forward`` takes as ``filter_band``.
+
+    Args:
+        w: the depthwise filter [C*m, 1, kh, kw], float32 or float64.
+        in_hw: the input's height and width.
+        strides, paddings, padding_algorithm, groups, dilations: conv2d's attributes.
+
+    Returns:
+        np.ndarray: [C, kh*span, m*tw] of ``w``'s dtype (``band_filter_shape``).
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops.conv import band_filter
+        >>> band_filter(np.ones((8, 1, 3, 3), np.float32), (14, 14), [1, 1], [1, 1],
+        ...             "EXPLICIT", 8, [1, 1]).shape
+        (8, 48, 14)
 
     Raises:
         ValueError: no banded kernel runs for this filter and input (``band_filter_shape``
