@@ -521,10 +521,11 @@ def conv_band_filter_pass(ctx: PassContext) -> int:
                 or op.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout"):
             continue
         wvar, xshape = block.var(w), tuple(block.var(x).shape)
-        attrs = {"input_size": [int(d) for d in xshape[2:]]}
-        attrs.update({k: op.attrs[k] for k in _CONV_ATTRS[:-1] if k in op.attrs})
         if len(xshape) != 4 or wvar.dtype not in (VarType.FP32, VarType.FP64):
             continue
+        attrs = {"input_size": [int(d) for d in xshape[2:]]}
+        attrs.update({k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs
+                      and k != "data_format"})        # (the band is made for NCHW)
         shape = band_filter_shape(
             xshape[2:], wvar.shape, to_numpy_dtype(wvar.dtype), attrs.get("strides", [1, 1]),
             attrs.get("paddings", [0, 0]), attrs.get("padding_algorithm", "EXPLICIT"),
