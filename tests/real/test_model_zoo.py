@@ -3,8 +3,9 @@
 * Paddle -> fluidlite: paddle_zoo.py (run with ``FLUIDLITE_PADDLE_PYTHON``) builds ResNet,
   MobileNet v1, the text CNN and word2vec in Paddle 2.6's static API and saves them with
   ``paddle.static.save_inference_model``; fluidlite loads each and reproduces Paddle's outputs
-  (rtol 1e-5) on the saved feed and on a second feed of another batch size -- and, for the
-  CNNs, another image size, their input being declared [-1, 3, -1, -1].
+  (within 1e-5 of each element or of the output's largest magnitude: ``_close``) on the saved
+  feed and on a second feed of another batch size -- and, for the CNNs, another image size,
+  their input being declared [-1, 3, -1, -1].
 * fluidlite -> Paddle: the networks of zoo_nets.py (fluid 1.x code after the zoo's: ResNet,
   MobileNet, text CNN, LSTM classifier, word2vec, a GRU encoder-decoder whose prediction is
   a greedy While decoding) are built, trained two steps with the zoo's optimizers and saved
@@ -61,10 +62,17 @@ def _paddle(mode: str, path: str) -> None:
 
 
 def _close(got: Any, want: np.ndarray, what: str) -> None:
+    """Within RTOL of each element, or of the output's largest magnitude: fluidlite and Paddle
+    are two float32 implementations whose sums run in other orders, so a deep network's small
+    outputs carry the absolute error of its large ones (the zoo ResNet's softmax on an Intel
+    Xeon, the old and the new code alike: 2.3e-6 off a probability of 0.119, 1.9e-5 of it and
+    2.9e-6 of the largest; the peers of bench/inference.py differ by 3e-5 among themselves)."""
     got = np.asarray(got)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=max(ATOL, RTOL * scale),
+                               err_msg=what)
 
 
 def _feed(d: str, stem: str) -> Any:
