@@ -313,6 +313,11 @@ tests_for() {
            tests/test_while_counter_grad.py tests/test_api_arguments_round3.py \
            tests/test_small_kernels.py tests/test_amp_mixed_precision.py tests/test_optimizer.py \
            tests/test_mutants_executor.py ;;
+    fluidlite/inference/passes.py|fluidlite/inference/ops.py)
+      # the inference passes and the op types they create: the predictor's tests, and the
+      # conv / fc kernels the created ops call
+      echo tests/test_inference_kernels.py tests/test_inference_api.py tests/ops/test_linalg.py \
+           tests/ops/test_conv_band.py ;;
     *) echo "no test list for $1: add it to tests_for in $0" >&2; exit 2 ;;
   esac
 }
