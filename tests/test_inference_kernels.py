@@ -375,6 +375,8 @@ def test_conv_band_filter_pass(tmp_path):
     assert len(ops) == 6 and len(banded) == 4
     # one band per filter and geometry: a and b share theirs, s2 (stride 2) has its own
     assert len({op.input("FilterBand")[0] for op in banded}) == 3
+    assert {op.input("FilterBand")[0] for op in banded
+            if op.input("Filter") == ["shared_dw"]} == {"shared_dw@band", "shared_dw@band_1"}
     for op in banded:
         w = np.asarray(params.find_var(op.input("Filter")[0]).get_tensor())
         band = np.asarray(params.find_var(op.input("FilterBand")[0]).get_tensor())
@@ -415,10 +417,16 @@ def test_conv2d_fusion_refuses_a_band_of_another_geometry():
         fusion.run_infer([VarSpec((-1, 6, -1, 9), VarType.FP32),
                           VarSpec(w.shape, VarType.FP32), None, None,
                           VarSpec(band.shape, VarType.FP32)], attrs)
-    # no banded kernel for a dense filter or a big map: the op refuses to make one
-    with pytest.raises(ValueError, match=r"no banded depthwise kernel runs for the filter"):
-        make.run_infer([VarSpec((6, 6, 3, 3), VarType.FP32)],
-                       dict(attrs, input_size=[9, 9]))
+    # fluid's AnyLayout is NCHW here
+    out = fusion.run_infer([VarSpec((-1, 6, 9, 9), VarType.FP32), VarSpec(w.shape, VarType.FP32),
+                            None, None, VarSpec(band.shape, VarType.FP32)],
+                           dict(attrs, data_format="AnyLayout"))
+    assert tuple(out["Output"].shape) == (-1, 6, 9, 9)
+    # no banded kernel for a dense filter, a big map, or shapes of other ranks: the op refuses
+    # to make one, saying so
+    for filt, size in (((6, 6, 3, 3), [9, 9]), ((6, 1, 3), [9, 9]), ((6, 1, 3, 3), [9, 9, 9])):
+        with pytest.raises(ValueError, match=r"no banded depthwise kernel runs for the filter"):
+            make.run_infer([VarSpec(filt, VarType.FP32)], dict(attrs, input_size=size))
     with pytest.raises(ValueError, match=r"no banded depthwise kernel runs .* \[64, 64\]"):
         make.forward(w, input_size=[64, 64], **attrs)
 
