@@ -517,3 +517,25 @@ def test_conv2d_fusion_adds_the_residual_before_the_activation(layout, shape, k,
         fusion.run_infer([VarSpec((-1,) + x.shape[1:], VarType.FP32),
                           VarSpec(w.shape, VarType.FP32), None, None, None,
                           VarSpec((-1, 5) + conv.shape[2:], VarType.FP32)], attrs)
+
+
+def test_conv_band_filter_pass_leaves_an_nhwc_fusion_alone(tmp_path):
+    # a conv2d_fusion saved in NHWC (as Paddle may write one): its input's dims 2-3 are not
+    # the map's height and width, so no band is made for it
+    def build():
+        x = fluid.data("x", [-1, 9, 9, 6], "float32")
+        block = fluid.default_main_program().global_block()
+        w = L.create_parameter([6, 1, 3, 3], "float32", name="nhwc_dw")
+        b = L.create_parameter([6], "float32", name="nhwc_b")
+        y = block.create_var(name="nhwc_y", dtype="float32", shape=[-1, 9, 9, 6])
+        block.append_op("conv2d_fusion", {"Input": x, "Filter": w, "Bias": b},
+                        {"Output": y}, {"paddings": [1, 1], "groups": 6,
+                                        "data_format": "NHWC", "activation": "relu"})
+        return [L.scale(y, 1.0)]
+    d = _save(tmp_path, build, ["x"])
+    x = np.random.default_rng(15).standard_normal((2, 9, 9, 6)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    assert ("conv_band_filter_pass", 0) in p.applied_passes()
+    assert not [op for op in p.program().global_block().ops if op.input_names
+                and "FilterBand" in op.input_names and op.input("FilterBand")]
