@@ -117,6 +117,20 @@ def _next(uses: rewrite.Uses, name: str) -> Optional[Operator]:
 
 
 # -- the passes -------------------------------------------------------------------------------
+def _fuse_each(ctx: PassContext,
+               fuse: Callable[[rewrite.Uses, Operator, Set[str]], bool]) -> int:
+    """Apply ``fuse(uses, op, skip)`` -- True when it rewrote the block at ``op`` -- until no
+    op matches: each rewrite changes the block, so its uses are indexed again and the scan
+    starts over (``skip``: the names a sub-block touches, never rewired). Returns the count of
+    rewrites."""
+    block, skip, count = ctx.block, _sub_block_names(ctx.program), 0
+    while True:
+        uses = rewrite.Uses(block)
+        if not any(fuse(uses, op, skip) for op in uses.ops):
+            return count
+        count += 1
+
+
 def is_test_pass(ctx: PassContext) -> int:
     """Set ``is_test`` on every op that has it (dropout, batch_norm, ...): inference mode."""
     count = 0
@@ -157,37 +171,31 @@ def _is_identity(op: Operator) -> bool:
 def identity_op_clean_pass(ctx: PassContext) -> int:
     """Remove ``assign`` and ``scale`` by 1 + 0: readers of the output read the input instead;
     when the output is fetched, the input's producer writes the output name directly."""
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    changed = True
-    while changed:          # each removal invalidates the index: rebuild and look again
-        changed = False
-        uses = rewrite.Uses(block)
-        for i, op in enumerate(uses.ops):
-            if not _is_identity(op):
-                continue
-            x, y = op.input("X")[0], op.output("Out")[0]
-            if x == y or x in skip or y in skip or len(uses.producers.get(y, ())) != 1 \
-                    or len(uses.producers.get(x, ())) > 1 or _persistable(block, y):
-                continue
-            if y not in ctx.protected:
-                # readers of y read x (x is never rewritten: at most one producer, before op)
-                for r in list(uses.readers.get(y, ())):
-                    reader = uses.ops[r]
-                    _replace(block, reader, inputs=_rename_in(_slots(reader), y, x))
-                rewrite.remove_ops(block, op.idx)
-            elif (x not in ctx.protected and not _persistable(block, x)
-                  and uses.reader_count(x) == 1 and uses.producer(x) is not None
-                  and uses.ops[uses.producer(x)].type != "feed"):
-                prod = uses.ops[uses.producer(x)]
-                _replace(block, prod, outputs=_rename_in(_slots(prod, True), x, y))
-                rewrite.remove_ops(block, op.idx)
-            else:
-                continue
-            count += 1
-            changed = True
-            break
-    return count
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if not _is_identity(op):
+            return False
+        x, y = op.input("X")[0], op.output("Out")[0]
+        if x == y or x in skip or y in skip or len(uses.producers.get(y, ())) != 1 \
+                or len(uses.producers.get(x, ())) > 1 or _persistable(block, y):
+            return False
+        if y not in ctx.protected:
+            # readers of y read x (x is never rewritten: at most one producer, before op)
+            for r in list(uses.readers.get(y, ())):
+                reader = uses.ops[r]
+                _replace(block, reader, inputs=_rename_in(_slots(reader), y, x))
+            rewrite.remove_ops(block, op.idx)
+        elif (x not in ctx.protected and not _persistable(block, x)
+              and uses.reader_count(x) == 1 and uses.producer(x) is not None
+              and uses.ops[uses.producer(x)].type != "feed"):
+            prod = uses.ops[uses.producer(x)]
+            _replace(block, prod, outputs=_rename_in(_slots(prod, True), x, y))
+            rewrite.remove_ops(block, op.idx)
+        else:
+            return False
+        return True
+    return _fuse_each(ctx, fuse)
 
 
 def _bias_add(uses: rewrite.Uses, block: Block, out: str, axes: Sequence[int]
@@ -341,36 +349,30 @@ def _act_after(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]
 def fc_fuse_pass(ctx: PassContext) -> int:
     """``mul`` + ``elementwise_add`` (a 1-D persistable bias) + an optional relu -> one ``fc``
     op (fluid's, ``ops/math_more.py``: its activation is '' or relu)."""
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    changed = True
-    while changed:
-        changed = False
-        uses = rewrite.Uses(block)
-        for op in uses.ops:
-            if op.type != "mul" or op.attrs.get("y_num_col_dims", 1) != 1 or \
-                    not _persistable(block, op.input("Y")[0], 2):
-                continue
-            out, k = op.output("Out")[0], op.attrs.get("x_num_col_dims", 1)
-            if not _only_reader(uses, out, ctx, skip):
-                continue
-            add = _bias_add(uses, block, out, (k, -1))
-            if add is None:
-                continue
-            act = _act_after(uses, add.output("Out")[0], ctx, skip)
-            if act is not None and act.type != "relu":      # fluid's fc: '' or relu
-                act = None
-            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
-            inputs = {"Input": op.input("X"), "W": op.input("Y"), "Bias": add.input("Y")}
-            attrs = {"in_num_col_dims": k, "activation_type": act.type if act else ""}
-            if act is not None:
-                rewrite.remove_ops(block, act.idx)
-            rewrite.remove_ops(block, add.idx)
-            _replace(block, op, "fc", inputs, {"Out": [final]}, attrs)
-            count += 1
-            changed = True
-            break
-    return count
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "mul" or op.attrs.get("y_num_col_dims", 1) != 1 or \
+                not _persistable(block, op.input("Y")[0], 2):
+            return False
+        out, k = op.output("Out")[0], op.attrs.get("x_num_col_dims", 1)
+        if not _only_reader(uses, out, ctx, skip):
+            return False
+        add = _bias_add(uses, block, out, (k, -1))
+        if add is None:
+            return False
+        act = _act_after(uses, add.output("Out")[0], ctx, skip)
+        if act is not None and act.type != "relu":      # fluid's fc: '' or relu
+            act = None
+        final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+        inputs = {"Input": op.input("X"), "W": op.input("Y"), "Bias": add.input("Y")}
+        attrs = {"in_num_col_dims": k, "activation_type": act.type if act else ""}
+        if act is not None:
+            rewrite.remove_ops(block, act.idx)
+        rewrite.remove_ops(block, add.idx)
+        _replace(block, op, "fc", inputs, {"Out": [final]}, attrs)
+        return True
+    return _fuse_each(ctx, fuse)
 
 
 _CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations",
@@ -380,37 +382,31 @@ _CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations"
 def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d`` / ``depthwise_conv2d`` + bias ``elementwise_add`` (axis 1) + optional
     relu / relu6 / sigmoid / tanh -> one ``conv2d_fusion`` op (NCHW)."""
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    changed = True
-    while changed:
-        changed = False
-        uses = rewrite.Uses(block)
-        for op in uses.ops:
-            if op.type not in ("conv2d", "depthwise_conv2d") or \
-                    op.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout"):
-                continue
-            out = op.output("Output")[0]
-            if not _only_reader(uses, out, ctx, skip):
-                continue
-            add = _bias_add(uses, block, out, (1,))
-            if add is None:
-                continue
-            act = _act_after(uses, add.output("Out")[0], ctx, skip)
-            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
-            attrs = {k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs}
-            attrs["data_format"] = "NCHW"
-            attrs["activation"] = act.type if act is not None else "identity"
-            inputs = {"Input": op.input("Input"), "Filter": op.input("Filter"),
-                      "Bias": add.input("Y")}
-            if act is not None:
-                rewrite.remove_ops(block, act.idx)
-            rewrite.remove_ops(block, add.idx)
-            _replace(block, op, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
-            count += 1
-            changed = True
-            break
-    return count
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type not in ("conv2d", "depthwise_conv2d") or \
+                op.attrs.get("data_format", "NCHW") not in ("NCHW", "AnyLayout"):
+            return False
+        out = op.output("Output")[0]
+        if not _only_reader(uses, out, ctx, skip):
+            return False
+        add = _bias_add(uses, block, out, (1,))
+        if add is None:
+            return False
+        act = _act_after(uses, add.output("Out")[0], ctx, skip)
+        final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+        attrs = {k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs}
+        attrs["data_format"] = "NCHW"
+        attrs["activation"] = act.type if act is not None else "identity"
+        inputs = {"Input": op.input("Input"), "Filter": op.input("Filter"),
+                  "Bias": add.input("Y")}
+        if act is not None:
+            rewrite.remove_ops(block, act.idx)
+        rewrite.remove_ops(block, add.idx)
+        _replace(block, op, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
+        return True
+    return _fuse_each(ctx, fuse)
 
 
 def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
@@ -419,42 +415,36 @@ def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     its ``ResidualData`` (a ResNet block's shortcut added and activated in the convolution's
     epilogue, image by image while the output is in cache). The fused op takes the add's
     place: the shortcut may be computed after the convolution."""
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    changed = True
-    while changed:
-        changed = False
-        uses = rewrite.Uses(block)
-        for op in uses.ops:
-            if op.type != "conv2d_fusion" or op.input("ResidualData") \
-                    or op.attrs.get("activation", "identity") not in ("identity", ""):
-                continue
-            out = op.output("Output")[0]
-            if not _only_reader(uses, out, ctx, skip):
-                continue
-            add = _next(uses, out)
-            if add is None or add.type != "elementwise_add":
-                continue
-            xs, ys = add.input("X"), add.input("Y")
-            other = ys[0] if xs == [out] else xs[0] if ys == [out] else None
-            if other is None or other == out or other not in block.vars:
-                continue
-            ov, rv = block.var(out), block.var(other)
-            if tuple(ov.shape) != tuple(rv.shape) or ov.dtype != rv.dtype \
-                    or any(d < 0 for d in ov.shape[1:]) or len(ov.shape) != 4:
-                continue                        # a broadcast add is not a residual
-            act = _act_after(uses, add.output("Out")[0], ctx, skip)
-            final = act.output("Out")[0] if act is not None else add.output("Out")[0]
-            attrs = _attrs(op, activation=act.type if act is not None else "identity")
-            inputs = {**_slots(op), "ResidualData": [other]}
-            if act is not None:
-                rewrite.remove_ops(block, act.idx)
-            _replace(block, add, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
-            rewrite.remove_ops(block, op.idx)
-            count += 1
-            changed = True
-            break
-    return count
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "conv2d_fusion" or op.input("ResidualData") \
+                or op.attrs.get("activation", "identity") not in ("identity", ""):
+            return False
+        out = op.output("Output")[0]
+        if not _only_reader(uses, out, ctx, skip):
+            return False
+        add = _next(uses, out)
+        if add is None or add.type != "elementwise_add":
+            return False
+        xs, ys = add.input("X"), add.input("Y")
+        other = ys[0] if xs == [out] else xs[0] if ys == [out] else None
+        if other is None or other == out or other not in block.vars:
+            return False
+        ov, rv = block.var(out), block.var(other)
+        if tuple(ov.shape) != tuple(rv.shape) or ov.dtype != rv.dtype \
+                or any(d < 0 for d in ov.shape[1:]) or len(ov.shape) != 4:
+            return False                    # a broadcast add is not a residual
+        act = _act_after(uses, add.output("Out")[0], ctx, skip)
+        final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+        attrs = _attrs(op, activation=act.type if act is not None else "identity")
+        inputs = {**_slots(op), "ResidualData": [other]}
+        if act is not None:
+            rewrite.remove_ops(block, act.idx)
+        _replace(block, add, "conv2d_fusion", inputs, {"Output": [final]}, attrs)
+        rewrite.remove_ops(block, op.idx)
+        return True
+    return _fuse_each(ctx, fuse)
 
 
 def conv_winograd_filter_pass(ctx: PassContext) -> int:
@@ -586,41 +576,35 @@ def attention_fuse_pass(ctx: PassContext) -> int:
     """``matmul(Q, K)`` [* ``scale``] [+ mask] -> ``softmax`` -> ``matmul(., V)`` -> one
     ``scaled_dot_product_attention`` op: the score matrix is written once and normalised in
     place, the softmax's division moves to the smaller result (``inference/ops.py``)."""
-    count, block = 0, ctx.block
-    skip = _sub_block_names(ctx.program)
-    changed = True
-    while changed:
-        changed = False
-        uses = rewrite.Uses(block)
-        for mm1 in uses.ops:
-            if mm1.type != "matmul" or mm1.attrs.get("transpose_X", False):
-                continue
-            q, k = mm1.input("X")[0], mm1.input("Y")[0]
-            if min(len(block.var(q).shape), len(block.var(k).shape)) < 2:
-                continue
-            head = _attention_head(uses, ctx, skip, mm1)
-            if head is None:
-                continue
-            chain, alpha, mask, softmax = head
-            p = softmax.output("Out")[0]
-            mm2 = _next(uses, p) if _only_reader(uses, p, ctx, skip) else None
-            if mm2 is None or mm2.type != "matmul" or mm2.input("X") != [p] or \
-                    mm2.attrs.get("transpose_X") or mm2.attrs.get("transpose_Y") or \
-                    float(mm2.attrs.get("alpha", 1.0)) != 1.0 or \
-                    len(block.var(mm2.input("Y")[0]).shape) < 2:
-                continue
-            inputs = {"Q": [q], "K": [k], "V": mm2.input("Y")}
-            if mask is not None:
-                inputs["Mask"] = [mask]
-            _replace(block, mm2, "scaled_dot_product_attention", inputs,
-                     {"Out": mm2.output("Out")},
-                     {"alpha": alpha, "transpose_k": bool(mm1.attrs.get("transpose_Y", False))})
-            for o in sorted(chain + [softmax], key=lambda o: o.idx, reverse=True):
-                rewrite.remove_ops(block, o.idx)
-            count += 1
-            changed = True
-            break
-    return count
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, mm1: Operator, skip: Set[str]) -> bool:
+        if mm1.type != "matmul" or mm1.attrs.get("transpose_X", False):
+            return False
+        q, k = mm1.input("X")[0], mm1.input("Y")[0]
+        if min(len(block.var(q).shape), len(block.var(k).shape)) < 2:
+            return False
+        head = _attention_head(uses, ctx, skip, mm1)
+        if head is None:
+            return False
+        chain, alpha, mask, softmax = head
+        p = softmax.output("Out")[0]
+        mm2 = _next(uses, p) if _only_reader(uses, p, ctx, skip) else None
+        if mm2 is None or mm2.type != "matmul" or mm2.input("X") != [p] or \
+                mm2.attrs.get("transpose_X") or mm2.attrs.get("transpose_Y") or \
+                float(mm2.attrs.get("alpha", 1.0)) != 1.0 or \
+                len(block.var(mm2.input("Y")[0]).shape) < 2:
+            return False
+        inputs = {"Q": [q], "K": [k], "V": mm2.input("Y")}
+        if mask is not None:
+            inputs["Mask"] = [mask]
+        _replace(block, mm2, "scaled_dot_product_attention", inputs,
+                 {"Out": mm2.output("Out")},
+                 {"alpha": alpha, "transpose_k": bool(mm1.attrs.get("transpose_Y", False))})
+        for o in sorted(chain + [softmax], key=lambda o: o.idx, reverse=True):
+            rewrite.remove_ops(block, o.idx)
+        return True
+    return _fuse_each(ctx, fuse)
 
 
 # name -> pass, in the default order
