@@ -204,3 +204,63 @@ def test_fc_bias_and_relu_on_the_parts_of_a_cut_product(shape, act):
     want = x.astype(np.float64) @ w.astype(np.float64) + bias
     want = np.maximum(want, 0) if act else want
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("op_type, xs, ys, attrs", [
+    ("mul", (20, 400), (400, 800), {}),                          # a recurrent step's fc
+    ("mul", (4, 128, 96), (96, 384), {"x_num_col_dims": 2}),     # flattened rows
+    ("matmul", (20, 400), (400, 800), {}),                       # two matrices
+    ("matmul", (800, 400), (20, 800), {"transpose_X": True, "transpose_Y": True}),
+    ("matmul", (4, 32, 96), (96, 384), {}),                      # a stack @ a matrix
+])
+def test_gradient_products_side_by_side(op_type, xs, ys, attrs):
+    # mul / matmul gradients whose dX and dY products both have _PAIR_MIN multiply-adds run as
+    # two thread items, each product whole: the bits of one thread, for every thread count,
+    # and the float64 gradients
+    from fluidlite.core import threads
+    from fluidlite.ops import linalg
+    op = get_op_def(op_type)
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(xs).astype(np.float32)
+    y = rng.standard_normal(ys).astype(np.float32)
+    out = op.forward(x, y, **attrs)["Out"]
+    d = rng.standard_normal(out.shape).astype(np.float32)
+    items = []
+    real = threads.parallel
+
+    def counting(fn, n, sink=None):
+        items.append(n)
+        return real(fn, n, sink)
+    runs = []
+    for t in (1, 2, 3):
+        items.clear()
+        with threads.using(t), pytest.MonkeyPatch.context() as mp:
+            mp.setattr(threads, "parallel", counting)
+            runs.append(op.backward(x, y, d, **attrs))
+        assert items == ([] if t == 1 else [2])          # one call, two whole products
+    x64, y64, d64 = (a.astype(np.float64) for a in (x, y, d))
+    want = op.backward(x64, y64, d64, **attrs)
+    for got in runs:
+        for slot in ("X", "Y"):
+            assert got[slot].dtype == np.float32 and got[slot].shape == want[slot].shape
+            np.testing.assert_allclose(got[slot], want[slot], rtol=1e-4,
+                                       atol=1e-4 * np.abs(want[slot]).max())
+            assert np.array_equal(got[slot], runs[0][slot])
+
+
+def test_gradient_products_below_pair_min_stay_apart():
+    # small products (each under _PAIR_MIN) are not handed to the pool as a pair
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _PAIR_MIN, _gemm_pair
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 48)).astype(np.float32)
+    assert 32 * 64 * 48 < _PAIR_MIN
+    items = []
+    real = threads.parallel
+    with threads.using(2), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(threads, "parallel", lambda fn, n, sink=None: (items.append(n),
+                                                                  real(fn, n, sink))[1])
+        p, q = _gemm_pair(a, b, b.T, a.T)
+    assert items == []
+    assert np.array_equal(p, a @ b) and np.array_equal(q, b.T @ a.T)
