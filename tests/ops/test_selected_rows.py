@@ -83,3 +83,28 @@ def test_layers_reject_non_variables(layer):
             getattr(fluid.layers, layer)(np.ones((2, 2)))
         with pytest.raises(TypeError, match="name must be a non-empty str"):
             getattr(fluid.layers, layer)(fluid.data("x", [2], "float32"), name=3)
+
+
+@pytest.mark.parametrize("rows", [
+    np.array([5, 1, 5, 0, 1, 5], np.int64),
+    np.array([-3, 2, -3, 7, 2], np.int64),               # negative keys: floor division
+    np.random.default_rng(1).integers(0, 1_000_000, 20_000).astype(np.int64),
+    np.random.default_rng(2).integers(0, 50, 300).astype(np.int32),
+    np.array([2**61, -2**61, 2**61, 3], np.int64),         # keys would overflow: fallback
+    np.array([9], np.int64),
+])
+def test_merge_rows_orders_equal_rows_by_position(rows):
+    # merge_rows sums equal rows in the order they came (a stable sort), whatever sort it
+    # uses: the sums of a stable argsort + reduceat bit for bit, and the float64 sums
+    from fluidlite.core.selected_rows import merge_rows
+    rng = np.random.default_rng(3)
+    value = rng.standard_normal((rows.size, 3)).astype(np.float32)
+    got_rows, got = merge_rows(rows, value)
+    order = np.argsort(rows, kind="stable")
+    uniq, starts = np.unique(rows[order], return_index=True)
+    want = np.add.reduceat(value[order], starts, axis=0)
+    assert got_rows.dtype == rows.dtype and np.array_equal(got_rows, uniq)
+    assert got.dtype == np.float32 and np.array_equal(got, want)
+    dense = np.zeros((uniq.size, 3))
+    np.add.at(dense, np.searchsorted(uniq, rows), value.astype(np.float64))
+    np.testing.assert_allclose(got, dense, rtol=1e-5, atol=1e-5)
