@@ -63,8 +63,11 @@ def test_static_rnn_equals_unrolled_values_and_gradients():
     m2, s2, _, f2 = build(False)
     a, b = run(m1, s1, f1), run(m2, s2, f2)
     assert a[0].shape == (T, B, H)
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
+    for i, (x, y) in enumerate(zip(a, b)):
+        if i in (4, 5):     # W and U: the unrolled plan stacks a shared weight's T products
+            np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-15)   # into one GEMM
+        else:
+            np.testing.assert_array_equal(x, y)
     types = [op.type for op in m1.global_block().ops]
     assert "while" in types and "while_grad" in types
 

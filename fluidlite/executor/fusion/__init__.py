@@ -6,6 +6,9 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 ``patterns/`` in the order of ``patterns.PIPELINE``; what a fused op computes is in
 ``kernels/``. The fusions:
 
+* **A shared weight's gradient** (``patterns/stacked_grad.py``): the ``sum`` of the dW of T
+  plain products of one weight (an unrolled recurrent layer) as one GEMM over the stacked rows
+  of their X and dOut; the products' grad ops then compute dX alone.
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by
   block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch

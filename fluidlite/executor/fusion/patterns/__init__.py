@@ -2,18 +2,23 @@
 
 Each module declares its patterns (``fusion/matcher.py``'s language) and the builder of their
 fused op; adding a fusion is adding a module and its entry here (docs/guides/extending.md, "Writing a fusion").
-The order matters where one pattern consumes another's result: the clip's multiplies fold into
-update members before the standalone ones are fused and the dead casts dropped; the global-norm
-chain is matched on what remains; the guard's commits fold into members before members group.
+The order matters where one pattern consumes another's result: a shared weight's stacked
+gradient leaves its grad ops' Y@GRAD unread, so they compute X@GRAD alone; the clip's
+multiplies fold into update members before the standalone ones are fused and the dead casts
+dropped; the global-norm chain is matched on what remains; the guard's commits fold into
+members before members group.
 """
 from __future__ import annotations
 
 from typing import Tuple, Union
 
 from ..matcher import GroupPattern, Pattern
-from . import allreduce_scale, clip_scale, global_norm_clip, guard_skip, norm_act, update_group
+from . import (allreduce_scale, clip_scale, global_norm_clip, guard_skip, norm_act, stacked_grad,
+               update_group)
 
 PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
+    stacked_grad.SHARED_WEIGHT,     # sum of a shared weight's mul/matmul_grad Y@GRADs
+    stacked_grad.UNREAD_GRADS,      # ... whose grad ops then compute X@GRAD alone
     norm_act.FORWARD,               # batch_norm + relu / relu6
     norm_act.BACKWARD,              # relu / relu6 grad + batch_norm_grad
     allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
