@@ -304,6 +304,15 @@ tests_for() {
            tests/test_executor_structure.py tests/test_dataset.py tests/dygraph/test_replay.py \
            tests/test_local_places.py tests/test_lod_persistable.py tests/test_lod_tensor.py \
            tests/test_reader.py tests/test_mutants_executor.py ;;
+    fluidlite/executor/fusion/patterns/stacked_grad.py|fluidlite/executor/fusion/kernels/stacked_grad.py)
+      # a shared weight's stacked gradient: its own tests, the unrolled RNNs it rewrites
+      echo tests/test_fusion_stacked_grad.py tests/test_rnn_static.py tests/test_fusion.py \
+           tests/test_fusion_patterns.py tests/test_executor_structure.py ;;
+    fluidlite/core/selected_rows.py)
+      # SelectedRows and merge_rows: the sparse gradients of embeddings and their updates
+      echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \
+           tests/test_sparse_embedding.py tests/ops/test_embedding.py tests/test_mutants_clip.py \
+           tests/test_mutants_optim_adagrad.py tests/test_dtype_stability.py ;;
     fluidlite/executor/*)
       # plans, control-flow blocks, fusion: also where their errors (empty batches, bad
       # feeds), loops, fused updates (optimizers, AMP) and small kernels are tested

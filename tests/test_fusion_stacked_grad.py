@@ -114,3 +114,49 @@ def test_sums_it_cannot_stack_stay(case):
     np.testing.assert_allclose(dw_got, dw, rtol=1e-12)
     if case == "fetched_part":
         assert got[-1].shape == w0.shape and np.abs(got[-1]).max() > 0
+
+
+def _grad_block(shapes, dtypes=None, count=2, attrs=None, rewrite_x=False):
+    """A hand-made block: ``count`` matmul_grads of one weight w and the sum of their dW
+    (``shapes``: x, w, d; ``dtypes`` likewise, float32 by default)."""
+    main = fluid.Program()
+    block = main.global_block()
+    xs, ws, ds = shapes
+    xd, wd, dd = dtypes or ("float32",) * 3
+    block.create_var(name="w", shape=ws, dtype=wd)
+    block.create_var(name="gw", shape=ws, dtype=wd)
+    for t in range(count):
+        block.create_var(name=f"x{t}", shape=xs, dtype=xd)
+        block.create_var(name=f"d{t}", shape=ds, dtype=dd)
+        block.create_var(name=f"dx{t}", shape=xs, dtype=xd)
+        block.create_var(name=f"dw{t}", shape=ws, dtype=wd)
+    for t in range(count):
+        block.append_op("matmul_grad", {"X": [f"x{t}"], "Y": ["w"], "Out@GRAD": [f"d{t}"]},
+                        {"X@GRAD": [f"dx{t}"], "Y@GRAD": [f"dw{t}"]}, dict(attrs or {}))
+    if rewrite_x:       # x0 written again after its product's gradient, before the sum
+        block.append_op("scale", {"X": ["x1"]}, {"Out": ["x0"]}, {"scale": 2.0})
+    block.append_op("sum", {"X": [f"dw{t}" for t in range(count)]}, {"Out": ["gw"]}, {})
+    fetch = [f"dx{t}" for t in range(count)] + ["gw"]
+    return [getattr(op, "type", None) for op in fusion.fuse(list(block.ops), block, fetch, [])]
+
+
+@pytest.mark.parametrize("case, want", [
+    (dict(), True),                                           # two products, attrs unset
+    (dict(count=3, attrs={"transpose_X": False, "alpha": 1.0}), True),
+    (dict(shapes=([2, 3, 4], [4, 5], [2, 3, 5])), False),      # a stack @ a matrix
+    (dict(dtypes=("float32", "float64", "float32")), False),   # mixed dtypes
+    (dict(dtypes=("int64",) * 3), False),                      # not float
+    (dict(attrs={"alpha": 2.0}), False),
+    (dict(rewrite_x=True), False),                            # an X changed before the sum
+])
+def test_which_sums_of_a_weights_gradients_are_stacked(case, want):
+    case = dict(case)
+    types = _grad_block(case.pop("shapes", ([3, 4], [4, 5], [3, 5])), **case)
+    assert ("fused(stacked_weight_grad)" in types) == want
+    assert ("sum" in types) == (not want)
+
+
+def test_the_kernel_refuses_operands_that_are_not_matrices():
+    x = np.ones((2, 3))
+    with pytest.raises(ValueError, match=r"X\[0\] \[2, 3, 1\] and OutGrad\[0\] \[2, 5\]"):
+        StackedWeightGrad().forward([x[..., None], x], [np.ones((2, 5))] * 2)

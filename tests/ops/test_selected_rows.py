@@ -91,6 +91,8 @@ def test_layers_reject_non_variables(layer):
     np.random.default_rng(1).integers(0, 1_000_000, 20_000).astype(np.int64),
     np.random.default_rng(2).integers(0, 50, 300).astype(np.int32),
     np.array([2**61, -2**61, 2**61, 3], np.int64),         # keys would overflow: fallback
+    np.array([-2**61, 5, -2**61, 0], np.int64),            # ... through the negative rows
+    np.array([], np.int64),                                # nothing to merge
     np.array([9], np.int64),
 ])
 def test_merge_rows_orders_equal_rows_by_position(rows):
@@ -102,7 +104,7 @@ def test_merge_rows_orders_equal_rows_by_position(rows):
     got_rows, got = merge_rows(rows, value)
     order = np.argsort(rows, kind="stable")
     uniq, starts = np.unique(rows[order], return_index=True)
-    want = np.add.reduceat(value[order], starts, axis=0)
+    want = np.add.reduceat(value[order], starts, axis=0) if rows.size else value
     assert got_rows.dtype == rows.dtype and np.array_equal(got_rows, uniq)
     assert got.dtype == np.float32 and np.array_equal(got, want)
     dense = np.zeros((uniq.size, 3))

@@ -34,6 +34,4 @@ class StackedWeightGrad(FusedDef):
             if x.ndim != 2 or d.ndim != 2 or x.shape[0] != d.shape[0]:
                 raise ValueError(f"fused(stacked_weight_grad): X[{t}] {list(x.shape)} and "
                                  f"OutGrad[{t}] {list(d.shape)} must be 2-D with as many rows")
-        xs = np.concatenate(X, axis=0) if len(X) > 1 else X[0]
-        ds = np.concatenate(OutGrad, axis=0) if len(OutGrad) > 1 else OutGrad[0]
-        return {"Out": _gemm(xs.T, ds)}
+        return {"Out": _gemm(np.concatenate(X, axis=0).T, np.concatenate(OutGrad, axis=0))}

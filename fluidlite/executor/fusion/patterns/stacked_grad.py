@@ -55,11 +55,6 @@ def _shared(m: Match, cx: Context) -> Optional[Rewrite]:
             return None
         xs.append(x)
         ds.append(d)
-    w = cx.var(next(iter(ws)))
-    out = cx.var(total.outputs["Out"][0])
-    if out is None or cx.dtype(out.name) != cx.dtype(w.name) or \
-            list(out.shape or ()) != list(w.shape):
-        return None
     op = FusedOp(StackedWeightGrad(), [total], {"X": xs, "OutGrad": ds},
                  {"Out": list(total.outputs["Out"])})
     return m.replace(op)
