@@ -91,7 +91,7 @@ def test_layers_reject_non_variables(layer):
     np.random.default_rng(1).integers(0, 1_000_000, 20_000).astype(np.int64),
     np.random.default_rng(2).integers(0, 50, 300).astype(np.int32),
     np.array([2**61, -2**61, 2**61, 3], np.int64),         # keys would overflow: fallback
-    np.array([-2**61, 5, -2**61, 0], np.int64),            # ... through the negative rows
+    np.array([-2**62, 5, -2**62, 0], np.int64),            # ... through the negative rows
     np.array([], np.int64),                                # nothing to merge
     np.array([9], np.int64),
 ])
