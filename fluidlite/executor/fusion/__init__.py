@@ -9,6 +9,8 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 * **A shared weight's gradient** (``patterns/stacked_grad.py``): the ``sum`` of the dW of T
   plain products of one weight (an unrolled recurrent layer) as one GEMM over the stacked rows
   of their X and dOut; the products' grad ops then compute dX alone.
+* **A sliced tensor's gradient** (``patterns/slice_grads.py``): the ``sum`` of the
+  ``slice_grad``s of one tensor as one zero tensor with each slice's gradient added in.
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by
   block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch
