@@ -237,12 +237,14 @@ def test_gradient_products_side_by_side(op_type, xs, ys, attrs):
         with threads.using(t), pytest.MonkeyPatch.context() as mp:
             mp.setattr(threads, "parallel", counting)
             runs.append(op.backward(x, y, d, **attrs))
+            both = op.backward(x, y, d, wanted=frozenset({"X", "Y"}), **attrs)  # the plan's call
+            assert all(np.array_equal(both[k], runs[-1][k]) for k in "XY")
             fast = op.lower_grad([VarSpec(a.shape, a.dtype) for a in (x, y, d)], attrs,
                                  frozenset({"X", "Y"}))
             if fast is not None:                         # mul's lowered gradient: the same
                 lowered = fast(x, y, d)
                 assert all(np.array_equal(lowered[k], runs[-1][k]) for k in "XY")
-        assert items == ([] if t == 1 else [2] * (1 + (fast is not None)))
+        assert items == ([] if t == 1 else [2] * (2 + (fast is not None)))
     x64, y64, d64 = (a.astype(np.float64) for a in (x, y, d))
     want = op.backward(x64, y64, d64, **attrs)
     for got in runs:
@@ -267,5 +269,33 @@ def test_gradient_products_below_pair_min_stay_apart():
         mp.setattr(threads, "parallel", lambda fn, n, sink=None: (items.append(n),
                                                                   real(fn, n, sink))[1])
         p, q = _gemm_pair(a, b, b.T, a.T)
-    assert items == []
+        assert items == []
+        big = rng.standard_normal((64, 512)).astype(np.float32)      # one product above
+        assert 64 * 512 * 128 >= _PAIR_MIN
+        r, s = _gemm_pair(big, big[:128].T, a, b)
+        assert items == []                                           # ... is not enough
     assert np.array_equal(p, a @ b) and np.array_equal(q, b.T @ a.T)
+    assert np.array_equal(r, big @ big[:128].T) and np.array_equal(s, a @ b)
+
+
+@pytest.mark.parametrize("op_type, xs", [("mul", (20, 400)), ("matmul", (20, 400)),
+                                         ("matmul", (2, 10, 400))])
+def test_float16_gradient_products_stay_in_float32(op_type, xs):
+    # float16 operands never take the side-by-side pair (np.matmul would multiply in float16):
+    # the gradients of one thread, computed in float32 and rounded once
+    from fluidlite.core import threads
+    op = get_op_def(op_type)
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal(xs).astype(np.float16)
+    y = rng.standard_normal((400, 800)).astype(np.float16)
+    d = rng.standard_normal(xs[:-1] + (800,)).astype(np.float16)
+    runs = []
+    for t in (1, 2):
+        with threads.using(t):
+            runs.append(op.backward(x, y, d))
+    x2, d2 = x.reshape(-1, 400).astype(np.float32), d.reshape(-1, 800).astype(np.float32)
+    want = {"X": (d2 @ y.astype(np.float32).T).astype(np.float16).reshape(xs),
+            "Y": (x2.T @ d2).astype(np.float16)}
+    for got in runs:
+        for k in "XY":
+            assert got[k].dtype == np.float16 and np.array_equal(got[k], want[k])
