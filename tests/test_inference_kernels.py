@@ -539,3 +539,62 @@ def test_conv_band_filter_pass_leaves_an_nhwc_fusion_alone(tmp_path):
     assert ("conv_band_filter_pass", 0) in p.applied_passes()
     assert not [op for op in p.program().global_block().ops if op.input_names
                 and "FilterBand" in op.input_names and op.input("FilterBand")]
+
+
+def _siblings_net():
+    x = fluid.data("x", [-1, 16, 96], "float32")
+    y = fluid.data("y", [-1, 96], "float32")
+    q = L.fc(x, 256, num_flatten_dims=2)                     # Q, K, V: one Input
+    k = L.fc(x, 256, num_flatten_dims=2, act="relu")
+    v = L.fc(x, 128, num_flatten_dims=2)
+    flat = L.fc(x, 64, num_flatten_dims=1)                   # another in_num_col_dims
+    alone = L.fc(y, 32)                                      # a single reader of y
+    return [q, k, v, flat, alone]
+
+
+@pytest.mark.parametrize("threads_", [1, 2])
+def test_fc_group_fuse_pass(tmp_path, threads_):
+    from fluidlite.core import threads
+    d = _save(tmp_path, _siblings_net, ["x", "y"])
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal((12, 16, 96)).astype("float32"),
+              rng.standard_normal((12, 96)).astype("float32")]
+    with threads.using(threads_):
+        p_off, plain = _run(d, inputs, delete=["fc_group_fuse_pass"])
+        p, fused = _run(d, inputs)
+    for a, b in zip(fused, plain):             # each output is its fc's, bit for bit
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    types = _types(p)
+    assert types.count("fc_group") == 1 and types.count("fc") == 2
+    group = next(op for op in p.program().global_block().ops if op.type == "fc_group")
+    assert len(group.output("Out")) == 3 and group.attr("activation_types") == ["", "relu", ""]
+    assert group.attr("in_num_col_dims") == 2
+    assert dict(p.applied_passes())["fc_group_fuse_pass"] == 1
+    assert "fc_group" not in _types(p_off) and _types(p_off).count("fc") == 5
+    p.program().lint()
+    _, unoptimised = _run(d, inputs, ir_optim=False)
+    _close(fused, unoptimised)
+
+
+def test_fc_group_kernel_is_fc_for_every_layer():
+    # the group's outputs are fc's, for float32 (one parallel call) and float16 (one layer
+    # at a time); mismatched lists are refused
+    from fluidlite.core import threads
+    group, fc = get_op_def("fc_group"), get_op_def("fc")
+    rng = np.random.default_rng(3)
+    for dt in ("float32", "float16"):
+        x = rng.standard_normal((600, 64)).astype(dt)      # 7.7M: cut; 5M: whole
+        ws = [rng.standard_normal((64, n)).astype(dt) for n in (200, 130)]
+        bs = [rng.standard_normal(n).astype(dt) for n in (200, 130)]
+        with threads.using(2):
+            got = group.forward(x, ws, bs, activation_types=["relu", ""])["Out"]
+            want = [fc.forward(x, w, b, activation_type=a)["Out"]
+                    for w, b, a in zip(ws, bs, ("relu", ""))]
+        for g, w in zip(got, want):
+            assert g.dtype == np.dtype(dt) and np.array_equal(g, w)
+    specs = [VarSpec((3, 64), VarType.FP32), [VarSpec((64, 5), VarType.FP32)] * 2,
+             [VarSpec((5,), VarType.FP32)]]
+    with pytest.raises(ValueError, match="2 W, 1 Bias and 2 activation_types"):
+        group.infer(*specs)
+    with pytest.raises(ValueError, match="expected as many of each"):
+        group.forward(x, ws, bs[:1])

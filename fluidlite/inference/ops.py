@@ -1,6 +1,6 @@
 """The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles``,
-``depthwise_band_filter`` and ``scaled_dot_product_attention`` (``fc`` is fluid's own op, in
-``ops/math_more.py``).
+``depthwise_band_filter``, ``scaled_dot_product_attention`` and ``fc_group`` (``fc`` is fluid's
+own op, in ``ops/math_more.py``).
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
 makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
@@ -36,8 +36,8 @@ from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
-__all__ = ["ACTIVATIONS", "Conv2DFusion", "DepthwiseBandFilter", "ScaledDotProductAttention",
-           "WinogradFilterTiles"]
+__all__ = ["ACTIVATIONS", "Conv2DFusion", "DepthwiseBandFilter", "FCGroup",
+           "ScaledDotProductAttention", "WinogradFilterTiles"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -291,3 +291,37 @@ def _attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any, alpha: fl
     out = np.matmul(s, V)
     out /= total
     return out
+
+
+@register
+class FCGroup(OpDef):
+    """Out[j] = fc(Input, W[j], Bias[j]; in_num_col_dims, activation_types[j]) for every j:
+    fc layers reading one Input (a transformer's Q, K and V projections), made by
+    ``fc_group_fuse_pass``. ``fc``'s own kernel (``FC.forward_group``): the GEMM calls of all
+    the layers -- each product whole or cut in parts as ``fc`` cuts it, with its bias and relu
+    -- run as the items of one parallel call instead of one call per layer, so every output
+    has the bits of its ``fc``."""
+    type, inputs, outputs = "fc_group", ("Input", "W*", "Bias*"), ("Out*",)
+    no_grad = True
+
+    def infer(self, Input: Any, W: Any, Bias: Any, *, in_num_col_dims: int = 1,
+              activation_types: Any = ()) -> Dict[str, Any]:
+        acts = self._acts(W, Bias, activation_types)
+        fc = get_op_def("fc")
+        return {"Out": [fc.infer(Input, w, b, in_num_col_dims=in_num_col_dims,
+                                 activation_type=a)["Out"] for w, b, a in zip(W, Bias, acts)]}
+
+    @staticmethod
+    def _acts(W: Any, Bias: Any, activation_types: Any) -> list:
+        acts = list(activation_types) or [""] * len(W)
+        if not (len(W) == len(Bias) == len(acts) >= 1):
+            raise ValueError(f"fc_group: {len(W)} W, {len(Bias)} Bias and "
+                             f"{len(acts)} activation_types; expected as many of each, at "
+                             f"least one")
+        return acts
+
+    def forward(self, Input: np.ndarray, W: Any, Bias: Any, *, in_num_col_dims: int = 1,
+                activation_types: Any = ()) -> Dict[str, Any]:
+        acts = self._acts(W, Bias, activation_types)
+        return {"Out": get_op_def("fc").forward_group(
+            Input, W, Bias, in_num_col_dims=in_num_col_dims, activation_types=acts)}

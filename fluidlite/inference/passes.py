@@ -607,6 +607,46 @@ def attention_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def fc_group_fuse_pass(ctx: PassContext) -> int:
+    """``fc`` ops reading one Input (the same ``in_num_col_dims``, each with a persistable W
+    and Bias, no padded weights) -> one ``fc_group`` at the first one's place: the GEMM calls
+    of all of them share one parallel call instead of paying a thread hand-off each (a
+    transformer's Q, K and V projections; ``inference/ops.py``)."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "fc" or op.input("Input")[0] in skip:
+            return False
+        x, k = op.input("Input")[0], op.attrs.get("in_num_col_dims", 1)
+        if any(p > op.idx for p in uses.producers.get(x, ())):
+            return False                            # Input is written again after the first
+
+        def mate(o: Operator) -> bool:
+            outs = o.output("Out")
+            return (o.type == "fc" and o.input("Input") == [x]
+                    and o.attrs.get("in_num_col_dims", 1) == k
+                    and not o.attrs.get("padding_weights", False)
+                    and _persistable(block, o.input("W")[0], 2)
+                    and len(o.input("Bias")) == 1 and _persistable(block, o.input("Bias")[0])
+                    and len(outs) == 1 and outs[0] not in skip
+                    and len(uses.producers.get(outs[0], ())) == 1)
+        group = [o for o in (uses.ops[i] for i in uses.readers.get(x, ())) if mate(o)]
+        group = list({o.idx: o for o in group}.values())        # an op reading x twice: once
+        if len(group) < 2 or group[0] is not op:
+            return False
+        inputs = {"Input": [x], "W": [o.input("W")[0] for o in group],
+                  "Bias": [o.input("Bias")[0] for o in group]}
+        attrs = {"in_num_col_dims": k,
+                 "activation_types": [o.attrs.get("activation_type", "") for o in group]}
+        outs = [o.output("Out")[0] for o in group]
+        rest = sorted((o.idx for o in group[1:]), reverse=True)
+        _replace(block, op, "fc_group", inputs, {"Out": outs}, attrs)
+        for i in rest:
+            rewrite.remove_ops(block, i)
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 # name -> pass, in the default order
 PASSES: Dict[str, Callable[[PassContext], int]] = {
     "is_test_pass": is_test_pass,
@@ -621,6 +661,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "conv_band_filter_pass": conv_band_filter_pass,
     "fc_fuse_pass": fc_fuse_pass,
     "attention_fuse_pass": attention_fuse_pass,
+    "fc_group_fuse_pass": fc_group_fuse_pass,
 }
 DEFAULT_PASSES: List[str] = list(PASSES)
 

@@ -10,8 +10,9 @@ which keeps every order differentiable.
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -92,9 +93,33 @@ _ALL = slice(None)
 def _gemm_parts(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray],
                 epilogue: Optional[Callable[[np.ndarray, slice, slice], Any]]) -> np.ndarray:
     """``_gemm``'s cut product: row blocks, or column blocks for few rows."""
+    out, jobs = _gemm_jobs(a, b, out, epilogue)
+    threads.parallel(lambda i: jobs[i](), len(jobs))
+    return out
+
+
+def _gemm_jobs(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray] = None,
+               epilogue: Optional[Callable[[np.ndarray, slice, slice], Any]] = None
+               ) -> Tuple[np.ndarray, List[Callable[[], None]]]:
+    """``(out, jobs)``: ``a @ b`` (with ``epilogue`` on each block) as the calls ``_gemm``
+    makes for it -- one job when it runs the product whole, one per part when it cuts it --
+    for a caller that runs the jobs of several products in one parallel call (``fc_group``):
+    each job is the same BLAS call ``_gemm`` makes, so the bits are ``_gemm``'s. ``out``
+    (allocated when None) holds the product once every job has run."""
     m, n = a.shape[0], b.shape[1]
     if out is None:
         out = np.empty((m, n), np.result_type(a.dtype, b.dtype))
+    macs = m * a.shape[1] * n
+    if macs < _GEMM_MIN or (m < _GEMM_PARTS * _GEMM_ROWS and n < _GEMM_PARTS * _GEMM_ROWS) \
+            or not threads.splitting():
+        def whole() -> None:
+            if macs < _GEMM_MIN:
+                _dot(a, b, out=out)
+            else:
+                np.matmul(a, b, out=out)
+            if epilogue is not None:
+                epilogue(out, _ALL, _ALL)
+        return out, [whole]
     rows = m >= _GEMM_PARTS * _GEMM_ROWS
 
     def part(lo: int, hi: int) -> None:
@@ -106,8 +131,10 @@ def _gemm_parts(a: np.ndarray, b: np.ndarray, out: Optional[np.ndarray],
             block = np.matmul(a, b[:, lo:hi], out=out[:, lo:hi])
         if epilogue is not None:
             epilogue(block, *where)
-    threads.parallel_ranges(part, m if rows else n, _GEMM_PARTS)
-    return out
+    total = m if rows else n
+    cuts = [total * i // _GEMM_PARTS for i in range(_GEMM_PARTS + 1)]
+    return out, [functools.partial(part, lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])
+                 if hi > lo]
 
 
 def _gemm_pair(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray,

@@ -2,12 +2,15 @@
 fc (the fused op fluid's inference passes emit), with fluid's OpMaker slots and attributes."""
 from __future__ import annotations
 
+from typing import List, Optional, Sequence
+
 import numpy as np
 
 from ..core import shape as S
+from ..core import threads
 from ..core.dtypes import FLOATS, VarType, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, register
-from .linalg import _gemm, _mm
+from .linalg import _gemm, _gemm_jobs, _mm
 from .reduce import _Reduce
 from .tensor import norm_axis
 
@@ -165,6 +168,11 @@ class ConvShift(OpDef):
         return {"X": dx, "Y": dy}
 
 
+def _plain(x: np.ndarray, w: np.ndarray) -> bool:
+    """Two 2-D operands ``_gemm`` multiplies (no float16: ``_mm`` multiplies it in float32)."""
+    return x.ndim == 2 and w.ndim == 2 and np.result_type(x.dtype, w.dtype) != np.float16
+
+
 @register
 class FC(OpDef):
     """fluid's fused fully connected op (what its inference passes emit for mul +
@@ -203,31 +211,63 @@ class FC(OpDef):
     def _weights(W, padding_weights):
         return W[:-4, :-4] if padding_weights else W
 
-    def forward(self, Input, W, Bias=None, *, in_num_col_dims=1, activation_type="",
-                padding_weights=False):
+    def _product(self, Input, W, Bias, in_num_col_dims, activation_type, padding_weights):
+        """(x, w, epilogue or None, the output's shape): ``forward``'s product of the
+        flattened Input and W, and the bias and relu it applies in place to each block of it
+        (in place on the fresh product, block by block as the GEMM's parts -- cut on 2+
+        threads -- make them: one temporary and one pass over memory less)."""
         w = self._weights(W, padding_weights)
         lead = Input.shape[:in_num_col_dims]
         x = Input.reshape(int(np.prod(lead)), -1)
         relu = activation_type == "relu"
         if Bias is None and not relu:
-            out = _mm(x, w)
-        else:
-            # in place on the fresh product, block by block as the GEMM's parts (cut on 2+
-            # threads) make them: the fusion saves a temporary and a pass over memory
-            dt = np.result_type(x.dtype, w.dtype)
-            bias = None if Bias is None else Bias.reshape(-1).astype(dt, copy=False)
+            return x, w, None, lead + (w.shape[1],)
+        dt = np.result_type(x.dtype, w.dtype)
+        bias = None if Bias is None else Bias.reshape(-1).astype(dt, copy=False)
 
-            def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
-                if bias is not None:
-                    block += bias[cols]
-                if relu:
-                    np.maximum(block, block.dtype.type(0), out=block)
-            if x.ndim == 2 and w.ndim == 2 and dt != np.float16:
-                out = _gemm(x, w, epilogue=epilogue)
-            else:
-                out = _mm(x, w)
-                epilogue(out, slice(None), slice(None))
-        return {"Out": out.reshape(lead + (w.shape[1],)).astype(Input.dtype, copy=False)}
+        def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
+            if bias is not None:
+                block += bias[cols]
+            if relu:
+                np.maximum(block, block.dtype.type(0), out=block)
+        return x, w, epilogue, lead + (w.shape[1],)
+
+    def forward(self, Input, W, Bias=None, *, in_num_col_dims=1, activation_type="",
+                padding_weights=False):
+        x, w, epilogue, shape = self._product(Input, W, Bias, in_num_col_dims, activation_type,
+                                              padding_weights)
+        if epilogue is None:
+            out = _mm(x, w)
+        elif _plain(x, w):
+            out = _gemm(x, w, epilogue=epilogue)
+        else:
+            out = _mm(x, w)
+            epilogue(out, slice(None), slice(None))
+        return {"Out": out.reshape(shape).astype(Input.dtype, copy=False)}
+
+    def forward_group(self, Input: np.ndarray, Ws: Sequence[np.ndarray],
+                      Biases: Sequence[Optional[np.ndarray]], *, in_num_col_dims: int = 1,
+                      activation_types: Sequence[str] = (),
+                      padding_weights: bool = False) -> List[np.ndarray]:
+        """``[forward(Input, Ws[j], Biases[j], activation_type=activation_types[j])]`` for
+        fc layers reading one Input (``fc_group``): the GEMM calls of all of them -- each
+        product whole or in the parts ``_gemm`` cuts it into, with its bias and relu -- as
+        the items of one ``core.threads`` call instead of one call per layer. Each call is the
+        one ``forward`` makes, so every output has ``forward``'s bits."""
+        acts = list(activation_types) or [""] * len(Ws)
+        preps = [self._product(Input, w, b, in_num_col_dims, a, padding_weights)
+                 for w, b, a in zip(Ws, Biases, acts)]
+        if not all(_plain(x, w) for x, w, _, _ in preps):      # float16: one layer at a time
+            return [self.forward(Input, w, b, in_num_col_dims=in_num_col_dims,
+                                 activation_type=a, padding_weights=padding_weights)["Out"]
+                    for w, b, a in zip(Ws, Biases, acts)]
+        outs, jobs = [], []
+        for x, w, epilogue, shape in preps:
+            out, parts = _gemm_jobs(x, w, None, epilogue)
+            outs.append(out.reshape(shape))
+            jobs.extend(parts)
+        threads.parallel(lambda i: jobs[i](), len(jobs))
+        return [o.astype(Input.dtype, copy=False) for o in outs]
 
     def backward(self, Input, W, Bias, Out, dOut, *, in_num_col_dims=1, activation_type="",
                  padding_weights=False):
