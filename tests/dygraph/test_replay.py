@@ -280,3 +280,43 @@ def test_one_outside_tensor_recorded_twice_must_stay_one_tensor():
         assert R.compiled is not None and R.active is not None
     np.testing.assert_array_equal(outs[-1].numpy(), a * b)
     np.testing.assert_array_equal(outs[-2].numpy(), a * a)
+
+
+def _recurrent(replayed, steps=5):
+    """A layer applied 8 times (an unrolled recurrence): its weight's gradient is the sum of
+    8 products, which a static plan may stack into one GEMM."""
+    R.reset()
+    R.off = not replayed
+    before = R.replayed
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((8, 16, 64)).astype("float32")
+    with dygraph.guard():
+        cell = dygraph.Linear(64, 64)
+        for i, p in enumerate(cell.parameters()):
+            p.set_value(np.random.default_rng(i).uniform(-0.2, 0.2, p.shape))
+        opt = fluid.optimizer.SGD(0.05, parameter_list=cell.parameters())
+        for _ in range(steps):
+            h = dygraph.to_variable(xs[0])
+            for t in range(1, 8):
+                h = fluid.layers.tanh(cell(h) + dygraph.to_variable(xs[t]))
+            loss = fluid.layers.reduce_mean(h * h)
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+        return [p.numpy() for p in cell.parameters()], R.replayed - before
+
+
+def test_a_shared_weight_replays_with_the_eager_sums():
+    # the replay's plan keeps a shared weight's gradient as the eager step's sum of products
+    # (no stacked GEMM: fuse(exact_sums=True)), so the run is the eager one bit for bit
+    from fluidlite.executor.fusion.kernels.stacked_grad import StackedWeightGrad
+    calls = []
+    real = StackedWeightGrad.forward
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(StackedWeightGrad, "forward",
+                   lambda self, *a: (calls.append(1), real(self, *a))[1])
+        want, _ = _recurrent(False)
+        got, replayed = _recurrent(True)
+    assert replayed > 0 and calls == []
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)

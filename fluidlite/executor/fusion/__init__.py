@@ -51,18 +51,20 @@ from .patterns import PIPELINE
 
 
 def fuse(ops: Sequence[Operator], block: Block, fetch_names: Iterable[str] = (),
-         feed_names: Optional[Iterable[str]] = None) -> List[Any]:
+         feed_names: Optional[Iterable[str]] = None, exact_sums: bool = False) -> List[Any]:
     """Return the plan's op list with fusable sequences replaced by ``FusedOp``s.
 
     ``fetch_names`` stay materialised; ``feed_names`` are never updated in place. (Called as
     ``fuse(ops, block, protected)`` by older plans: ``protected`` is then both.) The module's
     ``_INPLACE_MIN`` (read on every call) is the parameter size from which an update runs in
-    place.
+    place. ``exact_sums``: no fusion that adds the terms of a sum in another order (a shared
+    weight's stacked gradient) -- the dygraph step replay's plans, which must give the bits of
+    the eager step.
     """
     fetch = set(fetch_names)
     feed = set(fetch) if feed_names is None else set(feed_names)
     return matcher.run(list(ops), block, fetch, feed, PIPELINE,
-                       {"inplace_min": _INPLACE_MIN})
+                       {"inplace_min": _INPLACE_MIN, "exact_sums": exact_sums})
 
 
 # the kernels under their former names: the dygraph optimizers run the same group and norm

@@ -6,6 +6,8 @@
   a weight used T times), each read by the sum alone, becomes ``fused(stacked_weight_grad)`` at
   the sum's position, reading the products' X and Out@GRAD (which nothing may write in
   between). The grad ops stay, their ``Y@GRAD`` now unread.
+  Not in plans that must keep the unfused sums' bits (``fuse(exact_sums=True)``: the dygraph
+  step replay, whose steps compute what the eager steps compute).
 * ``UNREAD_GRADS``: a ``mul_grad`` / ``matmul_grad`` whose ``Y@GRAD`` is a private temporary
   nobody reads computes its ``X@GRAD`` alone (the rule's ``wanted``): one GEMM instead of two.
 """
@@ -41,6 +43,8 @@ def _plain_product(op: Any, cx: Context) -> bool:
 
 
 def _shared(m: Match, cx: Context) -> Optional[Rewrite]:
+    if cx.options.get("exact_sums"):          # the products' sum in another order: not here
+        return None
     total, grads, at = m["sum"], m["grads"], m.root
     ws = {g.inputs["Y"][0] for g in grads}
     if len(grads) < 2 or len(ws) != 1:
