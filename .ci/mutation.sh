@@ -8,6 +8,7 @@
 #   .ci/mutation.sh --full        # ops/, the passes and the executor (hours; docs/mutation.md)
 #   .ci/mutation.sh --ops-passes  # --full without the executor
 #   .ci/mutation.sh --sample N --seed S --ops-passes   # a seeded uniform sample of N mutants
+#   .ci/mutation.sh --match REGEX MODULE...          # only the mutants whose name matches
 #
 # MODULE is a path such as fluidlite/ops/optim.py. The run happens in a copy of the work tree
 # (tracked and untracked, not ignored files) under a temporary directory, so mutmut's mutants/
@@ -29,6 +30,7 @@ jobs=$(nproc)
 keep=""
 sample=0
 seed=0
+match=""
 modules=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +39,7 @@ while [ $# -gt 0 ]; do
     --keep) keep=$2; shift 2 ;;
     --sample) sample=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --match) match=$2; shift 2 ;;
     --ci) modules+=(fluidlite/ops/optim.py fluidlite/regularizer.py)
           min_score=${MUTATION_CI_MIN_SCORE:-93}; shift ;;
     --full)
@@ -274,6 +277,10 @@ tests_for() {
       echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
            tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
            tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
+    fluidlite/ops/math_more.py)
+      # fc's kernel is also fc_group's (the inference pass that groups sibling fc layers)
+      echo tests/ops/test_math_more.py tests/test_inference_kernels.py tests/ops/test_linalg.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_math_more.py ;;
     fluidlite/ops/*.py)
       # every op module: its own tests, plus the second-order (double_grad) and lowered
       # (lower / lower_grad) rules, which are tested across ops in their own files
@@ -388,12 +395,15 @@ echo "mutating: ${modules[*]}"
 echo "tests:    ${selection[*]}"
 start=$(date +%s)
 names=()
-if [ "$sample" -gt 0 ]; then
+if [ -n "$match" ] && [ "$sample" -eq 0 ]; then
+  sample=-1                     # every generated mutant whose name matches $match
+fi
+if [ "$sample" -ne 0 ]; then
   # generate every mutant without running any (mutmut run's first step), list their names
   # sorted, and draw the sample from them; the names go to $work/sample.txt
-  python3 - "$sample" "$seed" "$work/all-mutants.txt" "$work/sample.txt" \
+  MATCH="$match" python3 - "$sample" "$seed" "$work/all-mutants.txt" "$work/sample.txt" \
     > "$work/generate.log" 2>&1 <<'PY' || { tail -30 "$work/generate.log"; echo "mutant generation failed" >&2; exit 3; }
-import os, random, sys
+import os, random, re, sys
 from pathlib import Path
 import mutmut.__main__ as mm
 from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths
@@ -403,9 +413,13 @@ os.makedirs("mutants", exist_ok=True)
 copy_src_dir(); copy_also_copy_files(); setup_source_paths(); mm.store_lines_covered_by_tests()
 mm.create_mutants(os.cpu_count() or 2)
 names = sorted(name for _, name, _ in mm.collect_source_file_mutation_data(mutant_names=())[0])
-if n > len(names):
-    sys.exit(f"--sample {n}: only {len(names)} mutants were generated")
 Path(all_path).write_text("\n".join(names) + "\n")
+if os.environ.get("MATCH"):
+    names = [m for m in names if re.search(os.environ["MATCH"], m)]
+    if n == -1:
+        n = len(names)
+if n > len(names) or not names:
+    sys.exit(f"--sample {n}: only {len(names)} mutants were generated (or matched)")
 Path(sample_path).write_text("\n".join(sorted(random.Random(seed).sample(names, n))) + "\n")
 PY
   echo "sample: $sample of $(wc -l < "$work/all-mutants.txt") mutants, seed $seed ($work/sample.txt)"
@@ -415,7 +429,7 @@ fi
 mutmut run --max-children "$jobs" "${names[@]}" > "$work/mutmut-run.log" 2>&1 || \
   { tail -30 "$work/mutmut-run.log"; echo "mutmut run failed" >&2; exit 3; }
 echo "mutmut run: $(( $(date +%s) - start )) s"
-if [ "$sample" -gt 0 ]; then
+if [ "$sample" -ne 0 ]; then
   # only the sampled mutants have a result; the others are "not checked"
   mutmut results --all true | grep -F -f <(sed 's/$/:/' "$work/sample.txt") > "$work/results.txt" || true
 else

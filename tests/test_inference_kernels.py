@@ -598,3 +598,79 @@ def test_fc_group_kernel_is_fc_for_every_layer():
         group.infer(*specs)
     with pytest.raises(ValueError, match="expected as many of each"):
         group.forward(x, ws, bs[:1])
+
+
+def test_fc_group_kernel_runs_every_layers_jobs_in_one_call():
+    # one parallel call with every layer's GEMM calls; fc's defaults (no activation types,
+    # in_num_col_dims 1) and padded weights as fc reads them; a group of one is a group
+    from fluidlite.core import threads
+    fc = get_op_def("fc")
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((600, 64)).astype("float32")
+    ws = [rng.standard_normal((68, n + 4)).astype("float32") for n in (200, 136)]
+    bs = [rng.standard_normal(n).astype("float32") for n in (200, 136)]
+    calls = []
+    real = threads.parallel
+    with threads.using(2), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(threads, "parallel", lambda fn, n, sink=None: (calls.append(n),
+                                                                  real(fn, n, sink))[1])
+        got = fc.forward_group(x, ws, bs, padding_weights=True)
+        assert calls == [3]                  # 7.7M multiply-adds: two parts; 5.2M: whole
+        w0 = np.ascontiguousarray(ws[0][:-4, :-4])
+        one = get_op_def("fc_group").forward(x, [w0], bs[:1])["Out"]
+        want0 = fc.forward(x, w0, bs[0])["Out"]
+    for g, w, b in zip(got, ws, bs):
+        want = fc.forward(x, w, b, padding_weights=True)["Out"]
+        assert np.array_equal(g, want) and g.shape == (600, w.shape[1] - 4)
+    assert len(one) == 1 and np.array_equal(one[0], want0)
+
+
+def test_fc_group_infers_each_fc_and_refuses_what_fc_refuses():
+    group = get_op_def("fc_group")
+    f32 = VarType.FP32
+    x, w = VarSpec((-1, 7, 64), f32), [VarSpec((64, 5), f32), VarSpec((64, 3), f32)]
+    b = [VarSpec((5,), f32), VarSpec((3,), f32)]
+    out = group.infer(x, w, b, in_num_col_dims=2, activation_types=["", "relu"])
+    assert list(out) == ["Out"] and [o.shape for o in out["Out"]] == [(-1, 7, 5), (-1, 7, 3)]
+    with pytest.raises(ValueError, match="Bias must be"):
+        group.infer(x, w, b[::-1], in_num_col_dims=2)
+    with pytest.raises(ValueError, match="activation_type must be"):
+        group.infer(x, w, b, in_num_col_dims=2, activation_types=["", "tanh"])
+
+
+def _fc_program(build):
+    """A block of hand-made fc ops: ``build(block, fc)`` adds them; fc(x, w, out, **attrs)."""
+    from fluidlite.inference.passes import PassContext, fc_group_fuse_pass
+    main = fluid.Program()
+    block = main.global_block()
+
+    def var(name, shape, persistable=False):
+        if name not in block.vars:
+            block.create_var(name=name, shape=shape, dtype="float32", persistable=persistable)
+
+    def fc(x, w, out, n=4, **attrs):
+        var(x, [-1, 8])
+        var(w, [8, n] if not attrs.get("padding_weights") else [12, n + 4], True)
+        var(w + ".b", [n], True)
+        var(out, [-1, n])
+        block.append_op("fc", {"Input": [x], "W": [w], "Bias": [w + ".b"]}, {"Out": [out]},
+                        dict({"in_num_col_dims": 1}, **attrs))
+    build(block, fc)
+    count = fc_group_fuse_pass(PassContext(main, None, None, set()))
+    return count, [op.type for op in block.ops]
+
+
+@pytest.mark.parametrize("case, want", [
+    ("two", 1),                     # two siblings are a group
+    ("padded", 0),                  # padded weights: fc_group does not take them
+    ("rewritten", 0),               # the Input written again between the two fcs
+])
+def test_which_sibling_fcs_are_grouped(case, want):
+    def build(block, fc):
+        fc("x", "w1", "o1")
+        if case == "rewritten":
+            block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"scale": 2.0})
+        fc("x", "w2", "o2", padding_weights=case == "padded")
+    count, types = _fc_program(build)
+    assert count == want
+    assert types.count("fc_group") == want and types.count("fc") == 2 - 2 * want

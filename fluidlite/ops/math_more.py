@@ -169,8 +169,8 @@ class ConvShift(OpDef):
 
 
 def _plain(x: np.ndarray, w: np.ndarray) -> bool:
-    """Two 2-D operands ``_gemm`` multiplies (no float16: ``_mm`` multiplies it in float32)."""
-    return x.ndim == 2 and w.ndim == 2 and np.result_type(x.dtype, w.dtype) != np.float16
+    """fc's two 2-D operands are multiplied by ``_gemm`` (float16 by ``_mm``, in float32)."""
+    return np.result_type(x.dtype, w.dtype) != np.float16
 
 
 @register

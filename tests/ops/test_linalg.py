@@ -299,3 +299,40 @@ def test_float16_gradient_products_stay_in_float32(op_type, xs):
     for got in runs:
         for k in "XY":
             assert got[k].dtype == np.float16 and np.array_equal(got[k], want[k])
+
+
+@pytest.mark.parametrize("m, k, n, threads_, jobs, where", [
+    (32, 64, 48, 2, 1, "all"),             # small: one dot
+    (100, 2000, 100, 2, 1, "all"),         # big but few rows and columns: one matmul
+    (128, 256, 256, 2, 2, "rows"),         # 128 rows: two row parts
+    (64, 512, 256, 2, 2, "cols"),          # few rows: two column parts
+    (256, 256, 128, 1, 1, "all"),          # one thread: whole
+])
+def test_gemm_jobs_are_the_calls_gemm_makes(m, k, n, threads_, jobs, where):
+    # _gemm_jobs gives _gemm's calls as jobs (fc_group runs several products' jobs in one
+    # call): their count and places, the product's dtype, and _gemm's bits
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _gemm, _gemm_jobs
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float64)     # mixed: a float64 product
+    seen = []
+
+    def epilogue(block, rows, cols):
+        assert isinstance(rows, slice) and isinstance(cols, slice)
+        seen.append((rows, cols))
+        block += 1.0
+    with threads.using(threads_):
+        out, parts = _gemm_jobs(a, b, None, epilogue)
+        assert len(parts) == jobs and out.dtype == np.float64 and out.shape == (m, n)
+        for job in parts:
+            job()
+        want = _gemm(a, b) + 1.0
+    assert np.array_equal(out, want)
+    full = slice(None)
+    if where == "all":
+        assert seen == [(full, full)]
+    elif where == "rows":
+        assert seen == [(slice(0, m // 2), full), (slice(m // 2, m), full)]
+    else:
+        assert seen == [(full, slice(0, n // 2)), (full, slice(n // 2, n))]
