@@ -314,8 +314,8 @@ def test_gemm_jobs_are_the_calls_gemm_makes(m, k, n, threads_, jobs, where):
     from fluidlite.core import threads
     from fluidlite.ops.linalg import _gemm, _gemm_jobs
     rng = np.random.default_rng(11)
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = rng.standard_normal((k, n)).astype(np.float64)     # mixed: a float64 product
+    a = rng.standard_normal((m, k)).astype(np.float64)     # mixed: a float64 product
+    b = rng.standard_normal((k, n)).astype(np.float32)
     seen = []
 
     def epilogue(block, rows, cols):
