@@ -5,7 +5,9 @@ time) gets T ``slice_grad``s, each a zero tensor of the input's shape with its s
 gradient written in, and a T-input ``sum`` over them: T allocations and T - 1 passes over the
 whole input's size for what is one tensor of gradients. Here that tensor is made once and each
 slice's gradient added into its window, in the sum's order: the same sums (a value plus the
-zeros of the other slices is that value), made in one pass over the input's size.
+zeros of the other slices is that value), made in one pass over the input's size. (One
+difference in the sign of a zero: where every slice covers an element and every gradient there
+is -0.0, the unfused sum starts from the first and keeps -0.0, this one gives +0.0.)
 """
 from __future__ import annotations
 
