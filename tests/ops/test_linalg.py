@@ -206,6 +206,23 @@ def test_fc_bias_and_relu_on_the_parts_of_a_cut_product(shape, act):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+def _product_grads(op_type, x, y, d, attrs):
+    """float64 dX, dY of mul / matmul (no alpha) by the textbook formulas: with a = op(X) and
+    b = op(Y) in 2-D rows, da = dOut b^T, db = a^T dOut, transposed back where op is."""
+    x, y, d = (v.astype(np.float64) for v in (x, y, d))
+    if op_type == "mul":
+        k = attrs.get("x_num_col_dims", 1)
+        a, b = x.reshape(int(np.prod(x.shape[:k])), -1), y
+    else:
+        a = x.T if attrs.get("transpose_X") else x.reshape(-1, x.shape[-1])
+        b = y.T if attrs.get("transpose_Y") else y
+    d2 = d.reshape(a.shape[0], b.shape[1])
+    da, db = d2 @ b.T, a.T @ d2
+    dx = da.T if op_type == "matmul" and attrs.get("transpose_X") else da
+    dy = db.T if op_type == "matmul" and attrs.get("transpose_Y") else db
+    return {"X": dx.reshape(x.shape), "Y": dy.reshape(y.shape)}
+
+
 @pytest.mark.parametrize("op_type, xs, ys, attrs", [
     ("mul", (20, 400), (400, 800), {}),                          # a recurrent step's fc
     ("mul", (4, 128, 96), (96, 384), {"x_num_col_dims": 2}),     # flattened rows
@@ -245,8 +262,7 @@ def test_gradient_products_side_by_side(op_type, xs, ys, attrs):
                 lowered = fast(x, y, d)
                 assert all(np.array_equal(lowered[k], runs[-1][k]) for k in "XY")
         assert items == ([] if t == 1 else [2] * (2 + (fast is not None)))
-    x64, y64, d64 = (a.astype(np.float64) for a in (x, y, d))
-    want = op.backward(x64, y64, d64, **attrs)
+    want = _product_grads(op_type, x, y, d, attrs)
     for got in runs:
         for slot in ("X", "Y"):
             assert got[slot].dtype == np.float32 and got[slot].shape == want[slot].shape
