@@ -110,3 +110,30 @@ def test_merge_rows_orders_equal_rows_by_position(rows):
     dense = np.zeros((uniq.size, 3))
     np.add.at(dense, np.searchsorted(uniq, rows), value.astype(np.float64))
     np.testing.assert_allclose(got, dense, rtol=1e-5, atol=1e-5)
+
+
+def test_merge_rows_reuses_a_sort_only_for_equal_rows():
+    # the per-thread memo of the last rows' sort: equal rows (another array) reuse it, rows
+    # changed in place or of another dtype do not, and what it hands out cannot be written
+    from fluidlite.core.selected_rows import merge_rows
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, 40, 500).astype(np.int64)
+    a, b = rng.standard_normal((500, 4)), rng.standard_normal((500, 1))
+
+    def want(r, v):
+        order = np.argsort(r, kind="stable")
+        uniq, starts = np.unique(r[order], return_index=True)
+        return uniq, np.add.reduceat(v[order], starts, axis=0)
+
+    first = merge_rows(rows, a)
+    again = merge_rows(rows.copy(), b)              # DeepFM's second table: the same ids
+    for got, (u, s) in ((first, want(rows, a)), (again, want(rows, b))):
+        assert np.array_equal(got[0], u) and np.array_equal(got[1], s)
+    rows[::7] = 39 - rows[::7]                       # the caller reuses its buffer
+    got = merge_rows(rows, a)
+    u, s = want(rows, a)
+    assert np.array_equal(got[0], u) and np.array_equal(got[1], s)
+    got = merge_rows(rows.astype(np.int32), a)
+    assert got[0].dtype == np.int32 and np.array_equal(got[0], u)
+    with pytest.raises(ValueError, match="read-only"):
+        got[0][0] = 5
