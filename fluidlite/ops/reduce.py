@@ -110,6 +110,30 @@ class _Reduce(OpDef):
         return dOut.reshape(shape)
 
 
+def _slices_pay(X: np.ndarray, axis: int) -> bool:
+    """Whether ``_sum_slices`` beats ``np.sum`` over ``axis``: a middle axis of at most 256
+    with at most 32 elements after it and 256 or more before it. NumPy then walks the output in
+    rows of those few inner elements, one inner loop per row and summed element, where
+    whole-slice adds run long loops: DeepFM's sum over 39 fields of [512, 39, 16] takes 0.26
+    ms against 0.52, [4096, 10, 8] 0.38 against 1.13."""
+    if X.dtype not in (np.float32, np.float64) or not 0 < axis < X.ndim - 1:
+        return False
+    inner = int(np.prod(X.shape[axis + 1:]))
+    outer = X.size // max(X.shape[axis] * inner, 1)
+    return 2 <= X.shape[axis] <= 256 and 2 <= inner <= 32 and outer >= 256
+
+
+def _sum_slices(X: np.ndarray, axis: int) -> np.ndarray:
+    """sum over ``axis`` as whole-slice adds in index order: each output element adds its
+    inputs one after another from the first, as ``np.sum`` over a middle axis does (the same
+    bits), on NumPy 1 and 2 alike."""
+    lead = (slice(None),) * axis
+    out = X[lead + (0,)].copy()
+    for i in range(1, X.shape[axis]):
+        np.add(out, X[lead + (i,)], out=out)
+    return out
+
+
 @register
 class ReduceSum(_Reduce):
     """Out = sum(X, dim);  dX = broadcast(dOut) to X's shape."""
@@ -117,6 +141,9 @@ class ReduceSum(_Reduce):
     grad_uses = ("X",)
 
     def _kernel(self, X, axes, keep_dim):
+        if axes is not None and len(axes) == 1 and _slices_pay(X, axes[0]):
+            out = _sum_slices(X, axes[0])
+            return np.expand_dims(out, axes[0]) if keep_dim else out
         return np.sum(X, axis=axes, keepdims=keep_dim, dtype=X.dtype)
 
     def backward(self, X, dOut, *, dim=[0], keep_dim=False, reduce_all=False):

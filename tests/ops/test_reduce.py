@@ -115,3 +115,24 @@ def test_reduce_infer_matches_numpy(shape, data):
     assert spec["Out"].shape == expect
     out = get_op_def("reduce_sum").forward(np.zeros(shape, np.float32), dim=dims, keep_dim=keep)
     assert out["Out"].shape == spec["Out"].shape
+
+
+@pytest.mark.parametrize("shape,dim,keep", [
+    ((512, 39, 16), [1], False),       # DeepFM's field sum: whole-slice adds
+    ((512, 39, 16), [-2], True),
+    ((300, 3, 2, 5), [1], True),
+    ((4096, 10, 8), [1], False),
+    ((8, 39, 16), [1], False),         # too few rows before the axis: np.sum
+])
+def test_reduce_sum_over_a_middle_axis(shape, dim, keep):
+    # the slice-by-slice path adds in index order as NumPy's middle-axis sum does: the same
+    # bits as np.sum, and the float64 sum within float32 rounding; nan and inf propagate
+    from fluidlite.ops.reduce import ReduceSum
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[[3, 77]] = np.nan, np.inf
+    axis = dim[0] % len(shape)
+    got = ReduceSum().forward(x, dim=dim, keep_dim=keep)["Out"]
+    want = np.sum(x.astype(np.float64), axis=axis, keepdims=keep)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(got, np.sum(x, axis=axis, keepdims=keep), equal_nan=True)
