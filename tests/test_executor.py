@@ -158,8 +158,9 @@ def test_plan_prints_generated_source():
     (plan,) = exe.cached_plans(fluid.default_main_program())
     src = str(plan)
     assert "def __plan(F, P, K, S):" in src and "del " in src
-    # every kernel call names its op
-    assert "= k0(t0, t1)  # mul" in src and "  # elementwise_add" in src and "  # softmax" in src
+    # every kernel call names its op (the fc layer's mul and bias add: one fused kernel)
+    assert "= k0(t0, t1, t2)['Out']  # fused(mul+elementwise_add)" in src
+    assert "  # softmax" in src
 
 
 # -- errors before effects --------------------------------------------------------------------
@@ -364,10 +365,11 @@ def test_run_with_profile_reports_per_op_times(capsys):
     exe.run(feed={"x": X}, fetch_list=[y], profile=True)
     assert capsys.readouterr().out == ""            # benchmarks doc: kept in last_profile, not printed
     prof = exe.last_profile
-    assert set(prof.by_type) == {"mul", "elementwise_add", "softmax"}
+    # the fc layer's mul and bias add run as one fused kernel (executor/fusion)
+    assert set(prof.by_type) == {"fused(mul+elementwise_add)", "softmax"}
     assert all(s.calls == 1 and s.total >= 0 for s in prof.by_type.values())
     text = prof.report()
-    assert "By op type:" in text and "#0 mul" in text
+    assert "By op type:" in text and "#0 fused(mul+elementwise_add)" in text
 
 
 def test_profiler_context_manager_accumulates_and_writes(tmp_path, capsys):
@@ -376,13 +378,14 @@ def test_profiler_context_manager_accumulates_and_writes(tmp_path, capsys):
     with fluid.profiler.profiler("CPU", sorted_key="calls", profile_path=str(path)) as prof:
         for _ in range(3):
             exe.run(feed={"x": X}, fetch_list=[y])
-    assert prof.runs == 3 and prof.by_type["mul"].calls == 3
+    assert prof.runs == 3 and prof.by_type["fused(mul+elementwise_add)"].calls == 3
     assert "Profiling Report" in path.read_text()
     # benchmarks doc: the profiler prints the time per op type and per op when the block ends, on
     # stdout as fluid's profiler did, whether or not logging is configured
     out = capsys.readouterr().out
     assert out.startswith("------------------------->  Profiling Report")
-    assert "(3 run(s), total" in out and "By op type:" in out and "#0 mul" in out
+    assert "(3 run(s), total" in out and "By op type:" in out
+    assert "#0 fused(mul+elementwise_add)" in out
     assert out.strip() == path.read_text().strip()
     with pytest.raises(ValueError, match="state must be"):
         fluid.profiler.start_profiler("TPU")

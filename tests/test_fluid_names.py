@@ -252,7 +252,9 @@ def _profiled_program():
     main, startup = fluid.Program(), fluid.Program()
     with fluid.program_guard(main, startup):
         x = fluid.data(name="x", shape=[-1, 3], dtype="float32")
-        loss = fluid.layers.mean(fluid.layers.relu(fluid.layers.fc(x, size=4)))
+        # (the scale keeps the relu an op of its own: fc's mul and bias add fuse into one step)
+        h = fluid.layers.scale(fluid.layers.fc(x, size=4), 2.0)
+        loss = fluid.layers.mean(fluid.layers.relu(h))
     exe = fluid.Executor(fluid.CPUPlace())
     exe.run(startup)
     return exe, main, loss
@@ -274,7 +276,8 @@ def test_cuda_profiler_profiles_the_ops_on_the_cpu(tmp_path, mode):
         assert lines[0] == "Event,Calls,Total(ms),Min(ms),Max(ms),Ave(ms)"
         relu = [ln.split(",") for ln in lines[1:] if ln.startswith("relu,")]
         assert len(relu) == 1 and relu[0][1] == "3" and float(relu[0][2]) >= 0
-        assert {ln.split(",")[0] for ln in lines[1:]} >= {"mul", "elementwise_add", "mean"}
+        assert {ln.split(",")[0] for ln in lines[1:]} >= {"fused(mul+elementwise_add)", "scale",
+                                                          "mean"}
     # the block's runs only: a run after it is not profiled
     assert fluid.profiler.active() is None
 

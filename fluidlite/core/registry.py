@@ -141,6 +141,13 @@ class OpDef:
     # ``<slot>@GRAD`` outputs. tests/test_fresh_outputs.py checks every declaration.
     fresh_outputs: ClassVar[Tuple[str, ...]] = ()
     fresh_grads: ClassVar[Tuple[str, ...]] = ()
+    # input slots the kernel reads only for their shape and dtype, never their values (fluid's
+    # NoNeedBufferVars): the plan may bind a placeholder of that shape there (a fused forward
+    # that never makes the array, executor/fusion/patterns/linear_act.py); ``grad_shape_only``:
+    # the same for the generated ``<type>_grad``'s inputs. tests/test_shape_only.py checks
+    # every declaration.
+    shape_only_inputs: ClassVar[Tuple[str, ...]] = ()
+    grad_shape_only: ClassVar[Tuple[str, ...]] = ()
     # output slot -> input slot whose arrays it returns unchanged (the same objects, in order):
     # ownership passes through such an op (c_sync_calc_stream between a gradient and its
     # all-reduce)
@@ -423,6 +430,7 @@ def _register_grad_def(fwd: Type["OpDef"]) -> None:
         forward_def = fwd_def
         extra_attrs = dict(fwd.extra_attrs)
         fresh_outputs = tuple(s + names.GRAD_SUFFIX for s in fwd.fresh_grads)
+        shape_only_inputs = tuple(fwd.grad_shape_only)
 
         def infer(self, *specs: Any, **attrs: Any) -> Dict[str, Any]:
             # <X>@GRAD is shaped like X: read X's spec from the grad op's own inputs (the backward

@@ -67,6 +67,7 @@ class _Binary(OpDef):
 class _Linear(_Binary):
     """add/sub: dX = reduce(dOut), dY = ±reduce(dOut); the grad op is linear in dOut."""
     grad_uses = ("X", "Y")
+    grad_shape_only = ("X", "Y")     # the gradient reads dOut; X and Y give only the shapes
     sign = 1.0
 
     def double_grad(self, g, *, axis=-1, **_):

@@ -11,6 +11,11 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
   of their X and dOut; the products' grad ops then compute dX alone.
 * **A sliced tensor's gradient** (``patterns/slice_grads.py``): the ``sum`` of the
   ``slice_grad``s of one tensor as one zero tensor with each slice's gradient added in.
+* **An fc layer's forward** (``patterns/linear_act.py``): ``mul``, the bias
+  ``elementwise_add`` and a ``relu`` after it as the fc kernel, which adds the bias and applies
+  the relu to each block of the product right after its GEMM; the product and the biased sum
+  are never made (only the add's gradient reads them, for their shape:
+  ``OpDef.shape_only_inputs``).
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by
   block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch

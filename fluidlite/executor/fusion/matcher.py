@@ -273,6 +273,13 @@ class Context:
         return (all(self.private(n) and self.readers(n) == [i] for n in op.output_arg_names)
                 and not self.written_between(op.input_arg_names, j, i))
 
+    def reads_shape_only(self, j: int, name: str) -> bool:
+        """Op ``j`` reads ``name`` only for its shape and dtype: every input slot holding it
+        is declared ``shape_only_inputs`` by the op's definition."""
+        op, d = self.ops[j], opdef_of(self.ops[j])
+        slots = [s for s, ns in op.inputs.items() if name in ns]
+        return d is not None and bool(slots) and all(s in d.shape_only_inputs for s in slots)
+
     def is_internal(self, j: int, m: Match) -> bool:
         """Op ``j``'s outputs are private and read only by ops ``m`` covers."""
         return all(self.private(n) and all(r in m.covered for r in self.readers(n))
