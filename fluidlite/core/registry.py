@@ -144,8 +144,8 @@ class OpDef:
     # input slots the kernel reads only for their shape and dtype, never their values (fluid's
     # NoNeedBufferVars): the plan may bind a placeholder of that shape there (a fused forward
     # that never makes the array, executor/fusion/patterns/linear_act.py); ``grad_shape_only``:
-    # the same for the generated ``<type>_grad``'s inputs. tests/test_shape_only.py checks
-    # every declaration.
+    # the same for the generated ``<type>_grad``'s inputs. tests/test_fusion_linear_act.py
+    # checks every declaration.
     shape_only_inputs: ClassVar[Tuple[str, ...]] = ()
     grad_shape_only: ClassVar[Tuple[str, ...]] = ()
     # output slot -> input slot whose arrays it returns unchanged (the same objects, in order):
