@@ -315,6 +315,10 @@ tests_for() {
       # a shared weight's stacked gradient: its own tests, the unrolled RNNs it rewrites
       echo tests/test_fusion_stacked_grad.py tests/test_rnn_static.py tests/test_fusion.py \
            tests/test_fusion_patterns.py tests/test_executor_structure.py ;;
+    fluidlite/executor/fusion/patterns/linear_act.py|fluidlite/executor/fusion/kernels/linear_act.py)
+      # an fc layer's forward as one kernel: its own tests, and the programs with fc layers
+      echo tests/test_fusion_linear_act.py tests/test_executor.py tests/test_fusion.py \
+           tests/test_fusion_patterns.py tests/test_lower_grad.py ;;
     fluidlite/core/selected_rows.py)
       # SelectedRows and merge_rows: the sparse gradients of embeddings and their updates
       echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \

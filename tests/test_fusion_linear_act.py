@@ -95,6 +95,22 @@ def test_a_fetched_product_stays_unfused():
     assert got[0][1].shape == (6, 4, 8) and np.abs(got[0][1]).sum() > 0
 
 
+def test_a_fetched_biased_sum_keeps_the_relu_apart():
+    # fc_0.tmp_1 (product + bias, before the relu) fetched: mul + add fuse, the sum is made
+    main, startup, _ = build()
+    block = main.global_block()
+    fetch = [block.var("fc_0.tmp_1"), block.var("fc_0.tmp_2")]
+    types = fused_types(main, fetch)
+    assert types.count("fused(mul+elementwise_add+relu)") == 1
+    assert types.count("fused(mul+elementwise_add)") == 2
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    pre, post = exe.run(main.clone(for_test=True), feed={"x": FEED["x"], "y": FEED["y"]},
+                        fetch_list=fetch, scope=scope)
+    assert pre.shape == (6, 4, 8) and np.array_equal(post, np.maximum(pre, 0))
+    assert (pre < 0).any()
+
+
 def test_another_value_reader_keeps_the_chain(monkeypatch):
     # tanh after the add: LINEAR fuses mul + add, the sum is made (tanh's gradient reads its
     # Out, the forward reads the sum); a value reader of the product would stop both
@@ -129,3 +145,70 @@ def test_shape_only_inputs_are_never_read(op_type):
         assert real.keys() == stand.keys()
         for k in real:
             assert np.array_equal(real[k], stand[k])
+
+
+def _chain(w_shape=(6, 6), b_shape=(6,), axis=-1, y_cols=1, dtype="float64", act=True,
+           between=False):
+    """x [5, 6] -> mul(W) -> elementwise_add(b, axis) [-> relu], built op by op; ``between``:
+    a scale writing W between the mul and the add."""
+    main = fluid.Program()
+    rng = np.random.default_rng(3)
+    with fluid.program_guard(main, fluid.Program()):
+        block = main.global_block()
+        x = fluid.data("x", [5, 6], dtype)
+        w = L.create_parameter(list(w_shape), dtype, name="W")
+        b = L.create_parameter(list(b_shape), dtype, name="b")
+        p = block.create_var(name="p", dtype=dtype)
+        block.append_op("mul", {"X": x, "Y": w}, {"Out": p},
+                        {"x_num_col_dims": 1, "y_num_col_dims": y_cols})
+        if between:
+            block.append_op("scale", {"X": w}, {"Out": w}, {"scale": 2.0})
+        s = block.create_var(name="s", dtype=dtype)
+        block.append_op("elementwise_add", {"X": p, "Y": b}, {"Out": s}, {"axis": axis})
+        out = s
+        if act:
+            out = block.create_var(name="o", dtype=dtype)
+            block.append_op("relu", {"X": s}, {"Out": out}, {})
+    values = {"x": rng.standard_normal((5, 6)).astype(dtype),
+              "W": rng.standard_normal(w_shape).astype(dtype),
+              "b": rng.standard_normal(b_shape).astype(dtype)}
+    return main, out.name, values
+
+
+def _run_chain(main, out, values):
+    block = main.global_block()
+    types = [op.type for op in fusion.fuse(list(block.ops), block, [out], ["x"])]
+    scope = fluid.Scope()
+    for k in ("W", "b"):
+        scope.var(k).get_tensor().set(values[k], fluid.CPUPlace())
+    got, = fluid.Executor().run(main, feed={"x": values["x"]}, fetch_list=[out], scope=scope)
+    return types, got
+
+
+@pytest.mark.parametrize("act", [True, False])
+def test_the_chain_fuses_and_computes_fcs_formula(act):
+    main, out, v = _chain(act=act)
+    types, got = _run_chain(main, out, v)
+    assert types == ["fused(mul+elementwise_add+relu)" if act else "fused(mul+elementwise_add)"]
+    want = v["x"] @ v["W"] + v["b"]
+    np.testing.assert_allclose(got, np.maximum(want, 0) if act else want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("case", [
+    dict(w_shape=(6, 5), b_shape=(5,), axis=0),     # the bias down the rows: not fc's add
+    dict(b_shape=(1,)),                             # a broadcast scalar, not a [width] bias
+    dict(w_shape=(3, 2, 6), b_shape=(6,), y_cols=2),    # W flattened at its 2nd dim
+    dict(dtype="float16"),                          # a float16 product is made in float32
+    dict(between=True),                             # W rewritten between the mul and the add
+])
+def test_chains_fc_does_not_compute_stay_unfused(case):
+    main, out, v = _chain(**case)
+    types, got = _run_chain(main, out, v)
+    assert "mul" in types and not any(t.startswith("fused(mul") for t in types)
+    x, w, b = (v[k].astype(np.float64) for k in ("x", "W", "b"))
+    if case.get("axis") == 0:
+        want = x @ w + b[:, None]
+    else:                               # (with ``between`` the mul read W before the scale)
+        want = x @ w.reshape(6, -1) + b
+    tol = 2e-2 if case.get("dtype") == "float16" else 1e-12
+    np.testing.assert_allclose(got, np.maximum(want, 0), rtol=tol, atol=tol)

@@ -136,3 +136,20 @@ def test_reduce_sum_over_a_middle_axis(shape, dim, keep):
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     assert np.array_equal(got, np.sum(x, axis=axis, keepdims=keep), equal_nan=True)
+
+
+@pytest.mark.parametrize("shape,axis,dtype,slices", [
+    ((512, 39, 16), 1, np.float32, True),
+    ((256, 256, 2), 1, np.float64, True),      # the bounds themselves
+    ((256, 257, 2), 1, np.float32, False),     # too long an axis: a Python loop per slice
+    ((256, 39, 33), 1, np.float32, False),     # enough inner elements: np.sum's loops are long
+    ((255, 39, 16), 1, np.float32, False),     # too few rows before the axis
+    ((512, 39, 1), 1, np.float32, False),      # one inner element: np.sum is a plain reduction
+    ((512, 1, 16), 1, np.float32, False),      # nothing to add
+    ((512, 39, 16), 2, np.float32, False),     # the last axis
+    ((512, 39, 16), 0, np.float32, False),     # the first axis
+    ((512, 39, 16), 1, np.float16, False),     # float16 sums round as NumPy chooses
+])
+def test_which_middle_axis_sums_go_slice_by_slice(shape, axis, dtype, slices):
+    from fluidlite.ops.reduce import _slices_pay
+    assert _slices_pay(np.zeros(shape, dtype), axis) is slices

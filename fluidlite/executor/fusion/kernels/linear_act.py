@@ -8,10 +8,9 @@ in place while the block is in cache. The GEMM is the call ``mul`` makes (the sa
 same bits) and the bias and relu are the same elementwise operations, so every output has the
 unfused ops' bits.
 
-The product and the biased sum are never made: their variables get a stand-in of their shape
-and dtype (a read-only broadcast zero, no memory). The pattern fuses only where everything
-else reading them reads their shape alone (``OpDef.shape_only_inputs``: the bias add's
-gradient, which needs nothing but dOut).
+The product and the biased sum are never made. Where the bias add's gradient reads the
+product (for its shape alone: ``OpDef.shape_only_inputs``), the product's variable gets a
+stand-in of its shape and dtype: a read-only broadcast zero, no memory.
 """
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from ..matcher import FusedDef
 
 class LinearAct(FusedDef):
     """Out = act(flatten(X, x_num_col_dims) @ Y + Bias) (act "" or "relu"); each slot of
-    ``stand_ins`` (the product, the biased sum) gets a zero stand-in of Out's shape."""
+    ``stand_ins`` (the product's) gets a zero stand-in of Out's shape."""
 
     def __init__(self, x_num_col_dims: int, act: str, stand_ins: Sequence[str]) -> None:
         super().__init__("fused(mul+elementwise_add" + (f"+{act})" if act else ")"),

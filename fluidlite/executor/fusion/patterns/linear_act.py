@@ -9,9 +9,9 @@
 When: the mul multiplies by a 2-D weight (``y_num_col_dims`` 1); the add's Y is a 1-D bias of
 the weight's width added on the product's last axis; X, the weight and the bias share one
 dtype, float32 or float64 (a float16 product is made in float32 and rounded, not fused); P
-(and S) are private temporaries that, besides the next op of the chain, only ops reading their
-shape alone read (``Context.reads_shape_only``: the add's gradient), all after the fused op;
-nothing in between writes the chain's inputs.
+is a private temporary that, besides the add, only ops reading its shape alone read
+(``Context.reads_shape_only``: the add's gradient), all after the fused op; S is a private
+temporary only the relu reads; nothing in between writes the chain's inputs.
 """
 from __future__ import annotations
 
@@ -47,23 +47,20 @@ def _build(m: Match, cx: Context) -> Optional[Rewrite]:
     if len(dtypes) != 1 or dtypes.pop() not in _FLOATS:
         return None
     root, first = m.root, m.pos["mul"]
-    outputs: Dict[str, List[str]] = {}
     if not _only_shape_read_after(cx, prod, m.pos["add"], root):
         return None
-    if cx.readers(prod) != [m.pos["add"]]:          # a stand-in only where it is read
-        outputs["Product"] = [prod]
-    if act is not None:
-        if act.inputs["X"][0] != total or not _only_shape_read_after(cx, total, root, root):
-            return None
-        if cx.readers(total) != [root]:
-            outputs["Sum"] = [total]
-        outputs["Out"] = list(act.outputs["Out"])
-    else:
-        outputs["Out"] = [total]
+    # (anything reading the biased sum but the relu reads its values: a forward op)
+    if act is not None and (act.inputs["X"][0] != total or not cx.private(total)
+                            or cx.readers(total) != [root]):
+        return None
     if cx.written_between((x, w, bias), first, root):
         return None
-    stand_ins = [s for s in ("Product", "Sum") if s in outputs]
-    op = FusedOp(LinearAct(xnc, act.type if act is not None else "", stand_ins),
+    outputs: Dict[str, List[str]] = {
+        "Out": list(act.outputs["Out"]) if act is not None else [total]}
+    if cx.readers(prod) != [m.pos["add"]]:          # a stand-in only where it is read
+        outputs["Product"] = [prod]
+    op = FusedOp(LinearAct(xnc, act.type if act is not None else "",
+                           [s for s in ("Product",) if s in outputs]),
                  [o for o in (mul, add, act) if o is not None],
                  {"X": [x], "Y": [w], "Bias": [bias]}, outputs)
     return m.replace(op)
