@@ -14,7 +14,7 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 * **An fc layer's forward** (``patterns/linear_act.py``): ``mul``, the bias
   ``elementwise_add`` and a ``relu`` after it as the fc kernel, which adds the bias and applies
   the relu to each block of the product right after its GEMM; the product and the biased sum
-  are never made (only the add's gradient reads them, for their shape:
+  are never made (the add's gradient reads the product for its shape alone:
   ``OpDef.shape_only_inputs``).
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by

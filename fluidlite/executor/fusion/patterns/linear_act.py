@@ -60,7 +60,7 @@ def _build(m: Match, cx: Context) -> Optional[Rewrite]:
     if cx.readers(prod) != [m.pos["add"]]:          # a stand-in only where it is read
         outputs["Product"] = [prod]
     op = FusedOp(LinearAct(xnc, act.type if act is not None else "",
-                           [s for s in ("Product",) if s in outputs]),
+                           ["Product"] if "Product" in outputs else []),
                  [o for o in (mul, add, act) if o is not None],
                  {"X": [x], "Y": [w], "Bias": [bias]}, outputs)
     return m.replace(op)
