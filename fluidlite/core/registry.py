@@ -148,6 +148,12 @@ class OpDef:
     # checks every declaration.
     shape_only_inputs: ClassVar[Tuple[str, ...]] = ()
     grad_shape_only: ClassVar[Tuple[str, ...]] = ()
+    # the gradient is cheaper from a value the forward makes anyway (GELU's erf and exp):
+    # ``forward_saving`` returns forward's outputs and that value, ``backward_saved(saved,
+    # *grad inputs)`` the gradient ``backward`` gives, bit for bit. The plan pairs such an op
+    # with its ``<type>_grad`` (executor/fusion/patterns/saved_grad.py);
+    # tests/test_fusion_saved_grad.py checks every declaration.
+    saves_for_grad: ClassVar[bool] = False
     # output slot -> input slot whose arrays it returns unchanged (the same objects, in order):
     # ownership passes through such an op (c_sync_calc_stream between a gradient and its
     # all-reduce)
@@ -254,6 +260,15 @@ class OpDef:
 
     def make_grad(self, g: "GradBuilder", **attrs: Any) -> None:  # pragma: no cover
         raise NotImplementedError
+
+    def forward_saving(self, *arrays: Any, **attrs: Any) -> Tuple[Dict[str, Any], Any]:
+        """``forward``'s outputs and the value ``backward_saved`` reads (``saves_for_grad``;
+        this default saves nothing)."""
+        return self.forward(*arrays, **attrs), None
+
+    def backward_saved(self, saved: Any, *arrays: Any, **attrs: Any) -> Dict[str, Any]:
+        """``backward`` given what ``forward_saving`` saved (this default ignores it)."""
+        return self.backward(*arrays, **attrs)
 
     def grad_op_descs(self, g: "GradBuilder") -> List[OpDesc]:
         """The grad ops for one forward op (Paddle's GradOpMaker)."""

@@ -400,20 +400,22 @@ class Elu(_Act):
                 - c.node("relu_grad", {"Out": x, "Out@GRAD": p}, out_slot="X@GRAD"))
 
 
-def _float32_blocks(fn: Any, *xs: np.ndarray) -> np.ndarray:
-    """``fn(*blocks, out_block)`` over cache-sized blocks (``_ERF_BLOCK``) of the float32
-    arrays ``xs`` (one shape), into a new array of that shape: the passes of an elementwise
-    formula then run from cache. The blocks are shared by two fixed parts run as
-    ``core.threads`` items (elementwise: the bits never depend on the split)."""
+def _float32_blocks(fn: Any, *xs: np.ndarray, n_out: int = 1) -> Any:
+    """``fn(*blocks, *out_blocks)`` over cache-sized blocks (``_ERF_BLOCK``) of the float32
+    arrays ``xs`` (one shape), into ``n_out`` new arrays of that shape (a tuple when
+    ``n_out`` > 1): the passes of an elementwise formula then run from cache. The blocks are
+    shared by two fixed parts run as ``core.threads`` items (elementwise: the bits never
+    depend on the split)."""
     flat = [np.ascontiguousarray(x).reshape(-1) for x in xs]
-    out = np.empty(flat[0].shape, np.float32)
-    starts = range(0, out.size, _ERF_BLOCK)
+    outs = [np.empty(flat[0].shape, np.float32) for _ in range(n_out)]
+    starts = range(0, flat[0].size, _ERF_BLOCK)
 
     def part(lo: int, hi: int) -> None:
         for i in starts[lo:hi]:
-            fn(*(a[i:i + _ERF_BLOCK] for a in flat), out[i:i + _ERF_BLOCK])
+            fn(*(a[i:i + _ERF_BLOCK] for a in flat), *(o[i:i + _ERF_BLOCK] for o in outs))
     threads.parallel_ranges(part, len(starts))
-    return out.reshape(xs[0].shape)
+    shaped = tuple(o.reshape(xs[0].shape) for o in outs)
+    return shaped[0] if n_out == 1 else shaped
 
 
 _SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in two parts
@@ -592,20 +594,41 @@ def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
     out -= c
 
 
-def _gelu_grad_block(x: np.ndarray, dout: np.ndarray, out: np.ndarray) -> None:
-    """dOut (Phi(x) + x phi(x)) of a float32 block: Phi(x) = 0.5 + sign(x) (0.5 - c),
-    x phi(x) = x exp(-x^2 / 2) / sqrt(2 pi) (the exp shared with c)."""
+def _gelu_slope(x: np.ndarray, c: np.ndarray, g: np.ndarray, out: np.ndarray,
+                t: np.ndarray) -> None:
+    """GELU'(x) = Phi(x) + x phi(x) of a float32 block into ``out``, from c and g =
+    exp(-x^2 / 2) (``_phi_c``): Phi(x) = 0.5 + sign(x) (0.5 - c), x phi(x) = x g / sqrt(2 pi).
+    ``t`` is scratch (it may be ``c``, whose values are then lost) and ends holding x clipped
+    to +-``_GELU_FLAT``; ``g`` is scaled in place."""
     f = np.float32
-    g = np.empty_like(out)
-    c = _phi_c(x, np.abs(x), g)
-    np.subtract(f(0.5), c, out=c)
+    np.subtract(f(0.5), c, out=t)
     np.sign(x, out=out)                         # (np.copysign took 6x as long; at x = 0
-    out *= c                                    # the sign 0 makes Phi exactly 0.5)
+    out *= t                                    # the sign 0 makes Phi exactly 0.5)
     out += f(0.5)
-    g *= np.clip(x, f(-_GELU_FLAT), f(_GELU_FLAT), out=c)     # +-inf: 0, not 0 * inf
+    g *= np.clip(x, f(-_GELU_FLAT), f(_GELU_FLAT), out=t)     # +-inf: 0, not 0 * inf
     g *= f(_SQRT_2PI_INV)
     out += g
+
+
+def _gelu_grad_block(x: np.ndarray, dout: np.ndarray, out: np.ndarray) -> None:
+    """dOut GELU'(x) of a float32 block (``_gelu_slope``)."""
+    g = np.empty_like(out)
+    c = _phi_c(x, np.abs(x), g)
+    _gelu_slope(x, c, g, out, c)
     out *= dout
+
+
+def _gelu_saving_block(x: np.ndarray, out: np.ndarray, slope: np.ndarray) -> None:
+    """GELU(x) (``_gelu_block``) and GELU'(x) (``_gelu_slope``) of a float32 block from one
+    c, one exp and one clip: the operations of the two blocks apart, so their bits."""
+    a = np.abs(x)
+    g = np.empty_like(a)
+    c = _phi_c(x, a, g)                         # (overwrites a)
+    _gelu_slope(x, c, g, slope, a)              # (a: x clipped)
+    c *= a
+    np.abs(c, out=c)
+    relu_to(x, out)
+    out -= c
 
 
 @register
@@ -631,6 +654,45 @@ class Gelu(_Act):
 
     def forward(self, X, *, approximate=False):
         return {"Out": self.f(X, approximate)}
+
+    saves_for_grad = True
+
+    def forward_saving(self, X, *, approximate=False):
+        """``forward``'s Out and the slope S = GELU'(X), made from the erf (or tanh) and the
+        exp the forward evaluates anyway, so that ``backward_saved`` is one multiply: the
+        operations of ``forward`` and ``backward``, so their bits."""
+        if approximate:
+            x2 = X * X
+            t = np.tanh((X + x2 * X * _GELU_A) * _GELU_K)
+            u = t + 1
+            du = (x2 * (3.0 * _GELU_A) + 1) * _GELU_K
+            return {"Out": u * X * 0.5}, u * 0.5 + X * (1 - t * t) * du * 0.5
+        if X.dtype == np.float32:
+            out, slope = _float32_blocks(_gelu_saving_block, X, n_out=2)
+            return {"Out": out}, slope
+        typ = X.dtype.type
+        e = _erf(X * typ(_SQRT_2_INV)).astype(X.dtype, copy=False)
+        slope = e * typ(0.5)                   # backward's Phi(X) + X phi(X)
+        slope += typ(0.5)
+        pdf = np.multiply(X, X, out=np.empty_like(X))
+        pdf *= typ(-0.5)
+        np.exp(pdf, out=pdf)
+        pdf *= X
+        pdf *= typ(_SQRT_2PI_INV)
+        slope += pdf
+        e += typ(1)                            # forward's 0.5 X (1 + erf)
+        e *= X
+        e *= typ(0.5)
+        return {"Out": e}, slope
+
+    def backward_saved(self, saved, X, dOut, *, approximate=False):
+        """dX = dOut * S, S the slope ``forward_saving`` made (written over: the plan hands
+        it to this op alone); ``backward`` where that rule would take another path (a
+        gradient of another dtype or shape)."""
+        if (saved is None or not isinstance(dOut, np.ndarray) or dOut.shape != X.shape
+                or dOut.dtype != X.dtype or saved.shape != X.shape):
+            return self.backward(X, dOut, approximate=approximate)
+        return {"X": np.multiply(saved, dOut, out=saved)}
 
     def backward(self, X, dOut, *, approximate=False):
         if approximate:

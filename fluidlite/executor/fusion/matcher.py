@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import bisect
 from typing import (Any, Callable, Dict, FrozenSet, Hashable, Iterable, List, Mapping,
-                    NamedTuple, Optional, Sequence, Set, Union)
+                    NamedTuple, Optional, Sequence, Set, Tuple, Union)
 
 import numpy as np
 
@@ -120,11 +120,13 @@ Node = Union[P, Alt]
 
 class Rewrite(NamedTuple):
     """A fusion: ``op`` stands at old position ``at`` (``None``: nothing does), the old
-    positions in ``drop`` are removed."""
+    positions in ``drop`` are removed, and each ``(position, op)`` of ``more`` replaces the
+    op there (a fusion of two distant ops: a forward and its grad op)."""
 
     at: int
     op: Any
     drop: FrozenSet[int]
+    more: Tuple[Tuple[int, Any], ...] = ()
 
 
 class Match:
@@ -373,7 +375,7 @@ def apply_pattern(pattern: Pattern, cx: Context) -> List[Any]:
         r = pattern.build(m, cx) if m is not None else None
         if r is None:
             continue
-        spans = r.drop | {r.at}
+        spans = r.drop | {r.at} | {j for j, _ in r.more}
         if spans & claimed:
             continue
         claimed |= spans
@@ -381,6 +383,7 @@ def apply_pattern(pattern: Pattern, cx: Context) -> List[Any]:
     if not rewrites:
         return ops
     put = {r.at: r.op for r in rewrites}
+    put.update(kv for r in rewrites for kv in r.more)
     gone = set().union(*(r.drop for r in rewrites))
     out = []
     for i, op in enumerate(ops):

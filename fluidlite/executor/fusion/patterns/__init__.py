@@ -14,7 +14,7 @@ from typing import Tuple, Union
 
 from ..matcher import GroupPattern, Pattern
 from . import (allreduce_scale, clip_scale, global_norm_clip, guard_skip, linear_act, norm_act,
-               slice_grads, stacked_grad, update_group)
+               saved_grad, slice_grads, stacked_grad, update_group)
 
 PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
     stacked_grad.SHARED_WEIGHT,     # sum of a shared weight's mul/matmul_grad Y@GRADs
@@ -22,6 +22,7 @@ PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
     slice_grads.SUM,                # sum of the slice_grads of one tensor
     linear_act.LINEAR_ACT,          # mul + bias elementwise_add + relu (an fc layer)
     linear_act.LINEAR,              # ... without a relu
+    saved_grad.SAVED_GRAD,          # gelu and its grad op: the slope made once
     norm_act.FORWARD,               # batch_norm + relu / relu6
     norm_act.BACKWARD,              # relu / relu6 grad + batch_norm_grad
     allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
