@@ -1,4 +1,6 @@
-"""Per-op timing, the way fluid's profiler reported it.
+"""Per-op timing, the way fluid's profiler reported it: every ``Executor.run``, and in
+dygraph mode every eager op, every node of the eager backward pass (as ``<type>_grad``) and
+every replayed step's plan.
 
     with fluid.profiler.profiler("CPU", sorted_key="total") as prof:
         for _ in range(10):
@@ -50,7 +52,7 @@ class Profile:
 
     def __init__(self) -> None:
         self.by_type: Dict[str, _Stat] = {}
-        self.by_op: Dict[Tuple[int, str], _Stat] = {}
+        self.by_op: Dict[Tuple[Any, str], _Stat] = {}    # (plan step or "dygraph", type)
         # per op of the Program: (block index, op index in that block) -> its time per run
         self.by_pos: Dict[Tuple[int, int], _Stat] = {}
         self.runs = 0
@@ -72,6 +74,14 @@ class Profile:
                 ops = [pos for _, pos in st.ops if pos >= 0]
                 for pos in ops:
                     self.by_pos.setdefault((int(st.block), pos), _Stat()).add(dt / len(ops))
+
+    def add_op(self, op_type: str, seconds: float) -> None:
+        """Add one op run outside a compiled plan: an eager dygraph op (``op_type``) or a
+        node of the eager backward pass (``<type>_grad``). Filed by type, and among the
+        slowest ops as ``dygraph <type>``."""
+        with self._lock:
+            self.by_type.setdefault(op_type, _Stat()).add(seconds)
+            self.by_op.setdefault(("dygraph", op_type), _Stat()).add(seconds)
 
     def report(self, sorted_key: Optional[str] = "total", top: int = 20) -> str:
         """Two tables (by op type, and the ``top`` slowest ops) with calls / total / min / max /
@@ -98,7 +108,7 @@ class Profile:
                  f"({runs} run(s), total {spent * 1e3:.3f} ms)"]
         lines += table("By op type:", by_type)
         lines.append("")
-        ops = [(f"#{i} {t}", s) for (i, t), s in by_op]
+        ops = [(f"#{i} {t}" if isinstance(i, int) else f"{i} {t}", s) for (i, t), s in by_op]
         lines += table(f"Slowest ops (top {top}):", ops)[:top + 2]
         return "\n".join(lines)
 

@@ -25,10 +25,12 @@ them raises an error saying to pass ``retain_graph=True``.
 from __future__ import annotations
 
 import operator
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import profiler as _profiler
 from ..core import mode as _mode
 from ..core import names, registry
 from ..core.registry import GradBuilder, VarSpec
@@ -526,7 +528,11 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
         _check_versions(n)
         in_grads = None
         if plain and n.__class__ is Node:
+            prof = _profiler._active
+            t0 = time.perf_counter() if prof is not None else 0.0
             in_grads = _plain_grads(n, douts)
+            if prof is not None and in_grads is not None:   # (otherwise traced ops below)
+                prof.add_op(n.opdef.type + "_grad", time.perf_counter() - t0)
         if in_grads is None:
             _fill_zeros(n, douts)
             in_grads = _node_grads(n, douts, create_graph, blocked_ids)
@@ -897,7 +903,13 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
                 if len(steps) > 8192:
                     steps.clear()
                 entry = steps[(n.key, stops)] = (n.opdef, _make_step(n, stops))
-            entry[1](n, grads, leaves, pop)
+            prof = _profiler._active
+            if prof is None:
+                entry[1](n, grads, leaves, pop)
+            else:
+                t0 = time.perf_counter()
+                entry[1](n, grads, leaves, pop)
+                prof.add_op(n.opdef.type + "_grad", time.perf_counter() - t0)
         if not retain_graph:
             _release_walked(n, grads, held)
     return grads, leaves

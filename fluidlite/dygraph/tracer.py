@@ -12,11 +12,13 @@ into the op's gradient ops (its ``<type>_grad`` kernel or ``make_grad`` composit
 from __future__ import annotations
 
 import itertools
+import time
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import profiler as _profiler
 from ..core import registry
 from ..core.ir import Variable, default_main_program
 from ..core.callstack import creation_site, user_callstack
@@ -306,7 +308,13 @@ class Tracer:
             if entry is None:
                 entry = self._cached_entry(key, opdef, type, attrs, in_arrays, present)
             fn, single, result_keys, checked, eid = entry
-            res = fn(*in_arrays, rng=self._rng_for(checked)) if uses_rng else fn(*in_arrays)
+            prof = _profiler._active
+            if prof is None:
+                res = fn(*in_arrays, rng=self._rng_for(checked)) if uses_rng else fn(*in_arrays)
+            else:
+                t0 = time.perf_counter()
+                res = fn(*in_arrays, rng=self._rng_for(checked)) if uses_rng else fn(*in_arrays)
+                prof.add_op(type, time.perf_counter() - t0)
         except (TypeError, ValueError, IndexError, FloatingPointError) as e:
             raise _at_user_line(e, type) from None
         if self.recorder is not None:

@@ -477,7 +477,14 @@ class Executor:
                 gens = own_streams
             saved = [g.bit_generator.state for g in gens] if gens else None
             try:
-                fetched, written = plan.run(arrays, [c._value for c in reads], gens)
+                active = profiler.active()
+                if active is None:
+                    fetched, written = plan.run(arrays, [c._value for c in reads], gens)
+                else:                       # (a replayed dygraph step under the profiler)
+                    times = [0.0] * len(plan.steps)
+                    fetched, written = plan.run_profiled(arrays, [c._value for c in reads],
+                                                         times, gens)
+                    active.add_run(plan.step_types, times, plan.steps)
             except BaseException:
                 for g, state in zip(gens, saved or ()):
                     g.bit_generator.state = state
