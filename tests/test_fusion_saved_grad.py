@@ -167,6 +167,7 @@ def test_the_dygraph_replay_pairs_and_keeps_the_eager_bits(monkeypatch):
         R = replay.REPLAYER
         R.reset()
         off, R.off = R.off, not replayed
+        before = R.replayed
         try:
             with dygraph.guard():
                 l1, l2 = dygraph.Linear(6, 12), dygraph.Linear(12, 2)
@@ -181,7 +182,7 @@ def test_the_dygraph_replay_pairs_and_keeps_the_eager_bits(monkeypatch):
                     opt.minimize(loss)
                     opt.clear_gradients()
                     losses.append(float(loss))
-                return losses, [p.numpy() for p in params], R.replayed
+                return losses, [p.numpy() for p in params], R.replayed - before
         finally:
             R.off = off
             R.reset()

@@ -658,9 +658,6 @@ class Program:
         self._op_role_var: List[str] = []
         self._appending_grad_times = 0
         self._is_distributed = False
-        # plan-time fusion may not reassociate a sum (stack a shared weight's products into
-        # one GEMM): set by the dygraph step replay, whose plan must give the eager step's bits
-        self._exact_sums = False
 
     # -- version ------------------------------------------------------------------------
     def _bump(self) -> None:

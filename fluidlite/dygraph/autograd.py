@@ -14,6 +14,12 @@ gradient rule:
   ``create_graph=True`` those runs are recorded, so the gradients are differentiable (the
   ``double_grad`` rules give every order the static backward supports).
 
+A leaf weight that two or more plain 2-D products (``matmul`` / ``mul``) use as Y, and no
+other op of the pass reads, gets its gradient as one GEMM over the products' stacked rows
+after the pass (``_shared_weights``; without ``create_graph``), as the static plan computes
+it: the same sum of products in another order, so backward() and grad() agree with each other
+and with a replayed step bit for bit.
+
 Gradients reaching a leaf tensor (no node, ``stop_gradient=False``) accumulate into its
 ``gradient()`` (``backward``) or are returned (``grad``); ``backward`` also leaves every
 intermediate tensor that is still referenced its gradient of that pass (as fluid 1.8). Unless
@@ -34,6 +40,8 @@ from .. import profiler as _profiler
 from ..core import mode as _mode
 from ..core import names, registry
 from ..core.registry import GradBuilder, VarSpec
+from ..executor.fusion.kernels.stacked_grad import StackedWeightGrad
+from ..executor.fusion.patterns.stacked_grad import PLAIN_PRODUCTS
 from .tensor import VarBase, install_backward
 from .tracer import Node, Tracer, kernel_entry
 
@@ -491,6 +499,8 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
     # backward() (not grad()) leaves each reached intermediate tensor its gradient of this pass
     store = capture is None and not create_graph
     plain = not create_graph and not blocked_ids
+    shared = _shared_weights(order) if plain else None
+    stacked: Dict[int, Tuple[VarBase, List[Any], List[Any]]] = {}
     for n in order:
         douts: List[Any] = []
         reached = False
@@ -530,13 +540,18 @@ def _engine(roots: Sequence[VarBase], root_grads: Sequence[Any], retain_graph: b
         if plain and n.__class__ is Node:
             prof = _profiler._active
             t0 = time.perf_counter() if prof is not None else 0.0
-            in_grads = _plain_grads(n, douts)
+            xy = shared.get(id(n)) if shared else None
+            if xy is not None:              # the weight's part is stacked at the end
+                in_grads = _fast_grads(n, douts, _defer_weight(n, xy, douts[0], stacked))
+            else:
+                in_grads = _plain_grads(n, douts)
             if prof is not None and in_grads is not None:   # (otherwise traced ops below)
                 prof.add_op(n.opdef.type + "_grad", time.perf_counter() - t0)
         if in_grads is None:
             _fill_zeros(n, douts)
             in_grads = _node_grads(n, douts, create_graph, blocked_ids)
         _accumulate(n, in_grads, grads, leaves, blocked_ids, create_graph)
+    _add_stacked(stacked, grads, leaves)
     if not retain_graph:
         for n in order:
             n.release()
@@ -883,6 +898,8 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
     grads, leaves, order = _discover(roots, root_grads)
     pop = grads.pop
     steps = _STEPS
+    shared = _shared_weights(order)
+    stacked: Dict[int, Tuple[VarBase, List[Any], List[Any]]] = {}   # see _shared_weights
     # Without retain_graph each node is released as soon as its step has run, so the saved
     # activations go as the pass walks back (as the static plan frees them after their last
     # gradient op), not all at its end. A released consumer no longer keeps its inputs alive,
@@ -898,6 +915,11 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
                 stops = tuple(map(_sg, n.in_vars))  # the common case: one tensor per slot
             except AttributeError:
                 stops = _stop_flags(n.in_vars)
+            xy = shared.get(id(n)) if shared else None
+            if xy is not None:              # the weight's part is stacked at the end
+                v = n.out_refs[0]()
+                _defer_weight(n, xy, grads.get(id(v)) if v is not None else None, stacked)
+                stops = stops[:xy[1]] + (True,) + stops[xy[1] + 1:]     # (a dX-alone step)
             entry = steps.get((n.key, stops))
             if entry is None or entry[0] is not n.opdef:
                 if len(steps) > 8192:
@@ -912,7 +934,84 @@ def _engine_plain(roots: Sequence[VarBase], root_grads: Sequence[Any],
                 prof.add_op(n.opdef.type + "_grad", time.perf_counter() - t0)
         if not retain_graph:
             _release_walked(n, grads, held)
+    _add_stacked(stacked, grads, leaves)
     return grads, leaves
+
+
+# -- a weight shared by several products: its gradient as one GEMM -----------------------------
+# A weight W used in T plain products (an unrolled recurrent layer) has the gradient
+# sum_t X_t^T dOut_t. backward() computes it as the static plan does
+# (executor/fusion/patterns/stacked_grad.py): the products' grad steps compute dX alone and
+# keep X_t and dOut_t; after the pass, one GEMM over the stacked rows, in the pass's order. So
+# a replayed step (dygraph/replay.py), whose static plan stacks them, gives these bits.
+_STACKED = StackedWeightGrad()
+
+
+def _plain_product(n: Any) -> Optional[Tuple[int, int]]:
+    """The X and Y slots' indices when ``n`` is a plain X @ Y of 2-D operands of one float
+    dtype (``PLAIN_PRODUCTS``' attrs), else None."""
+    if n.__class__ is not Node:
+        return None
+    want = PLAIN_PRODUCTS.get(n.opdef.type + _GRAD_OP)
+    if want is None or any(n.attrs.get(k, v) != v for k, v in want.items()):
+        return None
+    names_ = [sl.name for sl in n.opdef.in_slots]
+    ix, iy = names_.index("X"), names_.index("Y")
+    x, w, out = n.in_arrays[ix], n.in_arrays[iy], n.out_arrays[0]
+    if not all(a.__class__ is np.ndarray and a.ndim == 2 for a in (x, w, out)):
+        return None
+    dt = x.dtype
+    if dt not in _STACK_DTYPES or w.dtype != dt or out.dtype != dt:
+        return None
+    return ix, iy
+
+
+_GRAD_OP = "_grad"
+_STACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _shared_weights(order: Sequence[Any]) -> Dict[int, Tuple[int, int]]:
+    """{id(node): its X and Y slots} for the nodes whose weight gradient is stacked: the plain
+    products of a leaf that two or more of them use as Y and nothing else in the pass reads."""
+    uses: Dict[int, List[Any]] = {}        # id(leaf) -> [(node, slots)], None: another use
+    for n in order:
+        xy = _plain_product(n)
+        iy = xy[1] if xy is not None else -1
+        for i, v in enumerate(n.in_vars or ()):
+            for x in (v if v.__class__ is list else (v,)):
+                if x is None or x._node is not None or x._stop_gradient:
+                    continue
+                k = id(x)
+                if i == iy and uses.get(k, ()) is not None:
+                    uses.setdefault(k, []).append((n, xy))
+                else:
+                    uses[k] = None         # type: ignore[assignment]
+    return {id(n): xy for got in uses.values() if got is not None and len(got) >= 2
+            for n, xy in got}
+
+
+def _defer_weight(n: Node, xy: Tuple[int, int], dout: Any,
+                  stacked: Dict[int, Tuple[VarBase, List[Any], List[Any]]]) -> List[bool]:
+    """Keep X and the output gradient ``dout`` of ``n`` for its weight's stacked gradient
+    (nothing when the output got none); returns the ``need`` flags of its dX alone."""
+    ix, iy = xy
+    if dout is not None:
+        w = n.in_vars[iy]
+        got = stacked.get(id(w))
+        if got is None:
+            got = stacked[id(w)] = (w, [], [])
+        got[1].append(n.in_arrays[ix])
+        got[2].append(dout)
+    return [i != iy and v is not None and not v._stop_gradient
+            for i, v in enumerate(n.in_vars)]
+
+
+def _add_stacked(stacked: Dict[int, Tuple[VarBase, List[Any], List[Any]]],
+                 grads: Dict[int, Any], leaves: Dict[int, VarBase]) -> None:
+    """The deferred weights' gradients, one stacked GEMM each (``_shared_weights``)."""
+    for k, (w, xs, ds) in stacked.items():
+        grads[k] = _STACKED.forward(xs, ds)["Out"]
+        leaves[k] = w
 
 
 def _release_walked(n: Node, grads: Dict[int, Any], held: Dict[int, VarBase]) -> None:

@@ -156,7 +156,6 @@ class _Compiled:
         self.sources: List[List[Any]] = []
         self.params: Dict[str, ParamBase] = {}
         self.program, startup = Program(), Program()
-        self.program._exact_sums = True     # its plan keeps the eager step's sums, bit for bit
         saved, _mode.tracer = _mode.tracer, None        # (built, not run eagerly)
         try:
             with unique_name.guard(), program_guard(self.program, startup):

@@ -211,8 +211,7 @@ class Plan:
         self.feed_specs = tuple(_feed_spec(block, n) for n in self.feed_names)
         ops = [op for op in block.ops if not registry.get_op_def(op.type).plan_skip]
         if ENABLE_FUSION:
-            ops = _fuse(ops, block, self.fetch_names, self.feed_names,
-                        getattr(program, "_exact_sums", False))
+            ops = _fuse(ops, block, self.fetch_names, self.feed_names)
         gen = _CodeGen(block, program.random_seed, program)
         gen.feeds(self.feed_names)
         for op in ops:
@@ -705,11 +704,10 @@ def _release_filename(n: int, name: str) -> None:
 
 
 def _fuse(ops: List[Operator], block: Block, fetch_names: Sequence[str],
-          feed_names: Sequence[str], exact_sums: bool = False) -> List[Any]:
-    """``fusion.fuse``: fetched names stay materialised, fed names are never updated in place;
-    ``exact_sums``: no fusion reassociates a sum (the program's ``_exact_sums``)."""
-    return fuse(ops, block, fetch_names=set(fetch_names), feed_names=set(feed_names),
-                exact_sums=exact_sums)
+          feed_names: Sequence[str]) -> List[Any]:
+    """``fusion.fuse``: fetched names stay materialised, fed names are never updated in
+    place."""
+    return fuse(ops, block, fetch_names=set(fetch_names), feed_names=set(feed_names))
 
 
 def _feed_spec(block: Block, name: str) -> FeedSpec:

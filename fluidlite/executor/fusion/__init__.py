@@ -8,7 +8,8 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 
 * **A shared weight's gradient** (``patterns/stacked_grad.py``): the ``sum`` of the dW of T
   plain products of one weight (an unrolled recurrent layer) as one GEMM over the stacked rows
-  of their X and dOut; the products' grad ops then compute dX alone.
+  of their X and dOut; the products' grad ops then compute dX alone (dygraph's ``backward()``
+  stacks the same products, so a replayed step keeps the eager bits).
 * **A sliced tensor's gradient** (``patterns/slice_grads.py``): the ``sum`` of the
   ``slice_grad``s of one tensor as one zero tensor with each slice's gradient added in.
 * **An fc layer's forward** (``patterns/linear_act.py``): ``mul``, the bias
@@ -59,20 +60,18 @@ from .patterns import PIPELINE
 
 
 def fuse(ops: Sequence[Operator], block: Block, fetch_names: Iterable[str] = (),
-         feed_names: Optional[Iterable[str]] = None, exact_sums: bool = False) -> List[Any]:
+         feed_names: Optional[Iterable[str]] = None) -> List[Any]:
     """Return the plan's op list with fusable sequences replaced by ``FusedOp``s.
 
     ``fetch_names`` stay materialised; ``feed_names`` are never updated in place. (Called as
     ``fuse(ops, block, protected)`` by older plans: ``protected`` is then both.) The module's
     ``_INPLACE_MIN`` (read on every call) is the parameter size from which an update runs in
-    place. ``exact_sums``: no fusion that adds the terms of a sum in another order (a shared
-    weight's stacked gradient) -- the dygraph step replay's plans, which must give the bits of
-    the eager step.
+    place.
     """
     fetch = set(fetch_names)
     feed = set(fetch) if feed_names is None else set(feed_names)
     return matcher.run(list(ops), block, fetch, feed, PIPELINE,
-                       {"inplace_min": _INPLACE_MIN, "exact_sums": exact_sums})
+                       {"inplace_min": _INPLACE_MIN})
 
 
 # the kernels under their former names: the dygraph optimizers run the same group and norm

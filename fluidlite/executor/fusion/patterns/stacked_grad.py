@@ -5,9 +5,9 @@
   a plain 2-D ``mul_grad`` / ``matmul_grad`` of the same Y (the backward pass's accumulation of
   a weight used T times), each read by the sum alone, becomes ``fused(stacked_weight_grad)`` at
   the sum's position, reading the products' X and Out@GRAD (which nothing may write in
-  between). The grad ops stay, their ``Y@GRAD`` now unread.
-  Not in plans that must keep the unfused sums' bits (``fuse(exact_sums=True)``: the dygraph
-  step replay, whose steps compute what the eager steps compute).
+  between). The grad ops stay, their ``Y@GRAD`` now unread. Dygraph's ``backward()``
+  stacks the same products (``dygraph/autograd.py``), so the dygraph step replay's plans,
+  which must give the eager step's bits, stack them too.
 * ``UNREAD_GRADS``: a ``mul_grad`` / ``matmul_grad`` whose ``Y@GRAD`` is a private temporary
   nobody reads computes its ``X@GRAD`` alone (the rule's ``wanted``): one GEMM instead of two.
 """
@@ -21,18 +21,19 @@ from ..kernels.stacked_grad import StackedWeightGrad
 from ..matcher import Context, FusedOp, Match, P, Pattern, Rewrite
 
 # the grad ops of plain products, with the attrs (and their values) that keep them X @ Y: no
-# flattening, transposes, alpha or heads
-_PLAIN = {
+# flattening, transposes, alpha or heads (dygraph's backward stacks the same products:
+# dygraph/autograd.py)
+PLAIN_PRODUCTS = {
     "mul_grad": {"x_num_col_dims": 1, "y_num_col_dims": 1},
     "matmul_grad": {"transpose_X": False, "transpose_Y": False, "alpha": 1.0,
                     "head_number": 1},
 }
-_GRAD_TYPES = tuple(_PLAIN)
+_GRAD_TYPES = tuple(PLAIN_PRODUCTS)
 
 
 def _plain_product(op: Any, cx: Context) -> bool:
-    """X @ Y of two declared 2-D float operands of one dtype (``_PLAIN``'s attrs)."""
-    plain = all(op.attrs.get(k, v) == v for k, v in _PLAIN[op.type].items())
+    """X @ Y of two declared 2-D float operands of one dtype (``PLAIN_PRODUCTS``' attrs)."""
+    plain = all(op.attrs.get(k, v) == v for k, v in PLAIN_PRODUCTS[op.type].items())
     if not plain or not all(op.inputs.get(s) for s in ("X", "Y", "Out@GRAD")):
         return False
     names_ = (op.inputs["X"][0], op.inputs["Y"][0], op.inputs["Out@GRAD"][0])
@@ -43,8 +44,6 @@ def _plain_product(op: Any, cx: Context) -> bool:
 
 
 def _shared(m: Match, cx: Context) -> Optional[Rewrite]:
-    if cx.options.get("exact_sums"):          # the products' sum in another order: not here
-        return None
     total, grads, at = m["sum"], m["grads"], m.root
     ws = {g.inputs["Y"][0] for g in grads}
     if len(grads) < 2 or len(ws) != 1:
