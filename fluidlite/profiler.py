@@ -119,7 +119,8 @@ def _check_state(state: str) -> None:
 
 
 def start_profiler(state: str = "CPU", tracer_option: str = "Default") -> None:
-    """Start collecting per-op timings for every ``Executor.run``.
+    """Start collecting per-op timings for every ``Executor.run`` and, in dygraph mode, every
+    eager op, eager backward node and replayed step (module docstring).
 
     Args:
         state (str): ``"CPU"``, ``"GPU"`` or ``"All"`` (all three time the CPU kernels here).
@@ -226,8 +227,9 @@ def stop_profiler(sorted_key: Optional[str] = None,
 def profiler(state: str = "CPU", sorted_key: Optional[str] = None,
              profile_path: Optional[str] = None,
              tracer_option: str = "Default") -> Iterator[Profile]:
-    """Context manager: profile every ``Executor.run`` inside the block; on leaving it, print
-    the report to stdout (and write it to ``profile_path`` when given), as fluid did.
+    """Context manager: profile every ``Executor.run`` (and dygraph op) inside the block; on
+    leaving it, print the report to stdout (and write it to ``profile_path`` when given), as
+    fluid did.
 
     Args:
         state: ``CPU``, ``GPU`` or ``All`` (all profile the CPU kernels here).
