@@ -319,6 +319,16 @@ tests_for() {
       # an fc layer's forward as one kernel: its own tests, and the programs with fc layers
       echo tests/test_fusion_linear_act.py tests/test_executor.py tests/test_fusion.py \
            tests/test_fusion_patterns.py tests/test_lower_grad.py ;;
+    fluidlite/executor/fusion/patterns/saved_grad.py|fluidlite/executor/fusion/kernels/saved_grad.py)
+      # a forward op and its grad op sharing work (GELU's slope): its own tests, and the
+      # activation tests of the ops declaring saves_for_grad
+      echo tests/test_fusion_saved_grad.py tests/ops/test_activation.py \
+           tests/ops/test_activation_blocks.py tests/test_fusion.py tests/test_fusion_patterns.py ;;
+    fluidlite/dygraph/autograd.py|fluidlite/profiler.py)
+      # the eager backward (the stacked weight gradients, the profiler's eager timings)
+      echo tests/dygraph/test_shared_weight_grad.py tests/dygraph/test_engine_cache.py \
+           tests/dygraph/test_autograd.py tests/dygraph/test_replay.py \
+           tests/dygraph/test_profiler.py tests/test_executor.py ;;
     fluidlite/core/selected_rows.py)
       # SelectedRows and merge_rows: the sparse gradients of embeddings and their updates
       echo tests/ops/test_selected_rows.py tests/test_scope_selected_rows.py \
