@@ -277,6 +277,13 @@ tests_for() {
       echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
            tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
            tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
+    fluidlite/ops/activation.py)
+      # GELU's slope saved for its gradient (forward_saving / backward_saved) is tested with
+      # the fusion that calls it; the blocked float32 kernels have test files of their own
+      echo tests/ops/test_activation.py tests/ops/test_activation_blocks.py \
+           tests/ops/test_activation_parts.py tests/test_fusion_saved_grad.py \
+           tests/test_dtype_stability.py tests/test_higher_order_math.py tests/test_lower_grad.py \
+           tests/test_mutants_activation.py ;;
     fluidlite/ops/math_more.py)
       # fc's kernel is also fc_group's (the inference pass that groups sibling fc layers)
       echo tests/ops/test_math_more.py tests/test_inference_kernels.py tests/ops/test_linalg.py \

@@ -108,6 +108,60 @@ def test_two_gelus_of_one_input_and_a_rewritten_input(monkeypatch):
         assert_same(got, want)
 
 
+def test_the_grad_op_reads_the_saved_slope(monkeypatch):
+    # the fused gradient never evaluates GELU's derivative again: backward is not called
+    gelu = registry.get_op_def("gelu")
+    calls = []
+    real = type(gelu).backward
+    monkeypatch.setattr(type(gelu), "backward",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    main, startup, loss = build("float32")
+    block = main.global_block()
+    fused = fusion.fuse(list(block.ops), block, [loss.name], ["x"])
+    fwd = next(op for op in fused if op.type == "fused(gelu+saved)")
+    bwd = next(op for op in fused if op.type == "fused(saved+gelu_grad)")
+    saved = fwd.outputs["Saved"]
+    assert saved == bwd.inputs["Saved"] and len(saved) == 1
+    assert saved[0].startswith(fwd.outputs["Out"][0] + "@SAVED0.")
+    train(main, startup, loss, "float32", steps=2)
+    assert calls == []
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_the_fused_gradient_without_a_saved_slope_is_backwards(approximate):
+    # a gradient of another dtype, or no saved value: the op's own backward, attrs and all
+    gdef = registry.get_op_def("gelu_grad")
+    x = np.random.default_rng(2).standard_normal((4, 5)).astype("float32")
+    d = np.random.default_rng(3).standard_normal((4, 5))
+    want = gdef.forward_def.backward(x, d, approximate=approximate)["X"]
+    got = kernels.SavedGrad(gdef, {"approximate": approximate}).forward(None, x, d)
+    assert np.array_equal(got["X@GRAD"], want)
+    _, saved = gdef.forward_def.forward_saving(x, approximate=approximate)
+    got = kernels.SavedGrad(gdef, {"approximate": approximate}).forward(saved, x, d)
+    assert np.array_equal(got["X@GRAD"], want)
+
+
+def test_a_gelu_after_the_gradient_is_not_its_forward(monkeypatch):
+    # a gelu of the same input appended after minimize (a metric): the grad op pairs with
+    # the forward before it, never with one after it
+    main, startup, loss = build("float32")
+    with fluid.unique_name.guard("late"), fluid.program_guard(main, startup):
+        h = next(op for op in main.global_block().ops if op.type == "gelu").inputs["X"][0]
+        late = L.reduce_mean(L.gelu(main.global_block().var(h)))
+    types = fused_types(main, loss)
+    assert types.index("fused(gelu+saved)") < types.index("fused(saved+gelu_grad)")
+    assert types.index("fused(saved+gelu_grad)") < types.index("gelu")
+    exe, scope = fluid.Executor(), fluid.Scope()
+    exe.run(startup, scope=scope)
+    got = exe.run(main, feed={"x": X.astype("float32")}, fetch_list=[loss, late], scope=scope)
+    unfused(monkeypatch)
+    exe2, scope2 = fluid.Executor(), fluid.Scope()
+    exe2.run(startup, scope=scope2)
+    want = exe2.run(main, feed={"x": X.astype("float32")}, fetch_list=[loss, late], scope=scope2)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+
+
 def test_a_program_without_the_gradient_is_unchanged():
     main, _, loss = build("float32")
     test = main.clone(for_test=True)
