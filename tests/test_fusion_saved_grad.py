@@ -139,6 +139,12 @@ def test_the_fused_gradient_without_a_saved_slope_is_backwards(approximate):
     _, saved = gdef.forward_def.forward_saving(x, approximate=approximate)
     got = kernels.SavedGrad(gdef, {"approximate": approximate}).forward(saved, x, d)
     assert np.array_equal(got["X@GRAD"], want)
+    for dout in (d.astype("float32"), d[:1].astype("float32")):    # no slope; a broadcast
+        want = gdef.forward_def.backward(x, dout.copy(), approximate=approximate)["X"]
+        _, saved = gdef.forward_def.forward_saving(x, approximate=approximate)
+        for s in (None, saved):
+            got = kernels.SavedGrad(gdef, {"approximate": approximate}).forward(s, x, dout)
+            assert np.array_equal(got["X@GRAD"], want)
 
 
 def test_a_gelu_after_the_gradient_is_not_its_forward(monkeypatch):
