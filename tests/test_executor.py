@@ -159,7 +159,7 @@ def test_plan_prints_generated_source():
     src = str(plan)
     assert "def __plan(F, P, K, S):" in src and "del " in src
     # every kernel call names its op (the fc layer's mul and bias add: one fused kernel)
-    assert "= k0(t0, t1, t2)['Out']  # fused(mul+elementwise_add)" in src
+    assert "t3 = k0(t0, t1, t2)  # fused(mul+elementwise_add)" in src
     assert "  # softmax" in src
 
 

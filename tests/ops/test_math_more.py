@@ -134,3 +134,36 @@ def test_fc(act, pad, ncol):
     t.check_grad(["Input", "W", "Bias"], "Out")
     with pytest.raises(ValueError, match="must equal W's rows"):
         get_op_def("fc").infer(VarSpec([2, 7], "float32"), VarSpec([6, 5], "float32"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("act", ["", "relu"])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [3, 700])        # one block; over _GEMM_MIN (an epilogue)
+def test_fc_fast_path_gives_forwards_bits(dtype, act, bias, rows):
+    from fluidlite.core.registry import VarSpec, get_op_def
+    from fluidlite.core.dtypes import convert_np_dtype_to_dtype_
+    fc = get_op_def("fc")
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, 96)).astype(dtype)
+    w = rng.standard_normal((96, 128)).astype(dtype)
+    b = rng.standard_normal(128).astype(dtype) if bias else None
+    vt = convert_np_dtype_to_dtype_(np.dtype(dtype))
+    specs = [VarSpec(x.shape, vt), VarSpec(w.shape, vt), VarSpec(b.shape, vt) if bias else None]
+    fast = fc.lower(specs, {"activation_type": act})
+    want = fc.forward(x, w, b, activation_type=act)["Out"]
+    got = fast(x, w, b)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    ref = x.astype(np.float64) @ w.astype(np.float64) + (b if bias else 0)
+    np.testing.assert_allclose(got, np.maximum(ref, 0) if act else ref,
+                               rtol=1e-4 if dtype == "float32" else 1e-12, atol=1e-4)
+    # what the fast path does not take: flattened inputs, padded weights, float16, a 2-D bias
+    f16 = convert_np_dtype_to_dtype_(np.dtype("float16"))
+    for bad, attrs in ((specs[:0] + [VarSpec((rows, 4, 24), vt)] + specs[1:], {}),
+                       (specs, {"padding_weights": True}),
+                       (specs, {"in_num_col_dims": 2}),
+                       ([VarSpec(x.shape, f16), VarSpec(w.shape, f16), None], {}),
+                       (specs[:2] + [VarSpec((1, 128), vt)], {}),
+                       (specs, {"activation_type": "tanh"})):
+        assert fc.lower(bad, dict(attrs, activation_type=attrs.get("activation_type", act))) \
+            is None

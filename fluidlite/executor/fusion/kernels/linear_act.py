@@ -14,7 +14,7 @@ stand-in of its shape and dtype: a read-only broadcast zero, no memory.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -32,6 +32,25 @@ class LinearAct(FusedDef):
         self.fc = registry.get_op_def("fc")
         self.kw = {"in_num_col_dims": x_num_col_dims, "activation_type": act}
         self.stand_ins = tuple(stand_ins)
+
+    def lower(self, in_specs: Sequence[Any], attrs: Dict[str, Any]) -> Optional[Callable]:
+        """fc's own fast path (``FC.lower``: 2-D X, one float dtype), with the stand-ins of
+        the last shape kept (a small layer pays every NumPy call)."""
+        fast = self.fc.lower(in_specs, self.kw)
+        if fast is None or not self.stand_ins:
+            return fast
+        slots, last = self.stand_ins, [np.zeros(0)]
+
+        def with_stand_ins(X: np.ndarray, Y: np.ndarray, Bias: np.ndarray) -> Dict[str, Any]:
+            out = fast(X, Y, Bias)
+            zero = last[0]
+            if zero.shape != out.shape or zero.dtype != out.dtype:
+                zero = last[0] = np.broadcast_to(np.zeros((), out.dtype), out.shape)
+            res = {"Out": out}
+            for s in slots:
+                res[s] = zero
+            return res
+        return with_stand_ins
 
     def forward(self, X: np.ndarray, Y: np.ndarray, Bias: np.ndarray) -> Dict[str, Any]:
         out = self.fc.forward(X, Y, Bias, **self.kw)["Out"]
