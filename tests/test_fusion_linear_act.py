@@ -212,3 +212,28 @@ def test_chains_fc_does_not_compute_stay_unfused(case):
         want = x @ w.reshape(6, -1) + b
     tol = 2e-2 if case.get("dtype") == "float16" else 1e-12
     np.testing.assert_allclose(got, np.maximum(want, 0), rtol=tol, atol=tol)
+
+
+def test_the_fast_kernel_and_its_stand_ins_follow_the_shape():
+    # the lowered fused kernel (fc's fast path): Out as fc computes it, and a zero stand-in of
+    # Out's shape and dtype for every call -- also when the batch size changes between calls
+    from fluidlite.core.dtypes import VarType
+    from fluidlite.core.registry import VarSpec
+    from fluidlite.executor.fusion.kernels.linear_act import LinearAct
+    fc = registry.get_op_def("fc")
+    specs = [VarSpec((-1, 5), VarType.FP64), VarSpec((5, 4), VarType.FP64),
+             VarSpec((4,), VarType.FP64)]
+    assert fc.lower(specs, {}) is not None          # fc's defaults: no activation
+    rng = np.random.default_rng(9)
+    w, b = rng.standard_normal((5, 4)), rng.standard_normal(4)
+    for act in ("", "relu"):
+        fast = LinearAct(1, act, ["Product"]).lower(specs, {})
+        for rows in (6, 3, 3, 8):
+            x = rng.standard_normal((rows, 5))
+            got = fast(x, w, b)
+            want = fc.forward(x, w, b, activation_type=act)["Out"]
+            assert np.array_equal(got["Out"], want)
+            z = got["Product"]
+            assert z.shape == (rows, 4) and z.dtype == np.float64 and not z.any()
+            assert not z.flags.writeable
+        assert LinearAct(1, act, []).lower(specs, {})(x, w, b).shape == (8, 4)
