@@ -42,10 +42,13 @@ def _check(x: Any, arg: str, layer: str, dtypes: Optional[Sequence[str]] = None)
         raise TypeError(f"The type of '{arg}' in {layer} must be Variable, but received "
                         f"{type(x).__name__}. Create it with fluid.data / fluid.layers.* or "
                         f"fluid.layers.assign(numpy_array).")
-    if dtypes is not None and x.dtype is not None and convert_dtype(x.dtype) not in dtypes:
+    if dtypes is None:
+        return
+    dt = x.dtype                # (a dygraph tensor's dtype is a property: read it once)
+    if dt is not None and convert_dtype(dt) not in dtypes:
         hint = "float32" if "float32" in dtypes else dtypes[0]
         raise TypeError(f"The data type of '{arg}' in {layer} must be one of {list(dtypes)}, but "
-                        f"received {convert_dtype(x.dtype)}. Cast it first, e.g. "
+                        f"received {convert_dtype(dt)}. Cast it first, e.g. "
                         f"fluid.layers.cast({arg}, '{hint}').")
 
 
