@@ -952,7 +952,7 @@ def _plain_product(n: Any) -> Optional[Tuple[int, int]]:
     dtype (``PLAIN_PRODUCTS``' attrs), else None."""
     if n.__class__ is not Node:
         return None
-    want = PLAIN_PRODUCTS.get(n.opdef.type + _GRAD_OP)
+    want = _PLAIN_FORWARD.get(n.opdef.type)
     if want is None or any(n.attrs.get(k, v) != v for k, v in want.items()):
         return None
     names_ = [sl.name for sl in n.opdef.in_slots]
@@ -966,7 +966,8 @@ def _plain_product(n: Any) -> Optional[Tuple[int, int]]:
     return ix, iy
 
 
-_GRAD_OP = "_grad"
+# the forward op types of PLAIN_PRODUCTS' grad ops (mul, matmul), with their attrs
+_PLAIN_FORWARD = {t[:-len("_grad")]: attrs for t, attrs in PLAIN_PRODUCTS.items()}
 _STACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
