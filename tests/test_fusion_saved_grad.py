@@ -1,5 +1,5 @@
 """A forward op and its gradient sharing work at plan time (executor/fusion/patterns/
-saved_grad.py): GELU saves its slope for gelu_grad. Training gives the unfused ops' bits, every
+saved_grad.py): GELU and swish save their slope for their grad op. Training gives the unfused ops' bits, every
 ``saves_for_grad`` declaration keeps ``forward`` / ``backward``'s bits, and the pairing stays
 away from a grad op whose input was rewritten after the forward."""
 import numpy as np
@@ -74,6 +74,27 @@ def test_gelu_layers_train_with_the_unfused_bits(dtype, approximate, monkeypatch
     want = train(main2, startup2, loss2, dtype)
     assert_same(got, want)
     assert got[0][-1] < got[0][0]                          # it learns
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_swish_layers_train_with_the_unfused_bits(dtype, monkeypatch):
+    def make():
+        main, startup = fluid.Program(), fluid.Program()
+        main.random_seed = startup.random_seed = 5
+        with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+            x = fluid.data("x", [-1, 6], dtype)
+            h = L.swish(L.fc(x, 20), beta=1.5)
+            loss = L.mean(L.square(L.fc(h, 3)))
+            fluid.optimizer.SGD(0.05).minimize(loss)
+        return main, startup, loss
+    main, startup, loss = make()
+    types = fused_types(main, loss)
+    assert "fused(swish+saved)" in types and "fused(saved+swish_grad)" in types
+    got = train(main, startup, loss, dtype)
+    unfused(monkeypatch)
+    main2, startup2, loss2 = make()
+    assert "swish_grad" in fused_types(main2, loss2)
+    assert_same(got, train(main2, startup2, loss2, dtype))
 
 
 def test_the_gradient_matches_the_float64_formula():

@@ -4,8 +4,9 @@ gradient, and the grad op that reads it (``OpDef.saves_for_grad``).
 GELU's gradient evaluates the erf and the exp its forward evaluated: unfused, a BERT layer's
 GELU costs two such evaluations per step. Paired, the forward also writes the slope GELU'(X)
 (``forward_saving``) into a plan-only variable, and the grad op multiplies it by dOut
-(``backward_saved``): one pass instead of ~20. The operations are the unfused ops', so the
-bits are too; the price is one array of X's size held from the forward to its gradient.
+(``backward_saved``): one pass instead of ~20. Swish saves its slope from its one sigmoid
+the same way. The operations are the unfused ops', so the bits are too; the price is one
+array of X's size held from the forward to its gradient.
 """
 from __future__ import annotations
 
