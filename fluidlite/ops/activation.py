@@ -185,6 +185,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.reciprocal(t, out=t)
 
 
+def _slope_fits(saved: Any, X: np.ndarray, dOut: Any) -> bool:
+    """A slope ``forward_saving`` saved serves ``backward_saved``: it exists and X, dOut and
+    it share one shape (and X and dOut one dtype); otherwise ``backward``'s own path, whose
+    bits it would not give (a broadcast or another dtype's gradient)."""
+    return (saved is not None and isinstance(dOut, np.ndarray) and dOut.shape == X.shape
+            and dOut.dtype == X.dtype and saved.shape == X.shape)
+
+
 # -- base class ---------------------------------------------------------------------------------
 class _Act(OpDef):
     inputs, outputs = ("X",), ("Out",)
@@ -689,8 +697,7 @@ class Gelu(_Act):
         """dX = dOut * S, S the slope ``forward_saving`` made (written over: the plan hands
         it to this op alone); ``backward`` where that rule would take another path (a
         gradient of another dtype or shape)."""
-        if (saved is None or not isinstance(dOut, np.ndarray) or dOut.shape != X.shape
-                or dOut.dtype != X.dtype or saved.shape != X.shape):
+        if not _slope_fits(saved, X, dOut):
             return self.backward(X, dOut, approximate=approximate)
         return {"X": np.multiply(saved, dOut, out=saved)}
 
@@ -804,8 +811,7 @@ class Swish(_Act):
     def backward_saved(self, saved, X, dOut, *, beta=1.0):
         """dX = dOut * slope (``forward_saving``'s); ``backward`` for a gradient of another
         shape or dtype."""
-        if (saved is None or not isinstance(dOut, np.ndarray) or dOut.shape != X.shape
-                or dOut.dtype != X.dtype or saved.shape != X.shape):
+        if not _slope_fits(saved, X, dOut):
             return self.backward(X, dOut, beta=beta)
         return {"X": np.multiply(dOut, saved, out=saved)}
 
