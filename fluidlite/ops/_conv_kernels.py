@@ -45,11 +45,15 @@ __all__ = ["copy_parts", "run_parts", "phase_parts", "use_depthwise", "depthwise
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
            "pointwise_dw", "uses_band", "band_filter", "band_shape"]
 
-# output elements per block of rows (1 MiB of float32). Not smaller: every tap pass is a NumPy
-# call that holds the GIL while it dispatches, and two threads taking blocks of 64K elements
-# waited on each other's dispatches (MobileNetV2 at 256K: training step 0.975, inference at
-# batch 16 on two threads 0.945; 512K: 1.013 again)
-_BLOCK = 1 << 18
+# output elements per block of rows (512 KiB of float32). Not smaller: every tap pass is a
+# NumPy call that holds the GIL while it dispatches, and two threads taking blocks of 32K
+# elements waited on each other's dispatches (1.5-2x slower on 112x112 and 56x56 maps). Not
+# larger: a block's taps, accumulator and (strided) phase planes then leave the core's cache
+# -- on the Intel machine of session 54, two threads, 128K against 256K: stride-1 layers of
+# 32 x 112x112 and 144 x 56x56 at batch 8 forward 0.75-0.77x, input gradient 0.75-0.78x,
+# filter gradient 0.87-0.93x; MobileNetV2 inference at batch 16 0.90-0.96x, batch 1 0.98x
+# (the AMD machine of session 46 had measured 256K at 0.975 against 64K, 512K at 1.013)
+_BLOCK = 1 << 17
 _PARTS = 2              # fixed split of the rows (results never depend on the thread count)
 _ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
 _POINTWISE_MIN = 128    # 1x1 GEMM per image only for maps of at least this many pixels
