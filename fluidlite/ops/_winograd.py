@@ -42,7 +42,8 @@ import numpy as np
 from ..core import threads
 from .linalg import _bmm, _mm
 
-__all__ = ["use_winograd", "winograd_fwd", "winograd_grads", "winograd_dx", "winograd_dw"]
+__all__ = ["use_winograd", "winograd_fwd", "winograd_fwd_tiles", "winograd_grads", "winograd_dx",
+           "winograd_dw", "tiles_fit"]
 
 _BUDGET = 4 << 20        # bytes of transformed tiles (16 x C x tiles) per block of images
 MIN_CHANNELS = 16       # below this the per-position GEMMs are too thin to beat one im2col GEMM
@@ -281,6 +282,14 @@ def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any,
     """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``
     (the blocks of images in parallel); ``u``: ``filter_tiles(w)`` when the caller has it
     already (an inference program transforms its constant filters once, at load)."""
+    return winograd_fwd_tiles(x, w, g, u)[0]
+
+
+def winograd_fwd_tiles(x: np.ndarray, w: np.ndarray, g: Any, u: Optional[np.ndarray] = None
+                       ) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
+    """``winograd_fwd``'s Y and the transformed input tiles V [16, C, P] of each block of
+    images, which ``winograd_grads`` takes as ``tiles`` instead of transforming the input
+    again (the same arrays, so the same bits)."""
     N, C = x.shape[:2]
     K = w.shape[0]
     if u is None:
@@ -291,23 +300,27 @@ def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any,
                          f"{list(u.shape)}")
     y = np.empty((N, K, g.oh, g.ow), x.dtype)
     blocks = _blocks(g, N, C, x.dtype.itemsize)
+    tiles: List[Any] = [None] * len(blocks)
 
     def one(i: int) -> None:
         lo, pl = blocks[i]
-        m = _bmm(u, _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl)))    # [16, K, P]
+        tiles[i] = _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl))
+        m = _bmm(u, tiles[i])                                           # [16, K, P]
         _output_tiles(m.reshape(4, 4, K, -1), pl, y[lo:lo + pl.b])
     threads.parallel(one, len(blocks))
-    return y
+    return y, tuple(tiles)
 
 
 def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
-                   x: Optional[np.ndarray] = None
+                   x: Optional[np.ndarray] = None,
+                   tiles: Optional[Sequence[np.ndarray]] = None
                    ) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
     """The gradients of ``winograd_fwd`` from dY [N, K, oh, ow]: (dX [N, C, H, W] when the
     filter ``w`` is given, dW [K, C, 3, 3] when the input ``x`` is given; None otherwise).
     Each block's dM = A dY A^T is made once for both: dV = U^T dM gives dX = B dV B^T, and
     dU = the blocks' dM V^T summed in batch order gives dW = G^T dU G (the blocks run in
-    parallel; their dU are added in order whatever thread made them)."""
+    parallel; their dU are added in order whatever thread made them). ``tiles``: the blocks'
+    V of ``x`` as ``winograd_fwd_tiles`` made them (then not made again here)."""
     N, K = dy.shape[:2]
     C = (w.shape[1] if w is not None else x.shape[1])
     # U^T [16, C, K]: the transform of w^T is U with its two channel axes swapped (a view;
@@ -326,7 +339,7 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
             _input_grad(dv.reshape(4, 4, C, -1), pl, dx[lo:hi], (g.pt, g.pl))
         if x is None:
             return None
-        v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl))
+        v = _input_tiles(x[lo:hi], pl, (g.pt, g.pl)) if tiles is None else tiles[i]
         return _bmm(dm, v.transpose(0, 2, 1))                       # [16, K, C]
 
     def add(i: int, part: Optional[np.ndarray]) -> None:
@@ -339,6 +352,18 @@ def winograd_grads(dy: np.ndarray, g: Any, w: Optional[np.ndarray] = None,
     threads.parallel(one, len(blocks), add)
     dw = None if not du else _mm(du[0].reshape(16, K * C).T, _gg(dy.dtype))   # [K*C, 9]
     return dx, None if dw is None else dw.reshape(K, C, 3, 3)
+
+
+def tiles_fit(tiles: Any, x: np.ndarray, g: Any) -> bool:
+    """Whether ``tiles`` can be ``winograd_grads``' tiles of ``x``: one V [16, C, P] of
+    ``x``'s dtype per block of images ``_blocks`` cuts ``x`` into (what
+    ``winograd_fwd_tiles`` returns for an input of its shape and dtype)."""
+    N, C = x.shape[:2]
+    blocks = _blocks(g, N, C, x.dtype.itemsize)
+    return (isinstance(tiles, tuple) and len(tiles) == len(blocks)
+            and all(isinstance(v, np.ndarray) and v.dtype == x.dtype
+                    and v.shape == (16, C, pl.nb * pl.th * pl.wc)
+                    for v, (_, pl) in zip(tiles, blocks)))
 
 
 def winograd_dx(dy: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import (AbstractSet, Any, Callable, Dict, Iterator, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -41,7 +42,7 @@ from . import _winograd as WG
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
 __all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "conv2d_forward",
-           "conv_out_size", "normalize_paddings"]
+           "conv2d_grads", "conv_out_size", "normalize_paddings"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
 # last-level cache next to the GEMM's own working set
@@ -572,6 +573,34 @@ class Conv2D(_ConvBase):
         return {"Output": conv2d_forward(Input, Filter, strides, paddings, padding_algorithm,
                                          groups, dilations, data_format)}
 
+    saves_for_grad = True
+
+    def forward_saving(self, Input, Filter, *, strides=[1, 1], paddings=[0, 0],
+                       padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1],
+                       data_format="NCHW"):
+        """``forward``'s Output and, where the Winograd kernel runs, the transformed input
+        tiles V of its blocks of images (``_winograd.winograd_fwd_tiles``; 4x the input's
+        size), which the filter gradient multiplies by dY's tiles: ``backward_saved`` then
+        does not transform the input again (a fifth of a 3x3 layer's gradient). Nothing is
+        saved (None) for the other kernels."""
+        last = _channels_last(data_format)
+        x = _to_nchw(Input, last)
+        g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
+        if _kind(x.shape[0], x.shape[1], Filter.shape, g, x.dtype) != "winograd":
+            return {"Output": _from_nchw(_conv_fwd(x, Filter, g), last)}, None
+        y, tiles = WG.winograd_fwd_tiles(x, Filter, g)
+        return {"Output": _from_nchw(y, last)}, tiles
+
+    def backward_saved(self, saved, Input, Filter, dOutput, *, wanted=None, **attrs):
+        """conv2d_grad's gradients (of the input slots in ``wanted``; None: both), the
+        filter's from the tiles ``forward_saving`` kept when they are the tiles of this
+        input's blocks (the bits of transforming it again)."""
+        slots = ("Input", "Filter") if wanted is None else tuple(
+            s for s in ("Input", "Filter") if s in wanted)
+        got = conv2d_grads(Input, Filter, dOutput, frozenset(s + "@GRAD" for s in slots),
+                           tiles=saved, **attrs)
+        return {s: got[s + "@GRAD"] for s in slots}
+
 
 def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
                    padding_algorithm: str, groups: int, dilations: Any, data_format: str,
@@ -606,6 +635,7 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
 class DepthwiseConv2D(Conv2D):
     """conv2d with groups == input channels (fluid's depthwise kernel; same maths)."""
     type = "depthwise_conv2d"
+    saves_for_grad = False      # (its kernels never run Winograd: nothing to save)
 
 
 class _ConvGradBase(OpDef):
@@ -631,34 +661,50 @@ class Conv2DGrad(_ConvGradBase):
 
     def forward(self, Input, Filter, dOutput, wanted=None, *, strides=[1, 1], paddings=[0, 0],
                 padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
-        last = _channels_last(data_format)
-        x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
-        g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
-        kind = _kind(x.shape[0], x.shape[1], Filter.shape, g, x.dtype)
-        if kind == "winograd" and wanted:
-            # both gradients in one pass over the blocks: each block's transformed dY serves
-            # both products
-            dx, dw = WG.winograd_grads(dy, g, w=Filter if "Input@GRAD" in wanted else None,
-                                       x=x if "Filter@GRAD" in wanted else None)
-            out = {"Filter@GRAD": dw} if dw is not None else {}
-            if dx is not None:
-                out["Input@GRAD"] = _from_nchw(dx, last)
-            return out
-        if kind or \
-                len(_batch_blocks(x.shape[1], g, x.shape[0])) > 1:
-            return LazyOutputs({
-                "Input@GRAD": lambda: _from_nchw(_conv_dx_nchw(dy, Filter, g), last),
-                "Filter@GRAD": lambda: _conv_dw_nchw(x, dy, g, Filter.shape)})
-        rows: List[np.ndarray] = []
+        return conv2d_grads(Input, Filter, dOutput, wanted, strides=strides, paddings=paddings,
+                            padding_algorithm=padding_algorithm, groups=groups,
+                            dilations=dilations, data_format=data_format)
 
-        def dy_rows() -> np.ndarray:      # shared by both gradients
-            if not rows:
-                rows.append(_dy_rows(dy, _batch_last(g, dy.shape[0])))
-            return rows[0]
 
+def conv2d_grads(Input: np.ndarray, Filter: np.ndarray, dOutput: np.ndarray,
+                 wanted: Optional[AbstractSet[str]] = None, *, strides: Any = (1, 1),
+                 paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
+                 dilations: Any = (1, 1), data_format: str = "NCHW",
+                 tiles: Any = None) -> Mapping:
+    """conv2d_grad's ``{"Input@GRAD": dX, "Filter@GRAD": dW}``: those in ``wanted`` when
+    it is given (the Winograd kernels make both in one pass over the blocks), else both,
+    each computed when first read. ``tiles``: the Winograd tiles of ``Input`` that
+    ``Conv2D.forward_saving`` kept (used when they fit, ``_winograd.tiles_fit``)."""
+    last = _channels_last(data_format)
+    x, dy = _to_nchw(Input, last), _to_nchw(dOutput, last)
+    g = _conv_geom(x, Filter, strides, paddings, dilations, padding_algorithm, groups)
+    kind = _kind(x.shape[0], x.shape[1], Filter.shape, g, x.dtype)
+    if kind == "winograd" and wanted:
+        # both gradients in one pass over the blocks: each block's transformed dY serves
+        # both products
+        dx, dw = WG.winograd_grads(
+            dy, g, w=Filter if "Input@GRAD" in wanted else None,
+            x=x if "Filter@GRAD" in wanted else None,
+            tiles=tiles if tiles is not None and WG.tiles_fit(tiles, x, g) else None)
+        out = {"Filter@GRAD": dw} if dw is not None else {}
+        if dx is not None:
+            out["Input@GRAD"] = _from_nchw(dx, last)
+        return out
+    if kind or \
+            len(_batch_blocks(x.shape[1], g, x.shape[0])) > 1:
         return LazyOutputs({
-            "Input@GRAD": lambda: _from_nchw(_conv_dx(dy_rows(), Filter, g, x.shape[0]), last),
-            "Filter@GRAD": lambda: _conv_dw(x, dy_rows(), g, Filter.shape)})
+            "Input@GRAD": lambda: _from_nchw(_conv_dx_nchw(dy, Filter, g), last),
+            "Filter@GRAD": lambda: _conv_dw_nchw(x, dy, g, Filter.shape)})
+    rows: List[np.ndarray] = []
+
+    def dy_rows() -> np.ndarray:      # shared by both gradients
+        if not rows:
+            rows.append(_dy_rows(dy, _batch_last(g, dy.shape[0])))
+        return rows[0]
+
+    return LazyOutputs({
+        "Input@GRAD": lambda: _from_nchw(_conv_dx(dy_rows(), Filter, g, x.shape[0]), last),
+        "Filter@GRAD": lambda: _conv_dw(x, dy_rows(), g, Filter.shape)})
 
 
 @register
