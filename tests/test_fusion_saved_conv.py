@@ -85,7 +85,7 @@ def test_the_gradient_reads_the_kept_tiles(monkeypatch):
     monkeypatch.setattr(WG, "_input_tiles", lambda *a: made.append(1) or real(*a))
     got = d.backward_saved(tiles, x, w, dy, **ATTRS)
     assert not made                                  # the filter gradient used the tiles
-    want = conv.conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
+    want = conv._conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
     assert made                                      # ... which unsaved, it makes again
     assert got.keys() == {"Input", "Filter"}
     for k in got:
@@ -99,7 +99,7 @@ def test_only_the_wanted_gradients_are_made(wanted):
     _, tiles = d.forward_saving(x, w, **ATTRS)
     got = d.backward_saved(tiles, x, w, dy, wanted=wanted, **ATTRS)
     assert set(got) == (wanted or {"Input", "Filter"})
-    ref = conv.conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
+    ref = conv._conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
     for k in got:
         assert np.array_equal(got[k], ref[k + "@GRAD"])
 
@@ -116,7 +116,7 @@ def test_tiles_that_do_not_fit_are_made_again():
     assert not WG.tiles_fit(tuple(t.astype(np.float64) for t in tiles), x, g)
     assert not WG.tiles_fit(tuple(t[:, :, 1:] for t in tiles), x, g)
     assert not WG.tiles_fit(list(tiles), x, g)
-    want = conv.conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
+    want = conv._conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
     for bad in (tiles[:-1], tuple(t.astype(np.float64) for t in tiles), list(tiles)):
         got = d.backward_saved(bad, x, w, dy, **ATTRS)
         for k in got:
@@ -132,7 +132,7 @@ def test_other_kernels_keep_nothing():
     assert np.array_equal(outs["Output"], d.forward(x, w, **ATTRS)["Output"])
     dy = np.random.default_rng(2).standard_normal(outs["Output"].shape)
     got = d.backward_saved(None, x, w, dy, **ATTRS)
-    ref = conv.conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
+    ref = conv._conv2d_grads(x, w, dy, frozenset({"Input@GRAD", "Filter@GRAD"}), **ATTRS)
     for k in got:
         assert np.array_equal(got[k], ref[k + "@GRAD"])
     assert not registry.get_op_def("depthwise_conv2d").saves_for_grad

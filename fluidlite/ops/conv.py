@@ -42,7 +42,7 @@ from . import _winograd as WG
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
 __all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "conv2d_forward",
-           "conv2d_grads", "conv_out_size", "normalize_paddings"]
+           "conv_out_size", "normalize_paddings"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
 # last-level cache next to the GEMM's own working set
@@ -597,7 +597,7 @@ class Conv2D(_ConvBase):
         input's blocks (the bits of transforming it again)."""
         slots = ("Input", "Filter") if wanted is None else tuple(
             s for s in ("Input", "Filter") if s in wanted)
-        got = conv2d_grads(Input, Filter, dOutput, frozenset(s + "@GRAD" for s in slots),
+        got = _conv2d_grads(Input, Filter, dOutput, frozenset(s + "@GRAD" for s in slots),
                            tiles=saved, **attrs)
         return {s: got[s + "@GRAD"] for s in slots}
 
@@ -661,12 +661,12 @@ class Conv2DGrad(_ConvGradBase):
 
     def forward(self, Input, Filter, dOutput, wanted=None, *, strides=[1, 1], paddings=[0, 0],
                 padding_algorithm="EXPLICIT", groups=1, dilations=[1, 1], data_format="NCHW"):
-        return conv2d_grads(Input, Filter, dOutput, wanted, strides=strides, paddings=paddings,
+        return _conv2d_grads(Input, Filter, dOutput, wanted, strides=strides, paddings=paddings,
                             padding_algorithm=padding_algorithm, groups=groups,
                             dilations=dilations, data_format=data_format)
 
 
-def conv2d_grads(Input: np.ndarray, Filter: np.ndarray, dOutput: np.ndarray,
+def _conv2d_grads(Input: np.ndarray, Filter: np.ndarray, dOutput: np.ndarray,
                  wanted: Optional[AbstractSet[str]] = None, *, strides: Any = (1, 1),
                  paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
                  dilations: Any = (1, 1), data_format: str = "NCHW",
