@@ -122,7 +122,13 @@ tests_for() {
       echo tests/ops/test_sequence.py tests/ops/test_seq_padded.py tests/test_dtype_stability.py \
            tests/test_lower_grad.py tests/test_mutants_sequence.py ;;
     fluidlite/ops/_winograd.py)
-      echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py ;;
+      echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py \
+           tests/test_fusion_saved_conv.py ;;
+    fluidlite/ops/conv.py)
+      # the convolutions' ops (the kernels have their own lists): their tests, and conv2d's
+      # Winograd tiles kept for its gradient
+      echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py ;;
     fluidlite/core/threads.py)
       echo tests/test_threads.py tests/ops/test_conv_kernels.py tests/ops/test_batch_norm_parts.py \
            tests/ops/test_activation_parts.py tests/ops/test_layer_norm_parts.py \
@@ -329,8 +335,9 @@ tests_for() {
     fluidlite/executor/fusion/patterns/saved_grad.py|fluidlite/executor/fusion/kernels/saved_grad.py)
       # a forward op and its grad op sharing work (GELU's slope): its own tests, and the
       # activation tests of the ops declaring saves_for_grad
-      echo tests/test_fusion_saved_grad.py tests/ops/test_activation.py \
-           tests/ops/test_activation_blocks.py tests/test_fusion.py tests/test_fusion_patterns.py ;;
+      echo tests/test_fusion_saved_grad.py tests/test_fusion_saved_conv.py \
+           tests/ops/test_activation.py tests/ops/test_activation_blocks.py tests/test_fusion.py \
+           tests/test_fusion_patterns.py ;;
     fluidlite/dygraph/autograd.py|fluidlite/profiler.py)
       # the eager backward (the stacked weight gradients, the profiler's eager timings)
       echo tests/dygraph/test_shared_weight_grad.py tests/dygraph/test_engine_cache.py \

@@ -4,6 +4,8 @@ Every case first asserts that conv.py dispatches it to the Winograd kernels, the
 op's output against the direct convolution of test_conv.py and its gradients against float64
 central differences (random upstream gradients), in each layout: one block, blocks of one
 image, and batch-innermost blocks."""
+import re
+
 import numpy as np
 import pytest
 
@@ -222,3 +224,20 @@ def test_program_reading_only_the_filter_gradient(monkeypatch):
     monkeypatch.setattr(WG, "MIN_CHANNELS", 1 << 30)
     want = filter_grad()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("bad", ["shape", "dtype"])
+def test_filter_tiles_of_another_shape_or_dtype_are_refused(bad):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 16, 10, 10)).astype("float32")
+    w = rng.standard_normal((16, 16, 3, 3)).astype("float32")
+    g = _geom(10, 10, (1, 1, 1, 1))
+    u = WG.filter_tiles(w)
+    y, tiles = WG.winograd_fwd_tiles(x, w, g, u)
+    np.testing.assert_array_equal(y, WG.winograd_fwd(x, w, g))
+    assert WG.tiles_fit(tiles, x, g)
+    u = u[:, :8] if bad == "shape" else u.astype("float64")
+    want = "float32 [16, 8, 16]" if bad == "shape" else "float64 [16, 16, 16]"
+    with pytest.raises(ValueError, match=r"filter tiles must be float32 \[16, 16, 16\] .*got "
+                       + re.escape(want)):
+        WG.winograd_fwd_tiles(x, w, g, u)
