@@ -136,3 +136,47 @@ def test_other_kernels_keep_nothing():
     for k in got:
         assert np.array_equal(got[k], ref[k + "@GRAD"])
     assert not registry.get_op_def("depthwise_conv2d").saves_for_grad
+
+
+@pytest.mark.parametrize("present", [{"Filter@GRAD"}, {"Input@GRAD"},
+                                     {"Input@GRAD", "Filter@GRAD"}])
+def test_the_paired_grad_op_is_told_which_gradients_to_make(present):
+    from fluidlite.executor.fusion.kernels.saved_grad import SavedGrad
+    gdef = registry.get_op_def("conv2d_grad")
+    op = SavedGrad(gdef, dict(ATTRS))
+    binding = op.bind([], {}, frozenset(present))
+    x, w, dy = _inputs("float32")
+    _, tiles = registry.get_op_def("conv2d").forward_saving(x, w, **ATTRS)
+    got = binding.fn(tiles, x, w, dy)
+    assert set(got) == present
+    ref = conv._conv2d_grads(x, w, dy, frozenset(present), **ATTRS)
+    assert set(ref) == present                   # the Winograd kernels make only those
+    for k in present:
+        assert np.array_equal(got[k], ref[k])
+
+
+def test_a_batch_too_small_for_winograd_keeps_nothing():
+    # one 10x10 image: 25 tiles, under the kernel's threshold (though 16 channels x 25 would
+    # pass it)
+    d = registry.get_op_def("conv2d")
+    x, w, dy = _inputs("float32", n=1)
+    assert conv._kind(1, 16, w.shape, conv._conv_geom(x, w, [1, 1], [1, 1], [1, 1],
+                                                      "EXPLICIT", 1), x.dtype) == ""
+    outs, saved = d.forward_saving(x, w, **ATTRS)
+    assert saved is None
+    np.testing.assert_array_equal(outs["Output"], d.forward(x, w, **ATTRS)["Output"])
+
+
+def test_channels_last_gradients_of_a_pointwise_convolution():
+    # 1x1 kernels (not Winograd) in NHWC: the gradients are NCHW's, transposed
+    d = registry.get_op_def("conv2d")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 16, 12, 12))
+    w = rng.standard_normal((8, 16, 1, 1))
+    dy = rng.standard_normal((2, 8, 12, 12))
+    attrs = dict(ATTRS, paddings=[0, 0])
+    want = d.backward_saved(None, x, w, dy, **attrs)
+    got = d.backward_saved(None, x.transpose(0, 2, 3, 1), w, dy.transpose(0, 2, 3, 1),
+                           **dict(attrs, data_format="NHWC"))
+    np.testing.assert_allclose(got["Input"], want["Input"].transpose(0, 2, 3, 1), rtol=1e-12)
+    np.testing.assert_allclose(got["Filter"], want["Filter"], rtol=1e-12)
