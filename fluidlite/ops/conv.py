@@ -20,7 +20,8 @@ channels as Winograd F(2x2, 3x3) (``_winograd.py``: 16 GEMMs of 4/9 the multiply
 
 Internally everything is channel-major so that the GEMMs see plain 2-D matrices: the columns
 are ``[C*kh*kw, M]`` with M ordered (oh, ow, N) — batch last, so im2col / col2im copy runs of
-ow*N elements — for narrow outputs, and (N, oh, ow) otherwise (see ``_batch_last``).
+ow*N elements — for narrow outputs of enough images, and (N, oh, ow) otherwise (see
+``_batch_last``).
 
 The grad kernels return a lazy mapping: the executor reads only the gradient slots the program
 binds, so a gradient nobody asked for (the image input of the first conv) is never computed.
@@ -168,11 +169,18 @@ def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
 
 
 # -- the three routines (NCHW) ------------------------------------------------------------------
+# images a block needs before a strided convolution's columns go batch-last: its copies then
+# move runs of only N elements (the windows step over the batch-last canvas by sw*N). Measured
+# (one thread, 3x3 stride 2): 2 images 1.45-2.5x slower than batch-second, 4 1.2-1.5x, 8 even,
+# 16 0.86-1.0x.
+_STRIDED_BL_MIN = 12
+
+
 def _batch_last(g: _Geom, n: int) -> bool:
     """Column layout: batch-last ``[C*kh*kw, oh*ow*N]`` (copies move runs of ow*N) when output
     rows are short, else batch-second ``[C*kh*kw, N*oh*ow]`` (runs of ow, and only cheap
-    transposes of whole feature maps)."""
-    return g.ow < 16 and n > 1
+    transposes of whole feature maps). Strided windows need ``_STRIDED_BL_MIN`` images."""
+    return g.ow < 16 and n >= (_STRIDED_BL_MIN if g.sw > 1 else 2)
 
 
 def _padded(x: np.ndarray, g: _Geom, bl: bool) -> np.ndarray:

@@ -91,3 +91,39 @@ def test_blocks_of_a_real_layer_in_float32():
     lhs = np.sum(dx.astype(np.float64) * probe)          # <dX, p> = <dY, conv(p)>
     rhs = np.sum(dy.astype(np.float64) * _direct(probe, w, (1, 1), (1, 1, 1, 1), (1, 1), 1))
     assert abs(lhs - rhs) <= 1e-4 * abs(rhs) + 1e-2
+
+
+@pytest.mark.parametrize("least", [1, C._STRIDED_BL_MIN])
+def test_strided_columns_in_either_layout_equal_a_direct_convolution(monkeypatch, least):
+    """A strided layer with narrow outputs, two images a block: batch-second columns by
+    default (batch-last copies would move runs of two elements), batch-last when forced; both
+    give a direct convolution's forward and gradients."""
+    monkeypatch.setattr(C, "_STRIDED_BL_MIN", least)
+    monkeypatch.setattr(C, "_COLS_BUDGET", 2 * 8 * 9 * 4 * 4 * 4)    # two images per block
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 8, 7, 7))
+    w = rng.standard_normal((5, 8, 3, 3))
+    attrs = dict(strides=[2, 2], paddings=[1, 1], dilations=[1, 1], groups=1)
+    g = C._conv_geom(x, w, [2, 2], [1, 1], [1, 1], "EXPLICIT", 1)
+    assert C._batch_blocks(8, g, 4) == [(0, 2), (2, 4)]
+    assert C._batch_last(g, 2) == (least == 1)
+    y = CONV.forward(x, w, **attrs)["Output"]
+    np.testing.assert_allclose(y, _direct(x, w, (2, 2), (1, 1, 1, 1), (1, 1), 1),
+                               rtol=1e-12, atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    got = GRAD.forward(x, w, dy, **attrs)
+    dx, dw = _grads(x, w, dy, (2, 2), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(got["Input@GRAD"], dx, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(got["Filter@GRAD"], dw, rtol=1e-11, atol=1e-11)
+
+
+def test_column_layout_rule():
+    """Narrow outputs go batch-last from two images at stride 1, from ``_STRIDED_BL_MIN``
+    when the windows are strided; wide outputs never."""
+    x, w = np.zeros((1, 4, 16, 16)), np.zeros((4, 4, 3, 3))
+    s1 = C._conv_geom(x, w, [1, 1], [1, 1], [1, 1], "EXPLICIT", 1)       # ow 16
+    s1n = C._conv_geom(x[..., :8, :8], w, [1, 1], [1, 1], [1, 1], "EXPLICIT", 1)   # ow 8
+    s2 = C._conv_geom(x, w, [2, 2], [1, 1], [1, 1], "EXPLICIT", 1)       # ow 8
+    assert not C._batch_last(s1, 64)
+    assert C._batch_last(s1n, 2) and not C._batch_last(s1n, 1)
+    assert not C._batch_last(s2, C._STRIDED_BL_MIN - 1) and C._batch_last(s2, C._STRIDED_BL_MIN)
