@@ -56,6 +56,8 @@ def test_mul_shape_error():
     ((3, 4), (4,), False, False),            # 1-D Y: column vector, dim dropped
     ((4,), (4,), False, False),              # both 1-D: shape [1]
     ((2, 4, 3), (2, 5, 4), True, True),
+    ((2, 3, 4), (2, 5, 4), False, True),     # stacks: each gradient in its input's layout
+    ((2, 2, 4, 3), (2, 2, 4, 5), True, False),
 ])
 def test_matmul(xs, ys, tx, ty):
     x, y = OpTest.rand(*xs, seed=1), OpTest.rand(*ys, seed=2)
@@ -352,3 +354,41 @@ def test_gemm_jobs_are_the_calls_gemm_makes(m, k, n, threads_, jobs, where):
         assert seen == [(slice(0, m // 2), full), (slice(m // 2, m), full)]
     else:
         assert seen == [(full, slice(0, n // 2)), (full, slice(n // 2, n))]
+
+
+@pytest.mark.parametrize("tx, ty", [(False, False), (False, True), (True, False), (True, True)])
+def test_attention_sized_stacks_match_float64_for_any_thread_count(tx, ty):
+    """A stack big enough for ``_bmm`` to cut in halves (an attention's scores): Out and both
+    gradients, alpha included, equal float64 products for 1 and 2 threads, with the same bits
+    for both, and the gradients come back contiguous in their inputs' layouts."""
+    from fluidlite.core import threads
+    from fluidlite.ops.linalg import _BMM_MIN
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 64, 48) if tx else (2, 4, 48, 64)).astype(np.float32)
+    y = rng.standard_normal((2, 4, 96, 64) if ty else (2, 4, 64, 96)).astype(np.float32)
+    a = np.swapaxes(x, -1, -2) if tx else x
+    b = np.swapaxes(y, -1, -2) if ty else y
+    assert 8 * 48 * 64 * 96 >= _BMM_MIN
+    d = rng.standard_normal((2, 4, 48, 96)).astype(np.float32)
+    a64, b64, d64 = a.astype(np.float64), b.astype(np.float64), d.astype(np.float64)
+    want_out = 0.3 * a64 @ b64
+    da = 0.3 * d64 @ np.swapaxes(b64, -1, -2)
+    db = 0.3 * np.swapaxes(a64, -1, -2) @ d64
+    want_dx = np.swapaxes(da, -1, -2) if tx else da
+    want_dy = np.swapaxes(db, -1, -2) if ty else db
+    op = get_op_def("matmul")
+    attrs = dict(transpose_X=tx, transpose_Y=ty, alpha=0.3)
+    runs = []
+    for t in (1, 2):
+        with threads.using(t):
+            out = op.forward(x, y, **attrs)["Out"]
+            g = op.backward(x, y, d, **attrs)
+        runs.append((out, g["X"], g["Y"]))
+        for got, want in ((out, want_out), (g["X"], want_dx), (g["Y"], want_dy)):
+            assert got.dtype == np.float32 and got.shape == want.shape
+            assert got.flags.c_contiguous
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    for one, two in zip(*runs):
+        assert np.array_equal(one, two)
+    only = op.backward(x, y, d, wanted={"Y"}, **attrs)
+    assert set(only) == {"Y"} and np.array_equal(only["Y"], runs[1][2])
