@@ -31,6 +31,7 @@ from ..core.dtypes import to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
 from ..ops.activation import relu6_to, relu_to
+from ..ops.broadcast import whole_runs
 from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
@@ -194,8 +195,9 @@ class Conv2DFusion(OpDef):
         def epilogue(block: np.ndarray, where: tuple) -> None:
             # block = Output as [N, F, oh*ow], at ``where`` (see conv2d_forward)
             if bias is not None:
-                block += bias[where[1] if len(where) > 1 else slice(None)].astype(
-                    block.dtype, copy=False)
+                with whole_runs(block.shape[-1]):       # a channel's bias along its map
+                    block += bias[where[1] if len(where) > 1 else slice(None)].astype(
+                        block.dtype, copy=False)
             if res is not None:
                 block += res[where].astype(block.dtype, copy=False)
             if act is not None:

@@ -24,6 +24,8 @@ from .broadcast import (  # noqa: F401
     numpy_compatible,
     operand_axes,
     reduce_to,
+    repeat_run,
+    whole_runs,
 )
 from .compose import Compose, Sym, live, reduce_into, spread_into, sum_into  # noqa: F401
 
@@ -53,13 +55,23 @@ class _Binary(OpDef):
         return self.fn(x, y)
 
     def forward(self, X, Y, *, axis=-1):
-        return {"Out": self.kernel(*aligned_y_to_x(X, Y, axis))}
+        x, y = aligned_y_to_x(X, Y, axis)
+        with whole_runs(repeat_run(x.shape, y.shape)):      # a per-channel Y over NCHW maps
+            return {"Out": self.kernel(x, y)}
 
     def lower(self, in_specs, attrs):
         axis = attrs.get("axis", -1)
         k = self.fn if type(self).kernel is _Binary.kernel else self.kernel
         x, y = in_specs
-        if x is not None and y is not None and numpy_compatible(x.shape, y.shape, axis):
+        if x is None or y is None:
+            return lambda a, b: self.forward(a, b, axis=axis)["Out"]
+        if len(x.shape) >= len(y.shape):
+            run = repeat_run(x.shape, aligned_shape(len(x.shape), y.shape, axis))
+        else:
+            run = repeat_run(aligned_shape(len(y.shape), x.shape, axis), y.shape)
+        if run < 0 or whole_runs(run).active:       # (run decided at run time / known)
+            return lambda a, b: self.forward(a, b, axis=axis)["Out"]
+        if numpy_compatible(x.shape, y.shape, axis):
             return k          # numpy's own broadcasting already is fluid's rule
         return lambda a, b: k(*aligned_y_to_x(a, b, axis))
 

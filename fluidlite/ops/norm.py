@@ -23,7 +23,7 @@ import numpy as np
 
 from ..core import threads
 from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
-from .broadcast import channel_vector
+from .broadcast import channel_run, channel_vector, whole_runs
 from .conv import LazyOutputs
 from .tensor import norm_axis
 
@@ -117,16 +117,19 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
               y: Optional[np.ndarray], ch: int) -> Tuple[np.ndarray, ...]:
     """Training batch norm of ``X``: (mu, var, inv_std per channel, Y), Y into ``y`` when
     given (else into the centred copy of X: one batch-sized array fewer)."""
+    run = channel_run(X.shape, ch)
     mu = _channel_sum(X, ch, mean=True)
-    xc = X - _bc(mu, X, ch)
+    with whole_runs(run):
+        xc = X - _bc(mu, X, ch)
     var = _channel_sum(xc, ch, xc, mean=True)
     inv_std = 1.0 / np.sqrt(var + eps)
     a = _bc(Scale * inv_std, X, ch)
-    if y is None:
-        y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
-    else:
-        np.multiply(xc, a, out=y)
-    y += _bc(Bias, X, ch)
+    with whole_runs(run):
+        if y is None:
+            y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
+        else:
+            np.multiply(xc, a, out=y)
+        y += _bc(Bias, X, ch)
     return mu, var, inv_std, y
 
 
@@ -153,22 +156,25 @@ def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: n
                   ) -> Tuple[np.ndarray, np.ndarray]:
     """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
     ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
-    xh = X - _bc(mean, X, 1)
-    if xh.dtype == np.result_type(xh, inv_std):
-        xh *= _bc(inv_std, X, 1)
-    else:
-        xh = xh * _bc(inv_std, X, 1)
+    run = channel_run(X.shape, 1)
+    with whole_runs(run):
+        xh = X - _bc(mean, X, 1)
+        if xh.dtype == np.result_type(xh, inv_std):
+            xh *= _bc(inv_std, X, 1)
+        else:
+            xh = xh * _bc(inv_std, X, 1)
     db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xh)
     if dx is not None:
         inv_m = 1.0 / m
-        np.subtract(dY, _bc(db * inv_m, X, 1), out=dx)
         c = _bc(ds * inv_m, X, 1)
-        if xh.dtype == np.result_type(xh, c):
-            xh *= c
-        else:
-            xh = xh * c
-        dx -= xh
-        dx *= _bc(Scale * inv_std, X, 1)
+        with whole_runs(run):
+            np.subtract(dY, _bc(db * inv_m, X, 1), out=dx)
+            if xh.dtype == np.result_type(xh, c):
+                xh *= c
+            else:
+                xh = xh * c
+            dx -= xh
+            dx *= _bc(Scale * inv_std, X, 1)
     return ds, db
 
 
@@ -221,8 +227,9 @@ class BatchNorm(OpDef):
         if use_global_stats or (is_test and not trainable_statistics):
             inv_std = 1.0 / np.sqrt(Variance + eps)
             a = (Scale * inv_std).reshape(bs)
-            y = (X * a + (Bias - Mean * Scale * inv_std).reshape(bs)).astype(X.dtype,
-                                                                                copy=False)
+            with whole_runs(channel_run(X.shape, ch)):
+                y = (X * a + (Bias - Mean * Scale * inv_std).reshape(bs)).astype(X.dtype,
+                                                                                    copy=False)
             if then is not None:
                 then(y)
             return {"Y": y, "MeanOut": Mean,
@@ -286,13 +293,16 @@ class BatchNormGrad(OpDef):
             dY = dY(None, None)
         cache: Dict[str, Any] = {}
 
+        run = channel_run(X.shape, ch)
+
         def xhat() -> np.ndarray:
             if "xh" not in cache:
-                xh = X - _bc(SavedMean, X, ch)
-                if xh.dtype == np.result_type(xh, SavedVariance):
-                    xh *= _bc(SavedVariance, X, ch)     # (in place: one array fewer)
-                else:
-                    xh = xh * _bc(SavedVariance, X, ch)
+                with whole_runs(run):
+                    xh = X - _bc(SavedMean, X, ch)
+                    if xh.dtype == np.result_type(xh, SavedVariance):
+                        xh *= _bc(SavedVariance, X, ch)     # (in place: one array fewer)
+                    else:
+                        xh = xh * _bc(SavedVariance, X, ch)
                 cache["xh"] = xh
             return cache["xh"]
 
@@ -309,18 +319,20 @@ class BatchNormGrad(OpDef):
         def dx() -> np.ndarray:
             k = _bc(Scale * SavedVariance, X, ch)
             if global_stats:
-                return dY * k
+                with whole_runs(run):
+                    return dY * k
             inv_m = 1.0 / m
             ds, db = dscale(), dbias()          # (before xhat is scaled in place below)
-            t = dY - _bc(db * inv_m, X, ch)
             xh = cache.pop("xh")
             c = _bc(ds * inv_m, X, ch)
-            if xh.dtype == np.result_type(xh, c):
-                xh *= c
-            else:
-                xh = xh * c
-            t -= xh
-            t *= k
+            with whole_runs(run):
+                t = dY - _bc(db * inv_m, X, ch)
+                if xh.dtype == np.result_type(xh, c):
+                    xh *= c
+                else:
+                    xh = xh * c
+                t -= xh
+                t *= k
             return t
 
         return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
@@ -351,9 +363,12 @@ def _ln_dx_rows(dy: np.ndarray, scale: Any, xh: np.ndarray, inv_std: np.ndarray,
     """layer_norm's dX of rows: (g - mean_row(g) - xh * mean_row(g * xh)) * inv_std with
     g = dY * Scale, into ``out`` when given."""
     gy = dy * scale if scale is not None else dy
-    out = np.subtract(gy, gy.mean(axis=1, keepdims=True), out=out)
-    out -= xh * (gy * xh).mean(axis=1, keepdims=True)
-    out *= inv_std
+    m1 = gy.mean(axis=1, keepdims=True)
+    m2 = (gy * xh).mean(axis=1, keepdims=True)
+    with whole_runs(dy.shape[1]):
+        out = np.subtract(gy, m1, out=out)
+        out -= xh * m2
+        out *= inv_std
     return out
 
 
@@ -383,9 +398,11 @@ def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu
     """layer_norm of the rows ``x`` [rows, right]: (Y, Mean, Variance), into ``y``, ``mu``,
     ``var`` when given (every row on its own: a block of rows gives the whole's bits)."""
     m = x.mean(axis=1, out=mu)
-    xc = x - m[:, None]
+    with whole_runs(x.shape[1]):
+        xc = x - m[:, None]
     v = np.mean(np.square(xc), axis=1, out=var)
-    out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None], out=y)
+    with whole_runs(x.shape[1]):
+        out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None], out=y)
     if scale is not None:
         out *= scale
     if bias is not None:
@@ -452,7 +469,8 @@ class LayerNormGrad(OpDef):
 
         def xhat() -> np.ndarray:
             if "xh" not in cache:
-                cache["xh"] = (X.reshape(left, right) - Mean[:, None]) * inv_std
+                with whole_runs(right):
+                    cache["xh"] = (X.reshape(left, right) - Mean[:, None]) * inv_std
             return cache["xh"]
 
         def dx() -> np.ndarray:
@@ -462,8 +480,9 @@ class LayerNormGrad(OpDef):
                 xh, out = np.empty_like(x), np.empty(x.shape, dy.dtype)
 
                 def part(lo: int, hi: int) -> None:
-                    np.subtract(x[lo:hi], Mean[lo:hi, None], out=xh[lo:hi])
-                    xh[lo:hi] *= inv_std[lo:hi]
+                    with whole_runs(right):
+                        np.subtract(x[lo:hi], Mean[lo:hi, None], out=xh[lo:hi])
+                        xh[lo:hi] *= inv_std[lo:hi]
                     _ln_dx_rows(dy[lo:hi], Scale, xh[lo:hi], inv_std[lo:hi], out[lo:hi])
                 threads.parallel_ranges(part, left)
                 cache["xh"] = xh
