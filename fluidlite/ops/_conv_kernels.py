@@ -39,6 +39,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..core import threads
+from .broadcast import whole_runs
 from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "phase_parts", "use_depthwise", "depthwise_fwd",
@@ -344,14 +345,15 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
             q.put(rows[r0:r1], g, planes[:r1 - r0])
             xf = planes[:r1 - r0].reshape(r1 - r0, q.planes, -1)
             a, t = acc[:r1 - r0], tmp[:r1 - r0]
-            for k in range(m):
-                for n, (ph, off) in enumerate(q.taps):
-                    if n == 0:
-                        np.multiply(xf[:, ph, off:off + L], wr[k, n, r0:r1], out=a)
-                    else:
-                        np.multiply(xf[:, ph, off:off + L], wr[k, n, r0:r1], out=t)
-                        a += t
-                y[r0:r1, k] = a.reshape(r1 - r0, g.oh, q.Wq)[:, :, :g.ow]
+            with whole_runs(L):             # each row's weight along its L pixels
+                for k in range(m):
+                    for n, (ph, off) in enumerate(q.taps):
+                        if n == 0:
+                            np.multiply(xf[:, ph, off:off + L], wr[k, n, r0:r1], out=a)
+                        else:
+                            np.multiply(xf[:, ph, off:off + L], wr[k, n, r0:r1], out=t)
+                            a += t
+                    y[r0:r1, k] = a.reshape(r1 - r0, g.oh, q.Wq)[:, :, :g.ow]
     _run_parts(part, N * C)
     return y.reshape(N, C * m, g.oh, g.ow)
 
@@ -381,16 +383,17 @@ def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
             p.fill(0)
             dxf = p.reshape(r1 - r0, q.planes, -1)
             t = tmp[:r1 - r0]
-            for n, (ph, off) in enumerate(q.taps):
-                np.multiply(d[:, 0], wr[0, n, r0:r1], out=t)
-                for k in range(1, m):
-                    a = acc[:r1 - r0]
-                    np.multiply(d[:, k], wr[k, n, r0:r1], out=a)
-                    t += a
-                # the dropped columns add exact zeros (even where W is not finite)
-                t.reshape(r1 - r0, g.oh, q.Wq)[:, :, g.ow:] = 0
-                view = dxf[:, ph, off:off + L]
-                view += t
+            with whole_runs(L):
+                for n, (ph, off) in enumerate(q.taps):
+                    np.multiply(d[:, 0], wr[0, n, r0:r1], out=t)
+                    for k in range(1, m):
+                        a = acc[:r1 - r0]
+                        np.multiply(d[:, k], wr[k, n, r0:r1], out=a)
+                        t += a
+                    # the dropped columns add exact zeros (even where W is not finite)
+                    t.reshape(r1 - r0, g.oh, q.Wq)[:, :, g.ow:] = 0
+                    view = dxf[:, ph, off:off + L]
+                    view += t
             q.take(p, g, rows[r0:r1])
     _run_parts(part, N * C)
     return dx

@@ -161,3 +161,19 @@ def test_per_channel_elementwise_ops_run_and_lower_with_whole_runs(monkeypatch, 
     plain = d.lower([VarSpec((-1, 6), x.dtype), VarSpec((6,), y.dtype)], {"axis": 1})
     assert np.array_equal(plain(x[:, :, 0, 0], y), want[:, :, 0, 0])
     assert seen == []              # rows of a [N, C] matrix: NumPy's plain broadcast
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_tap_kernels_bits_do_not_depend_on_the_buffer(monkeypatch, stride):
+    """The flat depthwise kernels multiply each row's L = oh * Wq pixels by its weight."""
+    from fluidlite.ops import _conv_kernels as K
+    from fluidlite.ops import conv as C
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)        # multiplier 2
+    g = C._geom((28, 28), (3, 3), (stride, stride), (1, 1), (1, 1), "EXPLICIT", 8)
+    assert g.oh * g.ow >= K._ROWS_LAST_MAX                       # the flat kernels
+    assert whole_runs(g.oh * -(-g.Wp // g.sw)).active
+    dy = rng.standard_normal((2, 16, g.oh, g.ow)).astype(np.float32)
+    on, off = _both(monkeypatch, lambda: (K._taps_fwd(x, w, g), K._taps_dx(dy, w, g, 8)))
+    assert np.array_equal(on[0], off[0]) and np.array_equal(on[1], off[1])
