@@ -36,14 +36,15 @@ def ref_hard_labels(label, n_class, ignore_index):
 def ref_swce(x, label, ignore_index=-100, axis=-1):
     """Hard-label softmax_with_cross_entropy forward and backward with take_along_axis and
     2-D fancy indexing (dLoss = 1/rows): fluid's SoftmaxFunctor (shifted logits clipped at
-    -64, times the reciprocal of their sum) and -TolerableValue(log(p[label]))."""
+    -64, times the reciprocal of their sum) and -TolerableValue(log(p[label])). The row max
+    is ``fmax``'s and the row sum einsum's, as fluid_softmax computes them (the bits)."""
     last = axis in (-1, x.ndim - 1)
     xm = x if last else np.moveaxis(x, axis, -1)
     lab = label if last else np.moveaxis(label, axis, -1)
-    z = xm - xm.max(axis=-1, keepdims=True)
+    z = xm - np.fmax.reduce(xm, axis=-1, keepdims=True)
     z = np.maximum(z, z.dtype.type(-64))
     sm = np.exp(z)
-    sm *= np.reciprocal(sm.sum(axis=-1, keepdims=True))
+    sm *= np.reciprocal(np.einsum("...i->...", sm)[..., None])
     idx, ign = ref_hard_labels(lab, xm.shape[-1], ignore_index)
     with np.errstate(divide="ignore", invalid="ignore"):
         loss = L._tolerable(-np.log(np.take_along_axis(sm, idx, axis=-1)))
@@ -183,9 +184,9 @@ def test_swce_soft_labels_unchanged():
     lab = np.random.default_rng(3).random((5, 4))
     lab /= lab.sum(-1, keepdims=True)
     out = SWCE.forward(x, lab, soft_label=True)
-    z = np.maximum(x - x.max(-1, keepdims=True), -64.0)
+    z = np.maximum(x - np.fmax.reduce(x, -1, keepdims=True), -64.0)
     p = np.exp(z)
-    p *= np.reciprocal(p.sum(-1, keepdims=True))
+    p *= np.reciprocal(np.einsum("ij->i", p)[:, None])     # (fluid_softmax's row sums)
     same(out["Loss"], np.sum(lab * L._tolerable(-np.log(p)), -1, keepdims=True,
                              dtype=x.dtype))
 

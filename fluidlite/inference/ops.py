@@ -30,7 +30,7 @@ from ..core import threads
 from ..core.dtypes import to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
-from ..ops.activation import relu6_to, relu_to
+from ..ops.activation import relu6_to, relu_to, row_sums
 from ..ops.broadcast import whole_runs
 from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 
@@ -282,14 +282,14 @@ def _attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any, alpha: fl
         s *= typ(alpha)
         if Mask is not None:
             s += Mask.astype(s.dtype, copy=False)
-        s -= s.max(axis=-1, keepdims=True)
+        s -= np.fmax.reduce(s, axis=-1, keepdims=True)      # (as softmax: see row_sums)
     else:
         # alpha >= 0: max(alpha s) = alpha max(s), so shift first and scale the shift
-        s -= s.max(axis=-1, keepdims=True)
+        s -= np.fmax.reduce(s, axis=-1, keepdims=True)
         s *= typ(alpha)
     np.maximum(s, typ(_SOFTMAX_CLIP), out=s)
     np.exp(s, out=s)
-    total = s.sum(axis=-1, keepdims=True)
+    total = row_sums(s, -1)
     out = np.matmul(s, V)
     out /= total
     return out

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core import threads
 from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
+from .activation import row_sums
 from .broadcast import channel_run, channel_vector, whole_runs
 from .conv import LazyOutputs
 from .tensor import norm_axis
@@ -358,13 +359,26 @@ class BatchNormGrad(OpDef):
 BatchNormGrad.forward_def = get_op_def("batch_norm")
 
 
+def _summed(*arrays: np.ndarray) -> bool:
+    """layer_norm's row means go through ``row_sums`` (einsum: 2-3x NumPy's ``mean`` on rows
+    of 256) for float32/float64 arrays of one dtype; float16 keeps NumPy's float32-accumulated
+    mean."""
+    return arrays[0].dtype in (np.float32, np.float64) and \
+        all(a.dtype == arrays[0].dtype for a in arrays)
+
+
 def _ln_dx_rows(dy: np.ndarray, scale: Any, xh: np.ndarray, inv_std: np.ndarray,
                 out: Any) -> np.ndarray:
     """layer_norm's dX of rows: (g - mean_row(g) - xh * mean_row(g * xh)) * inv_std with
     g = dY * Scale, into ``out`` when given."""
     gy = dy * scale if scale is not None else dy
-    m1 = gy.mean(axis=1, keepdims=True)
-    m2 = (gy * xh).mean(axis=1, keepdims=True)
+    if _summed(gy, xh):
+        inv_n = gy.dtype.type(1.0 / gy.shape[1])
+        m1 = row_sums(gy, 1) * inv_n
+        m2 = row_sums(gy, 1, xh) * inv_n
+    else:
+        m1 = gy.mean(axis=1, keepdims=True)
+        m2 = (gy * xh).mean(axis=1, keepdims=True)
     with whole_runs(dy.shape[1]):
         out = np.subtract(gy, m1, out=out)
         out -= xh * m2
@@ -397,10 +411,14 @@ def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu
              var: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """layer_norm of the rows ``x`` [rows, right]: (Y, Mean, Variance), into ``y``, ``mu``,
     ``var`` when given (every row on its own: a block of rows gives the whole's bits)."""
-    m = x.mean(axis=1, out=mu)
+    summed = _summed(x)
+    inv_n = x.dtype.type(1.0 / x.shape[1])
+    m = np.multiply(row_sums(x, 1)[:, 0], inv_n, out=mu) if summed else \
+        x.mean(axis=1, out=mu)
     with whole_runs(x.shape[1]):
         xc = x - m[:, None]
-    v = np.mean(np.square(xc), axis=1, out=var)
+    v = np.multiply(row_sums(xc, 1, xc)[:, 0], inv_n, out=var) if summed else \
+        np.mean(np.square(xc), axis=1, out=var)
     with whole_runs(x.shape[1]):
         out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None], out=y)
     if scale is not None:
