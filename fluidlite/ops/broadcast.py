@@ -16,9 +16,11 @@ forward and gradients).
 from __future__ import annotations
 
 import functools
-from typing import Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
+
+from ..core import threads
 
 Shape = Tuple[int, ...]
 
@@ -232,3 +234,34 @@ def repeat_run(a: Sequence[int], b: Sequence[int]) -> int:
         if run != 1:
             return run
     return 0
+
+
+PARTS_MIN = 1 << 19     # elements from which ``in_parts`` cuts an op in two (262K: no gain)
+
+
+def in_parts(fn: Callable[..., np.ndarray], a: np.ndarray, b: np.ndarray,
+             out: Optional[np.ndarray] = None) -> np.ndarray:
+    """``fn(a, b, out=out)`` -- an elementwise arithmetic ufunc (add, subtract, multiply,
+    divide) -- of two C-contiguous float ndarrays of one shape and dtype as two parallel halves
+    of their elements on ``core.threads``' pool: every element is computed alike, so the bits
+    are one call's. One call when the arrays are smaller than ``PARTS_MIN`` elements or differ
+    in shape, dtype or layout, or with one thread. (A residual connection's add and a
+    gradient's sum of [8, 256, 56, 56] maps ran on one core while the other waited.)
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops.broadcast import in_parts
+        >>> in_parts(np.add, np.ones(4), np.ones(4)).tolist()
+        [2.0, 2.0, 2.0, 2.0]
+    """
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray      # (a SelectedRows X)
+            or a.size < PARTS_MIN or a.shape != b.shape or a.dtype != b.dtype or a.dtype.kind != "f"
+            or not (a.flags.c_contiguous and b.flags.c_contiguous)
+            or (out is not None and (out.shape != a.shape or out.dtype != a.dtype
+                                     or not out.flags.c_contiguous))
+            or not threads.splitting()):
+        return fn(a, b) if out is None else fn(a, b, out=out)
+    res = np.empty(a.shape, a.dtype) if out is None else out
+    af, bf, of = a.reshape(-1), b.reshape(-1), res.reshape(-1)
+    threads.parallel_ranges(lambda lo, hi: fn(af[lo:hi], bf[lo:hi], out=of[lo:hi]), of.size)
+    return res

@@ -21,6 +21,7 @@ from .broadcast import (  # noqa: F401
     aligned_shape,
     aligned_y_to_x,
     broadcast_shape,
+    in_parts,
     numpy_compatible,
     operand_axes,
     reduce_to,
@@ -56,6 +57,8 @@ class _Binary(OpDef):
 
     def forward(self, X, Y, *, axis=-1):
         x, y = aligned_y_to_x(X, Y, axis)
+        if x.shape == y.shape and type(self).kernel is _Binary.kernel and self.fn in _IN_PARTS:
+            return {"Out": in_parts(self.fn, x, y)}
         with whole_runs(repeat_run(x.shape, y.shape)):      # a per-channel Y over NCHW maps
             return {"Out": self.kernel(x, y)}
 
@@ -71,9 +74,14 @@ class _Binary(OpDef):
             run = repeat_run(aligned_shape(len(y.shape), x.shape, axis), y.shape)
         if run < 0 or whole_runs(run).active:       # (run decided at run time / known)
             return lambda a, b: self.forward(a, b, axis=axis)["Out"]
+        if tuple(x.shape) == tuple(y.shape) and k is self.fn and self.fn in _IN_PARTS:
+            return lambda a, b: in_parts(k, a, b)   # (large maps: two parallel halves)
         if numpy_compatible(x.shape, y.shape, axis):
             return k          # numpy's own broadcasting already is fluid's rule
         return lambda a, b: k(*aligned_y_to_x(a, b, axis))
+
+
+_IN_PARTS = (np.add, np.subtract, np.multiply, np.divide)    # what ``in_parts`` may cut
 
 
 class _Linear(_Binary):

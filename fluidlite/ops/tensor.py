@@ -13,6 +13,7 @@ from ..core.dtypes import VarType, convert_np_dtype_to_dtype_, to_numpy_dtype
 from ..core.errors import InvalidArgument
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..core.selected_rows import SelectedRows, concat
+from .broadcast import in_parts
 
 
 @register
@@ -180,9 +181,9 @@ class Sum(OpDef):
             return {"Out": _sum_sparse(X)}
         if len(X) == 1:
             return {"Out": np.array(X[0], copy=True)}
-        out = np.add(X[0], X[1])
+        out = in_parts(np.add, X[0], X[1])
         for x in X[2:]:
-            np.add(out, x, out=out)
+            in_parts(np.add, out, x, out)
         return {"Out": out}
 
     def lower(self, in_specs, attrs):
@@ -191,7 +192,7 @@ class Sum(OpDef):
                 a, b = xs
                 if type(a) is SelectedRows or type(b) is SelectedRows:
                     return _sum_sparse(xs)
-                return np.add(a, b)
+                return in_parts(np.add, a, b)
             return add2
         return None
 
