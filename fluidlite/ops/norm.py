@@ -152,30 +152,39 @@ def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: flo
     return y, mu, var, inv_std
 
 
+def _bn_centred(X: np.ndarray, mean: np.ndarray, ch: int) -> np.ndarray:
+    """X - mean (per channel): batch_norm_grad's centred X, a new array."""
+    with whole_runs(channel_run(X.shape, ch)):
+        return X - _bc(mean, X, ch)
+
+
+def _bn_dx(dY: np.ndarray, xc: np.ndarray, Scale: np.ndarray, inv_std: np.ndarray,
+           ds: np.ndarray, db: np.ndarray, m: int, ch: int, out: Optional[np.ndarray] = None
+           ) -> np.ndarray:
+    """dX = k dY - (k ds inv_std / M) xc - k db / M, k = Scale inv_std (the batch-statistics
+    gradient k (dY - db/M - xh ds/M) with xh = xc inv_std folded into per-channel factors:
+    four passes over the map where scaling xh first took five). ``xc`` (``_bn_centred``) is
+    overwritten; into ``out`` when given."""
+    inv_m = 1.0 / m
+    k = Scale * inv_std
+    a, b = _bc(k * ds * inv_std * inv_m, xc, ch), _bc(k * db * inv_m, xc, ch)
+    with whole_runs(channel_run(xc.shape, ch)):
+        dx = np.multiply(dY, _bc(k, xc, ch), out=out)
+        xc = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
+        dx -= xc
+        dx -= b
+    return dx
+
+
 def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: np.ndarray,
                   dY: np.ndarray, dx: Optional[np.ndarray], m: int
                   ) -> Tuple[np.ndarray, np.ndarray]:
     """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
     ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
-    run = channel_run(X.shape, 1)
-    with whole_runs(run):
-        xh = X - _bc(mean, X, 1)
-        if xh.dtype == np.result_type(xh, inv_std):
-            xh *= _bc(inv_std, X, 1)
-        else:
-            xh = xh * _bc(inv_std, X, 1)
-    db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xh)
+    xc = _bn_centred(X, mean, 1)
+    db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xc) * inv_std
     if dx is not None:
-        inv_m = 1.0 / m
-        c = _bc(ds * inv_m, X, 1)
-        with whole_runs(run):
-            np.subtract(dY, _bc(db * inv_m, X, 1), out=dx)
-            if xh.dtype == np.result_type(xh, c):
-                xh *= c
-            else:
-                xh = xh * c
-            dx -= xh
-            dx *= _bc(Scale * inv_std, X, 1)
+        _bn_dx(dY, xc, Scale, inv_std, ds, db, m, 1, dx)
     return ds, db
 
 
@@ -294,47 +303,27 @@ class BatchNormGrad(OpDef):
             dY = dY(None, None)
         cache: Dict[str, Any] = {}
 
-        run = channel_run(X.shape, ch)
-
-        def xhat() -> np.ndarray:
-            if "xh" not in cache:
-                with whole_runs(run):
-                    xh = X - _bc(SavedMean, X, ch)
-                    if xh.dtype == np.result_type(xh, SavedVariance):
-                        xh *= _bc(SavedVariance, X, ch)     # (in place: one array fewer)
-                    else:
-                        xh = xh * _bc(SavedVariance, X, ch)
-                cache["xh"] = xh
-            return cache["xh"]
+        def centred() -> np.ndarray:
+            if "xc" not in cache:
+                cache["xc"] = _bn_centred(X, SavedMean, ch)
+            return cache["xc"]
 
         def dbias() -> np.ndarray:
             if "db" not in cache:
                 cache["db"] = _channel_sum(dY, ch)
             return cache["db"]
 
-        def dscale() -> np.ndarray:
+        def dscale() -> np.ndarray:         # sum(dY * xh) = sum(dY * xc) * inv_std
             if "ds" not in cache:
-                cache["ds"] = _channel_sum(dY, ch, xhat())
+                cache["ds"] = _channel_sum(dY, ch, centred()) * SavedVariance
             return cache["ds"]
 
         def dx() -> np.ndarray:
-            k = _bc(Scale * SavedVariance, X, ch)
             if global_stats:
-                with whole_runs(run):
-                    return dY * k
-            inv_m = 1.0 / m
-            ds, db = dscale(), dbias()          # (before xhat is scaled in place below)
-            xh = cache.pop("xh")
-            c = _bc(ds * inv_m, X, ch)
-            with whole_runs(run):
-                t = dY - _bc(db * inv_m, X, ch)
-                if xh.dtype == np.result_type(xh, c):
-                    xh *= c
-                else:
-                    xh = xh * c
-                t -= xh
-                t *= k
-            return t
+                with whole_runs(channel_run(X.shape, ch)):
+                    return dY * _bc(Scale * SavedVariance, X, ch)
+            ds, db = dscale(), dbias()          # (before xc is scaled in place below)
+            return _bn_dx(dY, cache.pop("xc"), Scale, SavedVariance, ds, db, m, ch)
 
         return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
 
