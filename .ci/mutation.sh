@@ -221,6 +221,7 @@ tests_for() {
       # their own besides test_norm.py
       echo tests/ops/test_norm.py tests/ops/test_batch_norm_buffers.py \
            tests/ops/test_batch_norm_parts.py tests/ops/test_layer_norm_parts.py \
+           tests/ops/test_whole_runs.py tests/ops/test_row_sums.py \
            tests/test_mutants_norm.py tests/test_dtype_stability.py tests/test_lower_grad.py ;;
     fluidlite/ops/_conv_kernels.py)
       # the shared conv kernels (depthwise, 1x1, copy/run_parts) have no op of their own: the
@@ -228,6 +229,7 @@ tests_for() {
       echo tests/ops/test_conv_kernels.py tests/ops/test_conv.py tests/ops/test_winograd.py \
            tests/ops/test_depthwise_flat.py tests/ops/test_conv_blocks.py \
            tests/ops/test_conv_band.py tests/test_inference_kernels.py \
+           tests/ops/test_whole_runs.py \
            tests/test_mutants_conv.py tests/test_dtype_stability.py \
            tests/test_mutants_conv_kernels.py ;;
     fluidlite/ops/rnn_core.py)
@@ -279,15 +281,18 @@ tests_for() {
            tests/test_dtype_stability.py tests/test_lower_grad.py tests/test_mutants_dropout.py ;;
     fluidlite/ops/broadcast.py)
       # fluid's broadcasting helpers register no op: the elementwise, compare and fused
-      # elementwise ops' tests reach them (no tests/ops/test_broadcast.py)
+      # elementwise ops' tests reach them (no tests/ops/test_broadcast.py), and whole_runs /
+      # in_parts have test files of their own
       echo tests/ops/test_elementwise.py tests/ops/test_compare.py \
-           tests/ops/test_fused_elemwise.py tests/test_mutants_elementwise.py \
+           tests/ops/test_fused_elemwise.py tests/ops/test_whole_runs.py \
+           tests/ops/test_in_parts.py tests/test_mutants_elementwise.py \
            tests/test_dtype_stability.py tests/test_mutants_broadcast.py ;;
     fluidlite/ops/activation.py)
       # GELU's slope saved for its gradient (forward_saving / backward_saved) is tested with
       # the fusion that calls it; the blocked float32 kernels have test files of their own
       echo tests/ops/test_activation.py tests/ops/test_activation_blocks.py \
-           tests/ops/test_activation_parts.py tests/test_fusion_saved_grad.py \
+           tests/ops/test_activation_parts.py tests/ops/test_row_sums.py \
+           tests/test_small_kernels.py tests/test_fusion_saved_grad.py \
            tests/test_dtype_stability.py tests/test_higher_order_math.py tests/test_lower_grad.py \
            tests/test_mutants_activation.py ;;
     fluidlite/ops/math_more.py)
