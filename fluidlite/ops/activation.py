@@ -18,6 +18,7 @@ import numpy as np
 from ..core import threads
 from ..core.dtypes import FLOATS, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, register
+from .broadcast import whole_runs
 from .compose import Compose, Sym, live
 
 _SQRT_2PI_INV = 1.0 / math.sqrt(2.0 * math.pi)
@@ -183,10 +184,15 @@ def _softmax_into(x: np.ndarray, axis: int, out: Optional[np.ndarray]) -> np.nda
     """``fluid_softmax`` into ``out`` (a new array when None); rows are independent, so a
     block of rows gives the same bits as the whole. The row max is ``fmax``'s (0.65-0.8x
     ``max``'s time): a NaN it skips still makes its row all NaN through the sum."""
-    e = np.subtract(x, np.fmax.reduce(x, axis=axis, keepdims=True), out=out)
+    run = x.shape[axis] if axis in (-1, x.ndim - 1) else 0      # rows of classes
+    m = np.fmax.reduce(x, axis=axis, keepdims=True)
+    with whole_runs(run):
+        e = np.subtract(x, m, out=out)
     np.maximum(e, e.dtype.type(_SOFTMAX_CLIP), out=e)
     np.exp(e, out=e)
-    e *= np.reciprocal(row_sums(e, axis))
+    r = np.reciprocal(row_sums(e, axis))
+    with whole_runs(run):
+        e *= r
     return e
 
 
@@ -837,7 +843,9 @@ class Swish(_Act):
 def _softmax_grad_into(out_: np.ndarray, dout: np.ndarray, axis: int,
                        dx: Optional[np.ndarray]) -> np.ndarray:
     """(dOut - sum(dOut * Out, axis)) * Out, into ``dx`` when given."""
-    dx = np.subtract(dout, row_sums(dout, axis, out_), out=dx)
+    s = row_sums(dout, axis, out_)
+    with whole_runs(dout.shape[axis] if axis in (-1, dout.ndim - 1) else 0):
+        dx = np.subtract(dout, s, out=dx)
     dx *= out_
     return dx
 

@@ -178,3 +178,18 @@ def test_depthwise_tap_kernels_bits_do_not_depend_on_the_buffer(monkeypatch, str
     dy = rng.standard_normal((2, 16, g.oh, g.ow)).astype(np.float32)
     on, off = _both(monkeypatch, lambda: (K._taps_fwd(x, w, g), K._taps_dx(dy, w, g, 8)))
     assert np.array_equal(on[0], off[0]) and np.array_equal(on[1], off[1])
+
+
+def test_softmax_over_rows_of_classes_bits_do_not_depend_on_the_buffer(monkeypatch):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((600, 1000)) * 3).astype(np.float32)      # two parallel parts
+    d = rng.standard_normal(x.shape).astype(np.float32)
+    op = get_op_def("softmax")
+    assert whole_runs(1000).active
+
+    def run():
+        out = op.forward(x)["Out"]
+        return out, op.backward(out, d)["X"]
+
+    on, off = _both(monkeypatch, run)
+    assert np.array_equal(on[0], off[0]) and np.array_equal(on[1], off[1])
