@@ -39,7 +39,8 @@ def test_halves_give_one_calls_bits(cuts, fn, dtype):
     assert cuts == [n, n]
 
 
-@pytest.mark.parametrize("case", ["small", "shape", "int", "strided", "one thread", "out"])
+@pytest.mark.parametrize("case", ["small", "shape", "int", "strided", "one thread", "out",
+                                  "list"])
 def test_one_call_otherwise(cuts, case):
     rng = np.random.default_rng(1)
     n = B.PARTS_MIN
@@ -57,6 +58,8 @@ def test_one_call_otherwise(cuts, case):
         count = 1
     elif case == "out":
         out = np.empty(n, np.float32)                     # another dtype
+    elif case == "list":
+        a = a.tolist()                                    # not an ndarray (a SelectedRows X)
     with threads.using(count):
         got = in_parts(np.add, a, b, out) if out is not None else in_parts(np.add, a, b)
     want = np.add(a, b, out=np.empty(n, np.float32)) if out is not None else np.add(a, b)

@@ -67,9 +67,17 @@ def test_the_buffer_of_other_threads_is_untouched():
     ((4, 5), (4, 5), 0),
     ((-1, 64, 28, 28), (64, 1, 1), 784),         # an unknown batch does not count
     ((8, 64, -1, 28), (64, 1, 1), -28),           # an unknown map does
+    ((8, 64), (1,), 512),                         # a one-element operand repeats everywhere
+    ((1,), (8, 64), 512),
 ])
 def test_repeat_run(a, b, run):
     assert repeat_run(a, b) == run
+
+
+def test_channel_run():
+    assert B.channel_run((8, 64, 28, 28), 1) == 784
+    assert B.channel_run((8, 28, 28, 64), 3) == 1           # NHWC: no run after the channels
+    assert B.channel_run((2, 3, 4, 5, 6), 2) == 30
 
 
 def _disabled(monkeypatch):
