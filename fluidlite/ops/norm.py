@@ -164,12 +164,14 @@ def _bn_dx(dY: np.ndarray, xc: np.ndarray, Scale: np.ndarray, inv_std: np.ndarra
     """dX = k dY - (k ds inv_std / M) xc - k db / M, k = Scale inv_std (the batch-statistics
     gradient k (dY - db/M - xh ds/M) with xh = xc inv_std folded into per-channel factors:
     four passes over the map where scaling xh first took five). ``xc`` (``_bn_centred``) is
-    overwritten; into ``out`` when given."""
+    overwritten; into ``out`` when given, else into a new array of dY's dtype (a float16
+    map's gradient stays float16 when its statistics are float32)."""
     inv_m = 1.0 / m
     k = Scale * inv_std
     a, b = _bc(k * ds * inv_std * inv_m, xc, ch), _bc(k * db * inv_m, xc, ch)
     with whole_runs(channel_run(xc.shape, ch)):
-        dx = np.multiply(dY, _bc(k, xc, ch), out=out)
+        dx = np.multiply(dY, _bc(k, xc, ch),
+                         out=np.empty(dY.shape, dY.dtype) if out is None else out)
         xc = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
         dx -= xc
         dx -= b
