@@ -42,7 +42,7 @@ from ..core import threads
 from .broadcast import whole_runs
 from .linalg import _gemm
 
-__all__ = ["copy_parts", "run_parts", "phase_parts", "use_depthwise", "depthwise_fwd",
+__all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", "depthwise_fwd",
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
            "pointwise_dw", "uses_band", "band_filter", "band_shape"]
 
@@ -289,10 +289,11 @@ def phase_parts(sh: int, sw: int, pt: int, pl: int, H: int, W: int
     return parts
 
 
-class _Phases:
+class Phases:
     """Where the stride phases of a padded map lie: ``planes`` (sh*sw) of ``Hq`` x ``Wq``,
     the plane and flat offset of every tap (``taps``), and per plane the input rows and
-    columns that land in it (``parts``)."""
+    columns that land in it (``parts``). ``g`` is any geometry with the fields kh, kw, sh,
+    sw, dh, dw, pt, pl, H, W, Hp, Wp (a convolution's, or pooling's ``_PoolGeom``)."""
 
     def __init__(self, g: Any) -> None:
         self.Wq = -(-g.Wp // g.sw)
@@ -328,7 +329,7 @@ class _Phases:
 def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
     N, C = x.shape[:2]
     m = w.shape[0] // C
-    q = _Phases(g)
+    q = Phases(g)
     rows = x.reshape(N * C, g.H, g.W)
     wr = _rows_weights(w, C, N).reshape(m, g.kh * g.kw, N * C, 1)
     L = g.oh * q.Wq
@@ -360,7 +361,7 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
 
 def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
     N, m = dy.shape[0], dy.shape[1] // C
-    q = _Phases(g)
+    q = Phases(g)
     dys = dy.reshape(N * C, m, g.oh, g.ow)
     wr = _rows_weights(w, C, N).reshape(m, g.kh * g.kw, N * C, 1)
     L = g.oh * q.Wq

@@ -60,6 +60,11 @@ def _cases() -> List[Dict[str, Any]]:
               case("pool3d", {"X": _distinct(1, 1, 3, 3, 3)},
                    dict(pooling_type=ptype, ksize=[1, 1, 1], strides=[2, 2, 4],
                         paddings=[0, 0, 0], ceil_mode=True), {"Out": F64})]
+    # big maps with overlapping windows: the flat phase planes (pool._flat_fwd / _flat_bwd)
+    c += [pool(_distinct(2, 16, 90, 92), pooling_type="max", ksize=[3, 3], strides=[2, 2],
+               paddings=[1, 1]),
+          pool(_distinct(2, 16, 91, 90), pooling_type="avg", ksize=[3, 3], strides=[1, 1],
+               paddings=[1, 1])]
     c += [pool(_distinct(1, 1, 1, 5), pooling_type="max", ksize=[1, 1], strides=[3, 3],
                paddings=[0, 0], ceil_mode=True),              # an empty window: -FLT_MAX
           case("pool2d", {"X": _distinct(1, 1, 3, 3)},
