@@ -18,6 +18,7 @@ CASES = [  # H, W, ksize, strides, paddings [t, b, l, r], ceil_mode
     (6, 6, (3, 3), (1, 1), (1, 1, 1, 1), False),          # stride 1: one plane
     (8, 5, (2, 3), (1, 2), (0, 1, 1, 0), True),
     (11, 11, (3, 3), (2, 2), (0, 0, 0, 0), True),         # AlexNet's 3x3 / 2, ceil_mode
+    (3, 4, (2, 2), (1, 1), (2, 2, 2, 2), False),          # corner windows without cells
 ]
 
 
@@ -122,6 +123,21 @@ def test_the_op_takes_flat_planes_for_big_maps_with_overlapping_windows(monkeypa
     assert calls == []
     xi = (x * 10).astype(np.int64)       # not float: the canvas kernels (their own errors)
     assert not P._flat(xi, P._geom(xi, [3, 3], [2, 2], [1, 1], False, False, "EXPLICIT"))
+
+
+@pytest.mark.parametrize("H,W,k,s,flat", [
+    (3, 1, (2, 1), (1, 1), True),       # two rows of windows overlapping along H only
+    (1, 3, (1, 2), (1, 1), True),       # ... along W only
+    (4, 1, (2, 1), (2, 1), False),      # disjoint
+    (2, 2, (2, 2), (1, 1), False),      # one window
+])
+def test_flat_route_needs_overlapping_windows(H, W, k, s, flat, monkeypatch):
+    x = np.zeros((1, 1, H, W), np.float32)
+    g = P._geom(x, list(k), list(s), [0, 0], False, False, "EXPLICIT")
+    monkeypatch.setattr(P, "_FLAT_MIN", x.size)         # size >= _FLAT_MIN counts
+    assert P._flat(x, g) is flat
+    monkeypatch.setattr(P, "_FLAT_MIN", x.size + 1)
+    assert not P._flat(x, g)
 
 
 def test_nhwc_and_the_flat_route_agree_with_nchw():
