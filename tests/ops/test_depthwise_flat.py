@@ -27,13 +27,38 @@ def _geom(x, w, pads, dil, strides=(1, 1)):
 
 
 
+def _padded_rows(x, g):
+    """``x`` [N, C, H, W] zero-padded as rows [N*C, Hp, Wp]."""
+    N, C = x.shape[:2]
+    buf = np.zeros((N * C, g.Hp, g.Wp), x.dtype)
+    buf[:, g.pt:g.pt + g.H, g.pl:g.pl + g.W] = x.reshape(N * C, g.H, g.W)
+    return buf
+
+
+def _rows_dx(dy, w, g, C):
+    """The input gradient scattered tap by tap through strided views of each padded row (the
+    kernel the phase planes replaced): the flat kernel must give its values."""
+    N, m = dy.shape[0], dy.shape[1] // C
+    dyr = np.ascontiguousarray(dy).reshape(N * C, m, g.oh, g.ow)
+    wr = K._rows_weights(w, C, N)
+    dxp = np.zeros((N * C, g.Hp, g.Wp), dy.dtype)
+    for i in range(g.kh):
+        for j in range(g.kw):
+            t = dyr[:, 0] * wr[0, i, j]
+            for k in range(1, m):
+                t += dyr[:, k] * wr[k, i, j]
+            view = K._tap(dxp, g, i, j)
+            view += t
+    return dxp.reshape(N, C, g.Hp, g.Wp)[:, :, g.pt:g.pt + g.H, g.pl:g.pl + g.W]
+
+
 def _rows_fwd(x, w, g):
     """The forward by strided taps over each padded row (blocks of rows), the reference the
     flat phase-plane kernel must equal bit for bit: per output element the same products
     added in the same order."""
     N, C = x.shape[:2]
     m = w.shape[0] // C
-    xp = K._padded_rows(x, g)
+    xp = _padded_rows(x, g)
     wr = K._rows_weights(w, C, N)
     y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
     rb = K._rows_per_block(g)
@@ -87,7 +112,7 @@ def test_flat_planes_equal_the_strided_rows_and_a_direct_convolution(N, C, m, H,
     dx = K._depthwise_dx_flat(dy, w, g, C)
     assert dx.shape == x.shape and dx.dtype == np.float32
     np.testing.assert_allclose(K.depthwise_dx(dy, w, g, C), dx, rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(dx, K._depthwise_dx_rows(dy, w, g, C), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(dx, _rows_dx(dy, w, g, C), rtol=1e-6, atol=1e-6)
     # the adjoint: <dX, p> = <dY, conv(p)> in float64
     probe = rng.standard_normal(x.shape)
     lhs = np.sum(dx.astype(np.float64) * probe)
@@ -105,7 +130,7 @@ def test_a_non_finite_weight_spoils_only_the_pixels_its_tap_reaches():
     dx = K._depthwise_dx_flat(dy, w, g, 2)
     # NaN * dY reaches the inputs that tap reads (rows and columns 1..17 of channel 0), and
     # nothing else: not the first row or column, which only the dropped columns would wrap to
-    np.testing.assert_array_equal(np.isnan(dx), np.isnan(K._depthwise_dx_rows(dy, w, g, 2)))
+    np.testing.assert_array_equal(np.isnan(dx), np.isnan(_rows_dx(dy, w, g, 2)))
     # the dispatcher too: a non-finite filter is never run turned as a forward (its taps
     # would also multiply the turned forward's padding)
     assert K._turned(g, w, 2) is None and K._turned(g, np.nan_to_num(w), 2) is not None
