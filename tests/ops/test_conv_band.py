@@ -246,3 +246,19 @@ def test_an_infinite_input_never_reaches_a_filter_gradient_through_the_padded_ti
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
     ok = np.isfinite(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("H,banded", [(14, True), (16, True), (17, False), (28, False)])
+def test_the_filter_gradient_runs_banded_on_maps_of_at_most_256_pixels(H, banded, monkeypatch):
+    calls = []
+    real = K._band_dw
+    monkeypatch.setattr(K, "_band_dw", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, H, H)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    dy = rng.standard_normal((2, 3, g.oh, g.ow)).astype(np.float32)
+    dw = K.depthwise_dw(x, dy, g, w.shape)
+    assert bool(calls) is banded
+    _, ref = _direct_grads(x.astype(np.float64), w.astype(np.float64), g, dy.astype(np.float64))
+    np.testing.assert_allclose(dw, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
