@@ -185,3 +185,28 @@ def test_blocks_of_rows_reusing_their_parts_buffers_give_the_bits_of_one_block(
     assert N * C >= 5                                               # several blocks, one short
     for a, b in zip(whole, run()):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("strides,turned", [((1, 1), True), ((2, 2), False)])
+def test_the_input_gradient_of_bigger_maps_runs_on_phase_planes(strides, turned, monkeypatch):
+    """Stride 1 with a finite filter: the forward on dY with the filter turned; any other
+    stride: the flat scatter (from 256 output pixels up; the rows-last kernel below)."""
+    monkeypatch.setattr(K, "_BAND_MAX", -1)
+    calls = []
+    for name in ("_depthwise_fwd_flat", "_depthwise_dx_flat", "_depthwise_dx_last"):
+        real = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, _r=real, _n=name: calls.append(_n) or _r(*a))
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 3, 34, 34)).astype(np.float32)
+    w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1, strides)
+    assert g.oh * g.ow >= K._ROWS_LAST_MAX
+    dy = rng.standard_normal((2, 3, g.oh, g.ow)).astype(np.float32)
+    dx = K.depthwise_dx(dy, w, g, 3)
+    assert calls == ["_depthwise_fwd_flat" if turned else "_depthwise_dx_flat"]
+    np.testing.assert_allclose(dx, _rows_dx(dy, w, g, 3), rtol=1e-5, atol=1e-5)
+    calls.clear()                               # a small map: rows last
+    g16 = _geom(x[:, :, :16, :15], w, (1, 1, 1, 1), 1, strides)
+    assert g16.oh * g16.ow < K._ROWS_LAST_MAX
+    K.depthwise_dx(rng.standard_normal((2, 3, g16.oh, g16.ow)).astype(np.float32), w, g16, 3)
+    assert calls == ["_depthwise_dx_last"]
