@@ -302,8 +302,7 @@ def _in_parts(fn: Any, arrays: Sequence[np.ndarray], shape: Tuple[int, ...],
 # (forward), or carry a gradient of exact zeros (backward: their dOut is 0, their Out NaN).
 # Maps run in blocks of rows whose planes stay in cache, in two fixed parts of the rows on the
 # pool's threads. Each window cell gets the same operations in the same order as on
-# ``_Canvas``: the same values (a disjoint window's unreached gradient cells are +0 where
-# ``_Canvas`` may write -0).
+# ``_Canvas``: the same values.
 _FLAT_MIN = 1 << 18         # input elements from which a float pooling runs on flat planes
 _FLAT_BLOCK = 1 << 17       # window outputs (oh*Wq) per block of rows
 
