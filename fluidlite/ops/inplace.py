@@ -44,6 +44,8 @@ def check_scalar(op: str, **slots: VarSpec) -> None:
                              f"shape is {list(spec.shape)}")
 
 
+# the ``ins`` key of a folded L2 decay's coefficient (``chunked``); also the tag of its scratch
+L2_DECAY = "@l2_decay"
 CHUNK = 1 << 17        # elements per pass of an in-place update (measured: 2^16..2^18 best)
 PARTS = 2              # chunk ranges of a large update run in parallel (``chunked``)
 _tls = threading.local()
@@ -165,16 +167,25 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
     ``core.threads`` items when two threads or more are set; every part takes its scratch
     (``scratch(..., part=k)``) here on the calling thread, so ``body`` must use only what it
     is handed. ``ordered``: ``body`` adds something up over the chunks (LAMB's norm), so they
-    run one after another, in order, on the calling thread."""
+    run one after another, in order, on the calling thread.
+
+    ``ins[L2_DECAY]`` (a 0-d array of Param's dtype, set by a fused group for an op declaring
+    ``folds_l2_decay``): the gradient ``body`` sees is ``Grad * scale + Param * coeff``, made
+    per chunk before ``body`` writes Param -- the bits of fluid's L2 decay ops (``scale`` of
+    Param by the coefficient, then ``sum`` of the gradient and that), which the fused group
+    replaces."""
     p, g = ins["Param"], ins["Grad"]
     if scale is not None:
         scale = np.asarray(scale)      # 0-d arrays dispatch ~2x faster than scalars
+    decay = ins.get(L2_DECAY)
     n = p.size
     if n <= CHUNK:                      # one piece, in the arrays' own shape
         bufs = _part_scratch(p.dtype, ntmp, extra, 0)
         shape = p.shape
         if scale is not None:
             g = np.multiply(g, scale, out=bufs[0][:n].reshape(shape), dtype=wide(g, scale))
+        if decay is not None:
+            g = _decayed(p, g, decay, bufs[0][:n].reshape(shape), decay_scratch(p.dtype, 0))
         body(p, g, [ins[s] for s in states], [t[:n].reshape(shape) for t in bufs[1:]])
         return
     p, g = p.reshape(-1), g.reshape(-1)
@@ -182,6 +193,7 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
     count = -(-n // CHUNK)
     parts = PARTS if threads.splitting() and not ordered else 1
     sets = [_part_scratch(p.dtype, ntmp, extra, k) for k in range(parts)]
+    dsets = [decay_scratch(p.dtype, k) for k in range(parts)] if decay is not None else None
 
     def run(k: int) -> None:
         bufs = sets[k]
@@ -191,11 +203,27 @@ def chunked(ins: Dict[str, np.ndarray], states: Sequence[str], scale: Any, ntmp:
             gc = g[a:b]
             if scale is not None:
                 gc = np.multiply(gc, scale, out=bufs[0][:m], dtype=wide(gc, scale))
+            if decay is not None:
+                gc = _decayed(p[a:b], gc, decay, bufs[0][:m], dsets[k][:m])
             body(p[a:b], gc, [s[a:b] for s in st], [t[:m] for t in bufs[1:]])
     if parts == 1:
         run(0)
     else:
         threads.parallel(run, parts)
+
+
+def decay_scratch(dtype: Any, part: int) -> np.ndarray:
+    """The scratch chunk of part ``part`` that ``chunked`` makes a folded L2 decay's term in
+    (taken on the calling thread, like the part's other scratch)."""
+    return scratch(dtype, 1, L2_DECAY, part)[0]
+
+
+def _decayed(p: np.ndarray, g: np.ndarray, decay: np.ndarray, out: np.ndarray,
+             buf: np.ndarray) -> np.ndarray:
+    """``g + p * decay`` into ``out`` (which may be ``g``), the term made in ``buf`` (flat,
+    at least ``p.size`` elements): fluid's ``scale`` then ``sum``, in their order."""
+    d = np.multiply(p, decay, out=buf[:p.size].reshape(p.shape))
+    return np.add(g, d, out=out)
 
 
 def _part_scratch(dtype: np.dtype, ntmp: int, extra: Sequence[Any],
@@ -234,6 +262,9 @@ class Update(OpDef):
     # ParamOut = Param - LearningRate * Grad and nothing else: a fused group folds the clip
     # scale into the rate and updates every parameter, however small, in the group
     plain_descent: bool = False
+    # ``update_in_place`` hands its ``ins`` to ``chunked`` and reads Grad nowhere else, so a
+    # fused group may fold fluid's L2 decay ops (scale + sum) into it (``L2_DECAY``)
+    folds_l2_decay: bool = False
 
     # -- sparse gradients (a SelectedRows Grad: ``core/selected_rows.py``) --------------------
     # the update is elementwise (no norm over the whole tensor, unlike lars and lamb): a

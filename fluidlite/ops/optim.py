@@ -58,6 +58,7 @@ class Momentum(Update):
     ParamOut = Param - (Grad + mu * VelocityOut) * lr (use_nesterov) or Param - lr * VelocityOut."""
     type = "momentum"
     sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
+    folds_l2_decay = True
     inputs = ("Param", "Grad", "Velocity", "LearningRate")
     outputs = ("ParamOut", "VelocityOut")
 

@@ -29,6 +29,7 @@ class Adam(Update):
     is updated, the missing ones with a zero gradient (the dense update)."""
     type = "adam"
     sparse_elementwise = True    # see ops/inplace.py (sparse gradients)
+    folds_l2_decay = True
     inputs = ("Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow",
               "Beta1Tensor?", "Beta2Tensor?")
     outputs = ("ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut?", "Beta2PowOut?")

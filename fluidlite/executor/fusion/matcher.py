@@ -106,13 +106,15 @@ class P:
 
 
 class Alt:
-    """The first of ``alts`` that matches (each alternative keeps its own flags)."""
+    """The first of ``alts`` that matches (each alternative keeps its own flags: as a ``src``
+    child, the first that matches the producer under its ``adjacent`` and ``folded``)."""
 
     __slots__ = ("alts", "optional", "adjacent", "folded")
 
-    def __init__(self, *alts: P) -> None:
+    def __init__(self, *alts: P, optional: bool = False) -> None:
         self.alts = alts
-        self.optional = self.adjacent = self.folded = False
+        self.optional = optional         # none matching binds nothing (see ``P``)
+        self.adjacent = self.folded = False
 
 
 Node = Union[P, Alt]
@@ -325,7 +327,14 @@ def _bind(node: Node, i: int, m: Match, named: bool = True) -> Optional[Match]:
 
 
 def _bind_src(op: Any, i: int, slot: str, child: Node, m: Match) -> Optional[Match]:
-    """``child`` matched at the producer of ``op``'s first ``slot`` variable."""
+    """``child`` matched at the producer of ``op``'s first ``slot`` variable (an ``Alt``: its
+    first alternative that matches there under its own flags)."""
+    if isinstance(child, Alt):
+        for alt in child.alts:
+            got = _bind_src(op, i, slot, alt, m)
+            if got is not None:
+                return got
+        return m.copy() if child.optional else None
     names_ = op.inputs.get(slot) or []
     j = m.cx.producer(names_[0], i) if names_ else None
     if j is not None and child.adjacent and j != i - 1:

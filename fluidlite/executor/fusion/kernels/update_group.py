@@ -10,6 +10,11 @@ names missing) are computed out of place first, before any in-place write, so an
 changes nothing. An op declaring ``plain_descent`` (sgd) has a leaner path: ``p -= c * g`` with
 ``c = lr * scale`` rounded once, which changes the update by at most one float32 rounding of
 ``lr * scale * G`` against the unfused ops (two passes over G instead of three).
+
+A group with ``decays`` (issue 31) stands for fluid's L2 decay ops too: each member's update
+sees ``Grad * scale + Param * coeff``, made chunk by chunk (``inplace.L2_DECAY``) from the
+Param the chunk has before its update -- the unfused ``scale`` and ``sum``, bit for bit -- and
+out of place through those ops' own kernels.
 """
 from __future__ import annotations
 
@@ -43,8 +48,11 @@ class UpdateGroup(FusedDef):
     def __init__(self, op_type: str, in_slots: Sequence[str], out_slots: Sequence[str],
                  attrs: Sequence[Dict[str, Any]], inplace: Sequence[bool], scaled: bool,
                  skip_src: Optional[Dict[str, str]] = None,
-                 inplace_min: int = INPLACE_MIN) -> None:
-        name = f"fused(elementwise_mul+{op_type})" if scaled else f"fused({op_type})"
+                 inplace_min: int = INPLACE_MIN,
+                 decays: Optional[Sequence[float]] = None) -> None:
+        name = "+".join((["elementwise_mul"] if scaled else []) +
+                        (["l2_decay"] if decays is not None else []) + [op_type])
+        name = f"fused({name})"
         super().__init__(name, [s + "*" for s in in_slots] + (["Scale"] if scaled else []) +
                          (["Skip"] if skip_src else []),     # issue 13: see guard_skip
                          [s + "*" for s in out_slots])
@@ -57,6 +65,9 @@ class UpdateGroup(FusedDef):
                         for ok, a in zip(inplace, self.attrs_list)]
         self.all_inplace = all(self.inplace)
         self.scaled = scaled
+        # issue 31: per member, the coefficient of the L2 decay folded in (fluid's ``scale`` of
+        # Param and ``sum`` with the gradient): Grad is the gradient before the decay
+        self.decays = list(decays) if decays is not None else None
         self.inplace_min = inplace_min
         self.plain = self.update.plain_descent
         states = self.update.state_slots
@@ -88,18 +99,23 @@ class UpdateGroup(FusedDef):
         results: List[Any] = [None] * len(rows)
         names_ = self.slot_names
         scales: Dict[Any, Any] = {}                # the clip factor per dtype, once per call
+        decays = self.decays or [None] * len(rows)
         for i, row in enumerate(rows):             # out of place first: errors before effects
             if not fast[i]:
-                results[i] = self._out_of_place(row, scale, scales, self.attrs_list[i])
+                results[i] = self._out_of_place(row, scale, scales, self.attrs_list[i],
+                                                decays[i])
         for i, row in enumerate(rows):
             if fast[i]:
-                results[i] = self._in_place(dict(zip(names_, row)), scale, scales,
-                                            self.attrs_list[i])
+                ins = dict(zip(names_, row))
+                if decays[i] is not None:
+                    ins[inplace.L2_DECAY] = np.asarray(row[0].dtype.type(decays[i]))
+                results[i] = self._in_place(ins, scale, scales, self.attrs_list[i])
         return {o: [r[o] for r in results] for o in self.all_out}
 
     def _fast_rows(self, rows: List[Sequence[Any]]) -> List[bool]:
         """Which members run in place this call (scratch reserved for them)."""
         fast = [ok and row[0].size >= self.inplace_min and self._can_write(row)
+                and (self.decays is None or type(row[self.grad_idx]) is not SelectedRows)
                 for row, ok in zip(rows, self.inplace)]
         n_fast = sum(fast)
         if n_fast:
@@ -165,6 +181,9 @@ class UpdateGroup(FusedDef):
         for dt in dtypes:
             for want, count, tag in self.update.in_place_scratch:
                 inplace.reserve(dt if want is None else want, count, tag)
+            if self.decays is not None:
+                for part in range(inplace.PARTS):
+                    inplace.decay_scratch(dt, part)
 
     def _can_write(self, row: Sequence[Any]) -> bool:
         p, g = row[0], row[self.grad_idx]
@@ -181,21 +200,27 @@ class UpdateGroup(FusedDef):
         return True
 
     def _out_of_place(self, row: Sequence[Any], scale: Optional[np.ndarray],
-                      cache: Dict[Any, Any], attrs: Dict[str, Any]) -> Dict[str, np.ndarray]:
-        """The unfused kernel on ``Grad * scale``: new arrays, nothing written."""
+                      cache: Dict[Any, Any], attrs: Dict[str, Any],
+                      decay: Optional[float] = None) -> Dict[str, np.ndarray]:
+        """The unfused kernels on ``Grad * scale`` (plus the L2 decay term of ``decay``: the
+        ``scale`` and ``sum`` ops' own kernels): new arrays, nothing written."""
         args = [row[j] if j is not None else None for j in self.arg_idx]
-        if type(args[self.arg_grad]) is SelectedRows:      # a sparse gradient (ops/inplace.py)
-            if scale is not None:
-                g = args[self.arg_grad]
-                args[self.arg_grad] = g * grad_scale(scale, g.dtype)
+        g = args[self.arg_grad]
+        if scale is not None:
+            if type(g) is SelectedRows:
+                g = g * grad_scale(scale, g.dtype)
+            else:
+                s = cache.get(g.dtype)
+                if s is None:
+                    s = cache[g.dtype] = grad_scale(scale, g.dtype)
+                g = scaled(g, s)
+        if decay is not None:
+            term = registry.get_op_def("scale").forward(row[0], scale=decay)["Out"]
+            g = registry.get_op_def("sum").forward([g, term])["Out"]
+        args[self.arg_grad] = g
+        if type(g) is SelectedRows:                 # a sparse gradient (ops/inplace.py)
             names_ = [sl.name for sl in self.update.in_slots]
             return self.update.sparse_forward(dict(zip(names_, args)), attrs)
-        if scale is not None:
-            g = args[self.arg_grad]
-            s = cache.get(g.dtype)
-            if s is None:
-                s = cache[g.dtype] = grad_scale(scale, g.dtype)
-            args[self.arg_grad] = scaled(g, s)
         return self.update.forward(*args, **attrs)
 
     def _in_place(self, ins: Dict[str, np.ndarray], scale: Optional[np.ndarray],

@@ -30,8 +30,8 @@ def _fold(m: Match, cx: Context) -> Optional[Rewrite]:
     if found is None:
         return None
     outputs, src, sels, mask = found
-    new = Member(member.op, member.covered, dict(member.inputs, Skip=[mask]),
-                 member.cast_scale)
+    new = Member(member.op, dict(member.inputs, Skip=[mask]), member.cast_scale,
+                 member.clip, member.decay_ops)
     new.outputs, new.skip_src = outputs, src
     new.selects = [cx.ops[j] for j in sels]
     return m.replace(new, also=sels)
