@@ -141,12 +141,14 @@ def test_a_fed_parameter_runs_out_of_place_with_the_unfused_bits():
     _same_bits(got, ref)
 
 
-def test_sparse_gradients_keep_their_own_decay(monkeypatch):
-    """A SELECTED_ROWS gradient's decay is never folded: the bits of the plan without the
-    fold (the dense parameters' decays are folded either way)."""
-    got = _train(True, "momentum", sparse=True)
+@pytest.mark.parametrize("clip", [True, False], ids=["clip", "noclip"])
+def test_sparse_gradients_keep_their_own_decay(monkeypatch, clip):
+    """A SELECTED_ROWS gradient's decay is never folded; with the clip its rows are scaled
+    one by one, duplicates apart, as fluid's elementwise_mul does (the unfused plan's bits)."""
+    got = _train(True, "momentum", sparse=True, clip=clip)
+    _same_bits(got, _train(False, "momentum", sparse=True, clip=clip))
     monkeypatch.setattr(Momentum, "folds_l2_decay", False)
-    _same_bits(got, _train(True, "momentum", sparse=True))
+    _same_bits(got, _train(True, "momentum", sparse=True, clip=clip))
     emb = [t for t in got[2] if t in ("scale", "sum")]
     assert len(emb) == 2 * 5        # the embedding's and the four small parameters' decays
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.core.registry import get_op_def
 from fluidlite.core.selected_rows import SelectedRows
 
 O = fluid.optimizer
@@ -246,6 +247,21 @@ def test_million_row_table_step_memory_grows_with_touched_rows(opt):
         assert set(moved.tolist()) <= touched and moved.size > 0
     else:               # rows touched in the first step keep moving (their moments decay)
         assert moved.size > len(touched)
+
+
+@pytest.mark.parametrize("op", ["elementwise_mul", "elementwise_div"])
+@pytest.mark.parametrize("y_shape", [(1,), (1, 1)])
+def test_scaling_selected_rows_keeps_every_row(op, y_shape):
+    """fluid 1.8's elementwise_mul / div of SelectedRows X by a one-element Y (the clip's
+    scale; the kernels see it aligned to X's rank) scales the values row by row: duplicated
+    rows stay apart, so (v1 * s) + (v2 * s) is summed later, never (v1 + v2) * s."""
+    rng = np.random.default_rng(4)
+    x = SelectedRows(np.array([3, 1, 3, 0]), rng.random((4, 5), dtype=np.float32), 6)
+    y = np.full(y_shape, 0.37, np.float32)
+    out = get_op_def(op).forward(x, y)["Out"]
+    assert type(out) is SelectedRows and out.rows.tolist() == [3, 1, 3, 0]
+    ref = x.value * y.reshape(-1)[0] if op == "elementwise_mul" else x.value / y.reshape(-1)[0]
+    assert out.value.tobytes() == ref.astype(np.float32).tobytes() and out.height == 6
 
 
 def test_selected_rows_value_semantics():

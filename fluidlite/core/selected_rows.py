@@ -96,9 +96,9 @@ class SelectedRows:
         if method == "__call__" and ufunc in _ROW_WISE and len(inputs) == 2 and \
                 "out" not in kwargs:
             a, b = inputs
-            if type(a) is SelectedRows and _one_element(b):
+            if type(a) is SelectedRows and _one_element(b, a):
                 return a.with_value(ufunc(a.value, b, **kwargs))
-            if ufunc is np.multiply and type(b) is SelectedRows and _one_element(a):
+            if ufunc is np.multiply and type(b) is SelectedRows and _one_element(a, b):
                 return b.with_value(ufunc(a, b.value, **kwargs))
         if method == "__call__" and ufunc is np.add and len(inputs) == 2 and "out" not in \
                 kwargs and all(type(x) is SelectedRows for x in inputs):
@@ -128,8 +128,12 @@ class SelectedRows:
 _ROW_WISE = (np.multiply, np.true_divide)
 
 
-def _one_element(x: Any) -> bool:
-    return np.isscalar(x) or (isinstance(x, np.ndarray) and x.size == 1 and x.ndim <= 1)
+def _one_element(x: Any, rows: "SelectedRows") -> bool:
+    """``x`` is a scalar or a one-element array of at most the rows' rank: fluid's
+    ``elementwise_mul`` / ``div`` by a [1] Y (which the kernels see aligned to X's rank, as
+    [1, 1]) scales the values row by row, duplicated rows apart."""
+    return np.isscalar(x) or (isinstance(x, np.ndarray) and x.size == 1
+                              and x.ndim <= rows.value.ndim)
 
 
 def _stable_order(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
