@@ -84,8 +84,12 @@ tests_for() {
     fluidlite/ops/optim.py|fluidlite/ops/optim_adam.py|fluidlite/ops/optim_adagrad.py|fluidlite/ops/inplace.py)
       echo tests/ops/test_optim.py tests/ops/test_optim_adam.py tests/ops/test_optim_adagrad.py \
            tests/ops/test_inplace.py tests/test_optimizer.py tests/test_fusion.py \
-           tests/test_dtype_stability.py tests/test_mutants_optim.py \
-           tests/test_mutants_optim_adagrad.py tests/test_mutants_inplace.py ;;
+           tests/test_fusion_l2_decay.py tests/test_dtype_stability.py \
+           tests/test_mutants_optim.py tests/test_mutants_optim_adagrad.py \
+           tests/test_mutants_inplace.py ;;
+    fluidlite/core/selected_rows.py)
+      echo tests/test_sparse_embedding.py tests/test_scope_selected_rows.py \
+           tests/test_mutants_selected_rows.py tests/test_fusion_l2_decay.py ;;
     fluidlite/ops/optim_extra.py)
       # dpsgd / dgc_clip_by_norm / dgc / dgc_momentum are tested through the Dpsgd and
       # DGCMomentum optimizers (no tests/ops/test_optim_extra.py)

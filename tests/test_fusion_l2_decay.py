@@ -104,6 +104,16 @@ def test_decay_is_folded_into_the_group_with_the_unfused_bits(opt, clip):
     assert types.count("sum") == ref_types.count("sum") - 2 - (1 if clip else 0)
 
 
+@pytest.mark.parametrize("opt", ["momentum", "adam"])
+def test_parameters_of_one_chunk_fold_their_decay_too(monkeypatch, opt):
+    """A parameter of at most ``CHUNK`` elements is updated as one piece in its own shape."""
+    monkeypatch.setattr(inplace, "CHUNK", 1 << 17)
+    for clip in (True, False):
+        got, ref = _train(True, opt, clip=clip), _train(False, opt, clip=clip)
+        _same_bits(got, ref)
+        assert any("l2_decay" in t for t in got[2])
+
+
 def test_per_parameter_coefficients_and_float64():
     for kw in ({"coeffs": (3e-2, 1e-3)}, {"coeffs": (0.0, 5e-4)},
                {"dtype": "float64", "coeffs": (1e-2, 2e-3)}):

@@ -264,6 +264,30 @@ def test_scaling_selected_rows_keeps_every_row(op, y_shape):
     assert out.value.tobytes() == ref.astype(np.float32).tobytes() and out.height == 6
 
 
+def test_only_one_element_operands_scale_selected_rows_row_by_row():
+    """Scalars and one-element arrays of at most the rows' rank keep the rows (either operand
+    order for a multiply); any other operand densifies, as NumPy would compute it."""
+    sr = SelectedRows(np.array([3, 0, 3]), np.arange(6, dtype="float32").reshape(3, 2), 5)
+    dense = np.asarray(sr)
+    for s in (np.float32(2.0), np.array([2.0], "float32"), np.array([[2.0]], "float32")):
+        for out in (sr * s, s * sr):
+            assert type(out) is SelectedRows and out.rows.tolist() == [3, 0, 3]
+            assert out.value.tobytes() == (sr.value * np.float32(2.0)).tobytes()
+    for other, want in ((np.full((5, 2), 2.0, "float32"), dense * 2),     # a whole tensor
+                        (np.full((1, 1, 1), 2.0, "float32"), dense[None] * 2),  # higher rank
+                        (np.full((2,), 2.0, "float32"), dense * 2)):     # one row's worth
+        got = sr * other
+        assert type(got) is np.ndarray and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    for got in (sr + np.float32(1.0), np.subtract(sr, np.float32(1.0))):   # not row-wise
+        assert type(got) is np.ndarray and got.shape == (5, 2)
+    np.testing.assert_array_equal(sr + np.float32(1.0), dense + 1)
+    with np.errstate(divide="ignore"):             # Y / X: the missing rows divide 2 by 0
+        got = np.true_divide(np.array([2.0], "float32"), sr)
+    assert type(got) is np.ndarray
+    np.testing.assert_array_equal(got[3], np.float32(2.0) / dense[3])
+
+
 def test_selected_rows_value_semantics():
     sr = SelectedRows(np.array([3, 0, 3]), np.arange(6, dtype="float32").reshape(3, 2), 5)
     assert sr.shape == (5, 2) and sr.dtype == np.float32
