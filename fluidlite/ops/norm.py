@@ -135,16 +135,19 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
 
 
 def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
-                    parts: List[Tuple[int, int]], then: Epilogue = None
-                    ) -> Tuple[np.ndarray, ...]:
-    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std); ``then``
-    is applied to each part of y right after it is made (while it is in cache)."""
+                    parts: List[Tuple[int, int]], then: Epilogue = None,
+                    residual: Optional[np.ndarray] = None) -> Tuple[np.ndarray, ...]:
+    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std); the
+    ``residual``'s part is added to each part of y, then ``then`` applied to it, right after
+    it is made (while it is in cache)."""
     y = np.empty(X.shape, X.dtype)
     stats: List[Any] = [None] * len(parts)
 
     def one(i: int) -> None:
         lo, hi = parts[i]
         stats[i] = _bn_train(X[:, lo:hi], Scale[lo:hi], Bias[lo:hi], eps, y[:, lo:hi], 1)[:3]
+        if residual is not None:
+            np.add(y[:, lo:hi], residual[:, lo:hi], out=y[:, lo:hi])
         if then is not None:
             then(y[:, lo:hi])
     threads.parallel(one, len(parts))
@@ -228,20 +231,28 @@ class BatchNorm(OpDef):
     def forward_then(self, then: Epilogue, X, Scale, Bias, Mean, Variance,
                      MomentumTensor=None, momentum=0.9, epsilon=1e-5, is_test=False,
                      data_layout="NCHW", use_global_stats=False,
-                     trainable_statistics=False) -> Dict[str, Any]:
+                     trainable_statistics=False, residual=None) -> Dict[str, Any]:
         """``forward``, with ``then(block)`` applied in place to Y as it is made: to each
         channel block right after it is normalized when the kernel runs in blocks (the block
-        is still in cache), else to all of Y. The plan's fused ``batch_norm`` + activation
-        (``executor/fusion``): the same values as the two ops, one pass over memory fewer."""
+        is still in cache), else to all of Y. ``residual`` (an array of Y's shape and dtype)
+        is added to each block first. The plan's fused ``batch_norm`` [+ ``elementwise_add``]
+        + activation (``executor/fusion``): the same values as the ops, one or two passes over
+        memory fewer."""
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         eps = float(epsilon)
+        if residual is not None and (residual.shape != X.shape or residual.dtype != X.dtype):
+            raise ValueError(f"batch_norm: a fused residual must have Y's shape {list(X.shape)} "
+                             f"and dtype {X.dtype}, got {list(residual.shape)} "
+                             f"{residual.dtype}")
         if use_global_stats or (is_test and not trainable_statistics):
             inv_std = 1.0 / np.sqrt(Variance + eps)
             a = (Scale * inv_std).reshape(bs)
             with whole_runs(channel_run(X.shape, ch)):
                 y = (X * a + (Bias - Mean * Scale * inv_std).reshape(bs)).astype(X.dtype,
                                                                                     copy=False)
+            if residual is not None:
+                np.add(y, residual, out=y)
             if then is not None:
                 then(y)
             return {"Y": y, "MeanOut": Mean,
@@ -251,10 +262,12 @@ class BatchNorm(OpDef):
         parts = _channel_parts(X, ch, 6 * _BLOCK_BYTES)
         if parts is None:
             mu, var, inv_std, y = _bn_train(X, Scale, Bias, eps, None, ch)
+            if residual is not None:
+                np.add(y, residual, out=y)
             if then is not None:
                 then(y)
         else:
-            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts, then)
+            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts, then, residual)
         m = float(momentum if MomentumTensor is None else MomentumTensor.reshape(-1)[0])
         return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
                 "VarianceOut": Variance * m + var * (1.0 - m),

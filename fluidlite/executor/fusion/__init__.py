@@ -25,7 +25,9 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by
   block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch
-  norm does not cut into blocks run the activation on the whole map, as unfused).
+  norm does not cut into blocks run the activation on the whole map, as unfused); at a residual
+  block's end, the shortcut's ``elementwise_add`` too, block by block before the activation
+  (two passes fewer; the add's gradient reads a stand-in for the normalized map's shape).
 * **All-reduce + scale** (``patterns/allreduce_scale.py``): the data-parallel averaging, in the
   reduction's own buffer (in the gradient's when the plan proves it owned).
 * **Global norm** (``patterns/global_norm_clip.py``): ``GradientClipByGlobalNorm``'s chain as
@@ -34,7 +36,8 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
   reading it, or ``fused(clip_scale)`` (tiny-scale safe) when something else reads it.
 * **Updates** (``patterns/update_group.py``, ``guard_skip.py``): every optimizer update op
   with the same type, slots and clip scale as one in-place kernel for all parameters (with the
-  skip-on-overflow guard's commits folded back in).
+  skip-on-overflow guard's commits folded back in, and fluid's L2 decay -- ``scale`` of the
+  parameter, ``sum`` with the gradient -- for ops declaring ``folds_l2_decay``).
 
 In-place writes happen only in the plan's *commit tail* (``matcher.commit_tail``): an update
 group is written in place only when everything after it is an update group or an op declared

@@ -1,5 +1,6 @@
 """``fused(batch_norm+<act>)`` and ``fused(<act>_grad+batch_norm_grad)``: a batch norm and the
-activation after it (relu, relu6) as one kernel, forward and backward.
+activation after it (relu, relu6) as one kernel, forward and backward; and
+``fused(batch_norm+elementwise_add+<act>)``, a residual block's end (``BatchNormAddAct``).
 
 On big maps batch norm runs in cache-sized channel blocks (``ops/norm.py``). Fused, the
 forward applies the activation to each block of Y right after normalizing it, in place, and
@@ -51,6 +52,35 @@ class BatchNormAct(FusedDef):
         out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance, MomentumTensor,
                                    **self.bn_kw)
         out["Out"] = out.pop("Y")
+        return out
+
+
+class BatchNormAddAct(BatchNormAct):
+    """Out = act(batch_norm(X) + Residual) (a residual block's end: ``elementwise_add`` of
+    batch_norm's Y and the shortcut, then the activation), with batch_norm's other outputs:
+    each block of Y gets its block of the shortcut added and the activation applied while it
+    is in cache -- the bits of the three ops (an elementwise add and activation do not care how
+    the map is cut), two passes over the map fewer."""
+
+    def __init__(self, act: str, bn_attrs: Mapping[str, Any],
+                 act_attrs: Mapping[str, Any], stand_in: bool = False) -> None:
+        super().__init__(act, bn_attrs, act_attrs)
+        FusedDef.__init__(self, f"fused(batch_norm+elementwise_add+{act})",
+                          ("X", "Scale", "Bias", "Mean", "Variance", "Residual",
+                           "MomentumTensor?"), ("Out",) + BN_OUTPUTS + (
+                              ("Y",) if stand_in else ()))
+        self.stand_in = stand_in
+
+    def forward(self, X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, Mean: np.ndarray,
+                Variance: np.ndarray, Residual: np.ndarray,
+                MomentumTensor: Optional[np.ndarray] = None) -> Dict[str, Any]:
+        """(``stand_in``: batch_norm's Y, never made, is read by the add's gradient for its
+        shape alone: a zero stand-in of that shape takes its place.)"""
+        out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance, MomentumTensor,
+                                   residual=Residual, **self.bn_kw)
+        out["Out"] = y = out.pop("Y")
+        if self.stand_in:
+            out["Y"] = np.broadcast_to(np.zeros((), y.dtype), y.shape)
         return out
 
 

@@ -23,6 +23,7 @@ PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
     linear_act.LINEAR_ACT,          # mul + bias elementwise_add + relu (an fc layer)
     linear_act.LINEAR,              # ... without a relu
     saved_grad.SAVED_GRAD,          # gelu / swish and their grad op: the slope made once
+    norm_act.ADD_FORWARD,           # batch_norm + elementwise_add + relu / relu6
     norm_act.FORWARD,               # batch_norm + relu / relu6
     norm_act.BACKWARD,              # relu / relu6 grad + batch_norm_grad
     allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
