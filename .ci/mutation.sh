@@ -227,7 +227,8 @@ tests_for() {
       echo tests/ops/test_norm.py tests/ops/test_batch_norm_buffers.py \
            tests/ops/test_batch_norm_parts.py tests/ops/test_layer_norm_parts.py \
            tests/ops/test_whole_runs.py tests/ops/test_row_sums.py \
-           tests/test_mutants_norm.py tests/test_dtype_stability.py tests/test_lower_grad.py ;;
+           tests/test_mutants_norm.py tests/test_fusion_norm_act.py \
+           tests/test_fusion_norm_add_act.py tests/test_dtype_stability.py tests/test_lower_grad.py ;;
     fluidlite/ops/_conv_kernels.py)
       # the shared conv kernels (depthwise, 1x1, copy/run_parts) have no op of their own: the
       # conv tests reach them (the default, all of tests/ops, would be far too slow)
