@@ -108,6 +108,32 @@ def test_no_fusion_for_a_broadcast_shortcut():
     _same_bits(got, _steps(False, n=2, shortcut="channel"))
 
 
+def test_a_shortcut_broadcast_at_run_time_takes_the_adds_own_kernel():
+    """Declared shapes equal, a batch of one fed as the shortcut: broadcast as unfused."""
+    def run(fused):
+        old = plan.ENABLE_FUSION
+        plan.ENABLE_FUSION = fused
+        try:
+            main, startup = fluid.Program(), fluid.Program()
+            with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+                x = fluid.data("x", [-1] + list(SHAPE[1:]), "float32")
+                s = fluid.data("s", [-1] + list(SHAPE[1:]), "float32")
+                y = fluid.layers.batch_norm(x, momentum=0.8)
+                out = fluid.layers.relu(fluid.layers.elementwise_add(y, s))
+            exe, scope = fluid.Executor(fluid.CPUPlace()), fluid.Scope()
+            exe.run(startup, scope=scope)
+            rng = np.random.default_rng(5)
+            feed = {"x": rng.standard_normal(SHAPE).astype("float32"),
+                    "s": rng.standard_normal((1,) + SHAPE[1:]).astype("float32")}
+            got = exe.run(main, feed=feed, fetch_list=[out], scope=scope)[0]
+            return got, exe.cached_plans(main)[0].step_types
+        finally:
+            plan.ENABLE_FUSION = old
+    (got, types), (ref, _) = run(True), run(False)
+    assert FUSED.format("relu") in types
+    assert got.shape == SHAPE and got.tobytes() == ref.tobytes()
+
+
 def test_a_mismatched_residual_is_refused_by_the_kernel():
     bn = get_op_def("batch_norm")
     c = SHAPE[1]

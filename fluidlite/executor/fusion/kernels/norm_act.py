@@ -70,14 +70,23 @@ class BatchNormAddAct(BatchNormAct):
                            "MomentumTensor?"), ("Out",) + BN_OUTPUTS + (
                               ("Y",) if stand_in else ()))
         self.stand_in = stand_in
+        self.add = registry.get_op_def("elementwise_add")
 
     def forward(self, X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, Mean: np.ndarray,
                 Variance: np.ndarray, Residual: np.ndarray,
                 MomentumTensor: Optional[np.ndarray] = None) -> Dict[str, Any]:
         """(``stand_in``: batch_norm's Y, never made, is read by the add's gradient for its
-        shape alone: a zero stand-in of that shape takes its place.)"""
-        out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance, MomentumTensor,
-                                   residual=Residual, **self.bn_kw)
+        shape alone: a zero stand-in of that shape takes its place.) A shortcut that is not
+        of Y's shape and dtype at run time (the declared shapes matched: a batch of one
+        broadcast against the map's) goes through the add's own kernel, as unfused."""
+        if Residual.shape == X.shape and Residual.dtype == X.dtype:
+            out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance,
+                                       MomentumTensor, residual=Residual, **self.bn_kw)
+        else:
+            out = self.bn.forward_then(None, X, Scale, Bias, Mean, Variance, MomentumTensor,
+                                       **self.bn_kw)
+            out["Y"] = self.add.forward(out["Y"], Residual)["Out"]
+            self.then(out["Y"])
         out["Out"] = y = out.pop("Y")
         if self.stand_in:
             out["Y"] = np.broadcast_to(np.zeros((), y.dtype), y.shape)
