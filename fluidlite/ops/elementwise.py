@@ -74,11 +74,11 @@ class _Binary(OpDef):
             run = repeat_run(aligned_shape(len(y.shape), x.shape, axis), y.shape)
         if run < 0 or whole_runs(run).active:       # (run decided at run time / known)
             return lambda a, b: self.forward(a, b, axis=axis)["Out"]
+        if not numpy_compatible(x.shape, y.shape, axis):   # (equal shapes too: [2, 1] +
+            return lambda a, b: k(*aligned_y_to_x(a, b, axis))   # [2, 1] at axis 1 is [2, 2])
         if tuple(x.shape) == tuple(y.shape) and k is self.fn and self.fn in _IN_PARTS:
             return lambda a, b: in_parts(k, a, b)   # (large maps: two parallel halves)
-        if numpy_compatible(x.shape, y.shape, axis):
-            return k          # numpy's own broadcasting already is fluid's rule
-        return lambda a, b: k(*aligned_y_to_x(a, b, axis))
+        return k              # numpy's own broadcasting already is fluid's rule
 
 
 _IN_PARTS = (np.add, np.subtract, np.multiply, np.divide)    # what ``in_parts`` may cut
