@@ -46,6 +46,12 @@ __all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", 
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
            "pointwise_dw", "uses_band", "band_filter", "band_shape"]
 
+# ``conv.conv2d_forward``'s epilogue (an inference ``conv2d_fusion``'s bias, residual and
+# activation): an in-place elementwise function ``epilogue(block, where)`` of the blocks
+# ``Y3[where]`` of a forward's output (Y3 = Y as [N, F, oh*ow])
+Epilogue = Callable[[np.ndarray, tuple], Any]
+_ALL = slice(None)
+
 # output elements per block of rows (512 KiB of float32). Not smaller: every tap pass is a
 # NumPy call that holds the GIL while it dispatches, and two threads taking blocks of 32K
 # elements waited on each other's dispatches (1.5-2x slower on 112x112 and 56x56 maps). Not
@@ -117,22 +123,39 @@ def _rows_weights(w: np.ndarray, C: int, N: int) -> np.ndarray:
 
 
 def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any,
-                  band: Optional[np.ndarray] = None) -> np.ndarray:
+                  band: Optional[np.ndarray] = None,
+                  epilogue: Optional[Epilogue] = None) -> np.ndarray:
     """Y[n, c*m + k] = sum_{i,j} W[c*m + k, 0, i, j] * Xpad[n, c, tap(i, j)];  -> [N, F, oh, ow].
     ``band``: ``band_filter(w, g)`` made ahead (an inference program's constant filter, laid
-    out once at load), used when the banded kernel runs (the same bits as laying it out here)."""
+    out once at load), used when the banded kernel runs (the same bits as laying it out here).
+    ``epilogue(Y3[where], where)`` (Y3 = Y as [N, F, oh*ow]; see ``conv.conv2d_forward``) runs
+    on each block of Y as soon as the block is made, in the block's thread."""
     if _use_band(g, x.dtype):
-        return _band_fwd(x, w, g, band)
-    return _taps_fwd(x, w, g)
+        return _band_fwd(x, w, g, band, epilogue)
+    return _taps_fwd(x, w, g, epilogue)
 
 
-def _taps_fwd(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+def _taps_fwd(x: np.ndarray, w: np.ndarray, g: Any,
+              epilogue: Optional[Epilogue] = None) -> np.ndarray:
     """``depthwise_fwd`` by the tap kernels: rows last on small maps, else the phase planes
     (any stride: MobileNetV2's strided 112x112 layer at batch 16 took 23 ms there against 45
-    as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two)."""
+    as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two). The
+    rows-last kernel transposes its result at the end: its epilogue runs on the whole."""
     if g.oh * g.ow < _ROWS_LAST_MAX:
-        return _depthwise_fwd_last(x, w, g)
-    return _depthwise_fwd_flat(x, w, g)
+        y = _depthwise_fwd_last(x, w, g)
+        if epilogue is not None:
+            epilogue(y.reshape(y.shape[0], y.shape[1], -1), ())
+        return y
+    return _depthwise_fwd_flat(x, w, g, epilogue)
+
+
+def _rows_epilogue(epilogue: Epilogue, y3: np.ndarray, r0: int, r1: int, C: int,
+                   m: int) -> None:
+    """``epilogue`` on the output of the input rows r0:r1 (row n*C + c: image n, channel c,
+    its output channels c*m .. c*m + m - 1 of ``y3`` [N, C*m, oh*ow]), one piece per image."""
+    for n in range(r0 // C, (r1 - 1) // C + 1):
+        where = (n, slice(max(r0 - n * C, 0) * m, min(r1 - n * C, C) * m))
+        epilogue(y3[where], where)
 
 
 def depthwise_dx(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
@@ -286,7 +309,8 @@ class Phases:
 # their part, right before the taps read them: the planes never exist for the whole batch, and
 # a block's copy is still in the core's cache when its taps run (MobileNetV2's 112x112 maps
 # would otherwise write and read back 15-40 MB of planes per call).
-def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any,
+                        epilogue: Optional[Epilogue] = None) -> np.ndarray:
     N, C = x.shape[:2]
     m = w.shape[0] // C
     q = Phases(g)
@@ -315,6 +339,9 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
                             np.multiply(xf[:, ph, off:off + L], wr[k, n, r0:r1], out=t)
                             a += t
                     y[r0:r1, k] = a.reshape(r1 - r0, g.oh, q.Wq)[:, :, :g.ow]
+            if epilogue is not None:            # (the block's rows are still in cache)
+                _rows_epilogue(epilogue, y3, r0, r1, C, m)
+    y3 = y.reshape(N, C * m, g.oh * g.ow)
     _run_parts(part, N * C)
     return y.reshape(N, C * m, g.oh, g.ow)
 
@@ -610,8 +637,8 @@ def _band_blocks(fn: Callable[[int, int], None], C: int, per_channel: int) -> No
     threads.parallel(lambda i: fn(*chunks[i]), len(chunks))
 
 
-def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any,
-              band: Optional[np.ndarray] = None) -> np.ndarray:
+def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any, band: Optional[np.ndarray] = None,
+              epilogue: Optional[Epilogue] = None) -> np.ndarray:
     N, C = x.shape[:2]
     m, b = w.shape[0] // C, _Band(g)
     if band is None:
@@ -621,20 +648,24 @@ def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any,
                          f"{[C, b.K, m * b.tw]} (band_filter of the filter {list(w.shape)} "
                          f"for a {g.H}x{g.W} input), got {band.dtype} {list(band.shape)}")
     out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
+    out3 = out.reshape(N, C * m, g.oh * g.ow)
 
     def block(lo: int, hi: int) -> None:
         if not _finite(x[:, lo:hi]):
             out[:, lo:hi] = _taps_fwd(x[:, lo:hi], w[lo * m:hi * m], g).reshape(
                 N, hi - lo, m, g.oh, g.ow)
-            return
-        y = np.matmul(b.rows(x[:, lo:hi], g), band[lo:hi])  # [c, N*oh*nt, m*tw]
-        y = y.reshape(hi - lo, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
-        if b.nt == 1:
-            out[:, lo:hi] = y.reshape(N, hi - lo, m, g.oh, g.ow)
         else:
-            t = np.empty((N, hi - lo, m, g.oh, b.nt * b.tw), y.dtype)
-            t.reshape(N, hi - lo, m, g.oh, b.nt, b.tw)[...] = y
-            out[:, lo:hi] = t[..., :g.ow]
+            y = np.matmul(b.rows(x[:, lo:hi], g), band[lo:hi])  # [c, N*oh*nt, m*tw]
+            y = y.reshape(hi - lo, N, g.oh, b.nt, m, b.tw).transpose(1, 0, 4, 2, 3, 5)
+            if b.nt == 1:
+                out[:, lo:hi] = y.reshape(N, hi - lo, m, g.oh, g.ow)
+            else:
+                t = np.empty((N, hi - lo, m, g.oh, b.nt * b.tw), y.dtype)
+                t.reshape(N, hi - lo, m, g.oh, b.nt, b.tw)[...] = y
+                out[:, lo:hi] = t[..., :g.ow]
+        if epilogue is not None:
+            where = (_ALL, slice(lo * m, hi * m))
+            epilogue(out3[where], where)
     _band_blocks(block, C, N * g.oh * b.nt * b.K * x.itemsize)
     return out.reshape(N, C * m, g.oh, g.ow)
 

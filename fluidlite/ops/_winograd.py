@@ -35,7 +35,7 @@ within float rounding (a few ulps of the sums' magnitude).
 """
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -277,15 +277,18 @@ def _input_grad(dv: np.ndarray, pl: _Plan, dx: np.ndarray, pads: Tuple[int, int]
 
 
 # -- the kernels ---------------------------------------------------------------------------------
-def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any,
-                 u: Optional[np.ndarray] = None) -> np.ndarray:
+def winograd_fwd(x: np.ndarray, w: np.ndarray, g: Any, u: Optional[np.ndarray] = None,
+                 epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None) -> np.ndarray:
     """Y [N, K, oh, ow] = conv2d(x [N, C, H, W], w [K, C, 3, 3]) with the paddings of ``g``
     (the blocks of images in parallel); ``u``: ``filter_tiles(w)`` when the caller has it
-    already (an inference program transforms its constant filters once, at load)."""
-    return winograd_fwd_tiles(x, w, g, u)[0]
+    already (an inference program transforms its constant filters once, at load);
+    ``epilogue(Y3[where], where)`` (Y3 = Y as [N, K, oh*ow], ``where`` = (images,)) on each
+    block of images as soon as it is made (``conv.conv2d_forward``)."""
+    return winograd_fwd_tiles(x, w, g, u, epilogue)[0]
 
 
-def winograd_fwd_tiles(x: np.ndarray, w: np.ndarray, g: Any, u: Optional[np.ndarray] = None
+def winograd_fwd_tiles(x: np.ndarray, w: np.ndarray, g: Any, u: Optional[np.ndarray] = None,
+                       epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None
                        ) -> Tuple[np.ndarray, Tuple[np.ndarray, ...]]:
     """``winograd_fwd``'s Y and the transformed input tiles V [16, C, P] of each block of
     images, which ``winograd_grads`` takes as ``tiles`` instead of transforming the input
@@ -307,6 +310,10 @@ def winograd_fwd_tiles(x: np.ndarray, w: np.ndarray, g: Any, u: Optional[np.ndar
         tiles[i] = _input_tiles(x[lo:lo + pl.b], pl, (g.pt, g.pl))
         m = _bmm(u, tiles[i])                                           # [16, K, P]
         _output_tiles(m.reshape(4, 4, K, -1), pl, y[lo:lo + pl.b])
+        if epilogue is not None:                # (the block is still in cache)
+            where = (slice(lo, lo + pl.b),)
+            epilogue(y3[where], where)
+    y3 = y.reshape(N, K, g.oh * g.ow)
     threads.parallel(one, len(blocks))
     return y, tuple(tiles)
 

@@ -266,28 +266,27 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray
     kind = _kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
     if kind == "pointwise":
         return K.pointwise_fwd(x, w, g, _mm, epilogue)
-    out = _conv_fwd_kernel(x, w, g, tiles, kind, band)
-    if epilogue is not None:
-        if not (out.flags.writeable and out.flags.c_contiguous):
-            out = out.copy()
-        epilogue(out.reshape(out.shape[0], out.shape[1], -1), ())
-    return out
-
-
-def _conv_fwd_kernel(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray],
-                     kind: str, band: Optional[np.ndarray] = None) -> np.ndarray:
     if kind == "depthwise":
-        return K.depthwise_fwd(x, w, g, band)
+        return K.depthwise_fwd(x, w, g, band, epilogue)
     if kind == "winograd":
-        return WG.winograd_fwd(x, w, g, tiles)
+        return WG.winograd_fwd(x, w, g, tiles, epilogue)
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
     if len(blocks) == 1:
-        return _conv_fwd_cols(x, w, g)
+        out = _conv_fwd_cols(x, w, g)
+        if epilogue is not None:
+            if not (out.flags.writeable and out.flags.c_contiguous):
+                out = out.copy()
+            epilogue(out.reshape(out.shape[0], out.shape[1], -1), ())
+        return out
     out = np.empty((x.shape[0], w.shape[0], g.oh, g.ow), np.result_type(x.dtype, w.dtype))
+    out3 = out.reshape(out.shape[0], out.shape[1], -1)
 
     def one(i: int) -> None:
         lo, hi = blocks[i]
         _conv_fwd_cols(x[lo:hi], w, g, out[lo:hi])
+        if epilogue is not None:            # (the block of images is still in cache)
+            where = (slice(lo, hi),)
+            epilogue(out3[where], where)
     threads.parallel(one, len(blocks))
     return out
 
@@ -626,11 +625,15 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
             for this input size (likewise, for the banded depthwise kernel).
         epilogue: ``epilogue(block, where)``, an elementwise in-place function of the NCHW
             output seen as ``Y3 = Y.reshape(N, F, oh * ow)`` (a bias, a residual, an
-            activation), where ``block`` is ``Y3[where]``: called by the 1x1 kernel on each
-            image's product, or each block of it its GEMM's parts make (``where`` = (n, rows,
-            columns)), as soon as it is computed (still in cache: a 77 MB MobileNetV2 output
-            is not read back from memory twice); by the other kernels once, on the whole
-            output (``where`` = ()).
+            activation), where ``block`` is ``Y3[where]``, called on each block of the
+            output as soon as a kernel has made it, in the thread that made it (still in
+            cache: a 77 MB MobileNetV2 output is not read back from memory twice, and the
+            blocks' epilogues run in parallel): the 1x1 kernel's images, or the blocks of
+            their GEMMs' parts (``where`` = (n, rows, columns)); the depthwise kernels' rows
+            of an image (n, channels) or blocks of channels (:, channels); the Winograd and
+            im2col kernels' blocks of images (images,). The depthwise kernel of small maps
+            that transposes its result at the end (rows last), and im2col run in one block,
+            call it once on the whole output (``where`` = ()).
     """
     last = _channels_last(data_format)
     x = _to_nchw(x, last)
