@@ -61,7 +61,7 @@ def _rows_fwd(x, w, g):
     xp = _padded_rows(x, g)
     wr = K._rows_weights(w, C, N)
     y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
-    rb = K._rows_per_block(g)
+    rb = max(1, K._BLOCK // (g.oh * g.ow))
     tmp = np.empty((min(rb, N * C), g.oh, g.ow), x.dtype)
     for r0 in range(0, N * C, rb):
         r1 = min(N * C, r0 + rb)
@@ -210,3 +210,60 @@ def test_the_input_gradient_of_bigger_maps_runs_on_phase_planes(strides, turned,
     assert g16.oh * g16.ow < K._ROWS_LAST_MAX
     K.depthwise_dx(rng.standard_normal((2, 3, g16.oh, g16.ow)).astype(np.float32), w, g16, 3)
     assert calls == ["_depthwise_dx_last"]
+
+
+def _strided_sums(x, dy, g, m):
+    """The filter gradient's row sums by strided taps over each padded row (float64)."""
+    N, C = x.shape[:2]
+    out = np.empty((m, g.kh, g.kw, N * C))
+    K._padded_sums(x.reshape(N * C, g.H, g.W).astype(np.float64),
+                   dy.reshape(N * C, m, g.oh, g.ow).astype(np.float64), g, m, out)
+    return out
+
+
+# a stride-1 map of at least ``_SUMS_PADDED_OW`` columns: its filter gradient sums padded rows
+WIDE = (2, 2, 2, 7, 52, (3, 3), (1, 1, 1, 1), 1, (1, 1))
+
+
+@pytest.mark.parametrize("N,C,m,H,W,k,pads,dil,strides", CASES + [WIDE])
+def test_filter_gradient_sums_on_phase_planes_equal_strided_taps(N, C, m, H, W, k, pads, dil,
+                                                                 strides, monkeypatch):
+    """Each tap one contiguous dot per row over the phase planes and dY laid out Wq wide (or,
+    on wide stride-1 maps, strided taps over the padded rows): the row sums of strided taps
+    over the padded rows (float64), and the filter gradient of a direct convolution by the
+    adjoint identity <dY, conv(X, W')> = <dW, W'>."""
+    x, w, g, dy = _operands(9, N, C, m, H, W, k, pads, dil, strides)
+    padded = []
+    real = K._padded_sums
+    monkeypatch.setattr(K, "_padded_sums", lambda *a: padded.append(1) or real(*a))
+    sums = K._depthwise_sums(x, dy, g, m)
+    wide = strides == (1, 1) and g.ow >= K._SUMS_PADDED_OW
+    assert bool(padded) == wide
+    monkeypatch.setattr(K, "_padded_sums", real)
+    want = _strided_sums(x, dy, g, m)
+    scale = np.abs(x).max() * np.abs(dy).reshape(N * C, -1).sum(axis=1).max()
+    np.testing.assert_allclose(sums, want, rtol=0, atol=1e-6 * scale)
+    dw = K._taps_dw(x, dy, g, w.shape)
+    probe = np.random.default_rng(10).standard_normal(w.shape)
+    lhs = float((dy.astype(np.float64) * _direct(x.astype(np.float64), probe, g)).sum())
+    assert abs(float((dw * probe).sum()) - lhs) <= 1e-5 * np.abs(dy).sum() * np.abs(x).max() \
+        * np.abs(probe).sum()
+
+
+def test_a_non_finite_block_of_rows_sums_only_the_cells_fluid_reads(monkeypatch):
+    """The flat taps read the planes' cells past each output row times dY's zeros: a block
+    with an Inf takes the strided taps instead, so the Inf reaches exactly the filter taps
+    whose window covers it (fluid's result); the other blocks keep the flat sums' values."""
+    x, w, g, dy = _operands(11, 2, 3, 1, 20, 18, (3, 3), (1, 1, 1, 1), 1, (1, 1))
+    monkeypatch.setattr(K, "_BLOCK", 2 * g.oh * (g.Wp + 1))       # blocks of 2 rows
+    clean = K._depthwise_sums(x, dy, g, 1)
+    x[0, 1, 0, 0] = np.inf             # row 1 (image 0, channel 1): its left and top edge
+    sums = K._depthwise_sums(x, dy, g, 1)
+    want = _strided_sums(x, dy, g, 1)
+    np.testing.assert_array_equal(np.isinf(sums) | np.isnan(sums),
+                                  np.isinf(want) | np.isnan(want))
+    hit = ~np.isfinite(want[0, :, :, 1])
+    assert hit.any() and not hit.all()     # taps (1..2, 1..2) reach pixel (0, 0), (0, *) do not
+    others = [r for r in range(6) if r not in (0, 1)]   # rows outside the non-finite block
+    np.testing.assert_array_equal(sums[..., others], clean[..., others])
+    np.testing.assert_allclose(sums[0, :, :, 0], want[0, :, :, 0], rtol=1e-5, atol=1e-5)
