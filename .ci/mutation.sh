@@ -128,12 +128,13 @@ tests_for() {
            tests/test_lower_grad.py tests/test_mutants_sequence.py ;;
     fluidlite/ops/_winograd.py)
       echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py \
-           tests/test_fusion_saved_conv.py ;;
+           tests/test_fusion_saved_conv.py tests/test_conv_epilogue_blocks.py ;;
     fluidlite/ops/conv.py)
       # the convolutions' ops (the kernels have their own lists): their tests, and conv2d's
       # Winograd tiles kept for its gradient
       echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
-           tests/test_dtype_stability.py tests/test_lower_grad.py ;;
+           tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/test_conv_epilogue_blocks.py ;;
     fluidlite/core/threads.py)
       echo tests/test_threads.py tests/ops/test_conv_kernels.py tests/ops/test_batch_norm_parts.py \
            tests/ops/test_activation_parts.py tests/ops/test_layer_norm_parts.py \
@@ -237,7 +238,7 @@ tests_for() {
            tests/ops/test_conv_band.py tests/test_inference_kernels.py \
            tests/ops/test_whole_runs.py \
            tests/test_mutants_conv.py tests/test_dtype_stability.py \
-           tests/test_mutants_conv_kernels.py ;;
+           tests/test_mutants_conv_kernels.py tests/test_conv_epilogue_blocks.py ;;
     fluidlite/ops/rnn_core.py)
       # the shared LSTM / GRU recurrences: reached through the lstm / gru / gru_unit /
       # fusion_* / rnn_v2 ops' tests (no op of its own)

@@ -272,10 +272,8 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray
         return WG.winograd_fwd(x, w, g, tiles, epilogue)
     blocks = _batch_blocks(x.shape[1], g, x.shape[0])
     if len(blocks) == 1:
-        out = _conv_fwd_cols(x, w, g)
+        out = _conv_fwd_cols(x, w, g)           # (a new contiguous array)
         if epilogue is not None:
-            if not (out.flags.writeable and out.flags.c_contiguous):
-                out = out.copy()
             epilogue(out.reshape(out.shape[0], out.shape[1], -1), ())
         return out
     out = np.empty((x.shape[0], w.shape[0], g.oh, g.ow), np.result_type(x.dtype, w.dtype))
