@@ -241,13 +241,14 @@ def test_filter_gradient_sums_on_phase_planes_equal_strided_taps(N, C, m, H, W, 
     assert bool(padded) == wide
     monkeypatch.setattr(K, "_padded_sums", real)
     want = _strided_sums(x, dy, g, m)
-    scale = np.abs(x).max() * np.abs(dy).reshape(N * C, -1).sum(axis=1).max()
+    # (tolerances as Python floats: no NumPy-version-dependent scalar promotion)
+    scale = float(np.abs(x).max()) * float(np.abs(dy).reshape(N * C, -1).sum(axis=1).max())
     np.testing.assert_allclose(sums, want, rtol=0, atol=1e-6 * scale)
     dw = K._taps_dw(x, dy, g, w.shape)
     probe = np.random.default_rng(10).standard_normal(w.shape)
     lhs = float((dy.astype(np.float64) * _direct(x.astype(np.float64), probe, g)).sum())
-    assert abs(float((dw * probe).sum()) - lhs) <= 1e-5 * np.abs(dy).sum() * np.abs(x).max() \
-        * np.abs(probe).sum()
+    bound = 1e-5 * float(np.abs(dy).sum()) * float(np.abs(x).max()) * float(np.abs(probe).sum())
+    assert abs(float((dw.astype(np.float64) * probe).sum()) - lhs) <= bound
 
 
 def test_a_non_finite_block_of_rows_sums_only_the_cells_fluid_reads(monkeypatch):
