@@ -217,8 +217,16 @@ def test_one_sided_paddings_on_the_rows_first_kernels(pads):
 
 
 def test_pointwise_threshold_is_at_least_128_output_pixels():
-    """``use_pointwise``: 1x1, groups 1, no padding and at least ``_POINTWISE_MIN`` (128)
-    output pixels."""
+    """``use_pointwise``: 1x1, groups 1, no padding, and at least ``_POINTWISE_MIN`` (128)
+    output pixels -- or a filter whose rereads (F*C*(n-1)) are at most
+    ``_POINTWISE_FILTER_READS`` (3) times the layout copies (n*(C+F)*pixels)."""
     for hw, want in (((8, 16), True), ((1, 127), False), ((1, 128), True)):
         g = CV._geom(hw, (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1)
-        assert K.use_pointwise(g, (4, 3, 1, 1)) is want, hw
+        assert K.use_pointwise(g, (2000, 2000, 1, 1), 8) is want, hw
+    g = CV._geom((1, 1), (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1)
+    # at the bound: 8 * 8 * 3 = 192 rereads == 3 * 4 * 16 * 1 copies; one filter more is over
+    assert K.use_pointwise(g, (8, 8, 1, 1), 4)
+    assert not K.use_pointwise(g, (9, 8, 1, 1), 4)      # 216 > 3 * 4 * 17 = 204
+    assert K.use_pointwise(g, (900, 800, 1, 1), 1)      # one image: nothing reread
+
+

@@ -7,6 +7,7 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 from fluidlite.core.registry import get_op_def
+from fluidlite.ops import _conv_kernels as K
 from fluidlite.ops import conv as C
 
 CONV, GRAD = get_op_def("conv2d"), get_op_def("conv2d_grad")
@@ -127,3 +128,52 @@ def test_column_layout_rule():
     assert not C._batch_last(s1, 64)
     assert C._batch_last(s1n, 2) and not C._batch_last(s1n, 1)
     assert not C._batch_last(s2, C._STRIDED_BL_MIN - 1) and C._batch_last(s2, C._STRIDED_BL_MIN)
+
+
+def test_a_1x1_filter_never_takes_the_batch_last_columns():
+    """A 1x1 filter's columns are the maps themselves: batch-second at any width, stride and
+    batch (a 3x3 filter on the same narrow map goes batch-last)."""
+    x = np.zeros((1, 4, 7, 7))
+    for stride in ([1, 1], [2, 2]):
+        g1 = C._conv_geom(x, np.zeros((4, 4, 1, 1)), stride, [0, 0], [1, 1], "EXPLICIT", 1)
+        assert not C._batch_last(g1, 64)
+    g3 = C._conv_geom(x, np.zeros((4, 4, 3, 3)), [1, 1], [1, 1], [1, 1], "EXPLICIT", 1)
+    assert C._batch_last(g3, 64)
+
+
+@pytest.mark.parametrize("shape,w_shape,n,want", [
+    ((7, 7), (160, 576), 8, True),      # MobileNetV2's 576 -> 160: filter rereads 2.2x the copies
+    ((7, 7), (320, 960), 8, False),     # 960 -> 320: 4.3x
+    ((7, 7), (1280, 320), 1, True),     # one image: no rereads at all
+    ((16, 8), (2048, 2048), 64, True),  # 128 output pixels: always per image
+    ((1, 127), (8, 8), 2, True),
+    ((1, 2), (64, 32), 2, False),       # 2048 rereads against 3 * 2 * 96 * 2 = 1152 copies
+    ((1, 2), (64, 32), 1, True),
+])
+def test_pointwise_rule_weighs_filter_rereads_against_layout_copies(shape, w_shape, n, want):
+    g = C._geom(shape, (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1)
+    assert K.use_pointwise(g, w_shape + (1, 1), n) is want
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride", [
+    ((2, 32, 1, 2), (64, 32, 1, 1), (1, 1)),      # stride 1: the maps copied whole
+    ((3, 32, 3, 3), (64, 32, 1, 1), (2, 2)),      # stride 2: sampled, then copied
+])
+def test_1x1_columns_over_the_batch_equal_a_direct_convolution(x_shape, w_shape, stride):
+    """A 1x1 convolution whose filter is big against its maps runs as one GEMM over the
+    batch-second columns (not per image): output and gradients against the float64 direct
+    convolution."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    attrs = dict(strides=list(stride), paddings=[0, 0], dilations=[1, 1], groups=1)
+    g = C._conv_geom(x, w, attrs["strides"], [0, 0], [1, 1], "EXPLICIT", 1)
+    assert C._kind(x.shape[0], x.shape[1], w.shape, g, x.dtype) == ""
+    assert not C._batch_last(g, x.shape[0])
+    y = CONV.forward(x, w, **attrs)["Output"]
+    np.testing.assert_allclose(y, _direct(x, w, stride, (0, 0, 0, 0), (1, 1), 1),
+                               rtol=1e-12, atol=1e-12)
+    dy = rng.standard_normal(y.shape)
+    got = GRAD.forward(x, w, dy, **attrs)
+    dx, dw = _grads(x, w, dy, stride, (0, 0, 0, 0), (1, 1), 1)
+    np.testing.assert_allclose(got["Input@GRAD"], dx, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(got["Filter@GRAD"], dw, rtol=1e-11, atol=1e-11)
