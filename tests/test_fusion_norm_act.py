@@ -14,7 +14,7 @@ SHAPE = (4, 6, 10, 10)
 
 
 def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=False,
-             **act_attrs):
+             overwrite_x=False, **act_attrs):
     main, startup = fluid.Program(), fluid.Program()
     with fluid.unique_name.guard(), fluid.program_guard(main, startup):
         shape = list(SHAPE) if layout == "NCHW" else [SHAPE[0], SHAPE[2], SHAPE[3], SHAPE[1]]
@@ -23,7 +23,9 @@ def _program(act, is_test=False, layout="NCHW", fetch_y=False, extra_reader=Fals
         scale = fluid.ParamAttr(initializer=fluid.initializer.Constant(3.0))   # relu6 clips
         y = fluid.layers.batch_norm(x, is_test=is_test, data_layout=layout, momentum=0.8,
                                     param_attr=scale, name="bn")
-        out = getattr(fluid.layers, act)(y, **act_attrs)
+        if overwrite_x:                      # X written between the forward and its gradient
+            fluid.layers.assign(fluid.layers.scale(x, 0.5), output=x)
+        out = getattr(fluid.layers, act)(y, **act_attrs) if act else y
         loss = fluid.layers.reduce_mean(out * out)
         if extra_reader:                     # the activation's gradient has a second reader
             loss = loss + fluid.layers.reduce_sum(fluid.layers.sqrt(fluid.layers.abs(y) + 1.0))
@@ -97,7 +99,8 @@ def test_fused_inference_equals_the_unfused_ops():
 
 def test_no_forward_fusion_when_y_is_fetched():
     got = _steps("relu", True, n=1, fetch_y=True)
-    assert "fused(batch_norm+relu)" not in got[2] and "batch_norm" in got[2]
+    # (the batch norm alone, handing its gradient X - SavedMean)
+    assert "fused(batch_norm+relu)" not in got[2] and "fused(batch_norm+centred)" in got[2]
     assert "fused(relu_grad+batch_norm_grad)" in got[2]     # the backward does not need Y
     _same(got, _steps("relu", False, n=1, fetch_y=True))
 
@@ -125,3 +128,63 @@ def test_the_fusions_leave_the_program_unchanged():
         op.type for op in ops}
     assert before == [(op.type, dict(op.inputs), dict(op.outputs))
                       for op in main.global_block().ops]
+
+
+def _plan_ops(main, fetch):
+    return fusion.fuse(list(main.global_block().ops), main.global_block(),
+                       [f if isinstance(f, str) else f.name for f in fetch], ["x"])
+
+
+@pytest.mark.parametrize("act", ["relu6", None])
+def test_the_gradient_reads_the_centred_map_the_forward_made(act):
+    """The batch norm's forward also writes X - SavedMean, a variable of the plan alone,
+    which its gradient reads in X's place: X is no longer read after the forward."""
+    main, _, fetch = _program(act)
+    ops = _plan_ops(main, fetch)
+    fwd_type = "fused(batch_norm+relu6)" if act else "fused(batch_norm+centred)"
+    grad_type = "fused(relu6_grad+batch_norm_grad)" if act else "fused(centred+batch_norm_grad)"
+    fwd = next(op for op in ops if op.type == fwd_type)
+    grad = next(op for op in ops if op.type == grad_type)
+    centred = fwd.outputs["Centred"]
+    assert centred == ["x@CENTRED0.0"] and grad.inputs["X"] == centred
+    assert main.global_block()._find_var_recursive(centred[0]) is None
+    assert [op.type for op in ops if "x" in op.input_arg_names] == [fwd_type]
+
+
+@pytest.mark.parametrize("blocks,nthreads", [(False, 1), (True, 1), (True, 2), (False, 2)])
+def test_a_batch_norm_alone_hands_its_gradient_the_centred_map(blocks, nthreads, monkeypatch):
+    """No activation: ``fused(batch_norm+centred)`` / ``fused(centred+batch_norm_grad)``, the
+    unfused ops' values -- bit for bit on whole maps and in the same channel parts."""
+    if blocks:
+        monkeypatch.setattr(norm, "_BLOCK_BYTES", SHAPE[0] * SHAPE[2] * SHAPE[3] * 4)
+    with threads.using(nthreads):
+        fused = _steps(None, True)
+        unfused = _steps(None, False)
+    assert {"fused(batch_norm+centred)", "fused(centred+batch_norm_grad)"} <= fused[2]
+    assert "batch_norm" not in fused[2] and "batch_norm_grad" not in fused[2]
+    _same(fused, unfused, rtol=1e-5 if nthreads > 1 and not blocks else 0.0)
+
+
+def test_no_centred_map_when_x_is_written_before_the_gradient():
+    """X overwritten after the forward: the gradient reads X (fluid's semantics), unpaired."""
+    main, _, fetch = _program("relu", overwrite_x=True)
+    ops = _plan_ops(main, fetch)
+    assert not any("Centred" in op.outputs for op in ops)
+    grad = next(op for op in ops if op.type == "fused(relu_grad+batch_norm_grad)")
+    assert grad.inputs["X"] == ["x"]
+    got = _steps("relu", True, n=2, overwrite_x=True)
+    _same(got, _steps("relu", False, n=2, overwrite_x=True))
+
+
+def test_no_centred_map_with_global_statistics():
+    """use_global_stats: the gradient never centres X by the batch's mean; nothing paired."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.unique_name.guard(), fluid.program_guard(main, startup):
+        x = fluid.data("x", list(SHAPE), "float32")
+        x.stop_gradient = False
+        y = fluid.layers.batch_norm(x, use_global_stats=True)
+        loss = fluid.layers.reduce_mean(y * y)
+        fluid.optimizer.SGD(0.5).minimize(loss)
+    ops = _plan_ops(main, [loss, "x@GRAD"])
+    assert "batch_norm_grad" in {op.type for op in ops}
+    assert not any("Centred" in op.outputs for op in ops)

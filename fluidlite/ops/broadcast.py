@@ -16,6 +16,7 @@ forward and gradients).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -150,7 +151,7 @@ def channel_vector(v: np.ndarray, shape: Sequence[int], ch: int) -> np.ndarray:
         >>> channel_vector(np.arange(2.0), (8, 2, 16, 16), 1).shape
         (1, 2, 1, 1)
     """
-    inner = int(np.prod(shape[ch + 1:], dtype=np.int64))
+    inner = int(math.prod(shape[ch + 1:]))
     if ch + 1 == len(shape) or inner >= LONG_RUN:
         return v.reshape(tuple(v.shape[0] if a == ch else 1 for a in range(len(shape))))
     return np.repeat(v, inner).reshape(tuple(shape[ch:]))
@@ -209,7 +210,7 @@ class whole_runs:
 def channel_run(shape: Sequence[int], ch: int) -> int:
     """The contiguous elements of one channel's run in an array of ``shape`` whose channel
     axis is ``ch`` (the product of the dims after it)."""
-    return int(np.prod(shape[ch + 1:], dtype=np.int64))
+    return int(math.prod(shape[ch + 1:]))
 
 
 def repeat_run(a: Sequence[int], b: Sequence[int]) -> int:

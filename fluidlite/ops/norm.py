@@ -17,7 +17,8 @@ the run (``_bc``). layer_norm's rows split the same way from ``_PARALLEL_MIN`` e
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+import math
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -54,8 +55,7 @@ def _bc(v: np.ndarray, X: np.ndarray, ch: int) -> np.ndarray:
 
 def _per_channel(a: np.ndarray, ch: int) -> np.ndarray:
     """``a`` as [outer, C, inner] (channel axis ``ch``; a view when ``a`` is contiguous)."""
-    outer = int(np.prod(a.shape[:ch], dtype=np.int64))
-    inner = int(np.prod(a.shape[ch + 1:], dtype=np.int64))
+    outer, inner = math.prod(a.shape[:ch]), math.prod(a.shape[ch + 1:])   # (not np.prod: 4 us)
     return a.reshape(outer, a.shape[ch], inner)
 
 
@@ -115,44 +115,68 @@ def _channel_parts(X: np.ndarray, ch: int, blocks_from: int
 
 
 def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
-              y: Optional[np.ndarray], ch: int) -> Tuple[np.ndarray, ...]:
-    """Training batch norm of ``X``: (mu, var, inv_std per channel, Y), Y into ``y`` when
-    given (else into the centred copy of X: one batch-sized array fewer)."""
+              y: Optional[np.ndarray], ch: int, keep: bool = False,
+              xc_out: Optional[np.ndarray] = None) -> Tuple[Any, ...]:
+    """Training batch norm of ``X``: (mu, var, inv_std, Y, Xc), Y into ``y`` when given (else
+    into the centred copy of X: one batch-sized array fewer), Xc = X - mu (into ``xc_out``
+    when given) when ``keep`` or ``xc_out``, else None -- Y is then never made in its
+    place."""
     run = channel_run(X.shape, ch)
+    keep = keep or xc_out is not None
     mu = _channel_sum(X, ch, mean=True)
     with whole_runs(run):
-        xc = X - _bc(mu, X, ch)
+        xc = X - _bc(mu, X, ch) if xc_out is None else \
+            np.subtract(X, _bc(mu, X, ch), out=xc_out)
     var = _channel_sum(xc, ch, xc, mean=True)
     inv_std = 1.0 / np.sqrt(var + eps)
     a = _bc(Scale * inv_std, X, ch)
     with whole_runs(run):
         if y is None:
-            y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
+            y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) and not keep \
+                else xc * a
         else:
             np.multiply(xc, a, out=y)
         y += _bc(Bias, X, ch)
-    return mu, var, inv_std, y
+    return mu, var, inv_std, y, (xc if keep else None)
+
+
+class CentredBlocks(NamedTuple):
+    """X - mean as a training batch norm's channel parts made it (``_channel_parts``), for
+    its gradient: ``blocks[i]`` is the contiguous [N, hi - lo, ...] part ``parts[i]`` of the
+    map of ``shape`` -- the layout in which the gradient's parts centre X themselves, so that
+    their channel sums add in the same order (the same bits)."""
+    parts: List[Tuple[int, int]]
+    blocks: List[np.ndarray]
+    shape: Tuple[int, ...]
 
 
 def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
                     parts: List[Tuple[int, int]], then: Epilogue = None,
-                    residual: Optional[np.ndarray] = None) -> Tuple[np.ndarray, ...]:
-    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std); the
-    ``residual``'s part is added to each part of y, then ``then`` applied to it, right after
-    it is made (while it is in cache)."""
+                    residual: Optional[np.ndarray] = None, keep: bool = False
+                    ) -> Tuple[Any, ...]:
+    """``_bn_train`` over the channel ``parts`` in parallel: (y, mu, var, inv_std, Xc or
+    None); the ``residual``'s part is added to each part of y, then ``then`` applied to it,
+    right after it is made (while it is in cache). With ``keep`` each part's X - mu is kept
+    (``CentredBlocks``, the parts one batch-sized buffer), else None."""
     y = np.empty(X.shape, X.dtype)
+    xc = None
+    if keep:
+        buf, per = np.empty(X.size, X.dtype), X.size // max(X.shape[1], 1)
+        xc = CentredBlocks(parts, [buf[lo * per:hi * per].reshape(
+            (X.shape[0], hi - lo) + X.shape[2:]) for lo, hi in parts], X.shape)
     stats: List[Any] = [None] * len(parts)
 
     def one(i: int) -> None:
         lo, hi = parts[i]
-        stats[i] = _bn_train(X[:, lo:hi], Scale[lo:hi], Bias[lo:hi], eps, y[:, lo:hi], 1)[:3]
+        stats[i] = _bn_train(X[:, lo:hi], Scale[lo:hi], Bias[lo:hi], eps, y[:, lo:hi], 1,
+                             xc_out=None if xc is None else xc.blocks[i])[:3]
         if residual is not None:
             np.add(y[:, lo:hi], residual[:, lo:hi], out=y[:, lo:hi])
         if then is not None:
             then(y[:, lo:hi])
     threads.parallel(one, len(parts))
     mu, var, inv_std = (np.concatenate([st[k] for st in stats]) for k in range(3))
-    return y, mu, var, inv_std
+    return y, mu, var, inv_std, xc
 
 
 def _bn_centred(X: np.ndarray, mean: np.ndarray, ch: int) -> np.ndarray:
@@ -182,11 +206,12 @@ def _bn_dx(dY: np.ndarray, xc: np.ndarray, Scale: np.ndarray, inv_std: np.ndarra
 
 
 def _bn_grad_part(X: np.ndarray, Scale: np.ndarray, mean: np.ndarray, inv_std: np.ndarray,
-                  dY: np.ndarray, dx: Optional[np.ndarray], m: int
+                  dY: np.ndarray, dx: Optional[np.ndarray], m: int, centred: bool = False
                   ) -> Tuple[np.ndarray, np.ndarray]:
     """The batch-statistics gradient of channels of an NCHW map: (dScale, dBias), dX into
-    ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels."""
-    xc = _bn_centred(X, mean, 1)
+    ``dx`` (when given) -- the arithmetic of ``BatchNormGrad``'s lazy kernels (``centred``:
+    ``X`` is X - mean already, and is written over)."""
+    xc = X if centred else _bn_centred(X, mean, 1)
     db, ds = _channel_sum(dY, 1), _channel_sum(dY, 1, xc) * inv_std
     if dx is not None:
         _bn_dx(dY, xc, Scale, inv_std, ds, db, m, 1, dx)
@@ -231,13 +256,15 @@ class BatchNorm(OpDef):
     def forward_then(self, then: Epilogue, X, Scale, Bias, Mean, Variance,
                      MomentumTensor=None, momentum=0.9, epsilon=1e-5, is_test=False,
                      data_layout="NCHW", use_global_stats=False,
-                     trainable_statistics=False, residual=None) -> Dict[str, Any]:
+                     trainable_statistics=False, residual=None, centred=False
+                     ) -> Dict[str, Any]:
         """``forward``, with ``then(block)`` applied in place to Y as it is made: to each
         channel block right after it is normalized when the kernel runs in blocks (the block
         is still in cache), else to all of Y. ``residual`` (an array of Y's shape and dtype)
         is added to each block first. The plan's fused ``batch_norm`` [+ ``elementwise_add``]
         + activation (``executor/fusion``): the same values as the ops, one or two passes over
-        memory fewer."""
+        memory fewer. ``centred``: the output ``Centred`` is also X - SavedMean, which this
+        kernel makes anyway and ``batch_norm_grad`` would make again (its ``centred``)."""
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         bs = _bshape(X.ndim, ch, X.shape[ch])
         eps = float(epsilon)
@@ -255,23 +282,30 @@ class BatchNorm(OpDef):
                 np.add(y, residual, out=y)
             if then is not None:
                 then(y)
-            return {"Y": y, "MeanOut": Mean,
-                    "VarianceOut": Variance, "SavedMean": Mean,
-                    "SavedVariance": inv_std.astype(X.dtype, copy=False)}
-        # (the forward's three passes gain less from blocks: only on maps of 24 MB and more)
-        parts = _channel_parts(X, ch, 6 * _BLOCK_BYTES)
+            out = {"Y": y, "MeanOut": Mean, "VarianceOut": Variance, "SavedMean": Mean,
+                   "SavedVariance": inv_std.astype(X.dtype, copy=False)}
+            if centred:
+                out["Centred"] = _bn_centred(X, Mean, ch)
+            return out
+        # (the forward's three passes gain less from blocks: only on maps of 24 MB and more --
+        # but a forward keeping X - mean for its gradient cuts the map as the gradient does)
+        parts = _channel_parts(X, ch, (2 if centred else 6) * _BLOCK_BYTES)
         if parts is None:
-            mu, var, inv_std, y = _bn_train(X, Scale, Bias, eps, None, ch)
+            mu, var, inv_std, y, xc = _bn_train(X, Scale, Bias, eps, None, ch, centred)
             if residual is not None:
                 np.add(y, residual, out=y)
             if then is not None:
                 then(y)
         else:
-            y, mu, var, inv_std = _bn_train_parts(X, Scale, Bias, eps, parts, then, residual)
+            y, mu, var, inv_std, xc = _bn_train_parts(X, Scale, Bias, eps, parts, then,
+                                                      residual, centred)
         m = float(momentum if MomentumTensor is None else MomentumTensor.reshape(-1)[0])
-        return {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
-                "VarianceOut": Variance * m + var * (1.0 - m),
-                "SavedMean": mu, "SavedVariance": inv_std.astype(X.dtype, copy=False)}
+        out = {"Y": y, "MeanOut": Mean * m + mu * (1.0 - m),
+               "VarianceOut": Variance * m + var * (1.0 - m),
+               "SavedMean": mu, "SavedVariance": inv_std.astype(X.dtype, copy=False)}
+        if centred:
+            out["Centred"] = xc
+        return out
 
     def make_grad(self, g, **attrs):
         g.append("batch_norm_grad",
@@ -301,26 +335,33 @@ class BatchNormGrad(OpDef):
         return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present), **kw),
                        False)
 
-    def forward(self, X, Scale, SavedMean, SavedVariance, dY: GradSource, wanted=None, *,
-                momentum=0.9, epsilon=1e-5, is_test=False, data_layout="NCHW",
-                use_global_stats=False, trainable_statistics=False):
+    def forward(self, X, Scale, SavedMean, SavedVariance, dY: GradSource, wanted=None,
+                centred=False, *, momentum=0.9, epsilon=1e-5, is_test=False,
+                data_layout="NCHW", use_global_stats=False, trainable_statistics=False):
         """The gradients (lazily, see the module docstring). ``dY`` may be a function of a
         channel range (``GradSource``): the plan's fused activation gradient + batch_norm_grad
         (``executor/fusion``) makes each channel block of dY right before this kernel reads
-        it, in cache, instead of writing all of dY to memory first."""
+        it, in cache, instead of writing all of dY to memory first. ``centred``: ``X`` is
+        X - SavedMean already (the forward's ``Centred``, a value of the plan alone that this
+        kernel writes over: an array, or ``CentredBlocks`` when the forward ran in channel
+        parts -- those this kernel cuts the map into), so it is not made again."""
+        if isinstance(X, CentredBlocks):
+            return self._parts(X.blocks.__getitem__, X.shape, Scale, SavedMean, SavedVariance,
+                               dY, X.parts, wanted, True)
         ch, _ = _layout_axes(self.type, X.ndim, data_layout)
         global_stats = use_global_stats or (is_test and not trainable_statistics)
         m = X.size // X.shape[ch]
         parts = None if global_stats else _channel_parts(X, ch, 2 * _BLOCK_BYTES)
         if parts is not None and (wanted is None or "X@GRAD" in wanted):
-            return self._parts(X, Scale, SavedMean, SavedVariance, dY, m, parts, wanted)
+            return self._parts(lambda i: X[:, parts[i][0]:parts[i][1]], X.shape, Scale,
+                               SavedMean, SavedVariance, dY, parts, wanted, centred)
         if callable(dY):
             dY = dY(None, None)
         cache: Dict[str, Any] = {}
 
-        def centred() -> np.ndarray:
+        def centred_x() -> np.ndarray:
             if "xc" not in cache:
-                cache["xc"] = _bn_centred(X, SavedMean, ch)
+                cache["xc"] = X if centred else _bn_centred(X, SavedMean, ch)
             return cache["xc"]
 
         def dbias() -> np.ndarray:
@@ -330,7 +371,7 @@ class BatchNormGrad(OpDef):
 
         def dscale() -> np.ndarray:         # sum(dY * xh) = sum(dY * xc) * inv_std
             if "ds" not in cache:
-                cache["ds"] = _channel_sum(dY, ch, centred()) * SavedVariance
+                cache["ds"] = _channel_sum(dY, ch, centred_x()) * SavedVariance
             return cache["ds"]
 
         def dx() -> np.ndarray:
@@ -343,17 +384,22 @@ class BatchNormGrad(OpDef):
         return LazyOutputs({"X@GRAD": dx, "Scale@GRAD": dscale, "Bias@GRAD": dbias})
 
     @staticmethod
-    def _parts(X, Scale, SavedMean, SavedVariance, dY: GradSource, m, parts,
-               wanted) -> Dict[str, Any]:
-        """The three gradients over the channel ``parts`` in parallel (dX wanted)."""
+    def _parts(part_x: Callable[[int], np.ndarray], shape: Tuple[int, ...], Scale, SavedMean,
+               SavedVariance, dY: GradSource, parts, wanted, centred=False) -> Dict[str, Any]:
+        """The gradients over the channel ``parts`` in parallel, ``part_x(i)`` giving part
+        i of X (``centred``: of X - SavedMean) of a map of ``shape``."""
         part_of = dY if callable(dY) else (lambda lo, hi: dY[:, lo:hi])
-        dx = np.empty(X.shape, np.result_type(X.dtype, Scale, SavedVariance))
+        x0 = part_x(0)
+        dx = np.empty(shape, np.result_type(x0.dtype, Scale, SavedVariance)) \
+            if wanted is None or "X@GRAD" in wanted else None
+        m = math.prod(shape) // max(shape[1], 1)
         sums: List[Any] = [None] * len(parts)
 
         def one(i: int) -> None:
             lo, hi = parts[i]
-            sums[i] = _bn_grad_part(X[:, lo:hi], Scale[lo:hi], SavedMean[lo:hi],
-                                    SavedVariance[lo:hi], part_of(lo, hi), dx[:, lo:hi], m)
+            sums[i] = _bn_grad_part(part_x(i), Scale[lo:hi], SavedMean[lo:hi],
+                                    SavedVariance[lo:hi], part_of(lo, hi),
+                                    None if dx is None else dx[:, lo:hi], m, centred)
         threads.parallel(one, len(parts))
         out = {"X@GRAD": dx, "Scale@GRAD": np.concatenate([s[0] for s in sums]),
                "Bias@GRAD": np.concatenate([s[1] for s in sums])}

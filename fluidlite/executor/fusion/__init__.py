@@ -28,6 +28,8 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
   norm does not cut into blocks run the activation on the whole map, as unfused); at a residual
   block's end, the shortcut's ``elementwise_add`` too, block by block before the activation
   (two passes fewer; the add's gradient reads a stand-in for the normalized map's shape).
+  Every training batch norm (fused or not) also hands its gradient X - SavedMean, which its
+  forward makes anyway, in X's place (one pass fewer in the gradient; ResNet-18 0.96x).
 * **All-reduce + scale** (``patterns/allreduce_scale.py``): the data-parallel averaging, in the
   reduction's own buffer (in the gradient's when the plan proves it owned).
 * **Global norm** (``patterns/global_norm_clip.py``): ``GradientClipByGlobalNorm``'s chain as

@@ -12,22 +12,40 @@ the map is cut). In the backward each dY block is a contiguous array where the u
 reads a strided view of the whole dY, and einsum may order a channel's sums differently for
 the two layouts: dScale, dBias and dX can differ from the unfused ops' by float rounding (a few
 ulps). On maps batch norm does not cut the activation runs on the whole map, as unfused.
+
+``centred()`` gives a fused forward (or ``BatchNormCentred``, a batch norm alone) that also
+writes X - SavedMean -- which its kernel makes anyway -- and a fused gradient (or
+``BatchNormGradCentred``) that reads it in X's place instead of making it again: one pass
+over the map and one batch-sized array fewer in every batch norm's gradient (the
+``CENTRED`` pattern); the same operations, so the same bits.
 """
 from __future__ import annotations
 
+import copy
 import functools
 from typing import AbstractSet, Any, Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ....core import registry
-from ....core.registry import Binding
+from ....core.registry import Binding, Slot
 from ..matcher import FusedDef
 
 # the activations fused: their gradient reads Out only, so batch_norm's Y is read by the
 # activation alone and never has to exist on its own
 ACTS = ("relu", "relu6")
 BN_OUTPUTS = ("MeanOut", "VarianceOut", "SavedMean", "SavedVariance")
+CENTRED = "Centred"     # the slot of X - SavedMean (a forward's output, read as its grad's X)
+
+
+def centred(kernel: Any) -> Any:
+    """A copy of the fused forward or gradient ``kernel`` that also writes, or reads as X,
+    X - SavedMean (``CENTRED``)."""
+    new = copy.copy(kernel)
+    new.centred = True
+    if not isinstance(kernel, ActBatchNormGrad):
+        new.out_slots = kernel.out_slots + (Slot(CENTRED),)
+    return new
 
 
 class BatchNormAct(FusedDef):
@@ -41,6 +59,7 @@ class BatchNormAct(FusedDef):
                          ("Out",) + BN_OUTPUTS)
         self.bn, self.act = registry.get_op_def("batch_norm"), registry.get_op_def(act)
         self.bn_kw = self.bn.kernel_attrs(bn_attrs)
+        self.centred = False
         act_kw = self.act.kernel_attrs(act_attrs)
         self.then: Callable[[np.ndarray], None] = (
             functools.partial(self.act.forward_into, **act_kw) if act_kw
@@ -50,7 +69,7 @@ class BatchNormAct(FusedDef):
                 Variance: np.ndarray, MomentumTensor: Optional[np.ndarray] = None
                 ) -> Dict[str, Any]:
         out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance, MomentumTensor,
-                                   **self.bn_kw)
+                                   centred=self.centred, **self.bn_kw)
         out["Out"] = out.pop("Y")
         return out
 
@@ -81,10 +100,11 @@ class BatchNormAddAct(BatchNormAct):
         broadcast against the map's) goes through the add's own kernel, as unfused."""
         if Residual.shape == X.shape and Residual.dtype == X.dtype:
             out = self.bn.forward_then(self.then, X, Scale, Bias, Mean, Variance,
-                                       MomentumTensor, residual=Residual, **self.bn_kw)
+                                       MomentumTensor, residual=Residual,
+                                       centred=self.centred, **self.bn_kw)
         else:
             out = self.bn.forward_then(None, X, Scale, Bias, Mean, Variance, MomentumTensor,
-                                       **self.bn_kw)
+                                       centred=self.centred, **self.bn_kw)
             out["Y"] = self.add.forward(out["Y"], Residual)["Out"]
             self.then(out["Y"])
         out["Out"] = y = out.pop("Y")
@@ -105,6 +125,7 @@ class ActBatchNormGrad(FusedDef):
         self.bn_grad = registry.get_op_def("batch_norm_grad")
         self.act_kw = self.act.kernel_attrs(act_attrs)
         self.bn_kw = self.bn_grad.kernel_attrs(bn_attrs)
+        self.centred = False        # (X is X - SavedMean: ``centred``)
 
     def bind(self, in_specs: Sequence[Any], attrs: Mapping[str, Any],
              outputs_present: AbstractSet[str]) -> Binding:
@@ -122,4 +143,43 @@ class ActBatchNormGrad(FusedDef):
                 return backward(Out, dOut, **kw)["X"]
             return backward(Out[:, lo:hi], dOut[:, lo:hi], **kw)["X"]
         return self.bn_grad.forward(X, Scale, SavedMean, SavedVariance, dy, wanted,
+                                    self.centred, **self.bn_kw)
+
+
+class BatchNormCentred(FusedDef):
+    """batch_norm alone, also writing X - SavedMean (``CENTRED``) for its gradient."""
+
+    def __init__(self, bn_attrs: Mapping[str, Any]) -> None:
+        super().__init__("fused(batch_norm+centred)",
+                         ("X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor?"),
+                         ("Y",) + BN_OUTPUTS + (CENTRED,))
+        self.bn = registry.get_op_def("batch_norm")
+        self.bn_kw = self.bn.kernel_attrs(bn_attrs)
+
+    def forward(self, X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, Mean: np.ndarray,
+                Variance: np.ndarray, MomentumTensor: Optional[np.ndarray] = None
+                ) -> Dict[str, Any]:
+        return self.bn.forward_then(None, X, Scale, Bias, Mean, Variance, MomentumTensor,
+                                    centred=True, **self.bn_kw)
+
+
+class BatchNormGradCentred(FusedDef):
+    """batch_norm_grad reading X - SavedMean (``BatchNormCentred``'s) as its X."""
+
+    def __init__(self, bn_attrs: Mapping[str, Any]) -> None:
+        super().__init__("fused(centred+batch_norm_grad)",
+                         ("X", "Scale", "SavedMean", "SavedVariance", "Y@GRAD"),
+                         ("X@GRAD?", "Scale@GRAD?", "Bias@GRAD?"))
+        self.bn_grad = registry.get_op_def("batch_norm_grad")
+        self.bn_kw = self.bn_grad.kernel_attrs(bn_attrs)
+
+    def bind(self, in_specs: Sequence[Any], attrs: Mapping[str, Any],
+             outputs_present: AbstractSet[str]) -> Binding:
+        return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present)),
+                       False)
+
+    def forward(self, X: np.ndarray, Scale: np.ndarray, SavedMean: np.ndarray,
+                SavedVariance: np.ndarray, dY: np.ndarray,
+                wanted: Optional[AbstractSet[str]] = None) -> Any:
+        return self.bn_grad.forward(X, Scale, SavedMean, SavedVariance, dY, wanted, True,
                                     **self.bn_kw)

@@ -26,6 +26,7 @@ PIPELINE: Tuple[Union[Pattern, GroupPattern], ...] = (
     norm_act.ADD_FORWARD,           # batch_norm + elementwise_add + relu / relu6
     norm_act.FORWARD,               # batch_norm + relu / relu6
     norm_act.BACKWARD,              # relu / relu6 grad + batch_norm_grad
+    norm_act.CENTRED_PAIR,          # ... and its forward, which hands it X - SavedMean
     allreduce_scale.PATTERN,        # c_allreduce_sum / _wait + scale(1/nranks)
     update_group.MEMBERS,           # every update op a member, its clip multiply folded in
     clip_scale.PATTERN,             # the other clip multiplies by a float64 scale

@@ -13,14 +13,25 @@
   only batch_norm_grad reads and nothing in between writes the activation gradient's inputs,
   becomes ``fused(<act>_grad+batch_norm_grad)`` at batch_norm_grad's position.
 
+* ``CENTRED_PAIR``: a batch norm's gradient (fused with its activation's or not) in
+  batch-statistics mode and the forward that wrote its SavedMean from the same X, nothing in
+  between writing X: the forward also writes X - SavedMean, which it makes anyway, into a
+  variable of the plan alone (``<X>@CENTRED<block>.<position>``), and the gradient reads it in
+  X's place instead of making it again -- one pass over the map and one batch-sized array
+  fewer, and X is no longer held from the forward to the gradient (the centred map is,
+  instead). A plain pair becomes ``fused(batch_norm+centred)`` /
+  ``fused(centred+batch_norm_grad)``; the fused ones keep their names.
+
 Any layout: batch norm cuts only NCHW maps into channel blocks; on others the fused kernels run
 the activation on the whole map, as the unfused ops do.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
-from ..kernels.norm_act import ACTS, BN_OUTPUTS, ActBatchNormGrad, BatchNormAct, BatchNormAddAct
+from ..kernels.norm_act import (ACTS, BN_OUTPUTS, CENTRED, ActBatchNormGrad, BatchNormAct,
+                                BatchNormAddAct, BatchNormCentred, BatchNormGradCentred,
+                                centred)
 from ..matcher import Alt, Context, FusedOp, Match, P, Pattern, Rewrite
 
 
@@ -86,3 +97,44 @@ BACKWARD = Pattern("act_grad_batch_norm_grad",
                    P("batch_norm_grad", name="bn",
                      src={"Y@GRAD": P(*(a + "_grad" for a in ACTS), name="act", folded=True)}),
                    _backward)
+
+
+def _batch_stats(attrs: Any) -> bool:
+    """The batch norm normalizes by its batch's statistics (its gradient centres X)."""
+    return not (attrs.get("use_global_stats", False)
+                or (attrs.get("is_test", False) and not attrs.get("trainable_statistics", False)))
+
+
+def _centred(m: Match, cx: Context) -> Optional[Rewrite]:
+    grad, at = m["grad"], m.root
+    x, mean = grad.inputs["X"][0], grad.inputs["SavedMean"][0]
+    j = cx.producer(mean, at)
+    if j is None:
+        return None
+    fwd = cx.ops[j]
+    fused = isinstance(cx.opdef(fwd), (BatchNormAct, BatchNormAddAct))
+    bn = fwd.covered[0] if fused else fwd
+    if cx.matches(_BN_FORWARD, j) is None or fwd.inputs.get("X") != [x] \
+            or x in fwd.output_arg_names or cx.written_between([x], j, at) \
+            or not (_batch_stats(bn.attrs) and _batch_stats(grad.attrs)):
+        return None
+    name = f"{x}@CENTRED{cx.block.idx}.{j}"
+    outputs = {k: list(v) for k, v in fwd.outputs.items()}
+    outputs[CENTRED] = [name]
+    kernel = centred(fwd.opdef) if fused else BatchNormCentred(bn.attrs)
+    new_fwd = FusedOp(kernel, [fwd], {k: list(v) for k, v in fwd.inputs.items()}, outputs)
+    inputs = {k: list(v) for k, v in grad.inputs.items()}
+    inputs["X"] = [name]
+    gkernel = centred(grad.opdef) if isinstance(cx.opdef(grad), ActBatchNormGrad) \
+        else BatchNormGradCentred(grad.attrs)
+    new_grad = FusedOp(gkernel, [grad], inputs, {k: list(v) for k, v in grad.outputs.items()})
+    return Rewrite(j, new_fwd, frozenset(), ((at, new_grad),))
+
+
+# the forwards that write a SavedMean, and the gradients that read it (their fused forms keep
+# their names when they hand over / read the centred map)
+_BN_FORWARD = P("batch_norm", *(f"fused(batch_norm+{a})" for a in ACTS),
+                *(f"fused(batch_norm+elementwise_add+{a})" for a in ACTS))
+CENTRED_PAIR = Pattern("batch_norm_centred", P(
+    "batch_norm_grad", *(f"fused({a}_grad+batch_norm_grad)" for a in ACTS), name="grad",
+    where=lambda op, cx: not getattr(cx.opdef(op), "centred", False)), _centred)
