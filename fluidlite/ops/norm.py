@@ -458,20 +458,31 @@ def _row_parts(x: np.ndarray, *others: Any) -> bool:
 
 
 def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,
-             var: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+             var: Any = None, xh: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """layer_norm of the rows ``x`` [rows, right]: (Y, Mean, Variance), into ``y``, ``mu``,
-    ``var`` when given (every row on its own: a block of rows gives the whole's bits)."""
+    ``var`` when given (every row on its own: a block of rows gives the whole's bits). With
+    ``xh`` (an array of x's shape and dtype) the normalized rows (X - Mean) / sqrt(Variance +
+    eps) are made there first and Y from them -- the same operations in the same order."""
     summed = _summed(x)
     inv_n = x.dtype.type(1.0 / x.shape[1])
     m = np.multiply(row_sums(x, 1)[:, 0], inv_n, out=mu) if summed else \
         x.mean(axis=1, out=mu)
     with whole_runs(x.shape[1]):
-        xc = x - m[:, None]
+        xc = x - m[:, None] if xh is None else np.subtract(x, m[:, None], out=xh)
     v = np.multiply(row_sums(xc, 1, xc)[:, 0], inv_n, out=var) if summed else \
         np.mean(np.square(xc), axis=1, out=var)
     with whole_runs(x.shape[1]):
-        out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None], out=y)
-    if scale is not None:
+        out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None],
+                          out=y if xh is None else xh)
+    if xh is not None:
+        if scale is not None:
+            out = np.multiply(xh, scale, out=y)
+        elif y is None:
+            out = xh.copy()
+        else:
+            np.copyto(y, xh)
+            out = y
+    elif scale is not None:
         out *= scale
     if bias is not None:
         out += bias
@@ -507,6 +518,56 @@ class LayerNorm(OpDef):
             return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
         y, mu, var = _ln_rows(x, Scale, Bias, epsilon)
         return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
+
+    saves_for_grad = True
+
+    def forward_saving(self, X, Scale, Bias, *, epsilon=1e-5, begin_norm_axis=1):
+        """``forward``'s outputs and the normalized rows xh = (X - Mean) / sqrt(Variance +
+        eps) [rows, right], which it makes on its way to Y and ``layer_norm_grad`` would make
+        again (two passes over X): ``backward_saved`` reads them (float32 / float64; other
+        dtypes save nothing). The same operations, so the same bits."""
+        left, right = _split(self.type, X.shape, begin_norm_axis)
+        x = X.reshape(left, right)
+        if x.dtype not in (np.float32, np.float64):
+            return self.forward(X, Scale, Bias, epsilon=epsilon,
+                                begin_norm_axis=begin_norm_axis), None
+        xh = np.empty_like(x)
+        if _row_parts(x, Scale, Bias):
+            y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
+            threads.parallel_ranges(lambda lo, hi: _ln_rows(
+                x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi], xh[lo:hi]),
+                left)
+        else:
+            y, mu, var = _ln_rows(x, Scale, Bias, epsilon, xh=xh)
+        return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}, xh
+
+    def backward_saved(self, saved, X, Scale, Mean, Variance, dY, *, wanted=None,
+                       epsilon=1e-5, begin_norm_axis=1):
+        """``layer_norm_grad`` (the gradients ``wanted``, by input slot) with the normalized
+        rows ``forward_saving`` kept instead of making them again; the gradient op's own
+        kernel when nothing was kept (a dtype other than float32 / float64)."""
+        left, right = _split(self.type, X.shape, begin_norm_axis)
+        if saved is None:
+            got = get_op_def("layer_norm_grad").forward(
+                X, Scale, Mean, Variance, dY, epsilon=epsilon, begin_norm_axis=begin_norm_axis)
+            return {k: got[k + "@GRAD"] for k in ("X", "Scale", "Bias")
+                    if wanted is None or k in wanted}
+        inv_std = (1.0 / np.sqrt(Variance + float(epsilon)))[:, None]
+        dy = dY.reshape(left, right)
+        out: Dict[str, Any] = {}
+        if wanted is None or "X" in wanted:
+            if _row_parts(saved, Scale, dy, Mean):
+                dx = np.empty(saved.shape, dy.dtype)
+                threads.parallel_ranges(lambda lo, hi: _ln_dx_rows(
+                    dy[lo:hi], Scale, saved[lo:hi], inv_std[lo:hi], dx[lo:hi]), left)
+            else:
+                dx = _ln_dx_rows(dy, Scale, saved, inv_std, None)
+            out["X"] = dx.reshape(X.shape)
+        if wanted is None or "Scale" in wanted:
+            out["Scale"] = (dy * saved).sum(axis=0)
+        if wanted is None or "Bias" in wanted:
+            out["Bias"] = dy.sum(axis=0)
+        return out
 
     def make_grad(self, g, **attrs):
         g.append("layer_norm_grad",

@@ -18,10 +18,11 @@ The matcher (``matcher.py``) knows no op type: it applies the declared patterns 
   are never made (the add's gradient reads the product for its shape alone:
   ``OpDef.shape_only_inputs``).
 * **A forward and its gradient** (``patterns/saved_grad.py``): an op declaring
-  ``saves_for_grad`` (GELU, swish, conv2d) also writes, for its grad op, a value it makes
-  anyway; the grad op reads it instead of making it again -- GELU's and swish's slope instead
-  of the erf and exp (the sigmoid), a Winograd convolution's transformed input tiles instead
-  of transforming the input again for the filter gradient.
+  ``saves_for_grad`` (GELU, swish, conv2d, layer_norm) also writes, for its grad op, a value
+  it makes anyway; the grad op reads it instead of making it again -- GELU's and swish's slope
+  instead of the erf and exp (the sigmoid), a Winograd convolution's transformed input tiles
+  instead of transforming the input again for the filter gradient, a layer norm's normalized
+  rows instead of centring and scaling X again.
 * **Batch norm + activation** (``patterns/norm_act.py``): relu / relu6 applied to each channel
   block of a batch norm's output as it is made, and the activation's gradient made block by
   block right before batch_norm_grad reads it (one pass over memory fewer each way; maps batch

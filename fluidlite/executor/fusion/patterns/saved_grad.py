@@ -24,18 +24,20 @@ def _build(m: Match, cx: Context) -> Optional[Rewrite]:
     grad, at = m["grad"], m.root
     gdef = cx.opdef(grad)
     fdef = gdef.forward_def
-    uses = {s.name: grad.inputs.get(s.name) for s in fdef.in_slots
+    # the inputs both read (an optional one absent from both, as layer_norm's Scale, is not
+    # compared: ``op.inputs.get`` of it is empty too)
+    uses = {s.name: list(grad.inputs.get(s.name) or ()) for s in fdef.in_slots
             if any(g.name == s.name for g in gdef.in_slots)}
-    if not uses or not all(uses.values()):
-        return None
     read = [n for ns in uses.values() for n in ns]
+    if not read:
+        return None
     kw = fdef.kernel_attrs(grad.attrs)
     for j in reversed(cx.readers(read[0])):
         op = cx.ops[j]
         if j >= at or getattr(op, "type", None) != fdef.type:
             continue
         writes = op.output_arg_names
-        if (all(op.inputs.get(s) == ns for s, ns in uses.items())
+        if (all(list(op.inputs.get(s) or ()) == ns for s, ns in uses.items())
                 and fdef.kernel_attrs(op.attrs) == kw and writes
                 and not set(writes).intersection(read)
                 and not cx.written_between(read, j, at)):
