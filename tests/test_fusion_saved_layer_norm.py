@@ -102,3 +102,16 @@ def test_other_dtypes_keep_nothing_and_take_the_gradient_ops_kernel():
                           begin_norm_axis=1)
     for k in ("X", "Scale", "Bias"):
         assert np.array_equal(got[k], ref[k + "@GRAD"])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows,right", [(1, 8), (3, 9), (513, 256), (1024, 768), (7, 1), (5, 7)])
+def test_column_sums_are_numpys_column_sums_bit_for_bit(dtype, rows, right):
+    """dScale and dBias through einsum from 8 columns: NumPy's axis-0 sums, the same bits."""
+    from fluidlite.ops.norm import _column_sums
+    rng = np.random.default_rng(rows * right)
+    dy = (rng.standard_normal((rows, right)) * 10 ** rng.uniform(-3, 3, (rows, 1))).astype(dtype)
+    xh = rng.standard_normal((rows, right)).astype(dtype)
+    assert np.array_equal(_column_sums(dy), dy.sum(axis=0))
+    assert np.array_equal(_column_sums(dy, xh), (dy * xh).sum(axis=0))
+    assert _column_sums(dy).dtype == dtype
