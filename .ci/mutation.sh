@@ -133,7 +133,7 @@ tests_for() {
       # the convolutions' ops (the kernels have their own lists): their tests, and conv2d's
       # Winograd tiles kept for its gradient
       echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
-           tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/ops/test_conv_blocks.py tests/test_dtype_stability.py tests/test_lower_grad.py \
            tests/test_conv_epilogue_blocks.py ;;
     fluidlite/core/threads.py)
       echo tests/test_threads.py tests/ops/test_conv_kernels.py tests/ops/test_batch_norm_parts.py \
@@ -229,7 +229,8 @@ tests_for() {
            tests/ops/test_batch_norm_parts.py tests/ops/test_layer_norm_parts.py \
            tests/ops/test_whole_runs.py tests/ops/test_row_sums.py \
            tests/test_mutants_norm.py tests/test_fusion_norm_act.py \
-           tests/test_fusion_norm_add_act.py tests/test_dtype_stability.py tests/test_lower_grad.py ;;
+           tests/test_fusion_norm_add_act.py tests/test_fusion_saved_layer_norm.py \
+           tests/test_dtype_stability.py tests/test_lower_grad.py ;;
     fluidlite/ops/_conv_kernels.py)
       # the shared conv kernels (depthwise, 1x1, copy/run_parts) have no op of their own: the
       # conv tests reach them (the default, all of tests/ops, would be far too slow)
@@ -348,8 +349,14 @@ tests_for() {
       # a forward op and its grad op sharing work (GELU's slope): its own tests, and the
       # activation tests of the ops declaring saves_for_grad
       echo tests/test_fusion_saved_grad.py tests/test_fusion_saved_conv.py \
+           tests/test_fusion_saved_layer_norm.py \
            tests/ops/test_activation.py tests/ops/test_activation_blocks.py tests/test_fusion.py \
            tests/test_fusion_patterns.py ;;
+    fluidlite/executor/fusion/patterns/norm_act.py|fluidlite/executor/fusion/kernels/norm_act.py)
+      # batch norm + activation, a residual block's end, and the centred map handed to the
+      # gradient: their own tests, and the programs with batch norm
+      echo tests/test_fusion_norm_act.py tests/test_fusion_norm_add_act.py tests/test_fusion.py \
+           tests/test_fusion_patterns.py tests/test_executor_structure.py ;;
     fluidlite/dygraph/autograd.py|fluidlite/profiler.py)
       # the eager backward (the stacked weight gradients, the profiler's eager timings)
       echo tests/dygraph/test_shared_weight_grad.py tests/dygraph/test_engine_cache.py \
