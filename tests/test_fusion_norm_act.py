@@ -188,3 +188,60 @@ def test_no_centred_map_with_global_statistics():
     ops = _plan_ops(main, [loss, "x@GRAD"])
     assert "batch_norm_grad" in {op.type for op in ops}
     assert not any("Centred" in op.outputs for op in ops)
+
+
+def _bn_args(shape, seed=0):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 2 + 3).astype(np.float32)
+    c = shape[1]
+    return (x, rng.uniform(0.5, 2, c).astype(np.float32), rng.standard_normal(c).astype(
+        np.float32), rng.standard_normal(c).astype(np.float32),
+        rng.uniform(0.5, 2, c).astype(np.float32))
+
+
+def test_a_centred_forward_cuts_the_map_as_its_gradient_does(monkeypatch):
+    """Between the gradient's block threshold (2 blocks' bytes) and the forward's own (6), a
+    forward keeping X - mean cuts the map into the gradient's channel blocks, each one
+    contiguous; the gradient from them equals the gradient from X, bit for bit, and gives
+    only the gradients asked for."""
+    bn, grad = registry_def("batch_norm"), registry_def("batch_norm_grad")
+    x, scale, bias, mean, var = _bn_args((4, 8, 6, 6))
+    monkeypatch.setattr(norm, "_BLOCK_BYTES", x.nbytes // 4)        # 2x < X < 6x
+    assert norm._channel_parts(x, 1, 6 * norm._BLOCK_BYTES) is None
+    parts = norm._channel_parts(x, 1, 2 * norm._BLOCK_BYTES)
+    assert parts is not None and len(parts) > 1
+    kept = bn.forward_then(None, x, scale, bias, mean, var, centred=True)
+    plain = bn.forward(x, scale, bias, mean, var)
+    for k in plain:
+        assert np.array_equal(kept[k], plain[k]), k
+    xc = kept["Centred"]
+    assert isinstance(xc, norm.CentredBlocks) and xc.parts == parts and xc.shape == x.shape
+    for (lo, hi), block in zip(parts, xc.blocks):
+        assert block.flags.c_contiguous
+        assert np.array_equal(block, x[:, lo:hi] - plain["SavedMean"][None, lo:hi, None, None])
+    dy = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    sm, sv = plain["SavedMean"], plain["SavedVariance"]
+    want = grad.forward(x, scale, sm, sv, dy)
+    got = grad.forward(xc, scale, sm, sv, dy)
+    assert set(got) == {"X@GRAD", "Scale@GRAD", "Bias@GRAD"}
+    for k in got:
+        assert np.array_equal(got[k], want[k]), k
+    kept = bn.forward_then(None, x, scale, bias, mean, var, centred=True)
+    only = grad.forward(kept["Centred"], scale, sm, sv, dy, frozenset({"Scale@GRAD"}))
+    assert set(only) == {"Scale@GRAD"} and np.array_equal(only["Scale@GRAD"],
+                                                          want["Scale@GRAD"])
+
+
+def test_a_centred_forward_with_global_statistics_centres_by_the_running_mean():
+    bn = registry_def("batch_norm")
+    x, scale, bias, mean, var = _bn_args((2, 3, 4, 4), seed=2)
+    for kw in ({"use_global_stats": True}, {"is_test": True}):
+        out = bn.forward_then(None, x, scale, bias, mean, var, centred=True, **kw)
+        assert np.array_equal(out["Centred"], x - mean[None, :, None, None])
+        plain = bn.forward(x, scale, bias, mean, var, **kw)
+        assert all(np.array_equal(out[k], plain[k]) for k in plain)
+
+
+def registry_def(name):
+    from fluidlite.core import registry
+    return registry.get_op_def(name)

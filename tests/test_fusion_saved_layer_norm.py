@@ -89,19 +89,34 @@ def test_saved_rows_give_the_gradient_ops_bits(shape, axis, dtype):
 
 def test_other_dtypes_keep_nothing_and_take_the_gradient_ops_kernel():
     rng = np.random.default_rng(2)
-    x = rng.standard_normal((4, 16)).astype(np.float16)
-    scale, bias = np.ones(16, np.float16), np.zeros(16, np.float16)
-    outs, saved = LN.forward_saving(x, scale, bias, epsilon=1e-5, begin_norm_axis=1)
+    x = rng.standard_normal((3, 4, 16)).astype(np.float16)
+    scale = rng.uniform(0.5, 2, 16).astype(np.float16)
+    bias = rng.standard_normal(16).astype(np.float16)
+    kw = {"epsilon": 0.25, "begin_norm_axis": 2}            # not the defaults
+    outs, saved = LN.forward_saving(x, scale, bias, **kw)
     assert saved is None
-    want = LN.forward(x, scale, bias, epsilon=1e-5, begin_norm_axis=1)
+    want = LN.forward(x, scale, bias, **kw)
     assert all(np.array_equal(outs[k], want[k]) for k in want)
-    dy = rng.standard_normal((4, 16)).astype(np.float16)
-    got = LN.backward_saved(None, x, scale, want["Mean"], want["Variance"], dy,
-                            epsilon=1e-5, begin_norm_axis=1)
-    ref = LN_GRAD.forward(x, scale, want["Mean"], want["Variance"], dy, epsilon=1e-5,
-                          begin_norm_axis=1)
-    for k in ("X", "Scale", "Bias"):
-        assert np.array_equal(got[k], ref[k + "@GRAD"])
+    dy = rng.standard_normal(x.shape).astype(np.float16)
+    ref = LN_GRAD.forward(x, scale, want["Mean"], want["Variance"], dy, **kw)
+    for wanted in (None, {"X"}, {"Scale", "Bias"}):
+        got = LN.backward_saved(None, x, scale, want["Mean"], want["Variance"], dy,
+                                wanted=wanted, **kw)
+        assert set(got) == ({"X", "Scale", "Bias"} if wanted is None else wanted)
+        for k in got:
+            assert np.array_equal(got[k], ref[k + "@GRAD"]), k
+
+
+def test_the_defaults_are_the_ops_defaults():
+    rng = np.random.default_rng(4)
+    x, dy = rng.standard_normal((5, 12)), rng.standard_normal((5, 12))
+    scale, bias = rng.standard_normal(12), rng.standard_normal(12)
+    outs, saved = LN.forward_saving(x, scale, bias)
+    want = LN.forward(x, scale, bias)
+    assert all(np.array_equal(outs[k], want[k]) for k in want)
+    got = LN.backward_saved(saved, x, scale, want["Mean"], want["Variance"], dy)
+    ref = LN_GRAD.forward(x, scale, want["Mean"], want["Variance"], dy)
+    assert all(np.array_equal(got[k], ref[k + "@GRAD"]) for k in got)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
