@@ -521,14 +521,19 @@ class LayerNorm(OpDef):
         return {"Y": X, "Mean": stat, "Variance": stat}
 
     def forward(self, X, Scale, Bias, *, epsilon=1e-5, begin_norm_axis=1):
+        return self._rows(X, Scale, Bias, epsilon, begin_norm_axis, None)
+
+    def _rows(self, X, Scale, Bias, epsilon, begin_norm_axis, xh):
+        """The outputs, the normalized rows made into ``xh`` when given (``_ln_rows``)."""
         left, right = _split(self.type, X.shape, begin_norm_axis)
         x = X.reshape(left, right)
         if _row_parts(x, Scale, Bias):       # two parallel parts of the rows: the same bits
             y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
             threads.parallel_ranges(lambda lo, hi: _ln_rows(
-                x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi]), left)
-            return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
-        y, mu, var = _ln_rows(x, Scale, Bias, epsilon)
+                x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi],
+                None if xh is None else xh[lo:hi]), left)
+        else:
+            y, mu, var = _ln_rows(x, Scale, Bias, epsilon, xh=xh)
         return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
 
     saves_for_grad = True
@@ -539,19 +544,8 @@ class LayerNorm(OpDef):
         again (two passes over X): ``backward_saved`` reads them (float32 / float64; other
         dtypes save nothing). The same operations, so the same bits."""
         left, right = _split(self.type, X.shape, begin_norm_axis)
-        x = X.reshape(left, right)
-        if x.dtype not in (np.float32, np.float64):
-            return self.forward(X, Scale, Bias, epsilon=epsilon,
-                                begin_norm_axis=begin_norm_axis), None
-        xh = np.empty_like(x)
-        if _row_parts(x, Scale, Bias):
-            y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
-            threads.parallel_ranges(lambda lo, hi: _ln_rows(
-                x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi], xh[lo:hi]),
-                left)
-        else:
-            y, mu, var = _ln_rows(x, Scale, Bias, epsilon, xh=xh)
-        return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}, xh
+        xh = np.empty((left, right), X.dtype) if X.dtype in (np.float32, np.float64) else None
+        return self._rows(X, Scale, Bias, epsilon, begin_norm_axis, xh), xh
 
     def backward_saved(self, saved, X, Scale, Mean, Variance, dY, *, wanted=None,
                        epsilon=1e-5, begin_norm_axis=1):
