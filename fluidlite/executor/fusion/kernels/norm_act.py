@@ -16,8 +16,8 @@ ulps). On maps batch norm does not cut the activation runs on the whole map, as 
 ``centred()`` gives a fused forward (or ``BatchNormCentred``, a batch norm alone) that also
 writes X - SavedMean -- which its kernel makes anyway -- and a fused gradient (or
 ``BatchNormGradCentred``) that reads it in X's place instead of making it again: one pass
-over the map and one batch-sized array fewer in every batch norm's gradient (the
-``CENTRED`` pattern); the same operations, so the same bits.
+over the map and one batch-sized array fewer in every batch norm's gradient
+(``patterns/norm_act.py``'s ``CENTRED_PAIR``); the same operations, so the same bits.
 """
 from __future__ import annotations
 
@@ -175,6 +175,7 @@ class BatchNormGradCentred(FusedDef):
 
     def bind(self, in_specs: Sequence[Any], attrs: Mapping[str, Any],
              outputs_present: AbstractSet[str]) -> Binding:
+        """``forward`` told which gradients the plan reads (as batch_norm_grad's own bind)."""
         return Binding(functools.partial(self.forward, wanted=frozenset(outputs_present)),
                        False)
 
