@@ -11,6 +11,10 @@ from fluidlite.ops import activation as A
 N = 2 * A._ERF_BLOCK + 123          # two full blocks and a partial one
 
 
+def _bits(a):
+    return np.ascontiguousarray(a).view(np.uint32)
+
+
 def _erf64(x):
     return np.vectorize(math.erf)(x.astype(np.float64))
 
@@ -78,3 +82,21 @@ def test_gelu_float32_negative_tail_keeps_a_relative_accuracy(lo, hi, rtol):
     want = x64 * 0.5 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))    # no cancellation
     got = A.Gelu().forward(x)["Out"].astype(np.float64)
     assert np.abs(got / want - 1).max() < rtol
+
+
+def test_gelu_clip_on_numpy_1_path_gives_np_clip_values_and_the_same_bits(monkeypatch):
+    # NumPy 1's np.clip is slow, so _clip_to bounds there with maximum / minimum against
+    # constant arrays: the values of np.clip (nan kept, -0.0 kept), hence GELU's bits
+    x = (np.random.default_rng(6).standard_normal(3000) * 40).astype(np.float32)
+    x[:5] = [np.nan, np.inf, -np.inf, -0.0, 1e30]
+    out = np.empty_like(x)
+    monkeypatch.setattr(A, "_CLIP_FAST", False)
+    got = A._clip_to(x, 64.0, out)
+    assert got is out
+    want = np.clip(x, np.float32(-64), np.float32(64))
+    assert np.array_equal(_bits(got[1:]), _bits(want[1:])) and np.isnan(got[0])
+    slow = A.Gelu().forward_saving(x)
+    monkeypatch.setattr(A, "_CLIP_FAST", True)
+    fast = A.Gelu().forward_saving(x)
+    assert np.array_equal(_bits(slow[0]["Out"]), _bits(fast[0]["Out"]))
+    assert np.array_equal(_bits(slow[1]), _bits(fast[1]))
