@@ -75,9 +75,11 @@ def _horner(t: np.ndarray, coef: tuple, out: np.ndarray) -> np.ndarray:
 # stay in the cache, so the ~20-40 passes run from cache instead of memory (1.7x on 2M
 # elements against no blocks). Not smaller: each pass is a NumPy call that holds the GIL while
 # it dispatches, and two threads taking blocks of 64K elements waited on each other's
-# dispatches -- GELU on two threads ran 0.95-1.05x its one-thread time; with 256K it runs
-# 0.57-0.63x (and 0.95x on one thread).
-_ERF_BLOCK = 1 << 18
+# dispatches -- GELU on two threads ran 0.95-1.05x its one-thread time; with 256K it ran
+# 0.57-0.63x (and 0.95x on one thread). The 20-pass GELU keeps six block-sized arrays: with
+# 128K elements they fit a core's 2 MB L2 (0.94-0.95x 256K's time for the saving forward on
+# [1024, 1024] and [2048, 1024]; BERT-mini step 0.978 and 0.980); 512K: 1.13-1.15x.
+_ERF_BLOCK = 1 << 17
 
 
 def erf_fast(x: np.ndarray) -> np.ndarray:
@@ -451,7 +453,7 @@ _SPLIT_MIN = 1 << 18        # elements from which relu and its gradient run in t
 # operand is a scalar or 0-d -- 2.2-3.6x slower on float32 maps, on NumPy 1.26 and 2.4 alike;
 # np.clip is fast on NumPy 2 only, and keeps the sign of -0.0 there. The same values as
 # np.maximum(x, 0): nan stays nan, -0.0 gives +0.0.
-_RELU_CHUNK = _ERF_BLOCK     # elements per call (1 MB of float32 zeros; GELU's blocks fit)
+_RELU_CHUNK = 1 << 18     # elements per call (1 MB of float32 zeros; erf's blocks fit)
 _RELU_CHUNKED_MIN = 1 << 12     # smaller arrays: one call against the scalar (less dispatch)
 _const_chunks: Dict[Any, np.ndarray] = {}
 _CONST_CHUNKS_MAX = 16      # constants with a chunk (dtype and value pairs)

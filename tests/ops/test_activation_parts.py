@@ -176,7 +176,7 @@ def test_relu_to_leaves_integers_and_mismatched_outputs_to_np_maximum():
 def test_gelu_block_function_takes_a_block_larger_than_its_constant_chunk():
     """The block function accepts any length (past its constant array's: the scalar bound),
     with the bits of smaller blocks."""
-    x = (np.random.default_rng(5).standard_normal(A._ERF_BLOCK + 9) * 4).astype(np.float32)
+    x = (np.random.default_rng(5).standard_normal(A._RELU_CHUNK + 9) * 4).astype(np.float32)
     whole, parts = np.empty_like(x), np.empty_like(x)
     A._gelu_block(x, whole)
     for i in range(0, x.size, 1000):
