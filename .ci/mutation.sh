@@ -381,6 +381,13 @@ tests_for() {
       # conv / fc kernels the created ops call
       echo tests/test_inference_kernels.py tests/test_inference_api.py tests/ops/test_linalg.py \
            tests/ops/test_conv_band.py ;;
+    fluidlite/inference/bench.py|fluidlite/inference/predictor.py)
+      # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds) and the predictor's engines
+      echo tests/test_inference_api.py ;;
+    fluidlite/onnx/*)
+      # the exporter: its op tables, run-time shapes, control flow and the predictor's engine
+      echo tests/test_onnx.py tests/test_onnx_more.py tests/test_onnx_dynamic.py \
+           tests/test_onnx_control.py tests/test_inference_api.py ;;
     *) echo "no test list for $1: add it to tests_for in $0" >&2; exit 2 ;;
   esac
 }

@@ -355,6 +355,76 @@ def test_bench_main(fc_dir, capsys):
         assert "onnxruntime" in text
 
 
+@needs_ort
+def test_onnxruntime_refusing_the_export_falls_back_to_numpy(fc_dir, monkeypatch):
+    import onnxruntime
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("[ShapeInferenceError] Target shape may not have multiple -1")
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    config = AnalysisConfig(fc_dir)
+    config.enable_onnxruntime()
+    with pytest.warns(RuntimeWarning, match="onnxruntime refused the exported model.*"
+                                            "multiple -1"):
+        predictor = create_paddle_predictor(config)
+    assert predictor.engine() == "numpy"
+    x = np.random.default_rng(0).standard_normal((3, 6)).astype("float32")
+    np.testing.assert_allclose(predictor.run([PaddleTensor(x)])[0].as_ndarray(),
+                               _reference(fc_dir, x), rtol=1e-6)
+
+
+def _bench(argv, capsys):
+    from fluidlite.inference import bench
+    code = bench.main([str(a) for a in argv] + ["--repeat", "1", "--warmup", "0"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_bench_sequences_of_a_lod_input(tmp_path, capsys):
+    # a sequence model (lod_level 1, like LAC's words): batch rows are sequences of --seq-len
+    def build():
+        x = fluid.data(name="words", shape=[-1, 3], dtype="float32", lod_level=1)
+        return [fluid.layers.sequence_pool(x, "sum")]
+    d = _save(tmp_path, build, ["words"])
+    code, out, err = _bench([d, "--batch", "2", "3", "--seq-len", "4"], capsys)
+    assert code == 0, err
+    assert "words [8, 3] (2 sequences)" in out and "words [12, 3] (3 sequences)" in out
+
+
+def test_bench_free_dims_take_their_sizes_from_shape(tmp_path, capsys):
+    def build():
+        x = fluid.data(name="x", shape=[-1, 3, -1, -1], dtype="float32")
+        h = fluid.layers.pool2d(fluid.layers.conv2d(x, 4, 3, padding=1), pool_type="avg",
+                                global_pooling=True)
+        return [fluid.layers.fc(fluid.layers.reshape(h, [-1, 4]), 2)]
+    d = _save(tmp_path, build, ["x"])
+    code, out, err = _bench([d, "--batch", "2"], capsys)      # no sizes: refused, not 1x1
+    assert code == 2 and "input 'x' is declared [-1, 3, -1, -1]" in err
+    assert "--shape x=3,N,N" in err and "median" not in out
+    code, out, err = _bench([d, "--batch", "2", "--shape", "x=3,10,12"], capsys)
+    assert code == 0, err
+    assert "x [2, 3, 10, 12]" in out
+    for shape, why in (("y=3,4,4", "not inputs of the model"),
+                       ("x=3,4", "gives its 3 dim(s) after the first; got 2"),
+                       ("x=2,4,4", "its dim 1 is fixed at 3, --shape gave 2")):
+        code, out, err = _bench([d, "--shape", shape], capsys)
+        assert code == 2 and why in err, err
+    from fluidlite.inference import bench
+    with pytest.raises(SystemExit):             # argparse: not NAME=D,D,...
+        bench.main([d, "--shape", "x:3,4,4"])
+    assert "expected NAME=D,D,..." in capsys.readouterr().err
+
+
+def test_bench_a_fixed_batch_model_runs_its_batch_only(tmp_path, capsys):
+    def build():
+        return [fluid.layers.fc(fluid.data(name="x", shape=[1, 6], dtype="float32"), 2)]
+    d = _save(tmp_path, build, ["x"])
+    code, out, err = _bench([d, "--batch", "4"], capsys)
+    assert code == 2 and "runs at batch 1 only; give --batch 1" in err
+    code, out, err = _bench([d, "--batch", "1"], capsys)
+    assert code == 0 and "x [1, 6]" in out, err
+
+
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "paddle")
 
 

@@ -121,8 +121,15 @@ class _Shared:
         options = ort.SessionOptions()
         options.intra_op_num_threads = config.cpu_math_library_num_threads()
         options.inter_op_num_threads = 1
-        return ort.InferenceSession(model.SerializeToString(), options,
-                                    providers=["CPUExecutionProvider"])
+        try:
+            return ort.InferenceSession(model.SerializeToString(), options,
+                                        providers=["CPUExecutionProvider"])
+        except Exception as e:      # onnxruntime's own exception types (pybind11's)
+            warnings.warn(f"enable_onnxruntime: onnxruntime refused the exported model, running "
+                          f"with the NumPy engine instead (an exporter defect: please report "
+                          f"it with the model): {type(e).__name__}: {e}", RuntimeWarning,
+                          stacklevel=4)
+            return None
 
 
 class AnalysisPredictor:

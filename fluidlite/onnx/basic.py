@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..core.dtypes import VarType, to_numpy_dtype
-from .common import (_ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _out,
-                     _reduce_node, _to_declared, _x)
+from .common import (_ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _int64_list,
+                     _out, _reduce_node, _to_declared, _x)
 
 _UNARY = {"relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "exp": "Exp", "sqrt": "Sqrt",
           "abs": "Abs", "log": "Log", "softsign": "Softsign", "softplus": "Softplus",
@@ -278,7 +278,15 @@ def _lookup(c: _Ctx, op: Any) -> None:
 
 @_conv("reshape2")
 def _reshape(c: _Ctx, op: Any) -> None:
-    c.node("Reshape", [_x(op, "X"), c.ints(op.attr("shape"))], [_out(op)])
+    # the target, as fluid's kernel picks it: the ShapeTensor list, else the Shape tensor, else
+    # the attr -- 0 copies a dim and -1 is inferred in ONNX's Reshape too
+    if op.input("ShapeTensor"):
+        shape = _int64_list(c, op.input("ShapeTensor"))
+    elif op.input("Shape"):
+        shape = c.node("Cast", [op.input("Shape")[0]], to=7)
+    else:
+        shape = c.ints(op.attr("shape"))
+    c.node("Reshape", [_x(op, "X"), shape], [_out(op)])
 
 
 @_conv("transpose2")

@@ -83,6 +83,13 @@ class _Ctx:
         return self.const(np.asarray(list(values), np.int64), hint="ints")
 
 
+def _int64_list(c: _Ctx, tensors: Sequence[str]) -> str:
+    """A list of 1-element int tensors (fluid's ``*TensorList`` inputs, e.g. reshape2's
+    ``ShapeTensor``) as one int64 vector."""
+    return c.node("Concat", [c.node("Cast", [c.node("Reshape", [t, c.ints([1])])], to=7)
+                             for t in tensors], axis=0)
+
+
 def _x(op: Any, slot: str, i: int = 0) -> str:
     """The ``i``-th variable name of ``op``'s input ``slot``."""
     return op.input(slot)[i]

@@ -21,8 +21,7 @@ from .common import _CONVERTERS, _ONNX_DTYPE, OnnxExportError, _Ctx, _onnx
 
 # inputs that make an op's result depend on a run-time tensor (op type -> slots): the
 # converters read those values from attrs only, so an op using one is refused
-_DYNAMIC_INPUTS = {"reshape2": ("Shape", "ShapeTensor"),
-                   "unsqueeze2": ("AxesTensor", "AxesTensorList"),
+_DYNAMIC_INPUTS = {"unsqueeze2": ("AxesTensor", "AxesTensorList"),
                    "slice": ("StartsTensor", "EndsTensor", "StartsTensorList",
                              "EndsTensorList"),
                    "scale": ("ScaleTensor",),
@@ -33,8 +32,6 @@ _DYNAMIC_INPUTS = {"reshape2": ("Shape", "ShapeTensor"),
                    "strided_slice": ("StartsTensor", "EndsTensor", "StridesTensor",
                                      "StartsTensorList", "EndsTensorList",
                                      "StridesTensorList"),
-                   "bilinear_interp": ("OutSize", "SizeTensor", "Scale"),
-                   "nearest_interp": ("OutSize", "SizeTensor", "Scale"),
                    "pad2d": ("Paddings",), "pow": ("FactorTensor",),
                    "expand_v2": ("Shape", "expand_shapes_tensor"),
                    "tile": ("RepeatTimes", "repeat_times_tensor"),

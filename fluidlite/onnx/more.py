@@ -9,8 +9,8 @@ from typing import Any, List
 import numpy as np
 
 from ..core.dtypes import VarType
-from .common import (_ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _onnx, _out,
-                     _reduce_node, _to_declared, _x)
+from .common import (_ONNX_DTYPE, OnnxExportError, _conv, _Ctx, _fluid_broadcast, _int64_list,
+                     _onnx, _out, _reduce_node, _to_declared, _x)
 
 _SIMPLE = {"acos": "Acos", "asin": "Asin", "atan": "Atan", "erf": "Erf"}
 
@@ -271,11 +271,29 @@ def _pixel_shuffle(c: _Ctx, op: Any) -> None:
 @_conv("bilinear_interp", "nearest_interp")
 def _interp(c: _Ctx, op: Any) -> None:
     x, out = _x(op, "X"), _out(op)
-    h, w = int(c.shape(out)[2]), int(c.shape(out)[3])
-    if h < 0 or w < 0:
+    axes = [1, 2] if op.attr("data_layout") == "NHWC" else [2, 3]
+    known = [int(c.shape(out)[a]) for a in axes]
+    shape = c.node("Shape", [x])
+    # the output size, as fluid's kernel picks it: SizeTensor, OutSize, a scale (the Scale
+    # tensor, else the attr: int(in * scale) of a float32 product), the out_h / out_w attrs
+    if op.input("SizeTensor"):
+        hw = _int64_list(c, op.input("SizeTensor"))
+    elif op.input("OutSize"):
+        hw = c.node("Cast", [op.input("OutSize")[0]], to=7)
+    elif min(known) > 0 and not op.input("Scale"):     # sizes fixed at build time
+        hw = c.ints(known)
+    elif op.input("Scale") or float(op.attr("scale")) > 0:
+        scale = c.node("Cast", [c.node("Reshape", [op.input("Scale")[0], c.ints([1])])], to=1) \
+            if op.input("Scale") else c.const(np.float32(op.attr("scale")), np.float32)
+        ins = c.node("Cast", [c.node("Gather", [shape, c.ints(axes)], axis=0)], to=1)
+        hw = c.node("Cast", [c.node("Floor", [c.node("Mul", [ins, scale])])], to=7)
+    else:
         raise OnnxExportError(f"{op.type}: the output size must be known")
-    lead = c.node("Slice", [c.node("Shape", [x]), c.ints([0]), c.ints([2])])
-    sizes = c.node("Concat", [lead, c.ints([h, w])], axis=0)
+    # sizes in the input's dim order: N, C (NCHW) or N (NHWC), then H, W, then C (NHWC)
+    parts = [c.node("Slice", [shape, c.ints([0]), c.ints([axes[0]])]), hw]
+    if axes[0] == 1:
+        parts.append(c.node("Slice", [shape, c.ints([3]), c.ints([4])]))
+    sizes = c.node("Concat", parts, axis=0)
     align = bool(op.attr("align_corners"))
     if op.type == "bilinear_interp":
         mode = "align_corners" if align else \
@@ -589,7 +607,22 @@ def problem(op: Any) -> Any:
 @_conv("flatten_contiguous_range")
 def _flatten_range(c: _Ctx, op: Any) -> None:
     x, out = _x(op, "X"), _out(op)
-    c.node("Reshape", [x, c.ints([d if d >= 0 else -1 for d in c.shape(out)])], [out])
+    dims = [d if d >= 0 else -1 for d in c.shape(out)]
+    if dims.count(-1) <= 1:
+        c.node("Reshape", [x, c.ints(dims)], [out])
+        return
+    # several sizes known only at run time (a batch and an image width): the target is X's
+    # shape with dims start..stop replaced by their product
+    rank = len(c.shape(x))
+    start, stop = int(op.attr("start_axis")) % rank, int(op.attr("stop_axis")) % rank
+    shape = c.node("Shape", [x])
+    merged = c.node("Slice", [shape, c.ints([start]), c.ints([stop + 1])])
+    parts = [_reduce_node(c, "ReduceProd", merged, [0], True, None)]
+    if start > 0:
+        parts.insert(0, c.node("Slice", [shape, c.ints([0]), c.ints([start])]))
+    if stop + 1 < rank:
+        parts.append(c.node("Slice", [shape, c.ints([stop + 1]), c.ints([rank])]))
+    c.node("Reshape", [x, c.node("Concat", parts, axis=0)], [out])
 
 
 @_conv("expand_v2")

@@ -86,8 +86,9 @@ def reshape_target(op_type: str, in_shape, shape):
 
 @register
 class Reshape2(_XShapeOp):
-    """Out = reshape(X, shape) (0 copies a dim, one -1 is inferred; a ``Shape`` tensor or a
-    ``ShapeTensor`` list overrides the attr at run time);  dX = reshape(dOut, X.shape)."""
+    """Out = reshape(X, shape) (0 copies a dim, one -1 is inferred; at run time a
+    ``ShapeTensor`` list, else a ``Shape`` tensor, overrides the attr, as fluid's kernel
+    picks them);  dX = reshape(dOut, X.shape)."""
     type = "reshape2"
     inputs = ("X", "Shape?", "ShapeTensor*?")
     # Paddle 2.x's reshape2 also declares its oneDNN kernel switches (one CPU kernel here)
@@ -95,19 +96,23 @@ class Reshape2(_XShapeOp):
 
     def infer(self, X, Shape, ShapeTensor, *, shape=()):
         if Shape is not None or ShapeTensor:
-            try:
-                out = reshape_target("reshape2", X.shape, shape) if shape else None
-            except ValueError:
-                out = None
+            # the attr, when it has the run-time target's rank, still tells the dims it fixes
+            n = len(ShapeTensor) if ShapeTensor else int(Shape.shape[0])
+            out = None
+            if shape and (n < 0 or len(shape) == n):
+                try:
+                    out = reshape_target("reshape2", X.shape, shape)
+                except ValueError:
+                    out = None
             if out is None:
-                n = Shape.shape[0] if Shape is not None else len(ShapeTensor)
-                out = (-1,) * max(int(n), 1)
+                out = (-1,) * max(n, 1)
         else:
             out = reshape_target("reshape2", X.shape, shape)
         return {"Out": VarSpec(out, X.dtype, X.lod_level), "XShape": _spec_xshape(X)}
 
     def forward(self, X, Shape, ShapeTensor, *, shape=[]):
-        dyn = tensor_values(Shape, ShapeTensor)
+        # fluid's kernel: the ShapeTensor list first, then the Shape tensor, then the attr
+        dyn = tensor_values(None, ShapeTensor) if ShapeTensor else tensor_values(Shape, None)
         target = dyn if dyn is not None else shape
         target = [X.shape[i] if int(d) == 0 else int(d) for i, d in enumerate(target)]
         return {"Out": X.reshape(target), "XShape": _xshape(X)}

@@ -35,6 +35,28 @@ def test_reshape2():
            {"Out": X.reshape(4, 6)}, grad=["X"])
 
 
+def test_reshape2_takes_the_shape_tensor_list_over_the_shape_tensor():
+    # fluid 1.8's ReshapeKernel and Paddle 2.6 (checked: Shape [2, 3] with ShapeTensor [3, 2]
+    # gives (3, 2)) read the ShapeTensor list first; the declared shape has its rank
+    from fluidlite.core import rewrite
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        x = fluid.data("x", [6], "float32")
+        block = main.global_block()
+        out = rewrite.tmp(block, "reshape2", "float32")
+        rewrite.append(block, "reshape2",
+                       {"X": [x], "Shape": [fluid.layers.assign(np.array([2, 3], "int32"))],
+                        "ShapeTensor": [fluid.layers.fill_constant([1], "int32", 3),
+                                        fluid.layers.fill_constant([1], "int32", 2)]},
+                       {"Out": [out], "XShape": [rewrite.tmp(block, "xshape", "float32")]},
+                       {"shape": [-1]})
+    assert len(out.shape) == 2          # the attr [-1] has another rank: not taken
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(
+        main, feed={"x": np.arange(6, dtype="float32")}, fetch_list=[out])
+    assert got.shape == (3, 2)
+    np.testing.assert_array_equal(got.reshape(-1), np.arange(6))
+
+
 def test_reshape2_errors():
     with fluid.program_guard(fluid.Program()):
         x = fluid.layers.data("x", [3, 4])
