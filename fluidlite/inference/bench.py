@@ -86,14 +86,14 @@ def _parse_shape(text: str) -> Tuple[str, Tuple[int, ...]]:
 
 def _feeds(predictor: AnalysisPredictor, shapes: Dict[str, Tuple[int, ...]]) -> List[_Feed]:
     """The feeds of ``predictor`` with their free dims resolved from ``shapes`` (--shape);
-    ValueError naming the input and the fix when a dim stays free or a given one contradicts
-    the declaration -- checked before anything runs."""
+    ``_Usage`` naming the input and the fix when a dim stays free or a given one contradicts
+    the declaration -- checked before the other engines are built and anything runs."""
     block = predictor.program().global_block()
     declared = predictor.get_input_tensor_shape()
     unknown = sorted(set(shapes) - set(declared))
     if unknown:
         raise _Usage(f"--shape names {unknown}, which are not inputs of the model; its "
-                         f"inputs are {list(declared)}")
+                     f"inputs are {list(declared)}")
     feeds = []
     for name, shape in declared.items():
         var = block.var(name)
@@ -104,19 +104,19 @@ def _feeds(predictor: AnalysisPredictor, shapes: Dict[str, Tuple[int, ...]]) -> 
             given = shapes[name]
             if len(given) != len(tail):
                 raise _Usage(f"--shape {name}: input '{name}' is declared {list(shape)}, "
-                                 f"so --shape gives its {len(tail)} dim(s) after the first; "
-                                 f"got {len(given)}: {list(given)}")
+                             f"so --shape gives its {len(tail)} dim(s) after the first; "
+                             f"got {len(given)}: {list(given)}")
             for i, (d, g) in enumerate(zip(tail, given), start=1):
                 if d >= 0 and d != g:
                     raise _Usage(f"--shape {name}: input '{name}' is declared "
-                                     f"{list(shape)}; its dim {i} is fixed at {d}, --shape "
-                                     f"gave {g}")
+                                 f"{list(shape)}; its dim {i} is fixed at {d}, --shape "
+                                 f"gave {g}")
             tail = given
         elif any(d < 0 for d in tail):
             example = ",".join(str(d) if d >= 0 else "N" for d in tail)
             raise _Usage(f"input '{name}' is declared {list(shape)}: dims after the first "
-                             f"are free (-1); give them with --shape {name}={example} "
-                             f"(each N a size, e.g. an image's height and width)")
+                         f"are free (-1); give them with --shape {name}={example} "
+                         f"(each N a size, e.g. an image's height and width)")
         feeds.append(_Feed(name, np.dtype(to_numpy_dtype(var.dtype)), lod_level, first,
                            tuple(int(d) for d in tail)))
     return feeds
