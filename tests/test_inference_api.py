@@ -282,8 +282,30 @@ def test_onnxruntime_engine(conv_dir, fc_dir, which):
     clone.zero_copy_run()
     np.testing.assert_allclose(clone.get_output_tensor(clone.get_output_names()[0])
                                .copy_to_cpu(), plain, rtol=1e-5, atol=1e-6)
+    # the configured threads are onnxruntime's intra-op threads, one inter-op thread
+    opts = predictor._shared.session.get_session_options()
+    assert (opts.intra_op_num_threads, opts.inter_op_num_threads) == (2, 1)
+    assert predictor._shared.session.get_providers() == ["CPUExecutionProvider"]
     config.disable_onnxruntime()
     assert not config.use_onnxruntime()
+
+
+def test_onnxruntime_missing_falls_back_to_numpy(fc_dir, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)     # import onnxruntime fails
+    config = AnalysisConfig(fc_dir)
+    config.enable_onnxruntime()
+    with pytest.warns(RuntimeWarning, match=r"onnxruntime / onnx is not importable.*"
+                                            r"pip install 'fluidlite\[onnx\]'"):
+        predictor = create_paddle_predictor(config)
+    assert predictor.engine() == "numpy"
+
+
+def test_zero_copy_run_names_the_inputs_without_a_value(fc_dir):
+    predictor = create_paddle_predictor(AnalysisConfig(fc_dir))
+    with pytest.raises(RuntimeError, match=r"zero_copy_run: input\(s\) \['x'\] have no value: "
+                                           r"call get_input_tensor\(name\).copy_from_cpu"):
+        predictor.zero_copy_run()
 
 
 @needs_ort
@@ -365,7 +387,7 @@ def test_onnxruntime_refusing_the_export_falls_back_to_numpy(fc_dir, monkeypatch
     config = AnalysisConfig(fc_dir)
     config.enable_onnxruntime()
     with pytest.warns(RuntimeWarning, match="onnxruntime refused the exported model.*"
-                                            "multiple -1"):
+                                            "RuntimeError: .*multiple -1"):
         predictor = create_paddle_predictor(config)
     assert predictor.engine() == "numpy"
     x = np.random.default_rng(0).standard_normal((3, 6)).astype("float32")
@@ -389,6 +411,39 @@ def test_bench_sequences_of_a_lod_input(tmp_path, capsys):
     code, out, err = _bench([d, "--batch", "2", "3", "--seq-len", "4"], capsys)
     assert code == 0, err
     assert "words [8, 3] (2 sequences)" in out and "words [12, 3] (3 sequences)" in out
+
+
+def test_bench_inputs_of_every_kind(tmp_path):
+    # int ids with a two-level LoD, a float map with a free dim, a fixed-size [1] feed
+    from fluidlite.inference import bench
+
+    def build():
+        ids = fluid.data(name="ids", shape=[-1, 1], dtype="int64", lod_level=2)
+        x = fluid.data(name="x", shape=[-1, 2, -1], dtype="float32")
+        s = fluid.data(name="s", shape=[1], dtype="float32")
+        emb = fluid.layers.embedding(ids, [10, 4])
+        return [fluid.layers.sequence_pool(emb, "sum"),
+                fluid.layers.elementwise_mul(fluid.layers.reduce_sum(x, dim=[1, 2]), s)]
+    d = _save(tmp_path, build, ["ids", "x", "s"])
+    predictor = create_paddle_predictor(AnalysisConfig(d))
+    feeds = bench._feeds(predictor, {"x": (2, 5)})
+    for seq_len in (4, 1):
+        ids, x, s = bench._inputs(feeds, 3, seq_len, np.random.default_rng(0))
+        assert (ids.name, x.name, s.name) == ("ids", "x", "s")
+        assert ids.shape == [3 * seq_len, 1] and ids.dtype == PaddleDType.INT64
+        assert ids.lod == [[0, 1, 2, 3], list(range(0, 3 * seq_len + 1, seq_len))]
+        assert not ids.as_ndarray().any()           # zeros: a valid id for every embedding
+        assert x.shape == [3, 2, 5] and x.dtype == PaddleDType.FLOAT32 and not x.lod
+        xs = x.as_ndarray()
+        assert 0 <= xs.min() and xs.max() < 1 and np.unique(xs).size == xs.size
+        assert s.shape == [1] and s.dtype == PaddleDType.FLOAT32
+        outs = predictor.run([ids, x, s])
+        assert outs[0].as_ndarray().shape == (3, 4)
+    assert bench._parse_shape("x=1,5") == ("x", (1, 5))
+    assert bench._parse_shape("x=") == ("x", ())
+    for bad in ("x", "=3", "x=0,4", "x=3,a"):
+        with pytest.raises(Exception, match="expected NAME=D,D,..."):
+            bench._parse_shape(bad)
 
 
 def test_bench_free_dims_take_their_sizes_from_shape(tmp_path, capsys):

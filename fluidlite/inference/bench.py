@@ -54,7 +54,7 @@ class _Usage(ValueError):
 
 
 class _Feed(NamedTuple):
-    """How one feed is made: its name, numpy dtype, LoD level, its declared first dim (-1:
+    """How one feed is made: its name, numpy dtype, LoD level, its declared first dim (< 0:
     the batch; None: a scalar feed) and the dims after it (all fixed: declared or given with
     --shape)."""
     name: str
@@ -65,7 +65,7 @@ class _Feed(NamedTuple):
 
     @property
     def batched(self) -> bool:
-        return self.first == -1 or self.lod_level > 0
+        return self.lod_level > 0 or (self.first is not None and self.first < 0)
 
 
 def _parse_shape(text: str) -> Tuple[str, Tuple[int, ...]]:
@@ -98,7 +98,7 @@ def _feeds(predictor: AnalysisPredictor, shapes: Dict[str, Tuple[int, ...]]) -> 
     for name, shape in declared.items():
         var = block.var(name)
         lod_level = int(var.lod_level or 0)
-        first = (-1 if shape[0] < 0 else int(shape[0])) if shape else None
+        first = int(shape[0]) if shape else None
         tail = tuple(shape[1:])
         if name in shapes:
             given = shapes[name]
@@ -133,7 +133,7 @@ def _inputs(feeds: Sequence[_Feed], batch: int, seq_len: int, rng: np.random.Gen
             first = batch * seq_len
             lod = [list(range(batch + 1))] * (f.lod_level - 1) + \
                 [list(range(0, first + 1, seq_len))]
-        elif first == -1:
+        elif f.batched:
             first = batch
         dims = () if first is None else (first,) + f.tail
         arr = (rng.random(dims).astype(f.dtype) if f.dtype.kind == "f"
