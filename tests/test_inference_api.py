@@ -230,6 +230,61 @@ def test_passes_conv_bn_relu(conv_dir):
     assert "batch_norm" in [op.type for op in plain_pred.program().global_block().ops]
 
 
+def _affine_net(a_shape=(1,), hs_attrs=None, other_operand=False, act="hard_swish"):
+    """PP-LCNetV3's block (PaddleOCR v4): conv + BN, times a one-element parameter ``a`` (on
+    the left, as Paddle writes it), plus one ``c``, then hard_swish."""
+    x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")
+    h = fluid.layers.batch_norm(fluid.layers.conv2d(x, 4, 3, padding=1, bias_attr=False))
+    a = fluid.layers.create_parameter(list(a_shape), "float32",
+                                      default_initializer=fluid.initializer.Constant(1.5))
+    c = fluid.layers.create_parameter([1], "float32",
+                                      default_initializer=fluid.initializer.Constant(-0.25))
+    if other_operand:                    # the product is not the convolution's alone
+        h = fluid.layers.elementwise_mul(h, fluid.layers.relu(h))
+    h = fluid.layers.elementwise_mul(a, h) if len(a_shape) == 1 and a_shape[0] == 1 else \
+        fluid.layers.elementwise_mul(h, a, axis=1)
+    h = fluid.layers.elementwise_add(h, c)
+    if act == "hard_swish":
+        h = fluid.layers.hard_swish(h, **(hs_attrs or {}))
+    return [fluid.layers.reduce_mean(h, dim=[2, 3])]
+
+
+@pytest.mark.parametrize("case,folded,act", [
+    ("block", 1, "hard_swish"), ("no_act", 1, "identity"),
+    ("hard_swish_attrs", 1, "identity"),       # non-default attrs: folded, not activated
+    ("per_channel", 0, None), ("other_operand", 0, None)])
+def test_passes_conv_affine_act(tmp_path, case, folded, act):
+    kw = {"no_act": dict(act=None), "hard_swish_attrs": dict(hs_attrs={"threshold": 5.0}),
+          "per_channel": dict(a_shape=(4,)), "other_operand": dict(other_operand=True)}
+    d = _save(tmp_path, lambda: _affine_net(**kw.get(case, {})), ["x"])
+    x = np.random.default_rng(9).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    _, plain = _predict(d, x, ir_optim=False)
+    predictor, fused = _predict(d, x)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+    assert dict(predictor.applied_passes()).get("conv_affine_act_fuse_pass", 0) == folded
+    ops = predictor.program().global_block().ops
+    if folded:
+        conv, = [op for op in ops if op.type == "conv2d_fusion"]
+        assert conv.attr("activation") == act
+        assert [op.type for op in ops if op.type.startswith("elementwise")] == []
+        assert ("hard_swish" in [op.type for op in ops]) == (case == "hard_swish_attrs")
+    predictor.program().lint()
+
+
+def test_conv_fusion_hard_swish_has_the_ops_bits(tmp_path):
+    def build():
+        x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")
+        return [fluid.layers.hard_swish(fluid.layers.conv2d(x, 4, 3, padding=1))]
+    d = _save(tmp_path, build, ["x"])
+    x = np.random.default_rng(10).standard_normal((2, 3, 8, 8)).astype(np.float32) * 4
+    _, plain = _predict(d, x, ir_optim=False)
+    predictor, fused = _predict(d, x)
+    conv, = [op for op in predictor.program().global_block().ops
+             if op.type not in ("feed", "fetch")]
+    assert (conv.type, conv.attr("activation")) == ("conv2d_fusion", "hard_swish")
+    np.testing.assert_array_equal(fused, plain)
+
+
 def _cfg(d, ir_optim):
     c = AnalysisConfig(d)
     c.switch_ir_optim(ir_optim)

@@ -37,7 +37,7 @@ from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
-__all__ = ["ACTIVATIONS", "Conv2DFusion", "DepthwiseBandFilter", "FCGroup",
+__all__ = ["ACTIVATIONS", "ACTIVATION_ATTRS", "Conv2DFusion", "DepthwiseBandFilter", "FCGroup",
            "ScaledDotProductAttention", "WinogradFilterTiles"]
 
 
@@ -64,9 +64,24 @@ def _relu6(x: np.ndarray) -> np.ndarray:
     return relu6_to(x, x)
 
 
+def _hard_swish(x: np.ndarray) -> np.ndarray:
+    # fluid's hard_swish with its default attrs (the pass fuses only those): x * min(max(x +
+    # 3, 0), 6) / 6, the kernel's operations in its order (ops/activation_extra.py)
+    typ = x.dtype.type
+    t = np.add(x, typ(3.0))
+    np.maximum(t, typ(0), out=t)
+    np.minimum(t, typ(6.0), out=t)
+    x *= t
+    x /= typ(6.0)
+    return x
+
+
 # activation attr value -> in-place kernel ("" / "identity": none)
 ACTIVATIONS = {"": None, "identity": None, "relu": _relu, "sigmoid": _sigmoid, "tanh": _tanh,
-               "relu6": _relu6}
+               "relu6": _relu6, "hard_swish": _hard_swish}
+# the attrs an activation op must have for its kernel above to be its own
+ACTIVATION_ATTRS = {"relu6": {"threshold": 6.0},
+                    "hard_swish": {"threshold": 6.0, "scale": 6.0, "offset": 3.0}}
 
 
 @register
@@ -121,7 +136,8 @@ class DepthwiseBandFilter(OpDef):
 @register
 class Conv2DFusion(OpDef):
     """Output = act(conv2d(Input, Filter) + Bias[channel]) (Paddle's ``conv2d_fusion``;
-    ``activation`` identity, relu, relu6 (threshold 6), sigmoid or tanh; NCHW or NHWC as
+    ``activation`` identity, relu, relu6 (threshold 6), sigmoid, tanh or hard_swish (its
+    default attrs: fluidlite's extension of the cuDNN set, fused by the passes); NCHW or NHWC as
     ``data_format``). ``FilterTiles`` (fluidlite's own slot, made by
     ``conv_winograd_filter_pass``): the filter's ``winograd_filter_tiles``, used instead of
     transforming the filter on every run when the Winograd kernel runs (same bits);

@@ -26,7 +26,7 @@ from ..core.ir import Block, Operator, OpRole, Program
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..ops._winograd import MIN_CHANNELS as MIN_WINOGRAD_CHANNELS
 from ..ops.conv import band_filter_shape
-from .ops import ACTIVATIONS
+from .ops import ACTIVATION_ATTRS, ACTIVATIONS
 
 __all__ = ["PASSES", "DEFAULT_PASSES", "PassContext", "describe", "run_passes"]
 
@@ -341,8 +341,9 @@ def _act_after(uses: rewrite.Uses, name: str, ctx: PassContext, skip: Set[str]
     act = _next(uses, name)
     if act is None or act.type not in ACTIVATIONS or not act.type or act.input("X") != [name]:
         return None
-    if act.type == "relu6" and float(act.attrs.get("threshold", 6.0)) != 6.0:
-        return None         # the fused kernels clip at fluid's default threshold only
+    if any(float(act.attrs.get(k, v)) != v for k, v in ACTIVATION_ATTRS.get(act.type,
+                                                                          {}).items()):
+        return None         # the fused kernels have fluid's default attrs only
     return act
 
 
@@ -381,7 +382,7 @@ _CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations"
 
 def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d`` / ``depthwise_conv2d`` + bias ``elementwise_add`` (axis 1) + optional
-    relu / relu6 / sigmoid / tanh -> one ``conv2d_fusion`` op (NCHW)."""
+    relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` op (NCHW)."""
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
@@ -409,9 +410,70 @@ def conv_elementwise_add_act_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def _scalar_operand(block: Block, op: Operator, other: str) -> Optional[str]:
+    """The one-element persistable operand of the elementwise ``op`` whose other operand is
+    ``other`` (either side), or None."""
+    xs, ys = op.input("X"), op.input("Y")
+    for mine, theirs in ((ys, xs), (xs, ys)):
+        if theirs == [other] and len(mine) == 1 and _persistable(block, mine[0]):
+            v = block.var(mine[0])
+            if v.dtype == block.var(other).dtype and all(int(d) == 1 for d in v.shape):
+                return mine[0]
+    return None
+
+
+def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
+    """``conv2d_fusion`` (a bias, no activation or residual yet) times a one-element
+    persistable ``a``, plus a one-element persistable ``c`` (a learnable affine after a
+    convolution, as PP-LCNetV3's in PaddleOCR's v4 models), then an optional activation ->
+    one ``conv2d_fusion`` with the affine folded into its filter and bias: W' = a W,
+    b' = a b + c (two passes over the output, and the activation's, saved)."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "conv2d_fusion" or op.input("ResidualData") or not op.input("Bias") \
+                or op.attrs.get("activation", "identity") not in ("identity", ""):
+            return False
+        out = op.output("Output")[0]
+        mul = _next(uses, out) if _only_reader(uses, out, ctx, skip) else None
+        a = _scalar_operand(block, mul, out) \
+            if mul is not None and mul.type == "elementwise_mul" else None
+        if a is None:
+            return False
+        mid = mul.output("Out")[0]
+        add = _next(uses, mid) if _only_reader(uses, mid, ctx, skip) else None
+        c = _scalar_operand(block, add, mid) \
+            if add is not None and add.type == "elementwise_add" else None
+        if c is None or tuple(block.var(add.output("Out")[0]).shape) != \
+                tuple(block.var(out).shape):
+            return False
+        act = _act_after(uses, add.output("Out")[0], ctx, skip)
+        final = act.output("Out")[0] if act is not None else add.output("Out")[0]
+        w, b = op.input("Filter")[0], op.input("Bias")[0]
+        new_w, new_b = _fresh(block, w + "@affine_fold"), _fresh(block, b + "@affine_fold")
+        for new, old_ in ((new_w, w), (new_b, b)):
+            v = block.var(old_)
+            block.create_var(name=new, shape=v.shape, dtype=v.dtype, persistable=True)
+
+        def build(fb: Block) -> None:
+            src = {n: fb.create_var(name=n, shape=block.var(n).shape, dtype=block.var(n).dtype,
+                                    persistable=True) for n in (w, b, a, c, new_w, new_b)}
+            rewrite.op(fb, "elementwise_mul", out=src[new_w], X=src[w], Y=src[a])
+            rewrite.op(fb, "elementwise_add", out=src[new_b], Y=src[c],
+                       X=rewrite.op(fb, "elementwise_mul", X=src[b], Y=src[a]))
+        ctx.fold(build)
+        attrs = _attrs(op, activation=act.type if act is not None else "identity")
+        inputs = {**_slots(op), "Filter": [new_w], "Bias": [new_b]}
+        for extra in sorted((x.idx for x in (mul, add, act) if x is not None), reverse=True):
+            rewrite.remove_ops(block, extra)
+        _replace(block, op, inputs=inputs, outputs={"Output": [final]}, attrs=attrs)
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
-    shape + optional relu / relu6 / sigmoid / tanh -> one ``conv2d_fusion`` with that tensor as
+    shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with that tensor as
     its ``ResidualData`` (a ResNet block's shortcut added and activated in the convolution's
     epilogue, image by image while the output is in cache). The fused op takes the add's
     place: the shortcut may be computed after the convolution."""
@@ -656,6 +718,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "depthwise_conv_bn_fuse_pass": depthwise_conv_bn_fuse_pass,
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
+    "conv_affine_act_fuse_pass": conv_affine_act_fuse_pass,
     "conv_elementwise_add2_act_fuse_pass": conv_elementwise_add2_act_fuse_pass,
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "conv_band_filter_pass": conv_band_filter_pass,
