@@ -230,39 +230,64 @@ def test_passes_conv_bn_relu(conv_dir):
     assert "batch_norm" in [op.type for op in plain_pred.program().global_block().ops]
 
 
-def _affine_net(a_shape=(1,), hs_attrs=None, other_operand=False, act="hard_swish"):
+def _affine_net(a_shape=(1,), hs_attrs=None, act="hard_swish", a_value=1.5, variant=""):
     """PP-LCNetV3's block (PaddleOCR v4): conv + BN, times a one-element parameter ``a`` (on
-    the left, as Paddle writes it), plus one ``c``, then hard_swish."""
+    the left, as Paddle writes it), plus one ``c``, then hard_swish; ``variant`` builds the
+    near misses the pass must leave alone."""
+    L = fluid.layers
     x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")
-    h = fluid.layers.batch_norm(fluid.layers.conv2d(x, 4, 3, padding=1, bias_attr=False))
-    a = fluid.layers.create_parameter(list(a_shape), "float32",
-                                      default_initializer=fluid.initializer.Constant(1.5))
-    c = fluid.layers.create_parameter([1], "float32",
-                                      default_initializer=fluid.initializer.Constant(-0.25))
-    if other_operand:                    # the product is not the convolution's alone
-        h = fluid.layers.elementwise_mul(h, fluid.layers.relu(h))
-    h = fluid.layers.elementwise_mul(a, h) if len(a_shape) == 1 and a_shape[0] == 1 else \
-        fluid.layers.elementwise_mul(h, a, axis=1)
-    h = fluid.layers.elementwise_add(h, c)
+    h = L.batch_norm(L.conv2d(x, 4, 3, padding=1, bias_attr=False))
+    a = L.create_parameter(list(a_shape), "float32",
+                           default_initializer=fluid.initializer.Constant(a_value))
+    c = L.create_parameter([1], "float32",
+                           default_initializer=fluid.initializer.Constant(-0.25))
+    extra = []
+    if variant == "relu_before":            # a * relu(conv) is not relu(a * conv) for a < 0
+        h = L.relu(h)
+    elif variant == "residual":             # a shortcut add first (see the test)
+        h = L.elementwise_add(h, L.conv2d(x, 4, 1))
+    elif variant == "second_reader":        # the convolution's output is read twice
+        extra = [L.reduce_mean(h, dim=[1, 2, 3])]
+    elif variant == "other_operand":        # the product is not by a parameter
+        h = L.elementwise_mul(h, L.relu(h))
+    elif variant == "run_time_scalar":      # nor by a one-element run-time tensor
+        a = L.fill_constant([1], "float32", a_value)
+    h = L.elementwise_mul(a, h) if len(a_shape) == 1 and a_shape[0] == 1 else \
+        L.elementwise_mul(h, a, axis=1)
+    if variant == "sub_after":
+        h = L.elementwise_sub(h, c)
+    elif variant == "add_tensor":
+        h = L.elementwise_add(h, L.conv2d(x, 4, 1))
+    else:
+        h = L.elementwise_add(h, c)
     if act == "hard_swish":
-        h = fluid.layers.hard_swish(h, **(hs_attrs or {}))
-    return [fluid.layers.reduce_mean(h, dim=[2, 3])]
+        h = L.hard_swish(h, **(hs_attrs or {}))
+    return [L.reduce_mean(h, dim=[2, 3])] + extra
 
 
 @pytest.mark.parametrize("case,folded,act", [
     ("block", 1, "hard_swish"), ("no_act", 1, "identity"),
     ("hard_swish_attrs", 1, "identity"),       # non-default attrs: folded, not activated
-    ("per_channel", 0, None), ("other_operand", 0, None)])
+    ("per_channel", 0, None), ("other_operand", 0, None), ("relu_before", 0, None),
+    ("residual", 0, None), ("second_reader", 0, None), ("run_time_scalar", 0, None),
+    ("sub_after", 0, None), ("add_tensor", 0, None)])
 def test_passes_conv_affine_act(tmp_path, case, folded, act):
     kw = {"no_act": dict(act=None), "hard_swish_attrs": dict(hs_attrs={"threshold": 5.0}),
-          "per_channel": dict(a_shape=(4,)), "other_operand": dict(other_operand=True)}
-    d = _save(tmp_path, lambda: _affine_net(**kw.get(case, {})), ["x"])
+          "per_channel": dict(a_shape=(4,)), "relu_before": dict(a_value=-1.5)}
+    d = _save(tmp_path, lambda: _affine_net(variant=case, **kw.get(case, {})), ["x"])
     x = np.random.default_rng(9).standard_normal((2, 3, 8, 8)).astype(np.float32)
     _, plain = _predict(d, x, ir_optim=False)
-    predictor, fused = _predict(d, x)
+    config = AnalysisConfig(d)
+    if case == "residual":      # the fold after the shortcut's: a * (conv + b + r) stays
+        config.pass_builder().delete_pass("conv_affine_act_fuse_pass")
+        config.pass_builder().append_pass("conv_affine_act_fuse_pass")
+    predictor = create_paddle_predictor(config)
+    fused = predictor.run([PaddleTensor(x)])[0].as_ndarray()
     np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
     assert dict(predictor.applied_passes()).get("conv_affine_act_fuse_pass", 0) == folded
     ops = predictor.program().global_block().ops
+    if case == "residual":
+        assert any(op.type == "conv2d_fusion" and op.input("ResidualData") for op in ops)
     if folded:
         conv, = [op for op in ops if op.type == "conv2d_fusion"]
         assert conv.attr("activation") == act
