@@ -11,6 +11,7 @@ import pytest
 import fluidlite as fluid
 from fluidlite.core.dtypes import VarType
 from fluidlite.core.registry import VarSpec, get_op_def
+from fluidlite.ops.conv import band_filter_shape
 from fluidlite.inference import AnalysisConfig, PaddleTensor, create_paddle_predictor
 
 L = fluid.layers
@@ -387,6 +388,37 @@ def test_conv_band_filter_pass(tmp_path):
         np.testing.assert_array_equal(band, _band_reference(w, 8, 3, 3, sw, dw, ow, span))
 
 
+@pytest.mark.parametrize("k,strides,dil", [(3, [1, 1], 1), (5, [2, 1], 1), (3, [1, 2], 2)])
+def test_a_free_width_takes_the_full_tile_band(k, strides, dil):
+    # an input of free width (an OCR line): the band of full tiles, laid out at load, holds
+    # every width's band as its corner -- the same bits as laying the band out per run
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((10, 1, k, k)).astype("float32")
+    attrs = dict(strides=strides, paddings=[k // 2, k // 2], groups=10, dilations=[dil, dil])
+    fusion, make = get_op_def("conv2d_fusion"), get_op_def("depthwise_band_filter")
+    tile = make.forward(w, input_size=[6, -1], **attrs)["Out"]
+    assert tile.shape == make.run_infer([VarSpec(w.shape, VarType.FP32)],
+                                        dict(attrs, input_size=[6, -1]))["Out"].shape
+    for width in (5, 9, 16, 20, 37, 80):
+        x = rng.standard_normal((2, 10, 6, width)).astype("float32")
+        got = fusion.forward(x, w, None, None, tile, **attrs)["Output"]
+        np.testing.assert_array_equal(got, fusion.forward(x, w, None, None, None,
+                                                          **attrs)["Output"])
+        np.testing.assert_allclose(got, get_op_def("depthwise_conv2d").forward(
+            x.astype(np.float64), w.astype(np.float64), **attrs)["Output"], rtol=1e-5,
+            atol=1e-5)
+    fusion.run_infer([VarSpec((-1, 10, 6, -1), VarType.FP32), VarSpec(w.shape, VarType.FP32),
+                      None, None, VarSpec(tile.shape, VarType.FP32)], attrs)
+    exact = make.forward(w, input_size=[6, 9], **attrs)["Out"]
+    with pytest.raises(ValueError, match=r"FilterBand must be the depthwise filter's banded"):
+        fusion.run_infer([VarSpec((-1, 10, 6, -1), VarType.FP32),
+                          VarSpec(w.shape, VarType.FP32), None, None,
+                          VarSpec(exact.shape, VarType.FP32)], attrs)
+    # a free width whose output rows are too many for a tile row: no band
+    assert band_filter_shape((200, -1), w.shape, np.float32, strides, attrs["paddings"],
+                             "EXPLICIT", 10, attrs["dilations"]) is None
+
+
 def test_conv2d_fusion_refuses_a_band_of_another_geometry():
     rng = np.random.default_rng(11)
     x = rng.standard_normal((2, 6, 9, 9)).astype("float32")
@@ -414,9 +446,12 @@ def test_conv2d_fusion_refuses_a_band_of_another_geometry():
         fusion.run_infer([VarSpec((-1, 6, 9, 9), VarType.FP32), VarSpec(w.shape, VarType.FP32),
                           None, None, VarSpec(wide.shape, VarType.FP32)], attrs)
     with pytest.raises(ValueError, match=r"FilterBand .* \(none runs\)"):
-        fusion.run_infer([VarSpec((-1, 6, -1, 9), VarType.FP32),
+        fusion.run_infer([VarSpec((-1, 6, -1, -1), VarType.FP32),
                           VarSpec(w.shape, VarType.FP32), None, None,
                           VarSpec(band.shape, VarType.FP32)], attrs)
+    # a free height: the band depends on the output's width alone
+    fusion.run_infer([VarSpec((-1, 6, -1, 9), VarType.FP32), VarSpec(w.shape, VarType.FP32),
+                      None, None, VarSpec(band.shape, VarType.FP32)], attrs)
     # fluid's AnyLayout is NCHW here
     out = fusion.run_infer([VarSpec((-1, 6, 9, 9), VarType.FP32), VarSpec(w.shape, VarType.FP32),
                             None, None, VarSpec(band.shape, VarType.FP32)],

@@ -44,7 +44,8 @@ from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", "depthwise_fwd",
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
-           "pointwise_dw", "uses_band", "band_filter", "band_shape"]
+           "pointwise_dw", "uses_band", "band_filter", "band_shape", "tile_band_filter",
+           "tile_band_shape"]
 
 # ``conv.conv2d_forward``'s epilogue (an inference ``conv2d_fusion``'s bias, residual and
 # activation): an in-place elementwise function ``epilogue(block, where)`` of the blocks
@@ -565,6 +566,41 @@ def band_shape(g: Any, w_shape: Sequence[int]) -> Tuple[int, int, int]:
     return (g.groups, b.K, w_shape[0] // g.groups * b.tw)
 
 
+def _tile_band(g: Any) -> "_Band":
+    """The tiling of full ``_BAND_TILE``-pixel tiles for ``g``'s kernel, strides and
+    dilations, whatever its map's width: its band holds every narrower tiling's as a corner
+    (``_narrowed``), so an input of free width can have its filter laid out at load."""
+    return _Band(g._replace(ow=_BAND_TILE))
+
+
+def tile_band_shape(g: Any, w_shape: Sequence[int]) -> Tuple[int, int, int]:
+    """The shape of ``tile_band_filter`` for a depthwise filter of ``w_shape``."""
+    b = _tile_band(g)
+    return (g.groups, b.K, w_shape[0] // g.groups * b.tw)
+
+
+def tile_band_filter(w: np.ndarray, g: Any) -> np.ndarray:
+    """``band_filter`` for full tiles (``_tile_band``): what ``depthwise_fwd`` takes as
+    ``band`` for a map of any width (only ``g``'s kernel, strides, dilations and groups are
+    read)."""
+    return _tile_band(g).filt(w, g, g.groups)
+
+
+def _narrowed(band: np.ndarray, g: Any, b: "_Band", m: int) -> Optional[np.ndarray]:
+    """``b``'s band cut from a full-tile band (None when ``band`` is not one): tile column x
+    of tap (i, j) sits at row i*span + x*sw + j*dw, so the narrower tiling's matrices are the
+    corner of the first ``span`` rows of each tap row and the first ``tw`` columns of each
+    filter -- the same values ``b.filt`` lays out."""
+    t = _tile_band(g)
+    C = band.shape[0]
+    if band.shape != (C, t.K, m * t.tw):
+        return None
+    if (b.span, b.tw) == (t.span, t.tw):
+        return band
+    corner = band.reshape(C, g.kh, t.span, m, t.tw)[:, :, :b.span, :, :b.tw]
+    return np.ascontiguousarray(corner).reshape(C, b.K, m * b.tw)
+
+
 def band_filter(w: np.ndarray, g: Any) -> np.ndarray:
     """The banded filter matrices [C, kh*span, m*tw] the banded forward multiplies the GEMM
     rows of channel c by (``_Band.filt``; C = ``g.groups``): made once for a constant filter,
@@ -668,12 +704,17 @@ def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any, band: Optional[np.ndarray] =
               epilogue: Optional[Epilogue] = None) -> np.ndarray:
     N, C = x.shape[:2]
     m, b = w.shape[0] // C, _Band(g)
+    given = band
     if band is None:
         band = b.filt(w, g, C)                              # [C, K, m*tw]
-    elif band.shape != (C, b.K, m * b.tw) or band.dtype != w.dtype:
+    elif band.dtype == w.dtype and band.shape != (C, b.K, m * b.tw):
+        band = _narrowed(band, g, b, m)         # a full-tile band (a free width), or None
+    if band is None or band.dtype != w.dtype or band.shape != (C, b.K, m * b.tw):
         raise ValueError(f"depthwise: the banded filter must be {w.dtype} "
                          f"{[C, b.K, m * b.tw]} (band_filter of the filter {list(w.shape)} "
-                         f"for a {g.H}x{g.W} input), got {band.dtype} {list(band.shape)}")
+                         f"for a {g.H}x{g.W} input, or tile_band_filter's "
+                         f"{list(tile_band_shape(g, w.shape))}), got {given.dtype} "
+                         f"{list(given.shape)}")
     out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
     out3 = out.reshape(N, C * m, g.oh * g.ow)
 

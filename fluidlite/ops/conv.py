@@ -510,10 +510,35 @@ def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
         ...                   "EXPLICIT", 8, [1, 1]) is None
         True
     """
-    if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0:
+    g = _band_geom(in_hw, w_shape, dtype, strides, paddings, padding_algorithm, groups,
+                   dilations)
+    if g is None:
         return None
-    g = _geom(in_hw, w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
-    return K.band_shape(g, w_shape) if K.uses_band(g, dtype) else None
+    return K.tile_band_shape(g, w_shape) if in_hw[1] < 0 else K.band_shape(g, w_shape)
+
+
+def _band_geom(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any, strides: Any,
+               paddings: Any, padding_algorithm: str, groups: int, dilations: Any) -> Any:
+    """The geometry a band filter is laid out for, or None when no banded kernel can run.
+    A free height stands in as the one giving a single output row (the band depends on the
+    output's width only); a free width as 64 pixels, the band then being the full-tile one
+    (``tile_band_filter``: any width's band is its corner), made when a tile row of the known
+    output height fits the banded kernel."""
+    if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0 and max(in_hw) < 0:
+        return None
+    kh, dh = w_shape[2], (list(dilations) + [1, 1])[0]
+    hw = [in_hw[0] if in_hw[0] >= 0 else (kh - 1) * dh + 1, in_hw[1] if in_hw[1] >= 0 else 64]
+    try:
+        g = _geom(hw, w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
+    except ValueError:          # an empty output
+        return None
+    if in_hw[1] < 0:
+        g = g._replace(ow=1)    # the banded kernel runs for widths up to _BAND_MAX / oh
+        return g if in_hw[0] >= 0 and g.oh * K._BAND_TILE <= K._BAND_MAX and \
+            K.uses_band(g, dtype) else None
+    if in_hw[0] < 0:
+        g = g._replace(oh=1)    # some height runs it when its width alone fits
+    return g if K.uses_band(g, dtype) else None
 
 
 def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any,
@@ -541,14 +566,14 @@ def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any
         ValueError: no banded kernel runs for this filter and input (``band_filter_shape``
             is None).
     """
-    if band_filter_shape(in_hw, w.shape, w.dtype, strides, paddings, padding_algorithm, groups,
-                         dilations) is None:
+    g = _band_geom(in_hw, w.shape, w.dtype, strides, paddings, padding_algorithm, groups,
+                   dilations)
+    if g is None:
         raise ValueError(f"band_filter: no banded depthwise kernel runs for the filter "
                          f"{w.dtype} {list(w.shape)} (groups {groups}) on a "
                          f"{list(in_hw)} input; it needs a depthwise float32/float64 filter "
                          f"and a small output map")
-    return K.band_filter(w, _geom(in_hw, w.shape[2:], strides, paddings, dilations,
-                                  padding_algorithm, groups))
+    return K.tile_band_filter(w, g) if in_hw[1] < 0 else K.band_filter(w, g)
 
 
 @register
