@@ -414,9 +414,18 @@ def test_a_free_width_takes_the_full_tile_band(k, strides, dil):
         fusion.run_infer([VarSpec((-1, 10, 6, -1), VarType.FP32),
                           VarSpec(w.shape, VarType.FP32), None, None,
                           VarSpec(exact.shape, VarType.FP32)], attrs)
-    # a free width whose output rows are too many for a tile row: no band
-    assert band_filter_shape((200, -1), w.shape, np.float32, strides, attrs["paddings"],
-                             "EXPLICIT", 10, attrs["dilations"]) is None
+    with pytest.raises(ValueError, match=r"banded filter must be float32"):
+        fusion.forward(x, w, None, None, tile.astype(np.float64), **attrs)
+
+    def shape(hw, dtype=np.float32):
+        return band_filter_shape(hw, w.shape, dtype, strides, attrs["paddings"], "EXPLICIT",
+                                 10, attrs["dilations"])
+    assert all(type(d) is int for d in shape((6, -1)))
+    # a free height takes the width's own band, also for widths past one tile
+    assert shape((-1, 30)) == shape((5, 30)) != shape((6, -1))
+    # too many output rows for a tile row, or a width too wide for a row: no band
+    assert shape((200, -1)) is None and shape((-1, 3000)) is None and shape((-1, -1)) is None
+    assert shape((6, -1), np.float16) is None and shape((-1, 30), np.int32) is None
 
 
 def test_conv2d_fusion_refuses_a_band_of_another_geometry():

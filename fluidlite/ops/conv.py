@@ -520,24 +520,21 @@ def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
 def _band_geom(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any, strides: Any,
                paddings: Any, padding_algorithm: str, groups: int, dilations: Any) -> Any:
     """The geometry a band filter is laid out for, or None when no banded kernel can run.
-    A free height stands in as the one giving a single output row (the band depends on the
-    output's width only); a free width as 64 pixels, the band then being the full-tile one
-    (``tile_band_filter``: any width's band is its corner), made when a tile row of the known
-    output height fits the banded kernel."""
+    A free height or width stands in as 64 pixels. The band depends on the output's width
+    only: a free height takes the width's band when one output row of it fits the banded
+    kernel; a free width takes the full-tile band (``tile_band_filter``: any width's band is
+    its corner) when a tile row of the known output height fits."""
     if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0 and max(in_hw) < 0:
         return None
-    kh, dh = w_shape[2], (list(dilations) + [1, 1])[0]
-    hw = [in_hw[0] if in_hw[0] >= 0 else (kh - 1) * dh + 1, in_hw[1] if in_hw[1] >= 0 else 64]
     try:
-        g = _geom(hw, w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
+        g = _geom([d if d >= 0 else 64 for d in in_hw], w_shape[2:], strides, paddings,
+                  dilations, padding_algorithm, groups)
     except ValueError:          # an empty output
         return None
     if in_hw[1] < 0:
-        g = g._replace(ow=1)    # the banded kernel runs for widths up to _BAND_MAX / oh
-        return g if in_hw[0] >= 0 and g.oh * K._BAND_TILE <= K._BAND_MAX and \
-            K.uses_band(g, dtype) else None
-    if in_hw[0] < 0:
-        g = g._replace(oh=1)    # some height runs it when its width alone fits
+        g = g._replace(ow=K._BAND_TILE)
+    elif in_hw[0] < 0:
+        g = g._replace(oh=1)
     return g if K.uses_band(g, dtype) else None
 
 
