@@ -423,6 +423,9 @@ def test_a_free_width_takes_the_full_tile_band(k, strides, dil):
     assert all(type(d) is int for d in shape((6, -1)))
     # a free height takes the width's own band, also for widths past one tile
     assert shape((-1, 30)) == shape((5, 30)) != shape((6, -1))
+    assert shape((-1, 700)) is not None     # one output row of 700 pixels fits
+    with pytest.raises(ValueError, match="no banded depthwise kernel runs"):
+        make.forward(w.astype(np.float16), input_size=[6, -1], **attrs)
     # too many output rows for a tile row, or a width too wide for a row: no band
     assert shape((200, -1)) is None and shape((-1, 3000)) is None and shape((-1, -1)) is None
     assert shape((6, -1), np.float16) is None and shape((-1, 30), np.int32) is None

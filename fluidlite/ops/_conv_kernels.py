@@ -44,8 +44,7 @@ from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", "depthwise_fwd",
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
-           "pointwise_dw", "uses_band", "band_filter", "band_shape", "tile_band_filter",
-           "tile_band_shape"]
+           "pointwise_dw", "uses_band", "band_filter", "band_shape"]
 
 # ``conv.conv2d_forward``'s epilogue (an inference ``conv2d_fusion``'s bias, residual and
 # activation): an in-place elementwise function ``epilogue(block, where)`` of the blocks
@@ -569,21 +568,9 @@ def band_shape(g: Any, w_shape: Sequence[int]) -> Tuple[int, int, int]:
 def _tile_band(g: Any) -> "_Band":
     """The tiling of full ``_BAND_TILE``-pixel tiles for ``g``'s kernel, strides and
     dilations, whatever its map's width: its band holds every narrower tiling's as a corner
-    (``_narrowed``), so an input of free width can have its filter laid out at load."""
+    (``_narrowed``), so an input of free width can have its filter laid out at load
+    (``band_filter`` of a geometry whose output is one tile wide)."""
     return _Band(g._replace(ow=_BAND_TILE))
-
-
-def tile_band_shape(g: Any, w_shape: Sequence[int]) -> Tuple[int, int, int]:
-    """The shape of ``tile_band_filter`` for a depthwise filter of ``w_shape``."""
-    b = _tile_band(g)
-    return (g.groups, b.K, w_shape[0] // g.groups * b.tw)
-
-
-def tile_band_filter(w: np.ndarray, g: Any) -> np.ndarray:
-    """``band_filter`` for full tiles (``_tile_band``): what ``depthwise_fwd`` takes as
-    ``band`` for a map of any width (only ``g``'s kernel, strides, dilations and groups are
-    read)."""
-    return _tile_band(g).filt(w, g, g.groups)
 
 
 def _narrowed(band: np.ndarray, g: Any, b: "_Band", m: int) -> Optional[np.ndarray]:
@@ -712,8 +699,8 @@ def _band_fwd(x: np.ndarray, w: np.ndarray, g: Any, band: Optional[np.ndarray] =
     if band is None or band.dtype != w.dtype or band.shape != (C, b.K, m * b.tw):
         raise ValueError(f"depthwise: the banded filter must be {w.dtype} "
                          f"{[C, b.K, m * b.tw]} (band_filter of the filter {list(w.shape)} "
-                         f"for a {g.H}x{g.W} input, or tile_band_filter's "
-                         f"{list(tile_band_shape(g, w.shape))}), got {given.dtype} "
+                         f"for a {g.H}x{g.W} input, or the full-tile band "
+                         f"{[C, _tile_band(g).K, m * _BAND_TILE]}), got {given.dtype} "
                          f"{list(given.shape)}")
     out = np.empty((N, C, m, g.oh, g.ow), np.result_type(x.dtype, w.dtype))
     out3 = out.reshape(N, C * m, g.oh * g.ow)

@@ -514,7 +514,7 @@ def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
                    dilations)
     if g is None:
         return None
-    return K.tile_band_shape(g, w_shape) if in_hw[1] < 0 else K.band_shape(g, w_shape)
+    return K.band_shape(g, w_shape)
 
 
 def _band_geom(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any, strides: Any,
@@ -522,8 +522,9 @@ def _band_geom(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any, strides
     """The geometry a band filter is laid out for, or None when no banded kernel can run.
     A free height or width stands in as 64 pixels. The band depends on the output's width
     only: a free height takes the width's band when one output row of it fits the banded
-    kernel; a free width takes the full-tile band (``tile_band_filter``: any width's band is
-    its corner) when a tile row of the known output height fits."""
+    kernel; a free width takes the band of an output one tile wide (the full-tile band: any
+    width's band is its corner, ``_conv_kernels._narrowed``) when a tile row of the known
+    output height fits."""
     if not K.use_depthwise((0, groups), w_shape, groups) or min(in_hw) < 0 and max(in_hw) < 0:
         return None
     try:
@@ -570,7 +571,7 @@ def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any
                          f"{w.dtype} {list(w.shape)} (groups {groups}) on a "
                          f"{list(in_hw)} input; it needs a depthwise float32/float64 filter "
                          f"and a small output map")
-    return K.tile_band_filter(w, g) if in_hw[1] < 0 else K.band_filter(w, g)
+    return K.band_filter(w, g)
 
 
 @register
