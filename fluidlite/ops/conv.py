@@ -489,7 +489,8 @@ def band_filter_shape(in_hw: Sequence[int], w_shape: Sequence[int], dtype: Any,
                       dilations: Any) -> Optional[Tuple[int, int, int]]:
     """The shape of ``band_filter`` for an NCHW input of spatial size ``in_hw`` and a filter of
     ``w_shape`` and ``dtype``; None when no banded depthwise kernel runs for them (not a
-    depthwise filter, a map too big, another dtype, an unknown size).
+    depthwise filter, a map too big, another dtype, both sizes unknown). With one size
+    unknown, the band that serves every value of it (``_band_geom``).
 
     Args:
         in_hw: the input's height and width (-1: unknown).
@@ -547,7 +548,7 @@ def band_filter(w: np.ndarray, in_hw: Sequence[int], strides: Any, paddings: Any
 
     Args:
         w: the depthwise filter [C*m, 1, kh, kw], float32 or float64.
-        in_hw: the input's height and width.
+        in_hw: the input's height and width (-1: unknown, see ``band_filter_shape``).
         strides, paddings, padding_algorithm, groups, dilations: conv2d's attributes.
 
     Returns:
