@@ -246,6 +246,8 @@ def _affine_net(a_shape=(1,), hs_attrs=None, act="hard_swish", a_value=1.5, vari
         h = L.relu(h)
     elif variant == "residual":             # a shortcut add first (see the test)
         h = L.elementwise_add(h, L.conv2d(x, 4, 1))
+    elif variant == "band_first":           # a depthwise filter laid out first (the test)
+        h = L.batch_norm(L.conv2d(h, 4, 3, padding=1, groups=4, bias_attr=False))
     elif variant == "second_reader":        # the convolution's output is read twice
         extra = [L.reduce_mean(h, dim=[1, 2, 3])]
     elif variant == "other_operand":        # the product is not by a parameter
@@ -269,7 +271,8 @@ def _affine_net(a_shape=(1,), hs_attrs=None, act="hard_swish", a_value=1.5, vari
     ("block", 1, "hard_swish"), ("no_act", 1, "identity"),
     ("hard_swish_attrs", 1, "identity"),       # non-default attrs: folded, not activated
     ("per_channel", 0, None), ("other_operand", 0, None), ("relu_before", 0, None),
-    ("residual", 0, None), ("second_reader", 0, None), ("run_time_scalar", 0, None),
+    ("residual", 0, None), ("band_first", 0, None), ("second_reader", 0, None),
+    ("run_time_scalar", 0, None),
     ("sub_after", 0, None), ("add_tensor", 0, None)])
 def test_passes_conv_affine_act(tmp_path, case, folded, act):
     kw = {"no_act": dict(act=None), "hard_swish_attrs": dict(hs_attrs={"threshold": 5.0}),
@@ -278,7 +281,8 @@ def test_passes_conv_affine_act(tmp_path, case, folded, act):
     x = np.random.default_rng(9).standard_normal((2, 3, 8, 8)).astype(np.float32)
     _, plain = _predict(d, x, ir_optim=False)
     config = AnalysisConfig(d)
-    if case == "residual":      # the fold after the shortcut's: a * (conv + b + r) stays
+    if case in ("residual", "band_first"):  # the fold after the shortcut's or band's
+        # passes: a * (conv + b + r) stays, and a band laid out for W is not a W' one
         config.pass_builder().delete_pass("conv_affine_act_fuse_pass")
         config.pass_builder().append_pass("conv_affine_act_fuse_pass")
     predictor = create_paddle_predictor(config)
@@ -288,6 +292,8 @@ def test_passes_conv_affine_act(tmp_path, case, folded, act):
     ops = predictor.program().global_block().ops
     if case == "residual":
         assert any(op.type == "conv2d_fusion" and op.input("ResidualData") for op in ops)
+    if case == "band_first":
+        assert any(op.type == "conv2d_fusion" and op.input("FilterBand") for op in ops)
     if folded:
         conv, = [op for op in ops if op.type == "conv2d_fusion"]
         assert conv.attr("activation") == act

@@ -431,7 +431,9 @@ def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
-        if op.type != "conv2d_fusion" or op.input("ResidualData") or not op.input("Bias") \
+        # (a filter already laid out at load -- FilterTiles, FilterBand -- would be stale)
+        if op.type != "conv2d_fusion" or not op.input("Bias") or any(
+                op.input(s) for s in ("ResidualData", "FilterTiles", "FilterBand")) \
                 or op.attrs.get("activation", "identity") not in ("identity", ""):
             return False
         out = op.output("Output")[0]
@@ -473,9 +475,9 @@ def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
 
 def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
-    shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with that tensor as
-    its ``ResidualData`` (a ResNet block's shortcut added and activated in the convolution's
-    epilogue, image by image while the output is in cache). The fused op takes the add's
+    shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with
+    that tensor as its ``ResidualData`` (a ResNet block's shortcut added and activated in the
+    convolution's epilogue, image by image while the output is in cache). The fused op takes the add's
     place: the shortcut may be computed after the convolution."""
     block = ctx.block
 
