@@ -477,8 +477,8 @@ def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
     shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with
     that tensor as its ``ResidualData`` (a ResNet block's shortcut added and activated in the
-    convolution's epilogue, image by image while the output is in cache). The fused op takes the add's
-    place: the shortcut may be computed after the convolution."""
+    convolution's epilogue, image by image while the output is in cache). The fused op takes
+    the add's place: the shortcut may be computed after the convolution."""
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
