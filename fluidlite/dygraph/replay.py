@@ -171,6 +171,7 @@ class _Compiled:
         self._share(opt, so, names_used)
         self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
                       enumerate(zip(tape, self.sources, self.out_specs))]
+        self._holders(tape)
         # the ops that draw from the tracer's generator (random, no fixed seed): the plan
         # must have exactly as many random streams, or it would draw other numbers
         self.draws = sum(1 for call in tape if _draws(call))
@@ -213,6 +214,49 @@ class _Compiled:
             block.append_op(type=call.type, inputs=ins, outputs=outs,
                             attrs=dict(call.attrs or {}))
         return static, produced
+
+    def _holders(self, tape: _Tape) -> None:
+        """Where a replayed step's records hold its outputs (``_Step._live``): ``holders``,
+        the positions of the slot dicts (call index, 1 inputs / 2 outputs) and slot lists
+        (..., slot) that hold any; per position, ``held_all``: the outputs (flat indices)
+        reachable from it, lists included, and ``held_direct``: those it refers to itself
+        (a dict's single-tensor slots, a list's items); ``internal[k]``: the references
+        to output k from the records when every holder is its own object."""
+        start = [0]
+        for names_ in self.out_names:
+            start.append(start[-1] + len(names_))
+        self.holders: List[Tuple[Any, ...]] = []
+        self.held_all: List[List[int]] = []
+        self.held_direct: List[List[int]] = []
+        for i, call in enumerate(tape):
+            srcs = iter(self.sources[i])
+            made = iter(range(start[i], start[i + 1]))
+            for which, slots in ((1, call.inputs), (2, call.outputs)):
+                direct: List[int] = []
+                lists = []
+                for slot, v in (slots or {}).items():
+                    if which == 1:
+                        ks = [start[src[1]] + src[2] for src in
+                              (next(srcs) for _ in _tensors(v)) if src[0] == 0]
+                    else:
+                        ks = [next(made) for t in _tensors(v) if not _is_state(t, call)]
+                    if not isinstance(v, (list, tuple)):
+                        direct.extend(ks)
+                    elif ks:
+                        lists.append(((i, which, slot), ks))
+                every = direct + [k for _, ks in lists for k in ks]
+                if every:
+                    self.holders.append((i, which))
+                    self.held_all.append(every)
+                    self.held_direct.append(direct)
+                for pos, ks in lists:
+                    self.holders.append(pos)
+                    self.held_all.append(ks)
+                    self.held_direct.append(ks)
+        self.internal = [0] * start[-1]
+        for ks in self.held_direct:
+            for k in ks:
+                self.internal[k] += 1
 
     def _input(self, block: Any, t: Any, produced: Dict[int, Tuple[int, int]],
                static: Dict[int, Any], feed_of: Dict[int, int], srcs: List[Any]) -> Any:
@@ -575,31 +619,26 @@ class _Step:
     def _live(self) -> Tuple[int, ...]:
         """The outputs (indices into the flat list of ``outs``) that something besides this
         step's own records refers to -- the loss, a local the training loop keeps, an
-        attribute -- found by reference count as NumPy finds its temporaries (CPython; every
+        attribute, a list or dict of the records that the caller holds too (``split``'s
+        outputs) -- found by reference count as NumPy finds its temporaries (CPython; every
         output elsewhere). Whatever else the step produced dies with it, unread."""
         flat = [t for outs in self.outs for t in outs]
         if _REFCOUNT_BASE is None:
             return tuple(range(len(flat)))
-        internal: Dict[int, int] = defaultdict(int)     # refs held by the records
-        seen = set()
-        for call in self.calls:
-            for slots in (call[1], call[2]):
-                if slots is None or id(slots) in seen:
-                    continue
-                seen.add(id(slots))
-                for v in slots.values():
-                    if isinstance(v, (list, tuple)):
-                        if id(v) in seen:
-                            continue
-                        seen.add(id(v))
-                        for t in v:
-                            internal[id(t)] += 1
-                    else:
-                        internal[id(v)] += 1
+        c, calls = self.c, self.calls
+        held = [calls[h[0]][h[1]] if len(h) == 2 else calls[h[0]][h[1]][h[2]]
+                for h in c.holders]
+        # a holder with references besides its record's and ``held``'s -- the caller's, or
+        # a second record's (one dict handed to two ops, which ``internal`` counts twice) --
+        # keeps every output in it
+        live = set()
+        for pos, n in enumerate(_refcounts(held)):
+            if n > _REFCOUNT_BASE + 1:
+                live.update(c.held_all[pos])
         loss = self.loss
         base = _REFCOUNT_BASE + 1       # (+1: ``outs`` holds each output too)
-        return tuple(k for k, (t, n) in enumerate(zip(flat, _refcounts(flat)))
-                     if t is loss or n > base + internal[id(t)])
+        return tuple(k for k, (t, n, m) in enumerate(zip(flat, _refcounts(flat), c.internal))
+                     if t is loss or n > base + m or k in live)
 
     # -- ending ------------------------------------------------------------------------------
     def _release(self, values: bool = True) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 import fluidlite as fluid
 from fluidlite import dygraph
+from fluidlite.core import mode
 from fluidlite.dygraph import replay
 
 R = replay.REPLAYER
@@ -322,3 +323,50 @@ def test_a_shared_weight_replays_with_the_eager_sums():
     assert replayed > 0 and eager == [7] * 5 and calls == [7] * 10
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("keep", ["list", "shared_dict", "own_dicts"])
+def test_outputs_the_caller_keeps_hold_their_values(keep):
+    # _live counts the references the step's records hold to each output: a tensor with
+    # more is kept (``q``), and so is everything in a list of the records that the caller
+    # holds too (``split``'s outputs, "list"). A caller that hands one inputs dict to two ops
+    # ("shared_dict") holds each tensor in it once, not twice: counting it twice would take
+    # the kept ``q`` for a temporary and drop its value
+    R.reset()
+    R.off = False
+    before = R.replayed
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((4, 6)).astype("float32") for _ in range(2))
+    kept = []
+    with dygraph.guard():
+        lin = dygraph.Linear(6, 6)
+        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+        tracer = mode.tracer
+        for _ in range(6):
+            w, bias = lin.weight.numpy().copy(), lin.bias.numpy().copy()
+            x, y = dygraph.to_variable(a), dygraph.to_variable(b)
+            h = lin(x)
+            parts = fluid.layers.split(fluid.layers.concat([h, y], axis=1), 2, dim=1)
+            ins = {"X": parts[0], "Y": y}
+            s = tracer.new_var(None, h.dtype)
+            tracer.trace_op("elementwise_add", ins, {"Out": s}, {"axis": -1})
+            p = tracer.new_var(None, h.dtype)
+            tracer.trace_op("elementwise_mul", dict(ins) if keep == "own_dicts" else ins,
+                            {"Out": p}, {"axis": -1})
+            held = parts if keep == "list" else parts[0]
+            del ins, parts, h
+            loss = fluid.layers.mean(s + p)
+            del s, p
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+            kept.append((held, w, bias))
+            del held
+        assert R.replayed - before >= 3
+    for held, w, bias in kept:
+        h = a @ w + bias
+        if keep == "list":
+            np.testing.assert_allclose(held[0].numpy(), h, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(held[1].numpy(), b)
+        else:
+            np.testing.assert_allclose(held.numpy(), h, rtol=1e-5, atol=1e-6)
