@@ -516,7 +516,9 @@ def conv_winograd_filter_pass(ctx: PassContext) -> int:
     F(2x2, 3x3) kernel (groups 1, stride 1, dilation 1, NCHW, float32/64, at least 16 input
     and output channels) once, at load: a ``winograd_filter_tiles`` op folded into a new
     persistable ``[16, K, C]`` becomes the op's ``FilterTiles`` (16/9 of the filter's memory;
-    the kernel still chooses per run, by the batch, whether Winograd pays)."""
+    the kernel still chooses per run, by the batch and the map size, whether Winograd pays:
+    large maps and maps of few channels run a GEMM per tap instead, leaving the tiles
+    unread -- ``ops/_conv_kernels.use_taps``)."""
     block = ctx.block
     done: Dict[str, str] = {}           # a filter shared by several convolutions: one transform
     count = 0

@@ -267,6 +267,10 @@ def _conv_fwd(x: np.ndarray, w: np.ndarray, g: _Geom, tiles: Optional[np.ndarray
     ``band``: ``K.band_filter(w, g)`` computed ahead, used when the banded depthwise kernel
     runs; ``epilogue``: see ``conv2d_forward``)."""
     kind = _kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
+    if kind in ("winograd", "") and K.use_taps(g, x.shape[1], w.shape[0], x.dtype):
+        # (a forward only: the gradients keep ``kind``'s kernels, and training's forward,
+        # which saves Winograd tiles for them, keeps Winograd -- ``Conv2D.forward_saving``)
+        return K.taps_fwd(x, w, g, epilogue)
     if kind == "pointwise":
         return K.pointwise_fwd(x, w, g, _mm, epilogue)
     if kind == "depthwise":

@@ -167,3 +167,92 @@ def test_threaded_im2col_copies_and_col2im_are_exact(wide, monkeypatch):
     check.inputs, check.attrs = {"Input": x, "Filter": w}, attrs
     check.outputs = {"Output": y}
     check.check_grad(["Input", "Filter"], "Output")
+
+
+# (N, C, F, H, W, kernel, paddings [t, b, l, r], dilations)
+TAPS = [
+    (2, 3, 4, 7, 9, (3, 3), (1, 1, 1, 1), (1, 1)),
+    (1, 2, 3, 8, 6, (2, 3), (0, 1, 2, 0), (1, 1)),
+    (2, 4, 2, 9, 8, (3, 2), (2, 0, 1, 3), (2, 3)),
+    (1, 3, 5, 10, 10, (5, 5), (2, 2, 2, 2), (1, 1)),
+    (1, 2, 2, 5, 12, (3, 3), (0, 0, 0, 0), (1, 2)),
+]
+
+
+@pytest.fixture
+def taps_everywhere(monkeypatch):
+    """The taps kernel on every stride-1 map, in strips of 3 output rows (a partial last
+    strip in most cases)."""
+    monkeypatch.setattr(K, "_TAPS_MIN_PIXELS", 1)
+    monkeypatch.setattr(K, "_TAPS_MIN_CHANNELS", 1)
+    monkeypatch.setattr(K, "_TAPS_ROWS", 3)
+
+
+class TestTapsKernel(OpTest):
+    op_type = "conv2d"
+
+    @pytest.mark.parametrize("case", TAPS)
+    def test_output_and_gradients(self, case, taps_everywhere):
+        N, C, F, H, W, k, p, d = case
+        g = conv._geom((H, W), k, (1, 1), p, d, "EXPLICIT", 1)
+        assert K.use_taps(g, C, F, np.float64)
+        x, w = self.rand(N, C, H, W), self.rand(F, C, *k, seed=1)
+        self.inputs = {"Input": x, "Filter": w}
+        self.attrs = {"paddings": list(p), "dilations": list(d)}
+        self.outputs = {"Output": ref_conv(x, w, (1, 1), p, d)}
+        self.check_output()
+        self.check_grad(["Input", "Filter"], "Output")
+
+
+def test_taps_run_from_a_128x128_map_of_16_channels_or_56x56_with_few_channels():
+    rng = np.random.default_rng(6)
+
+    def geom(h, w, k=(3, 3), s=(1, 1), groups=1):
+        return conv._geom((h, w), k, s, (1, 1), (1, 1), "EXPLICIT", groups)
+    assert K.use_taps(geom(128, 128), 16, 64, np.float32)
+    assert K.use_taps(geom(64, 256), 64, 64, np.float64)
+    assert not K.use_taps(geom(127, 129), 64, 64, np.float32)       # 16383 pixels
+    assert K.use_taps(geom(127, 129), 64, 32, np.float32)            # few output channels
+    assert K.use_taps(geom(56, 56), 32, 128, np.float32)
+    assert not K.use_taps(geom(56, 56), 33, 33, np.float32)
+    assert not K.use_taps(geom(55, 57), 32, 32, np.float32)          # 3135 pixels
+    assert not K.use_taps(geom(128, 128), 15, 64, np.float32)
+    assert not K.use_taps(geom(128, 128), 16, 64, np.float16)
+    assert not K.use_taps(geom(256, 256, s=(2, 1)), 16, 64, np.float32)
+    assert not K.use_taps(geom(128, 128, groups=2), 16, 64, np.float32)
+    assert not K.use_taps(conv._geom((128, 128), (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT",
+                                     1), 16, 64, np.float32)
+    wider = geom(128, 128)._replace(pr=2)       # a canvas past the filter's reach
+    assert not K.use_taps(wider, 16, 64, np.float32)
+    # the op at the default thresholds, float32 against the float64 reference
+    x = rng.standard_normal((1, 16, 128, 128)).astype(np.float32)
+    w = rng.standard_normal((8, 16, 3, 3)).astype(np.float32)
+    y = get_op_def("conv2d").forward(x, w, paddings=[1, 1])["Output"]
+    ref = ref_conv(x.astype(np.float64), w.astype(np.float64), (1, 1), (1, 1, 1, 1))
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+def test_taps_do_not_depend_on_the_threads(taps_everywhere):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 5, 11, 13)).astype(np.float32)
+    w = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
+    runs = []
+    for threads in (2, 3, 2):
+        with TH.using(threads):
+            runs.append(get_op_def("conv2d").forward(x, w, paddings=[1, 1])["Output"])
+    for y in runs[1:]:
+        assert np.array_equal(y, runs[0])
+
+
+def test_taps_epilogue_adds_bias_residual_and_activation_per_strip(taps_everywhere):
+    from fluidlite.inference.ops import Conv2DFusion
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((2, 3, 7, 8))
+    w = rng.standard_normal((4, 3, 3, 3))
+    b = rng.standard_normal(4)
+    res = rng.standard_normal((2, 4, 7, 8))
+    out = Conv2DFusion().forward(x, w, b, ResidualData=res, paddings=[1, 1],
+                                 activation="relu")["Output"]
+    want = np.maximum(ref_conv(x, w, (1, 1), (1, 1, 1, 1)) + b[:, None, None] + res, 0)
+    np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
