@@ -87,6 +87,12 @@ tests_for() {
            tests/test_fusion_l2_decay.py tests/test_dtype_stability.py \
            tests/test_mutants_optim.py tests/test_mutants_optim_adagrad.py \
            tests/test_mutants_inplace.py ;;
+    fluidlite/dygraph/replay.py)
+      # the step replay: its own tests, the memory of replayed steps, and the models whose
+      # steps it replays
+      echo tests/dygraph/test_replay.py tests/dygraph/test_replay_state.py \
+           tests/dygraph/test_activation_memory.py tests/dygraph/test_shared_weight_grad.py \
+           tests/dygraph/test_step_caches.py tests/test_sparse_embedding.py ;;
     fluidlite/core/selected_rows.py)
       echo tests/test_sparse_embedding.py tests/test_scope_selected_rows.py \
            tests/test_mutants_selected_rows.py tests/test_fusion_l2_decay.py ;;

@@ -220,8 +220,10 @@ def test_taps_run_from_a_128x128_map_of_16_channels_or_56x56_with_few_channels()
     assert not K.use_taps(geom(128, 128), 16, 64, np.float16)
     assert not K.use_taps(geom(256, 256, s=(2, 1)), 16, 64, np.float32)
     assert not K.use_taps(geom(128, 128, groups=2), 16, 64, np.float32)
-    assert not K.use_taps(conv._geom((128, 128), (1, 1), (1, 1), (0, 0), (1, 1), "EXPLICIT",
-                                     1), 16, 64, np.float32)
+    assert not K.use_taps(conv._geom((128, 128), (1, 1), (1, 1), (1, 1), (1, 1), "EXPLICIT",
+                                     1), 16, 64, np.float32)     # one tap (padded 1x1)
+    assert K.use_taps(conv._geom((128, 128), (1, 2), (1, 1), (0, 0), (1, 1), "EXPLICIT", 1),
+                      16, 64, np.float32)
     wider = geom(128, 128)._replace(pr=2)       # a canvas past the filter's reach
     assert not K.use_taps(wider, 16, 64, np.float32)
     # the op at the default thresholds, float32 against the float64 reference
@@ -256,3 +258,21 @@ def test_taps_epilogue_adds_bias_residual_and_activation_per_strip(taps_everywhe
                                  activation="relu")["Output"]
     want = np.maximum(ref_conv(x, w, (1, 1), (1, 1, 1, 1)) + b[:, None, None] + res, 0)
     np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+
+
+def test_taps_epilogue_sees_each_output_element_once(taps_everywhere):
+    # the strips' blocks must tile the output: with two threads a block reaching into a
+    # later strip would apply the epilogue to elements another thread already finished
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((2, 3, 10, 7)), rng.standard_normal((4, 3, 3, 3))
+    seen = np.zeros((2, 4, 10 * 7), np.int64)
+    shapes = []
+
+    def count(block, where):
+        seen[where] += 1
+        shapes.append(block.shape)
+    y = conv.conv2d_forward(x, w, [1, 1], [1, 1], "EXPLICIT", 1, [1, 1], "NCHW",
+                            epilogue=count)
+    assert (seen == 1).all()
+    assert sorted(shapes) == [(4, 7)] * 2 + [(4, 21)] * 6      # 3 + 3 + 3 + 1 rows, 2 images
+    np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), (1, 1, 1, 1)), rtol=1e-12, atol=1e-12)
