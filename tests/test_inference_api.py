@@ -302,6 +302,56 @@ def test_passes_conv_affine_act(tmp_path, case, folded, act):
     predictor.program().lint()
 
 
+def _affine_in_net(variant=""):
+    """PP-LCNetV3's depthwise half (PaddleOCR v4): a convolution and hard_swish, times a
+    one-element parameter ``a`` plus one ``c``, read by a 1x1 convolution; ``variant``
+    builds the other convolutions the affine folds into and the near misses."""
+    L = fluid.layers
+    x = fluid.data(name="x", shape=[-1, 4, 8, 8], dtype="float32")
+    h = L.hard_swish(L.conv2d(x, 4, 3, padding=1))
+    a = L.create_parameter([4] if variant == "per_channel" else [1], "float32",
+                           default_initializer=fluid.initializer.Constant(-1.5))
+    c = L.create_parameter([1], "float32",
+                           default_initializer=fluid.initializer.Constant(0.75))
+    if variant == "run_time_scalar":
+        a = L.fill_constant([1], "float32", -1.5)
+    h = L.elementwise_mul(h, a, axis=1) if variant == "per_channel" else \
+        L.elementwise_mul(a, h)
+    h = L.elementwise_add(h, c)
+    extra = [L.reduce_mean(h)] if variant == "second_reader" else []
+    k, pad, groups = {"unpadded_3x3": (3, 0, 1), "padded": (3, 1, 1), "same": (3, "SAME", 1),
+                      "grouped": (1, 0, 2)}.get(variant, (1, 0, 1))
+    if variant == "residual":       # the affine's output is also the shortcut (see the test)
+        h = L.elementwise_add(L.conv2d(h, 4, 1), h)
+    else:
+        h = L.conv2d(h, 6, k, padding=pad, groups=groups)
+    return [L.reduce_mean(h, dim=[1]) if variant != "no_mean" else h] + extra
+
+
+@pytest.mark.parametrize("case,folded", [
+    ("block", 1), ("unpadded_3x3", 1), ("grouped", 1), ("padded", 0), ("same", 0),
+    ("per_channel", 0), ("run_time_scalar", 0), ("second_reader", 0), ("residual", 0)])
+def test_passes_affine_conv(tmp_path, case, folded):
+    d = _save(tmp_path, lambda: _affine_in_net(case), ["x"])
+    x = np.random.default_rng(11).standard_normal((2, 4, 8, 8)).astype(np.float32) * 3
+    _, plain = _predict(d, x, ir_optim=False)
+    config = AnalysisConfig(d)
+    if case == "residual":      # after the shortcut's pass: the affine is the convolution's
+        # input and its ResidualData, which the filter cannot carry
+        config.pass_builder().delete_pass("affine_conv_fuse_pass")
+        config.pass_builder().append_pass("affine_conv_fuse_pass")
+    predictor = create_paddle_predictor(config)
+    fused = predictor.run([PaddleTensor(x)])[0].as_ndarray()
+    if case == "residual":
+        assert any(op.type == "conv2d_fusion" and op.input("ResidualData")
+                   for op in predictor.program().global_block().ops)
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
+    assert dict(predictor.applied_passes()).get("affine_conv_fuse_pass", 0) == folded
+    ops = [op.type for op in predictor.program().global_block().ops]
+    assert ops.count("elementwise_mul") + ops.count("elementwise_add") == (0 if folded else 2)
+    predictor.program().lint()
+
+
 def test_conv_fusion_hard_swish_has_the_ops_bits(tmp_path):
     def build():
         x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")

@@ -473,6 +473,72 @@ def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def affine_conv_fuse_pass(ctx: PassContext) -> int:
+    """A map times a one-element persistable ``a``, plus a one-element persistable ``c``,
+    read only as the input of a ``conv2d_fusion`` (with a bias) that pads nothing (PP-LCNetV3's learnable
+    affine after an activation, before a 1x1 convolution, in PaddleOCR's v4 models) -> that
+    convolution with the affine folded into its filter and bias: W' = a W, b' = b + c sum W
+    over each filter's input channels and taps (two passes over its input saved). Every
+    output of an unpadded convolution reads kh*kw input pixels of each channel, so the c
+    every pixel carries adds c times the filter's sum; a padded one's border outputs read
+    fewer pixels: not folded."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, mul: Operator, skip: Set[str]) -> bool:
+        if mul.type != "elementwise_mul" or len(mul.input("X")) != 1 \
+                or len(mul.input("Y")) != 1:
+            return False
+        src = a = None
+        for cand in (mul.input("X")[0], mul.input("Y")[0]):
+            a = _scalar_operand(block, mul, cand)
+            if a is not None and not _persistable(block, cand):
+                src = cand
+                break
+        mid = mul.output("Out")[0]
+        if src is None or not _only_reader(uses, mid, ctx, skip):
+            return False
+        add = _next(uses, mid)
+        c = _scalar_operand(block, add, mid) \
+            if add is not None and add.type == "elementwise_add" else None
+        aff = add.output("Out")[0] if c is not None else None
+        if aff is None or not _only_reader(uses, aff, ctx, skip) or \
+                tuple(block.var(aff).shape) != tuple(block.var(src).shape):
+            return False
+        conv = _next(uses, aff)
+        if conv is None or conv.type != "conv2d_fusion" or conv.input("Input") != [aff] \
+                or any(aff in conv.input(s) for s in conv.input_names if s != "Input") \
+                or any(conv.input(s) for s in ("FilterTiles", "FilterBand")):
+            return False
+        w, bias = conv.input("Filter")[0], conv.input("Bias")
+        if not bias or not _persistable(block, w, 4) or not _persistable(block, bias[0]) \
+                or block.var(w).dtype != block.var(aff).dtype \
+                or any(int(p) for p in conv.attrs.get("paddings", [0, 0])) \
+                or conv.attrs.get("padding_algorithm", "EXPLICIT") == "SAME":
+            return False
+        wv = block.var(w)
+        new_w = _fresh(block, w + "@affine_in_fold")
+        new_b = _fresh(block, bias[0] + "@affine_in_fold")
+        block.create_var(name=new_w, shape=wv.shape, dtype=wv.dtype, persistable=True)
+        block.create_var(name=new_b, shape=block.var(bias[0]).shape, dtype=wv.dtype,
+                         persistable=True)
+
+        def build(fb: Block) -> None:
+            src_ = {n: fb.create_var(name=n, shape=block.var(n).shape, dtype=block.var(n).dtype,
+                                     persistable=True) for n in (w, bias[0], a, c, new_w, new_b)}
+            rewrite.op(fb, "elementwise_mul", out=src_[new_w], X=src_[w], Y=src_[a])
+            sums = rewrite.op(fb, "reduce_sum", X=src_[w],
+                              attrs={"dim": [1, 2, 3], "keep_dim": False})
+            rewrite.op(fb, "elementwise_add", out=src_[new_b], X=src_[bias[0]],
+                       Y=rewrite.op(fb, "elementwise_mul", X=sums, Y=src_[c]))
+        ctx.fold(build)
+        inputs = {**_slots(conv), "Input": [src], "Filter": [new_w], "Bias": [new_b]}
+        _replace(block, conv, inputs=inputs)
+        for i in sorted((mul.idx, add.idx), reverse=True):
+            rewrite.remove_ops(block, i)
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
     shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with
@@ -725,6 +791,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
     "conv_affine_act_fuse_pass": conv_affine_act_fuse_pass,
+    "affine_conv_fuse_pass": affine_conv_fuse_pass,
     "conv_elementwise_add2_act_fuse_pass": conv_elementwise_add2_act_fuse_pass,
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "conv_band_filter_pass": conv_band_filter_pass,

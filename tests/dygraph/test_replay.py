@@ -346,7 +346,8 @@ def test_outputs_the_caller_keeps_hold_their_values(keep):
             w, bias = lin.weight.numpy().copy(), lin.bias.numpy().copy()
             x, y = dygraph.to_variable(a), dygraph.to_variable(b)
             h = lin(x)
-            parts = fluid.layers.split(fluid.layers.concat([h, y], axis=1), 2, dim=1)
+            cat = fluid.layers.concat([h, y], axis=1)
+            parts = fluid.layers.split(cat, 2, dim=1)
             ins = {"X": parts[0], "Y": y}
             s = tracer.new_var(None, h.dtype)
             tracer.trace_op("elementwise_add", ins, {"Out": s}, {"axis": -1})
@@ -354,17 +355,22 @@ def test_outputs_the_caller_keeps_hold_their_values(keep):
             tracer.trace_op("elementwise_mul", dict(ins) if keep == "own_dicts" else ins,
                             {"Out": p}, {"axis": -1})
             held = parts if keep == "list" else parts[0]
+            # (an input from split's second output: the records' count of it is split's
+            # output 1, not the output before it -- ``cat``, which the caller keeps)
+            rest = fluid.layers.reduce_mean(parts[1])
             del ins, parts, h
-            loss = fluid.layers.mean(s + p)
-            del s, p
+            loss = fluid.layers.mean(s + p) + rest
+            del s, p, rest
             loss.backward()
             opt.minimize(loss)
             opt.clear_gradients()
-            kept.append((held, w, bias))
-            del held
+            kept.append((held, w, bias, cat))
+            del held, cat
         assert R.replayed - before >= 3
-    for held, w, bias in kept:
+    for held, w, bias, cat in kept:
         h = a @ w + bias
+        np.testing.assert_allclose(cat.numpy(), np.concatenate([h, b], 1), rtol=1e-5,
+                                   atol=1e-6)
         if keep == "list":
             np.testing.assert_allclose(held[0].numpy(), h, rtol=1e-5, atol=1e-6)
             np.testing.assert_array_equal(held[1].numpy(), b)
