@@ -308,7 +308,7 @@ def _affine_in_net(variant=""):
     builds the other convolutions the affine folds into and the near misses."""
     L = fluid.layers
     x = fluid.data(name="x", shape=[-1, 4, 8, 8], dtype="float32")
-    h = L.hard_swish(L.conv2d(x, 4, 3, padding=1))
+    h = L.hard_swish(L.conv2d(x, 16 if variant == "tiles_first" else 4, 3, padding=1))
     a = L.create_parameter([4] if variant == "per_channel" else [1], "float32",
                            default_initializer=fluid.initializer.Constant(-1.5))
     c = L.create_parameter([1], "float32",
@@ -320,30 +320,34 @@ def _affine_in_net(variant=""):
     h = L.elementwise_add(h, c)
     extra = [L.reduce_mean(h)] if variant == "second_reader" else []
     k, pad, groups = {"unpadded_3x3": (3, 0, 1), "padded": (3, 1, 1), "same": (3, "SAME", 1),
-                      "grouped": (1, 0, 2)}.get(variant, (1, 0, 1))
+                      "grouped": (1, 0, 2), "tiles_first": (3, 0, 1)}.get(variant, (1, 0, 1))
     if variant == "residual":       # the affine's output is also the shortcut (see the test)
         h = L.elementwise_add(L.conv2d(h, 4, 1), h)
     else:
-        h = L.conv2d(h, 6, k, padding=pad, groups=groups)
+        h = L.conv2d(h, 16 if variant == "tiles_first" else 6, k, padding=pad, groups=groups)
     return [L.reduce_mean(h, dim=[1]) if variant != "no_mean" else h] + extra
 
 
 @pytest.mark.parametrize("case,folded", [
     ("block", 1), ("unpadded_3x3", 1), ("grouped", 1), ("padded", 0), ("same", 0),
-    ("per_channel", 0), ("run_time_scalar", 0), ("second_reader", 0), ("residual", 0)])
+    ("per_channel", 0), ("run_time_scalar", 0), ("second_reader", 0), ("residual", 0),
+    ("tiles_first", 0)])
 def test_passes_affine_conv(tmp_path, case, folded):
     d = _save(tmp_path, lambda: _affine_in_net(case), ["x"])
     x = np.random.default_rng(11).standard_normal((2, 4, 8, 8)).astype(np.float32) * 3
     _, plain = _predict(d, x, ir_optim=False)
     config = AnalysisConfig(d)
-    if case == "residual":      # after the shortcut's pass: the affine is the convolution's
-        # input and its ResidualData, which the filter cannot carry
+    if case in ("residual", "tiles_first"):
+        # after the shortcut's pass the affine is the convolution's input and its
+        # ResidualData, which the filter cannot carry; after the Winograd pass the filter's
+        # tiles were laid out for W, not W'
         config.pass_builder().delete_pass("affine_conv_fuse_pass")
         config.pass_builder().append_pass("affine_conv_fuse_pass")
     predictor = create_paddle_predictor(config)
     fused = predictor.run([PaddleTensor(x)])[0].as_ndarray()
-    if case == "residual":
-        assert any(op.type == "conv2d_fusion" and op.input("ResidualData")
+    slot = {"residual": "ResidualData", "tiles_first": "FilterTiles"}.get(case)
+    if slot is not None:
+        assert any(op.type == "conv2d_fusion" and op.input(slot)
                    for op in predictor.program().global_block().ops)
     np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-5)
     assert dict(predictor.applied_passes()).get("affine_conv_fuse_pass", 0) == folded
