@@ -475,13 +475,13 @@ def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
 
 def affine_conv_fuse_pass(ctx: PassContext) -> int:
     """A map times a one-element persistable ``a``, plus a one-element persistable ``c``,
-    read only as the input of a ``conv2d_fusion`` (with a bias) that pads nothing (PP-LCNetV3's learnable
-    affine after an activation, before a 1x1 convolution, in PaddleOCR's v4 models) -> that
-    convolution with the affine folded into its filter and bias: W' = a W, b' = b + c sum W
-    over each filter's input channels and taps (two passes over its input saved). Every
-    output of an unpadded convolution reads kh*kw input pixels of each channel, so the c
-    every pixel carries adds c times the filter's sum; a padded one's border outputs read
-    fewer pixels: not folded."""
+    read only as the input of a ``conv2d_fusion`` with a bias that pads nothing
+    (PP-LCNetV3's learnable affine after an activation, before a 1x1 convolution, in
+    PaddleOCR's v4 models) -> that convolution with the affine folded into its filter and
+    bias: W' = a W, b' = b + c sum W over each filter's input channels and taps (two passes
+    over its input saved). Every output of an unpadded convolution reads kh*kw input pixels
+    of each channel, so the c every pixel carries adds c times the filter's sum; a padded
+    one's border outputs read fewer pixels: not folded."""
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, mul: Operator, skip: Set[str]) -> bool:
