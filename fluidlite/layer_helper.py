@@ -125,8 +125,20 @@ class LayerHelper:
             if name is not None and (not isinstance(name, str) or not name):
                 raise TypeError(f"{layer_type}: name must be a non-empty str or None, but "
                                 f"received {_received(name)}")
+        if name is None and _mode.tracer is not None:
+            # dygraph: ``name`` is drawn when first read (``__getattr__``), as the outputs'
+            # names are (``tmp_hint``): an eager step seldom reads either
+            self._stem = self.tmp_hint = names.OpStem(layer_type)
+            return
         self.name = name if name is not None else names.generate(layer_type)
-        self.tmp_hint = self.name + ".tmp"     # what dygraph temporaries are named after
+        self.tmp_hint: Any = self.name + ".tmp"     # what dygraph temporaries are named after
+
+    def __getattr__(self, attr: str) -> Any:
+        # only reached for a missing attribute: a dygraph helper's ``name`` not read yet
+        if attr == "name" and "_stem" in self.__dict__:
+            self.name = self._stem.name
+            return self.name
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     @property
     def main_program(self) -> Program:

@@ -171,7 +171,7 @@ class VarBase(Variable):
     @property
     def name(self) -> str:
         if self._name is None:
-            self._name = names.generate(self._hint)
+            self._name = names.generate(str(self._hint))     # (a str, or a names.OpStem)
         return self._name
 
     @name.setter

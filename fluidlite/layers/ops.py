@@ -122,11 +122,11 @@ def _eager(op_type: str, inputs: Dict[str, Variable], dtype: Any,
            attrs: Dict[str, Any]) -> Variable:
     """A simple layer's op run now in dygraph mode, as fluid 1.8's layers call
     ``core.ops.<op>`` there: the output named as ``LayerHelper`` names it (``<op>_N.tmp_M``,
-    on first use) and the op traced, without the helper's checks of arguments the layer does
-    not take (an LSTM step's 400 activations and elementwise ops: a third of the time its
-    dygraph forward spent in ``fluid.layers``)."""
+    both numbers drawn when the name is first read) and the op traced, without the helper's
+    checks of arguments the layer does not take (an LSTM step's 400 activations and
+    elementwise ops: a third of the time its dygraph forward spent in ``fluid.layers``)."""
     tracer = _mode.tracer
-    out = tracer.new_var(None, dtype, hint=names.generate(op_type) + ".tmp")
+    out = tracer.new_var(None, dtype, hint=names.OpStem(op_type))
     tracer.trace_op(op_type, inputs, {"Out": out}, attrs)
     return out
 

@@ -45,8 +45,13 @@ def check_dtype(input_dtype: Any, input_name: str, expected_dtype: Sequence[str]
 
 def check_variable_and_dtype(input: Any, input_name: str, expected_dtype: Sequence[str],
                              op_name: str, extra_message: str = "") -> None:
-    check_type(input, input_name, Variable, op_name, extra_message)
-    check_dtype(input.dtype, input_name, expected_dtype, op_name, extra_message)
+    """``check_type(input, ..., Variable)`` then ``check_dtype(input.dtype, ...)``, with the
+    passing case inline (dygraph layers run it on every call)."""
+    if not isinstance(input, Variable):
+        check_type(input, input_name, Variable, op_name, extra_message)
+    dt = input.dtype
+    if dt is None or convert_dtype(dt) not in expected_dtype:
+        check_dtype(dt, input_name, expected_dtype, op_name, extra_message)
 
 
 def check_type_and_dtype(input: Any, input_name: str, expected_type: Any,

@@ -267,6 +267,32 @@ def test_spectral_norm_divides_by_the_top_singular_value():
     assert wt.gradient().shape == w.shape and sn.weight_u.gradient() is None
 
 
+def test_dygraph_layer_names_are_drawn_when_first_read():
+    """An eager layer call draws no name until its output's (or its helper's) name is read;
+    a key's numbers then go out in reading order, never twice, and parameters are named
+    when made (``fc_0.w_0``), so the counters of other keys never move."""
+    from fluidlite.core import names
+    from fluidlite.layer_helper import LayerHelper
+    with fluid.unique_name.guard():
+        x = dygraph.to_variable(f32(2, 3))
+        a = fluid.layers.relu(x)
+        b = fluid.layers.relu(a)
+        parts = fluid.layers.split(b, 3, dim=1)
+        assert names.generator.ids == {}            # nothing drawn yet
+        assert b.name == "relu_0.tmp_0" and a.name == "relu_1.tmp_0"
+        assert [p.name for p in parts] == ["split_0.tmp_0", "split_0.tmp_1", "split_0.tmp_2"]
+        fluid.layers.fc(a, 4)                       # its parameters: fc_0.w_0, fc_0.b_0
+        assert names.generator.ids["fc"] == 1 and names.generator.ids["fc_0.w"] == 1
+        helper = LayerHelper("fc")
+        assert "name" not in vars(helper)
+        assert helper.name == "fc_1" and helper.name == "fc_1"      # drawn once, kept
+        assert fluid.layers.relu(x).name == "relu_2.tmp_0"
+        with pytest.raises(AttributeError, match="no attribute 'nme'"):
+            helper.nme
+    with fluid.unique_name.guard():
+        assert LayerHelper("fc", name="mine").name == "mine"
+
+
 def test_simple_layers_in_dygraph_name_and_check_as_the_helper_does():
     """Activations and elementwise layers take dygraph's fast path (``layers/ops._eager``):
     their outputs are named ``<op>_N.tmp_M`` as through ``LayerHelper``, a given ``name`` or
