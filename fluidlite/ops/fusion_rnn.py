@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
-from .rnn_core import (_LSTMCfg, _Schedule, _act, _check_init, _gru_step, _gru_weights,
+from .rnn_core import (_LSTMCfg, _Schedule, _act, _check_init, _gru_batch, _gru_weights,
                        _lstm_forward)
 
 
@@ -187,13 +187,11 @@ class FusionGRU(OpDef):
         Wg, Wc = _gru_weights(self.type, WeightH)
         act = _act(self.type, activation, "activation", clipped=True)[0]
         gact = _act(self.type, gate_activation, "gate_activation", clipped=True)[0]
-        h = sch.sort(H0, D, X.dtype)
-        Hid = np.zeros((X.shape[0], D), X.dtype)
-        for r in sch.rows:
-            n = r.size
-            hn = _gru_step(XX[r], h[:n], Wg, Wc, act, gact, False)[4]
-            Hid[r] = hn
-            h[:n] = hn
+        perm = sch.batch_order()
+        Hb = _gru_batch(XX[perm], sch.bounds(), sch.sort(H0, D, X.dtype), Wg, Wc, act, gact,
+                        False)[2]
+        Hid = np.empty_like(Hb)
+        Hid[perm] = Hb
         return {"Hidden": Hid, "XX": XX, "lod": {"Hidden": x_lod, "XX": x_lod}}
 
 

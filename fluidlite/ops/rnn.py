@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
-from .rnn_core import (_LSTMCfg, _Schedule, _act, _check_init, _gru_step, _gru_step_grad,
+from .rnn_core import (_LSTMCfg, _Schedule, _act, _check_init, _gru_batch, _gru_step_grad,
                        _gru_weight_grad, _gru_weights, _infer_hidden_size, _lod_out,
                        _lstm_backward, _lstm_forward, _lstm_input_grads)
 
@@ -197,20 +197,17 @@ class GRU(OpDef):
 
     def forward(self, Input, H0, Weight, Bias, lod=None, *, activation="tanh",
                 gate_activation="sigmoid", is_reverse=False, origin_mode=False):
-        Wg, Wc, sch, X, h, act, gact = self._setup(Input, H0, Weight, Bias, lod, activation,
+        Wg, Wc, sch, _, h, act, gact = self._setup(Input, H0, Weight, None, lod, activation,
                                                    gate_activation, is_reverse)
-        R, D = Input.shape[0], Weight.shape[0]
-        Hid, RH = (np.zeros((R, D), Input.dtype) for _ in range(2))
-        gates = np.zeros((R, 3 * D), Input.dtype)
-        for r in sch.rows:
-            n = r.size
-            u, rr, c, rh, hn = _gru_step(X[r], h[:n], Wg, Wc, act[0], gact[0], origin_mode)
-            RH[r], Hid[r] = rh, hn
-            gates[r] = np.concatenate([u, rr, c], axis=1)
-            h[:n] = hn
         perm = sch.batch_order()
-        return {"Hidden": Hid, "BatchGate": gates[perm], "BatchResetHiddenPrev": RH[perm],
-                "BatchHidden": Hid[perm], "lod": _lod_out(lod, "Hidden")}
+        Xb = Input[perm]                    # the batch layout: each step's rows contiguous
+        if Bias is not None:
+            Xb += Bias.reshape(1, -1)
+        gates, RH, Hb = _gru_batch(Xb, sch.bounds(), h, Wg, Wc, act[0], gact[0], origin_mode)
+        Hid = np.empty_like(Hb)
+        Hid[perm] = Hb
+        return {"Hidden": Hid, "BatchGate": gates, "BatchResetHiddenPrev": RH,
+                "BatchHidden": Hb, "lod": _lod_out(lod, "Hidden")}
 
     def backward(self, Input, H0, Weight, Bias, BatchGate, BatchResetHiddenPrev, BatchHidden,
                  dBatchGate, dBatchResetHiddenPrev, dBatchHidden, dHidden, lod=None, *,

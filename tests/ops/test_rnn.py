@@ -502,3 +502,70 @@ def test_lstm_refuses_an_input_of_rank_other_than_2():
         get_op_def("lstm").infer(VarSpec((5, 2, 8), "float32"), None, None, w, b)
     assert get_op_def("lstm").infer(VarSpec((5, 8), "float32"), None, None, w, b)[
         "Hidden"].shape == (5, 2)
+
+
+def test_schedule_is_the_per_step_definition():
+    """``_Schedule`` builds every step at once; it must equal the definition step by step:
+    step t runs the sorted sequences longer than t (a prefix, ties in input order), row
+    off + t (off + len - 1 - t reversed); ``bounds`` cut ``batch_order`` into those rows."""
+    from fluidlite.ops.rnn_core import _Schedule
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        lens = rng.integers(0, 6, int(rng.integers(0, 7)))
+        off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        order = np.argsort(-lens, kind="stable")
+        for reverse in (False, True):
+            sch = _Schedule("gru", [off.tolist()], int(off[-1]), reverse)
+            want = []
+            for t in range(int(lens.max()) if lens.size else 0):
+                s = np.array([k for k in order if lens[k] > t], np.int64)
+                want.append(off[s] + (lens[s] - 1 - t if reverse else t))
+            assert np.array_equal(sch.order, order) and len(sch.rows) == len(want)
+            for got, w in zip(sch.rows, want):
+                assert got.dtype == np.int64 and np.array_equal(got, w)
+            flat = sch.batch_order()
+            assert np.array_equal(flat, np.concatenate(want) if want else np.zeros(0))
+            assert [flat[a:b].tolist() for a, b in sch.bounds()] == [w.tolist() for w in want]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gru_runs_gru_units_operations_bit_for_bit(dtype):
+    """The batch-layout recurrence (``_gru_batch``, in place) against ``_gru_step`` (the
+    gru_unit kernel: fresh arrays, rows gathered per step): the same operations in the same
+    order, so the same bits, for every activation, both modes, H0 and bias or not."""
+    from fluidlite.ops import rnn_core
+    op = get_op_def("gru")
+    rng = np.random.default_rng(6)
+    acts = [("tanh", "sigmoid"), ("relu", "sigmoid"), ("identity", "tanh"), ("sigmoid", "relu")]
+    for D, lens in ((128, [16]), (5, [3, 5, 1, 5]), (3, [2, 0, 2])):
+        off = np.concatenate([[0], np.cumsum(lens)]).tolist()
+        R = off[-1]
+        for (act, gact), reverse, origin, h0, bias in zip(
+                acts * 2, [False, True] * 4, [False, False, True, True] * 2,
+                [None, 1] * 4, [1, 1, None, None] * 2):
+            x = (rng.standard_normal((R, 3 * D)) * 3).astype(dtype)
+            w = (rng.standard_normal((D, 3 * D)) * 0.5).astype(dtype)
+            b = rng.standard_normal((1, 3 * D)).astype(dtype) if bias else None
+            H0 = rng.standard_normal((len(lens), D)).astype(dtype) if h0 else None
+            got = op.forward(x, H0, w, b, {"Input": [off]}, activation=act,
+                             gate_activation=gact, is_reverse=reverse, origin_mode=origin)
+            sch = rnn_core._Schedule("gru", [off], R, reverse)
+            Wg, Wc = rnn_core._gru_weights("gru", w)
+            f = rnn_core._act("gru", act, "activation", clipped=True)[0]
+            g = rnn_core._act("gru", gact, "gate_activation", clipped=True)[0]
+            X = x + b if b is not None else x
+            h = sch.sort(H0, D, x.dtype)
+            want = {k: np.zeros((R, n * D), dtype) for k, n in (("Hidden", 1), ("gate", 3),
+                                                                  ("rh", 1))}
+            for r in sch.rows:
+                u, rr, c, rh, hn = rnn_core._gru_step(X[r], h[:r.size], Wg, Wc, f, g, origin)
+                want["Hidden"][r], want["rh"][r] = hn, rh
+                want["gate"][r] = np.concatenate([u, rr, c], axis=1)
+                h[:r.size] = hn
+            perm = sch.batch_order()
+            with np.errstate(all="ignore"):
+                for key, ref in (("Hidden", want["Hidden"]), ("BatchGate", want["gate"][perm]),
+                                 ("BatchResetHiddenPrev", want["rh"][perm]),
+                                 ("BatchHidden", want["Hidden"][perm])):
+                    assert got[key].dtype == np.dtype(dtype)
+                    np.testing.assert_array_equal(got[key], ref, err_msg=key)
