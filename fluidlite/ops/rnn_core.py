@@ -46,7 +46,10 @@ def _sigmoid_clipped_(x: np.ndarray) -> None:
     t = x.dtype.type
     np.maximum(x, t(_SIGMOID_MIN), out=x)       # np.clip's lower then upper bound; nan stays
     np.minimum(x, t(_SIGMOID_MAX), out=x)
-    np.negative(x, out=x)
+    # x (-1), not np.negative: NumPy 2.4's negative writes wrong values into an output of
+    # 16 (4-byte items) or 64 bytes' stride (e.g. an LSTM gate's column when D = 1); the
+    # product is the same number (exact)
+    np.multiply(x, t(-1), out=x)
     np.exp(x, out=x)
     x += t(1)
     np.divide(t(1), x, out=x)
@@ -379,10 +382,12 @@ def _gru_batch(Xb: np.ndarray, bounds: Sequence[Tuple[int, int]], h0: np.ndarray
     place: a step's rows are contiguous there and its h_prev is the previous step's first
     rows (the sequences still running are a prefix), so a step makes ~20 NumPy calls and no
     gathers -- half the time of ``_gru_step`` per row block at one sequence, where a step
-    is all call overhead."""
+    is all call overhead. [u, r] and c are kept apart, so that every operand is contiguous
+    (NumPy takes its fast path: a column block of several rows costs an iterator per call)
+    and joined into the gates once at the end."""
     R, D = Xb.shape[0], Wg.shape[0]
     one = Xb.dtype.type(1)
-    gates = np.empty((R, 3 * D), Xb.dtype)
+    UR, C = np.empty((R, 2 * D), Xb.dtype), np.empty((R, D), Xb.dtype)
     RH = np.empty((R, D), Xb.dtype)
     H = np.empty((R, D), Xb.dtype)
     gact_, act_ = _IN_PLACE.get(gact), _IN_PLACE.get(act)
@@ -391,8 +396,7 @@ def _gru_batch(Xb: np.ndarray, bounds: Sequence[Tuple[int, int]], h0: np.ndarray
     for s, e in bounds:
         n = e - s
         hp = hp[:n]
-        g = gates[s:e]
-        ur, c = g[:, :2 * D], g[:, 2 * D:]
+        ur, c = UR[s:e], C[s:e]
         np.matmul(hp, Wg, out=ur)
         ur += Xb[s:e, :2 * D]
         if gact_ is not None:
@@ -419,7 +423,7 @@ def _gru_batch(Xb: np.ndarray, bounds: Sequence[Tuple[int, int]], h0: np.ndarray
             np.multiply(u, c, out=t)
         h += t
         hp = h
-    return gates, RH, H
+    return np.concatenate([UR, C], axis=1), RH, H
 
 
 def _gru_step_grad(dh: np.ndarray, hp: np.ndarray, gate: np.ndarray, rh: np.ndarray,
