@@ -569,3 +569,96 @@ def test_gru_runs_gru_units_operations_bit_for_bit(dtype):
                                  ("BatchHidden", want["Hidden"][perm])):
                     assert got[key].dtype == np.dtype(dtype)
                     np.testing.assert_array_equal(got[key], ref, err_msg=key)
+
+
+def _lstm_steps(G, rows, rec0, c0, W, cfg, ProjW):
+    """The LSTM recurrence as the formulas read, a step at a time: rows gathered, fresh
+    arrays (the reference ``_lstm_forward``'s in-place batch layout must equal bit for bit)."""
+    D, R = cfg.D, G.shape[0]
+    rec, c = rec0.copy(), c0.copy()
+    out = {k: np.zeros((R, w), G.dtype) for k, w in (("h", D), ("c", D), ("gates", 4 * D),
+                                                       ("r", rec.shape[1]))}
+    gf, cf, kf, pf = cfg.gate[0], cfg.cell[0], cfg.cand[0], cfg.proj[0]
+    for r in rows:
+        n = r.size
+        g = G[r] + rec[:n] @ W
+        cp = c[:n]
+        gc, gi, gfo, go = g[:, :D], g[:, D:2 * D], g[:, 2 * D:3 * D], g[:, 3 * D:]
+        if cfg.peep is not None:
+            gi, gfo = gi + cp * cfg.peep[0], gfo + cp * cfg.peep[1]
+        cand, i, f = kf(gc), gf(gi), gf(gfo)
+        cn = f * cp + i * cand
+        if cfg.cell_clip > 0:
+            cn = np.clip(cn, -cfg.cell_clip, cfg.cell_clip)
+        if cfg.peep is not None:
+            go = go + cn * cfg.peep[2]
+        o = gf(go)
+        h = o * cf(cn)
+        out["h"][r], out["c"][r] = h, cn
+        out["gates"][r] = np.concatenate([cand, i, f, o], axis=1)
+        c[:n] = cn
+        if ProjW is not None:
+            p = pf(h @ ProjW)
+            if cfg.proj_clip > 0:
+                p = np.clip(p, -cfg.proj_clip, cfg.proj_clip)
+            out["r"][r] = rec[:n] = p
+        else:
+            rec[:n] = h
+    if ProjW is None:
+        del out["r"]
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lstm_recurrence_is_the_formulas_bit_for_bit(dtype):
+    """``_lstm_forward`` (in place, batch layout, gate blocks copied apart) against
+    ``_lstm_steps``: peepholes, cell and projection clips, every activation, D = 1."""
+    from fluidlite.ops import rnn_core
+    rng = np.random.default_rng(7)
+    acts = [("sigmoid", "tanh", "tanh"), ("sigmoid", "relu", "identity"),
+            ("tanh", "sigmoid", "relu")]
+    for case in range(24):
+        D = (1, 6, 64)[case % 3]
+        lens = ([16], [3, 5, 1, 5, 0], [2, 2])[case // 3 % 3]
+        peep, reverse = bool(case % 2), bool(case // 2 % 2)
+        proj = (None, "tanh", "identity")[case % 3 if case % 4 else 0]
+        gate, cell, cand = acts[case % 3]
+        R, P = sum(lens), 4 if proj else D
+        off = np.concatenate([[0], np.cumsum(lens)]).tolist()
+        G = (rng.standard_normal((R, 4 * D)) * 2).astype(dtype)
+        W = (rng.standard_normal((P, 4 * D)) * 0.5).astype(dtype)
+        bias = rng.standard_normal((1, 7 * D if peep else 4 * D)).astype(dtype)
+        ProjW = (rng.standard_normal((D, P)) * 0.5).astype(dtype) if proj else None
+        cfg = rnn_core._LSTMCfg("lstmp", D, bias, peep, gate, cell, cand,
+                                proj_activation=proj or "identity", cell_clip=0.7 * (case % 2),
+                                proj_clip=0.5 * (case % 3 == 1), clipped=True)
+        sch = rnn_core._Schedule("lstmp", [off], R, reverse)
+        r0 = rng.standard_normal((len(lens), P)).astype(dtype)
+        c0 = rng.standard_normal((len(lens), D)).astype(dtype)
+        with np.errstate(all="ignore"):
+            got = rnn_core._lstm_forward(G, sch.rows, r0, c0, W, cfg, ProjW)
+            want = _lstm_steps(G, sch.rows, r0, c0, W, cfg, ProjW)
+        assert sorted(got) == sorted(want)
+        for key in want:
+            assert got[key].dtype == np.dtype(dtype), key
+            np.testing.assert_array_equal(got[key], want[key], err_msg=f"{key} case {case}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("stride", [1, 2, 4, 8])
+def test_in_place_clipped_activations_on_strided_views(dtype, stride):
+    """The in-place clipped sigmoid and tanh of a column view (every stride; NumPy 2.4.6's
+    in-place negative wrote wrong values at 16 and 64 bytes' stride) equal the fresh ones
+    bit for bit, and leave the other columns alone."""
+    from fluidlite.ops import rnn_core
+    rng = np.random.default_rng(8)
+    for fresh, in_place in ((rnn_core._sigmoid_clipped, rnn_core._sigmoid_clipped_),
+                            (rnn_core._tanh_clipped, rnn_core._tanh_clipped_)):
+        x = (rng.standard_normal((9, stride)) * 20).astype(dtype)
+        x[0, 0], x[1, 0] = np.inf, -np.inf
+        before = x.copy()
+        with np.errstate(all="ignore"):
+            want = fresh(x[:, :1].copy())
+            in_place(x[:, :1])
+        np.testing.assert_array_equal(x[:, :1], want)
+        np.testing.assert_array_equal(x[:, 1:], before[:, 1:])
