@@ -234,16 +234,17 @@ class CrfDecoding(OpDef):
             back[:, t] = cand.argmax(1)
             nxt = cand.max(1) + P[:, t]
             score = np.where(mask[:, t, None], nxt, score)
+        # past a sequence's end a step maps each tag to itself, so that backtracking from
+        # the last step reaches each sequence's last step with its best final tag (two NumPy
+        # calls a step; per-sequence end tests each step took five more)
+        back = np.where(mask[:, :, None], back, np.arange(D))
         rows = np.arange(S)
-        path = np.zeros((S, L), np.int64)
+        path = np.empty((S, L), np.int64)
         cur = (score + Transition[1]).argmax(1)
-        for t in range(L - 1, -1, -1):
-            at_end = t == lens - 1
-            beyond = t > lens - 1
-            cur = np.where(at_end, (score + Transition[1]).argmax(1), cur)
-            path[:, t] = np.where(beyond, 0, cur)
-            if t > 0:
-                cur = np.where(beyond, cur, back[rows, t, cur])
+        for t in range(L - 1, 0, -1):
+            path[:, t] = cur
+            cur = back[rows, t, cur]
+        path[:, 0] = cur
         out = path.reshape(-1)[idx].reshape(-1, 1)
         if Label is not None:
             out = (out == Label.reshape(-1, 1)).astype(np.int64)
