@@ -430,8 +430,8 @@ def _gru_batch(Xb: np.ndarray, bounds: Sequence[Tuple[int, int]], h0: np.ndarray
     UR, C = np.empty((R, 2 * D), Xb.dtype), np.empty((R, D), Xb.dtype)
     RH = np.empty((R, D), Xb.dtype)
     H = np.empty((R, D), Xb.dtype)
-    gact_, act_ = _IN_PLACE.get(gact), _IN_PLACE.get(act)
-    scratch = np.empty((bounds[0][1] - bounds[0][0] if bounds else 0, D), Xb.dtype)
+    gact_, act_ = _in_place(gact), _in_place(act)
+    scratch = np.empty((bounds[0][1] if bounds else 0, D), Xb.dtype)     # (step 0: the most)
     hp = h0
     for s, e in bounds:
         n = e - s
@@ -439,19 +439,13 @@ def _gru_batch(Xb: np.ndarray, bounds: Sequence[Tuple[int, int]], h0: np.ndarray
         ur, c = UR[s:e], C[s:e]
         np.matmul(hp, Wg, out=ur)
         ur += Xb[s:e, :2 * D]
-        if gact_ is not None:
-            gact_(ur)
-        else:
-            ur[...] = gact(ur)
+        gact_(ur)
         u = ur[:, :D]
         rh = RH[s:e]
         np.multiply(ur[:, D:], hp, out=rh)
         np.matmul(rh, Wc, out=c)
         c += Xb[s:e, 2 * D:]
-        if act_ is not None:
-            act_(c)
-        else:
-            c[...] = act(c)
+        act_(c)
         h, t = H[s:e], scratch[:n]
         if origin:                          # u * h_prev + (1 - u) * c
             np.multiply(u, hp, out=h)
