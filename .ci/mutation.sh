@@ -87,6 +87,10 @@ tests_for() {
            tests/test_fusion_l2_decay.py tests/test_dtype_stability.py \
            tests/test_mutants_optim.py tests/test_mutants_optim_adagrad.py \
            tests/test_mutants_inplace.py ;;
+    fluidlite/core/names.py)
+      # unique names: the counters, guards and journal (atomic builds), dygraph's lazy stems
+      echo tests/test_fluid18_doc_fixes_round2.py tests/test_atomic_build.py \
+           tests/dygraph/test_layers.py tests/dygraph/test_equivalence.py ;;
     fluidlite/dygraph/replay.py)
       # the step replay: its own tests, the memory of replayed steps, and the models whose
       # steps it replays
