@@ -63,8 +63,8 @@ def _tanh_clipped_(x: np.ndarray) -> None:
     np.exp(x, out=x)
     d = np.add(x, np.float64(1.0), dtype=np.float64)     # 1.0 + exp(..) in double
     np.divide(np.float64(2.0), d, out=d)
-    d -= np.float64(1.0)
-    np.copyto(x, d, casting="same_kind")
+    # - 1.0 in double, rounded to x's dtype as it is written (astype's rounding)
+    np.subtract(d, np.float64(1.0), out=x, casting="same_kind")
 
 
 _ACTS: Dict[str, Tuple[Callable, Callable]] = {
