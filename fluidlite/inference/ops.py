@@ -211,7 +211,7 @@ class Conv2DFusion(OpDef):
         def epilogue(block: np.ndarray, where: tuple) -> None:
             # block = Output as [N, F, oh*ow], at ``where`` (see conv2d_forward)
             if bias is not None:
-                with whole_runs(block.shape[-1]):       # a channel's bias along its map
+                with whole_runs(block.shape[-1], block.size):   # a channel's bias on its map
                     block += bias[where[1] if len(where) > 1 else slice(None)].astype(
                         block.dtype, copy=False)
             if res is not None:

@@ -360,7 +360,7 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any,
             q.put(rows[r0:r1], g, planes[:r1 - r0])
             xf = planes[:r1 - r0].reshape(r1 - r0, q.planes, -1)
             a, t = acc[:r1 - r0], tmp[:r1 - r0]
-            with whole_runs(L):             # each row's weight along its L pixels
+            with whole_runs(L, a.size * m * len(q.taps)):   # each row's weight on L pixels
                 for k in range(m):
                     for n, (ph, off) in enumerate(q.taps):
                         if n == 0:
@@ -401,7 +401,7 @@ def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
             p.fill(0)
             dxf = p.reshape(r1 - r0, q.planes, -1)
             t = tmp[:r1 - r0]
-            with whole_runs(L):
+            with whole_runs(L, t.size * m * len(q.taps)):
                 for n, (ph, off) in enumerate(q.taps):
                     np.multiply(d[:, 0], wr[0, n, r0:r1], out=t)
                     for k in range(1, m):

@@ -188,12 +188,12 @@ def _softmax_into(x: np.ndarray, axis: int, out: Optional[np.ndarray]) -> np.nda
     ``max``'s time): a NaN it skips still makes its row all NaN through the sum."""
     run = x.shape[axis] if axis in (-1, x.ndim - 1) else 0      # rows of classes
     m = np.fmax.reduce(x, axis=axis, keepdims=True)
-    with whole_runs(run):
+    with whole_runs(run, x.size):
         e = np.subtract(x, m, out=out)
     np.maximum(e, e.dtype.type(_SOFTMAX_CLIP), out=e)
     np.exp(e, out=e)
     r = np.reciprocal(row_sums(e, axis))
-    with whole_runs(run):
+    with whole_runs(run, e.size):
         e *= r
     return e
 
@@ -865,7 +865,7 @@ def _softmax_grad_into(out_: np.ndarray, dout: np.ndarray, axis: int,
                        dx: Optional[np.ndarray]) -> np.ndarray:
     """(dOut - sum(dOut * Out, axis)) * Out, into ``dx`` when given."""
     s = row_sums(dout, axis, out_)
-    with whole_runs(dout.shape[axis] if axis in (-1, dout.ndim - 1) else 0):
+    with whole_runs(dout.shape[axis] if axis in (-1, dout.ndim - 1) else 0, dout.size):
         dx = np.subtract(dout, s, out=dx)
     dx *= out_
     return dx

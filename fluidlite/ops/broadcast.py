@@ -168,28 +168,42 @@ def channel_vector(v: np.ndarray, shape: Sequence[int], ch: int) -> np.ndarray:
 # Elementwise results do not depend on the buffer; reductions may (NumPy 1.x reduces in
 # buffer-sized chunks), so only elementwise work runs inside ``whole_runs``.
 _SMALLEST_BUFFER = 16
+# Switching costs two ``np.setbufsize`` calls (2-5 us: NumPy keeps the buffer size in a
+# context variable), paid on every entry. Below this many elements a pass is too short to win
+# that back: on a 2-core AMD EPYC (NumPy 2.4.6), x - mean over [N, run] float32 took 0.89-1.55x
+# its buffered time at 64K elements (runs 256-3136) and 0.69-1.22x at 128K, 0.53-1.25x at 256K
+# -- BERT-mini's [128, 256] layer norms at batch 1 ran 1.6x slower switched.
+_SWITCH_MIN = 1 << 17
+
+
+def buffered_run(run: int) -> bool:
+    """Whether a broadcast operand repeating along runs of ``run`` contiguous elements goes
+    through NumPy's ufunc buffer: ``LONG_RUN <= run <`` the buffer size. The condition of
+    ``whole_runs`` without the size, for plans made before the arrays exist."""
+    return LONG_RUN <= run < np.getbufsize()
 
 
 class whole_runs:
-    """``with whole_runs(run):`` NumPy's ufunc buffer at its smallest on this thread for the
-    elementwise ops inside, when ``run`` -- the contiguous elements along which a broadcast
-    operand repeats -- is at least ``LONG_RUN`` and shorter than the buffer (see above); a
-    no-op otherwise. Costs about 2 us when it switches. Never put a reduction inside: NumPy
+    """``with whole_runs(run, size):`` NumPy's ufunc buffer at its smallest on this thread for
+    the elementwise ops inside, when ``run`` -- the contiguous elements along which a
+    broadcast operand repeats -- is at least ``LONG_RUN`` and shorter than the buffer (see
+    above) and the ops inside pass over at least ``_SWITCH_MIN`` elements (``size``: what
+    the switch's cost is spread over); a no-op otherwise. Never put a reduction inside: NumPy
     1.x sums in buffer-sized chunks, so its bits would change.
 
     Example:
         >>> import numpy as np
         >>> from fluidlite.ops.broadcast import whole_runs
         >>> x, mean = np.ones((64, 3136), np.float32), np.ones((64, 1), np.float32)
-        >>> with whole_runs(3136):
+        >>> with whole_runs(3136, x.size):
         ...     xc = x - mean
         >>> float(xc.sum())
         0.0
     """
     __slots__ = ("_on", "_old")
 
-    def __init__(self, run: int) -> None:
-        self._on = LONG_RUN <= run < np.getbufsize()
+    def __init__(self, run: int, size: int) -> None:
+        self._on = size >= _SWITCH_MIN and buffered_run(run)
         self._old = 0
 
     @property

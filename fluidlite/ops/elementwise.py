@@ -21,6 +21,7 @@ from .broadcast import (  # noqa: F401
     aligned_shape,
     aligned_y_to_x,
     broadcast_shape,
+    buffered_run,
     in_parts,
     numpy_compatible,
     operand_axes,
@@ -59,7 +60,7 @@ class _Binary(OpDef):
         x, y = aligned_y_to_x(X, Y, axis)
         if x.shape == y.shape and type(self).kernel is _Binary.kernel and self.fn in _IN_PARTS:
             return {"Out": in_parts(self.fn, x, y)}
-        with whole_runs(repeat_run(x.shape, y.shape)):      # a per-channel Y over NCHW maps
+        with whole_runs(repeat_run(x.shape, y.shape), max(x.size, y.size)):  # per-channel Y
             return {"Out": self.kernel(x, y)}
 
     def lower(self, in_specs, attrs):
@@ -72,7 +73,7 @@ class _Binary(OpDef):
             run = repeat_run(x.shape, aligned_shape(len(x.shape), y.shape, axis))
         else:
             run = repeat_run(aligned_shape(len(y.shape), x.shape, axis), y.shape)
-        if run < 0 or whole_runs(run).active:       # (run decided at run time / known)
+        if run < 0 or buffered_run(run):        # (run decided at run time / known)
             return lambda a, b: self.forward(a, b, axis=axis)["Out"]
         if not numpy_compatible(x.shape, y.shape, axis):   # (equal shapes too: [2, 1] +
             return lambda a, b: k(*aligned_y_to_x(a, b, axis))   # [2, 1] at axis 1 is [2, 2])

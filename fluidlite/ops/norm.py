@@ -124,13 +124,13 @@ def _bn_train(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: float,
     run = channel_run(X.shape, ch)
     keep = keep or xc_out is not None
     mu = _channel_sum(X, ch, mean=True)
-    with whole_runs(run):
+    with whole_runs(run, X.size):
         xc = X - _bc(mu, X, ch) if xc_out is None else \
             np.subtract(X, _bc(mu, X, ch), out=xc_out)
     var = _channel_sum(xc, ch, xc, mean=True)
     inv_std = 1.0 / np.sqrt(var + eps)
     a = _bc(Scale * inv_std, X, ch)
-    with whole_runs(run):
+    with whole_runs(run, X.size):
         if y is None:
             y = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) and not keep \
                 else xc * a
@@ -181,7 +181,7 @@ def _bn_train_parts(X: np.ndarray, Scale: np.ndarray, Bias: np.ndarray, eps: flo
 
 def _bn_centred(X: np.ndarray, mean: np.ndarray, ch: int) -> np.ndarray:
     """X - mean (per channel): batch_norm_grad's centred X, a new array."""
-    with whole_runs(channel_run(X.shape, ch)):
+    with whole_runs(channel_run(X.shape, ch), X.size):
         return X - _bc(mean, X, ch)
 
 
@@ -196,7 +196,7 @@ def _bn_dx(dY: np.ndarray, xc: np.ndarray, Scale: np.ndarray, inv_std: np.ndarra
     inv_m = 1.0 / m
     k = Scale * inv_std
     a, b = _bc(k * ds * inv_std * inv_m, xc, ch), _bc(k * db * inv_m, xc, ch)
-    with whole_runs(channel_run(xc.shape, ch)):
+    with whole_runs(channel_run(xc.shape, ch), xc.size):
         dx = np.multiply(dY, _bc(k, xc, ch),
                          out=np.empty(dY.shape, dY.dtype) if out is None else out)
         xc = np.multiply(xc, a, out=xc) if xc.dtype == np.result_type(xc, a) else xc * a
@@ -275,7 +275,7 @@ class BatchNorm(OpDef):
         if use_global_stats or (is_test and not trainable_statistics):
             inv_std = 1.0 / np.sqrt(Variance + eps)
             a = (Scale * inv_std).reshape(bs)
-            with whole_runs(channel_run(X.shape, ch)):
+            with whole_runs(channel_run(X.shape, ch), X.size):
                 y = (X * a + (Bias - Mean * Scale * inv_std).reshape(bs)).astype(X.dtype,
                                                                                     copy=False)
             if residual is not None:
@@ -376,7 +376,7 @@ class BatchNormGrad(OpDef):
 
         def dx() -> np.ndarray:
             if global_stats:
-                with whole_runs(channel_run(X.shape, ch)):
+                with whole_runs(channel_run(X.shape, ch), X.size):
                     return dY * _bc(Scale * SavedVariance, X, ch)
             ds, db = dscale(), dbias()          # (before xc is scaled in place below)
             return _bn_dx(dY, cache.pop("xc"), Scale, SavedVariance, ds, db, m, ch)
@@ -429,7 +429,7 @@ def _ln_dx_rows(dy: np.ndarray, scale: Any, xh: np.ndarray, inv_std: np.ndarray,
     else:
         m1 = gy.mean(axis=1, keepdims=True)
         m2 = (gy * xh).mean(axis=1, keepdims=True)
-    with whole_runs(dy.shape[1]):
+    with whole_runs(dy.shape[1], dy.size):
         out = np.subtract(gy, m1, out=out)
         out -= xh * m2
         out *= inv_std
@@ -479,11 +479,11 @@ def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu
     inv_n = x.dtype.type(1.0 / x.shape[1])
     m = np.multiply(row_sums(x, 1)[:, 0], inv_n, out=mu) if summed else \
         x.mean(axis=1, out=mu)
-    with whole_runs(x.shape[1]):
+    with whole_runs(x.shape[1], x.size):
         xc = x - m[:, None] if xh is None else np.subtract(x, m[:, None], out=xh)
     v = np.multiply(row_sums(xc, 1, xc)[:, 0], inv_n, out=var) if summed else \
         np.mean(np.square(xc), axis=1, out=var)
-    with whole_runs(x.shape[1]):
+    with whole_runs(x.shape[1], x.size):
         out = np.multiply(xc, (1.0 / np.sqrt(v + float(eps)))[:, None],
                           out=y if xh is None else xh)
     if xh is not None:
@@ -604,7 +604,7 @@ class LayerNormGrad(OpDef):
 
         def xhat() -> np.ndarray:
             if "xh" not in cache:
-                with whole_runs(right):
+                with whole_runs(right, X.size):
                     cache["xh"] = (X.reshape(left, right) - Mean[:, None]) * inv_std
             return cache["xh"]
 
@@ -615,7 +615,7 @@ class LayerNormGrad(OpDef):
                 xh, out = np.empty_like(x), np.empty(x.shape, dy.dtype)
 
                 def part(lo: int, hi: int) -> None:
-                    with whole_runs(right):
+                    with whole_runs(right, (hi - lo) * right):
                         np.subtract(x[lo:hi], Mean[lo:hi, None], out=xh[lo:hi])
                         xh[lo:hi] *= inv_std[lo:hi]
                     _ln_dx_rows(dy[lo:hi], Scale, xh[lo:hi], inv_std[lo:hi], out[lo:hi])

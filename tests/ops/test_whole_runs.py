@@ -15,11 +15,24 @@ from fluidlite.ops import broadcast as B
 from fluidlite.ops.broadcast import repeat_run, whole_runs
 
 
+BIG = B._SWITCH_MIN
+
+
 @pytest.mark.parametrize("run, on", [(0, False), (B.LONG_RUN - 1, False), (B.LONG_RUN, True),
                                      (3136, True), (8191, True), (8192, False), (-1, False)])
 def test_switches_only_for_runs_shorter_than_the_buffer(run, on):
     before = np.getbufsize()
-    with whole_runs(run) as w:
+    with whole_runs(run, BIG) as w:
+        assert w.active is on
+        assert np.getbufsize() == (16 if on else before)
+    assert np.getbufsize() == before
+    assert B.buffered_run(run) is on
+
+
+@pytest.mark.parametrize("size, on", [(0, False), (BIG - 1, False), (BIG, True), (BIG * 64, True)])
+def test_switches_only_when_the_work_pays_for_the_switch(size, on):
+    before = np.getbufsize()
+    with whole_runs(3136, size) as w:
         assert w.active is on
         assert np.getbufsize() == (16 if on else before)
     assert np.getbufsize() == before
@@ -29,13 +42,13 @@ def test_restores_the_callers_buffer_after_an_error_and_when_nested():
     old = np.setbufsize(4096)
     try:
         with pytest.raises(ZeroDivisionError):
-            with whole_runs(1000):
-                with whole_runs(2000):
+            with whole_runs(1000, BIG):
+                with whole_runs(2000, BIG):
                     assert np.getbufsize() == 16
                 assert np.getbufsize() == 16
                 1 / 0
         assert np.getbufsize() == 4096
-        with whole_runs(5000) as w:                  # 5000 >= the caller's 4096: no switch
+        with whole_runs(5000, BIG) as w:             # 5000 >= the caller's 4096: no switch
             assert not w.active and np.getbufsize() == 4096
     finally:
         np.setbufsize(old)
@@ -52,7 +65,7 @@ def test_the_buffer_of_other_threads_is_untouched():
 
     t = threading.Thread(target=other)
     t.start()
-    with whole_runs(3136):
+    with whole_runs(3136, BIG):
         inside.set()
         leave.wait(10)
     t.join()
@@ -86,8 +99,11 @@ def _disabled(monkeypatch):
 
 
 def _both(monkeypatch, fn):
+    """``fn()`` switching at every size, then never switching."""
     with threads.using(2):
+        monkeypatch.setattr(B, "_SWITCH_MIN", 0)
         on = fn()
+        monkeypatch.undo()
         _disabled(monkeypatch)
         off = fn()
         monkeypatch.undo()
@@ -182,7 +198,7 @@ def test_depthwise_tap_kernels_bits_do_not_depend_on_the_buffer(monkeypatch, str
     w = rng.standard_normal((16, 1, 3, 3)).astype(np.float32)        # multiplier 2
     g = C._geom((h, h), (3, 3), (stride, stride), (1, 1), (1, 1), "EXPLICIT", 8)
     assert g.oh * g.ow >= K._ROWS_LAST_MAX                       # the flat kernels
-    assert whole_runs(g.oh * -(-g.Wp // g.sw)).active
+    assert whole_runs(g.oh * -(-g.Wp // g.sw), BIG).active
     dy = rng.standard_normal((2, 16, g.oh, g.ow)).astype(np.float32)
     on, off = _both(monkeypatch, lambda: (K._taps_fwd(x, w, g), K._taps_dx(dy, w, g, 8)))
     assert np.array_equal(on[0], off[0]) and np.array_equal(on[1], off[1])
@@ -193,7 +209,7 @@ def test_softmax_over_rows_of_classes_bits_do_not_depend_on_the_buffer(monkeypat
     x = (rng.standard_normal((600, 1000)) * 3).astype(np.float32)      # two parallel parts
     d = rng.standard_normal(x.shape).astype(np.float32)
     op = get_op_def("softmax")
-    assert whole_runs(1000).active
+    assert whole_runs(1000, x.size).active
 
     def run():
         out = op.forward(x)["Out"]
