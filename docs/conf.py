@@ -11,7 +11,9 @@ napoleon; their ``>>>`` examples are doctests.
 """
 import os
 import re
+import shutil
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))      # document the checkout, not an installed copy
@@ -47,8 +49,12 @@ myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
 
 # doctest: examples are self-contained (their own imports, NumPy's default printing), so they
-# run the same here, in tests/test_docs_examples.py and pasted into a Python prompt
-doctest_global_setup = ""
+# run the same here, in tests/test_docs_examples.py and pasted into a Python prompt. The
+# folders their `tempfile.mkdtemp()` calls make go into one scratch folder, removed with the
+# build (a docs build used to leave ~250 folders in /tmp).
+_SCRATCH = tempfile.mkdtemp(prefix="fluidlite-doctest-")
+doctest_global_setup = f"import tempfile as _tempfile; _tempfile.tempdir = {_SCRATCH!r}"
+doctest_global_cleanup = "_tempfile.tempdir = None"
 doctest_default_flags = (__import__("doctest").ELLIPSIS
                          | __import__("doctest").NORMALIZE_WHITESPACE)
 
@@ -82,3 +88,4 @@ def setup(app):
     app.connect("builder-inited", _generate_api)
     app.connect("builder-inited", _check_sections)
     app.connect("autodoc-process-docstring", _escape_bars)
+    app.connect("build-finished", lambda app, exc: shutil.rmtree(_SCRATCH, ignore_errors=True))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 
 import pytest
 
@@ -55,6 +56,7 @@ def test_no_new_name_lacks_a_docstring_section():
 @pytest.mark.parametrize("name,obj", WITH_EXAMPLE, ids=[n for n, _ in WITH_EXAMPLE])
 def test_example_runs(name, obj, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)          # examples that save files write into a scratch folder
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))    # and so do their mkdtemp()s
     attempted, failed, report = ce.run_examples(name, obj)
     assert attempted > 0, f"{name}: the Example section has no >>> line doctest can run"
     assert failed == 0, report
