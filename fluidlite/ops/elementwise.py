@@ -10,6 +10,7 @@ Inside a ``double_grad``, ``g`` views the grad op (``g.input('Out@GRAD')`` is dO
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Tuple
 
 import numpy as np
@@ -60,7 +61,8 @@ class _Binary(OpDef):
         x, y = aligned_y_to_x(X, Y, axis)
         if x.shape == y.shape and type(self).kernel is _Binary.kernel and self.fn in _IN_PARTS:
             return {"Out": in_parts(self.fn, x, y)}
-        with whole_runs(repeat_run(x.shape, y.shape), max(x.size, y.size)):  # per-channel Y
+        size = max(math.prod(x.shape), math.prod(y.shape))     # (X may be SelectedRows)
+        with whole_runs(repeat_run(x.shape, y.shape), size):   # a per-channel Y on NCHW maps
             return {"Out": self.kernel(x, y)}
 
     def lower(self, in_specs, attrs):
