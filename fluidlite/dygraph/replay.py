@@ -169,9 +169,13 @@ class _Compiled:
         self.exe = Executor()
         self.exe.run(startup, scope=self.scope)
         self._share(opt, so, names_used)
-        self.match = [_matcher(i, call, srcs, specs) for i, (call, srcs, specs) in
-                      enumerate(zip(tape, self.sources, self.out_specs))]
-        self._holders(tape)
+        self.start = [0]                 # per op, its first output's index in ``_Step.outs``
+        for names_ in self.out_names:
+            self.start.append(self.start[-1] + len(names_))
+        self.loss_k = self.start[self.loss_at[0]] + self.loss_at[1]
+        self.match = [_matcher(i, call, srcs, specs, self.start) for i, (call, srcs, specs)
+                      in enumerate(zip(tape, self.sources, self.out_specs))]
+        self.calls = [self._call(i, call) for i, call in enumerate(tape)]
         # the ops that draw from the tracer's generator (random, no fixed seed): the plan
         # must have exactly as many random streams, or it would draw other numbers
         self.draws = sum(1 for call in tape if _draws(call))
@@ -215,48 +219,31 @@ class _Compiled:
                             attrs=dict(call.attrs or {}))
         return static, produced
 
-    def _holders(self, tape: _Tape) -> None:
-        """Where a replayed step's records hold its outputs (``_Step._live``): ``holders``,
-        the positions of the slot dicts (call index, 1 inputs / 2 outputs) and slot lists
-        (..., slot) that hold any; per position, ``held_all``: the outputs (flat indices)
-        reachable from it, lists included, and ``held_direct``: those it refers to itself
-        (a dict's single-tensor slots, a list's items); ``internal[k]``: the references
-        to output k from the records when every holder is its own object."""
-        start = [0]
-        for names_ in self.out_names:
-            start.append(start[-1] + len(names_))
-        self.holders: List[Tuple[Any, ...]] = []
-        self.held_all: List[List[int]] = []
-        self.held_direct: List[List[int]] = []
-        for i, call in enumerate(tape):
-            srcs = iter(self.sources[i])
-            made = iter(range(start[i], start[i + 1]))
-            for which, slots in ((1, call.inputs), (2, call.outputs)):
-                direct: List[int] = []
-                lists = []
-                for slot, v in (slots or {}).items():
-                    if which == 1:
-                        ks = [start[src[1]] + src[2] for src in
-                              (next(srcs) for _ in _tensors(v)) if src[0] == 0]
-                    else:
-                        ks = [next(made) for t in _tensors(v) if not _is_state(t, call)]
-                    if not isinstance(v, (list, tuple)):
-                        direct.extend(ks)
-                    elif ks:
-                        lists.append(((i, which, slot), ks))
-                every = direct + [k for _, ks in lists for k in ks]
-                if every:
-                    self.holders.append((i, which))
-                    self.held_all.append(every)
-                    self.held_direct.append(direct)
-                for pos, ks in lists:
-                    self.holders.append(pos)
-                    self.held_all.append(ks)
-                    self.held_direct.append(ks)
-        self.internal = [0] * start[-1]
-        for ks in self.held_direct:
-            for k in ks:
-                self.internal[k] += 1
+    def _call(self, i: int, call: _Call) -> Tuple[Any, ...]:
+        """Op ``i``'s call as ``_Step.materialize`` makes it again: ``(type, inputs, outputs,
+        attrs, stop_gradient, has_grad)`` with each slot's tensors as sources -- ``(0, k)``
+        the step's output ``k``, ``(1, param)``, ``(2, j)`` the step's feed ``j`` -- in the
+        recorded structure (a tensor, a list or tuple of them, or None). A matched call
+        equals its record in all of these, so a step keeps no call of its own: the caller's
+        slot dicts die with the layer call (a replayed LSTM step made ~3000 objects the
+        collector then traced)."""
+        srcs = iter(self.sources[i])
+        made = iter(range(self.start[i], self.start[i + 1]))
+
+        def src(t: Any, out: bool) -> Tuple[Any, ...]:
+            if out:
+                return (1, t) if _is_state(t, call) else (0, next(made))
+            s = next(srcs)
+            return (0, self.start[s[1]] + s[2]) if s[0] == 0 else s[:2]
+
+        def slots(recorded: Optional[Dict[str, Any]], out: bool) -> Optional[Dict[str, Any]]:
+            if recorded is None:
+                return None
+            return {slot: None if v is None else
+                    (v.__class__, [src(t, out) for t in v]) if isinstance(v, (list, tuple))
+                    else src(v, out) for slot, v in recorded.items()}
+        return (call.type, slots(call.inputs, False), slots(call.outputs, True),
+                call.attrs, call.stop_gradient, call.has_grad)
 
     def _input(self, block: Any, t: Any, produced: Dict[int, Tuple[int, int]],
                static: Dict[int, Any], feed_of: Dict[int, int], srcs: List[Any]) -> Any:
@@ -388,7 +375,7 @@ def _draws(call: _Call) -> bool:
     return not (int(attrs.get("seed", 0) or 0) and attrs.get("fix_seed", True))
 
 
-def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
+def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any], start: List[int]) -> Any:
     """The test ``Tracer.trace_op`` applies to op ``i`` of a replayed step (``_Step.match``),
     generated once per op as straight-line code (it runs for every op of every replayed
     step), called with ``trace_op``'s arguments and the step: the call must have the
@@ -397,7 +384,7 @@ def _matcher(i: int, call: _Call, srcs: List[Any], specs: List[Any]) -> Any:
     dtype with ``stop_gradient`` (a feed; one tensor per feed within a step) -- and output
     slots holding new empty tensors, which it then marks pending. Returns whether it
     matched; nothing changes when it did not."""
-    code = _MatchCode(i, call)
+    code = _MatchCode(i, call, start)
     it = iter(srcs)
     for slot, v in (call.inputs or {}).items():
         ts = _tensors(v)
@@ -414,8 +401,8 @@ class _MatchCode:
     """The source of one matcher (``_matcher``) being generated: its lines, the names they
     refer to (``env``) and the feeds seen so far."""
 
-    def __init__(self, i: int, call: _Call) -> None:
-        self.i = i
+    def __init__(self, i: int, call: _Call, start: List[int]) -> None:
+        self.i, self.start = i, start
         self.env: Dict[str, Any] = {"VarBase": VarBase, "NO": _NO_ATTRS, "MISSING": _MISSING,
                                     "np": np, "A": dict(call.attrs or {})}
         ins = call.inputs or {}
@@ -452,7 +439,7 @@ class _MatchCode:
     def check_input(self, expr: str, src: Any) -> None:
         """The input tensor ``expr`` must come from ``src`` (see ``_Compiled.sources``)."""
         if src[0] == 0:
-            self.fail(f"{expr} is not outs[{src[1]}][{src[2]}]")
+            self.fail(f"{expr} is not outs[{self.start[src[1]] + src[2]}]")
         elif src[0] == 1:
             name = f"P{len(self.env)}"       # (a new name per parameter input)
             self.env[name] = src[1]
@@ -513,16 +500,20 @@ class _MatchCode:
 
     def compile(self, got: List[str], specs: List[Any]) -> Any:
         """The matcher: on a match it records the feeds, marks the outputs ``got`` pending
-        with their recorded ``specs`` and records the call."""
+        with their recorded ``specs``, appends them to the step's ``outs`` and counts the
+        call (``_Compiled.calls`` holds what ``materialize`` calls again)."""
         for f, j in self.feeds:
-            self.lines.append(f"    feeds[{j}] = {f}")
+            self.lines.append(f"    feeds[{j}] = {f}; step.feed_t[{j}] = t{f}")
         for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
             self.env[f"DECL{k}"] = (shape, dtype)
             self.lines.extend([f"    del d{o}['_value']", f"    d{o}['_pending'] = step",
                                f"    d{o}['_decl'] = DECL{k}",
                                f"    d{o}['_stop_gradient'] = {bool(stop)}"])
-        self.lines.extend(["    step.calls.append((type, inputs, outputs, attrs, sg, hg))",
-                           f"    outs.append([{', '.join(got)}])", "    return True"])
+        if len(got) == 1:
+            self.lines.append(f"    outs.append({got[0]})")
+        elif got:
+            self.lines.append(f"    outs += {', '.join(got)},")
+        self.lines.extend([f"    step.i = {self.i + 1}", "    return True"])
         exec(compile("\n".join(self.lines), f"<fluidlite-replay-match-{self.i}>", "exec"),
              self.env)
         return self.env[f"match_{self.i}"]
@@ -583,15 +574,17 @@ class _Settings:
 
 
 class _Step:
-    """A step being replayed: the calls matched so far and their pending outputs."""
+    """A step being replayed: how many calls matched so far (``i``), their pending outputs
+    and the step's feeds."""
 
     def __init__(self, owner: "Replayer", compiled: _Compiled, tracer: Any) -> None:
         self.owner, self.c, self.tracer = owner, compiled, tracer
         # per op, its matcher (``_matcher``; Tracer.trace_op calls the next one)
         self.match, self.n = compiled.match, len(compiled.match)
-        self.calls: List[Tuple[Any, ...]] = []    # trace_op's arguments, as matched
-        self.outs: List[List[VarBase]] = []
-        self.feeds: List[Any] = [None] * len(compiled.feeds)
+        self.i = 0                              # calls matched (the matchers count)
+        self.outs: List[VarBase] = []           # their new tensors, op after op
+        self.feeds: List[Any] = [None] * len(compiled.feeds)    # arrays, as matched
+        self.feed_t: List[Any] = [None] * len(compiled.feeds)   # and their tensors
         self.loss: Optional[VarBase] = None
         self.grads: List[ParamBase] = []        # parameters whose gradient is deferred
         self.backward = False
@@ -602,8 +595,7 @@ class _Step:
         """``loss.backward()`` with no arguments: deferred when ``loss`` is the compiled
         step's loss, every op has been matched and no parameter holds a gradient yet."""
         c = self.c
-        if self.backward or len(self.calls) != len(c.sources) or \
-                loss is not self.outs[c.loss_at[0]][c.loss_at[1]]:
+        if self.backward or self.i != self.n or loss is not self.outs[c.loss_k]:
             return False
         for p, _ in c.grad_names:
             if "_grad" not in p.__dict__ or p.__dict__["_grad"] is not None:
@@ -617,28 +609,18 @@ class _Step:
         return True
 
     def _live(self) -> Tuple[int, ...]:
-        """The outputs (indices into the flat list of ``outs``) that something besides this
-        step's own records refers to -- the loss, a local the training loop keeps, an
-        attribute, a list or dict of the records that the caller holds too (``split``'s
-        outputs) -- found by reference count as NumPy finds its temporaries (CPython; every
-        output elsewhere). Whatever else the step produced dies with it, unread."""
-        flat = [t for outs in self.outs for t in outs]
+        """The outputs (indices into ``outs``) that something besides ``outs`` refers to --
+        the loss, a local the training loop keeps, an attribute, a list or dict the caller
+        holds (``split``'s outputs) -- found by reference count as NumPy finds its
+        temporaries (CPython; every output elsewhere). The step keeps no slot dict of its
+        own (``_Compiled.calls``), so any other reference is the caller's. Whatever else the
+        step produced dies with it, unread."""
+        outs = self.outs
         if _REFCOUNT_BASE is None:
-            return tuple(range(len(flat)))
-        c, calls = self.c, self.calls
-        held = [calls[h[0]][h[1]] if len(h) == 2 else calls[h[0]][h[1]][h[2]]
-                for h in c.holders]
-        # a holder with references besides its record's and ``held``'s -- the caller's, or
-        # a second record's (one dict handed to two ops, which ``internal`` counts twice) --
-        # keeps every output in it
-        live = set()
-        for pos, n in enumerate(_refcounts(held)):
-            if n > _REFCOUNT_BASE + 1:
-                live.update(c.held_all[pos])
+            return tuple(range(len(outs)))
         loss = self.loss
-        base = _REFCOUNT_BASE + 1       # (+1: ``outs`` holds each output too)
-        return tuple(k for k, (t, n, m) in enumerate(zip(flat, _refcounts(flat), c.internal))
-                     if t is loss or n > base + m or k in live)
+        return tuple(k for k, (t, n) in enumerate(zip(outs, _refcounts(outs)))
+                     if t is loss or n > _REFCOUNT_BASE)
 
     # -- ending ------------------------------------------------------------------------------
     def _release(self, values: bool = True) -> None:
@@ -648,12 +630,27 @@ class _Step:
         if self.owner.active is self:
             self.owner.active = None
         if values:
-            for outs in self.outs:
-                for t in outs:
-                    t.__dict__.pop("_pending", None)
+            for t in self.outs:
+                t.__dict__.pop("_pending", None)
         for p in self.grads:
             p.__dict__.pop("_pending", None)
             p.__dict__.setdefault("_grad", None)
+
+    def _slots(self, slots: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        """A slot dict of ``_Compiled.calls`` with its sources replaced by the tensors."""
+        if slots is None:
+            return None
+        out: Dict[str, Any] = {}
+        for slot, v in slots.items():
+            if v is None or v.__class__ is tuple and v[0].__class__ is int:    # one source
+                out[slot] = None if v is None else self._tensor(v)
+            else:                                       # (list or tuple, its sources)
+                out[slot] = v[0](self._tensor(src) for src in v[1])
+        return out
+
+    def _tensor(self, src: Tuple[int, Any]) -> Any:
+        kind, at = src
+        return self.outs[at] if kind == 0 else at if kind == 1 else self.feed_t[at]
 
     def materialize(self) -> None:
         """Run the matched calls eagerly (the step continues eagerly)."""
@@ -666,9 +663,11 @@ class _Step:
         tracer = _mode.tracer if _mode.tracer is not None else self.tracer
         saved = tracer.has_grad
         try:
-            for type_, inputs, outputs, attrs, stop_gradient, has_grad in self.calls:
+            for type_, inputs, outputs, attrs, stop_gradient, has_grad in \
+                    self.c.calls[:self.i]:
                 tracer.has_grad = has_grad
-                tracer.trace_op(type_, inputs, outputs, attrs, stop_gradient)
+                tracer.trace_op(type_, self._slots(inputs), self._slots(outputs),
+                                None if attrs is None else dict(attrs), stop_gradient)
         finally:
             tracer.has_grad = saved
         if self.backward:
@@ -701,15 +700,14 @@ class _Step:
         it = iter(res)
         wanted = iter(live)
         k, j = 0, next(wanted, -1)
-        for outs in self.outs:
-            for t in outs:
-                d = t.__dict__
-                # an output nothing outside the step refers to goes with the step: no value
-                d["_value"] = next(it) if k == j else None
-                if k == j:
-                    j = next(wanted, -1)
-                k += 1
-                del d["_pending"]
+        for t in self.outs:
+            d = t.__dict__
+            # an output nothing outside the step refers to goes with the step: no value
+            d["_value"] = next(it) if k == j else None
+            if k == j:
+                j = next(wanted, -1)
+            k += 1
+            del d["_pending"]
         pairs = []
         for p, gname in c.grad_names:   # (defer_backward made exactly these pending)
             g = next(it)

@@ -262,7 +262,7 @@ class Tracer:
         step = rp.active
         if step is not None and self.recorder is None:      # a replayed step (replay.py)
             # the next op's matcher marks the outputs pending (replay._matcher)
-            i = len(step.calls)
+            i = step.i
             if i < step.n and not step.backward and \
                     step.match[i](step, type, inputs, outputs, attrs, stop_gradient,
                                   self.has_grad):

@@ -327,11 +327,10 @@ def test_a_shared_weight_replays_with_the_eager_sums():
 
 @pytest.mark.parametrize("keep", ["list", "shared_dict", "own_dicts"])
 def test_outputs_the_caller_keeps_hold_their_values(keep):
-    # _live counts the references the step's records hold to each output: a tensor with
-    # more is kept (``q``), and so is everything in a list of the records that the caller
-    # holds too (``split``'s outputs, "list"). A caller that hands one inputs dict to two ops
-    # ("shared_dict") holds each tensor in it once, not twice: counting it twice would take
-    # the kept ``q`` for a temporary and drop its value
+    # _live keeps an output anything besides the step's own list refers to: a tensor the
+    # caller keeps, everything in a list the caller holds (``split``'s outputs, "list"), a
+    # tensor in an inputs dict the caller hands to two ops ("shared_dict") -- the step keeps
+    # no slot dict of its own, so no reference of the caller's is mistaken for the step's
     R.reset()
     R.off = False
     before = R.replayed
@@ -376,3 +375,52 @@ def test_outputs_the_caller_keeps_hold_their_values(keep):
             np.testing.assert_array_equal(held[1].numpy(), b)
         else:
             np.testing.assert_allclose(held.numpy(), h, rtol=1e-5, atol=1e-6)
+
+
+def _lists(replayed, interfere=None, steps=6):
+    """A step whose ops take and give lists and tuples (``concat``, ``split``, ``stack``),
+    one outside tensor read by three ops and a tuple slot of the caller's own;
+    ``interfere(step, tensors)`` may read a pending value mid-step."""
+    R.reset()
+    R.off = not replayed
+    before = R.replayed
+    rng = np.random.default_rng(11)
+    a, b = (rng.standard_normal((4, 6)).astype("float32") for _ in range(2))
+    losses = []
+    with dygraph.guard():
+        lin = dygraph.Linear(6, 6)
+        for i, p in enumerate(lin.parameters()):
+            p.set_value(np.random.default_rng(i).uniform(-0.5, 0.5, p.shape))
+        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+        tracer = mode.tracer
+        for s in range(steps):
+            x, y = dygraph.to_variable(a), dygraph.to_variable(b)
+            h = lin(x)
+            cat = tracer.new_var(None, h.dtype)
+            tracer.trace_op("concat", {"X": (h, y, x)}, {"Out": cat}, {"axis": 1})
+            p0, p1, p2 = fluid.layers.split(cat, 3, dim=1)
+            if interfere is not None:
+                interfere(s, (h, cat, p1))
+            st = fluid.layers.stack([p0 * y, p1, p2 + x], axis=0)
+            loss = fluid.layers.reduce_mean(st * st)
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+            losses.append(float(loss))
+        return losses, [p.numpy() for p in lin.parameters()], R.replayed - before
+
+
+@pytest.mark.parametrize("at", [None, 0, 1, 2])
+def test_a_step_of_list_and_tuple_slots_materializes_as_it_was_called(at):
+    # materialize calls the matched ops again from the compiled record of their slots: the
+    # same tensors in the same lists and tuples, the feed read thrice the same tensor --
+    # which gives the eager numbers only if every source resolves to the right tensor
+    def interfere(s, ts):
+        if s == 4 and at is not None:
+            ts[at].numpy()
+    want = _lists(False, interfere)
+    got = _lists(True, interfere)
+    assert got[0] == want[0]
+    for x, y in zip(got[1], want[1]):
+        np.testing.assert_array_equal(x, y)
+    assert got[2] == (3 if at is None else 2)      # steps 3-5 replay; 4 read a value
