@@ -108,6 +108,43 @@ class OpStem:
         return f"OpStem({self.key!r}, name={self._name!r})"
 
 
+class SoleStem:
+    """The stem of every dygraph layer call of ``key`` whose op has one output: ``str(stem)``
+    draws ``generate(key)`` afresh and is ``'<key>_N.tmp'``, what ``str(OpStem(key))`` is for a
+    new call. Its one tensor reads it once, when its name is first read (``VarBase.name``), so
+    one object per key (``sole_stem``) names every such call the way an ``OpStem`` each would
+    -- and an eager step makes no object per call for it (a replayed LSTM step made ~560).
+
+    Example:
+        >>> from fluidlite.core import names
+        >>> with names.guard():
+        ...     stem = names.sole_stem("relu")
+        ...     print(str(stem), str(stem), stem is names.sole_stem("relu"))
+        relu_0.tmp relu_1.tmp True
+    """
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __str__(self) -> str:
+        return generate(self.key) + ".tmp"
+
+    def __repr__(self) -> str:
+        return f"SoleStem({self.key!r})"
+
+
+_SOLE_STEMS: "dict[str, SoleStem]" = {}
+
+
+def sole_stem(key: str) -> SoleStem:
+    """The ``SoleStem`` of ``key`` (one per key, made on first use)."""
+    stem = _SOLE_STEMS.get(key)
+    if stem is None:
+        stem = _SOLE_STEMS.setdefault(key, SoleStem(key))
+    return stem
+
+
 class DygraphParameterNameChecker:
     """The parameter names dygraph has created in the current name space: ``checker(name)``
     records ``name`` and says whether it was already used (fluid 1.8 refuses a second dygraph

@@ -456,10 +456,10 @@ class _MatchCode:
         self.env[f"S{f}"], self.env[f"D{f}"] = src[2], src[3]
         self.seen[src[1]] = f"t{f}"
         self.lines.append(f"    t{f} = t = {expr}")
-        self.fail("t.__class__ is not VarBase")
-        self.lines.append(f"    d = t.__dict__; {f} = d.get('_value')")
+        self.fail("t.__class__ is not VarBase or t._pending is not None")
+        self.lines.append(f"    {f} = t._value")
         self.fail(f"{f} is None or {f}.shape != S{f} or {f}.dtype != D{f} or "
-                  f"not d['_stop_gradient']")
+                  f"not t._stop_gradient")
         self.lines.extend([f"    if not {f}.flags.c_contiguous:",
                            f"        {f} = np.ascontiguousarray({f})",
                            f"    g = feeds[{src[1]}]"])
@@ -490,9 +490,9 @@ class _MatchCode:
                     continue
                 o = f"o{len(got)}"
                 self.lines.append(f"    {o} = {expr}")
-                self.fail(f"{o}.__class__ is not VarBase")
-                self.lines.append(f"    d{o} = {o}.__dict__")
-                self.fail(f"d{o}.get('_value', 0) is not None or d{o}['_node'] is not None")
+                # (not pending, so it has a _value: VarBase's docstring)
+                self.fail(f"{o}.__class__ is not VarBase or {o}._pending is not None or "
+                          f"{o}._value is not None or {o}._node is not None")
                 got.append(o)
         if len(got) > 1:            # one tensor given twice would be filled twice
             self.fail(f"len({{{', '.join(f'id({o})' for o in got)}}}) != {len(got)}")
@@ -506,9 +506,9 @@ class _MatchCode:
             self.lines.append(f"    feeds[{j}] = {f}; step.feed_t[{j}] = t{f}")
         for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
             self.env[f"DECL{k}"] = (shape, dtype)
-            self.lines.extend([f"    del d{o}['_value']", f"    d{o}['_pending'] = step",
-                               f"    d{o}['_decl'] = DECL{k}",
-                               f"    d{o}['_stop_gradient'] = {bool(stop)}"])
+            self.lines.extend([f"    del {o}._value", f"    {o}._pending = step",
+                               f"    {o}._decl = DECL{k}",
+                               f"    {o}._stop_gradient = {bool(stop)}"])
         if len(got) == 1:
             self.lines.append(f"    outs.append({got[0]})")
         elif got:
@@ -701,13 +701,12 @@ class _Step:
         wanted = iter(live)
         k, j = 0, next(wanted, -1)
         for t in self.outs:
-            d = t.__dict__
             # an output nothing outside the step refers to goes with the step: no value
-            d["_value"] = next(it) if k == j else None
+            t._value = next(it) if k == j else None
             if k == j:
                 j = next(wanted, -1)
             k += 1
-            del d["_pending"]
+            del t._pending
         pairs = []
         for p, gname in c.grad_names:   # (defer_backward made exactly these pending)
             g = next(it)

@@ -125,7 +125,16 @@ def _note_read(t: Any) -> None:
 
 
 class VarBase(Variable):
-    """An imperative tensor (see the module docstring)."""
+    """An imperative tensor (see the module docstring).
+
+    A replayed step's pending output (replay.py; always a plain ``VarBase``) has ``_pending``
+    set and no ``_value`` attribute at all, so that reading ``_value`` anywhere runs the step
+    (``__getattr__``); its shape and dtype are the recorded ``_decl``. A parameter whose
+    gradient is pending has ``_pending`` set and no ``_grad``, and keeps its ``_value``. The
+    hot paths read attributes, never ``__dict__``: CPython keeps an instance's attributes
+    without a dict until ``__dict__`` is asked for, and a dict is one more object for the
+    collector to trace (a replayed LSTM step makes ~700 tensors).
+    """
 
     # plain attribute stores: there is no program to journal (Variable journals its writes)
     __setattr__ = object.__setattr__
@@ -136,18 +145,18 @@ class VarBase(Variable):
     error_clip = None
     is_data = False
     _hint = "generated_tensor"       # what an unnamed tensor is named after (on first use)
+    _pending = None                  # the replayed step this tensor waits for (replay.py)
 
     def __init__(self, value: Optional[np.ndarray] = None, name: Optional[str] = None,
                  stop_gradient: bool = True, persistable: bool = False,
                  shape: Optional[Sequence[int]] = None, dtype: Any = None) -> None:
-        d = self.__dict__
-        d["_value"] = value
-        d["_name"] = name
-        d["_grad"] = None
-        d["_node"] = None
-        d["_stop_gradient"] = stop_gradient
-        d["_persistable"] = persistable
-        d["_decl"] = (shape, dtype)
+        self._value = value
+        self._name = name
+        self._grad = None
+        self._node = None
+        self._stop_gradient = stop_gradient
+        self._persistable = persistable
+        self._decl = (shape, dtype)
 
     def __getattr__(self, name: str) -> Any:
         # only reached for attributes missing from the instance: the value of a tensor a
@@ -171,7 +180,8 @@ class VarBase(Variable):
     @property
     def name(self) -> str:
         if self._name is None:
-            self._name = names.generate(str(self._hint))     # (a str, or a names.OpStem)
+            # (a str, a names.OpStem or a names.SoleStem)
+            self._name = names.generate(str(self._hint))
         return self._name
 
     @name.setter
@@ -180,7 +190,8 @@ class VarBase(Variable):
 
     @property
     def shape(self) -> list:
-        v = self.__dict__.get("_value")         # (a pending tensor knows its shape: _decl)
+        # (a pending output has no _value and knows its shape: _decl; see the class docstring)
+        v = self._value if self._pending is None or self.__class__ is not VarBase else None
         if v is not None:
             return list(v.shape)
         shape = self._decl[0]
@@ -192,7 +203,7 @@ class VarBase(Variable):
 
     @property
     def dtype(self) -> Optional[VarType]:
-        v = self.__dict__.get("_value")
+        v = self._value if self._pending is None or self.__class__ is not VarBase else None
         if v is not None:
             dt = v.dtype
             vt = _VARTYPES.get(dt)
@@ -217,7 +228,8 @@ class VarBase(Variable):
 
     @property
     def ndim(self) -> int:
-        v = self.__dict__.get("_value")         # (without building the shape list)
+        # (without building the shape list)
+        v = self._value if self._pending is None or self.__class__ is not VarBase else None
         if v is not None:
             return v.ndim
         shape = self._decl[0]
@@ -284,8 +296,8 @@ class VarBase(Variable):
 
     def clear_gradient(self) -> None:
         """Forget the accumulated gradient (the next backward starts from zero)."""
-        if "_pending" in self.__dict__:     # a deferred backward: it happened before this
-            self.__dict__["_pending"].materialize()
+        if self._pending is not None:       # a deferred backward: it happened before this
+            self._pending.materialize()
         self._grad = None
 
     def detach(self) -> "VarBase":
@@ -298,7 +310,7 @@ class VarBase(Variable):
         afterwards unless ``retain_graph=True``."""
         if retain_graph.__class__ is not bool:      # fluid 1.8: backward(BackwardStrategy())
             retain_graph = False
-        step = self.__dict__.get("_pending")
+        step = self._pending
         if step is not None:                # a replayed step's loss: minimize runs it
             if not retain_graph and grad_tensor is None and step.defer_backward(self):
                 return

@@ -126,7 +126,7 @@ def _eager(op_type: str, inputs: Dict[str, Variable], dtype: Any,
     checks of arguments the layer does not take (an LSTM step's 400 activations and
     elementwise ops: a third of the time its dygraph forward spent in ``fluid.layers``)."""
     tracer = _mode.tracer
-    out = tracer.new_var(None, dtype, hint=names.OpStem(op_type))
+    out = tracer.new_var(None, dtype, hint=names.sole_stem(op_type))
     tracer.trace_op(op_type, inputs, {"Out": out}, attrs)
     return out
 
