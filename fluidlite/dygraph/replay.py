@@ -53,6 +53,7 @@ import numpy as np
 
 from .. import unique_name
 from ..core import mode as _mode
+from ..core.dtypes import convert_np_dtype_to_dtype_
 from ..core.ir import Program, program_guard
 from ..core.registry import get_op_def
 from ..core.scope import Scope
@@ -505,7 +506,7 @@ class _MatchCode:
         for f, j in self.feeds:
             self.lines.append(f"    feeds[{j}] = {f}; step.feed_t[{j}] = t{f}")
         for k, (o, (shape, dtype, stop)) in enumerate(zip(got, specs)):
-            self.env[f"DECL{k}"] = (shape, dtype)
+            self.env[f"DECL{k}"] = (shape, convert_np_dtype_to_dtype_(dtype))    # (a VarType)
             self.lines.extend([f"    del {o}._value", f"    {o}._pending = step",
                                f"    {o}._decl = DECL{k}",
                                f"    {o}._stop_gradient = {bool(stop)}"])

@@ -211,11 +211,8 @@ class VarBase(Variable):
                 vt = _VARTYPES[dt] = convert_np_dtype_to_dtype_(dt)
             return vt
         dt = self._decl[1]
-        if isinstance(dt, np.dtype):        # a pending tensor's (replay.py)
-            vt = _VARTYPES.get(dt)
-            if vt is None:
-                vt = _VARTYPES[dt] = convert_np_dtype_to_dtype_(dt)
-            return vt
+        if dt.__class__ is VarType:         # (a pending tensor's, as replay.py records it)
+            return dt
         return convert_np_dtype_to_dtype_(dt) if dt is not None else None
 
     @property

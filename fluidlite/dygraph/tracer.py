@@ -462,8 +462,7 @@ class Tracer:
                 shape: Optional[Sequence[int]] = None, hint: Optional[str] = None) -> VarBase:
         """An empty tensor; without ``name`` it is named ``names.generate(hint)`` on first use
         (``<layer>.tmp_N``), so unnamed temporaries cost no name generation."""
-        t = VarBase(None, name=name, stop_gradient=stop_gradient, persistable=persistable,
-                    shape=shape, dtype=dtype)
+        t = VarBase(None, name, stop_gradient, persistable, shape, dtype)
         if hint is not None:
             t._hint = hint
         return t

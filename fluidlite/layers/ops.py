@@ -118,15 +118,16 @@ _FEED_BOOL = ("{'x': np.array([[True, False, True], [False, False, True]]), "
               "'y': np.array([[True, True, False], [False, True, True]])}")
 
 
-def _eager(op_type: str, inputs: Dict[str, Variable], dtype: Any,
-           attrs: Dict[str, Any]) -> Variable:
+def _eager(op_type: str, inputs: Dict[str, Variable], attrs: Dict[str, Any]) -> Variable:
     """A simple layer's op run now in dygraph mode, as fluid 1.8's layers call
     ``core.ops.<op>`` there: the output named as ``LayerHelper`` names it (``<op>_N.tmp_M``,
     both numbers drawn when the name is first read) and the op traced, without the helper's
     checks of arguments the layer does not take (an LSTM step's 400 activations and
     elementwise ops: a third of the time its dygraph forward spent in ``fluid.layers``)."""
     tracer = _mode.tracer
-    out = tracer.new_var(None, dtype, hint=names.sole_stem(op_type))
+    # (no declared dtype: the op fills the tensor before anyone can read it, or a replayed
+    # step declares the recorded one)
+    out = tracer.new_var(None, None, hint=names.sole_stem(op_type))
     tracer.trace_op(op_type, inputs, {"Out": out}, attrs)
     return out
 
@@ -147,7 +148,7 @@ def _activation(op_type: str) -> Callable[..., Variable]:
             return fn(x, name=name)
         _check(x, "x", op_type, eager_dtypes)
         if name is None:
-            return _eager(op_type, {"X": x}, x.dtype, _NO_ATTRS)
+            return _eager(op_type, {"X": x}, _NO_ATTRS)
         return fn(x, name=name)
 
     layer.__name__ = layer.__qualname__ = op_type
@@ -467,14 +468,15 @@ def _out_var(helper: LayerHelper, name: Optional[str], dtype: Any) -> Variable:
 def _elementwise(op_type: str) -> Callable[..., Variable]:
     def layer(x: Variable, y: Variable, axis: int = -1, act: Any = None,
               name: Optional[str] = None) -> Variable:
-        _check(x, "x", op_type, _elementwise_dtypes())
-        _check(y, "y", op_type, _elementwise_dtypes())
+        dtypes = _elementwise_dtypes()
+        _check(x, "x", op_type, dtypes)
+        _check(y, "y", op_type, dtypes)
         if not is_int(axis):
             raise TypeError(f"{op_type}: axis must be an int (a Python or numpy integer), but "
                             f"received {axis!r} of type {type(axis).__name__}")
         axis = int(axis)
         if _mode.tracer is not None and act is None and name is None:
-            return _eager(op_type, {"X": x, "Y": y}, x.dtype, {"axis": axis})
+            return _eager(op_type, {"X": x, "Y": y}, {"axis": axis})
         helper = LayerHelper(op_type, x=x, y=y, axis=axis, act=act, name=name)
         out = _out_var(helper, name, x.dtype)
         helper.append_op(type=op_type, inputs={"X": x, "Y": y}, outputs={"Out": out},
