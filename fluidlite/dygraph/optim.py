@@ -244,7 +244,6 @@ def _groupable(opt: Any, grad_clip: Any, params_grads: List[Any]) -> bool:
     return _fusable(opt, grad_clip, params_grads)
 
 
-_NO_DICT: Dict[str, Any] = {}
 _BASE_OP_ATTRS = Optimizer._op_attrs      # (an optimizer whose update attrs are its _attrs)
 
 
@@ -258,7 +257,7 @@ def minimize(opt: Any, loss: Any, parameter_list: Optional[Sequence[Any]] = None
     step = replay.active if replay is not None else None
     if step is not None:                # a replayed step (replay.py): run its plan
         listed = step.c.param_list
-        if (getattr(loss, "__dict__", _NO_DICT).get("_pending") is step and no_grad_set is None
+        if (getattr(loss, "_pending", None) is step and no_grad_set is None
                 and grad_clip is opt._grad_clip and len(params) == len(listed)
                 and all(map(operator.is_, params, listed))):
             pairs = step.commit(opt)

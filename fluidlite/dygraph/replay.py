@@ -307,7 +307,8 @@ class _Compiled:
         self.lr_value = opt._learning_rate
         self.updated = [self.params[n] for n in names_used]
         gblock = self.program.global_block()
-        self.grad_names = [(self.params[n], n + "@GRAD") for n in names_used
+        # (by name, as minimize's params_grads: fluid's apply_gradients sorts them so)
+        self.grad_names = [(self.params[n], n + "@GRAD") for n in sorted(names_used)
                            if gblock.has_var(n + "@GRAD")]
         with_grad = {id(p) for p, _ in self.grad_names}
         self.updated_only = [p for p in self.updated if id(p) not in with_grad]
@@ -619,9 +620,8 @@ class _Step:
         outs = self.outs
         if _REFCOUNT_BASE is None:
             return tuple(range(len(outs)))
-        loss = self.loss
-        return tuple(k for k, (t, n) in enumerate(zip(outs, _refcounts(outs)))
-                     if t is loss or n > _REFCOUNT_BASE)
+        # (the loss is one: ``self.loss`` refers to it)
+        return tuple(k for k, n in enumerate(_refcounts(outs)) if n > _REFCOUNT_BASE)
 
     # -- ending ------------------------------------------------------------------------------
     def _release(self, values: bool = True) -> None:

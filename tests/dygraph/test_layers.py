@@ -314,3 +314,16 @@ def test_simple_layers_in_dygraph_name_and_check_as_the_helper_does():
             fluid.layers.elementwise_add(xv, x)
         with pytest.raises(TypeError, match="sigmoid"):
             fluid.layers.sigmoid(dygraph.to_variable(np.array([1, 2], "bool")))
+
+
+def test_single_output_layers_share_one_stem_per_op_type(monkeypatch):
+    # one names.SoleStem per op type names every single-output layer call as a stem per
+    # call would: <op>_N.tmp_0, N counting per op type in the order names are read
+    from fluidlite.core import names
+    monkeypatch.setattr(names, "_SOLE_STEMS", {})
+    with fluid.unique_name.guard(), dygraph.guard():
+        x = dygraph.to_variable(np.ones((2, 3), "float32"))
+        a, b, c = fluid.layers.relu(x), fluid.layers.relu(x), fluid.layers.sigmoid(x)
+        assert a._hint is b._hint is names.sole_stem("relu") and c._hint.key == "sigmoid"
+        assert list(names._SOLE_STEMS) == ["relu", "sigmoid"]
+        assert [b.name, c.name, a.name] == ["relu_0.tmp_0", "sigmoid_0.tmp_0", "relu_1.tmp_0"]

@@ -70,8 +70,11 @@ def train(replayed, opt_name="sgd", clip="gn", decay=False, hook=None, steps=STE
                 loss.backward(retain_graph=True)
             if hook:
                 hook(s, "backward", st)
-            opt.minimize(loss)
-            opt.clear_gradients()
+            st["minimized"] = opt.minimize(loss)
+            if hook:
+                hook(s, "minimized", st)
+            if not st.get("keep_grads"):
+                opt.clear_gradients()
             losses.append(float(loss))
         return losses, [p.numpy() for p in params], R.replayed - before
 
@@ -116,10 +119,59 @@ def _at(step, stage, fn):
     ("start", lambda st: st.update(x=X[:8], y=Y[:8])),            # another batch shape
     ("start", lambda st: st.update(retain=True)),                 # backward(retain_graph)
     ("backward", lambda st: fluid.layers.reduce_sum(st["h"]).numpy()),  # an extra op
+    ("minimized", lambda st: st.update(keep_grads=True)),   # the next step accumulates
 ])
 def test_every_interference_materializes_and_keeps_the_eager_numbers(stage, action):
     replayed = same_as_eager(hook=_at(4, stage, action))
-    assert replayed == STEPS - 4            # step 4 ran eagerly; the others replayed
+    # step 4 ran eagerly (or, keeping its gradients, step 5); the others replayed
+    assert replayed == STEPS - 4
+
+
+def test_after_minimize_the_gradients_and_what_minimize_returns_are_the_eager_ones():
+    # a replayed minimize leaves each parameter's gradient until clear_gradients, returns
+    # fluid's ([], params_grads) and the clip's global norm, all as an eager step does
+    def seen_by(log):
+        def hook(s, stage, st):
+            if stage == "minimized" and s >= 2:
+                ops, pairs = st["minimized"]
+                log.append((ops, [p.gradient().copy() for p in st["params"]],
+                            [(p.name, g.name, g.numpy().copy()) for p, g in pairs],
+                            st["opt"]._grad_clip.global_norm.name,
+                            st["opt"]._grad_clip.global_norm.numpy().copy()))
+        return hook
+    got, want = [], []
+    assert train(True, hook=seen_by(got))[2] == STEPS - 3
+    train(False, hook=seen_by(want))
+    assert len(got) == len(want) == STEPS - 2
+    for (ops, grads, pairs, norm_name, norm), (e_ops, e_grads, e_pairs, e_name, e_norm) in \
+            zip(got, want):
+        assert ops == e_ops == [] and norm_name == e_name
+        np.testing.assert_array_equal(norm, e_norm)
+        for g, e in zip(grads, e_grads):
+            np.testing.assert_array_equal(g, e)
+        assert [(p, g) for p, g, _ in pairs] == [(p, g) for p, g, _ in e_pairs]
+        for (_, _, a), (_, _, b) in zip(pairs, e_pairs):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_step_whose_plan_fails_to_build_runs_eagerly_and_is_given_up(monkeypatch, caplog):
+    def broken(self, live):
+        raise RuntimeError("no plan")
+    monkeypatch.setattr(replay._Compiled, "runner", broken)
+    with caplog.at_level("DEBUG", logger="fluidlite"):
+        assert same_as_eager() == 0
+    assert "step replay: not planned (RuntimeError('no plan'))" in caplog.text
+    # given up at once (and materialized once more): it rests, no second plan is tried
+    assert R.compiled is not None and R.compiled.fails > replay._MAX_FAILS
+    assert caplog.text.count("not planned") == 1
+
+
+def test_without_reference_counts_every_output_is_fetched(monkeypatch):
+    # (a Python without sys.getrefcount: _live keeps every output, the plan fetches all)
+    monkeypatch.setattr(replay, "_REFCOUNT_BASE", None)
+    assert same_as_eager() == STEPS - 3
+    c = R.compiled
+    assert list(c.runners) == [tuple(range(len(c.out_flat)))]
 
 
 def test_pending_tensors_know_shape_and_dtype_without_running():
@@ -424,3 +476,104 @@ def test_a_step_of_list_and_tuple_slots_materializes_as_it_was_called(at):
     for x, y in zip(got[1], want[1]):
         np.testing.assert_array_equal(x, y)
     assert got[2] == (3 if at is None else 2)      # steps 3-5 replay; 4 read a value
+
+
+def _wired(replayed, variant, steps=6, peek=None):
+    """Two same-shaped linear layers on two outside tensors; at step 4 ``variant`` wires one
+    op's input (or output) to another tensor of the same shape and dtype, which only the
+    matchers' identity checks tell from the recorded step."""
+    R.reset()
+    R.off = not replayed
+    before = R.replayed
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal((4, 6)).astype("float32") for _ in range(3))
+    losses = []
+    with dygraph.guard():
+        l1, l2 = dygraph.Linear(6, 6), dygraph.Linear(6, 6)
+        for i, p in enumerate(l1.parameters() + l2.parameters()):
+            p.set_value(np.random.default_rng(i).uniform(-0.5, 0.5, p.shape))
+        opt = fluid.optimizer.SGD(0.1, parameter_list=l1.parameters() + l2.parameters())
+        tracer = mode.tracer
+        for s in range(steps):
+            odd = s == 4 and variant
+            x, y = dygraph.to_variable(a), dygraph.to_variable(b)
+            ys = fluid.layers.scale(y, 0.5)         # (stop_gradient, as y is)
+            if peek is not None and s == 4:
+                peek(ys)
+            h1 = (l2 if odd == "param" else l1)(x)
+            h2 = (l1 if odd == "param" else l2)(y)
+            first = h2 if odd == "output" else h1
+            prod = first * (ys if odd == "pending_feed" else y)
+            second = dygraph.to_variable(c) if odd == "feed" else x
+            out = dygraph.to_variable(np.zeros((4, 6), "float32")) if odd == "filled_output" \
+                else tracer.new_var(None, h2.dtype)
+            tracer.trace_op("elementwise_add", {"X": h2, "Y": second}, {"Out": out},
+                            {"axis": -1})
+            loss = fluid.layers.mean(prod + out)
+            loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+            losses.append(float(loss))
+        return losses, [p.numpy() for p in l1.parameters() + l2.parameters()], \
+            R.replayed - before
+
+
+@pytest.mark.parametrize("variant", ["output", "param", "feed", "pending_feed",
+                                     "filled_output"])
+def test_a_step_wired_unlike_the_recorded_one_runs_eagerly(variant):
+    # another earlier output, the other layer's parameter, another outside tensor where the
+    # recorded step read one tensor twice, a pending tensor where an outside one was read:
+    # each is a different computation on the same shapes, so the step must not match (a
+    # matched one would compute the recorded step). An output tensor that already holds a
+    # value is not a new empty tensor either: the matchers take only those
+    want = _wired(False, variant)
+    got = _wired(True, variant)
+    assert got[0] == want[0]
+    for x, y in zip(got[1], want[1]):
+        np.testing.assert_array_equal(x, y)
+    assert got[2] == 2                      # steps 3 and 5; step 4 ran eagerly
+    if variant != "filled_output":              # (the variant changed the numbers)
+        assert _wired(False, None)[0] != want[0]
+
+
+def test_a_pending_output_keeps_its_recorded_stop_gradient():
+    seen = []
+    _wired(True, None, peek=lambda t: seen.append(
+        (t._pending is not None, t.stop_gradient, t.shape, t.dtype)))
+    assert seen == [(True, True, [4, 6], fluid.VarType.FP32)]
+
+
+def _late_backward(replayed, steps=6):
+    """A step with an op after its loss; at step 4 ``backward`` comes before that op."""
+    R.reset()
+    R.off = not replayed
+    before = R.replayed
+    losses = []
+    with dygraph.guard():
+        lin = dygraph.Linear(8, 3)
+        for i, p in enumerate(lin.parameters()):
+            p.set_value(np.random.default_rng(i).uniform(-0.5, 0.5, p.shape))
+        opt = fluid.optimizer.SGD(0.1, parameter_list=lin.parameters())
+        for s in range(steps):
+            h = lin(dygraph.to_variable(X))
+            loss = fluid.layers.mean(h * h)
+            if s == 4:
+                loss.backward()
+            peak = fluid.layers.reduce_max(h)
+            if s != 4:
+                loss.backward()
+            opt.minimize(loss)
+            opt.clear_gradients()
+            losses.append((float(loss), float(peak)))
+        return losses, [p.numpy() for p in lin.parameters()], R.replayed - before
+
+
+def test_backward_before_the_steps_last_op_runs_eagerly():
+    # backward is deferred only once every op of the step has matched: here the step goes on
+    # eagerly, backward included (a deferred one would be lost with the ops still to come)
+    want = _late_backward(False)
+    got = _late_backward(True)
+    assert got[0] == want[0]
+    for x, y in zip(got[1], want[1]):
+        np.testing.assert_array_equal(x, y)
+    assert got[2] == 2
