@@ -64,7 +64,9 @@ def train(replayed, opt_name="sgd", clip="gn", decay=False, hook=None, steps=STE
             st["loss"] = loss
             if hook:
                 hook(s, "loss", st)
-            if not st.get("retain"):
+            if st.get("skip_backward"):
+                pass
+            elif not st.get("retain"):
                 loss.backward()
             else:
                 loss.backward(retain_graph=True)
@@ -120,6 +122,7 @@ def _at(step, stage, fn):
     ("start", lambda st: st.update(retain=True)),                 # backward(retain_graph)
     ("backward", lambda st: fluid.layers.reduce_sum(st["h"]).numpy()),  # an extra op
     ("minimized", lambda st: st.update(keep_grads=True)),   # the next step accumulates
+    ("loss", lambda st: st.update(skip_backward=True)),     # minimize with no gradients
 ])
 def test_every_interference_materializes_and_keeps_the_eager_numbers(stage, action):
     replayed = same_as_eager(hook=_at(4, stage, action))
@@ -128,13 +131,14 @@ def test_every_interference_materializes_and_keeps_the_eager_numbers(stage, acti
 
 
 def test_after_minimize_the_gradients_and_what_minimize_returns_are_the_eager_ones():
-    # a replayed minimize leaves each parameter's gradient until clear_gradients, returns
-    # fluid's ([], params_grads) and the clip's global norm, all as an eager step does
+    # a replayed minimize leaves each parameter's gradient until clear_gradients and its
+    # version bumped once per update, returns fluid's ([], params_grads) and the clip's
+    # global norm, all as an eager step does
     def seen_by(log):
         def hook(s, stage, st):
             if stage == "minimized" and s >= 2:
                 ops, pairs = st["minimized"]
-                log.append((ops, [p.gradient().copy() for p in st["params"]],
+                log.append((ops, [(p.gradient().copy(), p._version) for p in st["params"]],
                             [(p.name, g.name, g.numpy().copy()) for p, g in pairs],
                             st["opt"]._grad_clip.global_norm.name,
                             st["opt"]._grad_clip.global_norm.numpy().copy()))
@@ -147,8 +151,9 @@ def test_after_minimize_the_gradients_and_what_minimize_returns_are_the_eager_on
             zip(got, want):
         assert ops == e_ops == [] and norm_name == e_name
         np.testing.assert_array_equal(norm, e_norm)
-        for g, e in zip(grads, e_grads):
+        for (g, version), (e, e_version) in zip(grads, e_grads):
             np.testing.assert_array_equal(g, e)
+            assert version == e_version         # (autograd's check of in-place updates)
         assert [(p, g) for p, g, _ in pairs] == [(p, g) for p, g, _ in e_pairs]
         for (_, _, a), (_, _, b) in zip(pairs, e_pairs):
             np.testing.assert_array_equal(a, b)
@@ -500,7 +505,7 @@ def _wired(replayed, variant, steps=6, peek=None):
             ys = fluid.layers.scale(y, 0.5)         # (stop_gradient, as y is)
             if peek is not None and s == 4:
                 peek(ys)
-            h1 = (l2 if odd == "param" else l1)(x)
+            h1 = (l2 if odd == "param" else l1)(ys if odd == "pending_first_feed" else x)
             h2 = (l1 if odd == "param" else l2)(y)
             first = h2 if odd == "output" else h1
             prod = first * (ys if odd == "pending_feed" else y)
@@ -519,10 +524,11 @@ def _wired(replayed, variant, steps=6, peek=None):
 
 
 @pytest.mark.parametrize("variant", ["output", "param", "feed", "pending_feed",
-                                     "filled_output"])
+                                     "pending_first_feed", "filled_output"])
 def test_a_step_wired_unlike_the_recorded_one_runs_eagerly(variant):
     # another earlier output, the other layer's parameter, another outside tensor where the
-    # recorded step read one tensor twice, a pending tensor where an outside one was read:
+    # recorded step read one tensor twice, a pending tensor where an outside one was read
+    # (also at its first use, where no earlier array of that feed tells them apart):
     # each is a different computation on the same shapes, so the step must not match (a
     # matched one would compute the recorded step). An output tensor that already holds a
     # value is not a new empty tensor either: the matchers take only those
