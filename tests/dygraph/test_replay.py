@@ -436,7 +436,8 @@ def test_outputs_the_caller_keeps_hold_their_values(keep):
 
 def _lists(replayed, interfere=None, steps=6):
     """A step whose ops take and give lists and tuples (``concat``, ``split``, ``stack``),
-    one outside tensor read by three ops and a tuple slot of the caller's own;
+    one outside tensor read by three ops, a tuple slot of the caller's own and a slot given
+    as None;
     ``interfere(step, tensors)`` may read a pending value mid-step."""
     R.reset()
     R.off = not replayed
@@ -456,9 +457,12 @@ def _lists(replayed, interfere=None, steps=6):
             cat = tracer.new_var(None, h.dtype)
             tracer.trace_op("concat", {"X": (h, y, x)}, {"Out": cat}, {"axis": 1})
             p0, p1, p2 = fluid.layers.split(cat, 3, dim=1)
+            half = tracer.new_var(None, h.dtype)        # (an optional input given as None)
+            tracer.trace_op("scale", {"X": p1, "ScaleTensor": None}, {"Out": half},
+                            {"scale": 0.5})
             if interfere is not None:
                 interfere(s, (h, cat, p1))
-            st = fluid.layers.stack([p0 * y, p1, p2 + x], axis=0)
+            st = fluid.layers.stack([p0 * y, half, p2 + x], axis=0)
             loss = fluid.layers.reduce_mean(st * st)
             loss.backward()
             opt.minimize(loss)
