@@ -47,7 +47,7 @@ import os
 import sys
 import weakref
 from collections import defaultdict
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -130,6 +130,12 @@ class _Tape(list):
         """Record ``call`` (after it ran: its outputs hold their values and flags)."""
         self.append(_Call(call.type, self._slots(call.inputs), self._slots(call.outputs),
                           call.attrs, call.stop_gradient, call.has_grad))
+
+
+class _Seq(NamedTuple):
+    """A list or tuple slot of ``_Compiled.calls``: its class and its tensors' sources."""
+    cls: type
+    srcs: List[Tuple[int, Any]]
 
 
 def _tensors(v: Any) -> List[Any]:
@@ -224,10 +230,10 @@ class _Compiled:
         """Op ``i``'s call as ``_Step.materialize`` makes it again: ``(type, inputs, outputs,
         attrs, stop_gradient, has_grad)`` with each slot's tensors as sources -- ``(0, k)``
         the step's output ``k``, ``(1, param)``, ``(2, j)`` the step's feed ``j`` -- in the
-        recorded structure (a tensor, a list or tuple of them, or None). A matched call
-        equals its record in all of these, so a step keeps no call of its own: the caller's
-        slot dicts die with the layer call (a replayed LSTM step made ~3000 objects the
-        collector then traced)."""
+        recorded structure (one source, a ``_Seq`` of them for a list or tuple, or None). A
+        matched call equals its record in all of these, so a step keeps no call of its own:
+        the caller's slot dicts die with the layer call (a replayed LSTM step made ~3000
+        objects the collector then traced)."""
         srcs = iter(self.sources[i])
         made = iter(range(self.start[i], self.start[i + 1]))
 
@@ -241,7 +247,7 @@ class _Compiled:
             if recorded is None:
                 return None
             return {slot: None if v is None else
-                    (v.__class__, [src(t, out) for t in v]) if isinstance(v, (list, tuple))
+                    _Seq(v.__class__, [src(t, out) for t in v]) if isinstance(v, (list, tuple))
                     else src(v, out) for slot, v in recorded.items()}
         return (call.type, slots(call.inputs, False), slots(call.outputs, True),
                 call.attrs, call.stop_gradient, call.has_grad)
@@ -643,10 +649,12 @@ class _Step:
             return None
         out: Dict[str, Any] = {}
         for slot, v in slots.items():
-            if v is None or v.__class__ is tuple and v[0].__class__ is int:    # one source
-                out[slot] = None if v is None else self._tensor(v)
-            else:                                       # (list or tuple, its sources)
-                out[slot] = v[0](self._tensor(src) for src in v[1])
+            if v is None:
+                out[slot] = None
+            elif v.__class__ is _Seq:
+                out[slot] = v.cls(self._tensor(src) for src in v.srcs)
+            else:
+                out[slot] = self._tensor(v)
         return out
 
     def _tensor(self, src: Tuple[int, Any]) -> Any:
