@@ -23,8 +23,11 @@ CASES = {
     "depthwise_planes_m2": ((6, 4, 34, 34), (8, 1, 3, 3), 1, 1, 4, "float32", "flat"),
     "depthwise_planes_s2": ((5, 3, 70, 66), (3, 1, 3, 3), 2, 1, 3, "float32", "flat"),
     "depthwise_band": ((3, 6, 14, 14), (6, 1, 3, 3), 1, 1, 6, "float32", "band"),
-    "depthwise_band_m2": ((2, 3, 9, 9), (6, 1, 3, 3), 2, 1, 3, "float64", "band"),
+    "depthwise_band_m2": ((3, 3, 20, 20), (6, 1, 3, 3), 2, 1, 3, "float64", "band"),
+    # rows last: float16 (no band), one small map, maps at most LAST_WIDTH wide
     "depthwise_rows_last": ((2, 6, 9, 9), (6, 1, 3, 3), 1, 1, 6, "float16", "last"),
+    "depthwise_rows_last_one": ((1, 6, 14, 14), (6, 1, 3, 3), 1, 1, 6, "float32", "last"),
+    "depthwise_rows_last_m2": ((5, 3, 9, 9), (6, 1, 3, 3), 2, 1, 3, "float32", "last"),
     "winograd": ((5, 16, 12, 10), (16, 16, 3, 3), 1, 1, 1, "float32", "winograd"),
     "im2col": ((3, 4, 9, 9), (5, 4, 3, 3), 2, 1, 1, "float32", ""),
     "im2col_one_block": ((3, 4, 9, 9), (5, 4, 3, 3), 1, 1, 1, "float32", ""),
@@ -45,7 +48,7 @@ def _case(name, rng):
     kind = conv._kind(x.shape[0], x.shape[1], w.shape, g, x.dtype)
     if path in ("flat", "band", "last"):
         assert kind == "depthwise"
-        band = K._use_band(g, x.dtype)
+        band = K._band_forward(x.shape[0], g, x.dtype)
         assert band == (path == "band")
         if not band:
             assert (g.oh * g.ow < K._ROWS_LAST_MAX) == (path == "last")
@@ -99,7 +102,7 @@ def test_epilogue_visits_every_element_once(name, nthreads, monkeypatch):
         assert y3[where].shape == shape         # ``block`` is Y3[where]
         count[where] += 1
     np.testing.assert_array_equal(count, 1)
-    whole = name in ("im2col_one_block", "depthwise_rows_last")
+    whole = name == "im2col_one_block"
     assert (seen == [((), y3.shape)]) == whole     # else really in blocks, not on the whole
 
 

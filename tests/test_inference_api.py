@@ -235,7 +235,8 @@ def _affine_net(a_shape=(1,), hs_attrs=None, act="hard_swish", a_value=1.5, vari
     the left, as Paddle writes it), plus one ``c``, then hard_swish; ``variant`` builds the
     near misses the pass must leave alone."""
     L = fluid.layers
-    x = fluid.data(name="x", shape=[-1, 3, 8, 8], dtype="float32")
+    # (10 wide: a depthwise layer's band is laid out from 9 output columns on)
+    x = fluid.data(name="x", shape=[-1, 3, 8, 10], dtype="float32")
     h = L.batch_norm(L.conv2d(x, 4, 3, padding=1, bias_attr=False))
     a = L.create_parameter(list(a_shape), "float32",
                            default_initializer=fluid.initializer.Constant(a_value))
@@ -278,7 +279,7 @@ def test_passes_conv_affine_act(tmp_path, case, folded, act):
     kw = {"no_act": dict(act=None), "hard_swish_attrs": dict(hs_attrs={"threshold": 5.0}),
           "per_channel": dict(a_shape=(4,)), "relu_before": dict(a_value=-1.5)}
     d = _save(tmp_path, lambda: _affine_net(variant=case, **kw.get(case, {})), ["x"])
-    x = np.random.default_rng(9).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x = np.random.default_rng(9).standard_normal((2, 3, 8, 10)).astype(np.float32)
     _, plain = _predict(d, x, ir_optim=False)
     config = AnalysisConfig(d)
     if case in ("residual", "band_first"):  # the fold after the shortcut's or band's

@@ -331,16 +331,18 @@ def test_winograd_filter_tiles_op_runs_in_a_program():
 
 
 def _band_net():
-    x = fluid.data("x", [-1, 8, 10, 10], "float32")
+    x = fluid.data("x", [-1, 8, 20, 20], "float32")
     free = fluid.data("free", [-1, 8, -1, -1], "float32")     # no fixed size: no band
     shared = fluid.ParamAttr(name="shared_dw")
     a = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared, act="relu6")
     b = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared)   # same filter and size
     s2 = L.conv2d(x, 8, 3, stride=2, padding=1, groups=8, param_attr=shared)   # another band
+    # 5 wide: its forward runs the taps (``_conv_kernels.LAST_WIDTH``), no band to lay out
+    s4 = L.conv2d(x, 8, 3, stride=4, padding=1, groups=8, param_attr=shared)
     m2 = L.conv2d(x, 16, 3, padding=2, dilation=2, groups=8)  # two filters per channel
     dense = L.conv2d(x, 8, 3, padding=1)                       # groups 1: not depthwise
     f = L.conv2d(free, 8, 3, padding=1, groups=8)
-    return [L.elementwise_add(a, b), s2, m2, dense, f]
+    return [L.elementwise_add(a, b), s2, s4, m2, dense, f]
 
 
 def _band_reference(w, C, kh, kw, sw, dw, tw, span):
@@ -360,7 +362,7 @@ def _band_reference(w, C, kh, kw, sw, dw, tw, span):
 def test_conv_band_filter_pass(tmp_path):
     d = _save(tmp_path, _band_net, ["x", "free"])
     rng = np.random.default_rng(10)
-    x = rng.standard_normal((2, 8, 10, 10)).astype("float32")
+    x = rng.standard_normal((2, 8, 20, 20)).astype("float32")
     free = rng.standard_normal((2, 8, 6, 7)).astype("float32")
     _, plain = _run(d, [x, free], ir_optim=False)
     p, fused = _run(d, [x, free])
@@ -373,7 +375,9 @@ def test_conv_band_filter_pass(tmp_path):
     block, params = p.program().global_block(), p._shared.params
     ops = [op for op in block.ops if op.type == "conv2d_fusion"]
     banded = [op for op in ops if op.input("FilterBand")]
-    assert len(ops) == 6 and len(banded) == 4
+    assert len(ops) == 7 and len(banded) == 4
+    assert [op.attr("strides") for op in ops if not op.input("FilterBand")
+            and op.input("Filter") == ["shared_dw"]] == [[4, 4]]
     # one band per filter and geometry: a and b share theirs, s2 (stride 2) has its own
     assert len({op.input("FilterBand")[0] for op in banded}) == 3
     assert {op.input("FilterBand")[0] for op in banded
@@ -382,10 +386,11 @@ def test_conv_band_filter_pass(tmp_path):
         w = np.asarray(params.find_var(op.input("Filter")[0]).get_tensor())
         band = np.asarray(params.find_var(op.input("FilterBand")[0]).get_tensor())
         sw, dw = op.attr("strides")[1], op.attr("dilations")[1]
-        ow = (10 + 2 * op.attr("paddings")[1] - dw * 2 - 1) // sw + 1     # one tile per row
-        span = (ow - 1) * sw + 2 * dw + 1
+        ow = (20 + 2 * op.attr("paddings")[1] - dw * 2 - 1) // sw + 1
+        tw = -(-ow // -(-ow // 16))                 # equal tiles of at most 16 pixels
+        span = (tw - 1) * sw + 2 * dw + 1
         assert band.dtype == np.float32 and block.var(op.input("FilterBand")[0]).persistable
-        np.testing.assert_array_equal(band, _band_reference(w, 8, 3, 3, sw, dw, ow, span))
+        np.testing.assert_array_equal(band, _band_reference(w, 8, 3, 3, sw, dw, tw, span))
 
 
 @pytest.mark.parametrize("k,strides,dil", [(3, [1, 1], 1), (5, [2, 1], 1), (3, [1, 2], 2)])
@@ -433,7 +438,8 @@ def test_a_free_width_takes_the_full_tile_band(k, strides, dil):
 
 def test_conv2d_fusion_refuses_a_band_of_another_geometry():
     rng = np.random.default_rng(11)
-    x = rng.standard_normal((2, 6, 9, 9)).astype("float32")
+    # 4 images: more output pixels than the rows-last taps take (``_conv_kernels``)
+    x = rng.standard_normal((4, 6, 9, 9)).astype("float32")
     w = rng.standard_normal((6, 1, 3, 3)).astype("float32")
     attrs = dict(strides=[1, 1], paddings=[1, 1], groups=6)
     fusion, make = get_op_def("conv2d_fusion"), get_op_def("depthwise_band_filter")

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 from ..core import rewrite
 from ..core.ir import Block, Operator, OpRole, Program
 from ..core.dtypes import VarType, to_numpy_dtype
+from ..ops._conv_kernels import LAST_WIDTH as DEPTHWISE_LAST_WIDTH
 from ..ops._winograd import MIN_CHANNELS as MIN_WINOGRAD_CHANNELS
 from ..ops.conv import band_filter_shape
 from .ops import ACTIVATION_ATTRS, ACTIVATIONS
@@ -628,9 +629,9 @@ def _winograd_fits(wvar: Any, op: Operator) -> bool:
 
 def conv_band_filter_pass(ctx: PassContext) -> int:
     """Lay out the constant filters of depthwise ``conv2d_fusion`` ops on small maps (the
-    banded-GEMM kernel: at most 1024 output pixels, float32/64, NCHW) once, at load: a
-    ``depthwise_band_filter`` op folded into a new persistable ``[C, K, m*tw]`` becomes the
-    op's ``FilterBand`` (MobileNetV2 at batch 1 ran 0.95x the time: 17 layers that built their
+    banded-GEMM kernel: at most 1024 output pixels, more than 8 wide, float32/64, NCHW) once,
+    at load: a ``depthwise_band_filter`` op folded into a new persistable ``[C, K, m*tw]``
+    becomes the op's ``FilterBand`` (MobileNetV2 at batch 1 ran 0.95x the time: 17 layers that built their
     band on every run). The band depends on the output's width only; an input of free width
     and known height gets the full-tile band, cut to each run's width by the kernel
     (PP-OCRv4's recognizer at 48x320: 0.87x the time, the same bits)."""
@@ -654,7 +655,10 @@ def conv_band_filter_pass(ctx: PassContext) -> int:
             xshape[2:], wvar.shape, to_numpy_dtype(wvar.dtype), attrs.get("strides", [1, 1]),
             attrs.get("paddings", [0, 0]), attrs.get("padding_algorithm", "EXPLICIT"),
             int(attrs.get("groups", 1) or 1), attrs.get("dilations", [1, 1]))
-        if shape is None:
+        # (tile width m*tw / m: the output's width up to 16; the forward of maps at most
+        # DEPTHWISE_LAST_WIDTH wide runs its taps, never the band)
+        if shape is None or shape[2] // max(wvar.shape[0] // shape[0], 1) \
+                <= DEPTHWISE_LAST_WIDTH:
             continue
         key = (w, tuple((k, repr(v)) for k, v in sorted(attrs.items())))
         if key not in done:

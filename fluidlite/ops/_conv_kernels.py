@@ -22,7 +22,9 @@
   one core).
 
 * **Depthwise on small maps** (at most ``_BAND_MAX`` output pixels, finite operands): banded
-  GEMMs, one batched matmul per routine (``_Band``; see the section's comment).
+  GEMMs, one batched matmul per routine (``_Band``; see the section's comment) -- except the
+  forward of maps at most ``LAST_WIDTH`` wide or ``_LAST_PIXELS`` pixels in the batch, which
+  runs the rows-last taps.
 
 Determinism: the rows are split into a fixed number of parts (``_PARTS``) that run on a small
 thread pool (NumPy's loops release the GIL); every output element and every per-row sum is
@@ -47,7 +49,8 @@ from .linalg import _gemm
 
 __all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", "depthwise_fwd",
            "depthwise_dx", "depthwise_dw", "use_pointwise", "pointwise_fwd", "pointwise_dx",
-           "pointwise_dw", "uses_band", "band_filter", "band_shape", "use_taps", "taps_fwd"]
+           "pointwise_dw", "uses_band", "band_filter", "band_shape", "use_taps", "taps_fwd",
+           "LAST_WIDTH"]
 
 # ``conv.conv2d_forward``'s epilogue (an inference ``conv2d_fusion``'s bias, residual and
 # activation): an in-place elementwise function ``epilogue(block, where)`` of the blocks
@@ -66,6 +69,15 @@ _ALL = slice(None)
 _BLOCK = 1 << 17
 _PARTS = 2              # fixed split of the rows (results never depend on the thread count)
 _ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
+# A depthwise forward runs its taps rows last, not as banded GEMMs, on output maps at most
+# ``LAST_WIDTH`` wide or of at most ``_LAST_PIXELS`` pixels in the whole batch: there the
+# banded GEMMs are a few columns wide, or one per channel of ~10K multiply-adds for 0.6 us of
+# dispatch each, and the taps' 17 passes over long runs of rows win. MobileNetV2's layers
+# (2 threads, AMD EPYC, NumPy 2.4; rows-last time / banded time): 7x7 outputs 0.54-0.81 at
+# batch 1 to 16; 14x14 outputs at batch 1 0.68-0.85, at batch 2 1.02-1.15 (stride 2: 0.83),
+# from batch 4 on 1.08-1.77 (stride 2: 0.85 at 4, 1.10 at 8)
+LAST_WIDTH = 8
+_LAST_PIXELS = 256
 _SUMS_PADDED_OW = 48    # stride-1 output rows from which the filter gradient sums padded rows
 _POINTWISE_MIN = 128    # output pixels from which a 1x1 convolution always runs a GEMM per image
 _POINTWISE_FILTER_READS = 3     # ... and below it while the filter's rereads stay this small
@@ -131,22 +143,24 @@ def depthwise_fwd(x: np.ndarray, w: np.ndarray, g: Any,
     out once at load), used when the banded kernel runs (the same bits as laying it out here).
     ``epilogue(Y3[where], where)`` (Y3 = Y as [N, F, oh*ow]; see ``conv.conv2d_forward``) runs
     on each block of Y as soon as the block is made, in the block's thread."""
-    if _use_band(g, x.dtype):
+    if _band_forward(x.shape[0], g, x.dtype):
         return _band_fwd(x, w, g, band, epilogue)
     return _taps_fwd(x, w, g, epilogue)
+
+
+def _band_forward(N: int, g: Any, dtype: np.dtype) -> bool:
+    """Whether ``depthwise_fwd`` of N images runs the banded GEMMs (see ``LAST_WIDTH``)."""
+    return _use_band(g, dtype) and g.ow > LAST_WIDTH and N * g.oh * g.ow > _LAST_PIXELS
 
 
 def _taps_fwd(x: np.ndarray, w: np.ndarray, g: Any,
               epilogue: Optional[Epilogue] = None) -> np.ndarray:
     """``depthwise_fwd`` by the tap kernels: rows last on small maps, else the phase planes
     (any stride: MobileNetV2's strided 112x112 layer at batch 16 took 23 ms there against 45
-    as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two). The
-    rows-last kernel transposes its result at the end: its epilogue runs on the whole."""
+    as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two)."""
+
     if g.oh * g.ow < _ROWS_LAST_MAX:
-        y = _depthwise_fwd_last(x, w, g)
-        if epilogue is not None:
-            epilogue(y.reshape(y.shape[0], y.shape[1], -1), ())
-        return y
+        return _depthwise_fwd_last(x, w, g, epilogue)
     return _depthwise_fwd_flat(x, w, g, epilogue)
 
 
@@ -450,31 +464,42 @@ def _dy_last(dy: np.ndarray, g: Any, C: int) -> np.ndarray:
     return np.ascontiguousarray(t).reshape(g.oh, g.ow, m, N * C)
 
 
-def _depthwise_fwd_last(x: np.ndarray, w: np.ndarray, g: Any) -> np.ndarray:
+def _depthwise_fwd_last(x: np.ndarray, w: np.ndarray, g: Any,
+                        epilogue: Optional[Epilogue] = None) -> np.ndarray:
+    """``depthwise_fwd`` rows last. Each part of the rows pads its own rows into a [Hp, Wp,
+    rows] canvas, runs the taps and writes its rows back to the NCHW output, then runs
+    ``epilogue`` on them: the layout copies and the epilogue run on both threads, on rows
+    still in cache."""
     N, C = x.shape[:2]
     m = w.shape[0] // C
-    xp, wt = _padded_last(x, g), _weights_last(w, C, N)
-    y = np.empty((g.oh, g.ow, m, N * C), x.dtype)
+    rows = x.reshape(N * C, g.H, g.W)
+    wt = _weights_last(w, C, N)
+    y = np.empty((N * C, m, g.oh, g.ow), x.dtype)
+    y3 = y.reshape(N, C * m, g.oh * g.ow)
 
     def part(r0: int, r1: int) -> None:
+        xp = np.zeros((g.Hp, g.Wp, r1 - r0), x.dtype)
+        xp[g.pt:g.pt + g.H, g.pl:g.pl + g.W] = rows[r0:r1].transpose(1, 2, 0)
         hb = max(1, _BLOCK // (g.ow * (r1 - r0)))
-        tmp = np.empty((min(hb, g.oh), g.ow, r1 - r0), x.dtype)
-        for h0 in range(0, g.oh, hb):
-            h1 = min(g.oh, h0 + hb)
-            t = tmp[:h1 - h0]
-            for k in range(m):
-                out = y[h0:h1, :, k, r0:r1]
+        acc = np.empty((min(hb, g.oh), g.ow, r1 - r0), x.dtype)
+        tmp = np.empty_like(acc)
+        for k in range(m):
+            for h0 in range(0, g.oh, hb):
+                h1 = min(g.oh, h0 + hb)
+                a, t = acc[:h1 - h0], tmp[:h1 - h0]
                 for i in range(g.kh):
                     for j in range(g.kw):
-                        v, wij = _tap_last(xp, g, i, j, h0, h1, r0, r1), wt[k, i, j, r0:r1]
+                        v, wij = _tap_last(xp, g, i, j, h0, h1, 0, r1 - r0), wt[k, i, j, r0:r1]
                         if i == 0 and j == 0:
-                            np.multiply(v, wij, out=out)
+                            np.multiply(v, wij, out=a)
                         else:
                             np.multiply(v, wij, out=t)
-                            out += t
+                            a += t
+                y[r0:r1, k, h0:h1] = a.transpose(2, 0, 1)
+        if epilogue is not None:
+            _rows_epilogue(epilogue, y3, r0, r1, C, m)
     _run_parts(part, N * C)
-    y = y.reshape(g.oh, g.ow, m, N, C).transpose(3, 4, 2, 0, 1)
-    return np.ascontiguousarray(y).reshape(N, C * m, g.oh, g.ow)
+    return y.reshape(N, C * m, g.oh, g.ow)
 
 
 def _depthwise_dx_last(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndarray:
