@@ -337,12 +337,15 @@ def _band_net():
     a = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared, act="relu6")
     b = L.conv2d(x, 8, 3, padding=1, groups=8, param_attr=shared)   # same filter and size
     s2 = L.conv2d(x, 8, 3, stride=2, padding=1, groups=8, param_attr=shared)   # another band
-    # 5 wide: its forward runs the taps (``_conv_kernels.LAST_WIDTH``), no band to lay out
+    # at most 8 wide: their forward runs the taps (``_conv_kernels.LAST_WIDTH``), no band to
+    # lay out -- 5 wide, 5 wide with two filters per channel, 8 wide
     s4 = L.conv2d(x, 8, 3, stride=4, padding=1, groups=8, param_attr=shared)
+    s4m2 = L.conv2d(x, 16, 3, stride=4, padding=1, groups=8)
+    k5 = L.conv2d(x, 8, 5, stride=2, groups=8)
     m2 = L.conv2d(x, 16, 3, padding=2, dilation=2, groups=8)  # two filters per channel
     dense = L.conv2d(x, 8, 3, padding=1)                       # groups 1: not depthwise
     f = L.conv2d(free, 8, 3, padding=1, groups=8)
-    return [L.elementwise_add(a, b), s2, s4, m2, dense, f]
+    return [L.elementwise_add(a, b), s2, s4, s4m2, k5, m2, dense, f]
 
 
 def _band_reference(w, C, kh, kw, sw, dw, tw, span):
@@ -375,9 +378,11 @@ def test_conv_band_filter_pass(tmp_path):
     block, params = p.program().global_block(), p._shared.params
     ops = [op for op in block.ops if op.type == "conv2d_fusion"]
     banded = [op for op in ops if op.input("FilterBand")]
-    assert len(ops) == 7 and len(banded) == 4
-    assert [op.attr("strides") for op in ops if not op.input("FilterBand")
-            and op.input("Filter") == ["shared_dw"]] == [[4, 4]]
+    assert len(ops) == 9 and len(banded) == 4
+    narrow = [op for op in ops if not op.input("FilterBand") and op.attr("groups") == 8
+              and "free" not in op.input("Input")]
+    assert sorted((op.attr("strides")[0], block.var(op.input("Filter")[0]).shape[0])
+                  for op in narrow) == [(2, 8), (4, 8), (4, 16)]
     # one band per filter and geometry: a and b share theirs, s2 (stride 2) has its own
     assert len({op.input("FilterBand")[0] for op in banded}) == 3
     assert {op.input("FilterBand")[0] for op in banded

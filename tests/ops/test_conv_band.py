@@ -262,3 +262,55 @@ def test_the_filter_gradient_runs_banded_on_maps_of_at_most_256_pixels(H, banded
     assert bool(calls) is banded
     _, ref = _direct_grads(x.astype(np.float64), w.astype(np.float64), g, dy.astype(np.float64))
     np.testing.assert_allclose(dw, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("N,C,H,dtype,kernel", [
+    (1, 3, 14, np.float32, "last"),     # one 14x14 map: 196 output pixels in the batch
+    (1, 20, 14, np.float32, "last"),    # ... whatever its channels (the batch's pixels count)
+    (2, 3, 14, np.float32, "band"),     # 392
+    (1, 3, 16, np.float32, "flat"),     # 256 pixels: the taps, and 16x16 is no longer small
+    (5, 3, 8, np.float32, "last"),      # 8 wide: the taps at any batch
+    (5, 3, 9, np.float32, "band"),      # 9 wide, 405 pixels
+    (2, 3, 33, np.float32, "flat"),     # past the banded kernel's 1024 pixels
+    (2, 3, 14, np.float16, "last"),     # no band in float16
+])
+def test_the_forward_kernel_by_map_width_and_batch(N, C, H, dtype, kernel, monkeypatch):
+    """Banded GEMMs from 9 output columns and more than ``_LAST_PIXELS`` output pixels in
+    the batch; the rows-last taps on narrower maps and smaller batches of small maps; the
+    phase planes on maps of 256 pixels and more."""
+    calls = []
+    for name in ("_band_fwd", "_depthwise_fwd_last", "_depthwise_fwd_flat"):
+        real = getattr(K, name)
+        monkeypatch.setattr(K, name, lambda *a, _n=name, _f=real, **k: calls.append(_n)
+                            or _f(*a, **k))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((N, C, H, H)).astype(dtype)
+    w = rng.standard_normal((C, 1, 3, 3)).astype(dtype)
+    g = _geom(x, w, (1, 1, 1, 1), 1)
+    y = K.depthwise_fwd(x, w, g)
+    names = {"band": "_band_fwd", "last": "_depthwise_fwd_last", "flat": "_depthwise_fwd_flat"}
+    assert calls == [names[kernel]]
+    tol = 2e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(y, _direct(x.astype(np.float64), w.astype(np.float64), g),
+                               rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+def test_the_rows_last_forward_has_the_bits_of_float32_taps(strides):
+    """Each output pixel is the float32 sum of its taps' float32 products in tap order,
+    whatever the parts and blocks (two filters per channel, a strided map)."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 5, 11, 11)).astype(np.float32)
+    w = rng.standard_normal((10, 1, 3, 3)).astype(np.float32)
+    g = _geom(x, w, (1, 1, 1, 1), 1, strides)
+    xp = np.zeros((2, 5, g.Hp, g.Wp), np.float32)
+    xp[:, :, 1:12, 1:12] = x
+    want = np.empty((2, 10, g.oh, g.ow), np.float32)
+    for f in range(10):
+        taps = [xp[:, f // 2, i:i + g.sh * (g.oh - 1) + 1:g.sh, j:j + g.sw * (g.ow - 1) + 1:g.sw]
+                * w[f, 0, i, j] for i in range(3) for j in range(3)]
+        acc = taps[0]
+        for t in taps[1:]:
+            acc = acc + t
+        want[:, f] = acc
+    np.testing.assert_array_equal(K._depthwise_fwd_last(x, w, g), want)
