@@ -30,7 +30,7 @@ from ..core import threads
 from ..core.dtypes import to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
-from ..ops.activation import relu6_to, relu_to, row_sums
+from ..ops.activation import max_to, relu6_to, relu_to, row_sums
 from ..ops.broadcast import whole_runs
 from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
 
@@ -303,7 +303,7 @@ def _attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, Mask: Any, alpha: fl
         # alpha >= 0: max(alpha s) = alpha max(s), so shift first and scale the shift
         s -= np.fmax.reduce(s, axis=-1, keepdims=True)
         s *= typ(alpha)
-    np.maximum(s, typ(_SOFTMAX_CLIP), out=s)
+    max_to(s, s, _SOFTMAX_CLIP)
     np.exp(s, out=s)
     total = row_sums(s, -1)
     out = np.matmul(s, V)
