@@ -158,7 +158,6 @@ def _taps_fwd(x: np.ndarray, w: np.ndarray, g: Any,
     """``depthwise_fwd`` by the tap kernels: rows last on small maps, else the phase planes
     (any stride: MobileNetV2's strided 112x112 layer at batch 16 took 23 ms there against 45
     as banded GEMMs and 59 with strided taps on one thread, 22 / 24 / 48 on two)."""
-
     if g.oh * g.ow < _ROWS_LAST_MAX:
         return _depthwise_fwd_last(x, w, g, epilogue)
     return _depthwise_fwd_flat(x, w, g, epilogue)
