@@ -45,6 +45,12 @@ ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (media
 ap.add_argument("--calls", type=int, default=5, help="calls per engine per round")
 ap.add_argument("--settle", type=float, default=0.2, help="idle seconds before each block")
 ARGS = ap.parse_args()
+for _name in ("threads", "rounds", "calls"):
+    if getattr(ARGS, _name) < 1:
+        ap.error(f"--{_name} must be >= 1, got {getattr(ARGS, _name)}")
+if ARGS.settle < 0 or any(b < 1 for b in ARGS.batch):
+    ap.error(f"--settle must be >= 0 and every --batch >= 1, got {ARGS.settle} and "
+             f"{ARGS.batch}")
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
