@@ -58,15 +58,17 @@ __all__ = ["copy_parts", "run_parts", "phase_parts", "Phases", "use_depthwise", 
 Epilogue = Callable[[np.ndarray, tuple], Any]
 _ALL = slice(None)
 
-# output elements per block of rows (512 KiB of float32). Not smaller: every tap pass is a
-# NumPy call that holds the GIL while it dispatches, and two threads taking blocks of 32K
-# elements waited on each other's dispatches (1.5-2x slower on 112x112 and 56x56 maps). Not
-# larger: a block's taps, accumulator and (strided) phase planes then leave the core's cache
-# -- on the Intel machine of session 54, two threads, 128K against 256K: stride-1 layers of
-# 32 x 112x112 and 144 x 56x56 at batch 8 forward 0.75-0.77x, input gradient 0.75-0.78x,
-# filter gradient 0.87-0.93x; MobileNetV2 inference at batch 16 0.90-0.96x, batch 1 0.98x
-# (the AMD machine of session 46 had measured 256K at 0.975 against 64K, 512K at 1.013)
-_BLOCK = 1 << 17
+# output elements per block of rows (1 MiB of float32). Not smaller: every tap pass is a
+# NumPy call that holds the GIL while it dispatches, and a thread that finds it taken sleeps
+# until it is handed over -- two threads taking blocks of 32K elements ran 1.3-1.6x slower
+# than one on 112x112 and 56x56 maps. Not larger: a block's taps, accumulator and phase
+# planes then leave the core's cache. The best size moves with the machine: on the Intel
+# machine of session 54, 128K against 256K ran MobileNetV2 inference in 0.90-0.98x the time;
+# on the 2-vCPU AMD EPYC guest of session 67 (KVM, where handing the GIL to a sleeping
+# thread is slower), 256K against 128K took 0.97x at batch 1 and 16 (whole model, six and
+# five alternations), the flat forward of 32 x 112x112 and 144 x 56x56 at batch 1 0.79-0.81x,
+# and 512K against 256K 1.00-1.02x.
+_BLOCK = 1 << 18
 _PARTS = 2              # fixed split of the rows (results never depend on the thread count)
 _ROWS_LAST_MAX = 256    # depthwise maps with fewer output pixels use the rows-last layout
 # A depthwise forward runs its taps rows last, not as banded GEMMs, on output maps at most
@@ -87,6 +89,21 @@ def _run_parts(fn: Callable[[int, int], None], n: int) -> None:
     """``fn(lo, hi)`` over ``_PARTS`` fixed slices of ``range(n)``, in parallel when there
     are threads (each part writes disjoint outputs)."""
     threads.parallel_ranges(fn, n, _PARTS)
+
+
+def _rows_parts(fn: Callable[[int, int], None], n: int, size: int) -> None:
+    """A depthwise tap kernel's ``fn(lo, hi)`` over its n rows: in ``_PARTS`` when ``size``
+    elements (its largest array) give each part NumPy calls long enough to pay for two
+    threads (``_COPY_MIN``), else one call on the calling thread. Each tap pass is a call
+    that holds the GIL while it dispatches; a thread that finds the GIL taken sleeps until it
+    is handed over, tens of microseconds on the 2-vCPU guest measured. MobileNetV2's layers
+    at batch 1 (2026-12-03, AMD EPYC, NumPy 2.4), two threads against one: 7x7 maps of 960
+    channels 1.73x the time, strided 14x14 of 576 2.0x, 14x14 of 384 1.18x. The rows of a
+    part are computed alike either way: the bits never depend on the split."""
+    if size < _COPY_MIN:
+        fn(0, n)
+    else:
+        _run_parts(fn, n)
 
 
 _COPY_MIN = 1 << 17      # elements below which a copy is not worth a second thread
@@ -271,7 +288,7 @@ def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray
                 for n, (ph, off) in enumerate(q.taps):
                     np.einsum("rl,rl->r", xf[:, ph, off:off + L], d[:, k],
                               out=flat[k, n, r0:r1])
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, dy.size)
     return sums
 
 
@@ -385,7 +402,7 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any,
             if epilogue is not None:            # (the block's rows are still in cache)
                 _rows_epilogue(epilogue, y3, r0, r1, C, m)
     y3 = y.reshape(N, C * m, g.oh * g.ow)
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, y.size)
     return y.reshape(N, C * m, g.oh, g.ow)
 
 
@@ -426,7 +443,7 @@ def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
                     view = dxf[:, ph, off:off + L]
                     view += t
             q.take(p, g, rows[r0:r1])
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, max(dx.size, dy.size))
     return dx
 
 
@@ -497,7 +514,7 @@ def _depthwise_fwd_last(x: np.ndarray, w: np.ndarray, g: Any,
                 y[r0:r1, k, h0:h1] = a.transpose(2, 0, 1)
         if epilogue is not None:
             _rows_epilogue(epilogue, y3, r0, r1, C, m)
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, y.size)
     return y.reshape(N, C * m, g.oh, g.ow)
 
 
@@ -522,7 +539,7 @@ def _depthwise_dx_last(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
                         t += a
                     view = _tap_last(dxp, g, i, j, h0, h1, r0, r1)
                     view += t
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, max(dxp.size, dy.size))
     dx = dxp.reshape(g.Hp, g.Wp, N, C)[g.pt:g.pt + g.H, g.pl:g.pl + g.W]
     return np.ascontiguousarray(dx.transpose(2, 3, 0, 1))
 
@@ -539,7 +556,7 @@ def _depthwise_sums_last(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.nd
                 for j in range(g.kw):
                     np.einsum("hwr,hwr->r", _tap_last(xp, g, i, j, 0, g.oh, r0, r1),
                               dyl[:, :, k, r0:r1], out=sums[k, i, j, r0:r1])
-    _run_parts(part, N * C)
+    _rows_parts(part, N * C, dy.size)
     return sums
 
 

@@ -11,7 +11,7 @@ are set, as ``_PARTS`` fixed halves of the channels on ``core.threads``' pool
 (``_channel_parts``): the parts never depend on the thread count, so neither do the results
 (bit for bit); they are the one-pass kernels' formulas, with einsum free to order a part's
 sums its own way. Per-channel vectors broadcast over maps of short channel runs repeated over
-the run (``_bc``). layer_norm's rows split the same way from ``_PARALLEL_MIN`` elements
+the run (``_bc``). layer_norm's rows split the same way from ``_LN_PARALLEL_MIN`` elements
 (row-wise: the one-pass bits).
 """
 from __future__ import annotations
@@ -80,8 +80,8 @@ def _channel_sum(a: np.ndarray, ch: int, b: Any = None, mean: bool = False) -> n
 
 # -- batch_norm ---------------------------------------------------------------------------------
 _PARTS = 2                  # fixed channel parts (never the thread count: results stay put)
-_PARALLEL_MIN = 1 << 16     # elements from which the parts are worth a thread each ...
-_BN_PARALLEL_MIN = 1 << 19  # ... for batch norm (under it one pass took 0.6-0.9x the time of
+_BN_PARALLEL_MIN = 1 << 19  # elements from which batch norm's parts are worth a thread each
+                            # (under it one pass took 0.6-0.9x the time of
                             # two parallel halves: a [32, 512, 4, 4] map, a [8, 960, 7, 7] one)
 
 
@@ -461,12 +461,19 @@ def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, 
     return left, right
 
 
+# elements from which layer_norm's rows run in two parts: each part is a few NumPy calls over
+# all its rows, and a thread that finds the GIL taken sleeps until it is handed over. Rows of
+# 256 and 768 (2 threads, AMD EPYC guest, 2026-12-03), two parts against one: 64K elements
+# 2.0x the time, 128K 1.2x, 192K 0.87x, 384K 0.76-0.83x
+_LN_PARALLEL_MIN = 3 << 16
+
+
 def _row_parts(x: np.ndarray, *others: Any) -> bool:
     """layer_norm's rows [left, right] run as two parallel parts: two threads or more,
-    float32/float64 throughout, at least two rows and ``_PARALLEL_MIN`` elements."""
+    float32/float64 throughout, at least two rows and ``_LN_PARALLEL_MIN`` elements."""
     return (x.dtype in (np.float32, np.float64) and x.shape[0] >= 2
-            and x.size >= _PARALLEL_MIN and all(o is None or o.dtype == x.dtype for o in others)
-            and threads.splitting())
+            and x.size >= _LN_PARALLEL_MIN
+            and all(o is None or o.dtype == x.dtype for o in others) and threads.splitting())
 
 
 def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,

@@ -113,6 +113,7 @@ class TestPointwiseKernels(OpTest):
 
 @pytest.mark.parametrize("hw", [(7, 7), (20, 20)])      # rows last / rows first
 def test_results_do_not_depend_on_threads(hw, monkeypatch):
+    monkeypatch.setattr(K, "_COPY_MIN", 0)      # two parts on two threads, however small
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 6) + hw).astype(np.float32)
     w = rng.standard_normal((12, 1, 3, 3)).astype(np.float32)
@@ -127,6 +128,30 @@ def test_results_do_not_depend_on_threads(hw, monkeypatch):
     for run in runs[1:]:
         for a, b in zip(runs[0], run):
             assert a.dtype == np.float32 and np.array_equal(a, b)
+
+
+def test_tap_kernels_cut_their_rows_only_when_the_calls_are_long(monkeypatch):
+    """The rows-last and phase-plane kernels run their rows as two parts on two threads from
+    ``_COPY_MIN`` elements of their largest array on, and as one call below it (their NumPy
+    calls would be too short to pay for the GIL's hand-offs); the same bits either way."""
+    calls = []
+    real = TH.parallel_ranges
+    monkeypatch.setattr(TH, "parallel_ranges",
+                        lambda fn, n, parts=2: (calls.append((n, parts)), real(fn, n, parts)))
+    rng = np.random.default_rng(8)
+    for hw, kernel in (((7, 7), K._depthwise_fwd_last), ((20, 20), K._depthwise_fwd_flat)):
+        x = rng.standard_normal((2, 6) + hw).astype(np.float32)
+        w = rng.standard_normal((6, 1, 3, 3)).astype(np.float32)
+        g = conv._geom(hw, (3, 3), (1, 1), [1, 1], (1, 1), "EXPLICIT", 6)
+        y_size = 2 * 6 * g.oh * g.ow
+        for n_threads, copy_min, parts in ((2, y_size, [(12, 2)]), (2, y_size + 1, []),
+                                           (1, y_size + 1, [])):
+            monkeypatch.setattr(K, "_COPY_MIN", copy_min)
+            calls.clear()
+            with TH.using(n_threads):
+                y = kernel(x, w, g)
+            assert calls == parts, (hw, n_threads, copy_min)
+            np.testing.assert_array_equal(y, K._depthwise_fwd_last(x, w, g))
 
 
 def test_depthwise_float32_matches_float64():

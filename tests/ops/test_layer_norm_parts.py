@@ -51,3 +51,19 @@ def test_row_parts_give_the_one_part_bits(shape, axis, dtype):
                                atol=tol)
     np.testing.assert_allclose(one[3].reshape(-1, right), dx, rtol=tol, atol=tol)
     np.testing.assert_allclose(one[4], (dy2 * xh).sum(0), rtol=tol, atol=tol * 100)
+
+
+def test_rows_split_from_the_size_where_two_threads_pay():
+    """Two parts from ``_LN_PARALLEL_MIN`` elements on (under it a part's few NumPy calls are
+    too short for two threads: 64K elements took 2x the time of one part), and only with
+    two rows or more, two threads, and one float dtype throughout."""
+    n = norm._LN_PARALLEL_MIN
+    x = np.zeros((n // 256, 256), np.float32)
+    scale = np.ones(256, np.float32)
+    with threads.using(2):
+        assert norm._row_parts(x, scale, None)
+        assert not norm._row_parts(x.reshape(-1)[:n - 256].reshape(-1, 256), scale, None)
+        assert not norm._row_parts(x.reshape(1, -1), None, None)
+        assert not norm._row_parts(x, scale.astype(np.float64), None)
+    with threads.using(1):
+        assert not norm._row_parts(x, scale, None)
