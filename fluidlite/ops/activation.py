@@ -11,6 +11,7 @@ the same grad op applied to ddX, and the gradient w.r.t. X/Out is ``ddX * dOut *
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -609,90 +610,122 @@ def _big(*xs: np.ndarray) -> bool:
         x.flags.c_contiguous and x.shape == xs[0].shape for x in xs) and threads.splitting()
 
 
-# GELU in float32 through c(a) = 0.5 erfc(a / sqrt 2) = R(a) exp(-a^2 / 2), a = |x|, with R =
-# P / Q of degrees 2 / 3 fitted to 0.5 erfcx(a / sqrt 2) on [0, 4 sqrt 2] (minimax by Lawson's
-# IRLS, positive coefficients, P(0) = 0.5 Q(0): c(0) = 0.5 exactly, so GELU'(0) is fluid's 0.5)
-# for the least max(1, a) |error of c|: 9.9e-8, the most that GELU = max(x, 0) - |x| c and
-# GELU' = 0.5 + sign(x) (0.5 - c) + x phi(x) then lose (the float32 rounding of the polynomials
-# adds ~1.5e-7; the tests hold both within 3e-7 of float64 erf). Past 4 sqrt 2, R keeps
-# erfcx's 1/a decay (within 0.7 % up to a = 20): the negative tail keeps relative errors of
-# 2e-4 at x = -4, 8e-4 at -6 and 4e-3 at -12, where fluid's float32 0.5 x (1 + erf(x /
-# sqrt 2)) has 4e-3 at -4 and 0.6 at -5. About 20 NumPy passes for GELU, where the degree
-# 3 / 4 fit of 5e-8 relative error took 26 (no fit of lower degree reaches 1e-7: 2 / 2 errs
-# by 2e-6); GELU 0.77-0.82x, its saving forward and gradient 0.74-0.91x the time of that.
-_GELU_P = (0.5, 0.21810195742780167, 0.041296902589042395)
-_GELU_Q = (1.0, 1.2340970604244494, 0.5671519721295896, 0.1018919912105871)
-# evaluated as (P / q3) / (Q / q3): Q / q3 is monic (one pass fewer); its constant term is
-# P / q3's doubled exactly, so c(0) = 0.5 in float32 too
-_GELU_QM = tuple(np.float32(v / _GELU_Q[3]) for v in _GELU_Q[:3])
-_GELU_PM = (_GELU_QM[0] * np.float32(0.5),) + tuple(np.float32(v / _GELU_Q[3])
-                                                     for v in _GELU_P[1:])
-_GELU_FLAT = 64.0           # |x| beyond which exp(-x^2 / 2) is 0 in float32: |x| c = 0
+# GELU in float32 by table. A float32's top 19 bits -- sign, exponent and the first 10 of its
+# 23 mantissa bits (``_GELU_SHIFT``) -- name a bucket 2^-10 of its magnitude wide. On each
+# bucket d(x) = GELU(x) - max(x, 0) = -|x| c(|x|), c(a) = 0.5 erfc(a / sqrt 2), is a line
+# B x + A, and so is GELU'(x) = Phi(x) + x phi(x): the chord through the bucket's ends
+# (B rounded to float32), lifted by half its sag to the function at the middle, made once in
+# float64 from math.erfc and math.exp (``_gelu_table``). Then GELU = max(x, 0) + (B x + A):
+# a clip, a shift, a gather and four passes, where the rational fit around NumPy's float32
+# exp took ~20 passes and the exp (1.3-1.4x faster on NumPy 2.4, 1.1x on 1.23). Split so,
+# the line is small wherever GELU is large (|d| <= 0.17): the result rounds once near x,
+# within 2.4e-7 of float64 erf on [-12, 12] (a line for GELU itself, B x + A with B ~ 1,
+# rounds twice: 6.9e-7 at x = 4.1). d keeps its relative accuracy in the negative tail
+# (1.4e-5 at x = -4, 4e-5 at -6, the sag of a line on a 2^-10 bucket), where fluid's
+# float32 0.5 x (1 + erf(x / sqrt 2)) loses it (4e-3 at -4, 0.6 at -5). Its only float
+# operations are exact ones (a clip, IEEE products and sums): the same bits on every NumPy.
+_GELU_SHIFT = 13                # mantissa bits inside a bucket (2^(32 - 13) buckets)
+_GELU_TINY = 2.0 ** -30         # |x| below: d = -|x| / 2, GELU' = 0.5 + x sqrt(2 / pi)
+_GELU_WIDE = 16.0               # |x| from (and +-inf, clipped to it): d = 0, GELU' = 1 or 0
+_gelu_tables: Dict[bool, np.ndarray] = {}
+_gelu_lock = threading.Lock()
+# np.take's clip mode gathers 0.76 ns an element on NumPy 1.26 and 2.4 but 2.8 on 1.23.5,
+# where indexing by the integer array takes 1.0 (the same values)
+_TAKE_FAST = tuple(int(v) for v in np.__version__.split(".")[:2]) >= (1, 26)
 
 
-def _gelu_parts(x: np.ndarray) -> Tuple[np.ndarray, ...]:
-    """``(xc, a, g, c, t)`` of a float32 block: xc = x clipped to +-``_GELU_FLAT`` (so that
-    +-inf meet exp's 0 as a finite number), a = |xc|, g = exp(-a^2 / 2), c = 0.5 erfc(a /
-    sqrt 2) = R(a) g (``_GELU_P``), and ``t``, a scratch block (it holds Q / q3)."""
-    f = np.float32
-    xc = _clip_to(x, -_GELU_FLAT, _GELU_FLAT, np.empty_like(x))          # nan stays nan
-    a = np.abs(xc)
-    g = np.multiply(a, a)
-    g *= f(-0.5)
-    np.exp(g, out=g)
-    c = _horner(a, _GELU_PM, np.empty_like(a))
-    qm = _GELU_QM
-    t = np.add(a, qm[2])                        # monic: no multiply by a leading coefficient
-    t *= a
-    t += qm[1]
-    t *= a
-    t += qm[0]
-    c /= t
-    c *= g
-    return xc, a, g, c, t
+def _gelu_table(slope: bool) -> np.ndarray:
+    """[2^19, 2] float32 (B, A) per bucket of float32 bits >> ``_GELU_SHIFT``: the lines of
+    d(x) (or, ``slope``, of GELU'(x)); made on first use (~20 ms) and kept (4 MiB)."""
+    table = _gelu_tables.get(slope)
+    if table is not None:
+        return table
+    with _gelu_lock:
+        if slope not in _gelu_tables:
+            _gelu_tables[slope] = _make_gelu_table(slope)
+    return _gelu_tables[slope]
+
+
+def _make_gelu_table(slope: bool) -> np.ndarray:
+    half = 1 << (31 - _GELU_SHIFT)                  # buckets of one sign
+    table = np.zeros((2 * half, 2), np.float32)
+    lo, hi = (int(np.float32(v).view(np.uint32)) >> _GELU_SHIFT
+              for v in (_GELU_TINY, _GELU_WIDE))
+    k = np.arange(lo, hi + 1, dtype=np.uint32)
+    ends = (k << _GELU_SHIFT).view(np.float32).astype(np.float64)     # bucket starts, + 1
+    mids = ((k[:-1] << _GELU_SHIFT) | (1 << (_GELU_SHIFT - 1))).view(np.float32)
+    mids = mids.astype(np.float64)
+    erfc, exp = np.frompyfunc(math.erfc, 1, 1), np.frompyfunc(math.exp, 1, 1)
+
+    def fn(a: np.ndarray, sign: float) -> np.ndarray:        # at x = sign * a, a > 0
+        c = erfc(a * _SQRT_2_INV).astype(np.float64) * 0.5
+        if not slope:
+            return -a * c
+        phi = exp(a * a * -0.5).astype(np.float64) * _SQRT_2PI_INV
+        return (1.0 - c if sign > 0 else c) + sign * a * phi
+    for sign, base in ((1.0, 0), (-1.0, half)):
+        xe, xm, fe, fm = sign * ends, sign * mids, fn(ends, sign), fn(mids, sign)
+        b = ((fe[1:] - fe[:-1]) / (xe[1:] - xe[:-1])).astype(np.float32).astype(np.float64)
+        rows = table[base + lo:base + hi]
+        rows[:, 0] = b
+        rows[:, 1] = ((fe[:-1] - b * xe[:-1]) + (fm - b * xm)) * 0.5
+        if slope:
+            table[base:base + lo] = (math.sqrt(2.0 / math.pi), 0.5)
+            table[base + hi:base + half, 1] = 1.0 if sign > 0 else 0.0
+        else:
+            table[base:base + lo, 0] = -0.5 * sign
+    return table
+
+
+def _gelu_lines(table: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The rows of ``table`` at ``idx``: [n, 2] float32 (B, A)."""
+    if _TAKE_FAST:
+        return table.take(idx, axis=0, mode="clip")        # (idx < 2^19: nothing to clip)
+    return table.view(np.uint64).reshape(-1)[idx].view(np.float32).reshape(-1, 2)
+
+
+def _gelu_clipped(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """(xc, idx) of a float32 block: x clipped to +-``_GELU_WIDE`` (nan stays nan, +-inf
+    become finite: a line's 0 * inf would be nan) and each element's bucket."""
+    xc = _clip_to(x, -_GELU_WIDE, _GELU_WIDE, np.empty_like(x))
+    idx = np.right_shift(xc.view(np.uint32), _GELU_SHIFT, out=np.empty(x.shape, np.intp),
+                         casting="unsafe")
+    return xc, idx
+
+
+def _line_into(line: np.ndarray, xc: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = B xc + A."""
+    np.multiply(line[:, 0], xc, out=out)
+    out += line[:, 1]
+    return out
+
+
+def _gelu_from(x: np.ndarray, xc: np.ndarray, idx: np.ndarray, out: np.ndarray) -> None:
+    """GELU(x) = max(x, 0) + d(x) into ``out`` (``xc`` is overwritten)."""
+    _line_into(_gelu_lines(_gelu_table(False), idx), xc, xc)
+    relu_to(x, out)
+    out += xc
 
 
 def _gelu_block(x: np.ndarray, out: np.ndarray) -> None:
-    """GELU(x) = max(x, 0) - |x| c(x) of a float32 block (see ``_GELU_P``)."""
-    _, a, _, c, _ = _gelu_parts(x)
-    c *= a                                      # +inf: inf - 64 * 0, not inf - inf * 0
-    relu_to(x, out)
-    out -= c
-
-
-def _gelu_slope(xc: np.ndarray, a: np.ndarray, g: np.ndarray, t: np.ndarray,
-                out: np.ndarray) -> None:
-    """GELU'(x) = Phi(x) + x phi(x) of a float32 block into ``out``, from ``_gelu_parts``
-    with ``t`` = 0.5 - c: Phi(x) = 0.5 + sign(x) (0.5 - c), x phi(x) = xc g / sqrt(2 pi).
-    ``a``, ``g`` and ``t`` are overwritten. The sign moves as a bit (xc and |xc| differ in it
-    alone): two integer passes where np.sign and a multiply took four passes' time; at x = +-0
-    0.5 - c is 0, so Phi is exactly 0.5 either way."""
-    f, i32 = np.float32, np.int32
-    sign = np.bitwise_xor(xc.view(i32), a.view(i32), out=a.view(i32))
-    np.bitwise_xor(t.view(i32), sign, out=t.view(i32))
-    t += f(0.5)
-    g *= xc
-    g *= f(_SQRT_2PI_INV)
-    np.add(t, g, out=out)
+    """GELU(x) of a float32 block (see ``_GELU_SHIFT``)."""
+    xc, idx = _gelu_clipped(x)
+    _gelu_from(x, xc, idx, out)
 
 
 def _gelu_grad_block(x: np.ndarray, dout: np.ndarray, out: np.ndarray) -> None:
-    """dOut GELU'(x) of a float32 block (``_gelu_slope``)."""
-    xc, a, g, c, t = _gelu_parts(x)
-    np.subtract(np.float32(0.5), c, out=t)
-    _gelu_slope(xc, a, g, t, out)
+    """dOut GELU'(x) of a float32 block."""
+    xc, idx = _gelu_clipped(x)
+    _line_into(_gelu_lines(_gelu_table(True), idx), xc, out)
     out *= dout
 
 
 def _gelu_saving_block(x: np.ndarray, out: np.ndarray, slope: np.ndarray) -> None:
-    """GELU(x) (``_gelu_block``) and GELU'(x) (``_gelu_slope``) of a float32 block from one
-    ``_gelu_parts``: the operations of the two blocks apart, so their bits."""
-    xc, a, g, c, t = _gelu_parts(x)
-    np.subtract(np.float32(0.5), c, out=t)      # the slope's, before c becomes |x| c
-    c *= a
-    relu_to(x, out)
-    out -= c
-    _gelu_slope(xc, a, g, t, slope)
+    """GELU(x) and GELU'(x) of a float32 block from one clip and bucket index: the bits of
+    ``_gelu_block`` and of ``_gelu_grad_block``'s slope."""
+    xc, idx = _gelu_clipped(x)
+    _line_into(_gelu_lines(_gelu_table(True), idx), xc, slope)
+    _gelu_from(x, xc, idx, out)
 
 
 @register

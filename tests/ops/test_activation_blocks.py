@@ -47,9 +47,9 @@ def test_gelu_forward_and_gradient_over_blocks(contiguous):
 
 
 def test_gelu_float32_within_3e_7_of_float64_and_its_limits():
-    # GELU(x) = max(x, 0) - |x| c(x), c = 0.5 erfc(|x| / sqrt 2) from one rational fit: on a
-    # dense grid within 3e-7 of the float64 formula (forward and gradient); +inf gives inf
-    # and a gradient of 1, -inf 0 and 0 (the limits), nan stays nan
+    # GELU(x) = max(x, 0) + d(x), d = -|x| 0.5 erfc(|x| / sqrt 2) a line on each bucket of
+    # float32 bits: on a dense grid within 3e-7 of the float64 formula (forward and
+    # gradient); +inf gives inf and a gradient of 1, -inf 0 and 0 (the limits), nan stays nan
     x64 = np.linspace(-12, 12, 480001)
     x = x64.astype(np.float32)
     x64 = x.astype(np.float64)
@@ -100,3 +100,48 @@ def test_gelu_clip_on_numpy_1_path_gives_np_clip_values_and_the_same_bits(monkey
     fast = A.Gelu().forward_saving(x)
     assert np.array_equal(_bits(slow[0]["Out"]), _bits(fast[0]["Out"]))
     assert np.array_equal(_bits(slow[1]), _bits(fast[1]))
+
+
+def test_gelu_tables_cover_tiny_and_wide_inputs_and_bucket_edges():
+    """Below 2^-30 GELU is x / 2 and GELU' 0.5 (to float32), from 16 on x and 1 (or 0 and 0
+    for x <= -16); the buckets on both sides of those edges and of a power of two agree with
+    float64 (forward and slope, both signs)."""
+    f = np.float32
+    edges = [A._GELU_TINY, A._GELU_WIDE, 1.0, 0.5, 3.0]
+    near = [np.nextafter(f(e), f(0)) for e in edges] + [f(e) for e in edges]
+    x = np.array(near + [-v for v in near] + [1e-38, 1e-20, 20.0, 1e30, -20.0, -1e30], f)
+    g = A.Gelu()
+    out, slope = g.forward_saving(x)
+    x64 = x.astype(np.float64)
+    cdf = 0.5 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))
+    pdf = np.exp(-0.5 * x64 * x64) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(out["Out"], x64 * cdf, rtol=0, atol=3e-7)
+    tiny = np.abs(x64) < 1e-6                         # GELU(x) = x / 2 to float32 there
+    np.testing.assert_allclose(out["Out"][tiny], x64[tiny] * cdf[tiny], rtol=1e-7, atol=0)
+    np.testing.assert_allclose(slope, cdf + x64 * pdf, rtol=0, atol=2e-7)
+    want = np.array([x[-6] / f(2), x[-5] / f(2), 20, x[-3], 0, 0], f)
+    np.testing.assert_array_equal(out["Out"][-6:], want)
+    np.testing.assert_array_equal(slope[-4:], [1, 1, 0, 0])
+
+
+@pytest.mark.parametrize("take_fast", [False, True])
+def test_gelu_gathers_the_same_lines_either_way(take_fast, monkeypatch):
+    """np.take's clip mode (NumPy 1.26 on) and integer-array indexing (1.23-1.25, where take
+    is slow) gather the same table rows: the same bits."""
+    x = (np.random.default_rng(7).standard_normal(5000) * 4).astype(np.float32)
+    d = np.random.default_rng(8).standard_normal(5000).astype(np.float32)
+    g = A.Gelu()
+    want = g.forward(x)["Out"], g.backward(x, d)["X"], g.forward_saving(x)[1]
+    monkeypatch.setattr(A, "_TAKE_FAST", take_fast)
+    got = g.forward(x)["Out"], g.backward(x, d)["X"], g.forward_saving(x)[1]
+    for a, b in zip(got, want):
+        assert np.array_equal(_bits(a), _bits(b))
+
+
+def test_gelu_table_is_made_once_and_is_the_same_every_time():
+    """The lines come from math.erfc / math.exp in float64: remaking a table gives its bits."""
+    for slope in (False, True):
+        table = A._gelu_table(slope)
+        assert A._gelu_table(slope) is table
+        assert table.shape == (1 << (32 - A._GELU_SHIFT), 2) and table.dtype == np.float32
+        assert np.array_equal(_bits(A._make_gelu_table(slope)), _bits(table))
