@@ -636,7 +636,7 @@ _TAKE_FAST = tuple(int(v) for v in np.__version__.split(".")[:2]) >= (1, 26)
 
 def _gelu_table(slope: bool) -> np.ndarray:
     """[2^19, 2] float32 (B, A) per bucket of float32 bits >> ``_GELU_SHIFT``: the lines of
-    d(x) (or, ``slope``, of GELU'(x)); made on first use (~20 ms) and kept (4 MiB)."""
+    d(x) (or, ``slope``, of GELU'(x)); made on first use (~15 ms) and kept (4 MiB)."""
     table = _gelu_tables.get(slope)
     if table is not None:
         return table
