@@ -91,21 +91,6 @@ def _run_parts(fn: Callable[[int, int], None], n: int) -> None:
     threads.parallel_ranges(fn, n, _PARTS)
 
 
-def _rows_parts(fn: Callable[[int, int], None], n: int, size: int) -> None:
-    """A depthwise tap kernel's ``fn(lo, hi)`` over its n rows: in ``_PARTS`` when ``size``
-    elements (its largest array) give each part NumPy calls long enough to pay for two
-    threads (``_COPY_MIN``), else one call on the calling thread. Each tap pass is a call
-    that holds the GIL while it dispatches; a thread that finds the GIL taken sleeps until it
-    is handed over, tens of microseconds on the 2-vCPU guest measured. MobileNetV2's layers
-    at batch 1 (2026-12-03, AMD EPYC, NumPy 2.4), two threads against one: 7x7 maps of 960
-    channels 1.73x the time, strided 14x14 of 576 2.0x, 14x14 of 384 1.18x. The rows of a
-    part are computed alike either way: the bits never depend on the split."""
-    if size < _COPY_MIN:
-        fn(0, n)
-    else:
-        _run_parts(fn, n)
-
-
 _COPY_MIN = 1 << 17      # elements below which a copy is not worth a second thread
 
 
@@ -125,8 +110,14 @@ def copy_parts(dst: np.ndarray, src: Any) -> np.ndarray:
 
 
 def run_parts(fn: Callable[[int, int], None], n: int, size: int) -> None:
-    """``fn(lo, hi)`` over fixed parts of ``range(n)`` (threads when ``size`` elements are
-    worth it); each part must write its own outputs."""
+    """``fn(lo, hi)`` over fixed parts of ``range(n)`` when ``size`` elements (the largest
+    array the parts' NumPy calls touch) make those calls long enough to pay for two threads
+    (``_COPY_MIN``), else one call on the calling thread; each part must write its own
+    outputs. Each NumPy call retakes the GIL when its loop ends, and a thread that finds it
+    taken sleeps until it is handed over, tens of microseconds on the 2-vCPU guest measured:
+    MobileNetV2's depthwise layers at batch 1 (2026-12-03, AMD EPYC, NumPy 2.4), split in
+    two parts on two threads against one call: 7x7 maps of 960 channels 1.73x the time,
+    strided 14x14 of 576 2.0x, 14x14 of 384 1.18x. The bits never depend on the split."""
     if size < _COPY_MIN:
         fn(0, n)
     else:
@@ -288,7 +279,7 @@ def _depthwise_sums(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.ndarray
                 for n, (ph, off) in enumerate(q.taps):
                     np.einsum("rl,rl->r", xf[:, ph, off:off + L], d[:, k],
                               out=flat[k, n, r0:r1])
-    _rows_parts(part, N * C, dy.size)
+    run_parts(part, N * C, dy.size)
     return sums
 
 
@@ -402,7 +393,7 @@ def _depthwise_fwd_flat(x: np.ndarray, w: np.ndarray, g: Any,
             if epilogue is not None:            # (the block's rows are still in cache)
                 _rows_epilogue(epilogue, y3, r0, r1, C, m)
     y3 = y.reshape(N, C * m, g.oh * g.ow)
-    _rows_parts(part, N * C, y.size)
+    run_parts(part, N * C, y.size)
     return y.reshape(N, C * m, g.oh, g.ow)
 
 
@@ -443,7 +434,7 @@ def _depthwise_dx_flat(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
                     view = dxf[:, ph, off:off + L]
                     view += t
             q.take(p, g, rows[r0:r1])
-    _rows_parts(part, N * C, max(dx.size, dy.size))
+    run_parts(part, N * C, max(dx.size, dy.size))
     return dx
 
 
@@ -514,7 +505,7 @@ def _depthwise_fwd_last(x: np.ndarray, w: np.ndarray, g: Any,
                 y[r0:r1, k, h0:h1] = a.transpose(2, 0, 1)
         if epilogue is not None:
             _rows_epilogue(epilogue, y3, r0, r1, C, m)
-    _rows_parts(part, N * C, y.size)
+    run_parts(part, N * C, y.size)
     return y.reshape(N, C * m, g.oh, g.ow)
 
 
@@ -539,7 +530,7 @@ def _depthwise_dx_last(dy: np.ndarray, w: np.ndarray, g: Any, C: int) -> np.ndar
                         t += a
                     view = _tap_last(dxp, g, i, j, h0, h1, r0, r1)
                     view += t
-    _rows_parts(part, N * C, max(dxp.size, dy.size))
+    run_parts(part, N * C, max(dxp.size, dy.size))
     dx = dxp.reshape(g.Hp, g.Wp, N, C)[g.pt:g.pt + g.H, g.pl:g.pl + g.W]
     return np.ascontiguousarray(dx.transpose(2, 3, 0, 1))
 
@@ -556,7 +547,7 @@ def _depthwise_sums_last(x: np.ndarray, dy: np.ndarray, g: Any, m: int) -> np.nd
                 for j in range(g.kw):
                     np.einsum("hwr,hwr->r", _tap_last(xp, g, i, j, 0, g.oh, r0, r1),
                               dyl[:, :, k, r0:r1], out=sums[k, i, j, r0:r1])
-    _rows_parts(part, N * C, dy.size)
+    run_parts(part, N * C, dy.size)
     return sums
 
 
