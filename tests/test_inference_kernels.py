@@ -735,3 +735,143 @@ def test_which_sibling_fcs_are_grouped(case, want):
     count, types = _fc_program(build)
     assert count == want
     assert types.count("fc_group") == want and types.count("fc") == 2 - 2 * want
+
+
+# -- fc + GELU, and fc + residual add + layer_norm ----------------------------------------------
+def _three_ops(x, w, b0, y, scale, b1, ncol, act, eps, axis):
+    fc, ln = get_op_def("fc"), get_op_def("layer_norm")
+    h = fc.forward(x, w, b0, in_num_col_dims=ncol, activation_type=act)["Out"]
+    got = ln.forward(get_op_def("elementwise_add").forward(h, y)["Out"], scale, b1,
+                     epsilon=eps, begin_norm_axis=axis)
+    return got["Y"], got["Mean"], got["Variance"]
+
+
+@pytest.mark.parametrize("case,lead,k,n,nthreads,normed_in_parts", [
+    ("row parts", (16, 128), 64, 128, 2, 2),   # 256K sums: each GEMM part normalises its rows
+    ("one thread", (16, 128), 64, 128, 1, 0),  # the product whole: the norm after it
+    ("small", (2, 32), 96, 128, 2, 0),         # 8K sums: too few for parts, the norm after
+    ("column parts", (100,), 256, 2048, 2, 0),  # few rows: column blocks, the norm after
+    ("gelu", (16, 128), 64, 128, 2, 2),
+    ("float64", (16, 128), 64, 128, 2, 2),
+    ("other width", (4, 6), 16, 32, 2, 0),     # begin_norm_axis 1: rows are not fc's rows
+    ("float16", (4, 6), 16, 32, 2, 0),         # another dtype: the three kernels
+])
+def test_fused_fc_elementwise_layernorm_is_the_three_ops_bit_for_bit(
+        case, lead, k, n, nthreads, normed_in_parts, monkeypatch):
+    from fluidlite.core import threads
+    from fluidlite.inference import ops as inference_ops
+    dt = {"float64": "float64", "float16": "float16"}.get(case, "float32")
+    act = "gelu_erf" if case == "gelu" else "relu" if case == "small" else ""
+    axis = 1 if case in ("other width", "float16") else len(lead)
+    rng = np.random.default_rng(len(case))
+    x = rng.standard_normal(lead + (k,)).astype(dt)
+    w = (rng.standard_normal((k, n)) * 0.2).astype(dt)
+    b0, y = rng.standard_normal(n).astype(dt), rng.standard_normal(lead + (n,)).astype(dt)
+    width = int(np.prod((lead + (n,))[axis:]))
+    scale, b1 = rng.uniform(0.5, 1.5, width).astype(dt), rng.standard_normal(width).astype(dt)
+    calls = []
+    real = inference_ops.ln_rows
+    monkeypatch.setattr(inference_ops, "ln_rows", lambda *a, **kw: (calls.append(1),
+                                                                    real(*a, **kw))[1])
+    attrs = dict(x_num_col_dims=len(lead), activation_type=act, epsilon=1e-5,
+                 begin_norm_axis=axis)
+    with threads.using(nthreads):
+        got = get_op_def("fused_fc_elementwise_layernorm").forward(x, w, b0, y, scale, b1,
+                                                                    **attrs)
+        want = _three_ops(x, w, b0, y, scale, b1, len(lead), act, 1e-5, axis)
+    assert len(calls) == normed_in_parts
+    for slot, ref in zip(("Out", "Mean", "Variance"), want):
+        assert got[slot].dtype == ref.dtype and got[slot].shape == ref.shape
+        np.testing.assert_array_equal(got[slot], ref, err_msg=slot)
+    # and layer_norm's formula in float64 on fc's float64 sum
+    s = (x.reshape(-1, k).astype(np.float64) @ w.astype(np.float64) + b0).reshape(y.shape) + y
+    rows = s.reshape(-1, width)
+    if act == "":                       # (the activations: the fc tests check them)
+        ref = (rows - rows.mean(1, keepdims=True)) / np.sqrt(rows.var(1, keepdims=True) + 1e-5)
+        tol = {"float16": 1e-2, "float32": 2e-5}.get(dt, 1e-10)
+        np.testing.assert_allclose(got["Out"].reshape(rows.shape), ref * scale + b1,
+                                   rtol=tol, atol=tol)
+
+
+def test_fused_fc_elementwise_layernorm_refuses_what_its_ops_refuse():
+    op, f32 = get_op_def("fused_fc_elementwise_layernorm"), VarType.FP32
+    x, w, b = VarSpec((-1, 8, 16), f32), VarSpec((16, 32), f32), VarSpec((32,), f32)
+    s = VarSpec((32,), f32)
+    out = op.infer(x, w, b, VarSpec((-1, 8, 32), f32), s, s, x_num_col_dims=2,
+                   begin_norm_axis=2)
+    assert out["Out"].shape == (-1, 8, 32) and out["Mean"].shape == (-1,)
+    with pytest.raises(ValueError, match=r"Y must have fc's output shape \[-1, 8, 32\], got "
+                                         r"\[-1, 8, 16\]"):
+        op.infer(x, w, b, VarSpec((-1, 8, 16), f32), s, s, x_num_col_dims=2,
+                 begin_norm_axis=2)
+    with pytest.raises(ValueError, match=r"epsilon must be in \[0, 0.001\], got 0.1"):
+        op.infer(x, w, b, VarSpec((-1, 8, 32), f32), s, s, x_num_col_dims=2,
+                 begin_norm_axis=2, epsilon=0.1)
+    with pytest.raises(ValueError, match="Scale must have shape"):
+        op.infer(x, w, b, VarSpec((-1, 8, 32), f32), VarSpec((16,), f32), s,
+                 x_num_col_dims=2, begin_norm_axis=2)
+    with pytest.raises(ValueError, match="activation_type must be one of"):
+        op.infer(x, w, b, VarSpec((-1, 8, 32), f32), s, s, x_num_col_dims=2,
+                 begin_norm_axis=2, activation_type="tanh")
+
+
+def _encoder_block(fetch_mean=False, late_residual=False, gelu_read_twice=False,
+                   approximate=False):
+    x = fluid.data("x", [-1, 8, 32], "float32")
+    h = L.fc(x, 64, num_flatten_dims=2)
+    g = L.gelu(h, approximate=approximate)
+    outs = [L.reduce_sum(h)] if gelu_read_twice else []
+    o = L.fc(g, 32, num_flatten_dims=2)
+    r = L.scale(x, 0.5) if late_residual else x          # made after the fc: not fused
+    y = L.layer_norm(L.elementwise_add(r, o), begin_norm_axis=2)
+    outs.insert(0, y)
+    if fetch_mean:
+        ln = next(op for op in y.block.ops if op.type == "layer_norm")
+        outs.append(y.block.var(ln.output("Mean")[0]))
+    return outs
+
+
+@pytest.mark.parametrize("case", ["plain", "tanh", "mean fetched"])
+def test_fc_act_and_fc_elementwise_layernorm_fuse_passes(tmp_path, case):
+    d = _save(tmp_path, lambda: _encoder_block(fetch_mean=case == "mean fetched",
+                                               approximate=case == "tanh"), ["x"])
+    inputs = [np.random.default_rng(5).standard_normal((3, 8, 32)).astype("float32")]
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, fused = _run(d, inputs)
+    _close(fused, plain)
+    ops = [o for o in p.program().global_block().ops if o.type not in ("feed", "fetch")]
+    assert [o.type for o in ops] == ["fc", "fused_fc_elementwise_layernorm"]
+    assert ops[0].attr("activation_type") == ("gelu_tanh" if case == "tanh" else "gelu_erf")
+    fused_op = ops[1]
+    assert fused_op.attr("x_num_col_dims") == 2 and fused_op.attr("begin_norm_axis") == 2
+    assert fused_op.input("Y") == ["x"] and fused_op.attr("activation_type") == ""
+    assert bool("Mean" in fused_op.output_names and fused_op.output("Mean")) == \
+        (case == "mean fetched")
+    applied = dict(p.applied_passes())
+    assert applied["fc_act_mkldnn_fuse_pass"] == 1
+    assert applied["fc_elementwise_layernorm_fuse_pass"] == 1
+    p.program().lint()
+    for off, kept in (("fc_act_mkldnn_fuse_pass", "gelu"),
+                      ("fc_elementwise_layernorm_fuse_pass", "layer_norm")):
+        p_off, got = _run(d, inputs, delete=[off])
+        _close(got, plain)
+        assert kept in _types(p_off)
+
+
+@pytest.mark.parametrize("case", ["late residual", "pre-activation read twice"])
+def test_fc_fusions_leave_what_they_cannot_fuse(tmp_path, case):
+    d = _save(tmp_path, lambda: _encoder_block(late_residual=case == "late residual",
+                                               gelu_read_twice=case != "late residual"),
+              ["x"])
+    inputs = [np.random.default_rng(6).standard_normal((2, 8, 32)).astype("float32")]
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, fused = _run(d, inputs)
+    _close(fused, plain)
+    types, applied = _types(p), dict(p.applied_passes())
+    if case == "late residual":         # Y is made after the fc: the fused op could not run
+        assert "layer_norm" in types and "fused_fc_elementwise_layernorm" not in types
+        assert applied["fc_elementwise_layernorm_fuse_pass"] == 0
+        assert applied["fc_act_mkldnn_fuse_pass"] == 1
+    else:                               # the fc's output is read by the gelu and a sum
+        assert "gelu" in types and applied["fc_act_mkldnn_fuse_pass"] == 0
+        assert applied["fc_elementwise_layernorm_fuse_pass"] == 1

@@ -240,8 +240,8 @@ def test_fc_float32_without_bias_and_with_a_row_bias():
 def test_fc_checks():
     d = get_op_def("fc")
     s = lambda *shape: VarSpec(shape, "float32")
-    with pytest.raises(ValueError, match=r"fc: activation_type must be '' or 'relu', got "
-                                         r"'tanh'"):
+    with pytest.raises(ValueError, match=r"fc: activation_type must be one of '', 'relu', "
+                                         r"'gelu_erf', 'gelu_tanh', got 'tanh'"):
         d.infer(s(2, 3), s(3, 4), activation_type="tanh")
     # fluid: rank(Input) > in_num_col_dims
     with pytest.raises(ValueError, match=r"fc: in_num_col_dims must be in \[1, 1\] \(Input's "

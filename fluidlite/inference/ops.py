@@ -1,21 +1,24 @@
 """The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles``,
-``depthwise_band_filter``, ``scaled_dot_product_attention`` and ``fc_group`` (``fc`` is fluid's
-own op, in ``ops/math_more.py``).
+``depthwise_band_filter``, ``scaled_dot_product_attention``, ``fc_group`` and
+``fused_fc_elementwise_layernorm`` (``fc`` is fluid's own op, in ``ops/math_more.py``).
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
 makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
 kernel is ``conv2d``'s (with its pointwise, depthwise and im2col paths) followed by the bias
 and the activation in place on the fresh product -- one temporary and one pass over memory
-less per fused op.
+less per fused op. ``fused_fc_elementwise_layernorm`` is Paddle's too, and works the same way:
+the residual add and the layer norm run on each block of the fc's product as its GEMM part
+makes it.
 
 ``scaled_dot_product_attention`` (made by ``attention_fuse_pass``; fluidlite's own type, Paddle
 fuses attention only together with its QKV projections) is
 ``softmax(alpha * Q @ K^T [+ Mask]) @ V`` in the fewest passes over the score matrix: the
 product is written once, shifted by its row max, scaled, clipped and exponentiated in place,
 and the normalisation by the row sums is applied to the (smaller) ``[.., Lq, Dv]`` result
-instead of the ``[.., Lq, Lk]`` probabilities. With two threads or more (``core.threads``) a large attention is
-cut along its first batch axis of two or more (the batch, else the heads) into fixed parts
-that run in parallel, each through its own matrices: the bits do not depend on the threads.
+instead of the ``[.., Lq, Lk]`` probabilities. With two threads or more (``core.threads``) a
+large attention is cut along its first batch axis of two or more (the batch, else the heads)
+into fixed parts that run in parallel, each through its own matrices: the bits do not depend
+on the threads.
 
 Inference-only: ``no_grad`` (the passes run on test-mode programs). Registered on import of
 ``fluidlite.inference``.
@@ -33,11 +36,13 @@ from ..ops import _winograd
 from ..ops.activation import max_to, relu6_to, relu_to, row_sums
 from ..ops.broadcast import whole_runs
 from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
+from ..ops.norm import ln_row_parts, ln_rows
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_ATTRS", "Conv2DFusion", "DepthwiseBandFilter", "FCGroup",
+           "FusedFCElementwiseLayerNorm",
            "ScaledDotProductAttention", "WinogradFilterTiles"]
 
 
@@ -316,9 +321,9 @@ class FCGroup(OpDef):
     """Out[j] = fc(Input, W[j], Bias[j]; in_num_col_dims, activation_types[j]) for every j:
     fc layers reading one Input (a transformer's Q, K and V projections), made by
     ``fc_group_fuse_pass``. ``fc``'s own kernel (``FC.forward_group``): the GEMM calls of all
-    the layers -- each product whole or cut in parts as ``fc`` cuts it, with its bias and relu
-    -- run as the items of one parallel call instead of one call per layer, so every output
-    has the bits of its ``fc``."""
+    the layers -- each product whole or cut in parts as ``fc`` cuts it, with its bias and
+    activation -- run as the items of one parallel call instead of one call per layer, so every
+    output has the bits of its ``fc``."""
     type, inputs, outputs = "fc_group", ("Input", "W*", "Bias*"), ("Out*",)
     no_grad = True
 
@@ -343,3 +348,72 @@ class FCGroup(OpDef):
         acts = self._acts(W, Bias, activation_types)
         return {"Out": get_op_def("fc").forward_group(
             Input, W, Bias, in_num_col_dims=in_num_col_dims, activation_types=acts)}
+
+
+@register
+class FusedFCElementwiseLayerNorm(OpDef):
+    """(Out, Mean, Variance) = layer_norm(fc(X, W, Bias0) + Y, Scale, Bias1): fc with
+    ``x_num_col_dims`` and ``activation_type``, then layer_norm with ``epsilon`` and
+    ``begin_norm_axis`` (Paddle's op, made by ``fc_elementwise_layernorm_fuse_pass`` of a
+    transformer's output projections and their residual add). Y has fc's output shape.
+
+    When the normalised rows are fc's rows (the norm's width is W's columns), all operands
+    share one float dtype and the product is cut in row blocks: each GEMM part adds its bias,
+    activation and Y and normalises its rows while they are in cache -- if the norm is large
+    enough to be cut in parts itself (``ops/norm.py``, ``ln_row_parts``); otherwise the norm
+    runs on the whole sum after the product. Every row is normalised on its own, so the bits
+    are those of ``fc``, ``elementwise_add`` and ``layer_norm`` one after another (what
+    other shapes and dtypes run)."""
+    type = "fused_fc_elementwise_layernorm"
+    inputs = ("X", "W", "Bias0?", "Y", "Scale?", "Bias1?")
+    outputs = ("Out", "Mean?", "Variance?")
+    no_grad = True
+
+    def infer(self, X: Any, W: Any, Bias0: Any, Y: Any, Scale: Any, Bias1: Any, *,
+              x_num_col_dims: int = 1, activation_type: str = "", epsilon: float = 1e-5,
+              begin_norm_axis: int = 1) -> Dict[str, Any]:
+        fc = get_op_def("fc").infer(X, W, Bias0, in_num_col_dims=x_num_col_dims,
+                                    activation_type=activation_type)["Out"]
+        if len(fc.shape) != len(Y.shape) or any(
+                a >= 0 and b >= 0 and a != b for a, b in zip(fc.shape, Y.shape)):
+            raise ValueError(f"{self.type}: Y must have fc's output shape {list(fc.shape)}, "
+                             f"got {list(Y.shape)} (input '{self.type}' Y)")
+        if not 0.0 <= float(epsilon) <= 1e-3:
+            raise ValueError(f"{self.type}: epsilon must be in [0, 0.001], got {epsilon}")
+        ln = get_op_def("layer_norm").infer(Y, Scale, Bias1, begin_norm_axis=begin_norm_axis)
+        return {"Out": ln["Y"], "Mean": ln["Mean"], "Variance": ln["Variance"]}
+
+    def forward(self, X: np.ndarray, W: np.ndarray, Bias0: Any, Y: np.ndarray, Scale: Any,
+                Bias1: Any, *, x_num_col_dims: int = 1, activation_type: str = "",
+                epsilon: float = 1e-5, begin_norm_axis: int = 1) -> Dict[str, np.ndarray]:
+        fc, ln = get_op_def("fc"), get_op_def("layer_norm")
+        rows, n = int(np.prod(X.shape[:x_num_col_dims])), W.shape[1]
+        dt = X.dtype
+        if (dt not in (np.float32, np.float64) or Y.size != rows * n
+                or int(np.prod(Y.shape[begin_norm_axis:])) != n
+                or any(a is not None and a.dtype != dt for a in (W, Bias0, Y, Scale, Bias1))):
+            h = fc.forward(X, W, Bias0, in_num_col_dims=x_num_col_dims,
+                           activation_type=activation_type)["Out"]
+            got = ln.forward(h + Y, Scale, Bias1, epsilon=epsilon,
+                             begin_norm_axis=begin_norm_axis)
+            return {"Out": got["Y"], "Mean": got["Mean"], "Variance": got["Variance"]}
+        y = Y.reshape(rows, n)
+        mu, var = np.empty(rows, dt), np.empty(rows, dt)
+        in_parts = ln_row_parts(y, Scale, Bias1)     # decided here: not inside a GEMM part
+        normed = []
+
+        def then(block: np.ndarray, r: slice, c: slice) -> None:
+            block += y[r, c]
+            if in_parts and c == _ALL and r != _ALL:       # a row part: its rows, in cache
+                ln_rows(block, Scale, Bias1, epsilon, block, mu[r], var[r])
+                normed.append(block.shape[0])
+        out = fc.forward_with(X, W, Bias0, then, in_num_col_dims=x_num_col_dims,
+                              activation_type=activation_type)
+        if not normed:              # the product was not cut in rows: the norm on the sum
+            got = ln.forward(out.reshape(Y.shape), Scale, Bias1, epsilon=epsilon,
+                             begin_norm_axis=begin_norm_axis)
+            return {"Out": got["Y"], "Mean": got["Mean"], "Variance": got["Variance"]}
+        return {"Out": out.reshape(Y.shape), "Mean": mu, "Variance": var}
+
+
+_ALL = slice(None)

@@ -377,6 +377,86 @@ def fc_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def fc_act_mkldnn_fuse_pass(ctx: PassContext) -> int:
+    """``fc`` (no activation) + ``gelu`` -> one ``fc`` with ``activation_type`` gelu_erf (or
+    gelu_tanh for the approximate form): the GELU runs on each block of the product as its
+    GEMM part makes it, in cache (Paddle's pass of this name does the same for its oneDNN
+    fc; here on the NumPy engine)."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "fc" or op.attrs.get("activation_type", ""):
+            return False
+        out = op.output("Out")[0]
+        if not _only_reader(uses, out, ctx, skip):
+            return False
+        act = _next(uses, out)
+        if act is None or act.type != "gelu" or act.input("X") != [out]:
+            return False
+        xv, wv = block.vars.get(op.input("Input")[0]), block.vars.get(op.input("W")[0])
+        if xv is None or wv is None or xv.dtype != wv.dtype:
+            return False                        # a GELU on fc's cast output: not the same
+        gelu = "gelu_tanh" if act.attrs.get("approximate", False) else "gelu_erf"
+        rewrite.remove_ops(block, act.idx)
+        _replace(block, op, outputs={"Out": act.output("Out")},
+                 attrs=_attrs(op, activation_type=gelu))
+        return True
+    return _fuse_each(ctx, fuse)
+
+
+def fc_elementwise_layernorm_fuse_pass(ctx: PassContext) -> int:
+    """``fc`` + ``elementwise_add`` (of a second input of fc's output shape) + ``layer_norm``
+    (over fc's columns, persistable Scale and Bias) -> one ``fused_fc_elementwise_layernorm``:
+    a transformer's output projection, residual add and norm, the add and the norm done on
+    each block of the product as its GEMM part makes it (Paddle's pass and op of these
+    names). The norm's Mean and Variance stay outputs when something reads them."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "fc" or op.attrs.get("padding_weights", False) or \
+                not _persistable(block, op.input("W")[0], 2) or \
+                len(op.input("Bias")) != 1 or not _persistable(block, op.input("Bias")[0]):
+            return False
+        out = op.output("Out")[0]
+        add = _next(uses, out) if _only_reader(uses, out, ctx, skip) else None
+        if add is None or add.type != "elementwise_add" or out not in add.input_arg_names:
+            return False
+        xs, ys = add.input("X"), add.input("Y")
+        other = ys[0] if xs == [out] else xs[0]
+        if other == out or other in skip or \
+                tuple(block.var(other).shape) != tuple(block.var(out).shape) or \
+                any(i > op.idx for i in uses.producers.get(other, ())):
+            return False                # (the fused op runs at fc's place: Y must be made)
+        summed = add.output("Out")[0]
+        ln = _next(uses, summed) if _only_reader(uses, summed, ctx, skip) else None
+        if ln is None or ln.type != "layer_norm" or ln.input("X") != [summed] or \
+                len(ln.input("Scale")) != 1 or len(ln.input("Bias")) != 1 or \
+                not _persistable(block, ln.input("Scale")[0], 1) or \
+                not _persistable(block, ln.input("Bias")[0], 1):
+            return False
+        shape, axis = block.var(out).shape, ln.attrs.get("begin_norm_axis", 1)
+        width = shape[axis:] if 0 < axis < len(shape) else ()
+        if len(width) != 1 or width[0] != block.var(op.input("W")[0]).shape[1] or \
+                not 0.0 <= float(ln.attrs.get("epsilon", 1e-5)) <= 1e-3:
+            return False
+        outputs = {"Out": ln.output("Y")}
+        for slot in ("Mean", "Variance"):       # kept when read (or fetched)
+            names = [n for n in ln.output(slot)
+                     if uses.reader_count(n) or n in ctx.protected or n in skip]
+            if names:
+                outputs[slot] = names
+        inputs = {"X": op.input("Input"), "W": op.input("W"), "Bias0": op.input("Bias"),
+                  "Y": [other], "Scale": ln.input("Scale"), "Bias1": ln.input("Bias")}
+        attrs = {"x_num_col_dims": op.attrs.get("in_num_col_dims", 1),
+                 "activation_type": op.attrs.get("activation_type", ""),
+                 "epsilon": float(ln.attrs.get("epsilon", 1e-5)), "begin_norm_axis": axis}
+        rewrite.remove_ops(block, ln.idx)
+        rewrite.remove_ops(block, add.idx)
+        _replace(block, op, "fused_fc_elementwise_layernorm", inputs, outputs, attrs)
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 _CONV_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations",
                "data_format")
 
@@ -800,6 +880,8 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "conv_band_filter_pass": conv_band_filter_pass,
     "fc_fuse_pass": fc_fuse_pass,
+    "fc_act_mkldnn_fuse_pass": fc_act_mkldnn_fuse_pass,
+    "fc_elementwise_layernorm_fuse_pass": fc_elementwise_layernorm_fuse_pass,
     "attention_fuse_pass": attention_fuse_pass,
     "fc_group_fuse_pass": fc_group_fuse_pass,
 }

@@ -728,6 +728,21 @@ def _gelu_saving_block(x: np.ndarray, out: np.ndarray, slope: np.ndarray) -> Non
     _gelu_from(x, xc, idx, out)
 
 
+def gelu_to(x: np.ndarray, out: np.ndarray, approximate: bool = False) -> np.ndarray:
+    """out = GELU(x) (``out`` may be ``x``) with the ``gelu`` op's bits, on the calling thread:
+    for a GEMM epilogue that applies it to each block of a product while the block is in
+    cache (``fc``'s ``gelu_erf``). A contiguous float32 block goes through the table in
+    ``_ERF_BLOCK`` pieces; other blocks are made whole by the op's formula and copied."""
+    if approximate or x.dtype != np.float32 or not (x.flags.c_contiguous
+                                                     and out.flags.c_contiguous):
+        np.copyto(out, Gelu.f(x, approximate))
+        return out
+    xf, of = x.reshape(-1), out.reshape(-1)
+    for i in range(0, xf.size, _ERF_BLOCK):
+        _gelu_block(xf[i:i + _ERF_BLOCK], of[i:i + _ERF_BLOCK])
+    return out
+
+
 @register
 class Gelu(_Act):
     """Out = 0.5 X (1 + erf(X / sqrt 2)) (approximate: 0.5 X (1 + tanh(k (X + 0.044715 X^3))),

@@ -2,14 +2,15 @@
 fc (the fused op fluid's inference passes emit), with fluid's OpMaker slots and attributes."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from ..core import shape as S
 from ..core import threads
 from ..core.dtypes import FLOATS, VarType, convert_dtype, to_numpy_dtype
-from ..core.registry import OpDef, VarSpec, register
+from ..core.registry import OpDef, VarSpec, get_op_def, register
+from .activation import gelu_to
 from .linalg import _GEMM_MIN, _gemm, _gemm_jobs, _mm
 from .reduce import _Reduce
 from .tensor import norm_axis
@@ -173,12 +174,39 @@ def _plain(x: np.ndarray, w: np.ndarray) -> bool:
     return np.result_type(x.dtype, w.dtype) != np.float16
 
 
+# fc's activation_type: fluid's '' and relu, and the GELU forms Paddle's oneDNN fc takes (its
+# fc_act_mkldnn_fuse_pass writes them; this engine's pass of that name too)
+FC_ACTIVATIONS = ("", "relu", "gelu_erf", "gelu_tanh")
+_ALL = slice(None)
+
+
+def fc_epilogue(bias: Optional[np.ndarray], act: str, dtype: Any
+                ) -> Optional[Callable[[np.ndarray, slice, slice], None]]:
+    """``epilogue(block, rows, cols)`` adding ``bias`` (1-D, the product's ``dtype``) to a
+    block of an fc product and applying the activation ``act`` (one of ``FC_ACTIVATIONS``)
+    in place -- the bits of the ``elementwise_add`` and activation ops -- or None when there
+    is nothing to apply."""
+    if bias is None and not act:
+        return None
+    zero = np.dtype(dtype).type(0)
+
+    def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
+        if bias is not None:
+            block += bias[cols]
+        if act == "relu":
+            np.maximum(block, zero, out=block)
+        elif act:
+            gelu_to(block, block, approximate=act == "gelu_tanh")
+    return epilogue
+
+
 @register
 class FC(OpDef):
     """fluid's fused fully connected op (what its inference passes emit for mul +
     elementwise_add [+ relu]): Out = act(flatten(Input, in_num_col_dims) @ W + Bias), act
-    "" or "relu"; with ``padding_weights`` W is [K + 4, N + 4] and only its top-left [K, N]
-    block is used. (fluid registers no gradient; this one is mul's and elementwise_add's.)"""
+    one of ``FC_ACTIVATIONS``; with ``padding_weights`` W is [K + 4, N + 4] and only its
+    top-left [K, N] block is used. (fluid registers no gradient; this one is mul's,
+    elementwise_add's and the activation's, a GELU's from the recomputed pre-activation.)"""
     type, inputs, outputs = "fc", ("Input", "W", "Bias?"), ("Out",)
     grad_uses = ("Input", "W", "Bias", "Out")
     extra_attrs = {"use_mkldnn": False, "use_quantizer": False, "Scale_in": 1.0,
@@ -187,8 +215,9 @@ class FC(OpDef):
 
     def infer(self, Input, W, Bias=None, *, in_num_col_dims=1, activation_type="",
               padding_weights=False):
-        _need(self.type, activation_type in ("", "relu"),
-              f"activation_type must be '' or 'relu', got {activation_type!r}")
+        _need(self.type, activation_type in FC_ACTIVATIONS,
+              f"activation_type must be one of {', '.join(map(repr, FC_ACTIVATIONS))}, got "
+              f"{activation_type!r}")
         # fluid's FCOp::InferShape: Input's rank must be larger than in_num_col_dims (so a
         # 1-D Input is refused, as by mul, whose pattern the fc fuse pass replaces)
         _need(self.type, 1 <= in_num_col_dims < len(Input.shape),
@@ -213,24 +242,25 @@ class FC(OpDef):
 
     def _product(self, Input, W, Bias, in_num_col_dims, activation_type, padding_weights):
         """(x, w, epilogue or None, the output's shape): ``forward``'s product of the
-        flattened Input and W, and the bias and relu it applies in place to each block of it
-        (in place on the fresh product, block by block as the GEMM's parts -- cut on 2+
+        flattened Input and W, and the bias and activation it applies in place to each block
+        of it (in place on the fresh product, block by block as the GEMM's parts -- cut on 2+
         threads -- make them: one temporary and one pass over memory less)."""
         w = self._weights(W, padding_weights)
         lead = Input.shape[:in_num_col_dims]
         x = Input.reshape(int(np.prod(lead)), -1)
-        relu = activation_type == "relu"
-        if Bias is None and not relu:
-            return x, w, None, lead + (w.shape[1],)
         dt = np.result_type(x.dtype, w.dtype)
         bias = None if Bias is None else Bias.reshape(-1).astype(dt, copy=False)
+        return x, w, fc_epilogue(bias, activation_type, dt), lead + (w.shape[1],)
 
-        def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
-            if bias is not None:
-                block += bias[cols]
-            if relu:
-                np.maximum(block, block.dtype.type(0), out=block)
-        return x, w, epilogue, lead + (w.shape[1],)
+    def _pre_activation(self, Input, W, Bias, in_num_col_dims, padding_weights):
+        """(flatten(Input) @ W + Bias as [rows, N], the output's shape): ``forward`` without
+        its activation (the product's dtype)."""
+        x, w, epilogue, shape = self._product(Input, W, Bias, in_num_col_dims, "",
+                                              padding_weights)
+        z = _mm(x, w)
+        if epilogue is not None:
+            epilogue(z, _ALL, _ALL)
+        return z, shape
 
     def forward(self, Input, W, Bias=None, *, in_num_col_dims=1, activation_type="",
                 padding_weights=False):
@@ -242,8 +272,25 @@ class FC(OpDef):
             out = _gemm(x, w, epilogue=epilogue)
         else:
             out = _mm(x, w)
-            epilogue(out, slice(None), slice(None))
+            epilogue(out, _ALL, _ALL)
         return {"Out": out.reshape(shape).astype(Input.dtype, copy=False)}
+
+    def forward_with(self, Input: np.ndarray, W: np.ndarray, Bias: Optional[np.ndarray],
+                     then: Callable[[np.ndarray, slice, slice], None], *,
+                     in_num_col_dims: int = 1, activation_type: str = "") -> np.ndarray:
+        """``forward``'s Out as [rows, N] with ``then(block, rows, cols)`` applied in place to
+        each block of the product right after fc's bias and activation, in the same GEMM
+        part while the block is in cache (a fused op's epilogue:
+        ``fused_fc_elementwise_layernorm``). Float32 / float64 operands of one dtype: the
+        product, and the Out it ends as, are the operands' dtype (no padded weights)."""
+        x, w, epilogue, _ = self._product(Input, W, Bias, in_num_col_dims, activation_type,
+                                          False)
+
+        def both(block: np.ndarray, rows: slice, cols: slice) -> None:
+            if epilogue is not None:
+                epilogue(block, rows, cols)
+            then(block, rows, cols)
+        return _gemm(x, w, epilogue=both)
 
     def lower(self, in_specs, attrs):
         """2-D Input (``in_num_col_dims`` 1), W and a 1-D Bias declared with one float32 /
@@ -255,31 +302,25 @@ class FC(OpDef):
         act = attrs.get("activation_type", "")
         if (x is None or w is None or len(x.shape) != 2 or len(w.shape) != 2
                 or attrs.get("in_num_col_dims", 1) != 1 or attrs.get("padding_weights", False)
-                or act not in ("", "relu") or x.dtype != w.dtype
+                or act not in FC_ACTIVATIONS or x.dtype != w.dtype
                 or (b is not None and (len(b.shape) != 1 or b.dtype != x.dtype))):
             return None
         dt = np.dtype(to_numpy_dtype(x.dtype))
         if dt not in (np.float32, np.float64):
             return None
-        relu, zero = act == "relu", dt.type(0)
+        act_fn = fc_epilogue(None, act, dt)
 
         def fast(Input, W, Bias=None):
             if Input.size * W.shape[1] < _GEMM_MIN:     # one block: no epilogue to make
                 out = _gemm(Input, W)
                 if Bias is not None:
                     out += Bias
-                if relu:
-                    np.maximum(out, zero, out=out)
+                if act_fn is not None:
+                    act_fn(out, _ALL, _ALL)
                 return out
-            if Bias is None and not relu:
+            if Bias is None and act_fn is None:
                 return _gemm(Input, W)
-
-            def epilogue(block: np.ndarray, rows: slice, cols: slice) -> None:
-                if Bias is not None:
-                    block += Bias[cols]
-                if relu:
-                    np.maximum(block, zero, out=block)
-            return _gemm(Input, W, epilogue=epilogue)
+            return _gemm(Input, W, epilogue=fc_epilogue(Bias, act, dt))
         return fast
 
     def forward_group(self, Input: np.ndarray, Ws: Sequence[np.ndarray],
@@ -288,7 +329,7 @@ class FC(OpDef):
                       padding_weights: bool = False) -> List[np.ndarray]:
         """``[forward(Input, Ws[j], Biases[j], activation_type=activation_types[j])]`` for
         fc layers reading one Input (``fc_group``): the GEMM calls of all of them -- each
-        product whole or in the parts ``_gemm`` cuts it into, with its bias and relu -- as
+        product whole or in the parts ``_gemm`` cuts it into, with its bias and activation -- as
         the items of one ``core.threads`` call instead of one call per layer. Each call is the
         one ``forward`` makes, so every output has ``forward``'s bits."""
         acts = list(activation_types) or [""] * len(Ws)
@@ -312,6 +353,9 @@ class FC(OpDef):
         d = dOut.reshape(-1, w.shape[1])
         if activation_type == "relu":
             d = d * (Out.reshape(d.shape) > 0)
+        elif activation_type:                   # a GELU: its slope at the pre-activation
+            z, _ = self._pre_activation(Input, W, Bias, in_num_col_dims, padding_weights)
+            d = get_op_def("gelu").backward(z, d, approximate=activation_type == "gelu_tanh")["X"]
         x = Input.reshape(d.shape[0], -1)
         dw = x.T @ d
         if padding_weights:

@@ -468,7 +468,7 @@ def _split(op: str, shape: Tuple[int, ...], begin_norm_axis: int) -> Tuple[int, 
 _LN_PARALLEL_MIN = 3 << 16
 
 
-def _row_parts(x: np.ndarray, *others: Any) -> bool:
+def ln_row_parts(x: np.ndarray, *others: Any) -> bool:
     """layer_norm's rows [left, right] run as two parallel parts: two threads or more,
     float32/float64 throughout, at least two rows and ``_LN_PARALLEL_MIN`` elements."""
     return (x.dtype in (np.float32, np.float64) and x.shape[0] >= 2
@@ -476,7 +476,7 @@ def _row_parts(x: np.ndarray, *others: Any) -> bool:
             and all(o is None or o.dtype == x.dtype for o in others) and threads.splitting())
 
 
-def _ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,
+def ln_rows(x: np.ndarray, scale: Any, bias: Any, eps: float, y: Any = None, mu: Any = None,
              var: Any = None, xh: Any = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """layer_norm of the rows ``x`` [rows, right]: (Y, Mean, Variance), into ``y``, ``mu``,
     ``var`` when given (every row on its own: a block of rows gives the whole's bits). With
@@ -531,16 +531,16 @@ class LayerNorm(OpDef):
         return self._rows(X, Scale, Bias, epsilon, begin_norm_axis, None)
 
     def _rows(self, X, Scale, Bias, epsilon, begin_norm_axis, xh):
-        """The outputs, the normalized rows made into ``xh`` when given (``_ln_rows``)."""
+        """The outputs, the normalized rows made into ``xh`` when given (``ln_rows``)."""
         left, right = _split(self.type, X.shape, begin_norm_axis)
         x = X.reshape(left, right)
-        if _row_parts(x, Scale, Bias):       # two parallel parts of the rows: the same bits
+        if ln_row_parts(x, Scale, Bias):       # two parallel parts of the rows: the same bits
             y, mu, var = np.empty_like(x), np.empty(left, x.dtype), np.empty(left, x.dtype)
-            threads.parallel_ranges(lambda lo, hi: _ln_rows(
+            threads.parallel_ranges(lambda lo, hi: ln_rows(
                 x[lo:hi], Scale, Bias, epsilon, y[lo:hi], mu[lo:hi], var[lo:hi],
                 None if xh is None else xh[lo:hi]), left)
         else:
-            y, mu, var = _ln_rows(x, Scale, Bias, epsilon, xh=xh)
+            y, mu, var = ln_rows(x, Scale, Bias, epsilon, xh=xh)
         return {"Y": y.reshape(X.shape), "Mean": mu, "Variance": var}
 
     saves_for_grad = True
@@ -569,7 +569,7 @@ class LayerNorm(OpDef):
         dy = dY.reshape(left, right)
         out: Dict[str, Any] = {}
         if wanted is None or "X" in wanted:
-            if _row_parts(saved, Scale, dy, Mean):
+            if ln_row_parts(saved, Scale, dy, Mean):
                 dx = np.empty(saved.shape, dy.dtype)
                 threads.parallel_ranges(lambda lo, hi: _ln_dx_rows(
                     dy[lo:hi], Scale, saved[lo:hi], inv_std[lo:hi], dx[lo:hi]), left)
@@ -617,7 +617,7 @@ class LayerNormGrad(OpDef):
 
         def dx() -> np.ndarray:
             x = X.reshape(left, right)
-            if "xh" not in cache and _row_parts(x, Scale, dy, Mean):
+            if "xh" not in cache and ln_row_parts(x, Scale, dy, Mean):
                 # two parallel parts of the rows (row-wise: the same bits); xh kept for dScale
                 xh, out = np.empty_like(x), np.empty(x.shape, dy.dtype)
 

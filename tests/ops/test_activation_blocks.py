@@ -145,3 +145,30 @@ def test_gelu_table_is_made_once_and_is_the_same_every_time():
         assert A._gelu_table(slope) is table
         assert table.shape == (1 << (32 - A._GELU_SHIFT), 2) and table.dtype == np.float32
         assert np.array_equal(_bits(A._make_gelu_table(slope)), _bits(table))
+
+
+@pytest.mark.parametrize("dtype,approximate,layout", [
+    ("float32", False, "contiguous"), ("float32", False, "in place"),
+    ("float32", False, "columns"), ("float64", False, "contiguous"),
+    ("float32", True, "in place")])
+def test_gelu_to_gives_the_gelu_ops_bits(dtype, approximate, layout):
+    # what fc's epilogue applies to each block of its product: a float32 block through the
+    # table in _ERF_BLOCK pieces (over a partial last piece), a column block (strided) and
+    # other dtypes or the tanh form by the op's formula -- the gelu op's bits either way
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((N // 64, 64)) * 3).astype(dtype)
+    x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
+    want = A.Gelu.f(x, approximate)
+    if layout == "columns":
+        block = x.copy()[:, 8:40]
+        out = np.empty_like(block)
+        A.gelu_to(block, out, approximate)
+        want = want[:, 8:40]
+    elif layout == "in place":
+        out = x.copy()
+        assert A.gelu_to(out, out, approximate) is out
+    else:
+        out = np.full_like(x, 5.0)
+        assert A.gelu_to(x, out, approximate) is out
+    assert out.dtype == want.dtype
+    np.testing.assert_array_equal(out.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))

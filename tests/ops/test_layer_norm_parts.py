@@ -29,13 +29,13 @@ def test_row_parts_give_the_one_part_bits(shape, axis, dtype):
     scale, bias = (rng.standard_normal(right).astype(dtype) for _ in range(2))
     dy = rng.standard_normal(shape).astype(dtype)
     with threads.using(2):
-        assert norm._row_parts(x.reshape(-1, right), scale, bias)
+        assert norm.ln_row_parts(x.reshape(-1, right), scale, bias)
     runs = []
     for t in (2, 3):
         with threads.using(t):
             runs.append(_run(x, scale, bias, dy, axis))
     with threads.using(1):                                       # one part
-        assert not norm._row_parts(x.reshape(-1, right), scale, bias)
+        assert not norm.ln_row_parts(x.reshape(-1, right), scale, bias)
         one = _run(x, scale, bias, dy, axis)
     for run in runs:
         for a, b in zip(run, one):
@@ -61,9 +61,9 @@ def test_rows_split_from_the_size_where_two_threads_pay():
     x = np.zeros((n // 256, 256), np.float32)
     scale = np.ones(256, np.float32)
     with threads.using(2):
-        assert norm._row_parts(x, scale, None)
-        assert not norm._row_parts(x.reshape(-1)[:n - 256].reshape(-1, 256), scale, None)
-        assert not norm._row_parts(x.reshape(1, -1), None, None)
-        assert not norm._row_parts(x, scale.astype(np.float64), None)
+        assert norm.ln_row_parts(x, scale, None)
+        assert not norm.ln_row_parts(x.reshape(-1)[:n - 256].reshape(-1, 256), scale, None)
+        assert not norm.ln_row_parts(x.reshape(1, -1), None, None)
+        assert not norm.ln_row_parts(x, scale.astype(np.float64), None)
     with threads.using(1):
-        assert not norm._row_parts(x, scale, None)
+        assert not norm.ln_row_parts(x, scale, None)

@@ -1,6 +1,8 @@
 """fluid 1.8's l1_norm, minus, frobenius_norm, fill, unbind, conv_shift and fc
 (fluidlite/ops/math_more.py) against NumPy references of fluid's kernels (Paddle 2.6 agrees on
 l1_norm, minus, frobenius_norm, unbind and fc), numeric float64 gradients, errors."""
+import math
+
 import numpy as np
 import pytest
 
@@ -118,8 +120,17 @@ def test_conv_shift():
         d.infer(VarSpec([3, 3], "float32"), VarSpec([3, 5], "float32"))
 
 
-@pytest.mark.parametrize("act,pad,ncol", [("", False, 1), ("relu", False, 2), ("relu", True, 1)])
+def _gelu64(z, approximate):
+    if approximate:
+        return 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
+    return 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("act,pad,ncol", [("", False, 1), ("relu", False, 2), ("relu", True, 1),
+                                          ("gelu_erf", False, 2), ("gelu_tanh", True, 1)])
 def test_fc(act, pad, ncol):
+    # (the GELU forms: Paddle's oneDNN fc, what fc_act_mkldnn_fuse_pass makes; their gradient
+    # is the GELU's slope at the recomputed pre-activation)
     x = OpTest.rand(2, 3, 4, seed=5)
     k = 12 if ncol == 1 else 4
     w = OpTest.rand(k + 4 * pad, 5 + 4 * pad, seed=6)
@@ -128,12 +139,49 @@ def test_fc(act, pad, ncol):
     ref = x.reshape(-1, k) @ wu + b
     if act == "relu":
         ref = np.maximum(ref, 0)
+    elif act:
+        ref = _gelu64(ref, act == "gelu_tanh")
     lead = x.shape[:ncol]
     t = _t("fc", {"Input": x, "W": w, "Bias": b}, {"Out": ref.reshape(lead + (5,))},
            {"in_num_col_dims": ncol, "activation_type": act, "padding_weights": pad})
     t.check_grad(["Input", "W", "Bias"], "Out")
     with pytest.raises(ValueError, match="must equal W's rows"):
         get_op_def("fc").infer(VarSpec([2, 7], "float32"), VarSpec([6, 5], "float32"))
+    with pytest.raises(ValueError, match="activation_type must be one of '', 'relu', "
+                                         "'gelu_erf', 'gelu_tanh', got 'gelu'"):
+        get_op_def("fc").infer(VarSpec([2, 6], "float32"), VarSpec([6, 5], "float32"),
+                               activation_type="gelu")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("act", ["gelu_erf", "gelu_tanh"])
+@pytest.mark.parametrize("rows,nthreads", [(3, 2), (700, 1), (700, 2), (40, 2)])
+def test_fc_gelu_is_fc_then_the_gelu_op_bit_for_bit(dtype, act, rows, nthreads):
+    # a product whole (3 rows; 700 on one thread), in row parts (700 rows on two threads) or in
+    # column parts (40 rows, 1024 columns): the GELU on each block as its GEMM part makes it
+    # gives the gelu op's bits, through forward, the plan's fast path and a flattened Input
+    from fluidlite.core import threads
+    from fluidlite.core.dtypes import convert_np_dtype_to_dtype_
+    fc, gelu = get_op_def("fc"), get_op_def("gelu")
+    rng = np.random.default_rng(rows)
+    k, n = (192, 1024) if rows == 40 else (96, 160)
+    x = rng.standard_normal((rows, k)).astype(dtype)
+    w = (rng.standard_normal((k, n)) * 0.3).astype(dtype)
+    b = rng.standard_normal(n).astype(dtype)
+    vt = convert_np_dtype_to_dtype_(np.dtype(dtype))
+    fast = fc.lower([VarSpec(x.shape, vt), VarSpec(w.shape, vt), VarSpec(b.shape, vt)],
+                    {"activation_type": act})
+    with threads.using(nthreads):
+        want = gelu.forward(fc.forward(x, w, b)["Out"], approximate=act == "gelu_tanh")["Out"]
+        got = fc.forward(x, w, b, activation_type=act)["Out"]
+        flat = fc.forward(x.reshape(rows, 4, -1), w, b, in_num_col_dims=1,
+                          activation_type=act)["Out"]
+        quick = fast(x, w, b)
+    for g in (got, flat, quick):
+        assert g.dtype == want.dtype and np.array_equal(g, want)
+    ref = _gelu64(x.astype(np.float64) @ w.astype(np.float64) + b, act == "gelu_tanh")
+    np.testing.assert_allclose(got, ref, rtol=1e-5 if dtype == "float32" else 1e-12,
+                               atol=1e-5 if dtype == "float32" else 1e-12)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
