@@ -875,3 +875,117 @@ def test_fc_fusions_leave_what_they_cannot_fuse(tmp_path, case):
     else:                               # the fc's output is read by the gelu and a sum
         assert "gelu" in types and applied["fc_act_mkldnn_fuse_pass"] == 0
         assert applied["fc_elementwise_layernorm_fuse_pass"] == 1
+
+
+# -- slice_pushdown_pass ----------------------------------------------------------------------
+def _classifier(layers=2, h=16, nh=2, seq=6, mask=False, fetch_seq=False, decrease=False):
+    """A BERT classifier as fluid 1.8's model zoo writes it: the encoder, then its [CLS] row
+    (``slice`` on the token axis) through a tanh pooler and an fc."""
+    x = fluid.data("x", [-1, seq, h], "float32")
+    m = fluid.data("m", [-1, 1, 1, seq], "float32") if mask else None
+
+    def heads(t):
+        return L.transpose(L.reshape(t, [0, 0, nh, h // nh]), [0, 2, 1, 3])
+    enc = L.layer_norm(x, begin_norm_axis=2)
+    for _ in range(layers):
+        q, k, v = (heads(L.fc(enc, h, num_flatten_dims=2)) for _ in range(3))
+        s = L.matmul(q, k, transpose_y=True, alpha=(h // nh) ** -0.5)
+        p = L.softmax(L.elementwise_add(s, m) if mask else s)
+        ctx = L.reshape(L.transpose(L.matmul(p, v), [0, 2, 1, 3]), [0, 0, h])
+        enc = L.layer_norm(L.elementwise_add(enc, L.fc(ctx, h, num_flatten_dims=2)),
+                           begin_norm_axis=2)
+        ffn = L.fc(L.gelu(L.fc(enc, 2 * h, num_flatten_dims=2)), h, num_flatten_dims=2)
+        enc = L.layer_norm(L.elementwise_add(enc, ffn), begin_norm_axis=2)
+    cls = L.slice(enc, [1], [0], [1])
+    cls = L.reshape(cls, [0, h]) if not decrease else L.squeeze(cls, [1])
+    outs = [L.fc(L.fc(cls, h, act="tanh"), 2)]
+    return outs + [enc] if fetch_seq else outs
+
+
+def _classifier_inputs(mask=False, batch=3):
+    rng = np.random.default_rng(8)
+    xs = [rng.standard_normal((batch, 6, 16)).astype("float32")]
+    if mask:
+        m = np.zeros((batch, 1, 1, 6), "float32")
+        m[..., 4:] = -10000.0
+        xs.append(m)
+    return xs
+
+
+@pytest.mark.parametrize("mask", [False, True])
+def test_slice_pushdown_computes_the_last_layer_for_the_kept_row(tmp_path, mask):
+    d = _save(tmp_path, lambda: _classifier(mask=mask), ["x", "m"] if mask else ["x"])
+    inputs = _classifier_inputs(mask)
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, cut = _run(d, inputs)
+    _close(cut, plain)
+    block = p.program().global_block()
+    ops = [o for o in block.ops if o.type not in ("feed", "fetch")]
+    # the last layer's FFN, its norms, output projection, attention and query projection run
+    # on one token: each reads or writes [-1, 1, ...] (two slices remain: of the layer's input,
+    # for its queries and residual, and of nothing else)
+    slices = [o for o in ops if o.type == "slice"]
+    assert len(slices) == 1 and dict(p.applied_passes())["slice_pushdown_pass"] >= 10
+    tail = ops[ops.index(slices[0]) + 1:]
+    last_ln = [o for o in tail if o.type == "fused_fc_elementwise_layernorm"]
+    assert len(last_ln) == 2
+    assert all(block.var(o.output("Out")[0]).shape == (-1, 1, 16) for o in last_ln)
+    attn = next(o for o in tail if o.type == "scaled_dot_product_attention")
+    assert block.var(attn.input("Q")[0]).shape == (-1, 2, 1, 8)
+    assert block.var(attn.input("K")[0]).shape == (-1, 2, 6, 8)
+    group = next(o for o in tail if o.type == "fc_group")       # K and V on every token
+    assert len(group.output("Out")) == 2
+    p.program().lint()
+    p_off, off = _run(d, inputs, delete=["slice_pushdown_pass"])
+    _close(off, plain)
+    assert [o.type for o in p_off.program().global_block().ops].count("slice") == 1
+    assert dict(p_off.applied_passes()).get("slice_pushdown_pass") is None
+
+
+@pytest.mark.parametrize("case", ["sequence fetched", "decrease_axis"])
+def test_slice_pushdown_leaves_a_slice_of_what_is_read_whole(tmp_path, case):
+    # the encoder's output fetched as well: every row of it is made; a slice that drops its
+    # axis is not one the pass moves (the squeeze after it keeps it apart here)
+    d = _save(tmp_path, lambda: _classifier(fetch_seq=case == "sequence fetched",
+                                            decrease=case == "decrease_axis"), ["x"])
+    inputs = _classifier_inputs()
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, got = _run(d, inputs)
+    _close(got, plain)
+    block = p.program().global_block()
+    fused = [o for o in block.ops if o.type == "fused_fc_elementwise_layernorm"]
+    if case == "sequence fetched":
+        assert dict(p.applied_passes())["slice_pushdown_pass"] == 0
+        assert all(block.var(o.output("Out")[0]).shape == (-1, 6, 16) for o in fused)
+    else:
+        assert block.var(fused[-1].output("Out")[0]).shape == (-1, 1, 16)
+
+
+@pytest.mark.parametrize("mean_fetched", [False, True])
+def test_slice_pushdown_keeps_an_op_whose_other_output_is_read(tmp_path, mean_fetched):
+    def build():
+        x = fluid.data("x", [-1, 6, 16], "float32")
+        bias = fluid.data("bias", [16], "float32")               # broadcast: read whole
+        y = L.layer_norm(L.elementwise_add(L.relu(x), bias), begin_norm_axis=2)
+        outs = [L.slice(y, [1], [2], [4])]
+        if mean_fetched:
+            ln = next(op for op in y.block.ops if op.type == "layer_norm")
+            outs.append(y.block.var(ln.output("Mean")[0]))
+        return outs
+    d = _save(tmp_path, build, ["x", "bias"])
+    rng = np.random.default_rng(9)
+    inputs = [rng.standard_normal((3, 6, 16)).astype("float32"),
+              rng.standard_normal(16).astype("float32")]
+    _, plain = _run(d, inputs, ir_optim=False)
+    p, got = _run(d, inputs)
+    _close(got, plain)
+    block = p.program().global_block()
+    ops = [o for o in block.ops if o.type not in ("feed", "fetch")]
+    if mean_fetched:            # the norm's Mean is every row's: the slice stays after it
+        assert [o.type for o in ops] == ["relu", "elementwise_add", "layer_norm", "slice"]
+    else:                       # rows 2:4 of x are cut first; the bias is read whole
+        assert [o.type for o in ops] == ["slice", "relu", "elementwise_add", "layer_norm"]
+        assert ops[0].input("Input") == ["x"] and block.var(ops[0].output("Out")[0]).shape \
+            == (-1, 2, 16)
+        assert ops[2].input("Y") == ["bias"]
+        assert dict(p.applied_passes())["slice_pushdown_pass"] == 3

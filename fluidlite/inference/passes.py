@@ -27,6 +27,7 @@ from ..core.dtypes import VarType, to_numpy_dtype
 from ..ops._conv_kernels import LAST_WIDTH as DEPTHWISE_LAST_WIDTH
 from ..ops._winograd import MIN_CHANNELS as MIN_WINOGRAD_CHANNELS
 from ..ops.conv import band_filter_shape
+from . import rows
 from .ops import ACTIVATION_ATTRS, ACTIVATIONS
 
 __all__ = ["PASSES", "DEFAULT_PASSES", "PassContext", "describe", "run_passes"]
@@ -711,8 +712,8 @@ def conv_band_filter_pass(ctx: PassContext) -> int:
     """Lay out the constant filters of depthwise ``conv2d_fusion`` ops on small maps (the
     banded-GEMM kernel: at most 1024 output pixels, more than 8 wide, float32/64, NCHW) once,
     at load: a ``depthwise_band_filter`` op folded into a new persistable ``[C, K, m*tw]``
-    becomes the op's ``FilterBand`` (MobileNetV2 at batch 1 ran 0.95x the time: 17 layers that built their
-    band on every run). The band depends on the output's width only; an input of free width
+    becomes the op's ``FilterBand`` (MobileNetV2 at batch 1 ran 0.95x the time: 17 layers
+    that built their band on every run). The band depends on the output's width only; an input of free width
     and known height gets the full-tile band, cut to each run's width by the kernel
     (PP-OCRv4's recognizer at 48x320: 0.87x the time, the same bits)."""
     block = ctx.block
@@ -825,6 +826,87 @@ def attention_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def _plain_slice(op: Operator) -> bool:
+    """A ``slice`` along one axis by constant bounds that keeps its rank."""
+    return (op.type == "slice" and len(op.attrs.get("axes", ())) == 1
+            and not op.attrs.get("decrease_axis") and len(op.input("Input")) == 1
+            and not any(op.input(t) for t in op.input_names if t != "Input"))
+
+
+def _same_slice(a: Operator, b: Operator) -> bool:
+    return all(list(a.attrs.get(k, ())) == list(b.attrs.get(k, ()))
+               for k in ("axes", "starts", "ends"))
+
+
+def _merge_slices(block: Block, uses: rewrite.Uses, first: Operator, ctx: PassContext,
+                  skip: Set[str]) -> bool:
+    """The later slices of ``first``'s Input with its bounds go: their readers read
+    ``first``'s output instead (True when any went)."""
+    readers = [uses.ops[i] for i in uses.readers.get(first.input("Input")[0], ())]
+    dups = [r for r in readers if r.idx > first.idx and _plain_slice(r)
+            and _same_slice(r, first) and r.output("Out")[0] not in ctx.protected
+            and r.output("Out")[0] not in skip]
+    kept, olds = first.output("Out")[0], [d.output("Out")[0] for d in dups]
+    for i in sorted({i for old in olds for i in uses.readers.get(old, ())}):
+        reader = uses.ops[i]
+        ins = _slots(reader)
+        for old in olds:
+            ins = _rename_in(ins, old, kept)
+        _replace(block, reader, inputs=ins)
+    for d in sorted(dups, key=lambda o: o.idx, reverse=True):
+        rewrite.remove_ops(block, d.idx)
+    return bool(dups)
+
+
+def slice_pushdown_pass(ctx: PassContext) -> int:
+    """A ``slice`` along one axis moves above the op that made what it slices when that op's
+    rows along the axis come from rows of its inputs (``inference/rows.py``: fc, layer_norm
+    and their fused forms, activations, residual adds, reshape2 / transpose2 keeping the axis
+    apart, an attention's queries), so that the op computes only the rows kept: a BERT
+    classifier's last layer for its [CLS] token alone, but for the keys and values its
+    attention reads. Slices with one Input and the same bounds merge into one first.
+    fluidlite's own pass."""
+    block = ctx.block
+
+    def push(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if not _plain_slice(op):
+            return False
+        v = op.input("Input")[0]
+        var = block.vars.get(v)
+        if var is None or var.lod_level or v in skip or v in ctx.protected or var.persistable:
+            return False
+        if uses.reader_count(v) > 1:        # read whole too: only its equal slices merge
+            return _merge_slices(block, uses, op, ctx, skip)
+        made = uses.producers.get(v, ())
+        if len(made) != 1:
+            return False
+        src = uses.ops[made[0]]
+        slot = rows.row_output(src)
+        axis = int(op.attrs["axes"][0]) % max(len(var.shape), 1)
+        cut = rows.row_inputs(src, block, axis) if src.output(slot) == [v] else None
+        if not cut or any(uses.reader_count(n) or n in ctx.protected or n in skip
+                          for s in src.output_names if s != slot for n in src.output(s)):
+            return False            # not row-wise here, or another output of it is read
+        if any(len(src.input(s)) != 1 or src.input(s)[0] in skip for s in cut):
+            return False
+        ins = _slots(src)
+        at = src.idx
+        for s, b in cut.items():
+            u = block.var(src.input(s)[0])
+            part = rewrite.tmp(block, "slice", u.dtype)
+            rewrite.insert(block, at, "slice", {"Input": [u.name]}, {"Out": [part.name]},
+                           {"axes": [b], "starts": list(op.attrs["starts"]),
+                            "ends": list(op.attrs["ends"]), "decrease_axis": []})
+            at += 1
+            ins[s] = [part.name]
+        outs = _slots(src, True)
+        outs[slot] = op.output("Out")
+        rewrite.remove_ops(block, op.idx)
+        _replace(block, src, inputs=ins, outputs=outs)
+        return True
+    return _fuse_each(ctx, push)
+
+
 def fc_group_fuse_pass(ctx: PassContext) -> int:
     """``fc`` ops reading one Input (the same ``in_num_col_dims``, each with a persistable W
     and Bias, no padded weights) -> one ``fc_group`` at the first one's place: the GEMM calls
@@ -883,6 +965,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "fc_act_mkldnn_fuse_pass": fc_act_mkldnn_fuse_pass,
     "fc_elementwise_layernorm_fuse_pass": fc_elementwise_layernorm_fuse_pass,
     "attention_fuse_pass": attention_fuse_pass,
+    "slice_pushdown_pass": slice_pushdown_pass,
     "fc_group_fuse_pass": fc_group_fuse_pass,
 }
 DEFAULT_PASSES: List[str] = list(PASSES)
