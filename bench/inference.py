@@ -32,6 +32,7 @@ passes that fired. A report, never an assertion; on a shared machine the numbers
 
     python bench/inference.py                         # all models, batch 1 and 16
     python bench/inference.py -m bert --batch 1 --runs 5
+    python bench/inference.py -m bert --delete-pass slice_pushdown_pass
 """
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ ap.add_argument("--engines", nargs="+", default=list(ENGINES), choices=ENGINES)
 ap.add_argument("--paddle-python", default=os.environ.get("FLUIDLITE_PADDLE_PYTHON",
                                                           "/tmp/paddle-venv/bin/python"))
 ap.add_argument("--json", default=None, help="also write the results to this file")
+ap.add_argument("--delete-pass", nargs="+", default=[], metavar="PASS",
+                help="inference passes the np+ir engine runs without (config.delete_pass): "
+                     "e.g. slice_pushdown_pass, to time the kernels on the whole graph")
 ARGS = ap.parse_args()
 if ARGS.settle < 0:
     ap.error(f"--settle must be >= 0 seconds, got {ARGS.settle}")
@@ -246,6 +250,8 @@ def _config(dirname, ir_optim=True, ort=False):
     c.disable_gpu()
     c.set_cpu_math_library_num_threads(ARGS.threads)
     c.switch_ir_optim(ir_optim)
+    for name in ARGS.delete_pass if ir_optim else ():
+        c.delete_pass(name)
     c.switch_use_feed_fetch_ops(False)
     if ort:
         c.enable_onnxruntime()
