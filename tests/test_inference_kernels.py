@@ -989,3 +989,21 @@ def test_slice_pushdown_keeps_an_op_whose_other_output_is_read(tmp_path, mean_fe
             == (-1, 2, 16)
         assert ops[2].input("Y") == ["bias"]
         assert dict(p.applied_passes())["slice_pushdown_pass"] == 3
+
+
+@pytest.mark.parametrize("lod_level", [0, 1])
+def test_slice_pushdown_never_cuts_a_sequence(lod_level):
+    # an input with a LoD: its rows are its sequences' (the slice stays where it is)
+    from fluidlite.inference.passes import PassContext, slice_pushdown_pass
+    main = fluid.Program()
+    block = main.global_block()
+    block.create_var(name="u", shape=[-1, 6, 8], dtype="float32", lod_level=lod_level)
+    for n, shape in (("v", [-1, 6, 8]), ("w", [-1, 1, 8])):
+        block.create_var(name=n, shape=shape, dtype="float32")
+    block.append_op("relu", {"X": ["u"]}, {"Out": ["v"]})
+    block.vars["v"].lod_level = 0
+    block.append_op("slice", {"Input": ["v"]}, {"Out": ["w"]},
+                    {"axes": [1], "starts": [0], "ends": [1]})
+    count = slice_pushdown_pass(PassContext(main, None, None, {"u", "w"}))
+    assert count == 1 - lod_level
+    assert [o.type for o in block.ops] == (["slice", "relu"] if count else ["relu", "slice"])

@@ -887,8 +887,9 @@ def slice_pushdown_pass(ctx: PassContext) -> int:
         if not cut or any(uses.reader_count(n) or n in ctx.protected or n in skip
                           for s in src.output_names if s != slot for n in src.output(s)):
             return False            # not row-wise here, or another output of it is read
-        if any(len(src.input(s)) != 1 or src.input(s)[0] in skip for s in cut):
-            return False
+        if any(len(src.input(s)) != 1 or src.input(s)[0] in skip
+               or block.var(src.input(s)[0]).lod_level for s in cut):
+            return False            # (a sequence's rows are its LoD's: never cut here)
         ins = _slots(src)
         at = src.idx
         for s, b in cut.items():
