@@ -390,10 +390,12 @@ tests_for() {
       # the inference passes and the op types they create: the predictor's tests, and the
       # conv / fc kernels the created ops call
       echo tests/test_inference_kernels.py tests/test_inference_api.py tests/ops/test_linalg.py \
-           tests/ops/test_conv_band.py tests/test_inference_rows.py ;;
+           tests/ops/test_conv_band.py tests/test_inference_rows.py \
+           tests/test_inference_pass_cases.py ;;
     fluidlite/inference/rows.py)
       # the row rules of slice_pushdown_pass: their own tests and the pass's
-      echo tests/test_inference_rows.py tests/test_inference_kernels.py ;;
+      echo tests/test_inference_rows.py tests/test_inference_kernels.py \
+           tests/test_inference_pass_cases.py ;;
     fluidlite/inference/bench.py|fluidlite/inference/predictor.py)
       # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds) and the predictor's engines
       echo tests/test_inference_api.py ;;

@@ -125,3 +125,48 @@ def test_fused_fc_layernorm_cuts_x_and_y_before_both_its_axes():
 def test_ops_without_a_rule_are_not_row_wise():
     op, b = _op("softmax", {"X": "x"}, {"axis": 1}, {"x": (2, 5, 8)}, (2, 5, 8))
     assert "softmax" not in ROW_RULES and row_inputs(op, b, 1) is None
+
+
+def test_boundaries_each_rule_refuses():
+    shapes = {"x": (2, 5, 8), "w": (8, 4), "b0": (4,), "y": (2, 5, 4), "s": (20,), "b1": (20,)}
+    ins = {"X": "x", "W": "w", "Bias0": "b0", "Y": "y", "Scale": "s", "Bias1": "b1"}
+    op, b = _op("fused_fc_elementwise_layernorm", ins,
+                {"x_num_col_dims": 2, "begin_norm_axis": 1}, shapes, (2, 5, 4))
+    assert row_inputs(op, b, 0) == {"X": 0, "Y": 0}
+    assert row_inputs(op, b, 1) is None                     # normalised from axis 1
+    op, b = _op("fused_fc_elementwise_layernorm", ins,
+                {"x_num_col_dims": 1, "begin_norm_axis": 1},
+                dict(shapes, x=(2, 40), w=(40, 4), s=(4,), b1=(4,), y=(2, 4)), (2, 4))
+    assert row_inputs(op, b, 0) == {"X": 0, "Y": 0} and row_inputs(op, b, 1) is None
+    op, b = _op("reshape2", {"X": "x", "Shape": "sh"}, {"shape": [0, 0, 2, 4]},
+                {"x": (2, 5, 8), "sh": (4,)}, (2, 5, 2, 4), extra_outs=("XShape",))
+    assert row_inputs(op, b, 1) is None                     # a run-time shape
+    op, b = _op("reshape2", {"X": "x", "ShapeTensor": "st"}, {"shape": [0, 0, 2, 4]},
+                {"x": (2, 5, 8), "st": (1,)}, (2, 5, 2, 4), extra_outs=("XShape",))
+    assert row_inputs(op, b, 1) is None
+    op, b = _op("reshape2", {"X": "x"}, {"shape": [0, 0, -1]}, {"x": (2, 5, 8)}, (2, 5, 8),
+                extra_outs=("XShape",))
+    assert row_inputs(op, b, 1) == {"X": 1} and row_inputs(op, b, 2) is None
+    op, b = _op("reshape2", {"X": "x"}, {"shape": [0, 40]}, {"x": (2, 5, 8)}, (2, 40),
+                extra_outs=("XShape",))
+    assert row_inputs(op, b, 0) == {"X": 0} and row_inputs(op, b, 1) is None
+
+
+@pytest.mark.parametrize("mask,want", [((5, 7), None), ((1, 7), {"Q": 2}), ((7,), {"Q": 2}),
+                                       ((3, 5, 7), None), ((3, 1, 7), {"Q": 2})])
+def test_attention_masks_of_lower_rank_line_up_from_the_right(mask, want):
+    shapes = {"q": (2, 3, 5, 4), "k": (2, 3, 7, 4), "v": (2, 3, 7, 6), "m": mask}
+    op, b = _op("scaled_dot_product_attention", {"Q": "q", "K": "k", "V": "v", "Mask": "m"},
+                {"alpha": 0.5}, shapes, (2, 3, 5, 6))
+    assert row_inputs(op, b, 2) == want
+
+
+@pytest.mark.parametrize("x,y,attr,out,want", [
+    ((2, 1, 8), (2, 1, 8), -1, (2, 1, 8), {"X": 1, "Y": 1}),    # an axis of size 1: cut
+    ((2, 5, 8), (2, 5), 0, (2, 5, 8), {"X": 1, "Y": 1}),         # Y from axis 0
+    ((2, 5, 8), (5, 8), 1, (2, 5, 8), {"X": 1, "Y": 0}),
+    ((2, -1, 8), (8,), -1, (2, -1, 8), None),                    # Out's size unknown
+])
+def test_elementwise_alignment_and_sizes(x, y, attr, out, want):
+    op, b = _op("elementwise_add", {"X": "x", "Y": "y"}, {"axis": attr}, {"x": x, "y": y}, out)
+    assert row_inputs(op, b, 1) == want

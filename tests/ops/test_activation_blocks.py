@@ -150,7 +150,8 @@ def test_gelu_table_is_made_once_and_is_the_same_every_time():
 @pytest.mark.parametrize("dtype,approximate,layout", [
     ("float32", False, "contiguous"), ("float32", False, "in place"),
     ("float32", False, "columns"), ("float64", False, "contiguous"),
-    ("float32", True, "in place")])
+    ("float32", True, "in place"), ("float32", False, "into columns"),
+    ("float32", None, "contiguous")])
 def test_gelu_to_gives_the_gelu_ops_bits(dtype, approximate, layout):
     # what fc's epilogue applies to each block of its product: a float32 block through the
     # table in _ERF_BLOCK pieces (over a partial last piece), a column block (strided) and
@@ -158,8 +159,15 @@ def test_gelu_to_gives_the_gelu_ops_bits(dtype, approximate, layout):
     rng = np.random.default_rng(7)
     x = (rng.standard_normal((N // 64, 64)) * 3).astype(dtype)
     x[0, :4] = [np.nan, np.inf, -np.inf, -0.0]
-    want = A.Gelu.f(x, approximate)
-    if layout == "columns":
+    want = A.Gelu.f(x, bool(approximate))
+    if approximate is None:                 # the default: the erf form
+        out = A.gelu_to(x, np.empty_like(x))
+    elif layout == "into columns":          # a contiguous block into a column block
+        wide = np.zeros((x.shape[0], 2 * x.shape[1]), x.dtype)
+        A.gelu_to(x, wide[:, ::2], approximate)
+        out = wide[:, ::2]
+        assert not wide[:, 1::2].any()
+    elif layout == "columns":
         block = x.copy()[:, 8:40]
         out = np.empty_like(block)
         A.gelu_to(block, out, approximate)
@@ -171,4 +179,5 @@ def test_gelu_to_gives_the_gelu_ops_bits(dtype, approximate, layout):
         out = np.full_like(x, 5.0)
         assert A.gelu_to(x, out, approximate) is out
     assert out.dtype == want.dtype
-    np.testing.assert_array_equal(out.view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
+    np.testing.assert_array_equal(np.ascontiguousarray(out).view(np.uint8),
+                                  np.ascontiguousarray(want).view(np.uint8))
