@@ -763,7 +763,7 @@ def test_fused_fc_elementwise_layernorm_is_the_three_ops_bit_for_bit(
     from fluidlite.inference import ops as inference_ops
     dt = {"float64": "float64", "float16": "float16"}.get(case, "float32")
     act = "gelu_erf" if case == "gelu" else "relu" if case in ("small", "float16") else ""
-    axis = 1 if case in ("other width", "float16") else len(lead)
+    axis = 1 if case == "other width" else len(lead)
     rng = np.random.default_rng(len(case))
     x = rng.standard_normal(lead + (k,)).astype(dt)
     w = (rng.standard_normal((k, n)) * 0.2).astype(dt)
@@ -822,6 +822,12 @@ def test_fused_fc_elementwise_layernorm_refuses_what_its_ops_refuse():
     with pytest.raises(ValueError, match="activation_type must be one of"):
         op.infer(x, w, b, VarSpec((-1, 8, 32), f32), s, s, x_num_col_dims=2,
                  begin_norm_axis=2, activation_type="tanh")
+    with pytest.raises(ValueError, match=r"Bias must be \[32\] or \[1, 32\]"):
+        op.infer(x, w, VarSpec((16,), f32), VarSpec((-1, 8, 32), f32), s, s,
+                 x_num_col_dims=2, begin_norm_axis=2)
+    with pytest.raises(ValueError, match="Bias must have shape"):
+        op.infer(x, w, b, VarSpec((-1, 8, 32), f32), s, VarSpec((16,), f32),
+                 x_num_col_dims=2, begin_norm_axis=2)
 
 
 def _encoder_block(fetch_mean=False, late_residual=False, gelu_read_twice=False,

@@ -42,14 +42,18 @@ def _fc_add_ln(case):
     b = _Block()
     rank2 = case == "rank 2"
     lead = [-1] if rank2 else [-1, 5]
+    if case == "norm over two equal axes":      # [-1, 4, 4]: a width of 4 x 4, W's 4 columns
+        lead = [-1, 4]
     b.v("x", lead + [8])
     b.v("w", [12, 8] if case == "padded weights" else [8, 4],
         persistable=case != "W not persistable")
+
     b.v("b0", [4], persistable=True)
     b.v("res", lead + [4] if case != "broadcast residual" else [4])
     for n in ("s", "b1"):            # (a norm over two axes: of 5 x 4 elements)
-        b.v(n, [20] if case == "norm over two axes" else [4],
-            persistable=not (case == "norm bias not persistable" and n == "b1"))
+        b.v(n, {"norm over two axes": [20], "norm over two equal axes": [16]}.get(case, [4]),
+            persistable=not (case == "norm bias not persistable" and n == "b1"
+                             or case == "scale not persistable" and n == "s"))
     for n in ("h", "sum", "y"):
         b.v(n, lead + [4])
     b.v("mean", [-1])
@@ -74,13 +78,15 @@ def _fc_add_ln(case):
     if case == "not a norm":
         b.op("relu", {"X": "sum"}, {"Out": "y"})
         return b
-    ln_in = {"X": "sum", "Bias": "b1"}
+    ln_in = {"X": "sum"}
     if case != "no scale":
         ln_in["Scale"] = "s"
+    if case != "no norm bias":
+        ln_in["Bias"] = "b1"
     eps = {"epsilon 0": 0.0, "epsilon 1e-3": 1e-3, "epsilon too large": 2e-3,
            "epsilon 1e-4": 1e-4}.get(case, 1e-5)
     axis = 1 if case in ("rank 2", "norm over two axes") else 2
-    if case == "norm over two axes":
+    if case in ("norm over two axes", "norm over two equal axes"):
         axis = 1
     b.op("layer_norm", ln_in, {"Y": "y", "Mean": "mean", "Variance": "var"},
          {"epsilon": eps, "begin_norm_axis": axis})
@@ -96,10 +102,13 @@ def _fc_add_ln(case):
     ("mean fetched", 1), ("padded weights", 0), ("W not persistable", 0), ("no bias", 0),
     ("fc output read twice", 0), ("fc output twice", 0), ("broadcast residual", 0),
     ("sum read twice", 0), ("not a norm", 0), ("no scale", 0),
-    ("norm bias not persistable", 0), ("norm over two axes", 0), ("epsilon too large", 0)])
+    ("norm bias not persistable", 0), ("norm over two axes", 0), ("epsilon too large", 0),
+    ("norm over two equal axes", 0), ("no norm bias", 0), ("scale not persistable", 0),
+    ("fc output fetched", 0), ("sum fetched", 0)])
 def test_fc_elementwise_layernorm_fuse_pass_cases(case, fused):
     b = _fc_add_ln(case)
-    protected = {"x", "y", "res"} | ({"mean"} if case == "mean fetched" else set())
+    protected = {"x", "y", "res"} | {"mean fetched": {"mean"}, "fc output fetched": {"h"},
+                                     "sum fetched": {"sum"}}.get(case, set())
     count, ops = b.run(fc_elementwise_layernorm_fuse_pass, protected)
     assert count == fused
     types = [o.type for o in ops]
@@ -215,14 +224,15 @@ def test_equal_slices_merge_and_others_do_not(case):
 
 
 @pytest.mark.parametrize("case", ["plain", "persistable", "fetched", "written twice",
-                                  "other output of the op read", "no rule",
-                                  "negative axis", "tensor bounds"])
+                                  "other output of the op read", "other output fetched",
+                                  "no rule", "negative axis", "tensor bounds",
+                                  "sequence output"])
 def test_slice_pushdown_cases(case):
     b = _Block()
     b.v("x", [-1, 6, 8])
     b.v("r", [-1, 6, 8], persistable=case == "persistable")
     b.v("out", [-1, 1, 8])
-    if case == "other output of the op read":
+    if case in ("other output of the op read", "other output fetched"):
         for n, s in (("s", [8]), ("bb", [8])):
             b.v(n, s, True)
         b.v("mean", [-1])
@@ -230,18 +240,22 @@ def test_slice_pushdown_cases(case):
         b.v("m2", [-1])
         b.op("layer_norm", {"X": "x", "Scale": "s", "Bias": "bb"},
              {"Y": "r", "Mean": "mean", "Variance": "var"}, {"begin_norm_axis": 2})
-        b.op("scale", {"X": "mean"}, {"Out": "m2"})
+        if case == "other output of the op read":
+            b.op("scale", {"X": "mean"}, {"Out": "m2"})
     else:
         b.op("softmax" if case == "no rule" else "relu", {"X": "x"}, {"Out": "r"})
     if case == "written twice":
         b.op("relu", {"X": "r"}, {"Out": "r"})
+    if case == "sequence output":
+        b.block.vars["r"].lod_level = 1
     attrs = {"axes": [-2 if case == "negative axis" else 1], "starts": [0], "ends": [1]}
     ins = {"Input": "r"}
     if case == "tensor bounds":
         b.v("st", [1], dtype="int32")
         ins["StartsTensor"] = "st"
     b.op("slice", ins, {"Out": "out"}, attrs)
-    protected = {"x", "out"} | ({"r"} if case == "fetched" else set())
+    protected = {"x", "out"} | {"fetched": {"r"}, "other output fetched": {"mean"}}.get(
+        case, set())
     count, ops = b.run(slice_pushdown_pass, protected)
     moved = case in ("plain", "negative axis")
     assert count == int(moved)
@@ -268,3 +282,20 @@ def test_slice_pushdown_runs_to_the_same_values():
     got = exe.run(b.main, feed={"x": x}, fetch_list=["out"])[0]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(got, np.maximum(x[:, 3:5], 0))
+
+
+def test_a_slice_of_another_output_of_the_op_stays():
+    # a slice of the norm's Mean (not its rows' output, Y) is not the norm's to cut
+    b = _Block()
+    b.v("x", [-1, 6, 8])
+    for n in ("s", "bb"):
+        b.v(n, [8], True)
+    b.v("y", [-1, 6, 8])
+    b.v("mean", [-1])
+    b.v("var", [-1])
+    b.v("m1", [1])
+    b.op("layer_norm", {"X": "x", "Scale": "s", "Bias": "bb"},
+         {"Y": "y", "Mean": "mean", "Variance": "var"}, {"begin_norm_axis": 2})
+    b.op("slice", {"Input": "mean"}, {"Out": "m1"}, {"axes": [0], "starts": [0], "ends": [1]})
+    count, ops = b.run(slice_pushdown_pass, {"x", "y", "m1"})
+    assert count == 0 and [o.type for o in ops] == ["layer_norm", "slice"]
