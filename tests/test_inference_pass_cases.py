@@ -187,24 +187,21 @@ def _slices(case):
     b.v("x", [-1, 6, 8])
     b.v("r", [-1, 6, 8])
     b.op("relu", {"X": "x"}, {"Out": "r"})
-    bounds = [([1], [0], [1]), ([1], [0], [1])]
-    if case in ("other starts", "other ends", "other axis"):
-        k = {"other starts": 1, "other ends": 2, "other axis": 0}[case]
-        changed = list(bounds[1])
-        changed[k] = {1: [1], 2: [2], 0: [2]}[k]
-        if k == 1:
-            changed[2] = [2]
-        bounds[1] = tuple(changed)
+    bounds = [([1], [0], [1]), {"other starts": ([1], [1], [1]), "other ends": ([1], [0], [2]),
+                                "other axis": ([2], [0], [1])}.get(case, ([1], [0], [1]))]
+    if case == "other starts":          # [0:2] and [1:2]: only the starts differ
+        bounds = [([1], [0], [2]), ([1], [1], [2])]
     outs = []
     for i, (axes, starts, ends) in enumerate(bounds):
         dropped = case == "decrease_axis" and i == 0
-        o = b.v(f"c{i}", [-1, 8] if dropped else [-1, 1, 8] if axes == [1] else [-1, 6, 1])
+        rows = ends[0] - starts[0]
+        o = b.v(f"c{i}", [-1, 8] if dropped else [-1, rows, 8] if axes == [1] else [-1, 6, 1])
         attrs = {"axes": axes, "starts": starts, "ends": ends}
         if dropped:
             attrs["decrease_axis"] = [1]
         b.op("slice", {"Input": "r"}, {"Out": o}, attrs)
         outs.append(o)
-    b.v("t", [-1, 1, 8] if bounds[1][0] == [1] else [-1, 6, 1])
+    b.v("t", list(b.block.var(outs[1]).shape))
     b.op("scale", {"X": outs[1]}, {"Out": "t"})
     return b, outs
 
