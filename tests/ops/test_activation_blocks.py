@@ -147,6 +147,22 @@ def test_gelu_table_is_made_once_and_is_the_same_every_time():
         assert np.array_equal(_bits(A._make_gelu_table(slope)), _bits(table))
 
 
+def test_gelu_tables_are_made_on_first_use_one_per_kind(monkeypatch):
+    # from an empty cache: each kind (the lines of d, of the slope) is made once, on its first
+    # use, and kept; the two differ
+    made = []
+    real = A._make_gelu_table
+    monkeypatch.setattr(A, "_gelu_tables", {})
+    monkeypatch.setattr(A, "_make_gelu_table", lambda slope: (made.append(slope),
+                                                              real(slope))[1])
+    first = [A._gelu_table(s) for s in (False, True)]
+    again = [A._gelu_table(s) for s in (True, False, True)]
+    assert made == [False, True] and again == [first[1], first[0], first[1]]
+    assert all(t is not None and t.dtype == np.float32 for t in first)
+    assert not np.array_equal(first[0], first[1])
+    assert np.array_equal(_bits(first[1]), _bits(real(True)))
+
+
 @pytest.mark.parametrize("dtype,approximate,layout", [
     ("float32", False, "contiguous"), ("float32", False, "in place"),
     ("float32", False, "columns"), ("float64", False, "contiguous"),
