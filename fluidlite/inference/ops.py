@@ -389,14 +389,15 @@ class FusedFCElementwiseLayerNorm(OpDef):
         fc, ln = get_op_def("fc"), get_op_def("layer_norm")
         rows, n = int(np.prod(X.shape[:x_num_col_dims])), W.shape[1]
         dt = X.dtype
+
+        def norm(s: np.ndarray) -> Dict[str, np.ndarray]:     # layer_norm's own kernel
+            got = ln.forward(s, Scale, Bias1, epsilon=epsilon, begin_norm_axis=begin_norm_axis)
+            return {"Out": got["Y"], "Mean": got["Mean"], "Variance": got["Variance"]}
         if (dt not in (np.float32, np.float64) or Y.size != rows * n
                 or int(np.prod(Y.shape[begin_norm_axis:])) != n
                 or any(a is not None and a.dtype != dt for a in (W, Bias0, Y, Scale, Bias1))):
-            h = fc.forward(X, W, Bias0, in_num_col_dims=x_num_col_dims,
-                           activation_type=activation_type)["Out"]
-            got = ln.forward(h + Y, Scale, Bias1, epsilon=epsilon,
-                             begin_norm_axis=begin_norm_axis)
-            return {"Out": got["Y"], "Mean": got["Mean"], "Variance": got["Variance"]}
+            return norm(fc.forward(X, W, Bias0, in_num_col_dims=x_num_col_dims,
+                                   activation_type=activation_type)["Out"] + Y)
         y = Y.reshape(rows, n)
         mu, var = np.empty(rows, dt), np.empty(rows, dt)
         in_parts = ln_row_parts(y, Scale, Bias1)     # decided here: not inside a GEMM part
@@ -410,9 +411,7 @@ class FusedFCElementwiseLayerNorm(OpDef):
         out = fc.forward_with(X, W, Bias0, then, in_num_col_dims=x_num_col_dims,
                               activation_type=activation_type)
         if not normed:              # the product was not cut in rows: the norm on the sum
-            got = ln.forward(out.reshape(Y.shape), Scale, Bias1, epsilon=epsilon,
-                             begin_norm_axis=begin_norm_axis)
-            return {"Out": got["Y"], "Mean": got["Mean"], "Variance": got["Variance"]}
+            return norm(out.reshape(Y.shape))
         return {"Out": out.reshape(Y.shape), "Mean": mu, "Variance": var}
 
 

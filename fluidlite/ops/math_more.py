@@ -11,7 +11,7 @@ from ..core import threads
 from ..core.dtypes import FLOATS, VarType, convert_dtype, to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from .activation import gelu_to
-from .linalg import _GEMM_MIN, _gemm, _gemm_jobs, _mm
+from .linalg import _ALL, _GEMM_MIN, _gemm, _gemm_jobs, _mm
 from .reduce import _Reduce
 from .tensor import norm_axis
 
@@ -177,7 +177,6 @@ def _plain(x: np.ndarray, w: np.ndarray) -> bool:
 # fc's activation_type: fluid's '' and relu, and the GELU forms Paddle's oneDNN fc takes (its
 # fc_act_mkldnn_fuse_pass writes them; this engine's pass of that name too)
 FC_ACTIVATIONS = ("", "relu", "gelu_erf", "gelu_tanh")
-_ALL = slice(None)
 
 
 def fc_epilogue(bias: Optional[np.ndarray], act: str, dtype: Any
