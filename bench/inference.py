@@ -79,8 +79,14 @@ import numpy as np  # noqa: E402
 
 import fluidlite as fluid  # noqa: E402
 from fluidlite.inference import AnalysisConfig, PaddleTensor, create_paddle_predictor  # noqa
+from fluidlite.inference.passes import PASSES  # noqa: E402
 
 L = fluid.layers
+# config.delete_pass ignores an unknown name (as fluid's did): a misspelt one would time the
+# full pipeline under another label
+_unknown = [n for n in ARGS.delete_pass if n not in PASSES]
+if _unknown:
+    ap.error(f"--delete-pass: unknown pass {', '.join(_unknown)} (known: {', '.join(PASSES)})")
 
 
 # -- models -------------------------------------------------------------------------------------
