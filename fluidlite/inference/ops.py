@@ -25,7 +25,7 @@ Inference-only: ``no_grad`` (the passes run on test-mode programs). Registered o
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -35,13 +35,15 @@ from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
 from ..ops.activation import max_to, relu6_to, relu_to, row_sums
 from ..ops.broadcast import whole_runs
-from ..ops.conv import band_filter, band_filter_shape, conv2d_forward
+from ..ops.conv import (band_filter, band_filter_shape, channels_last_filter,
+                        channels_last_filter_shape, channels_last_kernel, conv2d_forward)
 from ..ops.norm import ln_row_parts, ln_rows
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
-__all__ = ["ACTIVATIONS", "ACTIVATION_ATTRS", "Conv2DFusion", "DepthwiseBandFilter", "FCGroup",
+__all__ = ["ACTIVATIONS", "ACTIVATION_ATTRS", "ChannelsLastFilter", "Conv2DFusion",
+           "DepthwiseBandFilter", "FCGroup",
            "FusedFCElementwiseLayerNorm",
            "ScaledDotProductAttention", "WinogradFilterTiles"]
 
@@ -109,6 +111,32 @@ class WinogradFilterTiles(OpDef):
 
 
 @register
+class ChannelsLastFilter(OpDef):
+    """Out: the filter W [F, C/groups, kh, kw] laid out for the channels-last kernel of an
+    NHWC input of ``input_shape`` [N, H, W, C] and the convolution's attributes
+    (``ops/_conv_last.py``: W^T [C*kh*kw, F] for a GEMM, a depthwise filter's taps
+    [kh, kw, C], tiled along the output row for stride 1); ``conv2d_fusion`` takes it as
+    ``FilterLast`` so that a constant filter is laid out once, at load (fluidlite's own op;
+    ``conv2d_fusion_layout_transfer_pass`` folds it)."""
+    type, inputs, outputs = "channels_last_filter", ("Filter",), ("Out",)
+    no_grad = True
+
+    def infer(self, Filter: Any, *, input_shape: Any = (), strides: Any = (1, 1),
+              paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
+              dilations: Any = (1, 1)) -> Dict[str, Any]:
+        shape = channels_last_filter_shape(Filter.shape, to_numpy_dtype(Filter.dtype),
+                                           input_shape, strides, paddings, padding_algorithm,
+                                           groups, dilations)
+        return {"Out": VarSpec(shape, Filter.dtype)}
+
+    def forward(self, Filter: np.ndarray, *, input_shape: Any = (), strides: Any = (1, 1),
+                paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
+                dilations: Any = (1, 1)) -> Dict[str, np.ndarray]:
+        return {"Out": channels_last_filter(Filter, input_shape, strides, paddings,
+                                            padding_algorithm, groups, dilations)}
+
+
+@register
 class DepthwiseBandFilter(OpDef):
     """Out [C, K, m*tw]: the banded matrices the depthwise kernel multiplies a small map's
     GEMM rows by (``ops/_conv_kernels.py``, ``_Band``) for the depthwise filter
@@ -148,19 +176,22 @@ class Conv2DFusion(OpDef):
     transforming the filter on every run when the Winograd kernel runs (same bits);
     ``FilterBand`` (likewise, from ``conv_band_filter_pass``): a depthwise filter's
     ``depthwise_band_filter`` for the input's size, used when the banded kernel runs.
+    ``FilterLast`` (likewise, from ``conv2d_fusion_layout_transfer_pass``): the filter's
+    ``channels_last_filter`` for an NHWC input, used by the channels-last kernels.
     ``ResidualData`` (Paddle's slot, made by ``conv_elementwise_add2_act_fuse_pass``): a tensor
     of the output's shape added after the bias, before the activation:
     Output = act(conv2d(Input, Filter) + Bias + ResidualData)."""
     type, inputs, outputs = ("conv2d_fusion",
                              ("Input", "Filter", "Bias?", "FilterTiles?", "FilterBand?",
-                              "ResidualData?"),
+                              "ResidualData?", "FilterLast?"),
                              ("Output",))
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
                    "exhaustive_search": False, "split_channels": [], "is_test": True}
 
     def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None,
-              FilterBand: Any = None, ResidualData: Any = None, *, strides: Any = (1, 1),
+              FilterBand: Any = None, ResidualData: Any = None, FilterLast: Any = None, *,
+              strides: Any = (1, 1),
               paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
               dilations: Any = (1, 1), data_format: str = "NCHW",
               activation: str = "identity") -> Dict[str, Any]:
@@ -177,6 +208,20 @@ class Conv2DFusion(OpDef):
                                  f"banded matrices for the NCHW input {list(Input.shape)}, "
                                  f"{Filter.dtype} {list(want) if want else '(none runs)'}, "
                                  f"got {FilterBand.dtype} {list(FilterBand.shape)}")
+        if FilterLast is not None:
+            try:
+                want = channels_last_filter_shape(
+                    Filter.shape, to_numpy_dtype(Filter.dtype), Input.shape, strides, paddings,
+                    padding_algorithm, groups, dilations) if data_format == "NHWC" else None
+            except ValueError:
+                want = None
+            if want is None or tuple(FilterLast.shape) != want \
+                    or FilterLast.dtype != Filter.dtype:
+                raise ValueError(f"conv2d_fusion: FilterLast must be the filter laid out for "
+                                 f"the channels-last kernel of the {data_format} input "
+                                 f"{list(Input.shape)}, {Filter.dtype} "
+                                 f"{list(want) if want else '(none runs)'}, got "
+                                 f"{FilterLast.dtype} {list(FilterLast.shape)}")
         if FilterTiles is not None:
             want = (16,) + tuple(Filter.shape[:2])
             if tuple(FilterTiles.shape) != want or FilterTiles.dtype != Filter.dtype:
@@ -198,7 +243,8 @@ class Conv2DFusion(OpDef):
         return out
 
     def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None,
-                FilterTiles: Any = None, FilterBand: Any = None, ResidualData: Any = None, *,
+                FilterTiles: Any = None, FilterBand: Any = None, ResidualData: Any = None,
+                FilterLast: Any = None, *,
                 strides: Any = [1, 1], paddings: Any = [0, 0],
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
@@ -207,30 +253,63 @@ class Conv2DFusion(OpDef):
             raise ValueError(f"{self.type}: activation '{activation}' is not supported "
                              f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
         act = ACTIVATIONS[activation]
-        bias = None if Bias is None else Bias.reshape(-1, 1)
-        res = None
-        if ResidualData is not None:        # as the NCHW output the epilogue sees: [N, F, P]
-            r = ResidualData.transpose(0, 3, 1, 2) if data_format == "NHWC" else ResidualData
-            res = r.reshape(r.shape[0], r.shape[1], -1)
-
-        def epilogue(block: np.ndarray, where: tuple) -> None:
-            # block = Output as [N, F, oh*ow], at ``where`` (see conv2d_forward)
-            if bias is not None:
-                with whole_runs(block.shape[-1], block.size):   # a channel's bias on its map
-                    block += bias[where[1] if len(where) > 1 else slice(None)].astype(
-                        block.dtype, copy=False)
-            if res is not None:
-                block += res[where].astype(block.dtype, copy=False)
-            if act is not None:
-                act(block)
+        if channels_last_kernel(Input.shape, Filter.shape, np.result_type(Input, Filter),
+                                strides, paddings, padding_algorithm, groups, dilations,
+                                data_format):
+            epilogue = _rows_epilogue(Bias, ResidualData, act)
+        else:
+            epilogue = _nchw_epilogue(Bias, ResidualData, act, data_format)
         # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place),
         # the bias, residual and activation applied to each image (or each part of its GEMM)
         # while it is in cache where they can
-        plain = bias is None and res is None and act is None
         out = conv2d_forward(Input, Filter, strides, paddings, padding_algorithm, groups,
-                             dilations, data_format, FilterTiles,
-                             None if plain else epilogue, FilterBand)
+                             dilations, data_format, FilterTiles, epilogue, FilterBand,
+                             FilterLast)
         return {"Output": out}
+
+
+_Epilogue = Optional[Callable[[np.ndarray, tuple], None]]
+
+
+def _rows_epilogue(Bias: Any, ResidualData: Any, act: Any) -> _Epilogue:
+    """``conv2d_fusion``'s epilogue for a channels-last kernel: blocks of the NHWC output seen
+    as [N*oh*ow, F] rows (``conv2d_forward``); None when there is nothing to apply."""
+    if Bias is None and ResidualData is None and act is None:
+        return None
+    res = None if ResidualData is None else ResidualData.reshape(-1, ResidualData.shape[-1])
+
+    def epilogue(block: np.ndarray, where: tuple) -> None:
+        if Bias is not None:
+            block += Bias.reshape(-1)[where[1]].astype(block.dtype, copy=False)
+        if res is not None:
+            block += res[where].astype(block.dtype, copy=False)
+        if act is not None:
+            act(block)
+    return epilogue
+
+
+def _nchw_epilogue(Bias: Any, ResidualData: Any, act: Any, data_format: str) -> _Epilogue:
+    """``conv2d_fusion``'s epilogue for the NCHW kernels: blocks of the output seen as
+    [N, F, oh*ow] (``conv2d_forward``); None when there is nothing to apply."""
+    if Bias is None and ResidualData is None and act is None:
+        return None
+    bias = None if Bias is None else Bias.reshape(-1, 1)
+    res = None
+    if ResidualData is not None:        # as the NCHW output the epilogue sees: [N, F, P]
+        r = ResidualData.transpose(0, 3, 1, 2) if data_format == "NHWC" else ResidualData
+        res = r.reshape(r.shape[0], r.shape[1], -1)
+
+    def epilogue(block: np.ndarray, where: tuple) -> None:
+        # block = Output as [N, F, oh*ow], at ``where`` (see conv2d_forward)
+        if bias is not None:
+            with whole_runs(block.shape[-1], block.size):   # a channel's bias on its map
+                block += bias[where[1] if len(where) > 1 else slice(None)].astype(
+                    block.dtype, copy=False)
+        if res is not None:
+            block += res[where].astype(block.dtype, copy=False)
+        if act is not None:
+            act(block)
+    return epilogue
 
 
 def _attention_shape(q: Any, k: Any, v: Any, transpose_k: bool) -> Tuple[int, ...]:

@@ -26,7 +26,7 @@ from ..core.ir import Block, Operator, OpRole, Program
 from ..core.dtypes import VarType, to_numpy_dtype
 from ..ops._conv_kernels import LAST_WIDTH as DEPTHWISE_LAST_WIDTH
 from ..ops._winograd import MIN_CHANNELS as MIN_WINOGRAD_CHANNELS
-from ..ops.conv import band_filter_shape
+from ..ops.conv import band_filter_shape, channels_last_filter_shape, channels_last_kernel
 from . import rows
 from .ops import ACTIVATION_ATTRS, ACTIVATIONS
 
@@ -659,6 +659,147 @@ def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+_TO_NHWC, _TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+
+
+def conv2d_fusion_layout_transfer_pass(ctx: PassContext) -> int:
+    """Run depthwise-separable stacks of ``conv2d_fusion`` channels-last (NHWC): each
+    connected group of NCHW ops that have a channels-last kernel (1x1 and depthwise,
+    float32/64, ``ops/_conv_last.py``), holding at least one of each, gets ``data_format``
+    NHWC, and ``transpose2`` ops convert at its edges only -- the group's inputs made
+    elsewhere, and its outputs read elsewhere or fetched (which keep their names and NCHW
+    shapes). A depthwise layer then runs its taps as one einsum over contiguous channels, and
+    a 1x1 layer one GEMM of the pixels, with no transposes between them (MobileNetV2 at
+    batch 1: 50 ops in NHWC, 2 transposes).
+
+    Paddle 2.5's pass of this name does the same for GPU float16 convolutions (with
+    ``transfer_layout`` ops). Counted: the ops put in NHWC."""
+    block, skip = ctx.block, _sub_block_names(ctx.program)
+    uses = rewrite.Uses(block)
+    kinds = {i: k for i, op in enumerate(uses.ops) for k in [_nhwc_kind(block, op, skip)] if k}
+    out_of = {uses.ops[i].output("Output")[0]: i for i in kinds}
+    parent = {i: i for i in kinds}                      # groups: union-find over the links
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+    for i in kinds:
+        for n in _nhwc_inputs(uses.ops[i]):
+            if n in out_of:
+                parent[root(i)] = root(out_of[n])
+    groups: Dict[int, Set[str]] = {}
+    for i, k in kinds.items():
+        groups.setdefault(root(i), set()).add(k)
+    chosen = sorted(i for i in kinds if {"pointwise", "depthwise"} <= groups[root(i)])
+    if not chosen:
+        return 0
+    chosen_set = set(chosen)
+    nhwc = {v: _nhwc_var(block, v) for v in (uses.ops[i].output("Output")[0] for i in chosen)}
+    inserts: List[Tuple[int, str, str, List[int]]] = []     # (index, src, dst, axis)
+    for i in chosen:            # results read elsewhere or fetched: back to NCHW, same name
+        v = uses.ops[i].output("Output")[0]
+        if v in ctx.protected or any(r not in chosen_set or v not in
+                                     _nhwc_inputs(uses.ops[r]) or v in _other_inputs(uses.ops[r])
+                                     for r in uses.readers.get(v, ())):
+            inserts.append((i + 1, nhwc[v], v, _TO_NCHW))
+    made: Dict[str, str] = {}
+    for i in chosen:            # inputs made elsewhere: to NHWC before their first reader
+        for n in _nhwc_inputs(uses.ops[i]):
+            if n not in nhwc and n not in made:
+                made[n] = _nhwc_var(block, n)
+                inserts.append((i, n, made[n], _TO_NHWC))
+    laid: Dict[Tuple[str, Tuple[Any, ...]], str] = {}      # (filter, attrs): one layout each
+    for i in chosen:
+        op = uses.ops[i]
+        slots = {s: [nhwc.get(n) or made.get(n, n) for n in ns] if s in _NHWC_SLOTS else ns
+                 for s, ns in _slots(op).items() if s != "FilterBand"}
+        slots["FilterLast"] = [_lay_out_last(ctx, op, laid)]
+        _replace(block, op, inputs=slots, outputs={"Output": [nhwc[op.output("Output")[0]]]},
+                 attrs=_attrs(op, data_format="NHWC"))
+    for index, src, dst, axis in sorted(inserts, key=lambda t: -t[0]):
+        xshape = _fresh(block, dst + "@XShape")
+        block.create_var(name=xshape, dtype=block.var(src).dtype, persistable=False)
+        rewrite.insert(block, index, "transpose2", {"X": [src]}, {"Out": [dst], "XShape": [xshape]},
+                       {"axis": axis})
+    return len(chosen)
+
+
+_NHWC_SLOTS = ("Input", "ResidualData")
+
+
+def _lay_out_last(ctx: PassContext, op: Operator,
+                  done: Dict[Tuple[str, Tuple[Any, ...]], str]) -> str:
+    """The persistable ``channels_last_filter`` of ``op``'s filter for its NHWC input,
+    folded once per filter and attributes; returns its name."""
+    block = ctx.block
+    w = op.input("Filter")[0]
+    n, c, h, wd = block.var(op.input("Input")[0]).shape
+    attrs: Dict[str, Any] = {"input_shape": [int(d) for d in (n, h, wd, c)]}
+    attrs.update({k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs and k != "data_format"})
+    key = (w, tuple((k, repr(v)) for k, v in sorted(attrs.items())))
+    if key not in done:
+        wvar = block.var(w)
+        dst = _fresh(block, w + "@last")
+        block.create_var(name=dst, dtype=wvar.dtype, persistable=True,
+                         shape=channels_last_filter_shape(
+                             wvar.shape, to_numpy_dtype(wvar.dtype), attrs["input_shape"],
+                             attrs.get("strides", [1, 1]), attrs.get("paddings", [0, 0]),
+                             attrs.get("padding_algorithm", "EXPLICIT"),
+                             int(attrs.get("groups", 1) or 1), attrs.get("dilations", [1, 1])))
+
+        def build(fb: Block) -> None:
+            src = fb.create_var(name=w, shape=wvar.shape, dtype=wvar.dtype, persistable=True)
+            out = fb.create_var(name=dst, shape=block.var(dst).shape, dtype=wvar.dtype,
+                                persistable=True)
+            rewrite.op(fb, "channels_last_filter", out=out, attrs=attrs, Filter=src)
+        ctx.fold(build)
+        done[key] = dst
+    return done[key]
+
+
+def _nhwc_var(block: Block, name: str) -> str:
+    """A new variable for ``name``'s NCHW value laid out NHWC; returns its name."""
+    like = block.var(name)
+    new = _fresh(block, name + "@NHWC")
+    block.create_var(name=new, shape=[like.shape[d] for d in _TO_NHWC], dtype=like.dtype,
+                     persistable=False)
+    return new
+
+
+def _nhwc_inputs(op: Operator) -> List[str]:
+    return [n for s in _NHWC_SLOTS for n in op.input(s)]
+
+
+def _other_inputs(op: Operator) -> List[str]:
+    return [n for s in op.input_names if s not in _NHWC_SLOTS for n in op.input(s)]
+
+
+def _nhwc_kind(block: Block, op: Operator, skip: Set[str]) -> str:
+    """The channels-last kernel ``op`` would run in NHWC ("pointwise" / "depthwise"), or ""
+    when it is not an NCHW ``conv2d_fusion`` of known map sizes whose output only it writes
+    and that no sub-block touches."""
+    if op.type != "conv2d_fusion" or op.attrs.get("data_format", "NCHW") not in \
+            ("NCHW", "AnyLayout") or op.input("FilterTiles"):
+        return ""
+    w, x, out = op.input("Filter")[0], op.input("Input")[0], op.output("Output")[0]
+    names = [x, out] + op.input("ResidualData")
+    if not _persistable(block, w, 4) or any(n in skip or n not in block.vars for n in names):
+        return ""
+    xv, wv = block.var(x), block.var(w)
+    if len(xv.shape) != 4 or min(xv.shape[1:]) < 1 or block.var(out).lod_level \
+            or sum(out in o.output_arg_names for o in block.ops) != 1:
+        return ""
+    a = op.attrs
+    n, c, h, wd = xv.shape
+    return channels_last_kernel((n, h, wd, c), wv.shape, to_numpy_dtype(wv.dtype),
+                                a.get("strides", [1, 1]), a.get("paddings", [0, 0]),
+                                a.get("padding_algorithm", "EXPLICIT"),
+                                int(a.get("groups", 1) or 1), a.get("dilations", [1, 1]),
+                                "NHWC")
+
+
 def conv_winograd_filter_pass(ctx: PassContext) -> int:
     """Transform the constant 3x3 filters of ``conv2d_fusion`` ops that can run the Winograd
     F(2x2, 3x3) kernel (groups 1, stride 1, dilation 1, NCHW, float32/64, at least 16 input
@@ -960,6 +1101,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "conv_affine_act_fuse_pass": conv_affine_act_fuse_pass,
     "affine_conv_fuse_pass": affine_conv_fuse_pass,
     "conv_elementwise_add2_act_fuse_pass": conv_elementwise_add2_act_fuse_pass,
+    "conv2d_fusion_layout_transfer_pass": conv2d_fusion_layout_transfer_pass,
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
     "conv_band_filter_pass": conv_band_filter_pass,
     "fc_fuse_pass": fc_fuse_pass,

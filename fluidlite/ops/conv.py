@@ -40,9 +40,12 @@ from ..core import threads
 from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
 from . import _conv_kernels as K
 from . import _winograd as WG
+from ._conv_last import (channels_last_kind, conv_last_fwd, gemm_rows, last_filter,
+                         last_filter_shape)
 from .linalg import _mm  # float16 products in float32 (no float16 BLAS)
 
-__all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "conv2d_forward",
+__all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "channels_last_filter",
+           "channels_last_filter_shape", "channels_last_kernel", "conv2d_forward",
            "conv_out_size", "normalize_paddings"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
@@ -642,7 +645,8 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
                    padding_algorithm: str, groups: int, dilations: Any, data_format: str,
                    filter_tiles: Optional[np.ndarray] = None,
                    epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None,
-                   filter_band: Optional[np.ndarray] = None) -> np.ndarray:
+                   filter_band: Optional[np.ndarray] = None,
+                   filter_last: Optional[np.ndarray] = None) -> np.ndarray:
     """conv2d's output for ``x`` (NCHW or NHWC as ``data_format``) and the filter ``w``
     [F, C/groups, kh, kw]: its pointwise, depthwise, Winograd and im2col kernels.
 
@@ -652,6 +656,8 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
             kernel runs, with the same result bits as transforming ``w`` here.
         filter_band: ``_conv_kernels.band_filter(w, g)`` of a depthwise filter computed ahead
             for this input size (likewise, for the banded depthwise kernel).
+        filter_last: ``channels_last_filter(w, ...)`` for this NHWC input (likewise, for
+            the channels-last kernels).
         epilogue: ``epilogue(block, where)``, an elementwise in-place function of the NCHW
             output seen as ``Y3 = Y.reshape(N, F, oh * ow)`` (a bias, a residual, an
             activation), where ``block`` is ``Y3[where]``, called on each block of the
@@ -662,13 +668,126 @@ def conv2d_forward(x: np.ndarray, w: np.ndarray, strides: Any, paddings: Any,
             of an image (n, channels) or blocks of channels (:, channels); the Winograd and
             im2col kernels' blocks of images (images,). The depthwise kernel of small maps
             that transposes its result at the end (rows last), and im2col run in one block,
-            call it once on the whole output (``where`` = ()).
+            call it once on the whole output (``where`` = ()). An NHWC input that a
+            channels-last kernel runs (``channels_last_kernel``; ``_conv_last``) calls it on
+            blocks of the output seen as ``Y2 = Y.reshape(N * oh * ow, F)`` instead, ``where``
+            = (rows, columns).
     """
     last = _channels_last(data_format)
-    x = _to_nchw(x, last)
-    g = _conv_geom(x, w, strides, paddings, dilations, padding_algorithm, groups)
-    # (the kernels compute NCHW whatever the layout: the epilogue sees NCHW channels)
-    return _from_nchw(_conv_fwd(x, w, g, filter_tiles, epilogue, filter_band), last)
+    g = _conv_geom(_to_nchw(x, last), w, strides, paddings, dilations, padding_algorithm,
+                   groups)
+    kind = _last_kind(x.shape[3], w.shape, g, np.result_type(x, w)) if last else ""
+    if kind == "im2col":
+        return _conv_fwd_cols_last(x, w, g, epilogue, filter_last)
+    if kind:
+        return conv_last_fwd(x, w, g, kind, epilogue, filter_last)
+    # (the NCHW kernels, through transposes for NHWC: the epilogue sees NCHW channels)
+    return _from_nchw(_conv_fwd(_to_nchw(x, last), w, g, filter_tiles, epilogue, filter_band),
+                      last)
+
+
+def _last_kind(C: int, w_shape: Sequence[int], g: _Geom, dtype: Any) -> str:
+    """The channels-last kernel of an NHWC forward: ``_conv_last``'s "pointwise" and
+    "depthwise", "im2col" (``_conv_fwd_cols_last``) for the other groups-1 convolutions
+    that the NCHW kernels would run by im2col too (not the Winograd shapes -- 3x3, stride 1,
+    ``_winograd.MIN_CHANNELS`` channels -- nor ``use_taps``'), else "" (the NCHW kernels
+    through transposes). Decided by the shapes of one image: never by the batch."""
+    kind = channels_last_kind(C, w_shape, g, dtype)
+    if kind or g.groups != 1 or np.dtype(dtype) not in (np.float32, np.float64) \
+            or K.use_taps(g, C, w_shape[0], dtype):
+        return kind
+    winograd = (g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) == (3, 3, 1, 1, 1, 1) \
+        and min(C, w_shape[0]) >= WG.MIN_CHANNELS
+    return "" if winograd else "im2col"
+
+
+def _conv_fwd_cols_last(x: np.ndarray, w: np.ndarray, g: _Geom,
+                        epilogue: Optional[Callable[[np.ndarray, tuple], Any]],
+                        laid: Optional[np.ndarray]) -> np.ndarray:
+    """The NHWC forward by im2col: the columns [C*kh*kw, N*oh*ow] of the input seen as NCHW
+    (a view of it: the very array when it came in through a transpose) times the filter
+    [C*kh*kw, F], ``cols^T @ W^T``, whose rows are already the NHWC output's pixels -- no
+    transpose of the output. Blocks of images as ``_batch_blocks``."""
+    N, F = x.shape[0], w.shape[0]
+    wt = last_filter(w, g, "im2col") if laid is None else laid
+    xc = _to_nchw(x, True)
+    y = np.empty((N, g.oh, g.ow, F), np.result_type(x.dtype, w.dtype))
+    y2 = y.reshape(-1, F)
+    P = g.oh * g.ow
+    for lo, hi in _batch_blocks(xc.shape[1], g, N):
+        cols = _im2col(xc[lo:hi], g, False)
+        post = None
+        if epilogue is not None:
+            def post(block: np.ndarray, where: tuple, base: int = lo * P) -> None:
+                r = slice(base + where[0].start, base + where[0].stop)
+                epilogue(block, (r, where[1]))
+        gemm_rows(cols.T, wt, y2[lo * P:hi * P], post)
+    return y
+
+
+def channels_last_kernel(x_shape: Sequence[int], w_shape: Sequence[int], dtype: Any,
+                         strides: Any, paddings: Any, padding_algorithm: str, groups: int,
+                         dilations: Any, data_format: str) -> str:
+    """The channels-last kernel ``conv2d_forward`` runs for an input of ``x_shape`` (of
+    ``data_format``) -- "pointwise", "depthwise" or "im2col", whose epilogue sees the output
+    as [N*oh*ow, F] rows -- or "" (an NCHW kernel). Needs the input's H and W."""
+    if not _channels_last(data_format) or len(x_shape) != 4 or len(w_shape) != 4:
+        return ""
+    N, H, W, C = x_shape
+    g = _geom((H, W), w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)
+    return _last_kind(C, w_shape, g, dtype)
+
+
+def channels_last_filter(w: np.ndarray, x_shape: Sequence[int], strides: Any, paddings: Any,
+                         padding_algorithm: str, groups: int, dilations: Any) -> np.ndarray:
+    """The filter ``w`` laid out for the channels-last kernel of an NHWC input of
+    ``x_shape`` (``_conv_last.last_filter``): what ``conv2d_forward`` takes as
+    ``filter_last``.
+
+    Args:
+        w: the filter [F, C/groups, kh, kw], float32 or float64.
+        x_shape: the NHWC input's shape [N, H, W, C] (N may be -1).
+        strides, paddings, padding_algorithm, groups, dilations: conv2d's attributes.
+
+    Returns:
+        np.ndarray: of ``channels_last_filter_shape``, ``w``'s dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.ops.conv import channels_last_filter
+        >>> channels_last_filter(np.ones((8, 4, 1, 1), np.float32), (-1, 7, 7, 4), [1, 1],
+        ...                      [0, 0], "EXPLICIT", 1, [1, 1]).shape
+        (4, 8)
+
+    Raises:
+        ValueError: no channels-last kernel runs for this filter and input.
+    """
+    kind, g = _last_geom(w.shape, w.dtype, x_shape, strides, paddings, padding_algorithm,
+                         groups, dilations)
+    return last_filter(w, g, kind)
+
+
+def channels_last_filter_shape(w_shape: Sequence[int], dtype: Any, x_shape: Sequence[int],
+                               strides: Any, paddings: Any, padding_algorithm: str,
+                               groups: int, dilations: Any) -> Tuple[int, ...]:
+    """The shape of ``channels_last_filter`` (raises as it does)."""
+    kind, g = _last_geom(w_shape, dtype, x_shape, strides, paddings, padding_algorithm, groups,
+                         dilations)
+    return last_filter_shape(w_shape, g, kind)
+
+
+def _last_geom(w_shape: Sequence[int], dtype: Any, x_shape: Sequence[int], strides: Any,
+               paddings: Any, padding_algorithm: str, groups: int,
+               dilations: Any) -> Tuple[str, _Geom]:
+    kind = channels_last_kernel(x_shape, w_shape, dtype, strides, paddings, padding_algorithm,
+                                groups, dilations, "NHWC")
+    if not kind or min(x_shape[1:3]) < 1:
+        raise ValueError(f"channels_last_filter: no channels-last kernel runs for the filter "
+                         f"{np.dtype(dtype)} {list(w_shape)} (groups {groups}) on an NHWC "
+                         f"input {list(x_shape)}")
+    g = _geom(tuple(x_shape[1:3]), w_shape[2:], strides, paddings, dilations,
+              padding_algorithm, groups)
+    return kind, g
 
 
 @register

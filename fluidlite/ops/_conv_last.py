@@ -1,0 +1,191 @@
+"""Channels-last (NHWC) forward kernels: a convolution on ``[N, H, W, C]`` maps computed in
+that layout, with no transposes to and from NCHW.
+
+* **1x1** (groups 1, no padding, any stride): ``Y[n] = X[n] W^T`` with the pixels as the
+  GEMM's rows, ``[oh*ow, C] @ [C, F]``, one GEMM per image (``linalg._gemm``: cut in row
+  parts on two threads or more).
+* **Depthwise** (groups == C == F, one filter per channel): each tap is a slice of the
+  zero-padded map whose channels are the innermost, contiguous axis, so the kh*kw
+  multiply-adds of a block of output rows are ONE ``np.einsum`` whose inner loop runs over
+  the block's ``ow * C`` contiguous elements (stride 1: the filter is tiled ``ow`` times
+  along the row so that one column of taps reads one contiguous run), or over its ``C``
+  channels (other strides). The einsum keeps the block's sums in its output and reads every
+  tap once: one pass over memory where the NCHW tap kernels make two per tap (a product and
+  an add). MobileNetV2's layers at batch 1 on one thread (AMD EPYC, NumPy 2.4, ms):
+  576 x 14x14 0.14 against 0.39 as nine multiply-add passes, 192 x 28x28 0.20 / 0.54,
+  32 x 112x112 0.67 / 2.06.
+
+``conv.conv2d_forward`` runs these kernels for an NHWC input when ``channels_last_kind``
+names one, and ``inference``'s ``conv2d_fusion_layout_transfer_pass`` puts the convolutions
+of depthwise-separable networks in NHWC so that they do.
+
+Determinism: the output rows are cut into fixed parts (``_conv_kernels.run_parts``) and each
+element is made by one einsum or GEMM call whose shapes depend on the input's shape only, so
+the bits never depend on the thread count. A depthwise output element adds its taps in
+(i, j) order from zero, as the NCHW tap kernels do.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._conv_kernels import _BLOCK, run_parts
+from .linalg import _gemm
+
+__all__ = ["channels_last_kind", "conv_last_fwd", "gemm_rows", "last_filter", "last_filter_shape"]
+
+Epilogue = Callable[[np.ndarray, tuple], Any]
+_ALL = slice(None)
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def channels_last_kind(C: int, w_shape: Sequence[int], g: Any, dtype: Any) -> str:
+    """Which of this module's kernels runs a forward of C input channels with a filter of
+    ``w_shape`` and the geometry ``g`` (``conv._Geom``): ``"pointwise"``, ``"depthwise"``, or
+    ``""`` (``conv.py`` decides the rest). float32 and float64 only (einsum and GEMM
+    accumulate other types differently)."""
+    if np.dtype(dtype) not in _DTYPES or len(w_shape) != 4:
+        return ""
+    F, cg, kh, kw = (int(d) for d in w_shape)
+    if (kh, kw, g.groups, cg) == (1, 1, 1, C) and (g.pt, g.pb, g.pl, g.pr) == (0, 0, 0, 0):
+        return "pointwise"
+    if g.groups == C == F and cg == 1 and C > 1:
+        return "depthwise"
+    return ""
+
+
+def last_filter_shape(w_shape: Sequence[int], g: Any, kind: str) -> Tuple[int, ...]:
+    """The shape of ``last_filter`` for a filter of ``w_shape``: [C*kh*kw, F] for a GEMM
+    (``"pointwise"``, ``"im2col"``), [kh, kw, ow*C] for a depthwise stride-1 filter tiled
+    along the output row, [kh, kw, C] for other strides."""
+    F, kh, kw = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+    if kind == "depthwise":
+        return (kh, kw, g.ow * F) if g.sw == 1 else (kh, kw, F)
+    return (int(np.prod(w_shape[1:])), F)
+
+
+def last_filter(w: np.ndarray, g: Any, kind: str) -> np.ndarray:
+    """The filter ``w`` [F, C/groups, kh, kw] laid out as the channels-last kernel ``kind``
+    reads it (``last_filter_shape``), contiguous: GEMMs read W^T [C*kh*kw, F] (row-major
+    B operands run 0.7x the time of a transposed view's: [49, 320] @ [320, 1280] 0.25 against
+    0.35 ms on one thread), the depthwise einsum its taps [kh, kw, C], tiled ``ow`` times along
+    the row for stride 1."""
+    F = w.shape[0]
+    if kind != "depthwise":
+        return np.ascontiguousarray(w.reshape(F, -1).T)
+    taps = w.reshape(F, g.kh, g.kw).transpose(1, 2, 0)
+    if g.sw != 1:
+        return np.ascontiguousarray(taps)
+    return np.ascontiguousarray(np.broadcast_to(
+        taps[:, :, None, :], (g.kh, g.kw, g.ow, F))).reshape(g.kh, g.kw, g.ow * F)
+
+
+def conv_last_fwd(x: np.ndarray, w: np.ndarray, g: Any, kind: str,
+                  epilogue: Optional[Epilogue] = None,
+                  laid: Optional[np.ndarray] = None) -> np.ndarray:
+    """Y [N, oh, ow, F] of the NHWC input ``x`` and the filter ``w`` [F, C/groups, kh, kw] by
+    the ``kind`` of ``channels_last_kind``. ``laid``: ``last_filter(w, g, kind)`` made ahead
+    (an inference program's constant filter, laid out once at load; the same bits as laying
+    it out here). ``epilogue(block, where)`` (in place) runs on each block of
+    ``Y2 = Y.reshape(N*oh*ow, F)`` as soon as it is made, in the thread that made it:
+    ``block`` is ``Y2[where]``, ``where`` = (rows, columns) slices."""
+    if kind not in ("pointwise", "depthwise"):
+        raise ValueError(f"conv_last_fwd: no channels-last kernel named {kind!r} "
+                         f"(channels_last_kind names 'pointwise' and 'depthwise')")
+    if laid is None:
+        laid = last_filter(w, g, kind)
+    if kind == "pointwise":
+        return _pointwise(x, laid, g, epilogue)
+    return _depthwise(x, laid, g, epilogue)
+
+
+def _pointwise(x: np.ndarray, wt: np.ndarray, g: Any,
+               epilogue: Optional[Epilogue]) -> np.ndarray:
+    N, F = x.shape[0], wt.shape[1]
+    if (g.sh, g.sw) != (1, 1):
+        x = x[:, ::g.sh, ::g.sw][:, :g.oh, :g.ow]
+    rows = np.ascontiguousarray(x).reshape(-1, x.shape[3])        # [N*oh*ow, C]
+    y = np.empty((N, g.oh, g.ow, F), np.result_type(x.dtype, wt.dtype))
+    gemm_rows(rows, wt, y.reshape(-1, F), epilogue)
+    return y
+
+
+def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+              epilogue: Optional[Epilogue] = None) -> None:
+    """``out[...] = a @ b`` with ``epilogue(out[where], where)`` on each block as it is made:
+    the batch's pixels are the rows of ONE product, cut in blocks of rows (an output of
+    ``_BLOCK`` elements or more; the product's own row or column parts when it makes no more
+    than two) that run on the threads, each followed by its epilogue while in cache. Each
+    row's dot products are BLAS's whatever the cut (the cut depends on the shapes only)."""
+    M, F = out.shape
+    rb = max(_MIN_ROWS, _BLOCK // max(F, 1))
+    if M <= 2 * rb:
+        post = None if epilogue is None else \
+            (lambda block, r, c: epilogue(block, (slice(*r.indices(M)[:2]), c)))
+        _gemm(a, b, out, post)
+        return
+
+    def part(lo: int, hi: int) -> None:
+        for r0 in range(lo, hi, rb):
+            r1 = min(hi, r0 + rb)
+            np.matmul(a[r0:r1], b, out=out[r0:r1])
+            if epilogue is not None:
+                where = (slice(r0, r1), _ALL)
+                epilogue(out[where], where)
+    run_parts(part, M, out.size)
+
+
+_MIN_ROWS = 64          # rows of a block of ``gemm_rows`` at least (BLAS's panels fill)
+
+
+def _depthwise(x: np.ndarray, taps: np.ndarray, g: Any,
+               epilogue: Optional[Epilogue]) -> np.ndarray:
+    N, C = x.shape[0], x.shape[3]
+    dtype = np.result_type(x.dtype, taps.dtype)
+    unit = g.sw == 1
+    y = np.empty((N, g.oh, g.ow, C), dtype)
+    y2 = y.reshape(-1, C)
+    hb = max(1, _BLOCK // (g.ow * C))          # output rows per block
+    reach = (g.kh - 1) * g.dh + 1              # padded input rows one output row reads
+    e = y.itemsize
+    row = g.Wp * C * e                          # bytes of a padded row
+
+    def part(lo: int, hi: int) -> None:        # output rows lo:hi of the N*oh
+        canvas = np.zeros(((min(hb, hi - lo) - 1) * g.sh + reach, g.Wp, C), dtype)
+        for n in range(lo // g.oh, (hi - 1) // g.oh + 1):
+            h0, h1 = max(lo - n * g.oh, 0), min(hi - n * g.oh, g.oh)
+            for b0 in range(h0, h1, hb):
+                b1 = min(h1, b0 + hb)
+                cv = _fill(canvas, x[n], g, b0, b1, reach)
+                if unit:
+                    view = as_strided(cv, (b1 - b0, g.kh, g.kw, g.ow * C),
+                                      (g.sh * row, g.dh * row, g.dw * C * e, e))
+                    np.einsum("hijq,ijq->hq", view, taps,
+                              out=y[n, b0:b1].reshape(b1 - b0, g.ow * C))
+                else:
+                    view = as_strided(cv, (b1 - b0, g.ow, g.kh, g.kw, C),
+                                      (g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
+                    np.einsum("hwijc,ijc->hwc", view, taps, out=y[n, b0:b1])
+                if epilogue is not None:
+                    where = (slice((n * g.oh + b0) * g.ow, (n * g.oh + b1) * g.ow), _ALL)
+                    epilogue(y2[where], where)
+    run_parts(part, N * g.oh, y.size)
+    return y
+
+
+def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
+          reach: int) -> np.ndarray:
+    """The padded input rows that output rows b0:b1 of image ``img`` [H, W, C] read, laid in
+    ``canvas`` (whose padding columns stay zero): returns its first (b1-b0-1)*sh + reach
+    rows, row r being padded row b0*sh + r."""
+    need = (b1 - b0 - 1) * g.sh + reach
+    cv = canvas[:need]
+    top = b0 * g.sh - g.pt                      # input row of canvas row 0
+    r0, r1 = max(0, -top), min(need, g.H - top)
+    cv[:r0] = 0
+    cv[max(r1, r0):] = 0
+    if r1 > r0:
+        cv[r0:r1, g.pl:g.pl + g.W] = img[top + r0:top + r1]
+    return cv
