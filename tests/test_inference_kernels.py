@@ -1022,3 +1022,94 @@ def test_slice_pushdown_never_cuts_a_sequence(lod_level):
     count = slice_pushdown_pass(PassContext(main, None, None, {"u", "w"}))
     assert count == 1 - lod_level
     assert [o.type for o in block.ops] == (["slice", "relu"] if count else ["relu", "slice"])
+
+
+# -- conv2d_fusion_layout_transfer_pass ----------------------------------------------------------
+def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True):
+    """stem conv (3x3 / 2) -> depthwise 3x3 -> 1x1 -> residual 1x1 block -> pool -> fc."""
+    x = fluid.data("x", [-1, 3, 17, 17], "float32")
+
+    def cbn(h, f, k, stride=1, groups=1, act="relu6"):
+        h = L.conv2d(h, f, k, stride, (k - 1) // 2, groups=groups, bias_attr=False,
+                     use_cudnn=False)
+        h = L.batch_norm(h, is_test=True)
+        return L.relu6(h) if act == "relu6" else h
+    h = cbn(x, 16, 3, 2)
+    inner = cbn(h, 16, 3, groups=16 if depthwise else 1)
+    h = cbn(inner, 24, 1, act=None)
+    e = cbn(h, 48, 1)
+    e = cbn(e, 48, 3, groups=48 if depthwise else 1)
+    side = L.scale(h, 0.5) if outside_residual else h
+    h = L.elementwise_add(side, cbn(e, 24, 1, act=None))
+    h = L.reshape(L.pool2d(h, pool_type="avg", global_pooling=True), [0, -1])
+    out = L.fc(h, 5)
+    return [out, inner] if fetch_inner else [out]
+
+
+def _nhwc_ops(p):
+    return [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"
+            and op.attr("data_format") == "NHWC"]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_layout_transfer_pass_runs_a_separable_stack_channels_last(tmp_path, batch):
+    d = _save(tmp_path, _separable_net, ["x"])
+    x = np.random.default_rng(16).standard_normal((batch, 3, 17, 17)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    assert ("conv2d_fusion_layout_transfer_pass", 6) in p.applied_passes()
+    nhwc = _nhwc_ops(p)
+    assert len(nhwc) == 6 and all(op.input("FilterLast") for op in nhwc)
+    assert not any(op.input("FilterBand") for op in nhwc)
+    # transposes at the group's edges only: the image in, the block's sum out to the pool
+    t = [op for op in p.program().global_block().ops if op.type == "transpose2"]
+    assert [op.attr("axis") for op in t] == [[0, 2, 3, 1], [0, 3, 1, 2]]
+    assert t[0].input("X") == ["x"]
+    p_off, off = _run(d, [x], delete=["conv2d_fusion_layout_transfer_pass"])
+    _close(off, plain)
+    assert not _nhwc_ops(p_off) and "transpose2" not in _types(p_off)
+    assert any(op.input("FilterBand") for op in p_off.program().global_block().ops
+               if op.type == "conv2d_fusion")
+
+
+def test_layout_transfer_pass_keeps_a_fetched_result_nchw(tmp_path):
+    d = _save(tmp_path, lambda: _separable_net(fetch_inner=True), ["x"])
+    x = np.random.default_rng(17).standard_normal((2, 3, 17, 17)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    assert fused[1].shape == (2, 16, 9, 9) == plain[1].shape
+    assert len(_nhwc_ops(p)) == 6
+    back = [op for op in p.program().global_block().ops if op.type == "transpose2"
+            and op.attr("axis") == [0, 3, 1, 2]]
+    assert len(back) == 2       # the fetched depthwise result (still read in NHWC) and the sum
+
+
+def test_layout_transfer_pass_transposes_a_residual_made_outside(tmp_path):
+    d = _save(tmp_path, lambda: _separable_net(outside_residual=True), ["x"])
+    x = np.random.default_rng(18).standard_normal((2, 3, 17, 17)).astype("float32")
+    _, plain = _run(d, [x], ir_optim=False)
+    p, fused = _run(d, [x])
+    _close(fused, plain)
+    ops = p.program().global_block().ops
+    last = [op for op in ops if op.type == "conv2d_fusion" and op.input("ResidualData")][0]
+    assert last.attr("data_format") == "NHWC"
+    made = [op for op in ops if op.type == "transpose2"
+            and op.output("Out") == last.input("ResidualData")]
+    assert len(made) == 1 and made[0].attr("axis") == [0, 2, 3, 1]
+    assert made[0].idx < last.idx and ops[made[0].idx - 1].type == "scale"
+    # the 1x1 output the scale reads goes back to NCHW for it, and stays NHWC in the group
+    h = [op for op in ops if op.type == "scale"][0].input("X")[0]
+    back = [op for op in ops if h in op.output_arg_names]
+    assert [op.type for op in back] == ["transpose2"] and back[0].attr("axis") == [0, 3, 1, 2]
+    assert any(back[0].input("X")[0] in op.input("Input") for op in _nhwc_ops(p))
+
+
+def test_layout_transfer_pass_leaves_a_stack_without_depthwise_layers(tmp_path):
+    d = _save(tmp_path, lambda: _separable_net(depthwise=False), ["x"])
+    x = np.random.default_rng(19).standard_normal((1, 3, 17, 17)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    assert ("conv2d_fusion_layout_transfer_pass", 0) in p.applied_passes()
+    assert not _nhwc_ops(p) and "transpose2" not in _types(p)

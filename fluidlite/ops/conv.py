@@ -730,8 +730,9 @@ def channels_last_kernel(x_shape: Sequence[int], w_shape: Sequence[int], dtype: 
                          dilations: Any, data_format: str) -> str:
     """The channels-last kernel ``conv2d_forward`` runs for an input of ``x_shape`` (of
     ``data_format``) -- "pointwise", "depthwise" or "im2col", whose epilogue sees the output
-    as [N*oh*ow, F] rows -- or "" (an NCHW kernel). Needs the input's H and W."""
-    if not _channels_last(data_format) or len(x_shape) != 4 or len(w_shape) != 4:
+    as [N*oh*ow, F] rows -- or "" (an NCHW kernel; also when H or W is unknown, -1)."""
+    if not _channels_last(data_format) or len(x_shape) != 4 or len(w_shape) != 4 \
+            or min(x_shape[1:3]) < 1:
         return ""
     N, H, W, C = x_shape
     g = _geom((H, W), w_shape[2:], strides, paddings, dilations, padding_algorithm, groups)

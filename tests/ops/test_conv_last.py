@@ -1,0 +1,206 @@
+"""The channels-last (NHWC) forward kernels (``ops/_conv_last.py``, ``conv._conv_fwd_cols_last``):
+which kernel runs, their values against a float64 reference computed by the NCHW kernels, their
+bits across thread counts and with the filter laid out ahead, and the epilogue's blocks."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fluidlite.inference  # noqa: F401  (registers conv2d_fusion and channels_last_filter)
+from fluidlite.core import threads
+from fluidlite.core.registry import VarSpec, get_op_def
+from fluidlite.core.dtypes import VarType
+from fluidlite.ops import _conv_last, _conv_kernels
+from fluidlite.ops.conv import (_geom, channels_last_filter, channels_last_filter_shape,
+                                channels_last_kernel, conv2d_forward)
+
+
+def _reference(x, w, s, p, d, groups):
+    """float64 NCHW conv2d of the NHWC ``x``, returned NHWC."""
+    y = get_op_def("conv2d").forward(x.transpose(0, 3, 1, 2).astype(np.float64),
+                                      w.astype(np.float64), strides=[s[0], s[1]],
+                                      paddings=list(p), groups=groups,
+                                      dilations=[d[0], d[1]])["Output"]
+    return y.transpose(0, 2, 3, 1)
+
+
+# (N, H, W, C, F, kernel, strides, paddings (t, b, l, r), dilations, groups) -> kind
+CASES = [
+    ((1, 9, 11, 8, 8, 3, (1, 1), (1, 1, 1, 1), (1, 1), 8), "depthwise"),
+    ((2, 9, 11, 8, 8, 3, (2, 2), (1, 1, 1, 1), (1, 1), 8), "depthwise"),
+    ((2, 10, 7, 6, 6, 3, (2, 1), (0, 2, 1, 0), (1, 1), 6), "depthwise"),
+    ((1, 12, 12, 5, 5, 5, (1, 1), (2, 2, 2, 2), (2, 1), 5), "depthwise"),
+    ((3, 7, 6, 4, 4, (2, 3), (1, 2), (1, 0, 0, 2), (1, 2), 4), "depthwise"),
+    ((3, 6, 6, 4, 7, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1), "pointwise"),
+    ((2, 9, 9, 4, 7, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1), "pointwise"),
+    ((2, 9, 8, 3, 5, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1), "im2col"),
+    ((1, 9, 8, 4, 5, (3, 2), (1, 1), (1, 0, 1, 1), (1, 2), 1), "im2col"),
+    ((2, 9, 8, 4, 6, 3, (2, 2), (0, 1, 1, 0), (1, 1), 2), ""),     # grouped: NCHW kernels
+    ((2, 9, 8, 4, 8, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4), ""),     # 2 filters per channel
+]
+
+
+def _case(case, dtype, rng):
+    (N, H, W, C, F, k, s, p, d, groups), kind = case
+    kh, kw = (k, k) if isinstance(k, int) else k
+    x = rng.standard_normal((N, H, W, C)).astype(dtype)
+    w = rng.standard_normal((F, C // groups, kh, kw)).astype(dtype)
+    return x, w, s, p, d, groups, kind
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[1] or 'nchw'}-{i}" for i, c in
+                                              enumerate(CASES)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nhwc_forward_matches_float64_nchw(case, dtype):
+    x, w, s, p, d, groups, kind = _case(case, dtype, np.random.default_rng(0))
+    assert channels_last_kernel(x.shape, w.shape, np.dtype(dtype), s, p, "EXPLICIT", groups,
+                                d, "NHWC") == kind
+    got = conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC")
+    want = _reference(x, w, s, p, d, groups)
+    assert got.dtype == dtype and got.shape == want.shape and got.flags.c_contiguous
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_nhwc_forward_accepts_a_transposed_view():
+    # what a transpose2 into an NHWC group hands the kernels: a view of the NCHW array
+    rng = np.random.default_rng(1)
+    for case in CASES[:9]:
+        x, w, s, p, d, groups, _ = _case(case, np.float32, rng)
+        view = np.ascontiguousarray(x.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
+        np.testing.assert_array_equal(conv2d_forward(view, w, s, p, "EXPLICIT", groups, d,
+                                                     "NHWC"),
+                                      conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC"))
+
+
+@pytest.mark.parametrize("shape, k, groups", [
+    ((1, 80, 80, 64), 3, 64),           # depthwise: two parts of two blocks of rows
+    ((2, 60, 60, 48), 3, 48),           # ... parts that cut an image
+    ((2, 70, 70, 64), 1, 1),            # 1x1: blocks of the batch's pixel rows
+    ((1, 7, 7, 320), 1, 1),             # 1x1 of few pixels: the GEMM's column parts
+    ((1, 64, 64, 3), 3, 1),             # im2col
+])
+def test_bits_follow_neither_threads_nor_a_filter_laid_out_ahead(shape, k, groups):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    F = shape[3] if groups > 1 else 96
+    w = rng.standard_normal((F, shape[3] // groups, k, k)).astype(np.float32)
+    s, p, d = (1, 1), (k // 2,) * 4, (1, 1)
+    laid = channels_last_filter(w, (-1,) + shape[1:], s, p, "EXPLICIT", groups, d)
+    assert laid.shape == channels_last_filter_shape(w.shape, np.float32, (-1,) + shape[1:], s,
+                                                    p, "EXPLICIT", groups, d)
+    runs = []
+    for t in (1, 2, 3):
+        with threads.using(t):
+            runs.append(conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC"))
+            runs.append(conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC",
+                                       filter_last=laid))
+    for r in runs[1:]:
+        np.testing.assert_array_equal(r, runs[0])
+    np.testing.assert_allclose(runs[0], _reference(x, w, s, p, d, groups), rtol=1e-5,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("shape, k, groups", [((1, 80, 80, 64), 3, 64), ((2, 9, 9, 8), 3, 8),
+                                              ((2, 60, 60, 48), 3, 48), ((2, 70, 70, 64), 1, 1),
+                                              ((2, 7, 7, 320), 1, 1), ((2, 30, 30, 3), 3, 1)])
+def test_the_epilogue_sees_every_row_once_as_it_is_made(shape, k, groups):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    F = shape[3] if groups > 1 else 40
+    w = rng.standard_normal((F, shape[3] // groups, k, k)).astype(np.float32)
+    plain = conv2d_forward(x, w, (1, 1), (k // 2,) * 4, "EXPLICIT", groups, (1, 1), "NHWC")
+    seen = np.zeros(plain.reshape(-1, F).shape, np.int64)
+    for t in (1, 2):
+        seen[:] = 0
+
+        def epilogue(block, where):
+            assert block.shape == seen[where].shape
+            np.testing.assert_array_equal(block, plain.reshape(-1, F)[where])  # made already
+            seen[where] += 1
+            block *= 2
+        with threads.using(t):
+            got = conv2d_forward(x, w, (1, 1), (k // 2,) * 4, "EXPLICIT", groups, (1, 1), "NHWC",
+                                 epilogue=epilogue)
+        assert (seen == 1).all()
+        np.testing.assert_array_equal(got, plain * 2)
+
+
+def test_which_kernel_runs():
+    def kind(x_shape, w_shape, dtype=np.float32, s=(1, 1), p=(0, 0), g=1, d=(1, 1),
+             fmt="NHWC"):
+        return channels_last_kernel(x_shape, w_shape, np.dtype(dtype), s, p, "EXPLICIT", g, d,
+                                    fmt)
+    assert kind((1, 8, 8, 4), (6, 4, 1, 1)) == "pointwise"
+    assert kind((1, 8, 8, 4), (6, 4, 1, 1), fmt="NCHW") == ""
+    assert kind((1, 8, 8, 4), (6, 4, 1, 1), np.float16) == ""          # no float16 kernels
+    assert kind((1, 8, 8, 4), (6, 4, 1, 1), p=(1, 1)) == "im2col"      # a padded 1x1
+    assert kind((1, 8, 8, 4), (4, 1, 3, 3), p=(1, 1), g=4) == "depthwise"
+    assert kind((1, 8, 8, 1), (1, 1, 3, 3), p=(1, 1), g=1) == "im2col"   # one channel: dense
+    # the Winograd shapes and the stride-1 tap kernel's keep the NCHW kernels
+    assert kind((1, 8, 8, 16), (16, 16, 3, 3), p=(1, 1)) == ""
+    assert kind((1, 8, 8, 16), (16, 16, 3, 3), p=(1, 1), s=(2, 2)) == "im2col"
+    assert kind((1, 8, 8, 8), (16, 8, 3, 3), p=(1, 1)) == "im2col"
+    g = _geom((64, 64), (3, 3), (1, 1), (1, 1), (1, 1), "EXPLICIT", 1)
+    taps = _conv_kernels.use_taps(g, 64, 8, np.float32)
+    assert (kind((1, 64, 64, 64), (8, 64, 3, 3), p=(1, 1)) == "") == taps
+    assert _conv_last.channels_last_kind(4, (4, 1, 3, 3), g._replace(groups=4), np.int32) == ""
+
+
+def test_a_laid_filter_for_no_kernel_is_refused():
+    with pytest.raises(ValueError, match=r"no channels-last kernel runs for the filter "
+                                         r"float32 \[4, 2, 3, 3\] \(groups 2\)"):
+        channels_last_filter(np.ones((4, 2, 3, 3), np.float32), (1, 8, 8, 4), (1, 1), (1, 1),
+                             "EXPLICIT", 2, (1, 1))
+    with pytest.raises(ValueError, match=r"on an NHWC input \[1, -1, 8, 4\]"):
+        channels_last_filter_shape((4, 4, 1, 1), np.float32, (1, -1, 8, 4), (1, 1), (0, 0),
+                                   "EXPLICIT", 1, (1, 1))
+    with pytest.raises(ValueError, match=r"no channels-last kernel named 'winograd'"):
+        _conv_last.conv_last_fwd(np.ones((1, 4, 4, 2), np.float32),
+                                 np.ones((2, 2, 3, 3), np.float32), None, "winograd")
+
+
+def test_laid_filter_layouts():
+    w = np.arange(2 * 3 * 3, dtype=np.float32).reshape(2, 1, 3, 3)
+    g1 = _geom((5, 4), (3, 3), (1, 1), (1, 1), (1, 1), "EXPLICIT", 2)
+    t = channels_last_filter(w, (1, 5, 4, 2), (1, 1), (1, 1), "EXPLICIT", 2, (1, 1))
+    assert t.shape == (3, 3, g1.ow * 2)
+    # tap (i, j) of output column x and channel c at q = x*C + c: the filter tiled along the row
+    for i in range(3):
+        for j in range(3):
+            np.testing.assert_array_equal(t[i, j].reshape(g1.ow, 2), np.tile(w[:, 0, i, j],
+                                                                              (g1.ow, 1)))
+    t2 = channels_last_filter(w, (1, 5, 4, 2), (2, 2), (1, 1), "EXPLICIT", 2, (1, 1))
+    np.testing.assert_array_equal(t2, w[:, 0].transpose(1, 2, 0))
+    w1 = np.arange(12, dtype=np.float32).reshape(3, 4, 1, 1)
+    np.testing.assert_array_equal(
+        channels_last_filter(w1, (1, 5, 4, 4), (1, 1), (0, 0), "EXPLICIT", 1, (1, 1)),
+        w1[:, :, 0, 0].T)
+    assert channels_last_filter(w1, (1, 5, 4, 4), (1, 1), (0, 0), "EXPLICIT", 1,
+                                (1, 1)).flags.c_contiguous
+
+
+def test_conv2d_fusion_checks_its_laid_filter():
+    fusion = get_op_def("conv2d_fusion")
+    x = VarSpec((-1, 8, 8, 4), VarType.FP32)
+    w = VarSpec((4, 1, 3, 3), VarType.FP32)
+    attrs = dict(paddings=[1, 1], groups=4, data_format="NHWC")
+    ok = VarSpec((3, 3, 32), VarType.FP32)
+    assert fusion.run_infer([x, w, None, None, None, None, ok], attrs)["Output"].shape == \
+        (-1, 8, 8, 4)
+    for bad, attrs_ in ((VarSpec((3, 3, 4), VarType.FP32), attrs),
+                        (VarSpec((3, 3, 32), VarType.FP64), attrs),
+                        (ok, dict(attrs, data_format="NCHW"))):
+        with pytest.raises(ValueError, match=r"FilterLast must be the filter laid out"):
+            fusion.run_infer([x, w, None, None, None, None, bad], attrs_)
+
+
+def test_channels_last_filter_op():
+    op = get_op_def("channels_last_filter")
+    w = np.random.default_rng(4).standard_normal((6, 1, 3, 3)).astype(np.float32)
+    attrs = dict(input_shape=[-1, 10, 10, 6], strides=[2, 2], paddings=[1, 1], groups=6)
+    spec = op.run_infer([VarSpec(w.shape, VarType.FP32)], attrs)["Out"]
+    out = op.forward(w, **attrs)["Out"]
+    assert tuple(spec.shape) == out.shape == (3, 3, 6) and spec.dtype == VarType.FP32
+    with pytest.raises(ValueError, match="no channels-last kernel"):
+        op.run_infer([VarSpec((6, 2, 3, 3), VarType.FP32)], attrs)
