@@ -1,9 +1,10 @@
 """Channels-last (NHWC) forward kernels: a convolution on ``[N, H, W, C]`` maps computed in
 that layout, with no transposes to and from NCHW.
 
-* **1x1** (groups 1, no padding, any stride): ``Y[n] = X[n] W^T`` with the pixels as the
-  GEMM's rows, ``[oh*ow, C] @ [C, F]``, one GEMM per image (``linalg._gemm``: cut in row
-  parts on two threads or more).
+* **1x1** (groups 1, no padding, any stride): ``Y = X W^T`` with the batch's pixels as the
+  rows of ONE GEMM, ``[N*oh*ow, C] @ [C, F]`` (``gemm_rows``: blocks of rows on the threads,
+  each followed by its epilogue while in cache). Also the GEMM of ``conv.py``'s channels-last
+  im2col, ``cols^T @ W^T``.
 * **Depthwise** (groups == C == F, one filter per channel): each tap is a slice of the
   zero-padded map whose channels are the innermost, contiguous axis, so the kh*kw
   multiply-adds of a block of output rows are ONE ``np.einsum`` whose inner loop runs over
@@ -15,14 +16,18 @@ that layout, with no transposes to and from NCHW.
   576 x 14x14 0.14 against 0.39 as nine multiply-add passes, 192 x 28x28 0.20 / 0.54,
   32 x 112x112 0.67 / 2.06.
 
-``conv.conv2d_forward`` runs these kernels for an NHWC input when ``channels_last_kind``
-names one, and ``inference``'s ``conv2d_fusion_layout_transfer_pass`` puts the convolutions
-of depthwise-separable networks in NHWC so that they do.
+The filter is read as ``last_filter`` lays it out (W^T row-major; the depthwise taps, tiled),
+made here or -- an inference program's constant filter -- once at load. ``conv.conv2d_forward``
+runs these kernels for an NHWC input when ``conv.channels_last_kernel`` names one, and
+``inference``'s ``conv2d_fusion_layout_transfer_pass`` puts the convolutions of
+depthwise-separable networks in NHWC so that they do.
 
 Determinism: the output rows are cut into fixed parts (``_conv_kernels.run_parts``) and each
-element is made by one einsum or GEMM call whose shapes depend on the input's shape only, so
-the bits never depend on the thread count. A depthwise output element adds its taps in
-(i, j) order from zero, as the NCHW tap kernels do.
+element is made by one einsum or GEMM call whose shapes depend on the input's shape only: the
+depthwise bits never depend on the thread count, a GEMM's as ``linalg._gemm``'s (the same for
+every count from two; one thread runs a product ``_gemm`` would cut as one call, which a BLAS
+may sum in another order). A depthwise output element adds its taps in (i, j) order from
+zero, as the NCHW tap kernels do.
 """
 from __future__ import annotations
 
@@ -34,7 +39,8 @@ from numpy.lib.stride_tricks import as_strided
 from ._conv_kernels import _BLOCK, run_parts
 from .linalg import _gemm
 
-__all__ = ["channels_last_kind", "conv_last_fwd", "gemm_rows", "last_filter", "last_filter_shape"]
+__all__ = ["channels_last_kind", "conv_last_fwd", "gemm_rows", "last_filter",
+           "last_filter_shape"]
 
 Epilogue = Callable[[np.ndarray, tuple], Any]
 _ALL = slice(None)
