@@ -189,6 +189,10 @@ def test_conv_fusion_depthwise_1x1_relu6(tmp_path):
     assert "relu6" not in types and "batch_norm" not in types and "relu" not in types
     fusion = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
     assert sorted({op.attr("activation") for op in fusion}) == ["relu", "relu6"]
+    # each branch is a group of just a depthwise and a 1x1 layer: all run channels-last, the
+    # input transposed once for the four
+    assert {op.attr("data_format") for op in fusion} == {"NHWC"}
+    assert types.count("transpose2") == 5
     p_off, off = _run(d, [x], delete=["conv_elementwise_add_act_fuse_pass"])
     _close(off, plain)
     assert "conv2d_fusion" not in _types(p_off) and "relu6" in _types(p_off)
@@ -1025,7 +1029,8 @@ def test_slice_pushdown_never_cuts_a_sequence(lod_level):
 
 
 # -- conv2d_fusion_layout_transfer_pass ----------------------------------------------------------
-def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True):
+def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True,
+                   grouped_reader=False):
     """stem conv (3x3 / 2) -> depthwise 3x3 -> 1x1 -> residual 1x1 block -> pool -> fc."""
     x = fluid.data("x", [-1, 3, 17, 17], "float32")
 
@@ -1041,6 +1046,8 @@ def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True):
     e = cbn(e, 48, 3, groups=48 if depthwise else 1)
     side = L.scale(h, 0.5) if outside_residual else h
     h = L.elementwise_add(side, cbn(e, 24, 1, act=None))
+    if grouped_reader:          # a grouped convolution (NCHW kernels) reads the group's sum
+        h = cbn(h, 24, 3, groups=2)
     h = L.reshape(L.pool2d(h, pool_type="avg", global_pooling=True), [0, -1])
     out = L.fc(h, 5)
     return [out, inner] if fetch_inner else [out]
@@ -1113,3 +1120,15 @@ def test_layout_transfer_pass_leaves_a_stack_without_depthwise_layers(tmp_path):
     _close(fused, _run(d, [x], ir_optim=False)[1])
     assert ("conv2d_fusion_layout_transfer_pass", 0) in p.applied_passes()
     assert not _nhwc_ops(p) and "transpose2" not in _types(p)
+
+
+def test_layout_transfer_pass_hands_a_grouped_reader_nchw(tmp_path):
+    d = _save(tmp_path, lambda: _separable_net(grouped_reader=True), ["x"])
+    x = np.random.default_rng(20).standard_normal((2, 3, 17, 17)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    ops = p.program().global_block().ops
+    grouped = [op for op in ops if op.type == "conv2d_fusion" and op.attr("groups") == 2][0]
+    assert grouped.attr("data_format") == "NCHW"
+    src = [op for op in ops if grouped.input("Input")[0] in op.output_arg_names]
+    assert [op.type for op in src] == ["transpose2"] and src[0].attr("axis") == [0, 3, 1, 2]

@@ -296,3 +296,53 @@ def test_a_slice_of_another_output_of_the_op_stays():
     b.op("slice", {"Input": "mean"}, {"Out": "m1"}, {"axes": [0], "starts": [0], "ends": [1]})
     count, ops = b.run(slice_pushdown_pass, {"x", "y", "m1"})
     assert count == 0 and [o.type for o in ops] == ["layer_norm", "slice"]
+
+
+# -- conv2d_fusion_layout_transfer_pass: which ops may go to NHWC (``_nhwc_kind``) ---------------
+def _conv_case(case):
+    b = _Block()
+    dtype = "float16" if case == "float16" else "float32"
+    b.v("x", [-1, 8, 8, 4] if case == "NHWC" else
+        [-1, 4, -1, 8] if case == "free height" else [-1, 4, 8, 8], dtype=dtype)
+    one = case in ("1x1", "1x1 AnyLayout")
+    b.v("w", [6, 4, 1, 1] if one else [4, 1, 3, 3], persistable=case != "W not persistable",
+        dtype=dtype)
+    b.v("y", [-1, 8, 8, 4] if case == "NHWC" else [-1, 6 if one else 4, 8, 8], dtype=dtype)
+    if case == "LoD output":
+        b.block.var("y").lod_level = 1
+    inputs = {"Input": "x", "Filter": "w"}
+    if case == "Winograd tiles":
+        inputs["FilterTiles"] = b.v("t", [16, 4, 1], persistable=True)
+    if case == "banded":
+        inputs["FilterBand"] = b.v("band", [4, 30, 8], persistable=True)
+    if case.startswith("residual"):
+        inputs["ResidualData"] = b.v("r", [-1, 4, 8, 8])
+    attrs = {"groups": 1 if one else 4, "paddings": [0, 0] if one else [1, 1],
+             "data_format": {"NHWC": "NHWC", "1x1 AnyLayout": "AnyLayout"}.get(case, "NCHW")}
+    b.op("relu" if case == "not a convolution" else "conv2d_fusion",
+         {"X": "x"} if case == "not a convolution" else inputs,
+         {"Out": "y"} if case == "not a convolution" else {"Output": "y"},
+         {} if case == "not a convolution" else attrs)
+    if case == "written twice":
+        b.op("relu", {"X": "x"}, {"Out": "y"})
+    return b
+
+
+@pytest.mark.parametrize("case,kind", [
+    ("depthwise", "depthwise"), ("1x1", "pointwise"), ("1x1 AnyLayout", "pointwise"),
+    ("residual", "depthwise"), ("NHWC", ""), ("Winograd tiles", ""), ("banded", ""),
+    ("W not persistable", ""),
+    ("free height", ""), ("LoD output", ""), ("written twice", ""),
+    ("float16", ""), ("not a convolution", ""), ("input in a sub-block", ""),
+    ("output in a sub-block", ""), ("residual in a sub-block", ""),
+    ("residual undeclared", "")])
+def test_which_convolutions_may_go_channels_last(case, kind):
+    from fluidlite.core import rewrite
+    from fluidlite.inference.passes import _nhwc_kind
+    b = _conv_case(case)
+    skip = {"input in a sub-block": {"x"}, "output in a sub-block": {"y"},
+            "residual in a sub-block": {"r"}}.get(case, set())
+    if case == "residual undeclared":
+        b.block.vars.pop("r")
+    op = b.block.ops[0]
+    assert _nhwc_kind(rewrite.Uses(b.block), b.block, op, skip) == kind

@@ -716,8 +716,7 @@ def conv2d_fusion_layout_transfer_pass(ctx: PassContext) -> int:
     laid: Dict[Tuple[str, Tuple[Any, ...]], str] = {}      # (filter, attrs): one layout each
     for i in chosen:
         op = uses.ops[i]
-        slots = {s: [nhwc.get(n) or made.get(n, n) for n in ns] if s in _NHWC_SLOTS else ns
-                 for s, ns in _slots(op).items() if s != "FilterBand"}
+        slots = {s: [nhwc.get(n) or made.get(n, n) for n in ns] for s, ns in _slots(op).items()}
         slots["FilterLast"] = [_lay_out_last(ctx, op, laid)]
         _replace(block, op, inputs=slots, outputs={"Output": [nhwc[op.output("Output")[0]]]},
                  attrs=_attrs(op, data_format="NHWC"))
@@ -738,19 +737,15 @@ def _lay_out_last(ctx: PassContext, op: Operator,
     folded once per filter and attributes; returns its name."""
     block = ctx.block
     w = op.input("Filter")[0]
-    n, c, h, wd = block.var(op.input("Input")[0]).shape
-    attrs: Dict[str, Any] = {"input_shape": [int(d) for d in (n, h, wd, c)]}
-    attrs.update({k: op.attrs[k] for k in _CONV_ATTRS if k in op.attrs and k != "data_format"})
+    shape, geom = _nhwc_args(block, op)
+    attrs: Dict[str, Any] = {"input_shape": shape, **geom}
     key = (w, tuple((k, repr(v)) for k, v in sorted(attrs.items())))
     if key not in done:
         wvar = block.var(w)
         dst = _fresh(block, w + "@last")
         block.create_var(name=dst, dtype=wvar.dtype, persistable=True,
-                         shape=channels_last_filter_shape(
-                             wvar.shape, to_numpy_dtype(wvar.dtype), attrs["input_shape"],
-                             attrs.get("strides", [1, 1]), attrs.get("paddings", [0, 0]),
-                             attrs.get("padding_algorithm", "EXPLICIT"),
-                             int(attrs.get("groups", 1) or 1), attrs.get("dilations", [1, 1])))
+                         shape=channels_last_filter_shape(wvar.shape, to_numpy_dtype(wvar.dtype),
+                                                          shape, **geom))
 
         def build(fb: Block) -> None:
             src = fb.create_var(name=w, shape=wvar.shape, dtype=wvar.dtype, persistable=True)
@@ -760,6 +755,16 @@ def _lay_out_last(ctx: PassContext, op: Operator,
         ctx.fold(build)
         done[key] = dst
     return done[key]
+
+
+_GEOM_ATTRS = ("strides", "paddings", "padding_algorithm", "groups", "dilations")
+
+
+def _nhwc_args(block: Block, op: Operator) -> Tuple[List[int], Dict[str, Any]]:
+    """(the NHWC shape [N, H, W, C] of the NCHW ``conv2d_fusion`` ``op``'s input, its
+    geometry attributes)."""
+    n, c, h, w = block.var(op.input("Input")[0]).shape
+    return [int(d) for d in (n, h, w, c)], {k: op.attrs[k] for k in _GEOM_ATTRS}
 
 
 def _nhwc_var(block: Block, name: str) -> str:
@@ -783,24 +788,20 @@ def _nhwc_kind(uses: rewrite.Uses, block: Block, op: Operator, skip: Set[str]) -
     """The channels-last kernel ``op`` would run in NHWC (``channels_last_kernel``), or ""
     when it is not an NCHW ``conv2d_fusion`` of known map sizes whose output only it writes
     and that no sub-block touches."""
-    if op.type != "conv2d_fusion" or op.attrs.get("data_format", "NCHW") not in \
-            ("NCHW", "AnyLayout") or op.input("FilterTiles"):
-        return ""
+    if op.type != "conv2d_fusion" or op.attrs["data_format"] not in ("NCHW", "AnyLayout") \
+            or op.input("FilterTiles") or op.input("FilterBand"):
+        return ""       # (a filter laid out for an NCHW kernel: an optimised program's)
     w, x, out = op.input("Filter")[0], op.input("Input")[0], op.output("Output")[0]
     names = [x, out] + op.input("ResidualData")
     if not _persistable(block, w, 4) or any(n in skip or n not in block.vars for n in names):
         return ""
-    xv, wv = block.var(x), block.var(w)
-    if len(xv.shape) != 4 or min(xv.shape[1:]) < 1 or block.var(out).lod_level \
+    if min(block.var(x).shape[1:]) < 1 or block.var(out).lod_level \
             or len(uses.producers.get(out, ())) != 1:
         return ""
-    a = op.attrs
-    n, c, h, wd = xv.shape
-    return channels_last_kernel((n, h, wd, c), wv.shape, to_numpy_dtype(wv.dtype),
-                                a.get("strides", [1, 1]), a.get("paddings", [0, 0]),
-                                a.get("padding_algorithm", "EXPLICIT"),
-                                int(a.get("groups", 1) or 1), a.get("dilations", [1, 1]),
-                                "NHWC")
+    wv = block.var(w)
+    shape, geom = _nhwc_args(block, op)
+    return channels_last_kernel(shape, wv.shape, to_numpy_dtype(wv.dtype), **geom,
+                                data_format="NHWC")
 
 
 def conv_winograd_filter_pass(ctx: PassContext) -> int:

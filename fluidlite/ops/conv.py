@@ -782,7 +782,7 @@ def _last_geom(w_shape: Sequence[int], dtype: Any, x_shape: Sequence[int], strid
                dilations: Any) -> Tuple[str, _Geom]:
     kind = channels_last_kernel(x_shape, w_shape, dtype, strides, paddings, padding_algorithm,
                                 groups, dilations, "NHWC")
-    if not kind or min(x_shape[1:3]) < 1:
+    if not kind:
         raise ValueError(f"channels_last_filter: no channels-last kernel runs for the filter "
                          f"{np.dtype(dtype)} {list(w_shape)} (groups {groups}) on an NHWC "
                          f"input {list(x_shape)}")

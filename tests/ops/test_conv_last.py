@@ -73,19 +73,26 @@ def test_nhwc_forward_accepts_a_transposed_view():
                                       conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC"))
 
 
-@pytest.mark.parametrize("shape, k, groups", [
-    ((1, 80, 80, 64), 3, 64),           # depthwise: two parts of two blocks of rows
-    ((2, 60, 60, 48), 3, 48),           # ... parts that cut an image
-    ((2, 70, 70, 64), 1, 1),            # 1x1: blocks of the batch's pixel rows
-    ((1, 7, 7, 320), 1, 1),             # 1x1 of few pixels: the GEMM's column parts
-    ((1, 64, 64, 3), 3, 1),             # im2col
-])
-def test_bits_follow_neither_threads_nor_a_filter_laid_out_ahead(shape, k, groups):
+# shapes that take every path of the kernels' parts and blocks
+PARTS = [
+    ((1, 80, 80, 64), 3, 64, 1),        # depthwise: two parts of two blocks of rows
+    ((2, 60, 60, 48), 3, 48, 1),        # ... parts that meet between images
+    ((3, 2, 64, 384), 3, 384, 1),       # ... a part that ends one row into an image
+    ((1, 160, 160, 64), 3, 64, 2),      # strided depthwise: blocks of rows
+    ((2, 70, 70, 64), 1, 1, 1),         # 1x1: one product in the GEMM's row parts
+    ((4, 64, 64, 16), 1, 1, 1),         # 1x1: blocks of the batch's pixel rows
+    ((1, 7, 7, 320), 1, 1, 1),          # 1x1 of few pixels: the GEMM's column parts
+    ((1, 64, 64, 3), 3, 1, 1),          # im2col
+]
+
+
+@pytest.mark.parametrize("shape, k, groups, stride", PARTS)
+def test_bits_follow_neither_threads_nor_a_filter_laid_out_ahead(shape, k, groups, stride):
     rng = np.random.default_rng(2)
     x = rng.standard_normal(shape).astype(np.float32)
-    F = shape[3] if groups > 1 else 96
+    F = shape[3] if groups > 1 else 40
     w = rng.standard_normal((F, shape[3] // groups, k, k)).astype(np.float32)
-    s, p, d = (1, 1), (k // 2,) * 4, (1, 1)
+    s, p, d = (stride, stride), (k // 2,) * 4, (1, 1)
     laid = channels_last_filter(w, (-1,) + shape[1:], s, p, "EXPLICIT", groups, d)
     assert laid.shape == channels_last_filter_shape(w.shape, np.float32, (-1,) + shape[1:], s,
                                                     p, "EXPLICIT", groups, d)
@@ -106,18 +113,17 @@ def test_bits_follow_neither_threads_nor_a_filter_laid_out_ahead(shape, k, group
         np.testing.assert_allclose(r, _reference(x, w, s, p, d, groups), rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape, k, groups", [((1, 80, 80, 64), 3, 64), ((2, 9, 9, 8), 3, 8),
-                                              ((2, 60, 60, 48), 3, 48), ((2, 70, 70, 64), 1, 1),
-                                              ((2, 7, 7, 320), 1, 1), ((2, 30, 30, 3), 3, 1)])
-def test_the_epilogue_sees_every_row_once_as_it_is_made(shape, k, groups):
+@pytest.mark.parametrize("shape, k, groups, stride", PARTS + [((2, 9, 9, 8), 3, 8, 1),
+                                                              ((2, 30, 30, 3), 3, 1, 1)])
+def test_the_epilogue_sees_every_row_once_as_it_is_made(shape, k, groups, stride):
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape).astype(np.float32)
     F = shape[3] if groups > 1 else 40
     w = rng.standard_normal((F, shape[3] // groups, k, k)).astype(np.float32)
+    s = (stride, stride)
     for t in (1, 2):
         with threads.using(t):
-            plain = conv2d_forward(x, w, (1, 1), (k // 2,) * 4, "EXPLICIT", groups, (1, 1),
-                                   "NHWC")
+            plain = conv2d_forward(x, w, s, (k // 2,) * 4, "EXPLICIT", groups, (1, 1), "NHWC")
         seen = np.zeros(plain.reshape(-1, F).shape, np.int64)
 
         def epilogue(block, where):
@@ -126,7 +132,7 @@ def test_the_epilogue_sees_every_row_once_as_it_is_made(shape, k, groups):
             seen[where] += 1
             block *= 2
         with threads.using(t):
-            got = conv2d_forward(x, w, (1, 1), (k // 2,) * 4, "EXPLICIT", groups, (1, 1), "NHWC",
+            got = conv2d_forward(x, w, s, (k // 2,) * 4, "EXPLICIT", groups, (1, 1), "NHWC",
                                  epilogue=epilogue)
         assert (seen == 1).all()
         np.testing.assert_array_equal(got, plain * 2)
@@ -151,6 +157,27 @@ def test_which_kernel_runs():
     taps = _conv_kernels.use_taps(g, 64, 8, np.float32)
     assert (kind((1, 64, 64, 64), (8, 64, 3, 3), p=(1, 1)) == "") == taps
     assert _conv_last.channels_last_kind(4, (4, 1, 3, 3), g._replace(groups=4), np.int32) == ""
+    assert kind((1, 1, 1, 4), (6, 4, 1, 1)) == "pointwise"             # a one-pixel map
+    assert kind((1, 8, 8, 4), (4, 1, 3)) == ""                         # not a 2-D filter
+    assert kind((1, -1, 8, 4), (6, 4, 1, 1)) == kind((1, 8, 8, 4, 1), (6, 4, 1, 1)) == ""
+
+
+def test_float16_keeps_the_nchw_kernels():
+    # no channels-last kernel for float16: NHWC gives the NCHW kernel's bits, transposed
+    rng = np.random.default_rng(5)
+    for w_shape, groups in (((6, 1, 3, 3), 6), ((4, 6, 1, 1), 1)):
+        x = rng.standard_normal((2, 6, 9, 9)).astype(np.float16)
+        w = rng.standard_normal(w_shape).astype(np.float16)
+        p = (w_shape[2] // 2,) * 4
+        want = conv2d_forward(x, w, (1, 1), p, "EXPLICIT", groups, (1, 1), "NCHW")
+        got = conv2d_forward(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w, (1, 1), p,
+                             "EXPLICIT", groups, (1, 1), "NHWC")
+        np.testing.assert_array_equal(got, want.transpose(0, 2, 3, 1))
+    assert channels_last_filter_shape((4, 4, 1, 1), np.float32, (1, 1, 1, 4), (1, 1), (0, 0),
+                                      "EXPLICIT", 1, (1, 1)) == (4, 4)
+    with pytest.raises(ValueError, match="no channels-last kernel runs for the filter float16"):
+        channels_last_filter_shape((4, 4, 1, 1), np.float16, (1, 8, 8, 4), (1, 1), (0, 0),
+                                   "EXPLICIT", 1, (1, 1))
 
 
 def test_a_laid_filter_for_no_kernel_is_refused():
@@ -194,6 +221,9 @@ def test_conv2d_fusion_checks_its_laid_filter():
     ok = VarSpec((3, 3, 32), VarType.FP32)
     assert fusion.run_infer([x, w, None, None, None, None, ok], attrs)["Output"].shape == \
         (-1, 8, 8, 4)
+    with pytest.raises(ValueError, match=r"FilterLast must be the filter laid out"):
+        fusion.run_infer([VarSpec(x.shape, VarType.FP16), VarSpec(w.shape, VarType.FP16), None,
+                          None, None, None, VarSpec((3, 3, 32), VarType.FP16)], attrs)
     for bad, attrs_ in ((VarSpec((3, 3, 4), VarType.FP32), attrs),
                         (VarSpec((3, 3, 32), VarType.FP64), attrs),
                         (ok, dict(attrs, data_format="NCHW"))):
@@ -208,5 +238,25 @@ def test_channels_last_filter_op():
     spec = op.run_infer([VarSpec(w.shape, VarType.FP32)], attrs)["Out"]
     out = op.forward(w, **attrs)["Out"]
     assert tuple(spec.shape) == out.shape == (3, 3, 6) and spec.dtype == VarType.FP32
-    with pytest.raises(ValueError, match="no channels-last kernel"):
-        op.run_infer([VarSpec((6, 2, 3, 3), VarType.FP32)], attrs)
+    for bad in (VarSpec((6, 2, 3, 3), VarType.FP32), VarSpec(w.shape, VarType.FP16)):
+        with pytest.raises(ValueError, match="no channels-last kernel"):
+            op.run_infer([bad], attrs)
+
+
+@pytest.mark.parametrize("F", [8, 96])          # a bias tiled in runs of pixels, and not
+@pytest.mark.parametrize("bias, act", [(True, "relu6"), (False, "identity"), (True, "identity")])
+def test_conv2d_fusion_channels_last_epilogue(F, bias, act):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 33, 31, 8)).astype(np.float32)
+    w = rng.standard_normal((F, 8, 1, 1)).astype(np.float32)
+    b = rng.standard_normal(F).astype(np.float32) if bias else None
+    r = rng.standard_normal((2, 33, 31, F)).astype(np.float32)
+    want = conv2d_forward(x, w, (1, 1), (0, 0), "EXPLICIT", 1, (1, 1), "NHWC")
+    if b is not None:
+        want = want + b
+    want = want + r
+    if act == "relu6":
+        want = np.clip(want, np.float32(0), np.float32(6))
+    got = get_op_def("conv2d_fusion").forward(x, w, b, None, None, r, data_format="NHWC",
+                                              activation=act)["Output"]
+    np.testing.assert_array_equal(got, want)
