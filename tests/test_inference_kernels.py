@@ -1053,6 +1053,16 @@ def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True,
     return [out, inner] if fetch_inner else [out]
 
 
+def _separable_run(tmp_path, seed, batch=2, **kw):
+    """(predictor, its outputs) of ``_separable_net(**kw)``, the outputs checked against the
+    unoptimised program's."""
+    d = _save(tmp_path, lambda: _separable_net(**kw), ["x"])
+    x = np.random.default_rng(seed).standard_normal((batch, 3, 17, 17)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    return p, fused
+
+
 def _nhwc_ops(p):
     return [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"
             and op.attr("data_format") == "NHWC"]
@@ -1081,12 +1091,8 @@ def test_layout_transfer_pass_runs_a_separable_stack_channels_last(tmp_path, bat
 
 
 def test_layout_transfer_pass_keeps_a_fetched_result_nchw(tmp_path):
-    d = _save(tmp_path, lambda: _separable_net(fetch_inner=True), ["x"])
-    x = np.random.default_rng(17).standard_normal((2, 3, 17, 17)).astype("float32")
-    _, plain = _run(d, [x], ir_optim=False)
-    p, fused = _run(d, [x])
-    _close(fused, plain)
-    assert fused[1].shape == (2, 16, 9, 9) == plain[1].shape
+    p, fused = _separable_run(tmp_path, 17, fetch_inner=True)
+    assert fused[1].shape == (2, 16, 9, 9)
     assert len(_nhwc_ops(p)) == 6
     back = [op for op in p.program().global_block().ops if op.type == "transpose2"
             and op.attr("axis") == [0, 3, 1, 2]]
@@ -1094,11 +1100,7 @@ def test_layout_transfer_pass_keeps_a_fetched_result_nchw(tmp_path):
 
 
 def test_layout_transfer_pass_transposes_a_residual_made_outside(tmp_path):
-    d = _save(tmp_path, lambda: _separable_net(outside_residual=True), ["x"])
-    x = np.random.default_rng(18).standard_normal((2, 3, 17, 17)).astype("float32")
-    _, plain = _run(d, [x], ir_optim=False)
-    p, fused = _run(d, [x])
-    _close(fused, plain)
+    p, _ = _separable_run(tmp_path, 18, outside_residual=True)
     ops = p.program().global_block().ops
     last = [op for op in ops if op.type == "conv2d_fusion" and op.input("ResidualData")][0]
     assert last.attr("data_format") == "NHWC"
@@ -1114,19 +1116,13 @@ def test_layout_transfer_pass_transposes_a_residual_made_outside(tmp_path):
 
 
 def test_layout_transfer_pass_leaves_a_stack_without_depthwise_layers(tmp_path):
-    d = _save(tmp_path, lambda: _separable_net(depthwise=False), ["x"])
-    x = np.random.default_rng(19).standard_normal((1, 3, 17, 17)).astype("float32")
-    p, fused = _run(d, [x])
-    _close(fused, _run(d, [x], ir_optim=False)[1])
+    p, _ = _separable_run(tmp_path, 19, batch=1, depthwise=False)
     assert ("conv2d_fusion_layout_transfer_pass", 0) in p.applied_passes()
     assert not _nhwc_ops(p) and "transpose2" not in _types(p)
 
 
 def test_layout_transfer_pass_hands_a_grouped_reader_nchw(tmp_path):
-    d = _save(tmp_path, lambda: _separable_net(grouped_reader=True), ["x"])
-    x = np.random.default_rng(20).standard_normal((2, 3, 17, 17)).astype("float32")
-    p, fused = _run(d, [x])
-    _close(fused, _run(d, [x], ir_optim=False)[1])
+    p, _ = _separable_run(tmp_path, 20, grouped_reader=True)
     ops = p.program().global_block().ops
     grouped = [op for op in ops if op.type == "conv2d_fusion" and op.attr("groups") == 2][0]
     assert grouped.attr("data_format") == "NCHW"
