@@ -260,3 +260,19 @@ def test_conv2d_fusion_channels_last_epilogue(F, bias, act):
     got = get_op_def("conv2d_fusion").forward(x, w, b, None, None, r, data_format="NHWC",
                                               activation=act)["Output"]
     np.testing.assert_array_equal(got, want)
+
+
+def test_conv2d_fusion_float16_nhwc_runs_the_nchw_kernels_epilogue():
+    # no channels-last kernel for float16: the NCHW epilogue, the residual seen as NCHW
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 6, 9, 9)).astype(np.float16)
+    w = rng.standard_normal((6, 1, 3, 3)).astype(np.float16)
+    b = rng.standard_normal(6).astype(np.float16)
+    r = rng.standard_normal((2, 6, 9, 9)).astype(np.float16)
+    fusion = get_op_def("conv2d_fusion")
+    kw = dict(paddings=[1, 1], groups=6, activation="relu")
+    want = fusion.forward(x, w, b, None, None, r, **kw)["Output"]
+    got = fusion.forward(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w, b, None, None,
+                         np.ascontiguousarray(r.transpose(0, 2, 3, 1)), data_format="NHWC",
+                         **kw)["Output"]
+    np.testing.assert_array_equal(got, want.transpose(0, 2, 3, 1))
