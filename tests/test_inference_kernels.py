@@ -1128,3 +1128,27 @@ def test_layout_transfer_pass_hands_a_grouped_reader_nchw(tmp_path):
     assert grouped.attr("data_format") == "NCHW"
     src = [op for op in ops if grouped.input("Input")[0] in op.output_arg_names]
     assert [op.type for op in src] == ["transpose2"] and src[0].attr("axis") == [0, 3, 1, 2]
+
+
+@pytest.mark.parametrize("w_shape, groups, strides, want", [
+    ((4, 1, 3, 3), 4, [1, 1], (3, 3, 5 * 4)),      # depthwise, tiled along the 5-wide row
+    ((4, 1, 3, 3), 4, [2, 2], (3, 3, 4)),          # strided: the taps alone
+    ((6, 4, 1, 1), 1, [1, 1], (4, 6))])            # 1x1: W^T
+def test_channels_last_filter_op_runs_in_a_program(w_shape, groups, strides, want):
+    w = np.random.default_rng(21).standard_normal(w_shape).astype("float32")
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        v = fluid.data("w", list(w_shape), "float32")
+        out = main.global_block().create_var(name="laid", dtype="float32")
+        main.global_block().append_op(
+            "channels_last_filter", {"Filter": v}, {"Out": out},
+            {"input_shape": [-1, 5, 5, 4], "strides": strides,
+             "paddings": [1, 1] if w_shape[2] == 3 else [0, 0], "groups": groups})
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed={"w": w}, fetch_list=[out])
+    assert got.dtype == np.float32 and got.shape == want
+    if groups == 1:
+        np.testing.assert_array_equal(got, w[:, :, 0, 0].T)
+    else:                       # tap (i, j) of every output column: the channels' weights
+        taps = got.reshape(3, 3, -1, 4)
+        np.testing.assert_array_equal(taps, np.broadcast_to(
+            w[:, 0].transpose(1, 2, 0)[:, :, None], taps.shape))
