@@ -461,6 +461,9 @@ _CONST_CHUNKS_MAX = 16      # constants with a chunk (dtype and value pairs)
 # NumPy 2's clip loop is SIMD (one pass, 190 us on 1.2M float32 against 306 us for maximum
 # then minimum against arrays); NumPy 1's runs 500-810 us
 _CLIP_FAST = int(np.__version__.split(".")[0]) >= 2
+# np.clip's ufunc itself on NumPy 2: np.clip wraps it in a Python function that costs several
+# microseconds a call (relu6 epilogues call it on every block)
+_CLIP = np._core.umath.clip if _CLIP_FAST else np.clip
 
 
 def _const_chunk(dtype: np.dtype, value: float = 0.0) -> Optional[np.ndarray]:
@@ -580,7 +583,7 @@ def _clip_to(x: np.ndarray, lo: float, hi: float, out: np.ndarray) -> np.ndarray
     arrays of the bounds (``_bound_to``) for float32 / float64 -- the same values, nan kept."""
     if _CLIP_FAST or x.dtype not in (np.float32, np.float64):
         typ = x.dtype.type
-        return np.clip(x, typ(lo), typ(hi), out=out)
+        return _CLIP(x, typ(lo), typ(hi), out=out)
     _bound_to(x, out, np.maximum, lo)
     return _bound_to(out, out, np.minimum, hi)
 

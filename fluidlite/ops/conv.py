@@ -153,6 +153,16 @@ class _Geom(NamedTuple):
 def _geom(in_hw: Sequence[int], k_hw: Sequence[int], strides: Sequence[int],
           paddings: Sequence[int], dilations: Sequence[int], algorithm: str,
           groups: int) -> _Geom:
+    """The geometry of a 2-D convolution (memoised: a compiled plan asks for the same few
+    dozen every run, and working one out costs several microseconds of Python)."""
+    return _geom_of(tuple(map(int, in_hw)), tuple(map(int, k_hw)), tuple(map(int, strides)),
+                    tuple(paddings), tuple(dilations), algorithm, int(groups))
+
+
+@functools.lru_cache(maxsize=4096)
+def _geom_of(in_hw: Tuple[int, ...], k_hw: Tuple[int, ...], strides: Tuple[int, ...],
+             paddings: Tuple[int, ...], dilations: Tuple[int, ...], algorithm: str,
+             groups: int) -> _Geom:
     pads, dil = resolve_padding(in_hw, k_hw, strides, paddings, dilations, algorithm)
     H, W = in_hw
     oh = conv_out_size(H, k_hw[0], pads[0] + pads[1], strides[0], dil[0])

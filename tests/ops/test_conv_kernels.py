@@ -301,3 +301,24 @@ def test_taps_epilogue_sees_each_output_element_once(taps_everywhere):
     assert (seen == 1).all()
     assert sorted(shapes) == [(4, 7)] * 2 + [(4, 21)] * 6      # 3 + 3 + 3 + 1 rows, 2 images
     np.testing.assert_allclose(y, ref_conv(x, w, (1, 1), (1, 1, 1, 1)), rtol=1e-12, atol=1e-12)
+
+
+def test_geometry_is_memoised_and_the_same_for_every_spelling_of_its_arguments():
+    # lists, tuples and NumPy ints name one geometry (one cache entry, plain ints in it);
+    # the geometry of padding "SAME" and a 2-value padding are worked out as before
+    g = conv._geom((14, 14), (3, 3), [2, 2], [1, 1], [1, 1], "EXPLICIT", 8)
+    again = conv._geom(np.array([14, 14]), [np.int64(3), 3], (2, 2), (1, 1), (1, 1),
+                       "EXPLICIT", np.int32(8))
+    assert again is g
+    assert all(type(v) is int for v in g)
+    assert (g.oh, g.ow, g.pt, g.pb, g.pl, g.pr) == (7, 7, 1, 1, 1, 1)
+    assert conv._geom((14, 14), (3, 3), [2, 2], [0, 1, 0, 1], [1, 1], "EXPLICIT", 8) \
+        == g._replace(pt=0, pl=0, oh=7, ow=7)
+    same = conv._geom((15, 15), (3, 3), [2, 2], [0, 0], [1, 1], "SAME", 1)
+    assert (same.oh, same.pt, same.pb) == (8, 1, 1)
+
+
+def test_an_empty_convolution_output_is_refused_every_time():
+    for _ in range(2):      # (an error is not memoised as a geometry)
+        with pytest.raises(ValueError, match="would be empty"):
+            conv._geom((2, 2), (5, 5), [1, 1], [0, 0], [1, 1], "EXPLICIT", 1)
