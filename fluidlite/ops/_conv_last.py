@@ -159,7 +159,9 @@ def _depthwise(x: np.ndarray, taps: np.ndarray, g: Any,
     row = g.Wp * C * e                          # bytes of a padded row
 
     def part(lo: int, hi: int) -> None:        # output rows lo:hi of the N*oh
-        canvas = np.zeros(((min(hb, hi - lo) - 1) * g.sh + reach, g.Wp, C), dtype)
+        canvas = np.empty(((min(hb, hi - lo) - 1) * g.sh + reach, g.Wp, C), dtype)
+        canvas[:, :g.pl] = 0                    # the padding columns, zero for good (the rest
+        canvas[:, g.pl + g.W:] = 0              # is written by each block's ``_fill``)
         for n in range(lo // g.oh, (hi - 1) // g.oh + 1):
             h0, h1 = max(lo - n * g.oh, 0), min(hi - n * g.oh, g.oh)
             for b0 in range(h0, h1, hb):
@@ -184,8 +186,8 @@ def _depthwise(x: np.ndarray, taps: np.ndarray, g: Any,
 def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
           reach: int) -> np.ndarray:
     """The padded input rows that output rows b0:b1 of image ``img`` [H, W, C] read, laid in
-    ``canvas`` (whose padding columns stay zero): returns its first (b1-b0-1)*sh + reach
-    rows, row r being padded row b0*sh + r."""
+    ``canvas`` (whose padding columns are zero and stay so): returns its first
+    (b1-b0-1)*sh + reach rows, row r being padded row b0*sh + r."""
     need = (b1 - b0 - 1) * g.sh + reach
     cv = canvas[:need]
     top = b0 * g.sh - g.pt                      # input row of canvas row 0

@@ -276,3 +276,24 @@ def test_conv2d_fusion_float16_nhwc_runs_the_nchw_kernels_epilogue():
                          np.ascontiguousarray(r.transpose(0, 2, 3, 1)), data_format="NHWC",
                          **kw)["Output"]
     np.testing.assert_array_equal(got, want.transpose(0, 2, 3, 1))
+
+
+class _Poisoned:
+    """NumPy, but ``empty`` hands out arrays full of NaN: a kernel that reads memory it never
+    wrote (a padding column of a canvas) makes NaNs instead of passing by luck on zero pages."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float):
+        return np.full(shape, np.nan, dtype)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[1] == "depthwise"])
+def test_depthwise_reads_no_unwritten_memory(case, monkeypatch):
+    monkeypatch.setattr(_conv_last, "np", _Poisoned())
+    x, w, s, p, d, groups, kind = _case(case, np.float32, np.random.default_rng(1))
+    got = conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC")
+    want = _reference(x, w, s, p, d, groups)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
