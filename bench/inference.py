@@ -676,7 +676,7 @@ def bench_model(name, root, paddle, rng):
         # noise a deep network amplifies (the scale a check against "np" can be held to)
         peers = [k for k in ("ort", "torch", "paddle") if k in got]
         spread = max((rel_diff(got[a], got[b]) for a in peers for b in peers if a < b),
-                     default=0.0)
+                     default=None)          # (None: fewer than two peers ran)
         rows.append((name, batch, med, check, rss, spread))
         _print_row(rows[-1])
     return rows, fired
@@ -697,6 +697,9 @@ def _print_row(row):
     over = ", ".join(f"{k}={v:.1e}" for k, v in check.items() if v > 1e-5)
     if worst <= 1e-5:
         flag = "OK"
+    elif spread is None:
+        flag = (f"above 1e-5: {over}; fewer than two of ort, torch and paddle ran, so there "
+                f"is no float32 spread to judge it by")
     elif worst <= 2 * spread:
         flag = f"float32 noise: {over}; the peers differ by {spread:.1e} among themselves"
     else:

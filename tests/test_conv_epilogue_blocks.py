@@ -13,7 +13,7 @@ from fluidlite.core import threads
 from fluidlite.core.registry import get_op_def
 from fluidlite.inference import ops as _inference_ops  # noqa: F401  (registers conv2d_fusion)
 from fluidlite.ops import _conv_kernels as K
-from fluidlite.ops import conv
+from fluidlite.ops import conv, linalg
 
 # name: (x shape, filter shape, stride, padding, groups, dtype, the kernel that must run)
 CASES = {
@@ -31,6 +31,8 @@ CASES = {
     "winograd": ((5, 16, 12, 10), (16, 16, 3, 3), 1, 1, 1, "float32", "winograd"),
     "im2col": ((3, 4, 9, 9), (5, 4, 3, 3), 2, 1, 1, "float32", ""),
     "im2col_one_block": ((3, 4, 9, 9), (5, 4, 3, 3), 1, 1, 1, "float32", ""),
+    # one image: the GEMM's product is the output; its parts (two threads) are the blocks
+    "im2col_one_image": ((1, 4, 9, 9), (6, 4, 3, 3), 2, 1, 1, "float32", ""),
     "im2col_grouped": ((4, 6, 8, 8), (6, 3, 3, 3), 1, 1, 2, "float64", ""),
     "pointwise": ((3, 5, 16, 12), (7, 5, 1, 1), 1, 0, 1, "float32", "pointwise"),
 }
@@ -73,10 +75,12 @@ def nthreads(request, monkeypatch):
 
 
 def _small_blocks(name, monkeypatch):
-    """im2col in blocks of one image, the banded kernel in blocks of one channel (the other
-    cases' blocks come from their shapes)."""
+    """im2col in blocks of one image, the banded kernel in blocks of one channel, one image's
+    GEMM cut in parts however small (the other cases' blocks come from their shapes)."""
     if name != "im2col_one_block":
         monkeypatch.setattr(conv, "_COLS_BUDGET", 1200)
+    monkeypatch.setattr(linalg, "_GEMM_MIN", 0)
+    monkeypatch.setattr(linalg, "_GEMM_ROWS", 1)
     monkeypatch.setattr(K, "_BAND_BUDGET", 1)
     monkeypatch.setattr(K, "_BAND_BUDGET_PARTS", 1)
 
@@ -105,8 +109,12 @@ def test_epilogue_visits_every_element_once(name, nthreads, monkeypatch):
         assert y3[where].shape == shape         # ``block`` is Y3[where]
         count[where] += 1
     np.testing.assert_array_equal(count, 1)
-    whole = name == "im2col_one_block"
-    assert (seen == [((), y3.shape)]) == whole     # else really in blocks, not on the whole
+    if name == "im2col_one_block":              # its block is the whole batch
+        assert seen == [((slice(0, x.shape[0]),), y3.shape)]
+    elif name == "im2col_one_image":            # the GEMM's parts on two threads
+        assert len(seen) == (2 if nthreads > 1 else 1)
+    else:                                       # really in blocks, not on the whole
+        assert seen != [((), y3.shape)]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -322,3 +322,67 @@ def test_an_empty_convolution_output_is_refused_every_time():
     for _ in range(2):      # (an error is not memoised as a geometry)
         with pytest.raises(ValueError, match="would be empty"):
             conv._geom((2, 2), (5, 5), [1, 1], [0, 0], [1, 1], "EXPLICIT", 1)
+
+
+# (N, H, W, kernel, strides, paddings [t, b, l, r], dilations): strided windows read the padded
+# input split in phases (``conv._padded``); kernels longer and shorter than their stride, a
+# dilated axis next to a strided one, paddings on one side only
+IM2COL = [
+    (1, 11, 12, (7, 7), (2, 2), (3, 3, 3, 3), (1, 1)),
+    (2, 9, 10, (3, 2), (3, 2), (0, 2, 1, 0), (1, 1)),
+    (1, 8, 9, (1, 2), (2, 3), (1, 0, 0, 2), (1, 1)),
+    (3, 10, 7, (3, 3), (2, 1), (1, 1, 2, 2), (1, 2)),
+    (2, 12, 12, (2, 3), (2, 2), (0, 0, 0, 0), (2, 1)),
+    (13, 9, 9, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    (2, 6, 7, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+]
+
+
+@pytest.mark.parametrize("phased", [False, True], ids=["plain", "phases"])
+@pytest.mark.parametrize("parts", [False, True], ids=["whole", "parts"])
+@pytest.mark.parametrize("case", IM2COL)
+def test_im2col_columns_are_the_padded_windows(case, parts, phased, monkeypatch):
+    """Every column entry is the padded input at its window's pixel: C[c, i, j, n, y, x] =
+    Xp[n, c, sh*y + dh*i, sw*x + dw*j] (in the layout ``_batch_last`` picks), copied whole or
+    in parts of the output rows on two threads, from the padded input as it is or split in
+    phases (forced on for every undilated strided window)."""
+    N, H, W, k, s, p, d = case
+    if parts:
+        monkeypatch.setattr(K, "_COPY_MIN", 1)
+    if phased:
+        monkeypatch.setattr(conv, "_PHASE_MIN_WIDTH", 0)
+        monkeypatch.setattr(conv, "_PHASE_MIN_TAPS", 0)
+    rng = np.random.default_rng(3)
+    C = 3
+    x = rng.standard_normal((N, C, H, W))
+    g = conv._geom((H, W), k, s, list(p), d, "EXPLICIT", 1)
+    split = phased and d == (1, 1) and s != (1, 1)
+    assert conv._phases(g) == (s if split else (1, 1))
+    bl = conv._batch_last(g, N)             # (batch-last: the 4th and 6th cases)
+    xp = np.pad(x, ((0, 0), (0, 0), (g.pt, g.pb), (g.pl, g.pr)))
+    want = np.empty((C, g.kh, g.kw, N, g.oh, g.ow))
+    for i in range(g.kh):
+        for j in range(g.kw):
+            want[:, i, j] = xp[:, :, g.dh * i:g.dh * i + g.sh * (g.oh - 1) + 1:g.sh,
+                               g.dw * j:g.dw * j + g.sw * (g.ow - 1) + 1:g.sw].transpose(1, 0, 2, 3)
+    if bl:
+        want = want.transpose(0, 1, 2, 4, 5, 3)
+    with TH.using(2 if parts else 1):
+        got = conv._im2col(x, g, bl)
+    np.testing.assert_array_equal(got, want.reshape(C * g.kh * g.kw, -1))
+
+
+def test_im2col_splits_in_phases_only_long_rows_of_many_taps():
+    """The ResNet stem (7x7 stride 2, 112 output columns) reads phases; 3x3 windows (2.25
+    taps a phase class), 5x5 ones on 28 output columns, and dilated ones do not."""
+    def phases(hw, k, s, d=(1, 1), pad=None):
+        pad = [k // 2] * 2 if pad is None else pad
+        return conv._phases(conv._geom((hw, hw), (k, k), (s, s), pad, d, "EXPLICIT", 1))
+    assert phases(224, 7, 2) == (2, 2)
+    assert phases(224, 5, 2) == (2, 2)
+    assert phases(128, 4, 2, pad=[1, 1]) == (2, 2)      # 4 taps a class, 64 columns: the edge
+    assert phases(126, 4, 2, pad=[1, 1]) == (1, 1)      # 63 columns
+    assert phases(224, 3, 2) == (1, 1)
+    assert phases(56, 5, 2) == (1, 1)
+    assert phases(224, 7, 2, (2, 2)) == (1, 1)
+    assert phases(224, 7, 1) == (1, 1)
