@@ -140,11 +140,12 @@ tests_for() {
       echo tests/ops/test_winograd.py tests/ops/test_conv.py tests/test_dtype_stability.py \
            tests/test_fusion_saved_conv.py tests/test_conv_epilogue_blocks.py ;;
     fluidlite/ops/conv.py)
-      # the convolutions' ops (the kernels have their own lists): their tests, and conv2d's
-      # Winograd tiles kept for its gradient
+      # the convolutions' ops (the kernels have their own lists): their tests, conv2d's
+      # Winograd tiles kept for its gradient, and im2col's columns (test_conv_kernels.py)
       echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
            tests/ops/test_conv_blocks.py tests/test_dtype_stability.py tests/test_lower_grad.py \
-           tests/test_conv_epilogue_blocks.py tests/ops/test_conv_last.py ;;
+           tests/test_conv_epilogue_blocks.py tests/ops/test_conv_last.py \
+           tests/ops/test_conv_kernels.py tests/test_mutants_conv.py ;;
     fluidlite/ops/_conv_last.py)
       # the channels-last kernels: their own tests, NHWC conv2d, and conv2d_fusion's epilogues
       echo tests/ops/test_conv_last.py tests/ops/test_conv.py tests/test_inference_kernels.py ;;

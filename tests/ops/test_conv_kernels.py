@@ -333,8 +333,15 @@ IM2COL = [
     (1, 8, 9, (1, 2), (2, 3), (1, 0, 0, 2), (1, 1)),
     (3, 10, 7, (3, 3), (2, 1), (1, 1, 2, 2), (1, 2)),
     (2, 12, 12, (2, 3), (2, 2), (0, 0, 0, 0), (2, 1)),
-    (13, 9, 9, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+    (13, 9, 11, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
     (2, 6, 7, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1)),
+    (1, 11, 13, (5, 4), (3, 3), (1, 2, 2, 1), (1, 1)),      # stride 3: phases 0, 1, 2
+    (1, 9, 10, (3, 3), (2, 1), (0, 0, 0, 0), (1, 1)),       # no padding, phases on one axis
+    (1, 9, 10, (3, 3), (1, 2), (0, 0, 0, 0), (1, 1)),
+    (1, 8, 9, (3, 3), (1, 1), (1, 0, 0, 0), (1, 1)),        # one side padded
+    (1, 8, 9, (3, 3), (1, 1), (0, 0, 1, 0), (1, 1)),
+    (1, 8, 9, (3, 3), (1, 1), (0, 0, 0, 1), (1, 1)),
+    (4, 5, 20, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),       # more images than output rows
 ]
 
 
@@ -358,7 +365,8 @@ def test_im2col_columns_are_the_padded_windows(case, parts, phased, monkeypatch)
     g = conv._geom((H, W), k, s, list(p), d, "EXPLICIT", 1)
     split = phased and d == (1, 1) and s != (1, 1)
     assert conv._phases(g) == (s if split else (1, 1))
-    bl = conv._batch_last(g, N)             # (batch-last: the 4th and 6th cases)
+    bl = conv._batch_last(g, N)
+    assert bl == (IM2COL.index(case) in (3, 5, 6))      # both column layouts are checked
     xp = np.pad(x, ((0, 0), (0, 0), (g.pt, g.pb), (g.pl, g.pr)))
     want = np.empty((C, g.kh, g.kw, N, g.oh, g.ow))
     for i in range(g.kh):
@@ -386,3 +394,6 @@ def test_im2col_splits_in_phases_only_long_rows_of_many_taps():
     assert phases(56, 5, 2) == (1, 1)
     assert phases(224, 7, 2, (2, 2)) == (1, 1)
     assert phases(224, 7, 1) == (1, 1)
+    rect = [conv._phases(conv._geom((128, 128), (3, 3), s, [1, 1], (1, 1), "EXPLICIT", 1))
+            for s in ((2, 1), (1, 2), (1, 1))]
+    assert rect == [(2, 1), (1, 2), (1, 1)]     # 9 taps >= 4 a class of two; 128 / 64 columns
