@@ -213,27 +213,28 @@ def _input_tiles(x: np.ndarray, pl: _Plan, pads: Tuple[int, int]) -> np.ndarray:
     rows = np.empty((4, C, pl.nb, 2, th * R), x.dtype)
     _input_stage(flat[:, :, 0], flat[:, :, 1], R, th * R, rows)
     v = np.empty((16, C, pl.nb, th, pl.wc), x.dtype)
-    for k in range(4):
-        out = v[4 * k:4 * k + 4]
-        if pl.wide:             # whole planes; the last tile column of the plane is spare
-            flat_v = out.reshape(4, C, pl.nb, th * R)
-            _input_stage(rows[k, :, :, 0], rows[k, :, :, 1], u, th * R - u, flat_v[..., :-u])
-            flat_v[..., -u:] = 0
-        else:
-            r = rows[k].reshape(C, pl.nb, 2, th, R)
-            _input_stage(r[:, :, 0], r[:, :, 1], u, pl.tw * u, out)
+    # the column stage of the four row-stage outputs k at once: out[l] = V[4k + l] over k
+    v4 = v.reshape(4, 4, C, pl.nb, th, pl.wc)
+    if pl.wide:                 # whole planes; the last tile column of the plane is spare
+        flat_v = v4.reshape(4, 4, C, pl.nb, th * R)
+        _input_stage(rows[:, :, :, 0], rows[:, :, :, 1], u, th * R - u,
+                     [flat_v[:, l, ..., :-u] for l in range(4)])
+        flat_v[..., -u:] = 0
+    else:
+        r = rows.reshape(4, C, pl.nb, 2, th, R)
+        _input_stage(r[:, :, :, 0], r[:, :, :, 1], u, pl.tw * u, [v4[:, l] for l in range(4)])
     return v.reshape(16, C, -1)
 
 
 def _output_tiles(m: np.ndarray, pl: _Plan, y: np.ndarray) -> None:
-    """A^T m A of every tile, m [4, 4, K, P], into the block ``y`` [b, K, oh, ow]."""
+    """A^T m A of every tile, m [4, 4, K, P], into the block ``y`` [b, K, oh, ow] (each
+    stage over all four columns / both rows of the tiles at once: 8 NumPy calls, not 24)."""
     rows = np.empty((2, 4) + m.shape[2:], m.dtype)
-    for b in range(4):
-        _output_stage(m[:, b], rows[0, b], rows[1, b])
+    _output_stage(m, rows[0], rows[1])                      # rows[r, b] = (A^T m[:, b])[r]
     out = np.empty((2, 2) + m.shape[2:], m.dtype)
     K = m.shape[2]
+    _output_stage(rows.transpose(1, 0, 2, 3), out[:, 0], out[:, 1])
     for r in range(2):
-        _output_stage(rows[r], out[r, 0], out[r, 1])
         for s in range(2):
             dst = y[:, :, r::2, s::2]
             t = pl.tile_images(out[r, s].reshape(K, pl.nb, pl.th, pl.wc))
@@ -250,8 +251,8 @@ def _grad_tiles(dy: np.ndarray, pl: _Plan) -> np.ndarray:
     rows = np.empty((4, K, pl.nb, 2, flat.shape[-1]), dy.dtype)
     _adjoint_output_stage(flat[:, :, 0], flat[:, :, 1], rows)
     dm = np.empty((16, K, pl.nb, flat.shape[-1]), dy.dtype)
-    for a in range(4):
-        _adjoint_output_stage(rows[a, :, :, 0], rows[a, :, :, 1], dm[4 * a:4 * a + 4])
+    dm4 = dm.reshape(4, 4, K, pl.nb, -1)             # dM[4a + b]: the column stage over all a
+    _adjoint_output_stage(rows[:, :, :, 0], rows[:, :, :, 1], [dm4[:, b] for b in range(4)])
     return dm.reshape(16, K, -1)
 
 
@@ -261,14 +262,14 @@ def _input_grad(dv: np.ndarray, pl: _Plan, dx: np.ndarray, pads: Tuple[int, int]
     C = dv.shape[2]
     th, R, u = pl.th, pl.row, pl.u
     cols = np.empty((4, C, pl.nb, 2, th, R), dv.dtype)
-    for a in range(4):
-        if pl.wide:             # whole planes (the spare tile column's dV is zero)
-            v = dv[a].reshape(4, C, pl.nb, th * R)
-            c = cols[a].reshape(C, pl.nb, 2, th * R)
-        else:
-            v = dv[a].reshape(4, C, pl.nb, th, pl.wc)
-            c = cols[a]
-        _adjoint_input_stage(v, u, c[:, :, 0], c[:, :, 1])
+    # the column stage of all four rows a of dV at once (dV[a, b] over a, for each b)
+    if pl.wide:                 # whole planes (the spare tile column's dV is zero)
+        v = dv.reshape(4, 4, C, pl.nb, th * R)
+        c = cols.reshape(4, C, pl.nb, 2, th * R)
+    else:
+        v = dv.reshape(4, 4, C, pl.nb, th, pl.wc)
+        c = cols
+    _adjoint_input_stage([v[:, b] for b in range(4)], u, c[:, :, :, 0], c[:, :, :, 1])
     canvas = np.empty((C, pl.nb, 2, 2, (th + 1) * R), dv.dtype)
     _adjoint_input_stage(cols.reshape(4, C, pl.nb, 2, th * R), R, canvas[:, :, 0],
                          canvas[:, :, 1])
