@@ -266,9 +266,10 @@ def _winograd_net():
 
 
 def _winograd_reference(w):
-    """U[4a + b, k, c] = (G W[k, c] G^T)[a, b], F(2x2, 3x3)'s filter transform in float64."""
+    """U[4b + a, k, c] = (G W[k, c] G^T)[a, b] (positions column-major), F(2x2, 3x3)'s
+    filter transform in float64."""
     g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
-    u = np.einsum("ai,kcij,bj->abkc", g, w.astype(np.float64), g)
+    u = np.einsum("ai,kcij,bj->bakc", g, w.astype(np.float64), g)
     return u.reshape(16, w.shape[0], w.shape[1])
 
 
