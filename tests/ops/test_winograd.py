@@ -241,3 +241,38 @@ def test_filter_tiles_of_another_shape_or_dtype_are_refused(bad):
     with pytest.raises(ValueError, match=r"filter tiles must be float32 \[16, 16, 16\] .*got "
                        + re.escape(want)):
         WG.winograd_fwd_tiles(x, w, g, u)
+
+
+class _NanEmpty:
+    """numpy, except that ``empty`` fills its arrays with NaN: a kernel that reads an entry
+    it never wrote (a spare tile column left unset) shows it in its results."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def empty(shape, dtype=float, *args, **kwargs):
+        return np.full(shape, np.nan, dtype, *args, **kwargs)
+
+
+@pytest.mark.parametrize("N, H, W", [(1, 12, 14), (3, 9, 10), (2, 6, 30), (4, 7, 5)])
+def test_no_unwritten_entry_is_read(monkeypatch, layout, N, H, W):
+    """Forward, tiles and both gradients with every scratch array NaN until written: the same
+    values as with ``np.empty``'s (finite, here) memory. The spare tile columns of the
+    batch-second planes are made from the neighbouring plane's entries or zeroed; their dY is
+    zero, so a NaN there would reach dW as 0 * NaN."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((N, 16, H, W))
+    w = rng.standard_normal((16, 16, 3, 3))
+    dy = rng.standard_normal((N, 16, H, W))
+    g = _geom(H, W, (1, 1, 1, 1))
+    y, tiles = WG.winograd_fwd_tiles(x, w, g)
+    dx, dw = WG.winograd_grads(dy, g, w, x)
+    monkeypatch.setattr(WG, "np", _NanEmpty())
+    y2, tiles2 = WG.winograd_fwd_tiles(x, w, g)
+    dx2, dw2 = WG.winograd_grads(dy, g, w, x)
+    dw3 = WG.winograd_grads(dy, g, x=x, tiles=tiles2)[1]
+    for a, b in ((y, y2), (dx, dx2), (dw, dw2), (dw, dw3)):
+        assert np.isfinite(b).all()
+        np.testing.assert_array_equal(a, b)
+    assert all(np.isfinite(t).all() for t in tiles2)
