@@ -27,17 +27,16 @@ batch either second (``u = 1``) or, for narrow maps, innermost (``b = 1``, ``u``
 Within a phase plane every transform stage is then a shift along one flat axis: tile row i + 1
 is ``(tw + 1) * u`` entries on, tile column j + 1 is ``u`` entries on. With the batch second
 each plane row carries one extra tile column whose values are discarded (``wide``; its dY is
-zero, so it adds nothing to the gradients), and the column stages run as one shift along all
-the planes of a phase laid end to end: one contiguous ufunc pass per output. The stages
-between a phase plane and the next are kept contiguous too (the row stage's outputs column
-phase first, the products position-major): a ufunc over many short rows of a strided view
-costs 3-5x one over the same entries laid out flat (NumPy 1.23 and 2.4 alike: 208K float32
-in rows of 812, 114 against 28 us: NumPy gathers runs shorter than its ufunc buffer into the
-buffer). The row stages, whose runs are a plane's th tile rows, run inside
-``broadcast.whole_runs`` (unbuffered from 256 entries a run: 64 channels 56x56, 0.18 -> 0.10
-ms). The interleaving into and out of NCHW is done once, by
-the copies that move a block in and out of the canvas. Blocks hold as many images as keep the transformed
-tiles within ``_BUDGET`` bytes; the filter gradient adds the blocks' products in batch order.
+zero, so it adds nothing to the gradients), and a column stage is one shift along all the
+planes laid end to end. Its inputs and outputs are laid out for that -- the row stage writes
+column phase first, the transformed tiles are position-major -- because a ufunc over the
+short rows of a strided view costs 3-5x one over the same entries laid flat: NumPy gathers
+runs shorter than its ufunc buffer into the buffer first (NumPy 1.23 and 2.4 alike: 208K
+float32 in rows of 812, 114 against 28 us). The row stages, whose runs are one plane, run
+inside ``broadcast.whole_runs`` (unbuffered from 256 entries a run: 64 channels at 56x56,
+0.18 -> 0.10 ms). The interleaving into and out of NCHW is done once, by the copies that move
+a block in and out of the canvas. Blocks hold as many images as keep the transformed tiles
+within ``_BUDGET`` bytes; the filter gradient adds the blocks' products in batch order.
 Results are deterministic (a fixed order of operations) and equal the direct convolution to
 within float rounding (a few ulps of the sums' magnitude).
 """
