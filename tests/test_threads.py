@@ -555,3 +555,98 @@ def test_the_spin_lock_probe_finds_the_c_librarys_functions(monkeypatch):
     assert taken == [1]
     monkeypatch.setenv("FLUIDLITE_SPIN", " 0 ")
     assert T._spin_functions() is None
+
+
+# -- blas_threads: BLAS's own threads for a run ---------------------------------------------------
+@needs_blas_control
+def test_blas_threads_runs_items_on_the_caller_with_blas_threaded_then_restores():
+    T.set_num_threads(3)
+    me = threading.current_thread()
+    seen = []
+    with T.blas_threads():
+        assert T.get_num_threads() == 1 and T._blas_threads() == T.BLAS_THREADS
+        T.parallel(lambda i: seen.append(threading.current_thread()), 4)
+        assert not T.splitting()                    # one thread: GEMMs are not cut
+    assert seen == [me] * 4
+    assert T.get_num_threads() == 3 and T._blas_threads() == 1 and T._held[0]
+    with pytest.raises(KeyError), T.blas_threads():  # an error inside: restored all the same
+        raise KeyError("x")
+    assert T.get_num_threads() == 3 and T._blas_threads() == 1
+
+
+@needs_blas_control
+def test_blas_threads_with_one_thread_gives_blas_its_count_back():
+    T.set_num_threads(1)
+    T.set_blas_threads(1)
+    with T.blas_threads():
+        assert T._blas_threads() == T.BLAS_THREADS
+    assert T._blas_threads() == 1 and T.get_num_threads() == 1
+    T.set_blas_threads(2)
+
+
+def test_blas_threads_blocks_never_overlap():
+    inside, spans = threading.Event(), []
+
+    def block(hold_for):
+        with T.blas_threads():
+            t0 = time.perf_counter()
+            inside.set()
+            time.sleep(hold_for)
+            spans.append((t0, time.perf_counter()))
+    first = threading.Thread(target=block, args=(0.1,))
+    first.start()
+    inside.wait()
+    block(0.0)                              # waits for the first block to end
+    first.join()
+    (a0, a1), (b0, b1) = sorted(spans)
+    assert a1 <= b0
+
+
+def _fc_model(tmp_path, width):
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup):
+        x = fluid.data("x", [-1, width])
+        y = fluid.layers.fc(fluid.layers.fc(x, size=width, act="relu"), size=8)
+    exe = fluid.Executor(fluid.CPUPlace())
+    scope = fluid.Scope()
+    exe.run(startup, scope=scope)
+    with fluid.scope_guard(scope):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [y], exe, main_program=main)
+    return main, scope, y
+
+
+@needs_blas_control
+def test_predictor_runs_small_runs_with_blas_threads_and_large_ones_on_the_pool(
+        tmp_path, monkeypatch):
+    """The mode follows the largest variable at the run's input sizes (the 1024-wide fc:
+    1024 elements a row): one row is far below ``_POOL_MIN_ELEMENTS``, 600 rows above."""
+    from fluidlite.inference import AnalysisConfig, create_paddle_predictor, predictor as P
+    main, scope, y = _fc_model(tmp_path, 1024)
+    config = AnalysisConfig(str(tmp_path))
+    config.set_cpu_math_library_num_threads(2)
+    pred = create_paddle_predictor(config)
+    modes = []
+    real = T.blas_threads
+
+    @contextlib.contextmanager
+    def recording():
+        with real():
+            modes.append(T._blas_threads())
+            yield
+    monkeypatch.setattr(P.threads, "blas_threads", recording)
+    rng = np.random.default_rng(3)
+    for rows, blas in ((1, True), (600, False), (40, True)):
+        assert 1024 * rows < P._POOL_MIN_ELEMENTS or not blas
+        x = rng.standard_normal((rows, 1024)).astype(np.float32)
+        del modes[:]
+        got = [pred.run([fluid.core.PaddleTensor(x)])[0].as_ndarray() for _ in range(2)]
+        assert modes == ([T.BLAS_THREADS] * 2 if blas else [])
+        assert np.array_equal(got[0], got[1])                       # same inputs, same bits
+        with T.using(1):                                            # the plain executor
+            want = fluid.Executor().run(main, feed={"x": x}, fetch_list=[y], scope=scope)[0]
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-6)
+    assert T.get_num_threads() == 2 and T._blas_threads() == 1
+    del modes[:]
+    with T.using(1):                            # one thread: never BLAS's mode
+        pred.run([fluid.core.PaddleTensor(np.ones((1, 1024), np.float32))])
+    assert modes == []

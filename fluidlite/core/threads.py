@@ -22,8 +22,9 @@ installed, fluidlite's next compiled run, dygraph guard or parallel call holds B
 thread (``hold``), process-wide -- as fluid held its math library to
 ``FLAGS_paddle_num_threads`` -- so that the items are the only threads: NumPy products
 elsewhere in the process then run on one BLAS thread; ``set_num_threads(1)`` gives BLAS its
-threads back. (Switching BLAS's count around each run instead is not an option: OpenBLAS then
-gives concurrent callers other bits than a sequential run.)
+threads back. (Switching BLAS's count around every run instead is not an option: OpenBLAS then
+gives concurrent callers other bits than a sequential run. ``blas_threads``, the mode an
+inference predictor picks for small runs, switches it around one run at a time, under a lock.)
 
 Determinism: how work is cut into items depends on the shapes only, which thread runs an item
 never changes what it computes, ``parallel`` hands results to ``sink`` strictly in item order
@@ -45,8 +46,8 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 __all__ = ["get_num_threads", "set_num_threads", "set_blas_threads", "set_math_threads",
-           "using", "parallel", "parallel_ranges", "even_ranges", "hold", "hot", "splitting",
-           "blas_available", "shutdown", "POOL_PREFIX"]
+           "using", "blas_threads", "parallel", "parallel_ranges", "even_ranges", "hold", "hot",
+           "splitting", "blas_available", "shutdown", "POOL_PREFIX", "BLAS_THREADS"]
 
 _log = logging.getLogger(__name__)
 
@@ -224,6 +225,58 @@ def using(n: Optional[int]) -> Iterator[None]:
         yield
     finally:
         _tls.threads = old
+
+
+# -- BLAS's own threads for a run ----------------------------------------------------------
+# A pool hand-off costs the item that a pool thread takes some 35-40 us on the 2-vCPU guest
+# measured (the thread wakes from its spin lock at once, then waits for the GIL the caller
+# holds until its first NumPy loop, and a thread waiting for the GIL sleeps), and two threads
+# taking turns at the GIL between short NumPy calls run them no faster than one (64K-element
+# passes: 1.0-1.3x on two threads). OpenBLAS's worker threads wait in C, without the GIL. A
+# model whose parallel work is all products of a few hundred rows and short passes -- BERT-mini
+# at batch 1, an LSTM tagger -- therefore runs faster with its kernels on one thread and BLAS
+# threading its GEMMs (0.87-0.91x the time), a model of large maps slower (ResNet-50 at batch
+# 1: 1.05x, BERT-mini at batch 16: 1.17x). ``blas_threads`` is that mode for one run.
+BLAS_THREADS = 2                  # BLAS's threads in ``blas_threads`` (fixed: see there)
+_blas_run_lock = threading.Lock()  # one ``blas_threads`` block at a time in the process
+
+
+@contextlib.contextmanager
+def blas_threads() -> Iterator[None]:
+    """Within the block the calling thread's kernels run their items one after another on
+    it (``using(1)``: no pool hand-offs, no spinning pool threads) and BLAS threads its own
+    GEMMs on ``BLAS_THREADS`` threads, process-wide; when the block ends BLAS gets back the
+    count it had (held to one when fluidlite has two threads or more: ``hold`` first).
+
+    One such block runs at a time in the process (another caller waits), so the GEMMs of one
+    are never concurrent with another's (OpenBLAS could then change their bits). The count is
+    fixed, not the process's thread count, so that every count from 2 gives the same bits
+    here too (OpenBLAS's results may follow its own thread count). NumPy products that other
+    threads make meanwhile also run on BLAS's threads. Without ``threadpoolctl`` only
+    ``using(1)`` applies; with threadpoolctl 3.6 or later, only the Python thread that first
+    set BLAS's count can change it (from another, BLAS keeps the count it has).
+
+    Example:
+        >>> import numpy as np
+        >>> from fluidlite.core import threads
+        >>> with threads.blas_threads():
+        ...     y = np.ones((256, 256), np.float32) @ np.ones((256, 256), np.float32)
+        >>> float(y[0, 0])
+        256.0
+    """
+    hold()          # (the process's BLAS state after the block: what any run leaves)
+    with _blas_run_lock:
+        with _lock:
+            before = [c.get_num_threads() for c in _controllers()]
+            for c in _controllers():
+                c.set_num_threads(BLAS_THREADS)
+        try:
+            with using(1):
+                yield
+        finally:
+            with _lock:
+                for c, n in zip(_controllers(), before):
+                    c.set_num_threads(n or 1)
 
 
 # -- spinning hand-offs ---------------------------------------------------------------------

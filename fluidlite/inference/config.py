@@ -215,9 +215,11 @@ class AnalysisConfig:
         """Threads of the math library. The NumPy engine: creating the predictor makes
         fluidlite compute on this many threads, process-wide, as Paddle's predictor sets its
         math library's threads at creation (``fluidlite.core.threads.set_math_threads``: from
-        2 on, fluidlite's own intra-op threads with BLAS on one thread per part; 1, one thread
-        and BLAS on one thread; needs ``threadpoolctl``, the ``threads`` extra). Left as they
-        are when this was never called. onnxruntime: its intra-op threads.
+        2 on, fluidlite's own intra-op threads with BLAS on one thread per part -- or, for a
+        run whose largest variable is small, the kernels on the calling thread and BLAS
+        threading its GEMMs, see ``predictor._POOL_MIN_ELEMENTS``; 1, one thread and BLAS on
+        one thread; needs ``threadpoolctl``, the ``threads`` extra). Left as they are when
+        this was never called. onnxruntime: its intra-op threads.
 
         Args:
             cpu_math_library_num_threads: threads, >= 1.

@@ -18,6 +18,7 @@ for intermediate values, its own executor and its own input/output slots.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -68,6 +69,31 @@ def _load(config: AnalysisConfig, scope: scope_mod.Scope) -> Tuple[Program, List
     return program, list(feeds), [v.name for v in fetches]
 
 
+# Runs whose largest variable has fewer elements than this compute with the kernels on the
+# calling thread and BLAS threading the GEMMs (``threads.blas_threads``), when fluidlite has two
+# threads or more: their parallel work comes in pieces too short to pay for the pool's
+# hand-offs. Whole models, that mode's time / the pool's (2 threads, AMD EPYC, alternated in
+# one process): BERT-mini at batch 1 (largest variable 131K elements) 0.87-0.98, an LSTM tagger
+# (4K a sample) at batch 1 0.88-0.92 and at batch 16 0.92-1.15, MobileNetV2 at batch 1 (1.2M)
+# 0.99, ResNet-50 at batch 1 (803K) 1.05, BERT-mini at batch 16 (2.1M) 1.17.
+_POOL_MIN_ELEMENTS = 1 << 19
+
+
+def _elements(shape: Sequence[int]) -> int:
+    """Elements of a declared shape, a free dim (-1) counted as 1."""
+    return int(np.prod([max(int(d), 1) for d in shape], dtype=np.int64))
+
+
+def _sizes(program: Program, feeds: Sequence[str]) -> Tuple[int, Dict[str, int]]:
+    """(elements of the program's largest non-persistable variable, {feed: elements}), free
+    dims counted as 1: a run's sizes are these times its inputs' free dims
+    (``AnalysisPredictor._blas_run``)."""
+    widest = max((_elements(v.shape) for b in program.blocks for v in b.vars.values()
+                  if not v.persistable and v.shape is not None), default=0)
+    block = program.global_block()
+    return widest, {n: _elements(block.var(n).shape) for n in feeds}
+
+
 class _Shared:
     """What clones share (read-only after creation)."""
 
@@ -100,6 +126,7 @@ class _Shared:
             self.engine = "onnxruntime" if self.session is not None else "numpy"
         if self.engine == "numpy" and config._threads_set:
             threads.set_math_threads(config.cpu_math_library_num_threads())
+        self.widest, self.feed_sizes = _sizes(self.program, self.feeds)
 
     def _onnx_session(self, config: AnalysisConfig) -> Any:
         """An onnxruntime session of the loaded program, or None (warned: the NumPy engine
@@ -289,8 +316,10 @@ class AnalysisPredictor:
         else:
             feed = {n: (scope_mod.LoDTensor(np.asarray(a), lod) if lod else a)
                     for n, (a, lod) in values.items()}
-            got = self._exe.run(shared.program, feed=feed, fetch_list=list(shared.fetches),
-                                scope=self._scope, return_numpy=False)
+            mode = threads.blas_threads() if self._blas_run(values) else contextlib.nullcontext()
+            with mode:
+                got = self._exe.run(shared.program, feed=feed, fetch_list=list(shared.fetches),
+                                    scope=self._scope, return_numpy=False)
             out = {}
             for n, t in zip(shared.fetches, got):
                 lod = t.lod() if hasattr(t, "lod") else []
@@ -298,6 +327,19 @@ class AnalysisPredictor:
         if shared.config.profile_enabled():
             self._times.append(time.perf_counter() - start)
         return out
+
+    def _blas_run(self, values: Dict[str, Tuple[np.ndarray, List[List[int]]]]) -> bool:
+        """Whether this run computes with BLAS's own threads (``_POOL_MIN_ELEMENTS``): two
+        threads or more, and the largest variable, scaled by how much larger than declared
+        (free dims as 1) the largest input is, below the bound. A function of the program,
+        the inputs' shapes and the thread count: the same inputs always take the same mode,
+        so the same bits."""
+        if threads.get_num_threads() < 2:
+            return False
+        shared = self._shared
+        scale = max((np.size(a) / max(shared.feed_sizes.get(n, 1), 1)
+                     for n, (a, _) in values.items()), default=1.0)
+        return shared.widest * max(scale, 1.0) < _POOL_MIN_ELEMENTS
 
 
 def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
