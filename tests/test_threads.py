@@ -625,6 +625,8 @@ def test_predictor_runs_small_runs_with_blas_threads_and_large_ones_on_the_pool(
     config = AnalysisConfig(str(tmp_path))
     config.set_cpu_math_library_num_threads(2)
     pred = create_paddle_predictor(config)
+    assert pred._shared.widest == 1024 and pred._shared.feed_sizes == {"x": 1024}
+    assert P._POOL_MIN_ELEMENTS == 512 * 1024
     modes = []
     real = T.blas_threads
 
@@ -635,8 +637,7 @@ def test_predictor_runs_small_runs_with_blas_threads_and_large_ones_on_the_pool(
             yield
     monkeypatch.setattr(P.threads, "blas_threads", recording)
     rng = np.random.default_rng(3)
-    for rows, blas in ((1, True), (600, False), (40, True)):
-        assert 1024 * rows < P._POOL_MIN_ELEMENTS or not blas
+    for rows, blas in ((1, True), (600, False), (40, True), (511, True), (512, False)):
         x = rng.standard_normal((rows, 1024)).astype(np.float32)
         del modes[:]
         got = [pred.run([fluid.core.PaddleTensor(x)])[0].as_ndarray() for _ in range(2)]
@@ -647,6 +648,12 @@ def test_predictor_runs_small_runs_with_blas_threads_and_large_ones_on_the_pool(
         np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-6)
     assert T.get_num_threads() == 2 and T._blas_threads() == 1
     del modes[:]
+    one = [fluid.core.PaddleTensor(np.ones((1, 1024), np.float32))]
     with T.using(1):                            # one thread: never BLAS's mode
-        pred.run([fluid.core.PaddleTensor(np.ones((1, 1024), np.float32))])
+        pred.run(one)
     assert modes == []
+    monkeypatch.setattr(P, "_POOL_MIN_ELEMENTS", 1025)     # the bound itself: 1024 < 1025
+    pred.run(one)
+    monkeypatch.setattr(P, "_POOL_MIN_ELEMENTS", 1024)
+    pred.run(one)
+    assert modes == [T.BLAS_THREADS]

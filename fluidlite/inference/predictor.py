@@ -337,8 +337,8 @@ class AnalysisPredictor:
         if threads.get_num_threads() < 2:
             return False
         shared = self._shared
-        scale = max((np.size(a) / max(shared.feed_sizes.get(n, 1), 1)
-                     for n, (a, _) in values.items()), default=1.0)
+        scale = max((np.size(a) / shared.feed_sizes[n] for n, (a, _) in values.items()),
+                    default=1.0)
         return shared.widest * max(scale, 1.0) < _POOL_MIN_ELEMENTS
 
 
