@@ -5,7 +5,8 @@ Models: ResNet-50 224x224, MobileNetV2 224x224, BERT-mini (4 layers, hidden 256,
 seq 128) and an LSTM tagger (embedding 128, one LSTM layer of 128 unrolled over 32 steps, a
 tag classifier per step); batch 1 and 16. Each model is built once with ``fluid.layers``, its
 weights drawn from one NumPy generator (batch-norm statistics from one calibration batch, so
-folding them is not a no-op) and written with ``save_inference_model``. Every engine then runs *that* saved model:
+folding them is not a no-op) and written with ``save_inference_model``. Every engine then runs
+*that* saved model:
 
 * ``np``        ``create_paddle_predictor`` with ``switch_ir_optim(False)``;
 * ``np+ir``     the same with the inference passes (the default);
@@ -23,12 +24,15 @@ All engines use 2 threads (``--threads``). Outputs are checked against ``np`` be
 is timed: max |diff| / max |reference| <= 1e-5 is OK; above that the row says whether the
 difference is within twice the spread of the independent float32 engines (ort, torch, paddle)
 among themselves -- the accumulation-order noise a 50-layer network amplifies -- or a
-MISMATCH. Engines run interleaved in blocks of ``--block`` runs, ``--runs`` timed runs each;
-each block starts after ``--settle`` seconds of idle and as many of untimed runs, so that the
-spinning threads of the engine before are asleep and this one's awake. Printed are medians
-(ms), the ratios np+ir/torch, np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower), the peak
-RSS growth of one run (``VmHWM`` after a reset through ``/proc/self/clear_refs``) and the
-passes that fired. A report, never an assertion; on a shared machine the numbers are noisy.
+MISMATCH. Engines run interleaved in blocks, ``--runs`` / ``--block`` rounds of one block per
+engine; a block times ``--block`` runs, and more until they took ``--min-time`` seconds (a
+0.5 ms run is otherwise a median of a dozen samples, each of which one preemption can double).
+Each block starts after ``--settle`` seconds of idle and as many of untimed runs, so that the
+spinning threads of the engine before are asleep and this one's awake. Printed are the means
+over rounds of each block's median run (ms; ``interleave`` says why), the ratios np+ir/torch,
+np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower), the peak RSS growth of one run
+(``VmHWM`` after a reset through ``/proc/self/clear_refs``) and the passes that fired. A
+report, never an assertion; on a shared machine the numbers are noisy.
 
     python bench/inference.py                         # all models, batch 1 and 16
     python bench/inference.py -m bert --batch 1 --runs 5
@@ -54,6 +58,9 @@ ap.add_argument("-m", "--models", nargs="+", default=list(MODELS), choices=MODEL
 ap.add_argument("--batch", type=int, nargs="+", default=[1, 16])
 ap.add_argument("--runs", type=int, default=8, help="timed runs per engine")
 ap.add_argument("--block", type=int, default=2, help="runs per engine before switching")
+ap.add_argument("--min-time", type=float, default=0.05,
+                help="seconds a block's timed runs take at least: short runs are timed more "
+                     "often, every engine alike")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--settle", type=float, default=0.3,
                 help="seconds of idle before each engine's block, so that the spinning "
@@ -70,6 +77,10 @@ ap.add_argument("--delete-pass", nargs="+", default=[], metavar="PASS",
 ARGS = ap.parse_args()
 if ARGS.settle < 0:
     ap.error(f"--settle must be >= 0 seconds, got {ARGS.settle}")
+if ARGS.runs < 1 or ARGS.block < 1:
+    ap.error(f"--runs and --block must be >= 1, got {ARGS.runs} and {ARGS.block}")
+if ARGS.min_time < 0:
+    ap.error(f"--min-time must be >= 0 seconds, got {ARGS.min_time}")
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = str(ARGS.threads)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -487,7 +498,7 @@ PADDLE_CHILD = textwrap.dedent(r"""
                 res = exe.run(prog, feed=feed, fetch_list=fetches)
             np.savez(out, *[np.asarray(r) for r in res])
             print("ok", flush=True)
-        elif cmd[0] == "time":           # time KEY N SETTLE -> JSON [seconds...]
+        elif cmd[0] == "time":           # time KEY N SETTLE MIN_TIME -> JSON [seconds...]
             exe, scope, prog, feed, fetches = models[cmd[1]]
             ts = []
             with paddle.static.scope_guard(scope):
@@ -495,7 +506,7 @@ PADDLE_CHILD = textwrap.dedent(r"""
                 exe.run(prog, feed=feed, fetch_list=fetches)
                 while time.perf_counter() - t0 < float(cmd[3]):
                     exe.run(prog, feed=feed, fetch_list=fetches)
-                for _ in range(int(cmd[2])):
+                while len(ts) < int(cmd[2]) or sum(ts) < float(cmd[4]):
                     t0 = time.perf_counter()
                     exe.run(prog, feed=feed, fetch_list=fetches)
                     ts.append(time.perf_counter() - t0)
@@ -615,14 +626,15 @@ def timed(run):
     untimed runs (at least one; ``interleave`` idles as long before): the engine timed before
     may leave threads spinning for a while (onnxruntime's pool, OpenBLAS's for about 0.1 s
     after a GEMM; two sessions timed in turn measured 0.7-1.5x of each other without this,
-    1.0x back to back), and after the idle this engine's own threads must wake up again."""
+    1.0x back to back), and after the idle this engine's own threads must wake up again.
+    Then ``n`` timed runs, and more until they took ``--min-time`` seconds."""
     def block(n):
         t0 = time.perf_counter()
         run()
         while time.perf_counter() - t0 < ARGS.settle:
             run()
         ts = []
-        for _ in range(n):
+        while len(ts) < n or sum(ts) < ARGS.min_time:
             t0 = time.perf_counter()
             run()
             ts.append(time.perf_counter() - t0)
@@ -631,16 +643,22 @@ def timed(run):
 
 
 def interleave(blocks):
-    """{engine: [seconds]}: 2 warm-up runs each, then ``--block`` runs per engine in turn
-    until every engine has ``--runs``."""
+    """{engine: [seconds per run, one per round]}: 2 warm-up blocks each, then
+    ``ceil(--runs / --block)`` rounds of one block per engine in turn (the same rounds for
+    every engine, however many runs its blocks timed), each block's median run.
+
+    A block's median drops the runs a preemption hit. Across blocks, a short run's median is
+    bimodal on this kind of machine (LSTM b1 on onnxruntime: blocks of 0.52 or 0.72 ms, the
+    state of the threads' placement), so the figure printed is the *mean* over rounds: the
+    median of a handful of bimodal blocks jumps between the modes."""
     for _ in range(2):                          # plans, caches, the allocator
         for block in blocks.values():
             block(1)
     times = {k: [] for k in blocks}
-    while min(len(v) for v in times.values()) < ARGS.runs:
+    for _ in range(-(-ARGS.runs // ARGS.block)):
         for k, block in blocks.items():
             time.sleep(ARGS.settle)
-            times[k].extend(block(ARGS.block))
+            times[k].append(statistics.median(block(ARGS.block)))
     return times
 
 
@@ -664,14 +682,14 @@ def bench_model(name, root, paddle, rng):
             with np.load(out) as held:
                 got["paddle"] = [held[f"arr_{i}"] for i in range(len(ref))]
             blocks["paddle"] = lambda n: json.loads(
-                paddle.ask(f"time {key} {n} {ARGS.settle}"))
+                paddle.ask(f"time {key} {n} {ARGS.settle} {ARGS.min_time}"))
             peak["paddle"] = lambda: json.loads(paddle.ask(f"rss {key}"))
         check = {k: rel_diff(v, ref) for k, v in got.items()}
         times = interleave(blocks)
         rss = {k: peak[k]() for k in times}
         if paddle is not None:
             paddle.ask(f"drop {key}")
-        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        med = {k: statistics.fmean(v) * 1e3 for k, v in times.items()}
         # how far the independent float32 engines are from each other: the accumulation-order
         # noise a deep network amplifies (the scale a check against "np" can be held to)
         peers = [k for k in ("ort", "torch", "paddle") if k in got]
@@ -724,8 +742,9 @@ def main():
         except ImportError:
             print("torch: skipped (not importable)")
             ARGS.engines.remove("torch")
-    print(f"median ms per run over {ARGS.runs} interleaved runs, {ARGS.threads} threads each "
-          f"(OpenBLAS {_blas.describe()} kernels); ratios > 1 = fluidlite slower; peak MiB = "
+    print(f"ms per run: mean over {-(-ARGS.runs // ARGS.block)} interleaved rounds of a "
+          f"block's median run, {ARGS.threads} threads each (OpenBLAS {_blas.describe()} "
+          f"kernels); ratios > 1 = fluidlite slower; peak MiB = "
           f"RSS growth of one run")
     print(HEAD, flush=True)
     rng = np.random.default_rng(0)
