@@ -182,7 +182,7 @@ def test_conv_fusion_depthwise_1x1_relu6(tmp_path):
     d = _save(tmp_path, _mobile_block, ["x"])
     x = np.random.default_rng(4).standard_normal((2, 8, 9, 9)).astype("float32")
     _, plain = _run(d, [x], ir_optim=False)
-    p, fused = _run(d, [x])
+    p, fused = _run(d, [x], delete=["depthwise_separable_fuse_pass"])
     _close(fused, plain)
     types = _types(p)
     assert types.count("conv2d_fusion") == 8
@@ -1054,12 +1054,13 @@ def _separable_net(fetch_inner=False, outside_residual=False, depthwise=True,
     return [out, inner] if fetch_inner else [out]
 
 
-def _separable_run(tmp_path, seed, batch=2, **kw):
+def _separable_run(tmp_path, seed, batch=2, delete=("depthwise_separable_fuse_pass",), **kw):
     """(predictor, its outputs) of ``_separable_net(**kw)``, the outputs checked against the
-    unoptimised program's."""
+    unoptimised program's (by default without ``depthwise_separable_fuse_pass``: the layout
+    transfer's own result)."""
     d = _save(tmp_path, lambda: _separable_net(**kw), ["x"])
     x = np.random.default_rng(seed).standard_normal((batch, 3, 17, 17)).astype("float32")
-    p, fused = _run(d, [x])
+    p, fused = _run(d, [x], delete=delete)
     _close(fused, _run(d, [x], ir_optim=False)[1])
     return p, fused
 
@@ -1074,7 +1075,7 @@ def test_layout_transfer_pass_runs_a_separable_stack_channels_last(tmp_path, bat
     d = _save(tmp_path, _separable_net, ["x"])
     x = np.random.default_rng(16).standard_normal((batch, 3, 17, 17)).astype("float32")
     _, plain = _run(d, [x], ir_optim=False)
-    p, fused = _run(d, [x])
+    p, fused = _run(d, [x], delete=["depthwise_separable_fuse_pass"])
     _close(fused, plain)
     assert ("conv2d_fusion_layout_transfer_pass", 6) in p.applied_passes()
     nhwc = _nhwc_ops(p)
@@ -1153,3 +1154,70 @@ def test_channels_last_filter_op_runs_in_a_program(w_shape, groups, strides, wan
         taps = got.reshape(3, 3, -1, 4)
         np.testing.assert_array_equal(taps, np.broadcast_to(
             w[:, 0].transpose(1, 2, 0)[:, :, None], taps.shape))
+
+
+# -- depthwise_separable_fuse_pass --------------------------------------------------------------
+def _blocks(p):
+    return [op for op in p.program().global_block().ops
+            if op.type == "depthwise_separable_fusion"]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_depthwise_separable_fuse_pass(tmp_path, batch):
+    p, _ = _separable_run(tmp_path, 22, batch=batch, delete=())
+    assert ("depthwise_separable_fuse_pass", 2) in p.applied_passes()
+    first, second = _blocks(p)
+    # after the 3x3 stem: depthwise -> 1x1; then 1x1 -> depthwise -> 1x1 + the first's output
+    assert not first.input("ExpandFilter") and not first.input("ResidualData")
+    assert second.input("ExpandFilter") and second.input("ExpandFilterLast")
+    assert second.input("ResidualData") == first.output("Output")
+    assert (second.attr("expand_activation"), second.attr("depthwise_activation"),
+            second.attr("activation")) == ("relu6", "relu6", "identity")
+    assert all(op.input("DepthwiseFilterLast") and op.input("ProjectFilterLast")
+               for op in (first, second))
+    assert len(_nhwc_ops(p)) == 1                               # the stem
+    assert [op.attr("axis") for op in p.program().global_block().ops
+            if op.type == "transpose2"] == [[0, 2, 3, 1], [0, 3, 1, 2]]
+
+
+def test_depthwise_separable_fuse_pass_keeps_a_fetched_depthwise_result(tmp_path):
+    p, fused = _separable_run(tmp_path, 23, fetch_inner=True, delete=())
+    assert fused[1].shape == (2, 16, 9, 9)
+    (block,) = _blocks(p)
+    assert block.input("ExpandFilter")          # the second block; the first's depthwise
+    assert len(_nhwc_ops(p)) == 3               # result is fetched: its layers stay
+
+
+def test_depthwise_separable_fuse_pass_leaves_strided_1x1_layers(tmp_path):
+    d = _save(tmp_path, _mobile_block, ["x"])
+    x = np.random.default_rng(24).standard_normal((2, 8, 9, 9)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    (block,) = _blocks(p)                       # the stride-1 branch only
+    assert block.attr("strides") == [1, 1] and not block.input("ExpandFilter")
+    assert _types(p).count("conv2d_fusion") == 6
+
+
+def _expand_read_twice():
+    x = fluid.data("x", [-1, 4, 9, 9], "float32")
+
+    def cbn(h, f, k, groups=1, act="relu6"):
+        h = L.conv2d(h, f, k, 1, (k - 1) // 2, groups=groups, bias_attr=False,
+                     use_cudnn=False)
+        return L.batch_norm(h, act=act, is_test=True)
+    e = cbn(x, 8, 1)
+    out = cbn(cbn(e, 8, 3, groups=8), 5, 1, act=None)
+    return [out, L.reduce_mean(e)]
+
+
+def test_depthwise_separable_fuse_pass_keeps_an_expansion_read_elsewhere(tmp_path):
+    d = _save(tmp_path, _expand_read_twice, ["x"])
+    x = np.random.default_rng(25).standard_normal((2, 4, 9, 9)).astype("float32")
+    p, fused = _run(d, [x])
+    _close(fused, _run(d, [x], ir_optim=False)[1])
+    (block,) = _blocks(p)
+    (expand,) = _nhwc_ops(p)
+    assert not block.input("ExpandFilter") and block.input("Input") == expand.output("Output")
+    p_off, off = _run(d, [x], delete=["depthwise_separable_fuse_pass"])
+    _close(off, fused)
+    assert not _blocks(p_off) and len(_nhwc_ops(p_off)) == 3

@@ -1,6 +1,7 @@
 """The op types the inference passes create: ``conv2d_fusion``, ``winograd_filter_tiles``,
-``depthwise_band_filter``, ``scaled_dot_product_attention``, ``fc_group`` and
-``fused_fc_elementwise_layernorm`` (``fc`` is fluid's own op, in ``ops/math_more.py``).
+``depthwise_band_filter``, ``depthwise_separable_fusion``, ``scaled_dot_product_attention``,
+``fc_group`` and ``fused_fc_elementwise_layernorm`` (``fc`` is fluid's own op, in
+``ops/math_more.py``).
 
 ``conv2d_fusion`` is Paddle's name for the same fusion (``conv_elementwise_add_act_fuse_pass``
 makes it), so a program optimised here and saved still names ops Paddle Inference knows. Its
@@ -36,14 +37,15 @@ from ..ops import _winograd
 from ..ops.activation import max_to, relu6_to, relu_to, row_sums
 from ..ops.broadcast import whole_runs
 from ..ops.conv import (band_filter, band_filter_shape, channels_last_filter,
-                        channels_last_filter_shape, channels_last_kernel, conv2d_forward)
+                        channels_last_filter_shape, channels_last_kernel, conv2d_forward,
+                        separable_forward)
 from ..ops.norm import ln_row_parts, ln_rows
 
 # fluid's SoftmaxFunctor clips the shifted logits here (ops/activation.py, ValueClip)
 _SOFTMAX_CLIP = -64.0
 
 __all__ = ["ACTIVATIONS", "ACTIVATION_ATTRS", "ChannelsLastFilter", "Conv2DFusion",
-           "DepthwiseBandFilter", "FCGroup",
+           "DepthwiseBandFilter", "DepthwiseSeparableFusion", "FCGroup",
            "FusedFCElementwiseLayerNorm",
            "ScaledDotProductAttention", "WinogradFilterTiles"]
 
@@ -330,6 +332,122 @@ def _nchw_epilogue(Bias: Any, ResidualData: Any, act: Any, data_format: str) -> 
         if act is not None:
             act(block)
     return epilogue
+
+
+def _stage_epilogue(Bias: Any, act: Any) -> Optional[Callable[[np.ndarray], None]]:
+    """``depthwise_separable_fusion``'s expand epilogue: bias and activation in place on a
+    block [rows, W, E] of the expanded map; None when there is nothing to apply."""
+    if Bias is None and act is None:
+        return None
+    bias = None if Bias is None else Bias.reshape(-1)
+
+    def post(block: np.ndarray) -> None:
+        if bias is not None:
+            block += bias.astype(block.dtype, copy=False)
+        if act is not None:
+            act(block)
+    return post
+
+
+@register
+class DepthwiseSeparableFusion(OpDef):
+    """A depthwise-separable block of three NHWC ``conv2d_fusion`` layers in one op
+    (fluidlite's own type, made by ``depthwise_separable_fuse_pass``; MobileNet's blocks)::
+
+        E = expand_activation(conv2d(Input, ExpandFilter) + ExpandBias)        1x1, optional
+        D = depthwise_activation(conv2d(E, DepthwiseFilter, groups=E's channels) + DepthwiseBias)
+        Output = activation(conv2d(D, ProjectFilter) + ProjectBias + ResidualData)      1x1
+
+    ``strides``, ``paddings``, ``padding_algorithm`` and ``dilations`` are the depthwise
+    layer's; the 1x1 layers have stride 1 and no padding. Biases, ``ResidualData`` and the
+    ``*FilterLast`` layouts (``channels_last_filter`` of each layer, folded at load) are
+    optional, as in ``conv2d_fusion``; activations as its ``activation``.
+
+    The kernel (``ops/_conv_last.py``, ``separable_fwd``) runs the three layers strip by strip
+    of output rows, so E and D -- the block's largest maps -- never exist whole and the block
+    costs one hand-off to the threads instead of three. Each layer's arithmetic is its
+    ``conv2d_fusion``'s (the same GEMMs and einsum, the same bias and activation in the same
+    order); an expanding GEMM cut per map row may round differently in the last bit."""
+    type, inputs, outputs = ("depthwise_separable_fusion",
+                             ("Input", "DepthwiseFilter", "ProjectFilter", "ExpandFilter?",
+                              "ExpandBias?", "ExpandFilterLast?", "DepthwiseBias?",
+                              "DepthwiseFilterLast?", "ProjectBias?", "ProjectFilterLast?",
+                              "ResidualData?"),
+                             ("Output",))
+    no_grad = True
+
+    def infer(self, Input: Any, DepthwiseFilter: Any, ProjectFilter: Any,
+              ExpandFilter: Any = None, ExpandBias: Any = None, ExpandFilterLast: Any = None,
+              DepthwiseBias: Any = None, DepthwiseFilterLast: Any = None,
+              ProjectBias: Any = None, ProjectFilterLast: Any = None,
+              ResidualData: Any = None, *, strides: Any = (1, 1), paddings: Any = (0, 0),
+              padding_algorithm: str = "EXPLICIT", dilations: Any = (1, 1),
+              expand_activation: str = "identity", depthwise_activation: str = "identity",
+              activation: str = "identity") -> Dict[str, Any]:
+        self._acts(expand_activation, depthwise_activation, activation)
+        if len(Input.shape) != 4:
+            raise ValueError(f"{self.type}: Input must be an NHWC map [N, H, W, C], got "
+                             f"{list(Input.shape)}")
+        if ExpandFilter is None and (ExpandBias is not None or ExpandFilterLast is not None):
+            raise ValueError(f"{self.type}: ExpandBias / ExpandFilterLast given without "
+                             f"ExpandFilter")
+        fusion, h = get_op_def("conv2d_fusion"), Input
+        one = dict(strides=[1, 1], paddings=[0, 0], padding_algorithm="EXPLICIT",
+                   dilations=[1, 1], data_format="NHWC")
+        if ExpandFilter is not None:
+            self._check(h, ExpandFilter, ExpandBias, "Expand", "pointwise", one, 1)
+            h = fusion.infer(h, ExpandFilter, ExpandBias, FilterLast=ExpandFilterLast,
+                             groups=1, **one)["Output"]
+        dw = dict(strides=strides, paddings=paddings, padding_algorithm=padding_algorithm,
+                  dilations=dilations, data_format="NHWC")
+        self._check(h, DepthwiseFilter, DepthwiseBias, "Depthwise", "depthwise", dw,
+                    h.shape[3])
+        h = fusion.infer(h, DepthwiseFilter, DepthwiseBias, FilterLast=DepthwiseFilterLast,
+                         groups=h.shape[3], **dw)["Output"]
+        self._check(h, ProjectFilter, ProjectBias, "Project", "pointwise", one, 1)
+        return fusion.infer(h, ProjectFilter, ProjectBias, ResidualData=ResidualData,
+                            FilterLast=ProjectFilterLast, groups=1, **one)
+
+    def _check(self, x: Any, w: Any, bias: Any, layer: str, kind: str,
+               attrs: Dict[str, Any], groups: int) -> None:
+        """``w`` runs as a ``kind`` channels-last layer on ``x``; ``bias`` has its channels."""
+        geom = {k: v for k, v in attrs.items() if k != "data_format"}
+        got = "" if len(w.shape) != 4 or w.shape[1] * groups != x.shape[3] else \
+            channels_last_kernel(x.shape, w.shape, to_numpy_dtype(w.dtype), groups=groups,
+                                 data_format="NHWC", **geom)
+        if got != kind:
+            raise ValueError(f"{self.type}: {layer}Filter {list(w.shape)} must be a {kind} "
+                             f"layer on its NHWC input {list(x.shape)} (known H and W"
+                             + (", stride 1, no padding)" if kind == "pointwise" else
+                                f"; {geom}, groups {groups})"))
+        if bias is not None and int(np.prod(bias.shape)) not in (-1, int(w.shape[0])):
+            raise ValueError(f"{self.type}: {layer}Bias must have {w.shape[0]} elements (the "
+                             f"layer's channels), got shape {list(bias.shape)}")
+
+    def _acts(self, *names: str) -> list:
+        for a in names:
+            if a not in ACTIVATIONS:
+                raise ValueError(f"{self.type}: activation '{a}' is not supported "
+                                 f"(supported: {sorted(k for k in ACTIVATIONS if k)})")
+        return [ACTIVATIONS[a] for a in names]
+
+    def forward(self, Input: np.ndarray, DepthwiseFilter: np.ndarray,
+                ProjectFilter: np.ndarray, ExpandFilter: Any = None, ExpandBias: Any = None,
+                ExpandFilterLast: Any = None, DepthwiseBias: Any = None,
+                DepthwiseFilterLast: Any = None, ProjectBias: Any = None,
+                ProjectFilterLast: Any = None, ResidualData: Any = None, *,
+                strides: Any = (1, 1), paddings: Any = (0, 0),
+                padding_algorithm: str = "EXPLICIT", dilations: Any = (1, 1),
+                expand_activation: str = "identity", depthwise_activation: str = "identity",
+                activation: str = "identity") -> Dict[str, np.ndarray]:
+        acts = self._acts(expand_activation, depthwise_activation, activation)
+        out = separable_forward(
+            Input, ExpandFilter, DepthwiseFilter, ProjectFilter, strides, paddings,
+            padding_algorithm, dilations, _stage_epilogue(ExpandBias, acts[0]),
+            _rows_epilogue(DepthwiseBias, None, acts[1]),
+            _rows_epilogue(ProjectBias, ResidualData, acts[2]),
+            (ExpandFilterLast, DepthwiseFilterLast, ProjectFilterLast))
+        return {"Output": out}
 
 
 def _attention_shape(q: Any, k: Any, v: Any, transpose_k: bool) -> Tuple[int, ...]:

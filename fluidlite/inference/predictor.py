@@ -126,7 +126,9 @@ class _Shared:
             self.engine = "onnxruntime" if self.session is not None else "numpy"
         if self.engine == "numpy" and config._threads_set:
             threads.set_math_threads(config.cpu_math_library_num_threads())
-        self.widest, self.feed_sizes = _sizes(self.program, self.feeds)
+        # the loaded model's sizes: an intermediate a pass fused away (an expanded map inside
+        # a depthwise_separable_fusion) still bounds the work of the op that took it in
+        self.widest, self.feed_sizes = _sizes(self.loaded, self.feeds)
 
     def _onnx_session(self, config: AnalysisConfig) -> Any:
         """An onnxruntime session of the loaded program, or None (warned: the NumPy engine
@@ -330,10 +332,10 @@ class AnalysisPredictor:
 
     def _blas_run(self, values: Dict[str, Tuple[np.ndarray, List[List[int]]]]) -> bool:
         """Whether this run computes with BLAS's own threads (``_POOL_MIN_ELEMENTS``): two
-        threads or more, and the largest variable, scaled by how much larger than declared
-        (free dims as 1) the largest input is, below the bound. A function of the program,
-        the inputs' shapes and the thread count: the same inputs always take the same mode,
-        so the same bits."""
+        threads or more, and the loaded model's largest variable, scaled by how much larger
+        than declared (free dims as 1) the largest input is, below the bound. A function of
+        the model, the inputs' shapes and the thread count: the same inputs always take the
+        same mode, so the same bits."""
         if threads.get_num_threads() < 2:
             return False
         shared = self._shared

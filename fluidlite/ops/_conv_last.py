@@ -40,7 +40,7 @@ from ._conv_kernels import _BLOCK, run_parts
 from .linalg import _gemm
 
 __all__ = ["channels_last_kind", "conv_last_fwd", "gemm_rows", "last_filter",
-           "last_filter_shape"]
+           "last_filter_shape", "separable_fwd"]
 
 Epilogue = Callable[[np.ndarray, tuple], Any]
 _ALL = slice(None)
@@ -150,13 +150,10 @@ def _depthwise(x: np.ndarray, taps: np.ndarray, g: Any,
                epilogue: Optional[Epilogue]) -> np.ndarray:
     N, C = x.shape[0], x.shape[3]
     dtype = np.result_type(x.dtype, taps.dtype)
-    unit = g.sw == 1
     y = np.empty((N, g.oh, g.ow, C), dtype)
     y2 = y.reshape(-1, C)
     hb = max(1, _BLOCK // (g.ow * C))          # output rows per block
     reach = (g.kh - 1) * g.dh + 1              # padded input rows one output row reads
-    e = y.itemsize
-    row = g.Wp * C * e                          # bytes of a padded row
 
     def part(lo: int, hi: int) -> None:        # output rows lo:hi of the N*oh
         canvas = np.empty(((min(hb, hi - lo) - 1) * g.sh + reach, g.Wp, C), dtype)
@@ -166,21 +163,29 @@ def _depthwise(x: np.ndarray, taps: np.ndarray, g: Any,
             h0, h1 = max(lo - n * g.oh, 0), min(hi - n * g.oh, g.oh)
             for b0 in range(h0, h1, hb):
                 b1 = min(h1, b0 + hb)
-                cv = _fill(canvas, x[n], g, b0, b1, reach)
-                if unit:
-                    view = as_strided(cv, (b1 - b0, g.kh, g.kw, g.ow * C),
-                                      (g.sh * row, g.dh * row, g.dw * C * e, e))
-                    np.einsum("hijq,ijq->hq", view, taps,
-                              out=y[n, b0:b1].reshape(b1 - b0, g.ow * C))
-                else:
-                    view = as_strided(cv, (b1 - b0, g.ow, g.kh, g.kw, C),
-                                      (g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
-                    np.einsum("hwijc,ijc->hwc", view, taps, out=y[n, b0:b1])
+                _taps_into(_fill(canvas, x[n], g, b0, b1, reach), taps, g, y[n, b0:b1])
                 if epilogue is not None:
                     where = (slice((n * g.oh + b0) * g.ow, (n * g.oh + b1) * g.ow), _ALL)
                     epilogue(y2[where], where)
     run_parts(part, N * g.oh, y.size)
     return y
+
+
+def _taps_into(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray) -> None:
+    """``out`` [rows, ow, C] (contiguous) = the depthwise taps over the padded rows ``cv``
+    [(rows-1)*sh + reach, Wp, C] (a C-contiguous canvas): one einsum, whose inner loop runs
+    over a row's ``ow * C`` contiguous elements at stride 1, over ``C`` otherwise."""
+    e = cv.itemsize
+    row = cv.strides[0]
+    rows, C = out.shape[0], out.shape[2]
+    if g.sw == 1:
+        view = as_strided(cv, (rows, g.kh, g.kw, g.ow * C), (g.sh * row, g.dh * row,
+                                                             g.dw * C * e, e))
+        np.einsum("hijq,ijq->hq", view, taps, out=out.reshape(rows, g.ow * C))
+    else:
+        view = as_strided(cv, (rows, g.ow, g.kh, g.kw, C),
+                          (g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
+        np.einsum("hwijc,ijc->hwc", view, taps, out=out)
 
 
 def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
@@ -197,3 +202,85 @@ def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
     if r1 > r0:
         cv[r0:r1, g.pl:g.pl + g.W] = img[top + r0:top + r1]
     return cv
+
+
+# -- depthwise-separable blocks --------------------------------------------------------------
+Stage = Callable[[np.ndarray], Any]
+
+
+def separable_fwd(x: np.ndarray, expand: Optional[np.ndarray], expand_post: Optional[Stage],
+                  taps: np.ndarray, g: Any, depthwise_post: Optional[Epilogue],
+                  project: np.ndarray, epilogue: Optional[Epilogue]) -> np.ndarray:
+    """Y [N, oh, ow, F] of a depthwise-separable block on the NHWC input ``x`` [N, H, W, C]:
+    ``E = expand_post(x @ expand)`` (a 1x1 layer, ``expand`` [C, E] as ``last_filter`` lays
+    it out; without it E = x), ``D = depthwise_post(depthwise(E))`` (``taps`` laid out for
+    the geometry ``g``, of E's map), ``Y = epilogue(D @ project)`` (``project`` [E, F]).
+
+    The three layers run strip by strip of output rows, each strip's E and D made and used
+    while in cache -- E and D, the block's largest maps (MobileNetV2 expands 6x), never exist
+    whole -- and the block costs one hand-off to the threads where the three layers would
+    cost three. A strip's E rows are the padded rows its depthwise windows read; the rows a
+    strip shares with the next (``reach - sh``) are kept, not made again.
+
+    ``expand_post(block)`` runs in place on each [rows, W, E] block of E (a strided view of
+    the canvas); ``depthwise_post(block, where)`` on D's rows ``D.reshape(-1, E)[where]``;
+    ``epilogue(block, where)`` on ``Y.reshape(-1, F)[where]`` (``where`` = (rows, columns)
+    slices), each as soon as its rows are made. Every output element is one einsum's or
+    GEMM's whose shapes depend on the input's shape only (the strips are fixed parts of the
+    rows): the bits never depend on the thread count."""
+    N, C = x.shape[0], x.shape[3]
+    E = C if expand is None else expand.shape[1]
+    F = project.shape[1]
+    dtype = np.result_type(x.dtype, taps.dtype, project.dtype,
+                           *(() if expand is None else (expand.dtype,)))
+    y = np.empty((N, g.oh, g.ow, F), dtype)
+    y2 = y.reshape(-1, F)
+    reach = (g.kh - 1) * g.dh + 1
+    hb = max(1, _BLOCK // (g.sh * g.Wp * E))   # output rows per strip: a canvas of ~_BLOCK
+
+    def fill(canvas: np.ndarray, img: np.ndarray, p0: int, need: int, keep: int) -> None:
+        """canvas[keep:need] = padded rows p0+keep : p0+need of E (its rows 0:keep hold
+        p0 : p0+keep already)."""
+        top = p0 - g.pt                         # map row of canvas row 0
+        r0, r1 = max(keep, -top), min(need, g.H - top)
+        canvas[keep:r0] = 0
+        canvas[max(r1, r0):need] = 0
+        if r1 > r0:
+            inner = canvas[r0:r1, g.pl:g.pl + g.W]
+            src = img[top + r0:top + r1]
+            if expand is None:
+                inner[...] = src
+            elif g.W >= _MIN_ROWS:              # a GEMM per map row, into the canvas
+                np.matmul(src, expand, out=inner)
+            else:                               # one GEMM (narrow rows make thin GEMMs)
+                inner[...] = np.matmul(src.reshape(-1, C), expand).reshape(inner.shape)
+            if expand is not None and expand_post is not None:
+                expand_post(inner)
+
+    def part(lo: int, hi: int) -> None:        # output rows lo:hi of the N*oh
+        canvas = np.empty(((min(hb, hi - lo) - 1) * g.sh + reach, g.Wp, E), dtype)
+        canvas[:, :g.pl] = 0                    # the padding columns, zero for good
+        canvas[:, g.pl + g.W:] = 0
+        mid = np.empty((min(hb, hi - lo), g.ow, E), dtype)
+        for n in range(lo // g.oh, (hi - 1) // g.oh + 1):
+            h0, h1 = max(lo - n * g.oh, 0), min(hi - n * g.oh, g.oh)
+            held = (0, 0)                       # (first padded row in the canvas, rows held)
+            for b0 in range(h0, h1, hb):
+                b1 = min(h1, b0 + hb)
+                p0, need = b0 * g.sh, (b1 - b0 - 1) * g.sh + reach
+                keep = max(0, min(held[0] + held[1] - p0, need))
+                if keep:                        # rows the strip before made: slide them up
+                    canvas[:keep] = canvas[p0 - held[0]:p0 - held[0] + keep]
+                fill(canvas, x[n], p0, need, keep)
+                held = (p0, need)
+                d = mid[:b1 - b0]
+                _taps_into(canvas[:need], taps, g, d)
+                rows = slice((n * g.oh + b0) * g.ow, (n * g.oh + b1) * g.ow)
+                d2 = d.reshape(-1, E)
+                if depthwise_post is not None:
+                    depthwise_post(d2, (rows, _ALL))
+                np.matmul(d2, project, out=y2[rows])
+                if epilogue is not None:
+                    epilogue(y2[rows], (rows, _ALL))
+    run_parts(part, N * g.oh, N * g.H * g.W * E)
+    return y

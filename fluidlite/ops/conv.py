@@ -41,12 +41,12 @@ from ..core.registry import Binding, OpDef, VarSpec, get_op_def, register
 from . import _conv_kernels as K
 from . import _winograd as WG
 from ._conv_last import (channels_last_kind, conv_last_fwd, gemm_rows, last_filter,
-                         last_filter_shape)
+                         last_filter_shape, separable_fwd)
 from .linalg import _gemm, _mm  # (_mm: float16 products in float32; no float16 BLAS)
 
 __all__ = ["LazyOutputs", "band_filter", "band_filter_shape", "c_div", "channels_last_filter",
            "channels_last_filter_shape", "channels_last_kernel", "conv2d_forward",
-           "conv_out_size", "normalize_paddings"]
+           "conv_out_size", "normalize_paddings", "separable_forward"]
 
 # bytes of float32 columns an im2col block may take (``_batch_blocks``): about what stays in the
 # last-level cache next to the GEMM's own working set
@@ -863,6 +863,57 @@ def _last_geom(w_shape: Sequence[int], dtype: Any, x_shape: Sequence[int], strid
     g = _geom(tuple(x_shape[1:3]), w_shape[2:], strides, paddings, dilations,
               padding_algorithm, groups)
     return kind, g
+
+
+def separable_forward(x: np.ndarray, expand: Optional[np.ndarray], depthwise: np.ndarray,
+                      project: np.ndarray, strides: Any, paddings: Any, padding_algorithm: str,
+                      dilations: Any, expand_post: Optional[Callable[[np.ndarray], Any]] = None,
+                      depthwise_post: Optional[Callable[[np.ndarray, tuple], Any]] = None,
+                      epilogue: Optional[Callable[[np.ndarray, tuple], Any]] = None,
+                      laid: Sequence[Optional[np.ndarray]] = (None, None, None)) -> np.ndarray:
+    """A depthwise-separable block on the NHWC input ``x`` [N, H, W, C] in one pass
+    (``_conv_last.separable_fwd``): ``E = expand_post(conv2d(x, expand))``, a 1x1 layer
+    (none when ``expand`` is None: E = x), ``D = depthwise_post(conv2d(E, depthwise))`` with
+    groups = E's channels and the convolution attributes given, ``Y = epilogue(conv2d(D,
+    project))``, a 1x1 layer; returns Y [N, oh, ow, F].
+
+    Args:
+        expand, depthwise, project: the filters [E, C, 1, 1], [E, 1, kh, kw], [F, E, 1, 1].
+        strides, paddings, padding_algorithm, dilations: the depthwise layer's attributes
+            (the 1x1 layers have stride 1 and no padding).
+        expand_post: in place on blocks [rows, W, E] of E (a bias, an activation).
+        depthwise_post, epilogue: in place on blocks of D and Y seen as rows of pixels, as
+            ``conv2d_forward``'s channels-last ``epilogue`` (``where`` = (rows, columns)).
+        laid: the three filters as ``channels_last_filter`` lays them out for their layer's
+            input, made ahead (an inference program's constants); None: laid out here.
+
+    Raises:
+        ValueError: a layer is not of the block's kind (a 1x1 of stride 1 without padding, a
+            depthwise with one filter per channel), or the channels do not chain.
+    """
+    N, H, W, C = x.shape
+    E = C if expand is None else int(expand.shape[0])
+    dtype = np.result_type(x.dtype, depthwise.dtype)
+    shapes = [(expand, (N, H, W, C), (1, 1), (0, 0), "EXPLICIT", 1, (1, 1), "pointwise"),
+              (depthwise, (N, H, W, E), strides, paddings, padding_algorithm, E, dilations,
+               "depthwise")]
+    g = _geom((H, W), depthwise.shape[2:], strides, paddings, dilations, padding_algorithm, E)
+    shapes.append((project, (N, g.oh, g.ow, E), (1, 1), (0, 0), "EXPLICIT", 1, (1, 1),
+                   "pointwise"))
+    filters = []
+    for (w, xs, st, pd, alg, grp, dl, want), made in zip(shapes, laid):
+        if w is None:
+            filters.append(None)
+            continue
+        if w.ndim != 4 or w.shape[1] * grp != xs[3] \
+                or channels_last_kernel(xs, w.shape, dtype, st, pd, alg, grp, dl, "NHWC") != want:
+            raise ValueError(f"separable_forward: the {want} layer's filter {list(w.shape)} "
+                             f"does not run as a {want} layer on the NHWC input {list(xs)} "
+                             f"(strides {list(st)}, paddings {list(pd)}, groups {grp})")
+        filters.append(made if made is not None
+                       else channels_last_filter(w, xs, st, pd, alg, grp, dl))
+    return separable_fwd(x, filters[0], expand_post, filters[1], g, depthwise_post,
+                         filters[2], epilogue)
 
 
 @register
