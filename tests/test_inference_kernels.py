@@ -1221,3 +1221,10 @@ def test_depthwise_separable_fuse_pass_keeps_an_expansion_read_elsewhere(tmp_pat
     p_off, off = _run(d, [x], delete=["depthwise_separable_fuse_pass"])
     _close(off, fused)
     assert not _blocks(p_off) and len(_nhwc_ops(p_off)) == 3
+
+
+def test_the_predictor_sizes_a_run_by_the_model_as_loaded(tmp_path):
+    """The expanded map inside a fused block still sizes the run (``_blas_run``): the widest
+    variable is the loaded program's, 48 channels of 9x9, whichever passes ran."""
+    p, _ = _separable_run(tmp_path, 26, batch=1, delete=())
+    assert len(_blocks(p)) == 2 and p._shared.widest == 48 * 9 * 9
