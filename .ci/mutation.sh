@@ -145,10 +145,11 @@ tests_for() {
       echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
            tests/ops/test_conv_blocks.py tests/test_dtype_stability.py tests/test_lower_grad.py \
            tests/test_conv_epilogue_blocks.py tests/ops/test_conv_last.py \
-           tests/ops/test_conv_kernels.py tests/test_mutants_conv.py ;;
+           tests/ops/test_conv_kernels.py tests/test_mutants_conv.py tests/ops/test_separable.py ;;
     fluidlite/ops/_conv_last.py)
       # the channels-last kernels: their own tests, NHWC conv2d, and conv2d_fusion's epilogues
-      echo tests/ops/test_conv_last.py tests/ops/test_conv.py tests/test_inference_kernels.py ;;
+      echo tests/ops/test_conv_last.py tests/ops/test_conv.py tests/test_inference_kernels.py \
+           tests/ops/test_separable.py ;;
     fluidlite/core/threads.py)
       echo tests/test_threads.py tests/ops/test_conv_kernels.py tests/ops/test_batch_norm_parts.py \
            tests/ops/test_activation_parts.py tests/ops/test_layer_norm_parts.py \
@@ -395,7 +396,8 @@ tests_for() {
       # conv / fc kernels the created ops call
       echo tests/test_inference_kernels.py tests/test_inference_api.py tests/ops/test_linalg.py \
            tests/ops/test_conv_band.py tests/test_inference_rows.py \
-           tests/test_inference_pass_cases.py tests/ops/test_conv_last.py ;;
+           tests/test_inference_pass_cases.py tests/ops/test_conv_last.py \
+           tests/ops/test_separable.py ;;
     fluidlite/inference/rows.py)
       # the row rules of slice_pushdown_pass: their own tests and the pass's
       echo tests/test_inference_rows.py tests/test_inference_kernels.py \

@@ -19,7 +19,10 @@ L = fluid.layers
 pytestmark = pytest.mark.filterwarnings("ignore:no variable in your model")
 
 
-def _save(dirname, build, feeds):
+def _save(dirname, build, feeds, signed=False):
+    """Save ``build()``'s program with weights drawn uniform in [0.5, 1.5] (batch-norm
+    statistics must be positive), or standard normal (``signed``: nets without batch norm,
+    whose activations then cut off something)."""
     main, startup = fluid.Program(), fluid.Program()
     scope = fluid.Scope()
     with fluid.program_guard(main, startup), fluid.scope_guard(scope), \
@@ -32,7 +35,8 @@ def _save(dirname, build, feeds):
             held = scope.find_var(name)
             if var.persistable and held is not None and held.is_initialized():
                 shape = np.asarray(held.get_tensor()).shape
-                held.set(rng.uniform(0.5, 1.5, shape).astype("float32"))
+                held.set((rng.standard_normal(shape) if signed else
+                          rng.uniform(0.5, 1.5, shape)).astype("float32"))
         fluid.io.save_inference_model(str(dirname), feeds, outs, exe, main_program=main)
     return str(dirname)
 
@@ -1228,3 +1232,41 @@ def test_the_predictor_sizes_a_run_by_the_model_as_loaded(tmp_path):
     variable is the loaded program's, 48 channels of 9x9, whichever passes ran."""
     p, _ = _separable_run(tmp_path, 26, batch=1, delete=())
     assert len(_blocks(p)) == 2 and p._shared.widest == 48 * 9 * 9
+
+
+def _signed_block(case):
+    """x [4, 9, 9] -> 1x1 (bias) -> depthwise 3x3 (bias) -> 1x1 (bias), with what ``case``
+    adds (weights signed: every bias and activation changes the result)."""
+    x = fluid.data("x", [-1, 4, 9, 9], "float32")
+
+    def conv(h, f, k=1, stride=1, groups=1, act=None):
+        return L.conv2d(h, f, k, stride, (k - 1) // 2, groups=groups, act=act,
+                        use_cudnn=False)
+    e = conv(x, 8, act="relu")
+    if case == "expand residual":           # 1x1 + a shortcut: the 1x1 is no expansion
+        e = L.relu(L.elementwise_add(conv(x, 8), conv(x, 8)))
+    d = conv(e, 8, 3, groups=8, act="relu6")
+    if case == "depthwise residual":        # the depthwise layer adds the shortcut itself
+        d = L.relu6(L.elementwise_add(conv(e, 8, 3, groups=8), e))
+    if case == "project reads its input twice":
+        return [L.relu(L.elementwise_add(conv(d, 8), d))]
+    return [conv(d, 5, stride=2 if case == "strided project" else 1, act="relu")]
+
+
+@pytest.mark.parametrize("case, fused, expand", [
+    ("plain", 1, True), ("expand residual", 1, False), ("depthwise residual", 0, False),
+    ("project reads its input twice", 0, False), ("strided project", 0, False)])
+def test_which_separable_chains_are_fused(tmp_path, case, fused, expand):
+    d = _save(tmp_path, lambda: _signed_block(case), ["x"], signed=True)
+    x = np.random.default_rng(27).standard_normal((2, 4, 9, 9)).astype("float32")
+    p, got = _run(d, [x])
+    plain = _run(d, [x], ir_optim=False)[1]
+    _close(got, plain)
+    assert float(np.max(got[0])) > 0 and float(np.min(got[0])) == 0     # relu cut something
+    blocks = _blocks(p)
+    assert len(blocks) == fused
+    if fused:
+        (b,) = blocks
+        assert bool(b.input("ExpandFilter")) == expand and b.attr("activation") == "relu"
+        assert b.input("ProjectBias") and b.input("DepthwiseBias")
+        assert bool(b.input("ExpandBias")) == expand

@@ -388,9 +388,11 @@ class DepthwiseSeparableFusion(OpDef):
         if len(Input.shape) != 4:
             raise ValueError(f"{self.type}: Input must be an NHWC map [N, H, W, C], got "
                              f"{list(Input.shape)}")
-        if ExpandFilter is None and (ExpandBias is not None or ExpandFilterLast is not None):
-            raise ValueError(f"{self.type}: ExpandBias / ExpandFilterLast given without "
-                             f"ExpandFilter")
+        if ExpandFilter is None and (ExpandBias is not None or ExpandFilterLast is not None
+                                     or expand_activation not in ("", "identity")):
+            raise ValueError(f"{self.type}: ExpandBias, ExpandFilterLast or an "
+                             f"expand_activation ({expand_activation!r}) given without "
+                             f"ExpandFilter: there is no expanding layer to apply them to")
         fusion, h = get_op_def("conv2d_fusion"), Input
         one = dict(strides=[1, 1], paddings=[0, 0], padding_algorithm="EXPLICIT",
                    dilations=[1, 1], data_format="NHWC")

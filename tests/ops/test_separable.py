@@ -45,10 +45,12 @@ CASES = [
      ("identity", "identity", "identity")),
     (1, 8, 66, 3, 6, 4, 3, [2, 2], [0, 1, 1, 0], [1, 1], True, True,
      ("tanh", "relu", "relu6")),
+    (4, 3, 3, 4, 8, 6, 3, [1, 1], [0, 0], [1, 1], True, True,           # one output pixel
+     ("relu", "relu6", "relu")),
 ]
 
 
-def _make(case, dtype, seed=0):
+def _make(case, dtype, seed=0, biases=True):
     N, H, W, C, E, F, k, s, p, d, expand, residual, acts = case
     rng = np.random.default_rng(seed)
     E = E if expand else C
@@ -59,6 +61,8 @@ def _make(case, dtype, seed=0):
     bd = rng.standard_normal(E).astype(dtype)
     wp = rng.standard_normal((F, E, 1, 1)).astype(dtype) * 0.5
     bp = rng.standard_normal(F).astype(dtype)
+    if not biases:
+        be = bd = bp = None
     attrs = dict(strides=s, paddings=p, dilations=d)
     h = x if not expand else _layer(x, we, be, acts[0])
     h = _layer(h, wd, bd, acts[1], groups=E, **attrs)
@@ -109,11 +113,31 @@ def test_block_matches_float64_layer_by_layer(case, dtype):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_strips_of_a_few_rows_share_their_rows(case, monkeypatch):
-    """A canvas of 64 elements: strips of one or two output rows, each keeping the rows it
-    shares with the strip before (``reach - sh``) -- against the reference."""
+@pytest.mark.parametrize("rows", [1, 2, 3])
+def test_strips_of_a_few_rows_share_their_rows(case, rows, monkeypatch):
+    """Strips of ``rows`` output rows (the canvas budget cut to that), each keeping the rows
+    it shares with the strip before (``reach - sh``), the last one shorter -- against the
+    reference."""
     inputs, attrs, want = _make(case, np.float64, seed=1)
-    monkeypatch.setattr(_conv_last, "_BLOCK", 64)
+    N, H, W, C, E, F, k, s, p, d, expand, *_ = case
+    E = E if expand else C
+    wp = W + (p[2] + p[3] if len(p) == 4 else 2 * p[1]) + s[1]     # >= the padded width
+    monkeypatch.setattr(_conv_last, "_BLOCK", rows * s[0] * wp * E)
+    got = _run(inputs, attrs)
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("case", [CASES[0], CASES[3]], ids=["expand", "no expand"])
+def test_without_biases(case):
+    inputs, attrs, want = _make(case, np.float64, seed=4, biases=False)
+    got = _run(inputs, attrs)
+    assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
+
+
+def test_activations_default_to_identity():
+    inputs, attrs, want = _make(CASES[4], np.float64, seed=5)
+    assert {attrs.pop(a) for a in ("expand_activation", "depthwise_activation",
+                                    "activation")} == {"identity"}
     got = _run(inputs, attrs)
     assert np.max(np.abs(got - want)) <= 1e-12 * np.max(np.abs(want))
 
@@ -150,11 +174,11 @@ def test_the_conv2d_fusion_layers_one_after_another():
     np.testing.assert_allclose(_run(inputs, attrs), want, rtol=1e-6, atol=1e-6)
 
 
-def _specs(**changes):
+def _specs(dtype=VarType.FP32, **changes):
     shapes = dict(Input=(2, 9, 9, 4), DepthwiseFilter=(8, 1, 3, 3), ProjectFilter=(5, 8, 1, 1),
                   ExpandFilter=(8, 4, 1, 1))
     shapes.update(changes)
-    return {k: None if v is None else VarSpec(v, VarType.FP32) for k, v in shapes.items()}
+    return {k: None if v is None else VarSpec(v, dtype) for k, v in shapes.items()}
 
 
 def test_infer_chains_the_layers():
@@ -162,13 +186,25 @@ def test_infer_chains_the_layers():
     assert tuple(out.shape) == (2, 5, 5, 5) and out.dtype == VarType.FP32
     free = OP.infer(**_specs(Input=(-1, 9, 9, 4)))["Output"]
     assert tuple(free.shape) == (-1, 7, 7, 5)
+    laid = OP.infer(**_specs(ExpandFilterLast=(4, 8), DepthwiseFilterLast=(3, 3, 7 * 8),
+                             ProjectFilterLast=(8, 5), ExpandBias=(-1,), ProjectBias=(5,)))
+    assert tuple(laid["Output"].shape) == (2, 7, 7, 5)
 
 
 @pytest.mark.parametrize("changes, attrs, match", [
-    (dict(ProjectFilter=(5, 8, 3, 3)), {}, "ProjectFilter .* pointwise"),
+    (dict(ProjectFilter=(5, 8, 3, 3)), {}, "ProjectFilter .* pointwise .*stride 1, no pad"),
     (dict(ExpandFilter=(8, 3, 1, 1)), {}, "ExpandFilter .* pointwise"),
-    (dict(DepthwiseFilter=(8, 2, 3, 3)), {}, "DepthwiseFilter .* depthwise"),
+    (dict(DepthwiseFilter=(8, 2, 3, 3)), {}, "DepthwiseFilter .* depthwise .*groups 8"),
     (dict(DepthwiseFilter=(6, 1, 3, 3)), {}, "DepthwiseFilter .* depthwise"),
+    (dict(dtype=VarType.FP16), {}, "ExpandFilter .* pointwise"),
+    (dict(ExpandFilterLast=(8, 4)), {}, "FilterLast"),
+    (dict(DepthwiseFilterLast=(3, 3, 8)), {}, "FilterLast"),
+    (dict(ProjectFilterLast=(5, 8)), {}, "FilterLast"),
+    (dict(ExpandBias=(4,)), {}, "ExpandBias must have 8"),
+    (dict(DepthwiseBias=(5,)), {}, "DepthwiseBias must have 8"),
+    (dict(ExpandFilter=None), dict(expand_activation="relu"), "without ExpandFilter"),
+    ({}, dict(expand_activation="swish"), "activation 'swish'"),
+    ({}, dict(depthwise_activation="elu"), "activation 'elu'"),
     (dict(Input=(2, -1, 9, 4)), {}, "known H and W"),
     (dict(Input=(9, 9, 4)), {}, "NHWC map"),
     (dict(ExpandFilter=None, ExpandBias=(8,)), {}, "without ExpandFilter"),
