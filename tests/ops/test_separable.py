@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import fluidlite as fluid
 import fluidlite.inference  # noqa: F401  (registers the inference ops)
 from fluidlite.core import threads
 from fluidlite.core.registry import VarSpec, get_op_def
@@ -222,3 +223,20 @@ def test_forward_refuses_a_layer_of_another_kind():
     inputs["ProjectFilter"] = np.ones((8, 16, 3, 3), np.float32)
     with pytest.raises(ValueError, match="pointwise layer"):
         _run(inputs, attrs)
+
+
+def test_the_op_runs_in_a_program():
+    """Through the Executor's plan (whose dtype check compares the output with the declared
+    float32), from the feeds' names and the attrs as the pass writes them."""
+    inputs, attrs, want = _make(CASES[1], np.float32, seed=6)
+    main = fluid.Program()
+    with fluid.program_guard(main, fluid.Program()):
+        slots = {k: fluid.data(k, list(v.shape), "float32") for k, v in inputs.items()
+                 if v is not None}
+        out = main.global_block().create_var(name="out", dtype="float32")
+        main.global_block().append_op("depthwise_separable_fusion", slots, {"Output": out},
+                                      attrs)
+    feed = {k: v for k, v in inputs.items() if v is not None}
+    (got,) = fluid.Executor(fluid.CPUPlace()).run(main, feed=feed, fetch_list=[out])
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.max(np.abs(got - want)) <= 1e-5 * np.max(np.abs(want))
