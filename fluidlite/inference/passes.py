@@ -231,7 +231,10 @@ def _bn_candidates(ctx: PassContext, uses: "rewrite.Uses", skip: Set[str],
             w, out = op.input("Filter")[0], op.output("Output")[0]
             ok = (_persistable(block, w, 4)
                   and op.attrs.get("data_format", "NCHW") in ("NCHW", "AnyLayout"))
-            w_axis, add_axes = 0, (1,)
+            # a transposed conv's filter is [C_in, C_out / groups, kh, kw]: its output
+            # channels are axis 1, and all of them only without groups
+            w_axis, add_axes = (1 if op.type == "conv2d_transpose" else 0), (1,)
+            ok = ok and (op.type != "conv2d_transpose" or op.attrs.get("groups", 1) == 1)
         if not ok or not _only_reader(uses, out, ctx, skip):
             continue
         add = _bias_add(uses, block, out, add_axes)
@@ -323,6 +326,13 @@ def conv_bn_fuse_pass(ctx: PassContext) -> int:
     ``conv2d``'s filter and a bias add: W' = W * s, b' = (b - mean) * s + beta with
     s = scale / sqrt(var + eps), folded through the executor into new persistables."""
     return _bn_fuse(ctx, ("conv2d",))
+
+
+def conv_transpose_bn_fuse_pass(ctx: PassContext) -> int:
+    """``conv_bn_fuse_pass`` for ``conv2d_transpose`` without groups: its filter
+    [C_in, C_out, kh, kw] is scaled along its output channels, axis 1 (fluid's
+    conv_transpose_bn_fuse_pass and conv_transpose_eltwiseadd_bn_fuse_pass in one)."""
+    return _bn_fuse(ctx, ("conv2d_transpose",))
 
 
 def depthwise_conv_bn_fuse_pass(ctx: PassContext) -> int:
@@ -1166,6 +1176,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "identity_op_clean_pass": identity_op_clean_pass,
     "conv_bn_fuse_pass": conv_bn_fuse_pass,
     "depthwise_conv_bn_fuse_pass": depthwise_conv_bn_fuse_pass,
+    "conv_transpose_bn_fuse_pass": conv_transpose_bn_fuse_pass,
     "fc_bn_fuse_pass": fc_bn_fuse_pass,
     "conv_elementwise_add_act_fuse_pass": conv_elementwise_add_act_fuse_pass,
     "conv_affine_act_fuse_pass": conv_affine_act_fuse_pass,
