@@ -525,6 +525,42 @@ class Block:
                                  f"{kind.lower()} slot '{s.name}'")
         return out
 
+    def infer_shapes(self, shapes: Dict[str, Sequence[int]]) -> None:
+        """Give the variables named in ``shapes`` those shapes and re-run every op's shape
+        inference in program order, so that what the ops declare follows (an inference
+        program's feeds given the concrete sizes of a run: ``inference.predictor``).
+
+        Args:
+            shapes: {variable name: shape} (-1 for a dim left free).
+
+        Raises:
+            ValueError: a name is not a variable of this block, the block's program has
+                sub-blocks (their ops would keep the shapes they had), or an op's shape
+                inference rejects the new shapes (the message names the op).
+
+        Example:
+            >>> import fluidlite as fluid
+            >>> main = fluid.Program()
+            >>> with fluid.program_guard(main):
+            ...     x = fluid.data("x", [-1, 3, -1, -1])
+            ...     y = fluid.layers.pool2d(x, 2, pool_stride=2)
+            >>> main.global_block().infer_shapes({"x": [-1, 3, 8, 8]})
+            >>> main.global_block().var(y.name).shape
+            (-1, 3, 4, 4)
+        """
+        if len(self.program.blocks) > 1:
+            raise ValueError(f"infer_shapes: the program has {len(self.program.blocks)} blocks; "
+                             f"only a program of one block can be re-inferred")
+        for name, shape in shapes.items():
+            var = self.vars.get(name)
+            if var is None:
+                raise ValueError(f"infer_shapes: '{name}' is not a variable of block "
+                                 f"{self.idx}")
+            var._set_spec(VarSpec([int(d) for d in shape], var.spec.dtype, var.lod_level))
+        for op in self.ops:
+            if registry.has_op(op.type):
+                self._infer(registry.get_op_def(op.type), op)
+
     def _infer(self, opdef: registry.OpDef, op: Operator) -> None:
         specs = []
         for s in opdef.in_slots:

@@ -133,6 +133,8 @@ class AnalysisConfig:
         self._mkldnn = False
         self._ir_debug = False
         self._onnxruntime = False
+        self._specialize = True
+        self._specialize_capacity = 8
 
     # -- the model ------------------------------------------------------------------------
     def set_model(self, model_dir_or_prog_file: str, params_file: Optional[str] = None) -> None:
@@ -265,6 +267,39 @@ class AnalysisConfig:
     def ir_optim(self) -> bool:
         """Whether the inference passes run."""
         return self._ir_optim
+
+    def switch_shape_specialization(self, x: bool = True, capacity: int = 8) -> None:
+        """Optimise the program again for input sizes that recur (default on, ``capacity``
+        8). A model saved with free map sizes (``[-1, 3, -1, -1]``, as PP-OCR's) leaves the
+        passes that need them idle -- the channels-last layout, the separable-block fusion,
+        the banded depthwise filters. With this on, the second run of an input shape (every
+        dim but the first, the batch) has the passes run on a copy of the loaded program
+        given those sizes, and that shape's runs use it from then on; other shapes keep the
+        program made at creation. At most ``capacity`` specialised programs are kept, the
+        least recently used dropped first (each holds its own folded weights). Only with
+        ``ir_optim`` and the NumPy engine, for programs of one block and inputs without LoD.
+        Not in fluid 1.8 (fluidlite's).
+
+        Args:
+            x: on or off.
+            capacity: the most specialised programs kept (>= 1).
+
+        Raises:
+            ValueError: ``capacity`` is not a positive int.
+        """
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"switch_shape_specialization: capacity must be an int >= 1, "
+                             f"got {capacity!r}")
+        self._specialize = bool(x)
+        self._specialize_capacity = capacity
+
+    def shape_specialization_enabled(self) -> bool:
+        """Whether ``switch_shape_specialization`` is on."""
+        return self._specialize
+
+    def shape_specialization_capacity(self) -> int:
+        """The most specialised programs a predictor keeps."""
+        return self._specialize_capacity
 
     def switch_ir_debug(self, x: bool = True) -> None:
         """Record the switch (no effect here: print ``predictor.program()`` instead)."""

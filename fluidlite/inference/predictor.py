@@ -18,12 +18,15 @@ for intermediate values, its own executor and its own input/output slots.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import logging
 import os
 import threading
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -39,6 +42,8 @@ from .passes import PassContext, run_passes
 from .tensor import PaddleTensor, ZeroCopyTensor
 
 __all__ = ["AnalysisPredictor", "create_paddle_predictor"]
+
+_log = logging.getLogger(__name__)
 
 # scope_guard is process-global: loading predictors from two threads at once must not mix
 # the scopes their parameters land in
@@ -94,8 +99,29 @@ def _sizes(program: Program, feeds: Sequence[str]) -> Tuple[int, Dict[str, int]]
     return widest, {n: _elements(block.var(n).shape) for n in feeds}
 
 
+# Shape specialisation (``AnalysisConfig.switch_shape_specialization``): the run of an input
+# shape that has the passes run for it -- the second, so that a stream of sizes that never
+# recur (a detector fed images as they come) never pays for passes it would not reuse --
+# and how many shapes' run counts are remembered.
+_SPECIALIZE_AT = 2
+_SEEN_KEEP = 64
+
+_Key = Tuple[Tuple[int, ...], ...]     # the feeds' dims after the first, in feed order
+
+
+class _Variant:
+    """The program the passes made for one input shape, with the scope of the weights they
+    folded for it (a child of the loaded weights' scope)."""
+    __slots__ = ("key", "program", "scope", "applied", "__weakref__")
+
+    def __init__(self, key: _Key, program: Program, scope: scope_mod.Scope,
+                 applied: List[Tuple[str, int]]) -> None:
+        self.key, self.program, self.scope, self.applied = key, program, scope, applied
+
+
 class _Shared:
-    """What clones share (read-only after creation)."""
+    """What clones share: read-only after creation, but for the specialised programs, which
+    ``variant`` adds under a lock."""
 
     def __init__(self, config: AnalysisConfig) -> None:
         self.config = config
@@ -105,20 +131,7 @@ class _Shared:
         self.applied: List[Tuple[str, int]] = []
         if config.ir_optim():
             self.program = self.loaded.clone()
-            fold_exe = Executor(scope_mod.CPUPlace())
-            protected = set(self.feeds) | set(self.fetches)
-
-            def fold(build: Any) -> None:
-                fold_prog = Program()
-                build(fold_prog.global_block())
-                fold_exe.run(fold_prog, scope=self.params)
-
-            # a private name generator: the passes' temporaries neither advance the caller's
-            # unique-name counters nor collide with the model's names
-            with names.guard("inference_pass_"):
-                self.applied = run_passes(
-                    PassContext(self.program, self.params, fold, protected),
-                    config.pass_builder().all_passes())
+            self.applied = self._optimize(self.program, self.params)
         self.session: Any = None
         self.engine = "numpy"
         if config.use_onnxruntime():
@@ -129,6 +142,118 @@ class _Shared:
         # the loaded model's sizes: an intermediate a pass fused away (an expanded map inside
         # a depthwise_separable_fusion) still bounds the work of the op that took it in
         self.widest, self.feed_sizes = _sizes(self.loaded, self.feeds)
+        block = self.loaded.global_block()
+        self.declared = [list(block.var(n).shape) for n in self.feeds]
+        self.specializable = (config.ir_optim() and config.shape_specialization_enabled()
+                              and self.engine == "numpy" and len(self.loaded.blocks) == 1
+                              and any(d < 0 for shape in self.declared for d in shape[1:]))
+        self._lock = threading.Lock()
+        # key -> the variant, or None where the passes changed nothing the creation's had
+        # not (that shape runs the creation's program), in least-recently-used order
+        self._variants: "collections.OrderedDict[_Key, Optional[_Variant]]" = \
+            collections.OrderedDict()
+        self._seen: "collections.OrderedDict[_Key, int]" = collections.OrderedDict()
+        self._busy: Set[_Key] = set()       # being built (by one thread; the others wait not)
+        self._failed: Set[_Key] = set()
+        self._serial = 0                    # specialisations built (their names' prefix)
+
+    def _optimize(self, program: Program, scope: scope_mod.Scope,
+                  prefix: str = "inference_pass_") -> List[Tuple[str, int]]:
+        """Run the config's passes on ``program`` (in place), their folded weights going into
+        ``scope`` and the names they make starting with ``prefix``; returns ``[(pass,
+        rewrites)]``."""
+        fold_exe = Executor(scope_mod.CPUPlace())
+        protected = set(self.feeds) | set(self.fetches)
+
+        def fold(build: Any) -> None:
+            fold_prog = Program()
+            block = fold_prog.global_block()
+            build(block)
+            # what a folding writes is made in ``scope`` itself: the executor writes into a
+            # parent's variable of the same name where one exists, and a specialised
+            # program's scope sits on the creation's, whose folded weights must stay as
+            # they are (both programs fold ``w`` into ``w@bn_fold``)
+            for op in block.ops:
+                for n in op.output_arg_names:
+                    scope.var(n)
+            fold_exe.run(fold_prog, scope=scope)
+
+        # a private name generator: the passes' temporaries neither advance the caller's
+        # unique-name counters nor collide with the model's names (nor, with a prefix of
+        # their own, a specialised program's with the creation's folding temporaries in the
+        # parent scope, where the executor would write them)
+        with names.guard(prefix):
+            return run_passes(PassContext(program, scope, fold, protected),
+                              self.config.pass_builder().all_passes())
+
+    def variant(self, values: Dict[str, Tuple[np.ndarray, List[List[int]]]]
+                ) -> Optional[_Variant]:
+        """The specialised program for the shapes of ``values``, or None to run the
+        creation's program: specialisation is off or does not apply, the shape is new
+        (its first run: ``_SPECIALIZE_AT``), another thread is building it, building it
+        failed before, or the passes found nothing more to do at those sizes. Builds it
+        here, on this run, when this is the shape's run that does."""
+        if not self.specializable or any(lod for _, lod in values.values()):
+            return None
+        key = tuple(tuple(int(d) for d in np.shape(values[n][0])[1:]) for n in self.feeds)
+        if any(len(k) != len(d) - 1 for k, d in zip(key, self.declared)):
+            return None         # (the run's own check names the wrong rank)
+        with self._lock:
+            if key in self._variants:
+                self._variants.move_to_end(key)
+                return self._variants[key]
+            if key in self._busy or key in self._failed:
+                return None
+            seen = self._seen.pop(key, 0) + 1
+            self._seen[key] = seen
+            while len(self._seen) > _SEEN_KEEP:
+                self._seen.popitem(last=False)
+            if seen < _SPECIALIZE_AT:
+                return None
+            self._busy.add(key)
+        try:
+            made = self._specialize(key)
+        except Exception as e:      # any pass's or shape inference's error: keep serving
+            warnings.warn(f"shape specialisation: the passes failed for input shapes "
+                          f"{self._shapes(key)}; those runs keep the program made at "
+                          f"creation ({type(e).__name__}: {e})", RuntimeWarning, stacklevel=5)
+            with self._lock:
+                self._busy.discard(key)
+                self._failed.add(key)
+            return None
+        with self._lock:
+            self._busy.discard(key)
+            self._seen.pop(key, None)
+            self._variants[key] = made
+            while len(self._variants) > self.config.shape_specialization_capacity():
+                self._variants.popitem(last=False)
+        return made
+
+    def _shapes(self, key: _Key) -> Dict[str, List[int]]:
+        """The feeds' shapes a key stands for, their first dim as declared."""
+        return {n: [d[0]] + list(k) for n, k, d in zip(self.feeds, key, self.declared)}
+
+    def _specialize(self, key: _Key) -> Optional[_Variant]:
+        """The loaded program given the key's sizes (shape inference re-run over it), through
+        the passes, folding into a child scope of the loaded weights; None when the passes
+        make no more rewrites than at creation."""
+        program = self.loaded.clone()
+        program.global_block().infer_shapes(self._shapes(key))
+        scope = scope_mod.Scope(self.params)
+        with self._lock:
+            self._serial += 1
+            prefix = f"inference_pass_s{self._serial}_"
+        applied = self._optimize(program, scope, prefix)
+        if applied == self.applied:
+            return None
+        _log.info("shape specialisation: %s -> %s", self._shapes(key),
+                  [(n, k) for n, k in applied if k])
+        return _Variant(key, program, scope, applied)
+
+    def variants(self) -> List[_Variant]:
+        """The specialised programs kept, least recently used first."""
+        with self._lock:
+            return [v for v in self._variants.values() if v is not None]
 
     def _onnx_session(self, config: AnalysisConfig) -> Any:
         """An onnxruntime session of the loaded program, or None (warned: the NumPy engine
@@ -197,6 +322,10 @@ class AnalysisPredictor:
     def __init__(self, shared: _Shared) -> None:
         self._shared = shared
         self._scope = shared.params.new_scope()     # intermediates; weights found in parent
+        # a specialised program's intermediates: a scope on its folded weights' scope, gone
+        # with the program when the shared cache drops it
+        self._variant_scopes: "weakref.WeakKeyDictionary[_Variant, scope_mod.Scope]" = \
+            weakref.WeakKeyDictionary()
         self._exe = Executor(scope_mod.CPUPlace())
         self._inputs: Dict[str, Tuple[Optional[np.ndarray], List[List[int]]]] = {}
         self._outputs: Dict[str, Tuple[Optional[np.ndarray], List[List[int]]]] = {}
@@ -294,6 +423,14 @@ class AnalysisPredictor:
         """``[(pass name, rewrites made)]`` from creation (empty with ``ir_optim`` off)."""
         return list(self._shared.applied)
 
+    def specializations(self) -> List[Tuple[Dict[str, List[int]], Program,
+                                            List[Tuple[str, int]]]]:
+        """The programs made for recurring input shapes (``AnalysisConfig
+        .switch_shape_specialization``), least recently used first: ``[(the feeds' shapes,
+        the program, [(pass name, rewrites made)])]``; shared with clones."""
+        shared = self._shared
+        return [(shared._shapes(v.key), v.program, list(v.applied)) for v in shared.variants()]
+
     def engine(self) -> str:
         """``"numpy"`` or ``"onnxruntime"`` (after any fallback)."""
         return self._shared.engine
@@ -318,10 +455,17 @@ class AnalysisPredictor:
         else:
             feed = {n: (scope_mod.LoDTensor(np.asarray(a), lod) if lod else a)
                     for n, (a, lod) in values.items()}
+            program, scope = shared.program, self._scope
+            variant = shared.variant(values)
+            if variant is not None:
+                scope = self._variant_scopes.get(variant)
+                if scope is None:
+                    scope = self._variant_scopes[variant] = scope_mod.Scope(variant.scope)
+                program = variant.program
             mode = threads.blas_threads() if self._blas_run(values) else contextlib.nullcontext()
             with mode:
-                got = self._exe.run(shared.program, feed=feed, fetch_list=list(shared.fetches),
-                                    scope=self._scope, return_numpy=False)
+                got = self._exe.run(program, feed=feed, fetch_list=list(shared.fetches),
+                                    scope=scope, return_numpy=False)
             out = {}
             for n, t in zip(shared.fetches, got):
                 lod = t.lod() if hasattr(t, "lod") else []
