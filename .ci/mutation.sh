@@ -145,7 +145,8 @@ tests_for() {
       echo tests/ops/test_conv.py tests/ops/test_winograd.py tests/test_fusion_saved_conv.py \
            tests/ops/test_conv_blocks.py tests/test_dtype_stability.py tests/test_lower_grad.py \
            tests/test_conv_epilogue_blocks.py tests/ops/test_conv_last.py \
-           tests/ops/test_conv_kernels.py tests/test_mutants_conv.py tests/ops/test_separable.py ;;
+           tests/ops/test_conv_kernels.py tests/test_mutants_conv.py tests/ops/test_separable.py \
+           tests/ops/test_conv_transpose_tiles.py ;;
     fluidlite/ops/_conv_last.py)
       # the channels-last kernels: their own tests, NHWC conv2d, and conv2d_fusion's epilogues
       echo tests/ops/test_conv_last.py tests/ops/test_conv.py tests/test_inference_kernels.py \
@@ -397,14 +398,16 @@ tests_for() {
       echo tests/test_inference_kernels.py tests/test_inference_api.py tests/ops/test_linalg.py \
            tests/ops/test_conv_band.py tests/test_inference_rows.py \
            tests/test_inference_pass_cases.py tests/ops/test_conv_last.py \
-           tests/ops/test_separable.py ;;
+           tests/ops/test_separable.py tests/ops/test_conv_transpose_tiles.py \
+           tests/test_inference_specialize.py ;;
     fluidlite/inference/rows.py)
       # the row rules of slice_pushdown_pass: their own tests and the pass's
       echo tests/test_inference_rows.py tests/test_inference_kernels.py \
            tests/test_inference_pass_cases.py ;;
     fluidlite/inference/bench.py|fluidlite/inference/predictor.py)
-      # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds) and the predictor's engines
-      echo tests/test_inference_api.py ;;
+      # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds), the predictor's engines
+      # and its shape specialisation
+      echo tests/test_inference_api.py tests/test_inference_specialize.py ;;
     fluidlite/onnx/*)
       # the exporter: its op tables, run-time shapes, control flow and the predictor's engine
       echo tests/test_onnx.py tests/test_onnx_more.py tests/test_onnx_dynamic.py \
