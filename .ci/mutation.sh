@@ -404,7 +404,7 @@ tests_for() {
       # the row rules of slice_pushdown_pass: their own tests and the pass's
       echo tests/test_inference_rows.py tests/test_inference_kernels.py \
            tests/test_inference_pass_cases.py ;;
-    fluidlite/inference/bench.py|fluidlite/inference/predictor.py)
+    fluidlite/inference/bench.py|fluidlite/inference/predictor.py|fluidlite/inference/config.py)
       # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds), the predictor's engines
       # and its shape specialisation
       echo tests/test_inference_api.py tests/test_inference_specialize.py ;;

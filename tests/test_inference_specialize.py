@@ -14,6 +14,7 @@ import fluidlite as fluid
 from fluidlite.inference import AnalysisConfig, PaddleTensor, create_paddle_predictor
 from fluidlite.core import rewrite
 from fluidlite.inference import passes as passes_mod
+from fluidlite.inference import predictor as predictor_mod
 
 from test_inference_kernels import _close, _save
 
@@ -66,7 +67,8 @@ def _run(p, x):
     return p.run([PaddleTensor(x)])[0].as_ndarray()
 
 
-def test_second_run_of_a_shape_specialises(model):
+def test_second_run_of_a_shape_specialises(model, caplog):
+    caplog.set_level("INFO", logger="fluidlite.inference.predictor")
     p = _predictor(model)
     assert p.get_input_tensor_shape() == {"x": [-1, 3, -1, -1]}
     assert not any(_fired(p.applied_passes()).get(n) for n in SHAPE_PASSES)
@@ -77,6 +79,8 @@ def test_second_run_of_a_shape_specialises(model):
     _close([_run(p, x)], [ref])
     (shapes, program, applied), = p.specializations()
     assert shapes == {"x": [-1, 3, 16, 16]}          # the batch stays free
+    assert "shape specialisation: {'x': [-1, 3, 16, 16]} -> [" in caplog.text
+    assert "conv2d_fusion_layout_transfer_pass" in caplog.text
     fired = _fired(applied)
     assert all(fired.get(n) for n in SHAPE_PASSES), fired
     types = [op.type for op in program.global_block().ops]
@@ -106,6 +110,48 @@ def test_specialised_runs_leave_the_creation_program_alone(model):
     assert len(p.specializations()) == 1
     np.testing.assert_array_equal(creation(), before)
     np.testing.assert_array_equal(_run(p, x), _run(p, x.copy()))
+
+
+def test_a_build_in_progress_is_not_started_twice(model, monkeypatch):
+    """While one thread builds a shape's program, a run of that shape in another thread runs
+    the creation's program instead of building it again."""
+    started, release, calls = threading.Event(), threading.Event(), []
+    build = predictor_mod._Shared._specialize
+
+    def slow(self, key):
+        calls.append(key)
+        started.set()
+        release.wait(5)
+        return build(self, key)
+    monkeypatch.setattr(predictor_mod._Shared, "_specialize", slow)
+    p = _predictor(model)
+    x = _x(1, 16, 16)
+    _run(p, x)
+    worker = threading.Thread(target=_run, args=(p.clone(), x))
+    worker.start()
+    assert started.wait(5)
+    assert p._shared.variant({"x": (x, [])}) is None         # not a second build
+    release.set()
+    worker.join()
+    assert len(calls) == 1 and len(p.specializations()) == 1
+    assert p._shared.variant({"x": (x, [])}) is p._shared.variants()[0]
+
+
+def test_shapes_seen_once_are_remembered_up_to_a_bound(model, monkeypatch):
+    monkeypatch.setattr(predictor_mod, "_SEEN_KEEP", 4)
+    p = _predictor(model)
+    shared = p._shared
+
+    def seen_once(h):
+        return shared.variant({"x": (_x(1, h, 8), [])})
+    assert seen_once(8) is None
+    for h in (9, 10, 11):                    # 4 shapes seen once: 8 still remembered
+        assert seen_once(h) is None
+    assert seen_once(8) is not None          # its second run
+    assert seen_once(12) is None             # 9, 10, 11, 12 now
+    assert seen_once(13) is None             # 10, 11, 12, 13: 9 forgotten
+    assert seen_once(9) is None              # a first sight again
+    assert seen_once(13) is not None
 
 
 def test_capacity_drops_the_least_recently_used(model):
@@ -186,8 +232,9 @@ def test_a_failing_specialisation_warns_and_keeps_serving(model, monkeypatch):
     x = _x(1, 16, 16)
     ref = _reference(model, x)
     _close([_run(p, x)], [ref])
-    with pytest.warns(RuntimeWarning, match=r"\{'x': \[-1, 3, 16, 16\]\}.*no such sizes"):
-        out = _run(p, x)
+    with pytest.warns(RuntimeWarning, match=r"\{'x': \[-1, 3, 16, 16\]\}.*no such sizes") as got:
+        out = p.run([PaddleTensor(x)])[0].as_ndarray()
+    assert got[0].filename == __file__          # the run's caller
     _close([out], [ref])
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # not tried again
@@ -223,6 +270,8 @@ def test_capacity_must_be_a_positive_int(capacity):
 
 def test_switch_and_getters():
     c = AnalysisConfig()
+    c.switch_shape_specialization(True, 1)
+    assert c.shape_specialization_capacity() == 1
     c.switch_shape_specialization(False, 3)
     assert not c.shape_specialization_enabled() and c.shape_specialization_capacity() == 3
     c.switch_shape_specialization()

@@ -216,7 +216,8 @@ class _Shared:
         except Exception as e:      # any pass's or shape inference's error: keep serving
             warnings.warn(f"shape specialisation: the passes failed for input shapes "
                           f"{self._shapes(key)}; those runs keep the program made at "
-                          f"creation ({type(e).__name__}: {e})", RuntimeWarning, stacklevel=5)
+                          f"creation ({type(e).__name__}: {e})", RuntimeWarning,
+                          stacklevel=4)         # (the caller of run / zero_copy_run)
             with self._lock:
                 self._busy.discard(key)
                 self._failed.add(key)

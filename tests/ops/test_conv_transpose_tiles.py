@@ -69,6 +69,18 @@ def test_tiles_give_the_same_bits_on_every_thread_count_from_two():
         np.testing.assert_array_equal(_forward(x, wt, strides=[2, 2]), two)
 
 
+@pytest.mark.parametrize("dtype,groups,tiled", [
+    (np.float32, 1, True), (np.float64, 1, True), (np.float16, 1, False),
+    (np.float32, 2, False)])
+def test_which_kernel_runs(monkeypatch, dtype, groups, tiled):
+    ran = []
+    tiles = C._transpose_tiles
+    monkeypatch.setattr(C, "_transpose_tiles", lambda *a: ran.append(1) or tiles(*a))
+    x, wt = _case(1, 4, 3, 5, 5, (2, 2), dtype, seed=8)
+    _forward(x, wt, strides=[2, 2], groups=groups)
+    assert bool(ran) == tiled
+
+
 def test_channels_last_input():
     x, wt = _case(2, 6, 4, 5, 3, (2, 2), np.float64, seed=4)
     got = _forward(np.ascontiguousarray(x.transpose(0, 2, 3, 1)), wt, strides=[2, 2],
