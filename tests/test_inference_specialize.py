@@ -4,6 +4,7 @@ passes on the second run of a shape, in a program of its own whose folded weight
 the creation's; and ``Block.infer_shapes``, which gives a copy of the program those sizes."""
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 
@@ -232,9 +233,11 @@ def test_a_failing_specialisation_warns_and_keeps_serving(model, monkeypatch):
     x = _x(1, 16, 16)
     ref = _reference(model, x)
     _close([_run(p, x)], [ref])
-    with pytest.warns(RuntimeWarning, match=r"\{'x': \[-1, 3, 16, 16\]\}.*no such sizes") as got:
+    with pytest.warns(RuntimeWarning,
+                      match=r"\{'x': \[-1, 3, 16, 16\]\}.*RuntimeError: no such sizes") as got:
         out = p.run([PaddleTensor(x)])[0].as_ndarray()
-    assert got[0].filename == __file__          # the run's caller
+    # the run's caller, not a line of fluidlite (this file; mutmut's trampoline under it)
+    assert not got[0].filename.startswith(os.path.dirname(fluid.__file__))
     _close([out], [ref])
     with warnings.catch_warnings():
         warnings.simplefilter("error")          # not tried again

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import numpy as np
 
 from ..core import names, threads
+from ..core.callstack import user_stacklevel
 from ..core import scope as scope_mod
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Program
@@ -217,7 +218,7 @@ class _Shared:
             warnings.warn(f"shape specialisation: the passes failed for input shapes "
                           f"{self._shapes(key)}; those runs keep the program made at "
                           f"creation ({type(e).__name__}: {e})", RuntimeWarning,
-                          stacklevel=4)         # (the caller of run / zero_copy_run)
+                          stacklevel=user_stacklevel())      # (the run's caller)
             with self._lock:
                 self._busy.discard(key)
                 self._failed.add(key)
