@@ -286,6 +286,15 @@ class AnalysisConfig:
 
         Raises:
             ValueError: ``capacity`` is not a positive int.
+
+        Example:
+            >>> from fluidlite.inference import AnalysisConfig
+            >>> config = AnalysisConfig("ocr_det_model")
+            >>> config.switch_shape_specialization(True, capacity=4)
+            >>> config.shape_specialization_enabled(), config.shape_specialization_capacity()
+            (True, 4)
+            >>> # predictor = create_paddle_predictor(config); after two runs of one size,
+            >>> # predictor.specializations() -> [({'x': [-1, 3, 640, 640]}, program, passes)]
         """
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"switch_shape_specialization: capacity must be an int >= 1, "
