@@ -35,6 +35,7 @@ from ..core.dtypes import to_numpy_dtype
 from ..core.registry import OpDef, VarSpec, get_op_def, register
 from ..ops import _winograd
 from ..ops.activation import max_to, relu6_to, relu_to, row_sums
+from ..ops.activation_extra import hard_swish_to
 from ..ops.broadcast import whole_runs
 from ..ops.conv import (band_filter, band_filter_shape, channels_last_filter,
                         channels_last_filter_shape, channels_last_kernel, conv2d_forward,
@@ -74,15 +75,9 @@ def _relu6(x: np.ndarray) -> np.ndarray:
 
 
 def _hard_swish(x: np.ndarray) -> np.ndarray:
-    # fluid's hard_swish with its default attrs (the pass fuses only those): x * min(max(x +
-    # 3, 0), 6) / 6, the kernel's operations in its order (ops/activation_extra.py)
-    typ = x.dtype.type
-    t = np.add(x, typ(3.0))
-    np.maximum(t, typ(0), out=t)
-    np.minimum(t, typ(6.0), out=t)
-    x *= t
-    x /= typ(6.0)
-    return x
+    # fluid's hard_swish with its default attrs (the pass fuses only those), in place: the
+    # op's own kernel (ops/activation_extra.py)
+    return hard_swish_to(x, x)
 
 
 # activation attr value -> in-place kernel ("" / "identity": none)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fluidlite as fluid
+from fluidlite.ops.activation_extra import hard_swish_to
 from fluidlite.testing import OpTest
 
 SELU_S, SELU_A = 1.0507009873554805, 1.6732632423543772
@@ -240,3 +241,24 @@ def test_thresholded_relu_is_x_times_mask():
                                                  threshold=1.0)["Out"]
     np.testing.assert_array_equal(out, [0.0, 0.0, 0.0, 0.0, 3.0])
     assert np.signbit(out[:2]).all() and not np.signbit(out[2:]).any()
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_hard_swish_to_is_fluids_formula_bit_for_bit(dtype):
+    """``hard_swish_to`` (the op's kernel and conv2d_fusion's epilogue) against the formula
+    in fluid's order with np.maximum / np.minimum: the same bits, nan, infinities and signed
+    zeros included, in place or not, default and other attrs."""
+    x = (np.random.default_rng(0).standard_normal(70001) * 5).astype(dtype)
+    x[:7] = [np.nan, -0.0, 0.0, -3.0, np.inf, -np.inf, 6.0]
+    for threshold, scale, offset in ((6.0, 6.0, 3.0), (4.0, 5.0, 2.5)):
+        typ = x.dtype.type
+        with np.errstate(invalid="ignore"):
+            t = np.minimum(np.maximum(x + typ(offset), typ(0)), typ(threshold))
+            want = x * t / typ(scale)
+            got = hard_swish_to(x, np.empty_like(x), threshold, scale, offset)
+            y = x.copy()
+            same = hard_swish_to(y, y, threshold, scale, offset)
+        assert got.dtype == dtype and same is y
+        for a in (got, y):
+            np.testing.assert_array_equal(a, want)
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(want))
