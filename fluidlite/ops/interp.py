@@ -130,6 +130,26 @@ def resize_taps(x: np.ndarray, mats: Sequence[np.ndarray], axes: Sequence[int]) 
     return out
 
 
+_NEAREST_COPIES_MIN = 1 << 16     # output elements below which the check costs more than it saves
+
+
+def _nearest_axis(x: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
+    """``np.take(x, idx, axis)``; where ``idx`` repeats each index k >= 2 times in order (an
+    integer up-sampling without corner alignment: an FPN's 2x), k copies of ``x`` into the
+    phases of the output along ``axis`` instead -- the same values; a copy whose source runs
+    along the row where the gather fetches element by element (96 channels 80x80 -> 160x160:
+    1.4 against 2.8 ms for both axes)."""
+    n = x.shape[axis]
+    k = len(idx) // n if n else 0
+    if k < 2 or len(idx) != k * n or x.size * k < _NEAREST_COPIES_MIN \
+            or not np.array_equal(idx, np.arange(len(idx)) // k):
+        return np.take(x, idx, axis=axis)
+    out = np.empty(x.shape[:axis] + (n, k) + x.shape[axis + 1:], x.dtype)
+    for j in range(k):
+        np.copyto(out[(slice(None),) * (axis + 1) + (j,)], x)
+    return out.reshape(x.shape[:axis] + (n * k,) + x.shape[axis + 1:])
+
+
 _LAYOUTS = {3: ({"NCW": False, "NWC": True, "NCHW": False, "NHWC": True, "AnyLayout": False},
                 "NCW or NWC"),
             4: ({"NCHW": False, "NHWC": True, "AnyLayout": False}, "NCHW or NHWC"),
@@ -224,7 +244,7 @@ class _Interp(OpDef):
         if self.method == "nearest":       # a gather: exact for every dtype (uint8 too)
             out = X
             for m, a in zip(mats, axes):
-                out = np.take(out, m.argmax(axis=1), axis=a)
+                out = _nearest_axis(out, m.argmax(axis=1), a)
             return {"Out": np.ascontiguousarray(out)}
         work = X if X.dtype.kind == "f" else X.astype(np.float64)
         if self.method == "bicubic":        # 4 taps per output: the dense per-axis product

@@ -4,6 +4,8 @@ numeric float64 gradients, and argument errors."""
 import numpy as np
 import pytest
 
+from fluidlite.core.registry import get_op_def
+from fluidlite.ops import interp
 from fluidlite.testing import OpTest
 
 
@@ -831,3 +833,36 @@ class TestBicubicInterp(OpTest):
         self.check_infer()
         self.check_output(atol=1e-9, rtol=1e-9)
         self.check_grad(["X"], "Out")
+
+
+
+@pytest.mark.parametrize("shape,k,layout", [((1, 16, 80, 80), 2, "NCHW"),
+                                            ((2, 40, 40, 24), 2, "NHWC"),
+                                            ((1, 8, 60, 50), 3, "NCHW"),
+                                            ((1, 2, 6, 5), 2, "NCHW")])      # small: a gather
+@pytest.mark.parametrize("dtype", [np.float32, np.uint8])
+def test_nearest_integer_upsampling_copies_the_gather(monkeypatch, shape, k, layout, dtype):
+    """An integer up-sampling without corner alignment runs as k phase copies per axis
+    (``interp._nearest_axis``, from 64K output elements): the gather's values exactly."""
+    x = np.random.default_rng(0).uniform(0, 200, shape).astype(dtype)
+    hw = (1, 2) if layout == "NHWC" else (2, 3)
+    want = x
+    for a in hw:
+        want = np.take(want, np.arange(shape[a] * k) // k, axis=a)
+    gathers = []
+    take = np.take
+    monkeypatch.setattr(np, "take", lambda *a, **kw: gathers.append(1) or take(*a, **kw))
+    out = get_op_def("nearest_interp").forward(
+        x, out_h=shape[hw[0]] * k, out_w=shape[hw[1]] * k, align_corners=False,
+        data_layout=layout)["Out"]
+    np.testing.assert_array_equal(out, want)
+    assert out.dtype == dtype and out.flags.c_contiguous
+    big = x.size * k >= interp._NEAREST_COPIES_MIN
+    assert len(gathers) == (0 if big else 2)
+
+
+def test_nearest_axis_gathers_other_indices():
+    x = np.arange(2 * 300, dtype=np.float32).reshape(2, 300)
+    for idx in (np.arange(600) // 2 + 0, np.r_[np.arange(599) // 2, 299],
+                np.repeat(np.arange(300)[::-1], 2), np.arange(300) * 0, np.arange(900) // 3):
+        np.testing.assert_array_equal(interp._nearest_axis(x, idx, 1), np.take(x, idx, axis=1))
