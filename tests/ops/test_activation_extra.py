@@ -262,3 +262,9 @@ def test_hard_swish_to_is_fluids_formula_bit_for_bit(dtype):
         for a in (got, y):
             np.testing.assert_array_equal(a, want)
             np.testing.assert_array_equal(np.signbit(a), np.signbit(want))
+    # fluid's defaults (threshold 6, scale 6, offset 3): what conv2d_fusion's epilogue runs
+    defaults = hard_swish_to(x, np.empty_like(x))
+    with np.errstate(invalid="ignore"):
+        want = x * np.minimum(np.maximum(x + x.dtype.type(3), 0), x.dtype.type(6)) \
+            / x.dtype.type(6)
+    np.testing.assert_array_equal(defaults, want)

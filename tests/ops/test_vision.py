@@ -862,7 +862,10 @@ def test_nearest_integer_upsampling_copies_the_gather(monkeypatch, shape, k, lay
 
 
 def test_nearest_axis_gathers_other_indices():
-    x = np.arange(2 * 300, dtype=np.float32).reshape(2, 300)
-    for idx in (np.arange(600) // 2 + 0, np.r_[np.arange(599) // 2, 299],
-                np.repeat(np.arange(300)[::-1], 2), np.arange(300) * 0, np.arange(900) // 3):
+    x = np.arange(200 * 300, dtype=np.float32).reshape(200, 300)     # above the copies' bound
+    for idx in (np.arange(600) // 2, np.r_[np.arange(599) // 2, 299], np.r_[np.arange(600) // 2, 0],
+                np.repeat(np.arange(300)[::-1], 2), np.arange(300) * 0, np.arange(900) // 3,
+                np.arange(300)):
         np.testing.assert_array_equal(interp._nearest_axis(x, idx, 1), np.take(x, idx, axis=1))
+    empty = np.zeros((3, 0), np.float32)
+    assert interp._nearest_axis(empty, np.zeros(0, np.int64), 1).shape == (3, 0)
