@@ -14,7 +14,8 @@ from fluidlite.formats.paddle import PaddleFormatError, program_from_bytes, prog
 from fluidlite.formats.serialize import ProgramFormatError, loads_program
 
 
-def _loop_program():
+def loop_program():
+    """A program of two blocks: a While loop counting to 3."""
     main = fluid.Program()
     with fluid.program_guard(main, fluid.Program()):
         i = fluid.layers.fill_constant([1], "int64", 0)
@@ -43,7 +44,7 @@ def _finishes(fn, seconds=5.0):
 
 
 def _json_variants():
-    doc = _loop_program().to_dict()
+    doc = loop_program().to_dict()
     cyclic = copy.deepcopy(doc)
     cyclic["blocks"].append(dict(copy.deepcopy(doc["blocks"][1]), idx=2, parent_idx=1))
     cyclic["blocks"][1]["parent_idx"] = 2                       # 1 -> 2 -> 1
@@ -71,7 +72,7 @@ def test_json_programs_with_a_bad_block_tree_are_refused_at_once(case):
 def test_protobuf_programs_with_a_bad_block_tree_are_refused_at_once(case):
     from fluidlite.formats.paddle.proto import messages
     msg = messages()["ProgramDesc"]()
-    msg.ParseFromString(bytes(program_to_bytes(_loop_program())))
+    msg.ParseFromString(bytes(program_to_bytes(loop_program())))
     if case == "cyclic parents":
         extra = msg.blocks.add()
         extra.CopyFrom(msg.blocks[1])
@@ -89,7 +90,7 @@ def test_protobuf_programs_with_a_bad_block_tree_are_refused_at_once(case):
 
 
 def test_a_well_formed_loop_still_loads_and_runs():
-    main = _loop_program()
+    main = loop_program()
     for back in (loads_program(json.dumps(main.to_dict())),
                  program_from_bytes(bytes(program_to_bytes(main)), "m")):
         assert len(back.blocks) == 2

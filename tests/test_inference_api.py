@@ -621,6 +621,18 @@ def test_bench_a_fixed_batch_model_runs_its_batch_only(tmp_path, capsys):
     assert code == 0 and "x [1, 6]" in out, err
 
 
+@pytest.mark.parametrize("bad, shown", [(["--repeat", "0"], "--repeat 0, --warmup 5, --threads 1"),
+                                        (["--warmup", "-1"], "--repeat 50, --warmup -1"),
+                                        (["--threads", "0"], "--warmup 5, --threads 0")])
+def test_bench_refuses_counts_out_of_range(fc_dir, capsys, bad, shown):
+    from fluidlite.inference import bench
+    with pytest.raises(SystemExit) as e:
+        bench.main([fc_dir] + bad)
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert "--repeat and --threads must be >= 1 and --warmup >= 0, got" in err and shown in err
+
+
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "paddle")
 
 

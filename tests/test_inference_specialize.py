@@ -17,6 +17,7 @@ from fluidlite.core import rewrite
 from fluidlite.inference import passes as passes_mod
 from fluidlite.inference import predictor as predictor_mod
 
+from test_hostile_models import loop_program
 from test_inference_kernels import _close, _save
 
 SHAPE_PASSES = ("conv2d_fusion_layout_transfer_pass", "depthwise_separable_fuse_pass")
@@ -308,17 +309,8 @@ def test_infer_shapes_refusals():
         block.infer_shapes({"nope": [1]})
     with pytest.raises(ValueError, match="op 'conv2d' shape inference failed"):
         block.infer_shapes({"x": [-1, 5, 8, 8]})        # 5 channels into a 3-channel filter
-    two = fluid.Program()
-    with fluid.program_guard(two, fluid.Program()):
-        i = fluid.layers.fill_constant([1], "int64", 0)
-        n = fluid.layers.fill_constant([1], "int64", 3)
-        cond = fluid.layers.less_than(i, n)
-        loop = fluid.layers.While(cond)
-        with loop.block():
-            fluid.layers.increment(i, in_place=True)
-            fluid.layers.less_than(i, n, cond=cond)
     with pytest.raises(ValueError, match="only a program of one block"):
-        two.global_block().infer_shapes({})
+        loop_program().global_block().infer_shapes({})
 
 
 def _held(scope):

@@ -180,9 +180,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="fluidlite bench",
                                      description="inference latency and throughput per engine")
     parser.add_argument("model_dir", help="directory written by save_inference_model")
-    parser.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--repeat", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32],
+                        help="batch sizes to time, one table row each (default: 1 8 32)")
+    parser.add_argument("--repeat", type=int, default=50,
+                        help="timed runs per engine and batch size; the table reports their "
+                             "median and 90th percentile (default: 50)")
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed runs before them (default: 5)")
     parser.add_argument("--threads", type=int, default=1,
                         help="cpu_math_library_num_threads: the threads fluidlite computes on "
                              "(onnxruntime: its intra-op threads)")
@@ -199,6 +203,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.seq_len < 1 or min(args.batch) < 1:
         parser.error("--batch sizes and --seq-len must be positive")
+    if args.repeat < 1 or args.warmup < 0 or args.threads < 1:
+        parser.error(f"--repeat and --threads must be >= 1 and --warmup >= 0, got "
+                     f"--repeat {args.repeat}, --warmup {args.warmup}, --threads {args.threads}")
     try:
         return _run(args)
     except _Usage as e:
