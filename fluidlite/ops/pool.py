@@ -522,13 +522,6 @@ class Pool2D(OpDef):
         last = _layout(self.type, data_format)
         t = (lambda a: a.transpose(0, 3, 1, 2)) if last else (lambda a: a)
         x = t(X)
-        if pooling_type == "avg" and _one_window(self.type, x, ksize, strides, paddings,
-                                                 global_pooling, adaptive, padding_algorithm):
-            # every cell shares its map's dOut / count (what the window kernels give, at once)
-            d = t(dOut)
-            share = d / d.dtype.type(x.shape[2] * x.shape[3])
-            dx = np.ascontiguousarray(np.broadcast_to(share, x.shape))
-            return {"X": np.ascontiguousarray(dx.transpose(0, 2, 3, 1)) if last else dx}
         if adaptive:        # adaptive windows (also global + adaptive): pool3d.py's N-d kernel
             from .pool3d import pool_nd_grad
             dx = pool_nd_grad(x, t(Out), t(dOut), pooling_type, ksize, strides, paddings,

@@ -297,3 +297,62 @@ def test_depthwise_reads_no_unwritten_memory(case, monkeypatch):
     got = conv2d_forward(x, w, s, p, "EXPLICIT", groups, d, "NHWC")
     want = _reference(x, w, s, p, d, groups)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+# (N, H, W, C, kernel, strides, paddings (t, b, l, r), dilations): small maps whose blocks
+# hold whole images (``_depthwise_images``), some with windows on more padding than image
+IMAGES = [
+    ((6, 2, 24, 16), 5, (1, 1), (2, 2, 2, 2), (1, 1)),      # an SE net's 5x5 on 2 rows
+    ((5, 3, 10, 8), 5, (1, 1), (2, 2, 2, 2), (1, 1)),
+    ((4, 5, 6, 8), 3, (2, 2), (1, 1, 1, 1), (1, 1)),        # strided both ways
+    ((3, 6, 6, 8), 3, (1, 1), (2, 2, 2, 2), (2, 2)),        # dilated
+    ((2, 3, 5, 8), 5, (2, 1), (3, 1, 2, 2), (1, 1)),        # uneven padding
+    ((3, 5, 5, 8), 3, (1, 1), (4, 4, 1, 1), (1, 1)),        # rows that read padding only
+    ((4, 1, 8, 8), 3, (1, 1), (1, 1, 1, 1), (1, 1)),        # one row
+    ((5, 4, 9, 8), 3, (1, 1), (0, 0, 1, 1), (1, 1)),        # no row padding: one run
+]
+
+
+@pytest.mark.parametrize("shape, k, s, p, d", IMAGES)
+@pytest.mark.parametrize("skip_min", [0, 1 << 15, 1 << 40])
+def test_depthwise_images_give_the_per_image_bits(shape, k, s, p, d, skip_min, monkeypatch):
+    """Blocks of whole images, with and without the padding rows' taps skipped, against the
+    image-by-image path (the same products summed in the same order) and float64."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[3], 1, k, k)).astype(np.float32)
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", skip_min)
+    runs = {}
+    for t in (1, 2):
+        with threads.using(t):
+            runs[t] = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
+    monkeypatch.setattr(_conv_last, "_IMAGES_MIN", 1 << 40)
+    alone = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
+    np.testing.assert_array_equal(runs[1], alone)
+    np.testing.assert_array_equal(runs[2], alone)
+    np.testing.assert_allclose(alone, _reference(x, w, s, p, d, shape[3]), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_depthwise_images_are_taken_and_skip_padding_rows(monkeypatch):
+    """The path runs for batches of small maps, not for one image; its runs leave out the
+    filter rows that fall on padding, so a non-finite weight there no longer meets it."""
+    calls = []
+    real = _conv_last._depthwise_images
+    monkeypatch.setattr(_conv_last, "_depthwise_images",
+                        lambda *a: calls.append(a[-1]) or real(*a))
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((16, 1, 5, 5)).astype(np.float32)
+    x = rng.standard_normal((6, 2, 24, 16)).astype(np.float32)
+    conv2d_forward(x[:1], w, (1, 1), (2, 2, 2, 2), "EXPLICIT", 16, (1, 1), "NHWC")
+    assert calls == []
+    g = _geom((2, 24), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), "EXPLICIT", 16)
+    # row 0 reads image rows through filter rows 2:4, row 1 through 1:3
+    assert _conv_last._image_runs(g, 1 << 20) == [(0, 1, 2, 4), (1, 2, 1, 3)]
+    assert _conv_last._image_runs(g, 1) == [(0, 2, 0, 5)]      # too little skipped: one run
+    w[:, 0, 0, :] = np.inf                  # filter row 0 only ever meets padding here
+    y = conv2d_forward(x, w, (1, 1), (2, 2, 2, 2), "EXPLICIT", 16, (1, 1), "NHWC")
+    assert len(calls) == 1 and np.isfinite(y).all()
+    w[:, 0, 0, :] = 0
+    np.testing.assert_allclose(y, _reference(x, w, (1, 1), (2, 2, 2, 2), (1, 1), 16),
+                               rtol=1e-5, atol=1e-5)
