@@ -127,7 +127,7 @@ tests_for() {
       # pool2d delegates 3-D / adaptive cases to pool3d's kernels; pool3d has no test file
       echo tests/ops/test_pool.py tests/ops/test_pool_geometry.py tests/ops/test_pool_more.py \
            tests/ops/test_pool_phases.py tests/ops/test_pool_flat.py tests/ops/test_pool_parts.py \
-           tests/ops/test_conv3d.py tests/test_dtype_stability.py tests/test_lower_grad.py \
+           tests/ops/test_pool_whole_map.py tests/ops/test_conv3d.py tests/test_dtype_stability.py tests/test_lower_grad.py \
            tests/test_mutants_pool.py ;;
     fluidlite/ops/embedding.py)
       echo tests/ops/test_embedding.py tests/ops/test_lookup_dequant.py \
