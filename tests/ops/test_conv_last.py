@@ -310,18 +310,27 @@ IMAGES = [
     ((3, 5, 5, 8), 3, (1, 1), (4, 4, 1, 1), (1, 1)),        # rows that read padding only
     ((4, 1, 8, 8), 3, (1, 1), (1, 1, 1, 1), (1, 1)),        # one row
     ((5, 4, 9, 8), 3, (1, 1), (0, 0, 1, 1), (1, 1)),        # no row padding: one run
+    ((3, 5, 5, 8), 3, (1, 2), (4, 4, 1, 1), (1, 1)),        # ... and strided along the row
+    ((3, 9, 9, 8), 3, (3, 3), (1, 1, 1, 1), (1, 1)),        # the last image row never read
 ]
 
 
 @pytest.mark.parametrize("shape, k, s, p, d", IMAGES)
 @pytest.mark.parametrize("skip_min", [0, 1 << 15, 1 << 40])
-def test_depthwise_images_give_the_per_image_bits(shape, k, s, p, d, skip_min, monkeypatch):
-    """Blocks of whole images, with and without the padding rows' taps skipped, against the
-    image-by-image path (the same products summed in the same order) and float64."""
+@pytest.mark.parametrize("block", [None, 2])
+def test_depthwise_images_give_the_per_image_bits(shape, k, s, p, d, skip_min, block,
+                                                  monkeypatch):
+    """Blocks of whole images (all of them, or two at a time: a part's last block may hold
+    fewer), with and without the padding rows' taps skipped, against the image-by-image path
+    (the same products summed in the same order) and float64."""
     rng = np.random.default_rng(4)
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((shape[3], 1, k, k)).astype(np.float32)
     monkeypatch.setattr(_conv_last, "_SKIP_MIN", skip_min)
+    if block is not None:
+        ow = (shape[2] + p[2] + p[3] - d[1] * (k - 1) - 1) // s[1] + 1
+        oh = (shape[1] + p[0] + p[1] - d[0] * (k - 1) - 1) // s[0] + 1
+        monkeypatch.setattr(_conv_last, "_BLOCK", block * oh * ow * shape[3])
     runs = {}
     for t in (1, 2):
         with threads.using(t):

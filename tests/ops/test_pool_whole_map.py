@@ -111,3 +111,27 @@ def test_whole_map_mean_gradient(attrs, last):
         f = [float((back(POOL.forward(to(v), **kw)["Out"]) * dout).sum()) for v in (hi, lo)]
         num[idx] = (f[0] - f[1]) / (2 * eps)
     np.testing.assert_allclose(dx, num, rtol=1e-6, atol=1e-9)
+
+
+def test_which_pools_take_the_whole_map_reduction(monkeypatch):
+    from fluidlite.ops import pool
+    calls = []
+    real = pool._whole_map
+    monkeypatch.setattr(pool, "_whole_map", lambda x, t: calls.append(x.shape) or real(x, t))
+    x = np.random.default_rng(4).standard_normal((2, 3, 5, 7)).astype(np.float32)
+    for attrs in ONE_WINDOW:
+        calls.clear()
+        _run(x, pooling_type="avg", **attrs)
+        assert calls == [(2, 3, 5, 7)], attrs
+    for attrs in [dict(adaptive=True, ksize=[1, 2]), dict(adaptive=True, ksize=[2, 1]),
+                  dict(adaptive=True, global_pooling=True, ksize=[1, 1]),
+                  dict(ksize=[5, 6]), dict(ksize=[4, 7]), dict(ksize=[5, 7], paddings=[0, 1]),
+                  dict(ksize=[5, 7], paddings=[1, 0])]:
+        calls.clear()
+        _run(x, pooling_type="max", **attrs)
+        assert calls == [], attrs
+    calls.clear()
+    one = x[:, :, :1, :1]               # a map of one pixel is still one window
+    np.testing.assert_array_equal(_run(one, pooling_type="avg", global_pooling=True,
+                                       ksize=[1, 1]), one)
+    assert calls == [(2, 3, 1, 1)]
