@@ -14,7 +14,9 @@ that layout, with no transposes to and from NCHW.
   tap once: one pass over memory where the NCHW tap kernels make two per tap (a product and
   an add). MobileNetV2's layers at batch 1 on one thread (AMD EPYC, NumPy 2.4, ms):
   576 x 14x14 0.14 against 0.39 as nine multiply-add passes, 192 x 28x28 0.20 / 0.54,
-  32 x 112x112 0.67 / 2.06.
+  32 x 112x112 0.67 / 2.06. Batches of small maps go in blocks of whole images, one einsum
+  per run of output rows for all of them, the filter rows that meet only padding left out
+  (``_depthwise_images``).
 
 The filter is read as ``last_filter`` lays it out (W^T row-major; the depthwise taps, tiled),
 made here or -- an inference program's constant filter -- once at load. ``conv.conv2d_forward``
