@@ -207,14 +207,16 @@ def _depthwise_images(x: np.ndarray, taps: np.ndarray, g: Any, epilogue: Optiona
 
 def _image_taps(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray,
                 runs: List[Tuple[int, int, int, int]]) -> None:
-    """``out`` [k, oh, ow, C] = the depthwise taps over the canvas ``cv`` [k, rows, Wp, C]:
-    for each run (h0, h1, i0, i1), output rows h0:h1 of every image from filter rows i0:i1."""
+    """``out`` [k, rows, ow, C] = the depthwise taps over the canvas ``cv`` [k, (rows-1)*sh +
+    reach, Wp, C] (C-contiguous images): for each run (h0, h1, i0, i1), output rows h0:h1 of
+    every image from filter rows i0:i1, one einsum whose inner loop runs over a row's
+    ``ow * C`` contiguous elements at stride 1, over ``C`` otherwise."""
     e, img, row = cv.itemsize, cv.strides[0], cv.strides[1]
-    k, C = out.shape[0], out.shape[3]
+    k, rows, C = out.shape[0], out.shape[1], out.shape[3]
     if g.sw == 1:
-        view = as_strided(cv, (k, g.oh, g.kh, g.kw, g.ow * C),
+        view = as_strided(cv, (k, rows, g.kh, g.kw, g.ow * C),
                           (img, g.sh * row, g.dh * row, g.dw * C * e, e))
-        flat = out.reshape(k, g.oh, g.ow * C)
+        flat = out.reshape(k, rows, g.ow * C)
         for h0, h1, i0, i1 in runs:
             if i1 > i0:
                 np.einsum("nhijq,ijq->nhq", view[:, h0:h1, i0:i1], taps[i0:i1],
@@ -222,7 +224,7 @@ def _image_taps(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray,
             else:
                 flat[:, h0:h1] = 0
     else:
-        view = as_strided(cv, (k, g.oh, g.ow, g.kh, g.kw, C),
+        view = as_strided(cv, (k, rows, g.ow, g.kh, g.kw, C),
                           (img, g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
         for h0, h1, i0, i1 in runs:
             if i1 > i0:
@@ -263,17 +265,7 @@ def _taps_into(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray) -> Non
     """``out`` [rows, ow, C] (contiguous) = the depthwise taps over the padded rows ``cv``
     [(rows-1)*sh + reach, Wp, C] (a C-contiguous canvas): one einsum, whose inner loop runs
     over a row's ``ow * C`` contiguous elements at stride 1, over ``C`` otherwise."""
-    e = cv.itemsize
-    row = cv.strides[0]
-    rows, C = out.shape[0], out.shape[2]
-    if g.sw == 1:
-        view = as_strided(cv, (rows, g.kh, g.kw, g.ow * C), (g.sh * row, g.dh * row,
-                                                             g.dw * C * e, e))
-        np.einsum("hijq,ijq->hq", view, taps, out=out.reshape(rows, g.ow * C))
-    else:
-        view = as_strided(cv, (rows, g.ow, g.kh, g.kw, C),
-                          (g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
-        np.einsum("hwijc,ijc->hwc", view, taps, out=out)
+    _image_taps(cv[None], taps, g, out[None], [(0, out.shape[0], 0, g.kh)])
 
 
 def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
