@@ -206,17 +206,21 @@ def _depthwise_images(x: np.ndarray, taps: np.ndarray, g: Any, epilogue: Optiona
 
 
 def _image_taps(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray,
-                runs: List[Tuple[int, int, int, int]]) -> None:
+                runs: Optional[List[Tuple[int, int, int, int]]]) -> None:
     """``out`` [k, rows, ow, C] = the depthwise taps over the canvas ``cv`` [k, (rows-1)*sh +
     reach, Wp, C] (C-contiguous images): for each run (h0, h1, i0, i1), output rows h0:h1 of
-    every image from filter rows i0:i1, one einsum whose inner loop runs over a row's
-    ``ow * C`` contiguous elements at stride 1, over ``C`` otherwise."""
+    every image from filter rows i0:i1 (None: all rows from all filter rows, unsliced -- the
+    strip path's every call), one einsum whose inner loop runs over a row's ``ow * C``
+    contiguous elements at stride 1, over ``C`` otherwise."""
     e, img, row = cv.itemsize, cv.strides[0], cv.strides[1]
     k, rows, C = out.shape[0], out.shape[1], out.shape[3]
     if g.sw == 1:
         view = as_strided(cv, (k, rows, g.kh, g.kw, g.ow * C),
                           (img, g.sh * row, g.dh * row, g.dw * C * e, e))
         flat = out.reshape(k, rows, g.ow * C)
+        if runs is None:
+            np.einsum("nhijq,ijq->nhq", view, taps, out=flat)
+            return
         for h0, h1, i0, i1 in runs:
             if i1 > i0:
                 np.einsum("nhijq,ijq->nhq", view[:, h0:h1, i0:i1], taps[i0:i1],
@@ -226,6 +230,9 @@ def _image_taps(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray,
     else:
         view = as_strided(cv, (k, rows, g.ow, g.kh, g.kw, C),
                           (img, g.sh * row, g.sw * C * e, g.dh * row, g.dw * C * e, e))
+        if runs is None:
+            np.einsum("nhwijc,ijc->nhwc", view, taps, out=out)
+            return
         for h0, h1, i0, i1 in runs:
             if i1 > i0:
                 np.einsum("nhwijc,ijc->nhwc", view[:, h0:h1, :, i0:i1], taps[i0:i1],
@@ -265,7 +272,7 @@ def _taps_into(cv: np.ndarray, taps: np.ndarray, g: Any, out: np.ndarray) -> Non
     """``out`` [rows, ow, C] (contiguous) = the depthwise taps over the padded rows ``cv``
     [(rows-1)*sh + reach, Wp, C] (a C-contiguous canvas): one einsum, whose inner loop runs
     over a row's ``ow * C`` contiguous elements at stride 1, over ``C`` otherwise."""
-    _image_taps(cv[None], taps, g, out[None], [(0, out.shape[0], 0, g.kh)])
+    _image_taps(cv[None], taps, g, out[None], None)
 
 
 def _fill(canvas: np.ndarray, img: np.ndarray, g: Any, b0: int, b1: int,
