@@ -1270,3 +1270,140 @@ def test_which_separable_chains_are_fused(tmp_path, case, fused, expand):
         assert bool(b.input("ExpandFilter")) == expand and b.attr("activation") == "relu"
         assert b.input("ProjectBias") and b.input("DepthwiseBias")
         assert bool(b.input("ExpandBias")) == expand
+
+
+# -- conv_act_affine_fuse_pass ------------------------------------------------------------------
+def _lcnet_net(variant=""):
+    """PP-LCNetV3's layers (PaddleOCR v4): conv + BN + hard_swish, then a learnable affine
+    ``a * y + c`` of one-element parameters, in a stem and two depthwise-separable blocks
+    whose depthwise layers are padded (so the affine before them folds into no filter);
+    ``variant`` builds the near misses the pass must leave alone."""
+    x = fluid.data("x", [-1, 3, 17, 17], "float32")
+    count = [0]
+
+    def affine(h, first_reader=None):
+        count[0] += 1
+        a = L.create_parameter([h.shape[1]] if variant == "per_channel" else [1], "float32")
+        c = L.create_parameter([1], "float32")
+        if variant == "run_time_scalar":
+            a = L.fill_constant([1], "float32", -1.25)
+        h = L.elementwise_mul(h, a, axis=1) if variant == "per_channel" else \
+            L.elementwise_mul(a, h)
+        if variant == "mul_only":
+            return h
+        return L.elementwise_sub(h, c) if variant == "sub" else L.elementwise_add(h, c)
+
+    def cbn(h, f, k, stride=1, groups=1):
+        h = L.conv2d(h, f, k, stride, (k - 1) // 2, groups=groups, bias_attr=False,
+                     use_cudnn=False)
+        return L.hard_swish(L.batch_norm(h, is_test=True))
+    h = cbn(x, 16, 3, 2)
+    extra = [L.reduce_mean(h)] if variant == "second_reader" else []
+    h = affine(h)
+    for f in (16, 24):
+        h = affine(cbn(affine(cbn(h, h.shape[1], 3, groups=h.shape[1])), f, 1))
+    return [L.fc(L.reshape(L.pool2d(h, pool_type="avg", global_pooling=True), [0, -1]), 5)] \
+        + extra
+
+
+def _affine_slots(op):
+    return bool(op.input("ActScale")) + bool(op.input("ActShift"))
+
+
+def test_conv_act_affine_fuse_pass_folds_pp_lcnet_affines(tmp_path):
+    d = _save(tmp_path, _lcnet_net, ["x"])
+    x = np.random.default_rng(28).standard_normal((2, 3, 17, 17)).astype("float32")
+    p, got = _run(d, [x])
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    applied = dict(p.applied_passes())
+    # the two affines between a depthwise layer and its 1x1 go into the 1x1's filter; the
+    # stem's and the blocks' ends into their convolutions' epilogues
+    assert applied["affine_conv_fuse_pass"] == 2 and applied["conv_act_affine_fuse_pass"] == 3
+    assert not [t for t in _types(p) if t.startswith("elementwise")]
+    blocks = _blocks(p)
+    assert len(blocks) == 2 and all(_affine_slots(b) == 2 for b in blocks)
+    assert all(b.attr("activation") == "hard_swish" for b in blocks)
+    (stem,) = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
+    assert _affine_slots(stem) == 2
+    # nothing breaks the channels-last run now: transposes only at its two edges
+    assert _types(p).count("transpose2") == 2
+    p.program().lint()
+
+
+def test_conv_act_affine_fuse_pass_keeps_the_bits(tmp_path):
+    """Without the layout passes (which change the kernels, so the rounding) the affine in
+    the epilogue gives the elementwise ops' bits: one product and one sum, rounded alike."""
+    d = _save(tmp_path, _lcnet_net, ["x"])
+    x = np.random.default_rng(29).standard_normal((3, 3, 17, 17)).astype("float32")
+    layout = ["conv2d_fusion_layout_transfer_pass", "depthwise_separable_fuse_pass"]
+    p, got = _run(d, [x], delete=layout)
+    _, want = _run(d, [x], delete=layout + ["conv_act_affine_fuse_pass"])
+    assert dict(p.applied_passes())["conv_act_affine_fuse_pass"] == 3
+    np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("variant", ["per_channel", "run_time_scalar", "second_reader",
+                                     "mul_only", "sub"])
+def test_conv_act_affine_fuse_pass_leaves_near_misses(tmp_path, variant):
+    d = _save(tmp_path, lambda: _lcnet_net(variant), ["x"])
+    x = np.random.default_rng(30).standard_normal((2, 3, 17, 17)).astype("float32")
+    p, got = _run(d, [x])
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    folded = dict(p.applied_passes())["conv_act_affine_fuse_pass"]
+    # the stem's output is read twice: the two blocks' ends still fold
+    assert folded == (2 if variant == "second_reader" else 0)
+    convs = [op for op in p.program().global_block().ops
+             if op.type in ("conv2d_fusion", "depthwise_separable_fusion")]
+    assert sum(_affine_slots(op) for op in convs) == 2 * folded
+
+
+def test_separable_fusion_takes_no_depthwise_affine(tmp_path):
+    """With the affine between a depthwise layer and its 1x1 left to this pass (not folded
+    into the 1x1's filter), the depthwise layer carries it and no block is fused: the fused
+    op applies an affine to its last layer only."""
+    d = _save(tmp_path, _lcnet_net, ["x"])
+    x = np.random.default_rng(31).standard_normal((2, 3, 17, 17)).astype("float32")
+    p, got = _run(d, [x], delete=["affine_conv_fuse_pass"])
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    assert dict(p.applied_passes())["conv_act_affine_fuse_pass"] == 5
+    assert not _blocks(p)
+    depthwise = [op for op in p.program().global_block().ops
+                 if op.type == "conv2d_fusion" and op.attr("groups") > 1]
+    assert len(depthwise) == 2 and all(_affine_slots(op) == 2 for op in depthwise)
+
+
+@pytest.mark.parametrize("slot, spec, what", [
+    ("ActScale", VarSpec((2,), VarType.FP32), "FP32 [2]"),
+    ("ActShift", VarSpec((1,), VarType.FP64), "FP64 [1]")])
+def test_conv2d_fusion_refuses_a_bad_affine(slot, spec, what):
+    fusion = get_op_def("conv2d_fusion")
+    x, w = VarSpec((2, 4, 8, 8), VarType.FP32), VarSpec((6, 4, 3, 3), VarType.FP32)
+    with pytest.raises(ValueError, match=rf"conv2d_fusion: {slot} must be a one-element "):
+        fusion.infer(x, w, **{slot: spec}, paddings=[1, 1])
+    sep = get_op_def("depthwise_separable_fusion")
+    with pytest.raises(ValueError, match=rf"depthwise_separable_fusion: {slot} must be"):
+        sep.infer(VarSpec((2, 8, 8, 4), VarType.FP32), VarSpec((4, 1, 3, 3), VarType.FP32),
+                  VarSpec((6, 4, 1, 1), VarType.FP32), **{slot: spec}, paddings=[1, 1])
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("slots", [("ActScale",), ("ActShift",), ("ActScale", "ActShift")])
+def test_conv2d_fusion_applies_the_affine_after_the_activation(data_format, slots):
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((2, 4, 8, 8)).astype("float32")
+    w = rng.standard_normal((6, 4, 1, 1)).astype("float32")
+    b = rng.standard_normal(6).astype("float32")
+    if data_format == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    aff = {"ActScale": np.array([-1.75], "float32"), "ActShift": np.array([0.375], "float32")}
+    fusion = get_op_def("conv2d_fusion")
+    kw = dict(data_format=data_format, activation="hard_swish")
+    plain = fusion.forward(x, w, b, **kw)["Output"]
+    got = fusion.forward(x, w, b, **{s: aff[s] for s in slots}, **kw)["Output"]
+    want = plain.copy()
+    if "ActScale" in slots:
+        want = aff["ActScale"] * want
+    if "ActShift" in slots:
+        want = want + aff["ActShift"]
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

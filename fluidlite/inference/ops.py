@@ -176,22 +176,27 @@ class Conv2DFusion(OpDef):
     ``FilterLast`` (likewise, from ``conv2d_fusion_layout_transfer_pass``): the filter's
     ``channels_last_filter`` for an NHWC input, used by the channels-last kernels.
     ``ResidualData`` (Paddle's slot, made by ``conv_elementwise_add2_act_fuse_pass``): a tensor
-    of the output's shape added after the bias, before the activation:
-    Output = act(conv2d(Input, Filter) + Bias + ResidualData)."""
+    of the output's shape added after the bias, before the activation. ``ActScale`` and
+    ``ActShift`` (fluidlite's own one-element slots, from ``conv_act_affine_fuse_pass``): a
+    learnable affine after the activation, each optional:
+
+        Output = act(conv2d(Input, Filter) + Bias + ResidualData) * ActScale + ActShift"""
     type, inputs, outputs = ("conv2d_fusion",
                              ("Input", "Filter", "Bias?", "FilterTiles?", "FilterBand?",
-                              "ResidualData?", "FilterLast?"),
+                              "ResidualData?", "FilterLast?", "ActScale?", "ActShift?"),
                              ("Output",))
     no_grad = True
     extra_attrs = {"use_cudnn": False, "use_mkldnn": False, "workspace_size_MB": 512,
                    "exhaustive_search": False, "split_channels": [], "is_test": True}
 
     def infer(self, Input: Any, Filter: Any, Bias: Any = None, FilterTiles: Any = None,
-              FilterBand: Any = None, ResidualData: Any = None, FilterLast: Any = None, *,
+              FilterBand: Any = None, ResidualData: Any = None, FilterLast: Any = None,
+              ActScale: Any = None, ActShift: Any = None, *,
               strides: Any = (1, 1),
               paddings: Any = (0, 0), padding_algorithm: str = "EXPLICIT", groups: int = 1,
               dilations: Any = (1, 1), data_format: str = "NCHW",
               activation: str = "identity") -> Dict[str, Any]:
+        _check_affine(self.type, Filter, ActScale, ActShift)
         if FilterBand is not None:
             hw = tuple(Input.shape[2:]) if len(Input.shape) == 4 else (-1, -1)
             want = None
@@ -241,7 +246,7 @@ class Conv2DFusion(OpDef):
 
     def forward(self, Input: np.ndarray, Filter: np.ndarray, Bias: Any = None,
                 FilterTiles: Any = None, FilterBand: Any = None, ResidualData: Any = None,
-                FilterLast: Any = None, *,
+                FilterLast: Any = None, ActScale: Any = None, ActShift: Any = None, *,
                 strides: Any = [1, 1], paddings: Any = [0, 0],
                 padding_algorithm: str = "EXPLICIT", groups: int = 1, dilations: Any = [1, 1],
                 data_format: str = "NCHW", activation: str = "identity"
@@ -253,9 +258,10 @@ class Conv2DFusion(OpDef):
         if channels_last_kernel(Input.shape, Filter.shape, np.result_type(Input, Filter),
                                 strides, paddings, padding_algorithm, groups, dilations,
                                 data_format):
-            epilogue = _rows_epilogue(Bias, ResidualData, act)
+            epilogue = _rows_epilogue(Bias, ResidualData, act, ActScale, ActShift)
         else:
-            epilogue = _nchw_epilogue(Bias, ResidualData, act, data_format)
+            epilogue = _nchw_epilogue(Bias, ResidualData, act, data_format, ActScale,
+                                      ActShift)
         # conv2d's own kernels (depthwise, pointwise, Winograd and im2col paths, one place),
         # the bias, residual and activation applied to each image (or each part of its GEMM)
         # while it is in cache where they can
@@ -268,13 +274,43 @@ class Conv2DFusion(OpDef):
 _Epilogue = Optional[Callable[[np.ndarray, tuple], None]]
 
 
-def _rows_epilogue(Bias: Any, ResidualData: Any, act: Any) -> _Epilogue:
+def _check_affine(op: str, Filter: Any, scale: Any, shift: Any, prefix: str = "") -> None:
+    """``ActScale`` / ``ActShift`` are one-element tensors of the filter's dtype."""
+    for slot, v in (("ActScale", scale), ("ActShift", shift)):
+        if v is not None and (any(int(d) != 1 for d in v.shape) or v.dtype != Filter.dtype):
+            raise ValueError(f"{op}: {prefix}{slot} must be a one-element {Filter.dtype} "
+                             f"tensor (the learnable affine after the activation), got "
+                             f"{v.dtype} {list(v.shape)}")
+
+
+def _affine(act: Any, scale: Any, shift: Any) -> Any:
+    """``act`` followed by ``block * scale + shift`` in place (each optional; the bits of
+    elementwise_mul then elementwise_add by one-element tensors), or ``act`` alone."""
+    if scale is None and shift is None:
+        return act
+    s = None if scale is None else scale.reshape(())
+    c = None if shift is None else shift.reshape(())
+
+    def both(block: np.ndarray) -> None:
+        if act is not None:
+            act(block)
+        if s is not None:
+            np.multiply(block, s.astype(block.dtype, copy=False), out=block)
+        if c is not None:
+            np.add(block, c.astype(block.dtype, copy=False), out=block)
+    return both
+
+
+def _rows_epilogue(Bias: Any, ResidualData: Any, act: Any, ActScale: Any = None,
+                   ActShift: Any = None) -> _Epilogue:
     """``conv2d_fusion``'s epilogue for a channels-last kernel: blocks of the NHWC output seen
     as [N*oh*ow, F] rows (``conv2d_forward``); None when there is nothing to apply. A bias
     of fewer than ``_NARROW`` channels is added to whole runs of pixels (T pixels of F
     channels against the bias tiled T times): NumPy loops over the rows one F-element run at
     a time otherwise -- [8192, 32] 0.069 ms against 0.046, [8192, 16] 0.048 against 0.021 on
-    one thread; the same additions, so the same bits."""
+    one thread; the same additions, so the same bits. ``ActScale`` / ``ActShift``: the
+    affine after the activation (``Conv2DFusion``)."""
+    act = _affine(act, ActScale, ActShift)
     if Bias is None and ResidualData is None and act is None:
         return None
     res = None if ResidualData is None else ResidualData.reshape(-1, ResidualData.shape[-1])
@@ -305,9 +341,11 @@ def _rows_epilogue(Bias: Any, ResidualData: Any, act: Any) -> _Epilogue:
 _NARROW = 64        # channels below which ``_rows_epilogue`` adds its bias in tiled runs
 
 
-def _nchw_epilogue(Bias: Any, ResidualData: Any, act: Any, data_format: str) -> _Epilogue:
+def _nchw_epilogue(Bias: Any, ResidualData: Any, act: Any, data_format: str,
+                   ActScale: Any = None, ActShift: Any = None) -> _Epilogue:
     """``conv2d_fusion``'s epilogue for the NCHW kernels: blocks of the output seen as
     [N, F, oh*ow] (``conv2d_forward``); None when there is nothing to apply."""
+    act = _affine(act, ActScale, ActShift)
     if Bias is None and ResidualData is None and act is None:
         return None
     bias = None if Bias is None else Bias.reshape(-1, 1)
@@ -352,11 +390,13 @@ class DepthwiseSeparableFusion(OpDef):
         E = expand_activation(conv2d(Input, ExpandFilter) + ExpandBias)        1x1, optional
         D = depthwise_activation(conv2d(E, DepthwiseFilter, groups=E's channels) + DepthwiseBias)
         Output = activation(conv2d(D, ProjectFilter) + ProjectBias + ResidualData)      1x1
+                 * ActScale + ActShift
 
     ``strides``, ``paddings``, ``padding_algorithm`` and ``dilations`` are the depthwise
-    layer's; the 1x1 layers have stride 1 and no padding. Biases, ``ResidualData`` and the
-    ``*FilterLast`` layouts (``channels_last_filter`` of each layer, folded at load) are
-    optional, as in ``conv2d_fusion``; activations as its ``activation``.
+    layer's; the 1x1 layers have stride 1 and no padding. Biases, ``ResidualData``, the
+    ``*FilterLast`` layouts (``channels_last_filter`` of each layer, folded at load) and the
+    last layer's affine ``ActScale`` / ``ActShift`` are optional, as in ``conv2d_fusion``;
+    activations as its ``activation``.
 
     The kernel (``ops/_conv_last.py``, ``separable_fwd``) runs the three layers strip by strip
     of output rows, so E and D -- the block's largest maps -- never exist whole and the block
@@ -367,7 +407,7 @@ class DepthwiseSeparableFusion(OpDef):
                              ("Input", "DepthwiseFilter", "ProjectFilter", "ExpandFilter?",
                               "ExpandBias?", "ExpandFilterLast?", "DepthwiseBias?",
                               "DepthwiseFilterLast?", "ProjectBias?", "ProjectFilterLast?",
-                              "ResidualData?"),
+                              "ResidualData?", "ActScale?", "ActShift?"),
                              ("Output",))
     no_grad = True
 
@@ -375,11 +415,13 @@ class DepthwiseSeparableFusion(OpDef):
               ExpandFilter: Any = None, ExpandBias: Any = None, ExpandFilterLast: Any = None,
               DepthwiseBias: Any = None, DepthwiseFilterLast: Any = None,
               ProjectBias: Any = None, ProjectFilterLast: Any = None,
-              ResidualData: Any = None, *, strides: Any = (1, 1), paddings: Any = (0, 0),
+              ResidualData: Any = None, ActScale: Any = None, ActShift: Any = None, *,
+              strides: Any = (1, 1), paddings: Any = (0, 0),
               padding_algorithm: str = "EXPLICIT", dilations: Any = (1, 1),
               expand_activation: str = "identity", depthwise_activation: str = "identity",
               activation: str = "identity") -> Dict[str, Any]:
         self._acts(expand_activation, depthwise_activation, activation)
+        _check_affine(self.type, ProjectFilter, ActScale, ActShift)
         if len(Input.shape) != 4:
             raise ValueError(f"{self.type}: Input must be an NHWC map [N, H, W, C], got "
                              f"{list(Input.shape)}")
@@ -432,7 +474,8 @@ class DepthwiseSeparableFusion(OpDef):
                 ProjectFilter: np.ndarray, ExpandFilter: Any = None, ExpandBias: Any = None,
                 ExpandFilterLast: Any = None, DepthwiseBias: Any = None,
                 DepthwiseFilterLast: Any = None, ProjectBias: Any = None,
-                ProjectFilterLast: Any = None, ResidualData: Any = None, *,
+                ProjectFilterLast: Any = None, ResidualData: Any = None,
+                ActScale: Any = None, ActShift: Any = None, *,
                 strides: Any = (1, 1), paddings: Any = (0, 0),
                 padding_algorithm: str = "EXPLICIT", dilations: Any = (1, 1),
                 expand_activation: str = "identity", depthwise_activation: str = "identity",
@@ -442,7 +485,7 @@ class DepthwiseSeparableFusion(OpDef):
             Input, ExpandFilter, DepthwiseFilter, ProjectFilter, strides, paddings,
             padding_algorithm, dilations, _stage_epilogue(ExpandBias, acts[0]),
             _rows_epilogue(DepthwiseBias, None, acts[1]),
-            _rows_epilogue(ProjectBias, ResidualData, acts[2]),
+            _rows_epilogue(ProjectBias, ResidualData, acts[2], ActScale, ActShift),
             (ExpandFilterLast, DepthwiseFilterLast, ProjectFilterLast))
         return {"Output": out}
 

@@ -524,7 +524,7 @@ def conv_affine_act_fuse_pass(ctx: PassContext) -> int:
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
         # (a filter already laid out at load -- FilterTiles, FilterBand -- would be stale)
-        if op.type != "conv2d_fusion" or not op.input("Bias") or any(
+        if op.type != "conv2d_fusion" or not op.input("Bias") or _has_affine(op) or any(
                 op.input(s) for s in ("ResidualData", "FilterTiles", "FilterBand")) \
                 or op.attrs.get("activation", "identity") not in ("identity", ""):
             return False
@@ -631,6 +631,45 @@ def affine_conv_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+def _has_affine(op: Operator) -> bool:
+    """``op`` (a ``conv2d_fusion``) applies an affine after its activation already."""
+    return bool(op.input("ActScale") or op.input("ActShift"))
+
+
+def conv_act_affine_fuse_pass(ctx: PassContext) -> int:
+    """``conv2d_fusion`` (any activation, no affine yet) times a one-element persistable
+    ``a``, plus a one-element persistable ``c`` -> one ``conv2d_fusion`` with ``a`` and ``c``
+    as its ``ActScale`` and ``ActShift``: Output = act(...) * a + c in the convolution's
+    epilogue while each block is in cache (fluidlite's own slots). This is PP-LCNetV3's
+    learnable affine after a hard_swish (PaddleOCR's v4 models) where the passes before
+    could not fold it into a filter: it feeds a padded depthwise layer, or more than one
+    reader. Two passes over the map saved, and in NHWC blocks the two transposes around
+    them. The same bits: the same product and sum, rounded alike."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
+        if op.type != "conv2d_fusion" or _has_affine(op):
+            return False
+        out = op.output("Output")[0]
+        mul = _next(uses, out) if _only_reader(uses, out, ctx, skip) else None
+        a = _scalar_operand(block, mul, out) \
+            if mul is not None and mul.type == "elementwise_mul" else None
+        mid = mul.output("Out")[0] if a is not None else None
+        add = _next(uses, mid) if mid is not None and _only_reader(uses, mid, ctx, skip) \
+            else None
+        c = _scalar_operand(block, add, mid) \
+            if add is not None and add.type == "elementwise_add" else None
+        if c is None or block.var(out).dtype != block.var(op.input("Filter")[0]).dtype \
+                or tuple(block.var(add.output("Out")[0]).shape) != tuple(block.var(out).shape):
+            return False
+        inputs = {**_slots(op), "ActScale": [a], "ActShift": [c]}
+        for extra in sorted((mul.idx, add.idx), reverse=True):
+            rewrite.remove_ops(block, extra)
+        _replace(block, op, inputs=inputs, outputs={"Output": add.output("Out")})
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     """``conv2d_fusion`` (no activation yet) + ``elementwise_add`` of a tensor of the output's
     shape + optional relu / relu6 / sigmoid / tanh / hard_swish -> one ``conv2d_fusion`` with
@@ -640,7 +679,7 @@ def conv_elementwise_add2_act_fuse_pass(ctx: PassContext) -> int:
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
-        if op.type != "conv2d_fusion" or op.input("ResidualData") \
+        if op.type != "conv2d_fusion" or op.input("ResidualData") or _has_affine(op) \
                 or op.attrs.get("activation", "identity") not in ("identity", ""):
             return False
         out = op.output("Output")[0]
@@ -822,13 +861,15 @@ def depthwise_separable_fuse_pass(ctx: PassContext) -> int:
     (MobileNetV2's blocks: 0.7-0.8x the time at batch 1, 0.87x at batch 16).
 
     Fused when each intermediate has one reader and is neither fetched nor persistable, the
-    1x1 layers have stride 1 and no padding, the depthwise one adds no residual, and every
+    1x1 layers have stride 1 and no padding, the depthwise and expanding ones add no residual
+    and no affine (the projecting one's ``ActScale`` / ``ActShift`` carry over), and every
     layer has its ``FilterLast``. fluidlite's own pass (Paddle's kernels fuse no such
     chain). Counted: the blocks fused."""
     block = ctx.block
 
     def fuse(uses: rewrite.Uses, op: Operator, skip: Set[str]) -> bool:
-        if not _separable_layer(block, op, "depthwise") or op.input("ResidualData"):
+        if not _separable_layer(block, op, "depthwise") or op.input("ResidualData") \
+                or _has_affine(op):
             return False
         mid = op.output("Output")[0]
         proj = _next(uses, mid)
@@ -841,14 +882,15 @@ def depthwise_separable_fuse_pass(ctx: PassContext) -> int:
         expand = uses.ops[made[0]] if len(made) == 1 else None
         if expand is None or not _only_reader(uses, x, ctx, skip) \
                 or not _separable_layer(block, expand, "pointwise") \
-                or expand.input("ResidualData") \
+                or expand.input("ResidualData") or _has_affine(expand) \
                 or any(p > expand.idx for p in uses.producers.get(expand.input("Input")[0], ())):
             expand = None
         inputs = {"Input": expand.input("Input") if expand else [x],
                   "DepthwiseFilter": op.input("Filter"), "ProjectFilter": proj.input("Filter"),
                   "DepthwiseBias": op.input("Bias"), "DepthwiseFilterLast": op.input("FilterLast"),
                   "ProjectBias": proj.input("Bias"), "ProjectFilterLast": proj.input("FilterLast"),
-                  "ResidualData": proj.input("ResidualData")}
+                  "ResidualData": proj.input("ResidualData"),
+                  "ActScale": proj.input("ActScale"), "ActShift": proj.input("ActShift")}
         attrs = {k: op.attrs[k] for k in ("strides", "paddings", "padding_algorithm",
                                            "dilations")}
         attrs.update(depthwise_activation=op.attrs["activation"],
@@ -934,8 +976,9 @@ def conv_band_filter_pass(ctx: PassContext) -> int:
     banded-GEMM kernel: at most 1024 output pixels, more than 8 wide, float32/64, NCHW) once,
     at load: a ``depthwise_band_filter`` op folded into a new persistable ``[C, K, m*tw]``
     becomes the op's ``FilterBand`` (MobileNetV2 at batch 1 ran 0.95x the time: 17 layers
-    that built their band on every run). The band depends on the output's width only; an input of free width
-    and known height gets the full-tile band, cut to each run's width by the kernel
+    that built their band on every run). The band depends on the output's width only; an
+    input of free width and known height gets the full-tile band, cut to each run's width
+    by the kernel
     (PP-OCRv4's recognizer at 48x320: 0.87x the time, the same bits)."""
     block = ctx.block
     done: Dict[Tuple[str, Tuple[Any, ...]], str] = {}   # (filter, attrs): one band each
@@ -1182,6 +1225,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "conv_affine_act_fuse_pass": conv_affine_act_fuse_pass,
     "affine_conv_fuse_pass": affine_conv_fuse_pass,
     "conv_elementwise_add2_act_fuse_pass": conv_elementwise_add2_act_fuse_pass,
+    "conv_act_affine_fuse_pass": conv_act_affine_fuse_pass,
     "conv2d_fusion_layout_transfer_pass": conv2d_fusion_layout_transfer_pass,
     "depthwise_separable_fuse_pass": depthwise_separable_fuse_pass,
     "conv_winograd_filter_pass": conv_winograd_filter_pass,
