@@ -1281,7 +1281,7 @@ def _lcnet_net(variant=""):
     x = fluid.data("x", [-1, 3, 17, 17], "float32")
     count = [0]
 
-    def affine(h, first_reader=None):
+    def affine(h):
         count[0] += 1
         a = L.create_parameter([h.shape[1]] if variant == "per_channel" else [1], "float32")
         c = L.create_parameter([1], "float32")
@@ -1407,3 +1407,86 @@ def test_conv2d_fusion_applies_the_affine_after_the_activation(data_format, slot
         want = want + aff["ActShift"]
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
+
+
+def _affine_order_net(variant):
+    """Nets where a pass run after ``conv_act_affine_fuse_pass`` (a user's pass order) meets a
+    ``conv2d_fusion`` that carries an affine already and must leave it: "two_affines" (conv +
+    BN, then two affines), "residual" (conv + BN, an affine, then the input added back and relu),
+    "expand" (a 1x1 expansion whose affine goes into its epilogue, then a depthwise and a 1x1
+    layer the separable fusion may take without it)."""
+    x = fluid.data("x", [-1, 8, 9, 9], "float32")
+
+    def affine(h):
+        a, c = L.create_parameter([1], "float32"), L.create_parameter([1], "float32")
+        return L.elementwise_add(L.elementwise_mul(a, h), c)
+
+    def cbn(h, f, k, groups=1):
+        h = L.conv2d(h, f, k, 1, (k - 1) // 2, groups=groups, bias_attr=False,
+                     use_cudnn=False)
+        return L.batch_norm(h, is_test=True)
+    if variant == "two_affines":
+        return [affine(affine(cbn(x, 8, 3)))]
+    if variant == "residual":
+        return [L.relu(L.elementwise_add(affine(cbn(x, 8, 3)), x))]
+    e = affine(L.hard_swish(cbn(x, 16, 1)))
+    return [L.relu6(cbn(L.hard_swish(cbn(e, 16, 3, groups=16)), 8, 1))]
+
+
+@pytest.mark.parametrize("variant, moved", [
+    ("two_affines", "conv_affine_act_fuse_pass"),
+    ("residual", "conv_elementwise_add2_act_fuse_pass"),
+    ("expand", None)])
+def test_passes_after_the_affine_fold_leave_its_convolution(tmp_path, variant, moved):
+    d = _save(tmp_path, lambda: _affine_order_net(variant), ["x"])
+    x = np.random.default_rng(33).standard_normal((2, 8, 9, 9)).astype("float32")
+    c = AnalysisConfig(d)
+    if moved is not None:       # after the affine fold, not before it
+        c.delete_pass(moved)
+        c.pass_builder().append_pass(moved)
+    if variant == "residual":   # (else the affine goes into the filter first)
+        c.delete_pass("conv_affine_act_fuse_pass")
+    p = create_paddle_predictor(c)
+    got = [t.as_ndarray() for t in p.run([PaddleTensor(x)])]
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    applied = dict(p.applied_passes())
+    assert applied["conv_act_affine_fuse_pass"] == 1
+    if variant == "two_affines":
+        assert applied["conv_affine_act_fuse_pass"] == 0
+        assert _types(p).count("elementwise_mul") == 1
+    elif variant == "residual":
+        assert applied["conv_elementwise_add2_act_fuse_pass"] == 0
+        assert "relu" in _types(p)
+    else:
+        (block,) = _blocks(p)
+        assert not block.input("ExpandFilter")
+        expand = [op for op in p.program().global_block().ops if op.type == "conv2d_fusion"]
+        assert len(expand) == 1 and _affine_slots(expand[0]) == 2
+
+
+@pytest.mark.parametrize("protected, folded", [((), 1), (("y",), 0), (("t",), 0)])
+def test_conv_act_affine_fuse_pass_keeps_a_protected_map(protected, folded):
+    """A fetched (protected) convolution output or product keeps its producer: with no fetch
+    op reading it (``switch_use_feed_fetch_ops(False)``) it has the affine as its only
+    reader."""
+    from fluidlite.inference.passes import PassContext, conv_act_affine_fuse_pass
+    main = fluid.Program()
+    block = main.global_block()
+    for n, shape, persistable in (("x", [-1, 4, 6, 6], False), ("w", [4, 4, 1, 1], True),
+                                  ("a", [1], True), ("c", [1], True), ("y", [-1, 4, 6, 6], False),
+                                  ("t", [-1, 4, 6, 6], False), ("z", [-1, 4, 6, 6], False)):
+        block.create_var(name=n, shape=shape, dtype="float32", persistable=persistable)
+    block.append_op("conv2d_fusion", {"Input": ["x"], "Filter": ["w"]}, {"Output": ["y"]},
+                    {"activation": "relu", "strides": [1, 1], "paddings": [0, 0],
+                     "dilations": [1, 1], "groups": 1, "data_format": "NCHW"})
+    block.append_op("elementwise_mul", {"X": ["a"], "Y": ["y"]}, {"Out": ["t"]})
+    block.append_op("elementwise_add", {"X": ["t"], "Y": ["c"]}, {"Out": ["z"]})
+    assert conv_act_affine_fuse_pass(PassContext(main, None, None,
+                                                 {"x", "z", *protected})) == folded
+    types = [o.type for o in block.ops]
+    assert types == (["conv2d_fusion"] if folded else
+                     ["conv2d_fusion", "elementwise_mul", "elementwise_add"])
+    if folded:
+        (conv,) = block.ops
+        assert conv.input("ActScale") == ["a"] and conv.input("ActShift") == ["c"]
+        assert conv.output("Output") == ["z"]
