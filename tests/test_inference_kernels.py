@@ -546,8 +546,10 @@ def test_conv_elementwise_add2_act_fuse_pass(tmp_path):
     short = next(i for i, op in enumerate(ops) if op.output_names and any(
         res[0].input("ResidualData")[0] in op.output(s) for s in op.output_names))
     assert short < ops.index(res[0])
-    assert [op.type for op in ops].count("elementwise_add") == 2
-    assert "relu" not in _types(p) and "sigmoid" in _types(p)
+    # (the near misses' adds: one left alone, one with its sigmoid in a fused_elemwise_activation)
+    types = _types(p)
+    assert types.count("elementwise_add") == 1 and types.count("fused_elemwise_activation") == 1
+    assert "relu" not in types and "sigmoid" not in types
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -1444,8 +1446,9 @@ def test_passes_after_the_affine_fold_leave_its_convolution(tmp_path, variant, m
     if moved is not None:       # after the affine fold, not before it
         c.delete_pass(moved)
         c.pass_builder().append_pass(moved)
-    if variant == "residual":   # (else the affine goes into the filter first)
-        c.delete_pass("conv_affine_act_fuse_pass")
+    if variant == "residual":   # (else the affine goes into the filter first; and the
+        c.delete_pass("conv_affine_act_fuse_pass")       # add + relu left must stay)
+        c.delete_pass("fuse_elewise_add_act_pass")
     p = create_paddle_predictor(c)
     got = [t.as_ndarray() for t in p.run([PaddleTensor(x)])]
     _close(got, _run(d, [x], ir_optim=False)[1])
@@ -1490,3 +1493,49 @@ def test_conv_act_affine_fuse_pass_keeps_a_protected_map(protected, folded):
         (conv,) = block.ops
         assert conv.input("ActScale") == ["a"] and conv.input("ActShift") == ["c"]
         assert conv.output("Output") == ["z"]
+
+
+# -- fuse_elewise_add_act_pass ------------------------------------------------------------------
+def _transpose_head_net(variant=""):
+    """PaddleOCR's detector head: conv2d_transpose, a bias add, an activation; ``variant``
+    builds the near misses."""
+    x = fluid.data("x", [-1, 6, 5, 5], "float32")
+    h = L.conv2d_transpose(x, 4, filter_size=2, stride=2, bias_attr=False)
+    b = L.create_parameter([4], "float32")
+    s = L.elementwise_add(h, b, axis=1)
+    act = {"tanh": L.tanh, "relu6": L.relu6, "sigmoid": L.sigmoid}.get(variant, L.relu)
+    out = [act(s)]
+    if variant == "second_reader":
+        out.append(L.reduce_mean(s))
+    return out
+
+
+@pytest.mark.parametrize("variant, fused", [("", 1), ("tanh", 1), ("sigmoid", 1),
+                                            ("relu6", 0), ("second_reader", 0)])
+def test_fuse_elewise_add_act_pass(tmp_path, variant, fused):
+    d = _save(tmp_path, lambda: _transpose_head_net(variant), ["x"], signed=True)
+    x = np.random.default_rng(34).standard_normal((2, 6, 5, 5)).astype("float32")
+    p, got = _run(d, [x])
+    _, want = _run(d, [x], delete=["fuse_elewise_add_act_pass"])
+    for a, b in zip(got, want):             # the same sum, then the same activation
+        np.testing.assert_array_equal(a, b)
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    assert float(np.min(got[0])) < float(np.max(got[0]))
+    assert dict(p.applied_passes())["fuse_elewise_add_act_pass"] == fused
+    types = _types(p)
+    assert types.count("fused_elemwise_activation") == fused
+    if fused:
+        (op,) = [o for o in p.program().global_block().ops
+                 if o.type == "fused_elemwise_activation"]
+        assert op.attr("functor_list") == [variant or "relu", "elementwise_add"]
+        assert op.attr("axis") == 1 and "elementwise_add" not in types
+
+
+def test_fuse_elewise_add_act_pass_leaves_fc_its_bias_and_relu(tmp_path):
+    d = _save(tmp_path, lambda: [L.fc(fluid.data("x", [-1, 6], "float32"), 5, act="relu")],
+              ["x"], signed=True)
+    x = np.random.default_rng(35).standard_normal((3, 6)).astype("float32")
+    p, got = _run(d, [x])
+    _close(got, _run(d, [x], ir_optim=False)[1])
+    assert dict(p.applied_passes())["fuse_elewise_add_act_pass"] == 0
+    assert _types(p).count("fc") == 1

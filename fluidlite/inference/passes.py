@@ -1212,6 +1212,37 @@ def fc_group_fuse_pass(ctx: PassContext) -> int:
     return _fuse_each(ctx, fuse)
 
 
+_ELEWISE_ACTS = ("relu", "tanh", "sigmoid")     # fused_elemwise_activation's unaries (no attrs)
+
+
+def fuse_elewise_add_act_pass(ctx: PassContext) -> int:
+    """``elementwise_add`` (X, Y of one dtype) + relu / tanh / sigmoid on its result, its only
+    reader -> one ``fused_elemwise_activation`` (fluid 1.8's op and pass name; functor_list
+    [act, "elementwise_add"]): the activation runs in place on the sum, one allocation and
+    one pass over memory less -- a bias add and relu after a ``conv2d_transpose``, as in
+    PaddleOCR's detector head. Runs last, after the passes that fuse an add and activation
+    into a convolution or an fc. The same values: the same sum, then the same activation."""
+    block = ctx.block
+
+    def fuse(uses: rewrite.Uses, add: Operator, skip: Set[str]) -> bool:
+        if add.type != "elementwise_add" or len(add.input("X")) != 1 \
+                or len(add.input("Y")) != 1:
+            return False
+        x, y = add.input("X")[0], add.input("Y")[0]
+        if x in skip or y in skip or block.var(x).dtype != block.var(y).dtype:
+            return False
+        act = _act_after(uses, add.output("Out")[0], ctx, skip)
+        if act is None or act.type not in _ELEWISE_ACTS:
+            return False
+        attrs = {"axis": add.attrs.get("axis", -1), "scale": 0.0,
+                 "save_intermediate_out": False, "functor_list": [act.type, "elementwise_add"]}
+        rewrite.remove_ops(block, act.idx)
+        _replace(block, add, "fused_elemwise_activation", {"X": [x], "Y": [y]},
+                 {"Out": act.output("Out")}, attrs)
+        return True
+    return _fuse_each(ctx, fuse)
+
+
 # name -> pass, in the default order
 PASSES: Dict[str, Callable[[PassContext], int]] = {
     "is_test_pass": is_test_pass,
@@ -1236,6 +1267,7 @@ PASSES: Dict[str, Callable[[PassContext], int]] = {
     "attention_fuse_pass": attention_fuse_pass,
     "slice_pushdown_pass": slice_pushdown_pass,
     "fc_group_fuse_pass": fc_group_fuse_pass,
+    "fuse_elewise_add_act_pass": fuse_elewise_add_act_pass,
 }
 DEFAULT_PASSES: List[str] = list(PASSES)
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ..core.registry import OpDef, VarSpec, register
+from .activation import relu_to
 from .broadcast import aligned_y_to_x, broadcast_shape, operand_axes, reduce_to
 
 _BINARY = ("elementwise_add", "elementwise_mul")
@@ -45,6 +46,10 @@ def _unary(name: str, v: np.ndarray, scale: float) -> np.ndarray:
     if name == "tanh":
         return np.tanh(v)
     return t(1) / (t(1) + np.exp(-v))
+
+
+# the unaries applied in place on a fresh binary result (the same values as ``_unary``)
+_IN_PLACE = {"relu": relu_to, "tanh": lambda v, out: np.tanh(v, out=out)}
 
 
 def _unary_grad(name: str, u: np.ndarray, d: np.ndarray, scale: float) -> np.ndarray:
@@ -100,7 +105,10 @@ class FusedElemwiseActivation(OpDef):
         outside, unary, binary = _compound(functor_list)
         if outside:
             inter = _binary(binary, X, Y, axis)
-            out = _unary(unary, inter, scale)
+            if save_intermediate_out or unary not in _IN_PLACE or inter.dtype.kind != "f":
+                out = _unary(unary, inter, scale)
+            else:           # (a fresh array no one else sees: one allocation and pass less)
+                out = _IN_PLACE[unary](inter, inter)
         else:
             inter = _unary(unary, Y, scale)
             out = _binary(binary, X, inter, axis)

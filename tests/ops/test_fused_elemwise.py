@@ -44,3 +44,23 @@ def test_fused_elemwise_activation_refuses_unknown_functors():
     with pytest.raises(ValueError, match="functor_list must be"):
         get_op_def("fused_elemwise_activation").forward(
             np.ones(2), np.ones(2), functor_list=["gelu", "elementwise_add"])
+
+
+@pytest.mark.parametrize("unary", list(UNARY))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_fused_elemwise_activation_without_the_intermediate(unary, dtype):
+    # (relu and tanh of float sums then run in place on the fresh sum: the same values)
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((2, 3, 4)) * 3).astype(dtype)
+    y = (rng.standard_normal(3) * 3).astype(dtype)
+    op = get_op_def("fused_elemwise_activation")
+    kw = dict(axis=1, scale=0.1, functor_list=[unary, "elementwise_add"])
+    got = op.forward(x, y, **kw)
+    saved = op.forward(x, y, save_intermediate_out=True, **kw)
+    assert set(got) == {"Out"} and set(saved) == {"Out", "IntermediateOut"}
+    np.testing.assert_array_equal(saved["IntermediateOut"], x + y.reshape(1, 3, 1))
+    assert got["Out"].dtype == saved["Out"].dtype
+    np.testing.assert_array_equal(got["Out"], saved["Out"])
+    if dtype != "int64":
+        want = UNARY[unary](x.astype(np.float64) + y.reshape(1, 3, 1))
+        np.testing.assert_allclose(got["Out"], want, rtol=1e-6, atol=1e-6)
