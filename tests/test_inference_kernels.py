@@ -1529,6 +1529,8 @@ def test_fuse_elewise_add_act_pass(tmp_path, variant, fused):
                  if o.type == "fused_elemwise_activation"]
         assert op.attr("functor_list") == [variant or "relu", "elementwise_add"]
         assert op.attr("axis") == 1 and "elementwise_add" not in types
+        # no intermediate kept: the activation runs in place on the sum
+        assert op.attr("save_intermediate_out") is False and not op.output("IntermediateOut")
 
 
 def test_fuse_elewise_add_act_pass_leaves_fc_its_bias_and_relu(tmp_path):

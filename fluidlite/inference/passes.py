@@ -1228,8 +1228,9 @@ def fuse_elewise_add_act_pass(ctx: PassContext) -> int:
         if add.type != "elementwise_add" or len(add.input("X")) != 1 \
                 or len(add.input("Y")) != 1:
             return False
+        # (X and Y are read as before, never rewired: a sub-block's use of them is no bar)
         x, y = add.input("X")[0], add.input("Y")[0]
-        if x in skip or y in skip or block.var(x).dtype != block.var(y).dtype:
+        if block.var(x).dtype != block.var(y).dtype:
             return False
         act = _act_after(uses, add.output("Out")[0], ctx, skip)
         if act is None or act.type not in _ELEWISE_ACTS:
