@@ -105,7 +105,9 @@ class FusedElemwiseActivation(OpDef):
         outside, unary, binary = _compound(functor_list)
         if outside:
             inter = _binary(binary, X, Y, axis)
-            if save_intermediate_out or unary not in _IN_PLACE or inter.dtype.kind != "f":
+            # (0-d operands sum to a NumPy scalar, which has no buffer to write into)
+            if save_intermediate_out or unary not in _IN_PLACE or inter.dtype.kind != "f" \
+                    or not isinstance(inter, np.ndarray):
                 out = _unary(unary, inter, scale)
             else:           # (a fresh array no one else sees: one allocation and pass less)
                 out = _IN_PLACE[unary](inter, inter)

@@ -64,3 +64,13 @@ def test_fused_elemwise_activation_without_the_intermediate(unary, dtype):
     if dtype != "int64":
         want = UNARY[unary](x.astype(np.float64) + y.reshape(1, 3, 1))
         np.testing.assert_allclose(got["Out"], want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("unary", ["relu", "tanh", "sigmoid"])
+def test_fused_elemwise_activation_of_0d_operands(unary):
+    # 0-d operands sum to a NumPy scalar: the activation cannot run in place on it
+    op = get_op_def("fused_elemwise_activation")
+    x, y = np.array(-1.5, np.float32), np.array(0.5, np.float32)
+    out = op.forward(x, y, axis=-1, scale=0.0, functor_list=[unary, "elementwise_add"])["Out"]
+    assert np.asarray(out).shape == () and np.asarray(out).dtype == np.float32
+    np.testing.assert_allclose(out, UNARY[unary](np.float64(-1.0)), rtol=1e-6)
