@@ -30,7 +30,9 @@ engine; a block times ``--block`` runs, and more until they took ``--min-time`` 
 Each block starts after ``--settle`` seconds of idle and as many of untimed runs, so that the
 spinning threads of the engine before are asleep and this one's awake. Printed are the means
 over rounds of each block's median run (ms; ``interleave`` says why), the ratios np+ir/torch,
-np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower), the peak RSS growth of one run
+np+ir/paddle and fl-ort/ort (> 1 = fluidlite slower) as the median over rounds of the two
+engines' ratio within a round, with its quartiles (``_paired`` says why), the peak RSS growth
+of one run
 (``VmHWM`` after a reset through ``/proc/self/clear_refs``) and the passes that fired. A
 report, never an assertion; on a shared machine the numbers are noisy.
 
@@ -690,18 +692,39 @@ def bench_model(name, root, paddle, rng):
         if paddle is not None:
             paddle.ask(f"drop {key}")
         med = {k: statistics.fmean(v) * 1e3 for k, v in times.items()}
+        ratios = {f"{a}/{b}": _paired(times, a, b) for a, b in RATIOS
+                  if a in times and b in times}
         # how far the independent float32 engines are from each other: the accumulation-order
         # noise a deep network amplifies (the scale a check against "np" can be held to)
         peers = [k for k in ("ort", "torch", "paddle") if k in got]
         spread = max((rel_diff(got[a], got[b]) for a in peers for b in peers if a < b),
                      default=None)          # (None: fewer than two peers ran)
-        rows.append((name, batch, med, check, rss, spread))
+        rows.append((name, batch, med, check, rss, spread, ratios))
         _print_row(rows[-1])
     return rows, fired
 
 
-def _ratio(med, a, b):
-    return f"{med[a] / med[b]:.2f}" if a in med and b in med else "-"
+# the ratios printed: (fluidlite engine, peer)
+RATIOS = (("np+ir", "torch"), ("np+ir", "paddle"), ("fl-ort", "ort"))
+
+
+def _paired(times, a, b):
+    """(median, lower quartile, upper quartile) over rounds of engine ``a``'s block median /
+    engine ``b``'s in the same round. The guest's speed drifts in phases of seconds that
+    slow every engine alike (ResNet-50 at batch 1: rounds of 60 ms for both fluidlite and
+    PyTorch, then four rounds of 78 ms for both, then 60 again), so a ratio of the means
+    over rounds follows which engine's blocks the slow phases hit (1.01 in one run, 1.10
+    in the next); two blocks of one round run within a second of each other, in the same
+    phase, and their ratio does not."""
+    r = sorted(x / y for x, y in zip(times[a], times[b]))
+    if len(r) < 2:
+        return r[0], r[0], r[0]
+    q = statistics.quantiles(r, n=4, method="inclusive")
+    return statistics.median(r), q[0], q[2]
+
+
+def _ratio(ratios, a, b):
+    return f"{ratios[f'{a}/{b}'][0]:.2f}" if f"{a}/{b}" in ratios else "-"
 
 
 HEAD = (f"{'model':<12}{'batch':>5} " + "".join(f"{e:>8}" for e in ENGINES)
@@ -709,7 +732,7 @@ HEAD = (f"{'model':<12}{'batch':>5} " + "".join(f"{e:>8}" for e in ENGINES)
 
 
 def _print_row(row):
-    name, batch, med, check, rss, spread = row
+    name, batch, med, check, rss, spread, ratios = row
     cells = "".join(f"{med[e]:>8.1f}" if e in med else f"{'-':>8}" for e in ENGINES)
     worst = max(check.values())
     over = ", ".join(f"{k}={v:.1e}" for k, v in check.items() if v > 1e-5)
@@ -722,11 +745,15 @@ def _print_row(row):
         flag = f"float32 noise: {over}; the peers differ by {spread:.1e} among themselves"
     else:
         flag = f"MISMATCH {over} (peers differ by {spread:.1e})"
-    print(f"{name:<12}{batch:>5} {cells}{_ratio(med, 'np+ir', 'torch'):>9}"
-          f"{_ratio(med, 'np+ir', 'paddle'):>8}{_ratio(med, 'fl-ort', 'ort'):>10}  "
+    print(f"{name:<12}{batch:>5} {cells}{_ratio(ratios, 'np+ir', 'torch'):>9}"
+          f"{_ratio(ratios, 'np+ir', 'paddle'):>8}{_ratio(ratios, 'fl-ort', 'ort'):>10}  "
           f"{worst:.1e} {flag}", flush=True)
     print(f"{'  peak MiB':<18}" + "".join(f"{rss[e]:>8.0f}" if e in rss else f"{'-':>8}"
                                            for e in ENGINES), flush=True)
+    if ratios:
+        print("  ratio quartiles over rounds: " + ", ".join(
+            f"{k} {lo:.2f}-{hi:.2f}" for k, (_, lo, hi) in ratios.items()),
+            flush=True)
 
 
 def main():
@@ -744,8 +771,8 @@ def main():
             ARGS.engines.remove("torch")
     print(f"ms per run: mean over {-(-ARGS.runs // ARGS.block)} interleaved rounds of a "
           f"block's median run, {ARGS.threads} threads each (OpenBLAS {_blas.describe()} "
-          f"kernels); ratios > 1 = fluidlite slower; peak MiB = "
-          f"RSS growth of one run")
+          f"kernels); ratios: median over rounds of the two engines' ratio within a round, "
+          f"> 1 = fluidlite slower; peak MiB = RSS growth of one run")
     print(HEAD, flush=True)
     rng = np.random.default_rng(0)
     results, passes = [], {}
