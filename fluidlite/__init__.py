@@ -12,8 +12,11 @@ _ops.collective.set_backend_loader(
 from . import core, formats  # noqa: F401  (formats registers the Program codecs)
 # fluid.core's inference API (fluidlite/inference, the tools layer), imported on first use:
 # core itself may not import upward, so the package root wires the names into its namespace
-_CORE_INFERENCE = frozenset({"AnalysisConfig", "AnalysisPredictor", "create_paddle_predictor",
-                             "PaddleTensor", "PaddleBuf", "PaddleDType", "ZeroCopyTensor"})
+_CORE_INFERENCE = frozenset({"AnalysisConfig", "NativeConfig", "PaddlePredictor",
+                             "AnalysisPredictor", "NativePaddlePredictor",
+                             "create_paddle_predictor", "PaddleTensor", "PaddleBuf",
+                             "PaddleDType", "PaddlePlace", "ZeroCopyTensor",
+                             "paddle_dtype_size"})
 
 
 def _core_getattr(name: str) -> Any:

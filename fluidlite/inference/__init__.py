@@ -1,5 +1,6 @@
-"""fluid 1.8's inference API on fluidlite: ``AnalysisConfig``, ``create_paddle_predictor``,
-``PaddleTensor``, ``PaddleBuf``, ``PaddleDType``, ``ZeroCopyTensor``.
+"""fluid 1.8's inference API on fluidlite: ``AnalysisConfig``, ``NativeConfig``,
+``create_paddle_predictor``, ``PaddleTensor``, ``PaddleBuf``, ``PaddleDType``, ``PaddlePlace``,
+``ZeroCopyTensor``, ``paddle_dtype_size``.
 
 fluid scripts reach them as ``fluid.core.AnalysisConfig`` etc.; the predictor runs an
 inference optimisation pipeline (``passes``) and can run on onnxruntime
@@ -13,11 +14,14 @@ Example:
 """
 from __future__ import annotations
 
-from .config import AnalysisConfig, PassStrategy
+from .config import AnalysisConfig, NativeConfig, PassStrategy
 from .passes import DEFAULT_PASSES, PASSES, describe as describe_passes
-from .predictor import AnalysisPredictor, create_paddle_predictor
-from .tensor import PaddleBuf, PaddleDType, PaddleTensor, ZeroCopyTensor
+from .predictor import (AnalysisPredictor, NativePaddlePredictor, PaddlePredictor,
+                        create_paddle_predictor)
+from .tensor import (PaddleBuf, PaddleDType, PaddlePlace, PaddleTensor, ZeroCopyTensor,
+                     paddle_dtype_size)
 
-__all__ = ["AnalysisConfig", "PassStrategy", "AnalysisPredictor", "create_paddle_predictor",
-           "PaddleTensor", "PaddleBuf", "PaddleDType", "ZeroCopyTensor", "PASSES",
-           "DEFAULT_PASSES", "describe_passes"]
+__all__ = ["AnalysisConfig", "NativeConfig", "PassStrategy", "PaddlePredictor",
+           "AnalysisPredictor", "NativePaddlePredictor", "create_paddle_predictor",
+           "PaddleTensor", "PaddleBuf", "PaddleDType", "PaddlePlace", "ZeroCopyTensor",
+           "paddle_dtype_size", "PASSES", "DEFAULT_PASSES", "describe_passes"]

@@ -1,21 +1,23 @@
-"""fluid 1.8's ``AnalysisConfig``: where the model is and how the predictor runs it.
+"""fluid 1.8's ``AnalysisConfig`` and ``NativeConfig``: where the model is and how the
+predictor runs it.
 
 Mirrors ``paddle/fluid/inference/api/paddle_analysis_config.h`` (release/1.8). This engine is
 CPU-only and pure NumPy (or onnxruntime, ``enable_onnxruntime``), so some switches have
 nothing to act on: they are accepted, recorded and answered by their getters, and their
-docstrings say "no effect here" (docs/compatibility.md lists them). ``enable_use_gpu`` and
-``enable_tensorrt_engine`` are refused: silently running on the CPU a model configured for a
-GPU would hide a deployment mistake.
+docstrings say "no effect here" (docs/compatibility.md lists them). ``enable_use_gpu``,
+``enable_tensorrt_engine`` and ``enable_quantizer`` are refused: silently running on the CPU,
+or in float32, a model configured for a GPU or for int8 would hide a deployment mistake.
 """
 from __future__ import annotations
 
 import copy
+import enum
 import os
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple
 
 from .passes import DEFAULT_PASSES, PASSES
 
-__all__ = ["AnalysisConfig", "PassStrategy"]
+__all__ = ["AnalysisConfig", "NativeConfig", "PassStrategy"]
 
 
 class PassStrategy:
@@ -50,6 +52,19 @@ class PassStrategy:
         """The pass names, in the order they run."""
         return list(self._passes)
 
+    def set_passes(self, passes: List[str]) -> None:
+        """Run exactly ``passes``, in this order (each one of
+        ``fluidlite.inference.passes.PASSES``; nothing changes when one is unknown)."""
+        passes = list(passes)
+        for name in passes:
+            self._check(name)
+        self._passes = passes
+
+    def debug_string(self) -> str:
+        """The pass list as fluid prints it: ``Passes to apply:`` then one ``  - name`` line
+        per pass."""
+        return "Passes to apply:\n" + "".join(f"  - {p}\n" for p in self._passes)
+
     def delete_pass(self, name: str) -> None:
         """Remove every occurrence of ``name`` (an unknown name is ignored, as in fluid)."""
         self._passes = [p for p in self._passes if p != name]
@@ -81,12 +96,38 @@ class PassStrategy:
         return f"PassStrategy({self._passes})"
 
 
+class _Precision(enum.IntEnum):
+    """``AnalysisConfig.Precision``: the precision ``enable_tensorrt_engine`` takes (fluid
+    1.8's enum; TensorRT is refused here, the names exist so that such a call reaches that
+    clear refusal)."""
+    Float32 = 0
+    Int8 = 1
+    Half = 2
+
+
+def _buffer(data: Any, size: Any, what: str) -> bytes:
+    """The first ``size`` bytes of the bytes-like ``data`` (``set_model_buffer``)."""
+    if isinstance(data, str):
+        raise TypeError(f"AnalysisConfig.set_model_buffer: the {what} must be bytes (read the "
+                        f"file in binary mode, open(path, 'rb')), got str")
+    try:
+        view = memoryview(data).cast("B")
+    except TypeError:
+        raise TypeError(f"AnalysisConfig.set_model_buffer: the {what} must be bytes, "
+                        f"bytearray or memoryview, got {type(data).__name__}") from None
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= len(view):
+        raise ValueError(f"AnalysisConfig.set_model_buffer: the {what} size must be an int "
+                         f"from 0 to the buffer's length {len(view)}, got {size!r}")
+    return bytes(view[:size])
+
+
 class AnalysisConfig:
     """Configuration of an inference predictor (fluid 1.8's ``AnalysisConfig``).
 
     Args:
         model_dir_or_prog_file: a directory written by ``save_inference_model`` (its
-            ``__model__`` and parameter files), or, with ``params_file``, the program file.
+            ``__model__`` and parameter files), or, with ``params_file``, the program file;
+            or another ``AnalysisConfig``, copied (fluid's copy constructor).
         params_file: the combined parameter file (``params_filename=`` of the save).
 
     Returns:
@@ -114,11 +155,21 @@ class AnalysisConfig:
         (['x'], 1)
     """
 
-    def __init__(self, model_dir_or_prog_file: Optional[str] = None,
+    Precision = _Precision
+    Float32, Int8, Half = _Precision.Float32, _Precision.Int8, _Precision.Half
+
+    def __init__(self, model_dir_or_prog_file: Any = None,
                  params_file: Optional[str] = None) -> None:
+        if isinstance(model_dir_or_prog_file, AnalysisConfig):
+            if params_file is not None:
+                raise TypeError("AnalysisConfig(config) copies a config and takes no "
+                                "params_file")
+            self.__dict__.update(model_dir_or_prog_file._copy().__dict__)
+            return
         self._model_dir = ""
         self._prog_file = ""
         self._params_file = ""
+        self._buffers: Optional[Tuple[bytes, bytes]] = None
         if model_dir_or_prog_file is not None:
             self.set_model(model_dir_or_prog_file, params_file)
         self._ir_optim = True
@@ -147,14 +198,72 @@ class AnalysisConfig:
             self._model_dir = ""
             self._prog_file = os.fspath(model_dir_or_prog_file)
             self._params_file = os.fspath(params_file)
+        self._buffers = None
 
     def set_prog_file(self, x: str) -> None:
         """Set the program file alone (its parameters: ``set_params_file``)."""
         self._prog_file = os.fspath(x)
+        self._buffers = None
 
     def set_params_file(self, x: str) -> None:
         """Set the combined parameter file."""
         self._params_file = os.fspath(x)
+        self._buffers = None
+
+    def set_model_buffer(self, prog_buffer: bytes, prog_buffer_size: int,
+                         params_buffer: bytes, params_buffer_size: int) -> None:
+        """Load the model from memory: the first ``prog_buffer_size`` bytes of ``prog_buffer``
+        are the program file's contents (``__model__`` / ``.pdmodel``, or fluidlite's JSON
+        program), the first ``params_buffer_size`` of ``params_buffer`` the combined
+        parameter file's (``params_filename=`` of ``save_inference_model``; Paddle's format or
+        fluidlite's) -- e.g. a model decrypted in memory, never written to disk. The config
+        keeps a copy. A later ``set_model`` / ``set_prog_file`` / ``set_params_file`` names
+        files again. ``prog_file()`` / ``params_file()`` answer '' meanwhile (fluid returns
+        the buffers' bytes there).
+
+        Args:
+            prog_buffer: the program's bytes (bytes, bytearray or memoryview).
+            prog_buffer_size: how many of them, 0 to ``len(prog_buffer)``.
+            params_buffer: the combined parameters' bytes.
+            params_buffer_size: how many of them, 0 to ``len(params_buffer)``.
+
+        Raises:
+            TypeError: a buffer is not bytes-like (a ``str``: read the file with ``'rb'``).
+            ValueError: a size is not an int from 0 to its buffer's length. Nothing changes.
+
+        Example:
+            >>> import os, tempfile
+            >>> import numpy as np
+            >>> import fluidlite as fluid
+            >>> from fluidlite.inference import (AnalysisConfig, PaddleTensor,
+            ...                                  create_paddle_predictor)
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 4])
+            ...     y = fluid.layers.fc(x, size=3, act="softmax")
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> d = tempfile.mkdtemp()
+            >>> _ = fluid.io.save_inference_model(d, ["x"], [y], exe, main_program=main,
+            ...                                   params_filename="params")
+            >>> prog = open(os.path.join(d, "__model__"), "rb").read()
+            >>> params = open(os.path.join(d, "params"), "rb").read()
+            >>> config = AnalysisConfig()
+            >>> config.set_model_buffer(prog, len(prog), params, len(params))
+            >>> config.model_from_memory()
+            True
+            >>> predictor = create_paddle_predictor(config)
+            >>> predictor.run([PaddleTensor(np.ones((2, 4), "float32"))])[0].shape
+            [2, 3]
+        """
+        buffers = (_buffer(prog_buffer, prog_buffer_size, "program buffer"),
+                   _buffer(params_buffer, params_buffer_size, "params buffer"))
+        self._buffers = buffers
+        self._model_dir = self._prog_file = self._params_file = ""
+
+    def model_from_memory(self) -> bool:
+        """Whether the model comes from ``set_model_buffer``."""
+        return self._buffers is not None
 
     def model_dir(self) -> str:
         """The model directory ('' when a program file was given)."""
@@ -184,6 +293,10 @@ class AnalysisConfig:
         """0 (no GPU memory pool)."""
         return 0
 
+    def fraction_of_gpu_memory_for_pool(self) -> float:
+        """0.0 (no GPU memory pool; fluid answers the same without CUDA)."""
+        return 0.0
+
     def enable_use_gpu(self, memory_pool_init_size_mb: int = 100, device_id: int = 0) -> None:
         """Refused: fluidlite runs on the CPU only (use ``disable_gpu()``)."""
         raise RuntimeError("AnalysisConfig.enable_use_gpu: fluidlite runs inference on the CPU "
@@ -212,6 +325,17 @@ class AnalysisConfig:
 
     def set_mkldnn_op(self, op_list: object) -> None:
         """Accepted (no effect here)."""
+
+    def enable_quantizer(self) -> None:
+        """Refused: MKL-DNN's post-training int8 quantizer is not available (the kernels are
+        float32). Quantized models saved by PaddleSlim run as they are."""
+        raise RuntimeError("AnalysisConfig.enable_quantizer: MKL-DNN's int8 quantizer is not "
+                           "available, fluidlite runs float32 kernels; remove the call, or "
+                           "quantize with PaddleSlim and load the quantized model it saves")
+
+    def quantizer_config(self) -> None:
+        """Refused, as ``enable_quantizer``."""
+        self.enable_quantizer()
 
     def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
         """Threads of the math library. The NumPy engine: creating the predictor makes
@@ -372,12 +496,139 @@ class AnalysisConfig:
     def set_optim_cache_dir(self, opt_cache_dir: str) -> None:
         """Accepted (no effect here: nothing is cached on disk)."""
 
+    def to_native_config(self) -> "NativeConfig":
+        """The ``NativeConfig`` of the same model files and settings (fluid's
+        ``ToNativeConfig``): model_dir / prog_file / param_file, ``specify_input_name`` and the
+        math library threads.
+
+        Raises:
+            ValueError: the model comes from ``set_model_buffer`` (a NativeConfig names files).
+
+        Example:
+            >>> from fluidlite.inference import AnalysisConfig
+            >>> AnalysisConfig("infer_model").to_native_config().model_dir
+            'infer_model'
+        """
+        if self._buffers is not None:
+            raise ValueError("AnalysisConfig.to_native_config: this config holds its model in "
+                             "memory (set_model_buffer); a NativeConfig names model files")
+        native = NativeConfig()
+        native.model_dir, native.prog_file = self._model_dir, self._prog_file
+        native.param_file = self._params_file
+        native.specify_input_name = self._specify_input_names
+        if self._threads_set:
+            native.set_cpu_math_library_num_threads(self._threads)
+        return native
+
     def _copy(self) -> "AnalysisConfig":
         """A deep copy (a predictor keeps its own: changing the config later does not
         change it)."""
         return copy.deepcopy(self)
 
     def __repr__(self) -> str:
-        where = self._model_dir or f"{self._prog_file}, {self._params_file}"
+        where = ("<model in memory>" if self._buffers is not None
+                 else self._model_dir or f"{self._prog_file}, {self._params_file}")
         return (f"AnalysisConfig({where!r}, ir_optim={self._ir_optim}, "
                 f"onnxruntime={self._onnxruntime}, threads={self._threads})")
+
+
+class NativeConfig:
+    """Configuration of fluid's native predictor (fluid 1.8's ``NativeConfig``): the model run
+    as saved, without the analysis passes. ``create_paddle_predictor(native_config)`` gives a
+    ``NativePaddlePredictor``.
+
+    Args:
+        None: the constructor takes no argument; set the attributes below.
+
+    Returns:
+        NativeConfig: an empty configuration (no model named yet, one math library thread).
+
+    Raises:
+        None: the fields are checked when the predictor is created
+            (``to_analysis_config``).
+
+    Attributes (set them directly, as in fluid):
+        model_dir (str): a directory written by ``save_inference_model``.
+        prog_file (str): the program file instead (then ``param_file``: its combined
+            parameter file, '' for one file per parameter next to it).
+        param_file (str): the combined parameter file.
+        use_gpu (bool): must stay False (fluidlite runs on the CPU; True is refused when the
+            predictor is created).
+        device (int): the GPU id (no effect here).
+        fraction_of_gpu_memory (float): the GPU memory share (no effect here).
+        specify_input_name (bool): ``run`` matches its inputs to feeds by ``name`` (default:
+            by position).
+
+    Example:
+        >>> import fluidlite as fluid
+        >>> config = fluid.core.NativeConfig()
+        >>> config.model_dir = "infer_model"
+        >>> config.use_gpu = False
+        >>> config.set_cpu_math_library_num_threads(2)
+        >>> # predictor = fluid.core.create_paddle_predictor(config)
+    """
+
+    def __init__(self) -> None:
+        self.model_dir = ""
+        self.prog_file = ""
+        self.param_file = ""
+        self.use_gpu = False
+        self.device = 0
+        self.fraction_of_gpu_memory = -1.0
+        self.specify_input_name = False
+        self._threads = 1
+        self._threads_set = False
+
+    def set_cpu_math_library_num_threads(self, cpu_math_library_num_threads: int) -> None:
+        """Threads of the math library, as ``AnalysisConfig.set_cpu_math_library_num_threads``.
+
+        Args:
+            cpu_math_library_num_threads: threads, >= 1.
+        """
+        n = int(cpu_math_library_num_threads)
+        if n < 1:
+            raise ValueError(f"cpu_math_library_num_threads must be >= 1, got {n}")
+        self._threads, self._threads_set = n, True
+
+    def cpu_math_library_num_threads(self) -> int:
+        """The value of ``set_cpu_math_library_num_threads`` (default 1)."""
+        return self._threads
+
+    def to_analysis_config(self) -> AnalysisConfig:
+        """The ``AnalysisConfig`` a native predictor runs: these files, ``ir_optim`` off, the
+        NumPy engine (fluidlite's; what ``create_paddle_predictor`` uses).
+
+        Raises:
+            TypeError: a field has the wrong type (``model_dir`` not a str, ...).
+            RuntimeError: ``use_gpu`` is True.
+            ValueError: neither ``model_dir`` nor ``prog_file`` is set.
+        """
+        for field in ("model_dir", "prog_file", "param_file"):
+            value = getattr(self, field)
+            if not isinstance(value, (str, os.PathLike)):
+                raise TypeError(f"NativeConfig.{field} must be a str, got "
+                                f"{type(value).__name__}")
+        if self.use_gpu:
+            raise RuntimeError("NativeConfig.use_gpu: fluidlite runs inference on the CPU only; "
+                               "set use_gpu = False")
+        if not (os.fspath(self.model_dir) or os.fspath(self.prog_file)):
+            raise ValueError("NativeConfig names no model: set model_dir, or prog_file (and "
+                             "param_file for a combined parameter file)")
+        config = AnalysisConfig()
+        if os.fspath(self.prog_file):
+            config.set_prog_file(self.prog_file)
+            if os.fspath(self.param_file):
+                config.set_params_file(self.param_file)
+        else:
+            config.set_model(self.model_dir)
+            if os.fspath(self.param_file):
+                config.set_params_file(self.param_file)
+        config.switch_ir_optim(False)
+        config.switch_specify_input_names(bool(self.specify_input_name))
+        if self._threads_set:
+            config.set_cpu_math_library_num_threads(self._threads)
+        return config
+
+    def __repr__(self) -> str:
+        where = self.model_dir or f"{self.prog_file}, {self.param_file}"
+        return f"NativeConfig({where!r}, threads={self._threads})"

@@ -36,13 +36,14 @@ from ..core import scope as scope_mod
 from ..core.dtypes import to_numpy_dtype
 from ..core.ir import Program
 from ..executor import Executor
-from ..io.inference import load_inference_model
+from ..io.inference import load_inference_buffers, load_inference_model
 from . import ops as _ops  # noqa: F401  (registers fc / conv2d_fusion)
-from .config import AnalysisConfig
+from .config import AnalysisConfig, NativeConfig
 from .passes import PassContext, run_passes
 from .tensor import PaddleTensor, ZeroCopyTensor
 
-__all__ = ["AnalysisPredictor", "create_paddle_predictor"]
+__all__ = ["PaddlePredictor", "AnalysisPredictor", "NativePaddlePredictor",
+           "create_paddle_predictor"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,6 +53,10 @@ _LOAD_LOCK = threading.Lock()
 
 
 def _load(config: AnalysisConfig, scope: scope_mod.Scope) -> Tuple[Program, List[str], List[str]]:
+    if config.model_from_memory():
+        with _LOAD_LOCK, scope_mod.scope_guard(scope):
+            program, feeds, fetches = load_inference_buffers(*config._buffers)
+        return program, list(feeds), [v.name for v in fetches]
     if config.model_dir():
         dirname, model, params = config.model_dir(), None, config.params_file() or None
     elif config.prog_file():
@@ -288,8 +293,9 @@ class _Shared:
             return None
 
 
-class AnalysisPredictor:
-    """A loaded, optimised model ready to run (fluid 1.8's ``AnalysisPredictor``); made by
+class PaddlePredictor:
+    """A loaded model ready to run (fluid 1.8's ``PaddlePredictor``, the base of
+    ``AnalysisPredictor`` and ``NativePaddlePredictor``); made by
     ``create_paddle_predictor(config)``.
 
     Args:
@@ -297,7 +303,7 @@ class AnalysisPredictor:
             ``create_paddle_predictor(config)`` (or ``predictor.clone()``), not this constructor.
 
     Returns:
-        AnalysisPredictor: a predictor with its own scope for intermediates, executor and
+        PaddlePredictor: a predictor with its own scope for intermediates, executor and
         input/output slots.
 
     Raises:
@@ -406,10 +412,17 @@ class AnalysisPredictor:
         self._outputs.update(out)
 
     # -- threads --------------------------------------------------------------------------
-    def clone(self) -> "AnalysisPredictor":
-        """A predictor for another thread: shares the program, the weights and the
-        onnxruntime session (read-only), owns its scope, executor and tensors."""
-        return AnalysisPredictor(self._shared)
+    def clone(self) -> "PaddlePredictor":
+        """A predictor (of this one's class) for another thread: shares the program, the
+        weights and the onnxruntime session (read-only), owns its scope, executor and
+        tensors."""
+        return type(self)(self._shared)
+
+    def scope(self) -> scope_mod.Scope:
+        """This predictor's own scope, the one its runs execute in (the NumPy engine; the
+        executor frees each temporary after its last reader), a child of the scope holding
+        the loaded weights, which clones share read-only."""
+        return self._scope
 
     # -- introspection (fluidlite additions) ----------------------------------------------
     def program(self) -> Program:
@@ -490,22 +503,96 @@ class AnalysisPredictor:
         return shared.widest * max(scale, 1.0) < _POOL_MIN_ELEMENTS
 
 
-def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
+class AnalysisPredictor(PaddlePredictor):
+    """The predictor of an ``AnalysisConfig`` (fluid 1.8's ``AnalysisPredictor``): the loaded
+    program after the inference passes (with ``ir_optim``), on the NumPy engine or
+    onnxruntime. Everything is ``PaddlePredictor``'s.
+
+    Args:
+        shared (_Shared): internal; made by ``create_paddle_predictor(AnalysisConfig(...))``.
+
+    Returns:
+        AnalysisPredictor: the predictor.
+
+    Raises:
+        None: loading errors come from ``create_paddle_predictor``.
+
+    Example:
+        >>> import tempfile
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import (AnalysisConfig, AnalysisPredictor,
+        ...                                  create_paddle_predictor)
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="relu")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> d = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(d, ["x"], [y], exe, main_program=main)
+        >>> predictor = create_paddle_predictor(AnalysisConfig(d))
+        >>> isinstance(predictor, AnalysisPredictor)
+        True
+        >>> [(name, n) for name, n in predictor.applied_passes() if n]
+        [('identity_op_clean_pass', 1), ('fc_fuse_pass', 1)]
+    """
+
+
+class NativePaddlePredictor(PaddlePredictor):
+    """The predictor of a ``NativeConfig`` (fluid 1.8's ``NativePaddlePredictor``): the model
+    run as saved, no passes, on the NumPy engine. Everything is ``PaddlePredictor``'s.
+
+    Args:
+        shared (_Shared): internal; made by ``create_paddle_predictor(native_config)``.
+
+    Returns:
+        NativePaddlePredictor: the predictor.
+
+    Raises:
+        None: loading errors come from ``create_paddle_predictor``.
+
+    Example:
+        >>> import tempfile
+        >>> import numpy as np
+        >>> import fluidlite as fluid
+        >>> from fluidlite.inference import NativeConfig, PaddleTensor, create_paddle_predictor
+        >>> main, startup = fluid.Program(), fluid.Program()
+        >>> with fluid.program_guard(main, startup):
+        ...     x = fluid.data("x", [-1, 4])
+        ...     y = fluid.layers.fc(x, size=3, act="relu")
+        >>> exe = fluid.Executor(fluid.CPUPlace())
+        >>> _ = exe.run(startup)
+        >>> config = NativeConfig()
+        >>> config.model_dir = tempfile.mkdtemp()
+        >>> _ = fluid.io.save_inference_model(config.model_dir, ["x"], [y], exe,
+        ...                                   main_program=main)
+        >>> predictor = create_paddle_predictor(config)
+        >>> type(predictor).__name__, predictor.applied_passes()
+        ('NativePaddlePredictor', [])
+        >>> predictor.run([PaddleTensor(np.ones((2, 4), "float32"))])[0].shape
+        [2, 3]
+    """
+
+
+def create_paddle_predictor(config: Any) -> PaddlePredictor:
     """Load the model ``config`` names and prepare it to run (fluid 1.8's
     ``fluid.core.create_paddle_predictor``).
 
     Args:
-        config: where the model is and how to run it. The predictor keeps a copy: changing
-            ``config`` afterwards does not change it.
+        config: where the model is and how to run it: an ``AnalysisConfig`` (model files or
+            ``set_model_buffer``), or a ``NativeConfig`` (the model run as saved, no passes).
+            The predictor keeps a copy: changing ``config`` afterwards does not change it.
 
     Returns:
-        AnalysisPredictor: the loaded (and, with ``ir_optim``, optimised) model.
+        PaddlePredictor: an ``AnalysisPredictor`` (the loaded and, with ``ir_optim``,
+        optimised model) or, for a NativeConfig, a ``NativePaddlePredictor``.
 
     Raises:
-        TypeError: ``config`` is not an AnalysisConfig.
+        TypeError: ``config`` is neither an AnalysisConfig nor a NativeConfig.
+        RuntimeError: a NativeConfig with ``use_gpu`` set.
         ValueError: ``config`` names no model, its params file is not in the program file's
-            directory, or the model directory or a file is missing, corrupt or does not match the
-            program (as ``load_inference_model``).
+            directory, or the model directory or a file (or buffer) is missing, corrupt or
+            does not match the program (as ``load_inference_model``).
 
     Example:
         >>> import numpy as np, tempfile
@@ -524,7 +611,9 @@ def create_paddle_predictor(config: AnalysisConfig) -> AnalysisPredictor:
         >>> predictor.get_input_names()
         ['x']
     """
+    if isinstance(config, NativeConfig):
+        return NativePaddlePredictor(_Shared(config.to_analysis_config()))
     if not isinstance(config, AnalysisConfig):
-        raise TypeError(f"create_paddle_predictor expects an AnalysisConfig, got "
-                        f"{type(config).__name__}")
+        raise TypeError(f"create_paddle_predictor expects an AnalysisConfig or a NativeConfig, "
+                        f"got {type(config).__name__}")
     return AnalysisPredictor(_Shared(config._copy()))

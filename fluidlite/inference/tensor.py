@@ -12,7 +12,8 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["PaddleDType", "PaddleBuf", "PaddleTensor", "ZeroCopyTensor"]
+__all__ = ["PaddleDType", "PaddlePlace", "PaddleBuf", "PaddleTensor", "ZeroCopyTensor",
+           "paddle_dtype_size"]
 
 
 class PaddleDType(enum.IntEnum):
@@ -61,6 +62,48 @@ class PaddleDType(enum.IntEnum):
 _NUMPY = {PaddleDType.FLOAT32: "float32", PaddleDType.INT64: "int64",
           PaddleDType.INT32: "int32", PaddleDType.UINT8: "uint8", PaddleDType.INT8: "int8",
           PaddleDType.FLOAT16: "float16", PaddleDType.BOOL: "bool"}
+
+
+def paddle_dtype_size(dtype: Any) -> int:
+    """Bytes per element of a ``PaddleDType`` (fluid's ``paddle_dtype_size``).
+
+    Args:
+        dtype: a ``PaddleDType`` member (or its number).
+
+    Returns:
+        int: 4 for FLOAT32 and INT32, 8 for INT64, 2 for FLOAT16, 1 for UINT8, INT8 and BOOL.
+
+    Raises:
+        ValueError: ``dtype`` is not a PaddleDType's number.
+
+    Example:
+        >>> from fluidlite.inference import PaddleDType, paddle_dtype_size
+        >>> paddle_dtype_size(PaddleDType.INT64)
+        8
+    """
+    return PaddleDType(dtype).numpy().itemsize
+
+
+class PaddlePlace(enum.IntEnum):
+    """Where a tensor lives (fluid 1.8's ``PaddlePlace``): fluidlite's are all on the ``CPU``.
+
+    Args:
+        value (int): the member's number (``PaddlePlace(0)`` is ``CPU``).
+
+    Returns:
+        PaddlePlace: the enum member.
+
+    Raises:
+        ValueError: ``value`` is not a member's number.
+
+    Example:
+        >>> from fluidlite.inference import PaddlePlace
+        >>> PaddlePlace.CPU
+        <PaddlePlace.CPU: 0>
+    """
+    UNK = -1
+    CPU = 0
+    GPU = 1
 
 
 class PaddleBuf:

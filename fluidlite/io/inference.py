@@ -6,6 +6,7 @@ import os
 import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from ..formats import checkpoint
+from ..formats.checkpoint import CheckpointError
 from ..core.dtypes import VarType
 from ..core import rewrite
 from ..core.ir import OpRole, Program, Variable
@@ -14,7 +15,8 @@ from ..formats.serialize import loads_program
 from ..formats import paddle as paddle_format
 from .files import (_MODEL, _assign, _check_format, _program, _program_bytes, _scope,
                     _select, _value)
-from .variables import _publish, _read_combined_file, _read_var_files, _var_files, is_persistable
+from .variables import (_publish, _read_combined_buffer, _read_combined_file, _read_var_files,
+                        _var_files, is_persistable)
 
 
 # -- inference models -------------------------------------------------------------------------
@@ -243,13 +245,46 @@ def _read_program(reader: checkpoint.Reader, name: str) -> Program:
     if not reader.exists(name):
         raise FileNotFoundError(f"program file '{path}' does not exist")
     data = reader.read_bytes(name, "the program")
-    if not paddle_format.is_json_program(data):        # issue 18: a ProgramDesc protobuf
+    return _program_of(data, f"program file '{path}'", name.endswith(".json"))
+
+
+def _program_of(data: bytes, source: str, json_name: bool = False) -> Program:
+    """The program in ``data``: a ProgramDesc protobuf (issue 18) or fluidlite's JSON."""
+    if not paddle_format.is_json_program(data):
         try:
-            return paddle_format.program_from_bytes(data, source=f"program file '{path}'")
+            return paddle_format.program_from_bytes(data, source=source)
         except paddle_format.PaddleFormatError:
-            if not name.endswith(".json"):
+            if not json_name:
                 raise           # else: JSON's own error says why it is not a JSON program
-    return loads_program(data, source=f"program file '{path}'")
+    return loads_program(data, source=source)
+
+
+def load_inference_buffers(model_buffer: bytes, params_buffer: bytes) -> List[Any]:
+    """``load_inference_model`` from memory (fluid's ``AnalysisConfig.set_model_buffer``):
+    ``model_buffer`` holds a program file's bytes (a ProgramDesc protobuf, ``__model__`` /
+    ``.pdmodel``, or fluidlite's JSON program), ``params_buffer`` a combined parameter file's
+    (``params_filename=`` of ``save_inference_model``: Paddle's format or fluidlite's). Every
+    value is read and checked before the global scope receives them.
+
+    Returns:
+        list: ``[program, feed_target_names, fetch_targets]``, as ``load_inference_model``.
+
+    Raises:
+        PaddleFormatError / ValueError: the program buffer holds no readable program.
+        CheckpointError: the params buffer is empty, corrupt or does not match the program's
+            persistable variables (the message names the buffer and the variable)."""
+    program = _program_of(bytes(model_buffer), "the program buffer")
+    selected = _select(program, None, is_persistable)
+    arrays: Dict[str, Any] = {}
+    if selected:
+        if not params_buffer:
+            raise CheckpointError(f"the params buffer is empty, but the program has "
+                                  f"{len(selected)} persistable variables "
+                                  f"('{selected[0].name}', ...) to load from it")
+        arrays = _read_combined_buffer(bytes(params_buffer), selected, "the params buffer")
+    _assign(arrays)
+    feed_target_names, fetch_targets = feed_fetch_targets(program)
+    return [program, feed_target_names, fetch_targets]
 
 
 def read_program(path: str) -> Program:

@@ -371,6 +371,12 @@ def _read_combined_file(reader: checkpoint.Reader, name: str, selected: Sequence
         return _checked(selected, f, f"combined file '{path}'", lods)
 
 
+def _read_combined_buffer(data: bytes, selected: Sequence[Variable],
+                          source: str) -> Dict[str, np.ndarray]:
+    """``_read_combined_file`` of a combined file's bytes held in memory."""
+    return _checked(selected, _io.BytesIO(data), source)
+
+
 def _checked(selected: Sequence[Variable], f: IO[bytes], source: str,
              lods: Optional[Dict[str, Any]] = None) -> Dict[str, np.ndarray]:
     raw = _read_combined(f, [v.name for v in selected], source, {v.name: v for v in selected},

@@ -1,0 +1,287 @@
+"""The rest of fluid 1.8's Python inference API (``paddle/fluid/pybind/inference_api.cc``):
+models from memory (``AnalysisConfig.set_model_buffer``), ``NativeConfig`` and its
+``NativePaddlePredictor``, the copy constructor, ``Precision``, ``to_native_config``, the
+refused quantizer, ``PaddlePassBuilder.set_passes`` / ``debug_string``, ``PaddlePlace``,
+``paddle_dtype_size`` and ``predictor.scope()``."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import fluidlite as fluid
+from fluidlite.formats.checkpoint import CheckpointError
+from fluidlite.inference import (AnalysisConfig, AnalysisPredictor, NativeConfig,
+                                 NativePaddlePredictor, PaddleDType, PaddlePlace,
+                                 PaddlePredictor, PaddleTensor, create_paddle_predictor,
+                                 paddle_dtype_size)
+
+PADDLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "paddle")
+
+
+def _save(dirname, **kw):
+    """An fc / batch-norm / softmax model saved by fluidlite; returns its directory."""
+    main, startup = fluid.Program(), fluid.Program()
+    scope = fluid.Scope()
+    with fluid.program_guard(main, startup), fluid.scope_guard(scope), \
+            fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 6], dtype="float32")
+        h = fluid.layers.fc(x, 8, act="relu")
+        h = fluid.layers.batch_norm(h)
+        y = fluid.layers.fc(h, 3, act="softmax")
+        exe = fluid.Executor(fluid.CPUPlace())
+        exe.run(startup)
+        fluid.io.save_inference_model(str(dirname), ["x"], [y], exe, main_program=main, **kw)
+    return str(dirname)
+
+
+def _reference(d, x, model=None, params=None):
+    scope = fluid.Scope()
+    with fluid.scope_guard(scope):
+        exe = fluid.Executor(fluid.CPUPlace())
+        prog, feeds, fetches = fluid.io.load_inference_model(d, exe, model, params)
+        return exe.run(prog, feed={feeds[0]: x}, fetch_list=fetches)[0]
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module")
+def combined(tmp_path_factory):
+    return _save(tmp_path_factory.mktemp("combined"), model_filename="model",
+                 params_filename="params")
+
+
+X = np.random.default_rng(7).random((5, 6), dtype=np.float32)
+
+
+# -- set_model_buffer -----------------------------------------------------------------------
+@pytest.mark.parametrize("ir_optim", [False, True])
+def test_model_buffer_of_files_paddle_wrote(ir_optim):
+    """Paddle 2.x's own .pdmodel / .pdiparams, handed over as bytes, give Paddle's values."""
+    d = os.path.join(PADDLE, "pd2_attention")
+    exp = np.load(os.path.join(d, "expected.npz"))
+    prog = _read(os.path.join(d, "model.pdmodel"))
+    params = _read(os.path.join(d, "model.pdiparams"))
+    config = AnalysisConfig()
+    config.set_model_buffer(prog, len(prog), params, len(params))
+    config.switch_ir_optim(ir_optim)
+    assert config.model_from_memory()
+    assert (config.model_dir(), config.prog_file(), config.params_file()) == ("", "", "")
+    outs = create_paddle_predictor(config).run([PaddleTensor(exp["x"])])
+    for got, key in zip(outs, ["flat", "red"]):
+        np.testing.assert_allclose(got.as_ndarray(), exp[key], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_model_buffer_of_fluidlite_files(combined, kind):
+    """fluidlite's own combined files, as any bytes-like object; bytes past the given sizes
+    are not read, and the config keeps its own copy."""
+    prog = bytearray(_read(os.path.join(combined, "model")))
+    params = bytearray(_read(os.path.join(combined, "params")))
+    n_prog, n_params = len(prog), len(params)
+    prog += b"\x00garbage"
+    params += b"\xffgarbage"
+    config = AnalysisConfig()
+    config.set_model_buffer(kind(prog), n_prog, kind(params), n_params)
+    prog[:] = b"x" * len(prog)          # the caller reuses its buffers afterwards
+    params[:] = b"y" * len(params)
+    got = create_paddle_predictor(config).run([PaddleTensor(X)])[0].as_ndarray()
+    np.testing.assert_allclose(got, _reference(combined, X, "model", "params"), rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_model_buffer_refuses_bad_arguments_before_changing_anything(combined):
+    prog = _read(os.path.join(combined, "model"))
+    config = AnalysisConfig(combined)
+    with pytest.raises(TypeError, match=r"binary mode, open\(path, 'rb'\)"):
+        config.set_model_buffer(prog.decode("latin-1"), len(prog), b"", 0)
+    with pytest.raises(TypeError, match="bytes, bytearray or memoryview, got list"):
+        config.set_model_buffer(prog, len(prog), [1, 2], 2)
+    for size in (len(prog) + 1, -1, True, 3.0):
+        with pytest.raises(ValueError, match=f"program buffer size must be an int from 0 to "
+                                             f"the buffer's length {len(prog)}"):
+            config.set_model_buffer(prog, size, b"", 0)
+    assert config.model_dir() == combined and not config.model_from_memory()
+
+
+def test_model_buffer_errors_name_the_buffer(combined):
+    prog = _read(os.path.join(combined, "model"))
+    params = _read(os.path.join(combined, "params"))
+
+    def create(p, q):
+        config = AnalysisConfig()
+        config.set_model_buffer(p, len(p), q, len(q))
+        return create_paddle_predictor(config)
+
+    with pytest.raises(CheckpointError, match="the params buffer is empty, but the program "
+                                              "has 8 persistable variables .'fc_0.w_0'"):
+        create(prog, b"")
+    with pytest.raises(CheckpointError, match="params buffer"):
+        create(prog, params[: len(params) // 2])
+    with pytest.raises(Exception, match="the program buffer"):
+        create(b"\x08\x01not a program", params)
+
+
+def test_files_again_after_a_buffer(combined):
+    prog = _read(os.path.join(combined, "model"))
+    config = AnalysisConfig()
+    config.set_model_buffer(prog, len(prog), b"", 0)
+    config.set_model(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    assert not config.model_from_memory()
+    got = create_paddle_predictor(config).run([PaddleTensor(X)])[0].as_ndarray()
+    np.testing.assert_allclose(got, _reference(combined, X, "model", "params"), rtol=1e-5,
+                               atol=1e-6)
+
+
+# -- AnalysisConfig: copy, Precision, refusals, to_native_config -------------------------------
+def test_copy_constructor(combined):
+    a = AnalysisConfig(combined)
+    a.switch_ir_optim(False)
+    a.set_cpu_math_library_num_threads(3)
+    a.delete_pass("fc_fuse_pass")
+    b = AnalysisConfig(a)
+    assert (b.model_dir(), b.ir_optim(), b.cpu_math_library_num_threads()) == (combined, False, 3)
+    assert b.pass_builder().all_passes() == a.pass_builder().all_passes()
+    b.switch_ir_optim(True)
+    b.pass_builder().append_pass("fc_fuse_pass")
+    assert not a.ir_optim() and "fc_fuse_pass" not in a.pass_builder().all_passes()
+    with pytest.raises(TypeError, match="takes no params_file"):
+        AnalysisConfig(a, "params")
+
+
+def test_precision_and_refused_engines():
+    c = AnalysisConfig()
+    assert [int(p) for p in AnalysisConfig.Precision] == [0, 1, 2]
+    assert AnalysisConfig.Half is AnalysisConfig.Precision.Half
+    with pytest.raises(RuntimeError, match="TensorRT needs a GPU"):
+        c.enable_tensorrt_engine(1 << 20, 1, 3, AnalysisConfig.Precision.Half, False, False)
+    for refused in (c.enable_quantizer, c.quantizer_config):
+        with pytest.raises(RuntimeError, match="int8 quantizer is not available.*PaddleSlim"):
+            refused()
+    assert c.fraction_of_gpu_memory_for_pool() == 0.0
+
+
+def test_to_native_config(combined):
+    c = AnalysisConfig(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    c.switch_specify_input_names(True)
+    n = c.to_native_config()
+    assert isinstance(n, NativeConfig)
+    assert (n.model_dir, n.prog_file, n.param_file, n.specify_input_name, n.use_gpu) == \
+        ("", os.path.join(combined, "model"), os.path.join(combined, "params"), True, False)
+    assert n.cpu_math_library_num_threads() == 1
+    c.set_cpu_math_library_num_threads(2)
+    assert c.to_native_config().cpu_math_library_num_threads() == 2
+    prog = _read(os.path.join(combined, "model"))
+    c.set_model_buffer(prog, len(prog), b"", 0)
+    with pytest.raises(ValueError, match="holds its model in memory"):
+        c.to_native_config()
+
+
+# -- NativeConfig -----------------------------------------------------------------------------
+def test_native_predictor_runs_the_model_as_saved(tmp_path):
+    d = _save(tmp_path)
+    config = NativeConfig()
+    config.model_dir = d
+    config.use_gpu = False
+    config.specify_input_name = True
+    predictor = create_paddle_predictor(config)
+    assert type(predictor) is NativePaddlePredictor and isinstance(predictor, PaddlePredictor)
+    assert not isinstance(predictor, AnalysisPredictor)
+    assert predictor.applied_passes() == [] and predictor.engine() == "numpy"
+    with fluid.scope_guard(fluid.Scope()):
+        loaded = fluid.io.load_inference_model(d, fluid.Executor(fluid.CPUPlace()))[0]
+    assert [op.type for op in predictor.program().global_block().ops] == \
+        [op.type for op in loaded.global_block().ops]           # no pass ran
+    want = _reference(d, X)
+    got = predictor.run([PaddleTensor(X, name="x")])[0].as_ndarray()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    twin = predictor.clone()
+    assert type(twin) is NativePaddlePredictor
+    np.testing.assert_array_equal(twin.run([PaddleTensor(X, name="x")])[0].as_ndarray(), got)
+    with pytest.raises(ValueError, match=r"no PaddleTensor named \['x'\] \(inputs are matched "
+                                         r"by name"):
+        predictor.run([PaddleTensor(X, name="no_such_feed")])
+
+
+def test_native_config_of_program_and_params_files(combined):
+    config = NativeConfig()
+    config.prog_file = os.path.join(combined, "model")
+    config.param_file = os.path.join(combined, "params")
+    config.set_cpu_math_library_num_threads(1)
+    got = create_paddle_predictor(config).run([PaddleTensor(X)])[0].as_ndarray()
+    np.testing.assert_allclose(got, _reference(combined, X, "model", "params"), rtol=1e-6,
+                               atol=1e-7)
+
+
+def test_native_config_refusals(combined):
+    config = NativeConfig()
+    with pytest.raises(ValueError, match="names no model"):
+        create_paddle_predictor(config)
+    config.model_dir = 3
+    with pytest.raises(TypeError, match="NativeConfig.model_dir must be a str, got int"):
+        create_paddle_predictor(config)
+    config.model_dir = combined
+    config.use_gpu = True
+    with pytest.raises(RuntimeError, match="CPU only; set use_gpu = False"):
+        create_paddle_predictor(config)
+    with pytest.raises(ValueError, match=">= 1, got 0"):
+        config.set_cpu_math_library_num_threads(0)
+    with pytest.raises(TypeError, match="AnalysisConfig or a NativeConfig, got str"):
+        create_paddle_predictor(combined)
+
+
+# -- pass builder, enums, scope -----------------------------------------------------------------
+def test_pass_builder_set_passes_and_debug_string():
+    builder = AnalysisConfig().pass_builder()
+    builder.set_passes(["fc_fuse_pass", "conv_bn_fuse_pass"])
+    assert builder.all_passes() == ["fc_fuse_pass", "conv_bn_fuse_pass"]
+    assert builder.debug_string() == \
+        "Passes to apply:\n  - fc_fuse_pass\n  - conv_bn_fuse_pass\n"
+    with pytest.raises(ValueError, match="unknown inference pass 'no_such_pass'"):
+        builder.set_passes(["conv_bn_fuse_pass", "no_such_pass"])
+    assert builder.all_passes() == ["fc_fuse_pass", "conv_bn_fuse_pass"]    # unchanged
+
+
+def test_set_passes_decides_what_runs(combined):
+    config = AnalysisConfig(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    config.pass_builder().set_passes(["fc_fuse_pass"])
+    predictor = create_paddle_predictor(config)
+    assert [name for name, _ in predictor.applied_passes()] == ["fc_fuse_pass"]
+    types = {op.type for op in predictor.program().global_block().ops}
+    assert "fc" in types and "batch_norm" in types          # no conv/bn folding asked for
+
+
+def test_place_and_dtype_size():
+    assert [(p.name, int(p)) for p in PaddlePlace] == [("UNK", -1), ("CPU", 0), ("GPU", 1)]
+    sizes = {d.name: paddle_dtype_size(d) for d in PaddleDType}
+    assert sizes == {"FLOAT32": 4, "INT64": 8, "INT32": 4, "UINT8": 1, "INT8": 1,
+                     "FLOAT16": 2, "BOOL": 1}
+    assert paddle_dtype_size(1) == 8
+    with pytest.raises(ValueError):
+        paddle_dtype_size(9)
+
+
+def test_predictor_scope_is_its_own_and_sees_the_shared_weights(combined):
+    config = AnalysisConfig(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    config.switch_ir_optim(False)
+    p = create_paddle_predictor(config)
+    q = p.clone()
+    p.run([PaddleTensor(X)])
+    weight = next(v.name for v in p.program().list_vars() if v.persistable
+                  and v.name.endswith(".w_0"))
+    assert p.scope() is not q.scope() and p.scope() is not fluid.global_scope()
+    assert fluid.global_scope().find_var(weight) is None         # the caller's scope untouched
+    held = p.scope().find_var(weight)
+    assert held is not None and q.scope().find_var(weight) is held      # shared weights
+    assert p.scope().parent is q.scope().parent
+
+
+def test_fluid_core_reaches_the_new_names():
+    import fluidlite.inference as inf
+    for name in ("NativeConfig", "PaddlePredictor", "AnalysisPredictor",
+                 "NativePaddlePredictor", "PaddlePlace", "paddle_dtype_size"):
+        assert getattr(fluid.core, name) is getattr(inf, name)
