@@ -285,3 +285,25 @@ def test_fluid_core_reaches_the_new_names():
     for name in ("NativeConfig", "PaddlePredictor", "AnalysisPredictor",
                  "NativePaddlePredictor", "PaddlePlace", "paddle_dtype_size"):
         assert getattr(fluid.core, name) is getattr(inf, name)
+
+
+def test_paddle_tensor_copy_false_shares_the_array(combined):
+    """fluid's ``PaddleTensor(data, copy=False)`` wraps the array's memory: a write into the
+    array afterwards is what the predictor reads; the default copies."""
+    predictor = create_paddle_predictor(AnalysisConfig(os.path.join(combined, "model"),
+                                                       os.path.join(combined, "params")))
+    a, b = X.copy(), X.copy()
+    shared, copied = PaddleTensor(a, copy=False), PaddleTensor(b)
+    a[:] = 0.5
+    b[:] = 0.5
+    assert (shared.as_ndarray() == 0.5).all() and (copied.as_ndarray() == X).all()
+    [got_shared] = predictor.run([shared])
+    [got_copied] = predictor.run([copied])
+    [want_half] = predictor.run([PaddleTensor(np.full_like(X, 0.5))])
+    [want_x] = predictor.run([PaddleTensor(X)])
+    np.testing.assert_array_equal(got_shared.as_ndarray(), want_half.as_ndarray())
+    np.testing.assert_array_equal(got_copied.as_ndarray(), want_x.as_ndarray())
+    strided = X.astype(np.float64)[:, ::2]              # must be converted: a copy either way
+    t = PaddleTensor(strided, copy=False)
+    strided[:] = 9.0
+    assert t.dtype == PaddleDType.FLOAT32 and (t.as_ndarray() == X[:, ::2]).all()

@@ -128,6 +128,14 @@ class PaddleBuf:
     def __init__(self, data: Any = 0) -> None:
         self._array = _flat(data)
 
+    @classmethod
+    def _sharing(cls, arr: np.ndarray) -> "PaddleBuf":
+        """A buffer on ``arr``'s own memory when it is C-contiguous (else on a contiguous
+        copy): ``PaddleTensor(data, copy=False)``."""
+        buf = cls.__new__(cls)
+        buf._array = np.ascontiguousarray(arr).reshape(-1)
+        return buf
+
     def resize(self, length: int) -> None:
         """Resize to ``length`` bytes, keeping the element type (new values are zero)."""
         n = int(length) // max(self._array.itemsize, 1)
@@ -192,7 +200,10 @@ class PaddleTensor:
         name: the feed variable it is for (matched by name when the config's
             ``switch_specify_input_names`` is on, by position otherwise).
         lod: the level-of-detail offsets (``[[0, 2, 5]]``) of a sequence input.
-        copy: accepted for 1.8 compatibility; the data is always copied.
+        copy: True (the default) copies ``data``; False shares its memory, so that later
+            writes into the array are what ``run`` reads (fluid's zero-copy construction) --
+            when ``data`` is a C-contiguous array of a PaddleDType's type; an array that must
+            be converted first (float64, a strided view) is converted into a copy either way.
 
     Returns:
         PaddleTensor: the tensor; ``as_ndarray()`` gives its values back.
@@ -224,7 +235,7 @@ class PaddleTensor:
                 arr = arr.astype(np.float32)
             self.dtype = PaddleDType.from_numpy(arr.dtype)
             self.shape = [int(d) for d in arr.shape]
-            self.data = PaddleBuf(arr)
+            self.data = PaddleBuf(arr) if copy else PaddleBuf._sharing(arr)
 
     def as_ndarray(self) -> np.ndarray:
         """The values as an array of ``shape`` and ``dtype`` (a copy)."""
