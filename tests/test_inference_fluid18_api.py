@@ -6,6 +6,7 @@ refused quantizer, ``PaddlePassBuilder.set_passes`` / ``debug_string``, ``Paddle
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -307,3 +308,47 @@ def test_paddle_tensor_copy_false_shares_the_array(combined):
     t = PaddleTensor(strided, copy=False)
     strided[:] = 9.0
     assert t.dtype == PaddleDType.FLOAT32 and (t.as_ndarray() == X[:, ::2]).all()
+
+
+# -- switch_ir_debug ----------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["switch_ir_debug", "turn_on_debug"])
+def test_ir_debug_writes_the_program_after_each_pass(combined, tmp_path, monkeypatch, how):
+    """fluid's graph_viz_pass after every pass: ``<i>_ir_<pass>.dot``, into the optim cache
+    directory (made if missing) or the current directory; each the program after that pass."""
+    config = AnalysisConfig(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    config.pass_builder().set_passes(["identity_op_clean_pass", "fc_bn_fuse_pass",
+                                      "fc_fuse_pass"])
+    if how == "switch_ir_debug":
+        config.switch_ir_debug(True)
+        config.set_optim_cache_dir(str(tmp_path / "graphs"))
+        where = tmp_path / "graphs"
+    else:
+        config.pass_builder().turn_on_debug()
+        monkeypatch.chdir(tmp_path)
+        where = tmp_path
+    assert config.ir_debug_enabled()
+    predictor = create_paddle_predictor(config)
+    names = ["0_ir_identity_op_clean_pass.dot", "1_ir_fc_bn_fuse_pass.dot",
+             "2_ir_fc_fuse_pass.dot"]
+    assert sorted(p.name for p in where.glob("*.dot")) == names
+    graphs = [(where / n).read_text() for n in names]
+    assert all(g.startswith("digraph") for g in graphs)
+    ops = [sorted(re.findall(r'^\s*"op:[^"]*" \[label="([^"]+)"', g, re.M)) for g in graphs]
+    with fluid.scope_guard(fluid.Scope()):
+        loaded = fluid.io.load_inference_model(combined, fluid.Executor(fluid.CPUPlace()),
+                                               "model", "params")[0]
+    before = sorted(op.type for op in loaded.global_block().ops)
+    assert ops[0] == [t for t in before if t != "scale"]    # the save's identity scale gone
+    assert ops[1] == ops[0]                 # batch norm after a relu: nothing to fold
+    assert ops[0].count("mul") == 2 and "mul" not in ops[2] and ops[2].count("fc") == 2
+    assert ops[2] == sorted(op.type for op in predictor.program().global_block().ops)
+
+
+def test_ir_debug_off_writes_nothing(combined, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = AnalysisConfig(os.path.join(combined, "model"), os.path.join(combined, "params"))
+    config.switch_ir_debug(True)
+    config.switch_ir_debug(False)
+    assert not config.ir_debug_enabled()
+    create_paddle_predictor(config)
+    assert list(tmp_path.iterdir()) == []

@@ -80,7 +80,9 @@ class PassStrategy:
         self._passes.insert(idx, name)
 
     def turn_on_debug(self) -> None:
-        """Record the switch (no effect here: print ``predictor.program()`` instead)."""
+        """Write the program after each pass as a Graphviz file when the predictor is made
+        (``AnalysisConfig.switch_ir_debug`` says where), as fluid's graph_viz_pass after
+        every pass."""
         self._debug = True
 
     def debug_enabled(self) -> bool:
@@ -183,6 +185,7 @@ class AnalysisConfig:
         self._glog_info = True
         self._mkldnn = False
         self._ir_debug = False
+        self._optim_cache_dir = ""
         self._onnxruntime = False
         self._specialize = True
         self._specialize_capacity = 8
@@ -435,8 +438,41 @@ class AnalysisConfig:
         return self._specialize_capacity
 
     def switch_ir_debug(self, x: bool = True) -> None:
-        """Record the switch (no effect here: print ``predictor.program()`` instead)."""
+        """On: creating the predictor writes the program after each inference pass as a
+        Graphviz DOT file, ``<i>_ir_<pass>.dot`` for the i-th pass (from 0), as fluid's
+        ``graph_viz_pass`` did, into ``set_optim_cache_dir``'s directory, else the current
+        one (render one with ``dot -Tsvg``; ``fluidlite.viz.export`` draws a program as
+        SVG or an explorable HTML page too). Each file is written atomically.
+
+        Args:
+            x: on or off.
+
+        Example:
+            >>> import os, tempfile
+            >>> import fluidlite as fluid
+            >>> from fluidlite.inference import AnalysisConfig, create_paddle_predictor
+            >>> main, startup = fluid.Program(), fluid.Program()
+            >>> with fluid.program_guard(main, startup):
+            ...     x = fluid.data("x", [-1, 4])
+            ...     y = fluid.layers.fc(x, size=3, act="relu")
+            >>> exe = fluid.Executor(fluid.CPUPlace())
+            >>> _ = exe.run(startup)
+            >>> d = tempfile.mkdtemp()
+            >>> _ = fluid.io.save_inference_model(d, ["x"], [y], exe, main_program=main)
+            >>> config = AnalysisConfig(d)
+            >>> config.pass_builder().set_passes(["identity_op_clean_pass", "fc_fuse_pass"])
+            >>> config.switch_ir_debug(True)
+            >>> config.set_optim_cache_dir(os.path.join(d, "ir_debug"))
+            >>> _ = create_paddle_predictor(config)
+            >>> sorted(os.listdir(os.path.join(d, "ir_debug")))
+            ['0_ir_identity_op_clean_pass.dot', '1_ir_fc_fuse_pass.dot']
+        """
         self._ir_debug = bool(x)
+
+    def ir_debug_enabled(self) -> bool:
+        """Whether the passes' graphs are written (``switch_ir_debug`` or
+        ``pass_builder().turn_on_debug()``)."""
+        return self._ir_debug or self._passes.debug_enabled()
 
     def pass_builder(self) -> PassStrategy:
         """The pass list (``delete_pass``, ``append_pass``, ``all_passes``)."""
@@ -494,7 +530,9 @@ class AnalysisConfig:
         return not self._glog_info
 
     def set_optim_cache_dir(self, opt_cache_dir: str) -> None:
-        """Accepted (no effect here: nothing is cached on disk)."""
+        """The directory ``switch_ir_debug`` writes its graphs into (made when needed; fluid
+        also caches TensorRT engines there, which has no counterpart here)."""
+        self._optim_cache_dir = os.fspath(opt_cache_dir)
 
     def to_native_config(self) -> "NativeConfig":
         """The ``NativeConfig`` of the same model files and settings (fluid's

@@ -1297,7 +1297,9 @@ def describe(names: Optional[Sequence[str]] = None) -> str:
     return "\n".join(lines)
 
 
-def run_passes(ctx: PassContext, names: Sequence[str]) -> List[Tuple[str, int]]:
+def run_passes(ctx: PassContext, names: Sequence[str],
+               after: Optional[Callable[[int, str, Program], None]] = None
+               ) -> List[Tuple[str, int]]:
     """Run the passes ``names`` in order on ``ctx.program``, each in its own transaction
     (a failing pass leaves the program as it was and the error propagates); returns
     ``[(name, rewrites made)]``.
@@ -1305,6 +1307,8 @@ def run_passes(ctx: PassContext, names: Sequence[str]) -> List[Tuple[str, int]]:
     Args:
         ctx: the program, scope and folding hook (see ``PassContext``).
         names: pass names from ``PASSES``.
+        after: ``after(i, name, program)`` once the i-th pass has run (``switch_ir_debug``
+            writes the program there).
 
     Example:
         >>> run_passes(ctx, ["is_test_pass", "fc_fuse_pass"])
@@ -1317,4 +1321,6 @@ def run_passes(ctx: PassContext, names: Sequence[str]) -> List[Tuple[str, int]]:
         with rewrite.transaction(ctx.program), \
                 rewrite.role(ctx.program, OpRole.Forward, name_scope="inference_" + n):
             done.append((n, PASSES[n](ctx)))
+        if after is not None:
+            after(len(done) - 1, n, ctx.program)
     return done

@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -78,6 +78,22 @@ def _load(config: AnalysisConfig, scope: scope_mod.Scope) -> Tuple[Program, List
     with _LOAD_LOCK, scope_mod.scope_guard(scope):
         program, feeds, fetches = load_inference_model(dirname, None, model, params)
     return program, list(feeds), [v.name for v in fetches]
+
+
+def _graph_writer(config: AnalysisConfig) -> Callable[[int, str, Program], None]:
+    """``switch_ir_debug``'s hook: the program after the i-th pass as the DOT file
+    ``<i>_ir_<pass>.dot`` (fluid's graph_viz_pass names) in the optim cache directory, else
+    the current one; written atomically."""
+    # (imported here: the viewers cost a predictor that does not debug ~0.1-0.25 s of import)
+    from ..viz import export
+    directory = config._optim_cache_dir or "."
+
+    def write(i: int, name: str, program: Program) -> None:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"{i}_ir_{name}.dot")
+        export(program, path, title=f"after {name}")
+        _log.info("switch_ir_debug: wrote %s", path)
+    return write
 
 
 # Runs whose largest variable has fewer elements than this compute with the kernels on the
@@ -137,7 +153,8 @@ class _Shared:
         self.applied: List[Tuple[str, int]] = []
         if config.ir_optim():
             self.program = self.loaded.clone()
-            self.applied = self._optimize(self.program, self.params)
+            debug = _graph_writer(config) if config.ir_debug_enabled() else None
+            self.applied = self._optimize(self.program, self.params, after=debug)
         self.session: Any = None
         self.engine = "numpy"
         if config.use_onnxruntime():
@@ -164,10 +181,12 @@ class _Shared:
         self._serial = 0                    # specialisations built (their names' prefix)
 
     def _optimize(self, program: Program, scope: scope_mod.Scope,
-                  prefix: str = "inference_pass_") -> List[Tuple[str, int]]:
+                  prefix: str = "inference_pass_",
+                  after: Optional[Callable[[int, str, Program], None]] = None
+                  ) -> List[Tuple[str, int]]:
         """Run the config's passes on ``program`` (in place), their folded weights going into
-        ``scope`` and the names they make starting with ``prefix``; returns ``[(pass,
-        rewrites)]``."""
+        ``scope`` and the names they make starting with ``prefix``, ``after(i, pass,
+        program)`` after each; returns ``[(pass, rewrites)]``."""
         fold_exe = Executor(scope_mod.CPUPlace())
         protected = set(self.feeds) | set(self.fetches)
 
@@ -190,7 +209,7 @@ class _Shared:
         # parent scope, where the executor would write them)
         with names.guard(prefix):
             return run_passes(PassContext(program, scope, fold, protected),
-                              self.config.pass_builder().all_passes())
+                              self.config.pass_builder().all_passes(), after)
 
     def variant(self, values: Dict[str, Tuple[np.ndarray, List[List[int]]]]
                 ) -> Optional[_Variant]:
