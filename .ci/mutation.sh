@@ -404,10 +404,16 @@ tests_for() {
       # the row rules of slice_pushdown_pass: their own tests and the pass's
       echo tests/test_inference_rows.py tests/test_inference_kernels.py \
            tests/test_inference_pass_cases.py ;;
-    fluidlite/inference/bench.py|fluidlite/inference/predictor.py|fluidlite/inference/config.py)
-      # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds), the predictor's engines
-      # and its shape specialisation
-      echo tests/test_inference_api.py tests/test_inference_specialize.py ;;
+    fluidlite/inference/bench.py|fluidlite/inference/predictor.py|fluidlite/inference/config.py|fluidlite/inference/tensor.py)
+      # fluidlite bench (its inputs: --shape, --seq-len, LoD feeds), the predictor's engines,
+      # its shape specialisation, and the rest of fluid 1.8's API (models from memory,
+      # NativeConfig, switch_ir_debug)
+      echo tests/test_inference_api.py tests/test_inference_specialize.py \
+           tests/test_inference_fluid18_api.py ;;
+    fluidlite/io/inference.py)
+      # save / load_inference_model and the models from memory (set_model_buffer)
+      echo tests/test_io.py tests/test_hostile_models.py tests/test_inference_fluid18_api.py \
+           tests/test_inference_api.py ;;
     fluidlite/onnx/*)
       # the exporter: its op tables, run-time shapes, control flow and the predictor's engine
       echo tests/test_onnx.py tests/test_onnx_more.py tests/test_onnx_dynamic.py \
