@@ -103,9 +103,13 @@ def test_model_buffer_refuses_bad_arguments_before_changing_anything(combined):
     with pytest.raises(TypeError, match="bytes, bytearray or memoryview, got list"):
         config.set_model_buffer(prog, len(prog), [1, 2], 2)
     for size in (len(prog) + 1, -1, True, 3.0):
-        with pytest.raises(ValueError, match=f"program buffer size must be an int from 0 to "
-                                             f"the buffer's length {len(prog)}"):
+        with pytest.raises(ValueError, match=f"the program buffer size must be an int from 0 "
+                                             f"to the buffer's length {len(prog)}"):
             config.set_model_buffer(prog, size, b"", 0)
+        with pytest.raises(ValueError, match=r"the params buffer size must be an int from 0 "
+                                             r"to the buffer's length 3, got"):
+            config.set_model_buffer(prog, len(prog), b"abc", size if size != len(prog) + 1
+                                    else 4)
     assert config.model_dir() == combined and not config.model_from_memory()
 
 
@@ -121,10 +125,14 @@ def test_model_buffer_errors_name_the_buffer(combined):
     with pytest.raises(CheckpointError, match="the params buffer is empty, but the program "
                                               "has 8 persistable variables .'fc_0.w_0'"):
         create(prog, b"")
-    with pytest.raises(CheckpointError, match="params buffer"):
+    with pytest.raises(Exception, match="Cannot load variable '.*' in the params buffer: the "
+                                        "file is truncated or corrupted"):
         create(prog, params[: len(params) // 2])
-    with pytest.raises(Exception, match="the program buffer"):
+    with pytest.raises(Exception, match="^the program buffer is not a valid Paddle "
+                                        "ProgramDesc"):
         create(b"\x08\x01not a program", params)
+    with pytest.raises(Exception, match="^the program buffer: not a fluidlite program"):
+        create(b'{"not": 1}', params)
 
 
 def test_files_again_after_a_buffer(combined):
@@ -304,6 +312,7 @@ def test_paddle_tensor_copy_false_shares_the_array(combined):
     [want_x] = predictor.run([PaddleTensor(X)])
     np.testing.assert_array_equal(got_shared.as_ndarray(), want_half.as_ndarray())
     np.testing.assert_array_equal(got_copied.as_ndarray(), want_x.as_ndarray())
+    assert shared.data.float_data() == [0.5] * X.size  # one flat buffer, as fluid's
     strided = X.astype(np.float64)[:, ::2]              # must be converted: a copy either way
     t = PaddleTensor(strided, copy=False)
     strided[:] = 9.0
@@ -333,6 +342,7 @@ def test_ir_debug_writes_the_program_after_each_pass(combined, tmp_path, monkeyp
     assert sorted(p.name for p in where.glob("*.dot")) == names
     graphs = [(where / n).read_text() for n in names]
     assert all(g.startswith("digraph") for g in graphs)
+    assert all(f'label="after {n[5:-4]}"' in g for n, g in zip(names, graphs))
     ops = [sorted(re.findall(r'^\s*"op:[^"]*" \[label="([^"]+)"', g, re.M)) for g in graphs]
     with fluid.scope_guard(fluid.Scope()):
         loaded = fluid.io.load_inference_model(combined, fluid.Executor(fluid.CPUPlace()),
@@ -352,3 +362,62 @@ def test_ir_debug_off_writes_nothing(combined, tmp_path, monkeypatch):
     assert not config.ir_debug_enabled()
     create_paddle_predictor(config)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_defaults_are_fluids():
+    c = AnalysisConfig()
+    assert (c.model_dir(), c.prog_file(), c.params_file(), c.model_from_memory()) == \
+        ("", "", "", False)
+    assert c.ir_optim() and c.use_feed_fetch_ops_enabled() and c.cpu_math_library_num_threads() == 1
+    assert not (c.specify_input_name() or c.memory_optim_enabled() or c.profile_enabled()
+                or c.glog_info_disabled() or c.mkldnn_enabled() or c.ir_debug_enabled()
+                or c.use_onnxruntime() or c.use_gpu() or c.tensorrt_engine_enabled())
+    n = NativeConfig()
+    assert (n.model_dir, n.prog_file, n.param_file, n.use_gpu, n.device,
+            n.fraction_of_gpu_memory, n.specify_input_name,
+            n.cpu_math_library_num_threads()) == ("", "", "", False, 0, -1.0, False, 1)
+    t = PaddleTensor()
+    assert (t.name, t.shape, t.dtype, t.lod, t.data.length(), t.data.empty()) == \
+        ("", [], PaddleDType.FLOAT32, [], 0, True)
+
+
+def test_native_config_threads_and_a_model_dir_with_one_params_file(combined):
+    from fluidlite.core import threads
+    native = NativeConfig()
+    native.model_dir, native.param_file = combined, "params"
+    native.specify_input_name = True
+    analysis = native.to_analysis_config()
+    assert (analysis.model_dir(), analysis.params_file(), analysis.ir_optim(),
+            analysis.specify_input_name()) == (combined, "params", False, True)
+    before = threads.get_num_threads()
+    try:
+        fluid.core.set_num_threads(2)
+        # model dir + its combined params file (fluid's __model__ default name is "model" here)
+        native.prog_file = os.path.join(combined, "model")
+        native.param_file = os.path.join(combined, "params")
+        got = create_paddle_predictor(native).run([PaddleTensor(X, name="x")])[0]
+        assert threads.get_num_threads() == 2           # never set: the process's count kept
+        np.testing.assert_allclose(got.as_ndarray(), _reference(combined, X, "model", "params"),
+                                   rtol=1e-6, atol=1e-7)
+        native.set_cpu_math_library_num_threads(1)
+        assert native.to_analysis_config().cpu_math_library_num_threads() == 1
+        create_paddle_predictor(native)
+        assert threads.get_num_threads() == 1           # set: applied when created, as fluid
+    finally:
+        fluid.core.set_num_threads(before)
+
+
+def test_model_buffer_of_a_model_without_weights(tmp_path):
+    """A program with no persistable variable needs no parameters: an empty params buffer."""
+    main, startup = fluid.Program(), fluid.Program()
+    with fluid.program_guard(main, startup), fluid.unique_name.guard():
+        x = fluid.data(name="x", shape=[-1, 6], dtype="float32")
+        y = fluid.layers.relu(x)
+    with pytest.warns(UserWarning, match="no variable in your model"):
+        fluid.io.save_inference_model(str(tmp_path), ["x"], [y],
+                                      fluid.Executor(fluid.CPUPlace()), main_program=main)
+    prog = _read(os.path.join(tmp_path, "__model__"))
+    config = AnalysisConfig()
+    config.set_model_buffer(prog, len(prog), b"", 0)
+    got = create_paddle_predictor(config).run([PaddleTensor(X - 0.5)])[0].as_ndarray()
+    np.testing.assert_array_equal(got, np.maximum(X - 0.5, 0))
