@@ -573,7 +573,7 @@ class AnalysisConfig:
 class NativeConfig:
     """Configuration of fluid's native predictor (fluid 1.8's ``NativeConfig``): the model run
     as saved, without the analysis passes. ``create_paddle_predictor(native_config)`` gives a
-    ``NativePaddlePredictor``.
+    ``NativePaddlePredictor``. Its fields are attributes, set directly as in fluid.
 
     Args:
         None: the constructor takes no argument; set the attributes below.
@@ -585,7 +585,7 @@ class NativeConfig:
         None: the fields are checked when the predictor is created
             (``to_analysis_config``).
 
-    Attributes (set them directly, as in fluid):
+    Attributes:
         model_dir (str): a directory written by ``save_inference_model``.
         prog_file (str): the program file instead (then ``param_file``: its combined
             parameter file, '' for one file per parameter next to it).
