@@ -343,6 +343,38 @@ def test_depthwise_images_give_the_per_image_bits(shape, k, s, p, d, skip_min, b
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("shape, k, s, p, d", IMAGES)
+@pytest.mark.parametrize("block", [None, 1, 2])
+def test_depthwise_rows_skip_padding_rows_with_the_same_bits(shape, k, s, p, d, block,
+                                                              monkeypatch):
+    """One image goes by blocks of output rows (all of them, one or two at a time), each
+    block's taps leaving out the filter rows that meet only padding: the bits of taking every
+    tap, on one thread or two, and float64's values."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1,) + shape[1:]).astype(np.float32)
+    w = rng.standard_normal((shape[3], 1, k, k)).astype(np.float32)
+    if block is not None:
+        ow = (shape[2] + p[2] + p[3] - d[1] * (k - 1) - 1) // s[1] + 1
+        monkeypatch.setattr(_conv_last, "_BLOCK", block * ow * shape[3])
+    calls = []
+    real = _conv_last._image_taps
+    monkeypatch.setattr(_conv_last, "_image_taps",
+                        lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", 0)
+    runs = {}
+    for t in (1, 2):
+        with threads.using(t):
+            runs[t] = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
+    skipped = any(i1 - i0 < k for r in calls for _, _, i0, i1 in r)
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", 1 << 40)
+    whole = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
+    np.testing.assert_array_equal(runs[1], whole)
+    np.testing.assert_array_equal(runs[2], whole)
+    np.testing.assert_allclose(whole, _reference(x, w, s, p, d, shape[3]), rtol=1e-5,
+                               atol=1e-5)
+    assert skipped == (p[0] + p[1] > 0)         # (every case with row padding reads it)
+
+
 def test_depthwise_images_are_taken_and_skip_padding_rows(monkeypatch):
     """The path runs for batches of small maps, not for one image; its runs leave out the
     filter rows that fall on padding, so a non-finite weight there no longer meets it."""
@@ -357,11 +389,19 @@ def test_depthwise_images_are_taken_and_skip_padding_rows(monkeypatch):
     assert calls == []
     g = _geom((2, 24), (5, 5), (1, 1), (2, 2, 2, 2), (1, 1), "EXPLICIT", 16)
     # row 0 reads image rows through filter rows 2:4, row 1 through 1:3
-    assert _conv_last._image_runs(g, 1 << 20) == [(0, 1, 2, 4), (1, 2, 1, 3)]
-    assert _conv_last._image_runs(g, 1) == [(0, 2, 0, 5)]      # too little skipped: one run
+    assert _conv_last._image_runs(g, 1 << 20) == ((0, 1, 2, 4), (1, 2, 1, 3))
+    assert _conv_last._image_runs(g, 1) == ((0, 2, 0, 5),)     # too little skipped: one run
+    # a block of rows: counted from its first row, and the threshold read at each call
+    assert _conv_last._image_runs(g, 1 << 20, 1, 2) == ((0, 1, 1, 3),)
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", 1 << 40)
+    assert _conv_last._image_runs(g, 1 << 20) == ((0, 2, 0, 5),)
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", 1 << 15)
     w[:, 0, 0, :] = np.inf                  # filter row 0 only ever meets padding here
     y = conv2d_forward(x, w, (1, 1), (2, 2, 2, 2), "EXPLICIT", 16, (1, 1), "NHWC")
     assert len(calls) == 1 and np.isfinite(y).all()
+    monkeypatch.setattr(_conv_last, "_SKIP_MIN", 0)    # (one image this small: one run)
+    one = conv2d_forward(x[:1], w, (1, 1), (2, 2, 2, 2), "EXPLICIT", 16, (1, 1), "NHWC")
+    np.testing.assert_array_equal(one, y[:1])         # one image: by rows, the same runs
     w[:, 0, 0, :] = 0
     np.testing.assert_allclose(y, _reference(x, w, (1, 1), (2, 2, 2, 2), (1, 1), 16),
                                rtol=1e-5, atol=1e-5)
