@@ -124,6 +124,13 @@ def run_parts(fn: Callable[[int, int], None], n: int, size: int) -> None:
         _run_parts(fn, n)
 
 
+def parts_alone(size: int) -> bool:
+    """Whether ``run_parts`` of ``size`` elements runs its parts on the calling thread only
+    (one call, or no second thread), where no other thread waits for the GIL at the end of
+    each NumPy call."""
+    return size < _COPY_MIN or not threads.splitting()
+
+
 # -- depthwise ----------------------------------------------------------------------------------
 def use_depthwise(x_shape: Sequence[int], w_shape: Sequence[int], groups: int) -> bool:
     """The depthwise kernels apply: groups == input channels > 1, filter [C*m, 1, kh, kw]."""
