@@ -154,8 +154,11 @@ def _to_float64(*programs: Any) -> None:
     and in the program Paddle loads. Every float attribute is rounded to float32 first:
     Paddle holds FLOAT attributes (momentum's ``mu``, the L2 coefficient, batch norm's
     epsilon) at 32 bits, fluidlite at 64 (docs/compatibility.md), which in a float64 program
-    alone moves the losses by ~1e-8; rounded, both compute with the same constants. Done
-    before anything runs."""
+    alone moves the losses by ~1e-8; rounded, both compute with the same constants. Then
+    every op's shape inference runs again, so that an output whose dtype the op fixes stays
+    what its kernel makes (``accuracy``'s float32 Accuracy, in fluid 1.8 and Paddle 2.6
+    alike). Done before anything runs."""
+    from fluidlite.core import registry
     from fluidlite.core.dtypes import VarType
     from fluidlite.core.registry import VarSpec
     for program in programs:
@@ -172,6 +175,10 @@ def _to_float64(*programs: Any) -> None:
                     if value is not None and not isinstance(value, bool) and \
                             value == VarType.FP32:
                         op._set_attr(key, VarType.FP64)
+        for block in program.blocks:
+            for op in block.ops:
+                if registry.has_op(op.type):
+                    block._infer(registry.get_op_def(op.type), op)
 
 
 def _feeds(size: int) -> Dict[str, np.ndarray]:
