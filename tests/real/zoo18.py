@@ -492,8 +492,8 @@ def paddle_stages(case: str, result: Dict[str, Any]) -> None:
                            f"fluidlite on the reversed batch from ulps away {n:.6g}")
         if bad:
             raise AssertionError("; ".join(bad))
-        return (f"{strict}/{STEPS} steps within 1e-4, worst {worst:.2g} (reordering the batch "
-                f"moves fluidlite's own run by up to {max(noise):.2g})")
+        return (f"{strict}/{STEPS} steps within 1e-4, worst {worst:.2g} (the reversed batch "
+                f"from ulps away moves fluidlite's own run by up to {max(noise):.2g})")
 
     def train64() -> str:
         """Every float64 step within 1e-4 relative (1e-6 absolute near 0), or, once float64
