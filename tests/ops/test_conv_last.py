@@ -375,6 +375,53 @@ def test_depthwise_rows_skip_padding_rows_with_the_same_bits(shape, k, s, p, d, 
     assert skipped == (p[0] + p[1] > 0)         # (every case with row padding reads it)
 
 
+@pytest.mark.parametrize("N", [1, 2])
+def test_depthwise_strips_give_every_block_to_the_epilogue(N, monkeypatch):
+    """Blocks of one output row each (one image, or two whose maps are too big for whole
+    images per block): the epilogue sees every block of rows once, where its rows are."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((N, 5, 6, 8)).astype(np.float32)
+    w = rng.standard_normal((8, 1, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(8).astype(np.float32)
+    monkeypatch.setattr(_conv_last, "_BLOCK", 6 * 8)           # one output row a block
+    seen = []
+
+    def epilogue(block, where):
+        seen.append(where[0])
+        block += bias
+    y = conv2d_forward(x, w, (1, 1), (1, 1, 1, 1), "EXPLICIT", 8, (1, 1), "NHWC",
+                       epilogue=epilogue)
+    plain = conv2d_forward(x, w, (1, 1), (1, 1, 1, 1), "EXPLICIT", 8, (1, 1), "NHWC")
+    np.testing.assert_array_equal(y, plain + bias)
+    assert sorted((r.start, r.stop) for r in seen) == [(6 * i, 6 * i + 6) for i in range(5 * N)]
+
+
+def test_depthwise_strips_skip_padding_where_they_run_alone(monkeypatch):
+    """One image's strips take the row runs where the parts run on this thread alone -- a
+    layer the size of the direction classifier's 5x5 ones, on any thread count; a larger one
+    on one thread -- and one einsum per strip where two threads share the parts (each
+    further call's end would wait for the GIL)."""
+    calls = []
+    real = _conv_last._image_taps
+    monkeypatch.setattr(_conv_last, "_image_taps", lambda *a: calls.append(a[-1]) or real(*a))
+    rng = np.random.default_rng(8)
+
+    def run(shape, t):
+        calls.clear()
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal((shape[3], 1, 5, 5)).astype(np.float32)
+        with threads.using(t):
+            conv2d_forward(x, w, (1, 1), (2, 2, 2, 2), "EXPLICIT", shape[3], (1, 1), "NHWC")
+        return [r for r in calls]
+    for t in (1, 2):
+        runs = run((1, 2, 96, 200), t)           # 38400 outputs: one part, on this thread
+        assert runs and all(r is not None for r in runs)
+        assert any(i1 - i0 < 5 for r in runs for _, _, i0, i1 in r)
+    assert all(r is not None for r in run((1, 40, 40, 96), 1))
+    runs = run((1, 40, 40, 96), 2)               # 153600 outputs: two parts on two threads
+    assert runs and all(r is None for r in runs)
+
+
 def test_depthwise_images_are_taken_and_skip_padding_rows(monkeypatch):
     """The path runs for batches of small maps, not for one image; its runs leave out the
     filter rows that fall on padding, so a non-finite weight there no longer meets it."""
