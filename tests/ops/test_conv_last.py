@@ -315,6 +315,15 @@ IMAGES = [
 ]
 
 
+def _same_bits_and_values(runs, want, x, w, s, p, d):
+    """Each thread count's output (``runs``) has ``want``'s bits, and ``want`` float64's
+    values."""
+    for t, got in runs.items():
+        np.testing.assert_array_equal(got, want, err_msg=f"{t} thread(s)")
+    np.testing.assert_allclose(want, _reference(x, w, s, p, d, x.shape[3]), rtol=1e-5,
+                               atol=1e-5)
+
+
 @pytest.mark.parametrize("shape, k, s, p, d", IMAGES)
 @pytest.mark.parametrize("skip_min", [0, 1 << 15, 1 << 40])
 @pytest.mark.parametrize("block", [None, 2])
@@ -337,10 +346,7 @@ def test_depthwise_images_give_the_per_image_bits(shape, k, s, p, d, skip_min, b
             runs[t] = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
     monkeypatch.setattr(_conv_last, "_IMAGES_MIN", 1 << 40)
     alone = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
-    np.testing.assert_array_equal(runs[1], alone)
-    np.testing.assert_array_equal(runs[2], alone)
-    np.testing.assert_allclose(alone, _reference(x, w, s, p, d, shape[3]), rtol=1e-5,
-                               atol=1e-5)
+    _same_bits_and_values(runs, alone, x, w, s, p, d)
 
 
 @pytest.mark.parametrize("shape, k, s, p, d", IMAGES)
@@ -368,10 +374,7 @@ def test_depthwise_rows_skip_padding_rows_with_the_same_bits(shape, k, s, p, d, 
     skipped = any(i1 - i0 < k for r in calls for _, _, i0, i1 in r)
     monkeypatch.setattr(_conv_last, "_SKIP_MIN", 1 << 40)
     whole = conv2d_forward(x, w, s, p, "EXPLICIT", shape[3], d, "NHWC")
-    np.testing.assert_array_equal(runs[1], whole)
-    np.testing.assert_array_equal(runs[2], whole)
-    np.testing.assert_allclose(whole, _reference(x, w, s, p, d, shape[3]), rtol=1e-5,
-                               atol=1e-5)
+    _same_bits_and_values(runs, whole, x, w, s, p, d)
     assert skipped == (p[0] + p[1] > 0)         # (every case with row padding reads it)
 
 
